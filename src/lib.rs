@@ -1,0 +1,7 @@
+//! zarrfs: mount a Zarr hierarchy as a read-only filesystem of plain files.
+//!
+//! Data flows through one module each, each using only those before it:
+//! [`store`] → [`meta`] → [`codec`] → [`cache`] → [`view`] → [`fuse`] and [`cli`].
+
+pub mod meta;
+pub mod store;

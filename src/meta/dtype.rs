@@ -1,0 +1,221 @@
+//! Element data types, normalized across Zarr v2 (numpy strings), v3 names and the v3 drafts.
+//!
+//! A [`DataType`] describes one element as zarrfs serves it: little-endian, fixed size. The byte
+//! order an element had in the store belongs to the codec chain (the `bytes` codec), not here.
+
+use std::fmt::Write as _;
+
+/// One element type as served in array files (always little-endian, fixed size).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DataType {
+    /// numpy `b1`, v3 `bool`: one byte, 0 or 1.
+    Bool,
+    /// Signed integer of the given byte width (1, 2, 4, 8).
+    Int(usize),
+    /// Unsigned integer of the given byte width (1, 2, 4, 8).
+    UInt(usize),
+    /// IEEE float of the given byte width (2, 4, 8).
+    Float(usize),
+    /// Complex of the given total byte width (8 or 16): real then imaginary part.
+    Complex(usize),
+    /// numpy `S<n>`: n bytes, zero padded.
+    Bytes(usize),
+    /// numpy `U<n>`: n UCS-4 code units, 4n bytes.
+    Unicode(usize),
+    /// numpy `V<n>` or v3 `r<bits>`: n opaque bytes.
+    Raw(usize),
+    /// numpy structured type: named fields at offsets.
+    Structured(Vec<Field>),
+}
+
+/// One field of a structured data type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Field {
+    /// Field name.
+    pub name: String,
+    /// Element type of the field.
+    pub dtype: DataType,
+    /// Sub-array shape of the field (empty for a scalar field).
+    pub shape: Vec<usize>,
+    /// Byte offset of the field inside the element.
+    pub offset: usize,
+}
+
+impl Field {
+    /// Size of the field in bytes (element size times its sub-array shape).
+    pub fn size(&self) -> usize {
+        self.dtype.size() * self.shape.iter().product::<usize>()
+    }
+}
+
+impl DataType {
+    /// Size of one element in bytes.
+    pub fn size(&self) -> usize {
+        match self {
+            DataType::Bool => 1,
+            DataType::Int(n)
+            | DataType::UInt(n)
+            | DataType::Float(n)
+            | DataType::Complex(n)
+            | DataType::Bytes(n)
+            | DataType::Raw(n) => *n,
+            DataType::Unicode(n) => 4 * n,
+            DataType::Structured(fields) => fields
+                .iter()
+                .map(|f| f.offset + f.size())
+                .max()
+                .unwrap_or(0),
+        }
+    }
+
+    /// The byte ranges `(offset, width)` inside one element that a byte-order change swaps.
+    pub fn swap_units(&self) -> Vec<(usize, usize)> {
+        let mut units = Vec::new();
+        self.push_swap_units(0, &mut units);
+        units
+    }
+
+    fn push_swap_units(&self, base: usize, units: &mut Vec<(usize, usize)>) {
+        match self {
+            DataType::Int(n) | DataType::UInt(n) | DataType::Float(n) if *n > 1 => {
+                units.push((base, *n))
+            }
+            DataType::Complex(n) => {
+                units.push((base, n / 2));
+                units.push((base + n / 2, n / 2));
+            }
+            DataType::Unicode(n) => units.extend((0..*n).map(|i| (base + 4 * i, 4))),
+            DataType::Structured(fields) => {
+                for f in fields {
+                    let count: usize = f.shape.iter().product();
+                    for i in 0..count {
+                        f.dtype
+                            .push_swap_units(base + f.offset + i * f.dtype.size(), units);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The numpy type string of the served (little-endian) element, e.g. `<f8`, `|b1`, `<U5`.
+    /// Structured types return their list form, e.g. `[('a', '<i4'), ('b', '<f8', (2,))]`.
+    pub fn npy_descr(&self) -> String {
+        match self {
+            DataType::Bool => "|b1".into(),
+            DataType::Int(1) => "|i1".into(),
+            DataType::UInt(1) => "|u1".into(),
+            DataType::Int(n) => format!("<i{n}"),
+            DataType::UInt(n) => format!("<u{n}"),
+            DataType::Float(n) => format!("<f{n}"),
+            DataType::Complex(n) => format!("<c{n}"),
+            DataType::Bytes(n) => format!("|S{n}"),
+            DataType::Unicode(n) => format!("<U{n}"),
+            DataType::Raw(n) => format!("|V{n}"),
+            DataType::Structured(fields) => {
+                let mut s = String::from("[");
+                for (i, f) in fields.iter().enumerate() {
+                    if i > 0 {
+                        s.push_str(", ");
+                    }
+                    let _ = write!(s, "({}, {}", py_str(&f.name), py_str(&f.dtype.npy_descr()));
+                    if !f.shape.is_empty() {
+                        s.push_str(", ");
+                        s.push_str(&py_tuple(&f.shape));
+                    }
+                    s.push(')');
+                }
+                s.push(']');
+                s
+            }
+        }
+    }
+
+    /// True when the fields of a structured type are packed in order with no gaps, so numpy's
+    /// list form of `descr` describes it exactly.
+    pub fn is_packed(&self) -> bool {
+        match self {
+            DataType::Structured(fields) => {
+                let mut at = 0;
+                for f in fields {
+                    if f.offset != at || !f.dtype.is_packed() {
+                        return false;
+                    }
+                    at += f.size();
+                }
+                true
+            }
+            _ => true,
+        }
+    }
+}
+
+/// A Python string literal as numpy's header writer prints it (`repr` of a str).
+pub fn py_str(s: &str) -> String {
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::new();
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c)
+            }
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
+}
+
+/// A Python tuple literal of integers: `()`, `(3,)`, `(3, 4)`.
+pub fn py_tuple<T: std::fmt::Display>(items: &[T]) -> String {
+    match items {
+        [] => "()".into(),
+        [one] => format!("({one},)"),
+        _ => {
+            let parts: Vec<String> = items.iter().map(|x| x.to_string()).collect();
+            format!("({})", parts.join(", "))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_swap_units() {
+        let s = DataType::Structured(vec![
+            Field { name: "a".into(), dtype: DataType::Int(4), shape: vec![], offset: 0 },
+            Field { name: "b".into(), dtype: DataType::Complex(8), shape: vec![2], offset: 4 },
+        ]);
+        assert_eq!(s.size(), 20);
+        assert_eq!(s.swap_units(), vec![(0, 4), (4, 4), (8, 4), (12, 4), (16, 4)]);
+        assert_eq!(DataType::Unicode(2).swap_units(), vec![(0, 4), (4, 4)]);
+        assert_eq!(DataType::UInt(1).swap_units(), vec![]);
+    }
+
+    #[test]
+    fn npy_descr_matches_numpy() {
+        let s = DataType::Structured(vec![
+            Field { name: "x".into(), dtype: DataType::Int(4), shape: vec![], offset: 0 },
+            Field { name: "y".into(), dtype: DataType::Float(8), shape: vec![2], offset: 4 },
+        ]);
+        assert_eq!(s.npy_descr(), "[('x', '<i4'), ('y', '<f8', (2,))]");
+        assert_eq!(DataType::Bool.npy_descr(), "|b1");
+        assert_eq!(DataType::Int(1).npy_descr(), "|i1");
+        assert_eq!(py_tuple::<u64>(&[]), "()");
+    }
+}

@@ -1,0 +1,147 @@
+//! Fill values: the JSON forms of Zarr v2 and v3, decoded to one served (little-endian) element.
+
+use super::dtype::DataType;
+use base64::Engine as _;
+use serde_json::Value;
+
+/// Decodes a fill value for `dtype`. `big_units` lists the units that base64-encoded raw fill
+/// values (v2 structured/void types) hold big-endian. `null` means zeros.
+pub fn parse_fill(value: &Value, dtype: &DataType, big_units: &[(usize, usize)]) -> Result<Vec<u8>, String> {
+    let bad = || format!("fill value {value} does not fit data type {}", dtype.npy_descr());
+    if value.is_null() {
+        return Ok(vec![0; dtype.size()]);
+    }
+    match dtype {
+        DataType::Bool => match value {
+            Value::Bool(b) => Ok(vec![u8::from(*b)]),
+            Value::Number(n) if n.as_u64().is_some_and(|v| v <= 1) => Ok(vec![n.as_u64().unwrap_or(0) as u8]),
+            _ => Err(bad()),
+        },
+        DataType::Int(n) => {
+            let v = int_value(value).ok_or_else(bad)?;
+            let fits = *n == 8 || (v >= -(1i128 << (8 * n - 1)) && v < (1i128 << (8 * n - 1)));
+            if !fits {
+                return Err(bad());
+            }
+            Ok((v as i64).to_le_bytes()[..*n].to_vec())
+        }
+        DataType::UInt(n) => {
+            let v = int_value(value).ok_or_else(bad)?;
+            if v < 0 || (*n < 8 && v >= (1i128 << (8 * n))) || v > u64::MAX as i128 {
+                return Err(bad());
+            }
+            Ok((v as u64).to_le_bytes()[..*n].to_vec())
+        }
+        DataType::Float(n) => float_bytes(value, *n).ok_or_else(bad),
+        DataType::Complex(n) => match value {
+            Value::Array(parts) if parts.len() == 2 => {
+                let mut out = float_bytes(&parts[0], n / 2).ok_or_else(bad)?;
+                out.extend(float_bytes(&parts[1], n / 2).ok_or_else(bad)?);
+                Ok(out)
+            }
+            // A plain number is a complex with no imaginary part.
+            _ => {
+                let mut out = float_bytes(value, n / 2).ok_or_else(bad)?;
+                out.resize(*n, 0);
+                Ok(out)
+            }
+        },
+        DataType::Unicode(n) => match value {
+            Value::String(s) if s.chars().count() <= *n => {
+                let mut out: Vec<u8> = s.chars().flat_map(|c| (c as u32).to_le_bytes()).collect();
+                out.resize(4 * n, 0);
+                Ok(out)
+            }
+            _ => Err(bad()),
+        },
+        DataType::Raw(n) if value.is_array() => {
+            let bytes: Option<Vec<u8>> = value
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|b| b.as_u64().and_then(|b| u8::try_from(b).ok()))
+                .collect();
+            bytes.filter(|b| b.len() == *n).ok_or_else(bad)
+        }
+        DataType::Bytes(_) | DataType::Raw(_) | DataType::Structured(_) => {
+            let Value::String(text) = value else { return Err(bad()) };
+            let mut raw = base64::engine::general_purpose::STANDARD
+                .decode(text)
+                .map_err(|e| format!("fill value {value}: bad base64: {e}"))?;
+            if raw.len() > dtype.size() || (raw.len() < dtype.size() && !matches!(dtype, DataType::Bytes(_))) {
+                return Err(bad());
+            }
+            raw.resize(dtype.size(), 0);
+            for &(o, w) in big_units {
+                raw[o..o + w].reverse();
+            }
+            Ok(raw)
+        }
+    }
+}
+
+/// An integer fill value, also accepting integral floats (`0.0`) that some writers produce.
+fn int_value(value: &Value) -> Option<i128> {
+    let n = value.as_number()?;
+    if let Some(i) = n.as_i64() {
+        return Some(i128::from(i));
+    }
+    if let Some(u) = n.as_u64() {
+        return Some(i128::from(u));
+    }
+    n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 1e19).map(|f| f as i128)
+}
+
+/// A float of `width` bytes from a number, "NaN", "Infinity", "-Infinity" or "0x<hex bits>".
+fn float_bytes(value: &Value, width: usize) -> Option<Vec<u8>> {
+    let f = match value {
+        Value::Number(n) => n.as_f64()?,
+        Value::String(s) => match s.as_str() {
+            "NaN" => f64::NAN,
+            "Infinity" => f64::INFINITY,
+            "-Infinity" => f64::NEG_INFINITY,
+            hex => {
+                let digits = hex.strip_prefix("0x")?;
+                if digits.len() != 2 * width {
+                    return None;
+                }
+                let bits = u64::from_str_radix(digits, 16).ok()?;
+                return Some(bits.to_le_bytes()[..width].to_vec());
+            }
+        },
+        _ => return None,
+    };
+    Some(match width {
+        2 => half::f16::from_f64(f).to_le_bytes().to_vec(),
+        4 => (f as f32).to_le_bytes().to_vec(),
+        8 => f.to_le_bytes().to_vec(),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn numbers_and_specials() {
+        assert_eq!(parse_fill(&json!(-2), &DataType::Int(2), &[]).unwrap(), vec![0xfe, 0xff]);
+        assert_eq!(parse_fill(&json!(255), &DataType::UInt(1), &[]).unwrap(), vec![255]);
+        assert!(parse_fill(&json!(256), &DataType::UInt(1), &[]).is_err());
+        assert_eq!(parse_fill(&json!(u64::MAX), &DataType::UInt(8), &[]).unwrap(), vec![255; 8]);
+        assert_eq!(parse_fill(&json!("NaN"), &DataType::Float(4), &[]).unwrap(), f32::NAN.to_le_bytes());
+        assert_eq!(parse_fill(&json!("-Infinity"), &DataType::Float(2), &[]).unwrap(), vec![0x00, 0xfc]);
+        assert_eq!(parse_fill(&json!("0x7fc00001"), &DataType::Float(4), &[]).unwrap(), vec![1, 0, 0xc0, 0x7f]);
+        assert_eq!(parse_fill(&json!([1.0, -1.0]), &DataType::Complex(8), &[]).unwrap()[4..], (-1f32).to_le_bytes());
+        assert_eq!(parse_fill(&json!(null), &DataType::Float(8), &[]).unwrap(), vec![0; 8]);
+        assert_eq!(parse_fill(&json!(true), &DataType::Bool, &[]).unwrap(), vec![1]);
+    }
+
+    #[test]
+    fn base64_and_strings() {
+        assert_eq!(parse_fill(&json!("YWI="), &DataType::Bytes(3), &[]).unwrap(), b"ab\0");
+        assert_eq!(parse_fill(&json!("AAAAAQ=="), &DataType::Raw(4), &[(0, 4)]).unwrap(), vec![1, 0, 0, 0]);
+        assert_eq!(parse_fill(&json!("é"), &DataType::Unicode(2), &[]).unwrap(), vec![0xe9, 0, 0, 0, 0, 0, 0, 0]);
+    }
+}

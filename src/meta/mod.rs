@@ -1,0 +1,21 @@
+//! One node model for every dialect: Zarr v2, Zarr v3 (and, later, the v3 drafts and NCZarr).
+//!
+//! Parsing is pure (bytes in, model out); [`load_hierarchy`] walks a store and parses every node.
+
+mod chunk_keys;
+mod codec_spec;
+mod dtype;
+mod fill;
+mod hierarchy;
+mod node;
+mod numpy_dtype;
+mod v2;
+mod v3;
+
+pub use chunk_keys::{ChunkKeys, KeyStyle};
+pub use codec_spec::CodecSpec;
+pub use dtype::{py_str, py_tuple, DataType, Field};
+pub use fill::parse_fill;
+pub use hierarchy::{load_hierarchy, Hierarchy, LoadOptions};
+pub use node::{ArrayMeta, Node, NodeKind};
+pub use numpy_dtype::NumpyType;

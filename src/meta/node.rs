@@ -1,0 +1,91 @@
+//! The node model every dialect is parsed into.
+
+use super::{ChunkKeys, CodecSpec, DataType};
+use serde_json::{Map, Value};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+/// The largest decoded chunk zarrfs accepts (4 GiB): a chunk is decoded whole into memory.
+pub const MAX_CHUNK_BYTES: u64 = 4 << 30;
+
+/// Everything needed to read an array's elements.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ArrayMeta {
+    /// Array shape (empty for 0-d).
+    pub shape: Vec<u64>,
+    /// Shape of every stored chunk (edge chunks are stored full size).
+    pub chunk_shape: Vec<u64>,
+    /// Element type as served.
+    pub dtype: DataType,
+    /// One element of fill value, as served (little-endian).
+    pub fill_value: Vec<u8>,
+    /// The codec chain, v3 order.
+    pub codecs: Vec<CodecSpec>,
+    /// Chunk index → store key.
+    pub chunk_keys: ChunkKeys,
+}
+
+impl ArrayMeta {
+    /// Number of elements, or `None` on overflow.
+    pub fn element_count(&self) -> Option<u64> {
+        self.shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d))
+    }
+
+    /// Size of the served data in bytes, or `None` on overflow.
+    pub fn byte_size(&self) -> Option<u64> {
+        self.element_count()?.checked_mul(self.dtype.size() as u64)
+    }
+
+    /// Checks the shapes are usable: same rank, non-zero chunks, sizes that fit in 64 bits.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.shape.len() != self.chunk_shape.len() {
+            return Err(format!(
+                "shape {:?} and chunk shape {:?} differ in rank",
+                self.shape, self.chunk_shape
+            ));
+        }
+        if self.chunk_shape.contains(&0) {
+            return Err(format!("chunk shape {:?} has a zero extent", self.chunk_shape));
+        }
+        if self.dtype.size() == 0 {
+            return Err("data type has size zero".into());
+        }
+        self.byte_size()
+            .ok_or_else(|| format!("shape {:?} is too large", self.shape))?;
+        self.chunk_shape
+            .iter()
+            .try_fold(self.dtype.size() as u64, |acc, &d| acc.checked_mul(d))
+            .filter(|&b| b <= MAX_CHUNK_BYTES)
+            .ok_or_else(|| format!("chunk shape {:?} is too large", self.chunk_shape))?;
+        Ok(())
+    }
+}
+
+/// What a node is.
+#[derive(Clone, Debug)]
+pub enum NodeKind {
+    /// A group (explicit or implicit).
+    Group,
+    /// An array; `Err` holds why its data cannot be read (its metadata is still shown).
+    Array(Result<Arc<ArrayMeta>, String>),
+}
+
+/// One node of the hierarchy.
+#[derive(Clone, Debug)]
+pub struct Node {
+    /// Path from the store root, `/`-separated, `""` for the root.
+    pub path: String,
+    /// Group or array.
+    pub kind: NodeKind,
+    /// The node as a Zarr Object Model document (what its `.json` sidecar shows).
+    pub document: Map<String, Value>,
+    /// Modification time of the node's metadata, where the store knows it.
+    pub mtime: Option<SystemTime>,
+}
+
+impl Node {
+    /// The last path segment (`""` for the root).
+    pub fn name(&self) -> &str {
+        self.path.rsplit('/').next().unwrap_or("")
+    }
+}

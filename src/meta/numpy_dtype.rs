@@ -1,0 +1,125 @@
+//! Numpy data type descriptions as Zarr v2 and the v3 drafts write them: `"<f8"`, `"|S5"`,
+//! `[["x", "<i4"], ["y", ">f8", [2]]]`.
+
+use super::dtype::{DataType, Field};
+use serde_json::Value;
+
+/// A parsed numpy type: the served element type plus the byte ranges stored big-endian.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NumpyType {
+    /// The element as served (little-endian).
+    pub dtype: DataType,
+    /// `(offset, width)` units inside one element that the store holds big-endian.
+    pub big_units: Vec<(usize, usize)>,
+}
+
+/// Parses a numpy dtype given as JSON (a type string or a structured list).
+pub fn parse(value: &Value) -> Result<NumpyType, String> {
+    match value {
+        Value::String(s) => parse_str(s),
+        Value::Array(fields) => parse_fields(fields),
+        other => Err(format!("data type {other} is neither a string nor a list of fields")),
+    }
+}
+
+fn parse_str(s: &str) -> Result<NumpyType, String> {
+    let (order, rest) = match s.chars().next() {
+        Some(c @ ('<' | '>' | '|' | '=')) => (c, &s[1..]),
+        _ => ('=', s),
+    };
+    let kind = rest.chars().next().ok_or_else(|| format!("empty data type {s:?}"))?;
+    let digits = &rest[kind.len_utf8()..];
+    let n: usize = digits
+        .parse()
+        .map_err(|_| format!("unsupported data type {s:?}"))?;
+    let dtype = match (kind, n) {
+        ('b', 1) => DataType::Bool,
+        ('i', 1 | 2 | 4 | 8) => DataType::Int(n),
+        ('u', 1 | 2 | 4 | 8) => DataType::UInt(n),
+        ('f', 2 | 4 | 8) => DataType::Float(n),
+        ('c', 8 | 16) => DataType::Complex(n),
+        ('S', _) => DataType::Bytes(n),
+        ('U', _) => DataType::Unicode(n),
+        ('V', _) => DataType::Raw(n),
+        _ => return Err(format!("unsupported data type {s:?}")),
+    };
+    let big_units = if order == '>' { dtype.swap_units() } else { Vec::new() };
+    Ok(NumpyType { dtype, big_units })
+}
+
+fn parse_fields(items: &[Value]) -> Result<NumpyType, String> {
+    let mut fields = Vec::new();
+    let mut big_units = Vec::new();
+    let mut offset = 0;
+    for item in items {
+        let parts = item
+            .as_array()
+            .filter(|p| (2..=3).contains(&p.len()))
+            .ok_or_else(|| format!("structured field {item} is not [name, type] or [name, type, shape]"))?;
+        let name = parts[0]
+            .as_str()
+            .ok_or_else(|| format!("structured field name {} is not a string", parts[0]))?;
+        let inner = parse(&parts[1])?;
+        let shape = match parts.get(2) {
+            None => Vec::new(),
+            Some(Value::Array(dims)) => dims
+                .iter()
+                .map(|d| d.as_u64().map(|d| d as usize).ok_or_else(|| format!("bad field shape {d}")))
+                .collect::<Result<Vec<_>, _>>()?,
+            Some(other) => return Err(format!("bad field shape {other}")),
+        };
+        let count: usize = shape.iter().product();
+        let size = inner.dtype.size();
+        for i in 0..count {
+            big_units.extend(inner.big_units.iter().map(|&(o, w)| (offset + i * size + o, w)));
+        }
+        fields.push(Field { name: name.to_string(), dtype: inner.dtype, shape, offset });
+        offset = size
+            .checked_mul(count)
+            .and_then(|s| s.checked_add(offset))
+            .ok_or("structured type too large")?;
+    }
+    if fields.is_empty() {
+        return Err("structured data type with no fields".into());
+    }
+    Ok(NumpyType { dtype: DataType::Structured(fields), big_units })
+}
+
+impl NumpyType {
+    /// The `bytes` codec configuration that undoes the stored byte order.
+    pub fn bytes_codec_config(&self) -> Value {
+        if self.big_units.is_empty() {
+            serde_json::json!({"endian": "little"})
+        } else if self.big_units == self.dtype.swap_units() {
+            serde_json::json!({"endian": "big"})
+        } else {
+            let units: Vec<Value> = self.big_units.iter().map(|&(o, w)| serde_json::json!([o, w])).collect();
+            serde_json::json!({"endian": "big", "swap_units": units})
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn scalar_types() {
+        let t = parse(&json!(">i4")).unwrap();
+        assert_eq!(t.dtype, DataType::Int(4));
+        assert_eq!(t.big_units, vec![(0, 4)]);
+        assert_eq!(parse(&json!("|b1")).unwrap().dtype, DataType::Bool);
+        assert_eq!(parse(&json!("<U3")).unwrap().dtype, DataType::Unicode(3));
+        assert!(parse(&json!("<M8[ns]")).is_err());
+        assert!(parse(&json!("|O")).is_err());
+    }
+
+    #[test]
+    fn mixed_order_structured() {
+        let t = parse(&json!([["a", "<i2"], ["b", ">f4", [2]], ["c", "|S3"]])).unwrap();
+        assert_eq!(t.dtype.size(), 2 + 8 + 3);
+        assert_eq!(t.big_units, vec![(2, 4), (6, 4)]);
+        assert_eq!(t.bytes_codec_config(), json!({"endian": "big", "swap_units": [[2, 4], [6, 4]]}));
+    }
+}

@@ -1,0 +1,145 @@
+//! Zarr v3: one `zarr.json` per node.
+
+use super::node::ArrayMeta;
+use super::v2::dims;
+use super::{parse_fill, ChunkKeys, CodecSpec, DataType, KeyStyle};
+use serde_json::{json, Map, Value};
+
+/// The Zarr Object Model document of a v3 node: its `zarr.json` without consolidated metadata,
+/// with `attributes` always present.
+pub fn document(doc: &Map<String, Value>) -> Map<String, Value> {
+    let mut out: Map<String, Value> = doc
+        .iter()
+        .filter(|(k, _)| k.as_str() != "consolidated_metadata")
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    out.entry("attributes").or_insert_with(|| json!({}));
+    out
+}
+
+/// The served element type of a v3 `data_type` name.
+pub fn data_type(name: &Value) -> Result<DataType, String> {
+    let s = name
+        .as_str()
+        .ok_or_else(|| format!("unsupported data type {name}"))?;
+    Ok(match s {
+        "bool" => DataType::Bool,
+        "int8" => DataType::Int(1),
+        "int16" => DataType::Int(2),
+        "int32" => DataType::Int(4),
+        "int64" => DataType::Int(8),
+        "uint8" => DataType::UInt(1),
+        "uint16" => DataType::UInt(2),
+        "uint32" => DataType::UInt(4),
+        "uint64" => DataType::UInt(8),
+        "float16" => DataType::Float(2),
+        "float32" => DataType::Float(4),
+        "float64" => DataType::Float(8),
+        "complex64" => DataType::Complex(8),
+        "complex128" => DataType::Complex(16),
+        raw if raw.starts_with('r') => {
+            let bits: usize = raw[1..]
+                .parse()
+                .ok()
+                .filter(|b| b % 8 == 0 && *b > 0)
+                .ok_or_else(|| format!("unsupported data type {s:?}"))?;
+            DataType::Raw(bits / 8)
+        }
+        _ => return Err(format!("unsupported data type {s:?}")),
+    })
+}
+
+/// Parses the array fields of a `zarr.json` whose chunk keys start with `prefix`.
+pub fn parse_array(doc: &Map<String, Value>, prefix: &str) -> Result<ArrayMeta, String> {
+    let shape = dims(doc, "shape")?;
+    let dtype = data_type(doc.get("data_type").ok_or("missing \"data_type\"")?)?;
+    let fill_value = parse_fill(doc.get("fill_value").unwrap_or(&Value::Null), &dtype, &[])?;
+
+    let grid = named(doc.get("chunk_grid").ok_or("missing \"chunk_grid\"")?)?;
+    if grid.0 != "regular" {
+        return Err(format!("unsupported chunk grid {:?}", grid.0));
+    }
+    let chunk_shape = dims(&grid.1, "chunk_shape")?;
+
+    let chunk_keys = match doc.get("chunk_key_encoding") {
+        None => ChunkKeys { prefix: prefix.into(), style: KeyStyle::Default, separator: '/' },
+        Some(enc) => {
+            let (name, config) = named(enc)?;
+            let (style, default_sep) = match name.as_str() {
+                "default" => (KeyStyle::Default, '/'),
+                "v2" => (KeyStyle::V2, '.'),
+                other => return Err(format!("unsupported chunk key encoding {other:?}")),
+            };
+            let separator = match config.get("separator").and_then(Value::as_str) {
+                None => default_sep,
+                Some(".") => '.',
+                Some("/") => '/',
+                Some(other) => return Err(format!("unsupported chunk key separator {other:?}")),
+            };
+            ChunkKeys { prefix: prefix.into(), style, separator }
+        }
+    };
+
+    let codecs = match doc.get("codecs") {
+        Some(Value::Array(list)) => list
+            .iter()
+            .map(|c| named(c).map(|(name, config)| CodecSpec::new(name, Value::Object(config))))
+            .collect::<Result<Vec<_>, _>>()?,
+        _ => return Err("missing or malformed \"codecs\"".into()),
+    };
+    if let Some(Value::Array(t)) = doc.get("storage_transformers") {
+        if let Some(first) = t.first() {
+            return Err(format!("unsupported storage transformer {first}"));
+        }
+    }
+    Ok(ArrayMeta { shape, chunk_shape, dtype, fill_value, codecs, chunk_keys })
+}
+
+/// A v3 "named configuration": `{"name": .., "configuration": {..}}` or a bare name string.
+pub fn named(value: &Value) -> Result<(String, Map<String, Value>), String> {
+    match value {
+        Value::String(name) => Ok((name.clone(), Map::new())),
+        Value::Object(obj) => {
+            let name = obj
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or_else(|| format!("{value} has no \"name\""))?;
+            let config = match obj.get("configuration") {
+                None | Some(Value::Null) => Map::new(),
+                Some(Value::Object(c)) => c.clone(),
+                Some(other) => return Err(format!("configuration {other} is not an object")),
+            };
+            Ok((name.to_string(), config))
+        }
+        other => Err(format!("{other} is not a named configuration")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_v3_array() {
+        let doc = json!({
+            "zarr_format": 3, "node_type": "array", "shape": [10, 10], "data_type": "float32",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4, 4]}},
+            "chunk_key_encoding": {"name": "default", "configuration": {"separator": "."}},
+            "fill_value": "NaN",
+            "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "zstd"}]
+        });
+        let meta = parse_array(doc.as_object().unwrap(), "g/a/").unwrap();
+        assert_eq!(meta.chunk_shape, vec![4, 4]);
+        assert_eq!(meta.chunk_keys.key(&[2, 1]), "g/a/c.2.1");
+        assert_eq!(meta.codecs[1], CodecSpec::new("zstd", json!({})));
+        assert_eq!(meta.fill_value, f32::NAN.to_le_bytes());
+    }
+
+    #[test]
+    fn unknown_types_and_grids_are_errors() {
+        assert!(data_type(&json!("float8_e4m3")).is_err());
+        assert_eq!(data_type(&json!("r16")).unwrap(), DataType::Raw(2));
+        let doc = json!({"shape": [1], "data_type": "int8", "chunk_grid": {"name": "rectilinear"}, "codecs": []});
+        assert!(parse_array(doc.as_object().unwrap(), "").unwrap_err().contains("rectilinear"));
+    }
+}

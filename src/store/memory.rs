@@ -1,0 +1,105 @@
+//! An in-memory store, for tests and for building stores programmatically.
+
+use super::{check_key, Entry, EntryKind, ObjectMeta, Store, StoreError};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::SystemTime;
+
+/// Keys and values in a sorted map. Counts the reads it serves, so tests can check access patterns.
+#[derive(Default)]
+pub struct MemoryStore {
+    items: BTreeMap<String, Vec<u8>>,
+    reads: AtomicU64,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets `key` to `value`.
+    pub fn insert(&mut self, key: impl Into<String>, value: impl Into<Vec<u8>>) {
+        self.items.insert(key.into(), value.into());
+    }
+
+    /// How many `get`/`get_range` calls found a value so far.
+    pub fn reads(&self) -> u64 {
+        self.reads.load(Ordering::Relaxed)
+    }
+}
+
+impl Store for MemoryStore {
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        check_key(key)?;
+        let v = self.items.get(key).cloned();
+        if v.is_some() {
+            self.reads.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(v)
+    }
+
+    fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self.get(key)?.map(|v| {
+            let s = (start as usize).min(v.len());
+            let e = (start.saturating_add(len) as usize).min(v.len());
+            v[s..e].to_vec()
+        }))
+    }
+
+    fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
+        check_key(key)?;
+        Ok(self.items.get(key).map(|v| ObjectMeta { size: v.len() as u64, mtime: None }))
+    }
+
+    fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
+        check_key(prefix)?;
+        let base = if prefix.is_empty() { String::new() } else { format!("{prefix}/") };
+        let mut out: BTreeMap<String, EntryKind> = BTreeMap::new();
+        for (key, value) in self.items.range(base.clone()..) {
+            let Some(rest) = key.strip_prefix(&base) else { break };
+            match rest.split_once('/') {
+                Some((dir, _)) => out.insert(dir.to_string(), EntryKind::Prefix),
+                None => out.insert(rest.to_string(), EntryKind::Object(value.len() as u64)),
+            };
+        }
+        Ok(out
+            .into_iter()
+            .map(|(name, kind)| Entry { name, kind, mtime: None })
+            .collect())
+    }
+
+    fn mtime(&self) -> SystemTime {
+        SystemTime::UNIX_EPOCH
+    }
+
+    fn describe(&self) -> String {
+        "memory".into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_children_once() {
+        let mut s = MemoryStore::new();
+        s.insert("a/.zarray", "{}");
+        s.insert("a/0.0", "x");
+        s.insert("b", "yy");
+        s.insert("ab/c", "z");
+        let names: Vec<_> = s.list_dir("").unwrap().into_iter().map(|e| (e.name, e.kind)).collect();
+        assert_eq!(
+            names,
+            vec![
+                ("a".into(), EntryKind::Prefix),
+                ("ab".into(), EntryKind::Prefix),
+                ("b".into(), EntryKind::Object(2))
+            ]
+        );
+        assert_eq!(s.list_dir("a").unwrap().len(), 2);
+        assert_eq!(s.get_range("b", 1, 10).unwrap().unwrap(), b"y");
+        assert!(s.get("../b").is_err());
+    }
+}

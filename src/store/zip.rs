@@ -1,0 +1,182 @@
+//! A store inside a zip file (zarr-python's `ZipStore`, or any zip of a store directory).
+//!
+//! The central directory is read once at open. Stored (uncompressed) members, which is what
+//! zarr-python writes, are read with positioned reads and no lock; compressed members go
+//! through the `zip` crate under a lock.
+
+use super::{check_key, Entry, EntryKind, ObjectMeta, Store, StoreError};
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+use zip::{CompressionMethod, ZipArchive};
+
+struct Member {
+    index: usize,
+    stored: bool,
+    data_start: u64,
+    size: u64,
+    mtime: Option<SystemTime>,
+}
+
+/// A read-only view of the members of one zip file.
+pub struct ZipStore {
+    path: PathBuf,
+    file: File,
+    archive: Mutex<ZipArchive<File>>,
+    members: BTreeMap<String, Member>,
+    dirs: BTreeMap<String, ()>,
+    mtime: SystemTime,
+}
+
+impl ZipStore {
+    /// Opens `path` and reads its central directory.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let what = path.display().to_string();
+        let file = File::open(path).map_err(|e| StoreError::io(&what, e))?;
+        let mtime = file
+            .metadata()
+            .and_then(|m| m.modified())
+            .unwrap_or(SystemTime::UNIX_EPOCH);
+        let reader = file.try_clone().map_err(|e| StoreError::io(&what, e))?;
+        let mut archive = ZipArchive::new(reader)
+            .map_err(|e| StoreError::Invalid(format!("{what}: not a readable zip file: {e}")))?;
+        let mut members = BTreeMap::new();
+        let mut dirs = BTreeMap::new();
+        for index in 0..archive.len() {
+            let m = archive
+                .by_index_raw(index)
+                .map_err(|e| StoreError::Invalid(format!("{what}: member {index}: {e}")))?;
+            let name = m.name().trim_start_matches("./").to_string();
+            if m.is_dir() {
+                dirs.insert(name.trim_end_matches('/').to_string(), ());
+                continue;
+            }
+            if check_key(&name).is_err() {
+                log::warn!("{what}: member {name:?} skipped: its name would leave the store");
+                continue;
+            }
+            let member = Member {
+                index,
+                stored: m.compression() == CompressionMethod::Stored,
+                data_start: m.data_start(),
+                size: m.size(),
+                mtime: m.last_modified().and_then(zip_time),
+            };
+            // Later members of the same name replace earlier ones, as zip readers do.
+            members.insert(name, member);
+        }
+        for name in members.keys() {
+            let mut p = name.as_str();
+            while let Some((parent, _)) = p.rsplit_once('/') {
+                dirs.insert(parent.to_string(), ());
+                p = parent;
+            }
+        }
+        Ok(ZipStore { path: path.to_path_buf(), file, archive: Mutex::new(archive), members, dirs, mtime })
+    }
+
+    fn read_member(&self, key: &str, m: &Member, start: u64, len: u64) -> Result<Vec<u8>, StoreError> {
+        let end = start.saturating_add(len).min(m.size);
+        let start = start.min(end);
+        if m.stored {
+            let mut buf = vec![0u8; (end - start) as usize];
+            self.file
+                .read_exact_at(&mut buf, m.data_start + start)
+                .map_err(|e| StoreError::io(format!("{}:{key}", self.path.display()), e))?;
+            return Ok(buf);
+        }
+        let mut archive = self.archive.lock().unwrap_or_else(|p| p.into_inner());
+        let member = archive
+            .by_index(m.index)
+            .map_err(|e| StoreError::Invalid(format!("{}:{key}: {e}", self.path.display())))?;
+        let mut buf = Vec::with_capacity(m.size.min(1 << 30) as usize);
+        member
+            .take(end)
+            .read_to_end(&mut buf)
+            .map_err(|e| StoreError::io(format!("{}:{key}", self.path.display()), e))?;
+        Ok(buf.split_off(start as usize))
+    }
+}
+
+/// Converts a zip (MS-DOS) timestamp, taken as UTC, to a `SystemTime`.
+fn zip_time(t: zip::DateTime) -> Option<SystemTime> {
+    let (y, m, d) = (i64::from(t.year()), i64::from(t.month()), i64::from(t.day()));
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * ((m + 9) % 12) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400
+        + i64::from(t.hour()) * 3600
+        + i64::from(t.minute()) * 60
+        + i64::from(t.second());
+    u64::try_from(secs).ok().map(|s| SystemTime::UNIX_EPOCH + Duration::from_secs(s))
+}
+
+impl Store for ZipStore {
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.get_range(key, 0, u64::MAX)
+    }
+
+    fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError> {
+        check_key(key)?;
+        match self.members.get(key) {
+            Some(m) => self.read_member(key, m, start, len).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
+        check_key(key)?;
+        Ok(self.members.get(key).map(|m| ObjectMeta { size: m.size, mtime: m.mtime }))
+    }
+
+    fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
+        check_key(prefix)?;
+        let base = if prefix.is_empty() { String::new() } else { format!("{prefix}/") };
+        let mut out: BTreeMap<String, Entry> = BTreeMap::new();
+        for (name, m) in self.members.range(base.clone()..) {
+            let Some(rest) = name.strip_prefix(&base) else { break };
+            let entry = match rest.split_once('/') {
+                Some((dir, _)) => Entry { name: dir.to_string(), kind: EntryKind::Prefix, mtime: None },
+                None => Entry { name: rest.to_string(), kind: EntryKind::Object(m.size), mtime: m.mtime },
+            };
+            out.entry(entry.name.clone()).or_insert(entry);
+        }
+        for dir in self.dirs.range(base.clone()..).map(|(d, _)| d) {
+            let Some(rest) = dir.strip_prefix(&base) else { break };
+            if !rest.is_empty() && !rest.contains('/') {
+                out.entry(rest.to_string())
+                    .or_insert(Entry { name: rest.to_string(), kind: EntryKind::Prefix, mtime: None });
+            }
+        }
+        Ok(out.into_values().collect())
+    }
+
+    fn mtime(&self) -> SystemTime {
+        self.mtime
+    }
+
+    fn describe(&self) -> String {
+        self.path.display().to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::zip_time;
+    use std::time::{Duration, SystemTime};
+
+    #[test]
+    fn zip_times_are_utc_seconds() {
+        let t = zip::DateTime::from_date_and_time(2024, 3, 1, 12, 30, 10).unwrap();
+        // 2024-03-01T12:30:10Z
+        assert_eq!(zip_time(t), Some(SystemTime::UNIX_EPOCH + Duration::from_secs(1_709_296_210)));
+    }
+}
