@@ -5,3 +5,8 @@
 
 pub mod meta;
 pub mod store;
+pub mod codec;
+pub mod cache;
+pub mod view;
+pub mod fuse;
+pub mod cli;

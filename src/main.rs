@@ -1,1 +1,5 @@
-fn main() {}
+//! The `zarrfs` binary.
+
+fn main() {
+    std::process::exit(zarrfs::cli::main());
+}

@@ -113,39 +113,27 @@ impl DataType {
             DataType::Unicode(n) => format!("<U{n}"),
             DataType::Raw(n) => format!("|V{n}"),
             DataType::Structured(fields) => {
-                let mut s = String::from("[");
-                for (i, f) in fields.iter().enumerate() {
-                    if i > 0 {
-                        s.push_str(", ");
-                    }
-                    let _ = write!(s, "({}, {}", py_str(&f.name), py_str(&f.dtype.npy_descr()));
-                    if !f.shape.is_empty() {
-                        s.push_str(", ");
-                        s.push_str(&py_tuple(&f.shape));
-                    }
-                    s.push(')');
-                }
-                s.push(']');
-                s
-            }
-        }
-    }
-
-    /// True when the fields of a structured type are packed in order with no gaps, so numpy's
-    /// list form of `descr` describes it exactly.
-    pub fn is_packed(&self) -> bool {
-        match self {
-            DataType::Structured(fields) => {
+                let mut parts = Vec::new();
                 let mut at = 0;
                 for f in fields {
-                    if f.offset != at || !f.dtype.is_packed() {
-                        return false;
+                    if f.offset > at {
+                        // numpy names padding bytes '' in `dtype.descr`.
+                        parts.push(format!("('', '|V{}')", f.offset - at));
                     }
-                    at += f.size();
+                    let inner = match &f.dtype {
+                        DataType::Structured(_) => f.dtype.npy_descr(),
+                        other => py_str(&other.npy_descr()),
+                    };
+                    let mut part = format!("({}, {inner}", py_str(&f.name));
+                    if !f.shape.is_empty() {
+                        let _ = write!(part, ", {}", py_tuple(&f.shape));
+                    }
+                    part.push(')');
+                    parts.push(part);
+                    at = at.max(f.offset + f.size());
                 }
-                true
+                format!("[{}]", parts.join(", "))
             }
-            _ => true,
         }
     }
 }

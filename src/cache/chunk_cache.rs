@@ -1,0 +1,214 @@
+//! The LRU of decoded chunks with single-flight loading.
+
+use super::{ChunkData, ChunkError};
+use lru::LruCache;
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+/// Bytes charged per cached entry on top of its data (bookkeeping, absent-chunk markers).
+const ENTRY_OVERHEAD: u64 = 96;
+
+/// Identifies one chunk: the array's number in the view and the chunk's linear grid index.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+pub struct ChunkId {
+    /// The array's number.
+    pub array: u32,
+    /// Linear (C-order) index of the chunk in the array's chunk grid.
+    pub index: u64,
+}
+
+/// Counters for tests and benchmarks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    /// Lookups answered from the cache (including by waiting for another reader's load).
+    pub hits: u64,
+    /// Loads run.
+    pub loads: u64,
+    /// Bytes currently charged.
+    pub used: u64,
+}
+
+type Outcome = Result<ChunkData, ChunkError>;
+
+/// One load in progress; readers of the same chunk wait on it.
+#[derive(Default)]
+struct Flight {
+    outcome: Mutex<Option<Outcome>>,
+    done: Condvar,
+}
+
+struct Inner {
+    lru: LruCache<ChunkId, ChunkData>,
+    inflight: HashMap<ChunkId, Arc<Flight>>,
+    stats: CacheStats,
+}
+
+/// Decoded chunks bounded by a byte budget.
+pub struct ChunkCache {
+    budget: u64,
+    inner: Mutex<Inner>,
+}
+
+fn charge(data: &ChunkData) -> u64 {
+    ENTRY_OVERHEAD + data.as_ref().map_or(0, |d| d.len() as u64)
+}
+
+impl ChunkCache {
+    /// A cache holding at most `budget` bytes of decoded chunks.
+    pub fn new(budget: u64) -> Self {
+        ChunkCache {
+            budget,
+            inner: Mutex::new(Inner {
+                lru: LruCache::unbounded(),
+                inflight: HashMap::new(),
+                stats: CacheStats::default(),
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The byte budget.
+    pub fn budget(&self) -> u64 {
+        self.budget
+    }
+
+    /// Current counters.
+    pub fn stats(&self) -> CacheStats {
+        self.lock().stats
+    }
+
+    /// True when the chunk is cached or being loaded (prefetch uses this to skip work).
+    pub fn contains(&self, id: ChunkId) -> bool {
+        let inner = self.lock();
+        inner.lru.contains(&id) || inner.inflight.contains_key(&id)
+    }
+
+    /// The chunk `id`, from the cache, from a load already under way, or by running `load`.
+    /// A panic inside `load` becomes an error for every waiting reader.
+    pub fn get_or_load(&self, id: ChunkId, load: impl FnOnce() -> Outcome) -> Outcome {
+        let flight = {
+            let mut inner = self.lock();
+            if let Some(data) = inner.lru.get(&id) {
+                let data = data.clone();
+                inner.stats.hits += 1;
+                return Ok(data);
+            }
+            if let Some(flight) = inner.inflight.get(&id) {
+                let flight = flight.clone();
+                inner.stats.hits += 1;
+                drop(inner);
+                return wait(&flight);
+            }
+            let flight = Arc::new(Flight::default());
+            inner.inflight.insert(id, flight.clone());
+            inner.stats.loads += 1;
+            flight
+        };
+
+        let outcome = catch_unwind(AssertUnwindSafe(load))
+            .unwrap_or_else(|_| Err(ChunkError::new(format!("chunk {}: decoder panicked", id.index))));
+
+        {
+            let mut inner = self.lock();
+            inner.inflight.remove(&id);
+            if let Ok(data) = &outcome {
+                let cost = charge(data);
+                if cost <= self.budget {
+                    inner.stats.used += cost;
+                    if let Some(old) = inner.lru.put(id, data.clone()) {
+                        inner.stats.used -= charge(&old);
+                    }
+                    while inner.stats.used > self.budget {
+                        match inner.lru.pop_lru() {
+                            Some((_, old)) => inner.stats.used -= charge(&old),
+                            None => break,
+                        }
+                    }
+                }
+            }
+        }
+        *flight.outcome.lock().unwrap_or_else(|p| p.into_inner()) = Some(outcome.clone());
+        flight.done.notify_all();
+        outcome
+    }
+}
+
+fn wait(flight: &Flight) -> Outcome {
+    let mut outcome = flight.outcome.lock().unwrap_or_else(|p| p.into_inner());
+    loop {
+        if let Some(o) = outcome.as_ref() {
+            return o.clone();
+        }
+        outcome = flight.done.wait(outcome).unwrap_or_else(|p| p.into_inner());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::Barrier;
+
+    fn id(index: u64) -> ChunkId {
+        ChunkId { array: 0, index }
+    }
+
+    fn data(n: usize) -> Outcome {
+        Ok(Some(Arc::new(vec![7; n])))
+    }
+
+    #[test]
+    fn stays_within_its_budget_and_evicts_least_recent() {
+        let cache = ChunkCache::new(3 * (1000 + ENTRY_OVERHEAD));
+        for i in 0..3 {
+            cache.get_or_load(id(i), || data(1000)).unwrap();
+        }
+        cache.get_or_load(id(0), || panic!("0 is cached")).unwrap();
+        cache.get_or_load(id(3), || data(1000)).unwrap();
+        assert!(cache.stats().used <= cache.budget());
+        assert!(cache.contains(id(0)) && !cache.contains(id(1)));
+        // Larger than the whole budget: returned, not kept.
+        assert_eq!(cache.get_or_load(id(9), || data(10_000)).unwrap().unwrap().len(), 10_000);
+        assert!(!cache.contains(id(9)));
+    }
+
+    #[test]
+    fn concurrent_readers_load_once() {
+        let cache = Arc::new(ChunkCache::new(1 << 20));
+        let loads = Arc::new(AtomicU32::new(0));
+        let barrier = Arc::new(Barrier::new(8));
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let (cache, loads, barrier) = (cache.clone(), loads.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    cache
+                        .get_or_load(id(1), || {
+                            loads.fetch_add(1, Ordering::SeqCst);
+                            std::thread::sleep(std::time::Duration::from_millis(50));
+                            data(10)
+                        })
+                        .unwrap()
+                })
+            })
+            .collect();
+        for t in threads {
+            assert_eq!(t.join().unwrap().unwrap().len(), 10);
+        }
+        assert_eq!(loads.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn errors_and_panics_reach_the_reader_and_are_not_cached() {
+        let cache = ChunkCache::new(1 << 20);
+        let err = cache.get_or_load(id(1), || Err(ChunkError::new("corrupt"))).unwrap_err();
+        assert_eq!(err.to_string(), "corrupt");
+        let err = cache.get_or_load(id(1), || panic!("boom")).unwrap_err();
+        assert!(err.to_string().contains("panicked"));
+        assert!(cache.get_or_load(id(1), || data(3)).is_ok());
+    }
+}

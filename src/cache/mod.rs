@@ -1,0 +1,33 @@
+//! Decoded chunks: one LRU shared by every reader, bounded in bytes, loading each chunk once
+//! however many readers want it at the same time.
+
+mod chunk_cache;
+mod chunk_reader;
+
+pub use chunk_cache::{CacheStats, ChunkCache, ChunkId};
+pub use chunk_reader::ChunkReader;
+
+use std::fmt;
+use std::sync::Arc;
+
+/// A decoded chunk: `None` when the store holds no such chunk (it reads as the fill value).
+pub type ChunkData = Option<Arc<Vec<u8>>>;
+
+/// Why a chunk could not be loaded; cheap to clone, so every waiting reader gets it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChunkError(Arc<str>);
+
+impl ChunkError {
+    /// An error with the given message (which names the node and the cause).
+    pub fn new(msg: impl Into<String>) -> Self {
+        ChunkError(Arc::from(msg.into()))
+    }
+}
+
+impl fmt::Display for ChunkError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ChunkError {}

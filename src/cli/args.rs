@@ -1,0 +1,65 @@
+//! Command-line arguments.
+
+use clap::{Args, Parser};
+use std::path::PathBuf;
+
+const EXAMPLES: &str = "\
+Examples:
+  zarrfs data/climate.zarr /mnt/climate          mount a directory store (returns once mounted)
+  zarrfs -f -v archive.zip /mnt/a                 stay in the foreground, log at debug level
+  zarrfs --cache-size 4G -o allow_other s.zarr m  bigger chunk cache, let other users in
+  zarrfs unmount /mnt/climate                     unmount (umount and fusermount3 -u work too)
+
+In the mount: a group is a directory with .group.json; an array A is three files:
+A (elements in C order, little-endian), A.json (metadata) and A.npy (for numpy.load).";
+
+/// `zarrfs [OPTIONS] STORE MOUNTPOINT`
+#[derive(Parser, Debug)]
+#[command(
+    name = "zarrfs",
+    version,
+    about = "Mount a Zarr hierarchy read-only: groups as directories, arrays as plain files",
+    after_help = EXAMPLES
+)]
+pub struct MountArgs {
+    /// The store: a directory (Zarr v2/v3) or a .zip file.
+    #[arg(value_name = "STORE")]
+    pub store: String,
+    /// An existing empty directory to mount on.
+    #[arg(value_name = "MOUNTPOINT")]
+    pub mountpoint: PathBuf,
+    #[command(flatten)]
+    pub options: Options,
+}
+
+/// Options of the mount command.
+#[derive(Args, Debug, Clone)]
+pub struct Options {
+    /// Stay in the foreground and log to stderr; SIGINT/SIGTERM unmount cleanly.
+    #[arg(short = 'f', long)]
+    pub foreground: bool,
+    /// FUSE mount options, comma separated (allow_other, allow_root, default_permissions, fsname=..., ...).
+    #[arg(short = 'o', value_name = "OPT[,OPT...]")]
+    pub mount_options: Vec<String>,
+    /// Byte budget of the decoded-chunk cache (e.g. 512M, 2G).
+    #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = super::size::parse_size)]
+    pub cache_size: u64,
+    /// Threads answering kernel requests [default: twice the number of cores, at least 4].
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// Where a daemonized zarrfs writes its log (default: syslog).
+    #[arg(long, value_name = "FILE")]
+    pub log_file: Option<PathBuf>,
+    /// More logging: -v info, -vv debug, -vvv trace (RUST_LOG overrides).
+    #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+/// `zarrfs unmount MOUNTPOINT`
+#[derive(Parser, Debug)]
+#[command(name = "zarrfs unmount", about = "Unmount a zarrfs mount", version)]
+pub struct UnmountArgs {
+    /// The mount point to unmount.
+    #[arg(value_name = "MOUNTPOINT")]
+    pub mountpoint: PathBuf,
+}

@@ -1,0 +1,52 @@
+//! Logging to stderr, and once daemonized to a log file or syslog.
+
+use std::ffi::CString;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static TO_SYSLOG: AtomicBool = AtomicBool::new(false);
+
+/// Writes log records to stderr, or to syslog once [`use_syslog`] was called.
+struct Sink;
+
+impl Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if TO_SYSLOG.load(Ordering::Relaxed) {
+            let text = String::from_utf8_lossy(buf);
+            for line in text.lines().filter(|l| !l.is_empty()) {
+                if let Ok(c) = CString::new(line.replace('\0', " ")) {
+                    // SAFETY: both pointers are valid NUL-terminated strings for the call.
+                    unsafe { libc::syslog(libc::LOG_WARNING, c"%s".as_ptr(), c.as_ptr()) };
+                }
+            }
+            Ok(buf.len())
+        } else {
+            std::io::stderr().write(buf)
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
+}
+
+/// Sets up `log` at the level `-v` asks for (warn, info, debug, trace); `RUST_LOG` overrides.
+pub fn init(verbose: u8) {
+    let level = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let default = format!("zarrfs={level},fuser=error");
+    let _ = env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(default))
+        .target(env_logger::Target::Pipe(Box::new(Sink)))
+        .try_init();
+}
+
+/// Sends further log records to syslog (ident `zarrfs`).
+pub fn use_syslog() {
+    // SAFETY: the ident is a static C string that lives for the whole process.
+    unsafe { libc::openlog(c"zarrfs".as_ptr(), libc::LOG_PID, libc::LOG_DAEMON) };
+    TO_SYSLOG.store(true, Ordering::Relaxed);
+}

@@ -1,0 +1,67 @@
+//! The `zarrfs` command: argument parsing, daemonizing, logging, signals, unmount.
+
+mod args;
+mod daemon;
+mod logging;
+mod mount_options;
+mod serve;
+mod size;
+mod unmount;
+
+pub use args::{MountArgs, Options, UnmountArgs};
+pub use mount_options::{parse_mount_options, MountOptions};
+pub use size::parse_size;
+pub use unmount::unmount;
+
+use clap::Parser;
+use std::path::Path;
+
+/// Runs the command line; returns the process exit code.
+pub fn main() -> i32 {
+    let argv: Vec<String> = std::env::args().collect();
+    if argv.get(1).map(String::as_str) == Some("unmount") {
+        let args = UnmountArgs::parse_from(std::iter::once("zarrfs unmount".to_string()).chain(argv.into_iter().skip(2)));
+        return match unmount(&args.mountpoint) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("zarrfs: {e}");
+                1
+            }
+        };
+    }
+    let args = MountArgs::parse_from(argv);
+    logging::init(args.options.verbose);
+    match prepare(&args) {
+        Ok(prepared) if args.options.foreground => serve::serve(prepared, None),
+        Ok(prepared) => daemon::daemonize(|ready| serve::serve(prepared, Some(ready))),
+        Err(e) => {
+            eprintln!("zarrfs: {e}");
+            1
+        }
+    }
+}
+
+/// Everything checked before the mount: the store opens, the mount point is a directory, the
+/// options parse.
+pub struct Prepared {
+    store: Box<dyn crate::store::Store>,
+    location: String,
+    mountpoint: std::path::PathBuf,
+    mount_options: MountOptions,
+    options: Options,
+}
+
+fn prepare(args: &MountArgs) -> Result<Prepared, String> {
+    let location = std::fs::canonicalize(&args.store)
+        .map_err(|e| format!("cannot open store {}: {e}", args.store))?
+        .to_string_lossy()
+        .into_owned();
+    let store = crate::store::open(&location).map_err(|e| format!("cannot open store {}: {e}", args.store))?;
+    let mountpoint = std::fs::canonicalize(&args.mountpoint)
+        .map_err(|e| format!("mount point {}: {e}", args.mountpoint.display()))?;
+    if !Path::new(&mountpoint).is_dir() {
+        return Err(format!("mount point {} is not a directory", args.mountpoint.display()));
+    }
+    let mount_options = parse_mount_options(&args.options.mount_options, &location)?;
+    Ok(Prepared { store, location, mountpoint, mount_options, options: args.options.clone() })
+}

@@ -1,0 +1,131 @@
+//! Loading the hierarchy, mounting, waiting for a signal or an unmount.
+
+use super::daemon::Ready;
+use super::Prepared;
+use crate::fuse::ZarrFs;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// statfs(2) magic number of FUSE filesystems.
+const FUSE_SUPER_MAGIC: i64 = 0x6573_5546;
+/// How long a fresh mount may take to answer before we give up.
+const READY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Signals that end the mount, plus SIGUSR1 which the session thread sends when it ends.
+fn signal_set() -> libc::sigset_t {
+    // SAFETY: sigset operations on a local set.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGUSR1] {
+            libc::sigaddset(&mut set, s);
+        }
+        set
+    }
+}
+
+/// Mounts and serves until unmounted; returns the exit code. With `ready`, reports the outcome
+/// of the mount to the waiting parent.
+pub fn serve(p: Prepared, ready: Option<Ready>) -> i32 {
+    let set = signal_set();
+    // SAFETY: blocking signals in this (only) thread; threads spawned later inherit the mask.
+    unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+    let log_file = p.options.log_file.clone();
+    let mounted = match mount(p) {
+        Ok(m) => m,
+        Err(e) => {
+            match ready {
+                Some(r) => r.fail(&e),
+                None => eprintln!("zarrfs: {e}"),
+            }
+            return 1;
+        }
+    };
+    if let Some(r) = ready {
+        r.succeed(log_file.as_deref());
+    }
+    mounted.wait(&set)
+}
+
+struct Mounted {
+    unmounter: fuser::SessionUnmounter,
+    thread: std::thread::JoinHandle<std::io::Result<()>>,
+    mountpoint: std::path::PathBuf,
+}
+
+fn mount(p: Prepared) -> Result<Mounted, String> {
+    let started = Instant::now();
+    let view = Arc::new(crate::view::from_store(Arc::from(p.store), &p.location, p.options.cache_size)?);
+    log::info!("{}: {} files, loaded in {:.3} s", p.location, view.len(), started.elapsed().as_secs_f64());
+    // SAFETY: getuid/getgid cannot fail.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    let fs = ZarrFs::new(view, uid, gid);
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let mut config = fuser::Config::default();
+    config.mount_options = p.mount_options.options;
+    config.acl = p.mount_options.acl;
+    config.n_threads = Some(p.options.threads.unwrap_or((2 * cores).max(4)));
+    config.clone_fd = true;
+    let mut session = fuser::Session::new(fs, &p.mountpoint, &config)
+        .map_err(|e| format!("cannot mount on {}: {e}", p.mountpoint.display()))?;
+    let mut unmounter = session.unmount_callable();
+    let thread = std::thread::Builder::new()
+        .name("fuse".into())
+        .spawn(move || {
+            let result = session.run();
+            // SAFETY: wakes the main thread's sigwait.
+            unsafe { libc::kill(libc::getpid(), libc::SIGUSR1) };
+            result
+        })
+        .map_err(|e| format!("cannot start the session thread: {e}"))?;
+    if let Err(e) = wait_until_mounted(&p.mountpoint) {
+        let _ = unmounter.unmount();
+        return Err(e);
+    }
+    Ok(Mounted { unmounter, thread, mountpoint: p.mountpoint })
+}
+
+/// Waits until the mount point answers as a FUSE filesystem.
+fn wait_until_mounted(mountpoint: &Path) -> Result<(), String> {
+    let deadline = Instant::now() + READY_TIMEOUT;
+    let c = std::ffi::CString::new(mountpoint.as_os_str().as_encoded_bytes()).map_err(|_| "bad mount point path")?;
+    loop {
+        // SAFETY: statfs into a zeroed struct with a valid path.
+        let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+        if unsafe { libc::statfs(c.as_ptr(), &mut st) } == 0 && st.f_type == FUSE_SUPER_MAGIC {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!("{} did not answer within {READY_TIMEOUT:?}", mountpoint.display()));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+impl Mounted {
+    /// Blocks until a signal asks to stop (then unmounts) or the mount goes away.
+    fn wait(mut self, set: &libc::sigset_t) -> i32 {
+        let mut sig = 0;
+        loop {
+            // SAFETY: waiting for signals of a valid set.
+            unsafe { libc::sigwait(set, &mut sig) };
+            if sig != libc::SIGUSR1 {
+                log::info!("signal {sig}: unmounting {}", self.mountpoint.display());
+                if let Err(e) = self.unmounter.unmount() {
+                    log::error!("unmounting {}: {e}", self.mountpoint.display());
+                    continue;
+                }
+            }
+            break;
+        }
+        match self.thread.join() {
+            Ok(Ok(())) => 0,
+            Ok(Err(e)) => {
+                log::error!("session ended: {e}");
+                1
+            }
+            Err(_) => 1,
+        }
+    }
+}

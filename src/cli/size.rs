@@ -1,0 +1,41 @@
+//! Human byte sizes: `512M`, `2G`, `1.5GiB`, `1000000`.
+
+/// Parses a size with an optional binary unit suffix (K, M, G, T; `B`/`iB` allowed).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("invalid size {text:?} (examples: 512M, 2G, 1048576)"))?;
+    let unit = unit.trim().to_ascii_uppercase();
+    let shift = match unit.trim_end_matches("IB").trim_end_matches('B') {
+        "" => 0,
+        "K" => 10,
+        "M" => 20,
+        "G" => 30,
+        "T" => 40,
+        _ => return Err(format!("invalid size unit in {text:?} (use K, M, G or T)")),
+    };
+    let bytes = value * (1u64 << shift) as f64;
+    if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 {
+        return Err(format!("size {text:?} is out of range"));
+    }
+    Ok(bytes as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn units() {
+        assert_eq!(parse_size("512M").unwrap(), 512 << 20);
+        assert_eq!(parse_size("2G").unwrap(), 2 << 30);
+        assert_eq!(parse_size("1.5GiB").unwrap(), 3 << 29);
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert_eq!(parse_size("10kb").unwrap(), 10 << 10);
+        assert!(parse_size("lots").is_err());
+        assert!(parse_size("5X").is_err());
+    }
+}

@@ -1,0 +1,242 @@
+//! A thin `fuser` adapter: translates kernel calls into [`View`] calls. No logic lives here.
+
+use crate::view::{Attr, FileKind, View, ViewError};
+use fuser::{
+    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
+    KernelConfig, OpenAccMode, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyDirectoryPlus,
+    ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request,
+};
+use std::ffi::OsStr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long the kernel may keep names and attributes: the mount is a read-only snapshot.
+const TTL: Duration = Duration::from_secs(3600);
+/// Readahead the kernel is asked for, in bytes.
+pub const MAX_READAHEAD: u32 = 1 << 20;
+
+/// The filesystem handed to `fuser`.
+pub struct ZarrFs {
+    view: Arc<View>,
+    uid: u32,
+    gid: u32,
+}
+
+impl ZarrFs {
+    /// Serves `view`, showing every file as owned by `uid`:`gid`.
+    pub fn new(view: Arc<View>, uid: u32, gid: u32) -> Self {
+        ZarrFs { view, uid, gid }
+    }
+
+    fn file_attr(&self, a: &Attr) -> FileAttr {
+        let (kind, perm) = match a.kind {
+            FileKind::Directory => (FileType::Directory, 0o555),
+            FileKind::File => (FileType::RegularFile, 0o444),
+        };
+        FileAttr {
+            ino: INodeNo(a.ino),
+            size: a.size,
+            blocks: a.size.div_ceil(512),
+            atime: a.mtime,
+            mtime: a.mtime,
+            ctime: a.mtime,
+            crtime: a.mtime,
+            kind,
+            perm,
+            nlink: a.nlink,
+            uid: self.uid,
+            gid: self.gid,
+            rdev: 0,
+            blksize: MAX_READAHEAD,
+            flags: 0,
+        }
+    }
+}
+
+fn errno(e: ViewError) -> Errno {
+    Errno::from_i32(e.errno())
+}
+
+fn file_type(kind: FileKind) -> FileType {
+    match kind {
+        FileKind::Directory => FileType::Directory,
+        FileKind::File => FileType::RegularFile,
+    }
+}
+
+fn name_str(name: &OsStr) -> Option<&str> {
+    name.to_str()
+}
+
+impl Filesystem for ZarrFs {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        let _ = config.set_max_readahead(MAX_READAHEAD);
+        let _ = config.add_capabilities(
+            InitFlags::FUSE_DO_READDIRPLUS | InitFlags::FUSE_READDIRPLUS_AUTO | InitFlags::FUSE_PARALLEL_DIROPS,
+        );
+        Ok(())
+    }
+
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        match name_str(name).ok_or(ViewError::NotFound).and_then(|n| self.view.lookup(parent.0, n)) {
+            Ok(a) => reply.entry(&TTL, &self.file_attr(&a), Generation(0)),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        match self.view.getattr(ino.0) {
+            Ok(a) => reply.attr(&TTL, &self.file_attr(&a)),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        if flags.acc_mode() != OpenAccMode::O_RDONLY || flags.0 & libc::O_TRUNC != 0 {
+            return reply.error(Errno::EROFS);
+        }
+        match self.view.open(ino.0) {
+            Ok(()) => reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn read(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<fuser::LockOwner>,
+        reply: ReplyData,
+    ) {
+        match self.view.read(ino.0, offset, size) {
+            Ok(bytes) => reply.data(&bytes),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        match self.view.getattr(ino.0) {
+            Ok(a) if a.kind == FileKind::Directory => reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE),
+            Ok(_) => reply.error(Errno::ENOTDIR),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn readdir(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
+        match self.view.readdir(ino.0, offset) {
+            Ok(entries) => {
+                for e in entries {
+                    if reply.add(INodeNo(e.ino), e.next_offset, file_type(e.kind), &e.name) {
+                        break;
+                    }
+                }
+                reply.ok()
+            }
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn readdirplus(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
+        match self.view.readdir(ino.0, offset) {
+            Ok(entries) => {
+                for e in entries {
+                    let Ok(attr) = self.view.getattr(e.ino) else { continue };
+                    if reply.add(INodeNo(e.ino), e.next_offset, &e.name, &TTL, &self.file_attr(&attr), Generation(0)) {
+                        break;
+                    }
+                }
+                reply.ok()
+            }
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        reply.statfs(0, 0, 0, self.view.len() as u64, 0, MAX_READAHEAD, 255, MAX_READAHEAD);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn setattr(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _mode: Option<u32>,
+        _uid: Option<u32>,
+        _gid: Option<u32>,
+        _size: Option<u64>,
+        _atime: Option<fuser::TimeOrNow>,
+        _mtime: Option<fuser::TimeOrNow>,
+        _ctime: Option<std::time::SystemTime>,
+        _fh: Option<FileHandle>,
+        _crtime: Option<std::time::SystemTime>,
+        _chgtime: Option<std::time::SystemTime>,
+        _bkuptime: Option<std::time::SystemTime>,
+        _flags: Option<fuser::BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        reply.error(Errno::EROFS);
+    }
+
+    fn mknod(&self, _req: &Request, _p: INodeNo, _n: &OsStr, _m: u32, _u: u32, _r: u32, reply: ReplyEntry) {
+        reply.error(Errno::EROFS);
+    }
+
+    fn mkdir(&self, _req: &Request, _p: INodeNo, _n: &OsStr, _m: u32, _u: u32, reply: ReplyEntry) {
+        reply.error(Errno::EROFS);
+    }
+
+    fn unlink(&self, _req: &Request, _p: INodeNo, _n: &OsStr, reply: ReplyEmpty) {
+        reply.error(Errno::EROFS);
+    }
+
+    fn rmdir(&self, _req: &Request, _p: INodeNo, _n: &OsStr, reply: ReplyEmpty) {
+        reply.error(Errno::EROFS);
+    }
+
+    fn symlink(&self, _req: &Request, _p: INodeNo, _n: &OsStr, _t: &Path, reply: ReplyEntry) {
+        reply.error(Errno::EROFS);
+    }
+
+    fn rename(
+        &self,
+        _req: &Request,
+        _p: INodeNo,
+        _n: &OsStr,
+        _np: INodeNo,
+        _nn: &OsStr,
+        _f: fuser::RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        reply.error(Errno::EROFS);
+    }
+
+    fn link(&self, _req: &Request, _i: INodeNo, _np: INodeNo, _nn: &OsStr, reply: ReplyEntry) {
+        reply.error(Errno::EROFS);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn write(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _offset: u64,
+        _data: &[u8],
+        _wf: fuser::WriteFlags,
+        _flags: OpenFlags,
+        _lo: Option<fuser::LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        reply.error(Errno::EROFS);
+    }
+
+    fn create(&self, _req: &Request, _p: INodeNo, _n: &OsStr, _m: u32, _u: u32, _f: i32, reply: fuser::ReplyCreate) {
+        reply.error(Errno::EROFS);
+    }
+}

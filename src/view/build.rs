@@ -1,0 +1,149 @@
+//! Building the tree of files from a loaded hierarchy.
+
+use super::{ArrayFile, Content, Dir, Inode, View, ROOT_INO};
+use crate::cache::{ChunkCache, ChunkReader};
+use crate::meta::{Hierarchy, Node, NodeKind};
+use crate::store::Store;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+/// Longest file name most filesystems and tools accept, in bytes.
+const NAME_MAX: usize = 255;
+
+/// The file holding a group's metadata inside its directory.
+pub const GROUP_SIDECAR: &str = ".group.json";
+
+/// A file to add to a directory once every real node is in place.
+struct Sidecar {
+    dir: u64,
+    name: String,
+    content: Content,
+    mtime: SystemTime,
+}
+
+struct Builder {
+    inodes: Vec<Inode>,
+    arrays: Vec<ArrayFile>,
+    sidecars: Vec<Sidecar>,
+    store: Arc<dyn Store>,
+}
+
+/// Pretty-printed JSON with a trailing newline.
+fn json_bytes(doc: &serde_json::Map<String, serde_json::Value>) -> Arc<[u8]> {
+    let mut text = serde_json::to_vec_pretty(doc).unwrap_or_default();
+    text.push(b'\n');
+    Arc::from(text)
+}
+
+impl Builder {
+    fn push(&mut self, parent: u64, content: Content, mtime: SystemTime) -> u64 {
+        self.inodes.push(Inode { parent, content, mtime });
+        self.inodes.len() as u64
+    }
+
+    fn dir_mut(&mut self, ino: u64) -> &mut Dir {
+        match &mut self.inodes[(ino - 1) as usize].content {
+            Content::Dir(d) => d,
+            _ => unreachable!("entries are only added to directories"),
+        }
+    }
+
+    /// Adds `name` to `dir` unless taken; returns false when it was taken.
+    fn link(&mut self, dir: u64, name: &str, ino: u64) -> bool {
+        let d = self.dir_mut(dir);
+        if d.by_name.contains_key(name) {
+            return false;
+        }
+        d.by_name.insert(name.to_string(), ino);
+        d.entries.push((name.to_string(), ino));
+        true
+    }
+
+    /// Adds an array's data file under `name` and queues its `.json` and `.npy` sidecars.
+    fn add_array(&mut self, dir: u64, name: &str, node: &Node, mtime: SystemTime) {
+        let id = self.arrays.len() as u32;
+        let reader = match &node.kind {
+            NodeKind::Array(Ok(meta)) => ChunkReader::new(self.store.clone(), &node.path, meta.clone()),
+            NodeKind::Array(Err(e)) => Err(e.clone()),
+            NodeKind::Group => unreachable!("add_array takes arrays"),
+        };
+        if let Err(reason) = &reader {
+            let shown = if node.path.is_empty() { "/" } else { &node.path };
+            log::warn!("{shown}: data cannot be read: {reason}");
+        }
+        self.arrays.push(ArrayFile::new(id, &node.path, reader));
+        let ino = self.push(dir, Content::Data(id), mtime);
+        self.link(dir, name, ino);
+        self.sidecars.push(Sidecar { dir, name: format!("{name}.json"), content: Content::Json(json_bytes(&node.document)), mtime });
+        self.sidecars.push(Sidecar { dir, name: format!("{name}.npy"), content: Content::Npy(id), mtime });
+    }
+}
+
+impl View {
+    /// Builds the view of `hierarchy`. `root_name` names the files of an array at the store root.
+    pub fn build(hierarchy: &Hierarchy, store: Arc<dyn Store>, cache: Arc<ChunkCache>, root_name: &str) -> View {
+        let store_mtime = store.mtime();
+        let mut b = Builder { inodes: Vec::new(), arrays: Vec::new(), sidecars: Vec::new(), store };
+        let mut dirs: HashMap<&str, u64> = HashMap::new();
+        let mtime_of = |n: &Node| n.mtime.unwrap_or(store_mtime);
+
+        let root = b.push(ROOT_INO, Content::Dir(Dir::default()), store_mtime);
+        for node in &hierarchy.nodes {
+            if node.path.is_empty() {
+                match node.kind {
+                    NodeKind::Group => {
+                        dirs.insert("", root);
+                        b.sidecars.push(Sidecar {
+                            dir: root,
+                            name: GROUP_SIDECAR.into(),
+                            content: Content::Json(json_bytes(&node.document)),
+                            mtime: mtime_of(node),
+                        });
+                    }
+                    NodeKind::Array(_) => b.add_array(root, root_name, node, mtime_of(node)),
+                }
+                continue;
+            }
+            let (parent_path, name) = node.path.rsplit_once('/').unwrap_or(("", &node.path));
+            let Some(&parent) = dirs.get(parent_path) else {
+                continue; // Its parent was left out.
+            };
+            if name.len() > NAME_MAX {
+                log::warn!("{}: left out: the name is longer than {NAME_MAX} bytes", node.path);
+                continue;
+            }
+            match node.kind {
+                NodeKind::Group => {
+                    let ino = b.push(parent, Content::Dir(Dir::default()), mtime_of(node));
+                    b.link(parent, name, ino);
+                    dirs.insert(&node.path, ino);
+                    b.sidecars.push(Sidecar {
+                        dir: ino,
+                        name: GROUP_SIDECAR.into(),
+                        content: Content::Json(json_bytes(&node.document)),
+                        mtime: mtime_of(node),
+                    });
+                }
+                NodeKind::Array(_) => b.add_array(parent, name, node, mtime_of(node)),
+            }
+        }
+        for car in std::mem::take(&mut b.sidecars) {
+            if car.name.len() > NAME_MAX {
+                log::warn!("{}: sidecar left out: its name is longer than {NAME_MAX} bytes", car.name);
+                continue;
+            }
+            let ino = b.push(car.dir, car.content, car.mtime);
+            if !b.link(car.dir, &car.name, ino) {
+                log::warn!("{}: a node has this name, so it is shown instead of the sidecar", car.name);
+                b.inodes.pop();
+            }
+        }
+        for ino in 1..=b.inodes.len() as u64 {
+            if let Content::Dir(d) = &mut b.inodes[(ino - 1) as usize].content {
+                d.entries.sort();
+            }
+        }
+        View { inodes: b.inodes, arrays: b.arrays, cache }
+    }
+}

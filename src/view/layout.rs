@@ -1,0 +1,169 @@
+//! Maps a range of elements of an array file (C order) to runs inside chunks.
+
+/// One stretch of consecutive elements that is consecutive in one chunk as well.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Run {
+    /// Linear (C-order) index of the chunk in the chunk grid.
+    pub chunk: u64,
+    /// Element offset of the run inside the chunk's decoded buffer.
+    pub chunk_offset: u64,
+    /// Element index of the run's first element in the array file.
+    pub start: u64,
+    /// Number of elements.
+    pub len: u64,
+}
+
+/// The geometry of an array split into a regular chunk grid.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    shape: Vec<u64>,
+    chunk_shape: Vec<u64>,
+    grid: Vec<u64>,
+    /// Axes after this one are covered whole by every chunk, so runs extend across them.
+    merge_axis: usize,
+    /// Elements in one step of `merge_axis` (product of the shape after it).
+    inner: u64,
+}
+
+impl Layout {
+    /// The layout of an array of `shape` in chunks of `chunk_shape` (same rank, no zero extent).
+    pub fn new(shape: &[u64], chunk_shape: &[u64]) -> Self {
+        let grid = shape
+            .iter()
+            .zip(chunk_shape)
+            .map(|(&s, &c)| s.div_ceil(c))
+            .collect();
+        let mut merge_axis = shape.len().saturating_sub(1);
+        while merge_axis > 0 && chunk_shape[merge_axis] == shape[merge_axis] {
+            merge_axis -= 1;
+        }
+        let inner = shape.iter().skip(merge_axis + 1).product();
+        Layout { shape: shape.to_vec(), chunk_shape: chunk_shape.to_vec(), grid, merge_axis, inner }
+    }
+
+    /// Number of elements in the array.
+    pub fn len(&self) -> u64 {
+        self.shape.iter().product()
+    }
+
+    /// True when the array has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Number of elements in one (full-size) chunk.
+    pub fn chunk_len(&self) -> u64 {
+        self.chunk_shape.iter().product()
+    }
+
+    /// The chunk grid: chunks along each axis.
+    pub fn grid(&self) -> &[u64] {
+        &self.grid
+    }
+
+    /// The grid index of the chunk with linear index `chunk`.
+    pub fn chunk_coords(&self, mut chunk: u64) -> Vec<u64> {
+        let mut idx = vec![0; self.grid.len()];
+        for ax in (0..self.grid.len()).rev() {
+            idx[ax] = chunk % self.grid[ax];
+            chunk /= self.grid[ax];
+        }
+        idx
+    }
+
+    /// The run that starts at element `e` and ends at most at `end`.
+    pub fn run_at(&self, e: u64, end: u64) -> Run {
+        if self.shape.is_empty() {
+            return Run { chunk: 0, chunk_offset: 0, start: e, len: end - e };
+        }
+        let (mut rest, mut chunk, mut chunk_offset) = (e, 0u64, 0u64);
+        let mut chunk_stride = 1u64;
+        let mut elem_stride = 1u64;
+        let mut coord_at_merge = 0;
+        for ax in (0..self.shape.len()).rev() {
+            let coord = rest % self.shape[ax];
+            rest /= self.shape[ax];
+            let (c, w) = (coord / self.chunk_shape[ax], coord % self.chunk_shape[ax]);
+            chunk += c * chunk_stride;
+            chunk_stride *= self.grid[ax];
+            chunk_offset += w * elem_stride;
+            elem_stride *= self.chunk_shape[ax];
+            if ax == self.merge_axis {
+                coord_at_merge = coord;
+            }
+        }
+        let cs = self.chunk_shape[self.merge_axis];
+        let chunk_end = ((coord_at_merge / cs + 1) * cs).min(self.shape[self.merge_axis]);
+        let avail = (chunk_end - coord_at_merge) * self.inner - e % self.inner;
+        Run { chunk, chunk_offset, start: e, len: avail.min(end - e) }
+    }
+
+    /// The runs covering elements `start..end`, in order.
+    pub fn runs(&self, start: u64, end: u64) -> impl Iterator<Item = Run> + '_ {
+        let mut e = start;
+        std::iter::from_fn(move || {
+            (e < end).then(|| {
+                let run = self.run_at(e, end);
+                e += run.len;
+                run
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The naive model: element by element, where is it?
+    fn locate(shape: &[u64], chunks: &[u64], e: u64) -> (u64, u64) {
+        let mut coords = vec![0; shape.len()];
+        let mut rest = e;
+        for ax in (0..shape.len()).rev() {
+            coords[ax] = rest % shape[ax];
+            rest /= shape[ax];
+        }
+        let (mut chunk, mut off) = (0, 0);
+        for ax in 0..shape.len() {
+            let grid = shape[ax].div_ceil(chunks[ax]);
+            chunk = chunk * grid + coords[ax] / chunks[ax];
+            off = off * chunks[ax] + coords[ax] % chunks[ax];
+        }
+        (chunk, off)
+    }
+
+    fn shapes() -> impl Strategy<Value = (Vec<u64>, Vec<u64>)> {
+        prop::collection::vec((1u64..7, 1u64..8), 0..5).prop_map(|dims| dims.into_iter().unzip())
+    }
+
+    proptest! {
+        #[test]
+        fn runs_match_the_naive_model((shape, chunks) in shapes(), a in 0u64..2000, b in 0u64..2000) {
+            let layout = Layout::new(&shape, &chunks);
+            let n = layout.len();
+            let (start, end) = ((a % (n + 1)).min(b % (n + 1)), (a % (n + 1)).max(b % (n + 1)));
+            let mut next = start;
+            for run in layout.runs(start, end) {
+                prop_assert_eq!(run.start, next);
+                prop_assert!(run.len > 0);
+                for k in 0..run.len {
+                    prop_assert_eq!(locate(&shape, &chunks, run.start + k), (run.chunk, run.chunk_offset + k));
+                }
+                next += run.len;
+            }
+            prop_assert_eq!(next, end);
+        }
+    }
+
+    #[test]
+    fn whole_rows_merge_when_chunks_span_trailing_axes() {
+        let layout = Layout::new(&[4, 3, 5], &[2, 3, 5]);
+        assert_eq!(layout.runs(0, 60).map(|r| r.len).collect::<Vec<_>>(), vec![30, 30]);
+        let layout = Layout::new(&[4, 5], &[2, 2]);
+        assert_eq!(layout.runs(0, 5).map(|r| (r.chunk, r.len)).collect::<Vec<_>>(), vec![(0, 2), (1, 2), (2, 1)]);
+        assert_eq!(layout.chunk_coords(5), vec![1, 2]);
+        let scalar = Layout::new(&[], &[]);
+        assert_eq!(scalar.runs(0, 1).collect::<Vec<_>>(), vec![Run { chunk: 0, chunk_offset: 0, start: 0, len: 1 }]);
+    }
+}

@@ -1,0 +1,244 @@
+//! The tree of files: the filesystem minus FUSE.
+//!
+//! Renders the node model as directories and files (`A`, `A.json`, `A.npy`, `.group.json`),
+//! owns inode numbers and attributes, and maps byte ranges of array files onto chunks.
+//! Tests drive it directly; the `fuse` module only translates calls.
+
+mod array_file;
+mod build;
+mod layout;
+mod npy;
+
+pub use array_file::ArrayFile;
+pub use layout::{Layout, Run};
+pub use npy::npy_header;
+
+use crate::cache::ChunkCache;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+/// Inode number of the mount root.
+pub const ROOT_INO: u64 = 1;
+
+/// Why a view call failed; each maps to one errno.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ViewError {
+    /// No such inode or name (ENOENT).
+    NotFound,
+    /// A directory operation on a file (ENOTDIR).
+    NotDir,
+    /// A file operation on a directory (EISDIR).
+    IsDir,
+    /// The data cannot be read (EIO); the cause has been logged.
+    Io,
+}
+
+impl ViewError {
+    /// The errno this error stands for.
+    pub fn errno(self) -> i32 {
+        match self {
+            ViewError::NotFound => libc::ENOENT,
+            ViewError::NotDir => libc::ENOTDIR,
+            ViewError::IsDir => libc::EISDIR,
+            ViewError::Io => libc::EIO,
+        }
+    }
+}
+
+/// Directory or regular file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileKind {
+    /// A directory (a group).
+    Directory,
+    /// A regular file.
+    File,
+}
+
+/// What `stat` shows of an inode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Attr {
+    /// Inode number.
+    pub ino: u64,
+    /// Directory or file.
+    pub kind: FileKind,
+    /// Size in bytes (0 for directories).
+    pub size: u64,
+    /// Modification time, from the store.
+    pub mtime: SystemTime,
+    /// Link count.
+    pub nlink: u32,
+}
+
+/// One directory entry as `readdir` returns it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DirEntry {
+    /// Inode of the entry.
+    pub ino: u64,
+    /// Its kind.
+    pub kind: FileKind,
+    /// Its name.
+    pub name: String,
+    /// The offset to pass to continue after this entry.
+    pub next_offset: u64,
+}
+
+/// What an inode holds.
+enum Content {
+    Dir(Dir),
+    /// The elements of array number N.
+    Data(u32),
+    /// NPY header plus the elements of array number N.
+    Npy(u32),
+    /// A JSON sidecar.
+    Json(Arc<[u8]>),
+}
+
+#[derive(Default)]
+struct Dir {
+    entries: Vec<(String, u64)>,
+    by_name: HashMap<String, u64>,
+}
+
+struct Inode {
+    parent: u64,
+    content: Content,
+    mtime: SystemTime,
+}
+
+/// The whole mounted tree.
+pub struct View {
+    inodes: Vec<Inode>,
+    arrays: Vec<ArrayFile>,
+    cache: Arc<ChunkCache>,
+}
+
+impl View {
+    fn inode(&self, ino: u64) -> Result<&Inode, ViewError> {
+        usize::try_from(ino.wrapping_sub(1))
+            .ok()
+            .and_then(|i| self.inodes.get(i))
+            .ok_or(ViewError::NotFound)
+    }
+
+    fn dir(&self, ino: u64) -> Result<&Dir, ViewError> {
+        match &self.inode(ino)?.content {
+            Content::Dir(d) => Ok(d),
+            _ => Err(ViewError::NotDir),
+        }
+    }
+
+    /// The shared chunk cache.
+    pub fn cache(&self) -> &ChunkCache {
+        &self.cache
+    }
+
+    /// The arrays of the view, in inode order.
+    pub fn arrays(&self) -> &[ArrayFile] {
+        &self.arrays
+    }
+
+    /// Number of inodes.
+    pub fn len(&self) -> usize {
+        self.inodes.len()
+    }
+
+    /// True when the view holds nothing but its root.
+    pub fn is_empty(&self) -> bool {
+        self.inodes.len() <= 1
+    }
+
+    /// The inode at `path` below the root (`a/b.json`; `""` is the root).
+    pub fn resolve(&self, path: &str) -> Result<u64, ViewError> {
+        path.split('/')
+            .filter(|s| !s.is_empty())
+            .try_fold(ROOT_INO, |dir, name| self.lookup(dir, name).map(|a| a.ino))
+    }
+
+    /// The entry `name` in directory `parent`.
+    pub fn lookup(&self, parent: u64, name: &str) -> Result<Attr, ViewError> {
+        let ino = *self.dir(parent)?.by_name.get(name).ok_or(ViewError::NotFound)?;
+        self.getattr(ino)
+    }
+
+    /// Attributes of `ino`.
+    pub fn getattr(&self, ino: u64) -> Result<Attr, ViewError> {
+        let inode = self.inode(ino)?;
+        let (kind, size, nlink) = match &inode.content {
+            Content::Dir(d) => {
+                let subdirs = d
+                    .entries
+                    .iter()
+                    .filter(|(_, i)| matches!(self.inodes[(*i - 1) as usize].content, Content::Dir(_)))
+                    .count();
+                (FileKind::Directory, 0, 2 + subdirs as u32)
+            }
+            Content::Data(a) => (FileKind::File, self.arrays[*a as usize].data_size(), 1),
+            Content::Npy(a) => (FileKind::File, self.arrays[*a as usize].npy_size(), 1),
+            Content::Json(bytes) => (FileKind::File, bytes.len() as u64, 1),
+        };
+        Ok(Attr { ino, kind, size, mtime: inode.mtime, nlink })
+    }
+
+    /// Entries of directory `ino` from position `offset` on (0 is `.`, 1 is `..`).
+    pub fn readdir(&self, ino: u64, offset: u64) -> Result<Vec<DirEntry>, ViewError> {
+        let dir = self.dir(ino)?;
+        let parent = self.inode(ino)?.parent;
+        let dots = [(".", ino), ("..", parent)];
+        let all = dots
+            .iter()
+            .map(|&(n, i)| (n, i))
+            .chain(dir.entries.iter().map(|(n, i)| (n.as_str(), *i)));
+        Ok(all
+            .enumerate()
+            .skip(offset as usize)
+            .map(|(pos, (name, ino))| DirEntry {
+                ino,
+                kind: match self.inodes[(ino - 1) as usize].content {
+                    Content::Dir(_) => FileKind::Directory,
+                    _ => FileKind::File,
+                },
+                name: name.to_string(),
+                next_offset: pos as u64 + 1,
+            })
+            .collect())
+    }
+
+    /// Checks that `ino` can be opened for reading; unreadable arrays fail here with EIO.
+    pub fn open(&self, ino: u64) -> Result<(), ViewError> {
+        match &self.inode(ino)?.content {
+            Content::Dir(_) => Err(ViewError::IsDir),
+            Content::Data(a) | Content::Npy(a) => self.arrays[*a as usize].check_readable(),
+            Content::Json(_) => Ok(()),
+        }
+    }
+
+    /// Up to `size` bytes of file `ino` from `offset` (fewer at the end of the file).
+    pub fn read(&self, ino: u64, offset: u64, size: u32) -> Result<Vec<u8>, ViewError> {
+        match &self.inode(ino)?.content {
+            Content::Dir(_) => Err(ViewError::IsDir),
+            Content::Json(bytes) => {
+                let start = (offset.min(bytes.len() as u64)) as usize;
+                let end = (offset.saturating_add(u64::from(size)).min(bytes.len() as u64)) as usize;
+                Ok(bytes[start..end].to_vec())
+            }
+            Content::Data(a) => self.arrays[*a as usize].read_data(&self.cache, offset, u64::from(size)),
+            Content::Npy(a) => self.arrays[*a as usize].read_npy(&self.cache, offset, u64::from(size)),
+        }
+    }
+}
+
+/// Opens the store at `location`, loads its hierarchy and builds the view: the whole mount minus
+/// FUSE. An array at the store root is named after the store's file name.
+pub fn open(location: &str, cache_bytes: u64) -> Result<View, String> {
+    let store = crate::store::open(location).map_err(|e| format!("cannot open store {location}: {e}"))?;
+    from_store(Arc::from(store), location, cache_bytes)
+}
+
+/// Loads the hierarchy of an opened store and builds its view.
+pub fn from_store(store: Arc<dyn crate::store::Store>, location: &str, cache_bytes: u64) -> Result<View, String> {
+    let hierarchy = crate::meta::load_hierarchy(store.as_ref(), &crate::meta::LoadOptions::default())?;
+    log::info!("{location}: {} nodes", hierarchy.nodes.len());
+    let cache = Arc::new(ChunkCache::new(cache_bytes));
+    Ok(View::build(&hierarchy, store, cache, &crate::store::stem(location)))
+}
