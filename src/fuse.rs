@@ -73,13 +73,18 @@ impl Filesystem for ZarrFs {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
         let _ = config.set_max_readahead(MAX_READAHEAD);
         let _ = config.add_capabilities(
-            InitFlags::FUSE_DO_READDIRPLUS | InitFlags::FUSE_READDIRPLUS_AUTO | InitFlags::FUSE_PARALLEL_DIROPS,
+            InitFlags::FUSE_DO_READDIRPLUS
+                | InitFlags::FUSE_READDIRPLUS_AUTO
+                | InitFlags::FUSE_PARALLEL_DIROPS,
         );
         Ok(())
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        match name_str(name).ok_or(ViewError::NotFound).and_then(|n| self.view.lookup(parent.0, n)) {
+        match name_str(name)
+            .ok_or(ViewError::NotFound)
+            .and_then(|n| self.view.lookup(parent.0, n))
+        {
             Ok(a) => reply.entry(&TTL, &self.file_attr(&a), Generation(0)),
             Err(e) => reply.error(errno(e)),
         }
@@ -122,13 +127,22 @@ impl Filesystem for ZarrFs {
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
         match self.view.getattr(ino.0) {
-            Ok(a) if a.kind == FileKind::Directory => reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE),
+            Ok(a) if a.kind == FileKind::Directory => {
+                reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE)
+            }
             Ok(_) => reply.error(Errno::ENOTDIR),
             Err(e) => reply.error(errno(e)),
         }
     }
 
-    fn readdir(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
+    fn readdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
         match self.view.readdir(ino.0, offset) {
             Ok(entries) => {
                 for e in entries {
@@ -142,12 +156,28 @@ impl Filesystem for ZarrFs {
         }
     }
 
-    fn readdirplus(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
+    fn readdirplus(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectoryPlus,
+    ) {
         match self.view.readdir(ino.0, offset) {
             Ok(entries) => {
                 for e in entries {
-                    let Ok(attr) = self.view.getattr(e.ino) else { continue };
-                    if reply.add(INodeNo(e.ino), e.next_offset, &e.name, &TTL, &self.file_attr(&attr), Generation(0)) {
+                    let Ok(attr) = self.view.getattr(e.ino) else {
+                        continue;
+                    };
+                    if reply.add(
+                        INodeNo(e.ino),
+                        e.next_offset,
+                        &e.name,
+                        &TTL,
+                        &self.file_attr(&attr),
+                        Generation(0),
+                    ) {
                         break;
                     }
                 }
@@ -158,7 +188,16 @@ impl Filesystem for ZarrFs {
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
-        reply.statfs(0, 0, 0, self.view.len() as u64, 0, MAX_READAHEAD, 255, MAX_READAHEAD);
+        reply.statfs(
+            0,
+            0,
+            0,
+            self.view.len() as u64,
+            0,
+            MAX_READAHEAD,
+            255,
+            MAX_READAHEAD,
+        );
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -183,7 +222,16 @@ impl Filesystem for ZarrFs {
         reply.error(Errno::EROFS);
     }
 
-    fn mknod(&self, _req: &Request, _p: INodeNo, _n: &OsStr, _m: u32, _u: u32, _r: u32, reply: ReplyEntry) {
+    fn mknod(
+        &self,
+        _req: &Request,
+        _p: INodeNo,
+        _n: &OsStr,
+        _m: u32,
+        _u: u32,
+        _r: u32,
+        reply: ReplyEntry,
+    ) {
         reply.error(Errno::EROFS);
     }
 
@@ -236,7 +284,16 @@ impl Filesystem for ZarrFs {
         reply.error(Errno::EROFS);
     }
 
-    fn create(&self, _req: &Request, _p: INodeNo, _n: &OsStr, _m: u32, _u: u32, _f: i32, reply: fuser::ReplyCreate) {
+    fn create(
+        &self,
+        _req: &Request,
+        _p: INodeNo,
+        _n: &OsStr,
+        _m: u32,
+        _u: u32,
+        _f: i32,
+        reply: fuser::ReplyCreate,
+    ) {
         reply.error(Errno::EROFS);
     }
 }

@@ -3,10 +3,10 @@
 //! Data flows through one module each, each using only those before it:
 //! [`store`] → [`meta`] → [`codec`] → [`cache`] → [`view`] → [`fuse`] and [`cli`].
 
+pub mod cache;
+pub mod cli;
+pub mod codec;
+pub mod fuse;
 pub mod meta;
 pub mod store;
-pub mod codec;
-pub mod cache;
 pub mod view;
-pub mod fuse;
-pub mod cli;

@@ -12,14 +12,42 @@ use std::process::Command;
 
 fn find(root: &Path) -> BTreeSet<String> {
     let root = root.to_path_buf();
-    let out = timed("find", move || Command::new("find").arg(&root).arg("-mindepth").arg("1").output().unwrap());
-    assert!(out.status.success(), "find failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap().lines().map(|l| l.to_string()).collect()
+    let out = timed("find", move || {
+        Command::new("find")
+            .arg(&root)
+            .arg("-mindepth")
+            .arg("1")
+            .output()
+            .unwrap()
+    });
+    assert!(
+        out.status.success(),
+        "find failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.to_string())
+        .collect()
 }
 
 fn pread_all(path: &Path, off: u64, len: u64) -> std::io::Result<Vec<u8>> {
-    let f = std::fs::File::open(path)?;
-    let mut buf = vec![0u8; len as usize];
+    pread_with(path, off, len, 0)
+}
+
+/// Reads with extra open flags (O_DIRECT sends the exact byte range to zarrfs, bypassing the
+/// page cache, whose whole-page reads would include a neighbouring corrupt chunk).
+fn pread_with(path: &Path, off: u64, len: u64, flags: i32) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(flags)
+        .open(path)?;
+    // A page-aligned buffer, as O_DIRECT may require.
+    let mut backing = vec![0u8; len as usize + 4096];
+    let skip = backing.as_ptr().align_offset(4096);
+    let buf = &mut backing[skip..skip + len as usize];
     let mut got = 0;
     while got < buf.len() {
         let n = f.read_at(&mut buf[got..], off + got as u64)?;
@@ -28,8 +56,7 @@ fn pread_all(path: &Path, off: u64, len: u64) -> std::io::Result<Vec<u8>> {
         }
         got += n;
     }
-    buf.truncate(got);
-    Ok(buf)
+    Ok(buf[..got].to_vec())
 }
 
 fn mmap_bytes(path: &Path) -> Vec<u8> {
@@ -40,7 +67,14 @@ fn mmap_bytes(path: &Path) -> Vec<u8> {
     }
     use std::os::fd::AsRawFd;
     unsafe {
-        let p = libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, f.as_raw_fd(), 0);
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            f.as_raw_fd(),
+            0,
+        );
         assert_ne!(p, libc::MAP_FAILED, "mmap failed");
         let v = std::slice::from_raw_parts(p as *const u8, len).to_vec();
         libc::munmap(p, len);
@@ -55,7 +89,11 @@ fn check(case: &StoreCase) -> Vec<String> {
     let root = mount.path().to_path_buf();
     let listed: BTreeSet<String> = find(&root)
         .into_iter()
-        .map(|p| p.strip_prefix(&format!("{}/", root.display())).unwrap().to_string())
+        .map(|p| {
+            p.strip_prefix(&format!("{}/", root.display()))
+                .unwrap()
+                .to_string()
+        })
         .collect();
     let expected = case.expected_paths();
     if listed != expected {
@@ -67,9 +105,15 @@ fn check(case: &StoreCase) -> Vec<String> {
         ));
     }
     let r = root.clone();
-    let ls = timed("ls -lR", move || Command::new("ls").arg("-lR").arg(&r).output().unwrap());
+    let ls = timed("ls -lR", move || {
+        Command::new("ls").arg("-lR").arg(&r).output().unwrap()
+    });
     if !ls.status.success() {
-        errors.push(format!("{}: ls -lR failed: {}", case.name, String::from_utf8_lossy(&ls.stderr)));
+        errors.push(format!(
+            "{}: ls -lR failed: {}",
+            case.name,
+            String::from_utf8_lossy(&ls.stderr)
+        ));
     }
     let mut largest: Option<(usize, String, Vec<u8>)> = None;
     for node in &case.nodes {
@@ -78,11 +122,19 @@ fn check(case: &StoreCase) -> Vec<String> {
         if node.expect.as_deref() == Some("absent") {
             continue;
         }
-        let json_rel = if node.is_group { common::join(&file, ".group.json") } else { format!("{file}.json") };
+        let json_rel = if node.is_group {
+            common::join(&file, ".group.json")
+        } else {
+            format!("{file}.json")
+        };
         match std::fs::read(mount.join(&json_rel)) {
             Ok(bytes) => {
                 let doc: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
-                if let Err(e) = node.json.as_ref().map_or(Ok(()), |want| json_subset(want, &doc)) {
+                if let Err(e) = node
+                    .json
+                    .as_ref()
+                    .map_or(Ok(()), |want| json_subset(want, &doc))
+                {
                     errors.push(format!("{ctx}: {json_rel}: {e}"));
                 }
             }
@@ -98,7 +150,10 @@ fn check(case: &StoreCase) -> Vec<String> {
                 for p in [&data_path, &npy_path] {
                     match std::fs::read(p) {
                         Err(e) if e.raw_os_error() == Some(libc::EIO) => {}
-                        other => errors.push(format!("{ctx}: expected EIO, got {:?}", other.map(|v| v.len()))),
+                        other => errors.push(format!(
+                            "{ctx}: expected EIO, got {:?}",
+                            other.map(|v| v.len())
+                        )),
                     }
                 }
                 continue;
@@ -107,11 +162,15 @@ fn check(case: &StoreCase) -> Vec<String> {
                 let (_, data) = expected_bytes(node);
                 match std::fs::read(&data_path) {
                     Err(e) if e.raw_os_error() == Some(libc::EIO) => {}
-                    other => errors.push(format!("{ctx}: whole read: expected EIO, got {:?}", other.map(|v| v.len()))),
+                    other => errors.push(format!(
+                        "{ctx}: whole read: expected EIO, got {:?}",
+                        other.map(|v| v.len())
+                    )),
                 }
                 let (a, b) = node.ok_range.unwrap();
-                if pread_all(&data_path, a, b - a).ok().as_deref() != Some(&data[a as usize..b as usize]) {
-                    errors.push(format!("{ctx}: healthy range {a}..{b} reads wrong"));
+                let got = pread_with(&data_path, a, b - a, libc::O_DIRECT);
+                if got.as_ref().ok().map(Vec::as_slice) != Some(&data[a as usize..b as usize]) {
+                    errors.push(format!("{ctx}: healthy range {a}..{b} reads {got:02x?}"));
                 }
                 continue;
             }
@@ -120,7 +179,11 @@ fn check(case: &StoreCase) -> Vec<String> {
         let (npy, data) = expected_bytes(node);
         match std::fs::metadata(&data_path) {
             Ok(m) if m.len() == data.len() as u64 => {}
-            other => errors.push(format!("{ctx}: stat size {:?} != {}", other.map(|m| m.len()), data.len())),
+            other => errors.push(format!(
+                "{ctx}: stat size {:?} != {}",
+                other.map(|m| m.len()),
+                data.len()
+            )),
         }
         if std::fs::read(&data_path).ok().as_deref() != Some(&data[..]) {
             errors.push(format!("{ctx}: A differs"));
@@ -130,7 +193,9 @@ fn check(case: &StoreCase) -> Vec<String> {
         }
         for (off, len) in probe_ranges(data.len() as u64, 8, 4096, data.len() as u64) {
             let end = (off + len).min(data.len() as u64);
-            if pread_all(&data_path, off, len).ok().as_deref() != Some(&data[off.min(end) as usize..end as usize]) {
+            if pread_all(&data_path, off, len).ok().as_deref()
+                != Some(&data[off.min(end) as usize..end as usize])
+            {
                 errors.push(format!("{ctx}: pread {off}+{len} differs"));
                 break;
             }
@@ -146,7 +211,10 @@ fn check(case: &StoreCase) -> Vec<String> {
     }
     let (status, stderr) = mount.stop();
     if !status.success() {
-        errors.push(format!("{}: zarrfs exited with {status}: {stderr}", case.name));
+        errors.push(format!(
+            "{}: zarrfs exited with {status}: {stderr}",
+            case.name
+        ));
     }
     errors
 }
@@ -155,5 +223,10 @@ fn check(case: &StoreCase) -> Vec<String> {
 fn every_fixture_reads_exactly_through_fuse() {
     let cases = load_manifest("manifest.json");
     let errors: Vec<String> = cases.iter().flat_map(check).collect();
-    assert!(errors.is_empty(), "{} problems:\n{}", errors.len(), errors.join("\n"));
+    assert!(
+        errors.is_empty(),
+        "{} problems:\n{}",
+        errors.len(),
+        errors.join("\n")
+    );
 }

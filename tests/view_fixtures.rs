@@ -56,12 +56,23 @@ fn check_store(case: &StoreCase) -> Vec<String> {
     }
     for node in &case.nodes {
         let file = case.file_of(node);
-        let ctx = format!("{}:{}", case.name, if file.is_empty() { "/" } else { &file });
+        let ctx = format!(
+            "{}:{}",
+            case.name,
+            if file.is_empty() { "/" } else { &file }
+        );
         if node.expect.as_deref() == Some("absent") {
             continue;
         }
-        let json_path = if node.is_group { common::join(&file, ".group.json") } else { format!("{file}.json") };
-        match view.resolve(&json_path).and_then(|ino| view.read(ino, 0, u32::MAX)) {
+        let json_path = if node.is_group {
+            common::join(&file, ".group.json")
+        } else {
+            format!("{file}.json")
+        };
+        match view
+            .resolve(&json_path)
+            .and_then(|ino| view.read(ino, 0, u32::MAX))
+        {
             Ok(bytes) => {
                 let doc: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
                 if !bytes.ends_with(b"}\n") {
@@ -82,7 +93,9 @@ fn check_store(case: &StoreCase) -> Vec<String> {
         let npy_ino = view.resolve(&format!("{file}.npy")).unwrap();
         match node.expect.as_deref() {
             Some("eio") => {
-                if view.open(data_ino) != Err(ViewError::Io) || view.open(npy_ino) != Err(ViewError::Io) {
+                if view.open(data_ino) != Err(ViewError::Io)
+                    || view.open(npy_ino) != Err(ViewError::Io)
+                {
                     errors.push(format!("{ctx}: opening should fail with EIO"));
                 }
                 continue;
@@ -94,7 +107,9 @@ fn check_store(case: &StoreCase) -> Vec<String> {
                     errors.push(format!("{ctx}: a whole read should fail with EIO"));
                 }
                 let (a, b) = node.ok_range.unwrap();
-                if view.read(data_ino, a, (b - a) as u32).ok().as_deref() != Some(&data[a as usize..b as usize]) {
+                if view.read(data_ino, a, (b - a) as u32).ok().as_deref()
+                    != Some(&data[a as usize..b as usize])
+                {
                     errors.push(format!("{ctx}: the healthy range {a}..{b} reads wrong"));
                 }
                 continue;
@@ -103,8 +118,14 @@ fn check_store(case: &StoreCase) -> Vec<String> {
         }
         let (npy, data) = expected_bytes(node);
         let attr = view.getattr(data_ino).unwrap();
-        if attr.size != data.len() as u64 || view.getattr(npy_ino).unwrap().size != npy.len() as u64 {
-            errors.push(format!("{ctx}: sizes {} / npy differ from {} / {}", attr.size, data.len(), npy.len()));
+        if attr.size != data.len() as u64 || view.getattr(npy_ino).unwrap().size != npy.len() as u64
+        {
+            errors.push(format!(
+                "{ctx}: sizes {} / npy differ from {} / {}",
+                attr.size,
+                data.len(),
+                npy.len()
+            ));
             continue;
         }
         if read(&view, npy_ino, 0, npy.len() as u64, 1 << 20).as_deref() != Ok(&npy[..]) {
@@ -114,19 +135,28 @@ fn check_store(case: &StoreCase) -> Vec<String> {
             let doc = node.json.as_ref();
             let list = match key {
                 "shape" => doc.and_then(|d| d.get("shape")),
-                _ => doc.and_then(|d| d.get("chunks").or_else(|| d.pointer("/chunk_grid/configuration/chunk_shape"))),
+                _ => doc.and_then(|d| {
+                    d.get("chunks")
+                        .or_else(|| d.pointer("/chunk_grid/configuration/chunk_shape"))
+                }),
             };
-            list.and_then(|c| c.as_array()).map_or(1, |c| c.iter().map(|x| x.as_u64().unwrap_or(1)).product())
+            list.and_then(|c| c.as_array())
+                .map_or(1, |c| c.iter().map(|x| x.as_u64().unwrap_or(1)).product())
         };
         let es = (data.len() as u64 / dims("shape").max(1)).max(1);
         let chunk_bytes = dims("chunks") * es;
-        for (i, (off, len)) in probe_ranges(data.len() as u64, es, chunk_bytes.max(1), i_seed(&ctx)).into_iter().enumerate() {
+        for (i, (off, len)) in probe_ranges(data.len() as u64, es, chunk_bytes.max(1), i_seed(&ctx))
+            .into_iter()
+            .enumerate()
+        {
             let end = (off + len).min(data.len() as u64);
             let step = [4096u32, 7, 131_072, 1 << 20][i % 4];
             match read(&view, data_ino, off, len, step) {
                 Ok(got) if got == data[off.min(end) as usize..end as usize] => {}
                 Ok(_) => {
-                    errors.push(format!("{ctx}: bytes {off}+{len} (requests of {step}) differ"));
+                    errors.push(format!(
+                        "{ctx}: bytes {off}+{len} (requests of {step}) differ"
+                    ));
                     break;
                 }
                 Err(e) => {
@@ -140,7 +170,9 @@ fn check_store(case: &StoreCase) -> Vec<String> {
 }
 
 fn i_seed(s: &str) -> u64 {
-    s.bytes().fold(1469598103934665603u64, |h, b| (h ^ u64::from(b)).wrapping_mul(1099511628211))
+    s.bytes().fold(1469598103934665603u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(1099511628211)
+    })
 }
 
 #[test]
@@ -148,5 +180,10 @@ fn every_fixture_reads_exactly_through_the_view() {
     let cases = load_manifest("manifest.json");
     assert!(cases.len() >= 10, "the manifest lists too few stores");
     let errors: Vec<String> = cases.iter().flat_map(check_store).collect();
-    assert!(errors.is_empty(), "{} problems:\n{}", errors.len(), errors.join("\n"));
+    assert!(
+        errors.is_empty(),
+        "{} problems:\n{}",
+        errors.len(),
+        errors.join("\n")
+    );
 }

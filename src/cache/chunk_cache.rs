@@ -109,8 +109,12 @@ impl ChunkCache {
             flight
         };
 
-        let outcome = catch_unwind(AssertUnwindSafe(load))
-            .unwrap_or_else(|_| Err(ChunkError::new(format!("chunk {}: decoder panicked", id.index))));
+        let outcome = catch_unwind(AssertUnwindSafe(load)).unwrap_or_else(|_| {
+            Err(ChunkError::new(format!(
+                "chunk {}: decoder panicked",
+                id.index
+            )))
+        });
 
         {
             let mut inner = self.lock();
@@ -172,7 +176,14 @@ mod tests {
         assert!(cache.stats().used <= cache.budget());
         assert!(cache.contains(id(0)) && !cache.contains(id(1)));
         // Larger than the whole budget: returned, not kept.
-        assert_eq!(cache.get_or_load(id(9), || data(10_000)).unwrap().unwrap().len(), 10_000);
+        assert_eq!(
+            cache
+                .get_or_load(id(9), || data(10_000))
+                .unwrap()
+                .unwrap()
+                .len(),
+            10_000
+        );
         assert!(!cache.contains(id(9)));
     }
 
@@ -205,7 +216,9 @@ mod tests {
     #[test]
     fn errors_and_panics_reach_the_reader_and_are_not_cached() {
         let cache = ChunkCache::new(1 << 20);
-        let err = cache.get_or_load(id(1), || Err(ChunkError::new("corrupt"))).unwrap_err();
+        let err = cache
+            .get_or_load(id(1), || Err(ChunkError::new("corrupt")))
+            .unwrap_err();
         assert_eq!(err.to_string(), "corrupt");
         let err = cache.get_or_load(id(1), || panic!("boom")).unwrap_err();
         assert!(err.to_string().contains("panicked"));

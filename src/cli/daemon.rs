@@ -19,7 +19,11 @@ impl Ready {
         redirect("/dev/null", &[0, 1]);
         match log_file {
             Some(path) => {
-                if let Ok(f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+                if let Ok(f) = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                {
                     // SAFETY: dup2 on valid descriptors.
                     unsafe { libc::dup2(f.as_raw_fd(), 2) };
                 }
@@ -33,12 +37,18 @@ impl Ready {
 
     /// Tells the parent why the mount failed.
     pub fn fail(mut self, message: &str) {
-        let _ = self.pipe.write_all(format!("error: {message}\n").as_bytes());
+        let _ = self
+            .pipe
+            .write_all(format!("error: {message}\n").as_bytes());
     }
 }
 
 fn redirect(path: &str, fds: &[i32]) {
-    if let Ok(f) = std::fs::OpenOptions::new().read(true).write(true).open(path) {
+    if let Ok(f) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+    {
         for &fd in fds {
             // SAFETY: dup2 on valid descriptors.
             unsafe { libc::dup2(f.as_raw_fd(), fd) };
@@ -87,7 +97,9 @@ pub fn daemonize(work: impl FnOnce(Ready) -> i32) -> i32 {
             let mut status = 0;
             // SAFETY: waiting for our own child.
             unsafe { libc::waitpid(pid, &mut status, 0) };
-            eprintln!("zarrfs: the background process ended before the mount was ready (status {status})");
+            eprintln!(
+                "zarrfs: the background process ended before the mount was ready (status {status})"
+            );
             1
         }
     }

@@ -20,7 +20,9 @@ use std::path::Path;
 pub fn main() -> i32 {
     let argv: Vec<String> = std::env::args().collect();
     if argv.get(1).map(String::as_str) == Some("unmount") {
-        let args = UnmountArgs::parse_from(std::iter::once("zarrfs unmount".to_string()).chain(argv.into_iter().skip(2)));
+        let args = UnmountArgs::parse_from(
+            std::iter::once("zarrfs unmount".to_string()).chain(argv.into_iter().skip(2)),
+        );
         return match unmount(&args.mountpoint) {
             Ok(()) => 0,
             Err(e) => {
@@ -56,12 +58,22 @@ fn prepare(args: &MountArgs) -> Result<Prepared, String> {
         .map_err(|e| format!("cannot open store {}: {e}", args.store))?
         .to_string_lossy()
         .into_owned();
-    let store = crate::store::open(&location).map_err(|e| format!("cannot open store {}: {e}", args.store))?;
+    let store = crate::store::open(&location)
+        .map_err(|e| format!("cannot open store {}: {e}", args.store))?;
     let mountpoint = std::fs::canonicalize(&args.mountpoint)
         .map_err(|e| format!("mount point {}: {e}", args.mountpoint.display()))?;
     if !Path::new(&mountpoint).is_dir() {
-        return Err(format!("mount point {} is not a directory", args.mountpoint.display()));
+        return Err(format!(
+            "mount point {} is not a directory",
+            args.mountpoint.display()
+        ));
     }
     let mount_options = parse_mount_options(&args.options.mount_options, &location)?;
-    Ok(Prepared { store, location, mountpoint, mount_options, options: args.options.clone() })
+    Ok(Prepared {
+        store,
+        location,
+        mountpoint,
+        mount_options,
+        options: args.options.clone(),
+    })
 }

@@ -16,7 +16,12 @@ pub fn parse_mount_options(lists: &[String], fsname: &str) -> Result<MountOption
     let mut options = vec![MountOption::RO, MountOption::NoDev, MountOption::NoSuid];
     let mut acl = SessionACL::Owner;
     let mut named = false;
-    for opt in lists.iter().flat_map(|l| l.split(',')).map(str::trim).filter(|o| !o.is_empty()) {
+    for opt in lists
+        .iter()
+        .flat_map(|l| l.split(','))
+        .map(str::trim)
+        .filter(|o| !o.is_empty())
+    {
         let parsed = match opt {
             "ro" | "nodev" | "nosuid" => continue,
             "rw" => return Err("option \"rw\": zarrfs mounts are read-only".into()),
@@ -43,7 +48,9 @@ pub fn parse_mount_options(lists: &[String], fsname: &str) -> Result<MountOption
                 named = true;
                 MountOption::FSName(o["fsname=".len()..].to_string())
             }
-            o if o.starts_with("subtype=") => MountOption::Subtype(o["subtype=".len()..].to_string()),
+            o if o.starts_with("subtype=") => {
+                MountOption::Subtype(o["subtype=".len()..].to_string())
+            }
             other => MountOption::CUSTOM(other.to_string()),
         };
         options.retain(|o| o != &parsed);
@@ -64,10 +71,19 @@ mod tests {
 
     #[test]
     fn parses_sshfs_style_lists() {
-        let m = parse_mount_options(&["allow_other,default_permissions".into(), "max_read=1048576".into()], "s").unwrap();
+        let m = parse_mount_options(
+            &[
+                "allow_other,default_permissions".into(),
+                "max_read=1048576".into(),
+            ],
+            "s",
+        )
+        .unwrap();
         assert_eq!(m.acl, SessionACL::All);
         assert!(m.options.contains(&MountOption::DefaultPermissions));
-        assert!(m.options.contains(&MountOption::CUSTOM("max_read=1048576".into())));
+        assert!(m
+            .options
+            .contains(&MountOption::CUSTOM("max_read=1048576".into())));
         assert!(m.options.contains(&MountOption::RO));
         assert!(m.options.contains(&MountOption::FSName("s".into())));
         assert!(parse_mount_options(&["rw".into()], "s").is_err());

@@ -56,8 +56,17 @@ struct Mounted {
 
 fn mount(p: Prepared) -> Result<Mounted, String> {
     let started = Instant::now();
-    let view = Arc::new(crate::view::from_store(Arc::from(p.store), &p.location, p.options.cache_size)?);
-    log::info!("{}: {} files, loaded in {:.3} s", p.location, view.len(), started.elapsed().as_secs_f64());
+    let view = Arc::new(crate::view::from_store(
+        Arc::from(p.store),
+        &p.location,
+        p.options.cache_size,
+    )?);
+    log::info!(
+        "{}: {} files, loaded in {:.3} s",
+        p.location,
+        view.len(),
+        started.elapsed().as_secs_f64()
+    );
     // SAFETY: getuid/getgid cannot fail.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
     let fs = ZarrFs::new(view, uid, gid);
@@ -83,13 +92,18 @@ fn mount(p: Prepared) -> Result<Mounted, String> {
         let _ = unmounter.unmount();
         return Err(e);
     }
-    Ok(Mounted { unmounter, thread, mountpoint: p.mountpoint })
+    Ok(Mounted {
+        unmounter,
+        thread,
+        mountpoint: p.mountpoint,
+    })
 }
 
 /// Waits until the mount point answers as a FUSE filesystem.
 fn wait_until_mounted(mountpoint: &Path) -> Result<(), String> {
     let deadline = Instant::now() + READY_TIMEOUT;
-    let c = std::ffi::CString::new(mountpoint.as_os_str().as_encoded_bytes()).map_err(|_| "bad mount point path")?;
+    let c = std::ffi::CString::new(mountpoint.as_os_str().as_encoded_bytes())
+        .map_err(|_| "bad mount point path")?;
     loop {
         // SAFETY: statfs into a zeroed struct with a valid path.
         let mut st: libc::statfs = unsafe { std::mem::zeroed() };
@@ -97,7 +111,10 @@ fn wait_until_mounted(mountpoint: &Path) -> Result<(), String> {
             return Ok(());
         }
         if Instant::now() > deadline {
-            return Err(format!("{} did not answer within {READY_TIMEOUT:?}", mountpoint.display()));
+            return Err(format!(
+                "{} did not answer within {READY_TIMEOUT:?}",
+                mountpoint.display()
+            ));
         }
         std::thread::sleep(Duration::from_millis(10));
     }

@@ -8,7 +8,8 @@ use std::process::Command;
 /// Unmounts `mountpoint`: umount2(2) as root, else through fusermount3/fusermount.
 pub fn unmount(mountpoint: &Path) -> Result<(), String> {
     let shown = mountpoint.display();
-    let c = CString::new(mountpoint.as_os_str().as_bytes()).map_err(|_| format!("{shown}: bad path"))?;
+    let c = CString::new(mountpoint.as_os_str().as_bytes())
+        .map_err(|_| format!("{shown}: bad path"))?;
     // SAFETY: c is a valid NUL-terminated path.
     if unsafe { libc::umount2(c.as_ptr(), 0) } == 0 {
         return Ok(());
@@ -18,7 +19,11 @@ pub fn unmount(mountpoint: &Path) -> Result<(), String> {
         Some(libc::EPERM) => {
             for tool in ["fusermount3", "fusermount"] {
                 if let Ok(status) = Command::new(tool).arg("-u").arg(mountpoint).status() {
-                    return if status.success() { Ok(()) } else { Err(format!("{tool} -u {shown} failed")) };
+                    return if status.success() {
+                        Ok(())
+                    } else {
+                        Err(format!("{tool} -u {shown} failed"))
+                    };
                 }
             }
             Err(format!("{shown}: not permitted, and no fusermount3 to ask"))

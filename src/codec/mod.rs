@@ -1,40 +1,160 @@
 //! The decode pipeline: array→array, array→bytes and bytes→bytes codecs, one file each.
 //!
-//! PLACEHOLDER: the public API below is the contract the cache and view build on.
+//! [`Pipeline::new`] turns a codec chain (Zarr v3 order; the v2 parser maps v2 metadata onto the
+//! same form) into decoders; [`Pipeline::decode`] and [`Pipeline::decode_into`] turn one stored
+//! chunk into its elements: C order, little-endian.
+//!
+//! Internally each codec implements one of three traits: `ArrayToArray`, `ArrayToBytes` or
+//! `BytesToBytes` (one codec per file; `registry` maps names to them). The numcodecs filters
+//! (`delta`, `fixedscaleoffset`, ...) can sit on either side of the array→bytes codec and
+//! implement `filter::Filter`, which adapts to both.
 
-use crate::meta::{CodecSpec, DataType};
+mod adler32;
+mod astype;
+mod base64;
+mod bitround;
+mod blosc;
+mod bytes;
+mod bz2;
+mod categorize;
+mod checksum;
+mod config;
+mod crc32;
+mod crc32c;
+mod delta;
+mod error;
+mod filter;
+mod fixedscaleoffset;
+mod fletcher32;
+mod gzip;
+mod jenkins_lookup3;
+mod lz4;
+mod numtype;
+mod packbits;
+mod pipeline;
+mod quantize;
+mod registry;
+mod shuffle;
+mod stream;
+mod transpose;
+mod zlib;
+mod zstd;
 
-/// Why a chunk could not be decoded, or a chain could not be built.
-#[derive(Debug)]
-pub enum CodecError {
-    /// The chain names a codec zarrfs does not implement.
-    Unsupported(String),
-    /// A codec's configuration is invalid.
-    BadConfig { codec: String, reason: String },
-    /// The encoded bytes are corrupt, truncated or decode to the wrong size.
-    Corrupt { codec: String, reason: String },
+#[cfg(test)]
+mod testutil;
+
+pub use error::CodecError;
+pub use pipeline::Pipeline;
+
+use crate::meta::DataType;
+use std::ops::Range;
+
+/// Shape and element type of a chunk at one point of the chain (array→array codecs may change
+/// both: `transpose` permutes the shape, `astype` changes the type, `packbits` both).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct ChunkRepr {
+    /// Chunk shape in elements.
+    pub shape: Vec<u64>,
+    /// Element type.
+    pub dtype: DataType,
 }
 
-/// A codec chain built for one array (or one shard's inner chunks).
-pub struct Pipeline;
-
-impl Pipeline {
-    /// Builds the chain for chunks of `chunk_shape` elements of `dtype`.
-    pub fn new(codecs: &[CodecSpec], dtype: &DataType, chunk_shape: &[u64]) -> Result<Self, CodecError> {
-        let _ = (codecs, dtype, chunk_shape);
-        unimplemented!()
+impl ChunkRepr {
+    /// Number of elements.
+    pub fn count(&self, codec: &str) -> Result<usize, CodecError> {
+        self.shape
+            .iter()
+            .try_fold(1usize, |n, &d| n.checked_mul(usize::try_from(d).ok()?))
+            .ok_or_else(|| CodecError::bad_config(codec, "chunk element count overflows"))
     }
 
-    /// Decodes one stored chunk into its elements: C order, little-endian, exactly
-    /// product(chunk_shape) * dtype.size() bytes.
-    pub fn decode(&self, encoded: &[u8]) -> Result<Vec<u8>, CodecError> {
+    /// Size in bytes.
+    pub fn byte_len(&self, codec: &str) -> Result<usize, CodecError> {
+        self.count(codec)?
+            .checked_mul(self.dtype.size())
+            .ok_or_else(|| CodecError::bad_config(codec, "chunk byte size overflows"))
+    }
+}
+
+/// The element type and stored byte order the bytes→bytes codecs see (after the array→bytes
+/// codec): filters without a `dtype` and `shuffle` with `elementsize` 0 default to it.
+#[derive(Clone, Debug)]
+pub(crate) struct StoredElem {
+    /// Element type.
+    pub dtype: DataType,
+    /// True if the elements are stored big-endian.
+    pub big_endian: bool,
+}
+
+/// How many bytes a bytes→bytes decoder must produce.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Size {
+    /// Exactly this many.
+    Exact(usize),
+    /// At most this many (after a codec whose encoded size is not fixed, e.g. two compressors).
+    AtMost(usize),
+}
+
+impl Size {
+    /// The largest allowed size.
+    pub fn max(self) -> usize {
+        match self {
+            Size::Exact(n) | Size::AtMost(n) => n,
+        }
+    }
+
+    /// An upper bound for the compressed form of data of this size (generous: it only caps
+    /// allocations for chains that compress twice).
+    pub fn compressed_bound(self) -> Size {
+        let n = self.max();
+        Size::AtMost(n.saturating_add(n / 2).saturating_add(4096))
+    }
+
+    /// Checks that a decoder produced an allowed number of bytes.
+    pub fn check(self, codec: &str, produced: usize) -> Result<(), CodecError> {
+        match self {
+            Size::Exact(n) if produced != n => Err(CodecError::corrupt(
+                codec,
+                format!("decoded to {produced} bytes, expected {n}"),
+            )),
+            Size::AtMost(n) if produced > n => Err(CodecError::corrupt(
+                codec,
+                format!("decoded to {produced} bytes, more than the limit of {n}"),
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// An array→array codec (`transpose`, numcodecs filters before the array→bytes codec).
+pub(crate) trait ArrayToArray: Send + Sync {
+    /// Codec name, for error messages.
+    fn name(&self) -> &str;
+    /// Decodes `encoded` (the chunk in this codec's encoded representation, little-endian) into
+    /// `out` (the decoded representation). Both lengths were fixed when the chain was built.
+    fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<(), CodecError>;
+}
+
+/// An array→bytes codec (`bytes`): the serialized array has the array's size, so it decodes in
+/// place.
+pub(crate) trait ArrayToBytes: Send + Sync {
+    /// Turns the serialized elements in `data` into little-endian elements, in place.
+    fn decode_in_place(&self, data: &mut [u8]);
+}
+
+/// A bytes→bytes codec (compressors, checksums, `shuffle`, numcodecs filters in the v2 position).
+pub(crate) trait BytesToBytes: Send + Sync {
+    /// Codec name, for error messages.
+    fn name(&self) -> &str;
+    /// The size of the encoded form of data of size `decoded`.
+    fn encoded_size(&self, decoded: Size) -> Size;
+    /// Decodes `encoded` into the start of `out`; returns how many bytes it wrote. Output that
+    /// would not fit in `out` is an error (`Corrupt`), never a larger allocation.
+    fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize, CodecError>;
+    /// For codecs whose decoded form is a slice of the encoded form (checksums): verifies
+    /// `encoded` and returns that slice's range, so the pipeline need not copy.
+    fn payload(&self, encoded: &[u8]) -> Result<Option<Range<usize>>, CodecError> {
         let _ = encoded;
-        unimplemented!()
-    }
-}
-
-impl std::fmt::Display for CodecError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{self:?}")
+        Ok(None)
     }
 }

@@ -53,7 +53,11 @@ mod tests {
     use super::*;
 
     fn keys(style: KeyStyle, separator: char) -> ChunkKeys {
-        ChunkKeys { prefix: "a/b/".into(), style, separator }
+        ChunkKeys {
+            prefix: "a/b/".into(),
+            style,
+            separator,
+        }
     }
 
     #[test]

@@ -17,6 +17,9 @@ pub struct CodecSpec {
 impl CodecSpec {
     /// A codec spec from a name and configuration.
     pub fn new(name: impl Into<String>, config: Value) -> Self {
-        CodecSpec { name: name.into(), config }
+        CodecSpec {
+            name: name.into(),
+            config,
+        }
     }
 }

@@ -186,11 +186,24 @@ mod tests {
     #[test]
     fn sizes_and_swap_units() {
         let s = DataType::Structured(vec![
-            Field { name: "a".into(), dtype: DataType::Int(4), shape: vec![], offset: 0 },
-            Field { name: "b".into(), dtype: DataType::Complex(8), shape: vec![2], offset: 4 },
+            Field {
+                name: "a".into(),
+                dtype: DataType::Int(4),
+                shape: vec![],
+                offset: 0,
+            },
+            Field {
+                name: "b".into(),
+                dtype: DataType::Complex(8),
+                shape: vec![2],
+                offset: 4,
+            },
         ]);
         assert_eq!(s.size(), 20);
-        assert_eq!(s.swap_units(), vec![(0, 4), (4, 4), (8, 4), (12, 4), (16, 4)]);
+        assert_eq!(
+            s.swap_units(),
+            vec![(0, 4), (4, 4), (8, 4), (12, 4), (16, 4)]
+        );
         assert_eq!(DataType::Unicode(2).swap_units(), vec![(0, 4), (4, 4)]);
         assert_eq!(DataType::UInt(1).swap_units(), vec![]);
     }
@@ -198,8 +211,18 @@ mod tests {
     #[test]
     fn npy_descr_matches_numpy() {
         let s = DataType::Structured(vec![
-            Field { name: "x".into(), dtype: DataType::Int(4), shape: vec![], offset: 0 },
-            Field { name: "y".into(), dtype: DataType::Float(8), shape: vec![2], offset: 4 },
+            Field {
+                name: "x".into(),
+                dtype: DataType::Int(4),
+                shape: vec![],
+                offset: 0,
+            },
+            Field {
+                name: "y".into(),
+                dtype: DataType::Float(8),
+                shape: vec![2],
+                offset: 4,
+            },
         ]);
         assert_eq!(s.npy_descr(), "[('x', '<i4'), ('y', '<f8', (2,))]");
         assert_eq!(DataType::Bool.npy_descr(), "|b1");

@@ -6,15 +6,26 @@ use serde_json::Value;
 
 /// Decodes a fill value for `dtype`. `big_units` lists the units that base64-encoded raw fill
 /// values (v2 structured/void types) hold big-endian. `null` means zeros.
-pub fn parse_fill(value: &Value, dtype: &DataType, big_units: &[(usize, usize)]) -> Result<Vec<u8>, String> {
-    let bad = || format!("fill value {value} does not fit data type {}", dtype.npy_descr());
+pub fn parse_fill(
+    value: &Value,
+    dtype: &DataType,
+    big_units: &[(usize, usize)],
+) -> Result<Vec<u8>, String> {
+    let bad = || {
+        format!(
+            "fill value {value} does not fit data type {}",
+            dtype.npy_descr()
+        )
+    };
     if value.is_null() {
         return Ok(vec![0; dtype.size()]);
     }
     match dtype {
         DataType::Bool => match value {
             Value::Bool(b) => Ok(vec![u8::from(*b)]),
-            Value::Number(n) if n.as_u64().is_some_and(|v| v <= 1) => Ok(vec![n.as_u64().unwrap_or(0) as u8]),
+            Value::Number(n) if n.as_u64().is_some_and(|v| v <= 1) => {
+                Ok(vec![n.as_u64().unwrap_or(0) as u8])
+            }
             _ => Err(bad()),
         },
         DataType::Int(n) => {
@@ -64,11 +75,15 @@ pub fn parse_fill(value: &Value, dtype: &DataType, big_units: &[(usize, usize)])
             bytes.filter(|b| b.len() == *n).ok_or_else(bad)
         }
         DataType::Bytes(_) | DataType::Raw(_) | DataType::Structured(_) => {
-            let Value::String(text) = value else { return Err(bad()) };
+            let Value::String(text) = value else {
+                return Err(bad());
+            };
             let mut raw = base64::engine::general_purpose::STANDARD
                 .decode(text)
                 .map_err(|e| format!("fill value {value}: bad base64: {e}"))?;
-            if raw.len() > dtype.size() || (raw.len() < dtype.size() && !matches!(dtype, DataType::Bytes(_))) {
+            if raw.len() > dtype.size()
+                || (raw.len() < dtype.size() && !matches!(dtype, DataType::Bytes(_)))
+            {
                 return Err(bad());
             }
             raw.resize(dtype.size(), 0);
@@ -89,7 +104,9 @@ fn int_value(value: &Value) -> Option<i128> {
     if let Some(u) = n.as_u64() {
         return Some(i128::from(u));
     }
-    n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 1e19).map(|f| f as i128)
+    n.as_f64()
+        .filter(|f| f.fract() == 0.0 && f.abs() < 1e19)
+        .map(|f| f as i128)
 }
 
 /// A float of `width` bytes from a number, "NaN", "Infinity", "-Infinity" or "0x<hex bits>".
@@ -126,22 +143,58 @@ mod tests {
 
     #[test]
     fn numbers_and_specials() {
-        assert_eq!(parse_fill(&json!(-2), &DataType::Int(2), &[]).unwrap(), vec![0xfe, 0xff]);
-        assert_eq!(parse_fill(&json!(255), &DataType::UInt(1), &[]).unwrap(), vec![255]);
+        assert_eq!(
+            parse_fill(&json!(-2), &DataType::Int(2), &[]).unwrap(),
+            vec![0xfe, 0xff]
+        );
+        assert_eq!(
+            parse_fill(&json!(255), &DataType::UInt(1), &[]).unwrap(),
+            vec![255]
+        );
         assert!(parse_fill(&json!(256), &DataType::UInt(1), &[]).is_err());
-        assert_eq!(parse_fill(&json!(u64::MAX), &DataType::UInt(8), &[]).unwrap(), vec![255; 8]);
-        assert_eq!(parse_fill(&json!("NaN"), &DataType::Float(4), &[]).unwrap(), f32::NAN.to_le_bytes());
-        assert_eq!(parse_fill(&json!("-Infinity"), &DataType::Float(2), &[]).unwrap(), vec![0x00, 0xfc]);
-        assert_eq!(parse_fill(&json!("0x7fc00001"), &DataType::Float(4), &[]).unwrap(), vec![1, 0, 0xc0, 0x7f]);
-        assert_eq!(parse_fill(&json!([1.0, -1.0]), &DataType::Complex(8), &[]).unwrap()[4..], (-1f32).to_le_bytes());
-        assert_eq!(parse_fill(&json!(null), &DataType::Float(8), &[]).unwrap(), vec![0; 8]);
-        assert_eq!(parse_fill(&json!(true), &DataType::Bool, &[]).unwrap(), vec![1]);
+        assert_eq!(
+            parse_fill(&json!(u64::MAX), &DataType::UInt(8), &[]).unwrap(),
+            vec![255; 8]
+        );
+        assert_eq!(
+            parse_fill(&json!("NaN"), &DataType::Float(4), &[]).unwrap(),
+            f32::NAN.to_le_bytes()
+        );
+        assert_eq!(
+            parse_fill(&json!("-Infinity"), &DataType::Float(2), &[]).unwrap(),
+            vec![0x00, 0xfc]
+        );
+        assert_eq!(
+            parse_fill(&json!("0x7fc00001"), &DataType::Float(4), &[]).unwrap(),
+            vec![1, 0, 0xc0, 0x7f]
+        );
+        assert_eq!(
+            parse_fill(&json!([1.0, -1.0]), &DataType::Complex(8), &[]).unwrap()[4..],
+            (-1f32).to_le_bytes()
+        );
+        assert_eq!(
+            parse_fill(&json!(null), &DataType::Float(8), &[]).unwrap(),
+            vec![0; 8]
+        );
+        assert_eq!(
+            parse_fill(&json!(true), &DataType::Bool, &[]).unwrap(),
+            vec![1]
+        );
     }
 
     #[test]
     fn base64_and_strings() {
-        assert_eq!(parse_fill(&json!("YWI="), &DataType::Bytes(3), &[]).unwrap(), b"ab\0");
-        assert_eq!(parse_fill(&json!("AAAAAQ=="), &DataType::Raw(4), &[(0, 4)]).unwrap(), vec![1, 0, 0, 0]);
-        assert_eq!(parse_fill(&json!("é"), &DataType::Unicode(2), &[]).unwrap(), vec![0xe9, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(
+            parse_fill(&json!("YWI="), &DataType::Bytes(3), &[]).unwrap(),
+            b"ab\0"
+        );
+        assert_eq!(
+            parse_fill(&json!("AAAAAQ=="), &DataType::Raw(4), &[(0, 4)]).unwrap(),
+            vec![1, 0, 0, 0]
+        );
+        assert_eq!(
+            parse_fill(&json!("é"), &DataType::Unicode(2), &[]).unwrap(),
+            vec![0xe9, 0, 0, 0, 0, 0, 0, 0]
+        );
     }
 }

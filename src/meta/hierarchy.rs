@@ -98,8 +98,11 @@ fn key(path: &str, name: &str) -> String {
     join(path, name)
 }
 
+/// A parsed metadata object and its modification time.
+type JsonObject = (Map<String, Value>, Option<SystemTime>);
+
 /// Reads and parses one metadata object: `Ok(None)` when absent.
-fn read_json(store: &dyn Store, key: &str) -> Result<Option<(Map<String, Value>, Option<SystemTime>)>, String> {
+fn read_json(store: &dyn Store, key: &str) -> Result<Option<JsonObject>, String> {
     let Some(head) = store.head(key).map_err(|e| e.to_string())? else {
         return Ok(None);
     };
@@ -114,9 +117,18 @@ fn read_json(store: &dyn Store, key: &str) -> Result<Option<(Map<String, Value>,
 }
 
 fn probe(store: &dyn Store, path: &str) -> Result<Probe, String> {
-    let prefix = if path.is_empty() { String::new() } else { format!("{path}/") };
+    let prefix = if path.is_empty() {
+        String::new()
+    } else {
+        format!("{path}/")
+    };
     let found = |kind, document, mtime| {
-        Ok(Probe::Found(Node { path: path.to_string(), kind, document, mtime }))
+        Ok(Probe::Found(Node {
+            path: path.to_string(),
+            kind,
+            document,
+            mtime,
+        }))
     };
     match read_json(store, &key(path, "zarr.json")) {
         Err(e) => return Ok(Probe::Broken(e)),
@@ -127,7 +139,10 @@ fn probe(store: &dyn Store, path: &str) -> Result<Probe, String> {
                     let meta = v3::parse_array(&doc, &prefix).and_then(checked);
                     found(NodeKind::Array(meta), v3::document(&doc), mtime)
                 }
-                _ => Ok(Probe::Broken(format!("{}: no valid \"node_type\"", key(path, "zarr.json")))),
+                _ => Ok(Probe::Broken(format!(
+                    "{}: no valid \"node_type\"",
+                    key(path, "zarr.json")
+                ))),
             };
         }
         Ok(None) => {}
@@ -144,7 +159,11 @@ fn probe(store: &dyn Store, path: &str) -> Result<Probe, String> {
         Err(e) => return Ok(Probe::Broken(e)),
         Ok(Some((zarray, mtime))) => {
             let meta = v2::parse_array(&zarray, &prefix).and_then(checked);
-            return found(NodeKind::Array(meta), v2::array_document(&zarray, attrs()), mtime);
+            return found(
+                NodeKind::Array(meta),
+                v2::array_document(&zarray, attrs()),
+                mtime,
+            );
         }
         Ok(None) => {}
     }
@@ -161,7 +180,12 @@ fn checked(meta: super::ArrayMeta) -> Result<Arc<super::ArrayMeta>, String> {
 }
 
 fn implicit_group(path: &str, mtime: Option<SystemTime>) -> Node {
-    Node { path: path.to_string(), kind: NodeKind::Group, document: v2::group_document(Map::new()), mtime }
+    Node {
+        path: path.to_string(),
+        kind: NodeKind::Group,
+        document: v2::group_document(Map::new()),
+        mtime,
+    }
 }
 
 #[cfg(test)]
@@ -190,6 +214,8 @@ mod tests {
     fn a_store_with_no_metadata_is_an_error() {
         let mut s = MemoryStore::new();
         s.insert("x/y", "z");
-        assert!(load_hierarchy(&s, &LoadOptions::default()).unwrap_err().contains("no Zarr metadata"));
+        assert!(load_hierarchy(&s, &LoadOptions::default())
+            .unwrap_err()
+            .contains("no Zarr metadata"));
     }
 }

@@ -28,7 +28,9 @@ pub struct ArrayMeta {
 impl ArrayMeta {
     /// Number of elements, or `None` on overflow.
     pub fn element_count(&self) -> Option<u64> {
-        self.shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d))
+        self.shape
+            .iter()
+            .try_fold(1u64, |acc, &d| acc.checked_mul(d))
     }
 
     /// Size of the served data in bytes, or `None` on overflow.
@@ -45,7 +47,10 @@ impl ArrayMeta {
             ));
         }
         if self.chunk_shape.contains(&0) {
-            return Err(format!("chunk shape {:?} has a zero extent", self.chunk_shape));
+            return Err(format!(
+                "chunk shape {:?} has a zero extent",
+                self.chunk_shape
+            ));
         }
         if self.dtype.size() == 0 {
             return Err("data type has size zero".into());

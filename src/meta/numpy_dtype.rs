@@ -18,7 +18,9 @@ pub fn parse(value: &Value) -> Result<NumpyType, String> {
     match value {
         Value::String(s) => parse_str(s),
         Value::Array(fields) => parse_fields(fields),
-        other => Err(format!("data type {other} is neither a string nor a list of fields")),
+        other => Err(format!(
+            "data type {other} is neither a string nor a list of fields"
+        )),
     }
 }
 
@@ -27,7 +29,10 @@ fn parse_str(s: &str) -> Result<NumpyType, String> {
         Some(c @ ('<' | '>' | '|' | '=')) => (c, &s[1..]),
         _ => ('=', s),
     };
-    let kind = rest.chars().next().ok_or_else(|| format!("empty data type {s:?}"))?;
+    let kind = rest
+        .chars()
+        .next()
+        .ok_or_else(|| format!("empty data type {s:?}"))?;
     let digits = &rest[kind.len_utf8()..];
     let n: usize = digits
         .parse()
@@ -43,7 +48,11 @@ fn parse_str(s: &str) -> Result<NumpyType, String> {
         ('V', _) => DataType::Raw(n),
         _ => return Err(format!("unsupported data type {s:?}")),
     };
-    let big_units = if order == '>' { dtype.swap_units() } else { Vec::new() };
+    let big_units = if order == '>' {
+        dtype.swap_units()
+    } else {
+        Vec::new()
+    };
     Ok(NumpyType { dtype, big_units })
 }
 
@@ -55,7 +64,9 @@ fn parse_fields(items: &[Value]) -> Result<NumpyType, String> {
         let parts = item
             .as_array()
             .filter(|p| (2..=3).contains(&p.len()))
-            .ok_or_else(|| format!("structured field {item} is not [name, type] or [name, type, shape]"))?;
+            .ok_or_else(|| {
+                format!("structured field {item} is not [name, type] or [name, type, shape]")
+            })?;
         let name = parts[0]
             .as_str()
             .ok_or_else(|| format!("structured field name {} is not a string", parts[0]))?;
@@ -64,16 +75,30 @@ fn parse_fields(items: &[Value]) -> Result<NumpyType, String> {
             None => Vec::new(),
             Some(Value::Array(dims)) => dims
                 .iter()
-                .map(|d| d.as_u64().map(|d| d as usize).ok_or_else(|| format!("bad field shape {d}")))
+                .map(|d| {
+                    d.as_u64()
+                        .map(|d| d as usize)
+                        .ok_or_else(|| format!("bad field shape {d}"))
+                })
                 .collect::<Result<Vec<_>, _>>()?,
             Some(other) => return Err(format!("bad field shape {other}")),
         };
         let count: usize = shape.iter().product();
         let size = inner.dtype.size();
         for i in 0..count {
-            big_units.extend(inner.big_units.iter().map(|&(o, w)| (offset + i * size + o, w)));
+            big_units.extend(
+                inner
+                    .big_units
+                    .iter()
+                    .map(|&(o, w)| (offset + i * size + o, w)),
+            );
         }
-        fields.push(Field { name: name.to_string(), dtype: inner.dtype, shape, offset });
+        fields.push(Field {
+            name: name.to_string(),
+            dtype: inner.dtype,
+            shape,
+            offset,
+        });
         offset = size
             .checked_mul(count)
             .and_then(|s| s.checked_add(offset))
@@ -82,7 +107,10 @@ fn parse_fields(items: &[Value]) -> Result<NumpyType, String> {
     if fields.is_empty() {
         return Err("structured data type with no fields".into());
     }
-    Ok(NumpyType { dtype: DataType::Structured(fields), big_units })
+    Ok(NumpyType {
+        dtype: DataType::Structured(fields),
+        big_units,
+    })
 }
 
 impl NumpyType {
@@ -93,7 +121,11 @@ impl NumpyType {
         } else if self.big_units == self.dtype.swap_units() {
             serde_json::json!({"endian": "big"})
         } else {
-            let units: Vec<Value> = self.big_units.iter().map(|&(o, w)| serde_json::json!([o, w])).collect();
+            let units: Vec<Value> = self
+                .big_units
+                .iter()
+                .map(|&(o, w)| serde_json::json!([o, w]))
+                .collect();
             serde_json::json!({"endian": "big", "swap_units": units})
         }
     }
@@ -120,6 +152,9 @@ mod tests {
         let t = parse(&json!([["a", "<i2"], ["b", ">f4", [2]], ["c", "|S3"]])).unwrap();
         assert_eq!(t.dtype.size(), 2 + 8 + 3);
         assert_eq!(t.big_units, vec![(2, 4), (6, 4)]);
-        assert_eq!(t.bytes_codec_config(), json!({"endian": "big", "swap_units": [[2, 4], [6, 4]]}));
+        assert_eq!(
+            t.bytes_codec_config(),
+            json!({"endian": "big", "swap_units": [[2, 4], [6, 4]]})
+        );
     }
 }

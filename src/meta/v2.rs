@@ -15,9 +15,15 @@ pub fn group_document(attributes: Map<String, Value>) -> Map<String, Value> {
 
 /// The Zarr Object Model document of a v2 array: the `.zarray` fields plus `node_type` and
 /// `attributes`.
-pub fn array_document(zarray: &Map<String, Value>, attributes: Map<String, Value>) -> Map<String, Value> {
+pub fn array_document(
+    zarray: &Map<String, Value>,
+    attributes: Map<String, Value>,
+) -> Map<String, Value> {
     let mut doc = Map::new();
-    doc.insert("zarr_format".into(), zarray.get("zarr_format").cloned().unwrap_or(json!(2)));
+    doc.insert(
+        "zarr_format".into(),
+        zarray.get("zarr_format").cloned().unwrap_or(json!(2)),
+    );
     doc.insert("node_type".into(), json!("array"));
     for (k, v) in zarray {
         if k != "zarr_format" {
@@ -33,7 +39,11 @@ pub fn parse_array(zarray: &Map<String, Value>, prefix: &str) -> Result<ArrayMet
     let shape = dims(zarray, "shape")?;
     let chunk_shape = dims(zarray, "chunks")?;
     let ty = numpy_dtype::parse(zarray.get("dtype").ok_or("missing \"dtype\"")?)?;
-    let fill_value = parse_fill(zarray.get("fill_value").unwrap_or(&Value::Null), &ty.dtype, &ty.big_units)?;
+    let fill_value = parse_fill(
+        zarray.get("fill_value").unwrap_or(&Value::Null),
+        &ty.dtype,
+        &ty.big_units,
+    )?;
 
     let mut codecs = Vec::new();
     match zarray.get("order").and_then(Value::as_str).unwrap_or("C") {
@@ -71,7 +81,11 @@ pub fn parse_array(zarray: &Map<String, Value>, prefix: &str) -> Result<ArrayMet
         dtype: ty.dtype,
         fill_value,
         codecs,
-        chunk_keys: ChunkKeys { prefix: prefix.to_string(), style: KeyStyle::V2, separator },
+        chunk_keys: ChunkKeys {
+            prefix: prefix.to_string(),
+            style: KeyStyle::V2,
+            separator,
+        },
     })
 }
 
@@ -91,7 +105,10 @@ pub fn dims(doc: &Map<String, Value>, key: &str) -> Result<Vec<u64>, String> {
         .and_then(Value::as_array)
         .ok_or_else(|| format!("missing or malformed \"{key}\""))?;
     list.iter()
-        .map(|d| d.as_u64().ok_or_else(|| format!("\"{key}\" holds {d}, not a size")))
+        .map(|d| {
+            d.as_u64()
+                .ok_or_else(|| format!("\"{key}\" holds {d}, not a size"))
+        })
         .collect()
 }
 

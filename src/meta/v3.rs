@@ -62,7 +62,11 @@ pub fn parse_array(doc: &Map<String, Value>, prefix: &str) -> Result<ArrayMeta, 
     let chunk_shape = dims(&grid.1, "chunk_shape")?;
 
     let chunk_keys = match doc.get("chunk_key_encoding") {
-        None => ChunkKeys { prefix: prefix.into(), style: KeyStyle::Default, separator: '/' },
+        None => ChunkKeys {
+            prefix: prefix.into(),
+            style: KeyStyle::Default,
+            separator: '/',
+        },
         Some(enc) => {
             let (name, config) = named(enc)?;
             let (style, default_sep) = match name.as_str() {
@@ -76,7 +80,11 @@ pub fn parse_array(doc: &Map<String, Value>, prefix: &str) -> Result<ArrayMeta, 
                 Some("/") => '/',
                 Some(other) => return Err(format!("unsupported chunk key separator {other:?}")),
             };
-            ChunkKeys { prefix: prefix.into(), style, separator }
+            ChunkKeys {
+                prefix: prefix.into(),
+                style,
+                separator,
+            }
         }
     };
 
@@ -92,7 +100,14 @@ pub fn parse_array(doc: &Map<String, Value>, prefix: &str) -> Result<ArrayMeta, 
             return Err(format!("unsupported storage transformer {first}"));
         }
     }
-    Ok(ArrayMeta { shape, chunk_shape, dtype, fill_value, codecs, chunk_keys })
+    Ok(ArrayMeta {
+        shape,
+        chunk_shape,
+        dtype,
+        fill_value,
+        codecs,
+        chunk_keys,
+    })
 }
 
 /// A v3 "named configuration": `{"name": .., "configuration": {..}}` or a bare name string.
@@ -140,6 +155,8 @@ mod tests {
         assert!(data_type(&json!("float8_e4m3")).is_err());
         assert_eq!(data_type(&json!("r16")).unwrap(), DataType::Raw(2));
         let doc = json!({"shape": [1], "data_type": "int8", "chunk_grid": {"name": "rectilinear"}, "codecs": []});
-        assert!(parse_array(doc.as_object().unwrap(), "").unwrap_err().contains("rectilinear"));
+        assert!(parse_array(doc.as_object().unwrap(), "")
+            .unwrap_err()
+            .contains("rectilinear"));
     }
 }

@@ -16,7 +16,8 @@ pub struct DirStore {
 impl DirStore {
     /// Opens the directory `root`.
     pub fn new(root: &Path) -> Result<Self, StoreError> {
-        let meta = std::fs::metadata(root).map_err(|e| StoreError::io(root.display().to_string(), e))?;
+        let meta =
+            std::fs::metadata(root).map_err(|e| StoreError::io(root.display().to_string(), e))?;
         Ok(DirStore {
             root: root.to_path_buf(),
             mtime: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
@@ -25,7 +26,11 @@ impl DirStore {
 
     fn path(&self, key: &str) -> Result<PathBuf, StoreError> {
         check_key(key)?;
-        Ok(if key.is_empty() { self.root.clone() } else { self.root.join(key) })
+        Ok(if key.is_empty() {
+            self.root.clone()
+        } else {
+            self.root.join(key)
+        })
     }
 }
 
@@ -65,7 +70,10 @@ impl Store for DirStore {
         let path = self.path(key)?;
         Ok(absent_as_none(std::fs::metadata(path), key)?
             .filter(|m| m.is_file())
-            .map(|m| ObjectMeta { size: m.len(), mtime: m.modified().ok() }))
+            .map(|m| ObjectMeta {
+                size: m.len(),
+                mtime: m.modified().ok(),
+            }))
     }
 
     fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
@@ -77,7 +85,10 @@ impl Store for DirStore {
         for item in rd {
             let item = item.map_err(|e| StoreError::io(prefix, e))?;
             let Ok(name) = item.file_name().into_string() else {
-                log::warn!("{prefix}/{:?}: skipped, the name is not UTF-8", item.file_name());
+                log::warn!(
+                    "{prefix}/{:?}: skipped, the name is not UTF-8",
+                    item.file_name()
+                );
                 continue;
             };
             // Follow symbolic links, as Zarr libraries do.
@@ -89,7 +100,11 @@ impl Store for DirStore {
             } else {
                 EntryKind::Object(meta.len())
             };
-            out.push(Entry { name, kind, mtime: meta.modified().ok() });
+            out.push(Entry {
+                name,
+                kind,
+                mtime: meta.modified().ok(),
+            });
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(out)

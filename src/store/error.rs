@@ -8,7 +8,10 @@ pub enum StoreError {
     /// The key is not acceptable (absolute, `..`, empty segment, NUL).
     BadKey(String),
     /// An I/O error reading `what`.
-    Io { what: String, source: std::io::Error },
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
     /// The store itself is malformed (a zip without a central directory, ...).
     Invalid(String),
 }
@@ -16,7 +19,10 @@ pub enum StoreError {
 impl StoreError {
     /// An I/O error naming what was being read.
     pub fn io(what: impl Into<String>, source: std::io::Error) -> Self {
-        StoreError::Io { what: what.into(), source }
+        StoreError::Io {
+            what: what.into(),
+            source,
+        }
     }
 }
 

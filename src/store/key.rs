@@ -26,7 +26,16 @@ mod tests {
 
     #[test]
     fn refuses_escaping_keys() {
-        for bad in ["/etc/passwd", "../x", "a/../../b", "a//b", "a/./b", "a\\..\\b", "a\0b", "a/"] {
+        for bad in [
+            "/etc/passwd",
+            "../x",
+            "a/../../b",
+            "a//b",
+            "a/./b",
+            "a\\..\\b",
+            "a\0b",
+            "a/",
+        ] {
             assert!(check_key(bad).is_err(), "{bad}");
         }
         for good in ["", "a", "a/b/.zarray", "c/0/1", "0.0.1", "..a", "a..b"] {

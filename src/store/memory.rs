@@ -49,15 +49,24 @@ impl Store for MemoryStore {
 
     fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
         check_key(key)?;
-        Ok(self.items.get(key).map(|v| ObjectMeta { size: v.len() as u64, mtime: None }))
+        Ok(self.items.get(key).map(|v| ObjectMeta {
+            size: v.len() as u64,
+            mtime: None,
+        }))
     }
 
     fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
         check_key(prefix)?;
-        let base = if prefix.is_empty() { String::new() } else { format!("{prefix}/") };
+        let base = if prefix.is_empty() {
+            String::new()
+        } else {
+            format!("{prefix}/")
+        };
         let mut out: BTreeMap<String, EntryKind> = BTreeMap::new();
         for (key, value) in self.items.range(base.clone()..) {
-            let Some(rest) = key.strip_prefix(&base) else { break };
+            let Some(rest) = key.strip_prefix(&base) else {
+                break;
+            };
             match rest.split_once('/') {
                 Some((dir, _)) => out.insert(dir.to_string(), EntryKind::Prefix),
                 None => out.insert(rest.to_string(), EntryKind::Object(value.len() as u64)),
@@ -65,7 +74,11 @@ impl Store for MemoryStore {
         }
         Ok(out
             .into_iter()
-            .map(|(name, kind)| Entry { name, kind, mtime: None })
+            .map(|(name, kind)| Entry {
+                name,
+                kind,
+                mtime: None,
+            })
             .collect())
     }
 
@@ -89,7 +102,12 @@ mod tests {
         s.insert("a/0.0", "x");
         s.insert("b", "yy");
         s.insert("ab/c", "z");
-        let names: Vec<_> = s.list_dir("").unwrap().into_iter().map(|e| (e.name, e.kind)).collect();
+        let names: Vec<_> = s
+            .list_dir("")
+            .unwrap()
+            .into_iter()
+            .map(|e| (e.name, e.kind))
+            .collect();
         assert_eq!(
             names,
             vec![

@@ -76,10 +76,23 @@ impl ZipStore {
                 p = parent;
             }
         }
-        Ok(ZipStore { path: path.to_path_buf(), file, archive: Mutex::new(archive), members, dirs, mtime })
+        Ok(ZipStore {
+            path: path.to_path_buf(),
+            file,
+            archive: Mutex::new(archive),
+            members,
+            dirs,
+            mtime,
+        })
     }
 
-    fn read_member(&self, key: &str, m: &Member, start: u64, len: u64) -> Result<Vec<u8>, StoreError> {
+    fn read_member(
+        &self,
+        key: &str,
+        m: &Member,
+        start: u64,
+        len: u64,
+    ) -> Result<Vec<u8>, StoreError> {
         let end = start.saturating_add(len).min(m.size);
         let start = start.min(end);
         if m.stored {
@@ -104,7 +117,11 @@ impl ZipStore {
 
 /// Converts a zip (MS-DOS) timestamp, taken as UTC, to a `SystemTime`.
 fn zip_time(t: zip::DateTime) -> Option<SystemTime> {
-    let (y, m, d) = (i64::from(t.year()), i64::from(t.month()), i64::from(t.day()));
+    let (y, m, d) = (
+        i64::from(t.year()),
+        i64::from(t.month()),
+        i64::from(t.day()),
+    );
     // Days from the civil date (Howard Hinnant's algorithm).
     let y = if m <= 2 { y - 1 } else { y };
     let era = y.div_euclid(400);
@@ -116,7 +133,9 @@ fn zip_time(t: zip::DateTime) -> Option<SystemTime> {
         + i64::from(t.hour()) * 3600
         + i64::from(t.minute()) * 60
         + i64::from(t.second());
-    u64::try_from(secs).ok().map(|s| SystemTime::UNIX_EPOCH + Duration::from_secs(s))
+    u64::try_from(secs)
+        .ok()
+        .map(|s| SystemTime::UNIX_EPOCH + Duration::from_secs(s))
 }
 
 impl Store for ZipStore {
@@ -134,26 +153,48 @@ impl Store for ZipStore {
 
     fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
         check_key(key)?;
-        Ok(self.members.get(key).map(|m| ObjectMeta { size: m.size, mtime: m.mtime }))
+        Ok(self.members.get(key).map(|m| ObjectMeta {
+            size: m.size,
+            mtime: m.mtime,
+        }))
     }
 
     fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
         check_key(prefix)?;
-        let base = if prefix.is_empty() { String::new() } else { format!("{prefix}/") };
+        let base = if prefix.is_empty() {
+            String::new()
+        } else {
+            format!("{prefix}/")
+        };
         let mut out: BTreeMap<String, Entry> = BTreeMap::new();
         for (name, m) in self.members.range(base.clone()..) {
-            let Some(rest) = name.strip_prefix(&base) else { break };
+            let Some(rest) = name.strip_prefix(&base) else {
+                break;
+            };
             let entry = match rest.split_once('/') {
-                Some((dir, _)) => Entry { name: dir.to_string(), kind: EntryKind::Prefix, mtime: None },
-                None => Entry { name: rest.to_string(), kind: EntryKind::Object(m.size), mtime: m.mtime },
+                Some((dir, _)) => Entry {
+                    name: dir.to_string(),
+                    kind: EntryKind::Prefix,
+                    mtime: None,
+                },
+                None => Entry {
+                    name: rest.to_string(),
+                    kind: EntryKind::Object(m.size),
+                    mtime: m.mtime,
+                },
             };
             out.entry(entry.name.clone()).or_insert(entry);
         }
         for dir in self.dirs.range(base.clone()..).map(|(d, _)| d) {
-            let Some(rest) = dir.strip_prefix(&base) else { break };
+            let Some(rest) = dir.strip_prefix(&base) else {
+                break;
+            };
             if !rest.is_empty() && !rest.contains('/') {
-                out.entry(rest.to_string())
-                    .or_insert(Entry { name: rest.to_string(), kind: EntryKind::Prefix, mtime: None });
+                out.entry(rest.to_string()).or_insert(Entry {
+                    name: rest.to_string(),
+                    kind: EntryKind::Prefix,
+                    mtime: None,
+                });
             }
         }
         Ok(out.into_values().collect())
@@ -177,6 +218,9 @@ mod tests {
     fn zip_times_are_utc_seconds() {
         let t = zip::DateTime::from_date_and_time(2024, 3, 1, 12, 30, 10).unwrap();
         // 2024-03-01T12:30:10Z
-        assert_eq!(zip_time(t), Some(SystemTime::UNIX_EPOCH + Duration::from_secs(1_709_296_210)));
+        assert_eq!(
+            zip_time(t),
+            Some(SystemTime::UNIX_EPOCH + Duration::from_secs(1_709_296_210))
+        );
     }
 }

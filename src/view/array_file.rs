@@ -31,7 +31,15 @@ impl ArrayFile {
             }
             Err(_) => (Layout::new(&[], &[]), 1, 0, Vec::new()),
         };
-        ArrayFile { id, path: path.to_string(), reader, layout, elem_size, data_size, header }
+        ArrayFile {
+            id,
+            path: path.to_string(),
+            reader,
+            layout,
+            elem_size,
+            data_size,
+            header,
+        }
     }
 
     /// The node path (for logs).
@@ -74,7 +82,12 @@ impl ArrayFile {
     }
 
     /// Bytes `offset..offset+len` of `A.npy`.
-    pub fn read_npy(&self, cache: &ChunkCache, offset: u64, len: u64) -> Result<Vec<u8>, ViewError> {
+    pub fn read_npy(
+        &self,
+        cache: &ChunkCache,
+        offset: u64,
+        len: u64,
+    ) -> Result<Vec<u8>, ViewError> {
         let hlen = self.header.len() as u64;
         if offset >= hlen {
             return self.read_data(cache, offset - hlen, len);
@@ -89,8 +102,16 @@ impl ArrayFile {
     }
 
     /// Bytes `offset..offset+len` of `A` (fewer at the end of the file).
-    pub fn read_data(&self, cache: &ChunkCache, offset: u64, len: u64) -> Result<Vec<u8>, ViewError> {
-        let reader = self.reader.as_ref().map_err(|_| self.check_readable().unwrap_err())?;
+    pub fn read_data(
+        &self,
+        cache: &ChunkCache,
+        offset: u64,
+        len: u64,
+    ) -> Result<Vec<u8>, ViewError> {
+        let reader = self
+            .reader
+            .as_ref()
+            .map_err(|_| self.check_readable().unwrap_err())?;
         let end = offset.saturating_add(len).min(self.data_size);
         if offset >= end {
             return Ok(Vec::new());
@@ -109,7 +130,12 @@ impl ArrayFile {
                 Some(data) => {
                     let at = (run.chunk_offset * es + (from - run_start)) as usize;
                     let bytes = data.get(at..at + (to - from) as usize).ok_or_else(|| {
-                        log::error!("{}: chunk {} decoded to {} bytes, too few", self.display_path(), run.chunk, data.len());
+                        log::error!(
+                            "{}: chunk {} decoded to {} bytes, too few",
+                            self.display_path(),
+                            run.chunk,
+                            data.len()
+                        );
                         ViewError::Io
                     })?;
                     out.extend_from_slice(bytes);
@@ -120,8 +146,16 @@ impl ArrayFile {
         Ok(out)
     }
 
-    fn chunk(&self, cache: &ChunkCache, reader: &ChunkReader, chunk: u64) -> Result<ChunkData, ViewError> {
-        let id = ChunkId { array: self.id, index: chunk };
+    fn chunk(
+        &self,
+        cache: &ChunkCache,
+        reader: &ChunkReader,
+        chunk: u64,
+    ) -> Result<ChunkData, ViewError> {
+        let id = ChunkId {
+            array: self.id,
+            index: chunk,
+        };
         cache
             .get_or_load(id, || reader.load(&self.layout.chunk_coords(chunk)))
             .map_err(|e| {

@@ -38,7 +38,11 @@ fn json_bytes(doc: &serde_json::Map<String, serde_json::Value>) -> Arc<[u8]> {
 
 impl Builder {
     fn push(&mut self, parent: u64, content: Content, mtime: SystemTime) -> u64 {
-        self.inodes.push(Inode { parent, content, mtime });
+        self.inodes.push(Inode {
+            parent,
+            content,
+            mtime,
+        });
         self.inodes.len() as u64
     }
 
@@ -64,27 +68,53 @@ impl Builder {
     fn add_array(&mut self, dir: u64, name: &str, node: &Node, mtime: SystemTime) {
         let id = self.arrays.len() as u32;
         let reader = match &node.kind {
-            NodeKind::Array(Ok(meta)) => ChunkReader::new(self.store.clone(), &node.path, meta.clone()),
+            NodeKind::Array(Ok(meta)) => {
+                ChunkReader::new(self.store.clone(), &node.path, meta.clone())
+            }
             NodeKind::Array(Err(e)) => Err(e.clone()),
             NodeKind::Group => unreachable!("add_array takes arrays"),
         };
         if let Err(reason) = &reader {
-            let shown = if node.path.is_empty() { "/" } else { &node.path };
+            let shown = if node.path.is_empty() {
+                "/"
+            } else {
+                &node.path
+            };
             log::warn!("{shown}: data cannot be read: {reason}");
         }
         self.arrays.push(ArrayFile::new(id, &node.path, reader));
         let ino = self.push(dir, Content::Data(id), mtime);
         self.link(dir, name, ino);
-        self.sidecars.push(Sidecar { dir, name: format!("{name}.json"), content: Content::Json(json_bytes(&node.document)), mtime });
-        self.sidecars.push(Sidecar { dir, name: format!("{name}.npy"), content: Content::Npy(id), mtime });
+        self.sidecars.push(Sidecar {
+            dir,
+            name: format!("{name}.json"),
+            content: Content::Json(json_bytes(&node.document)),
+            mtime,
+        });
+        self.sidecars.push(Sidecar {
+            dir,
+            name: format!("{name}.npy"),
+            content: Content::Npy(id),
+            mtime,
+        });
     }
 }
 
 impl View {
     /// Builds the view of `hierarchy`. `root_name` names the files of an array at the store root.
-    pub fn build(hierarchy: &Hierarchy, store: Arc<dyn Store>, cache: Arc<ChunkCache>, root_name: &str) -> View {
+    pub fn build(
+        hierarchy: &Hierarchy,
+        store: Arc<dyn Store>,
+        cache: Arc<ChunkCache>,
+        root_name: &str,
+    ) -> View {
         let store_mtime = store.mtime();
-        let mut b = Builder { inodes: Vec::new(), arrays: Vec::new(), sidecars: Vec::new(), store };
+        let mut b = Builder {
+            inodes: Vec::new(),
+            arrays: Vec::new(),
+            sidecars: Vec::new(),
+            store,
+        };
         let mut dirs: HashMap<&str, u64> = HashMap::new();
         let mtime_of = |n: &Node| n.mtime.unwrap_or(store_mtime);
 
@@ -110,7 +140,10 @@ impl View {
                 continue; // Its parent was left out.
             };
             if name.len() > NAME_MAX {
-                log::warn!("{}: left out: the name is longer than {NAME_MAX} bytes", node.path);
+                log::warn!(
+                    "{}: left out: the name is longer than {NAME_MAX} bytes",
+                    node.path
+                );
                 continue;
             }
             match node.kind {
@@ -130,12 +163,18 @@ impl View {
         }
         for car in std::mem::take(&mut b.sidecars) {
             if car.name.len() > NAME_MAX {
-                log::warn!("{}: sidecar left out: its name is longer than {NAME_MAX} bytes", car.name);
+                log::warn!(
+                    "{}: sidecar left out: its name is longer than {NAME_MAX} bytes",
+                    car.name
+                );
                 continue;
             }
             let ino = b.push(car.dir, car.content, car.mtime);
             if !b.link(car.dir, &car.name, ino) {
-                log::warn!("{}: a node has this name, so it is shown instead of the sidecar", car.name);
+                log::warn!(
+                    "{}: a node has this name, so it is shown instead of the sidecar",
+                    car.name
+                );
                 b.inodes.pop();
             }
         }
@@ -144,6 +183,10 @@ impl View {
                 d.entries.sort();
             }
         }
-        View { inodes: b.inodes, arrays: b.arrays, cache }
+        View {
+            inodes: b.inodes,
+            arrays: b.arrays,
+            cache,
+        }
     }
 }

@@ -38,7 +38,13 @@ impl Layout {
             merge_axis -= 1;
         }
         let inner = shape.iter().skip(merge_axis + 1).product();
-        Layout { shape: shape.to_vec(), chunk_shape: chunk_shape.to_vec(), grid, merge_axis, inner }
+        Layout {
+            shape: shape.to_vec(),
+            chunk_shape: chunk_shape.to_vec(),
+            grid,
+            merge_axis,
+            inner,
+        }
     }
 
     /// Number of elements in the array.
@@ -74,7 +80,12 @@ impl Layout {
     /// The run that starts at element `e` and ends at most at `end`.
     pub fn run_at(&self, e: u64, end: u64) -> Run {
         if self.shape.is_empty() {
-            return Run { chunk: 0, chunk_offset: 0, start: e, len: end - e };
+            return Run {
+                chunk: 0,
+                chunk_offset: 0,
+                start: e,
+                len: end - e,
+            };
         }
         let (mut rest, mut chunk, mut chunk_offset) = (e, 0u64, 0u64);
         let mut chunk_stride = 1u64;
@@ -95,7 +106,12 @@ impl Layout {
         let cs = self.chunk_shape[self.merge_axis];
         let chunk_end = ((coord_at_merge / cs + 1) * cs).min(self.shape[self.merge_axis]);
         let avail = (chunk_end - coord_at_merge) * self.inner - e % self.inner;
-        Run { chunk, chunk_offset, start: e, len: avail.min(end - e) }
+        Run {
+            chunk,
+            chunk_offset,
+            start: e,
+            len: avail.min(end - e),
+        }
     }
 
     /// The runs covering elements `start..end`, in order.
@@ -159,11 +175,28 @@ mod tests {
     #[test]
     fn whole_rows_merge_when_chunks_span_trailing_axes() {
         let layout = Layout::new(&[4, 3, 5], &[2, 3, 5]);
-        assert_eq!(layout.runs(0, 60).map(|r| r.len).collect::<Vec<_>>(), vec![30, 30]);
+        assert_eq!(
+            layout.runs(0, 60).map(|r| r.len).collect::<Vec<_>>(),
+            vec![30, 30]
+        );
         let layout = Layout::new(&[4, 5], &[2, 2]);
-        assert_eq!(layout.runs(0, 5).map(|r| (r.chunk, r.len)).collect::<Vec<_>>(), vec![(0, 2), (1, 2), (2, 1)]);
+        assert_eq!(
+            layout
+                .runs(0, 5)
+                .map(|r| (r.chunk, r.len))
+                .collect::<Vec<_>>(),
+            vec![(0, 2), (1, 2), (2, 1)]
+        );
         assert_eq!(layout.chunk_coords(5), vec![1, 2]);
         let scalar = Layout::new(&[], &[]);
-        assert_eq!(scalar.runs(0, 1).collect::<Vec<_>>(), vec![Run { chunk: 0, chunk_offset: 0, start: 0, len: 1 }]);
+        assert_eq!(
+            scalar.runs(0, 1).collect::<Vec<_>>(),
+            vec![Run {
+                chunk: 0,
+                chunk_offset: 0,
+                start: 0,
+                len: 1
+            }]
+        );
     }
 }

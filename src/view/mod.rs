@@ -157,7 +157,11 @@ impl View {
 
     /// The entry `name` in directory `parent`.
     pub fn lookup(&self, parent: u64, name: &str) -> Result<Attr, ViewError> {
-        let ino = *self.dir(parent)?.by_name.get(name).ok_or(ViewError::NotFound)?;
+        let ino = *self
+            .dir(parent)?
+            .by_name
+            .get(name)
+            .ok_or(ViewError::NotFound)?;
         self.getattr(ino)
     }
 
@@ -169,7 +173,9 @@ impl View {
                 let subdirs = d
                     .entries
                     .iter()
-                    .filter(|(_, i)| matches!(self.inodes[(*i - 1) as usize].content, Content::Dir(_)))
+                    .filter(|(_, i)| {
+                        matches!(self.inodes[(*i - 1) as usize].content, Content::Dir(_))
+                    })
                     .count();
                 (FileKind::Directory, 0, 2 + subdirs as u32)
             }
@@ -177,7 +183,13 @@ impl View {
             Content::Npy(a) => (FileKind::File, self.arrays[*a as usize].npy_size(), 1),
             Content::Json(bytes) => (FileKind::File, bytes.len() as u64, 1),
         };
-        Ok(Attr { ino, kind, size, mtime: inode.mtime, nlink })
+        Ok(Attr {
+            ino,
+            kind,
+            size,
+            mtime: inode.mtime,
+            nlink,
+        })
     }
 
     /// Entries of directory `ino` from position `offset` on (0 is `.`, 1 is `..`).
@@ -219,11 +231,17 @@ impl View {
             Content::Dir(_) => Err(ViewError::IsDir),
             Content::Json(bytes) => {
                 let start = (offset.min(bytes.len() as u64)) as usize;
-                let end = (offset.saturating_add(u64::from(size)).min(bytes.len() as u64)) as usize;
+                let end = (offset
+                    .saturating_add(u64::from(size))
+                    .min(bytes.len() as u64)) as usize;
                 Ok(bytes[start..end].to_vec())
             }
-            Content::Data(a) => self.arrays[*a as usize].read_data(&self.cache, offset, u64::from(size)),
-            Content::Npy(a) => self.arrays[*a as usize].read_npy(&self.cache, offset, u64::from(size)),
+            Content::Data(a) => {
+                self.arrays[*a as usize].read_data(&self.cache, offset, u64::from(size))
+            }
+            Content::Npy(a) => {
+                self.arrays[*a as usize].read_npy(&self.cache, offset, u64::from(size))
+            }
         }
     }
 }
@@ -231,14 +249,25 @@ impl View {
 /// Opens the store at `location`, loads its hierarchy and builds the view: the whole mount minus
 /// FUSE. An array at the store root is named after the store's file name.
 pub fn open(location: &str, cache_bytes: u64) -> Result<View, String> {
-    let store = crate::store::open(location).map_err(|e| format!("cannot open store {location}: {e}"))?;
+    let store =
+        crate::store::open(location).map_err(|e| format!("cannot open store {location}: {e}"))?;
     from_store(Arc::from(store), location, cache_bytes)
 }
 
 /// Loads the hierarchy of an opened store and builds its view.
-pub fn from_store(store: Arc<dyn crate::store::Store>, location: &str, cache_bytes: u64) -> Result<View, String> {
-    let hierarchy = crate::meta::load_hierarchy(store.as_ref(), &crate::meta::LoadOptions::default())?;
+pub fn from_store(
+    store: Arc<dyn crate::store::Store>,
+    location: &str,
+    cache_bytes: u64,
+) -> Result<View, String> {
+    let hierarchy =
+        crate::meta::load_hierarchy(store.as_ref(), &crate::meta::LoadOptions::default())?;
     log::info!("{location}: {} nodes", hierarchy.nodes.len());
     let cache = Arc::new(ChunkCache::new(cache_bytes));
-    Ok(View::build(&hierarchy, store, cache, &crate::store::stem(location)))
+    Ok(View::build(
+        &hierarchy,
+        store,
+        cache,
+        &crate::store::stem(location),
+    ))
 }

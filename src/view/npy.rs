@@ -14,7 +14,10 @@ pub fn npy_header(dtype: &DataType, shape: &[u64]) -> Vec<u8> {
         DataType::Structured(_) => dtype.npy_descr(),
         other => py_str(&other.npy_descr()),
     };
-    let mut dict = format!("{{'descr': {descr}, 'fortran_order': False, 'shape': {}, }}", py_tuple(shape));
+    let mut dict = format!(
+        "{{'descr': {descr}, 'fortran_order': False, 'shape': {}, }}",
+        py_tuple(shape)
+    );
     if let Some(first) = shape.first() {
         let digits = first.to_string().len();
         dict.push_str(&" ".repeat(GROWTH_AXIS_MAX_DIGITS.saturating_sub(digits)));
@@ -57,12 +60,15 @@ mod tests {
     #[test]
     fn matches_numpy_save() {
         // python3 -c "import numpy as np, io; b = io.BytesIO(); np.save(b, np.zeros((3, 4), '<f8')); print(b.getvalue()[:128])"
-        let mut expected = b"\x93NUMPY\x01\x00v\x00{'descr': '<f8', 'fortran_order': False, 'shape': (3, 4), }".to_vec();
-        expected.extend([b' '; 57]);
+        let mut expected =
+            b"\x93NUMPY\x01\x00v\x00{'descr': '<f8', 'fortran_order': False, 'shape': (3, 4), }"
+                .to_vec();
+        expected.extend([b' '; 58]);
         expected.push(b'\n');
         assert_eq!(npy_header(&DataType::Float(8), &[3, 4]), expected);
         let scalar = npy_header(&DataType::Bool, &[]);
         assert_eq!(scalar.len() % 64, 0);
-        assert!(String::from_utf8_lossy(&scalar).contains("'descr': '|b1', 'fortran_order': False, 'shape': (), }"));
+        assert!(String::from_utf8_lossy(&scalar)
+            .contains("'descr': '|b1', 'fortran_order': False, 'shape': (), }"));
     }
 }

@@ -63,7 +63,9 @@ impl StoreCase {
 
     /// Arrays that must read correctly.
     pub fn healthy_arrays(&self) -> impl Iterator<Item = &NodeCase> {
-        self.nodes.iter().filter(|n| !n.is_group && n.expect.is_none())
+        self.nodes
+            .iter()
+            .filter(|n| !n.is_group && n.expect.is_none())
     }
 }
 
@@ -110,7 +112,10 @@ pub fn load_manifest(rel: &str) -> Vec<StoreCase> {
                     npy: file(n.get("npy")),
                     text: file(n.get("text")),
                     expect: n.get("expect").and_then(Value::as_str).map(String::from),
-                    ok_range: n.get("ok_range").and_then(Value::as_array).map(|r| (r[0].as_u64().unwrap(), r[1].as_u64().unwrap())),
+                    ok_range: n
+                        .get("ok_range")
+                        .and_then(Value::as_array)
+                        .map(|r| (r[0].as_u64().unwrap(), r[1].as_u64().unwrap())),
                 })
                 .collect(),
         })
@@ -136,7 +141,11 @@ pub fn expected_bytes(node: &NodeCase) -> (Vec<u8>, Vec<u8>) {
 /// Checks that every key of `expected` is in `actual` with the same value; returns a message otherwise.
 pub fn json_subset(expected: &Value, actual: &Value) -> Result<(), String> {
     let (Some(e), Some(a)) = (expected.as_object(), actual.as_object()) else {
-        return if expected == actual { Ok(()) } else { Err(format!("{actual} != {expected}")) };
+        return if expected == actual {
+            Ok(())
+        } else {
+            Err(format!("{actual} != {expected}"))
+        };
     };
     for (k, v) in e {
         match a.get(k) {
@@ -152,9 +161,13 @@ pub fn json_subset(expected: &Value, actual: &Value) -> Result<(), String> {
 fn json_equal(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => x == y || x.as_f64() == y.as_f64(),
-        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_equal(p, q)),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_equal(p, q))
+        }
         (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| json_equal(v, w)))
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_equal(v, w)))
         }
         _ => a == b,
     }
@@ -163,7 +176,13 @@ fn json_equal(a: &Value, b: &Value) -> bool {
 /// Byte ranges worth reading from a file of `size` bytes with elements of `es` bytes and chunks
 /// of `chunk_bytes`: starts, ends, odd offsets, element and chunk borders.
 pub fn probe_ranges(size: u64, es: u64, chunk_bytes: u64, seed: u64) -> Vec<(u64, u64)> {
-    let mut out = vec![(0, size), (0, 1), (size.saturating_sub(1), 1), (1, 7), (es.saturating_sub(1), es + 2)];
+    let mut out = vec![
+        (0, size),
+        (0, 1),
+        (size.saturating_sub(1), 1),
+        (1, 7),
+        (es.saturating_sub(1), es + 2),
+    ];
     let mut x = seed | 1;
     for k in 1..4 {
         let border = k * chunk_bytes;

@@ -43,14 +43,24 @@ impl Mount {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut m = Mount { child: Some(child), dir };
+        let mut m = Mount {
+            child: Some(child),
+            dir,
+        };
         let deadline = Instant::now() + Duration::from_secs(30);
         while !is_fuse_mount(m.path()) {
             if let Some(status) = m.child.as_mut().unwrap().try_wait().unwrap() {
                 let out = m.child.take().unwrap().wait_with_output().unwrap();
-                panic!("zarrfs exited ({status}) before mounting: {}", String::from_utf8_lossy(&out.stderr));
+                panic!(
+                    "zarrfs exited ({status}) before mounting: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
             }
-            assert!(Instant::now() < deadline, "mount of {} did not appear", store.display());
+            assert!(
+                Instant::now() < deadline,
+                "mount of {} did not appear",
+                store.display()
+            );
             std::thread::sleep(Duration::from_millis(10));
         }
         m
@@ -71,7 +81,10 @@ impl Mount {
         let child = self.child.take().unwrap();
         unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
         let out = wait_with_timeout(child, Duration::from_secs(20));
-        (out.status, String::from_utf8_lossy(&out.stderr).into_owned())
+        (
+            out.status,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
     }
 }
 

@@ -1,0 +1,372 @@
+//! [`Pipeline`]: a codec chain built for one chunk shape and element type.
+
+use super::registry::{
+    build_array_to_array, build_array_to_bytes, build_bytes_to_bytes, is_array_to_array_only,
+    is_array_to_bytes,
+};
+use super::{ArrayToArray, ArrayToBytes, BytesToBytes, ChunkRepr, CodecError, Size, StoredElem};
+use crate::meta::{CodecSpec, DataType};
+use std::fmt;
+
+/// A codec chain built for one array (or one shard's inner chunks). `Send + Sync`: one pipeline
+/// serves all threads.
+pub struct Pipeline {
+    /// Array→array codecs in chain order, each with the byte length of its decoded form.
+    array_to_array: Vec<(Box<dyn ArrayToArray>, usize)>,
+    /// The array→bytes codec.
+    array_to_bytes: Box<dyn ArrayToBytes>,
+    /// Byte length of the array→bytes codec's data.
+    serialized_len: usize,
+    /// Bytes→bytes codecs in chain order, each with the size of its decoded form.
+    bytes_to_bytes: Vec<(Box<dyn BytesToBytes>, Size)>,
+    /// Byte length of a decoded chunk.
+    decoded_len: usize,
+}
+
+impl Pipeline {
+    /// Builds the chain for chunks of `chunk_shape` elements of `dtype`. `codecs` is in Zarr v3
+    /// order; without an array→bytes codec, `bytes` little-endian is assumed after the leading
+    /// array→array codecs. Fails with `Unsupported` naming the codec for unknown names, and with
+    /// `BadConfig` for invalid configurations or codecs in the wrong place.
+    pub fn new(
+        codecs: &[CodecSpec],
+        dtype: &DataType,
+        chunk_shape: &[u64],
+    ) -> Result<Self, CodecError> {
+        let serializers: Vec<usize> = (0..codecs.len())
+            .filter(|&i| is_array_to_bytes(&codecs[i].name))
+            .collect();
+        let (split, serializer) = match serializers.as_slice() {
+            [] => {
+                let n = codecs
+                    .iter()
+                    .take_while(|c| is_array_to_array_only(&c.name))
+                    .count();
+                (n, CodecSpec::new("bytes", serde_json::json!({})))
+            }
+            [i] => (*i, codecs[*i].clone()),
+            [_, second, ..] => {
+                return Err(CodecError::bad_config(
+                    &codecs[*second].name,
+                    "a chain has exactly one array→bytes codec",
+                ))
+            }
+        };
+
+        let mut repr = ChunkRepr {
+            shape: chunk_shape.to_vec(),
+            dtype: dtype.clone(),
+        };
+        let decoded_len = repr.byte_len("pipeline")?;
+        let mut array_to_array = Vec::new();
+        for spec in &codecs[..split] {
+            let (codec, encoded) = build_array_to_array(spec, &repr)?;
+            array_to_array.push((codec, repr.byte_len(&spec.name)?));
+            repr = encoded;
+        }
+
+        let array_to_bytes = build_array_to_bytes(&serializer, &repr)?;
+        let serialized_len = repr.byte_len(&serializer.name)?;
+        let big_endian = serializer.config.get("endian").and_then(|e| e.as_str()) == Some("big");
+        let elem = StoredElem {
+            dtype: repr.dtype,
+            big_endian,
+        };
+
+        let rest = if serializers.is_empty() {
+            &codecs[split..]
+        } else {
+            &codecs[split + 1..]
+        };
+        let mut bytes_to_bytes = Vec::with_capacity(rest.len());
+        let mut size = Size::Exact(serialized_len);
+        for spec in rest {
+            let codec = build_bytes_to_bytes(spec, &elem)?;
+            let encoded = codec.encoded_size(size);
+            bytes_to_bytes.push((codec, size));
+            size = encoded;
+        }
+
+        Ok(Pipeline {
+            array_to_array,
+            array_to_bytes,
+            serialized_len,
+            bytes_to_bytes,
+            decoded_len,
+        })
+    }
+
+    /// Byte length of a decoded chunk: product(chunk_shape) * dtype.size().
+    pub fn decoded_len(&self) -> usize {
+        self.decoded_len
+    }
+
+    /// Decodes one stored chunk: exactly [`Pipeline::decoded_len`] bytes, C order,
+    /// little-endian.
+    pub fn decode(&self, encoded: &[u8]) -> Result<Vec<u8>, CodecError> {
+        let mut out = vec![0u8; self.decoded_len];
+        self.decode_into(encoded, &mut out)?;
+        Ok(out)
+    }
+
+    /// Same as [`Pipeline::decode`], written into `out` (exactly [`Pipeline::decoded_len`]
+    /// bytes). Without array→array codecs the last decompressor writes straight into `out` and
+    /// big-endian data is swapped there in place: no extra copy.
+    pub fn decode_into(&self, encoded: &[u8], out: &mut [u8]) -> Result<(), CodecError> {
+        if out.len() != self.decoded_len {
+            return Err(CodecError::bad_config(
+                "pipeline",
+                format!(
+                    "output buffer of {} bytes, chunk has {}",
+                    out.len(),
+                    self.decoded_len
+                ),
+            ));
+        }
+        let Some(((first, _), rest)) = self.array_to_array.split_first() else {
+            self.decode_bytes(encoded, out)?;
+            self.array_to_bytes.decode_in_place(out);
+            return Ok(());
+        };
+        let mut current = vec![0u8; self.serialized_len];
+        self.decode_bytes(encoded, &mut current)?;
+        self.array_to_bytes.decode_in_place(&mut current);
+        for (codec, len) in rest.iter().rev() {
+            let mut next = vec![0u8; *len];
+            codec.decode(&current, &mut next)?;
+            current = next;
+        }
+        first.decode(&current, out)
+    }
+
+    /// Runs the bytes→bytes codecs last to first, the chain's first one writing into `target`
+    /// (the array→bytes codec's data). Checksum codecs only narrow the input, without copying.
+    fn decode_bytes(&self, encoded: &[u8], target: &mut [u8]) -> Result<(), CodecError> {
+        let mut held: Option<Vec<u8>> = None;
+        let mut range = 0..encoded.len();
+        let mut innermost = "bytes";
+        for (i, (codec, size)) in self.bytes_to_bytes.iter().enumerate().rev() {
+            let input = &held.as_deref().unwrap_or(encoded)[range.clone()];
+            innermost = codec.name();
+            if let Some(payload) = codec.payload(input)? {
+                range = range.start + payload.start..range.start + payload.end;
+                continue;
+            }
+            if i == 0 {
+                let written = codec.decode(input, target)?;
+                return size.check(codec.name(), written);
+            }
+            let mut next = vec![0u8; size.max()];
+            let written = codec.decode(input, &mut next)?;
+            size.check(codec.name(), written)?;
+            next.truncate(written);
+            range = 0..written;
+            held = Some(next);
+        }
+        let input = &held.as_deref().unwrap_or(encoded)[range];
+        if input.len() != target.len() {
+            return Err(CodecError::corrupt(
+                innermost,
+                format!("{} bytes, expected {}", input.len(), target.len()),
+            ));
+        }
+        target.copy_from_slice(input);
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Pipeline {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let array: Vec<&str> = self.array_to_array.iter().map(|(c, _)| c.name()).collect();
+        let bytes: Vec<&str> = self.bytes_to_bytes.iter().map(|(c, _)| c.name()).collect();
+        f.debug_struct("Pipeline")
+            .field("array_to_array", &array)
+            .field("bytes_to_bytes", &bytes)
+            .field("decoded_len", &self.decoded_len)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::testutil;
+    use serde_json::json;
+
+    fn spec(name: &str, config: serde_json::Value) -> CodecSpec {
+        CodecSpec::new(name, config)
+    }
+
+    fn i4_data(n: i32) -> Vec<u8> {
+        (0..n).flat_map(|i| (i * 1000 - 7).to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn fixtures() {
+        testutil::run_group("pipeline");
+    }
+
+    #[test]
+    fn is_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<Pipeline>();
+    }
+
+    #[test]
+    fn whole_chains_from_zarr_python_detect_damage() {
+        testutil::damaged_inputs_fail("zarr3_transpose_big_zstd_crc32c");
+        testutil::flips_detected("zarr3_transpose_big_zstd_crc32c", 40);
+        testutil::flips_detected("zarr3_delta_big_zstd_crc32c", 40);
+        testutil::damaged_inputs_fail("zarr2_order_f_big_delta_blosc");
+        testutil::damaged_inputs_fail("zarr3_packbits_gzip");
+    }
+
+    #[test]
+    fn random_damage_never_panics() {
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n.max(1) as u64) as usize
+        };
+        for case in testutil::cases() {
+            let p = case.pipeline(None).unwrap();
+            for _ in 0..30 {
+                let mut bad = case.encoded.clone();
+                match next(3) {
+                    0 => bad.truncate(next(bad.len())),
+                    1 => bad.insert(next(bad.len() + 1), next(256) as u8),
+                    _ => {
+                        for _ in 0..=next(4) {
+                            let i = next(bad.len());
+                            if let Some(b) = bad.get_mut(i) {
+                                *b ^= 1 << next(8);
+                            }
+                        }
+                    }
+                }
+                if let Ok(decoded) = p.decode(&bad) {
+                    assert_eq!(decoded.len(), p.decoded_len(), "{}", case.name);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn missing_array_to_bytes_means_little_endian_bytes() {
+        let data = i4_data(10);
+        let p = Pipeline::new(&[], &DataType::Int(4), &[10]).unwrap();
+        assert_eq!(p.decode(&data).unwrap(), data);
+        let compressed = zstd::bulk::compress(&data, 1).unwrap();
+        let p = Pipeline::new(&[spec("zstd", json!({}))], &DataType::Int(4), &[10]).unwrap();
+        assert_eq!(p.decode(&compressed).unwrap(), data);
+        let t = [
+            spec("transpose", json!({"order": [1, 0]})),
+            spec("zstd", json!({})),
+        ];
+        let p = Pipeline::new(&t, &DataType::Int(4), &[1, 10]).unwrap();
+        assert_eq!(p.decode(&compressed).unwrap(), data);
+    }
+
+    #[test]
+    fn checksum_inside_a_compressor_and_double_compression() {
+        let data = i4_data(50);
+        let mut framed = data.clone();
+        framed.extend_from_slice(&crc32c::crc32c(&data).to_le_bytes());
+        let codecs = [
+            spec("bytes", json!({})),
+            spec("crc32c", json!({})),
+            spec("zstd", json!({})),
+        ];
+        let p = Pipeline::new(&codecs, &DataType::Int(4), &[50]).unwrap();
+        assert_eq!(
+            p.decode(&zstd::bulk::compress(&framed, 3).unwrap())
+                .unwrap(),
+            data
+        );
+        framed[0] ^= 1;
+        assert!(p
+            .decode(&zstd::bulk::compress(&framed, 3).unwrap())
+            .is_err());
+
+        let twice = zstd::bulk::compress(&zstd::bulk::compress(&data, 3).unwrap(), 3).unwrap();
+        let codecs = [
+            spec("bytes", json!({})),
+            spec("zstd", json!({})),
+            spec("zstd", json!({})),
+        ];
+        let p = Pipeline::new(&codecs, &DataType::Int(4), &[50]).unwrap();
+        assert_eq!(p.decode(&twice).unwrap(), data);
+        let p = Pipeline::new(&codecs, &DataType::Int(4), &[49]).unwrap();
+        assert!(p.decode(&twice).is_err());
+    }
+
+    #[test]
+    fn decompression_bombs_fail_without_allocating() {
+        let bomb = zstd::bulk::compress(&vec![0u8; 64 << 20], 19).unwrap();
+        let codecs = [spec("bytes", json!({})), spec("zstd", json!({}))];
+        let p = Pipeline::new(&codecs, &DataType::UInt(1), &[1000]).unwrap();
+        assert!(matches!(p.decode(&bomb), Err(CodecError::Corrupt { .. })));
+        let codecs = [
+            spec("bytes", json!({})),
+            spec("zstd", json!({})),
+            spec("zstd", json!({})),
+        ];
+        let p = Pipeline::new(&codecs, &DataType::UInt(1), &[1000]).unwrap();
+        let double = zstd::bulk::compress(&bomb, 1).unwrap();
+        assert!(matches!(p.decode(&double), Err(CodecError::Corrupt { .. })));
+    }
+
+    #[test]
+    fn misplaced_and_unknown_codecs_are_refused() {
+        let dt = DataType::Int(4);
+        let b = || spec("bytes", json!({}));
+        let err = |codecs: &[CodecSpec]| Pipeline::new(codecs, &dt, &[4]).err();
+        assert!(matches!(
+            err(&[b(), b()]),
+            Some(CodecError::BadConfig { .. })
+        ));
+        assert!(matches!(
+            err(&[spec("gzip", json!({})), b()]),
+            Some(CodecError::BadConfig { .. })
+        ));
+        let late_transpose = [b(), spec("transpose", json!({"order": [0]}))];
+        assert!(matches!(
+            err(&late_transpose),
+            Some(CodecError::BadConfig { .. })
+        ));
+        assert_eq!(
+            err(&[b(), spec("foo", json!({}))]),
+            Some(CodecError::Unsupported("foo".into()))
+        );
+        let sharding = err(&[spec("sharding_indexed", json!({}))]).unwrap();
+        assert!(sharding
+            .to_string()
+            .starts_with("unsupported codec 'sharding_indexed'"));
+        let vlen = err(&[spec("vlen-utf8", json!({}))]).unwrap();
+        assert!(matches!(vlen, CodecError::Unsupported(_)));
+        let huge = Pipeline::new(&[b()], &dt, &[u64::MAX, 2]).err();
+        assert!(matches!(huge, Some(CodecError::BadConfig { .. })));
+    }
+
+    #[test]
+    fn wrong_sizes_are_errors() {
+        let p = Pipeline::new(
+            &[spec("bytes", json!({"endian": "big"}))],
+            &DataType::Int(4),
+            &[3],
+        )
+        .unwrap();
+        assert_eq!(p.decoded_len(), 12);
+        assert!(p.decode(&[0; 11]).is_err());
+        assert!(p.decode(&[0; 13]).is_err());
+        assert!(p.decode_into(&[0; 12], &mut [0; 11]).is_err());
+        assert_eq!(
+            p.decode(&[0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3]).unwrap(),
+            [1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0]
+        );
+        let empty = Pipeline::new(&[spec("bytes", json!({}))], &DataType::Int(4), &[0]).unwrap();
+        assert_eq!(empty.decode(&[]).unwrap(), Vec::<u8>::new());
+    }
+}

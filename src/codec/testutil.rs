@@ -1,0 +1,189 @@
+//! Test helpers: the numcodecs-made vectors in `tests/fixtures/codecs/` (written by
+//! `scripts/make_codec_vectors.py`) and damage tests over them.
+
+use super::{CodecError, Pipeline};
+use crate::meta::{CodecSpec, DataType, Field};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+/// One vector from `manifest.json`.
+pub(crate) struct Case {
+    pub name: String,
+    pub group: String,
+    pub codecs: Vec<CodecSpec>,
+    pub dtype: DataType,
+    pub shape: Vec<u64>,
+    pub encoded: Vec<u8>,
+    pub decoded: Vec<u8>,
+}
+
+fn dir() -> PathBuf {
+    PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/codecs"
+    ))
+}
+
+fn read(name: &str) -> Vec<u8> {
+    let path = dir().join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Parses the manifest's dtype notation: a code (`i4`, `c16`, `U3`, ...) or a list of
+/// `[name, code, offset, subshape]` fields.
+fn parse_dtype(v: &Value) -> DataType {
+    if let Some(fields) = v.as_array() {
+        return DataType::Structured(
+            fields
+                .iter()
+                .map(|f| Field {
+                    name: f[0].as_str().unwrap().to_string(),
+                    dtype: parse_dtype(&f[1]),
+                    offset: f[2].as_u64().unwrap() as usize,
+                    shape: f[3]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|d| d.as_u64().unwrap() as usize)
+                        .collect(),
+                })
+                .collect(),
+        );
+    }
+    let code = v.as_str().unwrap();
+    let (kind, n) = code.split_at(1);
+    let n: usize = n.parse().unwrap();
+    match kind {
+        "b" => DataType::Bool,
+        "i" => DataType::Int(n),
+        "u" => DataType::UInt(n),
+        "f" => DataType::Float(n),
+        "c" => DataType::Complex(n),
+        "U" => DataType::Unicode(n),
+        "S" => DataType::Bytes(n),
+        "V" => DataType::Raw(n),
+        _ => panic!("unknown dtype code {code}"),
+    }
+}
+
+/// All vectors.
+pub(crate) fn cases() -> &'static [Case] {
+    static CASES: OnceLock<Vec<Case>> = OnceLock::new();
+    CASES.get_or_init(|| {
+        let manifest: Value = serde_json::from_slice(&read("manifest.json")).unwrap();
+        manifest["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| Case {
+                name: c["name"].as_str().unwrap().to_string(),
+                group: c["group"].as_str().unwrap().to_string(),
+                codecs: c["codecs"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|s| {
+                        CodecSpec::new(s["name"].as_str().unwrap(), s["configuration"].clone())
+                    })
+                    .collect(),
+                dtype: parse_dtype(&c["dtype"]),
+                shape: c["shape"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|d| d.as_u64().unwrap())
+                    .collect(),
+                encoded: read(c["encoded"].as_str().unwrap()),
+                decoded: read(c["decoded"].as_str().unwrap()),
+            })
+            .collect()
+    })
+}
+
+/// The vector named `name`.
+pub(crate) fn case(name: &str) -> &'static Case {
+    cases()
+        .iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("no vector {name}"))
+}
+
+impl Case {
+    /// The pipeline for this vector, optionally with another chunk shape.
+    pub fn pipeline(&self, shape: Option<&[u64]>) -> Result<Pipeline, CodecError> {
+        Pipeline::new(&self.codecs, &self.dtype, shape.unwrap_or(&self.shape))
+    }
+
+    /// Decodes with `decode` and `decode_into`, checking both agree.
+    pub fn decode(&self, encoded: &[u8]) -> Result<Vec<u8>, CodecError> {
+        let pipeline = self
+            .pipeline(None)
+            .unwrap_or_else(|e| panic!("{}: {e}", self.name));
+        let decoded = pipeline.decode(encoded)?;
+        let mut into = vec![0xa5u8; decoded.len()];
+        pipeline.decode_into(encoded, &mut into).unwrap();
+        assert_eq!(decoded, into, "{}: decode_into differs", self.name);
+        Ok(decoded)
+    }
+}
+
+/// Decodes every vector of `group` and compares the bytes exactly.
+pub(crate) fn run_group(group: &str) {
+    let mut ran = 0;
+    for c in cases().iter().filter(|c| c.group == group) {
+        let decoded = c
+            .decode(&c.encoded)
+            .unwrap_or_else(|e| panic!("{}: {e}", c.name));
+        assert!(decoded == c.decoded, "{}: decoded bytes differ", c.name);
+        ran += 1;
+    }
+    assert!(ran > 0, "no vectors for {group}");
+}
+
+/// Truncated input and a wrong chunk size fail; flipped bytes never panic.
+pub(crate) fn damaged_inputs_fail(name: &str) {
+    let c = case(name);
+    let n = c.encoded.len();
+    for cut in [0, 1, n / 2, n - 1] {
+        assert!(
+            c.decode(&c.encoded[..cut]).is_err(),
+            "{name}: truncated to {cut} decoded"
+        );
+    }
+    for delta in [-1i64, 1] {
+        let mut shape = c.shape.clone();
+        shape[0] = shape[0].saturating_add_signed(delta);
+        let p = c.pipeline(Some(&shape)).unwrap();
+        assert!(
+            p.decode(&c.encoded).is_err(),
+            "{name}: decoded as shape {shape:?}"
+        );
+    }
+    for i in positions(n, 64) {
+        let mut bad = c.encoded.clone();
+        bad[i] ^= 0x5a;
+        let _ = c.decode(&bad);
+    }
+}
+
+/// Flipping a byte at up to `max` positions always fails: the codec checks integrity.
+pub(crate) fn flips_detected(name: &str, max: usize) {
+    let c = case(name);
+    for i in positions(c.encoded.len(), max) {
+        let mut bad = c.encoded.clone();
+        bad[i] ^= 0x01;
+        match c.decode(&bad) {
+            Err(CodecError::Corrupt { .. }) => {}
+            // A flip that changes nothing decoded (e.g. in an unused header bit) is no corruption.
+            Ok(d) if d == c.decoded => {}
+            other => panic!("{name}: flip at {i} gave {:?}", other.map(|d| d.len())),
+        }
+    }
+}
+
+/// Up to `max` positions spread over `0..len`.
+fn positions(len: usize, max: usize) -> impl Iterator<Item = usize> {
+    let step = len.div_ceil(max.max(1)).max(1);
+    (0..len).step_by(step)
+}

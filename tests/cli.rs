@@ -1,0 +1,165 @@
+//! The command line: daemonizing with truthful readiness, unmounting, signals, errors.
+
+mod common;
+
+use common::mount::{force_unmount, is_fuse_mount, Mount};
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn zarrfs() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_zarrfs"))
+}
+
+fn demo() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo.zarr")
+}
+
+fn wait_unmounted(path: &Path) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while is_fuse_mount(path) {
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+/// Unmounts on drop whatever a test left on its mount point.
+struct Cleanup<'a>(&'a Path);
+
+impl Drop for Cleanup<'_> {
+    fn drop(&mut self) {
+        if is_fuse_mount(self.0) {
+            force_unmount(self.0);
+        }
+    }
+}
+
+#[test]
+fn daemon_returns_once_mounted_and_unmount_command_ends_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let _cleanup = Cleanup(dir.path());
+    let status = zarrfs().arg(demo()).arg(dir.path()).status().unwrap();
+    assert!(status.success());
+    // Returning means the mount answers already.
+    assert!(is_fuse_mount(dir.path()));
+    let attrs = std::fs::read(dir.path().join(".group.json")).unwrap();
+    assert!(String::from_utf8(attrs)
+        .unwrap()
+        .contains("\"node_type\": \"group\""));
+    let out = zarrfs().arg("unmount").arg(dir.path()).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(wait_unmounted(dir.path()));
+}
+
+#[test]
+fn plain_umount_ends_a_foreground_mount() {
+    let dir = tempfile::tempdir().unwrap();
+    let _cleanup = Cleanup(dir.path());
+    let mut child = zarrfs()
+        .arg("-f")
+        .arg(demo())
+        .arg(dir.path())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !is_fuse_mount(dir.path()) {
+        assert!(Instant::now() < deadline, "no mount");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(Command::new("umount")
+        .arg(dir.path())
+        .status()
+        .unwrap()
+        .success());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.success(), "{status}");
+            break;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("zarrfs did not exit after umount");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn sigterm_unmounts_cleanly() {
+    let mount = Mount::new(&demo(), &[]);
+    let path = mount.path().to_path_buf();
+    assert!(path.join("surface").is_dir());
+    let (status, stderr) = mount.stop();
+    assert!(status.success(), "{status}: {stderr}");
+    assert!(!is_fuse_mount(&path));
+}
+
+#[test]
+fn failures_exit_non_zero_with_one_line_and_no_mount() {
+    let dir = tempfile::tempdir().unwrap();
+    let _cleanup = Cleanup(dir.path());
+    let empty = tempfile::tempdir().unwrap();
+    let cases: [(&Path, &Path, &str); 3] = [
+        (
+            Path::new("/nonexistent/store.zarr"),
+            dir.path(),
+            "cannot open store",
+        ),
+        (&demo(), Path::new("/nonexistent/mnt"), "mount point"),
+        (empty.path(), dir.path(), "no Zarr metadata"),
+    ];
+    for (store, mnt, cause) in cases {
+        for foreground in [false, true] {
+            let mut cmd = zarrfs();
+            if foreground {
+                cmd.arg("-f");
+            }
+            let out = cmd.arg(store).arg(mnt).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{store:?}: {err}");
+            assert!(err.contains(cause), "{store:?}: {err}");
+            assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+            assert!(!is_fuse_mount(dir.path()));
+        }
+    }
+}
+
+#[test]
+fn rw_option_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = zarrfs()
+        .args(["-o", "rw"])
+        .arg(demo())
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("read-only"));
+}
+
+#[test]
+fn help_has_examples_and_version_prints() {
+    let out = zarrfs().arg("--help").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    for needle in ["Examples:", "--cache-size", "--foreground", "unmount"] {
+        assert!(text.contains(needle), "--help lacks {needle}");
+    }
+    let out = zarrfs().arg("--version").output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("zarrfs {}", env!("CARGO_PKG_VERSION"))
+    );
+    let out = zarrfs()
+        .args(["unmount", "/nonexistent/x"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+}
