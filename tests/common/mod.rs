@@ -1,7 +1,9 @@
 //! Shared test helpers: the fixture manifests, expected files, and real FUSE mounts.
 #![allow(dead_code)]
 
+pub mod fuse_check;
 pub mod mount;
+pub mod view_check;
 
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -131,10 +133,13 @@ pub fn npy_header_len(npy: &[u8]) -> usize {
     }
 }
 
-/// Expected `A.npy` and `A` bytes of a node.
+/// Expected `A.npy` and `A` bytes of a node (`A` is the text file for variable-length types).
 pub fn expected_bytes(node: &NodeCase) -> (Vec<u8>, Vec<u8>) {
     let npy = std::fs::read(node.npy.as_ref().expect("node has an npy")).unwrap();
-    let data = npy[npy_header_len(&npy)..].to_vec();
+    let data = match &node.text {
+        Some(text) => std::fs::read(text).unwrap(),
+        None => npy[npy_header_len(&npy)..].to_vec(),
+    };
     (npy, data)
 }
 
