@@ -47,6 +47,10 @@ pub struct Options {
     /// Threads answering kernel requests [default: twice the number of cores, at least 4].
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
+    /// Ignore consolidated metadata (.zmetadata, consolidated_metadata) and read every node's own
+    /// metadata.
+    #[arg(long)]
+    pub no_consolidated: bool,
     /// Where a daemonized zarrfs writes its log (default: syslog).
     #[arg(long, value_name = "FILE")]
     pub log_file: Option<PathBuf>,

@@ -60,6 +60,9 @@ fn mount(p: Prepared) -> Result<Mounted, String> {
         Arc::from(p.store),
         &p.location,
         p.options.cache_size,
+        &crate::meta::LoadOptions {
+            consolidated: !p.options.no_consolidated,
+        },
     )?);
     log::info!(
         "{}: {} files, loaded in {:.3} s",

@@ -10,11 +10,19 @@ pub(crate) fn field<'a>(spec: &'a CodecSpec, key: &str) -> Option<&'a Value> {
     spec.config.get(key).filter(|v| !v.is_null())
 }
 
-/// A non-negative integer; `None` if absent.
+/// A number given as a numeric string, as netCDF-c writes codec parameters (`"level": "4"`).
+fn numeric_string(v: &Value) -> Option<Value> {
+    v.as_str()
+        .and_then(|s| serde_json::from_str::<Value>(s.trim()).ok())
+        .filter(Value::is_number)
+}
+
+/// A non-negative integer (or a string holding one); `None` if absent.
 pub(crate) fn get_usize(spec: &CodecSpec, key: &str) -> Result<Option<usize>, CodecError> {
     field(spec, key)
         .map(|v| {
             v.as_u64()
+                .or_else(|| numeric_string(v).and_then(|n| n.as_u64()))
                 .and_then(|n| usize::try_from(n).ok())
                 .ok_or_else(|| {
                     bad(
@@ -26,11 +34,12 @@ pub(crate) fn get_usize(spec: &CodecSpec, key: &str) -> Result<Option<usize>, Co
         .transpose()
 }
 
-/// A number; `None` if absent.
+/// A number (or a string holding one); `None` if absent.
 pub(crate) fn get_f64(spec: &CodecSpec, key: &str) -> Result<Option<f64>, CodecError> {
     field(spec, key)
         .map(|v| {
             v.as_f64()
+                .or_else(|| numeric_string(v).and_then(|n| n.as_f64()))
                 .ok_or_else(|| bad(spec, format!("'{key}' must be a number, got {v}")))
         })
         .transpose()
@@ -73,6 +82,10 @@ mod tests {
         assert_eq!(get_usize(&spec, "z"), Ok(None));
         assert_eq!(get_usize(&spec, "missing"), Ok(None));
         assert!(get_usize(&spec, "s").is_err());
+        let netcdf = CodecSpec::new("x", json!({"level": "4", "elementsize": " 0"}));
+        assert_eq!(get_usize(&netcdf, "level"), Ok(Some(4)));
+        assert_eq!(get_usize(&netcdf, "elementsize"), Ok(Some(0)));
+        assert_eq!(get_f64(&netcdf, "level"), Ok(Some(4.0)));
         assert!(get_usize(&spec, "f").is_err());
         assert_eq!(get_f64(&spec, "n"), Ok(Some(3.0)));
         assert_eq!(get_str(&spec, "s"), Ok(Some("<i2")));

@@ -4,13 +4,16 @@
 
 mod chunk_keys;
 mod codec_spec;
+mod consolidated;
 mod dtype;
 mod fill;
 mod hierarchy;
+mod nczarr;
 mod node;
 mod numpy_dtype;
 mod v2;
 mod v3;
+mod v3_draft;
 
 pub use chunk_keys::{ChunkKeys, KeyStyle};
 pub use codec_spec::CodecSpec;

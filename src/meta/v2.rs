@@ -4,11 +4,23 @@ use super::node::ArrayMeta;
 use super::{numpy_dtype, parse_fill, ChunkKeys, CodecSpec, KeyStyle};
 use serde_json::{json, Map, Value};
 
-/// The Zarr Object Model document of a v2 group.
-pub fn group_document(attributes: Map<String, Value>) -> Map<String, Value> {
+/// The Zarr Object Model document of a v2 group: the `.zgroup` fields plus `node_type` and
+/// `attributes`.
+pub fn group_document(
+    zgroup: &Map<String, Value>,
+    attributes: Map<String, Value>,
+) -> Map<String, Value> {
     let mut doc = Map::new();
-    doc.insert("zarr_format".into(), json!(2));
+    doc.insert(
+        "zarr_format".into(),
+        zgroup.get("zarr_format").cloned().unwrap_or(json!(2)),
+    );
     doc.insert("node_type".into(), json!("group"));
+    for (k, v) in zgroup {
+        if k != "zarr_format" {
+            doc.insert(k.clone(), v.clone());
+        }
+    }
     doc.insert("attributes".into(), Value::Object(attributes));
     doc
 }

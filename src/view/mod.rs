@@ -14,6 +14,7 @@ pub use layout::{Layout, Run};
 pub use npy::npy_header;
 
 use crate::cache::ChunkCache;
+use crate::meta::LoadOptions;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -248,10 +249,10 @@ impl View {
 
 /// Opens the store at `location`, loads its hierarchy and builds the view: the whole mount minus
 /// FUSE. An array at the store root is named after the store's file name.
-pub fn open(location: &str, cache_bytes: u64) -> Result<View, String> {
+pub fn open(location: &str, cache_bytes: u64, load: &LoadOptions) -> Result<View, String> {
     let store =
         crate::store::open(location).map_err(|e| format!("cannot open store {location}: {e}"))?;
-    from_store(Arc::from(store), location, cache_bytes)
+    from_store(Arc::from(store), location, cache_bytes, load)
 }
 
 /// Loads the hierarchy of an opened store and builds its view.
@@ -259,9 +260,9 @@ pub fn from_store(
     store: Arc<dyn crate::store::Store>,
     location: &str,
     cache_bytes: u64,
+    load: &LoadOptions,
 ) -> Result<View, String> {
-    let hierarchy =
-        crate::meta::load_hierarchy(store.as_ref(), &crate::meta::LoadOptions::default())?;
+    let hierarchy = crate::meta::load_hierarchy(store.as_ref(), load)?;
     log::info!("{location}: {} nodes", hierarchy.nodes.len());
     let cache = Arc::new(ChunkCache::new(cache_bytes));
     Ok(View::build(

@@ -37,7 +37,13 @@ fn read(view: &View, ino: u64, off: u64, len: u64, step: u32) -> Result<Vec<u8>,
 
 pub fn check_store(case: &StoreCase) -> Vec<String> {
     let mut errors = Vec::new();
-    let view = match view::open(case.store.to_str().unwrap(), 64 << 20) {
+    let view = match view::open(
+        case.store.to_str().unwrap(),
+        64 << 20,
+        &zarrfs::meta::LoadOptions {
+            consolidated: !case.options.iter().any(|o| o == "--no-consolidated"),
+        },
+    ) {
         Ok(v) => v,
         Err(e) => return vec![format!("{}: cannot open: {e}", case.name)],
     };

@@ -1,0 +1,159 @@
+//! Consolidated metadata: Zarr v2 `.zmetadata` and v3 `consolidated_metadata` in the root
+//! `zarr.json`. When present, the hierarchy is read from it in one request instead of one per
+//! node: [`Consolidated`] overlays the consolidated documents on the store for the walk.
+
+use crate::store::{Entry, EntryKind, ObjectMeta, Store, StoreError};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::time::SystemTime;
+
+/// Metadata object names answered only from the consolidated documents.
+const METADATA_NAMES: [&str; 4] = [".zarray", ".zgroup", ".zattrs", "zarr.json"];
+
+/// The store as the consolidated metadata describes it.
+pub struct Consolidated<'a> {
+    inner: &'a dyn Store,
+    objects: BTreeMap<String, Vec<u8>>,
+}
+
+/// Reads the consolidated metadata of `store`, if it has any.
+pub fn open(store: &dyn Store) -> Result<Option<Consolidated<'_>>, String> {
+    let mut objects = BTreeMap::new();
+    if let Some(bytes) = store.get(".zmetadata").map_err(|e| e.to_string())? {
+        let doc: Value = serde_json::from_slice(&bytes)
+            .map_err(|e| format!(".zmetadata: malformed JSON: {e}"))?;
+        let meta = doc
+            .get("metadata")
+            .and_then(Value::as_object)
+            .ok_or(".zmetadata: no \"metadata\" object")?;
+        for (key, value) in meta {
+            objects.insert(key.clone(), serde_json::to_vec(value).unwrap_or_default());
+        }
+    } else if let Some(bytes) = store.get("zarr.json").map_err(|e| e.to_string())? {
+        let Ok(Value::Object(mut root)) = serde_json::from_slice::<Value>(&bytes) else {
+            return Ok(None);
+        };
+        let Some(Value::Object(cm)) = root.remove("consolidated_metadata") else {
+            return Ok(None);
+        };
+        let Some(Value::Object(meta)) = cm.get("metadata") else {
+            return Ok(None);
+        };
+        for (path, value) in meta {
+            objects.insert(
+                format!("{path}/zarr.json"),
+                serde_json::to_vec(value).unwrap_or_default(),
+            );
+        }
+        objects.insert(
+            "zarr.json".into(),
+            serde_json::to_vec(&root).unwrap_or_default(),
+        );
+    } else {
+        return Ok(None);
+    }
+    Ok(Some(Consolidated {
+        inner: store,
+        objects,
+    }))
+}
+
+fn is_metadata(key: &str) -> bool {
+    let name = key.rsplit('/').next().unwrap_or(key);
+    METADATA_NAMES.contains(&name)
+}
+
+impl Store for Consolidated<'_> {
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        match self.objects.get(key) {
+            Some(v) => Ok(Some(v.clone())),
+            None if is_metadata(key) => Ok(None),
+            None => self.inner.get(key),
+        }
+    }
+
+    fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError> {
+        self.inner.get_range(key, start, len)
+    }
+
+    fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
+        match self.objects.get(key) {
+            Some(v) => Ok(Some(ObjectMeta {
+                size: v.len() as u64,
+                mtime: None,
+            })),
+            None if is_metadata(key) => Ok(None),
+            None => self.inner.head(key),
+        }
+    }
+
+    fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
+        let base = if prefix.is_empty() {
+            String::new()
+        } else {
+            format!("{prefix}/")
+        };
+        let mut out: BTreeMap<String, EntryKind> = BTreeMap::new();
+        for (key, value) in self.objects.range(base.clone()..) {
+            let Some(rest) = key.strip_prefix(&base) else {
+                break;
+            };
+            match rest.split_once('/') {
+                Some((dir, _)) => out.insert(dir.to_string(), EntryKind::Prefix),
+                None => out.insert(rest.to_string(), EntryKind::Object(value.len() as u64)),
+            };
+        }
+        Ok(out
+            .into_iter()
+            .map(|(name, kind)| Entry {
+                name,
+                kind,
+                mtime: None,
+            })
+            .collect())
+    }
+
+    fn mtime(&self) -> SystemTime {
+        self.inner.mtime()
+    }
+
+    fn describe(&self) -> String {
+        format!("{} (consolidated metadata)", self.inner.describe())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::MemoryStore;
+
+    #[test]
+    fn v2_documents_come_from_zmetadata() {
+        let mut s = MemoryStore::new();
+        s.insert(".zmetadata", r#"{"metadata": {".zgroup": {"zarr_format": 2}, "a/.zarray": {"x": 1}, "a/.zattrs": {"v": 1}}, "zarr_consolidated_format": 1}"#);
+        s.insert("a/.zattrs", r#"{"v": 2}"#);
+        s.insert("a/0", "chunk");
+        let c = open(&s).unwrap().unwrap();
+        assert_eq!(c.get("a/.zattrs").unwrap().unwrap(), br#"{"v":1}"#);
+        assert!(c.get("b/.zgroup").unwrap().is_none());
+        assert_eq!(c.get("a/0").unwrap().unwrap(), b"chunk");
+        assert_eq!(
+            c.list_dir("")
+                .unwrap()
+                .iter()
+                .map(|e| e.name.as_str())
+                .collect::<Vec<_>>(),
+            [".zgroup", "a"]
+        );
+    }
+
+    #[test]
+    fn v3_documents_come_from_the_root() {
+        let mut s = MemoryStore::new();
+        s.insert("zarr.json", r#"{"zarr_format": 3, "node_type": "group", "consolidated_metadata": {"kind": "inline", "metadata": {"g": {"node_type": "group"}, "g/a": {"node_type": "array"}}}}"#);
+        let c = open(&s).unwrap().unwrap();
+        assert!(c.get("g/a/zarr.json").unwrap().is_some());
+        let root: Value = serde_json::from_slice(&c.get("zarr.json").unwrap().unwrap()).unwrap();
+        assert!(root.get("consolidated_metadata").is_none());
+    }
+}

@@ -1,0 +1,172 @@
+//! NCZarr (netCDF-c's Zarr dialect), all four generations on disk:
+//! 1. netCDF-c 4.8: separate `.nczarr`, `.nczgroup`, `.nczvar`, `.nczattr` objects;
+//! 2. 4.8.1–4.9.0: `_NCZARR_SUPERBLOCK`/`_NCZARR_GROUP` in `.zgroup`, `_NCZARR_ARRAY` in `.zarray`;
+//! 3. 4.9.1–4.9.2: the same keys in lower case;
+//! 4. 4.9.3+: `_nczarr_group`, `_nczarr_array` inside `.zattrs`.
+//!
+//! The data is plain Zarr v2; what NCZarr adds is shared dimensions, scalars (stored with shape
+//! `[1]`) and NC_CHAR written as `<U1` but stored one byte per element.
+
+use serde_json::{json, Map, Value};
+
+/// The gen-1 object beside `.zarray` describing a variable.
+pub const GEN1_VAR: &str = ".nczvar";
+/// The gen-1 object beside `.zgroup` describing a group.
+pub const GEN1_GROUP: &str = ".nczgroup";
+/// The gen-1 superblock at the store root.
+pub const GEN1_SUPERBLOCK: &str = ".nczarr";
+
+/// What NCZarr says of one variable.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NcVar {
+    /// Fully qualified names of the variable's dimensions (`/x`, `/g/y`).
+    pub dimension_names: Vec<String>,
+    /// A netCDF scalar: stored with shape `[1]`, served 0-d.
+    pub scalar: bool,
+}
+
+/// The NCZarr description of an array, from whichever generation wrote it; `None` for plain Zarr.
+pub fn variable(
+    zarray: &Map<String, Value>,
+    attrs: &Map<String, Value>,
+    gen1: Option<&Map<String, Value>>,
+) -> Option<NcVar> {
+    let info = gen1
+        .or_else(|| zarray.get("_NCZARR_ARRAY").and_then(Value::as_object))
+        .or_else(|| zarray.get("_nczarr_array").and_then(Value::as_object))
+        .or_else(|| attrs.get("_nczarr_array").and_then(Value::as_object))?;
+    let refs = info
+        .get("dimension_references")
+        .or_else(|| info.get("dimrefs"))
+        .and_then(Value::as_array);
+    let dimension_names = refs
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r.as_str().map(String::from))
+        .collect();
+    let scalar = info.get("storage").and_then(Value::as_str) == Some("scalar")
+        || info
+            .get("scalar")
+            .is_some_and(|s| s.as_u64() == Some(1) || s.as_bool() == Some(true));
+    Some(NcVar {
+        dimension_names,
+        scalar,
+    })
+}
+
+/// Rewrites a variable's `.zarray` into what zarrfs serves: NC_CHAR `<U1`/`>U1` becomes `|S1`
+/// (netCDF stores one byte per char), one-element list fill values (gen 1) become scalars, and
+/// scalars lose their storage dimension.
+pub fn served_zarray(zarray: &Map<String, Value>, var: &NcVar) -> Map<String, Value> {
+    let mut out = zarray.clone();
+    if matches!(
+        out.get("dtype").and_then(Value::as_str),
+        Some("<U1" | ">U1" | "|U1" | "U1")
+    ) {
+        out.insert("dtype".into(), json!("|S1"));
+    }
+    if let Some(Value::Array(list)) = out.get("fill_value") {
+        if list.len() == 1 {
+            let only = list[0].clone();
+            out.insert("fill_value".into(), only);
+        }
+    }
+    let one = |key: &str| {
+        out.get(key)
+            .and_then(Value::as_array)
+            .is_some_and(|d| d.len() == 1 && d[0] == 1)
+    };
+    if var.scalar && one("shape") && one("chunks") {
+        out.insert("shape".into(), json!([]));
+        out.insert("chunks".into(), json!([]));
+    }
+    out
+}
+
+/// The dimensions a group defines (`{"time": 4}`), from whichever generation wrote them.
+pub fn group_dimensions(
+    zgroup: &Map<String, Value>,
+    attrs: &Map<String, Value>,
+    gen1: Option<&Map<String, Value>>,
+) -> Option<Map<String, Value>> {
+    let dims = gen1
+        .and_then(|g| g.get("dims"))
+        .or_else(|| zgroup.get("_NCZARR_GROUP").and_then(|g| g.get("dims")))
+        .or_else(|| zgroup.get("_nczarr_group").and_then(|g| g.get("dims")))
+        .or_else(|| attrs.get("_nczarr_group").and_then(|g| g.get("dimensions")))?
+        .as_object()?;
+    Some(
+        dims.iter()
+            .map(|(name, v)| {
+                // Gen 4 writes unlimited dimensions as {"size": n, "unlimited": 1}.
+                let len = v.get("size").unwrap_or(v).clone();
+                (name.clone(), len)
+            })
+            .collect(),
+    )
+}
+
+/// The xarray convention for dimension names of plain Zarr v2 arrays.
+pub fn xarray_dimensions(attrs: &Map<String, Value>) -> Option<Vec<String>> {
+    attrs
+        .get("_ARRAY_DIMENSIONS")?
+        .as_array()?
+        .iter()
+        .map(|d| d.as_str().map(String::from))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obj(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn reads_every_generation() {
+        let gen1 = obj(json!({"dimrefs": ["/x"], "storage": "chunked"}));
+        let v = variable(&Map::new(), &Map::new(), Some(&gen1)).unwrap();
+        assert_eq!(v.dimension_names, ["/x"]);
+        let gen2 = obj(json!({"_NCZARR_ARRAY": {"dimrefs": [], "storage": "scalar"}}));
+        assert!(variable(&gen2, &Map::new(), None).unwrap().scalar);
+        let gen4 =
+            obj(json!({"_nczarr_array": {"dimension_references": ["/a", "/g/b"], "scalar": 1}}));
+        let v = variable(&Map::new(), &gen4, None).unwrap();
+        assert_eq!((v.dimension_names.len(), v.scalar), (2, true));
+        assert!(variable(&Map::new(), &Map::new(), None).is_none());
+    }
+
+    #[test]
+    fn serves_chars_as_bytes_and_scalars_as_0d() {
+        let z = obj(json!({"shape": [1], "chunks": [1], "dtype": "<U1", "fill_value": [7]}));
+        let s = served_zarray(
+            &z,
+            &NcVar {
+                dimension_names: vec![],
+                scalar: true,
+            },
+        );
+        assert_eq!(
+            Value::Object(s),
+            json!({"shape": [], "chunks": [], "dtype": "|S1", "fill_value": 7})
+        );
+    }
+
+    #[test]
+    fn group_dimensions_of_every_generation() {
+        let gen4 = obj(
+            json!({"_nczarr_group": {"dimensions": {"t": {"size": 4, "unlimited": 1}, "x": 3}}}),
+        );
+        assert_eq!(
+            Value::Object(group_dimensions(&Map::new(), &gen4, None).unwrap()),
+            json!({"t": 4, "x": 3})
+        );
+        let gen2 = obj(json!({"_NCZARR_GROUP": {"dims": {"x": 2}}}));
+        assert_eq!(
+            Value::Object(group_dimensions(&gen2, &Map::new(), None).unwrap()),
+            json!({"x": 2})
+        );
+    }
+}

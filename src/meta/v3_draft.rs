@@ -1,0 +1,343 @@
+//! The Zarr v3 drafts (2019 protocol and 2022 editors' draft), as zarr-python 2.18 wrote them:
+//! a root `zarr.json` entry point with a URI `zarr_format`, metadata under `meta/root/...`
+//! (`<path>.array.json`, `<path>.group.json`) and chunks under `data/root/<path>/c0/1`.
+
+use super::node::{ArrayMeta, Node, NodeKind};
+use super::v2::dims;
+use super::{numpy_dtype, parse_fill, v3, ChunkKeys, CodecSpec, KeyStyle};
+use crate::store::{EntryKind, Store};
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+
+/// The entry point of a draft store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EntryPoint {
+    /// Suffix of metadata keys (`.json` unless `metadata_key_suffix` says otherwise).
+    pub suffix: String,
+}
+
+/// Recognises a draft entry point from the root `zarr.json`: `zarr_format` is a URI ending in
+/// `/3.0`. Fails when the store declares an extension it must understand.
+pub fn entry_point(root: &Map<String, Value>) -> Result<Option<EntryPoint>, String> {
+    let Some(uri) = root.get("zarr_format").and_then(Value::as_str) else {
+        return Ok(None);
+    };
+    if !uri.ends_with("/3.0") {
+        return Err(format!("unsupported zarr_format {uri:?}"));
+    }
+    check_extensions(root)?;
+    let suffix = root
+        .get("metadata_key_suffix")
+        .and_then(Value::as_str)
+        .unwrap_or(".json")
+        .to_string();
+    Ok(Some(EntryPoint { suffix }))
+}
+
+/// Fails on any extension with `must_understand: true`: zarrfs understands none.
+fn check_extensions(doc: &Map<String, Value>) -> Result<(), String> {
+    for ext in doc
+        .get("extensions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if ext.get("must_understand").and_then(Value::as_bool) == Some(true) {
+            let name = ext
+                .get("extension")
+                .and_then(Value::as_str)
+                .unwrap_or("(unnamed)");
+            return Err(format!(
+                "unsupported extension {name} (must_understand: true)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn read(store: &dyn Store, key: &str) -> Result<Option<Map<String, Value>>, String> {
+    match store.get(key).map_err(|e| e.to_string())? {
+        None => Ok(None),
+        Some(bytes) => match serde_json::from_slice(&bytes) {
+            Ok(Value::Object(m)) => Ok(Some(m)),
+            Ok(_) => Err(format!("{key}: not a JSON object")),
+            Err(e) => Err(format!("{key}: malformed JSON: {e}")),
+        },
+    }
+}
+
+fn document(doc: &Map<String, Value>) -> Map<String, Value> {
+    let mut out = doc.clone();
+    out.entry("attributes").or_insert_with(|| json!({}));
+    out
+}
+
+/// Loads every node of a draft store.
+pub fn load(store: &dyn Store, entry: &EntryPoint) -> Result<Vec<Node>, String> {
+    let root_key = format!("meta/root.group{}", entry.suffix);
+    let root_doc = read(store, &root_key)?.unwrap_or_default();
+    let mut nodes = vec![Node {
+        path: String::new(),
+        kind: NodeKind::Group,
+        document: document(&root_doc),
+        mtime: None,
+    }];
+    walk(store, entry, "", &mut nodes)?;
+    Ok(nodes)
+}
+
+fn walk(
+    store: &dyn Store,
+    entry: &EntryPoint,
+    path: &str,
+    nodes: &mut Vec<Node>,
+) -> Result<(), String> {
+    let dir = if path.is_empty() {
+        "meta/root".to_string()
+    } else {
+        format!("meta/root/{path}")
+    };
+    let entries = store.list_dir(&dir).map_err(|e| e.to_string())?;
+    let (array_suffix, group_suffix) = (
+        format!(".array{}", entry.suffix),
+        format!(".group{}", entry.suffix),
+    );
+    let child = |name: &str| {
+        if path.is_empty() {
+            name.to_string()
+        } else {
+            format!("{path}/{name}")
+        }
+    };
+    for e in &entries {
+        let key = format!("{dir}/{}", e.name);
+        match &e.kind {
+            EntryKind::Object(_) => {
+                if let Some(name) = e.name.strip_suffix(&array_suffix) {
+                    let node_path = child(name);
+                    match read(store, &key) {
+                        Ok(Some(doc)) => {
+                            let meta = parse_array(&doc, &node_path).and_then(|m| {
+                                m.validate()?;
+                                Ok(Arc::new(m))
+                            });
+                            nodes.push(Node {
+                                path: node_path,
+                                kind: NodeKind::Array(meta),
+                                document: document(&doc),
+                                mtime: e.mtime,
+                            });
+                        }
+                        Ok(None) => {}
+                        Err(err) => log::warn!("{node_path}: left out: {err}"),
+                    }
+                }
+            }
+            EntryKind::Prefix => {
+                let node_path = child(&e.name);
+                let explicit = entries
+                    .iter()
+                    .any(|o| o.name == format!("{}{group_suffix}", e.name));
+                let group_doc = if explicit {
+                    match read(store, &format!("{dir}/{}{group_suffix}", e.name)) {
+                        Ok(doc) => doc.unwrap_or_default(),
+                        Err(err) => {
+                            log::warn!("{node_path}: left out: {err}");
+                            continue;
+                        }
+                    }
+                } else {
+                    Map::new()
+                };
+                let before = nodes.len();
+                walk(store, entry, &node_path, nodes)?;
+                if explicit || nodes.len() > before {
+                    nodes.push(Node {
+                        path: node_path,
+                        kind: NodeKind::Group,
+                        document: document(&group_doc),
+                        mtime: e.mtime,
+                    });
+                }
+            }
+        }
+    }
+    // Explicit groups with no directory of their own (no children).
+    for e in &entries {
+        if let Some(name) = e.name.strip_suffix(&group_suffix) {
+            let node_path = child(name);
+            if !entries
+                .iter()
+                .any(|p| p.kind == EntryKind::Prefix && p.name == name)
+            {
+                let doc = read(store, &format!("{dir}/{}", e.name))
+                    .ok()
+                    .flatten()
+                    .unwrap_or_default();
+                nodes.push(Node {
+                    path: node_path,
+                    kind: NodeKind::Group,
+                    document: document(&doc),
+                    mtime: e.mtime,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The codec name a draft codec URI stands for (`.../codec/gzip/1.0` → `gzip`,
+/// `.../codec/endian` → `bytes`).
+fn codec_name(uri: &str) -> String {
+    let tail = uri.rsplit_once("/codec/").map_or(uri, |(_, t)| t);
+    let name = tail.split('/').next().unwrap_or(tail);
+    match name {
+        "endian" => "bytes".to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// Parses a draft `<path>.array.json` document.
+pub fn parse_array(doc: &Map<String, Value>, path: &str) -> Result<ArrayMeta, String> {
+    check_extensions(doc)?;
+    let shape = dims(doc, "shape")?;
+    let type_value = doc.get("data_type").ok_or("missing \"data_type\"")?;
+    let ty = match v3::data_type(type_value) {
+        Ok(dtype) => numpy_dtype::NumpyType {
+            dtype,
+            big_units: Vec::new(),
+        },
+        Err(_) => numpy_dtype::parse(type_value)?,
+    };
+    let grid = doc
+        .get("chunk_grid")
+        .and_then(Value::as_object)
+        .ok_or("missing \"chunk_grid\"")?;
+    match grid.get("type").and_then(Value::as_str) {
+        None | Some("regular") => {}
+        Some(other) => return Err(format!("unsupported chunk grid {other:?}")),
+    }
+    let chunk_shape = dims(grid, "chunk_shape")?;
+    let separator = match grid.get("separator").and_then(Value::as_str) {
+        None | Some("/") => '/',
+        Some(".") => '.',
+        Some(other) => return Err(format!("unsupported chunk separator {other:?}")),
+    };
+
+    let mut listed: Vec<CodecSpec> = Vec::new();
+    if let Some(c) = doc.get("compressor").filter(|c| !c.is_null()) {
+        let uri = c
+            .get("codec")
+            .and_then(Value::as_str)
+            .ok_or("compressor without \"codec\"")?;
+        listed.push(CodecSpec::new(
+            codec_name(uri),
+            c.get("configuration").cloned().unwrap_or(json!({})),
+        ));
+    }
+    for c in doc
+        .get("codecs")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let uri = c
+            .get("type")
+            .and_then(Value::as_str)
+            .ok_or("codec without \"type\"")?;
+        listed.push(CodecSpec::new(
+            codec_name(uri),
+            c.get("configuration").cloned().unwrap_or(json!({})),
+        ));
+    }
+    let mut codecs = Vec::new();
+    match doc
+        .get("chunk_memory_layout")
+        .and_then(Value::as_str)
+        .unwrap_or("C")
+    {
+        "C" => {}
+        "F" if shape.len() > 1 => {
+            let order: Vec<usize> = (0..shape.len()).rev().collect();
+            codecs.push(CodecSpec::new("transpose", json!({ "order": order })));
+        }
+        "F" => {}
+        other => return Err(format!("unknown chunk_memory_layout {other:?}")),
+    }
+    match listed.iter().position(|c| c.name == "bytes") {
+        Some(i) => codecs.extend(listed.drain(..=i)),
+        None => codecs.push(CodecSpec::new("bytes", ty.bytes_codec_config())),
+    }
+    codecs.extend(listed);
+    let fill_value = parse_fill(
+        doc.get("fill_value").unwrap_or(&Value::Null),
+        &ty.dtype,
+        &ty.big_units,
+    )?;
+    let prefix = if path.is_empty() {
+        "data/root/".to_string()
+    } else {
+        format!("data/root/{path}/")
+    };
+    Ok(ArrayMeta {
+        shape,
+        chunk_shape,
+        dtype: ty.dtype,
+        fill_value,
+        codecs,
+        chunk_keys: ChunkKeys {
+            prefix,
+            style: KeyStyle::Draft,
+            separator,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_the_2019_and_2022_forms() {
+        let d2019 = json!({
+            "shape": [4, 5], "data_type": ">i4", "chunk_memory_layout": "F", "fill_value": 0,
+            "chunk_grid": {"type": "regular", "chunk_shape": [3, 2], "separator": "/"},
+            "compressor": {"codec": "https://purl.org/zarr/spec/codec/gzip/1.0", "configuration": {"level": 5}},
+            "extensions": []
+        });
+        let m = parse_array(d2019.as_object().unwrap(), "sub/a").unwrap();
+        let names: Vec<_> = m.codecs.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["transpose", "bytes", "gzip"]);
+        assert_eq!(m.codecs[1].config, json!({"endian": "big"}));
+        assert_eq!(m.chunk_keys.key(&[1, 0]), "data/root/sub/a/c1/0");
+        let d2022 = json!({
+            "shape": [5], "data_type": "int32", "fill_value": 0,
+            "chunk_grid": {"type": "regular", "chunk_shape": [2], "separator": "/"},
+            "codecs": [{"type": "https://purl.org/zarr/spec/codec/endian", "configuration": {"endian": "big"}},
+                       {"type": "https://purl.org/zarr/spec/codec/gzip", "configuration": {"level": 5}}]
+        });
+        let m = parse_array(d2022.as_object().unwrap(), "x").unwrap();
+        assert_eq!(
+            m.codecs[0],
+            CodecSpec::new("bytes", json!({"endian": "big"}))
+        );
+        assert_eq!(m.codecs[1].name, "gzip");
+    }
+
+    #[test]
+    fn must_understand_extensions_are_refused() {
+        let doc = json!({"extensions": [{"extension": "https://x/e", "must_understand": true}]});
+        assert!(parse_array(doc.as_object().unwrap(), "a")
+            .unwrap_err()
+            .contains("https://x/e"));
+        let ok = json!({"zarr_format": "https://purl.org/zarr/spec/protocol/core/3.0",
+                        "extensions": [{"extension": "e", "must_understand": false}]});
+        assert_eq!(
+            entry_point(ok.as_object().unwrap())
+                .unwrap()
+                .unwrap()
+                .suffix,
+            ".json"
+        );
+    }
+}
