@@ -6,7 +6,7 @@ use std::path::PathBuf;
 const EXAMPLES: &str = "\
 Examples:
   zarrfs data/climate.zarr /mnt/climate          mount a directory store (returns once mounted)
-  zarrfs -f -v archive.zip /mnt/a                 stay in the foreground, log at debug level
+  zarrfs -f -v archive.zip /mnt/a                 stay in the foreground, log at info level
   zarrfs --cache-size 4G -o allow_other s.zarr m  bigger chunk cache, let other users in
   zarrfs unmount /mnt/climate                     unmount (umount and fusermount3 -u work too)
 
@@ -25,7 +25,7 @@ pub struct MountArgs {
     /// The store: a directory (Zarr v2/v3) or a .zip file.
     #[arg(value_name = "STORE")]
     pub store: String,
-    /// An existing empty directory to mount on.
+    /// The directory to mount on (created if missing and its parent exists).
     #[arg(value_name = "MOUNTPOINT")]
     pub mountpoint: PathBuf,
     #[command(flatten)]

@@ -60,6 +60,16 @@ fn prepare(args: &MountArgs) -> Result<Prepared, String> {
         .into_owned();
     let store = crate::store::open(&location)
         .map_err(|e| format!("cannot open store {}: {e}", args.store))?;
+    // A missing mount point is created, as long as its parent exists.
+    let parent = args
+        .mountpoint
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !args.mountpoint.exists() && parent.is_dir() {
+        std::fs::create_dir(&args.mountpoint)
+            .map_err(|e| format!("mount point {}: {e}", args.mountpoint.display()))?;
+    }
     let mountpoint = std::fs::canonicalize(&args.mountpoint)
         .map_err(|e| format!("mount point {}: {e}", args.mountpoint.display()))?;
     if !Path::new(&mountpoint).is_dir() {

@@ -66,6 +66,11 @@ impl Mount {
         m
     }
 
+    /// Process id of the zarrfs daemon.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
+    }
+
     /// The mount point.
     pub fn path(&self) -> &Path {
         self.dir.path()
