@@ -1,29 +1,51 @@
-//! Fetching and decoding one chunk of one array.
+//! Fetching and decoding one chunk of one array: a stored chunk, or for a sharded array one
+//! inner chunk of a shard.
 
+use super::shard_reader::ShardReader;
 use super::{ChunkData, ChunkError};
-use crate::codec::Pipeline;
+use crate::codec::{Pipeline, ShardedArray};
 use crate::meta::ArrayMeta;
 use crate::store::Store;
 use std::sync::Arc;
+
+/// How an array's read chunks are decoded.
+enum Decoder {
+    /// Each stored chunk is one read chunk, decoded whole.
+    Whole(Pipeline),
+    /// The read chunks are the inner chunks of shards, read by byte range.
+    Sharded(Box<ShardReader>),
+}
 
 /// Knows where an array's chunks live and how to decode them.
 pub struct ChunkReader {
     store: Arc<dyn Store>,
     path: String,
     meta: Arc<ArrayMeta>,
-    pipeline: Pipeline,
+    decoder: Decoder,
 }
 
 impl ChunkReader {
     /// A reader for the array at `path`; fails when its codec chain cannot be built.
     pub fn new(store: Arc<dyn Store>, path: &str, meta: Arc<ArrayMeta>) -> Result<Self, String> {
-        let pipeline = Pipeline::new(&meta.codecs, &meta.dtype, &meta.chunk_shape)
-            .map_err(|e| e.to_string())?;
+        let sharded = ShardedArray::new(
+            &meta.codecs,
+            &meta.dtype,
+            &meta.fill_value,
+            &meta.chunk_shape,
+        )
+        .map_err(|e| e.to_string())?;
+        let decoder = match sharded {
+            Some(array) => Decoder::Sharded(Box::new(ShardReader::new(array))),
+            None => Decoder::Whole(
+                Pipeline::new(&meta.codecs, &meta.dtype, &meta.chunk_shape)
+                    .map_err(|e| e.to_string())?,
+            ),
+        };
         Ok(ChunkReader {
             store,
             path: path.to_string(),
             meta,
-            pipeline,
+            decoder,
         })
     }
 
@@ -32,8 +54,26 @@ impl ChunkReader {
         &self.meta
     }
 
-    /// Fetches and decodes the chunk at grid index `idx`; `Ok(None)` when the store has none.
+    /// The shape of the chunks [`ChunkReader::load`] returns, which tile the array: the inner
+    /// chunk shape for a sharded array, else the array's chunk shape.
+    pub fn read_chunk_shape(&self) -> &[u64] {
+        match &self.decoder {
+            Decoder::Whole(_) => &self.meta.chunk_shape,
+            Decoder::Sharded(shards) => shards.read_chunk_shape(),
+        }
+    }
+
+    /// Fetches and decodes the read chunk at grid index `idx` (in the grid of
+    /// [`ChunkReader::read_chunk_shape`]): exactly that shape's size in bytes, or `Ok(None)` when
+    /// the store has none (it reads as the fill value).
     pub fn load(&self, idx: &[u64]) -> Result<ChunkData, ChunkError> {
+        let pipeline = match &self.decoder {
+            Decoder::Whole(pipeline) => pipeline,
+            Decoder::Sharded(shards) => {
+                let keys = &self.meta.chunk_keys;
+                return shards.load(&*self.store, keys, self.display_path(), idx);
+            }
+        };
         let key = self.meta.chunk_keys.key(idx);
         let fail = |cause: String| {
             ChunkError::new(format!("{}: chunk {key}: {cause}", self.display_path()))
@@ -41,10 +81,7 @@ impl ChunkReader {
         let Some(encoded) = self.store.get(&key).map_err(|e| fail(e.to_string()))? else {
             return Ok(None);
         };
-        let decoded = self
-            .pipeline
-            .decode(&encoded)
-            .map_err(|e| fail(e.to_string()))?;
+        let decoded = pipeline.decode(&encoded).map_err(|e| fail(e.to_string()))?;
         Ok(Some(Arc::new(decoded)))
     }
 

@@ -3,6 +3,8 @@
 
 mod chunk_cache;
 mod chunk_reader;
+mod shard_index;
+mod shard_reader;
 
 pub use chunk_cache::{CacheStats, ChunkCache, ChunkId};
 pub use chunk_reader::ChunkReader;

@@ -34,9 +34,17 @@ mod packbits;
 mod pipeline;
 mod quantize;
 mod registry;
+mod sharding;
+mod sharding_chain;
+mod sharding_config;
+mod sharding_index;
+mod sharding_ranged;
+#[cfg(test)]
+pub(crate) mod sharding_testutil;
 mod shuffle;
 mod stream;
 mod transpose;
+pub mod vlen;
 mod zlib;
 mod zstd;
 
@@ -45,6 +53,8 @@ mod testutil;
 
 pub use error::CodecError;
 pub use pipeline::Pipeline;
+pub use sharding_index::ShardIndex;
+pub use sharding_ranged::ShardedArray;
 
 use crate::meta::DataType;
 use std::ops::Range;

@@ -4,13 +4,77 @@ use super::registry::{
     build_array_to_array, build_array_to_bytes, build_bytes_to_bytes, is_array_to_array_only,
     is_array_to_bytes,
 };
+use super::vlen::VlenPipeline;
 use super::{ArrayToArray, ArrayToBytes, BytesToBytes, ChunkRepr, CodecError, Size, StoredElem};
 use crate::meta::{CodecSpec, DataType};
 use std::fmt;
 
 /// A codec chain built for one array (or one shard's inner chunks). `Send + Sync`: one pipeline
 /// serves all threads.
-pub struct Pipeline {
+pub struct Pipeline(Kind);
+
+enum Kind {
+    /// Fixed-size elements: chunks decode to exactly `decoded_len` bytes.
+    Fixed(FixedPipeline),
+    /// Variable-length elements (`vlen-utf8`, `vlen-bytes`).
+    Vlen(VlenPipeline),
+}
+
+impl Pipeline {
+    /// Builds the chain for chunks of `chunk_shape` elements of `dtype`. `codecs` is in Zarr v3
+    /// order; without an array→bytes codec, `bytes` little-endian is assumed after the leading
+    /// array→array codecs. Fails with `Unsupported` naming the codec for unknown names, and with
+    /// `BadConfig` for invalid configurations or codecs in the wrong place.
+    pub fn new(
+        codecs: &[CodecSpec],
+        dtype: &DataType,
+        chunk_shape: &[u64],
+    ) -> Result<Self, CodecError> {
+        if dtype.is_variable() {
+            return VlenPipeline::new(codecs, chunk_shape).map(|v| Pipeline(Kind::Vlen(v)));
+        }
+        FixedPipeline::new(codecs, dtype, chunk_shape).map(|f| Pipeline(Kind::Fixed(f)))
+    }
+
+    /// Byte length of a decoded chunk of fixed-size elements: product(chunk_shape) *
+    /// dtype.size(); 0 for variable-length elements, whose decoded size varies.
+    pub fn decoded_len(&self) -> usize {
+        match &self.0 {
+            Kind::Fixed(f) => f.decoded_len,
+            Kind::Vlen(_) => 0,
+        }
+    }
+
+    /// Decodes one stored chunk: for fixed-size elements exactly [`Pipeline::decoded_len`]
+    /// bytes, C order, little-endian; for variable-length elements the item index and bytes
+    /// described in [`super::vlen`].
+    pub fn decode(&self, encoded: &[u8]) -> Result<Vec<u8>, CodecError> {
+        match &self.0 {
+            Kind::Fixed(f) => {
+                let mut out = vec![0u8; f.decoded_len];
+                f.decode_into(encoded, &mut out)?;
+                Ok(out)
+            }
+            Kind::Vlen(v) => v.decode(encoded),
+        }
+    }
+
+    /// Same as [`Pipeline::decode`], written into `out` (exactly [`Pipeline::decoded_len`]
+    /// bytes). Without array→array codecs the last decompressor writes straight into `out` and
+    /// big-endian data is swapped there in place: no extra copy. Fixed-size elements only.
+    pub fn decode_into(&self, encoded: &[u8], out: &mut [u8]) -> Result<(), CodecError> {
+        match &self.0 {
+            Kind::Fixed(f) => f.decode_into(encoded, out),
+            Kind::Vlen(v) => Err(CodecError::bad_config(
+                v.name(),
+                "variable-length chunks have no fixed size to decode into",
+            )),
+        }
+    }
+}
+
+/// The chain for fixed-size elements.
+struct FixedPipeline {
     /// Array→array codecs in chain order, each with the byte length of its decoded form.
     array_to_array: Vec<(Box<dyn ArrayToArray>, usize)>,
     /// The array→bytes codec.
@@ -23,12 +87,8 @@ pub struct Pipeline {
     decoded_len: usize,
 }
 
-impl Pipeline {
-    /// Builds the chain for chunks of `chunk_shape` elements of `dtype`. `codecs` is in Zarr v3
-    /// order; without an array→bytes codec, `bytes` little-endian is assumed after the leading
-    /// array→array codecs. Fails with `Unsupported` naming the codec for unknown names, and with
-    /// `BadConfig` for invalid configurations or codecs in the wrong place.
-    pub fn new(
+impl FixedPipeline {
+    fn new(
         codecs: &[CodecSpec],
         dtype: &DataType,
         chunk_shape: &[u64],
@@ -87,7 +147,7 @@ impl Pipeline {
             size = encoded;
         }
 
-        Ok(Pipeline {
+        Ok(FixedPipeline {
             array_to_array,
             array_to_bytes,
             serialized_len,
@@ -96,23 +156,7 @@ impl Pipeline {
         })
     }
 
-    /// Byte length of a decoded chunk: product(chunk_shape) * dtype.size().
-    pub fn decoded_len(&self) -> usize {
-        self.decoded_len
-    }
-
-    /// Decodes one stored chunk: exactly [`Pipeline::decoded_len`] bytes, C order,
-    /// little-endian.
-    pub fn decode(&self, encoded: &[u8]) -> Result<Vec<u8>, CodecError> {
-        let mut out = vec![0u8; self.decoded_len];
-        self.decode_into(encoded, &mut out)?;
-        Ok(out)
-    }
-
-    /// Same as [`Pipeline::decode`], written into `out` (exactly [`Pipeline::decoded_len`]
-    /// bytes). Without array→array codecs the last decompressor writes straight into `out` and
-    /// big-endian data is swapped there in place: no extra copy.
-    pub fn decode_into(&self, encoded: &[u8], out: &mut [u8]) -> Result<(), CodecError> {
+    fn decode_into(&self, encoded: &[u8], out: &mut [u8]) -> Result<(), CodecError> {
         if out.len() != self.decoded_len {
             return Err(CodecError::bad_config(
                 "pipeline",
@@ -177,13 +221,21 @@ impl Pipeline {
 
 impl fmt::Debug for Pipeline {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let array: Vec<&str> = self.array_to_array.iter().map(|(c, _)| c.name()).collect();
-        let bytes: Vec<&str> = self.bytes_to_bytes.iter().map(|(c, _)| c.name()).collect();
-        f.debug_struct("Pipeline")
-            .field("array_to_array", &array)
-            .field("bytes_to_bytes", &bytes)
-            .field("decoded_len", &self.decoded_len)
-            .finish_non_exhaustive()
+        match &self.0 {
+            Kind::Fixed(p) => {
+                let array: Vec<&str> = p.array_to_array.iter().map(|(c, _)| c.name()).collect();
+                let bytes: Vec<&str> = p.bytes_to_bytes.iter().map(|(c, _)| c.name()).collect();
+                f.debug_struct("Pipeline")
+                    .field("array_to_array", &array)
+                    .field("bytes_to_bytes", &bytes)
+                    .field("decoded_len", &p.decoded_len)
+                    .finish_non_exhaustive()
+            }
+            Kind::Vlen(v) => f
+                .debug_struct("Pipeline")
+                .field("vlen", &v.name())
+                .finish_non_exhaustive(),
+        }
     }
 }
 

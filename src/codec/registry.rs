@@ -74,8 +74,9 @@ pub(crate) fn is_array_to_array_only(name: &str) -> bool {
 fn unsupported(spec: &CodecSpec) -> CodecError {
     let reason = match base(&spec.name) {
         "sharding_indexed" => "sharding is not decoded by the codec pipeline",
-        "vlen-utf8" | "vlen-bytes" | "vlen-array" | "json2" | "pickle" | "msgpack2" => {
-            "variable-length and object elements are not supported"
+        "vlen-utf8" | "vlen-bytes" => "variable-length codecs go with a string or bytes data type",
+        "vlen-array" | "json2" | "pickle" | "msgpack2" => {
+            "object elements other than strings and bytes are not supported"
         }
         "lzma" => "no LZMA decoder is built in",
         "zfpy" | "pcodec" | "zfp" => "no decoder for this array→bytes compressor is built in",

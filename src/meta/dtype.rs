@@ -26,6 +26,10 @@ pub enum DataType {
     Raw(usize),
     /// numpy structured type: named fields at offsets.
     Structured(Vec<Field>),
+    /// Variable-length UTF-8 text (v2 object arrays with `vlen-utf8`, v3 `string`).
+    String,
+    /// Variable-length bytes (v2 object arrays with `vlen-bytes`, v3 `bytes`).
+    VarBytes,
 }
 
 /// One field of a structured data type.
@@ -49,9 +53,15 @@ impl Field {
 }
 
 impl DataType {
-    /// Size of one element in bytes.
+    /// True for the variable-length types, which have no fixed element size.
+    pub fn is_variable(&self) -> bool {
+        matches!(self, DataType::String | DataType::VarBytes)
+    }
+
+    /// Size of one element in bytes (0 for the variable-length types).
     pub fn size(&self) -> usize {
         match self {
+            DataType::String | DataType::VarBytes => 0,
             DataType::Bool => 1,
             DataType::Int(n)
             | DataType::UInt(n)
@@ -112,6 +122,9 @@ impl DataType {
             DataType::Bytes(n) => format!("|S{n}"),
             DataType::Unicode(n) => format!("<U{n}"),
             DataType::Raw(n) => format!("|V{n}"),
+            // Served as fixed width once the longest element is known; see the view.
+            DataType::String => "<U".into(),
+            DataType::VarBytes => "|S".into(),
             DataType::Structured(fields) => {
                 let mut parts = Vec::new();
                 let mut at = 0;

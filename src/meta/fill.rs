@@ -21,6 +21,17 @@ pub fn parse_fill(
         return Ok(vec![0; dtype.size()]);
     }
     match dtype {
+        // The fill of a variable-length type is the element itself; writers put 0 for "none".
+        DataType::String | DataType::VarBytes => match value {
+            Value::String(s) => Ok(s.as_bytes().to_vec()),
+            Value::Number(_) => Ok(Vec::new()),
+            Value::Array(items) => items
+                .iter()
+                .map(|b| b.as_u64().and_then(|b| u8::try_from(b).ok()))
+                .collect::<Option<Vec<u8>>>()
+                .ok_or_else(bad),
+            _ => Err(bad()),
+        },
         DataType::Bool => match value {
             Value::Bool(b) => Ok(vec![u8::from(*b)]),
             Value::Number(n) if n.as_u64().is_some_and(|v| v <= 1) => {

@@ -52,14 +52,16 @@ impl ArrayMeta {
                 self.chunk_shape
             ));
         }
-        if self.dtype.size() == 0 {
+        if self.dtype.size() == 0 && !self.dtype.is_variable() {
             return Err("data type has size zero".into());
         }
         self.byte_size()
             .ok_or_else(|| format!("shape {:?} is too large", self.shape))?;
         self.chunk_shape
             .iter()
-            .try_fold(self.dtype.size() as u64, |acc, &d| acc.checked_mul(d))
+            .try_fold(self.dtype.size().max(1) as u64, |acc, &d| {
+                acc.checked_mul(d)
+            })
             .filter(|&b| b <= MAX_CHUNK_BYTES)
             .ok_or_else(|| format!("chunk shape {:?} is too large", self.chunk_shape))?;
         Ok(())

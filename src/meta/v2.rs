@@ -1,7 +1,7 @@
 //! Zarr v2: `.zarray`, `.zgroup`, `.zattrs`.
 
 use super::node::ArrayMeta;
-use super::{numpy_dtype, parse_fill, ChunkKeys, CodecSpec, KeyStyle};
+use super::{numpy_dtype, parse_fill, ChunkKeys, CodecSpec, DataType, KeyStyle};
 use serde_json::{json, Map, Value};
 
 /// The Zarr Object Model document of a v2 group: the `.zgroup` fields plus `node_type` and
@@ -50,7 +50,20 @@ pub fn array_document(
 pub fn parse_array(zarray: &Map<String, Value>, prefix: &str) -> Result<ArrayMeta, String> {
     let shape = dims(zarray, "shape")?;
     let chunk_shape = dims(zarray, "chunks")?;
-    let ty = numpy_dtype::parse(zarray.get("dtype").ok_or("missing \"dtype\"")?)?;
+    let filters = match zarray.get("filters") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(filters)) => filters
+            .iter()
+            .map(numcodecs_spec)
+            .collect::<Result<_, _>>()?,
+        Some(other) => return Err(format!("\"filters\" is neither null nor a list: {other}")),
+    };
+    let dtype_value = zarray.get("dtype").ok_or("missing \"dtype\"")?;
+    let ty = if dtype_value.as_str() == Some("|O") {
+        object_type(&filters)?
+    } else {
+        numpy_dtype::parse(dtype_value)?
+    };
     let fill_value = parse_fill(
         zarray.get("fill_value").unwrap_or(&Value::Null),
         &ty.dtype,
@@ -67,16 +80,11 @@ pub fn parse_array(zarray: &Map<String, Value>, prefix: &str) -> Result<ArrayMet
         "F" => {}
         other => return Err(format!("unknown order {other:?}")),
     }
-    codecs.push(CodecSpec::new("bytes", ty.bytes_codec_config()));
-    match zarray.get("filters") {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(filters)) => {
-            for f in filters {
-                codecs.push(numcodecs_spec(f)?);
-            }
-        }
-        Some(other) => return Err(format!("\"filters\" is neither null nor a list: {other}")),
+    // Object arrays: the object codec among the filters is the array→bytes step.
+    if !ty.dtype.is_variable() {
+        codecs.push(CodecSpec::new("bytes", ty.bytes_codec_config()));
     }
+    codecs.extend(filters);
     match zarray.get("compressor") {
         None | Some(Value::Null) => {}
         Some(c) => codecs.push(numcodecs_spec(c)?),
@@ -98,6 +106,20 @@ pub fn parse_array(zarray: &Map<String, Value>, prefix: &str) -> Result<ArrayMet
             style: KeyStyle::V2,
             separator,
         },
+    })
+}
+
+/// The element type of a v2 object (`|O`) array, from the object codec among its filters.
+fn object_type(filters: &[CodecSpec]) -> Result<numpy_dtype::NumpyType, String> {
+    let dtype = match filters.first().map(|f| f.name.as_str()) {
+        Some("vlen-utf8") => DataType::String,
+        Some("vlen-bytes") => DataType::VarBytes,
+        Some(other) => return Err(format!("unsupported object codec {other:?}")),
+        None => return Err("object array without an object codec".into()),
+    };
+    Ok(numpy_dtype::NumpyType {
+        dtype,
+        big_units: Vec::new(),
     })
 }
 

@@ -37,6 +37,8 @@ pub fn data_type(name: &Value) -> Result<DataType, String> {
         "float64" => DataType::Float(8),
         "complex64" => DataType::Complex(8),
         "complex128" => DataType::Complex(16),
+        "string" => DataType::String,
+        "bytes" | "variable_length_bytes" => DataType::VarBytes,
         raw if raw.starts_with('r') => {
             let bits: usize = raw[1..]
                 .parse()

@@ -23,7 +23,7 @@ impl ArrayFile {
                 let meta = r.meta();
                 let size = meta.byte_size().unwrap_or(0);
                 (
-                    Layout::new(&meta.shape, &meta.chunk_shape),
+                    Layout::new(&meta.shape, r.read_chunk_shape()),
                     meta.dtype.size() as u64,
                     size,
                     npy_header(&meta.dtype, &meta.shape),

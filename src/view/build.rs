@@ -1,6 +1,6 @@
 //! Building the tree of files from a loaded hierarchy.
 
-use super::{ArrayFile, Content, Dir, Inode, View, ROOT_INO};
+use super::{ArrayFile, Content, Dir, Inode, View, VlenFile, ROOT_INO};
 use crate::cache::{ChunkCache, ChunkReader};
 use crate::meta::{Hierarchy, Node, NodeKind};
 use crate::store::Store;
@@ -25,6 +25,7 @@ struct Sidecar {
 struct Builder {
     inodes: Vec<Inode>,
     arrays: Vec<ArrayFile>,
+    vlen: Vec<VlenFile>,
     sidecars: Vec<Sidecar>,
     store: Arc<dyn Store>,
 }
@@ -66,7 +67,8 @@ impl Builder {
 
     /// Adds an array's data file under `name` and queues its `.json` and `.npy` sidecars.
     fn add_array(&mut self, dir: u64, name: &str, node: &Node, mtime: SystemTime) {
-        let id = self.arrays.len() as u32;
+        // One number space for both kinds: it keys the shared chunk cache.
+        let id = (self.arrays.len() + self.vlen.len()) as u32;
         let reader = match &node.kind {
             NodeKind::Array(Ok(meta)) => {
                 ChunkReader::new(self.store.clone(), &node.path, meta.clone())
@@ -82,8 +84,19 @@ impl Builder {
             };
             log::warn!("{shown}: data cannot be read: {reason}");
         }
-        self.arrays.push(ArrayFile::new(id, &node.path, reader));
-        let ino = self.push(dir, Content::Data(id), mtime);
+        let (data, npy) = match reader {
+            Ok(r) if r.meta().dtype.is_variable() => {
+                let k = self.vlen.len() as u32;
+                self.vlen.push(VlenFile::new(id, &node.path, r));
+                (Content::Text(k), Content::TextNpy(k))
+            }
+            other => {
+                let k = self.arrays.len() as u32;
+                self.arrays.push(ArrayFile::new(id, &node.path, other));
+                (Content::Data(k), Content::Npy(k))
+            }
+        };
+        let ino = self.push(dir, data, mtime);
         self.link(dir, name, ino);
         self.sidecars.push(Sidecar {
             dir,
@@ -94,7 +107,7 @@ impl Builder {
         self.sidecars.push(Sidecar {
             dir,
             name: format!("{name}.npy"),
-            content: Content::Npy(id),
+            content: npy,
             mtime,
         });
     }
@@ -112,6 +125,7 @@ impl View {
         let mut b = Builder {
             inodes: Vec::new(),
             arrays: Vec::new(),
+            vlen: Vec::new(),
             sidecars: Vec::new(),
             store,
         };
@@ -186,6 +200,7 @@ impl View {
         View {
             inodes: b.inodes,
             arrays: b.arrays,
+            vlen: b.vlen,
             cache,
         }
     }

@@ -8,10 +8,12 @@ mod array_file;
 mod build;
 mod layout;
 mod npy;
+mod vlen_file;
 
 pub use array_file::ArrayFile;
 pub use layout::{Layout, Run};
 pub use npy::npy_header;
+pub use vlen_file::VlenFile;
 
 use crate::cache::ChunkCache;
 use crate::meta::LoadOptions;
@@ -93,6 +95,10 @@ enum Content {
     Npy(u32),
     /// A JSON sidecar.
     Json(Arc<[u8]>),
+    /// Variable-length array number N as text.
+    Text(u32),
+    /// Variable-length array number N as a fixed-width NPY file.
+    TextNpy(u32),
 }
 
 #[derive(Default)]
@@ -111,6 +117,7 @@ struct Inode {
 pub struct View {
     inodes: Vec<Inode>,
     arrays: Vec<ArrayFile>,
+    vlen: Vec<VlenFile>,
     cache: Arc<ChunkCache>,
 }
 
@@ -183,6 +190,17 @@ impl View {
             Content::Data(a) => (FileKind::File, self.arrays[*a as usize].data_size(), 1),
             Content::Npy(a) => (FileKind::File, self.arrays[*a as usize].npy_size(), 1),
             Content::Json(bytes) => (FileKind::File, bytes.len() as u64, 1),
+            // An unreadable variable-length array shows size 0; opening it fails with EIO.
+            Content::Text(a) => (
+                FileKind::File,
+                self.vlen[*a as usize].text_size(&self.cache).unwrap_or(0),
+                1,
+            ),
+            Content::TextNpy(a) => (
+                FileKind::File,
+                self.vlen[*a as usize].npy_size(&self.cache).unwrap_or(0),
+                1,
+            ),
         };
         Ok(Attr {
             ino,
@@ -223,6 +241,9 @@ impl View {
             Content::Dir(_) => Err(ViewError::IsDir),
             Content::Data(a) | Content::Npy(a) => self.arrays[*a as usize].check_readable(),
             Content::Json(_) => Ok(()),
+            Content::Text(a) | Content::TextNpy(a) => {
+                self.vlen[*a as usize].text_size(&self.cache).map(drop)
+            }
         }
     }
 
@@ -242,6 +263,12 @@ impl View {
             }
             Content::Npy(a) => {
                 self.arrays[*a as usize].read_npy(&self.cache, offset, u64::from(size))
+            }
+            Content::Text(a) => {
+                self.vlen[*a as usize].read_text(&self.cache, offset, u64::from(size))
+            }
+            Content::TextNpy(a) => {
+                self.vlen[*a as usize].read_npy(&self.cache, offset, u64::from(size))
             }
         }
     }

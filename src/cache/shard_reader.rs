@@ -1,0 +1,254 @@
+//! Reading the inner chunks of a sharded array by byte range: the shard's index (its size from
+//! `head`, then one ranged read; decoded once and kept in an [`IndexCache`]), then one ranged
+//! read per inner chunk. A whole shard is never read.
+
+use super::shard_index::{Index, IndexCache};
+use super::{ChunkData, ChunkError};
+use crate::codec::ShardedArray;
+use crate::meta::ChunkKeys;
+use crate::store::Store;
+use std::sync::Arc;
+
+/// Bytes of decoded shard indexes kept per array.
+const INDEX_BUDGET: u64 = 16 << 20;
+
+/// Reads one sharded array's inner chunks.
+pub(super) struct ShardReader {
+    array: ShardedArray,
+    indexes: IndexCache,
+}
+
+impl ShardReader {
+    /// A reader for the array `array` describes.
+    pub fn new(array: ShardedArray) -> Self {
+        ShardReader {
+            array,
+            indexes: IndexCache::new(INDEX_BUDGET),
+        }
+    }
+
+    /// The read grid's chunk shape: the inner chunk shape.
+    pub fn read_chunk_shape(&self) -> &[u64] {
+        self.array.read_chunk_shape()
+    }
+
+    /// Fetches and decodes the inner chunk at read-grid index `idx` of the array at `path`
+    /// whose shards `keys` names; `Ok(None)` when its shard or its index entry is absent.
+    pub fn load(
+        &self,
+        store: &dyn Store,
+        keys: &ChunkKeys,
+        path: &str,
+        idx: &[u64],
+    ) -> Result<ChunkData, ChunkError> {
+        let (shard, inner) = self.array.locate(idx);
+        let key = keys.key(&shard);
+        let fail = |cause: String| ChunkError::new(format!("{path}: shard {key}: {cause}"));
+        let index = self
+            .indexes
+            .get_or_load(&key, || self.load_index(store, &key).map_err(fail))?;
+        let Some(range) = index.and_then(|index| index.get(inner)) else {
+            return Ok(None);
+        };
+        let fail = |cause: String| fail(format!("inner chunk {inner}: {cause}"));
+        let bytes = read_exact(store, &key, range.start, range.end - range.start).map_err(fail)?;
+        let decoded = self
+            .array
+            .decode_inner(&bytes)
+            .map_err(|e| fail(e.to_string()))?;
+        Ok(Some(Arc::new(decoded)))
+    }
+
+    /// Reads and decodes the index of shard `key`; `None` when the shard is absent.
+    fn load_index(&self, store: &dyn Store, key: &str) -> Result<Index, String> {
+        let Some(meta) = store.head(key).map_err(|e| e.to_string())? else {
+            return Ok(None);
+        };
+        let range = self
+            .array
+            .index_range(meta.size)
+            .map_err(|e| e.to_string())?;
+        let encoded = read_exact(store, key, range.start, range.end - range.start)
+            .map_err(|e| format!("index: {e}"))?;
+        let index = self
+            .array
+            .decode_index(&encoded, meta.size)
+            .map_err(|e| format!("index: {e}"))?;
+        Ok(Some(Arc::new(index)))
+    }
+}
+
+/// Exactly `len` bytes of `key` from `start`; fewer (a truncated shard) is an error.
+fn read_exact(store: &dyn Store, key: &str, start: u64, len: u64) -> Result<Vec<u8>, String> {
+    let bytes = store
+        .get_range(key, start, len)
+        .map_err(|e| e.to_string())?
+        .ok_or("the shard disappeared while being read")?;
+    if bytes.len() as u64 != len {
+        return Err(format!(
+            "truncated shard: {} of {len} bytes at offset {start}",
+            bytes.len()
+        ));
+    }
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::cache::ChunkReader;
+    use crate::codec::sharding_testutil::{index, index_len, shard, spec};
+    use crate::meta::{ArrayMeta, ChunkKeys, DataType, KeyStyle};
+    use crate::store::{Entry, MemoryStore, ObjectMeta, Store, StoreError};
+    use serde_json::json;
+    use std::sync::{Arc, Mutex};
+    use std::time::SystemTime;
+
+    /// A memory store that records every read.
+    #[derive(Default)]
+    struct Recording {
+        inner: MemoryStore,
+        reads: Mutex<Vec<(String, u64, u64)>>,
+    }
+
+    impl Recording {
+        fn take(&self) -> Vec<(String, u64, u64)> {
+            std::mem::take(&mut self.reads.lock().unwrap())
+        }
+    }
+
+    impl Store for Recording {
+        fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+            self.reads.lock().unwrap().push((key.into(), 0, u64::MAX));
+            self.inner.get(key)
+        }
+        fn get_range(
+            &self,
+            key: &str,
+            start: u64,
+            len: u64,
+        ) -> Result<Option<Vec<u8>>, StoreError> {
+            self.reads.lock().unwrap().push((key.into(), start, len));
+            self.inner.get_range(key, start, len)
+        }
+        fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
+            self.inner.head(key)
+        }
+        fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
+            self.inner.list_dir(prefix)
+        }
+        fn mtime(&self) -> SystemTime {
+            self.inner.mtime()
+        }
+        fn describe(&self) -> String {
+            self.inner.describe()
+        }
+    }
+
+    /// Element (y, x) of the 8×6 `u16` test array, as little-endian bytes of its 2×3 inner
+    /// chunk at read-grid index (`ry`, `rx`).
+    fn inner_chunk(ry: u64, rx: u64) -> Vec<u8> {
+        (2 * ry..2 * ry + 2)
+            .flat_map(|y| {
+                (3 * rx..3 * rx + 3).flat_map(move |x| ((y * 100 + x) as u16).to_le_bytes())
+            })
+            .collect()
+    }
+
+    /// An 8×6 `u16` array in shards of 4×6 made of 2×3 inner chunks; shard `c/0/0` holds
+    /// `chunks` (C order), shard `c/1/0` is absent.
+    fn reader(
+        chunks: &[Option<Vec<u8>>],
+        at_start: bool,
+        stored: impl FnOnce(Vec<u8>) -> Vec<u8>,
+    ) -> (ChunkReader, Arc<Recording>) {
+        let mut store = Recording::default();
+        store
+            .inner
+            .insert("arr/c/0/0", stored(shard(chunks, at_start)));
+        let store = Arc::new(store);
+        let meta = ArrayMeta {
+            shape: vec![8, 6],
+            chunk_shape: vec![4, 6],
+            dtype: DataType::UInt(2),
+            fill_value: vec![7, 0],
+            codecs: vec![spec(&[2, 3], json!(["bytes"]), at_start)],
+            chunk_keys: ChunkKeys {
+                prefix: "arr/".into(),
+                style: KeyStyle::Default,
+                separator: '/',
+            },
+        };
+        let reader = ChunkReader::new(store.clone(), "arr", Arc::new(meta)).unwrap();
+        (reader, store)
+    }
+
+    fn full_shard() -> Vec<Option<Vec<u8>>> {
+        [(0, 0), (0, 1), (1, 0), (1, 1)]
+            .iter()
+            .map(|&(y, x)| Some(inner_chunk(y, x)))
+            .collect()
+    }
+
+    #[test]
+    fn reads_only_the_index_once_and_the_inner_chunks_asked_for() {
+        for at_start in [false, true] {
+            let (reader, store) = reader(&full_shard(), at_start, |s| s);
+            assert_eq!(reader.read_chunk_shape(), &[2, 3]);
+            let size = (index_len(4) + 4 * 12) as u64;
+            let (index_at, data_at) = if at_start { (0, 68) } else { (size - 68, 0) };
+            let data = reader.load(&[0, 1]).unwrap().unwrap();
+            assert_eq!(*data, inner_chunk(0, 1));
+            let key = "arr/c/0/0".to_string();
+            assert_eq!(
+                store.take(),
+                vec![(key.clone(), index_at, 68), (key.clone(), data_at + 12, 12)]
+            );
+            assert_eq!(*reader.load(&[1, 0]).unwrap().unwrap(), inner_chunk(1, 0));
+            assert_eq!(
+                store.take(),
+                vec![(key, data_at + 24, 12)],
+                "the index is cached"
+            );
+            assert_eq!(reader.load(&[3, 1]), Ok(None), "absent shard");
+            assert!(store.take().is_empty());
+        }
+    }
+
+    #[test]
+    fn missing_inner_chunks_read_as_fill() {
+        let mut chunks = full_shard();
+        chunks[2] = None;
+        let (reader, _) = reader(&chunks, false, |s| s);
+        assert_eq!(reader.load(&[1, 0]), Ok(None));
+        assert_eq!(*reader.load(&[1, 1]).unwrap().unwrap(), inner_chunk(1, 1));
+    }
+
+    #[test]
+    fn damaged_shards_are_errors_naming_array_shard_and_cause() {
+        fn with_index(mut shard: Vec<u8>, entries: &[(u64, u64)]) -> Vec<u8> {
+            shard.truncate(shard.len() - 68);
+            shard.extend(index(entries));
+            shard
+        }
+        type Damage = fn(Vec<u8>) -> Vec<u8>;
+        let cases: [(&str, Damage); 4] = [
+            ("crc32c", |mut s| {
+                s[50] ^= 1;
+                s
+            }),
+            ("past the end", |s| {
+                with_index(s, &[(0, 12), (12, 12), (24, 12), (36, 1 << 40)])
+            }),
+            ("shorter than its 68-byte index", |s| s[..40].to_vec()),
+            ("inner chunk 1: bytes", |s| {
+                with_index(s, &[(0, 12), (12, 11), (24, 12), (36, 12)])
+            }),
+        ];
+        for (expected, damage) in cases {
+            let (reader, _) = reader(&full_shard(), false, damage);
+            let err = reader.load(&[0, 1]).unwrap_err().to_string();
+            assert!(err.starts_with("arr: shard arr/c/0/0: "), "{err}");
+            assert!(err.contains(expected), "{err}");
+        }
+    }
+}
