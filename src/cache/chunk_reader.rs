@@ -4,7 +4,7 @@
 use super::shard_reader::ShardReader;
 use super::{ChunkData, ChunkError};
 use crate::codec::{Pipeline, ShardedArray};
-use crate::meta::ArrayMeta;
+use crate::meta::{ArrayMeta, MAX_CHUNK_BYTES};
 use crate::store::Store;
 use std::sync::Arc;
 
@@ -41,12 +41,25 @@ impl ChunkReader {
                     .map_err(|e| e.to_string())?,
             ),
         };
-        Ok(ChunkReader {
+        let reader = ChunkReader {
             store,
             path: path.to_string(),
             meta,
             decoder,
-        })
+        };
+        let bytes = reader
+            .read_chunk_shape()
+            .iter()
+            .try_fold(reader.meta.dtype.size().max(1) as u64, |acc, &d| acc.checked_mul(d))
+            .filter(|&b| b <= MAX_CHUNK_BYTES);
+        if bytes.is_none() {
+            return Err(format!(
+                "chunk shape {:?} is too large to decode (over {} GiB)",
+                reader.read_chunk_shape(),
+                MAX_CHUNK_BYTES >> 30
+            ));
+        }
+        Ok(reader)
     }
 
     /// The array's metadata.

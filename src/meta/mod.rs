@@ -20,5 +20,5 @@ pub use codec_spec::CodecSpec;
 pub use dtype::{py_str, py_tuple, DataType, Field};
 pub use fill::parse_fill;
 pub use hierarchy::{load_hierarchy, Hierarchy, LoadOptions};
-pub use node::{ArrayMeta, Node, NodeKind};
+pub use node::{ArrayMeta, Node, NodeKind, MAX_CHUNK_BYTES};
 pub use numpy_dtype::NumpyType;

@@ -38,7 +38,9 @@ impl ArrayMeta {
         self.element_count()?.checked_mul(self.dtype.size() as u64)
     }
 
-    /// Checks the shapes are usable: same rank, non-zero chunks, sizes that fit in 64 bits.
+    /// Checks the shapes are usable: same rank, non-zero chunks, sizes that fit in 64 bits. (The
+    /// size of the chunks actually decoded, inner chunks for sharded arrays, is checked by the
+    /// chunk reader against [`MAX_CHUNK_BYTES`].)
     pub fn validate(&self) -> Result<(), String> {
         if self.shape.len() != self.chunk_shape.len() {
             return Err(format!(
@@ -57,13 +59,6 @@ impl ArrayMeta {
         }
         self.byte_size()
             .ok_or_else(|| format!("shape {:?} is too large", self.shape))?;
-        self.chunk_shape
-            .iter()
-            .try_fold(self.dtype.size().max(1) as u64, |acc, &d| {
-                acc.checked_mul(d)
-            })
-            .filter(|&b| b <= MAX_CHUNK_BYTES)
-            .ok_or_else(|| format!("chunk shape {:?} is too large", self.chunk_shape))?;
         Ok(())
     }
 }
