@@ -50,7 +50,9 @@ impl ChunkReader {
         let bytes = reader
             .read_chunk_shape()
             .iter()
-            .try_fold(reader.meta.dtype.size().max(1) as u64, |acc, &d| acc.checked_mul(d))
+            .try_fold(reader.meta.dtype.size().max(1) as u64, |acc, &d| {
+                acc.checked_mul(d)
+            })
             .filter(|&b| b <= MAX_CHUNK_BYTES);
         if bytes.is_none() {
             return Err(format!(
