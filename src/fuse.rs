@@ -6,6 +6,7 @@ use fuser::{
     KernelConfig, OpenAccMode, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyDirectoryPlus,
     ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request,
 };
+use std::cell::RefCell;
 use std::ffi::OsStr;
 use std::path::Path;
 use std::sync::Arc;
@@ -13,6 +14,8 @@ use std::time::Duration;
 
 /// How long the kernel may keep names and attributes: the mount is a read-only snapshot.
 const TTL: Duration = Duration::from_secs(3600);
+/// Asynchronous requests the kernel may have in flight.
+const MAX_BACKGROUND: u16 = 64;
 /// Readahead the kernel is asked for, in bytes.
 pub const MAX_READAHEAD: u32 = 1 << 20;
 
@@ -72,6 +75,9 @@ fn name_str(name: &OsStr) -> Option<&str> {
 impl Filesystem for ZarrFs {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
         let _ = config.set_max_readahead(MAX_READAHEAD);
+        // Let the kernel keep many readahead requests in flight: they decode in parallel.
+        let _ = config.set_max_background(MAX_BACKGROUND);
+        let _ = config.set_congestion_threshold(MAX_BACKGROUND * 3 / 4);
         let _ = config.add_capabilities(
             InitFlags::FUSE_DO_READDIRPLUS
                 | InitFlags::FUSE_READDIRPLUS_AUTO
@@ -102,7 +108,7 @@ impl Filesystem for ZarrFs {
             return reply.error(Errno::EROFS);
         }
         match self.view.open(ino.0) {
-            Ok(()) => reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE),
+            Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::FOPEN_KEEP_CACHE),
             Err(e) => reply.error(errno(e)),
         }
     }
@@ -112,17 +118,36 @@ impl Filesystem for ZarrFs {
         &self,
         _req: &Request,
         ino: INodeNo,
-        _fh: FileHandle,
+        fh: FileHandle,
         offset: u64,
         size: u32,
         _flags: OpenFlags,
         _lock_owner: Option<fuser::LockOwner>,
         reply: ReplyData,
     ) {
-        match self.view.read(ino.0, offset, size) {
-            Ok(bytes) => reply.data(&bytes),
-            Err(e) => reply.error(errno(e)),
-        }
+        // One reply buffer per thread, reused: no allocation per request.
+        thread_local!(static BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) });
+        BUF.with_borrow_mut(|buf| {
+            buf.clear();
+            match self.view.read_into(ino.0, fh.0, offset, size, buf) {
+                Ok(()) => reply.data(buf),
+                Err(e) => reply.error(errno(e)),
+            }
+        });
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<fuser::LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        self.view.release(fh.0);
+        reply.ok();
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {

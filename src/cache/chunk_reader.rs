@@ -100,6 +100,29 @@ impl ChunkReader {
         Ok(Some(Arc::new(decoded)))
     }
 
+    /// Decodes the stored chunk at `idx` straight into `out` (exactly one decoded chunk), with no
+    /// intermediate buffer and no caching. `Ok(None)` when this array cannot do that (sharded or
+    /// variable-length); `Ok(Some(false))` when the chunk is absent (it reads as fill value).
+    pub fn load_into(&self, idx: &[u64], out: &mut [u8]) -> Result<Option<bool>, ChunkError> {
+        let Decoder::Whole(pipeline) = &self.decoder else {
+            return Ok(None);
+        };
+        if self.meta.dtype.is_variable() || pipeline.decoded_len() != out.len() {
+            return Ok(None);
+        }
+        let key = self.meta.chunk_keys.key(idx);
+        let fail = |cause: String| {
+            ChunkError::new(format!("{}: chunk {key}: {cause}", self.display_path()))
+        };
+        let Some(encoded) = self.store.get(&key).map_err(|e| fail(e.to_string()))? else {
+            return Ok(Some(false));
+        };
+        pipeline
+            .decode_into(&encoded, out)
+            .map_err(|e| fail(e.to_string()))?;
+        Ok(Some(true))
+    }
+
     fn display_path(&self) -> &str {
         if self.path.is_empty() {
             "/"

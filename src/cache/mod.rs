@@ -3,11 +3,13 @@
 
 mod chunk_cache;
 mod chunk_reader;
+mod prefetch;
 mod shard_index;
 mod shard_reader;
 
 pub use chunk_cache::{CacheStats, ChunkCache, ChunkId};
 pub use chunk_reader::ChunkReader;
+pub use prefetch::{Job, Prefetcher};
 
 use std::fmt;
 use std::sync::Arc;

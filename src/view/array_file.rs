@@ -1,15 +1,23 @@
-//! Reading an array's elements (`A`) and its NPY file (`A.npy`) by byte range.
+//! Reading an array's elements (`A`) and its NPY file (`A.npy`) by byte range, and decoding
+//! ahead of a reader.
 
+use super::stream::Prediction;
 use super::{npy_header, Layout, ViewError};
-use crate::cache::{ChunkCache, ChunkData, ChunkId, ChunkReader};
+use crate::cache::{ChunkCache, ChunkData, ChunkId, ChunkReader, Job, Prefetcher};
+use std::sync::Arc;
+
+/// Most chunks one prediction queues.
+const MAX_PREFETCH_CHUNKS: usize = 64;
+/// Most layout runs one prediction walks (small chunks make many runs).
+const MAX_PREFETCH_RUNS: usize = 4096;
 
 /// One array as files: its chunk reader, geometry and NPY header.
 pub struct ArrayFile {
     id: u32,
     path: String,
     /// `Err` holds why the data cannot be read (unsupported codec or data type, bad metadata).
-    reader: Result<ChunkReader, String>,
-    layout: Layout,
+    reader: Result<Arc<ChunkReader>, String>,
+    layout: Arc<Layout>,
     elem_size: u64,
     data_size: u64,
     header: Vec<u8>,
@@ -21,11 +29,10 @@ impl ArrayFile {
         let (layout, elem_size, data_size, header) = match &reader {
             Ok(r) => {
                 let meta = r.meta();
-                let size = meta.byte_size().unwrap_or(0);
                 (
                     Layout::new(&meta.shape, r.read_chunk_shape()),
                     meta.dtype.size() as u64,
-                    size,
+                    meta.byte_size().unwrap_or(0),
                     npy_header(&meta.dtype, &meta.shape),
                 )
             }
@@ -34,22 +41,12 @@ impl ArrayFile {
         ArrayFile {
             id,
             path: path.to_string(),
-            reader,
-            layout,
+            reader: reader.map(Arc::new),
+            layout: Arc::new(layout),
             elem_size,
             data_size,
             header,
         }
-    }
-
-    /// The node path (for logs).
-    pub fn path(&self) -> &str {
-        &self.path
-    }
-
-    /// Why the data cannot be read, if it cannot.
-    pub fn unreadable(&self) -> Option<&str> {
-        self.reader.as_ref().err().map(String::as_str)
     }
 
     /// Size of `A`.
@@ -60,6 +57,16 @@ impl ArrayFile {
     /// Size of `A.npy`.
     pub fn npy_size(&self) -> u64 {
         self.header.len() as u64 + self.data_size
+    }
+
+    /// Length of the NPY header (where the data starts in `A.npy`).
+    pub fn header_len(&self) -> u64 {
+        self.header.len() as u64
+    }
+
+    /// Decoded size of one read chunk, in bytes.
+    pub fn chunk_bytes(&self) -> u64 {
+        self.layout.chunk_len() * self.elem_size
     }
 
     /// Ok when the data can be read; else logs why and fails with EIO.
@@ -81,49 +88,54 @@ impl ArrayFile {
         }
     }
 
-    /// Bytes `offset..offset+len` of `A.npy`.
+    /// Appends bytes `offset..offset+len` of `A.npy` to `out`.
     pub fn read_npy(
         &self,
         cache: &ChunkCache,
         offset: u64,
         len: u64,
-    ) -> Result<Vec<u8>, ViewError> {
-        let hlen = self.header.len() as u64;
+        out: &mut Vec<u8>,
+    ) -> Result<(), ViewError> {
+        let hlen = self.header_len();
         if offset >= hlen {
-            return self.read_data(cache, offset - hlen, len);
+            return self.read_data(cache, offset - hlen, len, out);
         }
         let head_end = offset.saturating_add(len).min(hlen);
-        let mut out = self.header[offset as usize..head_end as usize].to_vec();
+        out.extend_from_slice(&self.header[offset as usize..head_end as usize]);
         let rest = len - (head_end - offset);
         if rest > 0 {
-            out.extend(self.read_data(cache, 0, rest)?);
+            self.read_data(cache, 0, rest, out)?;
         }
-        Ok(out)
+        Ok(())
     }
 
-    /// Bytes `offset..offset+len` of `A` (fewer at the end of the file).
+    /// Appends bytes `offset..offset+len` of `A` to `out` (fewer at the end of the file).
     pub fn read_data(
         &self,
         cache: &ChunkCache,
         offset: u64,
         len: u64,
-    ) -> Result<Vec<u8>, ViewError> {
+        out: &mut Vec<u8>,
+    ) -> Result<(), ViewError> {
         let reader = self
             .reader
             .as_ref()
             .map_err(|_| self.check_readable().unwrap_err())?;
         let end = offset.saturating_add(len).min(self.data_size);
         if offset >= end {
-            return Ok(Vec::new());
+            return Ok(());
         }
         let es = self.elem_size;
         let fill = &reader.meta().fill_value;
-        let mut out = Vec::with_capacity((end - offset) as usize);
+        out.reserve((end - offset) as usize);
         let mut current: Option<(u64, ChunkData)> = None;
         for run in self.layout.runs(offset / es, end.div_ceil(es)) {
             let run_start = run.start * es;
             let (from, to) = (run_start.max(offset), ((run.start + run.len) * es).min(end));
             if current.as_ref().is_none_or(|(c, _)| *c != run.chunk) {
+                if self.decode_whole_into(cache, reader, &run, from, to, out)? {
+                    continue;
+                }
                 current = Some((run.chunk, self.chunk(cache, reader, run.chunk)?));
             }
             match current.as_ref().and_then(|(_, data)| data.as_ref()) {
@@ -140,10 +152,54 @@ impl ArrayFile {
                     })?;
                     out.extend_from_slice(bytes);
                 }
-                None => extend_with_fill(&mut out, fill, from, to - from),
+                None => extend_with_fill(out, fill, from, to - from),
             }
         }
-        Ok(out)
+        Ok(())
+    }
+
+    /// When a read wants a whole chunk that nobody has decoded, decodes it straight into `out`:
+    /// no cache entry, no copy. Returns false when that does not apply.
+    fn decode_whole_into(
+        &self,
+        cache: &ChunkCache,
+        reader: &ChunkReader,
+        run: &super::Run,
+        from: u64,
+        to: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<bool, ViewError> {
+        let whole = run.chunk_offset == 0
+            && run.len == self.layout.chunk_len()
+            && from == run.start * self.elem_size
+            && to == (run.start + run.len) * self.elem_size;
+        if !whole
+            || cache.contains(ChunkId {
+                array: self.id,
+                index: run.chunk,
+            })
+        {
+            return Ok(false);
+        }
+        let at = out.len();
+        out.resize(at + (to - from) as usize, 0);
+        match reader.load_into(&self.layout.chunk_coords(run.chunk), &mut out[at..]) {
+            Ok(Some(true)) => Ok(true),
+            Ok(Some(false)) => {
+                out.truncate(at);
+                extend_with_fill(out, &reader.meta().fill_value, from, to - from);
+                Ok(true)
+            }
+            Ok(None) => {
+                out.truncate(at);
+                Ok(false)
+            }
+            Err(e) => {
+                out.truncate(at);
+                log::error!("{e}");
+                Err(ViewError::Io)
+            }
+        }
     }
 
     fn chunk(
@@ -162,6 +218,60 @@ impl ArrayFile {
                 log::error!("{e}");
                 ViewError::Io
             })
+    }
+
+    /// Queues the chunks behind the predicted byte ranges of `A` (data offsets, not `A.npy`).
+    pub fn prefetch(&self, pool: &Prefetcher, cache: &Arc<ChunkCache>, prediction: &Prediction) {
+        let Ok(reader) = &self.reader else { return };
+        let es = self.elem_size;
+        let mut chunks: Vec<u64> = Vec::new();
+        let mut runs_seen = 0;
+        let mut add_range = |from: u64, to: u64, chunks: &mut Vec<u64>| {
+            let to = to.min(self.data_size);
+            if from >= to {
+                return;
+            }
+            for run in self.layout.runs(from / es, to.div_ceil(es)) {
+                runs_seen += 1;
+                if !chunks.contains(&run.chunk) {
+                    chunks.push(run.chunk);
+                }
+                if chunks.len() >= MAX_PREFETCH_CHUNKS || runs_seen >= MAX_PREFETCH_RUNS {
+                    return;
+                }
+            }
+        };
+        match *prediction {
+            Prediction::None => return,
+            Prediction::Range(from, to) => add_range(from, to, &mut chunks),
+            Prediction::Strided {
+                start,
+                stride,
+                len,
+                count,
+            } => {
+                for k in 0..count {
+                    let at = start.saturating_add(k.saturating_mul(stride));
+                    add_range(at, at.saturating_add(len), &mut chunks);
+                    if chunks.len() >= MAX_PREFETCH_CHUNKS {
+                        break;
+                    }
+                }
+            }
+        }
+        for chunk in chunks {
+            let id = ChunkId {
+                array: self.id,
+                index: chunk,
+            };
+            let (reader, layout, cache) = (reader.clone(), self.layout.clone(), cache.clone());
+            pool.submit(Job {
+                id,
+                run: Box::new(move || {
+                    let _ = cache.get_or_load(id, || reader.load(&layout.chunk_coords(chunk)));
+                }),
+            });
+        }
     }
 }
 

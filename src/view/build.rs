@@ -202,6 +202,9 @@ impl View {
             arrays: b.arrays,
             vlen: b.vlen,
             cache,
+            prefetcher: None,
+            streams: Default::default(),
+            next_handle: Default::default(),
         }
     }
 }

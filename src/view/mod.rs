@@ -8,21 +8,28 @@ mod array_file;
 mod build;
 mod layout;
 mod npy;
+mod stream;
 mod vlen_file;
 
 pub use array_file::ArrayFile;
 pub use layout::{Layout, Run};
 pub use npy::npy_header;
+pub use stream::{Prediction, Stream};
 pub use vlen_file::VlenFile;
 
-use crate::cache::ChunkCache;
+use crate::cache::{ChunkCache, Prefetcher};
 use crate::meta::LoadOptions;
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 /// Inode number of the mount root.
 pub const ROOT_INO: u64 = 1;
+/// Smallest read-ahead window of a sequential reader, in bytes.
+const MIN_PREFETCH_WINDOW: u64 = 8 << 20;
+/// Prefetch jobs that may wait per worker.
+const MAX_PREFETCH_QUEUE_PER_WORKER: usize = 16;
 
 /// Why a view call failed; each maps to one errno.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,6 +126,10 @@ pub struct View {
     arrays: Vec<ArrayFile>,
     vlen: Vec<VlenFile>,
     cache: Arc<ChunkCache>,
+    prefetcher: Option<Prefetcher>,
+    /// Access pattern of every open data file, by file handle.
+    streams: Mutex<HashMap<u64, Stream>>,
+    next_handle: AtomicU64,
 }
 
 impl View {
@@ -235,42 +246,104 @@ impl View {
             .collect())
     }
 
-    /// Checks that `ino` can be opened for reading; unreadable arrays fail here with EIO.
-    pub fn open(&self, ino: u64) -> Result<(), ViewError> {
+    /// Decodes chunks ahead of sequential and strided readers on `workers` threads.
+    pub fn enable_prefetch(&mut self, workers: usize) {
+        self.prefetcher = Some(Prefetcher::new(
+            self.cache.clone(),
+            workers,
+            MAX_PREFETCH_QUEUE_PER_WORKER * workers.max(1),
+        ));
+    }
+
+    /// Opens `ino` for reading and returns a file handle (0 for files that need none);
+    /// unreadable arrays fail here with EIO.
+    pub fn open(&self, ino: u64) -> Result<u64, ViewError> {
         match &self.inode(ino)?.content {
             Content::Dir(_) => Err(ViewError::IsDir),
-            Content::Data(a) | Content::Npy(a) => self.arrays[*a as usize].check_readable(),
-            Content::Json(_) => Ok(()),
+            Content::Json(_) => Ok(0),
             Content::Text(a) | Content::TextNpy(a) => {
-                self.vlen[*a as usize].text_size(&self.cache).map(drop)
+                self.vlen[*a as usize].text_size(&self.cache).map(|_| 0)
+            }
+            Content::Data(a) | Content::Npy(a) => {
+                self.arrays[*a as usize].check_readable()?;
+                let fh = self.next_handle.fetch_add(1, Ordering::Relaxed) + 1;
+                self.lock_streams().insert(fh, Stream::default());
+                Ok(fh)
             }
         }
     }
 
+    /// Forgets file handle `fh`.
+    pub fn release(&self, fh: u64) {
+        self.lock_streams().remove(&fh);
+    }
+
+    fn lock_streams(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Stream>> {
+        self.streams.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Up to `size` bytes of file `ino` from `offset` (fewer at the end of the file).
     pub fn read(&self, ino: u64, offset: u64, size: u32) -> Result<Vec<u8>, ViewError> {
+        let mut out = Vec::new();
+        self.read_into(ino, 0, offset, size, &mut out)?;
+        Ok(out)
+    }
+
+    /// Appends up to `size` bytes of file `ino` from `offset` to `out`. `fh` (from
+    /// [`View::open`], or 0) lets sequential and strided readers be served ahead.
+    pub fn read_into(
+        &self,
+        ino: u64,
+        fh: u64,
+        offset: u64,
+        size: u32,
+        out: &mut Vec<u8>,
+    ) -> Result<(), ViewError> {
+        let len = u64::from(size);
         match &self.inode(ino)?.content {
             Content::Dir(_) => Err(ViewError::IsDir),
             Content::Json(bytes) => {
                 let start = (offset.min(bytes.len() as u64)) as usize;
-                let end = (offset
-                    .saturating_add(u64::from(size))
-                    .min(bytes.len() as u64)) as usize;
-                Ok(bytes[start..end].to_vec())
+                let end = (offset.saturating_add(len).min(bytes.len() as u64)) as usize;
+                out.extend_from_slice(&bytes[start..end]);
+                Ok(())
             }
             Content::Data(a) => {
-                self.arrays[*a as usize].read_data(&self.cache, offset, u64::from(size))
+                let array = &self.arrays[*a as usize];
+                self.prefetch(fh, array, offset, len);
+                array.read_data(&self.cache, offset, len, out)
             }
             Content::Npy(a) => {
-                self.arrays[*a as usize].read_npy(&self.cache, offset, u64::from(size))
+                let array = &self.arrays[*a as usize];
+                self.prefetch(fh, array, offset.saturating_sub(array.header_len()), len);
+                array.read_npy(&self.cache, offset, len, out)
             }
             Content::Text(a) => {
-                self.vlen[*a as usize].read_text(&self.cache, offset, u64::from(size))
+                out.extend(self.vlen[*a as usize].read_text(&self.cache, offset, len)?);
+                Ok(())
             }
             Content::TextNpy(a) => {
-                self.vlen[*a as usize].read_npy(&self.cache, offset, u64::from(size))
+                out.extend(self.vlen[*a as usize].read_npy(&self.cache, offset, len)?);
+                Ok(())
             }
         }
+    }
+
+    /// Records a read of `array`'s data through handle `fh` and queues what it predicts.
+    fn prefetch(&self, fh: u64, array: &ArrayFile, offset: u64, len: u64) {
+        let Some(pool) = &self.prefetcher else { return };
+        if fh == 0 {
+            return;
+        }
+        let window = (4 * array.chunk_bytes()).clamp(
+            MIN_PREFETCH_WINDOW,
+            (self.cache.budget() / 4).max(MIN_PREFETCH_WINDOW),
+        );
+        let prediction = match self.lock_streams().get_mut(&fh) {
+            Some(stream) => stream.record(offset, len, window),
+            None => return,
+        };
+        array.prefetch(pool, &self.cache, &prediction);
     }
 }
 

@@ -1,0 +1,129 @@
+//! Access-pattern detection per open file: sequential reads and constant-stride reads (a C-order
+//! walk along an axis that is not contiguous, e.g. `numpy.memmap` column slices) both predict
+//! which bytes come next, so their chunks can be decoded ahead.
+
+/// Reads closer than this to where the last one ended still count as sequential: the kernel
+/// sends readahead requests concurrently, so they arrive slightly out of order.
+const SEQUENTIAL_SLACK: u64 = 4 << 20;
+/// Consecutive confirmations before a pattern is trusted.
+const CONFIRM: u32 = 2;
+
+/// What one open file has been doing.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stream {
+    last_offset: Option<u64>,
+    last_end: u64,
+    stride: Option<i128>,
+    sequential_hits: u32,
+    stride_hits: u32,
+}
+
+/// Byte ranges predicted to be read next.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Prediction {
+    /// Nothing to prefetch (random access, or not yet confirmed).
+    None,
+    /// One contiguous range `start..end`.
+    Range(u64, u64),
+    /// `count` reads of `len` bytes at `start`, `start + stride`, ...
+    Strided {
+        start: u64,
+        stride: u64,
+        len: u64,
+        count: u64,
+    },
+}
+
+impl Stream {
+    /// Records a read of `len` bytes at `offset`; predicts what comes next within `window` bytes.
+    pub fn record(&mut self, offset: u64, len: u64, window: u64) -> Prediction {
+        let end = offset.saturating_add(len);
+        let sequential = self.last_offset.is_some()
+            && offset.abs_diff(self.last_end) <= SEQUENTIAL_SLACK
+            && offset + SEQUENTIAL_SLACK >= self.last_end;
+        let stride = self
+            .last_offset
+            .map(|prev| i128::from(offset) - i128::from(prev));
+        self.sequential_hits = if sequential {
+            self.sequential_hits + 1
+        } else {
+            0
+        };
+        self.stride_hits = match (stride, self.stride) {
+            (Some(s), Some(prev)) if s == prev && s.unsigned_abs() > u128::from(len.max(1)) => {
+                self.stride_hits + 1
+            }
+            _ => 0,
+        };
+        self.stride = stride;
+        self.last_offset = Some(offset);
+        self.last_end = self.last_end.max(end);
+        if self.sequential_hits >= CONFIRM {
+            return Prediction::Range(self.last_end, self.last_end.saturating_add(window));
+        }
+        match self.stride {
+            Some(s) if self.stride_hits >= CONFIRM && s > 0 => {
+                let stride = s as u64;
+                let count = (window / len.max(1)).clamp(1, 1024);
+                Prediction::Strided {
+                    start: offset + stride,
+                    stride,
+                    len: len.max(1),
+                    count,
+                }
+            }
+            _ => Prediction::None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sequential_reads_predict_the_next_window() {
+        let mut s = Stream::default();
+        assert_eq!(s.record(0, 1 << 20, 8 << 20), Prediction::None);
+        assert_eq!(s.record(1 << 20, 1 << 20, 8 << 20), Prediction::None);
+        assert_eq!(
+            s.record(2 << 20, 1 << 20, 8 << 20),
+            Prediction::Range(3 << 20, 11 << 20)
+        );
+        // Out-of-order readahead requests keep it sequential.
+        assert_eq!(
+            s.record(5 << 20, 1 << 20, 8 << 20),
+            Prediction::Range(6 << 20, 14 << 20)
+        );
+        assert!(matches!(
+            s.record(4 << 20, 1 << 20, 8 << 20),
+            Prediction::Range(..)
+        ));
+    }
+
+    #[test]
+    fn constant_strides_predict_the_next_reads() {
+        let mut s = Stream::default();
+        let row = 100 << 20;
+        for k in 0..3 {
+            s.record(k * row + 40, 4096, 64 << 10);
+        }
+        assert_eq!(
+            s.record(3 * row + 40, 4096, 64 << 10),
+            Prediction::Strided {
+                start: 4 * row + 40,
+                stride: row,
+                len: 4096,
+                count: 16
+            }
+        );
+    }
+
+    #[test]
+    fn random_reads_predict_nothing() {
+        let mut s = Stream::default();
+        for off in [900u64 << 20, 3 << 20, 700 << 20, 11 << 20, 400 << 20] {
+            assert_eq!(s.record(off, 4096, 8 << 20), Prediction::None);
+        }
+    }
+}
