@@ -59,6 +59,46 @@ fn daemon_returns_once_mounted_and_unmount_command_ends_it() {
 }
 
 #[test]
+fn a_mount_point_is_reusable_as_soon_as_unmount_returns() {
+    let dir = tempfile::tempdir().unwrap();
+    let _cleanup = Cleanup(dir.path());
+    for round in 0..5 {
+        assert!(zarrfs()
+            .arg(demo())
+            .arg(dir.path())
+            .status()
+            .unwrap()
+            .success());
+        assert!(is_fuse_mount(dir.path()), "round {round}: not mounted");
+        let out = zarrfs().arg("unmount").arg(dir.path()).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // The old daemon is gone: nothing unmounts the next mount behind its back.
+        assert!(!is_fuse_mount(dir.path()), "round {round}: still mounted");
+    }
+    assert!(zarrfs()
+        .arg(demo())
+        .arg(dir.path())
+        .status()
+        .unwrap()
+        .success());
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        is_fuse_mount(dir.path()),
+        "the last mount was unmounted by a previous daemon"
+    );
+    assert!(zarrfs()
+        .arg("unmount")
+        .arg(dir.path())
+        .status()
+        .unwrap()
+        .success());
+}
+
+#[test]
 fn plain_umount_ends_a_foreground_mount() {
     let dir = tempfile::tempdir().unwrap();
     let _cleanup = Cleanup(dir.path());

@@ -4,9 +4,55 @@ use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::Command;
+use std::time::{Duration, Instant};
 
-/// Unmounts `mountpoint`: umount2(2) as root, else through fusermount3/fusermount.
+/// How long `zarrfs unmount` waits for the daemon to finish after the unmount.
+const DAEMON_EXIT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Unmounts `mountpoint` (umount2(2) as root, else through fusermount3/fusermount) and waits
+/// for the zarrfs daemon serving it to exit, so the mount point is free for reuse at once.
 pub fn unmount(mountpoint: &Path) -> Result<(), String> {
+    let daemon = daemon_pid(mountpoint);
+    unmount_only(mountpoint)?;
+    if let Some(pid) = daemon {
+        let deadline = Instant::now() + DAEMON_EXIT_TIMEOUT;
+        while running(pid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+    Ok(())
+}
+
+/// True while process `pid` exists and is not a zombie.
+fn running(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the parenthesised command name.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// The pid of the zarrfs daemon serving `mountpoint`, from its root's extended attribute.
+fn daemon_pid(mountpoint: &Path) -> Option<i32> {
+    let path = CString::new(mountpoint.as_os_str().as_bytes()).ok()?;
+    let name = CString::new(crate::fuse::PID_XATTR).ok()?;
+    let mut buf = [0u8; 32];
+    // SAFETY: valid C strings and a buffer of the given length.
+    let n = unsafe {
+        libc::getxattr(
+            path.as_ptr(),
+            name.as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    let n = usize::try_from(n).ok()?;
+    std::str::from_utf8(&buf[..n]).ok()?.trim().parse().ok()
+}
+
+fn unmount_only(mountpoint: &Path) -> Result<(), String> {
     let shown = mountpoint.display();
     let c = CString::new(mountpoint.as_os_str().as_bytes())
         .map_err(|_| format!("{shown}: bad path"))?;
