@@ -220,11 +220,14 @@ impl ArrayFile {
             })
     }
 
-    /// Queues the chunks behind the predicted byte ranges of `A` (data offsets, not `A.npy`).
-    pub fn prefetch(&self, pool: &Prefetcher, cache: &Arc<ChunkCache>, prediction: &Prediction) {
-        let Ok(reader) = &self.reader else { return };
+    /// The chunks behind the predicted byte ranges of `A` (data offsets, not `A.npy`), in order,
+    /// at most [`MAX_PREFETCH_CHUNKS`].
+    pub fn chunks_for(&self, prediction: &Prediction) -> Vec<u64> {
         let es = self.elem_size;
         let mut chunks: Vec<u64> = Vec::new();
+        if self.reader.is_err() {
+            return chunks;
+        }
         let mut runs_seen = 0;
         let mut add_range = |from: u64, to: u64, chunks: &mut Vec<u64>| {
             let to = to.min(self.data_size);
@@ -242,7 +245,7 @@ impl ArrayFile {
             }
         };
         match *prediction {
-            Prediction::None => return,
+            Prediction::None => {}
             Prediction::Range(from, to) => add_range(from, to, &mut chunks),
             Prediction::Strided {
                 start,
@@ -259,7 +262,13 @@ impl ArrayFile {
                 }
             }
         }
-        for chunk in chunks {
+        chunks
+    }
+
+    /// Queues `chunks` for decoding on the worker pool.
+    pub fn prefetch(&self, pool: &Prefetcher, cache: &Arc<ChunkCache>, chunks: &[u64]) {
+        let Ok(reader) = &self.reader else { return };
+        for &chunk in chunks {
             let id = ChunkId {
                 array: self.id,
                 index: chunk,

@@ -329,9 +329,16 @@ impl View {
         }
     }
 
-    /// Records a read of `array`'s data through handle `fh` and queues what it predicts.
+    /// Records a read of `array`'s data (`offset` into `A`) through handle `fh`, and queues on
+    /// the worker pool the other chunks this read needs (so they decode in parallel with the
+    /// first) and the chunks its access pattern predicts.
     fn prefetch(&self, fh: u64, array: &ArrayFile, offset: u64, len: u64) {
         let Some(pool) = &self.prefetcher else { return };
+        let mut now = array.chunks_for(&Prediction::Range(offset, offset.saturating_add(len)));
+        if now.len() > 1 {
+            now.remove(0);
+            array.prefetch(pool, &self.cache, &now);
+        }
         if fh == 0 {
             return;
         }
@@ -343,7 +350,7 @@ impl View {
             Some(stream) => stream.record(offset, len, window),
             None => return,
         };
-        array.prefetch(pool, &self.cache, &prediction);
+        array.prefetch(pool, &self.cache, &array.chunks_for(&prediction));
     }
 }
 
