@@ -1,6 +1,6 @@
 //! A thin `fuser` adapter: translates kernel calls into [`View`] calls. No logic lives here.
 
-use crate::view::{Attr, FileKind, View, ViewError, ROOT_INO};
+use crate::view::{Attr, FileKind, View, ViewError};
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
     KernelConfig, OpenAccMode, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyDirectoryPlus,
@@ -14,9 +14,6 @@ use std::time::Duration;
 
 /// How long the kernel may keep names and attributes: the mount is a read-only snapshot.
 const TTL: Duration = Duration::from_secs(3600);
-/// Extended attribute of the mount root holding the daemon's process id (`zarrfs unmount`
-/// waits for that process to end).
-pub const PID_XATTR: &str = "user.zarrfs.pid";
 /// Asynchronous requests the kernel may have in flight.
 const MAX_BACKGROUND: u16 = 64;
 /// Readahead the kernel is asked for, in bytes.
@@ -212,25 +209,6 @@ impl Filesystem for ZarrFs {
                 reply.ok()
             }
             Err(e) => reply.error(errno(e)),
-        }
-    }
-
-    fn getxattr(
-        &self,
-        _req: &Request,
-        ino: INodeNo,
-        name: &OsStr,
-        size: u32,
-        reply: fuser::ReplyXattr,
-    ) {
-        if ino.0 != ROOT_INO || name != PID_XATTR {
-            return reply.error(Errno::ENODATA);
-        }
-        let value = std::process::id().to_string();
-        match size {
-            0 => reply.size(value.len() as u32),
-            n if (n as usize) < value.len() => reply.error(Errno::ERANGE),
-            _ => reply.data(value.as_bytes()),
         }
     }
 

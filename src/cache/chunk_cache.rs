@@ -1,10 +1,7 @@
 //! The LRU of decoded chunks with single-flight loading.
 
+use super::flight_lru::{CacheStats, FlightLru};
 use super::{ChunkData, ChunkError};
-use lru::LruCache;
-use std::collections::HashMap;
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 /// Bytes charged per cached entry on top of its data (bookkeeping, absent-chunk markers).
 const ENTRY_OVERHEAD: u64 = 96;
@@ -18,37 +15,10 @@ pub struct ChunkId {
     pub index: u64,
 }
 
-/// Counters for tests and benchmarks.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CacheStats {
-    /// Lookups answered from the cache (including by waiting for another reader's load).
-    pub hits: u64,
-    /// Loads run.
-    pub loads: u64,
-    /// Bytes currently charged.
-    pub used: u64,
-}
-
 type Outcome = Result<ChunkData, ChunkError>;
 
-/// One load in progress; readers of the same chunk wait on it.
-#[derive(Default)]
-struct Flight {
-    outcome: Mutex<Option<Outcome>>,
-    done: Condvar,
-}
-
-struct Inner {
-    lru: LruCache<ChunkId, ChunkData>,
-    inflight: HashMap<ChunkId, Arc<Flight>>,
-    stats: CacheStats,
-}
-
 /// Decoded chunks bounded by a byte budget.
-pub struct ChunkCache {
-    budget: u64,
-    inner: Mutex<Inner>,
-}
+pub struct ChunkCache(FlightLru<ChunkId, ChunkData>);
 
 fn charge(data: &ChunkData) -> u64 {
     ENTRY_OVERHEAD + data.as_ref().map_or(0, |d| d.len() as u64)
@@ -57,97 +27,29 @@ fn charge(data: &ChunkData) -> u64 {
 impl ChunkCache {
     /// A cache holding at most `budget` bytes of decoded chunks.
     pub fn new(budget: u64) -> Self {
-        ChunkCache {
-            budget,
-            inner: Mutex::new(Inner {
-                lru: LruCache::unbounded(),
-                inflight: HashMap::new(),
-                stats: CacheStats::default(),
-            }),
-        }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        ChunkCache(FlightLru::new(budget, charge))
     }
 
     /// The byte budget.
     pub fn budget(&self) -> u64 {
-        self.budget
+        self.0.budget()
     }
 
     /// Current counters.
     pub fn stats(&self) -> CacheStats {
-        self.lock().stats
+        self.0.stats()
     }
 
     /// True when the chunk is cached or being loaded (prefetch uses this to skip work).
     pub fn contains(&self, id: ChunkId) -> bool {
-        let inner = self.lock();
-        inner.lru.contains(&id) || inner.inflight.contains_key(&id)
+        self.0.contains(&id)
     }
 
     /// The chunk `id`, from the cache, from a load already under way, or by running `load`.
     /// A panic inside `load` becomes an error for every waiting reader.
     pub fn get_or_load(&self, id: ChunkId, load: impl FnOnce() -> Outcome) -> Outcome {
-        let flight = {
-            let mut inner = self.lock();
-            if let Some(data) = inner.lru.get(&id) {
-                let data = data.clone();
-                inner.stats.hits += 1;
-                return Ok(data);
-            }
-            if let Some(flight) = inner.inflight.get(&id) {
-                let flight = flight.clone();
-                inner.stats.hits += 1;
-                drop(inner);
-                return wait(&flight);
-            }
-            let flight = Arc::new(Flight::default());
-            inner.inflight.insert(id, flight.clone());
-            inner.stats.loads += 1;
-            flight
-        };
-
-        let outcome = catch_unwind(AssertUnwindSafe(load)).unwrap_or_else(|_| {
-            Err(ChunkError::new(format!(
-                "chunk {}: decoder panicked",
-                id.index
-            )))
-        });
-
-        {
-            let mut inner = self.lock();
-            inner.inflight.remove(&id);
-            if let Ok(data) = &outcome {
-                let cost = charge(data);
-                if cost <= self.budget {
-                    inner.stats.used += cost;
-                    if let Some(old) = inner.lru.put(id, data.clone()) {
-                        inner.stats.used -= charge(&old);
-                    }
-                    while inner.stats.used > self.budget {
-                        match inner.lru.pop_lru() {
-                            Some((_, old)) => inner.stats.used -= charge(&old),
-                            None => break,
-                        }
-                    }
-                }
-            }
-        }
-        *flight.outcome.lock().unwrap_or_else(|p| p.into_inner()) = Some(outcome.clone());
-        flight.done.notify_all();
-        outcome
-    }
-}
-
-fn wait(flight: &Flight) -> Outcome {
-    let mut outcome = flight.outcome.lock().unwrap_or_else(|p| p.into_inner());
-    loop {
-        if let Some(o) = outcome.as_ref() {
-            return o.clone();
-        }
-        outcome = flight.done.wait(outcome).unwrap_or_else(|p| p.into_inner());
+        self.0
+            .get_or_load(id, || format!("chunk {}: decoder panicked", id.index), load)
     }
 }
 
@@ -155,6 +57,7 @@ fn wait(flight: &Flight) -> Outcome {
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::Arc;
     use std::sync::Barrier;
 
     fn id(index: u64) -> ChunkId {

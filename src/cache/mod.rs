@@ -3,12 +3,14 @@
 
 mod chunk_cache;
 mod chunk_reader;
+mod flight_lru;
 mod prefetch;
 mod shard_index;
 mod shard_reader;
 
-pub use chunk_cache::{CacheStats, ChunkCache, ChunkId};
+pub use chunk_cache::{ChunkCache, ChunkId};
 pub use chunk_reader::ChunkReader;
+pub use flight_lru::CacheStats;
 pub use prefetch::{Job, Prefetcher};
 
 use std::fmt;

@@ -1,12 +1,10 @@
 //! Decoded shard indexes of one array: a small LRU bounded in bytes, apart from the chunk LRU,
 //! loading each shard's index once however many readers want it at the same time.
 
+use super::flight_lru::FlightLru;
 use super::ChunkError;
 use crate::codec::ShardIndex;
-use lru::LruCache;
-use std::collections::HashMap;
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::Arc;
 
 /// Bytes charged per cached index on top of its entries (key, bookkeeping, absence markers).
 const ENTRY_OVERHEAD: u64 = 128;
@@ -16,25 +14,8 @@ pub(super) type Index = Option<Arc<ShardIndex>>;
 
 type Outcome = Result<Index, ChunkError>;
 
-/// One load in progress; readers of the same shard wait on it.
-#[derive(Default)]
-struct Flight {
-    outcome: Mutex<Option<Outcome>>,
-    done: Condvar,
-}
-
-struct Inner {
-    lru: LruCache<String, Index>,
-    inflight: HashMap<String, Arc<Flight>>,
-    used: u64,
-    loads: u64,
-}
-
 /// Shard indexes keyed by shard key, bounded by a byte budget.
-pub(super) struct IndexCache {
-    budget: u64,
-    inner: Mutex<Inner>,
-}
+pub(super) struct IndexCache(FlightLru<String, Index>);
 
 fn charge(index: &Index) -> u64 {
     ENTRY_OVERHEAD + index.as_ref().map_or(0, |i| 16 * i.len() as u64)
@@ -43,84 +24,23 @@ fn charge(index: &Index) -> u64 {
 impl IndexCache {
     /// A cache holding at most `budget` bytes of indexes.
     pub fn new(budget: u64) -> Self {
-        IndexCache {
-            budget,
-            inner: Mutex::new(Inner {
-                lru: LruCache::unbounded(),
-                inflight: HashMap::new(),
-                used: 0,
-                loads: 0,
-            }),
-        }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        IndexCache(FlightLru::new(budget, charge))
     }
 
     /// How many loads ran so far.
     #[cfg(test)]
     pub fn loads(&self) -> u64 {
-        self.lock().loads
+        self.0.stats().loads
     }
 
     /// The index of shard `key`, from the cache, from a load under way, or by running `load`.
     /// Errors are not kept; a panic inside `load` becomes an error for every waiting reader.
     pub fn get_or_load(&self, key: &str, load: impl FnOnce() -> Outcome) -> Outcome {
-        let flight = {
-            let mut inner = self.lock();
-            if let Some(index) = inner.lru.get(key) {
-                return Ok(index.clone());
-            }
-            if let Some(flight) = inner.inflight.get(key) {
-                let flight = flight.clone();
-                drop(inner);
-                return wait(&flight);
-            }
-            let flight = Arc::new(Flight::default());
-            inner.inflight.insert(key.to_string(), flight.clone());
-            inner.loads += 1;
-            flight
-        };
-
-        let outcome = catch_unwind(AssertUnwindSafe(load)).unwrap_or_else(|_| {
-            Err(ChunkError::new(format!(
-                "shard {key}: index decoder panicked"
-            )))
-        });
-
-        {
-            let mut inner = self.lock();
-            inner.inflight.remove(key);
-            if let Ok(index) = &outcome {
-                let cost = charge(index);
-                if cost <= self.budget {
-                    inner.used += cost;
-                    if let Some(old) = inner.lru.put(key.to_string(), index.clone()) {
-                        inner.used -= charge(&old);
-                    }
-                    while inner.used > self.budget {
-                        match inner.lru.pop_lru() {
-                            Some((_, old)) => inner.used -= charge(&old),
-                            None => break,
-                        }
-                    }
-                }
-            }
-        }
-        *flight.outcome.lock().unwrap_or_else(|p| p.into_inner()) = Some(outcome.clone());
-        flight.done.notify_all();
-        outcome
-    }
-}
-
-fn wait(flight: &Flight) -> Outcome {
-    let mut outcome = flight.outcome.lock().unwrap_or_else(|p| p.into_inner());
-    loop {
-        if let Some(o) = outcome.as_ref() {
-            return o.clone();
-        }
-        outcome = flight.done.wait(outcome).unwrap_or_else(|p| p.into_inner());
+        self.0.get_or_load(
+            key.to_string(),
+            || format!("shard {key}: index decoder panicked"),
+            load,
+        )
     }
 }
 

@@ -4,6 +4,7 @@ mod args;
 mod daemon;
 mod logging;
 mod mount_options;
+mod pidfile;
 mod serve;
 mod size;
 mod unmount;
@@ -33,10 +34,14 @@ pub fn main() -> i32 {
     }
     let args = MountArgs::parse_from(argv);
     logging::init(args.options.verbose);
-    // Few malloc arenas: freed chunk buffers are reused across threads instead of piling up in
-    // one arena per thread, which keeps the daemon's memory near the cache budget.
+    // Keep the daemon's memory near the cache budget: few malloc arenas, and decoded chunks
+    // (1 MiB and more) in their own mappings, returned to the system when evicted instead of
+    // lingering in a per-thread arena.
     // SAFETY: mallopt before any thread is started.
-    unsafe { libc::mallopt(libc::M_ARENA_MAX, 2) };
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
+    }
     match prepare(&args) {
         Ok(prepared) if args.options.foreground => serve::serve(prepared, None),
         Ok(prepared) => daemon::daemonize(|ready| serve::serve(prepared, Some(ready))),

@@ -52,6 +52,8 @@ struct Mounted {
     unmounter: fuser::SessionUnmounter,
     thread: std::thread::JoinHandle<std::io::Result<()>>,
     mountpoint: std::path::PathBuf,
+    /// Removed when the daemon ends, after the session has finished.
+    _pid_file: Option<super::pidfile::PidFile>,
 }
 
 fn mount(p: Prepared) -> Result<Mounted, String> {
@@ -98,10 +100,12 @@ fn mount(p: Prepared) -> Result<Mounted, String> {
         return Err(e);
     }
     set_read_ahead(&p.mountpoint);
+    let pid_file = super::pidfile::PidFile::create(&p.mountpoint);
     Ok(Mounted {
         unmounter,
         thread,
         mountpoint: p.mountpoint,
+        _pid_file: pid_file,
     })
 }
 

@@ -12,7 +12,7 @@ const DAEMON_EXIT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Unmounts `mountpoint` (umount2(2) as root, else through fusermount3/fusermount) and waits
 /// for the zarrfs daemon serving it to exit, so the mount point is free for reuse at once.
 pub fn unmount(mountpoint: &Path) -> Result<(), String> {
-    let daemon = daemon_pid(mountpoint);
+    let daemon = super::pidfile::daemon_of(mountpoint);
     unmount_only(mountpoint)?;
     if let Some(pid) = daemon {
         let deadline = Instant::now() + DAEMON_EXIT_TIMEOUT;
@@ -32,24 +32,6 @@ fn running(pid: i32) -> bool {
             .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')),
         Err(_) => false,
     }
-}
-
-/// The pid of the zarrfs daemon serving `mountpoint`, from its root's extended attribute.
-fn daemon_pid(mountpoint: &Path) -> Option<i32> {
-    let path = CString::new(mountpoint.as_os_str().as_bytes()).ok()?;
-    let name = CString::new(crate::fuse::PID_XATTR).ok()?;
-    let mut buf = [0u8; 32];
-    // SAFETY: valid C strings and a buffer of the given length.
-    let n = unsafe {
-        libc::getxattr(
-            path.as_ptr(),
-            name.as_ptr(),
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-        )
-    };
-    let n = usize::try_from(n).ok()?;
-    std::str::from_utf8(&buf[..n]).ok()?.trim().parse().ok()
 }
 
 fn unmount_only(mountpoint: &Path) -> Result<(), String> {

@@ -1,0 +1,143 @@
+//! The mechanism under both caches: an LRU bounded in bytes whose misses load each key once,
+//! however many readers want it at the same time (single-flight).
+
+use super::ChunkError;
+use lru::LruCache;
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+/// Counters for tests and benchmarks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    /// Lookups answered from the cache (including by waiting for another reader's load).
+    pub hits: u64,
+    /// Loads run.
+    pub loads: u64,
+    /// Bytes currently charged.
+    pub used: u64,
+}
+
+type Outcome<V> = Result<V, ChunkError>;
+
+/// One load in progress; readers of the same key wait on it.
+struct Flight<V> {
+    outcome: Mutex<Option<Outcome<V>>>,
+    done: Condvar,
+}
+
+struct Inner<K, V> {
+    lru: LruCache<K, V>,
+    inflight: HashMap<K, Arc<Flight<V>>>,
+    stats: CacheStats,
+}
+
+/// Values bounded by a byte budget; `charge` says what one value costs.
+pub struct FlightLru<K: Hash + Eq, V> {
+    budget: u64,
+    charge: fn(&V) -> u64,
+    inner: Mutex<Inner<K, V>>,
+}
+
+impl<K: Hash + Eq + Clone, V: Clone> FlightLru<K, V> {
+    /// A cache holding at most `budget` bytes as counted by `charge`.
+    pub fn new(budget: u64, charge: fn(&V) -> u64) -> Self {
+        FlightLru {
+            budget,
+            charge,
+            inner: Mutex::new(Inner {
+                lru: LruCache::unbounded(),
+                inflight: HashMap::new(),
+                stats: CacheStats::default(),
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner<K, V>> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The byte budget.
+    pub fn budget(&self) -> u64 {
+        self.budget
+    }
+
+    /// Current counters.
+    pub fn stats(&self) -> CacheStats {
+        self.lock().stats
+    }
+
+    /// True when `key` is cached or being loaded.
+    pub fn contains(&self, key: &K) -> bool {
+        let inner = self.lock();
+        inner.lru.contains(key) || inner.inflight.contains_key(key)
+    }
+
+    /// The value of `key`: cached, from a load already under way, or by running `load`. Errors
+    /// are not kept; a panic inside `load` becomes the error `panicked()` for every waiter.
+    pub fn get_or_load(
+        &self,
+        key: K,
+        panicked: impl FnOnce() -> String,
+        load: impl FnOnce() -> Outcome<V>,
+    ) -> Outcome<V> {
+        let flight = {
+            let mut inner = self.lock();
+            if let Some(value) = inner.lru.get(&key) {
+                let value = value.clone();
+                inner.stats.hits += 1;
+                return Ok(value);
+            }
+            if let Some(flight) = inner.inflight.get(&key) {
+                let flight = flight.clone();
+                inner.stats.hits += 1;
+                drop(inner);
+                return wait(&flight);
+            }
+            let flight = Arc::new(Flight {
+                outcome: Mutex::new(None),
+                done: Condvar::new(),
+            });
+            inner.inflight.insert(key.clone(), flight.clone());
+            inner.stats.loads += 1;
+            flight
+        };
+
+        let outcome = catch_unwind(AssertUnwindSafe(load))
+            .unwrap_or_else(|_| Err(ChunkError::new(panicked())));
+
+        {
+            let mut inner = self.lock();
+            inner.inflight.remove(&key);
+            if let Ok(value) = &outcome {
+                let cost = (self.charge)(value);
+                if cost <= self.budget {
+                    inner.stats.used += cost;
+                    if let Some(old) = inner.lru.put(key, value.clone()) {
+                        inner.stats.used -= (self.charge)(&old);
+                    }
+                    while inner.stats.used > self.budget {
+                        match inner.lru.pop_lru() {
+                            Some((_, old)) => inner.stats.used -= (self.charge)(&old),
+                            None => break,
+                        }
+                    }
+                }
+            }
+        }
+        *flight.outcome.lock().unwrap_or_else(|p| p.into_inner()) = Some(outcome.clone());
+        flight.done.notify_all();
+        outcome
+    }
+}
+
+fn wait<V: Clone>(flight: &Flight<V>) -> Outcome<V> {
+    let mut outcome = flight.outcome.lock().unwrap_or_else(|p| p.into_inner());
+    loop {
+        if let Some(o) = outcome.as_ref() {
+            return o.clone();
+        }
+        outcome = flight.done.wait(outcome).unwrap_or_else(|p| p.into_inner());
+    }
+}
