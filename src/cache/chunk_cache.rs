@@ -1,7 +1,8 @@
 //! The LRU of decoded chunks with single-flight loading.
 
 use super::flight_lru::{CacheStats, FlightLru};
-use super::{ChunkData, ChunkError};
+use super::{BufferPool, ChunkData, ChunkError};
+use std::sync::Arc;
 
 /// Bytes charged per cached entry on top of its data (bookkeeping, absent-chunk markers).
 const ENTRY_OVERHEAD: u64 = 96;
@@ -17,8 +18,16 @@ pub struct ChunkId {
 
 type Outcome = Result<ChunkData, ChunkError>;
 
-/// Decoded chunks bounded by a byte budget.
-pub struct ChunkCache(FlightLru<ChunkId, ChunkData>);
+/// Spare buffers kept for decoding: at most this fraction of the cache budget...
+const POOL_FRACTION: u64 = 8;
+/// ...and at most this many bytes.
+const POOL_MAX: u64 = 64 << 20;
+
+/// Decoded chunks bounded by a byte budget, with the buffers of evicted chunks kept for reuse.
+pub struct ChunkCache {
+    lru: FlightLru<ChunkId, ChunkData>,
+    pool: Arc<BufferPool>,
+}
 
 fn charge(data: &ChunkData) -> u64 {
     ENTRY_OVERHEAD + data.as_ref().map_or(0, |d| d.len() as u64)
@@ -27,28 +36,43 @@ fn charge(data: &ChunkData) -> u64 {
 impl ChunkCache {
     /// A cache holding at most `budget` bytes of decoded chunks.
     pub fn new(budget: u64) -> Self {
-        ChunkCache(FlightLru::new(budget, charge))
+        let pool = Arc::new(BufferPool::new(
+            (budget / POOL_FRACTION).min(POOL_MAX) as usize
+        ));
+        let spare = pool.clone();
+        let lru = FlightLru::new(budget, charge).on_evict(move |data: ChunkData| {
+            // Only a buffer no reader still holds can be reused.
+            if let Some(buf) = data.and_then(|d| Arc::try_unwrap(d).ok()) {
+                spare.give(buf);
+            }
+        });
+        ChunkCache { lru, pool }
+    }
+
+    /// Spare buffers for decoding into.
+    pub fn pool(&self) -> &BufferPool {
+        &self.pool
     }
 
     /// The byte budget.
     pub fn budget(&self) -> u64 {
-        self.0.budget()
+        self.lru.budget()
     }
 
     /// Current counters.
     pub fn stats(&self) -> CacheStats {
-        self.0.stats()
+        self.lru.stats()
     }
 
     /// True when the chunk is cached or being loaded (prefetch uses this to skip work).
     pub fn contains(&self, id: ChunkId) -> bool {
-        self.0.contains(&id)
+        self.lru.contains(&id)
     }
 
     /// The chunk `id`, from the cache, from a load already under way, or by running `load`.
     /// A panic inside `load` becomes an error for every waiting reader.
     pub fn get_or_load(&self, id: ChunkId, load: impl FnOnce() -> Outcome) -> Outcome {
-        self.0
+        self.lru
             .get_or_load(id, || format!("chunk {}: decoder panicked", id.index), load)
     }
 }

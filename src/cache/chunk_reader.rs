@@ -2,7 +2,7 @@
 //! inner chunk of a shard.
 
 use super::shard_reader::ShardReader;
-use super::{ChunkData, ChunkError};
+use super::{BufferPool, ChunkData, ChunkError};
 use crate::codec::{Pipeline, ShardedArray};
 use crate::meta::{ArrayMeta, MAX_CHUNK_BYTES};
 use crate::store::Store;
@@ -81,7 +81,7 @@ impl ChunkReader {
     /// Fetches and decodes the read chunk at grid index `idx` (in the grid of
     /// [`ChunkReader::read_chunk_shape`]): exactly that shape's size in bytes, or `Ok(None)` when
     /// the store has none (it reads as the fill value).
-    pub fn load(&self, idx: &[u64]) -> Result<ChunkData, ChunkError> {
+    pub fn load(&self, idx: &[u64], pool: &BufferPool) -> Result<ChunkData, ChunkError> {
         let pipeline = match &self.decoder {
             Decoder::Whole(pipeline) => pipeline,
             Decoder::Sharded(shards) => {
@@ -96,8 +96,18 @@ impl ChunkReader {
         let Some(encoded) = self.store.get(&key).map_err(|e| fail(e.to_string()))? else {
             return Ok(None);
         };
-        let decoded = pipeline.decode(&encoded).map_err(|e| fail(e.to_string()))?;
-        Ok(Some(Arc::new(decoded)))
+        if self.meta.dtype.is_variable() {
+            let decoded = pipeline.decode(&encoded).map_err(|e| fail(e.to_string()))?;
+            return Ok(Some(Arc::new(decoded)));
+        }
+        let mut buf = pool.take(pipeline.decoded_len());
+        match pipeline.decode_into(&encoded, &mut buf) {
+            Ok(()) => Ok(Some(Arc::new(buf))),
+            Err(e) => {
+                pool.give(buf);
+                Err(fail(e.to_string()))
+            }
+        }
     }
 
     /// Decodes the stored chunk at `idx` straight into `out` (exactly one decoded chunk), with no

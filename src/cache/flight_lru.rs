@@ -33,10 +33,14 @@ struct Inner<K, V> {
     stats: CacheStats,
 }
 
+/// Called with each value the LRU evicts.
+type Evicted<V> = Box<dyn Fn(V) + Send + Sync>;
+
 /// Values bounded by a byte budget; `charge` says what one value costs.
 pub struct FlightLru<K: Hash + Eq, V> {
     budget: u64,
     charge: fn(&V) -> u64,
+    evicted: Option<Evicted<V>>,
     inner: Mutex<Inner<K, V>>,
 }
 
@@ -46,12 +50,19 @@ impl<K: Hash + Eq + Clone, V: Clone> FlightLru<K, V> {
         FlightLru {
             budget,
             charge,
+            evicted: None,
             inner: Mutex::new(Inner {
                 lru: LruCache::unbounded(),
                 inflight: HashMap::new(),
                 stats: CacheStats::default(),
             }),
         }
+    }
+
+    /// Hands every evicted value to `f` (outside the lock).
+    pub fn on_evict(mut self, f: impl Fn(V) + Send + Sync + 'static) -> Self {
+        self.evicted = Some(Box::new(f));
+        self
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner<K, V>> {
@@ -107,6 +118,7 @@ impl<K: Hash + Eq + Clone, V: Clone> FlightLru<K, V> {
         let outcome = catch_unwind(AssertUnwindSafe(load))
             .unwrap_or_else(|_| Err(ChunkError::new(panicked())));
 
+        let mut gone = Vec::new();
         {
             let mut inner = self.lock();
             inner.inflight.remove(&key);
@@ -116,15 +128,22 @@ impl<K: Hash + Eq + Clone, V: Clone> FlightLru<K, V> {
                     inner.stats.used += cost;
                     if let Some(old) = inner.lru.put(key, value.clone()) {
                         inner.stats.used -= (self.charge)(&old);
+                        gone.push(old);
                     }
                     while inner.stats.used > self.budget {
                         match inner.lru.pop_lru() {
-                            Some((_, old)) => inner.stats.used -= (self.charge)(&old),
+                            Some((_, old)) => {
+                                inner.stats.used -= (self.charge)(&old);
+                                gone.push(old);
+                            }
                             None => break,
                         }
                     }
                 }
             }
+        }
+        if let Some(f) = &self.evicted {
+            gone.into_iter().for_each(f);
         }
         *flight.outcome.lock().unwrap_or_else(|p| p.into_inner()) = Some(outcome.clone());
         flight.done.notify_all();

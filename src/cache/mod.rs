@@ -1,6 +1,7 @@
 //! Decoded chunks: one LRU shared by every reader, bounded in bytes, loading each chunk once
 //! however many readers want it at the same time.
 
+mod buffer_pool;
 mod chunk_cache;
 mod chunk_reader;
 mod flight_lru;
@@ -8,6 +9,7 @@ mod prefetch;
 mod shard_index;
 mod shard_reader;
 
+pub use buffer_pool::BufferPool;
 pub use chunk_cache::{ChunkCache, ChunkId};
 pub use chunk_reader::ChunkReader;
 pub use flight_lru::CacheStats;

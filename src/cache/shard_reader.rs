@@ -95,7 +95,7 @@ fn read_exact(store: &dyn Store, key: &str, start: u64, len: u64) -> Result<Vec<
 
 #[cfg(test)]
 mod tests {
-    use crate::cache::ChunkReader;
+    use crate::cache::{BufferPool, ChunkReader};
     use crate::codec::sharding_testutil::{index, index_len, shard, spec};
     use crate::meta::{ArrayMeta, ChunkKeys, DataType, KeyStyle};
     use crate::store::{Entry, MemoryStore, ObjectMeta, Store, StoreError};
@@ -196,20 +196,27 @@ mod tests {
             assert_eq!(reader.read_chunk_shape(), &[2, 3]);
             let size = (index_len(4) + 4 * 12) as u64;
             let (index_at, data_at) = if at_start { (0, 68) } else { (size - 68, 0) };
-            let data = reader.load(&[0, 1]).unwrap().unwrap();
+            let data = reader.load(&[0, 1], &BufferPool::new(0)).unwrap().unwrap();
             assert_eq!(*data, inner_chunk(0, 1));
             let key = "arr/c/0/0".to_string();
             assert_eq!(
                 store.take(),
                 vec![(key.clone(), index_at, 68), (key.clone(), data_at + 12, 12)]
             );
-            assert_eq!(*reader.load(&[1, 0]).unwrap().unwrap(), inner_chunk(1, 0));
+            assert_eq!(
+                *reader.load(&[1, 0], &BufferPool::new(0)).unwrap().unwrap(),
+                inner_chunk(1, 0)
+            );
             assert_eq!(
                 store.take(),
                 vec![(key, data_at + 24, 12)],
                 "the index is cached"
             );
-            assert_eq!(reader.load(&[3, 1]), Ok(None), "absent shard");
+            assert_eq!(
+                reader.load(&[3, 1], &BufferPool::new(0)),
+                Ok(None),
+                "absent shard"
+            );
             assert!(store.take().is_empty());
         }
     }
@@ -219,8 +226,11 @@ mod tests {
         let mut chunks = full_shard();
         chunks[2] = None;
         let (reader, _) = reader(&chunks, false, |s| s);
-        assert_eq!(reader.load(&[1, 0]), Ok(None));
-        assert_eq!(*reader.load(&[1, 1]).unwrap().unwrap(), inner_chunk(1, 1));
+        assert_eq!(reader.load(&[1, 0], &BufferPool::new(0)), Ok(None));
+        assert_eq!(
+            *reader.load(&[1, 1], &BufferPool::new(0)).unwrap().unwrap(),
+            inner_chunk(1, 1)
+        );
     }
 
     #[test]
@@ -246,7 +256,10 @@ mod tests {
         ];
         for (expected, damage) in cases {
             let (reader, _) = reader(&full_shard(), false, damage);
-            let err = reader.load(&[0, 1]).unwrap_err().to_string();
+            let err = reader
+                .load(&[0, 1], &BufferPool::new(0))
+                .unwrap_err()
+                .to_string();
             assert!(err.starts_with("arr: shard arr/c/0/0: "), "{err}");
             assert!(err.contains(expected), "{err}");
         }

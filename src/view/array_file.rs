@@ -64,9 +64,10 @@ impl ArrayFile {
         self.header.len() as u64
     }
 
-    /// Decoded size of one read chunk, in bytes.
-    pub fn chunk_bytes(&self) -> u64 {
-        self.layout.chunk_len() * self.elem_size
+    /// How far ahead of a sequential reader to decode, in bytes of `A`: two bands of chunks
+    /// (see [`Layout::band_len`]) and at least four chunks.
+    pub fn read_ahead_bytes(&self) -> u64 {
+        (2 * self.layout.band_len()).max(4 * self.layout.chunk_len()) * self.elem_size
     }
 
     /// Ok when the data can be read; else logs why and fails with EIO.
@@ -213,7 +214,9 @@ impl ArrayFile {
             index: chunk,
         };
         cache
-            .get_or_load(id, || reader.load(&self.layout.chunk_coords(chunk)))
+            .get_or_load(id, || {
+                reader.load(&self.layout.chunk_coords(chunk), cache.pool())
+            })
             .map_err(|e| {
                 log::error!("{e}");
                 ViewError::Io
@@ -277,7 +280,9 @@ impl ArrayFile {
             pool.submit(Job {
                 id,
                 run: Box::new(move || {
-                    let _ = cache.get_or_load(id, || reader.load(&layout.chunk_coords(chunk)));
+                    let _ = cache.get_or_load(id, || {
+                        reader.load(&layout.chunk_coords(chunk), cache.pool())
+                    });
                 }),
             });
         }

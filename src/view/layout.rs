@@ -62,6 +62,15 @@ impl Layout {
         self.chunk_shape.iter().product()
     }
 
+    /// Elements of the array covered by one layer of chunks along the first axis: a reader going
+    /// through the file in order needs all chunks of such a band at once.
+    pub fn band_len(&self) -> u64 {
+        match self.chunk_shape.first() {
+            None => 1,
+            Some(&c) => c.min(self.shape[0]) * self.shape[1..].iter().product::<u64>(),
+        }
+    }
+
     /// The chunk grid: chunks along each axis.
     pub fn grid(&self) -> &[u64] {
         &self.grid

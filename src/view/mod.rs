@@ -342,7 +342,7 @@ impl View {
         if fh == 0 {
             return;
         }
-        let window = (4 * array.chunk_bytes()).clamp(
+        let window = array.read_ahead_bytes().clamp(
             MIN_PREFETCH_WINDOW,
             (self.cache.budget() / 4).max(MIN_PREFETCH_WINDOW),
         );

@@ -77,7 +77,10 @@ impl VlenFile {
             index: chunk,
         };
         cache
-            .get_or_load(id, || self.reader.load(&self.layout.chunk_coords(chunk)))
+            .get_or_load(id, || {
+                self.reader
+                    .load(&self.layout.chunk_coords(chunk), cache.pool())
+            })
             .map_err(|e| {
                 log::error!("{e}");
                 ViewError::Io
