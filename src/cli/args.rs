@@ -44,6 +44,10 @@ pub struct Options {
     /// Byte budget of the decoded-chunk cache (e.g. 512M, 2G).
     #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = super::size::parse_size)]
     pub cache_size: u64,
+    /// Kernel readahead of the mount (the mount's read_ahead_kb): large for fast sequential
+    /// reads; 128K suits random access through mmap better.
+    #[arg(long, value_name = "SIZE", default_value = "1M", value_parser = super::size::parse_size)]
+    pub read_ahead: u64,
     /// Threads answering kernel requests [default: twice the number of cores, at least 4].
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,

@@ -99,7 +99,7 @@ fn mount(p: Prepared) -> Result<Mounted, String> {
         let _ = unmounter.unmount();
         return Err(e);
     }
-    set_read_ahead(&p.mountpoint);
+    set_read_ahead(&p.mountpoint, p.options.read_ahead);
     let pid_file = super::pidfile::PidFile::create(&p.mountpoint);
     Ok(Mounted {
         unmounter,
@@ -130,9 +130,9 @@ fn wait_until_mounted(mountpoint: &Path) -> Result<(), String> {
     }
 }
 
-/// Sets the mount's `read_ahead_kb` to the readahead the filesystem asked the kernel for, so
-/// sequential reads arrive in large requests (the kernel's default is 128 KiB). Needs root.
-fn set_read_ahead(mountpoint: &Path) {
+/// Sets the mount's `read_ahead_kb` (the kernel's default is 128 KiB): with a larger one,
+/// sequential reads arrive in large requests. Needs root.
+fn set_read_ahead(mountpoint: &Path, bytes: u64) {
     use std::os::unix::fs::MetadataExt;
     let Ok(meta) = std::fs::metadata(mountpoint) else {
         return;
@@ -140,7 +140,7 @@ fn set_read_ahead(mountpoint: &Path) {
     let dev = meta.dev();
     let (major, minor) = (libc::major(dev), libc::minor(dev));
     let knob = format!("/sys/class/bdi/{major}:{minor}/read_ahead_kb");
-    let kb = crate::fuse::MAX_READAHEAD / 1024;
+    let kb = bytes / 1024;
     match std::fs::write(&knob, kb.to_string()) {
         Ok(()) => log::debug!("{knob} = {kb}"),
         Err(e) => log::info!(

@@ -7,6 +7,8 @@
 const SEQUENTIAL_SLACK: u64 = 4 << 20;
 /// Consecutive confirmations before a pattern is trusted.
 const CONFIRM: u32 = 2;
+/// The look-ahead of a first read, as a fraction of the full window.
+const FIRST_READ_FRACTION: u64 = 4;
 
 /// What one open file has been doing.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -38,6 +40,12 @@ impl Stream {
     /// Records a read of `len` bytes at `offset`; predicts what comes next within `window` bytes.
     pub fn record(&mut self, offset: u64, len: u64, window: u64) -> Prediction {
         let end = offset.saturating_add(len);
+        if self.last_offset.is_none() {
+            // A first read is most often the start of a sequential one: look a little ahead.
+            self.last_offset = Some(offset);
+            self.last_end = end;
+            return Prediction::Range(end, end.saturating_add(window / FIRST_READ_FRACTION));
+        }
         let sequential = self.last_offset.is_some()
             && offset.abs_diff(self.last_end) <= SEQUENTIAL_SLACK
             && offset + SEQUENTIAL_SLACK >= self.last_end;
@@ -84,7 +92,10 @@ mod tests {
     #[test]
     fn sequential_reads_predict_the_next_window() {
         let mut s = Stream::default();
-        assert_eq!(s.record(0, 1 << 20, 8 << 20), Prediction::None);
+        assert_eq!(
+            s.record(0, 1 << 20, 8 << 20),
+            Prediction::Range(1 << 20, 3 << 20)
+        );
         assert_eq!(s.record(1 << 20, 1 << 20, 8 << 20), Prediction::None);
         assert_eq!(
             s.record(2 << 20, 1 << 20, 8 << 20),
@@ -105,13 +116,13 @@ mod tests {
     fn constant_strides_predict_the_next_reads() {
         let mut s = Stream::default();
         let row = 100 << 20;
-        for k in 0..3 {
+        for k in 0..4 {
             s.record(k * row + 40, 4096, 64 << 10);
         }
         assert_eq!(
-            s.record(3 * row + 40, 4096, 64 << 10),
+            s.record(4 * row + 40, 4096, 64 << 10),
             Prediction::Strided {
-                start: 4 * row + 40,
+                start: 5 * row + 40,
                 stride: row,
                 len: 4096,
                 count: 16
@@ -122,6 +133,7 @@ mod tests {
     #[test]
     fn random_reads_predict_nothing() {
         let mut s = Stream::default();
+        s.record(1 << 30, 4096, 8 << 20);
         for off in [900u64 << 20, 3 << 20, 700 << 20, 11 << 20, 400 << 20] {
             assert_eq!(s.record(off, 4096, 8 << 20), Prediction::None);
         }
