@@ -64,6 +64,12 @@ impl ArrayFile {
         self.header.len() as u64
     }
 
+    /// Where the band of chunks holding byte `offset` of `A` ends (see [`Layout::band_len`]).
+    pub fn band_end(&self, offset: u64) -> u64 {
+        let band = self.layout.band_len().max(1) * self.elem_size;
+        (offset / band + 1).saturating_mul(band)
+    }
+
     /// How far ahead of a sequential reader to decode, in bytes of `A`: two bands of chunks
     /// (see [`Layout::band_len`]) and at least four chunks.
     pub fn read_ahead_bytes(&self) -> u64 {

@@ -347,7 +347,7 @@ impl View {
             (self.cache.budget() / 4).max(MIN_PREFETCH_WINDOW),
         );
         let prediction = match self.lock_streams().get_mut(&fh) {
-            Some(stream) => stream.record(offset, len, window),
+            Some(stream) => stream.record(offset, len, window, array.band_end(offset)),
             None => return,
         };
         array.prefetch(pool, &self.cache, &array.chunks_for(&prediction));

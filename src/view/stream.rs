@@ -38,13 +38,21 @@ pub enum Prediction {
 
 impl Stream {
     /// Records a read of `len` bytes at `offset`; predicts what comes next within `window` bytes.
-    pub fn record(&mut self, offset: u64, len: u64, window: u64) -> Prediction {
+    /// A first read only looks ahead up to `first_limit` (the end of the chunks it touches), so a
+    /// reader of one frame does not pay for decoding the next.
+    pub fn record(&mut self, offset: u64, len: u64, window: u64, first_limit: u64) -> Prediction {
         let end = offset.saturating_add(len);
         if self.last_offset.is_none() {
-            // A first read is most often the start of a sequential one: look a little ahead.
             self.last_offset = Some(offset);
             self.last_end = end;
-            return Prediction::Range(end, end.saturating_add(window / FIRST_READ_FRACTION));
+            let ahead = end
+                .saturating_add(window / FIRST_READ_FRACTION)
+                .min(first_limit);
+            return if ahead > end {
+                Prediction::Range(end, ahead)
+            } else {
+                Prediction::None
+            };
         }
         let sequential = self.last_offset.is_some()
             && offset.abs_diff(self.last_end) <= SEQUENTIAL_SLACK
@@ -93,21 +101,24 @@ mod tests {
     fn sequential_reads_predict_the_next_window() {
         let mut s = Stream::default();
         assert_eq!(
-            s.record(0, 1 << 20, 8 << 20),
+            s.record(0, 1 << 20, 8 << 20, u64::MAX),
             Prediction::Range(1 << 20, 3 << 20)
         );
-        assert_eq!(s.record(1 << 20, 1 << 20, 8 << 20), Prediction::None);
         assert_eq!(
-            s.record(2 << 20, 1 << 20, 8 << 20),
+            s.record(1 << 20, 1 << 20, 8 << 20, u64::MAX),
+            Prediction::None
+        );
+        assert_eq!(
+            s.record(2 << 20, 1 << 20, 8 << 20, u64::MAX),
             Prediction::Range(3 << 20, 11 << 20)
         );
         // Out-of-order readahead requests keep it sequential.
         assert_eq!(
-            s.record(5 << 20, 1 << 20, 8 << 20),
+            s.record(5 << 20, 1 << 20, 8 << 20, u64::MAX),
             Prediction::Range(6 << 20, 14 << 20)
         );
         assert!(matches!(
-            s.record(4 << 20, 1 << 20, 8 << 20),
+            s.record(4 << 20, 1 << 20, 8 << 20, u64::MAX),
             Prediction::Range(..)
         ));
     }
@@ -117,10 +128,10 @@ mod tests {
         let mut s = Stream::default();
         let row = 100 << 20;
         for k in 0..4 {
-            s.record(k * row + 40, 4096, 64 << 10);
+            s.record(k * row + 40, 4096, 64 << 10, u64::MAX);
         }
         assert_eq!(
-            s.record(4 * row + 40, 4096, 64 << 10),
+            s.record(4 * row + 40, 4096, 64 << 10, u64::MAX),
             Prediction::Strided {
                 start: 5 * row + 40,
                 stride: row,
@@ -133,9 +144,9 @@ mod tests {
     #[test]
     fn random_reads_predict_nothing() {
         let mut s = Stream::default();
-        s.record(1 << 30, 4096, 8 << 20);
+        s.record(1 << 30, 4096, 8 << 20, u64::MAX);
         for off in [900u64 << 20, 3 << 20, 700 << 20, 11 << 20, 400 << 20] {
-            assert_eq!(s.record(off, 4096, 8 << 20), Prediction::None);
+            assert_eq!(s.record(off, 4096, 8 << 20, u64::MAX), Prediction::None);
         }
     }
 }
