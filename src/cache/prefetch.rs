@@ -44,11 +44,6 @@ impl Prefetcher {
             Err(TrySendError::Disconnected(_)) => log::debug!("prefetch workers are gone"),
         }
     }
-
-    /// The cache the workers fill.
-    pub fn cache(&self) -> &ChunkCache {
-        &self.cache
-    }
 }
 
 fn worker(jobs: &Mutex<Receiver<Job>>) {

@@ -2,14 +2,12 @@
 
 use super::{check_key, Entry, EntryKind, ObjectMeta, Store, StoreError};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
-/// Keys and values in a sorted map. Counts the reads it serves, so tests can check access patterns.
+/// Keys and values in a sorted map.
 #[derive(Default)]
 pub struct MemoryStore {
     items: BTreeMap<String, Vec<u8>>,
-    reads: AtomicU64,
 }
 
 impl MemoryStore {
@@ -22,21 +20,12 @@ impl MemoryStore {
     pub fn insert(&mut self, key: impl Into<String>, value: impl Into<Vec<u8>>) {
         self.items.insert(key.into(), value.into());
     }
-
-    /// How many `get`/`get_range` calls found a value so far.
-    pub fn reads(&self) -> u64 {
-        self.reads.load(Ordering::Relaxed)
-    }
 }
 
 impl Store for MemoryStore {
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
         check_key(key)?;
-        let v = self.items.get(key).cloned();
-        if v.is_some() {
-            self.reads.fetch_add(1, Ordering::Relaxed);
-        }
-        Ok(v)
+        Ok(self.items.get(key).cloned())
     }
 
     fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError> {

@@ -71,11 +71,6 @@ impl Layout {
         }
     }
 
-    /// The chunk grid: chunks along each axis.
-    pub fn grid(&self) -> &[u64] {
-        &self.grid
-    }
-
     /// The grid index of the chunk with linear index `chunk`.
     pub fn chunk_coords(&self, mut chunk: u64) -> Vec<u64> {
         let mut idx = vec![0; self.grid.len()];

@@ -152,11 +152,6 @@ impl View {
         &self.cache
     }
 
-    /// The arrays of the view, in inode order.
-    pub fn arrays(&self) -> &[ArrayFile] {
-        &self.arrays
-    }
-
     /// Number of inodes.
     pub fn len(&self) -> usize {
         self.inodes.len()
