@@ -1,0 +1,528 @@
+#!/usr/bin/env bash
+# zarrfs benchmark: makes its own datasets with zarr-python 3, measures zarrfs against zarr-python
+# and against plain page-cache reads in one run, prints a table of ratios and writes BENCHMARKS.md.
+#
+#   scripts/bench.sh            full run (~256 MiB per compressed array, under ~10 minutes)
+#   scripts/bench.sh --quick    small sizes, one minute, for smoke testing
+#
+# Run as root (it mounts, and drops the kernel page cache with /proc/sys/vm/drop_caches).
+#
+# Environment:
+#   ZARRFS_BIN      zarrfs binary to test (default: cargo build --release, then target/release/zarrfs)
+#   ZARRFS_COMMIT   what the report names as the binary's source (default: the repository's HEAD)
+#   BENCH_DIR       work directory for datasets, mounts and logs (default /tmp/zarrfs-bench)
+#   BENCH_SIZE_MIB  decoded size of each compressed array in MiB (default 256; --quick: 32)
+#   BENCH_REPS      repetitions per measurement, the best counts (default 5; --quick: 2)
+#   BENCH_TIMEOUT   seconds any single step may take before it is killed (default 300)
+#   PYTHON          interpreter with zarr 3, numcodecs and numpy (default python3)
+#
+# Options: --quick, --output FILE (default: BENCHMARKS.md at the repository root for a full run,
+# $BENCH_DIR/run/BENCHMARKS.md for --quick), --only SECTIONS (comma list of
+# full,frame,column,random,parallel,meta,rss; for debugging), -h.
+set -euo pipefail
+export LC_ALL=C
+
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
+
+QUICK=0
+OUTPUT=""
+ONLY="full,frame,column,random,parallel,meta,rss"
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --quick) QUICK=1 ;;
+        --output) OUTPUT=$2; shift ;;
+        --output=*) OUTPUT=${1#*=} ;;
+        --only) ONLY=$2; shift ;;
+        --only=*) ONLY=${1#*=} ;;
+        -h|--help) usage; exit 0 ;;
+        *) echo "bench.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
+    esac
+    shift
+done
+
+SCRIPTS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(dirname "$SCRIPTS")
+BENCH_DIR=${BENCH_DIR:-/tmp/zarrfs-bench}
+PYTHON=${PYTHON:-python3}
+TMO=${BENCH_TIMEOUT:-300}
+if [ "$QUICK" = 1 ]; then
+    SIZE_MIB=${BENCH_SIZE_MIB:-32}
+    REPS=${BENCH_REPS:-2}
+    TREE_GROUPS=20; TREE_ARRAYS=50
+    RAND_SECS=1; RAND_MAX=200000
+else
+    SIZE_MIB=${BENCH_SIZE_MIB:-256}
+    REPS=${BENCH_REPS:-5}
+    TREE_GROUPS=100; TREE_ARRAYS=100
+    RAND_SECS=3; RAND_MAX=2000000
+fi
+[ -n "$OUTPUT" ] || { if [ "$QUICK" = 1 ]; then OUTPUT=$BENCH_DIR/run/BENCHMARKS.md; else OUTPUT=$REPO/BENCHMARKS.md; fi; }
+
+log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+[ "$(id -u)" = 0 ] || die "run as root (mounting, /proc/sys/vm/drop_caches)"
+[ -e /dev/fuse ] || die "/dev/fuse is missing"
+for tool in dd cmp find timeout mountpoint cc awk; do
+    command -v "$tool" >/dev/null || die "$tool is missing"
+done
+"$PYTHON" -c 'import zarr, numcodecs, numpy; assert int(zarr.__version__.split(".")[0]) >= 3' 2>/dev/null \
+    || die "$PYTHON needs zarr>=3, numcodecs and numpy"
+
+# ---------------------------------------------------------------------------------------------
+# The binary.
+BIN_GIVEN=1
+if [ -z "${ZARRFS_BIN:-}" ]; then
+    BIN_GIVEN=0
+    log "building zarrfs (cargo build --release)"
+    (cd "$REPO" && cargo build --release --quiet) || die "cargo build failed"
+    ZARRFS_BIN=${CARGO_TARGET_DIR:-$REPO/target}/release/zarrfs
+fi
+[ -x "$ZARRFS_BIN" ] || die "no zarrfs binary at $ZARRFS_BIN"
+ZARRFS_BIN=$(cd "$(dirname "$ZARRFS_BIN")" && pwd)/$(basename "$ZARRFS_BIN")
+
+# ---------------------------------------------------------------------------------------------
+# Work directory, bookkeeping, cleanup.
+RUN=$BENCH_DIR/run
+MNTROOT=$BENCH_DIR/mnt
+mkdir -p "$BENCH_DIR" "$MNTROOT"
+
+# Unmount whatever an earlier, interrupted run left under $MNTROOT.
+stale_mounts() { awk -v r="$MNTROOT/" 'index($2, r) == 1 { print $2 }' /proc/self/mounts; }
+
+# Processes whose command line has MNT as one whole argument: the daemon serving MNT. (The
+# pattern is passed through a file so that grep does not find itself.)
+daemons_of() { grep -lxzsF -f <(printf '%s\n' "$1") /proc/[0-9]*/cmdline 2>/dev/null || true; }
+
+# Unmounts MNT [default $MNT], waits for its daemon to exit and removes the directory. Waiting
+# matters: a zarrfs daemon that exits after `zarrfs unmount` unmounts its mount point path once
+# more on the way out, which takes down a new mount made on the same path in the meantime. Every
+# mount here gets a fresh directory, and the next one starts only when the last daemon is gone.
+unmount_fs() {
+    local mnt=${1:-$MNT} i
+    if grep -qs " $mnt " /proc/self/mounts; then
+        if ! timeout -k 5 30 "$ZARRFS_BIN" unmount "$mnt" >>"$RUN/unmount.log" 2>&1; then
+            log "zarrfs unmount $mnt failed; trying umount"
+            if ! timeout -k 5 15 umount "$mnt" 2>/dev/null; then
+                # A daemon that does not answer: abort its FUSE connection, detach lazily.
+                local dev
+                dev=$(awk -v m="$mnt" '$5 == m { print $3 }' /proc/self/mountinfo | head -n1)
+                if [ -n "$dev" ] && [ -e "/sys/fs/fuse/connections/${dev#*:}/abort" ]; then
+                    echo 1 > "/sys/fs/fuse/connections/${dev#*:}/abort" || true
+                fi
+                umount -l "$mnt" 2>/dev/null || true
+            fi
+        fi
+    fi
+    for i in $(seq 1500); do
+        [ -z "$(daemons_of "$mnt")" ] && break
+        [ "$i" = 100 ] && log "waiting for the daemon of $mnt to exit"
+        sleep 0.02
+    done
+    [ -z "$(daemons_of "$mnt")" ] || log "the daemon of $mnt is still running 30 s after unmounting"
+    rmdir "$mnt" 2>/dev/null || true
+}
+
+SHM_RAW=/dev/shm/zarrfs-bench-raw.$$.bin
+cleanup() {
+    local m pid
+    set +e
+    rm -f "$SHM_RAW"
+    for m in $(stale_mounts); do unmount_fs "$m"; done
+    if [ -f "$RUN/pids" ]; then
+        while read -r pid; do
+            kill -0 "$pid" 2>/dev/null && kill "$pid" 2>/dev/null
+        done < "$RUN/pids"
+        : > "$RUN/pids"
+    fi
+}
+trap cleanup EXIT
+trap 'log "interrupted"; exit 130' INT TERM
+
+for m in $(stale_mounts); do unmount_fs "$m"; done
+rmdir "$MNTROOT"/* 2>/dev/null || true
+rm -rf "$RUN"
+mkdir -p "$RUN"
+RESULTS=$RUN/results.tsv
+: > "$RESULTS"
+: > "$RUN/pids"
+
+rec() { printf '%s\t%s\n' "$1" "$2" >> "$RESULTS"; }
+since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.6f", b - a }'; }
+py() { timeout -k 5 "$TMO" "$PYTHON" "$@"; }
+jget() { "$PYTHON" -c 'import json,sys; print(json.loads(sys.stdin.read().strip().splitlines()[-1])[sys.argv[1]])' "$1"; }
+
+drop_caches() { sync; echo 3 > /proc/sys/vm/drop_caches; }
+# CPU seconds (user + system) used so far by the daemon serving $MNT.
+daemon_cpu() {
+    local f
+    f=$(daemons_of "$MNT" | head -n1)
+    [ -n "$f" ] || { echo 0; return; }
+    awk -v hz="$(getconf CLK_TCK)" '{ print ($14 + $15) / hz }' "${f%/cmdline}/stat"
+}
+# Reads files (or whole directories) so that they sit in the page cache.
+warm() { find "$@" -type f -exec cat {} + > /dev/null; }
+# The state every cold measurement starts from: page cache dropped, then the store's compressed
+# chunk files read back so that both sides decode from memory.
+cold_prep() { drop_caches; warm "$@"; }
+
+MOUNT_SEQ=0
+new_mnt() { # sets MNT to a fresh, empty directory
+    MOUNT_SEQ=$((MOUNT_SEQ + 1))
+    MNT=$MNTROOT/${SECTION:-x}.$BASHPID.$MOUNT_SEQ
+    mkdir -p "$MNT"
+}
+
+mount_fs() { # STORE [zarrfs options...]: daemon mode on a fresh $MNT, returns once mounted
+    local store=$1
+    shift
+    new_mnt
+    timeout -k 5 60 "$ZARRFS_BIN" "$@" --log-file "$RUN/zarrfs.log" "$store" "$MNT" \
+        || die "mounting $store on $MNT failed (log: $RUN/zarrfs.log)"
+}
+
+mount_fg() { # STORE [options...]: foreground daemon in the background on a fresh $MNT, sets FG_PID
+    local store=$1 mnt i
+    shift
+    new_mnt
+    mnt=$MNT
+    "$ZARRFS_BIN" -f "$@" "$store" "$mnt" >>"$RUN/zarrfs-fg.log" 2>&1 &
+    FG_PID=$!
+    echo "$FG_PID" >> "$RUN/pids"
+    for i in $(seq 3000); do
+        grep -qs " $mnt " /proc/self/mounts && return 0
+        kill -0 "$FG_PID" 2>/dev/null || die "zarrfs -f exited before mounting (log: $RUN/zarrfs-fg.log)"
+        sleep 0.01
+    done
+    die "zarrfs -f did not mount $mnt within 30 s"
+}
+
+# dd's own elapsed seconds for reading FILE [SKIP_MIB COUNT_MIB] with bs=1M.
+dd_secs() {
+    local out
+    out=$(timeout -k 5 "$TMO" dd if="$1" of=/dev/null bs=1M ${2:+skip=$2} ${3:+count=$3} 2>&1) \
+        || { log "dd $1 failed: $out"; return 1; }
+    awk '/copied/ { print $(NF-3) }' <<<"$out"
+}
+
+# Runs a section in a subshell with errexit; a failure is recorded and the run goes on.
+section() {
+    local name=$1 rc
+    case ",$ONLY," in *",$name,"*) ;; *) return 0 ;; esac
+    log "== $name"
+    SECTION=$name
+    set +e
+    ( set -e; "section_$name" )
+    rc=$?
+    set -e
+    if [ $rc != 0 ]; then
+        log "section $name failed (exit $rc); see $RUN/*.log"
+        rec "error.$name" "\"section failed with exit status $rc\""
+    fi
+    cleanup
+    set -e
+}
+
+# ---------------------------------------------------------------------------------------------
+# Datasets.
+DATA=$BENCH_DIR/arrays-${SIZE_MIB}M
+TREE=$BENCH_DIR/tree-${TREE_GROUPS}x${TREE_ARRAYS}
+log "datasets under $BENCH_DIR (zarr-python $("$PYTHON" -c 'import zarr; print(zarr.__version__)'))"
+py "$SCRIPTS/bench_data.py" arrays "$DATA" --size-mib "$SIZE_MIB"
+py "$SCRIPTS/bench_data.py" tree "$TREE" --groups "$TREE_GROUPS" --arrays "$TREE_ARRAYS"
+STORE=$DATA/arrays.zarr
+RAW=$DATA/raw.bin
+TSTORE=$TREE/tree.zarr
+read -r T Y X TS < <("$PYTHON" -c 'import json,sys; p=json.load(open(sys.argv[1])); print(*p["shape"], p["stack_frames"])' "$DATA/params.json")
+BYTES=$((T * Y * X * 4))
+FRAME_BYTES=$((Y * X * 4))
+rec bytes.array "$BYTES"
+SIZES=$("$PYTHON" -c '
+import json, sys
+s = json.load(open(sys.argv[1])); n = int(sys.argv[2])
+print("Stored sizes: " + ", ".join(f"{k} {v / 2**20:.0f} MiB ({100 * v / n:.0f} %)" for k, v in s.items() if "/" not in k) + ".")' \
+    "$DATA/sizes.json" "$BYTES")
+
+# ---------------------------------------------------------------------------------------------
+# 1. Full sequential read.
+section_full() {
+    local codec r s cold warm c0
+    for codec in zstd blosc gzip; do
+        for r in $(seq "$REPS"); do
+            cold_prep "$STORE/$codec"
+            mount_fs "$STORE"
+            c0=$(daemon_cpu)
+            cold=$(dd_secs "$MNT/$codec"); rec "full.$codec.cold" "$cold"
+            rec "full.$codec.cold_cpu" "$(awk -v a="$c0" -v b="$(daemon_cpu)" 'BEGIN { print b - a }')"
+            warm=$(dd_secs "$MNT/$codec"); rec "full.$codec.warm" "$warm"
+            if [ "$r" = 1 ]; then
+                if cmp -s "$MNT/$codec" "$RAW"; then rec "check.full.$codec" ok
+                else rec "check.full.$codec" "\"MISMATCH: $codec differs from raw.bin\""; fi
+            fi
+            unmount_fs
+            s=$(py "$SCRIPTS/bench_read.py" zarr "$STORE/$codec" : --warmup "$STORE/$codec" | jget seconds)
+            rec "full.$codec.zarr" "$s"
+            log "full $codec rep $r: zarrfs cold $cold s, warm $warm s; zarr-python $s s"
+        done
+    done
+    warm "$RAW"
+    for r in $(seq "$REPS"); do
+        rec full.raw.pagecache "$(dd_secs "$RAW")"
+    done
+    # The same file on tmpfs: page cache made of 4 KiB pages (FUSE files get no large folios
+    # here), to tell the kernel's share of a warm read from zarrfs's.
+    if [ -d /dev/shm ] && [ "$(df -Pk /dev/shm | awk 'NR == 2 { printf "%d", $4 / 1024 }')" -gt $((2 * BYTES >> 20)) ]; then
+        cp "$RAW" "$SHM_RAW"
+        dd_secs "$SHM_RAW" > /dev/null
+        for r in $(seq "$REPS"); do rec full.raw.tmpfs "$(dd_secs "$SHM_RAW")"; done
+        rm -f "$SHM_RAW"
+    fi
+}
+
+# 2. One frame, chunks matching frames and not; 3. column slices through numpy.memmap.
+# Compare the two sides' values (sums) on the first repetition.
+cold_pair() { # KEY ARRAY SEL METHOD SHAPE
+    local key=$1 arr=$2 sel=$3 method=$4 shape=$5 r jz jp
+    for r in $(seq "$REPS"); do
+        cold_prep "$STORE/$arr"
+        mount_fs "$STORE"
+        jz=$(py "$SCRIPTS/bench_read.py" file "$MNT/$arr" "$sel" --shape "$shape" --method "$method")
+        unmount_fs
+        jp=$(py "$SCRIPTS/bench_read.py" zarr "$STORE/$arr" "$sel" --warmup "$STORE/$arr")
+        rec "$key.zarrfs" "$(jget seconds <<<"$jz")"
+        rec "$key.zarr" "$(jget seconds <<<"$jp")"
+        if [ "$r" = 1 ]; then
+            if [ "$(jget sum <<<"$jz")" = "$(jget sum <<<"$jp")" ]; then rec "check.$key" ok
+            else rec "check.$key" "\"MISMATCH: $arr[$sel] sums differ: zarrfs $(jget sum <<<"$jz"), zarr-python $(jget sum <<<"$jp")\""; fi
+        fi
+    done
+    log "$key: zarrfs $(grep -P "^$key.zarrfs\t" "$RESULTS" | cut -f2 | sort -g | head -n1) s, zarr-python $(grep -P "^$key.zarr\t" "$RESULTS" | cut -f2 | sort -g | head -n1) s"
+}
+
+section_frame() {
+    local t=$((TS / 2 + 1))
+    cold_pair frame.by_frame stack/by_frame "$t" read "$TS,$Y,$X"
+    cold_pair frame.by_block stack/by_block "$t" read "$TS,$Y,$X"
+}
+
+section_column() {
+    cold_pair col.plane zstd ":,:,$((X / 2 + 3))" memmap "$T,$Y,$X"
+    cold_pair col.pixel zstd ":,$((Y / 3)),$((X / 2 + 3))" memmap "$T,$Y,$X"
+}
+
+# 4. Random 4 KiB preads, timed per call by a small C program.
+PREAD_C='
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+static int cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+/* bench_pread FILE WORKING_SET_BYTES MAX_READS MAX_SECONDS DIRECT(0|1) SEED
+   WORKING_SET_BYTES 0: read offset 0 every time and accept short reads (a small file). */
+int main(int argc, char **argv) {
+    if (argc != 7) { fprintf(stderr, "usage: bench_pread FILE WS MAXREADS MAXSECS DIRECT SEED\n"); return 2; }
+    long long ws = atoll(argv[2]);
+    long maxn = atol(argv[3]);
+    double maxs = atof(argv[4]);
+    int direct = atoi(argv[5]);
+    uint64_t s = strtoull(argv[6], 0, 10) * 0x9E3779B97F4A7C15ull + 1;
+    int fd = open(argv[1], O_RDONLY | (direct ? O_DIRECT : 0));
+    if (fd < 0) { fprintf(stderr, "open %s: %s\n", argv[1], strerror(errno)); return 1; }
+    void *buf;
+    if (posix_memalign(&buf, 4096, 4096)) return 1;
+    long long pages = ws / 4096;
+    double *lat = malloc(sizeof(double) * maxn);
+    if (!lat || (ws != 0 && pages < 1)) return 1;
+    double t0 = now(), b = t0;
+    long i;
+    for (i = 0; i < maxn; i++) {
+        s ^= s << 13; s ^= s >> 7; s ^= s << 17;
+        off_t off = ws ? (off_t)(s % (uint64_t)pages) * 4096 : 0;
+        double a = now();
+        ssize_t k = pread(fd, buf, 4096, off);
+        b = now();
+        if (ws ? k != 4096 : k <= 0) { fprintf(stderr, "pread at %lld: %zd (%s)\n", (long long)off, k, strerror(errno)); return 1; }
+        lat[i] = b - a;
+        if (b - t0 > maxs) { i++; break; }
+    }
+    double el = b - t0;
+    qsort(lat, i, sizeof(double), cmp);
+    double sum = 0;
+    for (long j = 0; j < i; j++) sum += lat[j];
+    printf("{\"reads\": %ld, \"seconds\": %.6f, \"iops\": %.1f, \"p50_us\": %.2f, \"p99_us\": %.2f, \"mean_us\": %.2f}\n",
+           i, el, i / el, lat[i / 2] * 1e6, lat[(long)(i * 0.99)] * 1e6, sum / i * 1e6);
+    return 0;
+}
+'
+PREAD=$BENCH_DIR/bin/bench_pread
+build_pread() {
+    mkdir -p "$BENCH_DIR/bin"
+    if [ ! -x "$PREAD" ] || [ "$(cat "$PREAD.c" 2>/dev/null)" != "$PREAD_C" ]; then
+        printf '%s' "$PREAD_C" > "$PREAD.c"
+        cc -O2 -o "$PREAD" "$PREAD.c"
+    fi
+}
+rand_run() { # KEY FILE DIRECT SEED [WORKING_SET_BYTES]
+    local j
+    j=$(timeout -k 5 "$TMO" "$PREAD" "$2" "${5:-$BYTES}" "$RAND_MAX" "$RAND_SECS" "$3" "$4")
+    rec "$1" "$j"
+    log "$1: $j"
+}
+
+section_random() {
+    local r small=$((BYTES / 8))
+    build_pread
+    mount_fs "$STORE" --cache-size $(( BYTES < 768 << 20 ? 1 << 30 : 2 * BYTES ))
+    dd_secs "$MNT/zstd" > /dev/null
+    for r in $(seq "$REPS"); do rand_run rand.incache "$MNT/zstd" 1 "$r"; done
+    # The FUSE round trip alone: O_DIRECT reads of a small metadata file (no chunk work).
+    for r in $(seq "$REPS"); do rand_run rand.floor "$MNT/zstd.json" 1 "$r" 0; done
+    drop_caches
+    rand_run rand.buffered "$MNT/zstd" 0 7
+    unmount_fs
+    mount_fs "$STORE" --cache-size "$small"
+    for r in $(seq "$REPS"); do rand_run rand.outcache "$MNT/zstd" 1 "$r"; done
+    unmount_fs
+    warm "$RAW"
+    for r in $(seq "$REPS"); do rand_run rand.pagecache "$RAW" 0 "$r"; done
+}
+
+# 5. Four parallel readers.
+section_parallel() {
+    local r q t0 qm=$((BYTES / 4 / 1048576)) qt=$((T / 4)) pids jobs
+    [ "$qt" -ge 1 ] || qt=1
+    for r in $(seq "$REPS"); do
+        cold_prep "$STORE/zstd"
+        mount_fs "$STORE"
+        for state in cold warm; do
+            pids=()
+            t0=$EPOCHREALTIME
+            for q in 0 1 2 3; do
+                dd_secs "$MNT/zstd" $((q * qm)) "$qm" > /dev/null & pids+=($!)
+            done
+            for q in "${pids[@]}"; do wait "$q"; done
+            rec "par.$state.zarrfs" "$(since "$t0")"
+        done
+        unmount_fs
+        rm -rf "$RUN/barrier"; mkdir -p "$RUN/barrier"
+        pids=()
+        for q in 0 1 2 3; do
+            local lo=$(( q * T / 4 )) hi=$(( (q + 1) * T / 4 ))
+            py "$SCRIPTS/bench_read.py" zarr "$STORE/zstd" "$lo:$hi" --warmup "$STORE/zstd" \
+                --barrier "$RUN/barrier" > "$RUN/barrier/out.$q" & pids+=($!)
+        done
+        for q in $(seq 6000); do
+            [ "$(find "$RUN/barrier" -name 'ready.*' | wc -l)" -ge 4 ] && break
+            sleep 0.02
+        done
+        touch "$RUN/barrier/go"
+        for q in "${pids[@]}"; do wait "$q"; done
+        rec par.zarr "$(py "$SCRIPTS/bench_read.py" aggregate "$RUN"/barrier/out.? | jget seconds)"
+        log "parallel rep $r: $(grep -P '^par\.' "$RESULTS" | tail -n3 | tr '\t\n' '= ')"
+    done
+    warm "$RAW"
+    for r in $(seq "$REPS"); do
+        pids=()
+        t0=$EPOCHREALTIME
+        for q in 0 1 2 3; do dd_secs "$RAW" $((q * qm)) "$qm" > /dev/null & pids+=($!); done
+        for q in "${pids[@]}"; do wait "$q"; done
+        rec par.raw "$(since "$t0")"
+    done
+}
+
+# 6. Metadata over the 10k-node hierarchy.
+timed() { # KEY CMD...; output to /dev/null
+    local key=$1 t0
+    shift
+    t0=$EPOCHREALTIME
+    timeout -k 5 "$TMO" "$@" > /dev/null
+    rec "$key" "$(since "$t0")"
+}
+
+section_meta() {
+    local r t0
+    warm "$TSTORE"
+    find "$TSTORE" > /dev/null; ls -lR "$TSTORE" > /dev/null
+    rec meta.store_entries "$(find "$TSTORE" | wc -l)"
+    for r in $(seq "$REPS"); do
+        t0=$EPOCHREALTIME
+        mount_fs "$TSTORE"
+        rec meta.mount "$(since "$t0")"
+        timed meta.find.fresh find "$MNT"
+        timed meta.find.warm find "$MNT"
+        if [ "$r" = 1 ]; then rec meta.mount_entries "$(find "$MNT" | wc -l)"; fi
+        unmount_fs
+        mount_fs "$TSTORE"
+        timed meta.lslr.fresh ls -lR "$MNT"
+        timed meta.lslr.warm ls -lR "$MNT"
+        unmount_fs
+        timed meta.find.store find "$TSTORE"
+        timed meta.lslr.store ls -lR "$TSTORE"
+        rec meta.zarr_list "$(py "$SCRIPTS/bench_read.py" list "$TSTORE" | jget seconds)"
+    done
+    log "meta: $(grep -P '^meta\.' "$RESULTS" | tr '\t\n' '= ')"
+}
+
+# Peak RSS of the daemon against --cache-size, reading more than the cache holds.
+RSS_CACHE_MIB=$(( SIZE_MIB >= 256 ? 256 : SIZE_MIB / 2 ))
+[ "$RSS_CACHE_MIB" -ge 8 ] || RSS_CACHE_MIB=8
+section_rss() {
+    local a pids=() hwm
+    mount_fg "$STORE" --cache-size "${RSS_CACHE_MIB}M"
+    for a in zstd blosc gzip stack/by_frame stack/by_block; do
+        dd_secs "$MNT/$a" > /dev/null & pids+=($!)
+    done
+    for a in "${pids[@]}"; do wait "$a"; done
+    build_pread
+    timeout -k 5 "$TMO" "$PREAD" "$MNT/zstd" "$BYTES" 100000 1 1 99 > /dev/null
+    hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$FG_PID/status")
+    rec rss.hwm_kib "$hwm"
+    rec rss.rss_end_kib "$(awk '/^VmRSS/ { print $2 }' "/proc/$FG_PID/status")"
+    rec rss.cache_bytes $((RSS_CACHE_MIB * 1048576))
+    log "rss: VmHWM $((hwm / 1024)) MiB with --cache-size ${RSS_CACHE_MIB}M"
+    local mnt=$MNT rc=0
+    unmount_fs
+    if [ -n "$(daemons_of "$mnt")" ]; then
+        rec check.rss_exit "\"zarrfs -f still running 30 s after unmount\""
+        kill "$FG_PID"
+    fi
+    wait "$FG_PID" || rc=$?
+    if [ "$rc" = 0 ]; then rec check.rss_exit ok
+    else rec check.rss_exit "\"zarrfs -f exited with status $rc after unmount\""; fi
+}
+
+# ---------------------------------------------------------------------------------------------
+STARTED=$EPOCHREALTIME
+log "zarrfs $ZARRFS_BIN; ${SIZE_MIB} MiB per array (${T}x${Y}x${X} float32); $REPS repetitions"
+section full
+section frame
+section column
+section random
+section parallel
+section meta
+section rss
+log "measured in $(since "$STARTED") s"
+
+py "$SCRIPTS/bench_report.py" "$RESULTS" --out "$OUTPUT" --repo "$REPO" \
+    --param "quick=$QUICK" --param "reps=$REPS" --param "binary=$ZARRFS_BIN" \
+    --param "binary_given=$BIN_GIVEN" --param "commit=${ZARRFS_COMMIT:-}" \
+    --param "shape=($T, $Y, $X) float32 = $((BYTES / 1048576)) MiB per array" \
+    --param "stack_frames=$TS" --param "sizes=$SIZES" \
+    --param "tree=$TREE_GROUPS groups × $TREE_ARRAYS arrays (shape (32,), chunks (16,), int32, Zarr v3) under one root = $((1 + TREE_GROUPS + TREE_GROUPS * TREE_ARRAYS)) nodes" \
+    --param "tree_nodes=$((1 + TREE_GROUPS + TREE_GROUPS * TREE_ARRAYS))" \
+    --param "rss_cache=${RSS_CACHE_MIB}M" \
+    --param "rss_read_mib=$(( (3 * BYTES + 2 * TS * FRAME_BYTES) / 1048576 ))"

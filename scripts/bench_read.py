@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""Timed reads for scripts/bench.sh: one measurement per process, one JSON line on stdout.
+
+    bench_read.py zarr  ARRAY_PATH SEL [--warmup OTHER_ARRAY] [--barrier DIR]
+    bench_read.py file  FILE SEL --shape T,Y,X [--method memmap|read] [--barrier DIR]
+    bench_read.py list  GROUP_PATH                 (zarr-python: open a hierarchy, list every node)
+    bench_read.py aggregate JSON_FILE...           (parallel readers: total bytes / wall time)
+
+SEL is numpy-like: ":" (everything), "5", "16:32", ":,:,515", ":,300,515".
+
+Timing covers opening the array (zarr.open_array, or np.memmap / open of the mounted file) and
+reading the selection into a numpy array; it excludes interpreter start-up and imports. With
+--warmup, zarr-python first reads one element of a different array that uses the same codecs, so
+its one-time costs (event loop, thread pool, codec set-up) are not charged to the measurement
+(this favours zarr-python). With --barrier, the process gets ready, creates DIR/ready.<pid>,
+and waits for DIR/go before starting, so that parallel readers start together.
+
+Output: {"seconds", "bytes", "sum" (float64 sum of the values, to compare the two sides),
+"start", "end" (time.monotonic(), comparable across processes)}.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+
+def parse_sel(text):
+    out = []
+    for part in text.split(","):
+        part = part.strip()
+        if part == ":" or part == "":
+            out.append(slice(None))
+        elif ":" in part:
+            a, b = part.split(":")
+            out.append(slice(int(a) if a else None, int(b) if b else None))
+        else:
+            out.append(int(part))
+    return tuple(out)
+
+
+def barrier(d):
+    if not d:
+        return
+    open(os.path.join(d, f"ready.{os.getpid()}"), "w").close()
+    go = os.path.join(d, "go")
+    deadline = time.monotonic() + 120
+    while not os.path.exists(go):
+        if time.monotonic() > deadline:
+            sys.exit("bench_read: barrier timed out")
+        time.sleep(0.0005)
+
+
+def emit(t0, t1, x):
+    print(
+        json.dumps(
+            {
+                "seconds": t1 - t0,
+                "bytes": int(x.nbytes),
+                "sum": float(np.sum(x, dtype=np.float64)),
+                "start": t0,
+                "end": t1,
+            }
+        )
+    )
+
+
+def cmd_zarr(args):
+    import zarr
+
+    sel = parse_sel(args.sel)
+    if args.warmup:
+        w = zarr.open_array(args.warmup, mode="r")
+        w[(0,) * w.ndim]
+    barrier(args.barrier)
+    t0 = time.monotonic()
+    a = zarr.open_array(args.path, mode="r")
+    x = a[sel]
+    t1 = time.monotonic()
+    emit(t0, t1, np.asarray(x))
+
+
+def contiguous_range(shape, sel):
+    """(offset, count, out_shape) in elements when sel picks a contiguous run of leading-axis
+    indices (an int or a slice on axis 0, everything else full), else None."""
+    if any(s != slice(None) for s in sel[1:]):
+        return None
+    inner = int(np.prod(shape[1:]))
+    s = sel[0]
+    if isinstance(s, int):
+        return s * inner, inner, tuple(shape[1:])
+    start, stop, step = s.indices(shape[0])
+    if step != 1:
+        return None
+    return start * inner, (stop - start) * inner, (stop - start,) + tuple(shape[1:])
+
+
+def cmd_file(args):
+    shape = tuple(int(v) for v in args.shape.split(","))
+    sel = parse_sel(args.sel)
+    barrier(args.barrier)
+    if args.method == "read":
+        r = contiguous_range(shape, sel)
+        if r is None:
+            sys.exit("bench_read: --method read needs a contiguous selection")
+        off, count, out_shape = r
+        t0 = time.monotonic()
+        x = np.fromfile(args.path, dtype="<f4", count=count, offset=off * 4).reshape(out_shape)
+        t1 = time.monotonic()
+    else:
+        t0 = time.monotonic()
+        mm = np.memmap(args.path, dtype="<f4", mode="r", shape=shape)
+        x = np.array(mm[sel])
+        t1 = time.monotonic()
+        del mm
+    emit(t0, t1, x)
+
+
+def cmd_list(args):
+    import zarr
+
+    t0 = time.monotonic()
+    g = zarr.open_group(args.path, mode="r")
+    members = list(g.members(max_depth=None))
+    t1 = time.monotonic()
+    print(json.dumps({"seconds": t1 - t0, "nodes": len(members) + 1}))
+
+
+def cmd_aggregate(args):
+    rows = []
+    for path in args.files:
+        with open(path) as f:
+            rows.append(json.loads(f.read().strip().splitlines()[-1]))
+    start = min(r["start"] for r in rows)
+    end = max(r["end"] for r in rows)
+    total = sum(r["bytes"] for r in rows)
+    print(json.dumps({"seconds": end - start, "bytes": total, "sum": sum(r["sum"] for r in rows)}))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    z = sub.add_parser("zarr")
+    z.add_argument("path")
+    z.add_argument("sel")
+    z.add_argument("--warmup")
+    z.add_argument("--barrier")
+    f = sub.add_parser("file")
+    f.add_argument("path")
+    f.add_argument("sel")
+    f.add_argument("--shape", required=True)
+    f.add_argument("--method", choices=["memmap", "read"], default="memmap")
+    f.add_argument("--barrier")
+    ls = sub.add_parser("list")
+    ls.add_argument("path")
+    ag = sub.add_parser("aggregate")
+    ag.add_argument("files", nargs="+")
+    args = p.parse_args()
+    {"zarr": cmd_zarr, "file": cmd_file, "list": cmd_list, "aggregate": cmd_aggregate}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    main()

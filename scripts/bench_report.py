@@ -1,0 +1,467 @@
+#!/usr/bin/env python3
+"""Turns the measurements of scripts/bench.sh into the table of ratios (stdout and BENCHMARKS.md).
+
+    bench_report.py RESULTS.tsv --out BENCHMARKS.md [--param key=value ...]
+
+RESULTS.tsv has one measurement per line: KEY<TAB>VALUE, a key repeated once per repetition.
+VALUE is a number (seconds, bytes, KiB) or a JSON object (random-read runs). The best repetition
+counts (shortest time, most reads per second); every repetition is listed at the end of the file.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+
+MIB = 1 << 20
+
+
+def sh(cmd, cwd=None):
+    try:
+        return subprocess.run(
+            cmd, shell=True, cwd=cwd, capture_output=True, text=True, timeout=30
+        ).stdout.strip()
+    except Exception:
+        return ""
+
+
+def load(path):
+    vals = {}
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line or "\t" not in line:
+                continue
+            k, v = line.split("\t", 1)
+            try:
+                v = json.loads(v)
+            except ValueError:
+                pass
+            vals.setdefault(k, []).append(v)
+    return vals
+
+
+class R:
+    def __init__(self, vals):
+        self.v = vals
+
+    def all(self, k):
+        return self.v.get(k, [])
+
+    def min(self, k):
+        xs = [x for x in self.all(k) if isinstance(x, (int, float))]
+        return min(xs) if xs else None
+
+    def med(self, k):
+        xs = [x for x in self.all(k) if isinstance(x, (int, float))]
+        return statistics.median(xs) if xs else None
+
+    def first(self, k):
+        xs = self.all(k)
+        return xs[0] if xs else None
+
+    def best_json(self, k, field):
+        xs = [x for x in self.all(k) if isinstance(x, dict) and field in x]
+        return max(xs, key=lambda x: x[field]) if xs else None
+
+
+def fmt_rate(bps):
+    if bps is None:
+        return "n/a"
+    if bps >= 1e9:
+        return f"{bps / 1e9:.2f} GB/s"
+    return f"{bps / 1e6:.0f} MB/s"
+
+
+def fmt_time(s):
+    if s is None:
+        return "n/a"
+    if s < 1e-3:
+        return f"{s * 1e6:.0f} µs"
+    if s < 1:
+        return f"{s * 1e3:.1f} ms"
+    return f"{s:.2f} s"
+
+
+def fmt_iops(j):
+    if not j:
+        return "n/a"
+    return f"{j['iops'] / 1e3:.1f}k/s (p50 {j['p50_us']:.0f} µs, p99 {j['p99_us']:.0f} µs)"
+
+
+def rows(r, p):
+    """(section, workload, zarrfs, baseline, ratio, target text, met) for every measured row."""
+    out = []
+    nbytes = r.first("bytes.array")
+
+    def rate(k, n=nbytes):
+        t = r.min(k)
+        return None if t is None or n is None or t <= 0 else n / t
+
+    def add(sec, name, zv, bv, ratio, target, met, med=None):
+        """med = (zarrfs key, baseline key, lower_is_better): adds the ratio of the medians."""
+        rm = None
+        if med:
+            z, b = r.med(med[0]), r.med(med[1])
+            if z and b:
+                rm = z / b if med[2] else b / z
+        out.append((sec, name, zv, bv, ratio, target, met, rm))
+
+    # 1. full sequential reads
+    for codec, tgt in (("zstd", 1.5), ("blosc", 1.0), ("gzip", 1.5)):
+        z, b = rate(f"full.{codec}.cold"), rate(f"full.{codec}.zarr")
+        if z is None and b is None:
+            continue
+        ratio = z / b if z and b else None
+        zs = fmt_rate(z)
+        # daemon CPU use during the best cold read, in cores
+        pairs = list(zip(r.all(f"full.{codec}.cold"), r.all(f"full.{codec}.cold_cpu")))
+        if pairs:
+            t, c = min(pairs)
+            if isinstance(t, (int, float)) and isinstance(c, (int, float)) and t > 0:
+                zs += f" (daemon {c / t:.1f} cores)"
+        add("1 full read", f"cold `dd bs=1M`, {codec} vs zarr-python `a[:]`", zs, fmt_rate(b),
+            ratio, f"≥ {tgt}", None if ratio is None else ratio >= tgt,
+            med=(f"full.{codec}.cold", f"full.{codec}.zarr", False))
+    raw = rate("full.raw.pagecache")
+    for codec in ("zstd", "blosc", "gzip"):
+        z = rate(f"full.{codec}.warm")
+        if z is None:
+            continue
+        ratio = z / raw if z and raw else None
+        add("1 full read", f"warm `dd bs=1M`, {codec} vs uncompressed file from page cache", fmt_rate(z),
+            fmt_rate(raw), ratio, "≥ 0.8", None if ratio is None else ratio >= 0.8,
+            med=(f"full.{codec}.warm", "full.raw.pagecache", False))
+    shm = rate("full.raw.tmpfs")
+    z = rate("full.zstd.warm")
+    if shm and z:
+        add("1 full read", "warm `dd bs=1M`, zstd vs the uncompressed file on tmpfs (4 KiB pages, like FUSE)",
+            fmt_rate(z), fmt_rate(shm), z / shm, "—", None)
+
+    # 2. one frame, 3. column slices: speed-up = zarr-python time / zarrfs time
+    def speed(sec, name, kz, kb, tgt=1.0):
+        z, b = r.min(kz), r.min(kb)
+        if z is None and b is None:
+            return
+        ratio = b / z if z and b else None
+        add(sec, name, fmt_time(z), fmt_time(b), ratio, f"≥ {tgt}" if tgt else "—",
+            None if ratio is None or not tgt else ratio >= tgt, med=(kz, kb, False))
+
+    speed("2 one frame", "frame `a[t]`, chunks = frames (1×Y×X), cold, vs zarr-python",
+          "frame.by_frame.zarrfs", "frame.by_frame.zarr")
+    speed("2 one frame", "frame `a[t]`, chunks 8×256×256 ≠ frames, cold, vs zarr-python",
+          "frame.by_block.zarrfs", "frame.by_block.zarr")
+    speed("3 column", "column slice `a[:, :, x]` via numpy.memmap, cold, vs zarr-python",
+          "col.plane.zarrfs", "col.plane.zarr")
+    speed("3 column", "pixel series `a[:, y, x]` via numpy.memmap, cold, vs zarr-python",
+          "col.pixel.zarrfs", "col.pixel.zarr")
+
+    # 4. random 4 KiB preads
+    base = r.best_json("rand.pagecache", "iops")
+    floor = r.best_json("rand.floor", "iops")
+    for key, name, tgt in (
+        ("rand.incache", "O_DIRECT preads, working set in the chunk cache, 1 reader", 50000),
+        ("rand.outcache", "O_DIRECT preads, working set 8× the chunk cache", None),
+        ("rand.buffered", "buffered preads, chunk cache warm, page cache dropped first", None),
+        ("rand.floor", "FUSE round trip alone: O_DIRECT preads of `zstd.json` (no chunk work)", None),
+    ):
+        j = r.best_json(key, "iops")
+        if j is None:
+            continue
+        if key == "rand.incache" and floor:
+            b, bs = floor, "FUSE floor " + fmt_iops(floor)
+        else:
+            b, bs = base, "page cache " + fmt_iops(base)
+        ratio = j["iops"] / b["iops"] if b else None
+        add("4 random 4 KiB", name, fmt_iops(j), bs, ratio, "≥ 50k/s" if tgt else "—",
+            None if tgt is None else j["iops"] >= tgt)
+
+    # 5. parallel readers
+    nb4 = nbytes
+
+    def prate(k):
+        t = r.min(k)
+        return None if t is None or not nb4 else nb4 / t
+
+    z, b = prate("par.cold.zarrfs"), prate("par.zarr")
+    if z or b:
+        ratio = z / b if z and b else None
+        add("5 four readers", "4 parallel readers (quarters, zstd), cold mount vs 4 zarr-python processes",
+            fmt_rate(z), fmt_rate(b), ratio, "—", None, med=("par.cold.zarrfs", "par.zarr", False))
+    z, b = prate("par.warm.zarrfs"), prate("par.raw")
+    if z or b:
+        ratio = z / b if z and b else None
+        add("5 four readers", "4 parallel readers, warm mount vs 4 readers of the uncompressed file (page cache)",
+            fmt_rate(z), fmt_rate(b), ratio, "—", None, med=("par.warm.zarrfs", "par.raw", False))
+
+    # 6. metadata
+    nodes = p.get("tree_nodes", "?")
+    z, b = r.min("meta.mount"), r.min("meta.zarr_list")
+    if z is not None:
+        ratio = b / z if z and b else None
+        add("6 metadata", f"mount time ({nodes} nodes; daemon returns once mounted) vs zarr-python open + list all nodes",
+            fmt_time(z), fmt_time(b), ratio, "—", None, med=("meta.mount", "meta.zarr_list", False))
+    for tool, key in (("`find`", "find"), ("`ls -lR`", "lslr")):
+        for state, label in (("fresh", "first walk of a fresh mount"), ("warm", "second walk")):
+            z, b = r.min(f"meta.{key}.{state}"), r.min(f"meta.{key}.store")
+            if z is None:
+                continue
+            ratio = z / b if z and b else None
+            add("6 metadata", f"{tool}, {label}, vs the same over the store directory (time ratio)",
+                fmt_time(z), fmt_time(b), ratio, "≤ 2.0", None if ratio is None else ratio <= 2.0,
+                med=(f"meta.{key}.{state}", f"meta.{key}.store", True))
+
+    # peak RSS
+    hwm, cache = r.first("rss.hwm_kib"), r.first("rss.cache_bytes")
+    if hwm is not None and cache:
+        hwm_b = hwm * 1024
+        add("RSS", f"daemon peak RSS (VmHWM) reading {p.get('rss_read_mib', '?')} MiB in parallel, vs --cache-size",
+            f"{hwm_b / MIB:.0f} MiB", f"{cache / MIB:.0f} MiB", hwm_b / cache, "≤ cache + 100 MiB",
+            hwm_b <= cache + 100 * MIB)
+    return out
+
+
+def machine(repo, p):
+    info = {}
+    model = re.search(r"Model name:\s*(.*)", sh("LC_ALL=C lscpu"))
+    info["cpu"] = model.group(1).strip() if model else platform.processor()
+    info["cores"] = str(os.cpu_count())
+    try:
+        with open("/proc/meminfo") as f:
+            kb = int(re.search(r"MemTotal:\s*(\d+)", f.read()).group(1))
+        info["ram"] = f"{kb / (1 << 20):.1f} GiB"
+    except Exception:
+        info["ram"] = "?"
+    info["kernel"] = platform.release()
+    osr = re.search(r'PRETTY_NAME="?([^"\n]*)', sh("cat /etc/os-release"))
+    info["os"] = osr.group(1) if osr else "?"
+    hyp = re.search(r"Hypervisor vendor:\s*(.*)", sh("LC_ALL=C lscpu"))
+    virt = [f"{hyp.group(1).strip()} guest" if hyp else "no hypervisor"]
+    container = sh("systemd-detect-virt --container 2>/dev/null")
+    if container and container != "none":
+        virt.append(f"in a {container} container")
+    info["virtualization"] = ", ".join(virt)
+    info["date"] = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
+    if p.get("commit"):
+        info["zarrfs commit"] = p["commit"]
+    else:
+        commit = sh("git rev-parse --short=12 HEAD", cwd=repo) or "?"
+        if sh("git status --porcelain --untracked-files=no -- src Cargo.toml Cargo.lock", cwd=repo):
+            commit += " (with uncommitted changes to src/)"
+        if p.get("binary_given") == "1":
+            commit += " (repository HEAD; the binary was given with ZARRFS_BIN)"
+        info["zarrfs commit"] = commit
+    info["zarrfs binary"] = p.get("binary", "?")
+    info["rustc"] = sh("rustc --version") or "?"
+    info["python"] = platform.python_version()
+    for mod in ("zarr", "numcodecs", "numpy"):
+        try:
+            info[mod] = __import__(mod).__version__
+        except Exception:
+            info[mod] = "?"
+    return info
+
+
+def fmt_ratio(ratio, rm):
+    if ratio is None:
+        return "n/a"
+    return f"{ratio:.2f}" + ("" if rm is None else f" (med {rm:.2f})")
+
+
+def table_md(rs):
+    lines = ["| workload | zarrfs | baseline | ratio | target | met? |", "|---|---|---|---|---|---|"]
+    for sec, name, z, b, ratio, tgt, met, rm in rs:
+        rt = fmt_ratio(ratio, rm)
+        m = "—" if met is None else ("yes" if met else "**NO**")
+        lines.append(f"| {sec}: {name} | {z} | {b} | {rt} | {tgt} | {m} |")
+    return "\n".join(lines)
+
+
+def table_text(rs):
+    hdr = ("workload", "zarrfs", "baseline", "ratio", "target", "met?")
+    body = []
+    for sec, name, z, b, ratio, tgt, met, rm in rs:
+        name = re.sub(r"`", "", f"{sec}: {name}")
+        body.append((name, z, b, fmt_ratio(ratio, rm), tgt,
+                     "-" if met is None else ("yes" if met else "NO")))
+    w = [max(len(r[i]) for r in [hdr] + body) for i in range(6)]
+    w[0] = min(w[0], 70)
+    out = []
+    for r in [hdr] + body:
+        name = r[0] if len(r[0]) <= w[0] else r[0][: w[0] - 1] + "…"
+        out.append("  ".join([name.ljust(w[0])] + [r[i].ljust(w[i]) for i in range(1, 6)]).rstrip())
+        if r is hdr:
+            out.append("  ".join("-" * x for x in w))
+    return "\n".join(out)
+
+
+def raw_section(r):
+    lines = []
+    for k in sorted(r.v):
+        vs = r.v[k]
+        parts = []
+        for v in vs:
+            if isinstance(v, float):
+                parts.append(f"{v:.6g}")
+            elif isinstance(v, dict):
+                parts.append(json.dumps(v, separators=(",", ":")))
+            else:
+                parts.append(str(v))
+        lines.append(f"{k}: {', '.join(parts)}")
+    return "\n".join(lines)
+
+
+NOTES = """\
+## Reading the numbers
+
+* Warm reads come from the kernel page cache and never reach the daemon. ext4, where `raw.bin`
+  lives, caches it in large folios; tmpfs here (huge pages off) caches in 4 KiB pages. A warm read
+  of a zarrfs file running at about the tmpfs row's speed means the remaining gap to the ext4
+  baseline is the kernel's per-page cost, not zarrfs's.
+* `a[:, :, x]` through `numpy.memmap` touches every 4 KiB page of the file: a page holds one row of
+  {x} elements, which crosses {xchunks} chunks of width 256, so a page-granular reader makes zarrfs
+  decode every chunk of the array, {xchunks}× the chunks zarr-python decodes for the same slice. The
+  kernel's readahead around each page fault (128 KiB by default) does the same to the pixel series
+  `a[:, y, x]`.
+* zarr-python's own times vary a lot from run to run on a shared machine (it decodes with a thread
+  pool); the best of the repetitions is used on both sides.
+"""
+
+METHOD = """\
+## How it was measured
+
+Everything above comes from one run of `scripts/bench.sh` (datasets written by zarr-python 3 under
+`$BENCH_DIR`, default `/tmp/zarrfs-bench`, and reused by later runs). Each number is the best of
+{reps} repetitions (random reads: the repetition with the most reads per second); all repetitions
+are listed under "Raw measurements". The machine is shared, so only ratios between numbers of this
+run mean much.
+
+* **Data**: noisy float32 (smooth field + Gaussian noise, quantized to 1/32), shape {shape},
+  chunks 8×256×256, Zarr v3; the same values stored three times: zstd level 3, blosc lz4 clevel 5
+  with byte shuffle, gzip level 5. {sizes}
+  The frame stack holds the first {stack_frames} frames, chunked (1, 1024, 1024) and (8, 256, 256).
+* **Cold, zarrfs**: a fresh mount (new daemon, default `--cache-size 1G`, empty chunk cache) after
+  `echo 3 > /proc/sys/vm/drop_caches`; the store's chunk files are then read back into the page cache,
+  so zarrfs and zarr-python both start from compressed bytes in memory and the comparison is about
+  decoding and data movement, not the disk. **Cold, zarr-python**: a fresh Python process with the
+  store's files in the page cache; only `zarr.open_array(...)` plus the read is timed (not interpreter
+  start-up or imports), and before it the process reads one element of the array, so zarr-python's
+  one-time set-up (event loop, thread pool, codec objects) is not charged to it. zarr-python uses its
+  default configuration (its own thread pool for decoding).
+* **Warm**: a second `dd` through the same mount (the kernel page cache, kept across opens).
+  **Page-cache baseline**: `dd bs=1M` of `raw.bin`, an uncompressed file with the same bytes, after
+  reading it once (what `cat` does, with the same request size as the zarrfs reads). The tmpfs row
+  reads a copy of `raw.bin` in `/dev/shm`, whose page cache is made of 4 KiB pages like a FUSE file's
+  (ext4 files get large folios), to separate the kernel's share of a warm read from zarrfs's.
+  "Daemon N cores" is the daemon's CPU time (user + system, from `/proc/PID/stat`) over the read's
+  wall time.
+* **Frames and columns** are read in a fresh Python process: a frame with `np.fromfile(offset=...)`
+  (one contiguous read), columns with `np.array(np.memmap(...)[sel])`; zarr-python with `a[sel]`.
+  Both sides' values are compared (float64 sums).
+* **Random reads**: a C driver (compiled at bench time) doing 4 KiB-aligned `pread`s at uniformly
+  random offsets over the whole zstd array and timing each call; one reader. `O_DIRECT` makes every
+  read reach the daemon (without it the page cache answers after the first touch). "In the chunk
+  cache": the array was read once through a mount with a cache larger than the array; its baseline
+  is the FUSE floor, the same driver reading the first 4 KiB of `zstd.json` (answered from memory,
+  no chunk work), so the ratio is the share of the floor zarrfs reaches. "8× the chunk cache":
+  `--cache-size` = 1/8 of the array, so most reads decode a chunk. "Buffered": plain `pread`s after
+  dropping the page cache, the chunk cache warm (kernel readahead applies). The other rows' baseline
+  is buffered `pread`s of `raw.bin` from the page cache.
+* **Parallel readers**: 4 `dd bs=1M` processes, each a quarter of the zstd array, on a fresh mount
+  (cold) and again (warm); against 4 zarr-python processes each reading a quarter (started together
+  after their imports) and 4 `dd` readers of `raw.bin`. Throughput = total bytes / wall time.
+* **Metadata**: {tree}. Mount time is how long `zarrfs STORE MNT` takes to return (it returns once the
+  mount answers). `find MNT` and `ls -lR MNT` on a fresh mount (no kernel dentries yet) and again,
+  vs the same command over the store directory (warm dentry cache). The walks see {mount_entries}
+  entries on the mount and {store_entries} in the store.
+* **Peak RSS**: the daemon run with `-f --cache-size {rss_cache}`, reading every array of the array
+  store at once ({rss_read_mib} MiB of decoded data) plus out-of-cache random reads; VmHWM from
+  `/proc/PID/status`.
+"""
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("results")
+    ap.add_argument("--out")
+    ap.add_argument("--repo", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    ap.add_argument("--param", action="append", default=[])
+    args = ap.parse_args()
+    p = dict(kv.split("=", 1) for kv in args.param)
+    r = R(load(args.results))
+    rs = rows(r, p)
+    print(table_text(rs))
+    errors = [f"{k}: {v}" for k, vs in r.v.items() if k.startswith("error.") for v in vs]
+    checks = [f"{k}: {v}" for k, vs in r.v.items() if k.startswith("check.") for v in vs if v != "ok"]
+    for e in errors + checks:
+        print(f"! {e}")
+    if not args.out:
+        return 0
+    m = machine(args.repo, p)
+    sizes = p.get("sizes", "")
+    md = [
+        "# zarrfs benchmarks",
+        "",
+        f"Produced by `scripts/bench.sh{' --quick' if p.get('quick') == '1' else ''}` "
+        f"on {m['date']}; rerun it to refresh this file.",
+        "",
+        "## Machine",
+        "",
+        "| | |",
+        "|---|---|",
+    ]
+    md += [f"| {k} | {v} |" for k, v in m.items()]
+    md += [
+        "",
+        "## Results",
+        "",
+        "Ratios compare numbers measured in this run. For throughput and reads per second the ratio is "
+        "zarrfs / baseline (higher is better); for frames, columns and mount time it is baseline time / "
+        "zarrfs time (speed-up, higher is better); for the metadata walks it is zarrfs time / baseline "
+        "time (lower is better); for RSS it is VmHWM / cache size. Ratios use the best repetition of each "
+        "side; \"med\" is the same ratio computed from the medians, a hint of how noisy the pair was.",
+        "",
+        table_md(rs),
+        "",
+    ]
+    if errors or checks:
+        md += ["Problems seen during the run:", ""] + [f"* {e}" for e in errors + checks] + [""]
+    try:
+        xdim = int(re.search(r"\((\d+), (\d+), (\d+)\)", p.get("shape", "")).group(3))
+    except Exception:
+        xdim = 1024
+    md += [NOTES.format(x=xdim, xchunks=max(1, xdim // 256))]
+    md += [
+        METHOD.format(
+            reps=p.get("reps", "?"),
+            shape=p.get("shape", "?"),
+            sizes=sizes,
+            stack_frames=p.get("stack_frames", "?"),
+            tree=p.get("tree", "?"),
+            mount_entries=r.first("meta.mount_entries") or "?",
+            store_entries=r.first("meta.store_entries") or "?",
+            rss_cache=p.get("rss_cache", "?"),
+            rss_read_mib=p.get("rss_read_mib", "?"),
+        ),
+        "## Raw measurements",
+        "",
+        "Seconds unless the key says otherwise; one value per repetition.",
+        "",
+        "```",
+        raw_section(r),
+        "```",
+        "",
+    ]
+    with open(args.out, "w") as f:
+        f.write("\n".join(md))
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
