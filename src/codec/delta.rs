@@ -2,7 +2,7 @@
 //! `cumsum(encoded, out=decoded)`: accumulation in the promoted type of `astype` and `dtype`
 //! (integers wrap), each partial sum cast to `dtype`.
 
-use super::config::{bad, get_numtype};
+use super::config::{converted_len, dtype_and_astype};
 use super::filter::{elementwise_count, Filter};
 use super::numtype::{Kind, NumType, Value};
 use super::{CodecError, StoredElem};
@@ -19,12 +19,7 @@ pub(crate) struct Delta {
 impl Delta {
     /// From a config with `dtype` (default: the array's) and optional `astype`.
     pub fn build(spec: &CodecSpec, elem: &StoredElem) -> Result<Self, CodecError> {
-        let dtype = match get_numtype(spec, "dtype")? {
-            Some(t) => t,
-            None => NumType::from_data_type(&elem.dtype, elem.big_endian)
-                .ok_or_else(|| bad(spec, "needs a numeric 'dtype'"))?,
-        };
-        let astype = get_numtype(spec, "astype")?.unwrap_or(dtype);
+        let (dtype, astype) = dtype_and_astype(spec, elem)?;
         Ok(Delta {
             name: spec.name.clone(),
             dtype,
@@ -43,8 +38,7 @@ impl Filter for Delta {
     }
 
     fn encoded_len(&self, decoded_len: usize) -> Option<usize> {
-        (decoded_len % self.dtype.size == 0)
-            .then(|| decoded_len / self.dtype.size * self.astype.size)
+        converted_len(decoded_len, &self.dtype, &self.astype)
     }
 
     fn encoded_dtype(&self, _decoded: &DataType) -> DataType {

@@ -2,7 +2,7 @@
 //! numpy's `(encoded / scale + offset).astype(dtype)`, computed in `astype`'s float type when it
 //! is a float (numpy 2 keeps Python scalars weak) and in float64 otherwise.
 
-use super::config::{bad, get_f64, get_numtype};
+use super::config::{bad, converted_len, dtype_and_astype, get_f64};
 use super::filter::{elementwise_count, Filter};
 use super::numtype::{to_f32, Kind, NumType, Value};
 use super::{CodecError, StoredElem};
@@ -23,12 +23,7 @@ impl FixedScaleOffset {
     pub fn build(spec: &CodecSpec, elem: &StoredElem) -> Result<Self, CodecError> {
         let scale = get_f64(spec, "scale")?.ok_or_else(|| bad(spec, "missing 'scale'"))?;
         let offset = get_f64(spec, "offset")?.ok_or_else(|| bad(spec, "missing 'offset'"))?;
-        let dtype = match get_numtype(spec, "dtype")? {
-            Some(t) => t,
-            None => NumType::from_data_type(&elem.dtype, elem.big_endian)
-                .ok_or_else(|| bad(spec, "needs a numeric 'dtype'"))?,
-        };
-        let astype = get_numtype(spec, "astype")?.unwrap_or(dtype);
+        let (dtype, astype) = dtype_and_astype(spec, elem)?;
         Ok(FixedScaleOffset {
             name: spec.name.clone(),
             scale,
@@ -49,8 +44,7 @@ impl Filter for FixedScaleOffset {
     }
 
     fn encoded_len(&self, decoded_len: usize) -> Option<usize> {
-        (decoded_len % self.dtype.size == 0)
-            .then(|| decoded_len / self.dtype.size * self.astype.size)
+        converted_len(decoded_len, &self.dtype, &self.astype)
     }
 
     fn encoded_dtype(&self, _decoded: &DataType) -> DataType {

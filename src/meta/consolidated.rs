@@ -2,7 +2,7 @@
 //! `zarr.json`. When present, the hierarchy is read from it in one request instead of one per
 //! node: [`Consolidated`] overlays the consolidated documents on the store for the walk.
 
-use crate::store::{Entry, EntryKind, ObjectMeta, Store, StoreError};
+use crate::store::{list_map, Entry, ObjectMeta, Store, StoreError};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::SystemTime;
@@ -88,29 +88,7 @@ impl Store for Consolidated<'_> {
     }
 
     fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
-        let base = if prefix.is_empty() {
-            String::new()
-        } else {
-            format!("{prefix}/")
-        };
-        let mut out: BTreeMap<String, EntryKind> = BTreeMap::new();
-        for (key, value) in self.objects.range(base.clone()..) {
-            let Some(rest) = key.strip_prefix(&base) else {
-                break;
-            };
-            match rest.split_once('/') {
-                Some((dir, _)) => out.insert(dir.to_string(), EntryKind::Prefix),
-                None => out.insert(rest.to_string(), EntryKind::Object(value.len() as u64)),
-            };
-        }
-        Ok(out
-            .into_iter()
-            .map(|(name, kind)| Entry {
-                name,
-                kind,
-                mtime: None,
-            })
-            .collect())
+        Ok(list_map(&self.objects, prefix))
     }
 
     fn mtime(&self) -> SystemTime {

@@ -22,6 +22,33 @@ impl MemoryStore {
     }
 }
 
+/// The direct children of `prefix` among the keys of a sorted map of values (a memory store,
+/// or metadata documents held in memory).
+pub fn list_map(items: &BTreeMap<String, Vec<u8>>, prefix: &str) -> Vec<Entry> {
+    let base = if prefix.is_empty() {
+        String::new()
+    } else {
+        format!("{prefix}/")
+    };
+    let mut out: BTreeMap<String, EntryKind> = BTreeMap::new();
+    for (key, value) in items.range(base.clone()..) {
+        let Some(rest) = key.strip_prefix(&base) else {
+            break;
+        };
+        match rest.split_once('/') {
+            Some((dir, _)) => out.insert(dir.to_string(), EntryKind::Prefix),
+            None => out.insert(rest.to_string(), EntryKind::Object(value.len() as u64)),
+        };
+    }
+    out.into_iter()
+        .map(|(name, kind)| Entry {
+            name,
+            kind,
+            mtime: None,
+        })
+        .collect()
+}
+
 impl Store for MemoryStore {
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
         check_key(key)?;
@@ -46,29 +73,7 @@ impl Store for MemoryStore {
 
     fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
         check_key(prefix)?;
-        let base = if prefix.is_empty() {
-            String::new()
-        } else {
-            format!("{prefix}/")
-        };
-        let mut out: BTreeMap<String, EntryKind> = BTreeMap::new();
-        for (key, value) in self.items.range(base.clone()..) {
-            let Some(rest) = key.strip_prefix(&base) else {
-                break;
-            };
-            match rest.split_once('/') {
-                Some((dir, _)) => out.insert(dir.to_string(), EntryKind::Prefix),
-                None => out.insert(rest.to_string(), EntryKind::Object(value.len() as u64)),
-            };
-        }
-        Ok(out
-            .into_iter()
-            .map(|(name, kind)| Entry {
-                name,
-                kind,
-                mtime: None,
-            })
-            .collect())
+        Ok(list_map(&self.items, prefix))
     }
 
     fn mtime(&self) -> SystemTime {

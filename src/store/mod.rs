@@ -12,7 +12,7 @@ mod zip;
 pub use dir::DirStore;
 pub use error::StoreError;
 pub use key::check_key;
-pub use memory::MemoryStore;
+pub use memory::{list_map, MemoryStore};
 pub use zip::ZipStore;
 
 use std::path::Path;
