@@ -4,15 +4,9 @@ mod common;
 
 #[test]
 fn every_dialect_reads_exactly_through_fuse() {
-    let cases = common::load_manifest("dialects/manifest.json");
-    let errors: Vec<String> = cases
-        .iter()
-        .flat_map(common::fuse_check::check_store)
-        .collect();
-    assert!(
-        errors.is_empty(),
-        "{} problems:\n{}",
-        errors.len(),
-        errors.join("\n")
+    common::check_all(
+        "dialects/manifest.json",
+        15,
+        common::fuse_check::check_store,
     );
 }

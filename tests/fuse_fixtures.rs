@@ -5,15 +5,5 @@ mod common;
 
 #[test]
 fn every_fixture_reads_exactly_through_fuse() {
-    let cases = common::load_manifest("manifest.json");
-    let errors: Vec<String> = cases
-        .iter()
-        .flat_map(common::fuse_check::check_store)
-        .collect();
-    assert!(
-        errors.is_empty(),
-        "{} problems:\n{}",
-        errors.len(),
-        errors.join("\n")
-    );
+    common::check_all("manifest.json", 10, common::fuse_check::check_store);
 }

@@ -80,9 +80,7 @@ impl ChunkCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicU32, Ordering};
     use std::sync::Arc;
-    use std::sync::Barrier;
 
     fn id(index: u64) -> ChunkId {
         ChunkId { array: 0, index }
@@ -112,32 +110,6 @@ mod tests {
             10_000
         );
         assert!(!cache.contains(id(9)));
-    }
-
-    #[test]
-    fn concurrent_readers_load_once() {
-        let cache = Arc::new(ChunkCache::new(1 << 20));
-        let loads = Arc::new(AtomicU32::new(0));
-        let barrier = Arc::new(Barrier::new(8));
-        let threads: Vec<_> = (0..8)
-            .map(|_| {
-                let (cache, loads, barrier) = (cache.clone(), loads.clone(), barrier.clone());
-                std::thread::spawn(move || {
-                    barrier.wait();
-                    cache
-                        .get_or_load(id(1), || {
-                            loads.fetch_add(1, Ordering::SeqCst);
-                            std::thread::sleep(std::time::Duration::from_millis(50));
-                            data(10)
-                        })
-                        .unwrap()
-                })
-            })
-            .collect();
-        for t in threads {
-            assert_eq!(t.join().unwrap().unwrap().len(), 10);
-        }
-        assert_eq!(loads.load(Ordering::SeqCst), 1);
     }
 
     #[test]

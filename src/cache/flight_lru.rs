@@ -160,3 +160,47 @@ fn wait<V: Clone>(flight: &Flight<V>) -> Outcome<V> {
         outcome = flight.done.wait(outcome).unwrap_or_else(|p| p.into_inner());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::Barrier;
+
+    #[test]
+    fn concurrent_readers_load_once() {
+        let cache = Arc::new(FlightLru::<u32, u32>::new(1 << 20, |_| 8));
+        let loads = Arc::new(AtomicU32::new(0));
+        let barrier = Arc::new(Barrier::new(8));
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let (cache, loads, barrier) = (cache.clone(), loads.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    cache.get_or_load(1, String::new, || {
+                        loads.fetch_add(1, Ordering::SeqCst);
+                        std::thread::sleep(std::time::Duration::from_millis(50));
+                        Ok(42)
+                    })
+                })
+            })
+            .collect();
+        for t in threads {
+            assert_eq!(t.join().unwrap(), Ok(42));
+        }
+        assert_eq!(loads.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn evicted_values_are_handed_back() {
+        let gone = Arc::new(Mutex::new(Vec::new()));
+        let sink = gone.clone();
+        let cache =
+            FlightLru::<u32, u32>::new(16, |_| 8).on_evict(move |v| sink.lock().unwrap().push(v));
+        for k in 0..4 {
+            cache.get_or_load(k, String::new, || Ok(k * 10)).unwrap();
+        }
+        assert_eq!(*gone.lock().unwrap(), vec![0, 10]);
+        assert!(cache.stats().used <= cache.budget());
+    }
+}

@@ -143,6 +143,19 @@ pub fn expected_bytes(node: &NodeCase) -> (Vec<u8>, Vec<u8>) {
     (npy, data)
 }
 
+/// Runs `check` on every store of a manifest and fails with all the problems found.
+pub fn check_all(manifest: &str, min_stores: usize, check: fn(&StoreCase) -> Vec<String>) {
+    let cases = load_manifest(manifest);
+    assert!(cases.len() >= min_stores, "{manifest} lists too few stores");
+    let errors: Vec<String> = cases.iter().flat_map(check).collect();
+    assert!(
+        errors.is_empty(),
+        "{} problems:\n{}",
+        errors.len(),
+        errors.join("\n")
+    );
+}
+
 /// Checks that every key of `expected` is in `actual` with the same value; returns a message otherwise.
 pub fn json_subset(expected: &Value, actual: &Value) -> Result<(), String> {
     let (Some(e), Some(a)) = (expected.as_object(), actual.as_object()) else {
