@@ -8,6 +8,8 @@ use std::sync::Arc;
 
 /// Most chunks one prediction queues.
 const MAX_PREFETCH_CHUNKS: usize = 64;
+/// Chunks one read keeps at hand (its runs alternate between the chunks of a row).
+const MAX_HELD_CHUNKS: usize = 8;
 /// Most layout runs one prediction walks (small chunks make many runs).
 const MAX_PREFETCH_RUNS: usize = 4096;
 
@@ -135,17 +137,25 @@ impl ArrayFile {
         let es = self.elem_size;
         let fill = &reader.meta().fill_value;
         out.reserve((end - offset) as usize);
-        let mut current: Option<(u64, ChunkData)> = None;
+        // The chunks this read has fetched: runs alternate between a few of them.
+        let mut held: Vec<(u64, ChunkData)> = Vec::new();
         for run in self.layout.runs(offset / es, end.div_ceil(es)) {
             let run_start = run.start * es;
             let (from, to) = (run_start.max(offset), ((run.start + run.len) * es).min(end));
-            if current.as_ref().is_none_or(|(c, _)| *c != run.chunk) {
-                if self.decode_whole_into(cache, reader, &run, from, to, out)? {
-                    continue;
+            let slot = match held.iter().position(|(c, _)| *c == run.chunk) {
+                Some(i) => i,
+                None => {
+                    if self.decode_whole_into(cache, reader, &run, from, to, out)? {
+                        continue;
+                    }
+                    if held.len() == MAX_HELD_CHUNKS {
+                        held.remove(0);
+                    }
+                    held.push((run.chunk, self.chunk(cache, reader, run.chunk)?));
+                    held.len() - 1
                 }
-                current = Some((run.chunk, self.chunk(cache, reader, run.chunk)?));
-            }
-            match current.as_ref().and_then(|(_, data)| data.as_ref()) {
+            };
+            match &held[slot].1 {
                 Some(data) => {
                     let at = (run.chunk_offset * es + (from - run_start)) as usize;
                     let bytes = data.get(at..at + (to - from) as usize).ok_or_else(|| {
