@@ -326,7 +326,8 @@ NOTES = """\
 * `a[:, :, x]` through `numpy.memmap` touches every 4 KiB page of the file: a page holds one row of
   {x} elements, which crosses {xchunks} chunks of width 256, so a page-granular reader makes zarrfs
   decode every chunk of the array, {xchunks}× the chunks zarr-python decodes for the same slice. The
-  kernel's readahead around each page fault (128 KiB by default) does the same to the pixel series
+  kernel's readahead around each page fault (the mount's `read_ahead_kb`: zarrfs sets 1 MiB,
+  `--read-ahead 128K` makes it smaller) does the same to the pixel series
   `a[:, y, x]`.
 * zarr-python's own times vary a lot from run to run on a shared machine (it decodes with a thread
   pool); the best of the repetitions is used on both sides.
