@@ -118,15 +118,118 @@ impl Layout {
         }
     }
 
-    /// The runs covering elements `start..end`, in order.
-    pub fn runs(&self, start: u64, end: u64) -> impl Iterator<Item = Run> + '_ {
-        let mut e = start;
-        std::iter::from_fn(move || {
-            (e < end).then(|| {
-                let run = self.run_at(e, end);
-                e += run.len;
-                run
-            })
+    /// The runs covering elements `start..end`, in order. Positions are found by division for
+    /// the first run only; after that they advance chunk by chunk (this is the read hot path).
+    pub fn runs(&self, start: u64, end: u64) -> Runs<'_> {
+        Runs {
+            layout: self,
+            e: start,
+            end,
+            pos: None,
+        }
+    }
+}
+
+/// Where a walk through the array stands: per axis the coordinate, the chunk index and the
+/// coordinate inside the chunk.
+struct Position {
+    coords: Vec<u64>,
+    chunk: Vec<u64>,
+    within: Vec<u64>,
+}
+
+/// Iterator over the runs of a range of elements (see [`Layout::runs`]).
+pub struct Runs<'a> {
+    layout: &'a Layout,
+    e: u64,
+    end: u64,
+    pos: Option<Position>,
+}
+
+impl Runs<'_> {
+    fn start_position(&self, mut e: u64) -> Position {
+        let l = self.layout;
+        let n = l.shape.len();
+        let mut coords = vec![0; n];
+        for ax in (0..n).rev() {
+            coords[ax] = e % l.shape[ax];
+            e /= l.shape[ax];
+        }
+        let chunk = coords
+            .iter()
+            .zip(&l.chunk_shape)
+            .map(|(c, cs)| c / cs)
+            .collect();
+        let within = coords
+            .iter()
+            .zip(&l.chunk_shape)
+            .map(|(c, cs)| c % cs)
+            .collect();
+        Position {
+            coords,
+            chunk,
+            within,
+        }
+    }
+}
+
+impl Iterator for Runs<'_> {
+    type Item = Run;
+
+    fn next(&mut self) -> Option<Run> {
+        let (l, e, end) = (self.layout, self.e, self.end);
+        if e >= end {
+            return None;
+        }
+        if l.shape.is_empty() {
+            self.e = end;
+            return Some(Run {
+                chunk: 0,
+                chunk_offset: 0,
+                start: e,
+                len: end - e,
+            });
+        }
+        if self.pos.is_none() {
+            self.pos = Some(self.start_position(e));
+        }
+        let p = self.pos.as_mut()?;
+        let j = l.merge_axis;
+        let (mut chunk, mut chunk_offset, mut inner_off) = (0u64, 0u64, 0u64);
+        for ax in 0..l.shape.len() {
+            chunk = chunk * l.grid[ax] + p.chunk[ax];
+            chunk_offset = chunk_offset * l.chunk_shape[ax] + p.within[ax];
+            if ax > j {
+                inner_off = inner_off * l.shape[ax] + p.coords[ax];
+            }
+        }
+        let chunk_end = ((p.chunk[j] + 1) * l.chunk_shape[j]).min(l.shape[j]);
+        let avail = (chunk_end - p.coords[j]) * l.inner - inner_off;
+        let len = avail.min(end - e);
+        self.e = e + len;
+        if len == avail && self.e < end {
+            // On to the start of the next chunk along the merge axis (carrying outwards).
+            for ax in j + 1..l.shape.len() {
+                (p.coords[ax], p.chunk[ax], p.within[ax]) = (0, 0, 0);
+            }
+            p.coords[j] = chunk_end;
+            (p.chunk[j], p.within[j]) = (p.chunk[j] + 1, 0);
+            let mut ax = j;
+            while p.coords[ax] == l.shape[ax] && ax > 0 {
+                (p.coords[ax], p.chunk[ax], p.within[ax]) = (0, 0, 0);
+                ax -= 1;
+                p.coords[ax] += 1;
+                p.within[ax] += 1;
+                if p.within[ax] == l.chunk_shape[ax] {
+                    (p.chunk[ax], p.within[ax]) = (p.chunk[ax] + 1, 0);
+                }
+            }
+        }
+        Some(Run {
+            chunk,
+            chunk_offset,
+            start: e,
+            len,
         })
     }
 }
