@@ -81,43 +81,6 @@ impl Layout {
         idx
     }
 
-    /// The run that starts at element `e` and ends at most at `end`.
-    pub fn run_at(&self, e: u64, end: u64) -> Run {
-        if self.shape.is_empty() {
-            return Run {
-                chunk: 0,
-                chunk_offset: 0,
-                start: e,
-                len: end - e,
-            };
-        }
-        let (mut rest, mut chunk, mut chunk_offset) = (e, 0u64, 0u64);
-        let mut chunk_stride = 1u64;
-        let mut elem_stride = 1u64;
-        let mut coord_at_merge = 0;
-        for ax in (0..self.shape.len()).rev() {
-            let coord = rest % self.shape[ax];
-            rest /= self.shape[ax];
-            let (c, w) = (coord / self.chunk_shape[ax], coord % self.chunk_shape[ax]);
-            chunk += c * chunk_stride;
-            chunk_stride *= self.grid[ax];
-            chunk_offset += w * elem_stride;
-            elem_stride *= self.chunk_shape[ax];
-            if ax == self.merge_axis {
-                coord_at_merge = coord;
-            }
-        }
-        let cs = self.chunk_shape[self.merge_axis];
-        let chunk_end = ((coord_at_merge / cs + 1) * cs).min(self.shape[self.merge_axis]);
-        let avail = (chunk_end - coord_at_merge) * self.inner - e % self.inner;
-        Run {
-            chunk,
-            chunk_offset,
-            start: e,
-            len: avail.min(end - e),
-        }
-    }
-
     /// The runs covering elements `start..end`, in order. Positions are found by division for
     /// the first run only; after that they advance chunk by chunk (this is the read hot path).
     pub fn runs(&self, start: u64, end: u64) -> Runs<'_> {

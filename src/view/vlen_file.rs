@@ -179,7 +179,9 @@ impl VlenFile {
             if at >= end {
                 break;
             }
-            let run = self.layout.run_at(start, self.layout.len());
+            let Some(run) = self.layout.runs(start, self.layout.len()).next() else {
+                break;
+            };
             let data = self.chunk(cache, run.chunk)?;
             for k in 0..run.len {
                 let item = self.item(&data, run.chunk_offset + k)?;
