@@ -70,16 +70,11 @@ pub fn parse_array(zarray: &Map<String, Value>, prefix: &str) -> Result<ArrayMet
         &ty.big_units,
     )?;
 
-    let mut codecs = Vec::new();
-    match zarray.get("order").and_then(Value::as_str).unwrap_or("C") {
-        "C" => {}
-        "F" if shape.len() > 1 => {
-            let order: Vec<usize> = (0..shape.len()).rev().collect();
-            codecs.push(CodecSpec::new("transpose", json!({ "order": order })));
-        }
-        "F" => {}
-        other => return Err(format!("unknown order {other:?}")),
-    }
+    let order = zarray.get("order").and_then(Value::as_str).unwrap_or("C");
+    let mut codecs: Vec<CodecSpec> = memory_order(order, shape.len())
+        .map_err(|o| format!("unknown order {o:?}"))?
+        .into_iter()
+        .collect();
     // Object arrays: the object codec among the filters is the array→bytes step.
     if !ty.dtype.is_variable() {
         codecs.push(CodecSpec::new("bytes", ty.bytes_codec_config()));
@@ -121,6 +116,20 @@ fn object_type(filters: &[CodecSpec]) -> Result<numpy_dtype::NumpyType, String> 
         dtype,
         big_units: Vec::new(),
     })
+}
+
+/// The codec that undoes a chunk memory order: `C` needs none, `F` (reversed axes) is a
+/// `transpose` when there are two axes or more. `Err` returns the unknown order.
+pub fn memory_order(order: &str, ndim: usize) -> Result<Option<CodecSpec>, String> {
+    match order {
+        "C" => Ok(None),
+        "F" if ndim > 1 => {
+            let axes: Vec<usize> = (0..ndim).rev().collect();
+            Ok(Some(CodecSpec::new("transpose", json!({ "order": axes }))))
+        }
+        "F" => Ok(None),
+        other => Err(other.to_string()),
+    }
 }
 
 /// A numcodecs configuration (`{"id": "zlib", "level": 1}`) as a codec spec named by its id.

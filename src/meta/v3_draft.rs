@@ -3,7 +3,7 @@
 //! (`<path>.array.json`, `<path>.group.json`) and chunks under `data/root/<path>/c0/1`.
 
 use super::node::{ArrayMeta, Node, NodeKind};
-use super::v2::dims;
+use super::v2::{self, dims};
 use super::{numpy_dtype, parse_fill, v3, ChunkKeys, CodecSpec, KeyStyle};
 use crate::store::{EntryKind, Store};
 use serde_json::{json, Map, Value};
@@ -250,20 +250,14 @@ pub fn parse_array(doc: &Map<String, Value>, path: &str) -> Result<ArrayMeta, St
             c.get("configuration").cloned().unwrap_or(json!({})),
         ));
     }
-    let mut codecs = Vec::new();
-    match doc
+    let layout = doc
         .get("chunk_memory_layout")
         .and_then(Value::as_str)
-        .unwrap_or("C")
-    {
-        "C" => {}
-        "F" if shape.len() > 1 => {
-            let order: Vec<usize> = (0..shape.len()).rev().collect();
-            codecs.push(CodecSpec::new("transpose", json!({ "order": order })));
-        }
-        "F" => {}
-        other => return Err(format!("unknown chunk_memory_layout {other:?}")),
-    }
+        .unwrap_or("C");
+    let mut codecs: Vec<CodecSpec> = v2::memory_order(layout, shape.len())
+        .map_err(|o| format!("unknown chunk_memory_layout {o:?}"))?
+        .into_iter()
+        .collect();
     match listed.iter().position(|c| c.name == "bytes") {
         Some(i) => codecs.extend(listed.drain(..=i)),
         None => codecs.push(CodecSpec::new("bytes", ty.bytes_codec_config())),

@@ -65,6 +65,16 @@ impl Builder {
         true
     }
 
+    /// Queues the `.group.json` of the group `node` shown as directory `dir`.
+    fn add_group_sidecar(&mut self, dir: u64, node: &Node, mtime: SystemTime) {
+        self.sidecars.push(Sidecar {
+            dir,
+            name: GROUP_SIDECAR.into(),
+            content: Content::Json(json_bytes(&node.document)),
+            mtime,
+        });
+    }
+
     /// Adds an array's data file under `name` and queues its `.json` and `.npy` sidecars.
     fn add_array(&mut self, dir: u64, name: &str, node: &Node, mtime: SystemTime) {
         // One number space for both kinds: it keys the shared chunk cache.
@@ -138,12 +148,7 @@ impl View {
                 match node.kind {
                     NodeKind::Group => {
                         dirs.insert("", root);
-                        b.sidecars.push(Sidecar {
-                            dir: root,
-                            name: GROUP_SIDECAR.into(),
-                            content: Content::Json(json_bytes(&node.document)),
-                            mtime: mtime_of(node),
-                        });
+                        b.add_group_sidecar(root, node, mtime_of(node));
                     }
                     NodeKind::Array(_) => b.add_array(root, root_name, node, mtime_of(node)),
                 }
@@ -165,12 +170,7 @@ impl View {
                     let ino = b.push(parent, Content::Dir(Dir::default()), mtime_of(node));
                     b.link(parent, name, ino);
                     dirs.insert(&node.path, ino);
-                    b.sidecars.push(Sidecar {
-                        dir: ino,
-                        name: GROUP_SIDECAR.into(),
-                        content: Content::Json(json_bytes(&node.document)),
-                        mtime: mtime_of(node),
-                    });
+                    b.add_group_sidecar(ino, node, mtime_of(node));
                 }
                 NodeKind::Array(_) => b.add_array(parent, name, node, mtime_of(node)),
             }
