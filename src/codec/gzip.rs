@@ -1,6 +1,7 @@
 //! `gzip` (v3) and numcodecs `gzip`: gzip members (RFC 1952), concatenated members allowed like
 //! Python's `gzip` module does.
 
+use super::inflate::{inflate_whole, Container};
 use super::stream::read_bounded;
 use super::{BytesToBytes, CodecError, Size};
 use flate2::bufread::MultiGzDecoder;
@@ -29,7 +30,10 @@ impl BytesToBytes for Gzip {
     }
 
     fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize, CodecError> {
-        read_bounded(&self.name, MultiGzDecoder::new(encoded), out)
+        match inflate_whole(Container::Gzip, encoded, out) {
+            Some(n) => Ok(n),
+            None => read_bounded(&self.name, MultiGzDecoder::new(encoded), out),
+        }
     }
 }
 

@@ -27,6 +27,7 @@ mod filter;
 mod fixedscaleoffset;
 mod fletcher32;
 mod gzip;
+mod inflate;
 mod jenkins_lookup3;
 mod lz4;
 mod numtype;

@@ -1,5 +1,6 @@
 //! numcodecs `zlib`: a zlib stream (RFC 1950: deflate with a header and an Adler-32 trailer).
 
+use super::inflate::{inflate_whole, Container};
 use super::stream::read_bounded;
 use super::{BytesToBytes, CodecError, Size};
 use flate2::bufread::ZlibDecoder;
@@ -28,7 +29,10 @@ impl BytesToBytes for Zlib {
     }
 
     fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize, CodecError> {
-        read_bounded(&self.name, ZlibDecoder::new(encoded), out)
+        match inflate_whole(Container::Zlib, encoded, out) {
+            Some(n) => Ok(n),
+            None => read_bounded(&self.name, ZlibDecoder::new(encoded), out),
+        }
     }
 }
 
