@@ -1,12 +1,11 @@
 //! Buffers of evicted chunks, kept for the next decode of the same size: decoding into memory
 //! that is already mapped saves the page faults and zeroing of a fresh allocation.
 
-use super::ChunkBuf;
 use std::sync::Mutex;
 
 /// A bounded stack of spare buffers.
 pub struct BufferPool {
-    spare: Mutex<Vec<ChunkBuf>>,
+    spare: Mutex<Vec<Vec<u8>>>,
     max_bytes: usize,
 }
 
@@ -21,18 +20,18 @@ impl BufferPool {
 
     /// A buffer of exactly `len` bytes: a spare one of that length (old contents), or a new one
     /// (zeros).
-    pub fn take(&self, len: usize) -> ChunkBuf {
+    pub fn take(&self, len: usize) -> Vec<u8> {
         let mut spare = self.spare.lock().unwrap_or_else(|p| p.into_inner());
         match spare.iter().position(|b| b.len() == len) {
             Some(i) => spare.swap_remove(i),
-            None => ChunkBuf::zeroed(len),
+            None => vec![0; len],
         }
     }
 
     /// Keeps `buf` for reuse, unless the pool is full.
-    pub fn give(&self, buf: ChunkBuf) {
+    pub fn give(&self, buf: Vec<u8>) {
         let mut spare = self.spare.lock().unwrap_or_else(|p| p.into_inner());
-        let held: usize = spare.iter().map(|b| b.len()).sum();
+        let held: usize = spare.iter().map(Vec::len).sum();
         if held + buf.len() <= self.max_bytes {
             spare.push(buf);
         }
@@ -50,13 +49,13 @@ mod tests {
         a[0] = 9;
         pool.give(a);
         assert_eq!(pool.take(4)[0], 9, "the spare buffer comes back");
-        assert_eq!(&pool.take(4)[..], &[0; 4], "none spare: a fresh one");
-        pool.give(vec![1; 8].into());
-        pool.give(vec![1; 8].into());
-        assert_eq!(&pool.take(8)[..], &[1; 8]);
+        assert_eq!(pool.take(4), vec![0; 4], "none spare: a fresh one");
+        pool.give(vec![1; 8]);
+        pool.give(vec![1; 8]);
+        assert_eq!(pool.take(8), vec![1; 8]);
         assert_eq!(
-            &pool.take(8)[..],
-            &[0; 8],
+            pool.take(8),
+            vec![0; 8],
             "the second did not fit in the bound"
         );
     }

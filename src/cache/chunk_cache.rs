@@ -87,7 +87,7 @@ mod tests {
     }
 
     fn data(n: usize) -> Outcome {
-        Ok(Some(Arc::new(vec![7; n].into())))
+        Ok(Some(Arc::new(vec![7; n])))
     }
 
     #[test]

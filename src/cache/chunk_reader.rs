@@ -98,7 +98,7 @@ impl ChunkReader {
         };
         if self.meta.dtype.is_variable() {
             let decoded = pipeline.decode(&encoded).map_err(|e| fail(e.to_string()))?;
-            return Ok(Some(Arc::new(decoded.into())));
+            return Ok(Some(Arc::new(decoded)));
         }
         let mut buf = pool.take(pipeline.decoded_len());
         match pipeline.decode_into(&encoded, &mut buf) {

@@ -2,7 +2,6 @@
 //! however many readers want it at the same time.
 
 mod buffer_pool;
-mod chunk_buf;
 mod chunk_cache;
 mod chunk_reader;
 mod flight_lru;
@@ -11,7 +10,6 @@ mod shard_index;
 mod shard_reader;
 
 pub use buffer_pool::BufferPool;
-pub use chunk_buf::ChunkBuf;
 pub use chunk_cache::{ChunkCache, ChunkId};
 pub use chunk_reader::ChunkReader;
 pub use flight_lru::CacheStats;
@@ -21,7 +19,7 @@ use std::fmt;
 use std::sync::Arc;
 
 /// A decoded chunk: `None` when the store holds no such chunk (it reads as the fill value).
-pub type ChunkData = Option<Arc<ChunkBuf>>;
+pub type ChunkData = Option<Arc<Vec<u8>>>;
 
 /// Why a chunk could not be loaded; cheap to clone, so every waiting reader gets it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -77,7 +77,7 @@ mod tests {
                 id,
                 run: Box::new(move || {
                     runs.fetch_add(1, Ordering::SeqCst);
-                    let _ = cache.get_or_load(id, || Ok(Some(Arc::new(vec![1; 10].into()))));
+                    let _ = cache.get_or_load(id, || Ok(Some(Arc::new(vec![1; 10]))));
                 }),
             });
         }

@@ -56,7 +56,7 @@ impl ShardReader {
             .array
             .decode_inner(&bytes)
             .map_err(|e| fail(e.to_string()))?;
-        Ok(Some(Arc::new(decoded.into())))
+        Ok(Some(Arc::new(decoded)))
     }
 
     /// Reads and decodes the index of shard `key`; `None` when the shard is absent.
@@ -197,14 +197,14 @@ mod tests {
             let size = (index_len(4) + 4 * 12) as u64;
             let (index_at, data_at) = if at_start { (0, 68) } else { (size - 68, 0) };
             let data = reader.load(&[0, 1], &BufferPool::new(0)).unwrap().unwrap();
-            assert_eq!(data[..], inner_chunk(0, 1));
+            assert_eq!(*data, inner_chunk(0, 1));
             let key = "arr/c/0/0".to_string();
             assert_eq!(
                 store.take(),
                 vec![(key.clone(), index_at, 68), (key.clone(), data_at + 12, 12)]
             );
             assert_eq!(
-                reader.load(&[1, 0], &BufferPool::new(0)).unwrap().unwrap()[..],
+                *reader.load(&[1, 0], &BufferPool::new(0)).unwrap().unwrap(),
                 inner_chunk(1, 0)
             );
             assert_eq!(
@@ -228,7 +228,7 @@ mod tests {
         let (reader, _) = reader(&chunks, false, |s| s);
         assert_eq!(reader.load(&[1, 0], &BufferPool::new(0)), Ok(None));
         assert_eq!(
-            reader.load(&[1, 1], &BufferPool::new(0)).unwrap().unwrap()[..],
+            *reader.load(&[1, 1], &BufferPool::new(0)).unwrap().unwrap(),
             inner_chunk(1, 1)
         );
     }
