@@ -2,7 +2,7 @@
 """Timed reads for scripts/bench.sh: one measurement per process, one JSON line on stdout.
 
     bench_read.py zarr  ARRAY_PATH SEL [--warmup OTHER_ARRAY] [--barrier DIR]
-    bench_read.py file  FILE SEL --shape T,Y,X [--method memmap|read] [--barrier DIR]
+    bench_read.py file  FILE SEL --shape T,Y,X [--method memmap|read] [--warmup] [--barrier DIR]
     bench_read.py list  GROUP_PATH                 (zarr-python: open a hierarchy, list every node)
     bench_read.py aggregate JSON_FILE...           (parallel readers: total bytes / wall time)
 
@@ -10,10 +10,14 @@ SEL is numpy-like: ":" (everything), "5", "16:32", ":,:,515", ":,300,515".
 
 Timing covers opening the array (zarr.open_array, or np.memmap / open of the mounted file) and
 reading the selection into a numpy array; it excludes interpreter start-up and imports. With
---warmup, zarr-python first reads one element of a different array that uses the same codecs, so
-its one-time costs (event loop, thread pool, codec set-up) are not charged to the measurement
-(this favours zarr-python). With --barrier, the process gets ready, creates DIR/ready.<pid>,
-and waits for DIR/go before starting, so that parallel readers start together.
+--warmup OTHER_ARRAY, zarr-python first reads the first element of OTHER_ARRAY (bench.sh passes
+the measured array itself), so its one-time costs (event loop, thread pool, codec set-up) are not
+charged to the measurement. With --warmup, the file side likewise first reads the file's first
+element, which on a fresh mount warms the daemon's threads, decoders and memory the same way. The
+chunks of that element are not among those measured, except for the full-column memmap, which
+gets 4 of its 128 chunks from it (zarr-python's warm-up chunk is not among its own).
+With --barrier, the process gets ready, creates DIR/ready.<pid>, and waits for DIR/go before
+starting, so that parallel readers start together.
 
 Output: {"seconds", "bytes", "sum" (float64 sum of the values, to compare the two sides),
 "start", "end" (time.monotonic(), comparable across processes)}.
@@ -101,6 +105,8 @@ def contiguous_range(shape, sel):
 def cmd_file(args):
     shape = tuple(int(v) for v in args.shape.split(","))
     sel = parse_sel(args.sel)
+    if args.warmup:
+        np.fromfile(args.path, dtype="<f4", count=1)
     barrier(args.barrier)
     if args.method == "read":
         r = contiguous_range(shape, sel)
@@ -153,6 +159,7 @@ def main():
     f.add_argument("sel")
     f.add_argument("--shape", required=True)
     f.add_argument("--method", choices=["memmap", "read"], default="memmap")
+    f.add_argument("--warmup", action="store_true")
     f.add_argument("--barrier")
     ls = sub.add_parser("list")
     ls.add_argument("path")

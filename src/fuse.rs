@@ -107,7 +107,12 @@ impl Filesystem for ZarrFs {
         if flags.acc_mode() != OpenAccMode::O_RDONLY || flags.0 & libc::O_TRUNC != 0 {
             return reply.error(Errno::EROFS);
         }
-        match self.view.open(ino.0) {
+        let opened = if flags.0 & libc::O_DIRECT != 0 {
+            self.view.open_direct(ino.0)
+        } else {
+            self.view.open(ino.0)
+        };
+        match opened {
             Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::FOPEN_KEEP_CACHE),
             Err(e) => reply.error(errno(e)),
         }

@@ -69,6 +69,11 @@ impl ChunkCache {
         self.lru.contains(&id)
     }
 
+    /// Drops chunk `id`, recycling its buffer unless a reader still holds it.
+    pub fn discard(&self, id: ChunkId) {
+        self.lru.remove(&id);
+    }
+
     /// The chunk `id`, from the cache, from a load already under way, or by running `load`.
     /// A panic inside `load` becomes an error for every waiting reader.
     pub fn get_or_load(&self, id: ChunkId, load: impl FnOnce() -> Outcome) -> Outcome {
@@ -110,6 +115,24 @@ mod tests {
             10_000
         );
         assert!(!cache.contains(id(9)));
+    }
+
+    #[test]
+    fn discarded_chunks_leave_and_their_buffers_are_recycled() {
+        let cache = ChunkCache::new(1 << 20);
+        cache.get_or_load(id(1), || data(1000)).unwrap();
+        let held = cache.get_or_load(id(2), || data(1000)).unwrap();
+        cache.discard(id(1));
+        cache.discard(id(2));
+        assert_eq!(cache.stats().used, 0);
+        assert!(!cache.contains(id(1)) && !cache.contains(id(2)));
+        assert_eq!(
+            cache.pool().take(1000),
+            vec![7; 1000],
+            "1's buffer is recycled"
+        );
+        assert_eq!(cache.pool().take(1000), vec![0; 1000], "2's is still held");
+        drop(held);
     }
 
     #[test]

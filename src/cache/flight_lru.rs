@@ -85,6 +85,21 @@ impl<K: Hash + Eq + Clone, V: Clone> FlightLru<K, V> {
         inner.lru.contains(key) || inner.inflight.contains_key(key)
     }
 
+    /// Drops `key` from the cache (a load under way is left alone); the evict hook gets it.
+    pub fn remove(&self, key: &K) {
+        let gone = {
+            let mut inner = self.lock();
+            let gone = inner.lru.pop(key);
+            if let Some(v) = &gone {
+                inner.stats.used -= (self.charge)(v);
+            }
+            gone
+        };
+        if let (Some(v), Some(f)) = (gone, &self.evicted) {
+            f(v);
+        }
+    }
+
     /// The value of `key`: cached, from a load already under way, or by running `load`. Errors
     /// are not kept; a panic inside `load` becomes the error `panicked()` for every waiter.
     pub fn get_or_load(

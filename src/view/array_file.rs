@@ -284,6 +284,21 @@ impl ArrayFile {
         chunks
     }
 
+    /// Where chunk `chunk`'s last byte ends `A`.
+    pub fn chunk_end_byte(&self, chunk: u64) -> u64 {
+        self.layout.chunk_end(chunk) * self.elem_size
+    }
+
+    /// Drops `chunks` from the cache.
+    pub fn discard(&self, cache: &ChunkCache, chunks: &[u64]) {
+        for &index in chunks {
+            cache.discard(ChunkId {
+                array: self.id,
+                index,
+            });
+        }
+    }
+
     /// Queues `chunks` for decoding on the worker pool.
     pub fn prefetch(&self, pool: &Prefetcher, cache: &Arc<ChunkCache>, chunks: &[u64]) {
         let Ok(reader) = &self.reader else { return };

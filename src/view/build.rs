@@ -203,7 +203,7 @@ impl View {
             vlen: b.vlen,
             cache,
             prefetcher: None,
-            streams: Default::default(),
+            handles: Default::default(),
             next_handle: Default::default(),
         }
     }

@@ -81,6 +81,20 @@ impl Layout {
         idx
     }
 
+    /// One past the element index (in the array file) of the last element of chunk `chunk`: a
+    /// reader going through the file in order is done with the chunk once it gets there.
+    pub fn chunk_end(&self, chunk: u64) -> u64 {
+        let last = self
+            .chunk_coords(chunk)
+            .iter()
+            .enumerate()
+            .fold(0, |at, (ax, &c)| {
+                let coord = ((c + 1) * self.chunk_shape[ax]).min(self.shape[ax]) - 1;
+                at * self.shape[ax] + coord
+            });
+        last + 1
+    }
+
     /// The runs covering elements `start..end`, in order. Positions are found by division for
     /// the first run only; after that they advance chunk by chunk (this is the read hot path).
     pub fn runs(&self, start: u64, end: u64) -> Runs<'_> {
@@ -239,6 +253,18 @@ mod tests {
                 next += run.len;
             }
             prop_assert_eq!(next, end);
+        }
+
+        #[test]
+        fn chunk_end_is_one_past_the_last_element_of_the_chunk((shape, chunks) in shapes()) {
+            let layout = Layout::new(&shape, &chunks);
+            let mut last = std::collections::HashMap::new();
+            for e in 0..layout.len() {
+                last.insert(locate(&shape, &chunks, e).0, e + 1);
+            }
+            for (chunk, end) in last {
+                prop_assert_eq!(layout.chunk_end(chunk), end);
+            }
         }
     }
 

@@ -6,12 +6,14 @@
 
 mod array_file;
 mod build;
+mod drop_behind;
 mod layout;
 mod npy;
 mod stream;
 mod vlen_file;
 
 pub use array_file::ArrayFile;
+pub use drop_behind::DropBehind;
 pub use layout::{Layout, Run};
 pub use npy::npy_header;
 pub use stream::{Prediction, Stream};
@@ -120,6 +122,14 @@ struct Inode {
     mtime: SystemTime,
 }
 
+/// One open data file.
+struct Handle {
+    /// Its access pattern.
+    stream: Stream,
+    /// What to drop behind a sequential reader; `None` when the kernel does not cache its reads.
+    behind: Option<DropBehind>,
+}
+
 /// The whole mounted tree.
 pub struct View {
     inodes: Vec<Inode>,
@@ -127,8 +137,8 @@ pub struct View {
     vlen: Vec<VlenFile>,
     cache: Arc<ChunkCache>,
     prefetcher: Option<Prefetcher>,
-    /// Access pattern of every open data file, by file handle.
-    streams: Mutex<HashMap<u64, Stream>>,
+    /// Every open data file, by file handle.
+    handles: Mutex<HashMap<u64, Handle>>,
     next_handle: AtomicU64,
 }
 
@@ -250,9 +260,20 @@ impl View {
         ));
     }
 
-    /// Opens `ino` for reading and returns a file handle (0 for files that need none);
-    /// unreadable arrays fail here with EIO.
+    /// Opens `ino` for reading through the kernel's page cache and returns a file handle (0
+    /// for files that need none); unreadable arrays fail here with EIO. Chunks a sequential
+    /// reader has gone past leave the chunk cache (see [`DropBehind`]).
     pub fn open(&self, ino: u64) -> Result<u64, ViewError> {
+        self.open_handle(ino, Some(DropBehind::default()))
+    }
+
+    /// Like [`View::open`], for reads that bypass the page cache (`O_DIRECT`): the chunk cache
+    /// is their only cache, so it keeps what they read.
+    pub fn open_direct(&self, ino: u64) -> Result<u64, ViewError> {
+        self.open_handle(ino, None)
+    }
+
+    fn open_handle(&self, ino: u64, behind: Option<DropBehind>) -> Result<u64, ViewError> {
         match &self.inode(ino)?.content {
             Content::Dir(_) => Err(ViewError::IsDir),
             Content::Json(_) => Ok(0),
@@ -262,7 +283,8 @@ impl View {
             Content::Data(a) | Content::Npy(a) => {
                 self.arrays[*a as usize].check_readable()?;
                 let fh = self.next_handle.fetch_add(1, Ordering::Relaxed) + 1;
-                self.lock_streams().insert(fh, Stream::default());
+                let stream = Stream::default();
+                self.lock_handles().insert(fh, Handle { stream, behind });
                 Ok(fh)
             }
         }
@@ -270,11 +292,11 @@ impl View {
 
     /// Forgets file handle `fh`.
     pub fn release(&self, fh: u64) {
-        self.lock_streams().remove(&fh);
+        self.lock_handles().remove(&fh);
     }
 
-    fn lock_streams(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Stream>> {
-        self.streams.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock_handles(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Handle>> {
+        self.handles.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Up to `size` bytes of file `ino` from `offset` (fewer at the end of the file).
@@ -305,12 +327,12 @@ impl View {
             }
             Content::Data(a) => {
                 let array = &self.arrays[*a as usize];
-                self.prefetch(fh, array, offset, len);
+                self.track_read(fh, array, offset, len);
                 array.read_data(&self.cache, offset, len, out)
             }
             Content::Npy(a) => {
                 let array = &self.arrays[*a as usize];
-                self.prefetch(fh, array, offset.saturating_sub(array.header_len()), len);
+                self.track_read(fh, array, offset.saturating_sub(array.header_len()), len);
                 array.read_npy(&self.cache, offset, len, out)
             }
             Content::Text(a) => {
@@ -324,15 +346,13 @@ impl View {
         }
     }
 
-    /// Records a read of `array`'s data (`offset` into `A`) through handle `fh`, and queues on
-    /// the worker pool the other chunks this read needs (so they decode in parallel with the
-    /// first) and the chunks its access pattern predicts.
-    fn prefetch(&self, fh: u64, array: &ArrayFile, offset: u64, len: u64) {
-        let Some(pool) = &self.prefetcher else { return };
-        let mut now = array.chunks_for(&Prediction::Range(offset, offset.saturating_add(len)));
-        if now.len() > 1 {
-            now.remove(0);
-            array.prefetch(pool, &self.cache, &now);
+    /// Records a read of `array`'s data (`offset` into `A`) through handle `fh`; queues on the
+    /// worker pool the other chunks this read needs (so they decode in parallel with the first)
+    /// and the chunks its access pattern predicts; drops the chunks a sequential reader passed.
+    fn track_read(&self, fh: u64, array: &ArrayFile, offset: u64, len: u64) {
+        let now = array.chunks_for(&Prediction::Range(offset, offset.saturating_add(len)));
+        if let (Some(pool), [_, rest @ ..]) = (&self.prefetcher, now.as_slice()) {
+            array.prefetch(pool, &self.cache, rest);
         }
         if fh == 0 {
             return;
@@ -341,11 +361,35 @@ impl View {
             MIN_PREFETCH_WINDOW,
             (self.cache.budget() / 4).max(MIN_PREFETCH_WINDOW),
         );
-        let prediction = match self.lock_streams().get_mut(&fh) {
-            Some(stream) => stream.record(offset, len, window, array.band_end(offset)),
-            None => return,
+        let (prediction, passed) = {
+            let mut handles = self.lock_handles();
+            let Some(handle) = handles.get_mut(&fh) else {
+                return;
+            };
+            let prediction = handle
+                .stream
+                .record(offset, len, window, array.band_end(offset));
+            let passed = match &mut handle.behind {
+                Some(behind) => {
+                    if !handle.stream.in_order() {
+                        behind.clear();
+                    }
+                    for &chunk in &now {
+                        behind.touched(chunk, array.chunk_end_byte(chunk));
+                    }
+                    match handle.stream.is_sequential() {
+                        true => behind.passed(offset),
+                        false => Vec::new(),
+                    }
+                }
+                None => Vec::new(),
+            };
+            (prediction, passed)
         };
-        array.prefetch(pool, &self.cache, &array.chunks_for(&prediction));
+        array.discard(&self.cache, &passed);
+        if let Some(pool) = &self.prefetcher {
+            array.prefetch(pool, &self.cache, &array.chunks_for(&prediction));
+        }
     }
 }
 

@@ -4,7 +4,7 @@
 
 /// Reads closer than this to where the last one ended still count as sequential: the kernel
 /// sends readahead requests concurrently, so they arrive slightly out of order.
-const SEQUENTIAL_SLACK: u64 = 4 << 20;
+pub(super) const SEQUENTIAL_SLACK: u64 = 4 << 20;
 /// Consecutive confirmations before a pattern is trusted.
 const CONFIRM: u32 = 2;
 /// The look-ahead of a first read, as a fraction of the full window.
@@ -18,6 +18,8 @@ pub struct Stream {
     stride: Option<i128>,
     sequential_hits: u32,
     stride_hits: u32,
+    /// Only one read so far.
+    first: bool,
 }
 
 /// Byte ranges predicted to be read next.
@@ -37,12 +39,23 @@ pub enum Prediction {
 }
 
 impl Stream {
+    /// True once reads in order are confirmed (and until the pattern breaks).
+    pub fn is_sequential(&self) -> bool {
+        self.sequential_hits >= CONFIRM
+    }
+
+    /// True when the last read was the first, or went on from where an earlier one ended.
+    pub fn in_order(&self) -> bool {
+        self.sequential_hits > 0 || self.first
+    }
+
     /// Records a read of `len` bytes at `offset`; predicts what comes next within `window` bytes.
     /// A first read only looks ahead up to `first_limit` (the end of the chunks it touches), so a
     /// reader of one frame does not pay for decoding the next.
     pub fn record(&mut self, offset: u64, len: u64, window: u64, first_limit: u64) -> Prediction {
         let end = offset.saturating_add(len);
-        if self.last_offset.is_none() {
+        self.first = self.last_offset.is_none();
+        if self.first {
             self.last_offset = Some(offset);
             self.last_end = end;
             let ahead = end
