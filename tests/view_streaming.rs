@@ -30,7 +30,7 @@ fn view() -> View {
             let chunk: Vec<u8> = (0..512 * 2048u64)
                 .map(|k| (((i * 512 + k / 2048) * 7 + j * 2048 + k % 2048) % 251) as u8)
                 .collect();
-            s.insert(&format!("c/{i}/{j}"), chunk);
+            s.insert(format!("c/{i}/{j}"), chunk);
         }
     }
     let store: Arc<dyn zarrfs::store::Store> = Arc::new(s);
