@@ -320,15 +320,24 @@ NOTES = """\
 ## Reading the numbers
 
 * Warm reads come from the kernel page cache and never reach the daemon. ext4, where `raw.bin`
-  lives, caches it in large folios; tmpfs here (huge pages off) caches in 4 KiB pages. A warm read
-  of a zarrfs file running at about the tmpfs row's speed means the remaining gap to the ext4
-  baseline is the kernel's per-page cost, not zarrfs's.
+  lives, caches it in large folios; the kernel caches FUSE files in 4 KiB pages (the
+  `filemap:mm_filemap_add_to_page_cache` tracepoint shows order 0 for every zarrfs page and orders
+  up to 9 for `raw.bin`), as does tmpfs here (huge pages off). A warm read of a zarrfs file running
+  at about the tmpfs row's speed means the remaining gap to the ext4 baseline is the kernel's
+  per-page cost, not zarrfs's.
 * `a[:, :, x]` through `numpy.memmap` touches every 4 KiB page of the file: a page holds one row of
   {x} elements, which crosses {xchunks} chunks of width 256, so a page-granular reader makes zarrfs
   decode every chunk of the array, {xchunks}× the chunks zarr-python decodes for the same slice. The
   kernel's readahead around each page fault (the mount's `read_ahead_kb`: zarrfs sets 1 MiB,
   `--read-ahead 128K` makes it smaller) does the same to the pixel series
   `a[:, y, x]`.
+* A cold read is bounded by CPU on 2 cores: decoding (zstd 1.05 GB/s per core, the same libzstd
+  as numcodecs) plus moving the bytes through FUSE (about 2 GB/s with nothing to decode: our copy
+  into the reply, the kernel's copy into fresh page-cache pages, the reader's copy out). For zstd
+  that is about 0.45 CPU-seconds per 256 MiB, at best 1.2 GB/s with both cores busy all the time.
+  Memory touched for the first time is also expensive on this VM (1.5–2 GB/s with 4 KiB pages,
+  0.5 GB/s with huge pages); zarrfs drops chunks behind a sequential reader and reuses their
+  buffers so that a stream touches little fresh memory.
 * zarr-python's own times vary a lot from run to run on a shared machine (it decodes with a thread
   pool); the best of the repetitions is used on both sides.
 """
@@ -363,11 +372,14 @@ run mean much.
   wall time.
 * **Frames and columns** are read in a fresh Python process: a frame with `np.fromfile(offset=...)`
   (one contiguous read), columns with `np.array(np.memmap(...)[sel])`; zarr-python with `a[sel]`.
-  Both sides' values are compared (float64 sums).
+  Both sides' values are compared (float64 sums). Each side first reads one element outside the
+  timing (zarr-python of the array, the file side the file's first element, on its fresh mount),
+  so neither is charged its one-time set-up.
 * **Random reads**: a C driver (compiled at bench time) doing 4 KiB-aligned `pread`s at uniformly
   random offsets over the whole zstd array and timing each call; one reader. `O_DIRECT` makes every
   read reach the daemon (without it the page cache answers after the first touch). "In the chunk
-  cache": the array was read once through a mount with a cache larger than the array; its baseline
+  cache": the array was read once with `O_DIRECT` (a page-cached sequential reader would leave
+  its chunks to the page cache) through a mount with a cache larger than the array; its baseline
   is the FUSE floor, the same driver reading the first 4 KiB of `zstd.json` (answered from memory,
   no chunk work), so the ratio is the share of the floor zarrfs reaches. "8× the chunk cache":
   `--cache-size` = 1/8 of the array, so most reads decode a chunk. "Buffered": plain `pread`s after
