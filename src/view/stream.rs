@@ -20,6 +20,8 @@ pub struct Stream {
     stride_hits: u32,
     /// Only one read so far.
     first: bool,
+    /// Where the current run of reads in order began.
+    run_start: u64,
 }
 
 /// Byte ranges predicted to be read next.
@@ -51,13 +53,16 @@ impl Stream {
 
     /// Records a read of `len` bytes at `offset`; predicts what comes next within `window` bytes.
     /// A first read only looks ahead up to `first_limit` (the end of the chunks it touches), so a
-    /// reader of one frame does not pay for decoding the next.
+    /// reader of one frame does not pay for decoding the next. Reads in order look ahead twice as
+    /// far as they have come, up to `window` (like the kernel's readahead ramp), so one large
+    /// read, which arrives as several requests, does not set off decoding far beyond itself.
     pub fn record(&mut self, offset: u64, len: u64, window: u64, first_limit: u64) -> Prediction {
         let end = offset.saturating_add(len);
         self.first = self.last_offset.is_none();
         if self.first {
             self.last_offset = Some(offset);
             self.last_end = end;
+            self.run_start = offset;
             let ahead = end
                 .saturating_add(window / FIRST_READ_FRACTION)
                 .min(first_limit);
@@ -76,6 +81,7 @@ impl Stream {
         self.sequential_hits = if sequential {
             self.sequential_hits + 1
         } else {
+            self.run_start = offset;
             0
         };
         self.stride_hits = match (stride, self.stride) {
@@ -88,7 +94,14 @@ impl Stream {
         self.last_offset = Some(offset);
         self.last_end = self.last_end.max(end);
         if self.sequential_hits >= CONFIRM {
-            return Prediction::Range(self.last_end, self.last_end.saturating_add(window));
+            let ramp = self
+                .last_end
+                .saturating_sub(self.run_start)
+                .saturating_mul(2);
+            return Prediction::Range(
+                self.last_end,
+                self.last_end.saturating_add(window.min(ramp)),
+            );
         }
         match self.stride {
             Some(s) if self.stride_hits >= CONFIRM && s > 0 => {
@@ -121,9 +134,10 @@ mod tests {
             s.record(1 << 20, 1 << 20, 8 << 20, u64::MAX),
             Prediction::None
         );
+        // Confirmed after 3 MiB in order: twice that ahead, ramping up to the window.
         assert_eq!(
             s.record(2 << 20, 1 << 20, 8 << 20, u64::MAX),
-            Prediction::Range(3 << 20, 11 << 20)
+            Prediction::Range(3 << 20, 9 << 20)
         );
         // Out-of-order readahead requests keep it sequential.
         assert_eq!(
@@ -134,6 +148,13 @@ mod tests {
             s.record(4 << 20, 1 << 20, 8 << 20, u64::MAX),
             Prediction::Range(..)
         ));
+        // A jump starts a new run, which ramps up again.
+        s.record(100 << 20, 1 << 20, 8 << 20, u64::MAX);
+        s.record(101 << 20, 1 << 20, 8 << 20, u64::MAX);
+        assert_eq!(
+            s.record(102 << 20, 1 << 20, 8 << 20, u64::MAX),
+            Prediction::Range(103 << 20, 109 << 20)
+        );
     }
 
     #[test]
