@@ -10,8 +10,6 @@ use std::sync::Arc;
 const MAX_PREFETCH_CHUNKS: usize = 64;
 /// Chunks one read keeps at hand (its runs alternate between the chunks of a row).
 const MAX_HELD_CHUNKS: usize = 8;
-/// Most layout runs one prediction walks (small chunks make many runs).
-const MAX_PREFETCH_RUNS: usize = 4096;
 
 /// One array as files: its chunk reader, geometry and NPY header.
 pub struct ArrayFile {
@@ -247,19 +245,11 @@ impl ArrayFile {
         if self.reader.is_err() {
             return chunks;
         }
-        let mut runs_seen = 0;
-        let mut add_range = |from: u64, to: u64, chunks: &mut Vec<u64>| {
-            let to = to.min(self.data_size);
-            if from >= to {
-                return;
-            }
-            for run in self.layout.runs(from / es, to.div_ceil(es)) {
-                runs_seen += 1;
-                if !chunks.contains(&run.chunk) {
-                    chunks.push(run.chunk);
-                }
-                if chunks.len() >= MAX_PREFETCH_CHUNKS || runs_seen >= MAX_PREFETCH_RUNS {
-                    return;
+        let add_range = |from: u64, to: u64, chunks: &mut Vec<u64>| {
+            let (first, last) = (from / es, to.min(self.data_size).div_ceil(es));
+            for chunk in self.layout.chunks_in(first, last, MAX_PREFETCH_CHUNKS) {
+                if chunks.len() < MAX_PREFETCH_CHUNKS && !chunks.contains(&chunk) {
+                    chunks.push(chunk);
                 }
             }
         };

@@ -95,6 +95,56 @@ impl Layout {
         last + 1
     }
 
+    /// The distinct chunks holding elements `start..end`, at most `max`, the chunk of `start`
+    /// first. The range is cut into at most two boxes per axis (a C-order range is a partial
+    /// slice, whole slices, a partial slice, recursively), so the cost follows the number of
+    /// chunks, not of runs: this is what prefetch asks for every read.
+    pub fn chunks_in(&self, start: u64, end: u64, max: usize) -> Vec<u64> {
+        let end = end.min(self.len());
+        let mut boxes = Vec::new();
+        push_boxes(&self.shape, start, end, &mut Vec::new(), &mut boxes);
+        let mut chunks = Vec::new();
+        for b in &boxes {
+            let first: Vec<u64> = b
+                .iter()
+                .zip(&self.chunk_shape)
+                .map(|(r, c)| r.0 / c)
+                .collect();
+            let last: Vec<u64> = b
+                .iter()
+                .zip(&self.chunk_shape)
+                .map(|(r, c)| (r.1 - 1) / c)
+                .collect();
+            let mut idx = first.clone();
+            loop {
+                let chunk = idx.iter().zip(&self.grid).fold(0, |at, (i, g)| at * g + i);
+                if !chunks.contains(&chunk) {
+                    if chunks.len() == max {
+                        return chunks;
+                    }
+                    chunks.push(chunk);
+                }
+                // The next chunk index of the box in C order, or done.
+                let mut ax = idx.len();
+                loop {
+                    if ax == 0 {
+                        break;
+                    }
+                    ax -= 1;
+                    if idx[ax] < last[ax] {
+                        idx[ax] += 1;
+                        break;
+                    }
+                    idx[ax] = first[ax];
+                }
+                if idx == first {
+                    break;
+                }
+            }
+        }
+        chunks
+    }
+
     /// The runs covering elements `start..end`, in order. Positions are found by division for
     /// the first run only; after that they advance chunk by chunk (this is the read hot path).
     pub fn runs(&self, start: u64, end: u64) -> Runs<'_> {
@@ -104,6 +154,50 @@ impl Layout {
             end,
             pos: None,
         }
+    }
+}
+
+/// Appends to `out` the boxes (per axis `lo..hi`) that make up elements `start..end` of an
+/// array of `shape`, in file order; `fixed` holds the ranges of the axes outside `shape`.
+fn push_boxes(
+    shape: &[u64],
+    start: u64,
+    end: u64,
+    fixed: &mut Vec<(u64, u64)>,
+    out: &mut Vec<Vec<(u64, u64)>>,
+) {
+    if start >= end {
+        return;
+    }
+    let Some((_, rest)) = shape.split_first() else {
+        out.push(fixed.clone());
+        return;
+    };
+    let inner: u64 = rest.iter().product();
+    let (a, a_off) = (start / inner, start % inner);
+    let (b, b_end) = ((end - 1) / inner, (end - 1) % inner + 1);
+    // Elements `from..to` of slice `i` along this axis.
+    let slice = |i: u64, from: u64, to: u64, fixed: &mut Vec<(u64, u64)>, out: &mut Vec<_>| {
+        fixed.push((i, i + 1));
+        push_boxes(rest, from, to, fixed, out);
+        fixed.pop();
+    };
+    if a == b {
+        return slice(a, a_off, b_end, fixed, out);
+    }
+    let whole_from = if a_off > 0 { a + 1 } else { a };
+    let whole_to = if b_end < inner { b } else { b + 1 };
+    if a_off > 0 {
+        slice(a, a_off, inner, fixed, out);
+    }
+    if whole_from < whole_to {
+        let mut whole = fixed.clone();
+        whole.push((whole_from, whole_to));
+        whole.extend(rest.iter().map(|&m| (0, m)));
+        out.push(whole);
+    }
+    if b_end < inner {
+        slice(b, 0, b_end, fixed, out);
     }
 }
 
@@ -253,6 +347,27 @@ mod tests {
                 next += run.len;
             }
             prop_assert_eq!(next, end);
+        }
+
+        #[test]
+        fn chunks_in_are_the_chunks_of_the_runs((shape, chunks) in shapes(), a in 0u64..2000, b in 0u64..2000) {
+            let layout = Layout::new(&shape, &chunks);
+            let n = layout.len();
+            let (start, end) = ((a % (n + 1)).min(b % (n + 1)), (a % (n + 1)).max(b % (n + 1)));
+            let mut expected: Vec<u64> = layout.runs(start, end).map(|r| r.chunk).collect();
+            let got = layout.chunks_in(start, end, usize::MAX);
+            if let Some(&first) = expected.first() {
+                prop_assert_eq!(got.first(), Some(&first), "the chunk of `start` comes first");
+            }
+            let mut sorted = got.clone();
+            sorted.sort_unstable();
+            sorted.dedup();
+            prop_assert_eq!(sorted.len(), got.len(), "no chunk twice");
+            expected.sort_unstable();
+            expected.dedup();
+            prop_assert_eq!(sorted, expected);
+            let capped = layout.chunks_in(start, end, 2);
+            prop_assert_eq!(&capped[..], &got[..got.len().min(2)]);
         }
 
         #[test]
