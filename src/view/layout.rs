@@ -124,22 +124,12 @@ impl Layout {
                     }
                     chunks.push(chunk);
                 }
-                // The next chunk index of the box in C order, or done.
-                let mut ax = idx.len();
-                loop {
-                    if ax == 0 {
-                        break;
-                    }
-                    ax -= 1;
-                    if idx[ax] < last[ax] {
-                        idx[ax] += 1;
-                        break;
-                    }
-                    idx[ax] = first[ax];
-                }
-                if idx == first {
+                // On to the next chunk index of the box in C order.
+                let Some(ax) = (0..idx.len()).rev().find(|&ax| idx[ax] < last[ax]) else {
                     break;
-                }
+                };
+                idx[ax] += 1;
+                idx[ax + 1..].copy_from_slice(&first[ax + 1..]);
             }
         }
         chunks

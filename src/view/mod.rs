@@ -130,6 +130,27 @@ struct Handle {
     behind: Option<DropBehind>,
 }
 
+impl Handle {
+    /// After a read at `offset` touching `now` (chunks of `array`), the chunks this reader, if
+    /// sequential and page-cached, has passed.
+    fn passed(&mut self, array: &ArrayFile, now: &[u64], offset: u64) -> Vec<u64> {
+        let Some(behind) = &mut self.behind else {
+            return Vec::new();
+        };
+        if !self.stream.in_order() {
+            behind.clear();
+        }
+        for &chunk in now {
+            behind.touched(chunk, array.chunk_end_byte(chunk));
+        }
+        if self.stream.is_sequential() {
+            behind.passed(offset)
+        } else {
+            Vec::new()
+        }
+    }
+}
+
 /// The whole mounted tree.
 pub struct View {
     inodes: Vec<Inode>,
@@ -369,22 +390,7 @@ impl View {
             let prediction = handle
                 .stream
                 .record(offset, len, window, array.band_end(offset));
-            let passed = match &mut handle.behind {
-                Some(behind) => {
-                    if !handle.stream.in_order() {
-                        behind.clear();
-                    }
-                    for &chunk in &now {
-                        behind.touched(chunk, array.chunk_end_byte(chunk));
-                    }
-                    match handle.stream.is_sequential() {
-                        true => behind.passed(offset),
-                        false => Vec::new(),
-                    }
-                }
-                None => Vec::new(),
-            };
-            (prediction, passed)
+            (prediction, handle.passed(array, &now, offset))
         };
         array.discard(&self.cache, &passed);
         if let Some(pool) = &self.prefetcher {
