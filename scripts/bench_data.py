@@ -76,6 +76,17 @@ def done(path, params):
         return False
 
 
+def start(path, params):
+    """False when `path` already holds the dataset described by `params`; else empties `path`
+    for a new one and returns True."""
+    if done(path, params):
+        print(f"bench_data: reusing {path}")
+        return False
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return True
+
+
 def finish(path, params):
     with open(os.path.join(path, "params.json"), "w") as f:
         json.dump(params, f, indent=1)
@@ -91,11 +102,8 @@ def make_arrays(path, size_mib):
         "stack_frames": ts,
         "zarr": zarr.__version__,
     }
-    if done(path, params):
-        print(f"bench_data: reusing {path}")
+    if not start(path, params):
         return
-    shutil.rmtree(path, ignore_errors=True)
-    os.makedirs(path)
     started = time.time()
     store = os.path.join(path, "arrays.zarr")
     root = zarr.open_group(store, mode="w", zarr_format=3)
@@ -157,11 +165,8 @@ def make_tree(path, n_groups, n_arrays):
         "arrays_per_group": n_arrays,
         "zarr": zarr.__version__,
     }
-    if done(path, params):
-        print(f"bench_data: reusing {path}")
+    if not start(path, params):
         return
-    shutil.rmtree(path, ignore_errors=True)
-    os.makedirs(path)
     started = time.time()
     store = os.path.join(path, "tree.zarr")
     root = zarr.open_group(store, mode="w", zarr_format=3)

@@ -14,6 +14,14 @@ fn demo_case() -> StoreCase {
         .unwrap()
 }
 
+/// The file every test here reads.
+const FILE: &str = "surface/temperature";
+
+/// The expected `.npy` and raw bytes of [`FILE`].
+fn expected_file(case: &StoreCase) -> (Vec<u8>, Vec<u8>) {
+    expected_bytes(case.nodes.iter().find(|n| n.path == FILE).unwrap())
+}
+
 /// Runs `program args` once on the mounted file and once on a local copy of the expected bytes;
 /// returns both outputs.
 fn same_output(
@@ -70,13 +78,8 @@ impl ArgIfAbsent for Command {
 fn dd_od_and_cp_see_the_expected_bytes() {
     let case = demo_case();
     let mount = Mount::new(&case.store, &[]);
-    let node = case
-        .nodes
-        .iter()
-        .find(|n| n.path == "surface/temperature")
-        .unwrap();
-    let (npy, data) = expected_bytes(node);
-    let file = mount.join("surface/temperature");
+    let (npy, data) = expected_file(&case);
+    let file = mount.join(FILE);
     for args in [
         vec!["if={}", "bs=1000", "skip=3", "count=5", "status=none"],
         vec!["if={}", "bs=1M", "status=none"],
@@ -117,11 +120,11 @@ fn dd_od_and_cp_see_the_expected_bytes() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(
-        std::fs::read(dest.path().join("copy/surface/temperature")).unwrap(),
+        std::fs::read(dest.path().join("copy").join(FILE)).unwrap(),
         data
     );
     assert_eq!(
-        std::fs::read(dest.path().join("copy/surface/temperature.npy")).unwrap(),
+        std::fs::read(dest.path().join("copy").join(format!("{FILE}.npy"))).unwrap(),
         npy
     );
 }
@@ -130,11 +133,7 @@ fn dd_od_and_cp_see_the_expected_bytes() {
 fn numpy_loads_and_memmaps_the_mounted_files() {
     let case = demo_case();
     let mount = Mount::new(&case.store, &[]);
-    let node = case
-        .nodes
-        .iter()
-        .find(|n| n.path == "surface/temperature")
-        .unwrap();
+    let node = case.nodes.iter().find(|n| n.path == FILE).unwrap();
     let script = r#"
 import sys, json, numpy as np
 npy, raw, expected = sys.argv[1:4]
@@ -148,8 +147,8 @@ assert np.array_equal(m[..., 5], want[..., 5], equal_nan=True)
 print("ok")
 "#;
     let args = [
-        mount.join("surface/temperature.npy"),
-        mount.join("surface/temperature"),
+        mount.join(&format!("{FILE}.npy")),
+        mount.join(FILE),
         node.npy.clone().unwrap(),
     ];
     let out = timed("python3", move || {
@@ -172,7 +171,7 @@ print("ok")
 fn the_mount_is_read_only() {
     let case = demo_case();
     let mount = Mount::new(&case.store, &[]);
-    let file = mount.join("surface/temperature");
+    let file = mount.join(FILE);
     let erofs = |r: std::io::Result<()>, what: &str| match r {
         Err(e) if e.raw_os_error() == Some(libc::EROFS) => {}
         other => panic!("{what}: expected EROFS, got {other:?}"),
@@ -202,11 +201,6 @@ fn the_mount_is_read_only() {
         "chmod",
     );
     // And nothing changed.
-    let (_, data) = expected_bytes(
-        case.nodes
-            .iter()
-            .find(|n| n.path == "surface/temperature")
-            .unwrap(),
-    );
+    let (_, data) = expected_file(&case);
     assert_eq!(std::fs::read(&file).unwrap(), data);
 }
