@@ -96,6 +96,7 @@ impl ChunkReader {
         let Some(encoded) = self.store.get(&key).map_err(|e| fail(e.to_string()))? else {
             return Ok(None);
         };
+        let encoded = encoded.bytes;
         if self.meta.dtype.is_variable() {
             let decoded = pipeline.decode(&encoded).map_err(|e| fail(e.to_string()))?;
             return Ok(Some(Arc::new(decoded)));
@@ -127,6 +128,7 @@ impl ChunkReader {
         let Some(encoded) = self.store.get(&key).map_err(|e| fail(e.to_string()))? else {
             return Ok(Some(false));
         };
+        let encoded = encoded.bytes;
         pipeline
             .decode_into(&encoded, out)
             .map_err(|e| fail(e.to_string()))?;

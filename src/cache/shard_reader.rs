@@ -98,7 +98,7 @@ mod tests {
     use crate::cache::{BufferPool, ChunkReader};
     use crate::codec::sharding_testutil::{index, index_len, shard, spec};
     use crate::meta::{ArrayMeta, ChunkKeys, DataType, KeyStyle};
-    use crate::store::{Entry, MemoryStore, ObjectMeta, Store, StoreError};
+    use crate::store::{Entry, MemoryStore, Object, ObjectMeta, Store, StoreError};
     use serde_json::json;
     use std::sync::{Arc, Mutex};
     use std::time::SystemTime;
@@ -117,7 +117,7 @@ mod tests {
     }
 
     impl Store for Recording {
-        fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        fn get(&self, key: &str) -> Result<Option<Object>, StoreError> {
             self.reads.lock().unwrap().push((key.into(), 0, u64::MAX));
             self.inner.get(key)
         }

@@ -2,7 +2,7 @@
 //! `zarr.json`. When present, the hierarchy is read from it in one request instead of one per
 //! node: [`Consolidated`] overlays the consolidated documents on the store for the walk.
 
-use crate::store::{list_map, Entry, ObjectMeta, Store, StoreError};
+use crate::store::{list_map, Entry, Object, ObjectMeta, Store, StoreError};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::SystemTime;
@@ -19,8 +19,8 @@ pub struct Consolidated<'a> {
 /// Reads the consolidated metadata of `store`, if it has any.
 pub fn open(store: &dyn Store) -> Result<Option<Consolidated<'_>>, String> {
     let mut objects = BTreeMap::new();
-    if let Some(bytes) = store.get(".zmetadata").map_err(|e| e.to_string())? {
-        let doc: Value = serde_json::from_slice(&bytes)
+    if let Some(object) = store.get(".zmetadata").map_err(|e| e.to_string())? {
+        let doc: Value = serde_json::from_slice(&object.bytes)
             .map_err(|e| format!(".zmetadata: malformed JSON: {e}"))?;
         let meta = doc
             .get("metadata")
@@ -29,8 +29,8 @@ pub fn open(store: &dyn Store) -> Result<Option<Consolidated<'_>>, String> {
         for (key, value) in meta {
             objects.insert(key.clone(), serde_json::to_vec(value).unwrap_or_default());
         }
-    } else if let Some(bytes) = store.get("zarr.json").map_err(|e| e.to_string())? {
-        let Ok(Value::Object(mut root)) = serde_json::from_slice::<Value>(&bytes) else {
+    } else if let Some(object) = store.get("zarr.json").map_err(|e| e.to_string())? {
+        let Ok(Value::Object(mut root)) = serde_json::from_slice::<Value>(&object.bytes) else {
             return Ok(None);
         };
         let Some(Value::Object(cm)) = root.remove("consolidated_metadata") else {
@@ -64,9 +64,12 @@ fn is_metadata(key: &str) -> bool {
 }
 
 impl Store for Consolidated<'_> {
-    fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+    fn get(&self, key: &str) -> Result<Option<Object>, StoreError> {
         match self.objects.get(key) {
-            Some(v) => Ok(Some(v.clone())),
+            Some(v) => Ok(Some(Object {
+                bytes: v.clone(),
+                mtime: None,
+            })),
             None if is_metadata(key) => Ok(None),
             None => self.inner.get(key),
         }
@@ -112,9 +115,9 @@ mod tests {
         s.insert("a/.zattrs", r#"{"v": 2}"#);
         s.insert("a/0", "chunk");
         let c = open(&s).unwrap().unwrap();
-        assert_eq!(c.get("a/.zattrs").unwrap().unwrap(), br#"{"v":1}"#);
+        assert_eq!(c.get("a/.zattrs").unwrap().unwrap().bytes, br#"{"v":1}"#);
         assert!(c.get("b/.zgroup").unwrap().is_none());
-        assert_eq!(c.get("a/0").unwrap().unwrap(), b"chunk");
+        assert_eq!(c.get("a/0").unwrap().unwrap().bytes, b"chunk");
         assert_eq!(
             c.list_dir("")
                 .unwrap()
@@ -131,7 +134,8 @@ mod tests {
         s.insert("zarr.json", r#"{"zarr_format": 3, "node_type": "group", "consolidated_metadata": {"kind": "inline", "metadata": {"g": {"node_type": "group"}, "g/a": {"node_type": "array"}}}}"#);
         let c = open(&s).unwrap().unwrap();
         assert!(c.get("g/a/zarr.json").unwrap().is_some());
-        let root: Value = serde_json::from_slice(&c.get("zarr.json").unwrap().unwrap()).unwrap();
+        let root: Value =
+            serde_json::from_slice(&c.get("zarr.json").unwrap().unwrap().bytes).unwrap();
         assert!(root.get("consolidated_metadata").is_none());
     }
 }

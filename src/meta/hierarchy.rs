@@ -115,14 +115,11 @@ fn join(prefix: &str, name: &str) -> String {
 
 /// Reads and parses one metadata object: `Ok(None)` when absent.
 fn read_json(store: &dyn Store, key: &str) -> Result<Option<JsonObject>, String> {
-    let Some(head) = store.head(key).map_err(|e| e.to_string())? else {
+    let Some(object) = store.get(key).map_err(|e| e.to_string())? else {
         return Ok(None);
     };
-    let Some(bytes) = store.get(key).map_err(|e| e.to_string())? else {
-        return Ok(None);
-    };
-    match serde_json::from_slice::<Value>(&bytes) {
-        Ok(Value::Object(map)) => Ok(Some((map, head.mtime))),
+    match serde_json::from_slice::<Value>(&object.bytes) {
+        Ok(Value::Object(map)) => Ok(Some((map, object.mtime))),
         Ok(other) => Err(format!("{key}: not a JSON object: {other}")),
         Err(e) => Err(format!("{key}: malformed JSON: {e}")),
     }

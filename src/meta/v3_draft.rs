@@ -58,7 +58,7 @@ fn check_extensions(doc: &Map<String, Value>) -> Result<(), String> {
 fn read(store: &dyn Store, key: &str) -> Result<Option<Map<String, Value>>, String> {
     match store.get(key).map_err(|e| e.to_string())? {
         None => Ok(None),
-        Some(bytes) => match serde_json::from_slice(&bytes) {
+        Some(object) => match serde_json::from_slice(&object.bytes) {
             Ok(Value::Object(m)) => Ok(Some(m)),
             Ok(_) => Err(format!("{key}: not a JSON object")),
             Err(e) => Err(format!("{key}: malformed JSON: {e}")),

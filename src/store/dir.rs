@@ -1,8 +1,8 @@
 //! A store in a local directory.
 
-use super::{check_key, Entry, EntryKind, ObjectMeta, Store, StoreError};
+use super::{check_key, Entry, EntryKind, Object, ObjectMeta, Store, StoreError};
 use std::fs::File;
-use std::io::ErrorKind;
+use std::io::{ErrorKind, Read};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -45,12 +45,22 @@ fn absent_as_none<T>(r: std::io::Result<T>, key: &str) -> Result<Option<T>, Stor
 }
 
 impl Store for DirStore {
-    fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+    fn get(&self, key: &str) -> Result<Option<Object>, StoreError> {
         let path = self.path(key)?;
-        if path.is_dir() {
+        let Some(mut file) = absent_as_none(File::open(path), key)? else {
+            return Ok(None);
+        };
+        let meta = file.metadata().map_err(|e| StoreError::io(key, e))?;
+        if meta.is_dir() {
             return Ok(None);
         }
-        absent_as_none(std::fs::read(path), key)
+        let mut bytes = Vec::with_capacity(meta.len() as usize);
+        file.read_to_end(&mut bytes)
+            .map_err(|e| StoreError::io(key, e))?;
+        Ok(Some(Object {
+            bytes,
+            mtime: meta.modified().ok(),
+        }))
     }
 
     fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError> {

@@ -14,6 +14,8 @@ pub enum StoreError {
     },
     /// The store itself is malformed (a zip without a central directory, ...).
     Invalid(String),
+    /// The store cannot list its keys (plain HTTP): the hierarchy must be found from metadata.
+    CannotList(String),
 }
 
 impl StoreError {
@@ -32,6 +34,7 @@ impl fmt::Display for StoreError {
             StoreError::BadKey(key) => write!(f, "refused key {key:?}: it would leave the store"),
             StoreError::Io { what, source } => write!(f, "{what}: {source}"),
             StoreError::Invalid(msg) => f.write_str(msg),
+            StoreError::CannotList(what) => write!(f, "{what}: this store cannot list its keys"),
         }
     }
 }

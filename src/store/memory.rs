@@ -1,6 +1,6 @@
 //! An in-memory store, for tests and for building stores programmatically.
 
-use super::{check_key, Entry, EntryKind, ObjectMeta, Store, StoreError};
+use super::{check_key, Entry, EntryKind, Object, ObjectMeta, Store, StoreError};
 use std::collections::BTreeMap;
 use std::time::SystemTime;
 
@@ -50,13 +50,17 @@ pub fn list_map(items: &BTreeMap<String, Vec<u8>>, prefix: &str) -> Vec<Entry> {
 }
 
 impl Store for MemoryStore {
-    fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+    fn get(&self, key: &str) -> Result<Option<Object>, StoreError> {
         check_key(key)?;
-        Ok(self.items.get(key).cloned())
+        Ok(self.items.get(key).map(|bytes| Object {
+            bytes: bytes.clone(),
+            mtime: None,
+        }))
     }
 
     fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError> {
-        Ok(self.get(key)?.map(|v| {
+        check_key(key)?;
+        Ok(self.items.get(key).map(|v| {
             let s = (start as usize).min(v.len());
             let e = (start.saturating_add(len) as usize).min(v.len());
             v[s..e].to_vec()

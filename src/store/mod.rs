@@ -47,13 +47,34 @@ pub struct ObjectMeta {
     pub mtime: Option<SystemTime>,
 }
 
+/// A whole stored value and when it was last modified.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Object {
+    /// The value.
+    pub bytes: Vec<u8>,
+    /// Last modification time, where the store knows it.
+    pub mtime: Option<SystemTime>,
+}
+
 /// A read-only key-value store.
 pub trait Store: Send + Sync {
-    /// The whole value of `key`, or `None` when the key is absent.
-    fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError>;
+    /// The whole value of `key` (one request), or `None` when the key is absent.
+    fn get(&self, key: &str) -> Result<Option<Object>, StoreError>;
 
     /// `len` bytes of `key` from `start` (fewer at the end of the value), or `None` when absent.
     fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError>;
+
+    /// The last `len` bytes of `key` (all of it when shorter) and the value's total size, or
+    /// `None` when absent. Remote backends answer it in one request (a shard's index).
+    fn get_suffix(&self, key: &str, len: u64) -> Result<Option<(Vec<u8>, u64)>, StoreError> {
+        let Some(meta) = self.head(key)? else {
+            return Ok(None);
+        };
+        let start = meta.size.saturating_sub(len);
+        Ok(self
+            .get_range(key, start, meta.size - start)?
+            .map(|bytes| (bytes, meta.size)))
+    }
 
     /// Size and modification time of `key`, or `None` when absent.
     fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError>;

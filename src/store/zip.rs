@@ -4,7 +4,7 @@
 //! zarr-python writes, are read with positioned reads and no lock; compressed members go
 //! through the `zip` crate under a lock.
 
-use super::{check_key, Entry, EntryKind, ObjectMeta, Store, StoreError};
+use super::{check_key, Entry, EntryKind, Object, ObjectMeta, Store, StoreError};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Read;
@@ -139,8 +139,15 @@ fn zip_time(t: zip::DateTime) -> Option<SystemTime> {
 }
 
 impl Store for ZipStore {
-    fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        self.get_range(key, 0, u64::MAX)
+    fn get(&self, key: &str) -> Result<Option<Object>, StoreError> {
+        check_key(key)?;
+        match self.members.get(key) {
+            Some(m) => Ok(Some(Object {
+                bytes: self.read_member(key, m, 0, u64::MAX)?,
+                mtime: m.mtime,
+            })),
+            None => Ok(None),
+        }
     }
 
     fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError> {
