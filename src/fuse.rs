@@ -6,8 +6,10 @@ use fuser::{
     KernelConfig, OpenAccMode, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyDirectoryPlus,
     ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request,
 };
+use std::any::Any;
 use std::cell::RefCell;
 use std::ffi::OsStr;
+use std::panic::AssertUnwindSafe;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -72,6 +74,27 @@ fn name_str(name: &OsStr) -> Option<&str> {
     name.to_str()
 }
 
+/// Runs one request's `handler`. A panic inside it must not end the fuser thread (the mount would
+/// slowly stop answering): it is caught and logged once, naming `op` and its `target`, and the
+/// kernel gets EIO, which the unanswered reply sends as the unwinding drops it.
+fn guarded(op: &str, target: std::fmt::Arguments<'_>, handler: impl FnOnce()) {
+    if let Err(payload) = std::panic::catch_unwind(AssertUnwindSafe(handler)) {
+        log::error!(
+            "{op} {target}: internal error, answered EIO: {}",
+            panic_message(payload.as_ref())
+        );
+    }
+}
+
+/// The text a panic was raised with.
+fn panic_message(payload: &(dyn Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
+}
+
 impl Filesystem for ZarrFs {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
         let _ = config.set_max_readahead(MAX_READAHEAD);
@@ -87,35 +110,43 @@ impl Filesystem for ZarrFs {
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        match name_str(name)
-            .ok_or(ViewError::NotFound)
-            .and_then(|n| self.view.lookup(parent.0, n))
-        {
-            Ok(a) => reply.entry(&TTL, &self.file_attr(&a), Generation(0)),
-            Err(e) => reply.error(errno(e)),
-        }
+        guarded(
+            "lookup",
+            format_args!("{name:?} in inode {parent}"),
+            || match name_str(name)
+                .ok_or(ViewError::NotFound)
+                .and_then(|n| self.view.lookup(parent.0, n))
+            {
+                Ok(a) => reply.entry(&TTL, &self.file_attr(&a), Generation(0)),
+                Err(e) => reply.error(errno(e)),
+            },
+        )
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        match self.view.getattr(ino.0) {
-            Ok(a) => reply.attr(&TTL, &self.file_attr(&a)),
-            Err(e) => reply.error(errno(e)),
-        }
+        guarded("getattr", format_args!("inode {ino}"), || {
+            match self.view.getattr(ino.0) {
+                Ok(a) => reply.attr(&TTL, &self.file_attr(&a)),
+                Err(e) => reply.error(errno(e)),
+            }
+        })
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         if flags.acc_mode() != OpenAccMode::O_RDONLY || flags.0 & libc::O_TRUNC != 0 {
             return reply.error(Errno::EROFS);
         }
-        let opened = if flags.0 & libc::O_DIRECT != 0 {
-            self.view.open_direct(ino.0)
-        } else {
-            self.view.open(ino.0)
-        };
-        match opened {
-            Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::FOPEN_KEEP_CACHE),
-            Err(e) => reply.error(errno(e)),
-        }
+        guarded("open", format_args!("inode {ino}"), || {
+            let opened = if flags.0 & libc::O_DIRECT != 0 {
+                self.view.open_direct(ino.0)
+            } else {
+                self.view.open(ino.0)
+            };
+            match opened {
+                Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::FOPEN_KEEP_CACHE),
+                Err(e) => reply.error(errno(e)),
+            }
+        })
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -132,37 +163,44 @@ impl Filesystem for ZarrFs {
     ) {
         // One reply buffer per thread, reused: no allocation per request.
         thread_local!(static BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) });
-        BUF.with_borrow_mut(|buf| {
-            buf.clear();
-            match self.view.read_into(ino.0, fh.0, offset, size, buf) {
-                Ok(()) => reply.data(buf),
-                Err(e) => reply.error(errno(e)),
-            }
-        });
+        let target = format_args!("inode {ino}, {size} bytes at {offset}");
+        guarded("read", target, || {
+            BUF.with_borrow_mut(|buf| {
+                buf.clear();
+                match self.view.read_into(ino.0, fh.0, offset, size, buf) {
+                    Ok(()) => reply.data(buf),
+                    Err(e) => reply.error(errno(e)),
+                }
+            })
+        })
     }
 
     fn release(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         _flags: OpenFlags,
         _lock_owner: Option<fuser::LockOwner>,
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        self.view.release(fh.0);
-        reply.ok();
+        guarded("release", format_args!("inode {ino}"), || {
+            self.view.release(fh.0);
+            reply.ok();
+        })
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        match self.view.getattr(ino.0) {
-            Ok(a) if a.kind == FileKind::Directory => {
-                reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE)
+        guarded("opendir", format_args!("inode {ino}"), || {
+            match self.view.getattr(ino.0) {
+                Ok(a) if a.kind == FileKind::Directory => {
+                    reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE)
+                }
+                Ok(_) => reply.error(Errno::ENOTDIR),
+                Err(e) => reply.error(errno(e)),
             }
-            Ok(_) => reply.error(Errno::ENOTDIR),
-            Err(e) => reply.error(errno(e)),
-        }
+        })
     }
 
     fn readdir(
@@ -173,17 +211,21 @@ impl Filesystem for ZarrFs {
         offset: u64,
         mut reply: ReplyDirectory,
     ) {
-        match self.view.readdir(ino.0, offset) {
-            Ok(entries) => {
-                for e in entries {
-                    if reply.add(INodeNo(e.ino), e.next_offset, file_type(e.kind), &e.name) {
-                        break;
+        guarded(
+            "readdir",
+            format_args!("inode {ino} from {offset}"),
+            || match self.view.readdir(ino.0, offset) {
+                Ok(entries) => {
+                    for e in entries {
+                        if reply.add(INodeNo(e.ino), e.next_offset, file_type(e.kind), &e.name) {
+                            break;
+                        }
                     }
+                    reply.ok()
                 }
-                reply.ok()
-            }
-            Err(e) => reply.error(errno(e)),
-        }
+                Err(e) => reply.error(errno(e)),
+            },
+        )
     }
 
     fn readdirplus(
@@ -194,40 +236,38 @@ impl Filesystem for ZarrFs {
         offset: u64,
         mut reply: ReplyDirectoryPlus,
     ) {
-        match self.view.readdir(ino.0, offset) {
-            Ok(entries) => {
-                for e in entries {
-                    let Ok(attr) = self.view.getattr(e.ino) else {
-                        continue;
-                    };
-                    if reply.add(
-                        INodeNo(e.ino),
-                        e.next_offset,
-                        &e.name,
-                        &TTL,
-                        &self.file_attr(&attr),
-                        Generation(0),
-                    ) {
-                        break;
+        guarded(
+            "readdirplus",
+            format_args!("inode {ino} from {offset}"),
+            || match self.view.readdir(ino.0, offset) {
+                Ok(entries) => {
+                    for e in entries {
+                        let Ok(attr) = self.view.getattr(e.ino) else {
+                            continue;
+                        };
+                        if reply.add(
+                            INodeNo(e.ino),
+                            e.next_offset,
+                            &e.name,
+                            &TTL,
+                            &self.file_attr(&attr),
+                            Generation(0),
+                        ) {
+                            break;
+                        }
                     }
+                    reply.ok()
                 }
-                reply.ok()
-            }
-            Err(e) => reply.error(errno(e)),
-        }
+                Err(e) => reply.error(errno(e)),
+            },
+        )
     }
 
-    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
-        reply.statfs(
-            0,
-            0,
-            0,
-            self.view.len() as u64,
-            0,
-            MAX_READAHEAD,
-            255,
-            MAX_READAHEAD,
-        );
+    fn statfs(&self, _req: &Request, ino: INodeNo, reply: ReplyStatfs) {
+        guarded("statfs", format_args!("inode {ino}"), || {
+            let files = self.view.len() as u64;
+            reply.statfs(0, 0, 0, files, 0, MAX_READAHEAD, 255, MAX_READAHEAD)
+        })
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -325,5 +365,48 @@ impl Filesystem for ZarrFs {
         reply: fuser::ReplyCreate,
     ) {
         reply.error(Errno::EROFS);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// Stands for a fuser reply: answers (here: records) when dropped unanswered.
+    struct Reply<'a>(&'a AtomicBool);
+
+    impl Drop for Reply<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn a_panicking_handler_is_caught_and_its_reply_still_answers() {
+        let answered = AtomicBool::new(false);
+        let reply = Reply(&answered);
+        let inode = 7;
+        guarded("read", format_args!("inode {inode}"), move || {
+            let _owned = reply;
+            let chunks: Vec<u64> = Vec::new();
+            let _ = chunks[inode];
+        });
+        assert!(answered.load(Ordering::SeqCst), "the reply was not dropped");
+        // The thread lives on and the next request runs normally.
+        let mut ran = false;
+        guarded("getattr", format_args!("inode 1"), || ran = true);
+        assert!(ran);
+    }
+
+    #[test]
+    fn panic_messages_are_read_from_both_payload_kinds() {
+        let text = std::panic::catch_unwind(|| panic!("static text")).unwrap_err();
+        assert_eq!(panic_message(text.as_ref()), "static text");
+        let n = 3;
+        let formatted = std::panic::catch_unwind(|| panic!("formatted {n}")).unwrap_err();
+        assert_eq!(panic_message(formatted.as_ref()), "formatted 3");
+        let other = std::panic::catch_unwind(|| std::panic::panic_any(5u8)).unwrap_err();
+        assert_eq!(panic_message(other.as_ref()), "(no message)");
     }
 }

@@ -44,12 +44,12 @@ pub struct Options {
     /// Byte budget of the decoded-chunk cache (e.g. 512M, 2G).
     #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = super::size::parse_size)]
     pub cache_size: u64,
-    /// Kernel readahead of the mount (the mount's read_ahead_kb): large for fast sequential
-    /// reads; 128K suits random access through mmap better.
-    #[arg(long, value_name = "SIZE", default_value = "1M", value_parser = super::size::parse_size)]
+    /// Kernel readahead of the mount (the mount's read_ahead_kb, whole pages): large for fast
+    /// sequential reads; 128K suits random access through mmap better. At least 4K.
+    #[arg(long, value_name = "SIZE", default_value = "1M", value_parser = super::size::parse_read_ahead)]
     pub read_ahead: u64,
     /// Threads answering kernel requests [default: twice the number of cores, at least 4].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = parse_threads)]
     pub threads: Option<usize>,
     /// Ignore consolidated metadata (.zmetadata, consolidated_metadata) and read every node's own
     /// metadata.
@@ -61,6 +61,15 @@ pub struct Options {
     /// More logging: -v info, -vv debug, -vvv trace (RUST_LOG overrides).
     #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]
     pub verbose: u8,
+}
+
+/// Parses `--threads`: a mount with no thread would never answer.
+fn parse_threads(text: &str) -> Result<usize, String> {
+    match text.parse() {
+        Ok(0) => Err("a mount needs at least one thread".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("{text:?} is not a number of threads")),
+    }
 }
 
 /// `zarrfs unmount MOUNTPOINT`

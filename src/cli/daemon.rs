@@ -15,19 +15,22 @@ impl Ready {
     /// Tells the parent the mount works, then detaches from the terminal: stdin and stdout go to
     /// /dev/null, stderr to `log_file` or (without one) /dev/null with logging sent to syslog.
     pub fn succeed(mut self, log_file: Option<&Path>) {
+        let log = log_file.and_then(|path| {
+            let opened = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path);
+            opened
+                .inspect_err(|e| eprintln!("zarrfs: cannot open log file {}: {e}", path.display()))
+                .ok()
+        });
         let _ = self.pipe.write_all(b"ok\n");
         redirect("/dev/null", &[0, 1]);
-        match log_file {
-            Some(path) => {
-                if let Ok(f) = std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)
-                {
-                    // SAFETY: dup2 on valid descriptors.
-                    unsafe { libc::dup2(f.as_raw_fd(), 2) };
-                }
-            }
+        match log {
+            // SAFETY: dup2 on valid descriptors.
+            Some(f) => unsafe {
+                libc::dup2(f.as_raw_fd(), 2);
+            },
             None => {
                 redirect("/dev/null", &[2]);
                 super::logging::use_syslog();

@@ -2,9 +2,14 @@
 
 use std::ffi::CString;
 use std::io::Write;
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 static TO_SYSLOG: AtomicBool = AtomicBool::new(false);
+
+/// The socket syslog(3) writes to.
+const SYSLOG_SOCKET: &str = "/dev/log";
 
 /// Writes log records to stderr, or to syslog once [`use_syslog`] was called.
 struct Sink;
@@ -42,6 +47,26 @@ pub fn init(verbose: u8) {
     let _ = env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(default))
         .target(env_logger::Target::Pipe(Box::new(Sink)))
         .try_init();
+}
+
+/// Where a daemon without `--log-file` logs when there is no syslog to take its lines (as in
+/// most containers): a file beside its pid file, named after the mount's device. Says so once
+/// on stderr. None when syslog listens.
+pub fn fallback_file(mountpoint: &Path) -> Option<PathBuf> {
+    if UnixDatagram::unbound()
+        .and_then(|s| s.connect(SYSLOG_SOCKET))
+        .is_ok()
+    {
+        return None;
+    }
+    let dir = super::pidfile::dir();
+    let _ = std::fs::create_dir_all(&dir);
+    let file = dir.join(format!("{}.log", super::pidfile::device_of(mountpoint)?));
+    eprintln!(
+        "zarrfs: no syslog here ({SYSLOG_SOCKET} does not answer): logging to {}",
+        file.display()
+    );
+    Some(file)
 }
 
 /// Sends further log records to syslog (ident `zarrfs`).

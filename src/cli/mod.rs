@@ -3,7 +3,10 @@
 mod args;
 mod daemon;
 mod logging;
+mod mount_error;
 mod mount_options;
+mod mount_point;
+mod mount_table;
 mod pidfile;
 mod serve;
 mod size;
@@ -15,7 +18,6 @@ pub use size::parse_size;
 pub use unmount::unmount;
 
 use clap::Parser;
-use std::path::Path;
 
 /// Runs the command line; returns the process exit code.
 pub fn main() -> i32 {
@@ -57,7 +59,7 @@ pub fn main() -> i32 {
 pub struct Prepared {
     store: Box<dyn crate::store::Store>,
     location: String,
-    mountpoint: std::path::PathBuf,
+    mountpoint: mount_point::MountPoint,
     mount_options: MountOptions,
     options: Options,
 }
@@ -69,30 +71,20 @@ fn prepare(args: &MountArgs) -> Result<Prepared, String> {
         .into_owned();
     let store = crate::store::open(&location)
         .map_err(|e| format!("cannot open store {}: {e}", args.store))?;
-    // A missing mount point is created, as long as its parent exists.
-    let parent = args
-        .mountpoint
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    if !args.mountpoint.exists() && parent.is_dir() {
-        std::fs::create_dir(&args.mountpoint)
-            .map_err(|e| format!("mount point {}: {e}", args.mountpoint.display()))?;
-    }
-    let mountpoint = std::fs::canonicalize(&args.mountpoint)
-        .map_err(|e| format!("mount point {}: {e}", args.mountpoint.display()))?;
-    if !Path::new(&mountpoint).is_dir() {
-        return Err(format!(
-            "mount point {} is not a directory",
-            args.mountpoint.display()
-        ));
-    }
     let mount_options = parse_mount_options(&args.options.mount_options, &location)?;
+    let mut options = args.options.clone();
+    // The daemon changes to /: a relative log file is taken from here.
+    if let Some(file) = &options.log_file {
+        let absolute = std::path::absolute(file).map_err(|e| format!("--log-file: {e}"))?;
+        options.log_file = Some(absolute);
+    }
+    // Last, as it may create the mount point.
+    let mountpoint = mount_point::MountPoint::claim(&args.mountpoint)?;
     Ok(Prepared {
         store,
         location,
         mountpoint,
         mount_options,
-        options: args.options.clone(),
+        options,
     })
 }

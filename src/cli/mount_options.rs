@@ -48,21 +48,26 @@ pub fn parse_mount_options(lists: &[String], fsname: &str) -> Result<MountOption
                 named = true;
                 MountOption::FSName(o["fsname=".len()..].to_string())
             }
-            o if o.starts_with("subtype=") => {
-                MountOption::Subtype(o["subtype=".len()..].to_string())
-            }
+            // Passed as a plain option: the kernel takes it as well as fusermount3 does
+            // (fuser's own Subtype is dropped when root mounts with mount(2)).
+            o if o.starts_with("subtype=") => MountOption::CUSTOM(o.to_string()),
             other => MountOption::CUSTOM(other.to_string()),
         };
-        options.retain(|o| o != &parsed);
+        // A later option overrides an earlier one (one subtype at most: the kernel takes one).
+        options.retain(|o| o != &parsed && !(is_subtype(o) && is_subtype(&parsed)));
         options.push(parsed);
     }
     if !named {
         options.push(MountOption::FSName(fsname.to_string()));
     }
-    if !options.iter().any(|o| matches!(o, MountOption::Subtype(_))) {
-        options.push(MountOption::Subtype("zarrfs".into()));
+    if !options.iter().any(is_subtype) {
+        options.push(MountOption::CUSTOM("subtype=zarrfs".into()));
     }
     Ok(MountOptions { options, acl })
+}
+
+fn is_subtype(option: &MountOption) -> bool {
+    matches!(option, MountOption::CUSTOM(o) if o.starts_with("subtype="))
 }
 
 #[cfg(test)]
@@ -87,5 +92,15 @@ mod tests {
         assert!(m.options.contains(&MountOption::RO));
         assert!(m.options.contains(&MountOption::FSName("s".into())));
         assert!(parse_mount_options(&["rw".into()], "s").is_err());
+        let subtype = |m: &MountOptions| m.options.iter().filter(|o| is_subtype(o)).count();
+        assert_eq!(subtype(&m), 1);
+        assert!(m
+            .options
+            .contains(&MountOption::CUSTOM("subtype=zarrfs".into())));
+        let named = parse_mount_options(&["subtype=a,subtype=b".into()], "s").unwrap();
+        assert_eq!(subtype(&named), 1);
+        assert!(named
+            .options
+            .contains(&MountOption::CUSTOM("subtype=b".into())));
     }
 }

@@ -1,12 +1,14 @@
-//! Where a daemon records its pid, keyed by its mount's device number, so `zarrfs unmount` can
-//! wait for it to exit. (fuser unmounts the path once more as the daemon ends; a mount made at
-//! the same path before then would vanish.)
+//! Where a daemon records its pid, keyed by its mount's device number (`major:minor`), so
+//! `zarrfs unmount` can tell its mounts from others and wait for the daemon to exit. (fuser
+//! unmounts the path once more as the daemon ends; a mount made at the same path before then
+//! would vanish.)
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-/// The directory of pid files: /run/zarrfs as root, else a per-user temporary directory.
-fn dir() -> PathBuf {
+/// The directory of pid files (and of log files when there is no syslog): /run/zarrfs as root,
+/// else a per-user temporary directory.
+pub fn dir() -> PathBuf {
     // SAFETY: geteuid cannot fail.
     let uid = unsafe { libc::geteuid() };
     if uid == 0 {
@@ -16,10 +18,14 @@ fn dir() -> PathBuf {
     }
 }
 
-/// The pid file of the mount at `mountpoint`.
-fn path_for(mountpoint: &Path) -> Option<PathBuf> {
-    let dev = std::fs::metadata(mountpoint).ok()?.dev();
-    Some(dir().join(format!("{}:{}.pid", libc::major(dev), libc::minor(dev))))
+/// The device number of the filesystem at `path`, as `major:minor`.
+pub fn device_of(path: &Path) -> Option<String> {
+    let dev = std::fs::metadata(path).ok()?.dev();
+    Some(format!("{}:{}", libc::major(dev), libc::minor(dev)))
+}
+
+fn path_for(dev: &str) -> PathBuf {
+    dir().join(format!("{dev}.pid"))
 }
 
 /// A pid file that is removed when dropped.
@@ -28,7 +34,7 @@ pub struct PidFile(PathBuf);
 impl PidFile {
     /// Records this process as the daemon of the mount at `mountpoint`.
     pub fn create(mountpoint: &Path) -> Option<PidFile> {
-        let path = path_for(mountpoint)?;
+        let path = path_for(&device_of(mountpoint)?);
         std::fs::create_dir_all(path.parent()?).ok()?;
         std::fs::write(&path, std::process::id().to_string()).ok()?;
         Some(PidFile(path))
@@ -41,9 +47,19 @@ impl Drop for PidFile {
     }
 }
 
-/// The pid of the zarrfs daemon serving `mountpoint`, if it recorded one and still runs.
-pub fn daemon_of(mountpoint: &Path) -> Option<i32> {
-    let pid: i32 = std::fs::read_to_string(path_for(mountpoint)?)
+/// True when a zarrfs daemon recorded the mount of device `dev` (it may have died since).
+pub fn recorded(dev: &str) -> bool {
+    path_for(dev).exists()
+}
+
+/// Removes the record of device `dev` (left behind by a daemon that was killed).
+pub fn forget(dev: &str) {
+    let _ = std::fs::remove_file(path_for(dev));
+}
+
+/// The pid of the zarrfs daemon serving device `dev`, if it recorded one and still runs.
+pub fn daemon_of(dev: &str) -> Option<i32> {
+    let pid: i32 = std::fs::read_to_string(path_for(dev))
         .ok()?
         .trim()
         .parse()

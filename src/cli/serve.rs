@@ -1,6 +1,7 @@
 //! Loading the hierarchy, mounting, waiting for a signal or an unmount.
 
 use super::daemon::Ready;
+use super::unmount::{detach, Refusal};
 use super::Prepared;
 use crate::fuse::ZarrFs;
 use std::path::Path;
@@ -32,9 +33,11 @@ pub fn serve(p: Prepared, ready: Option<Ready>) -> i32 {
     // SAFETY: blocking signals in this (only) thread; threads spawned later inherit the mask.
     unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
     let log_file = p.options.log_file.clone();
+    let (location, mountpoint) = (p.location.clone(), p.mountpoint.clone());
     let mounted = match mount(p) {
         Ok(m) => m,
         Err(e) => {
+            mountpoint.release();
             match ready {
                 Some(r) => r.fail(&e),
                 None => eprintln!("zarrfs: {e}"),
@@ -43,13 +46,18 @@ pub fn serve(p: Prepared, ready: Option<Ready>) -> i32 {
         }
     };
     if let Some(r) = ready {
+        let log_file = log_file.or_else(|| super::logging::fallback_file(&mounted.mountpoint));
         r.succeed(log_file.as_deref());
     }
+    log::info!(
+        "serving {location} on {} (pid {})",
+        mounted.mountpoint.display(),
+        std::process::id()
+    );
     mounted.wait(&set)
 }
 
 struct Mounted {
-    unmounter: fuser::SessionUnmounter,
     thread: std::thread::JoinHandle<std::io::Result<()>>,
     mountpoint: std::path::PathBuf,
     /// Removed when the daemon ends, after the session has finished.
@@ -83,9 +91,9 @@ fn mount(p: Prepared) -> Result<Mounted, String> {
     config.acl = p.mount_options.acl;
     config.n_threads = Some(p.options.threads.unwrap_or((2 * cores).max(4)));
     config.clone_fd = true;
-    let mut session = fuser::Session::new(fs, &p.mountpoint, &config)
-        .map_err(|e| format!("cannot mount on {}: {e}", p.mountpoint.display()))?;
-    let mut unmounter = session.unmount_callable();
+    let mountpoint = p.mountpoint.path;
+    let session = fuser::Session::new(fs, &mountpoint, &config)
+        .map_err(|e| super::mount_error::explain(&e, &mountpoint))?;
     let thread = std::thread::Builder::new()
         .name("fuse".into())
         .spawn(move || {
@@ -95,16 +103,15 @@ fn mount(p: Prepared) -> Result<Mounted, String> {
             result
         })
         .map_err(|e| format!("cannot start the session thread: {e}"))?;
-    if let Err(e) = wait_until_mounted(&p.mountpoint) {
-        let _ = unmounter.unmount();
+    if let Err(e) = wait_until_mounted(&mountpoint) {
+        let _ = detach(&mountpoint, false);
         return Err(e);
     }
-    set_read_ahead(&p.mountpoint, p.options.read_ahead);
-    let pid_file = super::pidfile::PidFile::create(&p.mountpoint);
+    set_read_ahead(&mountpoint, p.options.read_ahead);
+    let pid_file = super::pidfile::PidFile::create(&mountpoint);
     Ok(Mounted {
-        unmounter,
         thread,
-        mountpoint: p.mountpoint,
+        mountpoint,
         _pid_file: pid_file,
     })
 }
@@ -150,20 +157,43 @@ fn set_read_ahead(mountpoint: &Path, bytes: u64) {
 }
 
 impl Mounted {
-    /// Blocks until a signal asks to stop (then unmounts) or the mount goes away.
-    fn wait(mut self, set: &libc::sigset_t) -> i32 {
+    /// Blocks until a signal asks to stop (then unmounts) or the mount goes away. A busy mount
+    /// is not unmounted; the next signal tries again and, if it is still busy, detaches it
+    /// lazily and ends the process.
+    fn wait(self, set: &libc::sigset_t) -> i32 {
+        let shown = self.mountpoint.display();
+        let mut refused = false;
         let mut sig = 0;
         loop {
             // SAFETY: waiting for signals of a valid set.
             unsafe { libc::sigwait(set, &mut sig) };
-            if sig != libc::SIGUSR1 {
-                log::info!("signal {sig}: unmounting {}", self.mountpoint.display());
-                if let Err(e) = self.unmounter.unmount() {
-                    log::error!("unmounting {}: {e}", self.mountpoint.display());
-                    continue;
-                }
+            if sig == libc::SIGUSR1 {
+                break;
             }
-            break;
+            log::info!("signal {sig}: unmounting {shown}");
+            match detach(&self.mountpoint, false) {
+                Ok(()) => break,
+                Err(Refusal::Busy) if !refused => {
+                    refused = true;
+                    log::warn!(
+                        "{shown} is busy (a process has a file open or its working directory \
+                         in it), so it stays mounted; signal again (Ctrl-C) to retry, and if \
+                         it is still busy zarrfs detaches it lazily and exits"
+                    );
+                }
+                Err(Refusal::Busy) => {
+                    let outcome = match detach(&self.mountpoint, true) {
+                        Ok(()) => "detached it lazily (umount -l)".to_string(),
+                        Err(e) => format!("could not detach it either ({e:?})"),
+                    };
+                    log::warn!(
+                        "{shown} is still busy: {outcome} and exiting; processes still using \
+                         it get \"Transport endpoint is not connected\""
+                    );
+                    return 1;
+                }
+                Err(Refusal::Failed(e)) => log::error!("unmounting {shown}: {e}"),
+            }
         }
         match self.thread.join() {
             Ok(Ok(())) => 0,

@@ -26,9 +26,32 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     Ok(bytes as u64)
 }
 
+/// The smallest readahead: one page. Below it the kernel would read nothing ahead at all.
+const MIN_READ_AHEAD: u64 = 4096;
+
+/// Parses `--read-ahead`: a size of at least one page (4K).
+pub fn parse_read_ahead(text: &str) -> Result<u64, String> {
+    let bytes = parse_size(text)?;
+    if bytes < MIN_READ_AHEAD {
+        return Err(format!(
+            "{text:?} is less than one page, which turns readahead off; use at least 4K \
+             (128K suits random access, 1M or more sequential reads)"
+        ));
+    }
+    Ok(bytes)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::parse_size;
+    use super::{parse_read_ahead, parse_size};
+
+    #[test]
+    fn read_ahead_is_at_least_a_page() {
+        assert!(parse_read_ahead("3").unwrap_err().contains("at least 4K"));
+        assert!(parse_read_ahead("4095").is_err());
+        assert_eq!(parse_read_ahead("4K").unwrap(), 4096);
+        assert_eq!(parse_read_ahead("1M").unwrap(), 1 << 20);
+    }
 
     #[test]
     fn units() {

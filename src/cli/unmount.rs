@@ -1,6 +1,8 @@
-//! `zarrfs unmount MOUNTPOINT`.
+//! `zarrfs unmount MOUNTPOINT`, and detaching a mount (also on SIGINT/SIGTERM).
 
+use super::{mount_table, pidfile};
 use std::ffi::CString;
+use std::io::ErrorKind;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::Command;
@@ -9,16 +11,46 @@ use std::time::{Duration, Instant};
 /// How long `zarrfs unmount` waits for the daemon to finish after the unmount.
 const DAEMON_EXIT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Unmounts `mountpoint` (umount2(2) as root, else through fusermount3/fusermount) and waits
-/// for the zarrfs daemon serving it to exit, so the mount point is free for reuse at once.
+/// Why a mount was not detached.
+#[derive(Debug, PartialEq)]
+pub enum Refusal {
+    /// A process has a file open or its working directory in the mount (EBUSY).
+    Busy,
+    /// Any other cause, in words.
+    Failed(String),
+}
+
+/// Unmounts the zarrfs mount at `mountpoint` (umount2(2) as root, else through
+/// fusermount3/fusermount) and waits for its daemon to exit, so the mount point is free for reuse
+/// at once. Refuses what zarrfs did not mount. A dead mount (its daemon killed) is cleaned too.
 pub fn unmount(mountpoint: &Path) -> Result<(), String> {
-    let daemon = super::pidfile::daemon_of(mountpoint);
-    unmount_only(mountpoint)?;
-    if let Some(pid) = daemon {
-        let deadline = Instant::now() + DAEMON_EXIT_TIMEOUT;
-        while running(pid) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(5));
+    let shown = mountpoint.display();
+    let path = mount_table::resolve(mountpoint).map_err(|e| format!("{shown}: {e}"))?;
+    let entry =
+        mount_table::mounted_at(&path).ok_or_else(|| format!("{shown}: not a mount point"))?;
+    if !entry.is_zarrfs() {
+        return Err(format!(
+            "{shown}: not a zarrfs mount (its type is {}); zarrfs unmounts only its own mounts",
+            entry.fstype
+        ));
+    }
+    let daemon = pidfile::daemon_of(&entry.dev);
+    detach(&path, false).map_err(|refusal| match refusal {
+        Refusal::Busy => format!(
+            "{shown}: busy (a process has a file open or its working directory in it); \
+             try again once it has left, or detach it lazily with `umount -l {shown}`"
+        ),
+        Refusal::Failed(cause) => format!("{shown}: {cause}"),
+    })?;
+    match daemon {
+        Some(pid) => {
+            let deadline = Instant::now() + DAEMON_EXIT_TIMEOUT;
+            while running(pid) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
         }
+        // No daemon: the mount was dead, and its record is stale.
+        None => pidfile::forget(&entry.dev),
     }
     Ok(())
 }
@@ -34,30 +66,48 @@ fn running(pid: i32) -> bool {
     }
 }
 
-fn unmount_only(mountpoint: &Path) -> Result<(), String> {
-    let shown = mountpoint.display();
+/// Detaches the mount at `mountpoint`; `lazy` detaches it even while busy (MNT_DETACH: it
+/// disappears from the tree at once and is released when its last user leaves).
+pub fn detach(mountpoint: &Path, lazy: bool) -> Result<(), Refusal> {
     let c = CString::new(mountpoint.as_os_str().as_bytes())
-        .map_err(|_| format!("{shown}: bad path"))?;
+        .map_err(|_| Refusal::Failed("bad path".into()))?;
+    let flags = if lazy { libc::MNT_DETACH } else { 0 };
     // SAFETY: c is a valid NUL-terminated path.
-    if unsafe { libc::umount2(c.as_ptr(), 0) } == 0 {
+    if unsafe { libc::umount2(c.as_ptr(), flags) } == 0 {
         return Ok(());
     }
     let err = std::io::Error::last_os_error();
     match err.raw_os_error() {
-        Some(libc::EPERM) => {
-            for tool in ["fusermount3", "fusermount"] {
-                if let Ok(status) = Command::new(tool).arg("-u").arg(mountpoint).status() {
-                    return if status.success() {
-                        Ok(())
-                    } else {
-                        Err(format!("{tool} -u {shown} failed"))
-                    };
-                }
-            }
-            Err(format!("{shown}: not permitted, and no fusermount3 to ask"))
-        }
-        Some(libc::EINVAL) => Err(format!("{shown}: not a mount point")),
-        Some(libc::EBUSY) => Err(format!("{shown}: busy (a process is using it)")),
-        _ => Err(format!("{shown}: {err}")),
+        Some(libc::EPERM) => fusermount(mountpoint, lazy),
+        Some(libc::EBUSY) => Err(Refusal::Busy),
+        Some(libc::EINVAL) => Err(Refusal::Failed("not a mount point".into())),
+        _ => Err(Refusal::Failed(err.to_string())),
     }
+}
+
+/// Unmounting as a user other than root: the setuid helper does it.
+fn fusermount(mountpoint: &Path, lazy: bool) -> Result<(), Refusal> {
+    for tool in ["fusermount3", "fusermount"] {
+        let mut cmd = Command::new(tool);
+        cmd.arg("-u");
+        if lazy {
+            cmd.arg("-z");
+        }
+        match cmd.arg(mountpoint).output() {
+            Ok(out) if out.status.success() => return Ok(()),
+            Ok(out) => {
+                let said = String::from_utf8_lossy(&out.stderr);
+                return Err(if said.contains("busy") {
+                    Refusal::Busy
+                } else {
+                    Refusal::Failed(format!("{tool}: {}", said.trim()))
+                });
+            }
+            Err(e) if e.kind() == ErrorKind::NotFound => continue,
+            Err(e) => return Err(Refusal::Failed(format!("{tool}: {e}"))),
+        }
+    }
+    Err(Refusal::Failed(
+        "not permitted, and no fusermount3 to ask (Debian package fuse3)".into(),
+    ))
 }
