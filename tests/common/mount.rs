@@ -1,6 +1,7 @@
 //! Real FUSE mounts of the zarrfs binary, always unmounted, with timeouts instead of hangs.
 
 use std::ffi::CString;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -9,6 +10,76 @@ use std::time::{Duration, Instant};
 const FUSE_SUPER_MAGIC: i64 = 0x6573_5546;
 /// The longest any single filesystem operation in a test may take.
 pub const OP_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Set to 1 (as `.ci/run` does) to make a machine where FUSE tests cannot run fail them.
+pub const REQUIRE_FUSE: &str = "ZARRFS_REQUIRE_FUSE";
+
+/// Whether FUSE tests can run here. If not, says why on stderr, naming the test, and returns
+/// false (the test then returns early); with `ZARRFS_REQUIRE_FUSE=1` it panics instead.
+pub fn fuse_ready() -> bool {
+    ready(fuse_missing())
+}
+
+/// Like [`fuse_ready`], for tests that also need root (mounting a tmpfs, namespaces).
+pub fn root_fuse_ready() -> bool {
+    // SAFETY: geteuid cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    ready(fuse_missing().or_else(|| (!root).then(|| "not running as root".to_string())))
+}
+
+fn ready(missing: Option<String>) -> bool {
+    let Some(missing) = missing else {
+        return true;
+    };
+    let thread = std::thread::current();
+    let test = thread.name().unwrap_or("a FUSE test");
+    if std::env::var(REQUIRE_FUSE).is_ok_and(|v| v == "1") {
+        panic!("{test}: FUSE tests are required here ({REQUIRE_FUSE}=1), but {missing}");
+    }
+    // Straight to the process's stderr: the test harness captures eprintln! of passing tests.
+    let _ = writeln!(
+        std::io::stderr(),
+        "skipping {test}: {missing} (set {REQUIRE_FUSE}=1 to fail instead)"
+    );
+    false
+}
+
+/// Why zarrfs cannot mount here, if it cannot.
+fn fuse_missing() -> Option<String> {
+    if !Path::new("/dev/fuse").exists() {
+        return Some("/dev/fuse does not exist".into());
+    }
+    let helper = ["fusermount3", "fusermount"].iter().any(|tool| {
+        std::env::var_os("PATH")
+            .is_some_and(|dirs| std::env::split_paths(&dirs).any(|d| d.join(tool).is_file()))
+    });
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        return (!has_cap_sys_admin() && !helper)
+            .then(|| "root lacks CAP_SYS_ADMIN and there is no fusermount3".into());
+    }
+    let dev = CString::new("/dev/fuse").unwrap();
+    if unsafe { libc::access(dev.as_ptr(), libc::R_OK | libc::W_OK) } != 0 {
+        return Some("not root, and /dev/fuse is not readable and writable".into());
+    }
+    (!helper).then(|| "not root, and no fusermount3 (Debian package fuse3)".into())
+}
+
+/// True when this process has CAP_SYS_ADMIN (needed by mount(2)).
+fn has_cap_sys_admin() -> bool {
+    const CAP_SYS_ADMIN: u32 = 21;
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let hex = s
+                .lines()
+                .find_map(|l| l.strip_prefix("CapEff:"))?
+                .trim()
+                .to_string();
+            u64::from_str_radix(&hex, 16).ok()
+        })
+        .is_some_and(|caps| caps & (1 << CAP_SYS_ADMIN) != 0)
+}
 
 /// True when `path` is currently a FUSE mount.
 pub fn is_fuse_mount(path: &Path) -> bool {

@@ -1,0 +1,495 @@
+//! The process lifecycle through the real zarrfs binary: signals on a busy mount, refused
+//! arguments, unmounting only zarrfs mounts, double and dead mounts, the mount point a failed
+//! mount created, where the daemon logs, `-o subtype=`, and a user who may not open /dev/fuse.
+
+mod common;
+
+use common::mount::{force_unmount, is_fuse_mount, root_fuse_ready};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long a zarrfs command may take before the test gives up on it.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
+
+fn zarrfs() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_zarrfs"))
+}
+
+fn demo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo.zarr")
+}
+
+/// Runs `cmd` to its end (killing it after [`COMMAND_TIMEOUT`]) and returns its output.
+fn run(cmd: &mut Command) -> Output {
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(COMMAND_TIMEOUT) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("{cmd:?} did not finish within {COMMAND_TIMEOUT:?}");
+        }
+    }
+}
+
+fn stderr_of(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The filesystem type of the topmost mount on `path`, from /proc/self/mountinfo.
+fn fstype_at(path: &Path) -> Option<String> {
+    let table = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let wanted = path.to_str().unwrap();
+    table.lines().rev().find_map(|line| {
+        let (before, after) = line.split_once(" - ")?;
+        (before.split(' ').nth(4)? == wanted).then(|| after.split(' ').next().unwrap().into())
+    })
+}
+
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + COMMAND_TIMEOUT;
+    while !done() {
+        assert!(
+            Instant::now() < deadline,
+            "{what}: not within {COMMAND_TIMEOUT:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A mount point in a fresh temporary directory; whatever is left mounted on it is detached,
+/// and the processes a test started are killed, on drop.
+struct Scene {
+    dir: tempfile::TempDir,
+    children: Vec<Child>,
+}
+
+impl Scene {
+    fn new() -> Scene {
+        Scene {
+            dir: tempfile::tempdir().unwrap(),
+            children: Vec::new(),
+        }
+    }
+
+    /// The (canonical) mount point, created.
+    fn mnt(&self) -> PathBuf {
+        let m = std::fs::canonicalize(self.dir.path()).unwrap().join("mnt");
+        let _ = std::fs::create_dir(&m);
+        m
+    }
+
+    /// Mounts the demo store with the daemon (`zarrfs STORE MNT`).
+    fn mount_daemon(&self, args: &[&str]) {
+        let out = run(zarrfs().args(args).arg(demo()).arg(self.mnt()));
+        assert!(out.status.success(), "mount: {}", stderr_of(&out));
+        assert!(is_fuse_mount(&self.mnt()));
+    }
+}
+
+impl Drop for Scene {
+    fn drop(&mut self) {
+        for child in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let m = self.dir.path().join("mnt");
+        for _ in 0..4 {
+            if fstype_at(&m).is_none() {
+                break;
+            }
+            force_unmount(&m);
+        }
+    }
+}
+
+/// Collects a child's stderr as it arrives.
+fn capture_stderr(child: &mut Child) -> Arc<Mutex<String>> {
+    let text = Arc::new(Mutex::new(String::new()));
+    let mut pipe = child.stderr.take().unwrap();
+    let sink = text.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = pipe.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    text
+}
+
+#[test]
+fn a_second_signal_after_a_busy_refusal_detaches_the_mount_and_ends_the_daemon() {
+    if !root_fuse_ready() {
+        return;
+    }
+    let mut scene = Scene::new();
+    let mnt = scene.mnt();
+    let mut daemon = zarrfs()
+        .arg("-f")
+        .arg(demo())
+        .arg(&mnt)
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let said = capture_stderr(&mut daemon);
+    let pid = daemon.id() as i32;
+    scene.children.push(daemon);
+    wait_for("mount", || is_fuse_mount(&mnt));
+    // A process with its working directory in the mount makes it busy.
+    let user = Command::new("sleep")
+        .arg("600")
+        .current_dir(&mnt)
+        .spawn()
+        .unwrap();
+    scene.children.push(user);
+
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    wait_for("the busy message", || said.lock().unwrap().contains("busy"));
+    assert!(
+        said.lock().unwrap().contains("signal again"),
+        "{}",
+        said.lock().unwrap()
+    );
+    // Refused: still mounted, still answering.
+    assert!(std::fs::read(mnt.join(".group.json")).is_ok());
+    assert!(scene.children[0].try_wait().unwrap().is_none());
+
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    let mut status = None;
+    wait_for("the daemon to end after the second signal", || {
+        status = scene.children[0].try_wait().unwrap();
+        status.is_some()
+    });
+    assert_eq!(status.unwrap().code(), Some(1));
+    let said = said.lock().unwrap().clone();
+    assert!(said.contains("detached it lazily"), "{said}");
+    assert!(fstype_at(&mnt).is_none(), "still in the mount table");
+}
+
+#[test]
+fn threads_zero_is_refused_before_anything_is_mounted() {
+    if !root_fuse_ready() {
+        return;
+    }
+    let scene = Scene::new();
+    for foreground in [false, true] {
+        let mut cmd = zarrfs();
+        if foreground {
+            cmd.arg("-f");
+        }
+        let out = run(cmd.args(["--threads", "0"]).arg(demo()).arg(scene.mnt()));
+        assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
+        assert!(stderr_of(&out).contains("at least one thread"));
+        assert_eq!(fstype_at(&scene.mnt()), None, "a mount was left behind");
+    }
+}
+
+#[test]
+fn unmount_refuses_what_zarrfs_did_not_mount() {
+    if !root_fuse_ready() {
+        return;
+    }
+    let scene = Scene::new();
+    let mnt = scene.mnt();
+    let status = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "zarrfs-test"])
+        .arg(&mnt)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::write(mnt.join("kept"), b"tmpfs data").unwrap();
+    let out = run(zarrfs().arg("unmount").arg(&mnt));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr_of(&out).contains("not a zarrfs mount (its type is tmpfs)"),
+        "{}",
+        stderr_of(&out)
+    );
+    assert_eq!(fstype_at(&mnt).as_deref(), Some("tmpfs"));
+    assert_eq!(std::fs::read(mnt.join("kept")).unwrap(), b"tmpfs data");
+
+    let plain = scene.dir.path().join("plain");
+    std::fs::create_dir(&plain).unwrap();
+    let out = run(zarrfs().arg("unmount").arg(&plain));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr_of(&out).contains("not a mount point"));
+}
+
+#[test]
+fn a_second_mount_on_a_zarrfs_mount_point_is_refused() {
+    if !root_fuse_ready() {
+        return;
+    }
+    let scene = Scene::new();
+    let mnt = scene.mnt();
+    scene.mount_daemon(&[]);
+    for foreground in [false, true] {
+        let mut cmd = zarrfs();
+        if foreground {
+            cmd.arg("-f");
+        }
+        let out = run(cmd.arg(demo()).arg(&mnt));
+        assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
+        let said = stderr_of(&out);
+        assert!(said.contains("already mounted"), "{said}");
+        assert!(said.contains("zarrfs unmount"), "{said}");
+    }
+    // One mount only: one unmount leaves nothing behind.
+    let out = run(zarrfs().arg("unmount").arg(&mnt));
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(fstype_at(&mnt), None);
+}
+
+#[test]
+fn a_killed_daemon_leaves_a_dead_mount_that_zarrfs_names_and_cleans() {
+    if !root_fuse_ready() {
+        return;
+    }
+    let mut scene = Scene::new();
+    let mnt = scene.mnt();
+    let daemon = zarrfs()
+        .arg("-f")
+        .arg(demo())
+        .arg(&mnt)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = daemon.id() as i32;
+    scene.children.push(daemon);
+    wait_for("mount", || is_fuse_mount(&mnt));
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let _ = scene.children[0].wait();
+    let err = std::fs::read_dir(&mnt).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::ENOTCONN), "{err}");
+
+    let out = run(zarrfs().arg(demo()).arg(&mnt));
+    assert_eq!(out.status.code(), Some(1));
+    let said = stderr_of(&out);
+    assert!(
+        said.contains("Transport endpoint is not connected"),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!("zarrfs unmount {}", mnt.display())),
+        "{said}"
+    );
+
+    let out = run(zarrfs().arg("unmount").arg(&mnt));
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(fstype_at(&mnt), None);
+    // The mount point takes a new mount, which reads.
+    scene.mount_daemon(&[]);
+    assert!(mnt.join("surface").is_dir());
+    let out = run(zarrfs().arg("unmount").arg(&mnt));
+    assert!(out.status.success(), "{}", stderr_of(&out));
+}
+
+#[test]
+fn a_failed_mount_removes_the_mount_point_it_created_and_only_that() {
+    if !root_fuse_ready() {
+        return;
+    }
+    let scene = Scene::new();
+    let empty = tempfile::tempdir().unwrap();
+    let existing = scene.mnt();
+    for foreground in [false, true] {
+        let created = scene.dir.path().join("created");
+        for mnt in [&created, &existing] {
+            let mut cmd = zarrfs();
+            if foreground {
+                cmd.arg("-f");
+            }
+            let out = run(cmd.arg(empty.path()).arg(mnt));
+            assert_eq!(out.status.code(), Some(1));
+            assert!(stderr_of(&out).contains("no Zarr metadata"));
+        }
+        assert!(!created.exists(), "the mount point zarrfs created is left");
+        assert!(
+            existing.is_dir(),
+            "a mount point zarrfs did not create was removed"
+        );
+    }
+}
+
+#[test]
+fn a_relative_log_file_is_taken_from_the_working_directory() {
+    if !root_fuse_ready() {
+        return;
+    }
+    let scene = Scene::new();
+    let mnt = scene.mnt();
+    let name = format!("zarrfs-lifecycle-{}.log", std::process::id());
+    let out = run(zarrfs()
+        .current_dir(scene.dir.path())
+        .args(["-v", "--log-file", &name])
+        .arg(demo())
+        .arg(&mnt));
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let out = run(zarrfs().arg("unmount").arg(&mnt));
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let in_root = Path::new("/").join(&name);
+    let landed_in_root = in_root.exists();
+    let _ = std::fs::remove_file(&in_root);
+    assert!(!landed_in_root, "the log went to {}", in_root.display());
+    let log = std::fs::read_to_string(scene.dir.path().join(&name)).unwrap();
+    assert!(log.contains(&format!("on {}", mnt.display())), "{log}");
+}
+
+#[test]
+fn without_syslog_the_daemon_logs_to_a_file_and_says_where() {
+    if !root_fuse_ready() {
+        return;
+    }
+    let scene = Scene::new();
+    let mnt = scene.mnt();
+    // Where a syslog socket exists, hide it in a private mount namespace (the mount then lives
+    // there too, so the daemon is stopped by its pid).
+    let mut cmd = if Path::new("/dev/log").exists() {
+        let mut c = Command::new("unshare");
+        c.args(["--mount", "--propagation", "private", "sh", "-c"])
+            .arg("mount --bind /dev/null /dev/log && exec \"$0\" \"$@\"")
+            .arg(env!("CARGO_BIN_EXE_zarrfs"));
+        c
+    } else {
+        zarrfs()
+    };
+    let out = run(cmd.arg("-v").arg(demo()).arg(&mnt));
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let said = stderr_of(&out);
+    let file = said
+        .lines()
+        .find_map(|l| {
+            l.split_once("no syslog here")
+                .and(l.split_once("logging to "))
+        })
+        .map(|(_, f)| PathBuf::from(f.trim()))
+        .unwrap_or_else(|| panic!("no word of where the log goes: {said}"));
+    let mut pid = None;
+    wait_for("the daemon's first line in its log", || {
+        let log = std::fs::read_to_string(&file).unwrap_or_default();
+        pid = log
+            .lines()
+            .rev()
+            .find(|l| l.contains(&format!("on {} (pid ", mnt.display())))
+            .and_then(|l| l.rsplit_once("(pid "))
+            .and_then(|(_, p)| p.trim_end_matches(')').parse::<i32>().ok());
+        pid.is_some()
+    });
+    unsafe { libc::kill(pid.unwrap(), libc::SIGTERM) };
+    wait_for("the daemon to end", || {
+        !Path::new(&format!("/proc/{}", pid.unwrap())).exists()
+            || std::fs::read_to_string(format!("/proc/{}/stat", pid.unwrap()))
+                .is_ok_and(|s| s.contains(") Z"))
+    });
+    assert_eq!(fstype_at(&mnt), None);
+}
+
+#[test]
+fn the_subtype_option_names_the_filesystem_type_and_unmount_still_knows_it() {
+    if !root_fuse_ready() {
+        return;
+    }
+    let scene = Scene::new();
+    let mnt = scene.mnt();
+    scene.mount_daemon(&[]);
+    assert_eq!(fstype_at(&mnt).as_deref(), Some("fuse.zarrfs"));
+    assert!(run(zarrfs().arg("unmount").arg(&mnt)).status.success());
+    scene.mount_daemon(&["-o", "ro,subtype=zarrtest"]);
+    assert_eq!(fstype_at(&mnt).as_deref(), Some("fuse.zarrtest"));
+    let out = run(zarrfs().arg("unmount").arg(&mnt));
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(fstype_at(&mnt), None);
+}
+
+#[test]
+fn read_ahead_below_a_page_is_refused_and_a_valid_one_is_set() {
+    if !root_fuse_ready() {
+        return;
+    }
+    let scene = Scene::new();
+    let mnt = scene.mnt();
+    let out = run(zarrfs().args(["--read-ahead", "3"]).arg(demo()).arg(&mnt));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_of(&out).contains("at least 4K"),
+        "{}",
+        stderr_of(&out)
+    );
+    assert_eq!(fstype_at(&mnt), None);
+
+    scene.mount_daemon(&["--read-ahead", "8K"]);
+    use std::os::unix::fs::MetadataExt;
+    let dev = std::fs::metadata(&mnt).unwrap().dev();
+    let knob = format!(
+        "/sys/class/bdi/{}:{}/read_ahead_kb",
+        libc::major(dev),
+        libc::minor(dev)
+    );
+    assert_eq!(std::fs::read_to_string(knob).unwrap().trim(), "8");
+    assert!(run(zarrfs().arg("unmount").arg(&mnt)).status.success());
+}
+
+#[test]
+fn a_user_who_may_not_open_dev_fuse_is_told_what_is_wrong() {
+    if !root_fuse_ready() {
+        return;
+    }
+    // Everything belongs to `nobody`; in a private mount namespace /dev/fuse is replaced by a
+    // file nobody may open, whatever the real device allows (other tests are not affected).
+    let scene = Scene::new();
+    let base = scene.dir.path();
+    let store = base.join("store.zarr");
+    assert!(Command::new("cp")
+        .arg("-r")
+        .arg(demo())
+        .arg(&store)
+        .status()
+        .unwrap()
+        .success());
+    let mnt = scene.mnt();
+    let blocked = base.join("blocked");
+    std::fs::write(&blocked, b"").unwrap();
+    for p in [base, &store, &mnt, &blocked] {
+        assert!(Command::new("chown")
+            .args(["-R", "65534:65534"])
+            .arg(p)
+            .status()
+            .unwrap()
+            .success());
+    }
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&blocked, std::fs::Permissions::from_mode(0o000)).unwrap();
+    std::fs::set_permissions(base, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = run(Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c"])
+        .arg("mount --bind \"$0\" /dev/fuse && exec setpriv --reuid=65534 --regid=65534 --clear-groups \"$@\"")
+        .arg(&blocked)
+        .arg(env!("CARGO_BIN_EXE_zarrfs"))
+        .arg("-f")
+        .arg(&store)
+        .arg(&mnt));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
+    let said = stderr_of(&out);
+    assert!(said.contains("may not open /dev/fuse"), "{said}");
+    assert!(said.contains("ask an administrator"), "{said}");
+    assert_eq!(said.trim_end().lines().count(), 1, "one line: {said}");
+}
