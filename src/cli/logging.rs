@@ -2,7 +2,7 @@
 
 use std::ffi::CString;
 use std::io::Write;
-use std::os::unix::net::UnixDatagram;
+use std::os::unix::net::{UnixDatagram, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -53,10 +53,9 @@ pub fn init(verbose: u8) {
 /// most containers): a file beside its pid file, named after the mount's device. Says so once
 /// on stderr. None when syslog listens.
 pub fn fallback_file(mountpoint: &Path) -> Option<PathBuf> {
-    if UnixDatagram::unbound()
-        .and_then(|s| s.connect(SYSLOG_SOCKET))
-        .is_ok()
-    {
+    // syslog(3) tries a datagram socket, then a stream socket.
+    let datagram = UnixDatagram::unbound().and_then(|s| s.connect(SYSLOG_SOCKET));
+    if datagram.is_ok() || UnixStream::connect(SYSLOG_SOCKET).is_ok() {
         return None;
     }
     let dir = super::pidfile::dir();
