@@ -79,20 +79,18 @@ fn name_str(name: &OsStr) -> Option<&str> {
 /// kernel gets EIO, which the unanswered reply sends as the unwinding drops it.
 fn guarded(op: &str, target: std::fmt::Arguments<'_>, handler: impl FnOnce()) {
     if let Err(payload) = std::panic::catch_unwind(AssertUnwindSafe(handler)) {
-        log::error!(
-            "{op} {target}: internal error, answered EIO: {}",
-            panic_message(payload.as_ref())
-        );
+        log::error!("{}", panic_report(op, target, payload.as_ref()));
     }
 }
 
-/// The text a panic was raised with.
-fn panic_message(payload: &(dyn Any + Send)) -> &str {
-    payload
+/// The log line of a request whose handler panicked with `payload`.
+fn panic_report(op: &str, target: std::fmt::Arguments<'_>, payload: &(dyn Any + Send)) -> String {
+    let message = payload
         .downcast_ref::<&str>()
         .copied()
         .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("(no message)")
+        .unwrap_or("(no message)");
+    format!("{op} {target}: internal error, answered EIO: {message}")
 }
 
 impl Filesystem for ZarrFs {
@@ -400,13 +398,23 @@ mod tests {
     }
 
     #[test]
-    fn panic_messages_are_read_from_both_payload_kinds() {
+    fn the_report_names_operation_target_and_message() {
+        let report = |payload: Box<dyn Any + Send>| {
+            panic_report(
+                "lookup",
+                format_args!("{:?} in inode {}", "t", 1),
+                payload.as_ref(),
+            )
+        };
         let text = std::panic::catch_unwind(|| panic!("static text")).unwrap_err();
-        assert_eq!(panic_message(text.as_ref()), "static text");
+        assert_eq!(
+            report(text),
+            "lookup \"t\" in inode 1: internal error, answered EIO: static text"
+        );
         let n = 3;
         let formatted = std::panic::catch_unwind(|| panic!("formatted {n}")).unwrap_err();
-        assert_eq!(panic_message(formatted.as_ref()), "formatted 3");
+        assert!(report(formatted).ends_with("EIO: formatted 3"));
         let other = std::panic::catch_unwind(|| std::panic::panic_any(5u8)).unwrap_err();
-        assert_eq!(panic_message(other.as_ref()), "(no message)");
+        assert!(report(other).ends_with("EIO: (no message)"));
     }
 }
