@@ -167,7 +167,15 @@ impl<'a> Walker<'a> {
 
     /// Walks from the root, breadth first, and returns the nodes sorted by path.
     fn run(mut self) -> Result<Hierarchy, MetaError> {
-        let root = self.probe("")?;
+        // A root whose metadata is unusable is shown as an implicit group, so that its healthy
+        // children still show; the error is returned only when nothing else is found.
+        let (root, root_error) = match self.probe("") {
+            Ok(root) => (root, None),
+            Err(e) => {
+                log::warn!("/: metadata ignored: {e}");
+                (None, Some(e))
+            }
+        };
         let root_explicit = root.is_some();
         let root = root.unwrap_or_else(|| implicit_group("", Some(self.store.mtime())));
         let mut queue = VecDeque::new();
@@ -218,6 +226,9 @@ impl<'a> Walker<'a> {
         }
         if nodes.len() == 1 && matches!(nodes[0].kind, NodeKind::Group) {
             let what = self.store.describe();
+            if let Some(e) = root_error {
+                return Err(e);
+            }
             if self.cannot_list {
                 return Err(MetaError::CannotList(what));
             }

@@ -6,7 +6,7 @@ use std::fs::File;
 use std::io::{ErrorKind, Read};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::RwLock;
 use std::time::SystemTime;
 
 /// Keys are paths below a root directory.
@@ -22,7 +22,7 @@ pub struct DirStore {
     /// `root` with every link resolved: what "inside the store" means.
     canonical_root: PathBuf,
     /// Directory keys already checked to resolve inside the store.
-    inside: Mutex<HashSet<String>>,
+    inside: RwLock<HashSet<String>>,
     mtime: SystemTime,
 }
 
@@ -35,7 +35,7 @@ impl DirStore {
         Ok(DirStore {
             root: root.to_path_buf(),
             canonical_root,
-            inside: Mutex::new(HashSet::new()),
+            inside: RwLock::new(HashSet::new()),
             mtime: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
         })
     }
@@ -63,8 +63,8 @@ impl DirStore {
 
     /// Checks (once per directory) that the directory key `dir` resolves inside the store.
     fn check_dir_inside(&self, dir: &str) -> Result<(), StoreError> {
-        let mut inside = self.inside.lock().unwrap_or_else(|p| p.into_inner());
-        if dir.is_empty() || inside.contains(dir) {
+        let known = |set: &HashSet<String>| set.contains(dir);
+        if dir.is_empty() || known(&self.inside.read().unwrap_or_else(|p| p.into_inner())) {
             return Ok(());
         }
         let path = self.join(dir);
@@ -72,7 +72,10 @@ impl DirStore {
         if path.exists() && !self.resolves_inside(&path) {
             return Err(StoreError::BadKey(dir.to_string()));
         }
-        inside.insert(dir.to_string());
+        self.inside
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(dir.to_string());
         Ok(())
     }
 
