@@ -260,12 +260,8 @@ impl<'a> Walker<'a> {
     /// logged: the group is then shown without children.
     fn children(&mut self, path: &str, doc: &Map<String, Value>) -> Vec<Child> {
         let (source, listed) = match &self.layout {
-            Layout::Zarr { nczarr_gen1 } => {
-                let gen1 = if *nczarr_gen1 {
-                    self.gen1(path, nczarr::GEN1_GROUP)
-                } else {
-                    None
-                };
+            Layout::Zarr { .. } => {
+                let gen1 = self.gen1(path, nczarr::GEN1_GROUP);
                 match nczarr::child_names(doc, gen1.as_ref()) {
                     Some(names) => {
                         let source = format!("{}: NCZarr group list", self.shown(path));
@@ -346,15 +342,18 @@ impl<'a> Walker<'a> {
         }
     }
 
-    /// A gen-1 NCZarr object (`.nczvar`, `.nczgroup`).
+    /// A gen-1 NCZarr object (`.nczvar`, `.nczgroup`) when the store is gen 1.
     fn gen1(&self, path: &str, name: &str) -> Option<Map<String, Value>> {
+        if !matches!(self.layout, Layout::Zarr { nczarr_gen1: true }) {
+            return None;
+        }
         self.read(path, name).ok().flatten().map(|(m, _)| m)
     }
 
     /// The node at `path`: `None` when it has no metadata, `Err` when its metadata is unusable.
     fn probe(&self, path: &str) -> Result<Option<Node>, MetaError> {
         match &self.layout {
-            Layout::Zarr { nczarr_gen1 } => self.probe_zarr(path, *nczarr_gen1),
+            Layout::Zarr { .. } => self.probe_zarr(path),
             Layout::Draft(entry) => self.probe_draft(path, entry),
         }
     }
@@ -382,7 +381,7 @@ impl<'a> Walker<'a> {
         })
     }
 
-    fn probe_zarr(&self, path: &str, nczarr_gen1: bool) -> Result<Option<Node>, MetaError> {
+    fn probe_zarr(&self, path: &str) -> Result<Option<Node>, MetaError> {
         let prefix = if path.is_empty() {
             String::new()
         } else {
@@ -411,11 +410,7 @@ impl<'a> Walker<'a> {
         }
         if let Some((zarray, mtime)) = self.read(path, ".zarray")? {
             let attrs = self.attrs(path);
-            let gen1 = if nczarr_gen1 {
-                self.gen1(path, nczarr::GEN1_VAR)
-            } else {
-                None
-            };
+            let gen1 = self.gen1(path, nczarr::GEN1_VAR);
             let var = nczarr::variable(&zarray, &attrs, gen1.as_ref());
             let zarray = match &var {
                 Some(v) => nczarr::served_zarray(&zarray, v),
@@ -436,11 +431,7 @@ impl<'a> Walker<'a> {
             return Ok(None);
         };
         let attrs = self.attrs(path);
-        let gen1 = if nczarr_gen1 {
-            self.gen1(path, nczarr::GEN1_GROUP)
-        } else {
-            None
-        };
+        let gen1 = self.gen1(path, nczarr::GEN1_GROUP);
         let dims = nczarr::group_dimensions(&zgroup, &attrs, gen1.as_ref());
         let mut doc = v2::group_document(&zgroup, attrs);
         if let Some(dims) = dims {

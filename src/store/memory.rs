@@ -95,6 +95,14 @@ impl Store for MemoryStore {
 mod tests {
     use super::*;
 
+    fn names(s: &MemoryStore) -> Vec<(String, EntryKind)> {
+        s.list_dir("")
+            .unwrap()
+            .into_iter()
+            .map(|e| (e.name, e.kind))
+            .collect()
+    }
+
     #[test]
     fn lists_children_once() {
         let mut s = MemoryStore::new();
@@ -102,14 +110,8 @@ mod tests {
         s.insert("a/0.0", "x");
         s.insert("b", "yy");
         s.insert("ab/c", "z");
-        let names: Vec<_> = s
-            .list_dir("")
-            .unwrap()
-            .into_iter()
-            .map(|e| (e.name, e.kind))
-            .collect();
         assert_eq!(
-            names,
+            names(&s),
             vec![
                 ("a".into(), EntryKind::Prefix),
                 ("ab".into(), EntryKind::Prefix),
@@ -127,12 +129,6 @@ mod tests {
         s.insert("/abs/.zgroup", "{}");
         s.insert("../up/.zgroup", "{}");
         s.insert("ok/.zgroup", "{}");
-        let names: Vec<_> = s
-            .list_dir("")
-            .unwrap()
-            .into_iter()
-            .map(|e| e.name)
-            .collect();
-        assert_eq!(names, ["ok"]);
+        assert_eq!(names(&s), vec![("ok".into(), EntryKind::Prefix)]);
     }
 }
