@@ -117,6 +117,32 @@ fn a_symlink_cycle_does_not_hang_the_walk() {
 }
 
 #[test]
+fn links_fanning_out_level_after_level_do_not_make_the_walk_exponential() {
+    // d0..d39 at the root, each holding two links to the next (and an array): 2^40 paths.
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    std::fs::write(root.join(".zgroup"), GROUP).unwrap();
+    for i in 0..40 {
+        let d = root.join(format!("d{i}"));
+        write_good(&d.join("good"));
+        std::fs::write(d.join(".zgroup"), GROUP).unwrap();
+        if i > 0 {
+            for l in ["l1", "l2"] {
+                symlink(format!("../d{i}"), root.join(format!("d{}/{l}", i - 1))).unwrap();
+            }
+        }
+    }
+    capture_logs();
+    let view = dir_view(root);
+    assert_eq!(read_all(&view, "d0/l1/good").unwrap(), GOOD);
+    assert_eq!(read_all(&view, "d39/good").unwrap(), GOOD);
+    assert_eq!(view.resolve("d0/l2"), Err(ViewError::NotFound));
+    assert_eq!(view.resolve("d0/l1/l1"), Err(ViewError::NotFound));
+    let logs = captured_logs().join("\n");
+    assert!(logs.contains("already shown as \"d0/l1\""), "{logs}");
+}
+
+#[test]
 fn links_out_of_the_store_are_refused() {
     let outside = tempfile::tempdir().unwrap();
     write_good(&outside.path().join("theirs"));

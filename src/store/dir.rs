@@ -1,28 +1,35 @@
 //! A store in a local directory.
 
 use super::{accept_name, check_key, Entry, EntryKind, Object, ObjectMeta, Store, StoreError};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{ErrorKind, Read};
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::sync::RwLock;
+use std::sync::{Mutex, RwLock};
 use std::time::SystemTime;
 
 /// Keys are paths below a root directory.
 ///
-/// Symbolic links are followed, as every Zarr library does, with two exceptions, each skipped
-/// with a warning: a link that resolves outside the store root (a store must not expose files
-/// its owner did not put in it), and a link to a directory that is the listed directory or one
-/// of its ancestors (a cycle, which would make the hierarchy infinite). Links are checked where
-/// listings meet them and again for every key read, so metadata naming a key through an
-/// escaping link (consolidated metadata, NCZarr lists) is refused too.
+/// Symbolic links are followed, as every Zarr library does, with three exceptions, each skipped
+/// with a warning:
+/// - a link that resolves outside the store root: a store must not expose files its owner did
+///   not put in it. Such links are refused where listings meet them and again for every key
+///   read, so metadata naming a key through one (consolidated metadata, NCZarr lists) is refused
+///   too;
+/// - a link to a directory that is the listed directory or one of its ancestors: a cycle, which
+///   would make the hierarchy infinite;
+/// - a second link to a directory already reached through another link (the directory is
+///   identified by device and inode): links that fan out level after level would otherwise
+///   make the walk exponential. The first link met, in the walk's breadth-first order, shows it.
 pub struct DirStore {
     root: PathBuf,
     /// `root` with every link resolved: what "inside the store" means.
     canonical_root: PathBuf,
     /// Directory keys already checked to resolve inside the store.
     inside: RwLock<HashSet<String>>,
+    /// Directories reached through a link, by (device, inode), with the key that showed them.
+    linked: Mutex<HashMap<(u64, u64), String>>,
     mtime: SystemTime,
 }
 
@@ -36,6 +43,7 @@ impl DirStore {
             root: root.to_path_buf(),
             canonical_root,
             inside: RwLock::new(HashSet::new()),
+            linked: Mutex::new(HashMap::new()),
             mtime: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
         })
     }
@@ -83,26 +91,41 @@ impl DirStore {
         std::fs::canonicalize(path).is_ok_and(|p| p.starts_with(&self.canonical_root))
     }
 
-    /// Why the link `path`, found listing the directory key `dir`, is skipped, if it is.
-    fn refuse_link(&self, dir: &str, path: &Path) -> Option<&'static str> {
-        let Ok(target) = std::fs::canonicalize(path) else {
-            return Some("a dangling link");
+    /// Why the link `path`, the entry `key` of the listed directory key `dir`, is skipped, if
+    /// it is.
+    fn refuse_link(&self, dir: &str, key: &str, path: &Path) -> Option<String> {
+        let target = std::fs::canonicalize(path).and_then(|t| Ok((std::fs::metadata(&t)?, t)));
+        let Ok((meta, target)) = target else {
+            return Some("a dangling link".into());
         };
         if !target.starts_with(&self.canonical_root) {
-            return Some("a link to outside the store");
+            return Some("a link to outside the store".into());
         }
-        if !target.is_dir() {
+        if !meta.is_dir() {
             return None;
         }
+        let id = (meta.dev(), meta.ino());
         // A cycle when the target is `dir` itself or one of its ancestors.
         let mut ancestor = Some(dir);
         while let Some(a) = ancestor {
-            if std::fs::canonicalize(self.join(a)).is_ok_and(|p| p == target) {
-                return Some("a link to the directory itself or to one of its parents (a cycle)");
+            if std::fs::metadata(self.join(a)).is_ok_and(|m| (m.dev(), m.ino()) == id) {
+                return Some(
+                    "a link to the directory itself or to one of its parents (a cycle)".into(),
+                );
             }
             ancestor = (!a.is_empty()).then(|| a.rsplit_once('/').map_or("", |(p, _)| p));
         }
-        None
+        let mut linked = self.linked.lock().unwrap_or_else(|p| p.into_inner());
+        match linked.get(&id) {
+            Some(first) if first != key => Some(format!(
+                "a second link to the directory already shown as {first:?}"
+            )),
+            Some(_) => None,
+            None => {
+                linked.insert(id, key.to_string());
+                None
+            }
+        }
     }
 }
 
@@ -180,7 +203,12 @@ impl Store for DirStore {
             }
             let path = item.path();
             if item.file_type().is_ok_and(|t| t.is_symlink()) {
-                if let Some(why) = self.refuse_link(prefix, &path) {
+                let key = if prefix.is_empty() {
+                    name.clone()
+                } else {
+                    format!("{prefix}/{name}")
+                };
+                if let Some(why) = self.refuse_link(prefix, &key, &path) {
                     log::warn!("{source}: {:?} skipped: {why}", path.display());
                     continue;
                 }
@@ -253,5 +281,30 @@ mod tests {
         assert!(matches!(s.get("out/secret"), Err(StoreError::BadKey(_))));
         assert!(matches!(s.get("a/leak"), Err(StoreError::BadKey(_))));
         assert!(s.list_dir("out").is_err());
+    }
+
+    #[test]
+    fn a_directory_is_followed_through_one_link_only() {
+        // d0..d29, each holding two links to the next: 2^30 paths, one copy of each directory.
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for i in 0..30 {
+            std::fs::create_dir(root.join(format!("d{i}"))).unwrap();
+        }
+        for i in 0..29 {
+            for l in ["l1", "l2"] {
+                symlink(format!("../d{}", i + 1), root.join(format!("d{i}/{l}"))).unwrap();
+            }
+        }
+        let s = DirStore::new(root).unwrap();
+        // In the walk's breadth-first order: d0 and d1 first, then d0/l1 (which is d1).
+        assert_eq!(names(&s, "d0"), ["l1"]);
+        assert_eq!(names(&s, "d1"), ["l1"]);
+        assert_eq!(names(&s, "d0"), ["l1"], "listing again shows the same");
+        assert_eq!(
+            names(&s, "d0/l1"),
+            Vec::<String>::new(),
+            "d2 is shown as d1/l1"
+        );
     }
 }
