@@ -122,8 +122,23 @@ fn read_json(store: &dyn Store, key: &str) -> Result<Option<JsonObject>, MetaErr
     };
     match serde_json::from_slice::<Value>(&object.bytes) {
         Ok(Value::Object(map)) => Ok(Some((map, object.mtime))),
-        Ok(other) => Err(json_error(format!("not a JSON object: {other:.60}"))),
+        Ok(other) => Err(json_error(format!(
+            "not a JSON object but {}",
+            kind(&other)
+        ))),
         Err(e) => Err(json_error(e.to_string())),
+    }
+}
+
+/// What a JSON value is, for messages (the value itself may be huge).
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }
 
@@ -236,11 +251,11 @@ impl<'a> Walker<'a> {
                 return Err(MetaError::NoMetadata(what));
             }
         }
-        let mut shown: HashSet<String> = HashSet::new();
+        let mut ancestors: HashSet<String> = HashSet::new();
         for node in &nodes {
             let mut p = node.path.as_str();
             while let Some((parent, _)) = p.rsplit_once('/') {
-                if !shown.insert(parent.to_string()) {
+                if !ancestors.insert(parent.to_string()) {
                     break;
                 }
                 p = parent;
@@ -249,7 +264,7 @@ impl<'a> Walker<'a> {
         nodes.extend(
             implicit
                 .into_iter()
-                .filter(|(p, _)| shown.contains(p))
+                .filter(|(p, _)| ancestors.contains(p))
                 .map(|(p, mtime)| implicit_group(&p, mtime)),
         );
         nodes.sort_by(|a, b| a.path.cmp(&b.path));
@@ -274,13 +289,10 @@ impl<'a> Walker<'a> {
                     None => (self.store.describe(), self.listed(path, None)),
                 }
             }
-            Layout::Draft(entry) => {
-                let entry = entry.clone();
-                (
-                    self.store.describe(),
-                    self.listed(&v3_draft::children_prefix(path), Some(&entry)),
-                )
-            }
+            Layout::Draft(entry) => (
+                self.store.describe(),
+                self.listed(&v3_draft::children_prefix(path), Some(entry)),
+            ),
         };
         match listed {
             Ok(children) => children
