@@ -198,9 +198,8 @@ def entry(store, doc, **expect):
     store.write()
     case = {"name": store.name.rsplit(".", 1)[0], "store": store.name, "doc": doc}
     expect.setdefault("load", "ok")
-    if expect["load"] == "ok":
-        expect.setdefault("bytes", {})
-        expect["bytes"].setdefault("good", GOOD_HEX)
+    if expect["load"] == "ok" and "bytes" not in expect:
+        expect["bytes"] = {"good": GOOD_HEX}
     case.update(expect)
     MANIFEST.append(case)
 
@@ -377,6 +376,26 @@ def codec_stores():
              "and cp notice) and reads fail with EIO",
           eio=["lzma", "nosuch"], size={"lzma": 12, "nosuch": 12},
           log=["lzma: data cannot be read", "nosuch: data cannot be read"])
+
+
+def unsupported_stores():
+    s = Store("unsupported_v3")
+    s.put("zarr.json", {"zarr_format": 3, "node_type": "group"})
+    s.good_v3()
+    s.put("grid/zarr.json", {**v3_array([6], [4]), "chunk_grid": {"name": "rectilinear"}})
+    s.put("keys/zarr.json", {**v3_array([6], [4]), "chunk_key_encoding": {"name": "hashed"}})
+    s.put("transformer/zarr.json",
+          {**v3_array([6], [4]), "storage_transformers": [{"name": "offset"}]})
+    entry(s, "valid v3 metadata asking for what zarrfs does not implement",
+          eio=["grid", "keys", "transformer"],
+          node_errors={"grid": "Unsupported", "keys": "Unsupported", "transformer": "Unsupported"})
+
+    s = Store("root_array_bomb")
+    s.put(".zarray", zarray([16], [16], dtype="|u1", compressor=CODECS["zstd"]))
+    s.put("0", encode(CODECS["zstd"], bytes(BOMB_BYTES)))
+    entry(s, "the root itself is an array whose chunk is a bomb: the mount shows it, reads EIO",
+          bytes={}, eio=["root"], dirs={"": ["root", "root.json", "root.npy"]},
+          max_alloc=BOMB_MAX_ALLOC)
 
 
 def chunk_stores():
@@ -638,6 +657,7 @@ def main():
     shape_stores()
     dtype_stores()
     codec_stores()
+    unsupported_stores()
     chunk_stores()
     bomb_stores()
     checksum_stores()

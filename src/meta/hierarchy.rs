@@ -4,9 +4,10 @@
 //! There is one walk for every dialect: iterative (a queue, no recursion), visiting each path
 //! once, at most [`MAX_DEPTH`] levels deep. A [`Layout`] says where a dialect keeps a node's
 //! metadata and how a group's children are found: NCZarr's own lists where a group has them
-//! (no listing request), else a listing of the store. A store that cannot list (plain HTTP) is
-//! walked from its metadata alone: consolidated metadata, NCZarr lists, or a root that is itself
-//! an array. Every child name, whatever its source, passes [`accept_name`] first.
+//! (no listing request; as in netCDF-c, a child the lists omit is not shown), else a listing of
+//! the store. A store that cannot list (plain HTTP) is walked from its metadata alone:
+//! consolidated metadata, NCZarr lists, or a root that is itself an array. Every child name,
+//! whatever its source, passes [`accept_name`] first.
 
 use super::node::{ArrayMeta, Node, NodeKind};
 use super::v3_draft::EntryPoint;
