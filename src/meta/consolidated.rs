@@ -2,7 +2,8 @@
 //! `zarr.json`. When present, the hierarchy is read from it in one request instead of one per
 //! node: [`Consolidated`] overlays the consolidated documents on the store for the walk.
 
-use crate::store::{list_map, Entry, Object, ObjectMeta, Store, StoreError};
+use super::MetaError;
+use crate::store::{accept_key, list_map, Entry, Object, ObjectMeta, Store, StoreError};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::SystemTime;
@@ -16,20 +17,28 @@ pub struct Consolidated<'a> {
     objects: BTreeMap<String, Vec<u8>>,
 }
 
-/// Reads the consolidated metadata of `store`, if it has any.
-pub fn open(store: &dyn Store) -> Result<Option<Consolidated<'_>>, String> {
+/// Where v3 consolidated metadata lives, for warnings.
+const V3_SOURCE: &str = "zarr.json consolidated_metadata";
+
+/// Reads the consolidated metadata of `store`, if it has any. Keys that would leave the store
+/// (`../x/.zarray`, `/abs/.zgroup`, the empty path) are left out, one warning each.
+pub fn open(store: &dyn Store) -> Result<Option<Consolidated<'_>>, MetaError> {
     let mut objects = BTreeMap::new();
-    if let Some(object) = store.get(".zmetadata").map_err(|e| e.to_string())? {
-        let doc: Value = serde_json::from_slice(&object.bytes)
-            .map_err(|e| format!(".zmetadata: malformed JSON: {e}"))?;
+    if let Some(object) = store.get(".zmetadata")? {
+        let doc: Value = serde_json::from_slice(&object.bytes).map_err(|e| MetaError::Json {
+            key: ".zmetadata".into(),
+            reason: e.to_string(),
+        })?;
         let meta = doc
             .get("metadata")
             .and_then(Value::as_object)
-            .ok_or(".zmetadata: no \"metadata\" object")?;
+            .ok_or_else(|| MetaError::field("metadata", ".zmetadata has no such object"))?;
         for (key, value) in meta {
-            objects.insert(key.clone(), serde_json::to_vec(value).unwrap_or_default());
+            if accept_key(".zmetadata", key) {
+                objects.insert(key.clone(), serde_json::to_vec(value).unwrap_or_default());
+            }
         }
-    } else if let Some(object) = store.get("zarr.json").map_err(|e| e.to_string())? {
+    } else if let Some(object) = store.get("zarr.json")? {
         let Ok(Value::Object(mut root)) = serde_json::from_slice::<Value>(&object.bytes) else {
             return Ok(None);
         };
@@ -40,6 +49,9 @@ pub fn open(store: &dyn Store) -> Result<Option<Consolidated<'_>>, String> {
             return Ok(None);
         };
         for (path, value) in meta {
+            if !accept_key(V3_SOURCE, path) {
+                continue;
+            }
             objects.insert(
                 format!("{path}/zarr.json"),
                 serde_json::to_vec(value).unwrap_or_default(),
@@ -91,7 +103,7 @@ impl Store for Consolidated<'_> {
     }
 
     fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
-        Ok(list_map(&self.objects, prefix))
+        Ok(list_map("consolidated metadata", &self.objects, prefix))
     }
 
     fn mtime(&self) -> SystemTime {
@@ -125,6 +137,24 @@ mod tests {
                 .map(|e| e.name.as_str())
                 .collect::<Vec<_>>(),
             [".zgroup", "a"]
+        );
+    }
+
+    #[test]
+    fn escaping_keys_are_left_out() {
+        let mut s = MemoryStore::new();
+        s.insert(".zmetadata", r#"{"metadata": {".zgroup": {"zarr_format": 2}, "../../escape/.zarray": {}, "/abs/.zgroup": {}, "": {}, "ok/.zgroup": {}}}"#);
+        let c = open(&s).unwrap().unwrap();
+        assert_eq!(
+            c.objects.keys().collect::<Vec<_>>(),
+            [".zgroup", "ok/.zgroup"]
+        );
+        let mut s = MemoryStore::new();
+        s.insert("zarr.json", r#"{"zarr_format": 3, "node_type": "group", "consolidated_metadata": {"metadata": {"": {"node_type": "group"}, "..": {}, "a//b": {}, "g": {"node_type": "group"}}}}"#);
+        let c = open(&s).unwrap().unwrap();
+        assert_eq!(
+            c.objects.keys().collect::<Vec<_>>(),
+            ["g/zarr.json", "zarr.json"]
         );
     }
 

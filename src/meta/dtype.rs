@@ -3,7 +3,23 @@
 //! A [`DataType`] describes one element as zarrfs serves it: little-endian, fixed size. The byte
 //! order an element had in the store belongs to the codec chain (the `bytes` codec), not here.
 
+use super::MetaError;
 use std::fmt::Write as _;
+
+/// The largest element zarrfs accepts, in bytes (1 MiB: numpy `<U262144`, `|S1048576`). Checked
+/// while a type is parsed, before its fill value or byte-swap units are allocated.
+pub const MAX_ELEMENT_BYTES: u64 = 1 << 20;
+
+/// Refuses an element (or part of one) of `bytes` bytes beyond [`MAX_ELEMENT_BYTES`].
+pub fn check_element_size(bytes: u64, what: &str) -> Result<(), MetaError> {
+    if bytes > MAX_ELEMENT_BYTES {
+        Err(MetaError::TooLarge(format!(
+            "{what}: elements over {MAX_ELEMENT_BYTES} bytes"
+        )))
+    } else {
+        Ok(())
+    }
+}
 
 /// One element type as served in array files (always little-endian, fixed size).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,6 +1,7 @@
 //! Fill values: the JSON forms of Zarr v2 and v3, decoded to one served (little-endian) element.
 
 use super::dtype::DataType;
+use super::MetaError;
 use base64::Engine as _;
 use serde_json::Value;
 
@@ -10,12 +11,12 @@ pub fn parse_fill(
     value: &Value,
     dtype: &DataType,
     big_units: &[(usize, usize)],
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, MetaError> {
     let bad = || {
-        format!(
-            "fill value {value} does not fit data type {}",
+        MetaError::FillValue(format!(
+            "{value} does not fit data type {}",
             dtype.npy_descr()
-        )
+        ))
     };
     if value.is_null() {
         return Ok(vec![0; dtype.size()]);
@@ -91,7 +92,7 @@ pub fn parse_fill(
             };
             let mut raw = base64::engine::general_purpose::STANDARD
                 .decode(text)
-                .map_err(|e| format!("fill value {value}: bad base64: {e}"))?;
+                .map_err(|e| MetaError::FillValue(format!("{value}: bad base64: {e}")))?;
             if raw.len() > dtype.size()
                 || (raw.len() < dtype.size() && !matches!(dtype, DataType::Bytes(_)))
             {

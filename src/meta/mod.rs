@@ -1,4 +1,4 @@
-//! One node model for every dialect: Zarr v2, Zarr v3 (and, later, the v3 drafts and NCZarr).
+//! One node model for every dialect: Zarr v2, Zarr v3, the v3 drafts and NCZarr.
 //!
 //! Parsing is pure (bytes in, model out); [`load_hierarchy`] walks a store and parses every node.
 
@@ -6,6 +6,7 @@ mod chunk_keys;
 mod codec_spec;
 mod consolidated;
 mod dtype;
+mod error;
 mod fill;
 mod hierarchy;
 mod nczarr;
@@ -17,8 +18,10 @@ mod v3_draft;
 
 pub use chunk_keys::{ChunkKeys, KeyStyle};
 pub use codec_spec::CodecSpec;
-pub use dtype::{py_str, py_tuple, DataType, Field};
+pub use dtype::{py_str, py_tuple, DataType, Field, MAX_ELEMENT_BYTES};
+pub use error::MetaError;
 pub use fill::parse_fill;
-pub use hierarchy::{load_hierarchy, Hierarchy, LoadOptions};
+pub use hierarchy::{load_hierarchy, Hierarchy, LoadOptions, MAX_DEPTH};
 pub use node::{ArrayMeta, Node, NodeKind, MAX_CHUNK_BYTES};
 pub use numpy_dtype::NumpyType;
+pub use v2::MAX_RANK;

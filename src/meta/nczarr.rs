@@ -106,6 +106,38 @@ pub fn group_dimensions(
     )
 }
 
+/// The names of a group's children as NCZarr lists them (`vars`/`arrays` and `groups`), from
+/// the group's document (`.zgroup` fields and attributes) or its gen-1 `.nczgroup`; `None` when
+/// the group has no NCZarr lists. The names are not checked here: the walker checks every name.
+pub fn child_names(
+    doc: &Map<String, Value>,
+    gen1: Option<&Map<String, Value>>,
+) -> Option<Vec<String>> {
+    let info = gen1
+        .or_else(|| doc.get("_NCZARR_GROUP").and_then(Value::as_object))
+        .or_else(|| doc.get("_nczarr_group").and_then(Value::as_object))
+        .or_else(|| {
+            doc.get("attributes")
+                .and_then(|a| a.get("_nczarr_group"))
+                .and_then(Value::as_object)
+        })?;
+    let lists: Vec<&Vec<Value>> = ["vars", "arrays", "groups", "subgroups"]
+        .iter()
+        .filter_map(|k| info.get(*k).and_then(Value::as_array))
+        .collect();
+    if lists.is_empty() {
+        return None;
+    }
+    Some(
+        lists
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(String::from)
+            .collect(),
+    )
+}
+
 /// The xarray convention for dimension names of plain Zarr v2 arrays.
 pub fn xarray_dimensions(attrs: &Map<String, Value>) -> Option<Vec<String>> {
     attrs
@@ -152,6 +184,18 @@ mod tests {
             Value::Object(s),
             json!({"shape": [], "chunks": [], "dtype": "|S1", "fill_value": 7})
         );
+    }
+
+    #[test]
+    fn child_lists_of_every_generation() {
+        let gen4 =
+            obj(json!({"attributes": {"_nczarr_group": {"arrays": ["a"], "groups": ["g"]}}}));
+        assert_eq!(child_names(&gen4, None).unwrap(), ["a", "g"]);
+        let gen2 = obj(json!({"_NCZARR_GROUP": {"vars": ["v"], "groups": []}}));
+        assert_eq!(child_names(&gen2, None).unwrap(), ["v"]);
+        let gen1 = obj(json!({"vars": [], "groups": ["x"]}));
+        assert_eq!(child_names(&Map::new(), Some(&gen1)).unwrap(), ["x"]);
+        assert!(child_names(&Map::new(), None).is_none());
     }
 
     #[test]

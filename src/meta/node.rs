@@ -1,6 +1,6 @@
 //! The node model every dialect is parsed into.
 
-use super::{ChunkKeys, CodecSpec, DataType};
+use super::{ChunkKeys, CodecSpec, DataType, MetaError};
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -41,24 +41,25 @@ impl ArrayMeta {
     /// Checks the shapes are usable: same rank, non-zero chunks, sizes that fit in 64 bits. (The
     /// size of the chunks actually decoded, inner chunks for sharded arrays, is checked by the
     /// chunk reader against [`MAX_CHUNK_BYTES`].)
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), MetaError> {
         if self.shape.len() != self.chunk_shape.len() {
-            return Err(format!(
+            return Err(MetaError::Shape(format!(
                 "shape {:?} and chunk shape {:?} differ in rank",
                 self.shape, self.chunk_shape
-            ));
+            )));
         }
         if self.chunk_shape.contains(&0) {
-            return Err(format!(
+            return Err(MetaError::Shape(format!(
                 "chunk shape {:?} has a zero extent",
                 self.chunk_shape
-            ));
+            )));
         }
         if self.dtype.size() == 0 && !self.dtype.is_variable() {
-            return Err("data type has size zero".into());
+            return Err(MetaError::DataType("data type has size zero".into()));
         }
-        self.byte_size()
-            .ok_or_else(|| format!("shape {:?} is too large", self.shape))?;
+        self.byte_size().ok_or_else(|| {
+            MetaError::TooLarge(format!("shape {:?} overflows 64 bits", self.shape))
+        })?;
         Ok(())
     }
 }
@@ -69,7 +70,7 @@ pub enum NodeKind {
     /// A group (explicit or implicit).
     Group,
     /// An array; `Err` holds why its data cannot be read (its metadata is still shown).
-    Array(Result<Arc<ArrayMeta>, String>),
+    Array(Result<Arc<ArrayMeta>, MetaError>),
 }
 
 /// One node of the hierarchy.

@@ -1,7 +1,8 @@
 //! Numpy data type descriptions as Zarr v2 and the v3 drafts write them: `"<f8"`, `"|S5"`,
 //! `[["x", "<i4"], ["y", ">f8", [2]]]`.
 
-use super::dtype::{DataType, Field};
+use super::dtype::{check_element_size, DataType, Field};
+use super::MetaError;
 use serde_json::Value;
 
 /// A parsed numpy type: the served element type plus the byte ranges stored big-endian.
@@ -14,17 +15,18 @@ pub struct NumpyType {
 }
 
 /// Parses a numpy dtype given as JSON (a type string or a structured list).
-pub fn parse(value: &Value) -> Result<NumpyType, String> {
+pub fn parse(value: &Value) -> Result<NumpyType, MetaError> {
     match value {
         Value::String(s) => parse_str(s),
         Value::Array(fields) => parse_fields(fields),
-        other => Err(format!(
-            "data type {other} is neither a string nor a list of fields"
-        )),
+        other => Err(MetaError::DataType(format!(
+            "{other} is neither a string nor a list of fields"
+        ))),
     }
 }
 
-fn parse_str(s: &str) -> Result<NumpyType, String> {
+fn parse_str(s: &str) -> Result<NumpyType, MetaError> {
+    let unsupported = || MetaError::DataType(format!("unsupported data type {s:?}"));
     let (order, rest) = match s.chars().next() {
         Some(c @ ('<' | '>' | '|' | '=')) => (c, &s[1..]),
         _ => ('=', s),
@@ -32,11 +34,14 @@ fn parse_str(s: &str) -> Result<NumpyType, String> {
     let kind = rest
         .chars()
         .next()
-        .ok_or_else(|| format!("empty data type {s:?}"))?;
+        .ok_or_else(|| MetaError::DataType(format!("empty data type {s:?}")))?;
     let digits = &rest[kind.len_utf8()..];
-    let n: usize = digits
-        .parse()
-        .map_err(|_| format!("unsupported data type {s:?}"))?;
+    // Sizes are checked before anything is allocated for them: `>U4611686018427387904` would
+    // overflow, `>U1000000000` would ask for gigabytes of fill value and byte-swap units.
+    let n: u64 = digits.parse().map_err(|_| unsupported())?;
+    let bytes = if kind == 'U' { n.saturating_mul(4) } else { n };
+    check_element_size(bytes, s)?;
+    let n = n as usize;
     let dtype = match (kind, n) {
         ('b', 1) => DataType::Bool,
         ('i', 1 | 2 | 4 | 8) => DataType::Int(n),
@@ -46,7 +51,7 @@ fn parse_str(s: &str) -> Result<NumpyType, String> {
         ('S', _) => DataType::Bytes(n),
         ('U', _) => DataType::Unicode(n),
         ('V', _) => DataType::Raw(n),
-        _ => return Err(format!("unsupported data type {s:?}")),
+        _ => return Err(unsupported()),
     };
     let big_units = if order == '>' {
         dtype.swap_units()
@@ -56,7 +61,8 @@ fn parse_str(s: &str) -> Result<NumpyType, String> {
     Ok(NumpyType { dtype, big_units })
 }
 
-fn parse_fields(items: &[Value]) -> Result<NumpyType, String> {
+fn parse_fields(items: &[Value]) -> Result<NumpyType, MetaError> {
+    let bad = |what: String| MetaError::DataType(what);
     let mut fields = Vec::new();
     let mut big_units = Vec::new();
     let mut offset = 0;
@@ -65,11 +71,16 @@ fn parse_fields(items: &[Value]) -> Result<NumpyType, String> {
             .as_array()
             .filter(|p| (2..=3).contains(&p.len()))
             .ok_or_else(|| {
-                format!("structured field {item} is not [name, type] or [name, type, shape]")
+                bad(format!(
+                    "structured field {item} is not [name, type] or [name, type, shape]"
+                ))
             })?;
-        let name = parts[0]
-            .as_str()
-            .ok_or_else(|| format!("structured field name {} is not a string", parts[0]))?;
+        let name = parts[0].as_str().ok_or_else(|| {
+            bad(format!(
+                "structured field name {} is not a string",
+                parts[0]
+            ))
+        })?;
         let inner = parse(&parts[1])?;
         let shape = match parts.get(2) {
             None => Vec::new(),
@@ -78,13 +89,23 @@ fn parse_fields(items: &[Value]) -> Result<NumpyType, String> {
                 .map(|d| {
                     d.as_u64()
                         .map(|d| d as usize)
-                        .ok_or_else(|| format!("bad field shape {d}"))
+                        .ok_or_else(|| bad(format!("bad field shape {d}")))
                 })
                 .collect::<Result<Vec<_>, _>>()?,
-            Some(other) => return Err(format!("bad field shape {other}")),
+            Some(other) => return Err(bad(format!("bad field shape {other}"))),
         };
-        let count: usize = shape.iter().product();
+        // Checked before the per-element loop below, which the count bounds.
+        let count = shape
+            .iter()
+            .try_fold(1usize, |a, &d| a.checked_mul(d))
+            .unwrap_or(usize::MAX);
         let size = inner.dtype.size();
+        check_element_size(count as u64, &format!("field {name:?} of {count} elements"))?;
+        let end = size
+            .checked_mul(count)
+            .and_then(|s| s.checked_add(offset))
+            .unwrap_or(usize::MAX);
+        check_element_size(end as u64, "structured data type")?;
         for i in 0..count {
             big_units.extend(
                 inner
@@ -99,13 +120,10 @@ fn parse_fields(items: &[Value]) -> Result<NumpyType, String> {
             shape,
             offset,
         });
-        offset = size
-            .checked_mul(count)
-            .and_then(|s| s.checked_add(offset))
-            .ok_or("structured type too large")?;
+        offset = end;
     }
     if fields.is_empty() {
-        return Err("structured data type with no fields".into());
+        return Err(bad("structured data type with no fields".into()));
     }
     Ok(NumpyType {
         dtype: DataType::Structured(fields),
@@ -145,6 +163,25 @@ mod tests {
         assert_eq!(parse(&json!("<U3")).unwrap().dtype, DataType::Unicode(3));
         assert!(parse(&json!("<M8[ns]")).is_err());
         assert!(parse(&json!("|O")).is_err());
+    }
+
+    #[test]
+    fn huge_types_are_refused_before_allocating() {
+        for huge in [
+            ">U4611686018427387904",
+            ">U1000000000",
+            "|S99999999999",
+            "|V2000000",
+        ] {
+            assert!(
+                matches!(parse(&json!(huge)), Err(MetaError::TooLarge(_))),
+                "{huge}"
+            );
+        }
+        let fields = json!([["a", ">i4", [1000000, 1000000]]]);
+        assert!(matches!(parse(&fields), Err(MetaError::TooLarge(_))));
+        let zero_size = json!([["a", "|S0", [4611686018427387904u64]]]);
+        assert!(matches!(parse(&zero_size), Err(MetaError::TooLarge(_))));
     }
 
     #[test]

@@ -1,8 +1,11 @@
 //! Zarr v2: `.zarray`, `.zgroup`, `.zattrs`.
 
 use super::node::ArrayMeta;
-use super::{numpy_dtype, parse_fill, ChunkKeys, CodecSpec, DataType, KeyStyle};
+use super::{numpy_dtype, parse_fill, ChunkKeys, CodecSpec, DataType, KeyStyle, MetaError};
 use serde_json::{json, Map, Value};
+
+/// The most dimensions an array may have (numpy's limit).
+pub const MAX_RANK: usize = 64;
 
 /// The Zarr Object Model document of a v2 group: the `.zgroup` fields plus `node_type` and
 /// `attributes`.
@@ -47,7 +50,7 @@ pub fn array_document(
 }
 
 /// Parses a `.zarray` document of the array whose chunk keys start with `prefix`.
-pub fn parse_array(zarray: &Map<String, Value>, prefix: &str) -> Result<ArrayMeta, String> {
+pub fn parse_array(zarray: &Map<String, Value>, prefix: &str) -> Result<ArrayMeta, MetaError> {
     let shape = dims(zarray, "shape")?;
     let chunk_shape = dims(zarray, "chunks")?;
     let filters = match zarray.get("filters") {
@@ -56,9 +59,16 @@ pub fn parse_array(zarray: &Map<String, Value>, prefix: &str) -> Result<ArrayMet
             .iter()
             .map(numcodecs_spec)
             .collect::<Result<_, _>>()?,
-        Some(other) => return Err(format!("\"filters\" is neither null nor a list: {other}")),
+        Some(other) => {
+            return Err(MetaError::field(
+                "filters",
+                format!("{other} is neither null nor a list"),
+            ))
+        }
     };
-    let dtype_value = zarray.get("dtype").ok_or("missing \"dtype\"")?;
+    let dtype_value = zarray
+        .get("dtype")
+        .ok_or_else(|| MetaError::field("dtype", "missing"))?;
     let ty = if dtype_value.as_str() == Some("|O") {
         object_type(&filters)?
     } else {
@@ -72,7 +82,7 @@ pub fn parse_array(zarray: &Map<String, Value>, prefix: &str) -> Result<ArrayMet
 
     let order = zarray.get("order").and_then(Value::as_str).unwrap_or("C");
     let mut codecs: Vec<CodecSpec> = memory_order(order, shape.len())
-        .map_err(|o| format!("unknown order {o:?}"))?
+        .map_err(|o| MetaError::field("order", format!("unknown order {o:?}")))?
         .into_iter()
         .collect();
     // Object arrays: the object codec among the filters is the array→bytes step.
@@ -88,7 +98,12 @@ pub fn parse_array(zarray: &Map<String, Value>, prefix: &str) -> Result<ArrayMet
     let separator = match zarray.get("dimension_separator").and_then(Value::as_str) {
         None | Some(".") => '.',
         Some("/") => '/',
-        Some(other) => return Err(format!("unknown dimension_separator {other:?}")),
+        Some(other) => {
+            return Err(MetaError::field(
+                "dimension_separator",
+                format!("unknown separator {other:?}"),
+            ))
+        }
     };
     Ok(ArrayMeta {
         shape,
@@ -105,12 +120,16 @@ pub fn parse_array(zarray: &Map<String, Value>, prefix: &str) -> Result<ArrayMet
 }
 
 /// The element type of a v2 object (`|O`) array, from the object codec among its filters.
-fn object_type(filters: &[CodecSpec]) -> Result<numpy_dtype::NumpyType, String> {
+fn object_type(filters: &[CodecSpec]) -> Result<numpy_dtype::NumpyType, MetaError> {
     let dtype = match filters.first().map(|f| f.name.as_str()) {
         Some("vlen-utf8") => DataType::String,
         Some("vlen-bytes") => DataType::VarBytes,
-        Some(other) => return Err(format!("unsupported object codec {other:?}")),
-        None => return Err("object array without an object codec".into()),
+        Some(other) => return Err(MetaError::Unsupported(format!("object codec {other:?}"))),
+        None => {
+            return Err(MetaError::DataType(
+                "object array without an object codec".into(),
+            ))
+        }
     };
     Ok(numpy_dtype::NumpyType {
         dtype,
@@ -133,24 +152,30 @@ pub fn memory_order(order: &str, ndim: usize) -> Result<Option<CodecSpec>, Strin
 }
 
 /// A numcodecs configuration (`{"id": "zlib", "level": 1}`) as a codec spec named by its id.
-fn numcodecs_spec(config: &Value) -> Result<CodecSpec, String> {
+fn numcodecs_spec(config: &Value) -> Result<CodecSpec, MetaError> {
     let id = config
         .get("id")
         .and_then(Value::as_str)
-        .ok_or_else(|| format!("codec {config} has no \"id\""))?;
+        .ok_or_else(|| MetaError::field("id", format!("codec {config} has no \"id\"")))?;
     Ok(CodecSpec::new(id, config.clone()))
 }
 
-/// A list of non-negative integers (`shape`, `chunks`).
-pub fn dims(doc: &Map<String, Value>, key: &str) -> Result<Vec<u64>, String> {
+/// A list of non-negative integers (`shape`, `chunks`) of at most [`MAX_RANK`] entries.
+pub fn dims(doc: &Map<String, Value>, key: &str) -> Result<Vec<u64>, MetaError> {
     let list = doc
         .get(key)
         .and_then(Value::as_array)
-        .ok_or_else(|| format!("missing or malformed \"{key}\""))?;
+        .ok_or_else(|| MetaError::field(key, "missing or not a list"))?;
+    if list.len() > MAX_RANK {
+        return Err(MetaError::Shape(format!(
+            "\"{key}\" has {} dimensions, more than {MAX_RANK}",
+            list.len()
+        )));
+    }
     list.iter()
         .map(|d| {
             d.as_u64()
-                .ok_or_else(|| format!("\"{key}\" holds {d}, not a size"))
+                .ok_or_else(|| MetaError::Shape(format!("\"{key}\" holds {d}, not a size")))
         })
         .collect()
 }
@@ -178,6 +203,19 @@ mod tests {
     #[test]
     fn refuses_malformed_shapes() {
         let zarray = json!({"shape": [3, -1], "chunks": [2, 2], "dtype": "<i4"});
-        assert!(parse_array(zarray.as_object().unwrap(), "").is_err());
+        assert!(matches!(
+            parse_array(zarray.as_object().unwrap(), ""),
+            Err(MetaError::Shape(_))
+        ));
+        let zarray = json!({"shape": [18446744073709551616.0], "chunks": [2], "dtype": "<i4"});
+        assert!(matches!(
+            parse_array(zarray.as_object().unwrap(), ""),
+            Err(MetaError::Shape(_))
+        ));
+        let zarray = json!({"shape": "3", "chunks": [2], "dtype": "<i4"});
+        assert!(matches!(
+            parse_array(zarray.as_object().unwrap(), ""),
+            Err(MetaError::Field { .. })
+        ));
     }
 }

@@ -1,8 +1,9 @@
 //! Zarr v3: one `zarr.json` per node.
 
+use super::dtype::check_element_size;
 use super::node::ArrayMeta;
 use super::v2::dims;
-use super::{parse_fill, ChunkKeys, CodecSpec, DataType, KeyStyle};
+use super::{parse_fill, ChunkKeys, CodecSpec, DataType, KeyStyle, MetaError};
 use serde_json::{json, Map, Value};
 
 /// The Zarr Object Model document of a v3 node: its `zarr.json` without consolidated metadata,
@@ -18,10 +19,9 @@ pub fn document(doc: &Map<String, Value>) -> Map<String, Value> {
 }
 
 /// The served element type of a v3 `data_type` name.
-pub fn data_type(name: &Value) -> Result<DataType, String> {
-    let s = name
-        .as_str()
-        .ok_or_else(|| format!("unsupported data type {name}"))?;
+pub fn data_type(name: &Value) -> Result<DataType, MetaError> {
+    let unsupported = || MetaError::DataType(format!("unsupported data type {name}"));
+    let s = name.as_str().ok_or_else(unsupported)?;
     Ok(match s {
         "bool" => DataType::Bool,
         "int8" => DataType::Int(1),
@@ -40,26 +40,33 @@ pub fn data_type(name: &Value) -> Result<DataType, String> {
         "string" => DataType::String,
         "bytes" | "variable_length_bytes" => DataType::VarBytes,
         raw if raw.starts_with('r') => {
-            let bits: usize = raw[1..]
+            let bits: u64 = raw[1..]
                 .parse()
                 .ok()
                 .filter(|b| b % 8 == 0 && *b > 0)
-                .ok_or_else(|| format!("unsupported data type {s:?}"))?;
-            DataType::Raw(bits / 8)
+                .ok_or_else(unsupported)?;
+            check_element_size(bits / 8, s)?;
+            DataType::Raw((bits / 8) as usize)
         }
-        _ => return Err(format!("unsupported data type {s:?}")),
+        _ => return Err(unsupported()),
     })
 }
 
 /// Parses the array fields of a `zarr.json` whose chunk keys start with `prefix`.
-pub fn parse_array(doc: &Map<String, Value>, prefix: &str) -> Result<ArrayMeta, String> {
+pub fn parse_array(doc: &Map<String, Value>, prefix: &str) -> Result<ArrayMeta, MetaError> {
     let shape = dims(doc, "shape")?;
-    let dtype = data_type(doc.get("data_type").ok_or("missing \"data_type\"")?)?;
+    let dtype = data_type(
+        doc.get("data_type")
+            .ok_or_else(|| MetaError::field("data_type", "missing"))?,
+    )?;
     let fill_value = parse_fill(doc.get("fill_value").unwrap_or(&Value::Null), &dtype, &[])?;
 
-    let grid = named(doc.get("chunk_grid").ok_or("missing \"chunk_grid\"")?)?;
+    let grid = named(
+        doc.get("chunk_grid")
+            .ok_or_else(|| MetaError::field("chunk_grid", "missing"))?,
+    )?;
     if grid.0 != "regular" {
-        return Err(format!("unsupported chunk grid {:?}", grid.0));
+        return Err(MetaError::Unsupported(format!("chunk grid {:?}", grid.0)));
     }
     let chunk_shape = dims(&grid.1, "chunk_shape")?;
 
@@ -74,13 +81,21 @@ pub fn parse_array(doc: &Map<String, Value>, prefix: &str) -> Result<ArrayMeta, 
             let (style, default_sep) = match name.as_str() {
                 "default" => (KeyStyle::Default, '/'),
                 "v2" => (KeyStyle::V2, '.'),
-                other => return Err(format!("unsupported chunk key encoding {other:?}")),
+                other => {
+                    return Err(MetaError::Unsupported(format!(
+                        "chunk key encoding {other:?}"
+                    )))
+                }
             };
             let separator = match config.get("separator").and_then(Value::as_str) {
                 None => default_sep,
                 Some(".") => '.',
                 Some("/") => '/',
-                Some(other) => return Err(format!("unsupported chunk key separator {other:?}")),
+                Some(other) => {
+                    return Err(MetaError::Unsupported(format!(
+                        "chunk key separator {other:?}"
+                    )))
+                }
             };
             ChunkKeys {
                 prefix: prefix.into(),
@@ -95,11 +110,13 @@ pub fn parse_array(doc: &Map<String, Value>, prefix: &str) -> Result<ArrayMeta, 
             .iter()
             .map(|c| named(c).map(|(name, config)| CodecSpec::new(name, Value::Object(config))))
             .collect::<Result<Vec<_>, _>>()?,
-        _ => return Err("missing or malformed \"codecs\"".into()),
+        _ => return Err(MetaError::field("codecs", "missing or not a list")),
     };
     if let Some(Value::Array(t)) = doc.get("storage_transformers") {
         if let Some(first) = t.first() {
-            return Err(format!("unsupported storage transformer {first}"));
+            return Err(MetaError::Unsupported(format!(
+                "storage transformer {first}"
+            )));
         }
     }
     Ok(ArrayMeta {
@@ -113,22 +130,30 @@ pub fn parse_array(doc: &Map<String, Value>, prefix: &str) -> Result<ArrayMeta, 
 }
 
 /// A v3 "named configuration": `{"name": .., "configuration": {..}}` or a bare name string.
-pub fn named(value: &Value) -> Result<(String, Map<String, Value>), String> {
+pub fn named(value: &Value) -> Result<(String, Map<String, Value>), MetaError> {
     match value {
         Value::String(name) => Ok((name.clone(), Map::new())),
         Value::Object(obj) => {
             let name = obj
                 .get("name")
                 .and_then(Value::as_str)
-                .ok_or_else(|| format!("{value} has no \"name\""))?;
+                .ok_or_else(|| MetaError::field("name", format!("{value} has no \"name\"")))?;
             let config = match obj.get("configuration") {
                 None | Some(Value::Null) => Map::new(),
                 Some(Value::Object(c)) => c.clone(),
-                Some(other) => return Err(format!("configuration {other} is not an object")),
+                Some(other) => {
+                    return Err(MetaError::field(
+                        "configuration",
+                        format!("{other} is not an object"),
+                    ))
+                }
             };
             Ok((name.to_string(), config))
         }
-        other => Err(format!("{other} is not a named configuration")),
+        other => Err(MetaError::field(
+            "name",
+            format!("{other} is not a named configuration"),
+        )),
     }
 }
 
@@ -157,8 +182,13 @@ mod tests {
         assert!(data_type(&json!("float8_e4m3")).is_err());
         assert_eq!(data_type(&json!("r16")).unwrap(), DataType::Raw(2));
         let doc = json!({"shape": [1], "data_type": "int8", "chunk_grid": {"name": "rectilinear"}, "codecs": []});
-        assert!(parse_array(doc.as_object().unwrap(), "")
-            .unwrap_err()
-            .contains("rectilinear"));
+        assert!(matches!(
+            parse_array(doc.as_object().unwrap(), ""),
+            Err(MetaError::Unsupported(m)) if m.contains("rectilinear")
+        ));
+        assert!(matches!(
+            data_type(&json!("r8000000000")),
+            Err(MetaError::TooLarge(_))
+        ));
     }
 }

@@ -2,12 +2,11 @@
 //! a root `zarr.json` entry point with a URI `zarr_format`, metadata under `meta/root/...`
 //! (`<path>.array.json`, `<path>.group.json`) and chunks under `data/root/<path>/c0/1`.
 
-use super::node::{ArrayMeta, Node, NodeKind};
+use super::node::ArrayMeta;
 use super::v2::{self, dims};
-use super::{numpy_dtype, parse_fill, v3, ChunkKeys, CodecSpec, KeyStyle};
-use crate::store::{EntryKind, Store};
+use super::{numpy_dtype, parse_fill, v3, ChunkKeys, CodecSpec, KeyStyle, MetaError};
+use crate::store::{Entry, EntryKind};
 use serde_json::{json, Map, Value};
-use std::sync::Arc;
 
 /// The entry point of a draft store.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -18,12 +17,12 @@ pub struct EntryPoint {
 
 /// Recognises a draft entry point from the root `zarr.json`: `zarr_format` is a URI ending in
 /// `/3.0`. Fails when the store declares an extension it must understand.
-pub fn entry_point(root: &Map<String, Value>) -> Result<Option<EntryPoint>, String> {
+pub fn entry_point(root: &Map<String, Value>) -> Result<Option<EntryPoint>, MetaError> {
     let Some(uri) = root.get("zarr_format").and_then(Value::as_str) else {
         return Ok(None);
     };
     if !uri.ends_with("/3.0") {
-        return Err(format!("unsupported zarr_format {uri:?}"));
+        return Err(MetaError::Unsupported(format!("zarr_format {uri:?}")));
     }
     check_extensions(root)?;
     let suffix = root
@@ -35,7 +34,7 @@ pub fn entry_point(root: &Map<String, Value>) -> Result<Option<EntryPoint>, Stri
 }
 
 /// Fails on any extension with `must_understand: true`: zarrfs understands none.
-fn check_extensions(doc: &Map<String, Value>) -> Result<(), String> {
+fn check_extensions(doc: &Map<String, Value>) -> Result<(), MetaError> {
     for ext in doc
         .get("extensions")
         .and_then(Value::as_array)
@@ -47,143 +46,49 @@ fn check_extensions(doc: &Map<String, Value>) -> Result<(), String> {
                 .get("extension")
                 .and_then(Value::as_str)
                 .unwrap_or("(unnamed)");
-            return Err(format!(
-                "unsupported extension {name} (must_understand: true)"
-            ));
+            return Err(MetaError::Unsupported(format!(
+                "extension {name} (must_understand: true)"
+            )));
         }
     }
     Ok(())
 }
 
-fn read(store: &dyn Store, key: &str) -> Result<Option<Map<String, Value>>, String> {
-    match store.get(key).map_err(|e| e.to_string())? {
-        None => Ok(None),
-        Some(object) => match serde_json::from_slice(&object.bytes) {
-            Ok(Value::Object(m)) => Ok(Some(m)),
-            Ok(_) => Err(format!("{key}: not a JSON object")),
-            Err(e) => Err(format!("{key}: malformed JSON: {e}")),
-        },
-    }
-}
-
-fn document(doc: &Map<String, Value>) -> Map<String, Value> {
+/// The Zarr Object Model document of a draft node: its metadata with `attributes` always present.
+pub fn document(doc: &Map<String, Value>) -> Map<String, Value> {
     let mut out = doc.clone();
     out.entry("attributes").or_insert_with(|| json!({}));
     out
 }
 
-/// Loads every node of a draft store.
-pub fn load(store: &dyn Store, entry: &EntryPoint) -> Result<Vec<Node>, String> {
-    let root_key = format!("meta/root.group{}", entry.suffix);
-    let root_doc = read(store, &root_key)?.unwrap_or_default();
-    let mut nodes = vec![Node {
-        path: String::new(),
-        kind: NodeKind::Group,
-        document: document(&root_doc),
-        mtime: None,
-    }];
-    walk(store, entry, "", &mut nodes)?;
-    Ok(nodes)
+/// The key of the metadata document of the node at `path`, as an array (`array`) or a group
+/// (`group`): `meta/root.group.json`, `meta/root/a/b.array.json`.
+pub fn meta_key(entry: &EntryPoint, path: &str, kind: &str) -> String {
+    if path.is_empty() {
+        format!("meta/root.{kind}{}", entry.suffix)
+    } else {
+        format!("meta/root/{path}.{kind}{}", entry.suffix)
+    }
 }
 
-fn walk(
-    store: &dyn Store,
-    entry: &EntryPoint,
-    path: &str,
-    nodes: &mut Vec<Node>,
-) -> Result<(), String> {
-    let dir = if path.is_empty() {
+/// The prefix listing the children of the group at `path`.
+pub fn children_prefix(path: &str) -> String {
+    if path.is_empty() {
         "meta/root".to_string()
     } else {
         format!("meta/root/{path}")
-    };
-    let entries = store.list_dir(&dir).map_err(|e| e.to_string())?;
-    let (array_suffix, group_suffix) = (
-        format!(".array{}", entry.suffix),
-        format!(".group{}", entry.suffix),
-    );
-    let child = |name: &str| {
-        if path.is_empty() {
-            name.to_string()
-        } else {
-            format!("{path}/{name}")
-        }
-    };
-    for e in &entries {
-        let key = format!("{dir}/{}", e.name);
-        match &e.kind {
-            EntryKind::Object(_) => {
-                if let Some(name) = e.name.strip_suffix(&array_suffix) {
-                    let node_path = child(name);
-                    match read(store, &key) {
-                        Ok(Some(doc)) => {
-                            let meta = parse_array(&doc, &node_path).and_then(|m| {
-                                m.validate()?;
-                                Ok(Arc::new(m))
-                            });
-                            nodes.push(Node {
-                                path: node_path,
-                                kind: NodeKind::Array(meta),
-                                document: document(&doc),
-                                mtime: e.mtime,
-                            });
-                        }
-                        Ok(None) => {}
-                        Err(err) => log::warn!("{node_path}: left out: {err}"),
-                    }
-                }
-            }
-            EntryKind::Prefix => {
-                let node_path = child(&e.name);
-                let explicit = entries
-                    .iter()
-                    .any(|o| o.name == format!("{}{group_suffix}", e.name));
-                let group_doc = if explicit {
-                    match read(store, &format!("{dir}/{}{group_suffix}", e.name)) {
-                        Ok(doc) => doc.unwrap_or_default(),
-                        Err(err) => {
-                            log::warn!("{node_path}: left out: {err}");
-                            continue;
-                        }
-                    }
-                } else {
-                    Map::new()
-                };
-                let before = nodes.len();
-                walk(store, entry, &node_path, nodes)?;
-                if explicit || nodes.len() > before {
-                    nodes.push(Node {
-                        path: node_path,
-                        kind: NodeKind::Group,
-                        document: document(&group_doc),
-                        mtime: e.mtime,
-                    });
-                }
-            }
-        }
     }
-    // Explicit groups with no directory of their own (no children).
-    for e in &entries {
-        if let Some(name) = e.name.strip_suffix(&group_suffix) {
-            let node_path = child(name);
-            if !entries
-                .iter()
-                .any(|p| p.kind == EntryKind::Prefix && p.name == name)
-            {
-                let doc = read(store, &format!("{dir}/{}", e.name))
-                    .ok()
-                    .flatten()
-                    .unwrap_or_default();
-                nodes.push(Node {
-                    path: node_path,
-                    kind: NodeKind::Group,
-                    document: document(&doc),
-                    mtime: e.mtime,
-                });
-            }
-        }
+}
+
+/// The child an entry of [`children_prefix`] stands for: a directory `x`, or a metadata
+/// document `x.array.json` / `x.group.json`. Other objects stand for nothing.
+pub fn child_name<'a>(entry: &EntryPoint, e: &'a Entry) -> Option<&'a str> {
+    match e.kind {
+        EntryKind::Prefix => Some(&e.name),
+        EntryKind::Object(_) => ["array", "group"]
+            .iter()
+            .find_map(|kind| e.name.strip_suffix(&format!(".{kind}{}", entry.suffix))),
     }
-    Ok(())
 }
 
 /// The codec name a draft codec URI stands for (`.../codec/gzip/1.0` → `gzip`,
@@ -198,10 +103,12 @@ fn codec_name(uri: &str) -> String {
 }
 
 /// Parses a draft `<path>.array.json` document.
-pub fn parse_array(doc: &Map<String, Value>, path: &str) -> Result<ArrayMeta, String> {
+pub fn parse_array(doc: &Map<String, Value>, path: &str) -> Result<ArrayMeta, MetaError> {
     check_extensions(doc)?;
     let shape = dims(doc, "shape")?;
-    let type_value = doc.get("data_type").ok_or("missing \"data_type\"")?;
+    let type_value = doc
+        .get("data_type")
+        .ok_or_else(|| MetaError::field("data_type", "missing"))?;
     let ty = match v3::data_type(type_value) {
         Ok(dtype) => numpy_dtype::NumpyType {
             dtype,
@@ -212,16 +119,16 @@ pub fn parse_array(doc: &Map<String, Value>, path: &str) -> Result<ArrayMeta, St
     let grid = doc
         .get("chunk_grid")
         .and_then(Value::as_object)
-        .ok_or("missing \"chunk_grid\"")?;
+        .ok_or_else(|| MetaError::field("chunk_grid", "missing or not an object"))?;
     match grid.get("type").and_then(Value::as_str) {
         None | Some("regular") => {}
-        Some(other) => return Err(format!("unsupported chunk grid {other:?}")),
+        Some(other) => return Err(MetaError::Unsupported(format!("chunk grid {other:?}"))),
     }
     let chunk_shape = dims(grid, "chunk_shape")?;
     let separator = match grid.get("separator").and_then(Value::as_str) {
         None | Some("/") => '/',
         Some(".") => '.',
-        Some(other) => return Err(format!("unsupported chunk separator {other:?}")),
+        Some(other) => return Err(MetaError::Unsupported(format!("chunk separator {other:?}"))),
     };
 
     let mut listed: Vec<CodecSpec> = Vec::new();
@@ -229,7 +136,7 @@ pub fn parse_array(doc: &Map<String, Value>, path: &str) -> Result<ArrayMeta, St
         let uri = c
             .get("codec")
             .and_then(Value::as_str)
-            .ok_or("compressor without \"codec\"")?;
+            .ok_or_else(|| MetaError::field("codec", "compressor without it"))?;
         listed.push(CodecSpec::new(
             codec_name(uri),
             c.get("configuration").cloned().unwrap_or(json!({})),
@@ -244,7 +151,7 @@ pub fn parse_array(doc: &Map<String, Value>, path: &str) -> Result<ArrayMeta, St
         let uri = c
             .get("type")
             .and_then(Value::as_str)
-            .ok_or("codec without \"type\"")?;
+            .ok_or_else(|| MetaError::field("type", "codec without it"))?;
         listed.push(CodecSpec::new(
             codec_name(uri),
             c.get("configuration").cloned().unwrap_or(json!({})),
@@ -255,7 +162,7 @@ pub fn parse_array(doc: &Map<String, Value>, path: &str) -> Result<ArrayMeta, St
         .and_then(Value::as_str)
         .unwrap_or("C");
     let mut codecs: Vec<CodecSpec> = v2::memory_order(layout, shape.len())
-        .map_err(|o| format!("unknown chunk_memory_layout {o:?}"))?
+        .map_err(|o| MetaError::field("chunk_memory_layout", format!("unknown {o:?}")))?
         .into_iter()
         .collect();
     match listed.iter().position(|c| c.name == "bytes") {
@@ -321,9 +228,10 @@ mod tests {
     #[test]
     fn must_understand_extensions_are_refused() {
         let doc = json!({"extensions": [{"extension": "https://x/e", "must_understand": true}]});
-        assert!(parse_array(doc.as_object().unwrap(), "a")
-            .unwrap_err()
-            .contains("https://x/e"));
+        assert!(matches!(
+            parse_array(doc.as_object().unwrap(), "a"),
+            Err(MetaError::Unsupported(m)) if m.contains("https://x/e")
+        ));
         let ok = json!({"zarr_format": "https://purl.org/zarr/spec/protocol/core/3.0",
                         "extensions": [{"extension": "e", "must_understand": false}]});
         assert_eq!(

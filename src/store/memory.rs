@@ -1,6 +1,6 @@
 //! An in-memory store, for tests and for building stores programmatically.
 
-use super::{check_key, Entry, EntryKind, Object, ObjectMeta, Store, StoreError};
+use super::{accept_name, check_key, Entry, EntryKind, Object, ObjectMeta, Store, StoreError};
 use std::collections::BTreeMap;
 use std::time::SystemTime;
 
@@ -23,8 +23,9 @@ impl MemoryStore {
 }
 
 /// The direct children of `prefix` among the keys of a sorted map of values (a memory store,
-/// or metadata documents held in memory).
-pub fn list_map(items: &BTreeMap<String, Vec<u8>>, prefix: &str) -> Vec<Entry> {
+/// or metadata documents held in memory). Children whose names [`check_name`] refuses are left
+/// out with a warning naming `source`.
+pub fn list_map(source: &str, items: &BTreeMap<String, Vec<u8>>, prefix: &str) -> Vec<Entry> {
     let base = if prefix.is_empty() {
         String::new()
     } else {
@@ -41,6 +42,7 @@ pub fn list_map(items: &BTreeMap<String, Vec<u8>>, prefix: &str) -> Vec<Entry> {
         };
     }
     out.into_iter()
+        .filter(|(name, _)| accept_name(source, name))
         .map(|(name, kind)| Entry {
             name,
             kind,
@@ -77,7 +79,7 @@ impl Store for MemoryStore {
 
     fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
         check_key(prefix)?;
-        Ok(list_map(&self.items, prefix))
+        Ok(list_map("memory", &self.items, prefix))
     }
 
     fn mtime(&self) -> SystemTime {
@@ -93,6 +95,14 @@ impl Store for MemoryStore {
 mod tests {
     use super::*;
 
+    fn names(s: &MemoryStore) -> Vec<(String, EntryKind)> {
+        s.list_dir("")
+            .unwrap()
+            .into_iter()
+            .map(|e| (e.name, e.kind))
+            .collect()
+    }
+
     #[test]
     fn lists_children_once() {
         let mut s = MemoryStore::new();
@@ -100,14 +110,8 @@ mod tests {
         s.insert("a/0.0", "x");
         s.insert("b", "yy");
         s.insert("ab/c", "z");
-        let names: Vec<_> = s
-            .list_dir("")
-            .unwrap()
-            .into_iter()
-            .map(|e| (e.name, e.kind))
-            .collect();
         assert_eq!(
-            names,
+            names(&s),
             vec![
                 ("a".into(), EntryKind::Prefix),
                 ("ab".into(), EntryKind::Prefix),
@@ -117,5 +121,14 @@ mod tests {
         assert_eq!(s.list_dir("a").unwrap().len(), 2);
         assert_eq!(s.get_range("b", 1, 10).unwrap().unwrap(), b"y");
         assert!(s.get("../b").is_err());
+    }
+
+    #[test]
+    fn escaping_keys_are_not_listed() {
+        let mut s = MemoryStore::new();
+        s.insert("/abs/.zgroup", "{}");
+        s.insert("../up/.zgroup", "{}");
+        s.insert("ok/.zgroup", "{}");
+        assert_eq!(names(&s), vec![("ok".into(), EntryKind::Prefix)]);
     }
 }

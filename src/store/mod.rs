@@ -11,7 +11,7 @@ mod zip;
 
 pub use dir::DirStore;
 pub use error::StoreError;
-pub use key::check_key;
+pub use key::{accept_key, accept_name, check_key, check_name};
 pub use memory::{list_map, MemoryStore};
 pub use zip::ZipStore;
 

@@ -4,7 +4,7 @@
 //! zarr-python writes, are read with positioned reads and no lock; compressed members go
 //! through the `zip` crate under a lock.
 
-use super::{check_key, Entry, EntryKind, Object, ObjectMeta, Store, StoreError};
+use super::{accept_key, check_key, Entry, EntryKind, Object, ObjectMeta, Store, StoreError};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Read;
@@ -52,11 +52,13 @@ impl ZipStore {
                 .map_err(|e| StoreError::Invalid(format!("{what}: member {index}: {e}")))?;
             let name = m.name().trim_start_matches("./").to_string();
             if m.is_dir() {
-                dirs.insert(name.trim_end_matches('/').to_string(), ());
+                let dir = name.trim_end_matches('/');
+                if !dir.is_empty() && accept_key(&what, dir) {
+                    dirs.insert(dir.to_string(), ());
+                }
                 continue;
             }
-            if check_key(&name).is_err() {
-                log::warn!("{what}: member {name:?} skipped: its name would leave the store");
+            if !accept_key(&what, &name) {
                 continue;
             }
             let member = Member {

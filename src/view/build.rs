@@ -83,7 +83,7 @@ impl Builder {
             NodeKind::Array(Ok(meta)) => {
                 ChunkReader::new(self.store.clone(), &node.path, meta.clone())
             }
-            NodeKind::Array(Err(e)) => Err(e.clone()),
+            NodeKind::Array(Err(e)) => Err(e.to_string()),
             NodeKind::Group => unreachable!("add_array takes arrays"),
         };
         if let Err(reason) = &reader {

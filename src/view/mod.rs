@@ -414,7 +414,7 @@ pub fn from_store(
     cache_bytes: u64,
     load: &LoadOptions,
 ) -> Result<View, String> {
-    let hierarchy = crate::meta::load_hierarchy(store.as_ref(), load)?;
+    let hierarchy = crate::meta::load_hierarchy(store.as_ref(), load).map_err(|e| e.to_string())?;
     log::info!("{location}: {} nodes", hierarchy.nodes.len());
     let cache = Arc::new(ChunkCache::new(cache_bytes));
     Ok(View::build(

@@ -1,0 +1,79 @@
+//! A few hostile stores through a real FUSE mount: the daemon mounts them (no stack overflow, no
+//! hang), lists each name once, fails the bad reads with EIO and serves the healthy bytes.
+
+mod common;
+
+use common::mount::{timed, Mount};
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const GOOD: [u8; 12] = [0, 0, 1, 0, 2, 0, 3, 0, 4, 0, 5, 0];
+
+fn hostile(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/hostile")
+        .join(name)
+}
+
+/// `ls -a` of `dir`, one name a line.
+fn ls_a(dir: PathBuf) -> Vec<String> {
+    timed("ls -a", move || {
+        let out = Command::new("ls").arg("-a").arg(&dir).output().unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect()
+    })
+}
+
+fn read(path: PathBuf) -> std::io::Result<Vec<u8>> {
+    timed("read", move || std::fs::read(path))
+}
+
+#[test]
+fn escaping_consolidated_keys_mount_and_list_each_name_once() {
+    let m = Mount::new(&hostile("keys_v3_consolidated_escape.zarr"), &[]);
+    assert_eq!(
+        ls_a(m.path().to_path_buf()),
+        [".", "..", ".group.json", "good", "good.json", "good.npy"]
+    );
+    assert_eq!(read(m.join("good")).unwrap(), GOOD);
+    let (status, stderr) = m.stop();
+    assert!(status.success(), "{stderr}");
+    assert!(stderr.contains(r#"refused key """#), "{stderr}");
+}
+
+#[test]
+fn a_symlink_cycle_mounts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    std::fs::write(root.join(".zgroup"), r#"{"zarr_format": 2}"#).unwrap();
+    std::fs::create_dir(root.join("good")).unwrap();
+    std::fs::write(
+        root.join("good/.zarray"),
+        r#"{"zarr_format": 2, "shape": [6], "chunks": [6], "dtype": "<i2", "compressor": null, "filters": null, "fill_value": 0, "order": "C"}"#,
+    )
+    .unwrap();
+    std::fs::write(root.join("good/0"), GOOD).unwrap();
+    symlink(".", root.join("self1")).unwrap();
+    symlink(".", root.join("self2")).unwrap();
+    let m = Mount::new(root, &[]);
+    assert_eq!(
+        ls_a(m.path().to_path_buf()),
+        [".", "..", ".group.json", "good", "good.json", "good.npy"]
+    );
+    assert_eq!(read(m.join("good")).unwrap(), GOOD);
+}
+
+#[test]
+fn a_decompression_bomb_is_eio_and_its_neighbour_reads() {
+    let m = Mount::new(&hostile("bomb_v2_zlib.zarr"), &[]);
+    let err = read(m.join("bomb")).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::EIO), "{err}");
+    assert_eq!(read(m.join("good")).unwrap(), GOOD);
+    // The mount is still up and still answers after the failed read.
+    assert_eq!(read(m.join("good")).unwrap(), GOOD);
+}
