@@ -10,6 +10,8 @@ use common::{expected_bytes, load_manifest, StoreCase};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
+use zarrfs::store::{EntryKind, RemoteOptions, Store, StoreError};
 
 /// The stores of both manifests that live in directories (zip stores are read from local files
 /// only), with the name of the manifest they come from.
@@ -143,35 +145,31 @@ fn dialects_over_http() -> Server {
     servers::http_server(&common::fixtures_dir().join("dialects"))
 }
 
-#[test]
-fn consolidated_fixtures_read_exactly_over_http() {
+/// The dialect fixtures whose name starts with `prefix` (and that take no options), checked
+/// through FUSE from nginx at their URL plus `fragment`.
+fn check_over_http(prefix: &str, fragment: &str, count: usize) {
     let server = dialects_over_http();
     let cases: Vec<StoreCase> = directory_cases()
         .into_iter()
-        .filter(|c| c.name.starts_with("consolidated_") && c.options.is_empty())
+        .filter(|c| c.name.starts_with(prefix) && c.options.is_empty())
         .map(|c| {
-            let url = format!("{}/{}", server.url, dir_name(&c));
+            let url = format!("{}/{}{fragment}", server.url, dir_name(&c));
             remote_case(&c, url, &[])
         })
         .collect();
-    assert_eq!(cases.len(), 4);
+    assert_eq!(cases.len(), count);
     check(&cases);
+}
+
+#[test]
+fn consolidated_fixtures_read_exactly_over_http() {
+    check_over_http("consolidated_", "", 4);
 }
 
 #[test]
 #[ignore = "needs robust-meta branch"]
 fn nczarr_fixtures_read_exactly_over_http() {
-    let server = dialects_over_http();
-    let cases: Vec<StoreCase> = directory_cases()
-        .into_iter()
-        .filter(|c| c.name.starts_with("nczarr_"))
-        .map(|c| {
-            let url = format!("{}/{}#mode=nczarr", server.url, dir_name(&c));
-            remote_case(&c, url, &[])
-        })
-        .collect();
-    assert_eq!(cases.len(), 4);
-    check(&cases);
+    check_over_http("nczarr_", "#mode=nczarr", 4);
 }
 
 #[test]
@@ -293,4 +291,113 @@ fn a_killed_s3_server_gives_eio_while_cached_data_keeps_reading() {
     assert_eq!(read_cached(mount.join("y")).unwrap(), y);
     assert!(eio(read_direct(mount.join("g1/g2/z"))));
     unmount(mount);
+}
+
+/// The store calls over S3 and HTTP against the same files read directly: whole values, ranges
+/// (also past the end), suffixes, sizes, absent keys, listings, refused keys; and 32 threads
+/// reading ranges at once through one store.
+#[test]
+fn remote_stores_answer_like_the_files_under_many_concurrent_callers() {
+    let c = case("sharding_v3");
+    let s3 = servers::s3_server(&[("contract", std::slice::from_ref(&c.store))]);
+    servers::s3_credentials_env();
+    let http = dialects_over_http();
+    let name = dir_name(&c);
+    let options = RemoteOptions {
+        endpoint: Some(s3.url.clone()),
+        ..RemoteOptions::default()
+    };
+    let stores: Vec<Arc<dyn Store>> = vec![
+        Arc::from(zarrfs::store::open_with(&format!("s3://contract/{name}"), &options).unwrap()),
+        Arc::from(zarrfs::store::open(&format!("{}/{name}", http.url)).unwrap()),
+    ];
+    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+    collect_files(&c.store, "", &mut files);
+    assert!(files.len() > 5);
+    for store in &stores {
+        let what = store.describe();
+        for (key, bytes) in &files {
+            let got = store.get(key).unwrap().unwrap();
+            assert_eq!(&got.bytes, bytes, "{what}: get {key}");
+            assert!(got.mtime.is_some(), "{what}: {key} has no mtime");
+            let size = bytes.len() as u64;
+            assert_eq!(
+                store.head(key).unwrap().unwrap().size,
+                size,
+                "{what}: head {key}"
+            );
+            let (lo, hi) = (size / 3, size.min(size / 3 + 17));
+            assert_eq!(
+                store.get_range(key, lo, hi - lo).unwrap().unwrap(),
+                bytes[lo as usize..hi as usize],
+                "{what}: range {key}"
+            );
+            assert_eq!(
+                store.get_range(key, size, 10).unwrap().unwrap(),
+                b"",
+                "{what}: range past the end of {key}"
+            );
+            let (tail, total) = store.get_suffix(key, 16).unwrap().unwrap();
+            assert_eq!(total, size, "{what}: suffix size of {key}");
+            assert_eq!(
+                tail,
+                bytes[size.saturating_sub(16) as usize..],
+                "{what}: suffix {key}"
+            );
+            let (all, _) = store.get_suffix(key, size + 100).unwrap().unwrap();
+            assert_eq!(&all, bytes, "{what}: suffix longer than {key}");
+        }
+        assert!(store.get("no/such/key").unwrap().is_none(), "{what}");
+        assert!(store.head("no/such/key").unwrap().is_none(), "{what}");
+        assert!(store.get_range("no/such/key", 0, 4).unwrap().is_none());
+        for bad in ["../x", "/etc/passwd", "a//b"] {
+            assert!(
+                matches!(store.get(bad), Err(StoreError::BadKey(_))),
+                "{what}: {bad}"
+            );
+        }
+        let threads: Vec<_> = (0..32)
+            .map(|t| {
+                let (store, files) = (store.clone(), files.clone());
+                std::thread::spawn(move || {
+                    for (i, (key, bytes)) in files.iter().enumerate().skip(t % 3) {
+                        let start = ((i + t) % bytes.len().max(1)) as u64;
+                        let got = store.get_range(key, start, 64).unwrap().unwrap();
+                        let end = (start as usize + 64).min(bytes.len());
+                        assert_eq!(got, bytes[start as usize..end], "{key} at {start}");
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+    }
+    // S3 lists with a delimiter; plain HTTP cannot list.
+    let listed = stores[0].list_dir("").unwrap();
+    let local: Vec<String> = std::fs::read_dir(&c.store)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(listed.len(), local.len(), "{listed:?}");
+    assert!(listed.iter().all(|e| local.contains(&e.name)
+        && (e.kind == EntryKind::Prefix) == c.store.join(&e.name).is_dir()));
+    assert!(stores[0].list_dir("no/such").unwrap().is_empty());
+    assert!(matches!(
+        stores[1].list_dir(""),
+        Err(StoreError::CannotList(_))
+    ));
+}
+
+/// Every file below `dir` as (key, bytes).
+fn collect_files(dir: &Path, prefix: &str, out: &mut Vec<(String, Vec<u8>)>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        let key = common::join(prefix, &e.file_name().into_string().unwrap());
+        if e.file_type().unwrap().is_dir() {
+            collect_files(&e.path(), &key, out);
+        } else {
+            out.push((key, std::fs::read(e.path()).unwrap()));
+        }
+    }
 }

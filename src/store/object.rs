@@ -40,10 +40,8 @@ impl Default for RemoteOptions {
     }
 }
 
-/// Connection attempts give up after this long (bounded by the operation's timeout).
+/// Connection attempts give up after this long (or one attempt's time, when shorter).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
-/// One request (headers and body) gives up after this long (bounded by the operation's timeout).
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// Retries of one request on 5xx, throttling, resets and timeouts.
 const MAX_RETRIES: usize = 4;
 
@@ -246,11 +244,16 @@ fn no_endpoint(opts: &RemoteOptions, url: &str) -> Result<(), StoreError> {
     }
 }
 
-/// Connect and request timeouts within the operation's bound.
+/// Connect and request timeouts within the operation's bound: one attempt (headers and body)
+/// may take a third of it (10 s of the default 30 s), so that a stalled attempt leaves time to
+/// retry.
 fn client_options(opts: &RemoteOptions) -> ClientOptions {
+    let attempt = (opts.timeout / 3)
+        .max(Duration::from_secs(1))
+        .min(opts.timeout);
     ClientOptions::new()
-        .with_connect_timeout(CONNECT_TIMEOUT.min(opts.timeout))
-        .with_timeout(REQUEST_TIMEOUT.min(opts.timeout))
+        .with_connect_timeout(CONNECT_TIMEOUT.min(attempt))
+        .with_timeout(attempt)
         .with_pool_max_idle_per_host(64)
 }
 
