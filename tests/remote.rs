@@ -132,6 +132,93 @@ fn every_directory_fixture_reads_exactly_over_s3() {
 }
 
 #[test]
+fn the_mount_command_counts_its_requests() {
+    let c = case("consolidated_v2_zarr2");
+    let server = servers::s3_server(&[("counted", std::slice::from_ref(&c.store))]);
+    servers::s3_credentials_env();
+    let url = format!("s3://counted/{}", dir_name(&c));
+    let mount = Mount::new(Path::new(&url), &["--endpoint", &server.url, "-v"]);
+    let (status, stderr) = mount.stop();
+    assert!(status.success());
+    let line = stderr
+        .lines()
+        .find(|l| l.contains(&format!("{url}: scanned in")))
+        .unwrap_or_else(|| panic!("no progress summary:\n{stderr}"));
+    let numbers: Vec<u64> = line
+        .split(|ch: char| !ch.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    let (requests, objects) = (numbers[numbers.len() - 2], numbers[numbers.len() - 1]);
+    assert!(line.ends_with("metadata objects"), "{line}");
+    // The consolidated metadata, then the node documents it does not hold (at least the root's).
+    assert!(objects >= 1 && requests >= objects, "{line}");
+}
+
+/// Unmounts whatever a test left on its mount point.
+struct Unmounted<'a>(&'a Path);
+
+impl Drop for Unmounted<'_> {
+    fn drop(&mut self) {
+        if is_fuse_mount(self.0) {
+            common::mount::force_unmount(self.0);
+        }
+    }
+}
+
+#[test]
+fn keys_come_from_the_aws_profile_files_when_the_environment_has_none() {
+    let c = case("consolidated_v2_zarr2");
+    let server = servers::s3_server(&[("profiled", std::slice::from_ref(&c.store))]);
+    let dir = tempfile::tempdir().unwrap();
+    let credentials = dir.path().join("credentials");
+    std::fs::write(
+        &credentials,
+        format!(
+            "[default]\naws_access_key_id = wrong\naws_secret_access_key = wrong\n\n\
+             [test]\naws_access_key_id = {}\naws_secret_access_key = {}\n",
+            servers::ACCESS_KEY,
+            servers::SECRET_KEY
+        ),
+    )
+    .unwrap();
+    let mnt = dir.path().join("mnt");
+    let _guard = Unmounted(&mnt);
+    let url = format!("s3://profiled/{}", dir_name(&c));
+    let mount = |profile: &str| {
+        let (url, mnt, ep) = (url.clone(), mnt.clone(), server.url.clone());
+        let (credentials, profile) = (credentials.clone(), profile.to_string());
+        timed("zarrfs", move || {
+            Command::new(env!("CARGO_BIN_EXE_zarrfs"))
+                .args([&url, mnt.to_str().unwrap(), "--endpoint", &ep])
+                .env_remove("AWS_ACCESS_KEY_ID")
+                .env_remove("AWS_SECRET_ACCESS_KEY")
+                .env("AWS_SHARED_CREDENTIALS_FILE", credentials)
+                .env("AWS_CONFIG_FILE", "/nonexistent")
+                .env("AWS_PROFILE", profile)
+                .output()
+                .unwrap()
+        })
+    };
+    // The default profile's keys are refused: the mount fails and says why.
+    let refused = mount("default");
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("profiled"));
+    let ok = mount("test");
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    assert_eq!(read_direct(mnt.join("y")).unwrap(), expected_data(&c, "y"));
+    let status = Command::new(env!("CARGO_BIN_EXE_zarrfs"))
+        .arg("unmount")
+        .arg(&mnt)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[test]
 fn netcdf_s3_urls_name_a_bucket_on_an_endpoint() {
     let demo = case("nczarr_gen4");
     let server = servers::s3_server(&[("data", std::slice::from_ref(&demo.store))]);
@@ -173,7 +260,6 @@ fn nczarr_fixtures_read_exactly_over_http() {
 }
 
 #[test]
-#[ignore = "needs robust-meta branch"]
 fn an_unlisted_hierarchy_over_http_fails_with_a_clear_line() {
     let server = dialects_over_http();
     let dir = tempfile::tempdir().unwrap();

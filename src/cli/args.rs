@@ -17,10 +17,11 @@ Examples:
 Remote stores: s3://bucket/prefix, gs://bucket/prefix, az://container/prefix (abfs:// too),
 http(s)://host/path, and netCDF URLs (https://host/bucket/key#mode=nczarr,s3). Credentials come
 from the providers' usual variables and files: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
-AWS_SESSION_TOKEN, AWS_REGION, AWS_ENDPOINT_URL; GOOGLE_APPLICATION_CREDENTIALS (or gcloud's
-application default credentials); AZURE_STORAGE_ACCOUNT and AZURE_STORAGE_KEY. Metadata is read
-at mount time (consolidated metadata first) and then answered from memory; chunks are fetched
-by byte range. Failed requests are retried, then the read fails with EIO and a log line.
+AWS_SESSION_TOKEN, AWS_REGION, AWS_ENDPOINT_URL, AWS_PROFILE (keys in ~/.aws/credentials);
+GOOGLE_APPLICATION_CREDENTIALS (or gcloud's application default credentials);
+AZURE_STORAGE_ACCOUNT and AZURE_STORAGE_KEY. Metadata is read at mount time (consolidated
+metadata first) and then answered from memory; chunks are fetched by byte range. Failed requests
+are retried, then the read fails with EIO and a log line.
 
 In the mount: a group is a directory with .group.json; an array A is three files:
 A (elements in C order, little-endian), A.json (metadata) and A.npy (for numpy.load).";
@@ -78,8 +79,8 @@ pub struct Options {
     /// Send unsigned requests (public buckets and containers): no credentials are looked for.
     #[arg(long)]
     pub anonymous: bool,
-    /// Remote stores: the longest one request may take, retries included (connect timeout 3 s,
-    /// 10 s per attempt, up to 4 retries with back-off); then the read fails with EIO.
+    /// Remote stores: the longest one request may take, retries included (up to 4 retries with
+    /// back-off, a third of it per attempt, 3 s to connect); then the read fails with EIO.
     #[arg(long, value_name = "SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout: u64,
     /// Where a daemonized zarrfs writes its log (default: syslog).

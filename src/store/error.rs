@@ -41,7 +41,11 @@ impl fmt::Display for StoreError {
             StoreError::BadKey(key) => write!(f, "refused key {key:?}: it would leave the store"),
             StoreError::Io { what, source } => write!(f, "{what}: {source}"),
             StoreError::Invalid(msg) => f.write_str(msg),
-            StoreError::CannotList(what) => write!(f, "{what}: this store cannot list its keys"),
+            StoreError::CannotList(what) => write!(
+                f,
+                "{what}: this store cannot list its keys (plain HTTP): it needs consolidated \
+                 metadata (zarr.consolidate_metadata) or NCZarr's own listings"
+            ),
             StoreError::Remote { what, cause } => write!(f, "{what}: {cause}"),
             StoreError::Denied { what, cause } => write!(
                 f,

@@ -3,6 +3,7 @@
 //! Nothing above this module knows where bytes come from. Keys are `/`-separated and relative to
 //! the store root; [`check_key`] refuses keys that would leave it.
 
+mod aws_profile;
 mod counting;
 mod dir;
 mod error;

@@ -4,7 +4,7 @@
 
 use super::location::Location;
 use super::{check_key, Entry, EntryKind, Object, ObjectMeta, Store, StoreError};
-use object_store::aws::AmazonS3Builder;
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::azure::MicrosoftAzureBuilder;
 use object_store::gcp::GoogleCloudStorageBuilder;
 use object_store::http::HttpBuilder;
@@ -86,7 +86,7 @@ impl ObjectStoreBackend {
                 endpoint,
                 region,
             } => {
-                let mut b = AmazonS3Builder::from_env()
+                let mut b = with_profile(AmazonS3Builder::from_env(), opts.anonymous)
                     .with_bucket_name(bucket)
                     .with_client_options(client)
                     .with_retry(retry);
@@ -97,7 +97,7 @@ impl ObjectStoreBackend {
                     b = b.with_endpoint(e).with_virtual_hosted_style_request(false);
                 }
                 let plain_http = b
-                    .get_config_value(&object_store::aws::AmazonS3ConfigKey::Endpoint)
+                    .get_config_value(&AmazonS3ConfigKey::Endpoint)
                     .is_some_and(|e| e.starts_with("http://"));
                 b = b
                     .with_allow_http(plain_http)
@@ -196,7 +196,13 @@ impl ObjectStoreBackend {
 
     fn error(&self, key: &str, e: object_store::Error) -> StoreError {
         let what = self.what(key);
-        let cause = full_cause(&e);
+        let mut cause = full_cause(&e);
+        if cause.contains("169.254.169.254") {
+            cause.push_str(
+                " (no AWS credentials in the environment or ~/.aws, so the EC2 instance \
+                 metadata service was asked; use --anonymous for public buckets)",
+            );
+        }
         match e {
             object_store::Error::PermissionDenied { .. }
             | object_store::Error::Unauthenticated { .. } => StoreError::Denied { what, cause },
@@ -233,6 +239,30 @@ fn full_cause(e: &dyn std::error::Error) -> String {
         source = s.source();
     }
     out
+}
+
+/// Keys and region of the AWS profile (`AWS_PROFILE`, else `default`) where the environment
+/// names none.
+fn with_profile(mut b: AmazonS3Builder, anonymous: bool) -> AmazonS3Builder {
+    let has = |b: &AmazonS3Builder, k| b.get_config_value(&k).is_some();
+    if anonymous || has(&b, AmazonS3ConfigKey::AccessKeyId) {
+        return b;
+    }
+    let Some(profile) = super::aws_profile::load() else {
+        return b;
+    };
+    if let (Some(id), Some(secret)) = (profile.access_key_id, profile.secret_access_key) {
+        b = b.with_access_key_id(id).with_secret_access_key(secret);
+        if let Some(token) = profile.session_token {
+            b = b.with_token(token);
+        }
+    }
+    let region_set =
+        has(&b, AmazonS3ConfigKey::Region) || has(&b, AmazonS3ConfigKey::DefaultRegion);
+    match profile.region {
+        Some(region) if !region_set => b.with_region(region),
+        _ => b,
+    }
 }
 
 fn no_endpoint(opts: &RemoteOptions, url: &str) -> Result<(), StoreError> {
