@@ -14,7 +14,7 @@ use object_store::{
 };
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 /// How a remote store is reached: the command line's remote options.
 #[derive(Clone, Debug)]
@@ -47,16 +47,19 @@ const MAX_RETRIES: usize = 4;
 
 /// The runtime every remote store shares, started on first use (after the mount command has
 /// daemonized: threads do not survive fork).
-fn runtime() -> &'static tokio::runtime::Runtime {
-    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RUNTIME.get_or_init(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("zarrfs-net")
-            .enable_all()
-            .build()
-            .expect("cannot start the network runtime")
-    })
+fn runtime() -> Result<&'static tokio::runtime::Runtime, &'static str> {
+    static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .thread_name("zarrfs-net")
+                .enable_all()
+                .build()
+                .map_err(|e| format!("cannot start the network runtime: {e}"))
+        })
+        .as_ref()
+        .map_err(String::as_str)
 }
 
 /// A bucket, container or URL prefix read through `object_store`.
@@ -176,20 +179,30 @@ impl ObjectStoreBackend {
         }
     }
 
-    /// Runs `fut` on the shared runtime within the store's deadline; an absent key is `None`.
+    /// When an operation started now must be over.
+    fn deadline(&self) -> Instant {
+        Instant::now() + self.timeout
+    }
+
+    /// Runs `fut` on the shared runtime until `deadline`; an absent key is `None`.
     fn run<T>(
         &self,
         key: &str,
+        deadline: Instant,
         fut: impl Future<Output = object_store::Result<T>>,
     ) -> Result<Option<T>, StoreError> {
-        let limit = self.timeout;
-        match runtime().block_on(async { tokio::time::timeout(limit, fut).await }) {
+        let rt = runtime().map_err(|e| StoreError::Remote {
+            what: self.what(key),
+            cause: e.to_string(),
+        })?;
+        // The timer is made inside the runtime (it needs the runtime's context).
+        match rt.block_on(async { tokio::time::timeout_at(deadline.into(), fut).await }) {
             Ok(Ok(v)) => Ok(Some(v)),
             Ok(Err(object_store::Error::NotFound { .. })) => Ok(None),
             Ok(Err(e)) => Err(self.error(key, e)),
             Err(_) => Err(StoreError::TimedOut {
                 what: self.what(key),
-                after: limit,
+                after: self.timeout,
             }),
         }
     }
@@ -210,18 +223,49 @@ impl ObjectStoreBackend {
         }
     }
 
-    /// A ranged read that failed may have started at or past the end (a 416): then it is an
-    /// empty read, as for local stores; otherwise the original error stands.
-    fn empty_if_past_end(
+    /// Size and modification time of `key`, within `deadline`.
+    fn head_until(&self, key: &str, deadline: Instant) -> Result<Option<ObjectMeta>, StoreError> {
+        let path = self.path(key)?;
+        self.run(key, deadline, async {
+            let meta = self.inner.head(&path).await?;
+            Ok(ObjectMeta {
+                size: meta.size,
+                mtime: mtime(&meta),
+            })
+        })
+    }
+
+    /// `len` bytes of `key` from `start`, within `deadline`. A range starting at or past the end
+    /// is refused by servers (416): when the read fails, the object's size tells whether that
+    /// was the cause (then it is an empty read, as for local stores).
+    fn range_until(
         &self,
         key: &str,
         start: u64,
-        err: StoreError,
+        len: u64,
+        deadline: Instant,
     ) -> Result<Option<Vec<u8>>, StoreError> {
-        match self.head(key)? {
-            None => Ok(None),
-            Some(meta) if meta.size <= start => Ok(Some(Vec::new())),
-            Some(_) => Err(err),
+        let path = self.path(key)?;
+        if len == 0 {
+            return Ok(self.head_until(key, deadline)?.map(|_| Vec::new()));
+        }
+        let options = GetOptions {
+            range: Some(GetRange::Bounded(start..start.saturating_add(len))),
+            ..GetOptions::default()
+        };
+        let got = self.run(key, deadline, async {
+            let bytes = self.inner.get_opts(&path, options).await?.bytes().await?;
+            Ok(Vec::from(bytes))
+        });
+        match got {
+            Err(e) if !matches!(e, StoreError::TimedOut { .. }) => {
+                match self.head_until(key, deadline)? {
+                    None => Ok(None),
+                    Some(meta) if meta.size <= start => Ok(Some(Vec::new())),
+                    Some(_) => Err(e),
+                }
+            }
+            other => other,
         }
     }
 }
@@ -308,7 +352,7 @@ fn mtime(meta: &object_store::ObjectMeta) -> Option<SystemTime> {
 impl Store for ObjectStoreBackend {
     fn get(&self, key: &str) -> Result<Option<Object>, StoreError> {
         let path = self.path(key)?;
-        self.run(key, async {
+        self.run(key, self.deadline(), async {
             let got = self.inner.get_opts(&path, GetOptions::default()).await?;
             let mtime = mtime(&got.meta);
             let bytes = got.bytes().await?;
@@ -320,49 +364,33 @@ impl Store for ObjectStoreBackend {
     }
 
     fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError> {
-        let path = self.path(key)?;
-        if len == 0 {
-            return Ok(self.head(key)?.map(|_| Vec::new()));
-        }
-        let options = GetOptions {
-            range: Some(GetRange::Bounded(start..start.saturating_add(len))),
-            ..GetOptions::default()
-        };
-        let got = self.run(key, async {
-            let bytes = self.inner.get_opts(&path, options).await?.bytes().await?;
-            Ok(Vec::from(bytes))
-        });
-        match got {
-            Err(e) if !matches!(e, StoreError::TimedOut { .. }) => {
-                self.empty_if_past_end(key, start, e)
-            }
-            other => other,
-        }
+        self.range_until(key, start, len, self.deadline())
     }
 
     fn get_suffix(&self, key: &str, len: u64) -> Result<Option<(Vec<u8>, u64)>, StoreError> {
         let path = self.path(key)?;
+        let deadline = self.deadline();
         let options = GetOptions {
             range: Some(GetRange::Suffix(len)),
             ..GetOptions::default()
         };
-        let got = self.run(key, async {
+        let got = self.run(key, deadline, async {
             let got = self.inner.get_opts(&path, options).await?;
             let size = got.meta.size;
             Ok((Vec::from(got.bytes().await?), size))
         });
         match got {
-            // An empty object, or a suffix no shorter than the value, which some servers
-            // refuse: fall back to its size and a plain range.
-            Err(e) if len == 0 || !matches!(e, StoreError::TimedOut { .. }) => {
-                let Some(meta) = self.head(key)? else {
+            // An empty suffix, or one longer than the value, which some servers refuse: the
+            // object's size, then a plain range.
+            Err(e) if !matches!(e, StoreError::TimedOut { .. }) => {
+                let Some(meta) = self.head_until(key, deadline)? else {
                     return Ok(None);
                 };
                 if len != 0 && meta.size > len {
                     return Err(e);
                 }
                 let start = meta.size.saturating_sub(len);
-                let bytes = self.get_range(key, start, meta.size - start)?;
+                let bytes = self.range_until(key, start, meta.size - start, deadline)?;
                 Ok(bytes.map(|b| (b, meta.size)))
             }
             other => other,
@@ -370,14 +398,7 @@ impl Store for ObjectStoreBackend {
     }
 
     fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
-        let path = self.path(key)?;
-        self.run(key, async {
-            let meta = self.inner.head(&path).await?;
-            Ok(ObjectMeta {
-                size: meta.size,
-                mtime: mtime(&meta),
-            })
-        })
+        self.head_until(key, self.deadline())
     }
 
     fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
@@ -386,7 +407,7 @@ impl Store for ObjectStoreBackend {
         }
         let path = self.path(prefix)?;
         let dir = (!path.as_ref().is_empty()).then_some(&path);
-        let listed = self.run(prefix, self.inner.list_with_delimiter(dir))?;
+        let listed = self.run(prefix, self.deadline(), self.inner.list_with_delimiter(dir))?;
         let Some(listed) = listed else {
             return Ok(Vec::new());
         };
@@ -418,5 +439,53 @@ impl Store for ObjectStoreBackend {
 
     fn describe(&self) -> String {
         self.url.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::location::parse;
+
+    fn open(url: &str, opts: &RemoteOptions) -> Result<ObjectStoreBackend, StoreError> {
+        ObjectStoreBackend::open(&parse(url).unwrap(), url, opts)
+    }
+
+    #[test]
+    fn builds_every_backend_without_a_request() {
+        let anonymous = RemoteOptions {
+            anonymous: true,
+            ..RemoteOptions::default()
+        };
+        for url in [
+            "s3://bucket/a/b.zarr",
+            "gs://bucket/a/b.zarr",
+            "abfs://container@account.dfs.core.windows.net/a/b.zarr",
+            "https://example.org/data/b.zarr",
+            "https://s3.eu-west-1.amazonaws.com/bucket/b.zarr#mode=zarr,s3",
+        ] {
+            let store = open(url, &anonymous).unwrap_or_else(|e| panic!("{url}: {e}"));
+            assert_eq!(store.describe(), url);
+            assert_eq!(store.what("c/0"), format!("{url}/c/0"));
+        }
+        let s3 = open("s3://bucket/a/b.zarr", &anonymous).unwrap();
+        assert_eq!(s3.path("c/0.0").unwrap().as_ref(), "a/b.zarr/c/0.0");
+        assert_eq!(s3.path("").unwrap().as_ref(), "a/b.zarr");
+    }
+
+    #[test]
+    fn refuses_keys_and_options_that_do_not_fit() {
+        let http = open("http://127.0.0.1:9/x.zarr", &RemoteOptions::default()).unwrap();
+        // Checked before any request (nothing listens on port 9).
+        assert!(matches!(http.get("../y"), Err(StoreError::BadKey(_))));
+        assert!(matches!(http.list_dir(""), Err(StoreError::CannotList(_))));
+        let endpoint = RemoteOptions {
+            endpoint: Some("http://127.0.0.1:9000".into()),
+            ..RemoteOptions::default()
+        };
+        for url in ["gs://bucket/x", "https://example.org/x"] {
+            let err = open(url, &endpoint).err().unwrap().to_string();
+            assert!(err.contains("--endpoint"), "{url}: {err}");
+        }
     }
 }
