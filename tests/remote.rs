@@ -280,7 +280,7 @@ fn an_unlisted_hierarchy_over_http_fails_with_a_clear_line() {
     assert!(!out.status.success());
     assert!(!is_fuse_mount(dir.path()));
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("consolidated"), "{stderr}");
+    assert!(stderr.contains("consolidate"), "{stderr}");
 }
 
 /// nginx over the dialect fixtures behind a fault-injecting proxy, and a mount of

@@ -4,6 +4,7 @@
 //! the store root; [`check_key`] refuses keys that would leave it.
 
 mod aws_profile;
+mod client;
 mod counting;
 mod dir;
 mod error;
@@ -13,13 +14,14 @@ mod memory;
 mod object;
 mod zip;
 
+pub use client::RemoteOptions;
 pub use counting::{CountingStore, RequestCounts};
 pub use dir::DirStore;
 pub use error::StoreError;
 pub use key::check_key;
 pub use location::{LocalKind, Location};
 pub use memory::{list_map, MemoryStore};
-pub use object::{ObjectStoreBackend, RemoteOptions};
+pub use object::ObjectStoreBackend;
 pub use zip::ZipStore;
 
 use std::path::Path;

@@ -2,48 +2,14 @@
 //! synchronous [`Store`] trait: one shared tokio runtime runs the requests, and every call is
 //! bounded by a deadline so a hung server never holds a caller forever.
 
+use super::client::RemoteOptions;
 use super::location::Location;
 use super::{check_key, Entry, EntryKind, Object, ObjectMeta, Store, StoreError};
-use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
-use object_store::azure::MicrosoftAzureBuilder;
-use object_store::gcp::GoogleCloudStorageBuilder;
-use object_store::http::HttpBuilder;
 use object_store::path::Path;
-use object_store::{
-    BackoffConfig, ClientOptions, GetOptions, GetRange, ObjectStore, ObjectStoreExt, RetryConfig,
-};
+use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
-
-/// How a remote store is reached: the command line's remote options.
-#[derive(Clone, Debug)]
-pub struct RemoteOptions {
-    /// An S3-compatible server (MinIO, Ceph, s3s) or an Azure endpoint, addressed path-style.
-    pub endpoint: Option<String>,
-    /// The S3 region (default: AWS_REGION / AWS_DEFAULT_REGION, else us-east-1).
-    pub region: Option<String>,
-    /// Unsigned requests (public buckets); no credentials are looked for.
-    pub anonymous: bool,
-    /// The longest one store operation may take, retries included.
-    pub timeout: Duration,
-}
-
-impl Default for RemoteOptions {
-    fn default() -> Self {
-        RemoteOptions {
-            endpoint: None,
-            region: None,
-            anonymous: false,
-            timeout: Duration::from_secs(30),
-        }
-    }
-}
-
-/// Connection attempts give up after this long (or one attempt's time, when shorter).
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
-/// Retries of one request on 5xx, throttling, resets and timeouts.
-const MAX_RETRIES: usize = 4;
 
 /// The runtime every remote store shares, started on first use (after the mount command has
 /// daemonized: threads do not survive fork).
@@ -76,79 +42,9 @@ pub struct ObjectStoreBackend {
 }
 
 impl ObjectStoreBackend {
-    /// Builds the client for a remote `location` (shown to the user as `url`). No request is
-    /// made yet.
+    /// The store at a remote `location` (shown to the user as `url`). No request is made yet.
     pub fn open(location: &Location, url: &str, opts: &RemoteOptions) -> Result<Self, StoreError> {
-        let client = client_options(opts);
-        let retry = retry_config(opts.timeout);
-        let invalid = |e: object_store::Error| StoreError::Invalid(format!("{url}: {e}"));
-        let (inner, prefix, listable): (Arc<dyn ObjectStore>, &str, bool) = match location {
-            Location::S3 {
-                bucket,
-                prefix,
-                endpoint,
-                region,
-            } => {
-                let mut b = with_profile(AmazonS3Builder::from_env(), opts.anonymous)
-                    .with_bucket_name(bucket)
-                    .with_client_options(client)
-                    .with_retry(retry);
-                if let Some(r) = opts.region.as_ref().or(region.as_ref()) {
-                    b = b.with_region(r);
-                }
-                if let Some(e) = opts.endpoint.as_ref().or(endpoint.as_ref()) {
-                    b = b.with_endpoint(e).with_virtual_hosted_style_request(false);
-                }
-                let plain_http = b
-                    .get_config_value(&AmazonS3ConfigKey::Endpoint)
-                    .is_some_and(|e| e.starts_with("http://"));
-                b = b
-                    .with_allow_http(plain_http)
-                    .with_skip_signature(opts.anonymous);
-                (Arc::new(b.build().map_err(invalid)?), prefix, true)
-            }
-            Location::Gcs { bucket, prefix } => {
-                no_endpoint(opts, url)?;
-                let b = GoogleCloudStorageBuilder::from_env()
-                    .with_bucket_name(bucket)
-                    .with_client_options(client)
-                    .with_retry(retry)
-                    .with_skip_signature(opts.anonymous);
-                (Arc::new(b.build().map_err(invalid)?), prefix, true)
-            }
-            Location::Azure { url: az, prefix } => {
-                let mut b = MicrosoftAzureBuilder::from_env();
-                // The names the az command line uses.
-                if let Ok(account) = std::env::var("AZURE_STORAGE_ACCOUNT") {
-                    b = b.with_account(account);
-                }
-                if let Ok(key) = std::env::var("AZURE_STORAGE_KEY") {
-                    b = b.with_access_key(key);
-                }
-                b = b
-                    .with_url(az)
-                    .with_client_options(client)
-                    .with_retry(retry)
-                    .with_skip_signature(opts.anonymous);
-                if let Some(e) = &opts.endpoint {
-                    b = b
-                        .with_endpoint(e.clone())
-                        .with_allow_http(e.starts_with("http://"));
-                }
-                (Arc::new(b.build().map_err(invalid)?), prefix, true)
-            }
-            Location::Http { url: base } => {
-                no_endpoint(opts, url)?;
-                let b = HttpBuilder::new()
-                    .with_url(base.as_str())
-                    .with_client_options(client.with_allow_http(true))
-                    .with_retry(retry);
-                (Arc::new(b.build().map_err(invalid)?), "", false)
-            }
-            Location::Local { .. } => {
-                return Err(StoreError::Invalid(format!("{url}: not a remote store")))
-            }
-        };
+        let (inner, prefix, listable) = super::client::build(location, url, opts)?;
         Ok(ObjectStoreBackend {
             inner,
             prefix: prefix.to_string(),
@@ -283,66 +179,6 @@ fn full_cause(e: &dyn std::error::Error) -> String {
         source = s.source();
     }
     out
-}
-
-/// Keys and region of the AWS profile (`AWS_PROFILE`, else `default`) where the environment
-/// names none.
-fn with_profile(mut b: AmazonS3Builder, anonymous: bool) -> AmazonS3Builder {
-    let has = |b: &AmazonS3Builder, k| b.get_config_value(&k).is_some();
-    if anonymous || has(&b, AmazonS3ConfigKey::AccessKeyId) {
-        return b;
-    }
-    let Some(profile) = super::aws_profile::load() else {
-        return b;
-    };
-    if let (Some(id), Some(secret)) = (profile.access_key_id, profile.secret_access_key) {
-        b = b.with_access_key_id(id).with_secret_access_key(secret);
-        if let Some(token) = profile.session_token {
-            b = b.with_token(token);
-        }
-    }
-    let region_set =
-        has(&b, AmazonS3ConfigKey::Region) || has(&b, AmazonS3ConfigKey::DefaultRegion);
-    match profile.region {
-        Some(region) if !region_set => b.with_region(region),
-        _ => b,
-    }
-}
-
-fn no_endpoint(opts: &RemoteOptions, url: &str) -> Result<(), StoreError> {
-    match opts.endpoint {
-        Some(_) => Err(StoreError::Invalid(format!(
-            "{url}: --endpoint applies to s3:// and az:// stores only"
-        ))),
-        None => Ok(()),
-    }
-}
-
-/// Connect and request timeouts within the operation's bound: one attempt (headers and body)
-/// may take a third of it (10 s of the default 30 s), so that a stalled attempt leaves time to
-/// retry.
-fn client_options(opts: &RemoteOptions) -> ClientOptions {
-    let attempt = (opts.timeout / 3)
-        .max(Duration::from_secs(1))
-        .min(opts.timeout);
-    ClientOptions::new()
-        .with_connect_timeout(CONNECT_TIMEOUT.min(attempt))
-        .with_timeout(attempt)
-        .with_pool_max_idle_per_host(64)
-}
-
-/// A few retries with short back-off, all within the operation's bound (the deadline in
-/// [`ObjectStoreBackend::run`] stops whatever is left).
-fn retry_config(timeout: Duration) -> RetryConfig {
-    RetryConfig {
-        backoff: BackoffConfig {
-            init_backoff: Duration::from_millis(100),
-            max_backoff: Duration::from_secs(2),
-            base: 2.0,
-        },
-        max_retries: MAX_RETRIES,
-        retry_timeout: timeout,
-    }
 }
 
 fn mtime(meta: &object_store::ObjectMeta) -> Option<SystemTime> {
