@@ -13,12 +13,10 @@ use std::process::Command;
 use std::sync::Arc;
 use zarrfs::store::{EntryKind, RemoteOptions, Store, StoreError};
 
-/// The stores of both manifests that live in directories (zip stores are read from local files
-/// only), with the name of the manifest they come from.
-fn directory_cases() -> Vec<StoreCase> {
+/// The stores of both manifests (directories and zip files).
+fn all_cases() -> Vec<StoreCase> {
     let mut cases = load_manifest("manifest.json");
     cases.extend(load_manifest("dialects/manifest.json"));
-    cases.retain(|c| c.store.is_dir());
     cases
 }
 
@@ -53,10 +51,7 @@ fn check(cases: &[StoreCase]) {
 
 /// A fixture store's cases by name.
 fn case(name: &str) -> StoreCase {
-    directory_cases()
-        .into_iter()
-        .find(|c| c.name == name)
-        .unwrap()
+    all_cases().into_iter().find(|c| c.name == name).unwrap()
 }
 
 /// The expected `A` bytes of array `path` of `case`.
@@ -115,9 +110,13 @@ fn unmount(mount: Mount) {
 }
 
 #[test]
-fn every_directory_fixture_reads_exactly_over_s3() {
-    let cases = directory_cases();
-    assert!(cases.len() >= 25, "too few fixture stores");
+fn every_fixture_reads_exactly_over_s3() {
+    let cases = all_cases();
+    assert!(cases.len() >= 30, "too few fixture stores");
+    assert!(
+        cases.iter().filter(|c| c.store.is_file()).count() >= 5,
+        "too few zip stores"
+    );
     let stores: Vec<PathBuf> = cases.iter().map(|c| c.store.clone()).collect();
     let server = servers::s3_server(&[("fixtures", &stores)]);
     servers::s3_credentials_env();
@@ -236,7 +235,7 @@ fn dialects_over_http() -> Server {
 /// through FUSE from nginx at their URL plus `fragment`.
 fn check_over_http(prefix: &str, fragment: &str, count: usize) {
     let server = dialects_over_http();
-    let cases: Vec<StoreCase> = directory_cases()
+    let cases: Vec<StoreCase> = all_cases()
         .into_iter()
         .filter(|c| c.name.starts_with(prefix) && c.options.is_empty())
         .map(|c| {
@@ -256,7 +255,13 @@ fn consolidated_fixtures_read_exactly_over_http() {
 #[test]
 #[ignore = "needs robust-meta branch"]
 fn nczarr_fixtures_read_exactly_over_http() {
-    check_over_http("nczarr_", "#mode=nczarr", 4);
+    check_over_http("nczarr_", "#mode=nczarr", 5);
+}
+
+#[test]
+fn zip_stores_read_exactly_over_http() {
+    check_over_http("sharding_v3_zip", "", 1);
+    check_over_http("names_v3", "#mode=zarr,zip", 1);
 }
 
 #[test]

@@ -73,8 +73,8 @@ pub fn parse(arg: &str) -> Result<Location, StoreError> {
             path: PathBuf::from(format!("/{path}")),
             kind,
         }),
-        _ if kind != LocalKind::Any => Err(bad(
-            "mode words `file` and `zip` name a local store: use a file:// URL or a path".into(),
+        _ if kind == LocalKind::Dir => Err(bad(
+            "mode word `file` names a local directory: use a file:// URL or a path".into(),
         )),
         "s3" | "s3a" => Ok(Location::S3 {
             bucket: host(&url).map_err(bad)?,
@@ -106,6 +106,15 @@ pub fn parse(arg: &str) -> Result<Location, StoreError> {
             "unknown scheme {other}:// (use a path, file://, s3://, gs://, az://, abfs:// or http(s)://)"
         ))),
     }
+}
+
+/// True when a remote store URL names a zip file: a `.zip` path or the mode word `zip`.
+pub fn names_zip(arg: &str) -> bool {
+    let Ok(url) = Url::parse(arg) else {
+        return false;
+    };
+    url.path().trim_end_matches('/').ends_with(".zip")
+        || mode_words(&url).is_ok_and(|w| w.iter().any(|w| w == "zip"))
 }
 
 /// The words of a netCDF `#mode=a,b,c` fragment (other `key=value` pairs are ignored); refuses
@@ -292,12 +301,21 @@ mod tests {
     }
 
     #[test]
+    fn knows_remote_zip_files() {
+        assert!(names_zip("s3://b/p/x.zip"));
+        assert!(names_zip("https://h/x.zip/#mode=nczarr"));
+        assert!(names_zip("https://h/archive#mode=nczarr,zip"));
+        assert!(!names_zip("s3://b/p/x.zarr"));
+        assert!(!names_zip("https://h/x.zip.d/y.zarr"));
+    }
+
+    #[test]
     fn refuses_what_it_cannot_serve() {
         for (arg, why) in [
             ("ftp://h/x", "unknown scheme"),
             ("https://h/x#mode=bytes", "netCDF-4"),
             ("https://h/x#mode=zarr,frob", "unknown mode word"),
-            ("https://h/x.zip#mode=zip", "local store"),
+            ("https://h/x.zarr#mode=zarr,file", "local directory"),
             ("s3:///x", "no bucket"),
         ] {
             let err = parse(arg).unwrap_err().to_string();

@@ -12,6 +12,7 @@ mod key;
 mod location;
 mod memory;
 mod object;
+mod remote_zip;
 mod zip;
 
 pub use client::RemoteOptions;
@@ -22,7 +23,8 @@ pub use key::check_key;
 pub use location::{LocalKind, Location};
 pub use memory::{list_map, MemoryStore};
 pub use object::ObjectStoreBackend;
-pub use zip::ZipStore;
+pub use remote_zip::RemoteZip;
+pub use zip::{ZipBytes, ZipStore};
 
 use std::path::Path;
 use std::time::SystemTime;
@@ -110,16 +112,13 @@ pub fn open(location: &str) -> Result<Box<dyn Store>, StoreError> {
 pub fn open_with(location: &str, remote: &RemoteOptions) -> Result<Box<dyn Store>, StoreError> {
     let parsed = location::parse(location)?;
     let Location::Local { path, kind } = &parsed else {
-        if display_url(location).ends_with(".zip") {
-            return Err(StoreError::Invalid(format!(
-                "{location}: zip stores are read from local files only; download it first"
-            )));
+        let url = display_url(location);
+        let object = ObjectStoreBackend::open(&parsed, &url, remote)?;
+        if location::names_zip(location) {
+            // The URL is the zip object itself: its key in `object` is the empty key.
+            return Ok(Box::new(RemoteZip::new(Box::new(object), "", &url)));
         }
-        return Ok(Box::new(ObjectStoreBackend::open(
-            &parsed,
-            &display_url(location),
-            remote,
-        )?));
+        return Ok(Box::new(object));
     };
     let shown = path.display().to_string();
     let meta = std::fs::metadata(path).map_err(|e| StoreError::io(&shown, e))?;

@@ -88,14 +88,20 @@ pub fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
-/// An S3 server (s3s-fs) whose buckets are the subdirectories of `dir.path()/root`: fill
-/// `root/BUCKET/...` before or after starting it (objects are plain files).
+/// An S3 server (s3s-fs) with one bucket per name, holding copies of the given stores
+/// (directories or zip files; objects are plain files under `dir.path()/root/BUCKET`).
 pub fn s3_server(buckets: &[(&str, &[PathBuf])]) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
     for (bucket, stores) in buckets {
         for store in *stores {
-            copy_tree(store, &root.join(bucket).join(store.file_name().unwrap()));
+            let target = root.join(bucket).join(store.file_name().unwrap());
+            if store.is_dir() {
+                copy_tree(store, &target);
+            } else {
+                std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+                std::fs::copy(store, target).unwrap();
+            }
         }
         std::fs::create_dir_all(root.join(bucket)).unwrap();
     }
