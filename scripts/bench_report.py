@@ -416,8 +416,8 @@ run mean much.
   plain files, kept in the page cache as for the local cold reads). zarrfs mounts `s3://bench/...`
   with `--endpoint`; zarr-python 3 reads the same bucket through `zarr.storage.ObjectStore` on
   obstore's `S3Store` (default settings), timed as in the full read. Mount times are for the tree
-  above, once as written (found by listing) and once after `zarr.consolidate_metadata`; the request
-  counts come from the mount's progress log line.
+  above, once as written (found by listing, measured once: one request per node) and once after
+  `zarr.consolidate_metadata`; the request counts come from the mount's progress log line.
 * **Peak RSS**: the daemon run with `-f --cache-size {rss_cache}`, reading every array of the array
   store at once ({rss_read_mib} MiB of decoded data) plus out-of-cache random reads; VmHWM from
   `/proc/PID/status`.
