@@ -14,11 +14,13 @@
 #   BENCH_SIZE_MIB  decoded size of each compressed array in MiB (default 256; --quick: 32)
 #   BENCH_REPS      repetitions per measurement, the best counts (default 5; --quick: 2)
 #   BENCH_TIMEOUT   seconds any single step may take before it is killed (default 300)
-#   PYTHON          interpreter with zarr 3, numcodecs and numpy (default python3)
+#   PYTHON          interpreter with zarr 3, numcodecs and numpy (default python3); the remote
+#                   section also needs obstore (pip install obstore) and s3s-fs on PATH
+#                   (cargo install s3s-fs --version 0.14.1 --features binary)
 #
 # Options: --quick, --output FILE (default: BENCHMARKS.md at the repository root for a full run,
 # $BENCH_DIR/run/BENCHMARKS.md for --quick), --only SECTIONS (comma list of
-# full,frame,column,random,parallel,meta,rss; for debugging), -h.
+# full,frame,column,random,parallel,meta,rss,remote; for debugging), -h.
 set -euo pipefail
 export LC_ALL=C
 
@@ -26,7 +28,7 @@ usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 
 QUICK=0
 OUTPUT=""
-ONLY="full,frame,column,random,parallel,meta,rss"
+ONLY="full,frame,column,random,parallel,meta,rss,remote"
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) QUICK=1 ;;
@@ -507,6 +509,73 @@ section_rss() {
     else rec check.rss_exit "\"zarrfs -f exited with status $rc after unmount\""; fi
 }
 
+# 7. Remote: the zstd array and the tree served by a loopback S3 server (s3s-fs, one bucket per
+# directory of its root, objects are plain files: hard links to the local stores).
+S3_KEY=zarrfs-bench
+S3_SECRET=zarrfs-bench-secret
+free_port() { "$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+link_tree() { cp -al "$1" "$2" 2>/dev/null || cp -r "$1" "$2"; }
+# Requests the last remote mount made while loading, from its -v log line (the mount command's
+# stderr, before the daemon detaches).
+mount_requests() { sed -n 's/.*: scanned in .*: \([0-9]*\) requests.*/\1/p' "$RUN/mount-v.log" | tail -n1; }
+
+section_remote() {
+    local root=$BENCH_DIR/s3root port ep r cold s t0 pid kind store
+    command -v s3s-fs >/dev/null || die "s3s-fs is missing: cargo install s3s-fs --version 0.14.1 --features binary"
+    "$PYTHON" -c 'import obstore' 2>/dev/null || die "$PYTHON needs obstore (pip install obstore)"
+    rm -rf "$root"
+    mkdir -p "$root/bench/arrays.zarr"
+    cp "$STORE/zarr.json" "$root/bench/arrays.zarr/"
+    link_tree "$STORE/zstd" "$root/bench/arrays.zarr/zstd"
+    link_tree "$TSTORE" "$root/bench/tree.zarr"
+    cp -r "$TSTORE" "$root/bench/tree-consolidated.zarr"
+    py "$SCRIPTS/bench_data.py" consolidate "$root/bench/tree-consolidated.zarr"
+    port=$(free_port)
+    s3s-fs --host 127.0.0.1 --port "$port" --access-key "$S3_KEY" --secret-key "$S3_SECRET" "$root" \
+        >"$RUN/s3s-fs.log" 2>&1 &
+    pid=$!
+    echo "$pid" >> "$RUN/pids"
+    ep=http://127.0.0.1:$port
+    for r in $(seq 500); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+        sleep 0.02
+    done
+    export AWS_ACCESS_KEY_ID=$S3_KEY AWS_SECRET_ACCESS_KEY=$S3_SECRET AWS_REGION=us-east-1
+    for r in $(seq "$REPS"); do
+        cold_prep "$root/bench/arrays.zarr/zstd"
+        mount_fs s3://bench/arrays.zarr --endpoint "$ep"
+        cold=$(dd_secs "$MNT/zstd"); rec remote.full.zstd.cold "$cold"
+        if [ "$r" = 1 ]; then
+            if cmp -s "$MNT/zstd" "$RAW"; then rec check.remote.full.zstd ok
+            else rec check.remote.full.zstd "\"MISMATCH: zstd over S3 differs from raw.bin\""; fi
+        fi
+        unmount_fs
+        s=$(py "$SCRIPTS/bench_read.py" zarr s3://bench/arrays.zarr/zstd : --warmup s3://bench/arrays.zarr/zstd \
+            --endpoint "$ep" | jget seconds)
+        rec remote.full.zstd.zarr "$s"
+        log "remote full zstd rep $r: zarrfs cold $cold s; zarr-python + obstore $s s"
+        for kind in consolidated listed; do
+            # Without consolidated metadata the (sequential) walk makes a request per node: once.
+            [ "$kind" = listed ] && [ "$r" != 1 ] && continue
+            if [ "$kind" = listed ]; then store=s3://bench/tree.zarr; else store=s3://bench/tree-consolidated.zarr; fi
+            new_mnt
+            t0=$EPOCHREALTIME
+            timeout -k 5 "$TMO" "$ZARRFS_BIN" -v --endpoint "$ep" --log-file "$RUN/zarrfs.log" \
+                "$store" "$MNT" 2>>"$RUN/mount-v.log" \
+                || die "mounting $store failed (log: $RUN/mount-v.log)"
+            rec "remote.mount.$kind" "$(since "$t0")"
+            if [ "$r" = 1 ]; then
+                rec "remote.mount.$kind.requests" "$(mount_requests)"
+                rec "remote.mount.$kind.entries" "$(find "$MNT" | wc -l)"
+            fi
+            unmount_fs
+        done
+        log "remote mount rep $r: $(grep -P '^remote\.mount\.(listed|consolidated)\t' "$RESULTS" | tail -n2 | tr '\t\n' '= ')"
+    done
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+}
+
 # ---------------------------------------------------------------------------------------------
 STARTED=$EPOCHREALTIME
 log "zarrfs $ZARRFS_BIN; ${SIZE_MIB} MiB per array (${T}x${Y}x${X} float32); $REPS repetitions"
@@ -517,6 +586,7 @@ section random
 section parallel
 section meta
 section rss
+section remote
 log "measured in $(since "$STARTED") s"
 
 py "$SCRIPTS/bench_report.py" "$RESULTS" --out "$OUTPUT" --repo "$REPO" \

@@ -3,6 +3,7 @@
 
     python3 scripts/bench_data.py arrays DIR --size-mib 256
     python3 scripts/bench_data.py tree DIR --groups 100 --arrays 100
+    python3 scripts/bench_data.py consolidate STORE
 
 `arrays` writes DIR/arrays.zarr (Zarr v3) holding the same noisy float32 volume of shape
 (T, 1024, 1024), T = size/4 MiB, chunks 8x256x256, three times:
@@ -21,6 +22,8 @@ mounted file `zstd` holds.
 
 `tree` writes DIR/tree.zarr (Zarr v3): a root group with G groups of A small int32 arrays each
 (shape (32,), chunks (16,), two chunk files per array).
+
+`consolidate` adds consolidated metadata to STORE (the remote section mounts the tree both ways).
 
 A directory is reused when DIR/params.json matches the requested parameters; it is written last,
 so an interrupted run is redone.
@@ -194,11 +197,16 @@ def main():
     t.add_argument("dir")
     t.add_argument("--groups", type=int, default=100)
     t.add_argument("--arrays", type=int, default=100)
+    c = sub.add_parser("consolidate")
+    c.add_argument("store")
     args = p.parse_args()
     if args.cmd == "arrays":
         make_arrays(args.dir, args.size_mib)
-    else:
+    elif args.cmd == "tree":
         make_tree(args.dir, args.groups, args.arrays)
+    else:
+        zarr.consolidate_metadata(args.store)
+        print(f"bench_data: consolidated the metadata of {args.store}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Timed reads for scripts/bench.sh: one measurement per process, one JSON line on stdout.
 
-    bench_read.py zarr  ARRAY_PATH SEL [--warmup OTHER_ARRAY] [--barrier DIR]
+    bench_read.py zarr  ARRAY_PATH SEL [--warmup OTHER_ARRAY] [--barrier DIR] [--endpoint URL]
     bench_read.py file  FILE SEL --shape T,Y,X [--method memmap|read] [--warmup] [--barrier DIR]
     bench_read.py list  GROUP_PATH                 (zarr-python: open a hierarchy, list every node)
     bench_read.py aggregate JSON_FILE...           (parallel readers: total bytes / wall time)
@@ -18,6 +18,9 @@ chunks of that element are not among those measured, except for the full-column 
 gets 4 of its 128 chunks from it (zarr-python's warm-up chunk is not among its own).
 With --barrier, the process gets ready, creates DIR/ready.<pid>, and waits for DIR/go before
 starting, so that parallel readers start together.
+
+An ARRAY_PATH s3://bucket/key is read through zarr's ObjectStore on obstore's S3Store, at the
+S3-compatible server --endpoint URL, with credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY.
 
 Output: {"seconds", "bytes", "sum" (float64 sum of the values, to compare the two sides),
 "start", "end" (time.monotonic(), comparable across processes)}.
@@ -72,16 +75,28 @@ def emit(t0, t1, x):
     )
 
 
-def cmd_zarr(args):
+def open_array(path, endpoint):
+    """zarr.open_array of a local path, or of s3://bucket/key through obstore."""
     import zarr
 
+    if not path.startswith("s3://"):
+        return zarr.open_array(path, mode="r")
+    from obstore.store import S3Store
+    from zarr.storage import ObjectStore
+
+    bucket, _, key = path[len("s3://"):].partition("/")
+    s3 = S3Store(bucket, endpoint=endpoint, client_options={"allow_http": True})
+    return zarr.open_array(ObjectStore(s3, read_only=True), path=key, mode="r")
+
+
+def cmd_zarr(args):
     sel = parse_sel(args.sel)
     if args.warmup:
-        w = zarr.open_array(args.warmup, mode="r")
+        w = open_array(args.warmup, args.endpoint)
         w[(0,) * w.ndim]
     barrier(args.barrier)
     t0 = time.monotonic()
-    a = zarr.open_array(args.path, mode="r")
+    a = open_array(args.path, args.endpoint)
     x = a[sel]
     t1 = time.monotonic()
     emit(t0, t1, np.asarray(x))
@@ -154,6 +169,7 @@ def main():
     z.add_argument("sel")
     z.add_argument("--warmup")
     z.add_argument("--barrier")
+    z.add_argument("--endpoint")
     f = sub.add_parser("file")
     f.add_argument("path")
     f.add_argument("sel")

@@ -216,6 +216,26 @@ def rows(r, p):
                 fmt_time(z), fmt_time(b), ratio, "≤ 2.0", None if ratio is None else ratio <= 2.0,
                 med=(f"meta.{key}.{state}", f"meta.{key}.store", True))
 
+    # 7. remote (loopback S3 server)
+    z, b, loc = rate("remote.full.zstd.cold"), rate("remote.full.zstd.zarr"), rate("full.zstd.cold")
+    if z or b:
+        ratio = z / b if z and b else None
+        add("7 remote", "cold `dd bs=1M` over S3 (loopback s3s-fs), zstd, vs zarr-python + obstore `a[:]`",
+            fmt_rate(z), fmt_rate(b), ratio, "≥ 1.5", None if ratio is None else ratio >= 1.5,
+            med=("remote.full.zstd.cold", "remote.full.zstd.zarr", False))
+    if z and loc:
+        add("7 remote", "cold `dd bs=1M` over S3, zstd, vs zarrfs's own cold read of the local store",
+            fmt_rate(z), fmt_rate(loc), z / loc, "≥ 0.8", z / loc >= 0.8,
+            med=("remote.full.zstd.cold", "full.zstd.cold", False))
+    for kind, label in (("consolidated", "with consolidated metadata"), ("listed", "without (listing)")):
+        t, base = r.min(f"remote.mount.{kind}"), r.min("meta.mount")
+        if t is None:
+            continue
+        reqs = r.first(f"remote.mount.{kind}.requests")
+        zs = fmt_time(t) + (f" ({reqs} requests)" if reqs not in (None, "") else "")
+        add("7 remote", f"mount time over S3, {nodes} nodes {label}, vs mounting the local directory",
+            zs, fmt_time(base), base / t if base else None, "—", None)
+
     # peak RSS
     hwm, cache = r.first("rss.hwm_kib"), r.first("rss.cache_bytes")
     if hwm is not None and cache:
@@ -392,6 +412,12 @@ run mean much.
   mount answers). `find MNT` and `ls -lR MNT` on a fresh mount (no kernel dentries yet) and again,
   vs the same command over the store directory (warm dentry cache). The walks see {mount_entries}
   entries on the mount and {store_entries} in the store.
+* **Remote**: s3s-fs 0.14 on 127.0.0.1 serves hard links to the same store files (its objects are
+  plain files, kept in the page cache as for the local cold reads). zarrfs mounts `s3://bench/...`
+  with `--endpoint`; zarr-python 3 reads the same bucket through `zarr.storage.ObjectStore` on
+  obstore's `S3Store` (default settings), timed as in the full read. Mount times are for the tree
+  above, once as written (found by listing, measured once: one request per node) and once after
+  `zarr.consolidate_metadata`; the request counts come from the mount's progress log line.
 * **Peak RSS**: the daemon run with `-f --cache-size {rss_cache}`, reading every array of the array
   store at once ({rss_read_mib} MiB of decoded data) plus out-of-cache random reads; VmHWM from
   `/proc/PID/status`.

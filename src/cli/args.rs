@@ -9,6 +9,19 @@ Examples:
   zarrfs -f -v archive.zip /mnt/a                 stay in the foreground, log at info level
   zarrfs --cache-size 4G -o allow_other s.zarr m  bigger chunk cache, let other users in
   zarrfs unmount /mnt/climate                     unmount (umount and fusermount3 -u work too)
+  zarrfs --anonymous s3://bucket/data.zarr /mnt/d  a public S3 bucket (unsigned requests)
+  zarrfs s3://b/x.zarr m --endpoint http://127.0.0.1:9000
+                                                  MinIO, Ceph or s3s (credentials from AWS_*)
+  zarrfs https://host/data/x.zarr /mnt/x          plain HTTPS (consolidated metadata or NCZarr)
+
+Remote stores: s3://bucket/prefix, gs://bucket/prefix, az://container/prefix (abfs:// too),
+http(s)://host/path, and netCDF URLs (https://host/bucket/key#mode=nczarr,s3). Credentials come
+from the providers' usual variables and files: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+AWS_SESSION_TOKEN, AWS_REGION, AWS_ENDPOINT_URL, AWS_PROFILE (keys in ~/.aws/credentials);
+GOOGLE_APPLICATION_CREDENTIALS (or gcloud's application default credentials);
+AZURE_STORAGE_ACCOUNT and AZURE_STORAGE_KEY. Metadata is read at mount time (consolidated
+metadata first) and then answered from memory; chunks are fetched by byte range. Failed requests
+are retried, then the read fails with EIO and a log line.
 
 In the mount: a group is a directory with .group.json; an array A is three files:
 A (elements in C order, little-endian), A.json (metadata) and A.npy (for numpy.load).";
@@ -22,7 +35,8 @@ A (elements in C order, little-endian), A.json (metadata) and A.npy (for numpy.l
     after_help = EXAMPLES
 )]
 pub struct MountArgs {
-    /// The store: a directory (Zarr v2/v3) or a .zip file.
+    /// The store: a directory (Zarr v2/v3), a .zip file, or a URL (s3://, gs://, az://, abfs://,
+    /// http(s)://, file://).
     #[arg(value_name = "STORE")]
     pub store: String,
     /// The directory to mount on (created if missing and its parent exists).
@@ -55,6 +69,20 @@ pub struct Options {
     /// metadata.
     #[arg(long)]
     pub no_consolidated: bool,
+    /// S3-compatible server to use instead of AWS (MinIO, Ceph, s3s), path-style; http:// is
+    /// allowed. Also an Azure endpoint (Azurite) for az://. [default: AWS_ENDPOINT_URL]
+    #[arg(long, value_name = "URL")]
+    pub endpoint: Option<String>,
+    /// S3 region [default: AWS_REGION or AWS_DEFAULT_REGION, else us-east-1].
+    #[arg(long, value_name = "REGION")]
+    pub region: Option<String>,
+    /// Send unsigned requests (public buckets and containers): no credentials are looked for.
+    #[arg(long)]
+    pub anonymous: bool,
+    /// Remote stores: the longest one request may take, retries included (up to 4 retries with
+    /// back-off, a third of it per attempt, 3 s to connect); then the read fails with EIO.
+    #[arg(long, value_name = "SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout: u64,
     /// Where a daemonized zarrfs writes its log (default: syslog).
     #[arg(long, value_name = "FILE")]
     pub log_file: Option<PathBuf>,

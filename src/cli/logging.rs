@@ -43,7 +43,8 @@ pub fn init(verbose: u8) {
         2 => "debug",
         _ => "trace",
     };
-    let default = format!("zarrfs={level},fuser=error");
+    // object_store logs its retries (through tracing's log records) at info: seen with -v.
+    let default = format!("zarrfs={level},object_store={level},fuser=error");
     let _ = env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(default))
         .target(env_logger::Target::Pipe(Box::new(Sink)))
         .try_init();

@@ -8,6 +8,7 @@ mod mount_options;
 mod mount_point;
 mod mount_table;
 mod pidfile;
+mod progress;
 mod serve;
 mod size;
 mod unmount;
@@ -59,18 +60,15 @@ pub fn main() -> i32 {
 pub struct Prepared {
     store: Box<dyn crate::store::Store>,
     location: String,
+    /// Requests to a remote store, shown while its hierarchy is scanned.
+    requests: Option<std::sync::Arc<crate::store::RequestCounts>>,
     mountpoint: mount_point::MountPoint,
     mount_options: MountOptions,
     options: Options,
 }
 
 fn prepare(args: &MountArgs) -> Result<Prepared, String> {
-    let location = std::fs::canonicalize(&args.store)
-        .map_err(|e| format!("cannot open store {}: {e}", args.store))?
-        .to_string_lossy()
-        .into_owned();
-    let store = crate::store::open(&location)
-        .map_err(|e| format!("cannot open store {}: {e}", args.store))?;
+    let (store, location, requests) = open_store(args)?;
     let mount_options = parse_mount_options(&args.options.mount_options, &location)?;
     let mut options = args.options.clone();
     // The daemon changes to /: a relative log file is taken from here.
@@ -83,8 +81,43 @@ fn prepare(args: &MountArgs) -> Result<Prepared, String> {
     Ok(Prepared {
         store,
         location,
+        requests,
         mountpoint,
         mount_options,
         options,
     })
+}
+
+/// An opened store, the location it is shown as, and its request counts when remote.
+type Opened = (
+    Box<dyn crate::store::Store>,
+    String,
+    Option<std::sync::Arc<crate::store::RequestCounts>>,
+);
+
+/// Opens the store: a local path (canonicalized) or a URL; a remote store counts its requests.
+fn open_store(args: &MountArgs) -> Result<Opened, String> {
+    let failed = |e: &dyn std::fmt::Display| format!("cannot open store {}: {e}", args.store);
+    if !args.store.contains("://") {
+        let location = std::fs::canonicalize(&args.store)
+            .map_err(|e| failed(&e))?
+            .to_string_lossy()
+            .into_owned();
+        let store = crate::store::open(&location).map_err(|e| failed(&e))?;
+        return Ok((store, location, None));
+    }
+    let o = &args.options;
+    let remote = crate::store::RemoteOptions {
+        endpoint: o.endpoint.clone(),
+        region: o.region.clone(),
+        anonymous: o.anonymous,
+        timeout: std::time::Duration::from_secs(o.timeout),
+    };
+    let store = crate::store::open_with(&args.store, &remote).map_err(|e| failed(&e))?;
+    let location = crate::store::display_url(&args.store);
+    if !crate::store::is_remote(&args.store) {
+        return Ok((store, location, None));
+    }
+    let (counted, counts) = crate::store::CountingStore::new(store);
+    Ok((Box::new(counted), location, Some(counts)))
 }

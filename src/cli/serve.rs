@@ -66,6 +66,10 @@ struct Mounted {
 
 fn mount(p: Prepared) -> Result<Mounted, String> {
     let started = Instant::now();
+    let progress = p
+        .requests
+        .clone()
+        .map(|c| super::progress::Progress::start(c, &p.location));
     let mut view = crate::view::from_store(
         Arc::from(p.store),
         &p.location,
@@ -74,6 +78,7 @@ fn mount(p: Prepared) -> Result<Mounted, String> {
             consolidated: !p.options.no_consolidated,
         },
     )?;
+    drop(progress);
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     view.enable_prefetch(cores);
     let view = Arc::new(view);

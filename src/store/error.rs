@@ -1,6 +1,7 @@
 //! Errors of the store layer.
 
 use std::fmt;
+use std::time::Duration;
 
 /// Why a store operation failed.
 #[derive(Debug)]
@@ -16,6 +17,12 @@ pub enum StoreError {
     Invalid(String),
     /// The store cannot list its keys (plain HTTP): the hierarchy must be found from metadata.
     CannotList(String),
+    /// A remote request failed for good (after its retries): `what` names the key's URL.
+    Remote { what: String, cause: String },
+    /// The remote server refused the credentials or the access.
+    Denied { what: String, cause: String },
+    /// No answer within the store's time bound (the server is down, hung or too slow).
+    TimedOut { what: String, after: Duration },
 }
 
 impl StoreError {
@@ -34,7 +41,21 @@ impl fmt::Display for StoreError {
             StoreError::BadKey(key) => write!(f, "refused key {key:?}: it would leave the store"),
             StoreError::Io { what, source } => write!(f, "{what}: {source}"),
             StoreError::Invalid(msg) => f.write_str(msg),
-            StoreError::CannotList(what) => write!(f, "{what}: this store cannot list its keys"),
+            StoreError::CannotList(what) => write!(
+                f,
+                "{what}: this store cannot list its keys (plain HTTP): it needs consolidated \
+                 metadata (zarr.consolidate_metadata) or NCZarr's own listings"
+            ),
+            StoreError::Remote { what, cause } => write!(f, "{what}: {cause}"),
+            StoreError::Denied { what, cause } => write!(
+                f,
+                "{what}: access denied ({cause}); check the credentials, or use --anonymous for public data"
+            ),
+            StoreError::TimedOut { what, after } => write!(
+                f,
+                "{what}: no answer within {} s (server down or too slow; see --timeout)",
+                after.as_secs_f64()
+            ),
         }
     }
 }

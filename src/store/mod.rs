@@ -3,17 +3,28 @@
 //! Nothing above this module knows where bytes come from. Keys are `/`-separated and relative to
 //! the store root; [`check_key`] refuses keys that would leave it.
 
+mod aws_profile;
+mod client;
+mod counting;
 mod dir;
 mod error;
 mod key;
+mod location;
 mod memory;
+mod object;
+mod remote_zip;
 mod zip;
 
+pub use client::RemoteOptions;
+pub use counting::{CountingStore, RequestCounts};
 pub use dir::DirStore;
 pub use error::StoreError;
 pub use key::{accept_key, accept_name, check_key, check_name};
+pub use location::{LocalKind, Location};
 pub use memory::{list_map, MemoryStore};
-pub use zip::ZipStore;
+pub use object::ObjectStoreBackend;
+pub use remote_zip::RemoteZip;
+pub use zip::{ZipBytes, ZipStore};
 
 use std::path::Path;
 use std::time::SystemTime;
@@ -90,19 +101,52 @@ pub trait Store: Send + Sync {
     fn describe(&self) -> String;
 }
 
-/// Opens the store a command-line argument names: a directory or a `.zip` file.
+/// Opens the store a command-line argument names, with default remote options.
 pub fn open(location: &str) -> Result<Box<dyn Store>, StoreError> {
-    let path = Path::new(location);
-    let meta = std::fs::metadata(path).map_err(|e| StoreError::io(location, e))?;
-    if meta.is_dir() {
-        Ok(Box::new(DirStore::new(path)?))
-    } else if meta.is_file() {
-        Ok(Box::new(ZipStore::open(path)?))
-    } else {
-        Err(StoreError::Invalid(format!(
-            "{location}: neither a directory nor a zip file"
-        )))
+    open_with(location, &RemoteOptions::default())
+}
+
+/// Opens the store a command-line argument names: a directory or `.zip` file (a path or a
+/// `file://` URL), or a remote store (`s3://`, `gs://`, `az://`, `abfs://`, `http(s)://`, and
+/// netCDF's `#mode=` URLs). Remote stores make no request here.
+pub fn open_with(location: &str, remote: &RemoteOptions) -> Result<Box<dyn Store>, StoreError> {
+    let parsed = location::parse(location)?;
+    let Location::Local { path, kind } = &parsed else {
+        let url = display_url(location);
+        let object = ObjectStoreBackend::open(&parsed, &url, remote)?;
+        if location::names_zip(location) {
+            // The URL is the zip object itself: its key in `object` is the empty key.
+            return Ok(Box::new(RemoteZip::new(Box::new(object), "", &url)));
+        }
+        return Ok(Box::new(object));
+    };
+    let shown = path.display().to_string();
+    let meta = std::fs::metadata(path).map_err(|e| StoreError::io(&shown, e))?;
+    match kind {
+        LocalKind::Dir if !meta.is_dir() => Err(StoreError::Invalid(format!(
+            "{shown}: mode=file names a directory store, but this is not a directory"
+        ))),
+        LocalKind::Zip if !meta.is_file() => Err(StoreError::Invalid(format!(
+            "{shown}: mode=zip names a zip file, but this is not a file"
+        ))),
+        _ if meta.is_dir() => Ok(Box::new(DirStore::new(path)?)),
+        _ if meta.is_file() => Ok(Box::new(ZipStore::open(path)?)),
+        _ => Err(StoreError::Invalid(format!(
+            "{shown}: neither a directory nor a zip file"
+        ))),
     }
+}
+
+/// True when `location` names a remote store (a URL other than `file://`).
+pub fn is_remote(location: &str) -> bool {
+    location.contains("://") && !location.starts_with("file://")
+}
+
+/// A store URL as shown to the user and named in the mount: without its `#mode=` fragment and
+/// trailing `/`.
+pub fn display_url(location: &str) -> String {
+    let base = location.split('#').next().unwrap_or(location);
+    base.trim_end_matches('/').to_string()
 }
 
 /// The name a store shows for an array at its root: the file name without its extension

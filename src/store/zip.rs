@@ -1,4 +1,5 @@
-//! A store inside a zip file (zarr-python's `ZipStore`, or any zip of a store directory).
+//! A store inside a zip file (zarr-python's `ZipStore`, or any zip of a store directory), local
+//! or an object of a remote store ([`ZipBytes`]).
 //!
 //! The central directory is read once at open. Stored (uncompressed) members, which is what
 //! zarr-python writes, are read with positioned reads and no lock; compressed members go
@@ -7,10 +8,10 @@
 use super::{accept_key, check_key, Entry, EntryKind, Object, ObjectMeta, Store, StoreError};
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::Read;
+use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 use zip::{CompressionMethod, ZipArchive};
 
@@ -22,11 +23,57 @@ struct Member {
     mtime: Option<SystemTime>,
 }
 
+/// Positioned reads of the bytes of a zip file.
+pub trait ZipBytes: Send + Sync {
+    /// Fills `buf` from `offset`.
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()>;
+    /// The file's size.
+    fn size(&self) -> std::io::Result<u64>;
+}
+
+impl ZipBytes for File {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        FileExt::read_exact_at(self, buf, offset)
+    }
+
+    fn size(&self) -> std::io::Result<u64> {
+        Ok(self.metadata()?.len())
+    }
+}
+
+/// `Read` and `Seek` over [`ZipBytes`], for the `zip` crate.
+struct Cursor {
+    bytes: Arc<dyn ZipBytes>,
+    size: u64,
+    pos: u64,
+}
+
+impl Read for Cursor {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = (self.size.saturating_sub(self.pos)).min(buf.len() as u64) as usize;
+        self.bytes.read_exact_at(&mut buf[..n], self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl Seek for Cursor {
+    fn seek(&mut self, to: SeekFrom) -> std::io::Result<u64> {
+        let pos = match to {
+            SeekFrom::Start(p) => Some(p),
+            SeekFrom::End(d) => self.size.checked_add_signed(d),
+            SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+        };
+        self.pos = pos.ok_or_else(|| std::io::Error::other("seek before the start"))?;
+        Ok(self.pos)
+    }
+}
+
 /// A read-only view of the members of one zip file.
 pub struct ZipStore {
-    path: PathBuf,
-    file: File,
-    archive: Mutex<ZipArchive<File>>,
+    what: String,
+    bytes: Arc<dyn ZipBytes>,
+    archive: Mutex<ZipArchive<Cursor>>,
     members: BTreeMap<String, Member>,
     dirs: BTreeMap<String, ()>,
     mtime: SystemTime,
@@ -41,7 +88,22 @@ impl ZipStore {
             .metadata()
             .and_then(|m| m.modified())
             .unwrap_or(SystemTime::UNIX_EPOCH);
-        let reader = file.try_clone().map_err(|e| StoreError::io(&what, e))?;
+        Self::read(what, Arc::new(file), mtime)
+    }
+
+    /// Reads the central directory of the zip file in `bytes` (named `what` in messages, last
+    /// modified at `mtime`).
+    pub fn read(
+        what: String,
+        bytes: Arc<dyn ZipBytes>,
+        mtime: SystemTime,
+    ) -> Result<Self, StoreError> {
+        let size = bytes.size().map_err(|e| StoreError::io(&what, e))?;
+        let reader = Cursor {
+            bytes: bytes.clone(),
+            size,
+            pos: 0,
+        };
         let mut archive = ZipArchive::new(reader)
             .map_err(|e| StoreError::Invalid(format!("{what}: not a readable zip file: {e}")))?;
         let mut members = BTreeMap::new();
@@ -79,8 +141,8 @@ impl ZipStore {
             }
         }
         Ok(ZipStore {
-            path: path.to_path_buf(),
-            file,
+            what,
+            bytes,
             archive: Mutex::new(archive),
             members,
             dirs,
@@ -99,20 +161,20 @@ impl ZipStore {
         let start = start.min(end);
         if m.stored {
             let mut buf = vec![0u8; (end - start) as usize];
-            self.file
+            self.bytes
                 .read_exact_at(&mut buf, m.data_start + start)
-                .map_err(|e| StoreError::io(format!("{}:{key}", self.path.display()), e))?;
+                .map_err(|e| StoreError::io(format!("{}:{key}", self.what), e))?;
             return Ok(buf);
         }
         let mut archive = self.archive.lock().unwrap_or_else(|p| p.into_inner());
         let member = archive
             .by_index(m.index)
-            .map_err(|e| StoreError::Invalid(format!("{}:{key}: {e}", self.path.display())))?;
+            .map_err(|e| StoreError::Invalid(format!("{}:{key}: {e}", self.what)))?;
         let mut buf = Vec::with_capacity(m.size.min(1 << 30) as usize);
         member
             .take(end)
             .read_to_end(&mut buf)
-            .map_err(|e| StoreError::io(format!("{}:{key}", self.path.display()), e))?;
+            .map_err(|e| StoreError::io(format!("{}:{key}", self.what), e))?;
         Ok(buf.split_off(start as usize))
     }
 }
@@ -214,7 +276,7 @@ impl Store for ZipStore {
     }
 
     fn describe(&self) -> String {
-        self.path.display().to_string()
+        self.what.clone()
     }
 }
 

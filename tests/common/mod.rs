@@ -3,6 +3,7 @@
 
 pub mod fuse_check;
 pub mod mount;
+pub mod servers;
 pub mod view_check;
 
 use serde_json::Value;

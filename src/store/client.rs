@@ -1,0 +1,192 @@
+//! Building the `object_store` client of a remote location: S3, GCS, Azure Blob or plain HTTP,
+//! with credentials from the providers' usual variables and files, and time bounds a
+//! filesystem user accepts.
+
+use super::location::Location;
+use super::StoreError;
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+use object_store::azure::MicrosoftAzureBuilder;
+use object_store::gcp::GoogleCloudStorageBuilder;
+use object_store::http::HttpBuilder;
+use object_store::{BackoffConfig, ClientOptions, ObjectStore, RetryConfig};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How a remote store is reached: the command line's remote options.
+#[derive(Clone, Debug)]
+pub struct RemoteOptions {
+    /// An S3-compatible server (MinIO, Ceph, s3s) or an Azure endpoint, addressed path-style.
+    pub endpoint: Option<String>,
+    /// The S3 region (default: AWS_REGION / AWS_DEFAULT_REGION, else us-east-1).
+    pub region: Option<String>,
+    /// Unsigned requests (public buckets); no credentials are looked for.
+    pub anonymous: bool,
+    /// The longest one store operation may take, retries included.
+    pub timeout: Duration,
+}
+
+impl Default for RemoteOptions {
+    fn default() -> Self {
+        RemoteOptions {
+            endpoint: None,
+            region: None,
+            anonymous: false,
+            timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Connection attempts give up after this long (or one attempt's time, when shorter).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+/// Retries of one request on 5xx, throttling, resets and timeouts.
+const MAX_RETRIES: usize = 4;
+
+/// The client of a remote `location` (named `url` in messages), the key prefix inside its
+/// bucket or container, and whether it can list (plain HTTP cannot).
+pub fn build<'a>(
+    location: &'a Location,
+    url: &str,
+    opts: &RemoteOptions,
+) -> Result<(Arc<dyn ObjectStore>, &'a str, bool), StoreError> {
+    let invalid = |e: object_store::Error| StoreError::Invalid(format!("{url}: {e}"));
+    let no_endpoint = || match opts.endpoint {
+        Some(_) => Err(StoreError::Invalid(format!(
+            "{url}: --endpoint applies to s3:// and az:// stores only"
+        ))),
+        None => Ok(()),
+    };
+    Ok(match location {
+        Location::S3 {
+            bucket,
+            prefix,
+            endpoint,
+            region,
+        } => {
+            let b = s3(opts, bucket, endpoint.as_deref(), region.as_deref());
+            (Arc::new(b.build().map_err(invalid)?), prefix, true)
+        }
+        Location::Gcs { bucket, prefix } => {
+            no_endpoint()?;
+            let b = GoogleCloudStorageBuilder::from_env()
+                .with_bucket_name(bucket)
+                .with_client_options(client_options(opts))
+                .with_retry(retry_config(opts.timeout))
+                .with_skip_signature(opts.anonymous);
+            (Arc::new(b.build().map_err(invalid)?), prefix, true)
+        }
+        Location::Azure { url: az, prefix } => {
+            let b = azure(opts, az);
+            (Arc::new(b.build().map_err(invalid)?), prefix, true)
+        }
+        Location::Http { url: base } => {
+            no_endpoint()?;
+            let b = HttpBuilder::new()
+                .with_url(base.as_str())
+                .with_client_options(client_options(opts).with_allow_http(true))
+                .with_retry(retry_config(opts.timeout));
+            (Arc::new(b.build().map_err(invalid)?), "", false)
+        }
+        Location::Local { .. } => {
+            return Err(StoreError::Invalid(format!("{url}: not a remote store")))
+        }
+    })
+}
+
+/// S3: AWS_* variables, then the AWS profile; `--region` over the URL's region, `--endpoint`
+/// over the URL's endpoint (path-style; plain http allowed for an http:// endpoint).
+fn s3(
+    opts: &RemoteOptions,
+    bucket: &str,
+    endpoint: Option<&str>,
+    region: Option<&str>,
+) -> AmazonS3Builder {
+    let mut b = with_profile(AmazonS3Builder::from_env(), opts.anonymous)
+        .with_bucket_name(bucket)
+        .with_client_options(client_options(opts))
+        .with_retry(retry_config(opts.timeout));
+    if let Some(r) = opts.region.as_deref().or(region) {
+        b = b.with_region(r);
+    }
+    if let Some(e) = opts.endpoint.as_deref().or(endpoint) {
+        b = b.with_endpoint(e).with_virtual_hosted_style_request(false);
+    }
+    let plain_http = b
+        .get_config_value(&AmazonS3ConfigKey::Endpoint)
+        .is_some_and(|e| e.starts_with("http://"));
+    b.with_allow_http(plain_http)
+        .with_skip_signature(opts.anonymous)
+}
+
+/// Azure: AZURE_* variables (and the az command line's AZURE_STORAGE_ACCOUNT/KEY), the account
+/// and container from the URL, `--endpoint` for Azurite.
+fn azure(opts: &RemoteOptions, url: &str) -> MicrosoftAzureBuilder {
+    let mut b = MicrosoftAzureBuilder::from_env();
+    if let Ok(account) = std::env::var("AZURE_STORAGE_ACCOUNT") {
+        b = b.with_account(account);
+    }
+    if let Ok(key) = std::env::var("AZURE_STORAGE_KEY") {
+        b = b.with_access_key(key);
+    }
+    b = b
+        .with_url(url)
+        .with_client_options(client_options(opts))
+        .with_retry(retry_config(opts.timeout))
+        .with_skip_signature(opts.anonymous);
+    match &opts.endpoint {
+        Some(e) => b
+            .with_endpoint(e.clone())
+            .with_allow_http(e.starts_with("http://")),
+        None => b,
+    }
+}
+
+/// Keys and region of the AWS profile (`AWS_PROFILE`, else `default`) where the environment
+/// names none.
+fn with_profile(mut b: AmazonS3Builder, anonymous: bool) -> AmazonS3Builder {
+    let has = |b: &AmazonS3Builder, k| b.get_config_value(&k).is_some();
+    if anonymous || has(&b, AmazonS3ConfigKey::AccessKeyId) {
+        return b;
+    }
+    let Some(profile) = super::aws_profile::load() else {
+        return b;
+    };
+    if let (Some(id), Some(secret)) = (profile.access_key_id, profile.secret_access_key) {
+        b = b.with_access_key_id(id).with_secret_access_key(secret);
+        if let Some(token) = profile.session_token {
+            b = b.with_token(token);
+        }
+    }
+    let region_set =
+        has(&b, AmazonS3ConfigKey::Region) || has(&b, AmazonS3ConfigKey::DefaultRegion);
+    match profile.region {
+        Some(region) if !region_set => b.with_region(region),
+        _ => b,
+    }
+}
+
+/// Connect and request timeouts within the operation's bound: one attempt (headers and body)
+/// may take a third of it (10 s of the default 30 s), so that a stalled attempt leaves time to
+/// retry.
+fn client_options(opts: &RemoteOptions) -> ClientOptions {
+    let attempt = (opts.timeout / 3)
+        .max(Duration::from_secs(1))
+        .min(opts.timeout);
+    ClientOptions::new()
+        .with_connect_timeout(CONNECT_TIMEOUT.min(attempt))
+        .with_timeout(attempt)
+        .with_pool_max_idle_per_host(64)
+}
+
+/// A few retries with short back-off, all within the operation's bound (the store's deadline
+/// on every call stops whatever is left).
+fn retry_config(timeout: Duration) -> RetryConfig {
+    RetryConfig {
+        backoff: BackoffConfig {
+            init_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(2),
+            base: 2.0,
+        },
+        max_retries: MAX_RETRIES,
+        retry_timeout: timeout,
+    }
+}

@@ -1,0 +1,325 @@
+//! What the STORE argument names: a local path, `file://`, `s3://`, `gs://`, `az://`/`abfs://`,
+//! `http(s)://`, and netCDF's URLs with a `#mode=...` fragment.
+
+use super::StoreError;
+use std::path::PathBuf;
+use url::Url;
+
+/// What a local store must be, from netCDF's `file`/`zip` mode words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LocalKind {
+    /// A directory or a zip file, whichever the path is.
+    Any,
+    /// A directory (`mode=...,file`).
+    Dir,
+    /// A zip file (`mode=...,zip`).
+    Zip,
+}
+
+/// Where a store lives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Location {
+    /// A directory or zip file on this machine.
+    Local { path: PathBuf, kind: LocalKind },
+    /// An S3 bucket; `endpoint` is set by an https-form URL naming a non-AWS host.
+    S3 {
+        bucket: String,
+        prefix: String,
+        endpoint: Option<String>,
+        region: Option<String>,
+    },
+    /// A Google Cloud Storage bucket.
+    Gcs { bucket: String, prefix: String },
+    /// An Azure Blob Storage container; `url` is the `az://` or `abfs://` URL the client parses.
+    Azure { url: String, prefix: String },
+    /// Plain HTTP(S): keys are fetched below `url`; nothing can be listed.
+    Http { url: Url },
+}
+
+/// Mode words of netCDF URLs (`#mode=nczarr,s3`) that only name the format: zarrfs finds the
+/// dialect from the metadata itself, so they are accepted and change nothing.
+const FORMAT_WORDS: &[&str] = &[
+    "nczarr",
+    "zarr",
+    "xarray",
+    "noxarray",
+    "consolidated",
+    "v2",
+    "v3",
+];
+
+/// Parses a STORE argument. Anything without `scheme://` is a local path.
+pub fn parse(arg: &str) -> Result<Location, StoreError> {
+    if !arg.contains("://") {
+        return Ok(Location::Local {
+            path: PathBuf::from(arg),
+            kind: LocalKind::Any,
+        });
+    }
+    let bad = |why: String| StoreError::Invalid(format!("{arg}: {why}"));
+    let url = Url::parse(arg).map_err(|e| bad(e.to_string()))?;
+    let words = mode_words(&url).map_err(bad)?;
+    let has = |w: &str| words.iter().any(|x| x == w);
+    let path = decoded_path(&url);
+    let kind = if has("zip") {
+        LocalKind::Zip
+    } else if has("file") {
+        LocalKind::Dir
+    } else {
+        LocalKind::Any
+    };
+    match url.scheme() {
+        "file" => Ok(Location::Local {
+            path: PathBuf::from(format!("/{path}")),
+            kind,
+        }),
+        _ if kind == LocalKind::Dir => Err(bad(
+            "mode word `file` names a local directory: use a file:// URL or a path".into(),
+        )),
+        "s3" | "s3a" => Ok(Location::S3 {
+            bucket: host(&url).map_err(bad)?,
+            prefix: path,
+            endpoint: None,
+            region: None,
+        }),
+        "gs" => Ok(Location::Gcs {
+            bucket: host(&url).map_err(bad)?,
+            prefix: path,
+        }),
+        "az" | "adl" | "azure" | "abfs" | "abfss" => Ok(Location::Azure {
+            url: without_fragment(&url),
+            prefix: path,
+        }),
+        "http" | "https" if has("s3") => s3_https(&url, path).map_err(bad),
+        "http" | "https" if has("gs3") => {
+            let (bucket, prefix) = split_bucket(&path).map_err(bad)?;
+            Ok(Location::Gcs { bucket, prefix })
+        }
+        "http" | "https" => {
+            let mut base = url.clone();
+            base.set_fragment(None);
+            let trimmed = base.path().trim_end_matches('/').to_string();
+            base.set_path(&trimmed);
+            Ok(Location::Http { url: base })
+        }
+        other => Err(bad(format!(
+            "unknown scheme {other}:// (use a path, file://, s3://, gs://, az://, abfs:// or http(s)://)"
+        ))),
+    }
+}
+
+/// True when a remote store URL names a zip file: a `.zip` path or the mode word `zip`.
+pub fn names_zip(arg: &str) -> bool {
+    let Ok(url) = Url::parse(arg) else {
+        return false;
+    };
+    url.path().trim_end_matches('/').ends_with(".zip")
+        || mode_words(&url).is_ok_and(|w| w.iter().any(|w| w == "zip"))
+}
+
+/// The words of a netCDF `#mode=a,b,c` fragment (other `key=value` pairs are ignored); refuses
+/// words zarrfs does not know, and `bytes` (netCDF-4 files over HTTP, not Zarr).
+fn mode_words(url: &Url) -> Result<Vec<String>, String> {
+    let Some(fragment) = url.fragment() else {
+        return Ok(Vec::new());
+    };
+    let mut words = Vec::new();
+    for pair in fragment.split('&') {
+        if let Some(list) = pair.strip_prefix("mode=") {
+            words.extend(
+                list.split(',')
+                    .filter(|w| !w.is_empty())
+                    .map(str::to_string),
+            );
+        }
+    }
+    for w in &words {
+        match w.as_str() {
+            "s3" | "gs3" | "file" | "zip" => {}
+            "bytes" => return Err("mode=bytes is for netCDF-4 files, not Zarr stores".into()),
+            w if FORMAT_WORDS.contains(&w) => {}
+            w => return Err(format!("unknown mode word {w:?}")),
+        }
+    }
+    Ok(words)
+}
+
+/// The URL's path without its leading and trailing `/`, percent-decoded.
+fn decoded_path(url: &Url) -> String {
+    let raw = url.path().trim_matches('/');
+    percent_encoding::percent_decode_str(raw)
+        .decode_utf8_lossy()
+        .into_owned()
+}
+
+fn host(url: &Url) -> Result<String, String> {
+    url.host_str()
+        .filter(|h| !h.is_empty())
+        .map(str::to_string)
+        .ok_or_else(|| "the URL names no bucket".to_string())
+}
+
+fn without_fragment(url: &Url) -> String {
+    let mut u = url.clone();
+    u.set_fragment(None);
+    u.to_string()
+}
+
+/// `bucket/prefix...` → (bucket, prefix).
+fn split_bucket(path: &str) -> Result<(String, String), String> {
+    let (bucket, prefix) = path.split_once('/').unwrap_or((path, ""));
+    if bucket.is_empty() {
+        return Err("the URL names no bucket".into());
+    }
+    Ok((bucket.to_string(), prefix.to_string()))
+}
+
+/// netCDF's S3 URLs in https form: `https://s3.<region>.amazonaws.com/bucket/key`,
+/// `https://<bucket>.s3.<region>.amazonaws.com/key`, or any other host as a path-style endpoint.
+fn s3_https(url: &Url, path: String) -> Result<Location, String> {
+    let host = host(url)?;
+    if let Some(rest) = host.strip_suffix(".amazonaws.com") {
+        let parts: Vec<&str> = rest.split('.').collect();
+        let s3_at = parts
+            .iter()
+            .position(|p| *p == "s3" || p.starts_with("s3-"))
+            .ok_or_else(|| format!("{host} is not an S3 host"))?;
+        let region = match (parts[s3_at].strip_prefix("s3-"), parts.get(s3_at + 1)) {
+            (Some(r), _) => Some(r.to_string()),
+            (None, Some(r)) if *r != "dualstack" => Some(r.to_string()),
+            (None, _) => parts.get(s3_at + 2).map(|r| r.to_string()),
+        };
+        let (bucket, prefix) = if s3_at == 0 {
+            split_bucket(&path)?
+        } else {
+            (parts[..s3_at].join("."), path)
+        };
+        return Ok(Location::S3 {
+            bucket,
+            prefix,
+            endpoint: None,
+            region,
+        });
+    }
+    let (bucket, prefix) = split_bucket(&path)?;
+    let mut endpoint = format!("{}://{host}", url.scheme());
+    if let Some(port) = url.port() {
+        endpoint.push_str(&format!(":{port}"));
+    }
+    Ok(Location::S3 {
+        bucket,
+        prefix,
+        endpoint: Some(endpoint),
+        region: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s3(bucket: &str, prefix: &str, endpoint: Option<&str>, region: Option<&str>) -> Location {
+        Location::S3 {
+            bucket: bucket.into(),
+            prefix: prefix.into(),
+            endpoint: endpoint.map(String::from),
+            region: region.map(String::from),
+        }
+    }
+
+    #[test]
+    fn parses_every_form() {
+        let local = |p: &str, kind| Location::Local {
+            path: PathBuf::from(p),
+            kind,
+        };
+        let cases = [
+            ("data/x.zarr", local("data/x.zarr", LocalKind::Any)),
+            ("/d/x.zip", local("/d/x.zip", LocalKind::Any)),
+            ("file:///d/x%20y.zarr", local("/d/x y.zarr", LocalKind::Any)),
+            (
+                "file:///d/x.zarr#mode=zarr,file",
+                local("/d/x.zarr", LocalKind::Dir),
+            ),
+            (
+                "file:///d/x.zip#mode=nczarr,zip",
+                local("/d/x.zip", LocalKind::Zip),
+            ),
+            ("s3://b/p/q.zarr", s3("b", "p/q.zarr", None, None)),
+            ("s3://b", s3("b", "", None, None)),
+            ("s3://b/p/", s3("b", "p", None, None)),
+            (
+                "https://s3.us-west-2.amazonaws.com/b/k.zarr#mode=nczarr,s3",
+                s3("b", "k.zarr", None, Some("us-west-2")),
+            ),
+            (
+                "https://b.c.s3.eu-west-1.amazonaws.com/k#mode=zarr,s3",
+                s3("b.c", "k", None, Some("eu-west-1")),
+            ),
+            (
+                "http://127.0.0.1:9000/b/k/x.zarr#mode=nczarr,s3",
+                s3("b", "k/x.zarr", Some("http://127.0.0.1:9000"), None),
+            ),
+            (
+                "gs://b/p",
+                Location::Gcs {
+                    bucket: "b".into(),
+                    prefix: "p".into(),
+                },
+            ),
+            (
+                "https://storage.googleapis.com/b/p#mode=zarr,gs3",
+                Location::Gcs {
+                    bucket: "b".into(),
+                    prefix: "p".into(),
+                },
+            ),
+            (
+                "az://c/p/x.zarr",
+                Location::Azure {
+                    url: "az://c/p/x.zarr".into(),
+                    prefix: "p/x.zarr".into(),
+                },
+            ),
+            (
+                "abfs://c@acct.dfs.core.windows.net/p",
+                Location::Azure {
+                    url: "abfs://c@acct.dfs.core.windows.net/p".into(),
+                    prefix: "p".into(),
+                },
+            ),
+            (
+                "https://h.org/data/x.zarr/#mode=nczarr",
+                Location::Http {
+                    url: Url::parse("https://h.org/data/x.zarr").unwrap(),
+                },
+            ),
+        ];
+        for (arg, want) in cases {
+            assert_eq!(parse(arg).unwrap(), want, "{arg}");
+        }
+    }
+
+    #[test]
+    fn knows_remote_zip_files() {
+        assert!(names_zip("s3://b/p/x.zip"));
+        assert!(names_zip("https://h/x.zip/#mode=nczarr"));
+        assert!(names_zip("https://h/archive#mode=nczarr,zip"));
+        assert!(!names_zip("s3://b/p/x.zarr"));
+        assert!(!names_zip("https://h/x.zip.d/y.zarr"));
+    }
+
+    #[test]
+    fn refuses_what_it_cannot_serve() {
+        for (arg, why) in [
+            ("ftp://h/x", "unknown scheme"),
+            ("https://h/x#mode=bytes", "netCDF-4"),
+            ("https://h/x#mode=zarr,frob", "unknown mode word"),
+            ("https://h/x.zarr#mode=zarr,file", "local directory"),
+            ("s3:///x", "no bucket"),
+        ] {
+            let err = parse(arg).unwrap_err().to_string();
+            assert!(err.contains(why), "{arg}: {err}");
+        }
+    }
+}

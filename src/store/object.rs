@@ -1,0 +1,327 @@
+//! Remote stores (S3, GCS, Azure Blob, plain HTTP) on the `object_store` crate, behind the
+//! synchronous [`Store`] trait: one shared tokio runtime runs the requests, and every call is
+//! bounded by a deadline so a hung server never holds a caller forever.
+
+use super::client::RemoteOptions;
+use super::location::Location;
+use super::{check_key, Entry, EntryKind, Object, ObjectMeta, Store, StoreError};
+use object_store::path::Path;
+use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
+use std::future::Future;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant, SystemTime};
+
+/// The runtime every remote store shares, started on first use (after the mount command has
+/// daemonized: threads do not survive fork).
+fn runtime() -> Result<&'static tokio::runtime::Runtime, &'static str> {
+    static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .thread_name("zarrfs-net")
+                .enable_all()
+                .build()
+                .map_err(|e| format!("cannot start the network runtime: {e}"))
+        })
+        .as_ref()
+        .map_err(String::as_str)
+}
+
+/// A bucket, container or URL prefix read through `object_store`.
+pub struct ObjectStoreBackend {
+    inner: Arc<dyn ObjectStore>,
+    /// Key prefix inside the bucket (no leading or trailing `/`).
+    prefix: String,
+    /// The store's URL as shown to the user.
+    url: String,
+    /// False for plain HTTP, which cannot list.
+    listable: bool,
+    timeout: Duration,
+    opened: SystemTime,
+}
+
+impl ObjectStoreBackend {
+    /// The store at a remote `location` (shown to the user as `url`). No request is made yet.
+    pub fn open(location: &Location, url: &str, opts: &RemoteOptions) -> Result<Self, StoreError> {
+        let (inner, prefix, listable) = super::client::build(location, url, opts)?;
+        Ok(ObjectStoreBackend {
+            inner,
+            prefix: prefix.to_string(),
+            url: url.to_string(),
+            listable,
+            timeout: opts.timeout,
+            opened: SystemTime::now(),
+        })
+    }
+
+    /// The object path of `key` (checked first: no request leaves the store's prefix).
+    fn path(&self, key: &str) -> Result<Path, StoreError> {
+        check_key(key)?;
+        let full = match (self.prefix.is_empty(), key.is_empty()) {
+            (true, _) => key.to_string(),
+            (false, true) => self.prefix.clone(),
+            (false, false) => format!("{}/{key}", self.prefix),
+        };
+        Path::parse(&full).map_err(|e| StoreError::Invalid(format!("{}: {e}", self.what(key))))
+    }
+
+    /// The URL of `key`, for messages.
+    fn what(&self, key: &str) -> String {
+        if key.is_empty() {
+            self.url.clone()
+        } else {
+            format!("{}/{key}", self.url.trim_end_matches('/'))
+        }
+    }
+
+    /// When an operation started now must be over.
+    fn deadline(&self) -> Instant {
+        Instant::now() + self.timeout
+    }
+
+    /// Runs `fut` on the shared runtime until `deadline`; an absent key is `None`.
+    fn run<T>(
+        &self,
+        key: &str,
+        deadline: Instant,
+        fut: impl Future<Output = object_store::Result<T>>,
+    ) -> Result<Option<T>, StoreError> {
+        let rt = runtime().map_err(|e| StoreError::Remote {
+            what: self.what(key),
+            cause: e.to_string(),
+        })?;
+        // The timer is made inside the runtime (it needs the runtime's context).
+        match rt.block_on(async { tokio::time::timeout_at(deadline.into(), fut).await }) {
+            Ok(Ok(v)) => Ok(Some(v)),
+            Ok(Err(object_store::Error::NotFound { .. })) => Ok(None),
+            Ok(Err(e)) => Err(self.error(key, e)),
+            Err(_) => Err(StoreError::TimedOut {
+                what: self.what(key),
+                after: self.timeout,
+            }),
+        }
+    }
+
+    fn error(&self, key: &str, e: object_store::Error) -> StoreError {
+        let what = self.what(key);
+        let mut cause = full_cause(&e);
+        if cause.contains("169.254.169.254") {
+            cause.push_str(
+                " (no AWS credentials in the environment or ~/.aws, so the EC2 instance \
+                 metadata service was asked; use --anonymous for public buckets)",
+            );
+        }
+        match e {
+            object_store::Error::PermissionDenied { .. }
+            | object_store::Error::Unauthenticated { .. } => StoreError::Denied { what, cause },
+            _ => StoreError::Remote { what, cause },
+        }
+    }
+
+    /// Size and modification time of `key`, within `deadline`.
+    fn head_until(&self, key: &str, deadline: Instant) -> Result<Option<ObjectMeta>, StoreError> {
+        let path = self.path(key)?;
+        self.run(key, deadline, async {
+            let meta = self.inner.head(&path).await?;
+            Ok(ObjectMeta {
+                size: meta.size,
+                mtime: mtime(&meta),
+            })
+        })
+    }
+
+    /// `len` bytes of `key` from `start`, within `deadline`. A range starting at or past the end
+    /// is refused by servers (416): when the read fails, the object's size tells whether that
+    /// was the cause (then it is an empty read, as for local stores).
+    fn range_until(
+        &self,
+        key: &str,
+        start: u64,
+        len: u64,
+        deadline: Instant,
+    ) -> Result<Option<Vec<u8>>, StoreError> {
+        let path = self.path(key)?;
+        if len == 0 {
+            return Ok(self.head_until(key, deadline)?.map(|_| Vec::new()));
+        }
+        let options = GetOptions {
+            range: Some(GetRange::Bounded(start..start.saturating_add(len))),
+            ..GetOptions::default()
+        };
+        let got = self.run(key, deadline, async {
+            let bytes = self.inner.get_opts(&path, options).await?.bytes().await?;
+            Ok(Vec::from(bytes))
+        });
+        match got {
+            Err(e) if !matches!(e, StoreError::TimedOut { .. }) => {
+                match self.head_until(key, deadline)? {
+                    None => Ok(None),
+                    Some(meta) if meta.size <= start => Ok(Some(Vec::new())),
+                    Some(_) => Err(e),
+                }
+            }
+            other => other,
+        }
+    }
+}
+
+/// The error and its sources, one line.
+fn full_cause(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = s.source();
+    }
+    out
+}
+
+fn mtime(meta: &object_store::ObjectMeta) -> Option<SystemTime> {
+    Some(SystemTime::from(meta.last_modified))
+}
+
+impl Store for ObjectStoreBackend {
+    fn get(&self, key: &str) -> Result<Option<Object>, StoreError> {
+        let path = self.path(key)?;
+        self.run(key, self.deadline(), async {
+            let got = self.inner.get_opts(&path, GetOptions::default()).await?;
+            let mtime = mtime(&got.meta);
+            let bytes = got.bytes().await?;
+            Ok(Object {
+                bytes: Vec::from(bytes),
+                mtime,
+            })
+        })
+    }
+
+    fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError> {
+        self.range_until(key, start, len, self.deadline())
+    }
+
+    fn get_suffix(&self, key: &str, len: u64) -> Result<Option<(Vec<u8>, u64)>, StoreError> {
+        let path = self.path(key)?;
+        let deadline = self.deadline();
+        let options = GetOptions {
+            range: Some(GetRange::Suffix(len)),
+            ..GetOptions::default()
+        };
+        let got = self.run(key, deadline, async {
+            let got = self.inner.get_opts(&path, options).await?;
+            let size = got.meta.size;
+            Ok((Vec::from(got.bytes().await?), size))
+        });
+        match got {
+            // An empty suffix, or one longer than the value, which some servers refuse: the
+            // object's size, then a plain range.
+            Err(e) if !matches!(e, StoreError::TimedOut { .. }) => {
+                let Some(meta) = self.head_until(key, deadline)? else {
+                    return Ok(None);
+                };
+                if len != 0 && meta.size > len {
+                    return Err(e);
+                }
+                let start = meta.size.saturating_sub(len);
+                let bytes = self.range_until(key, start, meta.size - start, deadline)?;
+                Ok(bytes.map(|b| (b, meta.size)))
+            }
+            other => other,
+        }
+    }
+
+    fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
+        self.head_until(key, self.deadline())
+    }
+
+    fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
+        if !self.listable {
+            return Err(StoreError::CannotList(self.what(prefix)));
+        }
+        let path = self.path(prefix)?;
+        let dir = (!path.as_ref().is_empty()).then_some(&path);
+        let listed = self.run(prefix, self.deadline(), self.inner.list_with_delimiter(dir))?;
+        let Some(listed) = listed else {
+            return Ok(Vec::new());
+        };
+        let mut out: Vec<Entry> = listed
+            .common_prefixes
+            .iter()
+            .filter_map(|p| p.filename())
+            .map(|name| Entry {
+                name: name.to_string(),
+                kind: EntryKind::Prefix,
+                mtime: None,
+            })
+            .chain(listed.objects.iter().filter_map(|m| {
+                Some(Entry {
+                    name: m.location.filename()?.to_string(),
+                    kind: EntryKind::Object(m.size),
+                    mtime: mtime(m),
+                })
+            }))
+            .collect();
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        out.dedup_by(|a, b| a.name == b.name);
+        Ok(out)
+    }
+
+    fn mtime(&self) -> SystemTime {
+        self.opened
+    }
+
+    fn describe(&self) -> String {
+        self.url.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::location::parse;
+
+    fn open(url: &str, opts: &RemoteOptions) -> Result<ObjectStoreBackend, StoreError> {
+        ObjectStoreBackend::open(&parse(url).unwrap(), url, opts)
+    }
+
+    #[test]
+    fn builds_every_backend_without_a_request() {
+        let anonymous = RemoteOptions {
+            anonymous: true,
+            ..RemoteOptions::default()
+        };
+        for url in [
+            "s3://bucket/a/b.zarr",
+            "gs://bucket/a/b.zarr",
+            "abfs://container@account.dfs.core.windows.net/a/b.zarr",
+            "https://example.org/data/b.zarr",
+            "https://s3.eu-west-1.amazonaws.com/bucket/b.zarr#mode=zarr,s3",
+        ] {
+            let store = open(url, &anonymous).unwrap_or_else(|e| panic!("{url}: {e}"));
+            assert_eq!(store.describe(), url);
+            assert_eq!(store.what("c/0"), format!("{url}/c/0"));
+        }
+        let s3 = open("s3://bucket/a/b.zarr", &anonymous).unwrap();
+        assert_eq!(s3.path("c/0.0").unwrap().as_ref(), "a/b.zarr/c/0.0");
+        assert_eq!(s3.path("").unwrap().as_ref(), "a/b.zarr");
+    }
+
+    #[test]
+    fn refuses_keys_and_options_that_do_not_fit() {
+        let http = open("http://127.0.0.1:9/x.zarr", &RemoteOptions::default()).unwrap();
+        // Checked before any request (nothing listens on port 9).
+        assert!(matches!(http.get("../y"), Err(StoreError::BadKey(_))));
+        assert!(matches!(http.list_dir(""), Err(StoreError::CannotList(_))));
+        let endpoint = RemoteOptions {
+            endpoint: Some("http://127.0.0.1:9000".into()),
+            ..RemoteOptions::default()
+        };
+        for url in ["gs://bucket/x", "https://example.org/x"] {
+            let err = open(url, &endpoint).err().unwrap().to_string();
+            assert!(err.contains("--endpoint"), "{url}: {err}");
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! A zip store that is one object of a remote store: its central directory is read on first
+//! use (after the mount command has daemonized), in 64 KiB blocks; members are then read by
+//! byte range, as from a local zip.
+
+use super::zip::{ZipBytes, ZipStore};
+use super::{Entry, Object, ObjectMeta, Store, StoreError};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::SystemTime;
+
+/// Reads below this size go through the block cache (the `zip` crate reads the central
+/// directory in small pieces).
+const BLOCK: u64 = 64 << 10;
+/// Blocks kept.
+const BLOCKS_KEPT: usize = 16;
+
+/// The bytes of one remote object, read by range, small reads through a few cached blocks.
+struct ObjectBytes {
+    store: Arc<dyn Store>,
+    key: String,
+    /// The object's URL, for messages.
+    url: String,
+    size: u64,
+    blocks: Mutex<VecDeque<(u64, Arc<Vec<u8>>)>>,
+}
+
+impl ObjectBytes {
+    fn range(&self, start: u64, len: u64) -> std::io::Result<Vec<u8>> {
+        match self.store.get_range(&self.key, start, len) {
+            Ok(Some(bytes)) if bytes.len() as u64 == len => Ok(bytes),
+            Ok(Some(_)) => Err(std::io::Error::other(format!(
+                "{}: shorter than its size",
+                self.url
+            ))),
+            Ok(None) => Err(std::io::Error::other(format!("{}: gone", self.url))),
+            Err(e) => Err(std::io::Error::other(e.to_string())),
+        }
+    }
+
+    fn block(&self, index: u64) -> std::io::Result<Arc<Vec<u8>>> {
+        let cached = |blocks: &VecDeque<(u64, Arc<Vec<u8>>)>| {
+            blocks
+                .iter()
+                .find(|(i, _)| *i == index)
+                .map(|(_, b)| b.clone())
+        };
+        if let Some(b) = cached(&self.blocks.lock().unwrap_or_else(|p| p.into_inner())) {
+            return Ok(b);
+        }
+        let start = index * BLOCK;
+        let b = Arc::new(self.range(start, BLOCK.min(self.size - start))?);
+        let mut blocks = self.blocks.lock().unwrap_or_else(|p| p.into_inner());
+        if blocks.len() == BLOCKS_KEPT {
+            blocks.pop_front();
+        }
+        blocks.push_back((index, b.clone()));
+        Ok(b)
+    }
+}
+
+impl ZipBytes for ObjectBytes {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        let len = buf.len() as u64;
+        if offset.checked_add(len).is_none_or(|end| end > self.size) {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        if len >= BLOCK {
+            buf.copy_from_slice(&self.range(offset, len)?);
+            return Ok(());
+        }
+        let mut done = 0;
+        while done < buf.len() {
+            let at = offset + done as u64;
+            let block = self.block(at / BLOCK)?;
+            let from = (at % BLOCK) as usize;
+            let n = (block.len() - from).min(buf.len() - done);
+            buf[done..done + n].copy_from_slice(&block[from..from + n]);
+            done += n;
+        }
+        Ok(())
+    }
+
+    fn size(&self) -> std::io::Result<u64> {
+        Ok(self.size)
+    }
+}
+
+/// A zip file at `key` of a remote store (`""`: the store's own URL), opened on first use.
+pub struct RemoteZip {
+    store: Arc<dyn Store>,
+    key: String,
+    url: String,
+    zip: OnceLock<Result<ZipStore, String>>,
+}
+
+impl RemoteZip {
+    /// The zip file `key` of `store`, shown as `url`. No request is made yet.
+    pub fn new(store: Box<dyn Store>, key: &str, url: &str) -> Self {
+        RemoteZip {
+            store: Arc::from(store),
+            key: key.to_string(),
+            url: url.to_string(),
+            zip: OnceLock::new(),
+        }
+    }
+
+    /// The opened zip (its central directory read on the first call).
+    fn zip(&self) -> Result<&ZipStore, StoreError> {
+        let opened = self.zip.get_or_init(|| {
+            let meta = self
+                .store
+                .head(&self.key)
+                .map_err(|e| e.to_string())?
+                .ok_or_else(|| format!("{}: no such object", self.url))?;
+            let bytes = ObjectBytes {
+                store: self.store.clone(),
+                key: self.key.clone(),
+                url: self.url.clone(),
+                size: meta.size,
+                blocks: Mutex::new(VecDeque::new()),
+            };
+            let mtime = meta.mtime.unwrap_or(SystemTime::UNIX_EPOCH);
+            ZipStore::read(self.url.clone(), Arc::new(bytes), mtime).map_err(|e| e.to_string())
+        });
+        opened.as_ref().map_err(|e| StoreError::Invalid(e.clone()))
+    }
+}
+
+impl Store for RemoteZip {
+    fn get(&self, key: &str) -> Result<Option<Object>, StoreError> {
+        self.zip()?.get(key)
+    }
+
+    fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError> {
+        self.zip()?.get_range(key, start, len)
+    }
+
+    fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
+        self.zip()?.head(key)
+    }
+
+    fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
+        self.zip()?.list_dir(prefix)
+    }
+
+    fn mtime(&self) -> SystemTime {
+        self.zip
+            .get()
+            .and_then(|z| z.as_ref().ok())
+            .map_or(SystemTime::UNIX_EPOCH, |z| z.mtime())
+    }
+
+    fn describe(&self) -> String {
+        self.url.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::MemoryStore;
+    use std::io::Write;
+
+    #[test]
+    fn reads_a_zip_held_as_one_object() {
+        let mut buf = std::io::Cursor::new(Vec::new());
+        {
+            let mut w = zip::ZipWriter::new(&mut buf);
+            let stored = zip::write::SimpleFileOptions::default()
+                .compression_method(zip::CompressionMethod::Stored);
+            w.start_file("a/.zarray", stored).unwrap();
+            w.write_all(b"{\"zarr_format\": 2}").unwrap();
+            let big: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+            w.start_file("a/0", stored).unwrap();
+            w.write_all(&big).unwrap();
+            w.finish().unwrap();
+        }
+        let mut mem = MemoryStore::new();
+        mem.insert("data/x.zip", buf.into_inner());
+        let z = RemoteZip::new(Box::new(mem), "data/x.zip", "mem://data/x.zip");
+        assert_eq!(
+            z.get("a/.zarray").unwrap().unwrap().bytes,
+            b"{\"zarr_format\": 2}"
+        );
+        let chunk = z.get_range("a/0", 70_000, 100_000).unwrap().unwrap();
+        let want: Vec<u8> = (70_000..170_000u32).map(|i| (i % 251) as u8).collect();
+        assert_eq!(chunk, want);
+        assert_eq!(z.list_dir("").unwrap()[0].name, "a");
+        assert!(z.get("b").unwrap().is_none());
+        let missing = RemoteZip::new(Box::new(MemoryStore::new()), "y.zip", "mem://y.zip");
+        assert!(missing
+            .get("a")
+            .unwrap_err()
+            .to_string()
+            .contains("no such object"));
+    }
+}

@@ -1,0 +1,243 @@
+//! Real servers on 127.0.0.1 for the remote-store tests: an S3 server (s3s-fs), an HTTP server
+//! with range support (nginx), and a fault-injecting HTTP proxy (Python). Each is a child
+//! process killed when its guard is dropped.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Credentials the S3 server accepts.
+pub const ACCESS_KEY: &str = "zarrfs-test";
+pub const SECRET_KEY: &str = "zarrfs-test-secret";
+
+/// A port nobody listens on right now.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A server child process, killed on drop.
+pub struct Server {
+    child: Option<Child>,
+    /// The server's base URL, `http://127.0.0.1:PORT`.
+    pub url: String,
+    /// Files of the server (its data root, configuration, logs).
+    pub dir: tempfile::TempDir,
+}
+
+impl Server {
+    fn start(mut cmd: Command, port: u16, dir: tempfile::TempDir) -> Server {
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e} (run .ci/run to install it)"));
+        let mut server = Server {
+            child: Some(child),
+            url: format!("http://127.0.0.1:{port}"),
+            dir,
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if let Some(status) = server.child.as_mut().unwrap().try_wait().unwrap() {
+                panic!("{cmd:?} exited ({status}) before listening");
+            }
+            assert!(Instant::now() < deadline, "{cmd:?} did not listen");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        server
+    }
+
+    /// The port the server listens on.
+    pub fn port(&self) -> u16 {
+        self.url.rsplit(':').next().unwrap().parse().unwrap()
+    }
+
+    /// Kills the server now (a crash, as far as clients can tell).
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Copies the directory tree `from` to `to`.
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// An S3 server (s3s-fs) with one bucket per name, holding copies of the given stores
+/// (directories or zip files; objects are plain files under `dir.path()/root/BUCKET`).
+pub fn s3_server(buckets: &[(&str, &[PathBuf])]) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    for (bucket, stores) in buckets {
+        for store in *stores {
+            let target = root.join(bucket).join(store.file_name().unwrap());
+            if store.is_dir() {
+                copy_tree(store, &target);
+            } else {
+                std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+                std::fs::copy(store, target).unwrap();
+            }
+        }
+        std::fs::create_dir_all(root.join(bucket)).unwrap();
+    }
+    let port = free_port();
+    let mut cmd = Command::new("s3s-fs");
+    cmd.args(["--host", "127.0.0.1", "--port", &port.to_string()])
+        .args(["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
+        .arg(&root);
+    Server::start(cmd, port, dir)
+}
+
+/// Sets the variables the S3 client reads its credentials and region from.
+pub fn s3_credentials_env() {
+    std::env::set_var("AWS_ACCESS_KEY_ID", ACCESS_KEY);
+    std::env::set_var("AWS_SECRET_ACCESS_KEY", SECRET_KEY);
+    std::env::set_var("AWS_REGION", "us-east-1");
+}
+
+/// nginx serving the directory `root` (with byte ranges) on 127.0.0.1, in the foreground, with
+/// its pid, logs and temporary files in its own directory.
+pub fn http_server(root: &Path) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let d = dir.path().display();
+    let conf = format!(
+        "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\n\
+         error_log {d}/error.log;\nevents {{ worker_connections 512; }}\n\
+         http {{\n  access_log off;\n  client_body_temp_path {d}/body;\n\
+         proxy_temp_path {d}/proxy;\n  fastcgi_temp_path {d}/fastcgi;\n\
+         uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
+         server {{\n    listen 127.0.0.1:{port};\n    root {};\n  }}\n}}\n",
+        root.display()
+    );
+    let conf_path = dir.path().join("nginx.conf");
+    std::fs::write(&conf_path, conf).unwrap();
+    let mut cmd = Command::new("nginx");
+    cmd.arg("-c").arg(&conf_path).arg("-p").arg(dir.path());
+    Server::start(cmd, port, dir)
+}
+
+/// A Python HTTP proxy in front of `upstream` that injects faults on command: `fail N` answers
+/// the next N requests with 503, `sleep S` holds every answer S seconds, `ok` proxies.
+const FAULT_PROXY: &str = r#"
+import http.client, http.server, sys, threading, time
+upstream_port = int(sys.argv[2])
+state = {"fail": 0, "sleep": 0.0, "failed": 0}
+lock = threading.Lock()
+
+class Proxy(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *args):
+        pass
+    def reply(self, code, body=b"", headers=()):
+        self.send_response(code)
+        for k, v in headers:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+    def control(self):
+        word, _, arg = self.path[len("/__fault/"):].partition("/")
+        with lock:
+            if word == "fail":
+                state["fail"] = int(arg)
+            elif word == "sleep":
+                state["sleep"] = float(arg)
+            elif word == "ok":
+                state["fail"], state["sleep"] = 0, 0.0
+            body = str(state["failed"]).encode()
+        self.reply(200, body)
+    def proxy(self):
+        if self.path.startswith("/__fault/"):
+            return self.control()
+        with lock:
+            failing = state["fail"] > 0
+            if failing:
+                state["fail"] -= 1
+                state["failed"] += 1
+            pause = state["sleep"]
+        if failing:
+            return self.reply(503, b"injected")
+        time.sleep(pause)
+        conn = http.client.HTTPConnection("127.0.0.1", upstream_port, timeout=30)
+        headers = {k: v for k, v in self.headers.items() if k.lower() in ("range", "if-none-match")}
+        conn.request(self.command, self.path, headers=headers)
+        resp = conn.getresponse()
+        body = resp.read()
+        keep = ("content-type", "content-range", "last-modified", "etag", "accept-ranges")
+        hs = [(k, v) for k, v in resp.getheaders() if k.lower() in keep]
+        if self.command == "HEAD":
+            hs.append(("Content-Length", resp.getheader("Content-Length", "0")))
+            self.send_response(resp.status)
+            for k, v in hs:
+                self.send_header(k, v)
+            self.end_headers()
+        else:
+            self.reply(resp.status, body, hs)
+        conn.close()
+    do_GET = proxy
+    do_HEAD = proxy
+
+class Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+Server(("127.0.0.1", int(sys.argv[1])), Proxy).serve_forever()
+"#;
+
+/// The fault-injecting proxy in front of the server at `upstream`.
+pub fn fault_proxy(upstream: &Server) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("proxy.py");
+    std::fs::write(&script, FAULT_PROXY).unwrap();
+    let port = free_port();
+    let mut cmd = Command::new("python3");
+    cmd.arg(&script)
+        .arg(port.to_string())
+        .arg(upstream.port().to_string());
+    Server::start(cmd, port, dir)
+}
+
+/// Sends a command to a fault proxy (`fail/2`, `sleep/30`, `ok`); returns how many requests it
+/// has failed so far.
+pub fn fault(proxy: &Server, command: &str) -> u64 {
+    let mut s = TcpStream::connect(("127.0.0.1", proxy.port())).unwrap();
+    write!(
+        s,
+        "GET /__fault/{command} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out.rsplit("\r\n\r\n")
+        .next()
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}

@@ -1,0 +1,493 @@
+//! Remote stores against real servers on 127.0.0.1: the fixtures read byte-exact over S3
+//! (s3s-fs) and over plain HTTP (nginx), and faults (503s, a hung server, a killed server) give
+//! retries or EIO within the store's time bound while the rest of the mount keeps answering.
+
+mod common;
+
+use common::mount::{is_fuse_mount, timed, Mount};
+use common::servers::{self, Server};
+use common::{expected_bytes, load_manifest, StoreCase};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use zarrfs::store::{EntryKind, RemoteOptions, Store, StoreError};
+
+/// The stores of both manifests (directories and zip files).
+fn all_cases() -> Vec<StoreCase> {
+    let mut cases = load_manifest("manifest.json");
+    cases.extend(load_manifest("dialects/manifest.json"));
+    cases
+}
+
+/// `case` mounted from `url` instead of its local directory, with extra options.
+fn remote_case(case: &StoreCase, url: String, extra: &[&str]) -> StoreCase {
+    let mut c = case.clone();
+    c.store = PathBuf::from(url);
+    c.options.extend(extra.iter().map(|s| s.to_string()));
+    c
+}
+
+fn dir_name(case: &StoreCase) -> String {
+    case.store
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn check(cases: &[StoreCase]) {
+    let errors: Vec<String> = cases
+        .iter()
+        .flat_map(common::fuse_check::check_store)
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{} problems:\n{}",
+        errors.len(),
+        errors.join("\n")
+    );
+}
+
+/// A fixture store's cases by name.
+fn case(name: &str) -> StoreCase {
+    all_cases().into_iter().find(|c| c.name == name).unwrap()
+}
+
+/// The expected `A` bytes of array `path` of `case`.
+fn expected_data(case: &StoreCase, path: &str) -> Vec<u8> {
+    expected_bytes(case.nodes.iter().find(|n| n.path == path).unwrap()).1
+}
+
+/// Reads a whole mounted file with O_DIRECT: the request reaches zarrfs, not the page cache.
+fn read_direct(path: PathBuf) -> std::io::Result<Vec<u8>> {
+    timed("read", move || {
+        use std::io::Read;
+        let mut f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(path)?;
+        let mut out = Vec::new();
+        f.read_to_end(&mut out)?;
+        Ok(out)
+    })
+}
+
+/// Reads a whole mounted file through the page cache (which keeps what was read before).
+fn read_cached(path: PathBuf) -> std::io::Result<Vec<u8>> {
+    timed("read", move || std::fs::read(path))
+}
+
+fn eio(r: std::io::Result<Vec<u8>>) -> bool {
+    matches!(r, Err(e) if e.raw_os_error() == Some(libc::EIO))
+}
+
+/// `ls -R` of the mount succeeds and names `file`.
+fn ls_names(mount: &Mount, file: &str) {
+    let root = mount.path().to_path_buf();
+    let out = timed("ls -R", move || {
+        Command::new("ls").arg("-R").arg(root).output().unwrap()
+    });
+    assert!(out.status.success(), "ls -R failed");
+    assert!(String::from_utf8_lossy(&out.stdout).contains(file));
+}
+
+/// `zarrfs unmount` ends the mount while its server is dead or hung.
+fn unmount(mount: Mount) {
+    let path = mount.path().to_path_buf();
+    let p = path.clone();
+    let status = timed("zarrfs unmount", move || {
+        Command::new(env!("CARGO_BIN_EXE_zarrfs"))
+            .arg("unmount")
+            .arg(p)
+            .status()
+            .unwrap()
+    });
+    assert!(status.success(), "zarrfs unmount failed");
+    assert!(!is_fuse_mount(&path), "still mounted after zarrfs unmount");
+    let (status, _) = mount.stop();
+    assert!(status.success(), "zarrfs exited with {status}");
+}
+
+#[test]
+fn every_fixture_reads_exactly_over_s3() {
+    let cases = all_cases();
+    assert!(cases.len() >= 30, "too few fixture stores");
+    assert!(
+        cases.iter().filter(|c| c.store.is_file()).count() >= 5,
+        "too few zip stores"
+    );
+    let stores: Vec<PathBuf> = cases.iter().map(|c| c.store.clone()).collect();
+    let server = servers::s3_server(&[("fixtures", &stores)]);
+    servers::s3_credentials_env();
+    let remote: Vec<StoreCase> = cases
+        .iter()
+        .map(|c| {
+            let url = format!("s3://fixtures/{}", dir_name(c));
+            remote_case(c, url, &["--endpoint", &server.url])
+        })
+        .collect();
+    check(&remote);
+}
+
+#[test]
+fn the_mount_command_counts_its_requests() {
+    let c = case("consolidated_v2_zarr2");
+    let server = servers::s3_server(&[("counted", std::slice::from_ref(&c.store))]);
+    servers::s3_credentials_env();
+    let url = format!("s3://counted/{}", dir_name(&c));
+    let mount = Mount::new(Path::new(&url), &["--endpoint", &server.url, "-v"]);
+    let (status, stderr) = mount.stop();
+    assert!(status.success());
+    let line = stderr
+        .lines()
+        .find(|l| l.contains(&format!("{url}: scanned in")))
+        .unwrap_or_else(|| panic!("no progress summary:\n{stderr}"));
+    let numbers: Vec<u64> = line
+        .split(|ch: char| !ch.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    let (requests, objects) = (numbers[numbers.len() - 2], numbers[numbers.len() - 1]);
+    assert!(line.ends_with("metadata objects"), "{line}");
+    // The consolidated metadata, then the node documents it does not hold (at least the root's).
+    assert!(objects >= 1 && requests >= objects, "{line}");
+}
+
+/// Unmounts whatever a test left on its mount point.
+struct Unmounted<'a>(&'a Path);
+
+impl Drop for Unmounted<'_> {
+    fn drop(&mut self) {
+        if is_fuse_mount(self.0) {
+            common::mount::force_unmount(self.0);
+        }
+    }
+}
+
+#[test]
+fn keys_come_from_the_aws_profile_files_when_the_environment_has_none() {
+    let c = case("consolidated_v2_zarr2");
+    let server = servers::s3_server(&[("profiled", std::slice::from_ref(&c.store))]);
+    let dir = tempfile::tempdir().unwrap();
+    let credentials = dir.path().join("credentials");
+    std::fs::write(
+        &credentials,
+        format!(
+            "[default]\naws_access_key_id = wrong\naws_secret_access_key = wrong\n\n\
+             [test]\naws_access_key_id = {}\naws_secret_access_key = {}\n",
+            servers::ACCESS_KEY,
+            servers::SECRET_KEY
+        ),
+    )
+    .unwrap();
+    let mnt = dir.path().join("mnt");
+    let _guard = Unmounted(&mnt);
+    let url = format!("s3://profiled/{}", dir_name(&c));
+    let mount = |profile: &str| {
+        let (url, mnt, ep) = (url.clone(), mnt.clone(), server.url.clone());
+        let (credentials, profile) = (credentials.clone(), profile.to_string());
+        timed("zarrfs", move || {
+            Command::new(env!("CARGO_BIN_EXE_zarrfs"))
+                .args([&url, mnt.to_str().unwrap(), "--endpoint", &ep])
+                .env_remove("AWS_ACCESS_KEY_ID")
+                .env_remove("AWS_SECRET_ACCESS_KEY")
+                .env("AWS_SHARED_CREDENTIALS_FILE", credentials)
+                .env("AWS_CONFIG_FILE", "/nonexistent")
+                .env("AWS_PROFILE", profile)
+                .output()
+                .unwrap()
+        })
+    };
+    // The default profile's keys are refused: the mount fails and says why.
+    let refused = mount("default");
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("profiled"));
+    let ok = mount("test");
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    assert_eq!(read_direct(mnt.join("y")).unwrap(), expected_data(&c, "y"));
+    let status = Command::new(env!("CARGO_BIN_EXE_zarrfs"))
+        .arg("unmount")
+        .arg(&mnt)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn netcdf_s3_urls_name_a_bucket_on_an_endpoint() {
+    let demo = case("nczarr_gen4");
+    let server = servers::s3_server(&[("data", std::slice::from_ref(&demo.store))]);
+    servers::s3_credentials_env();
+    let url = format!("{}/data/{}#mode=nczarr,s3", server.url, dir_name(&demo));
+    check(&[remote_case(&demo, url, &[])]);
+}
+
+/// An HTTP server over the dialect fixtures.
+fn dialects_over_http() -> Server {
+    servers::http_server(&common::fixtures_dir().join("dialects"))
+}
+
+/// The dialect fixtures whose name starts with `prefix` (and that take no options), checked
+/// through FUSE from nginx at their URL plus `fragment`.
+fn check_over_http(prefix: &str, fragment: &str, count: usize) {
+    let server = dialects_over_http();
+    let cases: Vec<StoreCase> = all_cases()
+        .into_iter()
+        .filter(|c| c.name.starts_with(prefix) && c.options.is_empty())
+        .map(|c| {
+            let url = format!("{}/{}{fragment}", server.url, dir_name(&c));
+            remote_case(&c, url, &[])
+        })
+        .collect();
+    assert_eq!(cases.len(), count);
+    check(&cases);
+}
+
+#[test]
+fn consolidated_fixtures_read_exactly_over_http() {
+    check_over_http("consolidated_", "", 4);
+}
+
+#[test]
+fn nczarr_fixtures_read_exactly_over_http() {
+    check_over_http("nczarr_", "#mode=nczarr", 5);
+}
+
+#[test]
+fn zip_stores_read_exactly_over_http() {
+    check_over_http("sharding_v3_zip", "", 1);
+    check_over_http("names_v3", "#mode=zarr,zip", 1);
+}
+
+#[test]
+fn an_unlisted_hierarchy_over_http_fails_with_a_clear_line() {
+    let server = dialects_over_http();
+    let dir = tempfile::tempdir().unwrap();
+    let out = timed("zarrfs", {
+        let (url, mnt) = (
+            format!("{}/sharding_v3.zarr", server.url),
+            dir.path().to_path_buf(),
+        );
+        move || {
+            Command::new(env!("CARGO_BIN_EXE_zarrfs"))
+                .arg(url)
+                .arg(mnt)
+                .output()
+                .unwrap()
+        }
+    });
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(!is_fuse_mount(dir.path()));
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("consolidate"), "{stderr}");
+}
+
+/// nginx over the dialect fixtures behind a fault-injecting proxy, and a mount of
+/// `consolidated_v2_zarr2` through it.
+fn faulty_mount(extra: &[&str]) -> (Server, Server, Mount, StoreCase) {
+    let http = dialects_over_http();
+    let proxy = servers::fault_proxy(&http);
+    let c = case("consolidated_v2_zarr2");
+    let url = format!("{}/{}", proxy.url, dir_name(&c));
+    let mount = Mount::new(Path::new(&url), extra);
+    (http, proxy, mount, c)
+}
+
+#[test]
+fn server_errors_are_retried() {
+    let (_http, proxy, mount, c) = faulty_mount(&[]);
+    assert_eq!(servers::fault(&proxy, "fail/2"), 0);
+    let got = read_direct(mount.join("y")).expect("read after two 503s");
+    assert_eq!(got, expected_data(&c, "y"));
+    assert_eq!(
+        servers::fault(&proxy, "ok"),
+        2,
+        "the proxy failed no request"
+    );
+    assert_eq!(
+        read_direct(mount.join("g1/x")).unwrap(),
+        expected_data(&c, "g1/x")
+    );
+}
+
+#[test]
+fn a_hung_server_gives_eio_in_bounded_time_and_the_rest_keeps_answering() {
+    let (_http, proxy, mount, c) = faulty_mount(&["--timeout", "2"]);
+    let y = expected_data(&c, "y");
+    assert_eq!(read_cached(mount.join("y")).unwrap(), y);
+    servers::fault(&proxy, "sleep/60");
+    assert!(
+        eio(read_direct(mount.join("g1/x"))),
+        "a hung read is not EIO"
+    );
+    // Metadata and cached chunks are answered from memory.
+    ls_names(&mount, "z.npy");
+    assert!(std::fs::metadata(mount.join("g1/x")).unwrap().len() > 0);
+    assert_eq!(read_cached(mount.join("y")).unwrap(), y);
+    assert!(eio(read_direct(mount.join("g1/g2/z"))));
+    unmount(mount);
+}
+
+#[test]
+fn server_errors_past_the_retries_give_eio_then_reads_recover() {
+    let (_http, proxy, mount, c) = faulty_mount(&["--timeout", "5"]);
+    servers::fault(&proxy, "fail/1000");
+    assert!(
+        eio(read_direct(mount.join("y"))),
+        "persistent 503s are not EIO"
+    );
+    let failed = servers::fault(&proxy, "ok");
+    assert!(failed > 1, "no retry: {failed} failed requests");
+    assert_eq!(
+        read_direct(mount.join("y")).unwrap(),
+        expected_data(&c, "y")
+    );
+    let (_, stderr) = mount.stop();
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.contains("/y") && l.contains("503")),
+        "no log line names the key and the cause:\n{stderr}"
+    );
+}
+
+#[test]
+fn a_killed_s3_server_gives_eio_while_cached_data_keeps_reading() {
+    let c = case("consolidated_v3_zarr3");
+    let mut server = servers::s3_server(&[("killed", std::slice::from_ref(&c.store))]);
+    servers::s3_credentials_env();
+    let url = format!("s3://killed/{}", dir_name(&c));
+    let mount = Mount::new(
+        Path::new(&url),
+        &["--endpoint", &server.url, "--timeout", "5"],
+    );
+    let y = expected_data(&c, "y");
+    assert_eq!(read_cached(mount.join("y")).unwrap(), y);
+    let open_before = std::fs::File::open(mount.join("g1/x")).unwrap();
+    server.kill();
+    let read_open = timed("read", move || {
+        use std::io::Read;
+        let mut f = open_before;
+        let mut out = Vec::new();
+        f.read_to_end(&mut out).map(|_| out)
+    });
+    assert!(eio(read_open), "a read after the server died is not EIO");
+    ls_names(&mount, "x.json");
+    assert_eq!(read_cached(mount.join("y")).unwrap(), y);
+    assert!(eio(read_direct(mount.join("g1/g2/z"))));
+    unmount(mount);
+}
+
+/// The store calls over S3 and HTTP against the same files read directly: whole values, ranges
+/// (also past the end), suffixes, sizes, absent keys, listings, refused keys; and 32 threads
+/// reading ranges at once through one store.
+#[test]
+fn remote_stores_answer_like_the_files_under_many_concurrent_callers() {
+    let c = case("sharding_v3");
+    let s3 = servers::s3_server(&[("contract", std::slice::from_ref(&c.store))]);
+    servers::s3_credentials_env();
+    let http = dialects_over_http();
+    let name = dir_name(&c);
+    let options = RemoteOptions {
+        endpoint: Some(s3.url.clone()),
+        ..RemoteOptions::default()
+    };
+    let stores: Vec<Arc<dyn Store>> = vec![
+        Arc::from(zarrfs::store::open_with(&format!("s3://contract/{name}"), &options).unwrap()),
+        Arc::from(zarrfs::store::open(&format!("{}/{name}", http.url)).unwrap()),
+    ];
+    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+    collect_files(&c.store, "", &mut files);
+    assert!(files.len() > 5);
+    for store in &stores {
+        let what = store.describe();
+        for (key, bytes) in &files {
+            let got = store.get(key).unwrap().unwrap();
+            assert_eq!(&got.bytes, bytes, "{what}: get {key}");
+            assert!(got.mtime.is_some(), "{what}: {key} has no mtime");
+            let size = bytes.len() as u64;
+            assert_eq!(
+                store.head(key).unwrap().unwrap().size,
+                size,
+                "{what}: head {key}"
+            );
+            let (lo, hi) = (size / 3, size.min(size / 3 + 17));
+            assert_eq!(
+                store.get_range(key, lo, hi - lo).unwrap().unwrap(),
+                bytes[lo as usize..hi as usize],
+                "{what}: range {key}"
+            );
+            assert_eq!(
+                store.get_range(key, size, 10).unwrap().unwrap(),
+                b"",
+                "{what}: range past the end of {key}"
+            );
+            let (tail, total) = store.get_suffix(key, 16).unwrap().unwrap();
+            assert_eq!(total, size, "{what}: suffix size of {key}");
+            assert_eq!(
+                tail,
+                bytes[size.saturating_sub(16) as usize..],
+                "{what}: suffix {key}"
+            );
+            let (all, _) = store.get_suffix(key, size + 100).unwrap().unwrap();
+            assert_eq!(&all, bytes, "{what}: suffix longer than {key}");
+        }
+        assert!(store.get("no/such/key").unwrap().is_none(), "{what}");
+        assert!(store.head("no/such/key").unwrap().is_none(), "{what}");
+        assert!(store.get_range("no/such/key", 0, 4).unwrap().is_none());
+        for bad in ["../x", "/etc/passwd", "a//b"] {
+            assert!(
+                matches!(store.get(bad), Err(StoreError::BadKey(_))),
+                "{what}: {bad}"
+            );
+        }
+        let threads: Vec<_> = (0..32)
+            .map(|t| {
+                let (store, files) = (store.clone(), files.clone());
+                std::thread::spawn(move || {
+                    for (i, (key, bytes)) in files.iter().enumerate().skip(t % 3) {
+                        let start = ((i + t) % bytes.len().max(1)) as u64;
+                        let got = store.get_range(key, start, 64).unwrap().unwrap();
+                        let end = (start as usize + 64).min(bytes.len());
+                        assert_eq!(got, bytes[start as usize..end], "{key} at {start}");
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+    }
+    // S3 lists with a delimiter; plain HTTP cannot list.
+    let listed = stores[0].list_dir("").unwrap();
+    let local: Vec<String> = std::fs::read_dir(&c.store)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(listed.len(), local.len(), "{listed:?}");
+    assert!(listed.iter().all(|e| local.contains(&e.name)
+        && (e.kind == EntryKind::Prefix) == c.store.join(&e.name).is_dir()));
+    assert!(stores[0].list_dir("no/such").unwrap().is_empty());
+    assert!(matches!(
+        stores[1].list_dir(""),
+        Err(StoreError::CannotList(_))
+    ));
+}
+
+/// Every file below `dir` as (key, bytes).
+fn collect_files(dir: &Path, prefix: &str, out: &mut Vec<(String, Vec<u8>)>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        let key = common::join(prefix, &e.file_name().into_string().unwrap());
+        if e.file_type().unwrap().is_dir() {
+            collect_files(&e.path(), &key, out);
+        } else {
+            out.push((key, std::fs::read(e.path()).unwrap()));
+        }
+    }
+}
