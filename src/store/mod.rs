@@ -5,12 +5,14 @@
 
 mod dir;
 mod error;
+mod faulty;
 mod key;
 mod memory;
 mod zip;
 
 pub use dir::DirStore;
 pub use error::StoreError;
+pub use faulty::{Fault, FaultyStore};
 pub use key::check_key;
 pub use memory::{list_map, MemoryStore};
 pub use zip::ZipStore;
