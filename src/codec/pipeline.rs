@@ -45,6 +45,15 @@ impl Pipeline {
         }
     }
 
+    /// Refuses variable-length chunks whose serialized form exceeds `max` bytes (a reader
+    /// passes what it can keep); fixed-size chunks have their exact size already.
+    pub fn limit_decoded(mut self, max: usize) -> Self {
+        if let Kind::Vlen(v) = &mut self.0 {
+            v.limit(max);
+        }
+        self
+    }
+
     /// The largest size, in bytes, a chunk takes anywhere along the chain (decoded, after each
     /// array→array codec, serialized, between bytes→bytes codecs, and the bound its outermost
     /// codec gives for the stored form); `None` for variable-length elements.

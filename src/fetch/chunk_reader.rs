@@ -96,6 +96,18 @@ impl ChunkReader {
         })
     }
 
+    /// Refuses chunks that decode to more than `max` bytes, for a reader that can keep no
+    /// more (the cache budget). This matters for variable-length chunks, whose size the
+    /// metadata does not fix; a fixed-size chunk larger than that is refused up front by the
+    /// view.
+    pub fn limit_decoded(mut self, max: u64) -> Self {
+        if let Decoder::Whole(pipeline) = self.decoder {
+            let max = usize::try_from(max).unwrap_or(usize::MAX);
+            self.decoder = Decoder::Whole(pipeline.limit_decoded(max));
+        }
+        self
+    }
+
     /// The array's metadata.
     pub fn meta(&self) -> &ArrayMeta {
         &self.meta

@@ -67,9 +67,10 @@ impl ArrayFile {
         self.data_size
     }
 
-    /// Size of `A.npy`.
+    /// Size of `A.npy` (at most `u64::MAX`: of an array of nearly 2^64 bytes, the last bytes
+    /// are past what a file offset can reach).
     pub fn npy_size(&self) -> u64 {
-        self.header.len() as u64 + self.data_size
+        (self.header.len() as u64).saturating_add(self.data_size)
     }
 
     /// Length of the NPY header (where the data starts in `A.npy`).

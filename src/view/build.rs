@@ -95,6 +95,7 @@ impl Builder {
                 cause: e.cause.into(),
                 reason: e.message,
             })?;
+        let reader = reader.limit_decoded(self.cache.budget());
         let layout =
             Layout::new(&meta.shape, reader.read_chunk_shape()).map_err(|reason| Unreadable {
                 cause: IoCause::BadConfig,

@@ -175,6 +175,13 @@ impl VlenFile {
         for run in layout.runs(0, layout.len()) {
             runs.push((run.start, bytes));
             let data = self.chunk(cache, run.chunk)?;
+            if data.is_none() {
+                // A missing chunk is all fill value: one step however long the run.
+                let fill = &self.source.reader.meta().fill_value;
+                bytes = bytes.saturating_add(escaped_len(fill).saturating_mul(run.len));
+                width = width.max(self.width_of(fill));
+                continue;
+            }
             for k in 0..run.len {
                 let item = self.item(&data, run.chunk_offset + k)?;
                 bytes = bytes.saturating_add(escaped_len(item));

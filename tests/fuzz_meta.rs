@@ -1,0 +1,251 @@
+//! Mutation fuzzing of the metadata parsers: every metadata document of the fixture stores
+//! (`.zarray`, `.zgroup`, `.zattrs`, `.zmetadata`, `zarr.json`, NCZarr's), mutated byte-wise
+//! and token-wise (numbers set to extremes, strings to hostile names and types), loaded with
+//! `meta::load_hierarchy` and rendered by the view, whose files are then stat'ed and read.
+//! Nothing may panic, and no allocation may exceed the bound. See `fuzz_support`.
+
+mod fuzz_support;
+
+use fuzz_support::{
+    fixtures, mutate, run, save_finding, take_largest_allocation, Rng, MAX_ALLOCATION,
+};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use zarrfs::cache::ChunkCache;
+use zarrfs::meta::{load_hierarchy, LoadOptions};
+use zarrfs::store::{MemoryStore, Store};
+use zarrfs::view::{FileKind, View};
+
+#[global_allocator]
+static ALLOC: fuzz_support::Counting = fuzz_support::Counting;
+
+/// Numbers that break shapes, sizes and counts.
+const NUMBERS: [&str; 9] = [
+    "18446744073709551615",
+    "18446744073709551616",
+    "-1",
+    "0",
+    "4611686018427387904",
+    "9223372036854775807",
+    "1e308",
+    "-9223372036854775808",
+    "4294967296",
+];
+/// Strings that break names, keys and types.
+const STRINGS: [&str; 12] = [
+    "",
+    "..",
+    "/abs",
+    "../../escape",
+    "a/../../b",
+    ">U4611686018427387904",
+    "|S1000000000",
+    "<f16",
+    "\\u0000",
+    "nosuch",
+    "NaN",
+    "V18446744073709551615",
+];
+
+/// `doc` with one number or string token replaced by a hostile one.
+fn mutate_token(doc: &[u8], rng: &mut Rng) -> Vec<u8> {
+    let mut spans = Vec::new();
+    let mut i = 0;
+    while i < doc.len() {
+        let start = i;
+        if doc[i].is_ascii_digit() {
+            while i < doc.len() && doc[i].is_ascii_digit() {
+                i += 1;
+            }
+            spans.push((start, i, true));
+        } else if doc[i] == b'"' {
+            i += 1;
+            while i < doc.len() && doc[i] != b'"' {
+                i += 1 + usize::from(doc[i] == b'\\');
+            }
+            spans.push((start + 1, i.min(doc.len()), false));
+            i += 1;
+        } else {
+            i += 1;
+        }
+    }
+    if spans.is_empty() {
+        return doc.to_vec();
+    }
+    let (a, b, number) = spans[rng.below(spans.len())];
+    let with: &str = if number {
+        NUMBERS[rng.below(NUMBERS.len())]
+    } else {
+        STRINGS[rng.below(STRINGS.len())]
+    };
+    [&doc[..a], with.as_bytes(), &doc[b..]].concat()
+}
+
+/// One fixture store in memory, and one of its metadata documents.
+struct Case {
+    name: String,
+    files: Vec<(String, Vec<u8>)>,
+    doc: usize,
+}
+
+fn is_metadata(key: &str, bytes: &[u8]) -> bool {
+    let name = key.rsplit('/').next().unwrap_or(key);
+    (name.starts_with('.') || name.ends_with(".json")) && bytes.first() == Some(&b'{')
+}
+
+fn corpus() -> Vec<Case> {
+    let mut cases = Vec::new();
+    for store in fuzz_support::files_under(&fixtures()) {
+        // The stores are the directories holding a root metadata document.
+        let name = store.file_name().unwrap().to_string_lossy().into_owned();
+        if !matches!(
+            name.as_str(),
+            ".zgroup" | ".zarray" | "zarr.json" | ".nczgroup"
+        ) {
+            continue;
+        }
+        let root = store.parent().unwrap();
+        if root.extension().is_none_or(|e| e != "zarr") {
+            continue;
+        }
+        if cases
+            .iter()
+            .any(|c: &Case| c.name == root.display().to_string())
+        {
+            continue;
+        }
+        let files: Vec<(String, Vec<u8>)> = fuzz_support::files_under(root)
+            .into_iter()
+            .map(|p| {
+                let key = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+                (key, std::fs::read(&p).unwrap())
+            })
+            .collect();
+        for doc in 0..files.len() {
+            if is_metadata(&files[doc].0, &files[doc].1) {
+                cases.push(Case {
+                    name: root.display().to_string(),
+                    files: files.clone(),
+                    doc,
+                });
+            }
+        }
+    }
+    cases
+}
+
+/// Loads the store with document `case.doc` replaced by `input`, builds its view, and stats
+/// and reads every file (but for variable-length text, whose reads wait for a full scan).
+fn check(case: &Case, input: &[u8], consolidated: bool) -> Option<String> {
+    let mut store = MemoryStore::new();
+    for (i, (key, bytes)) in case.files.iter().enumerate() {
+        store.insert(
+            key.as_str(),
+            if i == case.doc {
+                input.to_vec()
+            } else {
+                bytes.clone()
+            },
+        );
+    }
+    take_largest_allocation();
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        let store: Arc<dyn Store> = Arc::new(store);
+        let Ok(h) = load_hierarchy(store.as_ref(), &LoadOptions { consolidated }) else {
+            return;
+        };
+        let view = View::build(&h, store, Arc::new(ChunkCache::new(16 << 20)), "root");
+        for ino in 1..=view.len() as u64 {
+            if view.direct_io(ino) {
+                continue;
+            }
+            let Ok(attr) = view.getattr(ino) else {
+                continue;
+            };
+            if attr.kind == FileKind::Directory {
+                let _ = view.readdir(ino, 0);
+                continue;
+            }
+            if view.open(ino).is_ok() {
+                let _ = view.read(ino, 0, 4096);
+                let _ = view.read(ino, attr.size.saturating_sub(100), 4096);
+            }
+        }
+    }));
+    let largest = take_largest_allocation();
+    match outcome {
+        Err(_) => Some("panicked".into()),
+        Ok(()) if largest > MAX_ALLOCATION => Some(format!("allocated {largest} bytes")),
+        Ok(()) => None,
+    }
+}
+
+#[test]
+fn mutated_metadata_loads_or_fails_cleanly() {
+    let cases = corpus();
+    assert!(
+        cases.len() >= 100,
+        "only {} metadata documents",
+        cases.len()
+    );
+    std::panic::set_hook(Box::new(|_| {}));
+    let (runs, found) = run(&cases, 0x5eed_0002, |case, rng| {
+        let original = &case.files[case.doc].1;
+        let input = if rng.below(2) == 0 {
+            mutate_token(original, rng)
+        } else {
+            mutate(original, rng)
+        };
+        check(case, &input, rng.below(2) == 0).map(|why| (input, why))
+    });
+    let _ = std::panic::take_hook();
+    let report: Vec<String> = found
+        .iter()
+        .take(20)
+        .enumerate()
+        .map(|(n, (i, input, why))| {
+            let case = &cases[*i];
+            let name = format!("{n}-{}", case.files[case.doc].0.replace('/', "~"));
+            let saved = save_finding("meta", &name, input);
+            format!(
+                "{} {}: {why} ({})",
+                case.name,
+                case.files[case.doc].0,
+                saved.display()
+            )
+        })
+        .collect();
+    eprintln!(
+        "meta: {runs} mutated documents over {} originals",
+        cases.len()
+    );
+    assert!(
+        found.is_empty(),
+        "{} findings:\n{}",
+        found.len(),
+        report.join("\n")
+    );
+}
+
+/// Committed findings (`tests/fixtures/fuzz/meta/<store>/<key with ~ for />`) stay fixed.
+#[test]
+fn committed_metadata_findings_load_or_fail_cleanly() {
+    let dir = fixtures().join("fuzz/meta");
+    let cases = corpus();
+    for input in fuzz_support::files_under(&dir) {
+        let rel = input.strip_prefix(&dir).unwrap();
+        let mut parts = rel.iter().map(|p| p.to_string_lossy().into_owned());
+        let (store, key) = (
+            parts.next().unwrap(),
+            parts.next().unwrap().replace('~', "/"),
+        );
+        let case = cases
+            .iter()
+            .find(|c| c.name.ends_with(&format!("/{store}")) && c.files[c.doc].0 == key)
+            .unwrap_or_else(|| panic!("{}: no such fixture document", rel.display()));
+        let bytes = std::fs::read(&input).unwrap();
+        for consolidated in [true, false] {
+            assert_eq!(check(case, &bytes, consolidated), None, "{}", rel.display());
+        }
+    }
+}
