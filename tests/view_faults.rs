@@ -288,3 +288,25 @@ fn stat_of_a_large_string_array_does_not_scan_it_on_the_calling_thread() {
     assert_eq!(got, expected);
     assert_eq!(view.getattr(ino).unwrap().size, expected.len() as u64);
 }
+
+#[test]
+fn panics_below_the_view_fail_one_read_on_every_path() {
+    // `rows` has chunks of whole rows (16000 bytes): a read of one whole chunk decodes straight
+    // into the reply, bypassing the cache; `zstd` reads go through the cache.
+    let (view, arrays) = faulty_view(|s| {
+        s.with("rows/c/1/", 1, Fault::Panic)
+            .with("zstd/c/0/1", 1, Fault::Panic)
+    });
+    let rows = view.resolve("rows").unwrap();
+    let panicked = Err(ViewError::Io(IoCause::Panicked));
+    assert_eq!(view.read(rows, 16000, 16000), panicked, "whole-chunk path");
+    assert_eq!(view.read(rows, 16010, 100), panicked, "cached path");
+    let zstd = view.resolve("zstd").unwrap();
+    assert_eq!(view.read(zstd, 200, 100), panicked);
+    // The threads live on, and everything else reads.
+    assert_eq!(
+        view.read(rows, 0, 16000).unwrap(),
+        arrays[3].expected[..16000]
+    );
+    assert_eq!(read_whole(&view, "forder").unwrap(), arrays[1].expected);
+}

@@ -2,10 +2,11 @@
 //! inner chunk of a shard.
 
 use super::shard_reader::ShardReader;
-use super::{guarded, FetchCause, FetchContext, FetchError};
+use super::{FetchCause, FetchContext, FetchError};
 use crate::codec::{Pipeline, ShardedArray};
 use crate::meta::{ArrayMeta, MAX_CHUNK_BYTES};
 use crate::store::Store;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 /// Slack on top of twice the largest form of a chunk, for an encoded object's size bound.
@@ -31,6 +32,13 @@ pub struct ChunkReader {
     chunk_bytes: u64,
     /// The largest stored object (or inner chunk range) accepted.
     max_object: u64,
+}
+
+/// Runs `load`, turning a panic (in a decoder, or in the store below) into an error: a bug
+/// there fails one read, never a thread.
+fn guarded<T>(load: impl FnOnce() -> Result<T, FetchError>) -> Result<T, FetchError> {
+    catch_unwind(AssertUnwindSafe(load))
+        .unwrap_or_else(|_| Err(FetchError::new(FetchCause::Panicked, "panicked")))
 }
 
 impl ChunkReader {
@@ -155,7 +163,16 @@ impl ChunkReader {
     /// Fetches and decodes the read chunk at grid index `idx` (in the grid of
     /// [`ChunkReader::read_chunk_shape`]): exactly that shape's size in bytes, or `Ok(None)` when
     /// the store has none (it reads as the fill value). Errors name the node and the key.
+    /// A panic below (in the store or a decoder) becomes a [`FetchCause::Panicked`] error.
     pub fn load(&self, idx: &[u64], ctx: &dyn FetchContext) -> Result<Option<Vec<u8>>, FetchError> {
+        guarded(|| self.load_unguarded(idx, ctx)).map_err(|e| self.name_panic(e, idx))
+    }
+
+    fn load_unguarded(
+        &self,
+        idx: &[u64],
+        ctx: &dyn FetchContext,
+    ) -> Result<Option<Vec<u8>>, FetchError> {
         let pipeline = match &self.decoder {
             Decoder::Whole(pipeline) => pipeline,
             Decoder::Sharded(shards) => {
@@ -171,15 +188,15 @@ impl ChunkReader {
             return Ok(None);
         };
         if self.meta.dtype.is_variable() {
-            let decoded = guarded(|| Ok(pipeline.decode(&encoded)?)).map_err(context)?;
+            let decoded = pipeline.decode(&encoded).map_err(|e| context(e.into()))?;
             return Ok(Some(decoded));
         }
         let mut buf = ctx.buffer(pipeline.decoded_len());
-        match guarded(|| Ok(pipeline.decode_into(&encoded, &mut buf)?)) {
+        match pipeline.decode_into(&encoded, &mut buf) {
             Ok(()) => Ok(Some(buf)),
             Err(e) => {
                 ctx.recycle(buf);
-                Err(context(e))
+                Err(context(e.into()))
             }
         }
     }
@@ -187,7 +204,27 @@ impl ChunkReader {
     /// Decodes the stored chunk at `idx` straight into `out` (exactly one decoded chunk), with no
     /// intermediate buffer and no caching. `Ok(None)` when this array cannot do that (sharded or
     /// variable-length); `Ok(Some(false))` when the chunk is absent (it reads as fill value).
+    /// A panic below becomes a [`FetchCause::Panicked`] error, as for [`ChunkReader::load`].
     pub fn load_into(&self, idx: &[u64], out: &mut [u8]) -> Result<Option<bool>, FetchError> {
+        guarded(|| self.load_into_unguarded(idx, out)).map_err(|e| self.name_panic(e, idx))
+    }
+
+    /// Puts node and chunk in front of the message of an error from a caught panic (other
+    /// errors name them already).
+    fn name_panic(&self, e: FetchError, idx: &[u64]) -> FetchError {
+        if e.cause != FetchCause::Panicked {
+            return e;
+        }
+        match &self.decoder {
+            Decoder::Whole(_) => {
+                let key = self.meta.chunk_keys.key(idx);
+                e.context(format!("{}: chunk {key}", self.display_path()))
+            }
+            Decoder::Sharded(_) => e.context(format!("{}: chunk {idx:?}", self.display_path())),
+        }
+    }
+
+    fn load_into_unguarded(&self, idx: &[u64], out: &mut [u8]) -> Result<Option<bool>, FetchError> {
         let Decoder::Whole(pipeline) = &self.decoder else {
             return Ok(None);
         };
@@ -199,7 +236,9 @@ impl ChunkReader {
         let Some(encoded) = self.fetch_object(&key).map_err(context)? else {
             return Ok(Some(false));
         };
-        guarded(|| Ok(pipeline.decode_into(&encoded, out)?)).map_err(context)?;
+        pipeline
+            .decode_into(&encoded, out)
+            .map_err(|e| context(e.into()))?;
         Ok(Some(true))
     }
 

@@ -12,14 +12,7 @@ pub use context::{FetchContext, Uncached};
 pub use error::{FetchCause, FetchError};
 
 use crate::codec::ShardIndex;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 /// A shard's decoded index: `None` when the store holds no such shard.
 pub type Index = Option<Arc<ShardIndex>>;
-
-/// Runs `decode`, turning a panic into an error: a decoder bug fails one read, never a thread.
-fn guarded<T>(decode: impl FnOnce() -> Result<T, FetchError>) -> Result<T, FetchError> {
-    catch_unwind(AssertUnwindSafe(decode))
-        .unwrap_or_else(|_| Err(FetchError::new(FetchCause::Panicked, "decoder panicked")))
-}

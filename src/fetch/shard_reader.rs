@@ -3,7 +3,7 @@
 //! first bytes; decoded once and kept by the [`FetchContext`]), then one ranged read per inner
 //! chunk. A whole shard is never read.
 
-use super::{guarded, FetchCause, FetchContext, FetchError, Index};
+use super::{FetchCause, FetchContext, FetchError, Index};
 use crate::codec::ShardedArray;
 use crate::meta::ChunkKeys;
 use crate::store::Store;
@@ -54,7 +54,10 @@ impl ShardReader {
             )));
         }
         let bytes = read_exact(store, &key, range.start, len).map_err(context)?;
-        let decoded = guarded(|| Ok(self.array.decode_inner(&bytes)?)).map_err(context)?;
+        let decoded = self
+            .array
+            .decode_inner(&bytes)
+            .map_err(|e| context(e.into()))?;
         Ok(Some(decoded))
     }
 

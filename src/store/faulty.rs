@@ -17,6 +17,8 @@ pub enum Fault {
     Corrupt,
     /// The call waits this long before it runs.
     Latency(Duration),
+    /// The call panics (a bug in a backend or a library under it).
+    Panic,
 }
 
 /// Injects `fault` into calls on keys containing `keys` (`""`: every key), on every `every`th
@@ -99,6 +101,7 @@ impl FaultyStore {
                 Fault::ShortRead => damage.short = true,
                 Fault::Corrupt => damage.corrupt = true,
                 Fault::Latency(d) => std::thread::sleep(*d),
+                Fault::Panic => panic!("injected panic reading {key}"),
             }
         }
         Ok(damage)

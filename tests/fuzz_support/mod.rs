@@ -7,30 +7,37 @@
 #![allow(dead_code)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// The largest allocation a decoder or parser may make on fuzzed input: the fixtures' chunks
 /// are small, so anything near this comes from a length read out of hostile bytes.
 pub const MAX_ALLOCATION: usize = 256 << 20;
 
-/// The system allocator, noting the largest single allocation.
+/// The system allocator, noting the largest single allocation of each thread (tests of one
+/// binary run in parallel: each watches its own thread).
 pub struct Counting;
 
-static LARGEST: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    static LARGEST: Cell<usize> = const { Cell::new(0) };
+}
+
+fn note(size: usize) {
+    let _ = LARGEST.try_with(|l| l.set(l.get().max(size)));
+}
 
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LARGEST.fetch_max(layout.size(), Ordering::Relaxed);
+        note(layout.size());
         unsafe { System.alloc(layout) }
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        LARGEST.fetch_max(layout.size(), Ordering::Relaxed);
+        note(layout.size());
         unsafe { System.alloc_zeroed(layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LARGEST.fetch_max(new_size, Ordering::Relaxed);
+        note(new_size);
         unsafe { System.realloc(ptr, layout, new_size) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
@@ -38,9 +45,9 @@ unsafe impl GlobalAlloc for Counting {
     }
 }
 
-/// The largest allocation since the last call, and resets it.
+/// The largest allocation of this thread since the last call, and resets it.
 pub fn take_largest_allocation() -> usize {
-    LARGEST.swap(0, Ordering::Relaxed)
+    LARGEST.with(|l| l.replace(0))
 }
 
 /// How long each target runs.
