@@ -224,23 +224,15 @@ fn mutated_chunks_decode_or_fail_cleanly() {
     );
 }
 
-/// Committed findings (`tests/fixtures/fuzz/decoders/<store>/<key>/<name>`) stay fixed.
+/// Committed findings (`tests/fixtures/fuzz/decoders/<store>/<key with ~ for />`) stay fixed.
 #[test]
 fn committed_findings_decode_or_fail_cleanly() {
-    let dir = fixtures().join("fuzz/decoders");
     let cases: Vec<Case> = fixture_stores().iter().flat_map(|s| cases_of(s)).collect();
-    for input in fuzz_support::files_under(&dir) {
-        let rel = input.strip_prefix(&dir).unwrap();
-        let mut parts = rel.iter().map(|p| p.to_string_lossy().into_owned());
-        let (store, key) = (
-            parts.next().unwrap(),
-            parts.next().unwrap().replace('~', "/"),
-        );
+    for (rel, store, key, bytes) in fuzz_support::committed("fuzz/decoders") {
         let case = cases
             .iter()
             .find(|c| c.key == key && c.name.contains(&format!("/{store}:")))
-            .unwrap_or_else(|| panic!("{}: no such fixture object", rel.display()));
-        let bytes = std::fs::read(&input).unwrap();
-        assert_eq!(check(case, &bytes), None, "{}", rel.display());
+            .unwrap_or_else(|| panic!("{rel}: no such fixture object"));
+        assert_eq!(check(case, &bytes), None, "{rel}");
     }
 }

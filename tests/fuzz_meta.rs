@@ -257,23 +257,15 @@ fn committed_metadata_findings_load_or_fail_cleanly() {
     let cases = corpus();
     let mut failed = Vec::new();
     for folder in ["fuzz/meta", "fuzz/meta-pending"] {
-        let dir = fixtures().join(folder);
-        for input in fuzz_support::files_under(&dir) {
-            let rel = input.strip_prefix(&dir).unwrap();
-            let mut parts = rel.iter().map(|p| p.to_string_lossy().into_owned());
-            let (store, key) = (
-                parts.next().unwrap(),
-                parts.next().unwrap().replace('~', "/"),
-            );
+        for (rel, store, key, bytes) in fuzz_support::committed(folder) {
             let case = cases
                 .iter()
                 .find(|c| c.name.ends_with(&format!("/{store}")) && c.files[c.doc].0 == key)
-                .unwrap_or_else(|| panic!("{}: no such fixture document", rel.display()));
-            let bytes = std::fs::read(&input).unwrap();
+                .unwrap_or_else(|| panic!("{rel}: no such fixture document"));
             for consolidated in [true, false] {
                 match check(case, &bytes, consolidated) {
                     Err((stage, why)) if fails(stage) || folder == "fuzz/meta" => {
-                        failed.push(format!("{folder}/{}: {stage:?}: {why}", rel.display()))
+                        failed.push(format!("{folder}/{rel}: {stage:?}: {why}"))
                     }
                     _ => {}
                 }

@@ -56,8 +56,24 @@ fn targets(view: &View, files: Vec<(String, Vec<u8>)>) -> Vec<(u64, Arc<Vec<u8>>
         .collect()
 }
 
+/// Runs the readers over `files` (path, expected bytes) and checks every byte they read, and
+/// that the cache kept within its budget.
+fn hammer(view: View, files: Vec<(String, Vec<u8>)>) -> Arc<View> {
+    let view = Arc::new(view);
+    let targets = Arc::new(targets(&view, files));
+    let wrong = read_concurrently(view.clone(), targets);
+    assert!(
+        wrong.is_empty(),
+        "{} wrong reads, e.g. {:?}",
+        wrong.len(),
+        &wrong[..wrong.len().min(5)]
+    );
+    assert!(view.cache().stats().used <= view.cache().budget());
+    view
+}
+
 /// Runs the readers; returns the reads that came back wrong.
-fn hammer(view: Arc<View>, targets: Arc<Vec<(u64, Arc<Vec<u8>>)>>) -> Vec<String> {
+fn read_concurrently(view: Arc<View>, targets: Arc<Vec<(u64, Arc<Vec<u8>>)>>) -> Vec<String> {
     let threads: Vec<_> = (0..THREADS)
         .map(|t| {
             let (view, targets) = (view.clone(), targets.clone());
@@ -126,17 +142,8 @@ fn eight_threads_of_random_reads_see_the_right_bytes_through_a_small_cache() {
         files.push((a.path.clone(), a.expected.clone()));
         files.push((format!("{}.npy", a.path), expected_npy));
     }
-    let view = Arc::new(view);
-    let targets = Arc::new(targets(&view, files));
-    let wrong = hammer(view.clone(), targets);
-    assert!(
-        wrong.is_empty(),
-        "{} wrong reads, e.g. {:?}",
-        wrong.len(),
-        &wrong[..wrong.len().min(5)]
-    );
+    let view = hammer(view, files);
     let stats = view.cache().stats();
-    assert!(stats.used <= view.cache().budget());
     assert!(
         stats.loads > stats.hits / 100,
         "the cache was too small to keep everything"
@@ -159,14 +166,5 @@ fn eight_threads_of_random_reads_over_real_writer_fixtures() {
         files.push((file, data));
     }
     assert!(files.len() >= 20, "v3_codecs has many arrays");
-    let view = Arc::new(view);
-    let targets = Arc::new(targets(&view, files));
-    let wrong = hammer(view.clone(), targets);
-    assert!(
-        wrong.is_empty(),
-        "{} wrong reads, e.g. {:?}",
-        wrong.len(),
-        &wrong[..wrong.len().min(5)]
-    );
-    assert!(view.cache().stats().used <= view.cache().budget());
+    hammer(view, files);
 }

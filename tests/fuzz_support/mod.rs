@@ -188,3 +188,20 @@ pub fn save_finding(target: &str, name: &str, input: &[u8]) -> PathBuf {
     std::fs::write(&path, input).unwrap();
     path
 }
+
+/// The committed inputs under `tests/fixtures/<folder>/<store>/<key with ~ for />`: (path
+/// relative to the folder, store name, key, bytes).
+pub fn committed(folder: &str) -> Vec<(String, String, String, Vec<u8>)> {
+    let dir = fixtures().join(folder);
+    files_under(&dir)
+        .into_iter()
+        .map(|input| {
+            let rel = input.strip_prefix(&dir).unwrap();
+            let mut parts = rel.iter().map(|p| p.to_string_lossy().into_owned());
+            let store = parts.next().unwrap();
+            let key = parts.next().unwrap().replace('~', "/");
+            let bytes = std::fs::read(&input).unwrap();
+            (rel.display().to_string(), store, key, bytes)
+        })
+        .collect()
+}

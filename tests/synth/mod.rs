@@ -10,6 +10,12 @@ use zarrfs::store::MemoryStore;
 /// Fill value of every synthetic array.
 pub const FILL: u64 = 7;
 
+/// Every chunk index of a `shape` array in chunks of `chunk`, in C order.
+fn grid(shape: [u64; 2], chunk: [u64; 2]) -> impl Iterator<Item = (u64, u64)> {
+    let cols = shape[1].div_ceil(chunk[1]);
+    (0..shape[0].div_ceil(chunk[0])).flat_map(move |i| (0..cols).map(move |j| (i, j)))
+}
+
 /// Element (r, c) of array `k`.
 pub fn value(k: u64, r: u64, c: u64) -> u64 {
     (k * 1_000_003 + r * 7919 + c * 104_729 + r * c) % 65_521
@@ -89,6 +95,43 @@ fn gzip(data: &[u8]) -> Vec<u8> {
     e.finish().unwrap()
 }
 
+/// How one regular-chunked array is stored.
+struct Stored {
+    /// The metadata document's key (below the array) and its text.
+    meta: (&'static str, String),
+    /// Chunk (i, j) → key below the array.
+    key: fn(u64, u64) -> String,
+    /// Chunk bytes → stored object.
+    encode: fn(&[u8]) -> Vec<u8>,
+    /// Element size in bytes.
+    size: usize,
+    /// Chunks stored in F order.
+    f_order: bool,
+    /// Chunks left out.
+    missing: fn(u64, u64) -> bool,
+}
+
+/// Writes array `k` at `path` of `shape` in chunks of `chunk` as `how` says.
+fn write(
+    s: &mut MemoryStore,
+    k: u64,
+    path: &str,
+    shape: [u64; 2],
+    chunk: [u64; 2],
+    how: Stored,
+) -> Synth {
+    s.insert(format!("{path}/{}", how.meta.0), how.meta.1);
+    for (i, j) in grid(shape, chunk).filter(|&(i, j)| !(how.missing)(i, j)) {
+        let raw = chunk_bytes(k, shape, chunk, (i, j), how.f_order, how.size);
+        s.insert(format!("{path}/{}", (how.key)(i, j)), (how.encode)(&raw));
+    }
+    let present = |r: u64, c: u64| !(how.missing)(r / chunk[0], c / chunk[1]);
+    Synth {
+        path: path.into(),
+        expected: expected(k, shape, how.size, present),
+    }
+}
+
 /// A `uint16` zstd array (Zarr v3) with every fifth chunk or so missing.
 pub fn zstd_u16(
     s: &mut MemoryStore,
@@ -98,26 +141,15 @@ pub fn zstd_u16(
     chunk: [u64; 2],
 ) -> Synth {
     let codecs = r#"[{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "zstd", "configuration": {"level": 1, "checksum": false}}]"#;
-    s.insert(
-        format!("{path}/zarr.json"),
-        v3_meta(shape, chunk, "uint16", codecs),
-    );
-    let missing = |i: u64, j: u64| (i + 2 * j) % 5 == 0;
-    for i in 0..shape[0].div_ceil(chunk[0]) {
-        for j in 0..shape[1].div_ceil(chunk[1]) {
-            if !missing(i, j) {
-                let raw = chunk_bytes(k, shape, chunk, (i, j), false, 2);
-                s.insert(
-                    format!("{path}/c/{i}/{j}"),
-                    zstd::bulk::compress(&raw, 1).unwrap(),
-                );
-            }
-        }
-    }
-    Synth {
-        path: path.into(),
-        expected: expected(k, shape, 2, |r, c| !missing(r / chunk[0], c / chunk[1])),
-    }
+    let how = Stored {
+        meta: ("zarr.json", v3_meta(shape, chunk, "uint16", codecs)),
+        key: |i, j| format!("c/{i}/{j}"),
+        encode: |raw| zstd::bulk::compress(raw, 1).unwrap(),
+        size: 2,
+        f_order: false,
+        missing: |i, j| (i + 2 * j) % 5 == 0,
+    };
+    write(s, k, path, shape, chunk, how)
 }
 
 /// An `<i4` zlib array (Zarr v2) with chunks in F order, some missing.
@@ -128,27 +160,20 @@ pub fn zlib_f_order_i32(
     shape: [u64; 2],
     chunk: [u64; 2],
 ) -> Synth {
-    s.insert(
-        format!("{path}/.zarray"),
-        format!(
-            r#"{{"zarr_format": 2, "shape": {shape:?}, "chunks": {chunk:?}, "dtype": "<i4",
-                "fill_value": {FILL}, "order": "F", "filters": null,
-                "compressor": {{"id": "zlib", "level": 1}}}}"#
-        ),
+    let meta = format!(
+        r#"{{"zarr_format": 2, "shape": {shape:?}, "chunks": {chunk:?}, "dtype": "<i4",
+            "fill_value": {FILL}, "order": "F", "filters": null,
+            "compressor": {{"id": "zlib", "level": 1}}}}"#
     );
-    let missing = |i: u64, j: u64| (i * j) % 7 == 3;
-    for i in 0..shape[0].div_ceil(chunk[0]) {
-        for j in 0..shape[1].div_ceil(chunk[1]) {
-            if !missing(i, j) {
-                let raw = chunk_bytes(k, shape, chunk, (i, j), true, 4);
-                s.insert(format!("{path}/{i}.{j}"), zlib(&raw));
-            }
-        }
-    }
-    Synth {
-        path: path.into(),
-        expected: expected(k, shape, 4, |r, c| !missing(r / chunk[0], c / chunk[1])),
-    }
+    let how = Stored {
+        meta: (".zarray", meta),
+        key: |i, j| format!("{i}.{j}"),
+        encode: zlib,
+        size: 4,
+        f_order: true,
+        missing: |i, j| (i * j) % 7 == 3,
+    };
+    write(s, k, path, shape, chunk, how)
 }
 
 /// A sharded `uint32` array (Zarr v3): inner chunks gzip, index at the end with crc32c; shard
@@ -212,26 +237,22 @@ pub fn sharded_u32(
     }
 }
 
-/// A raw `uint8` array (Zarr v3) in chunks of whole rows, every sixth missing: reads of whole
-/// chunks decode straight into the reply.
-pub fn raw_rows_u8(s: &mut MemoryStore, k: u64, path: &str, shape: [u64; 2], rows: u64) -> Synth {
-    let chunk = [rows, shape[1]];
-    s.insert(
-        format!("{path}/zarr.json"),
-        v3_meta(shape, chunk, "uint8", r#"[{"name": "bytes"}]"#),
-    );
-    for i in 0..shape[0].div_ceil(rows) {
-        if i % 6 != 5 {
-            s.insert(
-                format!("{path}/c/{i}/0"),
-                chunk_bytes(k, shape, chunk, (i, 0), false, 1),
-            );
-        }
-    }
-    Synth {
-        path: path.into(),
-        expected: expected(k, shape, 1, |r, _| (r / rows) % 6 != 5),
-    }
+/// A raw `uint8` array (Zarr v3) in chunks of 16 whole rows, every sixth missing: reads of
+/// whole chunks decode straight into the reply.
+pub fn raw_rows_u8(s: &mut MemoryStore, k: u64, path: &str, shape: [u64; 2]) -> Synth {
+    let chunk = [16, shape[1]];
+    let how = Stored {
+        meta: (
+            "zarr.json",
+            v3_meta(shape, chunk, "uint8", r#"[{"name": "bytes"}]"#),
+        ),
+        key: |i, j| format!("c/{i}/{j}"),
+        encode: |raw| raw.to_vec(),
+        size: 1,
+        f_order: false,
+        missing: |i, _| i % 6 == 5,
+    };
+    write(s, k, path, shape, chunk, how)
 }
 
 /// A store holding one array of each kind above (plus the root group).
@@ -242,7 +263,7 @@ pub fn mixed_store() -> (MemoryStore, Vec<Synth>) {
         zstd_u16(&mut s, 1, "zstd", [300, 500], [64, 100]),
         zlib_f_order_i32(&mut s, 2, "forder", [210, 300], [50, 64]),
         sharded_u32(&mut s, 3, "sharded", [256, 192], [128, 96], [32, 32]),
-        raw_rows_u8(&mut s, 4, "rows", [400, 1000], 16),
+        raw_rows_u8(&mut s, 4, "rows", [400, 1000]),
     ];
     (s, arrays)
 }
