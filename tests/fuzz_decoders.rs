@@ -183,6 +183,7 @@ fn check(case: &Case, input: &[u8]) -> Option<String> {
 
 #[test]
 fn mutated_chunks_decode_or_fail_cleanly() {
+    fuzz_support::cap_memory();
     let cases: Vec<Case> = fixture_stores().iter().flat_map(|s| cases_of(s)).collect();
     assert!(
         cases.len() >= 100,
@@ -227,6 +228,7 @@ fn mutated_chunks_decode_or_fail_cleanly() {
 /// Committed findings (`tests/fixtures/fuzz/decoders/<store>/<key with ~ for />`) stay fixed.
 #[test]
 fn committed_findings_decode_or_fail_cleanly() {
+    fuzz_support::cap_memory();
     let cases: Vec<Case> = fixture_stores().iter().flat_map(|s| cases_of(s)).collect();
     for (rel, store, key, bytes) in fuzz_support::committed("fuzz/decoders") {
         let case = cases

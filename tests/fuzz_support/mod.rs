@@ -50,6 +50,17 @@ pub fn take_largest_allocation() -> usize {
     LARGEST.with(|l| l.replace(0))
 }
 
+/// Caps this test process's address space at 4 GiB, so an input that makes the code under
+/// test allocate without bound aborts this process instead of pressing the machine.
+pub fn cap_memory() {
+    let cap = libc::rlimit {
+        rlim_cur: 4 << 30,
+        rlim_max: libc::RLIM_INFINITY,
+    };
+    // SAFETY: setrlimit reads one valid rlimit struct.
+    unsafe { libc::setrlimit(libc::RLIMIT_AS, &cap) };
+}
+
 /// How long each target runs.
 pub fn budget() -> Duration {
     let secs = std::env::var("ZARRFS_FUZZ_SECONDS")
