@@ -222,6 +222,7 @@ fn an_unsupported_codec_shows_the_real_size_and_fails_with_eio() {
     assert_eq!(view.open(ino), Err(unsupported));
     assert_eq!(view.open(npy), Err(unsupported));
     assert_eq!(view.read(ino, 0, 60), Err(unsupported));
+    assert_eq!(view.read(npy, 0, 10), Err(unsupported), "the header too");
 }
 
 /// A `vlen-utf8` chunk of `items`.

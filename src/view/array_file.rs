@@ -132,6 +132,7 @@ impl ArrayFile {
         len: u64,
         out: &mut Vec<u8>,
     ) -> Result<(), ViewError> {
+        self.check_readable()?;
         let hlen = self.header_len();
         if offset >= hlen {
             return self.read_data(cache, offset - hlen, len, out);
