@@ -93,6 +93,16 @@ fn panic_report(op: &str, target: std::fmt::Arguments<'_>, payload: &(dyn Any + 
     format!("{op} {target}: internal error, answered EIO: {message}")
 }
 
+/// How the kernel caches an open file: the page cache is kept across opens (the mount is a
+/// snapshot), except for files whose size may not be known yet, which bypass it.
+fn open_flags(view: &View, ino: u64) -> FopenFlags {
+    if view.direct_io(ino) {
+        FopenFlags::FOPEN_DIRECT_IO
+    } else {
+        FopenFlags::FOPEN_KEEP_CACHE
+    }
+}
+
 impl Filesystem for ZarrFs {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
         let _ = config.set_max_readahead(MAX_READAHEAD);
@@ -141,7 +151,7 @@ impl Filesystem for ZarrFs {
                 self.view.open(ino.0)
             };
             match opened {
-                Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::FOPEN_KEEP_CACHE),
+                Ok(fh) => reply.opened(FileHandle(fh), open_flags(&self.view, ino.0)),
                 Err(e) => reply.error(errno(e)),
             }
         })

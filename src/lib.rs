@@ -1,11 +1,12 @@
 //! zarrfs: mount a Zarr hierarchy as a read-only filesystem of plain files.
 //!
 //! Data flows through one module each, each using only those before it:
-//! [`store`] → [`meta`] → [`codec`] → [`cache`] → [`view`] → [`fuse`] and [`cli`].
+//! [`store`] → [`meta`] → [`codec`] → [`fetch`] → [`cache`] → [`view`] → [`fuse`] and [`cli`].
 
 pub mod cache;
 pub mod cli;
 pub mod codec;
+pub mod fetch;
 pub mod fuse;
 pub mod meta;
 pub mod store;

@@ -20,17 +20,10 @@ use std::path::Path;
 use std::sync::Arc;
 use zarrfs::meta::{load_hierarchy, LoadOptions, MetaError, NodeKind, MAX_DEPTH};
 use zarrfs::store::{DirStore, MemoryStore, Store};
-use zarrfs::view::ViewError;
+use zarrfs::view::{IoCause, ViewError};
 
 #[global_allocator]
 static ALLOC: hostile_support::CountingAlloc = hostile_support::CountingAlloc;
-
-/// Manifest entries whose outcome needs the read-path work of issue 9 (src/view, src/cache),
-/// done on another branch; each is checked by `hostile_corpus_needing_the_readpath_branch`.
-const NEEDS_READPATH: &[(&str, &str)] = &[(
-    "codecs_unsupported",
-    "an array with an unsupported codec shows size 0 instead of its real size (src/view)",
-)];
 
 fn corpus() -> Vec<Case> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hostile");
@@ -53,21 +46,8 @@ fn check_cases(cases: &[Case]) {
 
 #[test]
 fn hostile_corpus() {
-    let cases: Vec<Case> = corpus()
-        .into_iter()
-        .filter(|c| !NEEDS_READPATH.iter().any(|(n, _)| *n == c.name))
-        .collect();
+    let cases = corpus();
     assert!(cases.len() >= 40, "{} stores", cases.len());
-    check_cases(&cases);
-}
-
-#[test]
-#[ignore = "needs readpath branch: see NEEDS_READPATH"]
-fn hostile_corpus_needing_the_readpath_branch() {
-    let cases: Vec<Case> = corpus()
-        .into_iter()
-        .filter(|c| NEEDS_READPATH.iter().any(|(n, _)| *n == c.name))
-        .collect();
     check_cases(&cases);
 }
 
@@ -165,7 +145,7 @@ fn links_out_of_the_store_are_refused() {
     let leaky = view.resolve("leaky").unwrap();
     view.open(leaky).unwrap();
     assert_eq!(view.read(leaky, 0, 8).unwrap(), GOOD[..8]);
-    assert_eq!(view.read(leaky, 8, 4), Err(ViewError::Io));
+    assert_eq!(view.read(leaky, 8, 4), Err(ViewError::Io(IoCause::Store)));
     let logs = captured_logs().join("\n");
     assert!(logs.contains("outside the store"), "{logs}");
 }

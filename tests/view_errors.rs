@@ -5,7 +5,7 @@ use std::sync::Arc;
 use zarrfs::cache::ChunkCache;
 use zarrfs::meta::{load_hierarchy, LoadOptions};
 use zarrfs::store::MemoryStore;
-use zarrfs::view::{View, ViewError};
+use zarrfs::view::{IoCause, View, ViewError};
 
 fn v3_array(shape: &str, chunks: &str, dtype: &str, codecs: &str) -> String {
     format!(
@@ -20,9 +20,17 @@ const ZSTD: &str =
     r#"[{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "zstd"}]"#;
 
 fn view_of(store: MemoryStore) -> View {
+    view_with_cache(store, 1 << 20)
+}
+
+fn view_with_cache(store: MemoryStore, cache_bytes: u64) -> View {
     let store: Arc<dyn zarrfs::store::Store> = Arc::new(store);
     let h = load_hierarchy(store.as_ref(), &LoadOptions::default()).unwrap();
-    View::build(&h, store, Arc::new(ChunkCache::new(1 << 20)), "root")
+    View::build(&h, store, Arc::new(ChunkCache::new(cache_bytes)), "root")
+}
+
+fn io(cause: IoCause) -> ViewError {
+    ViewError::Io(cause)
 }
 
 fn read_all(view: &View, path: &str) -> Result<Vec<u8>, ViewError> {
@@ -77,23 +85,23 @@ fn one_bad_node_does_not_spoil_the_others() {
     let view = view_of(s);
 
     assert_eq!(read_all(&view, "good").unwrap(), vec![1, 2, 7, 7]);
-    for bad in [
-        "huge_shape",
-        "zero_chunk",
-        "huge_chunk",
-        "rank",
-        "codec",
-        "dtype",
+    for (bad, cause) in [
+        ("huge_shape", IoCause::Metadata),
+        ("zero_chunk", IoCause::Metadata),
+        ("huge_chunk", IoCause::BadConfig),
+        ("rank", IoCause::Metadata),
+        ("codec", IoCause::Unsupported),
+        ("dtype", IoCause::Metadata),
     ] {
-        assert_eq!(read_all(&view, bad), Err(ViewError::Io), "{bad}");
+        assert_eq!(read_all(&view, bad), Err(io(cause)), "{bad}");
         assert!(
             view.resolve(&format!("{bad}.json")).is_ok(),
             "{bad}.json is still listed"
         );
     }
     // Chunk-level damage: the whole read fails, the healthy chunk still reads.
-    assert_eq!(read_all(&view, "corrupt"), Err(ViewError::Io));
-    assert_eq!(read_all(&view, "truncated"), Err(ViewError::Io));
+    assert_eq!(read_all(&view, "corrupt"), Err(io(IoCause::Corrupt)));
+    assert_eq!(read_all(&view, "truncated"), Err(io(IoCause::Corrupt)));
     let ino = view.resolve("truncated").unwrap();
     assert_eq!(view.read(ino, 0, 4).unwrap(), vec![7, 0, 7, 0]);
     assert_eq!(view.resolve("notjson"), Err(ViewError::NotFound));
@@ -117,7 +125,7 @@ fn a_100_gb_array_reads_without_decoding_the_whole_of_it() {
     s.insert("c/0", chunk(0));
     let last = 25_000_000_000u64 / 1_048_576;
     s.insert(format!("c/{last}"), chunk(last * 1_048_576));
-    let view = view_of(s);
+    let view = view_with_cache(s, 16 << 20);
     let ino = view.resolve("root").unwrap();
     assert_eq!(view.getattr(ino).unwrap().size, 100_000_000_000);
     assert_eq!(

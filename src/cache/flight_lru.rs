@@ -1,7 +1,7 @@
-//! The mechanism under both caches: an LRU bounded in bytes whose misses load each key once,
+//! The mechanism under the cache: an LRU bounded in bytes whose misses load each key once,
 //! however many readers want it at the same time (single-flight).
 
-use super::ChunkError;
+use super::{ChunkError, Panicked};
 use lru::LruCache;
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -131,7 +131,7 @@ impl<K: Hash + Eq + Clone, V: Clone> FlightLru<K, V> {
         };
 
         let outcome = catch_unwind(AssertUnwindSafe(load))
-            .unwrap_or_else(|_| Err(ChunkError::new(panicked())));
+            .unwrap_or_else(|_| Err(ChunkError::new(Panicked(panicked()))));
 
         let mut gone = Vec::new();
         {

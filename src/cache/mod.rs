@@ -1,41 +1,62 @@
-//! Decoded chunks: one LRU shared by every reader, bounded in bytes, loading each chunk once
-//! however many readers want it at the same time.
+//! Decoded chunks and shard indexes: one LRU shared by every reader, bounded by one byte budget,
+//! loading each entry once however many readers want it at the same time.
 
 mod buffer_pool;
 mod chunk_cache;
-mod chunk_reader;
 mod flight_lru;
 mod prefetch;
-mod shard_index;
-mod shard_reader;
 
 pub use buffer_pool::BufferPool;
-pub use chunk_cache::{ChunkCache, ChunkId};
-pub use chunk_reader::ChunkReader;
+pub use chunk_cache::{ChunkCache, ChunkId, ShardIndexData};
 pub use flight_lru::CacheStats;
 pub use prefetch::{Job, Prefetcher};
 
+use std::error::Error;
 use std::fmt;
 use std::sync::Arc;
 
 /// A decoded chunk: `None` when the store holds no such chunk (it reads as the fill value).
 pub type ChunkData = Option<Arc<Vec<u8>>>;
 
-/// Why a chunk could not be loaded; cheap to clone, so every waiting reader gets it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ChunkError(Arc<str>);
+/// Why an entry could not be loaded; cheap to clone, so every waiting reader gets it. It holds
+/// the loader's own error (see [`ChunkError::downcast_ref`]), or says the loader panicked.
+#[derive(Clone, Debug)]
+pub struct ChunkError(Arc<dyn Error + Send + Sync>);
 
-impl ChunkError {
-    /// An error with the given message (which names the node and the cause).
-    pub fn new(msg: impl Into<String>) -> Self {
-        ChunkError(Arc::from(msg.into()))
-    }
-}
+/// The error of a loader that panicked.
+#[derive(Debug)]
+pub struct Panicked(pub String);
 
-impl fmt::Display for ChunkError {
+impl fmt::Display for Panicked {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
 }
 
-impl std::error::Error for ChunkError {}
+impl Error for Panicked {}
+
+impl ChunkError {
+    /// Wraps the loader's error `e`.
+    pub fn new(e: impl Error + Send + Sync + 'static) -> Self {
+        ChunkError(Arc::new(e))
+    }
+
+    /// The loader's error, when it is a `T`.
+    pub fn downcast_ref<T: Error + 'static>(&self) -> Option<&T> {
+        self.0.downcast_ref::<T>()
+    }
+}
+
+impl PartialEq for ChunkError {
+    fn eq(&self, other: &Self) -> bool {
+        self.to_string() == other.to_string()
+    }
+}
+
+impl fmt::Display for ChunkError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl Error for ChunkError {}

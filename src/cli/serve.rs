@@ -4,6 +4,7 @@ use super::daemon::Ready;
 use super::unmount::{detach, Refusal};
 use super::Prepared;
 use crate::fuse::ZarrFs;
+use crate::view::ReadPolicy;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,6 +13,9 @@ use std::time::{Duration, Instant};
 const FUSE_SUPER_MAGIC: i64 = 0x6573_5546;
 /// How long a fresh mount may take to answer before we give up.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
+/// Chunk requests a remote store has in flight while reading ahead (loopback S3 peaks at 8-16 in
+/// flight; more cover higher latency).
+const REMOTE_IN_FLIGHT: usize = 16;
 
 /// Signals that end the mount, plus SIGUSR1 which the session thread sends when it ends.
 fn signal_set() -> libc::sigset_t {
@@ -80,7 +84,11 @@ fn mount(p: Prepared) -> Result<Mounted, String> {
     )?;
     drop(progress);
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-    view.enable_prefetch(cores);
+    view.set_read_policy(if p.requests.is_some() {
+        ReadPolicy::remote(REMOTE_IN_FLIGHT)
+    } else {
+        ReadPolicy::local(cores)
+    });
     let view = Arc::new(view);
     log::info!(
         "{}: {} files, loaded in {:.3} s",

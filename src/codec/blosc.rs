@@ -40,6 +40,12 @@ impl BytesToBytes for Blosc {
         decoded.compressed_bound()
     }
 
+    fn stated_size(&self, encoded: &[u8]) -> Option<usize> {
+        encoded
+            .first_chunk::<HEADER_LEN>()
+            .map(|h| header_u32(h, 4))
+    }
+
     fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize, CodecError> {
         let header = encoded.first_chunk::<HEADER_LEN>().ok_or_else(|| {
             self.corrupt(format!(

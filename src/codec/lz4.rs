@@ -25,6 +25,12 @@ impl BytesToBytes for Lz4 {
         decoded.compressed_bound()
     }
 
+    fn stated_size(&self, encoded: &[u8]) -> Option<usize> {
+        encoded
+            .first_chunk::<4>()
+            .map(|h| u32::from_le_bytes(*h) as usize)
+    }
+
     fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize, CodecError> {
         let (header, block) = encoded
             .split_first_chunk::<4>()

@@ -162,6 +162,12 @@ pub(crate) trait BytesToBytes: Send + Sync {
     /// Decodes `encoded` into the start of `out`; returns how many bytes it wrote. Output that
     /// would not fit in `out` is an error (`Corrupt`), never a larger allocation.
     fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize, CodecError>;
+    /// The decoded size `encoded` states in its own header, for formats that have one (blosc,
+    /// lz4 with its size prefix, zstd frames with a content size); `None` when unknown.
+    fn stated_size(&self, encoded: &[u8]) -> Option<usize> {
+        let _ = encoded;
+        None
+    }
     /// For codecs whose decoded form is a slice of the encoded form (checksums): verifies
     /// `encoded` and returns that slice's range, so the pipeline need not copy.
     fn payload(&self, encoded: &[u8]) -> Result<Option<Range<usize>>, CodecError> {

@@ -45,6 +45,25 @@ impl Pipeline {
         }
     }
 
+    /// Refuses variable-length chunks whose serialized form exceeds `max` bytes (a reader
+    /// passes what it can keep); fixed-size chunks have their exact size already.
+    pub fn limit_decoded(mut self, max: usize) -> Self {
+        if let Kind::Vlen(v) = &mut self.0 {
+            v.limit(max);
+        }
+        self
+    }
+
+    /// The largest size, in bytes, a chunk takes anywhere along the chain (decoded, after each
+    /// array→array codec, serialized, between bytes→bytes codecs, and the bound its outermost
+    /// codec gives for the stored form); `None` for variable-length elements.
+    pub fn largest_form_len(&self) -> Option<usize> {
+        match &self.0 {
+            Kind::Fixed(f) => Some(f.largest_form),
+            Kind::Vlen(_) => None,
+        }
+    }
+
     /// Decodes one stored chunk: for fixed-size elements exactly [`Pipeline::decoded_len`]
     /// bytes, C order, little-endian; for variable-length elements the item index and bytes
     /// described in [`super::vlen`].
@@ -85,6 +104,8 @@ struct FixedPipeline {
     bytes_to_bytes: Vec<(Box<dyn BytesToBytes>, Size)>,
     /// Byte length of a decoded chunk.
     decoded_len: usize,
+    /// The largest form a chunk takes along the chain (see [`Pipeline::largest_form_len`]).
+    largest_form: usize,
 }
 
 impl FixedPipeline {
@@ -146,6 +167,13 @@ impl FixedPipeline {
             bytes_to_bytes.push((codec, size));
             size = encoded;
         }
+        let largest_form = array_to_array
+            .iter()
+            .map(|(_, len)| *len)
+            .chain(bytes_to_bytes.iter().map(|(_, size)| size.max()))
+            .chain([decoded_len, serialized_len, size.max()])
+            .max()
+            .unwrap_or(decoded_len);
 
         Ok(FixedPipeline {
             array_to_array,
@@ -153,6 +181,7 @@ impl FixedPipeline {
             serialized_len,
             bytes_to_bytes,
             decoded_len,
+            largest_form,
         })
     }
 

@@ -104,6 +104,11 @@ impl ShardingCodec {
         &self.grid
     }
 
+    /// Length of the encoded index, and whether it is at the start of the shard (else the end).
+    pub fn index_place(&self) -> (u64, bool) {
+        (self.index_len, self.index_at_start)
+    }
+
     /// Where the encoded index lies in a shard of `shard_size` bytes.
     pub fn index_range(&self, shard_size: u64) -> Result<Range<u64>, CodecError> {
         let len = self.index_len;

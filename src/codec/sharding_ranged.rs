@@ -97,6 +97,11 @@ impl ShardedArray {
         (shard, inner as usize)
     }
 
+    /// Length of the encoded index, and whether it is at the start of the shard (else the end).
+    pub fn index_place(&self) -> (u64, bool) {
+        self.codec.index_place()
+    }
+
     /// Where the encoded index lies in a shard of `shard_size` bytes.
     pub fn index_range(&self, shard_size: u64) -> Result<Range<u64>, CodecError> {
         self.codec.index_range(shard_size)

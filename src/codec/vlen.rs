@@ -11,7 +11,8 @@ use crate::meta::{CodecSpec, DataType};
 const U64: usize = 8;
 /// First output buffer for a decompressor whose output size is unknown.
 const FIRST_GUESS: usize = 1 << 20;
-/// Largest serialized variable-length chunk accepted (decompression bombs stop here).
+/// Largest serialized variable-length chunk accepted by default (decompression bombs stop
+/// here); [`VlenPipeline::limit`] lowers it to what the reader can keep.
 const MAX_SERIALIZED: usize = 1 << 30;
 
 /// The chain of a variable-length array: its `vlen-*` codec, then bytes→bytes codecs.
@@ -19,6 +20,8 @@ pub(crate) struct VlenPipeline {
     name: String,
     items: usize,
     bytes_to_bytes: Vec<Box<dyn BytesToBytes>>,
+    /// Largest serialized chunk accepted.
+    max_serialized: usize,
 }
 
 impl VlenPipeline {
@@ -55,7 +58,13 @@ impl VlenPipeline {
             name: first.name.clone(),
             items,
             bytes_to_bytes,
+            max_serialized: MAX_SERIALIZED,
         })
+    }
+
+    /// Accepts serialized chunks of at most `max` bytes (and never more than 1 GiB).
+    pub fn limit(&mut self, max: usize) {
+        self.max_serialized = max.min(MAX_SERIALIZED);
     }
 
     /// The vlen codec's name.
@@ -71,27 +80,41 @@ impl VlenPipeline {
                 data = data[payload].to_vec();
                 continue;
             }
-            data = decode_unsized(codec.as_ref(), &data)?;
+            data = decode_unsized(codec.as_ref(), &data, self.max_serialized)?;
         }
         decode(&self.name, &data, self.items)
     }
 }
 
 /// Runs a decompressor whose output size is unknown: tries growing buffers, up to
-/// [`MAX_SERIALIZED`]; the last attempt's error is the answer.
-fn decode_unsized(codec: &dyn BytesToBytes, input: &[u8]) -> Result<Vec<u8>, CodecError> {
-    let mut cap = FIRST_GUESS
-        .max(input.len().saturating_mul(8))
-        .min(MAX_SERIALIZED);
+/// `max` bytes; the last attempt's error is the answer.
+fn decode_unsized(
+    codec: &dyn BytesToBytes,
+    input: &[u8],
+    max: usize,
+) -> Result<Vec<u8>, CodecError> {
+    if let Some(n) = codec.stated_size(input) {
+        if n > max {
+            return Err(CodecError::corrupt(
+                codec.name(),
+                format!("header gives {n} bytes, more than the limit of {max}"),
+            ));
+        }
+        let mut out = vec![0u8; n];
+        let written = codec.decode(input, &mut out)?;
+        out.truncate(written);
+        return Ok(out);
+    }
+    let mut cap = FIRST_GUESS.max(input.len().saturating_mul(8)).min(max);
     loop {
         let mut out = vec![0u8; cap];
         match codec.decode(input, &mut out) {
-            Ok(n) if n < cap || cap == MAX_SERIALIZED => {
+            Ok(n) if n < cap || cap == max => {
                 out.truncate(n);
                 return Ok(out);
             }
-            Err(e) if cap == MAX_SERIALIZED => return Err(e),
-            _ => cap = cap.saturating_mul(4).min(MAX_SERIALIZED),
+            Err(e) if cap == max => return Err(e),
+            _ => cap = cap.saturating_mul(4).min(max),
         }
     }
 }

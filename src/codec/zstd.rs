@@ -32,6 +32,13 @@ impl BytesToBytes for Zstd {
         decoded.compressed_bound()
     }
 
+    fn stated_size(&self, encoded: &[u8]) -> Option<usize> {
+        match zstd::zstd_safe::get_frame_content_size(encoded) {
+            Ok(Some(n)) => usize::try_from(n).ok(),
+            _ => None,
+        }
+    }
+
     fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize, CodecError> {
         let corrupt = |e: std::io::Error| CodecError::corrupt(&self.name, e.to_string());
         CONTEXT.with(|cell| {

@@ -1,9 +1,12 @@
 //! Reading an array's elements (`A`) and its NPY file (`A.npy`) by byte range, and decoding
 //! ahead of a reader.
 
-use super::stream::Prediction;
-use super::{npy_header, Layout, ViewError};
-use crate::cache::{ChunkCache, ChunkData, ChunkId, ChunkReader, Job, Prefetcher};
+use super::chunk_source::ChunkSource;
+use super::error::chunk_failed;
+use super::read_policy::Prediction;
+use super::{npy_header, IoCause, ViewError};
+use crate::cache::{ChunkCache, ChunkData, ChunkId, Job, Prefetcher};
+use crate::meta::ArrayMeta;
 use std::sync::Arc;
 
 /// Most chunks one prediction queues.
@@ -11,39 +14,49 @@ const MAX_PREFETCH_CHUNKS: usize = 64;
 /// Chunks one read keeps at hand (its runs alternate between the chunks of a row).
 const MAX_HELD_CHUNKS: usize = 8;
 
-/// One array as files: its chunk reader, geometry and NPY header.
+/// Why an array's data cannot be read, said once at mount and again at every open.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unreadable {
+    /// The kind of reason.
+    pub cause: IoCause,
+    /// The reason in words.
+    pub reason: String,
+}
+
+/// One array as files: its chunks, geometry and NPY header.
 pub struct ArrayFile {
-    id: u32,
     path: String,
-    /// `Err` holds why the data cannot be read (unsupported codec or data type, bad metadata).
-    reader: Result<Arc<ChunkReader>, String>,
-    layout: Arc<Layout>,
+    /// `Err` holds why the data cannot be read (unsupported codec or data type, bad metadata,
+    /// chunks too large for the cache).
+    source: Result<ChunkSource, Unreadable>,
     elem_size: u64,
     data_size: u64,
     header: Vec<u8>,
 }
 
 impl ArrayFile {
-    /// The files of the array at `path` (number `id` in the view), readable when `reader` is Ok.
-    pub fn new(id: u32, path: &str, reader: Result<ChunkReader, String>) -> Self {
-        let (layout, elem_size, data_size, header) = match &reader {
-            Ok(r) => {
-                let meta = r.meta();
-                (
-                    Layout::new(&meta.shape, r.read_chunk_shape()),
-                    meta.dtype.size() as u64,
-                    meta.byte_size().unwrap_or(0),
-                    npy_header(&meta.dtype, &meta.shape),
-                )
-            }
-            Err(_) => (Layout::new(&[], &[]), 1, 0, Vec::new()),
+    /// The files of the array at `path`, readable when `source` is Ok. Their sizes come from
+    /// `meta` whenever it could be parsed, so an array zarrfs cannot decode still shows its real
+    /// size (and fails with EIO when opened) instead of looking empty; only an array whose
+    /// metadata could not be parsed at all (e.g. an unknown data type: the item size is
+    /// unknown) shows size 0.
+    pub fn new(
+        path: &str,
+        meta: Option<&ArrayMeta>,
+        source: Result<ChunkSource, Unreadable>,
+    ) -> Self {
+        let (elem_size, data_size, header) = match meta.filter(|m| !m.dtype.is_variable()) {
+            Some(meta) => (
+                meta.dtype.size() as u64,
+                meta.byte_size().unwrap_or(0),
+                npy_header(&meta.dtype, &meta.shape),
+            ),
+            None => (1, 0, Vec::new()),
         };
         ArrayFile {
-            id,
             path: path.to_string(),
-            reader: reader.map(Arc::new),
-            layout: Arc::new(layout),
-            elem_size,
+            source,
+            elem_size: elem_size.max(1),
             data_size,
             header,
         }
@@ -54,9 +67,10 @@ impl ArrayFile {
         self.data_size
     }
 
-    /// Size of `A.npy`.
+    /// Size of `A.npy` (at most `u64::MAX`: of an array of nearly 2^64 bytes, the last bytes
+    /// are past what a file offset can reach).
     pub fn npy_size(&self) -> u64 {
-        self.header.len() as u64 + self.data_size
+        (self.header.len() as u64).saturating_add(self.data_size)
     }
 
     /// Length of the NPY header (where the data starts in `A.npy`).
@@ -64,27 +78,42 @@ impl ArrayFile {
         self.header.len() as u64
     }
 
-    /// Where the band of chunks holding byte `offset` of `A` ends (see [`Layout::band_len`]).
+    /// Where the band of chunks holding byte `offset` of `A` ends (see
+    /// [`super::Layout::band_len`]).
     pub fn band_end(&self, offset: u64) -> u64 {
-        let band = self.layout.band_len().max(1) * self.elem_size;
+        let Ok(source) = &self.source else {
+            return self.data_size;
+        };
+        let band = source
+            .layout
+            .band_len()
+            .max(1)
+            .saturating_mul(self.elem_size);
         (offset / band + 1).saturating_mul(band)
     }
 
     /// How far ahead of a sequential reader to decode, in bytes of `A`: two bands of chunks
-    /// (see [`Layout::band_len`]) and at least four chunks.
+    /// (see [`super::Layout::band_len`]) and at least four chunks.
     pub fn read_ahead_bytes(&self) -> u64 {
-        (2 * self.layout.band_len()).max(4 * self.layout.chunk_len()) * self.elem_size
+        let Ok(source) = &self.source else { return 0 };
+        let l = &source.layout;
+        l.band_len()
+            .saturating_mul(2)
+            .max(l.chunk_len().saturating_mul(4))
+            .saturating_mul(self.elem_size)
+    }
+
+    /// The chunks, when the data can be read; else logs why and fails with EIO.
+    fn readable(&self) -> Result<&ChunkSource, ViewError> {
+        self.source.as_ref().map_err(|u| {
+            log::error!("{}: data cannot be read: {}", self.display_path(), u.reason);
+            ViewError::Io(u.cause)
+        })
     }
 
     /// Ok when the data can be read; else logs why and fails with EIO.
     pub fn check_readable(&self) -> Result<(), ViewError> {
-        match &self.reader {
-            Ok(_) => Ok(()),
-            Err(reason) => {
-                log::error!("{}: data cannot be read: {reason}", self.display_path());
-                Err(ViewError::Io)
-            }
-        }
+        self.readable().map(|_| ())
     }
 
     fn display_path(&self) -> &str {
@@ -103,6 +132,7 @@ impl ArrayFile {
         len: u64,
         out: &mut Vec<u8>,
     ) -> Result<(), ViewError> {
+        self.check_readable()?;
         let hlen = self.header_len();
         if offset >= hlen {
             return self.read_data(cache, offset - hlen, len, out);
@@ -124,32 +154,30 @@ impl ArrayFile {
         len: u64,
         out: &mut Vec<u8>,
     ) -> Result<(), ViewError> {
-        let reader = self
-            .reader
-            .as_ref()
-            .map_err(|_| self.check_readable().unwrap_err())?;
+        let source = self.readable()?;
         let end = offset.saturating_add(len).min(self.data_size);
         if offset >= end {
             return Ok(());
         }
         let es = self.elem_size;
-        let fill = &reader.meta().fill_value;
+        let fill = &source.reader.meta().fill_value;
         out.reserve((end - offset) as usize);
         // The chunks this read has fetched: runs alternate between a few of them.
         let mut held: Vec<(u64, ChunkData)> = Vec::new();
-        for run in self.layout.runs(offset / es, end.div_ceil(es)) {
+        for run in source.layout.runs(offset / es, end.div_ceil(es)) {
             let run_start = run.start * es;
             let (from, to) = (run_start.max(offset), ((run.start + run.len) * es).min(end));
             let slot = match held.iter().position(|(c, _)| *c == run.chunk) {
                 Some(i) => i,
                 None => {
-                    if self.decode_whole_into(cache, reader, &run, from, to, out)? {
+                    if self.decode_whole_into(cache, source, &run, from, to, out)? {
                         continue;
                     }
                     if held.len() == MAX_HELD_CHUNKS {
                         held.remove(0);
                     }
-                    held.push((run.chunk, self.chunk(cache, reader, run.chunk)?));
+                    let data = source.chunk(cache, run.chunk).map_err(chunk_failed)?;
+                    held.push((run.chunk, data));
                     held.len() - 1
                 }
             };
@@ -163,7 +191,7 @@ impl ArrayFile {
                             run.chunk,
                             data.len()
                         );
-                        ViewError::Io
+                        ViewError::Io(IoCause::Corrupt)
                     })?;
                     out.extend_from_slice(bytes);
                 }
@@ -178,19 +206,19 @@ impl ArrayFile {
     fn decode_whole_into(
         &self,
         cache: &ChunkCache,
-        reader: &ChunkReader,
+        source: &ChunkSource,
         run: &super::Run,
         from: u64,
         to: u64,
         out: &mut Vec<u8>,
     ) -> Result<bool, ViewError> {
         let whole = run.chunk_offset == 0
-            && run.len == self.layout.chunk_len()
+            && run.len == source.layout.chunk_len()
             && from == run.start * self.elem_size
             && to == (run.start + run.len) * self.elem_size;
         if !whole
             || cache.contains(ChunkId {
-                array: self.id,
+                array: source.id,
                 index: run.chunk,
             })
         {
@@ -198,11 +226,12 @@ impl ArrayFile {
         }
         let at = out.len();
         out.resize(at + (to - from) as usize, 0);
-        match reader.load_into(&self.layout.chunk_coords(run.chunk), &mut out[at..]) {
+        let coords = source.layout.chunk_coords(run.chunk);
+        match source.reader.load_into(&coords, &mut out[at..]) {
             Ok(Some(true)) => Ok(true),
             Ok(Some(false)) => {
                 out.truncate(at);
-                extend_with_fill(out, &reader.meta().fill_value, from, to - from);
+                extend_with_fill(out, &source.reader.meta().fill_value, from, to - from);
                 Ok(true)
             }
             Ok(None) => {
@@ -212,29 +241,9 @@ impl ArrayFile {
             Err(e) => {
                 out.truncate(at);
                 log::error!("{e}");
-                Err(ViewError::Io)
+                Err(ViewError::Io(e.cause.into()))
             }
         }
-    }
-
-    fn chunk(
-        &self,
-        cache: &ChunkCache,
-        reader: &ChunkReader,
-        chunk: u64,
-    ) -> Result<ChunkData, ViewError> {
-        let id = ChunkId {
-            array: self.id,
-            index: chunk,
-        };
-        cache
-            .get_or_load(id, || {
-                reader.load(&self.layout.chunk_coords(chunk), cache.pool())
-            })
-            .map_err(|e| {
-                log::error!("{e}");
-                ViewError::Io
-            })
     }
 
     /// The chunks behind the predicted byte ranges of `A` (data offsets, not `A.npy`), in order,
@@ -242,12 +251,12 @@ impl ArrayFile {
     pub fn chunks_for(&self, prediction: &Prediction) -> Vec<u64> {
         let es = self.elem_size;
         let mut chunks: Vec<u64> = Vec::new();
-        if self.reader.is_err() {
+        let Ok(source) = &self.source else {
             return chunks;
-        }
+        };
         let add_range = |from: u64, to: u64, chunks: &mut Vec<u64>| {
             let (first, last) = (from / es, to.min(self.data_size).div_ceil(es));
-            for chunk in self.layout.chunks_in(first, last, MAX_PREFETCH_CHUNKS) {
+            for chunk in source.layout.chunks_in(first, last, MAX_PREFETCH_CHUNKS) {
                 if chunks.len() < MAX_PREFETCH_CHUNKS && !chunks.contains(&chunk) {
                     chunks.push(chunk);
                 }
@@ -276,14 +285,17 @@ impl ArrayFile {
 
     /// Where chunk `chunk`'s last byte ends `A`.
     pub fn chunk_end_byte(&self, chunk: u64) -> u64 {
-        self.layout.chunk_end(chunk) * self.elem_size
+        self.source
+            .as_ref()
+            .map_or(0, |s| s.layout.chunk_end(chunk) * self.elem_size)
     }
 
     /// Drops `chunks` from the cache.
     pub fn discard(&self, cache: &ChunkCache, chunks: &[u64]) {
+        let Ok(source) = &self.source else { return };
         for &index in chunks {
             cache.discard(ChunkId {
-                array: self.id,
+                array: source.id,
                 index,
             });
         }
@@ -291,19 +303,17 @@ impl ArrayFile {
 
     /// Queues `chunks` for decoding on the worker pool.
     pub fn prefetch(&self, pool: &Prefetcher, cache: &Arc<ChunkCache>, chunks: &[u64]) {
-        let Ok(reader) = &self.reader else { return };
+        let Ok(source) = &self.source else { return };
         for &chunk in chunks {
             let id = ChunkId {
-                array: self.id,
+                array: source.id,
                 index: chunk,
             };
-            let (reader, layout, cache) = (reader.clone(), self.layout.clone(), cache.clone());
+            let (source, cache) = (source.clone(), cache.clone());
             pool.submit(Job {
                 id,
                 run: Box::new(move || {
-                    let _ = cache.get_or_load(id, || {
-                        reader.load(&layout.chunk_coords(chunk), cache.pool())
-                    });
+                    let _ = source.chunk(&cache, chunk);
                 }),
             });
         }

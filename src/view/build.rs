@@ -1,8 +1,13 @@
 //! Building the tree of files from a loaded hierarchy.
 
-use super::{ArrayFile, Content, Dir, Inode, View, VlenFile, ROOT_INO};
-use crate::cache::{ChunkCache, ChunkReader};
-use crate::meta::{Hierarchy, Node, NodeKind};
+use super::array_file::Unreadable;
+use super::chunk_source::ChunkSource;
+use super::read_policy::ReadPolicy;
+use super::vlen_file::Sizer;
+use super::{ArrayFile, Content, Dir, Inode, IoCause, Layout, View, VlenFile, ROOT_INO};
+use crate::cache::ChunkCache;
+use crate::fetch::ChunkReader;
+use crate::meta::{ArrayMeta, Hierarchy, MetaError, Node, NodeKind};
 use crate::store::Store;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -25,9 +30,10 @@ struct Sidecar {
 struct Builder {
     inodes: Vec<Inode>,
     arrays: Vec<ArrayFile>,
-    vlen: Vec<VlenFile>,
+    vlen: Vec<Arc<VlenFile>>,
     sidecars: Vec<Sidecar>,
     store: Arc<dyn Store>,
+    cache: Arc<ChunkCache>,
 }
 
 /// Pretty-printed JSON with a trailing newline.
@@ -75,34 +81,80 @@ impl Builder {
         });
     }
 
+    /// The chunks of array number `id` at `path`, or why they cannot be read: the codec chain
+    /// is unsupported or unusable, the geometry overflows, or one chunk (with its shard index)
+    /// is larger than the whole cache, which would decode it again on every read.
+    fn source(
+        &self,
+        id: u32,
+        path: &str,
+        meta: &Arc<ArrayMeta>,
+    ) -> Result<ChunkSource, Unreadable> {
+        let reader =
+            ChunkReader::new(self.store.clone(), path, meta.clone()).map_err(|e| Unreadable {
+                cause: e.cause.into(),
+                reason: e.message,
+            })?;
+        let reader = reader.limit_decoded(self.cache.budget());
+        let layout =
+            Layout::new(&meta.shape, reader.read_chunk_shape()).map_err(|reason| Unreadable {
+                cause: IoCause::BadConfig,
+                reason,
+            })?;
+        let need = reader.cached_bytes_per_chunk();
+        if !self.cache.fits(need) {
+            return Err(Unreadable {
+                cause: IoCause::TooLargeForCache,
+                reason: format!(
+                    "one chunk takes {need} bytes in the cache, more than its whole budget of {} \
+                     bytes; mount with a larger --cache-size",
+                    self.cache.budget()
+                ),
+            });
+        }
+        Ok(ChunkSource {
+            id,
+            reader: Arc::new(reader),
+            layout: Arc::new(layout),
+        })
+    }
+
     /// Adds an array's data file under `name` and queues its `.json` and `.npy` sidecars.
     fn add_array(&mut self, dir: u64, name: &str, node: &Node, mtime: SystemTime) {
         // One number space for both kinds: it keys the shared chunk cache.
         let id = (self.arrays.len() + self.vlen.len()) as u32;
-        let reader = match &node.kind {
-            NodeKind::Array(Ok(meta)) => {
-                ChunkReader::new(self.store.clone(), &node.path, meta.clone())
-            }
-            NodeKind::Array(Err(e)) => Err(e.to_string()),
+        let (meta, source) = match &node.kind {
+            NodeKind::Array(Ok(meta)) => (Some(meta), self.source(id, &node.path, meta)),
+            NodeKind::Array(Err(e)) => (
+                None,
+                Err(Unreadable {
+                    cause: match e {
+                        MetaError::Unsupported(_) => IoCause::Unsupported,
+                        _ => IoCause::Metadata,
+                    },
+                    reason: e.to_string(),
+                }),
+            ),
             NodeKind::Group => unreachable!("add_array takes arrays"),
         };
-        if let Err(reason) = &reader {
+        if let Err(u) = &source {
             let shown = if node.path.is_empty() {
                 "/"
             } else {
                 &node.path
             };
-            log::warn!("{shown}: data cannot be read: {reason}");
+            log::warn!("{shown}: data cannot be read: {}", u.reason);
         }
-        let (data, npy) = match reader {
-            Ok(r) if r.meta().dtype.is_variable() => {
+        let (data, npy) = match source {
+            Ok(source) if source.reader.meta().dtype.is_variable() => {
                 let k = self.vlen.len() as u32;
-                self.vlen.push(VlenFile::new(id, &node.path, r));
+                self.vlen.push(Arc::new(VlenFile::new(&node.path, source)));
                 (Content::Text(k), Content::TextNpy(k))
             }
             other => {
                 let k = self.arrays.len() as u32;
-                self.arrays.push(ArrayFile::new(id, &node.path, other));
+                let meta = meta.map(|m| m.as_ref());
+                self.arrays.push(ArrayFile::new(&node.path, meta, other));
                 (Content::Data(k), Content::Npy(k))
             }
         };
@@ -138,6 +190,7 @@ impl View {
             vlen: Vec::new(),
             sidecars: Vec::new(),
             store,
+            cache: cache.clone(),
         };
         let mut dirs: HashMap<&str, u64> = HashMap::new();
         let mtime_of = |n: &Node| n.mtime.unwrap_or(store_mtime);
@@ -201,7 +254,9 @@ impl View {
             inodes: b.inodes,
             arrays: b.arrays,
             vlen: b.vlen,
+            sizer: Sizer::new(cache.clone()),
             cache,
+            policy: ReadPolicy::local(0),
             prefetcher: None,
             handles: Default::default(),
             next_handle: Default::default(),

@@ -26,25 +26,45 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// The layout of an array of `shape` in chunks of `chunk_shape` (same rank, no zero extent).
-    pub fn new(shape: &[u64], chunk_shape: &[u64]) -> Self {
-        let grid = shape
+    /// The layout of an array of `shape` in chunks of `chunk_shape`. Every count and product
+    /// the layout uses later (elements, elements per chunk, chunks, the grid's extent along each
+    /// axis) is checked here, so none can overflow afterwards; an error says which one does.
+    pub fn new(shape: &[u64], chunk_shape: &[u64]) -> Result<Self, String> {
+        if shape.len() != chunk_shape.len() || chunk_shape.contains(&0) {
+            return Err(format!(
+                "chunk shape {chunk_shape:?} does not tile shape {shape:?}"
+            ));
+        }
+        let product = |v: &[u64]| v.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d));
+        let grid: Vec<u64> = shape
             .iter()
             .zip(chunk_shape)
             .map(|(&s, &c)| s.div_ceil(c))
             .collect();
+        let fits = product(shape).is_some()
+            && product(chunk_shape).is_some()
+            && product(&grid).is_some()
+            && grid
+                .iter()
+                .zip(chunk_shape)
+                .all(|(&g, &c)| g.checked_mul(c).is_some());
+        if !fits {
+            return Err(format!(
+                "shape {shape:?} in chunks of {chunk_shape:?} overflows 64-bit counts"
+            ));
+        }
         let mut merge_axis = shape.len().saturating_sub(1);
         while merge_axis > 0 && chunk_shape[merge_axis] == shape[merge_axis] {
             merge_axis -= 1;
         }
         let inner = shape.iter().skip(merge_axis + 1).product();
-        Layout {
+        Ok(Layout {
             shape: shape.to_vec(),
             chunk_shape: chunk_shape.to_vec(),
             grid,
             merge_axis,
             inner,
-        }
+        })
     }
 
     /// Number of elements in the array.
@@ -324,7 +344,7 @@ mod tests {
     proptest! {
         #[test]
         fn runs_match_the_naive_model((shape, chunks) in shapes(), a in 0u64..2000, b in 0u64..2000) {
-            let layout = Layout::new(&shape, &chunks);
+            let layout = Layout::new(&shape, &chunks).unwrap();
             let n = layout.len();
             let (start, end) = ((a % (n + 1)).min(b % (n + 1)), (a % (n + 1)).max(b % (n + 1)));
             let mut next = start;
@@ -341,7 +361,7 @@ mod tests {
 
         #[test]
         fn chunks_in_are_the_chunks_of_the_runs((shape, chunks) in shapes(), a in 0u64..2000, b in 0u64..2000) {
-            let layout = Layout::new(&shape, &chunks);
+            let layout = Layout::new(&shape, &chunks).unwrap();
             let n = layout.len();
             let (start, end) = ((a % (n + 1)).min(b % (n + 1)), (a % (n + 1)).max(b % (n + 1)));
             let mut expected: Vec<u64> = layout.runs(start, end).map(|r| r.chunk).collect();
@@ -362,7 +382,7 @@ mod tests {
 
         #[test]
         fn chunk_end_is_one_past_the_last_element_of_the_chunk((shape, chunks) in shapes()) {
-            let layout = Layout::new(&shape, &chunks);
+            let layout = Layout::new(&shape, &chunks).unwrap();
             let mut last = std::collections::HashMap::new();
             for e in 0..layout.len() {
                 last.insert(locate(&shape, &chunks, e).0, e + 1);
@@ -375,12 +395,12 @@ mod tests {
 
     #[test]
     fn whole_rows_merge_when_chunks_span_trailing_axes() {
-        let layout = Layout::new(&[4, 3, 5], &[2, 3, 5]);
+        let layout = Layout::new(&[4, 3, 5], &[2, 3, 5]).unwrap();
         assert_eq!(
             layout.runs(0, 60).map(|r| r.len).collect::<Vec<_>>(),
             vec![30, 30]
         );
-        let layout = Layout::new(&[4, 5], &[2, 2]);
+        let layout = Layout::new(&[4, 5], &[2, 2]).unwrap();
         assert_eq!(
             layout
                 .runs(0, 5)
@@ -389,7 +409,7 @@ mod tests {
             vec![(0, 2), (1, 2), (2, 1)]
         );
         assert_eq!(layout.chunk_coords(5), vec![1, 2]);
-        let scalar = Layout::new(&[], &[]);
+        let scalar = Layout::new(&[], &[]).unwrap();
         assert_eq!(
             scalar.runs(0, 1).collect::<Vec<_>>(),
             vec![Run {
@@ -399,5 +419,22 @@ mod tests {
                 len: 1
             }]
         );
+    }
+
+    #[test]
+    fn overflowing_layouts_are_refused() {
+        let half = u64::MAX / 2 + 1;
+        for (shape, chunks) in [
+            (vec![u64::MAX, 2], vec![1, 1]),
+            (vec![4, 4], vec![u64::MAX, u64::MAX]),
+            (vec![half + 1], vec![half]),
+            (vec![u64::MAX, u64::MAX], vec![1, u64::MAX]),
+        ] {
+            let err = Layout::new(&shape, &chunks).unwrap_err();
+            assert!(err.contains("overflows"), "{err}");
+        }
+        assert!(Layout::new(&[4], &[0]).is_err());
+        assert!(Layout::new(&[4], &[]).is_err());
+        assert_eq!(Layout::new(&[0, 3], &[2, 2]).unwrap().len(), 0);
     }
 }

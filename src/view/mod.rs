@@ -6,18 +6,21 @@
 
 mod array_file;
 mod build;
-mod drop_behind;
+mod chunk_source;
+mod error;
 mod layout;
 mod npy;
-mod stream;
+mod read_policy;
 mod vlen_file;
 
-pub use array_file::ArrayFile;
-pub use drop_behind::DropBehind;
+use array_file::ArrayFile;
+pub use error::{IoCause, ViewError};
 pub use layout::{Layout, Run};
 pub use npy::npy_header;
-pub use stream::{Prediction, Stream};
-pub use vlen_file::VlenFile;
+pub use read_policy::ReadPolicy;
+use read_policy::{Prediction, ReaderState};
+pub use vlen_file::SYNC_SCAN_MAX;
+use vlen_file::{Sizer, VlenFile};
 
 use crate::cache::{ChunkCache, Prefetcher};
 use crate::meta::LoadOptions;
@@ -28,36 +31,6 @@ use std::time::SystemTime;
 
 /// Inode number of the mount root.
 pub const ROOT_INO: u64 = 1;
-/// Smallest read-ahead window of a sequential reader, in bytes.
-const MIN_PREFETCH_WINDOW: u64 = 8 << 20;
-/// Prefetch jobs that may wait per worker.
-const MAX_PREFETCH_QUEUE_PER_WORKER: usize = 16;
-
-/// Why a view call failed; each maps to one errno.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ViewError {
-    /// No such inode or name (ENOENT).
-    NotFound,
-    /// A directory operation on a file (ENOTDIR).
-    NotDir,
-    /// A file operation on a directory (EISDIR).
-    IsDir,
-    /// The data cannot be read (EIO); the cause has been logged.
-    Io,
-}
-
-impl ViewError {
-    /// The errno this error stands for.
-    pub fn errno(self) -> i32 {
-        match self {
-            ViewError::NotFound => libc::ENOENT,
-            ViewError::NotDir => libc::ENOTDIR,
-            ViewError::IsDir => libc::EISDIR,
-            ViewError::Io => libc::EIO,
-        }
-    }
-}
-
 /// Directory or regular file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FileKind {
@@ -122,44 +95,18 @@ struct Inode {
     mtime: SystemTime,
 }
 
-/// One open data file.
-struct Handle {
-    /// Its access pattern.
-    stream: Stream,
-    /// What to drop behind a sequential reader; `None` when the kernel does not cache its reads.
-    behind: Option<DropBehind>,
-}
-
-impl Handle {
-    /// After a read at `offset` touching `now` (chunks of `array`), the chunks this reader, if
-    /// sequential and page-cached, has passed.
-    fn passed(&mut self, array: &ArrayFile, now: &[u64], offset: u64) -> Vec<u64> {
-        let Some(behind) = &mut self.behind else {
-            return Vec::new();
-        };
-        if !self.stream.in_order() {
-            behind.clear();
-        }
-        for &chunk in now {
-            behind.touched(chunk, array.chunk_end_byte(chunk));
-        }
-        if self.stream.is_sequential() {
-            behind.passed(offset)
-        } else {
-            Vec::new()
-        }
-    }
-}
-
 /// The whole mounted tree.
 pub struct View {
     inodes: Vec<Inode>,
     arrays: Vec<ArrayFile>,
-    vlen: Vec<VlenFile>,
+    vlen: Vec<Arc<VlenFile>>,
+    /// Scans large variable-length arrays for their sizes.
+    sizer: Sizer,
     cache: Arc<ChunkCache>,
+    policy: ReadPolicy,
     prefetcher: Option<Prefetcher>,
     /// Every open data file, by file handle.
-    handles: Mutex<HashMap<u64, Handle>>,
+    handles: Mutex<HashMap<u64, ReaderState>>,
     next_handle: AtomicU64,
 }
 
@@ -227,15 +174,20 @@ impl View {
             Content::Data(a) => (FileKind::File, self.arrays[*a as usize].data_size(), 1),
             Content::Npy(a) => (FileKind::File, self.arrays[*a as usize].npy_size(), 1),
             Content::Json(bytes) => (FileKind::File, bytes.len() as u64, 1),
-            // An unreadable variable-length array shows size 0; opening it fails with EIO.
+            // Sizes of variable-length arrays cost a scan: see `vlen_file`. An unreadable one
+            // shows size 0; reading it fails with EIO.
             Content::Text(a) => (
                 FileKind::File,
-                self.vlen[*a as usize].text_size(&self.cache).unwrap_or(0),
+                self.vlen[*a as usize]
+                    .text_size(&self.cache, &self.sizer)
+                    .unwrap_or(0),
                 1,
             ),
             Content::TextNpy(a) => (
                 FileKind::File,
-                self.vlen[*a as usize].npy_size(&self.cache).unwrap_or(0),
+                self.vlen[*a as usize]
+                    .npy_size(&self.cache, &self.sizer)
+                    .unwrap_or(0),
                 1,
             ),
         };
@@ -272,40 +224,46 @@ impl View {
             .collect())
     }
 
-    /// Decodes chunks ahead of sequential and strided readers on `workers` threads.
-    pub fn enable_prefetch(&mut self, workers: usize) {
-        self.prefetcher = Some(Prefetcher::new(
-            self.cache.clone(),
-            workers,
-            MAX_PREFETCH_QUEUE_PER_WORKER * workers.max(1),
-        ));
+    /// Reads ahead as `policy` says: its windows, and its workers (none when 0).
+    pub fn set_read_policy(&mut self, policy: ReadPolicy) {
+        self.policy = policy;
+        self.prefetcher = (policy.workers > 0)
+            .then(|| Prefetcher::new(self.cache.clone(), policy.workers, policy.queue_depth));
+    }
+
+    /// True when `ino` must be served with direct I/O (`FOPEN_DIRECT_IO`): the text and NPY
+    /// files of large variable-length arrays, whose size `stat` may show as 0 while it is being
+    /// computed (see [`VlenFile`]); reads must not stop at that size.
+    pub fn direct_io(&self, ino: u64) -> bool {
+        match self.inode(ino).map(|i| &i.content) {
+            Ok(Content::Text(a) | Content::TextNpy(a)) => self.vlen[*a as usize].size_may_lag(),
+            _ => false,
+        }
     }
 
     /// Opens `ino` for reading through the kernel's page cache and returns a file handle (0
     /// for files that need none); unreadable arrays fail here with EIO. Chunks a sequential
     /// reader has gone past leave the chunk cache (see [`DropBehind`]).
     pub fn open(&self, ino: u64) -> Result<u64, ViewError> {
-        self.open_handle(ino, Some(DropBehind::default()))
+        self.open_handle(ino, true)
     }
 
     /// Like [`View::open`], for reads that bypass the page cache (`O_DIRECT`): the chunk cache
     /// is their only cache, so it keeps what they read.
     pub fn open_direct(&self, ino: u64) -> Result<u64, ViewError> {
-        self.open_handle(ino, None)
+        self.open_handle(ino, false)
     }
 
-    fn open_handle(&self, ino: u64, behind: Option<DropBehind>) -> Result<u64, ViewError> {
+    fn open_handle(&self, ino: u64, page_cached: bool) -> Result<u64, ViewError> {
         match &self.inode(ino)?.content {
             Content::Dir(_) => Err(ViewError::IsDir),
-            Content::Json(_) => Ok(0),
-            Content::Text(a) | Content::TextNpy(a) => {
-                self.vlen[*a as usize].text_size(&self.cache).map(|_| 0)
-            }
+            // Variable-length files open at once; a read waits for their scan (see `vlen_file`).
+            Content::Json(_) | Content::Text(_) | Content::TextNpy(_) => Ok(0),
             Content::Data(a) | Content::Npy(a) => {
                 self.arrays[*a as usize].check_readable()?;
                 let fh = self.next_handle.fetch_add(1, Ordering::Relaxed) + 1;
-                let stream = Stream::default();
-                self.lock_handles().insert(fh, Handle { stream, behind });
+                let state = ReaderState::new(page_cached);
+                self.lock_handles().insert(fh, state);
                 Ok(fh)
             }
         }
@@ -316,7 +274,7 @@ impl View {
         self.lock_handles().remove(&fh);
     }
 
-    fn lock_handles(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Handle>> {
+    fn lock_handles(&self) -> std::sync::MutexGuard<'_, HashMap<u64, ReaderState>> {
         self.handles.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -369,7 +327,7 @@ impl View {
 
     /// Records a read of `array`'s data (`offset` into `A`) through handle `fh`; queues on the
     /// worker pool the other chunks this read needs (so they decode in parallel with the first)
-    /// and the chunks its access pattern predicts; drops the chunks a sequential reader passed.
+    /// and the chunks the read policy predicts; drops the chunks a sequential reader passed.
     fn track_read(&self, fh: u64, array: &ArrayFile, offset: u64, len: u64) {
         let now = array.chunks_for(&Prediction::Range(offset, offset.saturating_add(len)));
         if let (Some(pool), [_, rest @ ..]) = (&self.prefetcher, now.as_slice()) {
@@ -378,19 +336,16 @@ impl View {
         if fh == 0 {
             return;
         }
-        let window = array.read_ahead_bytes().clamp(
-            MIN_PREFETCH_WINDOW,
-            (self.cache.budget() / 4).max(MIN_PREFETCH_WINDOW),
-        );
+        let window = self
+            .policy
+            .window(array.read_ahead_bytes(), self.cache.budget());
+        let ends: Vec<(u64, u64)> = now.iter().map(|&c| (c, array.chunk_end_byte(c))).collect();
         let (prediction, passed) = {
             let mut handles = self.lock_handles();
-            let Some(handle) = handles.get_mut(&fh) else {
+            let Some(state) = handles.get_mut(&fh) else {
                 return;
             };
-            let prediction = handle
-                .stream
-                .record(offset, len, window, array.band_end(offset));
-            (prediction, handle.passed(array, &now, offset))
+            state.after_read(offset, len, window, array.band_end(offset), &ends)
         };
         array.discard(&self.cache, &passed);
         if let Some(pool) = &self.prefetcher {

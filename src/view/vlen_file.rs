@@ -1,13 +1,27 @@
 //! Variable-length arrays (strings, bytes) as files: `A` is text, one element per line in C
 //! order (newline and backslash escaped as `\n` and `\\`); `A.npy` is fixed width (`<U<n>` or
-//! `|S<n>`, n the longest element). Both sizes are known once the chunks have been read: the
-//! first `stat` or `open` reads them and keeps a small index (one entry per run of elements).
+//! `|S<n>`, n the longest element). Both sizes are known only once every chunk has been read,
+//! and reading them all is O(elements): a FUSE thread must never pay that for a `stat`.
+//!
+//! So sizes are found by a scan that keeps a small index (one entry per run of elements). A
+//! `stat` of an array of at most [`SYNC_SCAN_MAX`] elements runs it on the spot (bounded work);
+//! for a larger array it hands the scan to the view's [`Sizer`] thread and answers with size 0
+//! until the scan is done, then with the real size. These files are served with direct I/O
+//! ([`super::View::direct_io`]), so reads never depend on the size `stat` showed: a read waits
+//! for the scan (it needs the index to find its bytes) and returns the data, and end of file
+//! is where the data ends.
 
-use super::{npy_header, Layout, ViewError};
-use crate::cache::{ChunkCache, ChunkData, ChunkId, ChunkReader};
+use super::chunk_source::ChunkSource;
+use super::error::chunk_failed;
+use super::{npy_header, IoCause, ViewError};
+use crate::cache::{ChunkCache, ChunkData};
 use crate::codec::vlen;
 use crate::meta::DataType;
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::{channel, Sender};
+use std::sync::{Arc, Condvar, Mutex};
+
+/// Arrays with at most this many elements are scanned on the thread that first needs a size.
+pub const SYNC_SCAN_MAX: u64 = 1 << 16;
 
 /// Where each run of elements starts in the text, and the sizes derived from a full scan.
 struct TextIndex {
@@ -19,15 +33,58 @@ struct TextIndex {
     header: Vec<u8>,
 }
 
+/// How far the scan of one array is.
+enum Scan {
+    NotStarted,
+    Running,
+    Done(Result<Arc<TextIndex>, ViewError>),
+}
+
 /// A variable-length array served as text and as a fixed-width NPY file.
 pub struct VlenFile {
-    id: u32,
     path: String,
-    reader: ChunkReader,
-    layout: Layout,
+    source: ChunkSource,
     utf8: bool,
     shape: Vec<u64>,
-    index: Mutex<Option<Arc<TextIndex>>>,
+    scan: Mutex<Scan>,
+    scanned: Condvar,
+}
+
+/// The background thread that scans large variable-length arrays for their sizes, one at a
+/// time, started on first use.
+pub struct Sizer {
+    cache: Arc<ChunkCache>,
+    queue: Mutex<Option<Sender<Arc<VlenFile>>>>,
+}
+
+impl Sizer {
+    /// A sizer reading chunks through `cache`.
+    pub fn new(cache: Arc<ChunkCache>) -> Self {
+        Sizer {
+            cache,
+            queue: Mutex::new(None),
+        }
+    }
+
+    fn submit(&self, file: Arc<VlenFile>) {
+        let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+        let sender = queue.get_or_insert_with(|| {
+            let (tx, rx) = channel::<Arc<VlenFile>>();
+            let cache = self.cache.clone();
+            let _ = std::thread::Builder::new()
+                .name("vlen-sizer".into())
+                .spawn(move || {
+                    for file in rx {
+                        let _ = file.run_scan(&cache);
+                    }
+                });
+            tx
+        });
+        if let Err(lost) = sender.send(file) {
+            // The thread could not start: scan here rather than leave readers waiting.
+            let _ = lost.0.run_scan(&self.cache);
+        }
+    }
 }
 
 /// Appends `item` escaped, plus its newline.
@@ -47,19 +104,17 @@ fn escaped_len(item: &[u8]) -> u64 {
 }
 
 impl VlenFile {
-    /// The files of the variable-length array at `path` (number `id` among them).
-    pub fn new(id: u32, path: &str, reader: ChunkReader) -> Self {
-        let meta = reader.meta();
-        let layout = Layout::new(&meta.shape, &meta.chunk_shape);
+    /// The files of the variable-length array whose chunks `source` reads.
+    pub fn new(path: &str, source: ChunkSource) -> Self {
+        let meta = source.reader.meta();
         let (utf8, shape) = (meta.dtype == DataType::String, meta.shape.clone());
         VlenFile {
-            id,
             path: path.to_string(),
-            reader,
-            layout,
+            source,
             utf8,
             shape,
-            index: Mutex::new(None),
+            scan: Mutex::new(Scan::NotStarted),
+            scanned: Condvar::new(),
         }
     }
 
@@ -72,28 +127,16 @@ impl VlenFile {
     }
 
     fn chunk(&self, cache: &ChunkCache, chunk: u64) -> Result<ChunkData, ViewError> {
-        let id = ChunkId {
-            array: self.id,
-            index: chunk,
-        };
-        cache
-            .get_or_load(id, || {
-                self.reader
-                    .load(&self.layout.chunk_coords(chunk), cache.pool())
-            })
-            .map_err(|e| {
-                log::error!("{e}");
-                ViewError::Io
-            })
+        self.source.chunk(cache, chunk).map_err(chunk_failed)
     }
 
     /// Element `k` of a decoded chunk, or the fill value when the chunk is absent.
     fn item<'a>(&'a self, data: &'a ChunkData, k: u64) -> Result<&'a [u8], ViewError> {
         match data {
-            None => Ok(&self.reader.meta().fill_value),
+            None => Ok(&self.source.reader.meta().fill_value),
             Some(buf) => vlen::item(buf, k as usize).ok_or_else(|| {
                 log::error!("{}: decoded chunk lacks element {k}", self.shown());
-                ViewError::Io
+                ViewError::Io(IoCause::Corrupt)
             }),
         }
     }
@@ -106,19 +149,42 @@ impl VlenFile {
         }
     }
 
-    /// The index, reading every chunk the first time.
-    fn index(&self, cache: &ChunkCache) -> Result<Arc<TextIndex>, ViewError> {
-        let mut slot = self.index.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(index) = slot.as_ref() {
-            return Ok(index.clone());
+    fn lock(&self) -> std::sync::MutexGuard<'_, Scan> {
+        self.scan.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Reads every chunk and builds the index, unless another thread does or did; the outcome
+    /// is kept and every waiter woken.
+    fn run_scan(&self, cache: &ChunkCache) -> Result<Arc<TextIndex>, ViewError> {
+        {
+            let mut scan = self.lock();
+            match &*scan {
+                Scan::Done(outcome) => return outcome.clone(),
+                Scan::Running | Scan::NotStarted => *scan = Scan::Running,
+            }
         }
+        let outcome = self.build_index(cache);
+        *self.lock() = Scan::Done(outcome.clone());
+        self.scanned.notify_all();
+        outcome
+    }
+
+    fn build_index(&self, cache: &ChunkCache) -> Result<Arc<TextIndex>, ViewError> {
+        let layout = &self.source.layout;
         let (mut runs, mut bytes, mut width) = (Vec::new(), 0u64, 0usize);
-        for run in self.layout.runs(0, self.layout.len()) {
+        for run in layout.runs(0, layout.len()) {
             runs.push((run.start, bytes));
             let data = self.chunk(cache, run.chunk)?;
+            if data.is_none() {
+                // A missing chunk is all fill value: one step however long the run.
+                let fill = &self.source.reader.meta().fill_value;
+                bytes = bytes.saturating_add(escaped_len(fill).saturating_mul(run.len));
+                width = width.max(self.width_of(fill));
+                continue;
+            }
             for k in 0..run.len {
                 let item = self.item(&data, run.chunk_offset + k)?;
-                bytes += escaped_len(item);
+                bytes = bytes.saturating_add(escaped_len(item));
                 width = width.max(self.width_of(item));
             }
         }
@@ -128,25 +194,86 @@ impl VlenFile {
         } else {
             DataType::Bytes(width)
         };
-        let index = Arc::new(TextIndex {
+        Ok(Arc::new(TextIndex {
             runs,
             text_size: bytes,
             width,
             header: npy_header(&dtype, &self.shape),
-        });
-        *slot = Some(index.clone());
-        Ok(index)
+        }))
     }
 
-    /// Size of the text file `A` (reads the chunks the first time).
-    pub fn text_size(&self, cache: &ChunkCache) -> Result<u64, ViewError> {
-        Ok(self.index(cache)?.text_size)
+    /// The index, for a read: scanned on this thread if nobody has started, else waited for.
+    fn index(&self, cache: &ChunkCache) -> Result<Arc<TextIndex>, ViewError> {
+        let mut scan = self.lock();
+        loop {
+            match &*scan {
+                Scan::Done(outcome) => return outcome.clone(),
+                Scan::NotStarted => {
+                    drop(scan);
+                    return self.run_scan(cache);
+                }
+                Scan::Running => {
+                    scan = self.scanned.wait(scan).unwrap_or_else(|p| p.into_inner());
+                }
+            }
+        }
     }
 
-    /// Size of `A.npy` (reads the chunks the first time).
-    pub fn npy_size(&self, cache: &ChunkCache) -> Result<u64, ViewError> {
-        let index = self.index(cache)?;
-        Ok(index.header.len() as u64 + self.layout.len() * self.npy_width(&index) as u64)
+    /// The index if known now, for `stat`: a small array is scanned on the spot, a large one is
+    /// handed to `sizer` (`Ok(None)` until it is done). See the module documentation.
+    fn known_index(
+        self: &Arc<Self>,
+        cache: &ChunkCache,
+        sizer: &Sizer,
+    ) -> Result<Option<Arc<TextIndex>>, ViewError> {
+        let mut scan = self.lock();
+        match &*scan {
+            Scan::Done(outcome) => outcome.clone().map(Some),
+            Scan::Running => Ok(None),
+            Scan::NotStarted if self.source.layout.len() <= SYNC_SCAN_MAX => {
+                drop(scan);
+                self.run_scan(cache).map(Some)
+            }
+            Scan::NotStarted => {
+                *scan = Scan::Running;
+                drop(scan);
+                sizer.submit(self.clone());
+                Ok(None)
+            }
+        }
+    }
+
+    /// True when `stat` may show this array's files with size 0 (a large array, scanned in the
+    /// background): their reads must not stop at the size the kernel last saw.
+    pub fn size_may_lag(&self) -> bool {
+        self.source.layout.len() > SYNC_SCAN_MAX
+    }
+
+    /// Size of the text file `A` as `stat` shows it: 0 while a large array is being scanned.
+    pub fn text_size(
+        self: &Arc<Self>,
+        cache: &ChunkCache,
+        sizer: &Sizer,
+    ) -> Result<u64, ViewError> {
+        Ok(self
+            .known_index(cache, sizer)?
+            .map_or(0, |index| index.text_size))
+    }
+
+    /// Size of `A.npy` as `stat` shows it: 0 while a large array is being scanned.
+    pub fn npy_size(self: &Arc<Self>, cache: &ChunkCache, sizer: &Sizer) -> Result<u64, ViewError> {
+        Ok(self
+            .known_index(cache, sizer)?
+            .map_or(0, |index| self.npy_total(&index)))
+    }
+
+    fn npy_total(&self, index: &TextIndex) -> u64 {
+        let cells = self
+            .source
+            .layout
+            .len()
+            .saturating_mul(self.npy_width(index) as u64);
+        (index.header.len() as u64).saturating_add(cells)
     }
 
     fn npy_width(&self, index: &TextIndex) -> usize {
@@ -179,7 +306,8 @@ impl VlenFile {
             if at >= end {
                 break;
             }
-            let Some(run) = self.layout.runs(start, self.layout.len()).next() else {
+            let layout = &self.source.layout;
+            let Some(run) = layout.runs(start, layout.len()).next() else {
                 break;
             };
             let data = self.chunk(cache, run.chunk)?;
@@ -210,7 +338,7 @@ impl VlenFile {
         len: u64,
     ) -> Result<Vec<u8>, ViewError> {
         let index = self.index(cache)?;
-        let total = index.header.len() as u64 + self.layout.len() * self.npy_width(&index) as u64;
+        let total = self.npy_total(&index);
         let end = offset.saturating_add(len).min(total);
         let mut out = Vec::new();
         if offset >= end {
@@ -226,7 +354,7 @@ impl VlenFile {
             return Ok(out);
         }
         let mut cell = Vec::with_capacity(w as usize);
-        for run in self.layout.runs(from / w, to.div_ceil(w)) {
+        for run in self.source.layout.runs(from / w, to.div_ceil(w)) {
             let data = self.chunk(cache, run.chunk)?;
             for k in 0..run.len {
                 let item = self.item(&data, run.chunk_offset + k)?;

@@ -306,7 +306,7 @@ impl Case {
         }
         for path in self.strings("eio") {
             match read_all(&view, path) {
-                Err(ViewError::Io) => {}
+                Err(ViewError::Io(_)) => {}
                 other => errors.push(format!(
                     "{path:?} reads {:?}, expected EIO",
                     other.map(|b| b.len())
@@ -318,10 +318,11 @@ impl Case {
             let (offset, len) = (read[1].as_u64().unwrap(), read[2].as_u64().unwrap() as u32);
             let got = view
                 .resolve(path)
-                .and_then(|ino| view.open(ino).and_then(|_| view.read(ino, offset, len)));
+                .and_then(|ino| view.open(ino).and_then(|_| view.read(ino, offset, len)))
+                .map_err(ViewError::errno);
             let want = match read[3].as_str() {
                 Some(hex) => Ok(unhex(hex)),
-                None => Err(ViewError::Io),
+                None => Err(libc::EIO),
             };
             if got != want {
                 errors.push(format!(

@@ -1,30 +1,22 @@
-//! Reading the inner chunks of a sharded array by byte range: the shard's index (its size from
-//! `head`, then one ranged read; decoded once and kept in an [`IndexCache`]), then one ranged
-//! read per inner chunk. A whole shard is never read.
+//! Reading the inner chunks of a sharded array by byte range: the shard's index (one request:
+//! the last bytes of the shard with its size, or its first bytes; decoded once and kept by the
+//! [`FetchContext`]), then one ranged read per inner chunk. A whole shard is never read.
 
-use super::shard_index::{Index, IndexCache};
-use super::{ChunkData, ChunkError};
+use super::{FetchCause, FetchContext, FetchError, Index};
 use crate::codec::ShardedArray;
 use crate::meta::ChunkKeys;
 use crate::store::Store;
 use std::sync::Arc;
 
-/// Bytes of decoded shard indexes kept per array.
-const INDEX_BUDGET: u64 = 16 << 20;
-
 /// Reads one sharded array's inner chunks.
 pub(super) struct ShardReader {
     array: ShardedArray,
-    indexes: IndexCache,
 }
 
 impl ShardReader {
     /// A reader for the array `array` describes.
     pub fn new(array: ShardedArray) -> Self {
-        ShardReader {
-            array,
-            indexes: IndexCache::new(INDEX_BUDGET),
-        }
+        ShardReader { array }
     }
 
     /// The read grid's chunk shape: the inner chunk shape.
@@ -32,74 +24,93 @@ impl ShardReader {
         self.array.read_chunk_shape()
     }
 
-    /// Fetches and decodes the inner chunk at read-grid index `idx` of the array at `path`
-    /// whose shards `keys` names; `Ok(None)` when its shard or its index entry is absent.
+    /// Fetches and decodes the inner chunk at read-grid index `idx` of the array whose shards
+    /// `keys` names; `Ok(None)` when its shard or its index entry is absent. Inner chunks
+    /// stored in more than `max_len` bytes are refused unread.
     pub fn load(
         &self,
         store: &dyn Store,
         keys: &ChunkKeys,
-        path: &str,
         idx: &[u64],
-    ) -> Result<ChunkData, ChunkError> {
+        max_len: u64,
+        ctx: &dyn FetchContext,
+    ) -> Result<Option<Vec<u8>>, FetchError> {
         let (shard, inner) = self.array.locate(idx);
         let key = keys.key(&shard);
-        let fail = |cause: String| ChunkError::new(format!("{path}: shard {key}: {cause}"));
-        let index = self
-            .indexes
-            .get_or_load(&key, || self.load_index(store, &key).map_err(fail))?;
+        let context = |e: FetchError| e.context(format!("shard {key}"));
+        let index = ctx
+            .shard_index(&key, &mut || self.load_index(store, &key))
+            .map_err(context)?;
         let Some(range) = index.and_then(|index| index.get(inner)) else {
             return Ok(None);
         };
-        let fail = |cause: String| fail(format!("inner chunk {inner}: {cause}"));
-        let bytes = read_exact(store, &key, range.start, range.end - range.start).map_err(fail)?;
+        let context = |e: FetchError| context(e.context(format!("inner chunk {inner}")));
+        let len = range.end - range.start;
+        if len > max_len {
+            return Err(context(FetchError::new(
+                FetchCause::Oversized,
+                format!("{len} bytes, more than any encoding of it takes ({max_len}); not read"),
+            )));
+        }
+        let bytes = read_exact(store, &key, range.start, len).map_err(context)?;
         let decoded = self
             .array
             .decode_inner(&bytes)
-            .map_err(|e| fail(e.to_string()))?;
-        Ok(Some(Arc::new(decoded)))
+            .map_err(|e| context(e.into()))?;
+        Ok(Some(decoded))
     }
 
     /// Reads and decodes the index of shard `key`; `None` when the shard is absent.
-    fn load_index(&self, store: &dyn Store, key: &str) -> Result<Index, String> {
-        let Some(meta) = store.head(key).map_err(|e| e.to_string())? else {
+    fn load_index(&self, store: &dyn Store, key: &str) -> Result<Index, FetchError> {
+        let (len, at_start) = self.array.index_place();
+        let fetched = if at_start {
+            // The shard's size is not known: entries past its end show when read (truncated).
+            store.get_range(key, 0, len)?.map(|b| (b, u64::MAX))
+        } else {
+            store.get_suffix(key, len)?
+        };
+        let Some((encoded, size)) = fetched else {
             return Ok(None);
         };
-        let range = self
-            .array
-            .index_range(meta.size)
-            .map_err(|e| e.to_string())?;
-        let encoded = read_exact(store, key, range.start, range.end - range.start)
-            .map_err(|e| format!("index: {e}"))?;
+        if (encoded.len() as u64) < len {
+            let got = encoded.len() as u64;
+            self.array.index_range(got.min(size))?;
+            return Err(truncated(encoded.len(), len, 0));
+        }
         let index = self
             .array
-            .decode_index(&encoded, meta.size)
-            .map_err(|e| format!("index: {e}"))?;
+            .decode_index(&encoded, size)
+            .map_err(|e| FetchError::from(e).context("index"))?;
         Ok(Some(Arc::new(index)))
     }
 }
 
+fn truncated(got: usize, len: u64, start: u64) -> FetchError {
+    FetchError::new(
+        FetchCause::Corrupt,
+        format!("truncated shard: {got} of {len} bytes at offset {start}"),
+    )
+}
+
 /// Exactly `len` bytes of `key` from `start`; fewer (a truncated shard) is an error.
-fn read_exact(store: &dyn Store, key: &str, start: u64, len: u64) -> Result<Vec<u8>, String> {
-    let bytes = store
-        .get_range(key, start, len)
-        .map_err(|e| e.to_string())?
-        .ok_or("the shard disappeared while being read")?;
+fn read_exact(store: &dyn Store, key: &str, start: u64, len: u64) -> Result<Vec<u8>, FetchError> {
+    let bytes = store.get_range(key, start, len)?.ok_or_else(|| {
+        FetchError::new(FetchCause::Store, "the shard disappeared while being read")
+    })?;
     if bytes.len() as u64 != len {
-        return Err(format!(
-            "truncated shard: {} of {len} bytes at offset {start}",
-            bytes.len()
-        ));
+        return Err(truncated(bytes.len(), len, start));
     }
     Ok(bytes)
 }
 
 #[cfg(test)]
 mod tests {
-    use crate::cache::{BufferPool, ChunkReader};
     use crate::codec::sharding_testutil::{index, index_len, shard, spec};
+    use crate::fetch::{ChunkReader, FetchCause, FetchContext, FetchError, Index, Uncached};
     use crate::meta::{ArrayMeta, ChunkKeys, DataType, KeyStyle};
     use crate::store::{Entry, MemoryStore, Object, ObjectMeta, Store, StoreError};
     use serde_json::json;
+    use std::collections::HashMap;
     use std::sync::{Arc, Mutex};
     use std::time::SystemTime;
 
@@ -141,6 +152,29 @@ mod tests {
         }
         fn describe(&self) -> String {
             self.inner.describe()
+        }
+    }
+
+    /// Keeps every shard index it is given, like the cache does.
+    #[derive(Default)]
+    struct Keeping(Mutex<HashMap<String, Index>>);
+
+    impl FetchContext for Keeping {
+        fn buffer(&self, len: usize) -> Vec<u8> {
+            vec![0; len]
+        }
+        fn recycle(&self, _buf: Vec<u8>) {}
+        fn shard_index(
+            &self,
+            key: &str,
+            load: &mut dyn FnMut() -> Result<Index, FetchError>,
+        ) -> Result<Index, FetchError> {
+            if let Some(index) = self.0.lock().unwrap().get(key) {
+                return Ok(index.clone());
+            }
+            let index = load()?;
+            self.0.lock().unwrap().insert(key.into(), index.clone());
+            Ok(index)
         }
     }
 
@@ -196,7 +230,8 @@ mod tests {
             assert_eq!(reader.read_chunk_shape(), &[2, 3]);
             let size = (index_len(4) + 4 * 12) as u64;
             let (index_at, data_at) = if at_start { (0, 68) } else { (size - 68, 0) };
-            let data = reader.load(&[0, 1], &BufferPool::new(0)).unwrap().unwrap();
+            let ctx = Keeping::default();
+            let data = reader.load(&[0, 1], &ctx).unwrap().unwrap();
             assert_eq!(*data, inner_chunk(0, 1));
             let key = "arr/c/0/0".to_string();
             assert_eq!(
@@ -204,7 +239,7 @@ mod tests {
                 vec![(key.clone(), index_at, 68), (key.clone(), data_at + 12, 12)]
             );
             assert_eq!(
-                *reader.load(&[1, 0], &BufferPool::new(0)).unwrap().unwrap(),
+                reader.load(&[1, 0], &ctx).unwrap().unwrap(),
                 inner_chunk(1, 0)
             );
             assert_eq!(
@@ -212,13 +247,33 @@ mod tests {
                 vec![(key, data_at + 24, 12)],
                 "the index is cached"
             );
-            assert_eq!(
-                reader.load(&[3, 1], &BufferPool::new(0)),
-                Ok(None),
-                "absent shard"
-            );
-            assert!(store.take().is_empty());
+            assert_eq!(reader.load(&[3, 1], &ctx), Ok(None), "absent shard");
+            // One request finds it absent (a suffix read starts with `head`, not recorded).
+            let absent = "arr/c/1/0".to_string();
+            let expected = if at_start {
+                vec![(absent, 0, 68)]
+            } else {
+                vec![]
+            };
+            assert_eq!(store.take(), expected);
         }
+    }
+
+    #[test]
+    fn an_index_at_the_start_reaching_past_the_end_fails_at_the_read() {
+        let past = |mut s: Vec<u8>| {
+            let entries = [(68, 12), (80, 12), (92, 12), (104, 100)];
+            s.splice(0..68, index(&entries));
+            s
+        };
+        let (reader, _) = reader(&full_shard(), true, past);
+        assert_eq!(
+            reader.load(&[0, 0], &Uncached).unwrap().unwrap(),
+            inner_chunk(0, 0)
+        );
+        let err = reader.load(&[1, 1], &Uncached).unwrap_err();
+        assert_eq!(err.cause, FetchCause::Corrupt);
+        assert!(err.message.contains("truncated shard"), "{err}");
     }
 
     #[test]
@@ -226,9 +281,9 @@ mod tests {
         let mut chunks = full_shard();
         chunks[2] = None;
         let (reader, _) = reader(&chunks, false, |s| s);
-        assert_eq!(reader.load(&[1, 0], &BufferPool::new(0)), Ok(None));
+        assert_eq!(reader.load(&[1, 0], &Uncached), Ok(None));
         assert_eq!(
-            *reader.load(&[1, 1], &BufferPool::new(0)).unwrap().unwrap(),
+            reader.load(&[1, 1], &Uncached).unwrap().unwrap(),
             inner_chunk(1, 1)
         );
     }
@@ -256,10 +311,7 @@ mod tests {
         ];
         for (expected, damage) in cases {
             let (reader, _) = reader(&full_shard(), false, damage);
-            let err = reader
-                .load(&[0, 1], &BufferPool::new(0))
-                .unwrap_err()
-                .to_string();
+            let err = reader.load(&[0, 1], &Uncached).unwrap_err().to_string();
             assert!(err.starts_with("arr: shard arr/c/0/0: "), "{err}");
             assert!(err.contains(expected), "{err}");
         }

@@ -1,0 +1,267 @@
+//! Fetching and decoding one chunk of one array: a stored chunk, or for a sharded array one
+//! inner chunk of a shard.
+
+use super::shard_reader::ShardReader;
+use super::{FetchCause, FetchContext, FetchError};
+use crate::codec::{Pipeline, ShardedArray};
+use crate::meta::{ArrayMeta, MAX_CHUNK_BYTES};
+use crate::store::Store;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+/// Slack on top of twice the largest form of a chunk, for an encoded object's size bound.
+const OBJECT_SLACK: u64 = 64 << 10;
+/// Bytes one entry of a shard index takes once decoded (offset and length).
+const INDEX_ENTRY_BYTES: u64 = 16;
+
+/// How an array's read chunks are decoded.
+enum Decoder {
+    /// Each stored chunk is one read chunk, decoded whole.
+    Whole(Pipeline),
+    /// The read chunks are the inner chunks of shards, read by byte range.
+    Sharded(Box<ShardReader>),
+}
+
+/// Knows where an array's chunks live and how to decode them.
+pub struct ChunkReader {
+    store: Arc<dyn Store>,
+    path: String,
+    meta: Arc<ArrayMeta>,
+    decoder: Decoder,
+    /// Bytes of one decoded read chunk (0 for variable-length elements).
+    chunk_bytes: u64,
+    /// The largest stored object (or inner chunk range) accepted.
+    max_object: u64,
+}
+
+/// Runs `load`, turning a panic (in a decoder, or in the store below) into an error: a bug
+/// there fails one read, never a thread.
+fn guarded<T>(load: impl FnOnce() -> Result<T, FetchError>) -> Result<T, FetchError> {
+    catch_unwind(AssertUnwindSafe(load))
+        .unwrap_or_else(|_| Err(FetchError::new(FetchCause::Panicked, "panicked")))
+}
+
+impl ChunkReader {
+    /// A reader for the array at `path`; fails when its codec chain cannot be built or its
+    /// read chunks are larger than [`MAX_CHUNK_BYTES`].
+    pub fn new(
+        store: Arc<dyn Store>,
+        path: &str,
+        meta: Arc<ArrayMeta>,
+    ) -> Result<Self, FetchError> {
+        let sharded = ShardedArray::new(
+            &meta.codecs,
+            &meta.dtype,
+            &meta.fill_value,
+            &meta.chunk_shape,
+        )?;
+        let (decoder, largest_form) = match sharded {
+            Some(array) => (Decoder::Sharded(Box::new(ShardReader::new(array))), 0),
+            None => {
+                let pipeline = Pipeline::new(&meta.codecs, &meta.dtype, &meta.chunk_shape)?;
+                let largest = pipeline
+                    .largest_form_len()
+                    .map_or(MAX_CHUNK_BYTES, |n| n as u64);
+                (Decoder::Whole(pipeline), largest)
+            }
+        };
+        let shape = match &decoder {
+            Decoder::Whole(_) => &meta.chunk_shape[..],
+            Decoder::Sharded(shards) => shards.read_chunk_shape(),
+        };
+        let chunk_bytes = shape
+            .iter()
+            .try_fold(meta.dtype.size().max(1) as u64, |acc, &d| {
+                acc.checked_mul(d)
+            })
+            .filter(|&b| b <= MAX_CHUNK_BYTES)
+            .ok_or_else(|| {
+                FetchError::new(
+                    FetchCause::BadConfig,
+                    format!(
+                        "chunk shape {shape:?} is too large to decode (over {} GiB)",
+                        MAX_CHUNK_BYTES >> 30
+                    ),
+                )
+            })?;
+        let chunk_bytes = if meta.dtype.is_variable() {
+            0
+        } else {
+            chunk_bytes
+        };
+        let max_object = if meta.dtype.is_variable() {
+            MAX_CHUNK_BYTES
+        } else {
+            largest_form.max(chunk_bytes) * 2 + OBJECT_SLACK
+        };
+        Ok(ChunkReader {
+            store,
+            path: path.to_string(),
+            meta,
+            decoder,
+            chunk_bytes,
+            max_object,
+        })
+    }
+
+    /// Refuses chunks that decode to more than `max` bytes, for a reader that can keep no
+    /// more (the cache budget). This matters for variable-length chunks, whose size the
+    /// metadata does not fix; a fixed-size chunk larger than that is refused up front by the
+    /// view.
+    pub fn limit_decoded(mut self, max: u64) -> Self {
+        if let Decoder::Whole(pipeline) = self.decoder {
+            let max = usize::try_from(max).unwrap_or(usize::MAX);
+            self.decoder = Decoder::Whole(pipeline.limit_decoded(max));
+        }
+        self
+    }
+
+    /// The array's metadata.
+    pub fn meta(&self) -> &ArrayMeta {
+        &self.meta
+    }
+
+    /// The shape of the chunks [`ChunkReader::load`] returns, which tile the array: the inner
+    /// chunk shape for a sharded array, else the array's chunk shape.
+    pub fn read_chunk_shape(&self) -> &[u64] {
+        match &self.decoder {
+            Decoder::Whole(_) => &self.meta.chunk_shape,
+            Decoder::Sharded(shards) => shards.read_chunk_shape(),
+        }
+    }
+
+    /// The largest stored object (whole chunk, or inner chunk range of a shard) this array
+    /// accepts; larger ones are refused before they are read. Twice the largest form the chunk
+    /// takes along its codec chain (decoded, serialized, between bytes codecs: this accounts for
+    /// type-changing filters) plus 64 KiB: no compressor expands data by more than about 1% plus
+    /// a header of at most a few hundred bytes (zstd, lz4, deflate, bzip2, blosc), checksums add
+    /// at most 8 bytes and base64 a third. Variable-length chunks have no such bound and get
+    /// [`MAX_CHUNK_BYTES`].
+    pub fn max_object_len(&self) -> u64 {
+        self.max_object
+    }
+
+    /// Bytes the cache holds per read chunk: the decoded chunk, plus for a sharded array one
+    /// shard index (at worst one index per chunk read). 0 for variable-length elements, whose
+    /// decoded size varies.
+    pub fn cached_bytes_per_chunk(&self) -> u64 {
+        let index = match &self.decoder {
+            Decoder::Whole(_) => 0,
+            Decoder::Sharded(shards) => self
+                .meta
+                .chunk_shape
+                .iter()
+                .zip(shards.read_chunk_shape())
+                .try_fold(INDEX_ENTRY_BYTES, |acc, (&s, &i)| {
+                    acc.checked_mul(s.div_ceil(i))
+                })
+                .unwrap_or(u64::MAX),
+        };
+        self.chunk_bytes.saturating_add(index)
+    }
+
+    /// Fetches and decodes the read chunk at grid index `idx` (in the grid of
+    /// [`ChunkReader::read_chunk_shape`]): exactly that shape's size in bytes, or `Ok(None)` when
+    /// the store has none (it reads as the fill value). Errors name the node and the key.
+    /// A panic below (in the store or a decoder) becomes a [`FetchCause::Panicked`] error.
+    pub fn load(&self, idx: &[u64], ctx: &dyn FetchContext) -> Result<Option<Vec<u8>>, FetchError> {
+        guarded(|| self.load_unguarded(idx, ctx)).map_err(|e| self.name_panic(e, idx))
+    }
+
+    fn load_unguarded(
+        &self,
+        idx: &[u64],
+        ctx: &dyn FetchContext,
+    ) -> Result<Option<Vec<u8>>, FetchError> {
+        let pipeline = match &self.decoder {
+            Decoder::Whole(pipeline) => pipeline,
+            Decoder::Sharded(shards) => {
+                let keys = &self.meta.chunk_keys;
+                return shards
+                    .load(&*self.store, keys, idx, self.max_object, ctx)
+                    .map_err(|e| e.context(self.display_path()));
+            }
+        };
+        let key = self.meta.chunk_keys.key(idx);
+        let context = |e: FetchError| e.context(format!("{}: chunk {key}", self.display_path()));
+        let Some(encoded) = self.fetch_object(&key).map_err(context)? else {
+            return Ok(None);
+        };
+        if self.meta.dtype.is_variable() {
+            let decoded = pipeline.decode(&encoded).map_err(|e| context(e.into()))?;
+            return Ok(Some(decoded));
+        }
+        let mut buf = ctx.buffer(pipeline.decoded_len());
+        match pipeline.decode_into(&encoded, &mut buf) {
+            Ok(()) => Ok(Some(buf)),
+            Err(e) => {
+                ctx.recycle(buf);
+                Err(context(e.into()))
+            }
+        }
+    }
+
+    /// Decodes the stored chunk at `idx` straight into `out` (exactly one decoded chunk), with no
+    /// intermediate buffer and no caching. `Ok(None)` when this array cannot do that (sharded or
+    /// variable-length); `Ok(Some(false))` when the chunk is absent (it reads as fill value).
+    /// A panic below becomes a [`FetchCause::Panicked`] error, as for [`ChunkReader::load`].
+    pub fn load_into(&self, idx: &[u64], out: &mut [u8]) -> Result<Option<bool>, FetchError> {
+        guarded(|| self.load_into_unguarded(idx, out)).map_err(|e| self.name_panic(e, idx))
+    }
+
+    /// Puts node and chunk in front of the message of an error from a caught panic (other
+    /// errors name them already).
+    fn name_panic(&self, e: FetchError, idx: &[u64]) -> FetchError {
+        if e.cause != FetchCause::Panicked {
+            return e;
+        }
+        match &self.decoder {
+            Decoder::Whole(_) => {
+                let key = self.meta.chunk_keys.key(idx);
+                e.context(format!("{}: chunk {key}", self.display_path()))
+            }
+            Decoder::Sharded(_) => e.context(format!("{}: chunk {idx:?}", self.display_path())),
+        }
+    }
+
+    fn load_into_unguarded(&self, idx: &[u64], out: &mut [u8]) -> Result<Option<bool>, FetchError> {
+        let Decoder::Whole(pipeline) = &self.decoder else {
+            return Ok(None);
+        };
+        if self.meta.dtype.is_variable() || pipeline.decoded_len() != out.len() {
+            return Ok(None);
+        }
+        let key = self.meta.chunk_keys.key(idx);
+        let context = |e: FetchError| e.context(format!("{}: chunk {key}", self.display_path()));
+        let Some(encoded) = self.fetch_object(&key).map_err(context)? else {
+            return Ok(Some(false));
+        };
+        pipeline
+            .decode_into(&encoded, out)
+            .map_err(|e| context(e.into()))?;
+        Ok(Some(true))
+    }
+
+    /// The whole object `key`, refused unread beyond [`ChunkReader::max_object_len`] bytes.
+    fn fetch_object(&self, key: &str) -> Result<Option<Vec<u8>>, FetchError> {
+        let bound = self.max_object;
+        let Some(bytes) = self.store.get_range(key, 0, bound.saturating_add(1))? else {
+            return Ok(None);
+        };
+        if bytes.len() as u64 > bound {
+            return Err(FetchError::new(
+                FetchCause::Oversized,
+                format!("the stored object is larger than {bound} bytes, more than any encoding of its chunk takes; not read"),
+            ));
+        }
+        Ok(Some(bytes))
+    }
+
+    fn display_path(&self) -> &str {
+        if self.path.is_empty() {
+            "/"
+        } else {
+            &self.path
+        }
+    }
+}

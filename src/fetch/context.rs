@@ -1,0 +1,38 @@
+//! What a fetch borrows from the stages above it.
+
+use super::{FetchError, Index};
+
+/// Decode buffers and a keeper of shard indexes, lent by whoever caches (the view wires the
+/// chunk cache in); [`Uncached`] lends nothing.
+pub trait FetchContext {
+    /// A buffer of exactly `len` bytes to decode into (its old contents are overwritten).
+    fn buffer(&self, len: usize) -> Vec<u8>;
+    /// Takes back a buffer a failed decode did not use.
+    fn recycle(&self, buf: Vec<u8>);
+    /// The index of shard `key`: kept from before, or from `load`, which is run at most once
+    /// however many readers ask at the same time.
+    fn shard_index(
+        &self,
+        key: &str,
+        load: &mut dyn FnMut() -> Result<Index, FetchError>,
+    ) -> Result<Index, FetchError>;
+}
+
+/// Fresh buffers, no shard index kept: every fetch goes to the store.
+pub struct Uncached;
+
+impl FetchContext for Uncached {
+    fn buffer(&self, len: usize) -> Vec<u8> {
+        vec![0; len]
+    }
+
+    fn recycle(&self, _buf: Vec<u8>) {}
+
+    fn shard_index(
+        &self,
+        _key: &str,
+        load: &mut dyn FnMut() -> Result<Index, FetchError>,
+    ) -> Result<Index, FetchError> {
+        load()
+    }
+}

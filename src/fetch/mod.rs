@@ -1,0 +1,18 @@
+//! Getting one chunk's decoded bytes: the whole chunk object, or a shard's index then one inner
+//! range, decoded through [`crate::codec`]. Nothing here caches: the stages above lend a
+//! [`FetchContext`] (decode buffers, a place to keep shard indexes) and keep what comes back.
+
+mod chunk_reader;
+mod context;
+mod error;
+mod shard_reader;
+
+pub use chunk_reader::ChunkReader;
+pub use context::{FetchContext, Uncached};
+pub use error::{FetchCause, FetchError};
+
+use crate::codec::ShardIndex;
+use std::sync::Arc;
+
+/// A shard's decoded index: `None` when the store holds no such shard.
+pub type Index = Option<Arc<ShardIndex>>;

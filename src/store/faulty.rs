@@ -1,0 +1,184 @@
+//! A store that injects faults into another, for tests: errors, short reads, corrupted bytes
+//! and latency, on the keys a rule names, on every call or every Nth.
+
+use super::{Entry, Object, ObjectMeta, Store, StoreError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+/// One kind of fault.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// The call fails with an I/O error naming the key ("injected fault").
+    Error,
+    /// A read returns only the first half of the bytes it would return.
+    ShortRead,
+    /// A read returns its bytes with one bit flipped in the middle byte.
+    Corrupt,
+    /// The call waits this long before it runs.
+    Latency(Duration),
+    /// The call panics (a bug in a backend or a library under it).
+    Panic,
+}
+
+/// Injects `fault` into calls on keys containing `keys` (`""`: every key), on every `every`th
+/// matching call (1: all of them).
+struct Rule {
+    keys: String,
+    every: u64,
+    fault: Fault,
+    seen: AtomicU64,
+}
+
+/// Another store with faults injected by rules, applied in the order they were added.
+pub struct FaultyStore {
+    inner: Arc<dyn Store>,
+    rules: Vec<Rule>,
+    calls: AtomicU64,
+}
+
+/// What a call does to bytes it returns.
+#[derive(Default)]
+struct Damage {
+    short: bool,
+    corrupt: bool,
+}
+
+impl Damage {
+    fn apply(&self, mut bytes: Vec<u8>) -> Vec<u8> {
+        if self.short {
+            bytes.truncate(bytes.len() / 2);
+        }
+        if self.corrupt && !bytes.is_empty() {
+            let mid = bytes.len() / 2;
+            bytes[mid] ^= 0x10;
+        }
+        bytes
+    }
+}
+
+impl FaultyStore {
+    /// `inner` with no faults yet.
+    pub fn new(inner: Arc<dyn Store>) -> Self {
+        FaultyStore {
+            inner,
+            rules: Vec::new(),
+            calls: AtomicU64::new(0),
+        }
+    }
+
+    /// Adds a rule: `fault` on every `every`th call (at least 1) on keys containing `keys`.
+    pub fn with(mut self, keys: &str, every: u64, fault: Fault) -> Self {
+        self.rules.push(Rule {
+            keys: keys.to_string(),
+            every: every.max(1),
+            fault,
+            seen: AtomicU64::new(0),
+        });
+        self
+    }
+
+    /// Calls made so far, of every kind.
+    pub fn calls(&self) -> u64 {
+        self.calls.load(Ordering::Relaxed)
+    }
+
+    /// Runs the rules for a call on `key`: sleeps, fails, or says how to damage what it reads.
+    fn inject(&self, key: &str) -> Result<Damage, StoreError> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        let mut damage = Damage::default();
+        for rule in &self.rules {
+            if !key.contains(&rule.keys) {
+                continue;
+            }
+            if (rule.seen.fetch_add(1, Ordering::Relaxed) + 1) % rule.every != 0 {
+                continue;
+            }
+            match &rule.fault {
+                Fault::Error => {
+                    return Err(StoreError::io(key, std::io::Error::other("injected fault")))
+                }
+                Fault::ShortRead => damage.short = true,
+                Fault::Corrupt => damage.corrupt = true,
+                Fault::Latency(d) => std::thread::sleep(*d),
+                Fault::Panic => panic!("injected panic reading {key}"),
+            }
+        }
+        Ok(damage)
+    }
+}
+
+impl Store for FaultyStore {
+    fn get(&self, key: &str) -> Result<Option<Object>, StoreError> {
+        let damage = self.inject(key)?;
+        Ok(self.inner.get(key)?.map(|o| Object {
+            bytes: damage.apply(o.bytes),
+            mtime: o.mtime,
+        }))
+    }
+
+    fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError> {
+        let damage = self.inject(key)?;
+        Ok(self
+            .inner
+            .get_range(key, start, len)?
+            .map(|b| damage.apply(b)))
+    }
+
+    fn get_suffix(&self, key: &str, len: u64) -> Result<Option<(Vec<u8>, u64)>, StoreError> {
+        let damage = self.inject(key)?;
+        Ok(self
+            .inner
+            .get_suffix(key, len)?
+            .map(|(b, size)| (damage.apply(b), size)))
+    }
+
+    fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
+        self.inject(key)?;
+        self.inner.head(key)
+    }
+
+    fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
+        self.inject(prefix)?;
+        self.inner.list_dir(prefix)
+    }
+
+    fn mtime(&self) -> SystemTime {
+        self.inner.mtime()
+    }
+
+    fn describe(&self) -> String {
+        format!("{} (with injected faults)", self.inner.describe())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::MemoryStore;
+
+    fn store() -> Arc<dyn Store> {
+        let mut s = MemoryStore::new();
+        s.insert("a/c/0", vec![1, 2, 3, 4]);
+        s.insert("b/c/0", vec![5, 6, 7, 8]);
+        Arc::new(s)
+    }
+
+    #[test]
+    fn rules_apply_to_their_keys_and_their_share_of_calls() {
+        let s = FaultyStore::new(store())
+            .with("a/", 2, Fault::Error)
+            .with("b/", 1, Fault::ShortRead)
+            .with("b/", 1, Fault::Corrupt);
+        assert_eq!(s.get_range("a/c/0", 0, 9).unwrap(), Some(vec![1, 2, 3, 4]));
+        let err = s.get_range("a/c/0", 0, 9).unwrap_err().to_string();
+        assert!(
+            err.contains("a/c/0") && err.contains("injected fault"),
+            "{err}"
+        );
+        assert!(s.get("a/c/0").is_ok(), "every second call only");
+        assert_eq!(s.get("b/c/0").unwrap().unwrap().bytes, vec![5, 6 ^ 0x10]);
+        assert_eq!(s.get_suffix("b/c/0", 2).unwrap(), Some((vec![7 ^ 0x10], 4)));
+        assert_eq!(s.calls(), 5);
+    }
+}

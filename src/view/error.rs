@@ -1,0 +1,78 @@
+//! Why a view call failed.
+
+use crate::cache::{ChunkError, Panicked};
+use crate::fetch::{FetchCause, FetchError};
+
+/// Why a view call failed; each maps to one errno.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ViewError {
+    /// No such inode or name (ENOENT).
+    NotFound,
+    /// A directory operation on a file (ENOTDIR).
+    NotDir,
+    /// A file operation on a directory (EISDIR).
+    IsDir,
+    /// The data cannot be read (EIO); the cause has been logged with the node's path.
+    Io(IoCause),
+}
+
+/// Why data cannot be read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoCause {
+    /// The array's metadata could not be parsed.
+    Metadata,
+    /// Its codec chain or data type is not supported.
+    Unsupported,
+    /// Its codec configuration or geometry cannot be used (chunks too large, layout overflow).
+    BadConfig,
+    /// A chunk or shard is corrupt, truncated or decodes to the wrong size.
+    Corrupt,
+    /// A stored object is larger than its chunk can be encoded in; it was not read.
+    Oversized,
+    /// The store failed.
+    Store,
+    /// One chunk is larger than the whole cache budget (`--cache-size`).
+    TooLargeForCache,
+    /// A decoder panicked (the panic was caught).
+    Panicked,
+}
+
+impl ViewError {
+    /// The errno this error stands for.
+    pub fn errno(self) -> i32 {
+        match self {
+            ViewError::NotFound => libc::ENOENT,
+            ViewError::NotDir => libc::ENOTDIR,
+            ViewError::IsDir => libc::EISDIR,
+            ViewError::Io(_) => libc::EIO,
+        }
+    }
+}
+
+impl From<FetchCause> for IoCause {
+    fn from(cause: FetchCause) -> Self {
+        match cause {
+            FetchCause::Store => IoCause::Store,
+            FetchCause::Corrupt => IoCause::Corrupt,
+            FetchCause::Oversized => IoCause::Oversized,
+            FetchCause::Unsupported => IoCause::Unsupported,
+            FetchCause::BadConfig => IoCause::BadConfig,
+            FetchCause::Panicked => IoCause::Panicked,
+        }
+    }
+}
+
+/// The cause of a failed cache load: the fetch error it holds, or a panic.
+pub(super) fn cause_of(e: &ChunkError) -> IoCause {
+    match e.downcast_ref::<FetchError>() {
+        Some(f) => f.cause.into(),
+        None if e.downcast_ref::<Panicked>().is_some() => IoCause::Panicked,
+        None => IoCause::Store,
+    }
+}
+
+/// Logs a failed chunk load and turns it into an EIO.
+pub(super) fn chunk_failed(e: ChunkError) -> ViewError {
+    log::error!("{e}");
+    ViewError::Io(cause_of(&e))
+}

@@ -1,0 +1,240 @@
+//! Mutation fuzzing of every decoder: each chunk object (or shard) of the fixture stores, with
+//! random mutations, through the array's whole decode chain (`fetch::ChunkReader`, which is
+//! what reads use). Nothing may panic, every failure is a typed error, and no allocation may
+//! exceed the bound. See `fuzz_support` for the method and `ZARRFS_FUZZ_SECONDS`.
+
+mod fuzz_support;
+
+use fuzz_support::{fixtures, mutate, run, save_finding, take_largest_allocation, MAX_ALLOCATION};
+use std::collections::BTreeSet;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+use zarrfs::fetch::{ChunkReader, FetchCause, Uncached};
+use zarrfs::meta::{load_hierarchy, LoadOptions, NodeKind};
+use zarrfs::store::{DirStore, Entry, Object, ObjectMeta, Store, StoreError};
+
+/// The cache budget the readers are built for.
+const CACHE_SIZE: u64 = 64 << 20;
+
+#[global_allocator]
+static ALLOC: fuzz_support::Counting = fuzz_support::Counting;
+
+/// A directory store whose value under one key is replaced by test bytes.
+struct Swapped {
+    inner: DirStore,
+    swap: Mutex<Option<(String, Vec<u8>)>>,
+}
+
+impl Swapped {
+    fn value(&self, key: &str) -> Option<Vec<u8>> {
+        let swap = self.swap.lock().unwrap();
+        swap.as_ref()
+            .filter(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+    }
+}
+
+impl Store for Swapped {
+    fn get(&self, key: &str) -> Result<Option<Object>, StoreError> {
+        match self.value(key) {
+            Some(bytes) => Ok(Some(Object { bytes, mtime: None })),
+            None => self.inner.get(key),
+        }
+    }
+    fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError> {
+        match self.value(key) {
+            Some(v) => {
+                let s = (start.min(v.len() as u64)) as usize;
+                let e = (start.saturating_add(len).min(v.len() as u64)) as usize;
+                Ok(Some(v[s..e].to_vec()))
+            }
+            None => self.inner.get_range(key, start, len),
+        }
+    }
+    fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
+        match self.value(key) {
+            Some(v) => Ok(Some(ObjectMeta {
+                size: v.len() as u64,
+                mtime: None,
+            })),
+            None => self.inner.head(key),
+        }
+    }
+    fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
+        self.inner.list_dir(prefix)
+    }
+    fn mtime(&self) -> SystemTime {
+        self.inner.mtime()
+    }
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+}
+
+/// One stored chunk object (or shard) and a reader of its array over a [`Swapped`] store.
+struct Case {
+    name: String,
+    store: Arc<Swapped>,
+    reader: ChunkReader,
+    key: String,
+    idx: Vec<u64>,
+    original: Vec<u8>,
+}
+
+/// Every directory store the fixture manifests list.
+fn fixture_stores() -> Vec<PathBuf> {
+    let mut stores = BTreeSet::new();
+    for manifest in fuzz_support::files_under(&fixtures()) {
+        if manifest.file_name().is_some_and(|n| n == "manifest.json") {
+            let doc: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+            let listed = doc["stores"].as_array().into_iter().flatten();
+            for name in listed.filter_map(|s| s["store"].as_str()) {
+                let path = manifest.parent().unwrap().join(name);
+                if path.is_dir() {
+                    stores.insert(path);
+                }
+            }
+        }
+    }
+    stores.into_iter().collect()
+}
+
+/// The cases of one store: for every readable array, each stored object once.
+fn cases_of(root: &Path) -> Vec<Case> {
+    let store = Arc::new(Swapped {
+        inner: DirStore::new(root).unwrap(),
+        swap: Mutex::new(None),
+    });
+    let Ok(h) = load_hierarchy(store.as_ref(), &LoadOptions::default()) else {
+        return Vec::new();
+    };
+    let mut cases = Vec::new();
+    for node in &h.nodes {
+        let NodeKind::Array(Ok(meta)) = &node.kind else {
+            continue;
+        };
+        let dyn_store: Arc<dyn Store> = store.clone();
+        // As a mount with `--cache-size 64M` reads them.
+        let make = || {
+            ChunkReader::new(dyn_store.clone(), &node.path, meta.clone())
+                .ok()
+                .map(|r| r.limit_decoded(CACHE_SIZE))
+        };
+        let Some(probe) = make() else { continue };
+        let rcs = probe.read_chunk_shape().to_vec();
+        let grid: Vec<u64> = meta
+            .shape
+            .iter()
+            .zip(&rcs)
+            .map(|(s, c)| s.div_ceil(*c))
+            .collect();
+        let count: u64 = grid.iter().product();
+        let mut seen = BTreeSet::new();
+        for linear in 0..count.min(64) {
+            let mut idx = vec![0; grid.len()];
+            let mut rest = linear;
+            for ax in (0..grid.len()).rev() {
+                idx[ax] = rest % grid[ax];
+                rest /= grid[ax];
+            }
+            let stored: Vec<u64> = idx
+                .iter()
+                .zip(&rcs)
+                .zip(&meta.chunk_shape)
+                .map(|((i, r), c)| i * r / c)
+                .collect();
+            let key = meta.chunk_keys.key(&stored);
+            if !seen.insert(key.clone()) {
+                continue;
+            }
+            let Ok(Some(object)) = store.inner.get(&key) else {
+                continue;
+            };
+            cases.push(Case {
+                name: format!("{}:{}", root.display(), key),
+                store: store.clone(),
+                reader: make().unwrap(),
+                key,
+                idx,
+                original: object.bytes,
+            });
+        }
+    }
+    cases
+}
+
+/// Decodes `input` as the object of `case`; says what went wrong, if anything did.
+fn check(case: &Case, input: &[u8]) -> Option<String> {
+    *case.store.swap.lock().unwrap() = Some((case.key.clone(), input.to_vec()));
+    take_largest_allocation();
+    let outcome = catch_unwind(AssertUnwindSafe(|| case.reader.load(&case.idx, &Uncached)));
+    let largest = take_largest_allocation();
+    *case.store.swap.lock().unwrap() = None;
+    match outcome {
+        Err(_) => Some("panicked".into()),
+        Ok(Err(e)) if e.cause == FetchCause::Panicked => Some(format!("decoder panic: {e}")),
+        _ if largest > MAX_ALLOCATION => Some(format!("allocated {largest} bytes")),
+        _ => None,
+    }
+}
+
+#[test]
+fn mutated_chunks_decode_or_fail_cleanly() {
+    fuzz_support::cap_memory();
+    let cases: Vec<Case> = fixture_stores().iter().flat_map(|s| cases_of(s)).collect();
+    assert!(
+        cases.len() >= 100,
+        "only {} chunk objects in the corpus",
+        cases.len()
+    );
+    for case in &cases {
+        assert_eq!(check(case, &case.original), None, "{} as stored", case.name);
+    }
+    std::panic::set_hook(Box::new(|_| {}));
+    let (runs, found) = run(&cases, 0x5eed_0001, |case, rng| {
+        let input = mutate(&case.original, rng);
+        check(case, &input).map(|why| (input, why))
+    });
+    let _ = std::panic::take_hook();
+    let report: Vec<String> = found
+        .iter()
+        .take(20)
+        .enumerate()
+        .map(|(n, (i, input, why))| {
+            let name = format!("{n}-{}", cases[*i].key.replace('/', "~"));
+            let saved = save_finding("decoders", &name, input);
+            format!(
+                "{}: {why} (input saved to {})",
+                cases[*i].name,
+                saved.display()
+            )
+        })
+        .collect();
+    eprintln!(
+        "decoders: {runs} mutated inputs over {} objects",
+        cases.len()
+    );
+    assert!(
+        found.is_empty(),
+        "{} findings:\n{}",
+        found.len(),
+        report.join("\n")
+    );
+}
+
+/// Committed findings (`tests/fixtures/fuzz/decoders/<store>/<key with ~ for />`) stay fixed.
+#[test]
+fn committed_findings_decode_or_fail_cleanly() {
+    fuzz_support::cap_memory();
+    let cases: Vec<Case> = fixture_stores().iter().flat_map(|s| cases_of(s)).collect();
+    for (rel, store, key, bytes) in fuzz_support::committed("fuzz/decoders") {
+        let case = cases
+            .iter()
+            .find(|c| c.key == key && c.name.contains(&format!("/{store}:")))
+            .unwrap_or_else(|| panic!("{rel}: no such fixture object"));
+        assert_eq!(check(case, &bytes), None, "{rel}");
+    }
+}

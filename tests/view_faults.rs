@@ -1,0 +1,313 @@
+//! Faults injected under the view: store errors, short reads, corrupted bytes and latency fail
+//! the reads that meet them with EIO and the right cause, never a panic or a hang; errors are
+//! not kept, so the same read succeeds once the fault is gone; other files keep reading.
+
+mod synth;
+
+use std::sync::mpsc::channel;
+use std::sync::Arc;
+use std::time::Duration;
+use zarrfs::cache::ChunkCache;
+use zarrfs::fetch::{ChunkReader, FetchCause, Uncached};
+use zarrfs::meta::{load_hierarchy, LoadOptions, NodeKind};
+use zarrfs::store::{Fault, FaultyStore, MemoryStore, Store};
+use zarrfs::view::{IoCause, ReadPolicy, View, ViewError};
+
+fn view_of(store: Arc<dyn Store>, cache: u64) -> View {
+    let h = load_hierarchy(store.as_ref(), &LoadOptions::default()).unwrap();
+    let mut view = View::build(&h, store, Arc::new(ChunkCache::new(cache)), "root");
+    view.set_read_policy(ReadPolicy::local(2));
+    view
+}
+
+/// Runs `f` on a thread and fails the test instead of hanging when it takes over a minute.
+fn within_a_minute<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(Duration::from_secs(60))
+        .expect("the call hung")
+}
+
+fn read_whole(view: &View, path: &str) -> Result<Vec<u8>, ViewError> {
+    let ino = view.resolve(path)?;
+    let fh = view.open(ino)?;
+    let size = view.getattr(ino)?.size;
+    let mut out = Vec::new();
+    let mut offset = 0;
+    while offset < size {
+        view.read_into(ino, fh, offset, 128 << 10, &mut out)?;
+        offset += 128 << 10;
+    }
+    view.release(fh);
+    Ok(out)
+}
+
+/// The arrays of [`synth::mixed_store`] behind `faults`.
+fn faulty_view(faults: impl FnOnce(FaultyStore) -> FaultyStore) -> (View, Vec<synth::Synth>) {
+    let (store, arrays) = synth::mixed_store();
+    let store = faults(FaultyStore::new(Arc::new(store)));
+    (view_of(Arc::new(store), 1 << 20), arrays)
+}
+
+#[test]
+fn store_errors_fail_the_reads_of_that_array_only_and_are_not_kept() {
+    // Every other read of the zstd array's chunks fails.
+    let (view, arrays) = faulty_view(|s| s.with("zstd/c/", 2, Fault::Error));
+    let mut failures = 0;
+    for _ in 0..4 {
+        match read_whole(&view, "zstd") {
+            Ok(bytes) => assert_eq!(bytes, arrays[0].expected),
+            Err(e) => {
+                assert_eq!(e, ViewError::Io(IoCause::Store));
+                failures += 1;
+            }
+        }
+    }
+    assert!(failures > 0, "the fault was met");
+    for a in &arrays[1..] {
+        assert_eq!(
+            read_whole(&view, &a.path).unwrap(),
+            a.expected,
+            "{}",
+            a.path
+        );
+    }
+}
+
+#[test]
+fn short_reads_and_corrupted_bytes_are_corrupt_chunks() {
+    for (fault, array, keys) in [
+        (Fault::ShortRead, "sharded", "sharded/c/"),
+        (Fault::Corrupt, "sharded", "sharded/c/"),
+        (Fault::ShortRead, "zstd", "zstd/c/"),
+        (Fault::Corrupt, "forder", "forder/0."),
+        (Fault::ShortRead, "rows", "rows/c/"),
+    ] {
+        let (view, arrays) = faulty_view(|s| s.with(keys, 1, fault.clone()));
+        assert_eq!(
+            read_whole(&view, array),
+            Err(ViewError::Io(IoCause::Corrupt)),
+            "{fault:?} on {array}"
+        );
+        for a in arrays.iter().filter(|a| a.path != array) {
+            assert_eq!(read_whole(&view, &a.path).unwrap(), a.expected);
+        }
+    }
+}
+
+#[test]
+fn fetch_errors_name_the_node_and_the_key() {
+    let (store, _) = synth::mixed_store();
+    let inner: Arc<dyn Store> = Arc::new(store);
+    let h = load_hierarchy(inner.as_ref(), &LoadOptions::default()).unwrap();
+    let store: Arc<dyn Store> = Arc::new(FaultyStore::new(inner).with("/c/", 1, Fault::Error));
+    let reader = |path: &str| {
+        let node = h.nodes.iter().find(|n| n.path == path).unwrap();
+        let NodeKind::Array(Ok(meta)) = &node.kind else {
+            panic!("{path} is an array")
+        };
+        ChunkReader::new(store.clone(), path, meta.clone()).unwrap()
+    };
+    let err = reader("zstd").load(&[0, 1], &Uncached).unwrap_err();
+    assert_eq!(err.cause, FetchCause::Store);
+    assert!(
+        err.message.starts_with("zstd: chunk zstd/c/0/1: ") && err.message.contains("injected"),
+        "{err}"
+    );
+    let err = reader("sharded").load(&[0, 0], &Uncached).unwrap_err();
+    assert!(
+        err.message.starts_with("sharded: shard sharded/c/0/0: "),
+        "{err}"
+    );
+}
+
+#[test]
+fn slow_stores_still_read_right_with_prefetch_and_nothing_hangs() {
+    let (view, arrays) = faulty_view(|s| s.with("", 1, Fault::Latency(Duration::from_millis(2))));
+    let view = Arc::new(view);
+    let readers: Vec<_> = arrays
+        .into_iter()
+        .map(|a| {
+            let view = view.clone();
+            std::thread::spawn(move || (read_whole(&view, &a.path), a.expected))
+        })
+        .collect();
+    for r in readers {
+        let (got, expected) = r.join().unwrap();
+        assert_eq!(got.unwrap(), expected);
+    }
+}
+
+fn one_array(meta: &str, chunks: &[(&str, Vec<u8>)]) -> MemoryStore {
+    let mut s = MemoryStore::new();
+    s.insert("zarr.json", meta);
+    for (key, bytes) in chunks {
+        s.insert(*key, bytes.clone());
+    }
+    s
+}
+
+#[test]
+fn an_oversized_chunk_object_is_refused_unread() {
+    // 4 uint8 per chunk; the stored object is 8 MiB of zeros.
+    let meta = r#"{"zarr_format": 3, "node_type": "array", "shape": [8], "data_type": "uint8",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+        "codecs": [{"name": "bytes"}, {"name": "zstd"}]}"#;
+    let small = zstd::bulk::compress(&[1, 2, 3, 4], 1).unwrap();
+    let store = one_array(meta, &[("c/0", small), ("c/1", vec![0; 8 << 20])]);
+    let view = view_of(Arc::new(store), 1 << 20);
+    let ino = view.resolve("root").unwrap();
+    assert_eq!(view.read(ino, 0, 4).unwrap(), vec![1, 2, 3, 4]);
+    assert_eq!(view.read(ino, 4, 4), Err(ViewError::Io(IoCause::Oversized)));
+}
+
+#[test]
+fn a_chunk_larger_than_the_cache_is_refused_without_decoding() {
+    // Chunks of 2 MiB, a cache of 1 MiB.
+    let meta = r#"{"zarr_format": 3, "node_type": "array", "shape": [4194304], "data_type": "uint8",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2097152]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 0, "codecs": [{"name": "bytes"}]}"#;
+    let store = one_array(meta, &[("c/0", vec![5; 2 << 20])]);
+    let view = view_of(Arc::new(store), 1 << 20);
+    let ino = view.resolve("root").unwrap();
+    assert_eq!(view.getattr(ino).unwrap().size, 4 << 20, "its real size");
+    let too_large = ViewError::Io(IoCause::TooLargeForCache);
+    assert_eq!(view.open(ino), Err(too_large));
+    for _ in 0..3 {
+        assert_eq!(view.read(ino, 1000, 100), Err(too_large));
+    }
+    assert_eq!(view.cache().stats().loads, 0, "never decoded");
+}
+
+#[test]
+fn shard_indexes_count_against_the_cache_budget() {
+    let (store, arrays) = synth::mixed_store();
+    let view = view_of(Arc::new(store), 64 << 10);
+    let sharded = arrays.iter().find(|a| a.path == "sharded").unwrap();
+    assert_eq!(read_whole(&view, "sharded").unwrap(), sharded.expected);
+    let stats = view.cache().stats();
+    assert!(stats.used <= view.cache().budget(), "{stats:?}");
+}
+
+#[test]
+fn an_array_whose_layout_overflows_is_unreadable_not_a_panic() {
+    // u64::MAX one-byte elements in chunks of 2^31: the chunk grid spans 2^64 elements.
+    let meta = r#"{"zarr_format": 3, "node_type": "array", "shape": [18446744073709551615],
+        "data_type": "uint8",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2147483648]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 0, "codecs": [{"name": "bytes"}]}"#;
+    let view = view_of(Arc::new(one_array(meta, &[])), 4 << 30);
+    let ino = view.resolve("root").unwrap();
+    assert_eq!(view.getattr(ino).unwrap().size, u64::MAX);
+    let bad = ViewError::Io(IoCause::BadConfig);
+    assert_eq!(view.open(ino), Err(bad));
+    assert_eq!(view.read(ino, u64::MAX - 10, 5), Err(bad));
+}
+
+#[test]
+fn an_unsupported_codec_shows_the_real_size_and_fails_with_eio() {
+    let meta = r#"{"zarr_format": 3, "node_type": "array", "shape": [3, 5], "data_type": "int32",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2, 2]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+        "codecs": [{"name": "bytes"}, {"name": "nosuch"}]}"#;
+    let view = view_of(Arc::new(one_array(meta, &[])), 1 << 20);
+    let ino = view.resolve("root").unwrap();
+    assert_eq!(view.getattr(ino).unwrap().size, 60);
+    let npy = view.resolve("root.npy").unwrap();
+    assert_eq!(view.getattr(npy).unwrap().size, 128 + 60);
+    let unsupported = ViewError::Io(IoCause::Unsupported);
+    assert_eq!(view.open(ino), Err(unsupported));
+    assert_eq!(view.open(npy), Err(unsupported));
+    assert_eq!(view.read(ino, 0, 60), Err(unsupported));
+    assert_eq!(view.read(npy, 0, 10), Err(unsupported), "the header too");
+}
+
+/// A `vlen-utf8` chunk of `items`.
+fn vlen_chunk(items: &[String]) -> Vec<u8> {
+    let mut out = (items.len() as u32).to_le_bytes().to_vec();
+    for item in items {
+        out.extend((item.len() as u32).to_le_bytes());
+        out.extend(item.as_bytes());
+    }
+    out
+}
+
+#[test]
+fn stat_of_a_large_string_array_does_not_scan_it_on_the_calling_thread() {
+    const N: u64 = 4 * zarrfs::view::SYNC_SCAN_MAX;
+    const CHUNK: u64 = N / 4;
+    let meta = format!(
+        r#"{{"zarr_format": 3, "node_type": "array", "shape": [{N}], "data_type": "string",
+        "chunk_grid": {{"name": "regular", "configuration": {{"chunk_shape": [{CHUNK}]}}}},
+        "chunk_key_encoding": {{"name": "default"}}, "fill_value": "",
+        "codecs": [{{"name": "vlen-utf8"}}]}}"#
+    );
+    let item = |i: u64| format!("s{}", i % 1000);
+    let chunks: Vec<(String, Vec<u8>)> = (0..N / CHUNK)
+        .map(|c| {
+            let items: Vec<String> = (c * CHUNK..(c + 1) * CHUNK).map(item).collect();
+            (format!("c/{c}"), vlen_chunk(&items))
+        })
+        .collect();
+    let chunks: Vec<(&str, Vec<u8>)> = chunks
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.clone()))
+        .collect();
+    let expected: Vec<u8> = (0..N)
+        .flat_map(|i| format!("{}\n", item(i)).into_bytes())
+        .collect();
+    // Every chunk read takes a minute: a stat that read chunks would not come back in time.
+    let slow = FaultyStore::new(Arc::new(one_array(&meta, &chunks))).with(
+        "c/",
+        1,
+        Fault::Latency(Duration::from_secs(3600)),
+    );
+    let view = Arc::new(view_of(Arc::new(slow), 64 << 20));
+    let ino = view.resolve("root").unwrap();
+    let v = view.clone();
+    let size = within_a_minute(move || v.getattr(ino).unwrap().size);
+    assert_eq!(size, 0, "unknown until the scan is done");
+    assert!(view.direct_io(ino), "served without depending on st_size");
+    assert!(!view.direct_io(view.resolve("root.json").unwrap()));
+
+    // The same array on a fast store: the scan runs in the background, reads wait for it.
+    let view = view_of(Arc::new(one_array(&meta, &chunks)), 64 << 20);
+    let ino = view.resolve("root").unwrap();
+    let _ = view.getattr(ino).unwrap();
+    view.open(ino).unwrap();
+    let mut got = Vec::new();
+    loop {
+        let part = view.read(ino, got.len() as u64, 1 << 20).unwrap();
+        if part.is_empty() {
+            break;
+        }
+        got.extend(part);
+    }
+    assert_eq!(got, expected);
+    assert_eq!(view.getattr(ino).unwrap().size, expected.len() as u64);
+}
+
+#[test]
+fn panics_below_the_view_fail_one_read_on_every_path() {
+    // `rows` has chunks of whole rows (16000 bytes): a read of one whole chunk decodes straight
+    // into the reply, bypassing the cache; `zstd` reads go through the cache.
+    let (view, arrays) = faulty_view(|s| {
+        s.with("rows/c/1/", 1, Fault::Panic)
+            .with("zstd/c/0/1", 1, Fault::Panic)
+    });
+    let rows = view.resolve("rows").unwrap();
+    let panicked = Err(ViewError::Io(IoCause::Panicked));
+    assert_eq!(view.read(rows, 16000, 16000), panicked, "whole-chunk path");
+    assert_eq!(view.read(rows, 16010, 100), panicked, "cached path");
+    let zstd = view.resolve("zstd").unwrap();
+    assert_eq!(view.read(zstd, 200, 100), panicked);
+    // The threads live on, and everything else reads.
+    assert_eq!(
+        view.read(rows, 0, 16000).unwrap(),
+        arrays[3].expected[..16000]
+    );
+    assert_eq!(read_whole(&view, "forder").unwrap(), arrays[1].expected);
+}
