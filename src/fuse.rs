@@ -2,16 +2,18 @@
 
 use crate::view::{Attr, FileKind, View, ViewError};
 use fuser::{
-    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
-    KernelConfig, OpenAccMode, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyDirectoryPlus,
-    ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request,
+    BackingId, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
+    InitFlags, KernelConfig, OpenAccMode, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory,
+    ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request,
 };
 use std::any::Any;
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 /// How long the kernel may keep names and attributes: the mount is a read-only snapshot.
@@ -26,12 +28,67 @@ pub struct ZarrFs {
     view: Arc<View>,
     uid: u32,
     gid: u32,
+    /// Whether complete backing files are opened with passthrough (kernel 6.9+, CAP_SYS_ADMIN).
+    passthrough: AtomicBool,
+    /// Passthrough opens: each file handle's backing id, shared per inode.
+    backing_ids: Mutex<BackingIds>,
+}
+
+#[derive(Default)]
+struct BackingIds {
+    by_handle: HashMap<u64, Arc<BackingId>>,
+    by_inode: HashMap<u64, Weak<BackingId>>,
 }
 
 impl ZarrFs {
     /// Serves `view`, showing every file as owned by `uid`:`gid`.
     pub fn new(view: Arc<View>, uid: u32, gid: u32) -> Self {
-        ZarrFs { view, uid, gid }
+        ZarrFs {
+            view,
+            uid,
+            gid,
+            passthrough: AtomicBool::new(false),
+            backing_ids: Mutex::default(),
+        }
+    }
+
+    /// Answers the open of `ino` (handle `fh`) with passthrough to its complete backing file;
+    /// gives `reply` back when that does not apply or fails (then reads go through the daemon,
+    /// which copies from the backing file).
+    fn open_passthrough(&self, ino: u64, fh: u64, reply: ReplyOpen) -> Option<ReplyOpen> {
+        if !self.passthrough.load(Ordering::Relaxed) {
+            return Some(reply);
+        }
+        let Some(file) = self.view.passthrough_file(ino) else {
+            return Some(reply);
+        };
+        let mut ids = self.backing_ids.lock().unwrap_or_else(|p| p.into_inner());
+        let id = match ids.by_inode.get(&ino).and_then(Weak::upgrade) {
+            Some(id) => id,
+            None => match reply.open_backing(file.file()) {
+                Ok(id) => {
+                    let id = Arc::new(id);
+                    ids.by_inode.insert(ino, Arc::downgrade(&id));
+                    id
+                }
+                Err(e) => {
+                    self.passthrough.store(false, Ordering::Relaxed);
+                    log::warn!(
+                        "FUSE passthrough refused ({e}): complete arrays are copied from \
+                         their backing files instead"
+                    );
+                    return Some(reply);
+                }
+            },
+        };
+        ids.by_handle.insert(fh, id.clone());
+        drop(ids);
+        if let Some(dir) = self.view.backing_dir() {
+            dir.count_passthrough();
+        }
+        log::info!("inode {ino}: opened with passthrough");
+        reply.opened_passthrough(FileHandle(fh), FopenFlags::empty(), &id);
+        None
     }
 
     fn file_attr(&self, a: &Attr) -> FileAttr {
@@ -109,6 +166,21 @@ impl Filesystem for ZarrFs {
         // Let the kernel keep many readahead requests in flight: they decode in parallel.
         let _ = config.set_max_background(MAX_BACKGROUND);
         let _ = config.set_congestion_threshold(MAX_BACKGROUND * 3 / 4);
+        if let Some(dir) = self.view.backing_dir() {
+            let on = config.add_capabilities(InitFlags::FUSE_PASSTHROUGH).is_ok()
+                && config.set_max_stack_depth(1).is_ok();
+            self.passthrough.store(on, Ordering::Relaxed);
+            log::info!(
+                "cache dir {}: {}",
+                dir.root().display(),
+                if on {
+                    "complete arrays are served with FUSE passthrough"
+                } else {
+                    "the kernel has no FUSE passthrough (6.9+): complete arrays are copied \
+                     from their backing files"
+                }
+            );
+        }
         let _ = config.add_capabilities(
             InitFlags::FUSE_DO_READDIRPLUS
                 | InitFlags::FUSE_READDIRPLUS_AUTO
@@ -151,7 +223,11 @@ impl Filesystem for ZarrFs {
                 self.view.open(ino.0)
             };
             match opened {
-                Ok(fh) => reply.opened(FileHandle(fh), open_flags(&self.view, ino.0)),
+                Ok(fh) => {
+                    if let Some(reply) = self.open_passthrough(ino.0, fh, reply) {
+                        reply.opened(FileHandle(fh), open_flags(&self.view, ino.0))
+                    }
+                }
                 Err(e) => reply.error(errno(e)),
             }
         })
@@ -195,6 +271,10 @@ impl Filesystem for ZarrFs {
     ) {
         guarded("release", format_args!("inode {ino}"), || {
             self.view.release(fh.0);
+            let mut ids = self.backing_ids.lock().unwrap_or_else(|p| p.into_inner());
+            ids.by_handle.remove(&fh.0);
+            ids.by_inode.retain(|_, id| id.strong_count() > 0);
+            drop(ids);
             reply.ok();
         })
     }
@@ -379,7 +459,6 @@ impl Filesystem for ZarrFs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicBool, Ordering};
 
     /// Stands for a fuser reply: answers (here: records) when dropped unanswered.
     struct Reply<'a>(&'a AtomicBool);

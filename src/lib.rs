@@ -1,8 +1,9 @@
 //! zarrfs: mount a Zarr hierarchy as a read-only filesystem of plain files.
 //!
 //! Data flows through one module each, each using only those before it:
-//! [`store`] → [`meta`] → [`codec`] → [`fetch`] → [`cache`] → [`view`] → [`fuse`] and [`cli`].
+//! [`store`] → [`meta`] → [`codec`] → [`fetch`] → [`cache`] → [`backing`] → [`view`] → [`fuse`] and [`cli`].
 
+pub mod backing;
 pub mod cache;
 pub mod cli;
 pub mod codec;

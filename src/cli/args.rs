@@ -58,6 +58,15 @@ pub struct Options {
     /// Byte budget of the decoded-chunk cache (e.g. 512M, 2G).
     #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = super::size::parse_size)]
     pub cache_size: u64,
+    /// Keep decoded arrays in DIR across mounts and serve complete ones with FUSE passthrough
+    /// (`--cache-dir` alone: $XDG_CACHE_HOME/zarrfs or ~/.cache/zarrfs; /var/cache/zarrfs for
+    /// root). Off by default. Write `--cache-dir=DIR` (with `=`).
+    #[arg(long, value_name = "DIR", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    pub cache_dir: Option<PathBuf>,
+    /// Most bytes --cache-dir keeps; whole arrays are evicted, least recently opened first
+    /// [default: 10% of the free space where DIR is].
+    #[arg(long, value_name = "SIZE", value_parser = super::size::parse_size)]
+    pub cache_dir_size: Option<u64>,
     /// Kernel readahead of the mount (the mount's read_ahead_kb, whole pages): large for fast
     /// sequential reads; 128K suits random access through mmap better. At least 4K.
     #[arg(long, value_name = "SIZE", default_value = "1M", value_parser = super::size::parse_read_ahead)]

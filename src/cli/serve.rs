@@ -74,8 +74,9 @@ fn mount(p: Prepared) -> Result<Mounted, String> {
         .requests
         .clone()
         .map(|c| super::progress::Progress::start(c, &p.location));
+    let store: Arc<dyn crate::store::Store> = Arc::from(p.store);
     let mut view = crate::view::from_store(
-        Arc::from(p.store),
+        store.clone(),
         &p.location,
         p.options.cache_size,
         &crate::meta::LoadOptions {
@@ -83,6 +84,16 @@ fn mount(p: Prepared) -> Result<Mounted, String> {
         },
     )?;
     drop(progress);
+    if let Some(dir) = &p.options.cache_dir {
+        let dir = match dir.as_os_str().is_empty() {
+            true => crate::backing::default_dir(),
+            false => dir.clone(),
+        };
+        match crate::backing::BackingDir::open(&dir, p.options.cache_dir_size) {
+            Ok(backing) => view.set_backing_dir(backing, store, &p.location),
+            Err(e) => log::warn!("cache dir {}: {e}; serving without it", dir.display()),
+        }
+    }
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     view.set_read_policy(if p.requests.is_some() {
         ReadPolicy::remote(REMOTE_IN_FLIGHT)

@@ -1,6 +1,7 @@
 //! Reading an array's elements (`A`) and its NPY file (`A.npy`) by byte range, and decoding
 //! ahead of a reader.
 
+use super::backed::{ArrayBacking, Backing};
 use super::chunk_source::ChunkSource;
 use super::error::chunk_failed;
 use super::read_policy::Prediction;
@@ -32,6 +33,9 @@ pub struct ArrayFile {
     elem_size: u64,
     data_size: u64,
     header: Vec<u8>,
+    /// The metadata document as `A.json` shows it (part of the backing file's identity).
+    metadata: Arc<[u8]>,
+    backing: ArrayBacking,
 }
 
 impl ArrayFile {
@@ -44,6 +48,7 @@ impl ArrayFile {
         path: &str,
         meta: Option<&ArrayMeta>,
         source: Result<ChunkSource, Unreadable>,
+        metadata: Arc<[u8]>,
     ) -> Self {
         let (elem_size, data_size, header) = match meta.filter(|m| !m.dtype.is_variable()) {
             Some(meta) => (
@@ -59,7 +64,26 @@ impl ArrayFile {
             elem_size: elem_size.max(1),
             data_size,
             header,
+            metadata,
+            backing: ArrayBacking::default(),
         }
+    }
+
+    /// The array's path in the store.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Attaches the array's backing file in `backing` (see [`crate::backing`]).
+    pub fn attach_backing(&self, backing: &Backing) {
+        if self.data_size > 0 && self.source.is_ok() {
+            self.backing.attach(backing, self, &self.metadata);
+        }
+    }
+
+    /// The backing file, once complete.
+    pub fn complete_backing(&self) -> Option<Arc<crate::backing::BackingFile>> {
+        self.backing.get().filter(|f| f.is_complete())
     }
 
     /// Size of `A`.
@@ -116,7 +140,8 @@ impl ArrayFile {
         self.readable().map(|_| ())
     }
 
-    fn display_path(&self) -> &str {
+    /// The path as logs show it.
+    pub fn display_path(&self) -> &str {
         if self.path.is_empty() {
             "/"
         } else {
@@ -146,8 +171,35 @@ impl ArrayFile {
         Ok(())
     }
 
-    /// Appends bytes `offset..offset+len` of `A` to `out` (fewer at the end of the file).
+    /// Appends bytes `offset..offset+len` of `A` to `out` (fewer at the end of the file):
+    /// copied from the backing file where it holds them, else decoded (and then written into
+    /// the backing file).
     pub fn read_data(
+        &self,
+        cache: &ChunkCache,
+        offset: u64,
+        len: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<(), ViewError> {
+        let Some(file) = self.backing.get() else {
+            return self.read_decoded(cache, offset, len, out);
+        };
+        self.readable()?;
+        let end = offset.saturating_add(len).min(self.data_size);
+        for (from, to, present) in file.runs(offset, end) {
+            if present && file.read_into(from, to, out).is_ok() {
+                log::debug!("{}: {} bytes from the backing file", self.path, to - from);
+                continue;
+            }
+            let at = out.len();
+            self.read_decoded(cache, from, to - from, out)?;
+            file.store(from, &out[at..]);
+        }
+        Ok(())
+    }
+
+    /// Appends bytes `offset..offset+len` of `A` to `out`, decoded from the chunks.
+    fn read_decoded(
         &self,
         cache: &ChunkCache,
         offset: u64,

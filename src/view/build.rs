@@ -154,7 +154,9 @@ impl Builder {
             other => {
                 let k = self.arrays.len() as u32;
                 let meta = meta.map(|m| m.as_ref());
-                self.arrays.push(ArrayFile::new(&node.path, meta, other));
+                let doc = json_bytes(&node.document);
+                self.arrays
+                    .push(ArrayFile::new(&node.path, meta, other, doc));
                 (Content::Data(k), Content::Npy(k))
             }
         };
@@ -260,6 +262,7 @@ impl View {
             prefetcher: None,
             handles: Default::default(),
             next_handle: Default::default(),
+            backing: None,
         }
     }
 }

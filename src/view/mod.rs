@@ -5,6 +5,7 @@
 //! Tests drive it directly; the `fuse` module only translates calls.
 
 mod array_file;
+mod backed;
 mod build;
 mod chunk_source;
 mod error;
@@ -22,6 +23,7 @@ use read_policy::{Prediction, ReaderState};
 pub use vlen_file::SYNC_SCAN_MAX;
 use vlen_file::{Sizer, VlenFile};
 
+use crate::backing::{BackingDir, BackingFile};
 use crate::cache::{ChunkCache, Prefetcher};
 use crate::meta::LoadOptions;
 use std::collections::HashMap;
@@ -108,6 +110,8 @@ pub struct View {
     /// Every open data file, by file handle.
     handles: Mutex<HashMap<u64, ReaderState>>,
     next_handle: AtomicU64,
+    /// The cache directory of decoded arrays, when one is used.
+    backing: Option<backed::Backing>,
 }
 
 impl View {
@@ -231,6 +235,35 @@ impl View {
             .then(|| Prefetcher::new(self.cache.clone(), policy.workers, policy.queue_depth));
     }
 
+    /// Writes decoded arrays into, and serves them from, `dir` (see [`crate::backing`]);
+    /// `store` and `location` are those the view was built from.
+    pub fn set_backing_dir(
+        &mut self,
+        dir: Arc<BackingDir>,
+        store: Arc<dyn crate::store::Store>,
+        location: &str,
+    ) {
+        self.backing = Some(backed::Backing {
+            dir,
+            store,
+            location: location.to_string(),
+        });
+    }
+
+    /// The cache directory, when one is used.
+    pub fn backing_dir(&self) -> Option<&Arc<BackingDir>> {
+        self.backing.as_ref().map(|b| &b.dir)
+    }
+
+    /// The complete backing file of `ino` when it is an array's file `A` (opened before with
+    /// [`View::open`]): the kernel may read it directly (FUSE passthrough).
+    pub fn passthrough_file(&self, ino: u64) -> Option<Arc<BackingFile>> {
+        match self.inode(ino).ok()?.content {
+            Content::Data(a) => self.arrays[a as usize].complete_backing(),
+            _ => None,
+        }
+    }
+
     /// True when `ino` must be served with direct I/O (`FOPEN_DIRECT_IO`): the text and NPY
     /// files of large variable-length arrays, whose size `stat` may show as 0 while it is being
     /// computed (see [`VlenFile`]); reads must not stop at that size.
@@ -260,7 +293,11 @@ impl View {
             // Variable-length files open at once; a read waits for their scan (see `vlen_file`).
             Content::Json(_) | Content::Text(_) | Content::TextNpy(_) => Ok(0),
             Content::Data(a) | Content::Npy(a) => {
-                self.arrays[*a as usize].check_readable()?;
+                let array = &self.arrays[*a as usize];
+                array.check_readable()?;
+                if let Some(backing) = &self.backing {
+                    array.attach_backing(backing);
+                }
                 let fh = self.next_handle.fetch_add(1, Ordering::Relaxed) + 1;
                 let state = ReaderState::new(page_cached);
                 self.lock_handles().insert(fh, state);

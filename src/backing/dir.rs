@@ -1,0 +1,259 @@
+//! The cache directory: finding, creating and evicting backing files.
+
+use super::bitmap::Bitmap;
+use super::file::{BackingFile, Writing};
+use super::Identity;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+/// A directory of backing files shared by any number of mounts.
+pub struct BackingDir {
+    root: PathBuf,
+    budget: u64,
+    writable: AtomicBool,
+    /// One eviction at a time in this process.
+    evicting: Mutex<()>,
+    hit_bytes: AtomicU64,
+    passthrough_opens: AtomicU64,
+}
+
+/// `--cache-dir` given without a directory: `$XDG_CACHE_HOME/zarrfs`, else
+/// `$HOME/.cache/zarrfs`; for root, `/var/cache/zarrfs`.
+pub fn default_dir() -> PathBuf {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        return PathBuf::from("/var/cache/zarrfs");
+    }
+    match std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
+        Some(dir) => PathBuf::from(dir).join("zarrfs"),
+        None => PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/tmp".into()))
+            .join(".cache/zarrfs"),
+    }
+}
+
+/// 10% of the free space of the filesystem holding `dir`.
+pub fn default_budget(dir: &Path) -> io::Result<u64> {
+    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: statvfs into a zeroed struct with a valid path.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(st.f_bavail as u64 * st.f_frsize as u64 / 10)
+}
+
+/// Takes `file`'s exclusive flock without waiting; false when another holds it.
+fn try_lock(file: &File) -> bool {
+    // SAFETY: flock on an open descriptor.
+    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
+}
+
+impl BackingDir {
+    /// Uses (and creates) `root`, keeping at most `budget` bytes there (default: 10% of the
+    /// free space).
+    pub fn open(root: &Path, budget: Option<u64>) -> io::Result<Arc<Self>> {
+        std::fs::create_dir_all(root)?;
+        let budget = match budget {
+            Some(b) => b,
+            None => default_budget(root)?,
+        };
+        log::info!(
+            "cache dir {}: up to {budget} bytes of decoded arrays",
+            root.display()
+        );
+        Ok(Arc::new(BackingDir {
+            root: root.to_path_buf(),
+            budget,
+            writable: AtomicBool::new(true),
+            evicting: Mutex::new(()),
+            hit_bytes: AtomicU64::new(0),
+            passthrough_opens: AtomicU64::new(0),
+        }))
+    }
+
+    /// The directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Bytes served by copying from backing files.
+    pub fn hit_bytes(&self) -> u64 {
+        self.hit_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Opens answered with passthrough.
+    pub fn passthrough_opens(&self) -> u64 {
+        self.passthrough_opens.load(Ordering::Relaxed)
+    }
+
+    /// Counts an open answered with passthrough.
+    pub fn count_passthrough(&self) {
+        self.passthrough_opens.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(super) fn count_hit(&self, bytes: u64) {
+        self.hit_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    pub(super) fn writable(&self) -> bool {
+        self.writable.load(Ordering::Relaxed)
+    }
+
+    /// Turns writing off for good, saying so once.
+    pub(super) fn write_failed(&self, e: &io::Error, label: &str) {
+        if self.writable.swap(false, Ordering::Relaxed) {
+            log::warn!(
+                "cache dir {}: cannot write ({label}: {e}); serving uncached from now on",
+                self.root.display()
+            );
+        }
+    }
+
+    fn path(&self, id: &Identity, ext: &str) -> PathBuf {
+        self.root.join(format!("{}.{ext}", id.key()))
+    }
+
+    /// The backing file of the array `label` with identity `id` and `size` bytes: the complete
+    /// one, or one to write (resumed where a previous writer left off), or `None` when another
+    /// mount is writing it, writing is off, or it does not fit the budget.
+    pub fn attach(self: &Arc<Self>, id: &Identity, size: u64, label: &str) -> Option<BackingFile> {
+        if let Some(done) = self.complete(id, size, label) {
+            return Some(done);
+        }
+        if !self.writable() || size > self.budget {
+            return None;
+        }
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(self.path(id, "lock"))
+            .ok()?;
+        if !try_lock(&lock) {
+            log::debug!("{label}: another mount is writing its backing file");
+            return None;
+        }
+        // The writer before us may just have finished.
+        if let Some(done) = self.complete(id, size, label) {
+            return Some(done);
+        }
+        self.make_room(size, id.key());
+        match self.start(id, size, lock, label) {
+            Ok(file) => Some(file),
+            Err(e) => {
+                self.write_failed(&e, label);
+                None
+            }
+        }
+    }
+
+    fn complete(self: &Arc<Self>, id: &Identity, size: u64, label: &str) -> Option<BackingFile> {
+        let path = self.path(id, "data");
+        let file = File::open(&path).ok()?;
+        if file.metadata().ok()?.len() != size {
+            return None;
+        }
+        // The mtime orders the LRU.
+        let _ = file.set_modified(SystemTime::now());
+        log::info!("{label}: served from backing file {}", path.display());
+        Some(BackingFile::complete(self.clone(), file, size, label))
+    }
+
+    fn start(
+        self: &Arc<Self>,
+        id: &Identity,
+        size: u64,
+        lock: File,
+        label: &str,
+    ) -> io::Result<BackingFile> {
+        let (part, map, data) = (
+            self.path(id, "part"),
+            self.path(id, "map"),
+            self.path(id, "data"),
+        );
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&part)?;
+        let resumed = (file.metadata()?.len() == size)
+            .then(|| std::fs::read(&map).ok())
+            .flatten()
+            .and_then(|bytes| Bitmap::from_bytes(size, bytes));
+        let bitmap = match resumed {
+            Some(b) => {
+                log::info!("{label}: resuming backing file {}", part.display());
+                b
+            }
+            None => {
+                let _ = std::fs::remove_file(&map);
+                file.set_len(0)?;
+                file.set_len(size)?;
+                Bitmap::new(size)
+            }
+        };
+        let _ = file.set_modified(SystemTime::now());
+        let writing = Writing {
+            part,
+            map,
+            data,
+            _lock: lock,
+        };
+        Ok(BackingFile::partial(
+            self.clone(),
+            file,
+            size,
+            bitmap,
+            writing,
+            label,
+        ))
+    }
+
+    /// Evicts whole arrays, least recently opened first, until `need` more bytes fit the
+    /// budget. Files another mount is writing (locked) and those of `keep` stay.
+    fn make_room(&self, need: u64, keep: &str) {
+        let _one = self.evicting.lock().unwrap_or_else(|p| p.into_inner());
+        let Ok(entries) = std::fs::read_dir(&self.root) else {
+            return;
+        };
+        let mut used = 0u64;
+        let mut arrays: Vec<(SystemTime, String, u64)> = Vec::new();
+        for e in entries.flatten() {
+            let Ok(meta) = e.metadata() else { continue };
+            let disk = meta.blocks() * 512;
+            used += disk;
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Some((key, ext)) = name.rsplit_once('.') else {
+                continue;
+            };
+            if key != keep && (ext == "data" || ext == "part") {
+                let mtime = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+                arrays.push((mtime, name.clone(), disk));
+            }
+        }
+        arrays.sort();
+        for (_, name, disk) in arrays {
+            if used.saturating_add(need) <= self.budget {
+                break;
+            }
+            let key = name.rsplit_once('.').map_or("", |(k, _)| k);
+            let lock = File::open(self.root.join(format!("{key}.lock")));
+            if name.ends_with(".part") && !lock.as_ref().is_ok_and(try_lock) {
+                continue;
+            }
+            if std::fs::remove_file(self.root.join(&name)).is_ok() {
+                let _ = std::fs::remove_file(self.root.join(format!("{key}.map")));
+                log::info!("cache dir {}: evicted {name}", self.root.display());
+                used = used.saturating_sub(disk);
+            }
+        }
+    }
+}

@@ -1,0 +1,207 @@
+//! One array's backing file: being written (`KEY.part`) or complete (`KEY.data`).
+
+use super::bitmap::Bitmap;
+use super::dir::BackingDir;
+use super::BLOCK;
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Bytes written between two saves of the bitmap (each save syncs the data first).
+const SAVE_EVERY: u64 = 64 << 20;
+
+/// Where a file being written lives, and the lock that makes this mount its only writer.
+pub(super) struct Writing {
+    pub part: PathBuf,
+    pub map: PathBuf,
+    pub data: PathBuf,
+    pub _lock: File,
+}
+
+struct State {
+    /// `None` once complete.
+    map: Option<Bitmap>,
+    unsaved: u64,
+}
+
+/// An array's decoded bytes on local disk, laid out like its file `A`.
+pub struct BackingFile {
+    file: File,
+    size: u64,
+    state: Mutex<State>,
+    complete: AtomicBool,
+    writing: Option<Writing>,
+    dir: Arc<BackingDir>,
+    label: String,
+}
+
+impl BackingFile {
+    pub(super) fn complete(dir: Arc<BackingDir>, file: File, size: u64, label: &str) -> Self {
+        BackingFile {
+            file,
+            size,
+            state: Mutex::new(State {
+                map: None,
+                unsaved: 0,
+            }),
+            complete: AtomicBool::new(true),
+            writing: None,
+            dir,
+            label: label.to_string(),
+        }
+    }
+
+    pub(super) fn partial(
+        dir: Arc<BackingDir>,
+        file: File,
+        size: u64,
+        map: Bitmap,
+        writing: Writing,
+        label: &str,
+    ) -> Self {
+        BackingFile {
+            file,
+            size,
+            state: Mutex::new(State {
+                map: Some(map),
+                unsaved: 0,
+            }),
+            complete: AtomicBool::new(false),
+            writing: Some(writing),
+            dir,
+            label: label.to_string(),
+        }
+    }
+
+    /// True when every byte is present (the file is `KEY.data`).
+    pub fn is_complete(&self) -> bool {
+        self.complete.load(Ordering::Acquire)
+    }
+
+    /// The open file (for passthrough, once complete).
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// Splits `from..to` into runs, each wholly present (`true`) or not.
+    pub fn runs(&self, from: u64, to: u64) -> Vec<(u64, u64, bool)> {
+        let to = to.min(self.size);
+        if from >= to {
+            return Vec::new();
+        }
+        let state = self.lock();
+        let Some(map) = &state.map else {
+            return vec![(from, to, true)];
+        };
+        let mut runs: Vec<(u64, u64, bool)> = Vec::new();
+        let mut at = from;
+        while at < to {
+            let b = at / BLOCK;
+            let end = ((b + 1) * BLOCK).min(to);
+            let here = map.has(b);
+            match runs.last_mut() {
+                Some(last) if last.2 == here => last.1 = end,
+                _ => runs.push((at, end, here)),
+            }
+            at = end;
+        }
+        runs
+    }
+
+    /// Appends bytes `from..to` (present ones: see [`BackingFile::runs`]) to `out`.
+    pub fn read_into(&self, from: u64, to: u64, out: &mut Vec<u8>) -> io::Result<()> {
+        let at = out.len();
+        out.resize(at + (to - from) as usize, 0);
+        let read = self.file.read_exact_at(&mut out[at..], from);
+        if read.is_err() {
+            out.truncate(at);
+        } else {
+            self.dir.count_hit(to - from);
+        }
+        read
+    }
+
+    /// Writes freshly decoded bytes of `A` at `offset` and records the blocks they fill; the
+    /// last one completes the file. A write error turns writing off (see [`BackingDir`]).
+    pub fn store(&self, offset: u64, bytes: &[u8]) {
+        if self.is_complete() || !self.dir.writable() || bytes.is_empty() {
+            return;
+        }
+        if let Err(e) = self.file.write_all_at(bytes, offset) {
+            return self.dir.write_failed(&e, &self.label);
+        }
+        let end = offset + bytes.len() as u64;
+        let first = offset.div_ceil(BLOCK);
+        let last = if end >= self.size {
+            self.size.div_ceil(BLOCK)
+        } else {
+            end / BLOCK
+        };
+        let mut state = self.lock();
+        let Some(map) = state.map.as_mut() else {
+            return;
+        };
+        (first..last).for_each(|b| map.set(b));
+        let full = map.is_full();
+        state.unsaved += bytes.len() as u64;
+        let result = if full {
+            self.finish(&mut state)
+        } else if state.unsaved >= SAVE_EVERY {
+            self.save_map(&mut state)
+        } else {
+            Ok(())
+        };
+        if let Err(e) = result {
+            self.dir.write_failed(&e, &self.label);
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Syncs the data, then replaces the saved bitmap: it never claims unsynced blocks.
+    fn save_map(&self, state: &mut State) -> io::Result<()> {
+        let (Some(w), Some(map)) = (&self.writing, &state.map) else {
+            return Ok(());
+        };
+        self.file.sync_data()?;
+        let tmp = w.map.with_extension("map.tmp");
+        std::fs::write(&tmp, map.as_bytes())?;
+        File::open(&tmp)?.sync_all()?;
+        std::fs::rename(&tmp, &w.map)?;
+        state.unsaved = 0;
+        Ok(())
+    }
+
+    /// Syncs the data and renames `KEY.part` to `KEY.data`.
+    fn finish(&self, state: &mut State) -> io::Result<()> {
+        let Some(w) = &self.writing else {
+            return Ok(());
+        };
+        self.file.sync_all()?;
+        std::fs::rename(&w.part, &w.data)?;
+        File::open(self.dir.root())?.sync_all()?;
+        let _ = std::fs::remove_file(&w.map);
+        state.map = None;
+        self.complete.store(true, Ordering::Release);
+        log::info!(
+            "{}: decoded completely into {}",
+            self.label,
+            w.data.display()
+        );
+        Ok(())
+    }
+}
+
+impl Drop for BackingFile {
+    fn drop(&mut self) {
+        let mut state = self.lock();
+        if state.map.is_some() && state.unsaved > 0 && self.dir.writable() {
+            let _ = self.save_map(&mut state);
+        }
+    }
+}

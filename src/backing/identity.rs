@@ -1,0 +1,79 @@
+//! What a backing file is valid for.
+
+use crate::store::{EntryKind, Store, StoreError};
+use std::time::UNIX_EPOCH;
+
+/// The identity of an array's decoded bytes: the store's location, the array's path, its
+/// metadata document, and the name, size and modification time of every object under the array's
+/// prefix (its chunks or shards). Computing it costs one listing of the array's prefix (one
+/// request per directory level), made when the array is first opened.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Identity {
+    key: String,
+}
+
+impl Identity {
+    /// The identity of the array at `path` in `store` (opened from `location`), whose metadata
+    /// document serializes to `metadata`.
+    pub fn of(
+        store: &dyn Store,
+        location: &str,
+        path: &str,
+        metadata: &[u8],
+    ) -> Result<Self, StoreError> {
+        let mut text = Vec::new();
+        for part in [location.as_bytes(), path.as_bytes(), metadata] {
+            text.extend_from_slice(&(part.len() as u64).to_le_bytes());
+            text.extend_from_slice(part);
+        }
+        list_objects(store, path, &mut text)?;
+        Ok(Identity {
+            key: format!("{:016x}{:016x}", fnv1a(&text, 0), fnv1a(&text, 1)),
+        })
+    }
+
+    /// The file-name stem of the array's backing files.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+}
+
+/// Appends the name, size and mtime of every object below `prefix`, recursively, in listing order.
+fn list_objects(store: &dyn Store, prefix: &str, out: &mut Vec<u8>) -> Result<(), StoreError> {
+    let mut pending = vec![prefix.to_string()];
+    while let Some(dir) = pending.pop() {
+        let mut entries = store.list_dir(&dir)?;
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        for e in entries {
+            let key = if dir.is_empty() {
+                e.name.clone()
+            } else {
+                format!("{dir}/{}", e.name)
+            };
+            match e.kind {
+                EntryKind::Prefix => pending.push(key),
+                EntryKind::Object(size) => {
+                    let nanos = e
+                        .mtime
+                        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+                        .map_or(0, |d| d.as_nanos());
+                    out.extend_from_slice(key.as_bytes());
+                    out.push(0);
+                    out.extend_from_slice(&size.to_le_bytes());
+                    out.extend_from_slice(&nanos.to_le_bytes());
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// 64-bit FNV-1a of `bytes`, seeded by `seed` (two seeds give a 128-bit key).
+fn fnv1a(bytes: &[u8], seed: u64) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64 ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}

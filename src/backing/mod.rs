@@ -1,0 +1,27 @@
+//! Decode once: a persistent directory of decoded arrays ("backing files").
+//!
+//! Each array read through a mount with `--cache-dir` gets one sparse file in that directory,
+//! laid out exactly like the array's file `A`. Bytes the view decodes are written into it as
+//! they are served, and a bitmap of 4 KiB blocks records which are present. When every block is
+//! present the file is renamed from `KEY.part` to `KEY.data`: only a `.data` file counts as
+//! complete, so a crash mid-write never leaves a file that passes as complete. `KEY` hashes the
+//! array's identity (see [`Identity`]): when anything about the array changes, the key changes
+//! and the array is decoded again into a new file (the old one ages out of the LRU).
+//!
+//! Several mounts share a directory: the one holding `KEY.lock` (flock) writes `KEY.part`;
+//! the others serve that array uncached until `KEY.data` appears. Whole arrays are evicted,
+//! least recently opened first, to keep the directory within its byte budget. A write error
+//! (a full disk) turns writing off for the whole directory with one log line; reads go on
+//! uncached.
+
+mod bitmap;
+mod dir;
+mod file;
+mod identity;
+
+pub use dir::{default_budget, default_dir, BackingDir};
+pub use file::BackingFile;
+pub use identity::Identity;
+
+/// Bytes per block of the presence bitmap.
+pub const BLOCK: u64 = 4096;
