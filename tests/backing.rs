@@ -1,0 +1,145 @@
+//! The cache directory of decoded arrays (`--cache-dir`), driven through the view.
+
+use std::path::Path;
+use std::sync::Arc;
+use zarrfs::backing::BackingDir;
+use zarrfs::meta::LoadOptions;
+use zarrfs::view::View;
+
+const N: usize = 4096;
+const CHUNK: usize = 1000;
+
+/// Writes a Zarr v2 array `a` of N float64 values `i * scale`, uncompressed, chunks of CHUNK.
+fn write_store(root: &Path, scale: f64) {
+    let a = root.join("a");
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::write(root.join(".zgroup"), r#"{"zarr_format":2}"#).unwrap();
+    std::fs::write(
+        a.join(".zarray"),
+        format!(
+            r#"{{"zarr_format":2,"shape":[{N}],"chunks":[{CHUNK}],"dtype":"<f8","compressor":null,"fill_value":0.0,"filters":null,"order":"C"}}"#
+        ),
+    )
+    .unwrap();
+    for c in 0..N.div_ceil(CHUNK) {
+        let bytes: Vec<u8> = (c * CHUNK..(c + 1) * CHUNK)
+            .flat_map(|i| (i as f64 * scale).to_le_bytes())
+            .collect();
+        std::fs::write(a.join(c.to_string()), bytes).unwrap();
+    }
+}
+
+fn expected(scale: f64) -> Vec<u8> {
+    (0..N)
+        .flat_map(|i| (i as f64 * scale).to_le_bytes())
+        .collect()
+}
+
+fn view(store: &Path, dir: &Arc<BackingDir>) -> View {
+    let location = store.to_str().unwrap();
+    let s: Arc<dyn zarrfs::store::Store> = Arc::from(zarrfs::store::open(location).unwrap());
+    let mut v =
+        zarrfs::view::from_store(s.clone(), location, 64 << 20, &LoadOptions::default()).unwrap();
+    v.set_backing_dir(dir.clone(), s, location);
+    v
+}
+
+fn read(v: &View, from: u64, len: u32) -> Vec<u8> {
+    let ino = v.resolve("a").unwrap();
+    let fh = v.open(ino).unwrap();
+    let bytes = v.read(ino, from, len).unwrap();
+    v.release(fh);
+    bytes
+}
+
+fn files(dir: &Path, ext: &str) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == ext)
+        })
+        .count()
+}
+
+#[test]
+fn a_complete_array_is_served_from_its_backing_file_after_a_remount() {
+    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write_store(store.path(), 1.5);
+    let dir = BackingDir::open(cache.path(), Some(1 << 30)).unwrap();
+    assert_eq!(
+        read(&view(store.path(), &dir), 0, (N * 8) as u32),
+        expected(1.5)
+    );
+    assert_eq!(files(cache.path(), "data"), 1);
+    assert_eq!(files(cache.path(), "part"), 0);
+    let dir2 = BackingDir::open(cache.path(), Some(1 << 30)).unwrap();
+    let v = view(store.path(), &dir2);
+    assert_eq!(read(&v, 0, (N * 8) as u32), expected(1.5));
+    assert_eq!(dir2.hit_bytes(), (N * 8) as u64);
+    assert!(v.passthrough_file(v.resolve("a").unwrap()).is_some());
+}
+
+#[test]
+fn a_partly_cached_array_mixes_cached_and_decoded_bytes() {
+    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write_store(store.path(), 2.0);
+    let dir = BackingDir::open(cache.path(), Some(1 << 30)).unwrap();
+    // The first 12 KiB, then the "daemon" goes away: no .data, the .part resumes.
+    assert_eq!(
+        read(&view(store.path(), &dir), 0, 12288),
+        expected(2.0)[..12288]
+    );
+    assert_eq!(files(cache.path(), "data"), 0);
+    assert_eq!(files(cache.path(), "part"), 1);
+    let dir2 = BackingDir::open(cache.path(), Some(1 << 30)).unwrap();
+    let v = view(store.path(), &dir2);
+    assert_eq!(read(&v, 100, (N * 8 - 100) as u32), expected(2.0)[100..]);
+    assert_eq!(dir2.hit_bytes(), 12288 - 100);
+    assert_eq!(files(cache.path(), "data"), 1);
+    assert_eq!(read(&v, 0, (N * 8) as u32), expected(2.0));
+}
+
+#[test]
+fn a_changed_chunk_or_metadata_makes_the_backing_file_stale() {
+    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write_store(store.path(), 1.0);
+    let dir = BackingDir::open(cache.path(), Some(1 << 30)).unwrap();
+    assert_eq!(
+        read(&view(store.path(), &dir), 0, (N * 8) as u32),
+        expected(1.0)
+    );
+    // Same size, new values and mtime.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    write_store(store.path(), 3.0);
+    let v = view(store.path(), &dir);
+    assert_eq!(read(&v, 0, (N * 8) as u32), expected(3.0));
+    assert_eq!(files(cache.path(), "data"), 2);
+    // New metadata (attributes).
+    std::fs::write(store.path().join("a/.zattrs"), r#"{"units":"K"}"#).unwrap();
+    let before = dir.hit_bytes();
+    assert_eq!(
+        read(&view(store.path(), &dir), 0, (N * 8) as u32),
+        expected(3.0)
+    );
+    assert_eq!(dir.hit_bytes(), before);
+    assert_eq!(files(cache.path(), "data"), 3);
+}
+
+#[test]
+fn the_budget_evicts_whole_arrays() {
+    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write_store(store.path(), 1.0);
+    let dir = BackingDir::open(cache.path(), Some(40_000)).unwrap();
+    read(&view(store.path(), &dir), 0, (N * 8) as u32);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    write_store(store.path(), 5.0);
+    assert_eq!(
+        read(&view(store.path(), &dir), 0, (N * 8) as u32),
+        expected(5.0)
+    );
+    assert_eq!(files(cache.path(), "data"), 1);
+}
