@@ -1,39 +1,13 @@
 //! The cache directory of decoded arrays (`--cache-dir`), driven through the view.
 
+mod common;
+
+use common::float_store::{expected, files, write_store, N};
 use std::path::Path;
 use std::sync::Arc;
 use zarrfs::backing::BackingDir;
 use zarrfs::meta::LoadOptions;
 use zarrfs::view::View;
-
-const N: usize = 4096;
-const CHUNK: usize = 1000;
-
-/// Writes a Zarr v2 array `a` of N float64 values `i * scale`, uncompressed, chunks of CHUNK.
-fn write_store(root: &Path, scale: f64) {
-    let a = root.join("a");
-    std::fs::create_dir_all(&a).unwrap();
-    std::fs::write(root.join(".zgroup"), r#"{"zarr_format":2}"#).unwrap();
-    std::fs::write(
-        a.join(".zarray"),
-        format!(
-            r#"{{"zarr_format":2,"shape":[{N}],"chunks":[{CHUNK}],"dtype":"<f8","compressor":null,"fill_value":0.0,"filters":null,"order":"C"}}"#
-        ),
-    )
-    .unwrap();
-    for c in 0..N.div_ceil(CHUNK) {
-        let bytes: Vec<u8> = (c * CHUNK..(c + 1) * CHUNK)
-            .flat_map(|i| (i as f64 * scale).to_le_bytes())
-            .collect();
-        std::fs::write(a.join(c.to_string()), bytes).unwrap();
-    }
-}
-
-fn expected(scale: f64) -> Vec<u8> {
-    (0..N)
-        .flat_map(|i| (i as f64 * scale).to_le_bytes())
-        .collect()
-}
 
 fn view(store: &Path, dir: &Arc<BackingDir>) -> View {
     let location = store.to_str().unwrap();
@@ -50,19 +24,6 @@ fn read(v: &View, from: u64, len: u32) -> Vec<u8> {
     let bytes = v.read(ino, from, len).unwrap();
     v.release(fh);
     bytes
-}
-
-fn files(dir: &Path, ext: &str) -> usize {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .unwrap()
-                .path()
-                .extension()
-                .is_some_and(|x| x == ext)
-        })
-        .count()
 }
 
 #[test]

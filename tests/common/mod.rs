@@ -1,6 +1,7 @@
 //! Shared test helpers: the fixture manifests, expected files, and real FUSE mounts.
 #![allow(dead_code)]
 
+pub mod float_store;
 pub mod fuse_check;
 pub mod mount;
 pub mod servers;

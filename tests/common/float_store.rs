@@ -1,0 +1,49 @@
+//! A small uncompressed Zarr v2 array whose values a test can change (staleness tests).
+
+use std::path::Path;
+
+/// Elements of the array `a`.
+pub const N: usize = 4096;
+/// Elements per chunk.
+pub const CHUNK: usize = 1000;
+
+/// Writes group `root` with array `a` of N float64 values `i * scale`, in chunks of CHUNK.
+pub fn write_store(root: &Path, scale: f64) {
+    let a = root.join("a");
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::write(root.join(".zgroup"), r#"{"zarr_format":2}"#).unwrap();
+    std::fs::write(
+        a.join(".zarray"),
+        format!(
+            r#"{{"zarr_format":2,"shape":[{N}],"chunks":[{CHUNK}],"dtype":"<f8","compressor":null,"fill_value":0.0,"filters":null,"order":"C"}}"#
+        ),
+    )
+    .unwrap();
+    for c in 0..N.div_ceil(CHUNK) {
+        let bytes: Vec<u8> = (c * CHUNK..(c + 1) * CHUNK)
+            .flat_map(|i| (i as f64 * scale).to_le_bytes())
+            .collect();
+        std::fs::write(a.join(c.to_string()), bytes).unwrap();
+    }
+}
+
+/// The bytes of `a` as served.
+pub fn expected(scale: f64) -> Vec<u8> {
+    (0..N)
+        .flat_map(|i| (i as f64 * scale).to_le_bytes())
+        .collect()
+}
+
+/// Number of files in `dir` ending in `.ext`.
+pub fn files(dir: &Path, ext: &str) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == ext)
+        })
+        .count()
+}

@@ -1,0 +1,149 @@
+//! `--cache-dir` through real FUSE mounts: passthrough (or copying) of complete arrays across
+//! remounts, two mounts sharing a directory, a daemon killed mid-write, a full disk.
+
+mod common;
+
+use common::float_store::{expected, files, write_store, N};
+use common::mount::{timed, Mount};
+use std::path::{Path, PathBuf};
+
+fn read_all(path: PathBuf) -> Vec<u8> {
+    timed("read", move || std::fs::read(path).unwrap())
+}
+
+fn cache_arg(dir: &Path) -> String {
+    format!("--cache-dir={}", dir.display())
+}
+
+#[test]
+fn a_remount_serves_a_complete_array_from_its_backing_file() {
+    if !common::mount::fuse_ready() {
+        return;
+    }
+    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write_store(store.path(), 0.5);
+    let arg = cache_arg(cache.path());
+    let m = Mount::new(store.path(), &[&arg, "-vv"]);
+    assert_eq!(read_all(m.join("a")), expected(0.5));
+    let (_, log) = m.stop();
+    assert!(log.contains("decoded completely"), "{log}");
+    assert_eq!(files(cache.path(), "data"), 1);
+
+    let m = Mount::new(store.path(), &[&arg, "-vv"]);
+    assert_eq!(read_all(m.join("a")), expected(0.5));
+    let npy = read_all(m.join("a.npy"));
+    assert_eq!(npy[npy.len() - N * 8..], expected(0.5));
+    let (_, log) = m.stop();
+    assert!(log.contains("served from backing file"), "{log}");
+    let copied = log.contains("bytes from the backing file");
+    if log.contains("served with FUSE passthrough") {
+        // The kernel read `a` itself: the daemon saw no read of it, only of a.npy.
+        assert!(log.contains("opened with passthrough"), "{log}");
+        assert_eq!(
+            log.matches("bytes from the backing file").count(),
+            1,
+            "{log}"
+        );
+    } else {
+        assert!(log.contains("copied from their backing files"), "{log}");
+        assert!(copied, "{log}");
+    }
+}
+
+#[test]
+fn two_mounts_share_a_cache_dir() {
+    if !common::mount::fuse_ready() {
+        return;
+    }
+    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write_store(store.path(), 7.0);
+    let arg = cache_arg(cache.path());
+    let (m1, m2) = (
+        Mount::new(store.path(), &[&arg]),
+        Mount::new(store.path(), &[&arg]),
+    );
+    let (p1, p2) = (m1.join("a"), m2.join("a"));
+    let t = std::thread::spawn(move || read_all(p1));
+    assert_eq!(read_all(p2), expected(7.0));
+    assert_eq!(t.join().unwrap(), expected(7.0));
+    assert_eq!(read_all(m1.join("a")), expected(7.0));
+    assert_eq!(read_all(m2.join("a")), expected(7.0));
+    drop((m1, m2));
+    assert_eq!(files(cache.path(), "data"), 1);
+    assert_eq!(files(cache.path(), "part"), 0);
+}
+
+#[test]
+fn a_daemon_killed_mid_write_leaves_nothing_that_passes_as_complete() {
+    if !common::mount::fuse_ready() {
+        return;
+    }
+    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write_store(store.path(), 3.0);
+    let arg = cache_arg(cache.path());
+    // Small kernel readahead: the first read does not reach the end.
+    let m = Mount::new(store.path(), &[&arg, "--read-ahead", "4K"]);
+    let path = m.join("a");
+    let head = timed("read", move || {
+        use std::io::Read;
+        let mut buf = vec![0; 8192];
+        std::fs::File::open(path)
+            .unwrap()
+            .read_exact(&mut buf)
+            .unwrap();
+        buf
+    });
+    assert_eq!(head, expected(3.0)[..8192]);
+    unsafe { libc::kill(m.pid() as i32, libc::SIGKILL) };
+    drop(m);
+    assert_eq!(files(cache.path(), "part"), 1);
+    assert_eq!(files(cache.path(), "data"), 0);
+
+    let m = Mount::new(store.path(), &[&arg]);
+    assert_eq!(read_all(m.join("a")), expected(3.0));
+    drop(m);
+    assert_eq!(files(cache.path(), "data"), 1);
+}
+
+/// A small tmpfs, unmounted on drop.
+struct Tmpfs(tempfile::TempDir);
+
+impl Tmpfs {
+    fn new(size: &str) -> Tmpfs {
+        let dir = tempfile::tempdir().unwrap();
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "cannot mount a tmpfs");
+        Tmpfs(dir)
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(self.0.path())
+            .status();
+    }
+}
+
+#[test]
+fn a_full_cache_dir_degrades_to_uncached_reads_with_one_log_line() {
+    if !common::mount::root_fuse_ready() {
+        return;
+    }
+    let store = tempfile::tempdir().unwrap();
+    write_store(store.path(), 9.0);
+    let small = Tmpfs::new("16k");
+    let arg = cache_arg(small.0.path());
+    let m = Mount::new(store.path(), &[&arg, "--cache-dir-size", "1G"]);
+    for _ in 0..2 {
+        assert_eq!(read_all(m.join("a")), expected(9.0));
+    }
+    let (_, log) = m.stop();
+    assert_eq!(log.matches("cannot write").count(), 1, "{log}");
+    assert_eq!(files(small.0.path(), "data"), 0);
+}
