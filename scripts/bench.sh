@@ -20,7 +20,7 @@
 #
 # Options: --quick, --output FILE (default: BENCHMARKS.md at the repository root for a full run,
 # $BENCH_DIR/run/BENCHMARKS.md for --quick), --only SECTIONS (comma list of
-# full,frame,column,random,parallel,meta,rss,remote; for debugging), -h.
+# full,frame,column,random,parallel,meta,rss,remote,backing; for debugging), -h.
 set -euo pipefail
 export LC_ALL=C
 
@@ -28,7 +28,7 @@ usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 
 QUICK=0
 OUTPUT=""
-ONLY="full,frame,column,random,parallel,meta,rss,remote"
+ONLY="full,frame,column,random,parallel,meta,rss,remote,backing"
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) QUICK=1 ;;
@@ -576,6 +576,47 @@ section_remote() {
     wait "$pid" 2>/dev/null || true
 }
 
+# 8. Decode once (--cache-dir): reads served from backing files, and the machine's limit for a
+# cold read: decoding the same chunks on all cores with no FUSE, plus moving the same bytes
+# through FUSE with nothing to decode (an uncompressed copy of the array).
+section_backing() {
+    local codec r cache=$RUN/cache-dir plain=$BENCH_DIR/plain-${SIZE_MIB}M off first warm again
+    py "$SCRIPTS/bench_data.py" plain "$plain" --raw "$RAW" --shape "$T,$Y,$X"
+    for codec in zstd blosc gzip; do
+        for r in $(seq "$REPS"); do
+            cold_prep "$STORE/$codec"
+            mount_fs "$STORE"
+            off=$(dd_secs "$MNT/$codec"); rec "backing.$codec.first_off" "$off"
+            unmount_fs
+            rm -rf "$cache"
+            cold_prep "$STORE/$codec"
+            mount_fs "$STORE" -v --cache-dir="$cache" --cache-dir-size 8G
+            first=$(dd_secs "$MNT/$codec"); rec "backing.$codec.first_on" "$first"
+            warm=$(dd_secs "$MNT/$codec"); rec "backing.$codec.warm" "$warm"
+            unmount_fs
+            mount_fs "$STORE" -v --cache-dir="$cache" --cache-dir-size 8G
+            again=$(dd_secs "$MNT/$codec"); rec "backing.$codec.remount" "$again"
+            if [ "$r" = 1 ]; then
+                if cmp -s "$MNT/$codec" "$RAW"; then rec "check.backing.$codec" ok
+                else rec "check.backing.$codec" "\"MISMATCH: $codec from the cache dir differs from raw.bin\""; fi
+            fi
+            unmount_fs
+            rec "limit.$codec.decode" "$(py "$SCRIPTS/bench_read.py" decode "$STORE/$codec" --threads "$(nproc)" | jget seconds)"
+            log "backing $codec rep $r: first read off $off s, on $first s; warm $warm s; remount $again s"
+        done
+    done
+    rec backing.passthrough_opens "$(grep -c 'opened with passthrough' "$RUN/zarrfs.log" || true)"
+    rec backing.mode "\"$(grep -o 'complete arrays are [a-z ]*' "$RUN/zarrfs.log" | tail -n1)\""
+    for r in $(seq "$REPS"); do
+        cold_prep "$plain/plain.zarr/plain"
+        mount_fs "$plain/plain.zarr"
+        rec limit.move "$(dd_secs "$MNT/plain")"
+        unmount_fs
+    done
+    warm "$RAW"
+    for r in $(seq "$REPS"); do rec backing.raw.pagecache "$(dd_secs "$RAW")"; done
+}
+
 # ---------------------------------------------------------------------------------------------
 STARTED=$EPOCHREALTIME
 log "zarrfs $ZARRFS_BIN; ${SIZE_MIB} MiB per array (${T}x${Y}x${X} float32); $REPS repetitions"
@@ -587,6 +628,7 @@ section parallel
 section meta
 section rss
 section remote
+section backing
 log "measured in $(since "$STARTED") s"
 
 py "$SCRIPTS/bench_report.py" "$RESULTS" --out "$OUTPUT" --repo "$REPO" \

@@ -3,6 +3,7 @@
 
     python3 scripts/bench_data.py arrays DIR --size-mib 256
     python3 scripts/bench_data.py tree DIR --groups 100 --arrays 100
+    python3 scripts/bench_data.py plain DIR --raw RAW --shape T,Y,X
     python3 scripts/bench_data.py consolidate STORE
 
 `arrays` writes DIR/arrays.zarr (Zarr v3) holding the same noisy float32 volume of shape
@@ -22,6 +23,9 @@ mounted file `zstd` holds.
 
 `tree` writes DIR/tree.zarr (Zarr v3): a root group with G groups of A small int32 arrays each
 (shape (32,), chunks (16,), two chunk files per array).
+
+`plain` writes DIR/plain.zarr: the volume of RAW (a raw.bin of `arrays`) as the array `plain`,
+uncompressed, same chunks: what moving the bytes through FUSE costs with nothing to decode.
 
 `consolidate` adds consolidated metadata to STORE (the remote section mounts the tree both ways).
 
@@ -187,6 +191,20 @@ def make_tree(path, n_groups, n_arrays):
     )
 
 
+def make_plain(path, raw, shape):
+    params = {"format": FORMAT_VERSION, "shape": list(shape), "raw_size": os.path.getsize(raw)}
+    if not start(path, params):
+        return
+    data = np.memmap(raw, dtype="<f4", mode="r", shape=tuple(shape))
+    store = os.path.join(path, "plain.zarr")
+    root = zarr.open_group(store, mode="w", zarr_format=3)
+    a = root.create_array("plain", shape=shape, chunks=CHUNKS, dtype="<f4", compressors=None)
+    for t in range(0, shape[0], CHUNKS[0]):
+        a[t:t + CHUNKS[0]] = data[t:t + CHUNKS[0]]
+    finish(path, params)
+    print(f"bench_data: wrote {store}")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -197,11 +215,17 @@ def main():
     t.add_argument("dir")
     t.add_argument("--groups", type=int, default=100)
     t.add_argument("--arrays", type=int, default=100)
+    pl = sub.add_parser("plain")
+    pl.add_argument("dir")
+    pl.add_argument("--raw", required=True)
+    pl.add_argument("--shape", required=True)
     c = sub.add_parser("consolidate")
     c.add_argument("store")
     args = p.parse_args()
     if args.cmd == "arrays":
         make_arrays(args.dir, args.size_mib)
+    elif args.cmd == "plain":
+        make_plain(args.dir, args.raw, [int(n) for n in args.shape.split(",")])
     elif args.cmd == "tree":
         make_tree(args.dir, args.groups, args.arrays)
     else:

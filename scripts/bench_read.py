@@ -4,6 +4,7 @@
     bench_read.py zarr  ARRAY_PATH SEL [--warmup OTHER_ARRAY] [--barrier DIR] [--endpoint URL]
     bench_read.py file  FILE SEL --shape T,Y,X [--method memmap|read] [--warmup] [--barrier DIR]
     bench_read.py list  GROUP_PATH                 (zarr-python: open a hierarchy, list every node)
+    bench_read.py decode ARRAY_PATH [--threads N]  (numcodecs: decode every chunk, no FUSE)
     bench_read.py aggregate JSON_FILE...           (parallel readers: total bytes / wall time)
 
 SEL is numpy-like: ":" (everything), "5", "16:32", ":,:,515", ":,300,515".
@@ -161,6 +162,34 @@ def cmd_aggregate(args):
     print(json.dumps({"seconds": end - start, "bytes": total, "sum": sum(r["sum"] for r in rows)}))
 
 
+def cmd_decode(args):
+    """Decodes every chunk file of the Zarr v3 array at PATH (one bytes-to-bytes codec: zstd,
+    blosc or gzip) on THREADS threads, no FUSE: the decoding half of a cold read's limit."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numcodecs
+
+    with open(os.path.join(args.path, "zarr.json")) as f:
+        meta = json.load(f)
+    spec = next(c for c in meta["codecs"] if c["name"] in ("zstd", "blosc", "gzip"))
+    conf = spec.get("configuration", {})
+    codec = {
+        "zstd": lambda: numcodecs.Zstd(level=conf.get("level", 0)),
+        "blosc": lambda: numcodecs.Blosc(),
+        "gzip": lambda: numcodecs.GZip(level=conf.get("level", 1)),
+    }[spec["name"]]()
+    files = [os.path.join(d, n) for d, _, ns in os.walk(os.path.join(args.path, "c")) for n in ns]
+    blobs = []
+    for name in files:
+        with open(name, "rb") as f:
+            blobs.append(f.read())
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(args.threads) as pool:
+        total = sum(pool.map(lambda b: len(codec.decode(b)), blobs))
+    t1 = time.monotonic()
+    print(json.dumps({"seconds": t1 - t0, "bytes": total, "chunks": len(blobs)}))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -179,10 +208,14 @@ def main():
     f.add_argument("--barrier")
     ls = sub.add_parser("list")
     ls.add_argument("path")
+    de = sub.add_parser("decode")
+    de.add_argument("path")
+    de.add_argument("--threads", type=int, default=os.cpu_count())
     ag = sub.add_parser("aggregate")
     ag.add_argument("files", nargs="+")
     args = p.parse_args()
-    {"zarr": cmd_zarr, "file": cmd_file, "list": cmd_list, "aggregate": cmd_aggregate}[args.cmd](args)
+    {"zarr": cmd_zarr, "file": cmd_file, "list": cmd_list, "decode": cmd_decode,
+     "aggregate": cmd_aggregate}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -236,6 +236,35 @@ def rows(r, p):
         add("7 remote", f"mount time over S3, {nodes} nodes {label}, vs mounting the local directory",
             zs, fmt_time(base), base / t if base else None, "—", None)
 
+    # 8. decode once (--cache-dir)
+    page = rate("backing.raw.pagecache")
+    move = r.min("limit.move")
+    for codec in ("zstd", "blosc", "gzip"):
+        for key, what in (("warm", "warm re-read"), ("remount", "a remount's first read")):
+            z = rate(f"backing.{codec}.{key}")
+            if z is None:
+                continue
+            ratio = z / page if page else None
+            add("8 decode once", f"{what} with --cache-dir, {codec}, vs uncompressed file from page cache",
+                fmt_rate(z), fmt_rate(page), ratio, "≥ 0.8", None if ratio is None else ratio >= 0.8,
+                med=(f"backing.{codec}.{key}", "backing.raw.pagecache", False))
+        on, off = rate(f"backing.{codec}.first_on"), rate(f"backing.{codec}.first_off")
+        if on and off:
+            add("8 decode once", f"first read, {codec}, --cache-dir on vs off (writing costs ≤ 10 %)",
+                fmt_rate(on), fmt_rate(off), on / off, "≥ 0.91", on / off >= 1 / 1.1,
+                med=(f"backing.{codec}.first_on", f"backing.{codec}.first_off", False))
+        dec = r.min(f"limit.{codec}.decode")
+        if off and dec and move:
+            limit = nbytes / (dec + move)
+            add("8 decode once", f"cold read, {codec}, share of the machine's limit "
+                f"1/(1/decode + 1/move) (decode {fmt_rate(nbytes / dec)} on all cores, "
+                f"move {fmt_rate(nbytes / move)} through FUSE)",
+                fmt_rate(off), fmt_rate(limit), off / limit, "≥ 0.9", off / limit >= 0.9)
+    opens, mode = r.first("backing.passthrough_opens"), r.first("backing.mode")
+    if mode is not None:
+        add("8 decode once", f"cache dir mode: {mode or '?'}; opens answered with passthrough",
+            str(opens), "—", None, "—", None)
+
     # peak RSS
     hwm, cache = r.first("rss.hwm_kib"), r.first("rss.cache_bytes")
     if hwm is not None and cache:
@@ -418,6 +447,13 @@ run mean much.
   obstore's `S3Store` (default settings), timed as in the full read. Mount times are for the tree
   above, once as written (found by listing, measured once: one request per node) and once after
   `zarr.consolidate_metadata`; the request counts come from the mount's progress log line.
+* **Decode once**: per codec, a cold read (as above) with and without `--cache-dir` (a fresh,
+  empty directory; the read writes the backing file), a second `dd` through the same mount (the
+  array is now complete: the open is answered with FUSE passthrough where the kernel allows it),
+  and the first `dd` of a remount (served from the backing file). The limit of a cold read: the
+  same chunk files decoded by numcodecs on all cores with no FUSE (`bench_read.py decode`), and a
+  cold read through FUSE of an uncompressed copy of the array (nothing to decode);
+  limit = bytes / (decode time + move time).
 * **Peak RSS**: the daemon run with `-f --cache-size {rss_cache}`, reading every array of the array
   store at once ({rss_read_mib} MiB of decoded data) plus out-of-cache random reads; VmHWM from
   `/proc/PID/status`.

@@ -104,3 +104,16 @@ fn the_budget_evicts_whole_arrays() {
     );
     assert_eq!(files(cache.path(), "data"), 1);
 }
+
+#[test]
+fn the_same_array_in_another_store_gets_its_own_backing_file() {
+    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b) = (store.path().join("a.zarr"), store.path().join("b.zarr"));
+    write_store(&a, 4.0);
+    write_store(&b, 4.0);
+    let dir = BackingDir::open(cache.path(), Some(1 << 30)).unwrap();
+    assert_eq!(read(&view(&a, &dir), 0, (N * 8) as u32), expected(4.0));
+    assert_eq!(read(&view(&b, &dir), 0, (N * 8) as u32), expected(4.0));
+    assert_eq!(dir.hit_bytes(), 0);
+    assert_eq!(files(cache.path(), "data"), 2);
+}
