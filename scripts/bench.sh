@@ -606,7 +606,7 @@ section_backing() {
         done
     done
     rec backing.passthrough_opens "$(grep -c 'opened with passthrough' "$RUN/zarrfs.log" || true)"
-    rec backing.mode "\"$(grep -o 'complete arrays are [a-z ]*' "$RUN/zarrfs.log" | tail -n1)\""
+    rec backing.mode "\"$(grep -o 'complete arrays are [a-zA-Z ]*' "$RUN/zarrfs.log" | tail -n1)\""
     for r in $(seq "$REPS"); do
         cold_prep "$plain/plain.zarr/plain"
         mount_fs "$plain/plain.zarr"

@@ -60,8 +60,11 @@ fn a_partly_cached_array_mixes_cached_and_decoded_bytes() {
     let v = view(store.path(), &dir2);
     assert_eq!(read(&v, 100, (N * 8 - 100) as u32), expected(2.0)[100..]);
     assert_eq!(dir2.hit_bytes(), 12288 - 100);
-    assert_eq!(files(cache.path(), "data"), 1);
     assert_eq!(read(&v, 0, (N * 8) as u32), expected(2.0));
+    // Dropping the view waits for the complete file to be published.
+    drop(v);
+    assert_eq!(files(cache.path(), "data"), 1);
+    assert_eq!(files(cache.path(), "part"), 0);
 }
 
 #[test]
@@ -76,8 +79,10 @@ fn a_changed_chunk_or_metadata_makes_the_backing_file_stale() {
     // Same size, new values and mtime.
     std::thread::sleep(std::time::Duration::from_millis(20));
     write_store(store.path(), 3.0);
-    let v = view(store.path(), &dir);
-    assert_eq!(read(&v, 0, (N * 8) as u32), expected(3.0));
+    assert_eq!(
+        read(&view(store.path(), &dir), 0, (N * 8) as u32),
+        expected(3.0)
+    );
     assert_eq!(files(cache.path(), "data"), 2);
     // New metadata (attributes).
     std::fs::write(store.path().join("a/.zattrs"), r#"{"units":"K"}"#).unwrap();

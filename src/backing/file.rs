@@ -9,6 +9,7 @@ use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 
 /// Bytes written between two saves of the bitmap (each save syncs the data first).
 const SAVE_EVERY: u64 = 64 << 20;
@@ -32,8 +33,10 @@ pub struct BackingFile {
     file: File,
     size: u64,
     state: Mutex<State>,
-    complete: AtomicBool,
+    complete: Arc<AtomicBool>,
     writing: Option<Writing>,
+    /// Syncs and publishes the file once every block is written, off the read path.
+    publishing: Mutex<Option<JoinHandle<()>>>,
     dir: Arc<BackingDir>,
     label: String,
 }
@@ -47,8 +50,9 @@ impl BackingFile {
                 map: None,
                 unsaved: 0,
             }),
-            complete: AtomicBool::new(true),
+            complete: Arc::new(AtomicBool::new(true)),
             writing: None,
+            publishing: Mutex::new(None),
             dir,
             label: label.to_string(),
         }
@@ -69,8 +73,9 @@ impl BackingFile {
                 map: Some(map),
                 unsaved: 0,
             }),
-            complete: AtomicBool::new(false),
+            complete: Arc::new(AtomicBool::new(false)),
             writing: Some(writing),
+            publishing: Mutex::new(None),
             dir,
             label: label.to_string(),
         }
@@ -145,11 +150,13 @@ impl BackingFile {
             return;
         };
         (first..last).for_each(|b| map.set(b));
-        let full = map.is_full();
+        if map.is_full() {
+            state.unsaved = 0;
+            drop(state);
+            return self.publish();
+        }
         state.unsaved += bytes.len() as u64;
-        let result = if full {
-            self.finish(&mut state)
-        } else if state.unsaved >= SAVE_EVERY {
+        let result = if state.unsaved >= SAVE_EVERY {
             self.save_map(&mut state)
         } else {
             Ok(())
@@ -177,28 +184,47 @@ impl BackingFile {
         Ok(())
     }
 
-    /// Syncs the data and renames `KEY.part` to `KEY.data`.
-    fn finish(&self, state: &mut State) -> io::Result<()> {
-        let Some(w) = &self.writing else {
-            return Ok(());
+    /// Starts syncing the data and renaming `KEY.part` to `KEY.data` on a thread of its own
+    /// (syncing waits for the disk; reads go on meanwhile, served from the file).
+    fn publish(&self) {
+        let Some(w) = &self.writing else { return };
+        let mut slot = self.publishing.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.is_some() {
+            return;
+        }
+        let file = match self.file.try_clone() {
+            Ok(f) => f,
+            Err(e) => return self.dir.write_failed(&e, &self.label),
         };
-        self.file.sync_all()?;
-        std::fs::rename(&w.part, &w.data)?;
-        File::open(self.dir.root())?.sync_all()?;
-        let _ = std::fs::remove_file(&w.map);
-        state.map = None;
-        self.complete.store(true, Ordering::Release);
-        log::info!(
-            "{}: decoded completely into {}",
-            self.label,
-            w.data.display()
-        );
-        Ok(())
+        let (part, data, map) = (w.part.clone(), w.data.clone(), w.map.clone());
+        let (dir, complete, label) = (self.dir.clone(), self.complete.clone(), self.label.clone());
+        let job = move || {
+            let synced = file.sync_all().and_then(|()| std::fs::rename(&part, &data));
+            match synced.and_then(|()| File::open(dir.root())?.sync_all()) {
+                Ok(()) => {
+                    let _ = std::fs::remove_file(&map);
+                    complete.store(true, Ordering::Release);
+                    log::info!("{label}: decoded completely into {}", data.display());
+                }
+                Err(e) => dir.write_failed(&e, &label),
+            }
+        };
+        match std::thread::Builder::new()
+            .name("backing-sync".into())
+            .spawn(job)
+        {
+            Ok(handle) => *slot = Some(handle),
+            Err(e) => self.dir.write_failed(&e, &self.label),
+        }
     }
 }
 
 impl Drop for BackingFile {
     fn drop(&mut self) {
+        let publishing = self.publishing.get_mut().unwrap_or_else(|p| p.into_inner());
+        if let Some(handle) = publishing.take() {
+            let _ = handle.join();
+        }
         let mut state = self.lock();
         if state.map.is_some() && state.unsaved > 0 && self.dir.writable() {
             let _ = self.save_map(&mut state);
