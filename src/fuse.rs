@@ -30,14 +30,35 @@ pub struct ZarrFs {
     gid: u32,
     /// Whether complete backing files are opened with passthrough (kernel 6.9+, CAP_SYS_ADMIN).
     passthrough: AtomicBool,
-    /// Passthrough opens: each file handle's backing id, shared per inode.
-    backing_ids: Mutex<BackingIds>,
+    /// How each open file is served: the kernel refuses a passthrough open of an inode that
+    /// has files open through the page cache (and the reverse), so one mode per inode at a time.
+    opens: Mutex<OpenModes>,
 }
 
 #[derive(Default)]
-struct BackingIds {
+struct OpenModes {
+    /// Passthrough opens: each file handle's backing id, shared per inode.
     by_handle: HashMap<u64, Arc<BackingId>>,
     by_inode: HashMap<u64, Weak<BackingId>>,
+    /// Open handles of each inode served through the daemon and the page cache.
+    cached: HashMap<u64, u32>,
+}
+
+impl OpenModes {
+    fn opened_cached(&mut self, ino: u64) {
+        *self.cached.entry(ino).or_default() += 1;
+    }
+
+    fn released(&mut self, ino: u64, fh: u64) {
+        if self.by_handle.remove(&fh).is_some() {
+            self.by_inode.retain(|_, id| id.strong_count() > 0);
+        } else if let Some(n) = self.cached.get_mut(&ino) {
+            *n -= 1;
+            if *n == 0 {
+                self.cached.remove(&ino);
+            }
+        }
+    }
 }
 
 impl ZarrFs {
@@ -48,21 +69,36 @@ impl ZarrFs {
             uid,
             gid,
             passthrough: AtomicBool::new(false),
-            backing_ids: Mutex::default(),
+            opens: Mutex::default(),
         }
     }
 
-    /// Answers the open of `ino` (handle `fh`) with passthrough to its complete backing file;
-    /// gives `reply` back when that does not apply or fails (then reads go through the daemon,
-    /// which copies from the backing file).
-    fn open_passthrough(&self, ino: u64, fh: u64, reply: ReplyOpen) -> Option<ReplyOpen> {
-        if !self.passthrough.load(Ordering::Relaxed) {
+    /// Answers the open of `ino` (handle `fh`): with passthrough to its complete backing file
+    /// unless the inode is open through the page cache, else through the daemon (which copies
+    /// from the backing file where it can).
+    fn answer_open(&self, ino: u64, fh: u64, reply: ReplyOpen) {
+        let mut opens = self.opens.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(reply) = self.open_passthrough(&mut opens, ino, fh, reply) {
+            opens.opened_cached(ino);
+            drop(opens);
+            reply.opened(FileHandle(fh), open_flags(&self.view, ino));
+        }
+    }
+
+    /// Answers with passthrough when it applies; else gives `reply` back.
+    fn open_passthrough(
+        &self,
+        ids: &mut OpenModes,
+        ino: u64,
+        fh: u64,
+        reply: ReplyOpen,
+    ) -> Option<ReplyOpen> {
+        if !self.passthrough.load(Ordering::Relaxed) || ids.cached.contains_key(&ino) {
             return Some(reply);
         }
         let Some(file) = self.view.passthrough_file(ino) else {
             return Some(reply);
         };
-        let mut ids = self.backing_ids.lock().unwrap_or_else(|p| p.into_inner());
         let id = match ids.by_inode.get(&ino).and_then(Weak::upgrade) {
             Some(id) => id,
             None => match reply.open_backing(file.file()) {
@@ -82,7 +118,6 @@ impl ZarrFs {
             },
         };
         ids.by_handle.insert(fh, id.clone());
-        drop(ids);
         if let Some(dir) = self.view.backing_dir() {
             dir.count_passthrough();
         }
@@ -223,11 +258,7 @@ impl Filesystem for ZarrFs {
                 self.view.open(ino.0)
             };
             match opened {
-                Ok(fh) => {
-                    if let Some(reply) = self.open_passthrough(ino.0, fh, reply) {
-                        reply.opened(FileHandle(fh), open_flags(&self.view, ino.0))
-                    }
-                }
+                Ok(fh) => self.answer_open(ino.0, fh, reply),
                 Err(e) => reply.error(errno(e)),
             }
         })
@@ -271,10 +302,10 @@ impl Filesystem for ZarrFs {
     ) {
         guarded("release", format_args!("inode {ino}"), || {
             self.view.release(fh.0);
-            let mut ids = self.backing_ids.lock().unwrap_or_else(|p| p.into_inner());
-            ids.by_handle.remove(&fh.0);
-            ids.by_inode.retain(|_, id| id.strong_count() > 0);
-            drop(ids);
+            self.opens
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .released(ino.0, fh.0);
             reply.ok();
         })
     }

@@ -147,3 +147,33 @@ fn a_full_cache_dir_degrades_to_uncached_reads_with_one_log_line() {
     assert_eq!(log.matches("cannot write").count(), 1, "{log}");
     assert_eq!(files(small.0.path(), "data"), 0);
 }
+
+#[test]
+fn an_array_completed_while_open_opens_again_while_the_first_file_is_open() {
+    if !common::mount::fuse_ready() {
+        return;
+    }
+    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write_store(store.path(), 6.0);
+    let arg = cache_arg(cache.path());
+    let m = Mount::new(store.path(), &[&arg, "-v"]);
+    let (path, dir) = (m.join("a"), cache.path().to_path_buf());
+    timed("reopen", move || {
+        use std::io::Read;
+        let mut first = std::fs::File::open(&path).unwrap();
+        let mut bytes = Vec::new();
+        first.read_to_end(&mut bytes).unwrap();
+        assert_eq!(bytes, expected(6.0));
+        while files(&dir, "data") == 0 {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        // The kernel refuses passthrough while the inode is open through the page cache.
+        assert_eq!(std::fs::read(&path).unwrap(), expected(6.0));
+        drop(first);
+        assert_eq!(std::fs::read(&path).unwrap(), expected(6.0));
+    });
+    let (_, log) = m.stop();
+    if log.contains("served with FUSE passthrough") {
+        assert_eq!(log.matches("opened with passthrough").count(), 1, "{log}");
+    }
+}
