@@ -580,7 +580,7 @@ section_remote() {
 # cold read: decoding the same chunks on all cores with no FUSE, plus moving the same bytes
 # through FUSE with nothing to decode (an uncompressed copy of the array).
 section_backing() {
-    local codec r cache=$RUN/cache-dir plain=$BENCH_DIR/plain-${SIZE_MIB}M off first warm again
+    local codec r i cache=$RUN/cache-dir plain=$BENCH_DIR/plain-${SIZE_MIB}M off first warm again
     py "$SCRIPTS/bench_data.py" plain "$plain" --raw "$RAW" --shape "$T,$Y,$X"
     for codec in zstd blosc gzip; do
         for r in $(seq "$REPS"); do
@@ -590,11 +590,13 @@ section_backing() {
             unmount_fs
             rm -rf "$cache"
             cold_prep "$STORE/$codec"
-            mount_fs "$STORE" -v --cache-dir="$cache" --cache-dir-size 8G
+            mount_fs "$STORE" -v --cache-dir="$cache" --cache-dir-size 8G 2>>"$RUN/backing-v.log"
             first=$(dd_secs "$MNT/$codec"); rec "backing.$codec.first_on" "$first"
+            # The complete file is synced and published in the background: wait for it.
+            for i in $(seq 3000); do compgen -G "$cache/*.data" >/dev/null && break; sleep 0.01; done
             warm=$(dd_secs "$MNT/$codec"); rec "backing.$codec.warm" "$warm"
             unmount_fs
-            mount_fs "$STORE" -v --cache-dir="$cache" --cache-dir-size 8G
+            mount_fs "$STORE" -v --cache-dir="$cache" --cache-dir-size 8G 2>>"$RUN/backing-v.log"
             again=$(dd_secs "$MNT/$codec"); rec "backing.$codec.remount" "$again"
             if [ "$r" = 1 ]; then
                 if cmp -s "$MNT/$codec" "$RAW"; then rec "check.backing.$codec" ok
@@ -606,7 +608,8 @@ section_backing() {
         done
     done
     rec backing.passthrough_opens "$(grep -c 'opened with passthrough' "$RUN/zarrfs.log" || true)"
-    rec backing.mode "\"$(grep -o 'complete arrays are [a-zA-Z ]*' "$RUN/zarrfs.log" | tail -n1)\""
+    # The mode is logged while mounting, on the mount command's stderr.
+    rec backing.mode "\"$(grep -o 'complete arrays are [a-zA-Z ]*' "$RUN/backing-v.log" | tail -n1)\""
     for r in $(seq "$REPS"); do
         cold_prep "$plain/plain.zarr/plain"
         mount_fs "$plain/plain.zarr"

@@ -35,6 +35,7 @@ fn a_remount_serves_a_complete_array_from_its_backing_file() {
     assert_eq!(npy[npy.len() - N * 8..], expected(0.5));
     let (_, log) = m.stop();
     assert!(log.contains("served from backing file"), "{log}");
+    assert!(log.contains("opens answered with passthrough"), "{log}");
     let copied = log.contains("bytes from the backing file");
     if log.contains("served with FUSE passthrough") {
         // The kernel read `a` itself: the daemon saw no read of it, only of a.npy.

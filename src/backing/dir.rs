@@ -257,3 +257,14 @@ impl BackingDir {
         }
     }
 }
+
+impl Drop for BackingDir {
+    fn drop(&mut self) {
+        log::info!(
+            "cache dir {}: {} bytes copied from backing files, {} opens answered with passthrough",
+            self.root.display(),
+            self.hit_bytes(),
+            self.passthrough_opens()
+        );
+    }
+}
