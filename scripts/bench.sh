@@ -594,6 +594,9 @@ section_backing() {
             first=$(dd_secs "$MNT/$codec"); rec "backing.$codec.first_on" "$first"
             # The complete file is synced and published in the background: wait for it.
             for i in $(seq 3000); do compgen -G "$cache/*.data" >/dev/null && break; sleep 0.01; done
+            # FUSE sends the first reader's release asynchronously; until the daemon has it, a new
+            # open is not answered with passthrough (one mode per file at a time).
+            sleep 0.2
             warm=$(dd_secs "$MNT/$codec"); rec "backing.$codec.warm" "$warm"
             unmount_fs
             mount_fs "$STORE" -v --cache-dir="$cache" --cache-dir-size 8G 2>>"$RUN/backing-v.log"
