@@ -185,18 +185,38 @@ fn mtime(meta: &object_store::ObjectMeta) -> Option<SystemTime> {
     Some(SystemTime::from(meta.last_modified))
 }
 
+/// Requests in flight at once while a remote hierarchy is walked.
+const WALK_PARALLELISM: usize = 32;
+
 impl Store for ObjectStoreBackend {
     fn get(&self, key: &str) -> Result<Option<Object>, StoreError> {
+        self.get_bounded(key, u64::MAX)
+    }
+
+    /// The size the response's headers announce is checked before its body is read.
+    fn get_bounded(&self, key: &str, max: u64) -> Result<Option<Object>, StoreError> {
         let path = self.path(key)?;
-        self.run(key, self.deadline(), async {
+        let got = self.run(key, self.deadline(), async {
             let got = self.inner.get_opts(&path, GetOptions::default()).await?;
+            if got.meta.size > max {
+                return Ok(Err(got.meta.size));
+            }
             let mtime = mtime(&got.meta);
             let bytes = got.bytes().await?;
-            Ok(Object {
+            Ok(Ok(Object {
                 bytes: Vec::from(bytes),
                 mtime,
-            })
-        })
+            }))
+        })?;
+        match got {
+            Some(Err(size)) => Err(StoreError::TooLarge {
+                what: self.what(key),
+                size,
+                max,
+            }),
+            Some(Ok(object)) => Ok(Some(object)),
+            None => Ok(None),
+        }
     }
 
     fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError> {
@@ -267,6 +287,10 @@ impl Store for ObjectStoreBackend {
         out.sort_by(|a, b| a.name.cmp(&b.name));
         out.dedup_by(|a, b| a.name == b.name);
         Ok(out)
+    }
+
+    fn parallelism(&self) -> usize {
+        WALK_PARALLELISM
     }
 
     fn mtime(&self) -> SystemTime {
