@@ -479,6 +479,51 @@ fn remote_stores_answer_like_the_files_under_many_concurrent_callers() {
     ));
 }
 
+/// Store calls made from inside tokio runtimes (a caller's own async code, on a current-thread
+/// runtime and from many tasks of a multi-thread one) answer like any other: a call waits for
+/// its request without entering the store's own runtime from the caller's thread.
+#[test]
+fn remote_stores_answer_callers_inside_tokio_runtimes() {
+    let c = case("sharding_v3");
+    let s3 = servers::s3_server(&[("inside", std::slice::from_ref(&c.store))]);
+    servers::s3_credentials_env();
+    let options = RemoteOptions {
+        endpoint: Some(s3.url.clone()),
+        ..RemoteOptions::default()
+    };
+    let name = dir_name(&c);
+    let store: Arc<dyn Store> =
+        Arc::from(zarrfs::store::open_with(&format!("s3://inside/{name}"), &options).unwrap());
+    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+    collect_files(&c.store, "", &mut files);
+    let current = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    for (key, bytes) in &files {
+        let got = current.block_on(async { store.get(key) }).unwrap().unwrap();
+        assert_eq!(&got.bytes, bytes, "{key}");
+    }
+    let multi = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let tasks: Vec<_> = (0..32)
+        .map(|i| {
+            let (key, bytes) = files[i % files.len()].clone();
+            let store = store.clone();
+            multi.spawn(async move {
+                let got = store.get_range(&key, 0, 64).unwrap().unwrap();
+                assert_eq!(got, bytes[..bytes.len().min(64)], "{key}");
+            })
+        })
+        .collect();
+    for task in tasks {
+        multi.block_on(task).unwrap();
+    }
+}
+
 /// Every file below `dir` as (key, bytes).
 fn collect_files(dir: &Path, prefix: &str, out: &mut Vec<(String, Vec<u8>)>) {
     for e in std::fs::read_dir(dir).unwrap() {
