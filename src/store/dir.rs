@@ -237,6 +237,12 @@ impl Store for DirStore {
         Ok(out)
     }
 
+    /// One request at a time: of several links to one directory, the first listed is shown,
+    /// so the walk must list in its own order to show the same paths every time.
+    fn parallelism(&self) -> usize {
+        1
+    }
+
     fn mtime(&self) -> SystemTime {
         self.mtime
     }

@@ -108,7 +108,8 @@ pub trait Store: Send + Sync {
     fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError>;
 
     /// How many requests are worth having in flight at once while the hierarchy is walked:
-    /// a few for local stores, many for remote ones (where each waits a network round trip).
+    /// a few by default, many for remote stores (where each waits a network round trip), one
+    /// for stores whose answers depend on the order of the calls (directories with links).
     fn parallelism(&self) -> usize {
         4
     }
