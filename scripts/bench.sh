@@ -555,7 +555,7 @@ section_remote() {
         rec remote.full.zstd.zarr "$s"
         log "remote full zstd rep $r: zarrfs cold $cold s; zarr-python + obstore $s s"
         for kind in consolidated listed; do
-            # Without consolidated metadata the (sequential) walk makes a request per node: once.
+            # Without consolidated metadata the walk makes a request per node (32 in flight): once.
             [ "$kind" = listed ] && [ "$r" != 1 ] && continue
             if [ "$kind" = listed ]; then store=s3://bench/tree.zarr; else store=s3://bench/tree-consolidated.zarr; fi
             new_mnt

@@ -479,6 +479,51 @@ fn remote_stores_answer_like_the_files_under_many_concurrent_callers() {
     ));
 }
 
+/// Store calls made from inside tokio runtimes (a caller's own async code, on a current-thread
+/// runtime and from many tasks of a multi-thread one) answer like any other: a call waits for
+/// its request without entering the store's own runtime from the caller's thread.
+#[test]
+fn remote_stores_answer_callers_inside_tokio_runtimes() {
+    let c = case("sharding_v3");
+    let s3 = servers::s3_server(&[("inside", std::slice::from_ref(&c.store))]);
+    servers::s3_credentials_env();
+    let options = RemoteOptions {
+        endpoint: Some(s3.url.clone()),
+        ..RemoteOptions::default()
+    };
+    let name = dir_name(&c);
+    let store: Arc<dyn Store> =
+        Arc::from(zarrfs::store::open_with(&format!("s3://inside/{name}"), &options).unwrap());
+    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+    collect_files(&c.store, "", &mut files);
+    let current = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    for (key, bytes) in &files {
+        let got = current.block_on(async { store.get(key) }).unwrap().unwrap();
+        assert_eq!(&got.bytes, bytes, "{key}");
+    }
+    let multi = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let tasks: Vec<_> = (0..32)
+        .map(|i| {
+            let (key, bytes) = files[i % files.len()].clone();
+            let store = store.clone();
+            multi.spawn(async move {
+                let got = store.get_range(&key, 0, 64).unwrap().unwrap();
+                assert_eq!(got, bytes[..bytes.len().min(64)], "{key}");
+            })
+        })
+        .collect();
+    for task in tasks {
+        multi.block_on(task).unwrap();
+    }
+}
+
 /// Every file below `dir` as (key, bytes).
 fn collect_files(dir: &Path, prefix: &str, out: &mut Vec<(String, Vec<u8>)>) {
     for e in std::fs::read_dir(dir).unwrap() {
@@ -490,4 +535,57 @@ fn collect_files(dir: &Path, prefix: &str, out: &mut Vec<(String, Vec<u8>)>) {
             out.push((key, std::fs::read(e.path()).unwrap()));
         }
     }
+}
+
+/// Metadata objects over their size bound are refused from the response's headers, unread:
+/// over S3 a node document one byte too large leaves its node out, and consolidated metadata
+/// one byte too large is ignored (the bucket is listed instead).
+#[test]
+fn oversized_metadata_is_refused_over_s3() {
+    use zarrfs::meta::MAX_DOCUMENT_BYTES;
+    use zarrfs::meta::{load_hierarchy, LoadOptions, MetaError, MAX_CONSOLIDATED_BYTES};
+    let local = tempfile::tempdir().unwrap();
+    let store = local.path().join("big.zarr");
+    let array = r#"{"zarr_format": 2, "shape": [2], "chunks": [2], "dtype": "<i2", "compressor": null, "fill_value": 0, "order": "C", "filters": null}"#;
+    for (key, bytes) in [(".zgroup", r#"{"zarr_format": 2}"#), ("a/.zarray", array)] {
+        std::fs::create_dir_all(store.join(key).parent().unwrap()).unwrap();
+        std::fs::write(store.join(key), bytes).unwrap();
+    }
+    // Sparse files of zeros: not JSON, were they read.
+    for (key, len) in [
+        ("big/.zarray", MAX_DOCUMENT_BYTES + 1),
+        (".zmetadata", MAX_CONSOLIDATED_BYTES + 1),
+    ] {
+        std::fs::create_dir_all(store.join(key).parent().unwrap()).unwrap();
+        let f = std::fs::File::create(store.join(key)).unwrap();
+        f.set_len(len).unwrap();
+    }
+    let s3 = servers::s3_server(&[("big", std::slice::from_ref(&store))]);
+    servers::s3_credentials_env();
+    let options = RemoteOptions {
+        endpoint: Some(s3.url.clone()),
+        ..RemoteOptions::default()
+    };
+    let remote = zarrfs::store::open_with("s3://big/big.zarr", &options).unwrap();
+    match remote.get_bounded("big/.zarray", MAX_DOCUMENT_BYTES) {
+        Err(StoreError::TooLarge { size, max, .. }) => {
+            assert_eq!((size, max), (MAX_DOCUMENT_BYTES + 1, MAX_DOCUMENT_BYTES))
+        }
+        other => panic!("{other:?}"),
+    }
+    let small = remote.get_bounded("a/.zarray", 64).unwrap_err();
+    assert!(matches!(small, StoreError::TooLarge { .. }), "{small}");
+    let got = remote.get_bounded("a/.zarray", array.len() as u64).unwrap();
+    assert_eq!(got.unwrap().bytes, array.as_bytes());
+    assert!(matches!(
+        MetaError::from(
+            remote
+                .get_bounded(".zmetadata", MAX_CONSOLIDATED_BYTES)
+                .unwrap_err()
+        ),
+        MetaError::TooLarge(_)
+    ));
+    let h = load_hierarchy(remote.as_ref(), &LoadOptions::default()).unwrap();
+    let paths: Vec<_> = h.nodes.iter().map(|n| n.path.as_str()).collect();
+    assert_eq!(paths, ["", "a"]);
 }

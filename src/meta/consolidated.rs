@@ -3,7 +3,7 @@
 //! node: [`Consolidated`] overlays the consolidated documents on the store for the walk.
 
 use super::MetaError;
-use crate::store::{accept_key, list_map, Entry, Object, ObjectMeta, Store, StoreError};
+use crate::store::{accept_key, list_map, too_large, Entry, Object, ObjectMeta, Store, StoreError};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::SystemTime;
@@ -17,6 +17,10 @@ pub struct Consolidated<'a> {
     objects: BTreeMap<String, Vec<u8>>,
 }
 
+/// The largest consolidated metadata read (`.zmetadata`, or the root `zarr.json` holding v3
+/// `consolidated_metadata`): larger objects are refused unread, with [`MetaError::TooLarge`].
+pub const MAX_CONSOLIDATED_BYTES: u64 = 64 << 20;
+
 /// Where v3 consolidated metadata lives, for warnings.
 const V3_SOURCE: &str = "zarr.json consolidated_metadata";
 
@@ -24,7 +28,7 @@ const V3_SOURCE: &str = "zarr.json consolidated_metadata";
 /// (`../x/.zarray`, `/abs/.zgroup`, the empty path) are left out, one warning each.
 pub fn open(store: &dyn Store) -> Result<Option<Consolidated<'_>>, MetaError> {
     let mut objects = BTreeMap::new();
-    if let Some(object) = store.get(".zmetadata")? {
+    if let Some(object) = store.get_bounded(".zmetadata", MAX_CONSOLIDATED_BYTES)? {
         let doc: Value = serde_json::from_slice(&object.bytes).map_err(|e| MetaError::Json {
             key: ".zmetadata".into(),
             reason: e.to_string(),
@@ -38,7 +42,7 @@ pub fn open(store: &dyn Store) -> Result<Option<Consolidated<'_>>, MetaError> {
                 objects.insert(key.clone(), serde_json::to_vec(value).unwrap_or_default());
             }
         }
-    } else if let Some(object) = store.get("zarr.json")? {
+    } else if let Some(object) = store.get_bounded("zarr.json", MAX_CONSOLIDATED_BYTES)? {
         let Ok(Value::Object(mut root)) = serde_json::from_slice::<Value>(&object.bytes) else {
             return Ok(None);
         };
@@ -87,6 +91,17 @@ impl Store for Consolidated<'_> {
         }
     }
 
+    fn get_bounded(&self, key: &str, max: u64) -> Result<Option<Object>, StoreError> {
+        match self.objects.get(key) {
+            Some(v) => {
+                too_large(key, v.len() as u64, max)?;
+                self.get(key)
+            }
+            None if is_metadata(key) => Ok(None),
+            None => self.inner.get_bounded(key, max),
+        }
+    }
+
     fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError> {
         self.inner.get_range(key, start, len)
     }
@@ -104,6 +119,10 @@ impl Store for Consolidated<'_> {
 
     fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
         Ok(list_map("consolidated metadata", &self.objects, prefix))
+    }
+
+    fn parallelism(&self) -> usize {
+        self.inner.parallelism()
     }
 
     fn mtime(&self) -> SystemTime {

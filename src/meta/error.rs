@@ -69,6 +69,7 @@ impl From<StoreError> for MetaError {
                 key,
             },
             StoreError::CannotList(what) => MetaError::CannotList(what),
+            too_large @ StoreError::TooLarge { .. } => MetaError::TooLarge(too_large.to_string()),
             other => MetaError::Store(other.to_string()),
         }
     }

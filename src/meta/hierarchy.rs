@@ -8,13 +8,20 @@
 //! the store. A store that cannot list (plain HTTP) is walked from its metadata alone:
 //! consolidated metadata, NCZarr lists, or a root that is itself an array. Every child name,
 //! whatever its source, passes [`accept_name`] first.
+//!
+//! The walk goes level by level: the groups of one level are listed, then their new children
+//! probed, each batch on up to [`Store::parallelism`] threads (many for remote stores, where
+//! every request waits a round trip); the results are then taken in order, so the outcome is
+//! the same as one request at a time. Every metadata object is read with a size bound
+//! ([`MAX_DOCUMENT_BYTES`]).
 
 use super::node::{ArrayMeta, Node, NodeKind};
 use super::v3_draft::EntryPoint;
 use super::{consolidated, nczarr, v2, v3, v3_draft, MetaError};
 use crate::store::{accept_name, EntryKind, Store, StoreError};
 use serde_json::{json, Map, Value};
-use std::collections::{HashSet, VecDeque};
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -22,6 +29,12 @@ use std::time::SystemTime;
 /// warning per cut subtree. Real hierarchies are a few levels deep; the limit bounds the walk
 /// of hostile ones (and the length of the paths the kernel resolves).
 pub const MAX_DEPTH: usize = 64;
+
+/// The largest metadata document of one node read (`zarr.json`, `.zarray`, `.zattrs`, ...);
+/// larger objects are refused unread and the node left out with [`MetaError::TooLarge`]. The
+/// root `zarr.json`, which may hold the whole hierarchy's consolidated metadata, may be as large
+/// as [`consolidated::MAX_CONSOLIDATED_BYTES`].
+pub const MAX_DOCUMENT_BYTES: u64 = 16 << 20;
 
 /// Options of the walk.
 #[derive(Clone, Debug)]
@@ -66,7 +79,7 @@ struct Walker<'a> {
     store: &'a dyn Store,
     layout: Layout,
     /// Set when some group's children could not be listed because the store cannot list.
-    cannot_list: bool,
+    cannot_list: AtomicBool,
 }
 
 /// A group waiting for its children to be found.
@@ -112,9 +125,15 @@ fn join(prefix: &str, name: &str) -> String {
     }
 }
 
-/// Reads and parses one metadata object: `Ok(None)` when absent.
+/// Reads and parses one metadata object (at most [`MAX_DOCUMENT_BYTES`], the root `zarr.json`
+/// up to [`consolidated::MAX_CONSOLIDATED_BYTES`]): `Ok(None)` when absent.
 fn read_json(store: &dyn Store, key: &str) -> Result<Option<JsonObject>, MetaError> {
-    let Some(object) = store.get(key)? else {
+    let max = if key == "zarr.json" {
+        consolidated::MAX_CONSOLIDATED_BYTES
+    } else {
+        MAX_DOCUMENT_BYTES
+    };
+    let Some(object) = store.get_bounded(key, max)? else {
         return Ok(None);
     };
     let json_error = |reason: String| MetaError::Json {
@@ -141,6 +160,42 @@ fn kind(value: &Value) -> &'static str {
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     }
+}
+
+/// `f` applied to every item, on up to `workers` threads at once, the results in the items'
+/// order.
+fn parallel_map<T: Sync, R: Send>(
+    items: &[T],
+    workers: usize,
+    f: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
+    let workers = workers.min(items.len());
+    if workers <= 1 {
+        return items.iter().map(f).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let mut done: Vec<(usize, R)> = std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut out = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(item) = items.get(i) else {
+                            return out;
+                        };
+                        out.push((i, f(item)));
+                    }
+                })
+            })
+            .collect();
+        threads
+            .into_iter()
+            .flat_map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    done.sort_unstable_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, r)| r).collect()
 }
 
 fn checked(meta: Result<ArrayMeta, MetaError>) -> Result<Arc<ArrayMeta>, MetaError> {
@@ -177,12 +232,12 @@ impl<'a> Walker<'a> {
         Walker {
             store,
             layout,
-            cannot_list: false,
+            cannot_list: AtomicBool::new(false),
         }
     }
 
-    /// Walks from the root, breadth first, and returns the nodes sorted by path.
-    fn run(mut self) -> Result<Hierarchy, MetaError> {
+    /// Walks from the root, level by level, and returns the nodes sorted by path.
+    fn run(self) -> Result<Hierarchy, MetaError> {
         // A root whose metadata is unusable is shown as an implicit group, so that its healthy
         // children still show; the error is returned only when nothing else is found.
         let (root, root_error) = match self.probe("") {
@@ -194,9 +249,9 @@ impl<'a> Walker<'a> {
         };
         let root_explicit = root.is_some();
         let root = root.unwrap_or_else(|| implicit_group("", Some(self.store.mtime())));
-        let mut queue = VecDeque::new();
+        let mut level = Vec::new();
         if matches!(root.kind, NodeKind::Group) {
-            queue.push_back(Pending {
+            level.push(Pending {
                 path: String::new(),
                 depth: 0,
                 document: root.document.clone(),
@@ -206,36 +261,44 @@ impl<'a> Walker<'a> {
         // Paths with no metadata: implicit groups, shown when a node lies below them.
         let mut implicit: Vec<(String, Option<SystemTime>)> = Vec::new();
         let mut visited: HashSet<String> = HashSet::new();
-        while let Some(group) = queue.pop_front() {
-            for child in self.children(&group.path, &group.document) {
-                let path = join(&group.path, &child.name);
-                if !visited.insert(path.clone()) {
-                    continue;
+        let workers = self.store.parallelism();
+        while !level.is_empty() {
+            let listed = parallel_map(&level, workers, |g| self.children(&g.path, &g.document));
+            // The new paths of this level, in the order a one-at-a-time walk meets them.
+            let mut probed: Vec<(Pending, Option<SystemTime>)> = Vec::new();
+            for (group, children) in level.iter().zip(listed) {
+                for child in children {
+                    let path = join(&group.path, &child.name);
+                    if !visited.insert(path.clone()) {
+                        continue;
+                    }
+                    if group.depth >= MAX_DEPTH {
+                        log::warn!("{}", MetaError::TooDeep { path });
+                        continue;
+                    }
+                    let pending = Pending {
+                        path,
+                        depth: group.depth + 1,
+                        document: Map::new(),
+                    };
+                    probed.push((pending, child.mtime));
                 }
-                if group.depth >= MAX_DEPTH {
-                    log::warn!("{}", MetaError::TooDeep { path });
-                    continue;
-                }
-                let depth = group.depth + 1;
-                match self.probe(&path) {
-                    Err(e) => log::warn!("{path}: left out: {e}"),
+            }
+            let found = parallel_map(&probed, workers, |(p, _)| self.probe(&p.path));
+            level = Vec::new();
+            for ((mut pending, mtime), result) in probed.into_iter().zip(found) {
+                match result {
+                    Err(e) => log::warn!("{}: left out: {e}", pending.path),
                     Ok(Some(node)) => {
                         if matches!(node.kind, NodeKind::Group) {
-                            queue.push_back(Pending {
-                                path: path.clone(),
-                                depth,
-                                document: node.document.clone(),
-                            });
+                            pending.document = node.document.clone();
+                            level.push(pending);
                         }
                         nodes.push(node);
                     }
                     Ok(None) => {
-                        implicit.push((path.clone(), child.mtime));
-                        queue.push_back(Pending {
-                            path,
-                            depth,
-                            document: Map::new(),
-                        });
+                        implicit.push((pending.path.clone(), mtime));
+                        level.push(pending);
                     }
                 }
             }
@@ -245,7 +308,7 @@ impl<'a> Walker<'a> {
             if let Some(e) = root_error {
                 return Err(e);
             }
-            if self.cannot_list {
+            if self.cannot_list.load(Ordering::Relaxed) {
                 return Err(MetaError::CannotList(what));
             }
             if !root_explicit {
@@ -274,7 +337,7 @@ impl<'a> Walker<'a> {
 
     /// The children of the group at `path` whose document is `doc`, names checked. Failures are
     /// logged: the group is then shown without children.
-    fn children(&mut self, path: &str, doc: &Map<String, Value>) -> Vec<Child> {
+    fn children(&self, path: &str, doc: &Map<String, Value>) -> Vec<Child> {
         let (source, listed) = match &self.layout {
             Layout::Zarr { .. } => {
                 let gen1 = self.gen1(path, nczarr::GEN1_GROUP);
@@ -301,7 +364,7 @@ impl<'a> Walker<'a> {
                 .filter(|c| accept_name(&source, &c.name))
                 .collect(),
             Err(StoreError::CannotList(_)) => {
-                self.cannot_list = true;
+                self.cannot_list.store(true, Ordering::Relaxed);
                 Vec::new()
             }
             Err(e) => {
@@ -457,7 +520,157 @@ impl<'a> Walker<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::MemoryStore;
+    use crate::store::{DirStore, Entry, MemoryStore, Object, ObjectMeta};
+    use std::sync::atomic::AtomicUsize;
+    use std::time::Duration;
+
+    /// A memory store walked with a given parallelism, noting the most requests in flight.
+    struct Gauge {
+        inner: MemoryStore,
+        parallelism: usize,
+        in_flight: AtomicUsize,
+        peak: AtomicUsize,
+    }
+
+    impl Gauge {
+        fn new(inner: MemoryStore, parallelism: usize) -> Self {
+            Gauge {
+                inner,
+                parallelism,
+                in_flight: AtomicUsize::new(0),
+                peak: AtomicUsize::new(0),
+            }
+        }
+
+        /// One request: overlapping ones are counted, and each waits a little, as on a network.
+        fn request<T>(&self, f: impl FnOnce() -> T) -> T {
+            let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+            self.peak.fetch_max(now, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(1));
+            let out = f();
+            self.in_flight.fetch_sub(1, Ordering::SeqCst);
+            out
+        }
+    }
+
+    impl Store for Gauge {
+        fn get(&self, key: &str) -> Result<Option<Object>, StoreError> {
+            self.request(|| self.inner.get(key))
+        }
+        fn get_range(&self, key: &str, s: u64, n: u64) -> Result<Option<Vec<u8>>, StoreError> {
+            self.request(|| self.inner.get_range(key, s, n))
+        }
+        fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
+            self.request(|| self.inner.head(key))
+        }
+        fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
+            self.request(|| self.inner.list_dir(prefix))
+        }
+        fn parallelism(&self) -> usize {
+            self.parallelism
+        }
+        fn mtime(&self) -> SystemTime {
+            self.inner.mtime()
+        }
+        fn describe(&self) -> String {
+            format!("gauge({})", self.parallelism)
+        }
+    }
+
+    const ARRAY: &str = r#"{"zarr_format": 2, "shape": [2], "chunks": [2], "dtype": "<i2", "compressor": null, "fill_value": 0, "order": "C", "filters": null}"#;
+
+    /// Groups in groups, v2 and v3 nodes, implicit groups, broken nodes and a NCZarr group
+    /// whose list names a child twice and omits another.
+    fn wide_tree() -> MemoryStore {
+        let mut s = MemoryStore::new();
+        s.insert(".zgroup", r#"{"zarr_format": 2}"#);
+        for g in 0..12 {
+            s.insert(format!("g{g:02}/.zgroup"), r#"{"zarr_format": 2}"#);
+            s.insert(format!("g{g:02}/.zattrs"), format!(r#"{{"g": {g}}}"#));
+            for a in 0..7 {
+                s.insert(format!("g{g:02}/a{a}/.zarray"), ARRAY);
+                s.insert(
+                    format!("g{g:02}/imp{a}/v3/zarr.json"),
+                    r#"{"zarr_format": 3, "node_type": "group"}"#,
+                );
+            }
+            s.insert(format!("g{g:02}/bad/.zarray"), "{not json");
+        }
+        s.insert("nc/.zgroup", r#"{"zarr_format": 2}"#);
+        s.insert(
+            "nc/.zattrs",
+            r#"{"_nczarr_group": {"dims": {}, "vars": ["x", "x"], "groups": []}}"#,
+        );
+        s.insert("nc/x/.zarray", ARRAY);
+        s.insert("nc/hidden/.zarray", ARRAY);
+        s
+    }
+
+    #[test]
+    fn a_parallel_walk_finds_what_a_sequential_one_finds() {
+        let walk = |parallelism| {
+            let store = Gauge::new(wide_tree(), parallelism);
+            let h = load_hierarchy(&store, &LoadOptions::default()).unwrap();
+            let nodes: Vec<_> = h
+                .nodes
+                .iter()
+                .map(|n| (n.path.clone(), Value::Object(n.document.clone())))
+                .collect();
+            (nodes, store.peak.load(Ordering::SeqCst))
+        };
+        let (one, peak_one) = walk(1);
+        let (many, peak_many) = walk(16);
+        assert_eq!(one, many);
+        assert_eq!(peak_one, 1);
+        assert!(peak_many > 1, "the walk made one request at a time");
+        let paths: Vec<&str> = one.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(paths.len(), 1 + 12 * (1 + 7 * 3) + 2, "{paths:?}");
+        assert!(paths.contains(&"g03/imp6/v3") && paths.contains(&"nc/x"));
+        assert!(!paths.contains(&"nc/hidden") && !paths.contains(&"g00/bad"));
+        assert!(paths.windows(2).all(|w| w[0] < w[1]), "sorted, each once");
+    }
+
+    #[test]
+    fn oversized_metadata_is_refused_unread() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |key: &str, bytes: &[u8]| {
+            let path = dir.path().join(key);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, bytes).unwrap();
+        };
+        // Sparse files: one byte over each bound, all zeros (not JSON, were they read).
+        let sparse = |key: &str, len: u64| {
+            write(key, b"");
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(dir.path().join(key))
+                .unwrap();
+            f.set_len(len).unwrap();
+        };
+        write(".zgroup", br#"{"zarr_format": 2}"#);
+        write("a/.zarray", ARRAY.as_bytes());
+        sparse("big/.zarray", MAX_DOCUMENT_BYTES + 1);
+        sparse(".zmetadata", consolidated::MAX_CONSOLIDATED_BYTES + 1);
+        let store = DirStore::new(dir.path()).unwrap();
+        assert!(matches!(
+            read_json(&store, "big/.zarray"),
+            Err(MetaError::TooLarge(m)) if m.contains(&format!("{} bytes", MAX_DOCUMENT_BYTES + 1))
+        ));
+        assert!(matches!(
+            consolidated::open(&store),
+            Err(MetaError::TooLarge(_))
+        ));
+        // The consolidated metadata is ignored, the listing walked, the big node left out.
+        let h = load_hierarchy(&store, &LoadOptions::default()).unwrap();
+        let paths: Vec<_> = h.nodes.iter().map(|n| n.path.as_str()).collect();
+        assert_eq!(paths, ["", "a"]);
+        // Exactly at the bound, a document is read (and here fails as JSON, being zeros).
+        sparse("edge/.zarray", MAX_DOCUMENT_BYTES);
+        assert!(matches!(
+            read_json(&store, "edge/.zarray"),
+            Err(MetaError::Json { .. })
+        ));
+    }
 
     #[test]
     fn finds_explicit_implicit_and_broken_nodes() {

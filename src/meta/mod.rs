@@ -18,10 +18,11 @@ mod v3_draft;
 
 pub use chunk_keys::{ChunkKeys, KeyStyle};
 pub use codec_spec::CodecSpec;
+pub use consolidated::MAX_CONSOLIDATED_BYTES;
 pub use dtype::{py_str, py_tuple, DataType, Field, MAX_ELEMENT_BYTES};
 pub use error::MetaError;
 pub use fill::parse_fill;
-pub use hierarchy::{load_hierarchy, Hierarchy, LoadOptions, MAX_DEPTH};
+pub use hierarchy::{load_hierarchy, Hierarchy, LoadOptions, MAX_DEPTH, MAX_DOCUMENT_BYTES};
 pub use node::{ArrayMeta, Node, NodeKind, MAX_CHUNK_BYTES};
 pub use numpy_dtype::NumpyType;
 pub use v2::MAX_RANK;

@@ -59,6 +59,15 @@ impl Store for CountingStore {
         Ok(got)
     }
 
+    fn get_bounded(&self, key: &str, max: u64) -> Result<Option<Object>, StoreError> {
+        self.counts.request();
+        let got = self.inner.get_bounded(key, max)?;
+        if got.is_some() {
+            self.counts.objects.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(got)
+    }
+
     fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError> {
         self.counts.request();
         self.inner.get_range(key, start, len)
@@ -77,6 +86,10 @@ impl Store for CountingStore {
     fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
         self.counts.request();
         self.inner.list_dir(prefix)
+    }
+
+    fn parallelism(&self) -> usize {
+        self.inner.parallelism()
     }
 
     fn mtime(&self) -> SystemTime {

@@ -141,6 +141,10 @@ fn absent_as_none<T>(r: std::io::Result<T>, key: &str) -> Result<Option<T>, Stor
 
 impl Store for DirStore {
     fn get(&self, key: &str) -> Result<Option<Object>, StoreError> {
+        self.get_bounded(key, u64::MAX)
+    }
+
+    fn get_bounded(&self, key: &str, max: u64) -> Result<Option<Object>, StoreError> {
         let path = self.path(key)?;
         let Some(mut file) = absent_as_none(File::open(path), key)? else {
             return Ok(None);
@@ -149,6 +153,7 @@ impl Store for DirStore {
         if meta.is_dir() {
             return Ok(None);
         }
+        super::too_large(key, meta.len(), max)?;
         let mut bytes = Vec::with_capacity(meta.len() as usize);
         file.read_to_end(&mut bytes)
             .map_err(|e| StoreError::io(key, e))?;
@@ -230,6 +235,12 @@ impl Store for DirStore {
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(out)
+    }
+
+    /// One request at a time: of several links to one directory, the first listed is shown,
+    /// so the walk must list in its own order to show the same paths every time.
+    fn parallelism(&self) -> usize {
+        1
     }
 
     fn mtime(&self) -> SystemTime {

@@ -21,6 +21,8 @@ pub enum StoreError {
     Remote { what: String, cause: String },
     /// The remote server refused the credentials or the access.
     Denied { what: String, cause: String },
+    /// A value larger than the caller accepts (`size` bytes, at most `max`), not read.
+    TooLarge { what: String, size: u64, max: u64 },
     /// No answer within the store's time bound (the server is down, hung or too slow).
     TimedOut { what: String, after: Duration },
 }
@@ -50,6 +52,10 @@ impl fmt::Display for StoreError {
             StoreError::Denied { what, cause } => write!(
                 f,
                 "{what}: access denied ({cause}); check the credentials, or use --anonymous for public data"
+            ),
+            StoreError::TooLarge { what, size, max } => write!(
+                f,
+                "{what}: {size} bytes, more than the {max} bytes accepted for it; not read"
             ),
             StoreError::TimedOut { what, after } => write!(
                 f,

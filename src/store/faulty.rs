@@ -117,6 +117,14 @@ impl Store for FaultyStore {
         }))
     }
 
+    fn get_bounded(&self, key: &str, max: u64) -> Result<Option<Object>, StoreError> {
+        let damage = self.inject(key)?;
+        Ok(self.inner.get_bounded(key, max)?.map(|o| Object {
+            bytes: damage.apply(o.bytes),
+            mtime: o.mtime,
+        }))
+    }
+
     fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError> {
         let damage = self.inject(key)?;
         Ok(self
@@ -141,6 +149,10 @@ impl Store for FaultyStore {
     fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
         self.inject(prefix)?;
         self.inner.list_dir(prefix)
+    }
+
+    fn parallelism(&self) -> usize {
+        self.inner.parallelism()
     }
 
     fn mtime(&self) -> SystemTime {

@@ -82,6 +82,11 @@ impl Store for MemoryStore {
         Ok(list_map("memory", &self.items, prefix))
     }
 
+    /// Nothing to wait on: one request at a time.
+    fn parallelism(&self) -> usize {
+        1
+    }
+
     fn mtime(&self) -> SystemTime {
         SystemTime::UNIX_EPOCH
     }

@@ -74,6 +74,17 @@ pub trait Store: Send + Sync {
     /// The whole value of `key` (one request), or `None` when the key is absent.
     fn get(&self, key: &str) -> Result<Option<Object>, StoreError>;
 
+    /// The whole value of `key` like [`Store::get`], unless it is larger than `max` bytes: then
+    /// [`StoreError::TooLarge`], decided before the value is read (one request, as `get`).
+    /// Metadata objects are read this way, so that a hostile one is never allocated in full.
+    fn get_bounded(&self, key: &str, max: u64) -> Result<Option<Object>, StoreError> {
+        let got = self.get(key)?;
+        if let Some(o) = &got {
+            too_large(key, o.bytes.len() as u64, max)?;
+        }
+        Ok(got)
+    }
+
     /// `len` bytes of `key` from `start` (fewer at the end of the value), or `None` when absent.
     fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError>;
 
@@ -96,11 +107,31 @@ pub trait Store: Send + Sync {
     /// sorted by name. An absent prefix lists as empty.
     fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError>;
 
+    /// How many requests are worth having in flight at once while the hierarchy is walked:
+    /// a few by default, many for remote stores (where each waits a network round trip), one
+    /// for stores whose answers depend on the order of the calls (directories with links).
+    fn parallelism(&self) -> usize {
+        4
+    }
+
     /// Modification time of the store as a whole (its root).
     fn mtime(&self) -> SystemTime;
 
     /// A short human description, e.g. the path or URL.
     fn describe(&self) -> String;
+}
+
+/// Refuses a value of `size` bytes at `key` when it is larger than `max` (see
+/// [`Store::get_bounded`]).
+pub fn too_large(key: &str, size: u64, max: u64) -> Result<(), StoreError> {
+    if size > max {
+        return Err(StoreError::TooLarge {
+            what: key.to_string(),
+            size,
+            max,
+        });
+    }
+    Ok(())
 }
 
 /// Opens the store a command-line argument names, with default remote options.

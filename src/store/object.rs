@@ -1,6 +1,12 @@
 //! Remote stores (S3, GCS, Azure Blob, plain HTTP) on the `object_store` crate, behind the
 //! synchronous [`Store`] trait: one shared tokio runtime runs the requests, and every call is
 //! bounded by a deadline so a hung server never holds a caller forever.
+//!
+//! A call hands its request to the runtime as a task and waits for the answer on a channel,
+//! with the deadline as the wait's timeout (then the task is aborted). The caller's thread never
+//! enters the runtime: the deadline holds whatever the runtime's threads are doing, and callers
+//! may be any threads, also threads of this or another tokio runtime (where `block_on` would
+//! panic).
 
 use super::client::RemoteOptions;
 use super::location::Location;
@@ -8,8 +14,12 @@ use super::{check_key, Entry, EntryKind, Object, ObjectMeta, Store, StoreError};
 use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
 use std::future::Future;
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
+
+/// Threads of the network runtime: they only wait on sockets, sign requests and gather bodies.
+const RUNTIME_THREADS: usize = 4;
 
 /// The runtime every remote store shares, started on first use (after the mount command has
 /// daemonized: threads do not survive fork).
@@ -18,7 +28,7 @@ fn runtime() -> Result<&'static tokio::runtime::Runtime, &'static str> {
     RUNTIME
         .get_or_init(|| {
             tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
+                .worker_threads(RUNTIME_THREADS)
                 .thread_name("zarrfs-net")
                 .enable_all()
                 .build()
@@ -81,24 +91,34 @@ impl ObjectStoreBackend {
     }
 
     /// Runs `fut` on the shared runtime until `deadline`; an absent key is `None`.
-    fn run<T>(
+    fn run<T: Send + 'static>(
         &self,
         key: &str,
         deadline: Instant,
-        fut: impl Future<Output = object_store::Result<T>>,
+        fut: impl Future<Output = object_store::Result<T>> + Send + 'static,
     ) -> Result<Option<T>, StoreError> {
         let rt = runtime().map_err(|e| StoreError::Remote {
             what: self.what(key),
             cause: e.to_string(),
         })?;
-        // The timer is made inside the runtime (it needs the runtime's context).
-        match rt.block_on(async { tokio::time::timeout_at(deadline.into(), fut).await }) {
+        let (answer, answered) = mpsc::sync_channel(1);
+        let task = rt.spawn(async move {
+            let _ = answer.send(fut.await);
+        });
+        match answered.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
             Ok(Ok(v)) => Ok(Some(v)),
             Ok(Err(object_store::Error::NotFound { .. })) => Ok(None),
             Ok(Err(e)) => Err(self.error(key, e)),
-            Err(_) => Err(StoreError::TimedOut {
+            Err(RecvTimeoutError::Timeout) => {
+                task.abort();
+                Err(StoreError::TimedOut {
+                    what: self.what(key),
+                    after: self.timeout,
+                })
+            }
+            Err(RecvTimeoutError::Disconnected) => Err(StoreError::Remote {
                 what: self.what(key),
-                after: self.timeout,
+                cause: "the request was cancelled (the network runtime is shutting down)".into(),
             }),
         }
     }
@@ -121,9 +141,9 @@ impl ObjectStoreBackend {
 
     /// Size and modification time of `key`, within `deadline`.
     fn head_until(&self, key: &str, deadline: Instant) -> Result<Option<ObjectMeta>, StoreError> {
-        let path = self.path(key)?;
-        self.run(key, deadline, async {
-            let meta = self.inner.head(&path).await?;
+        let (path, inner) = (self.path(key)?, self.inner.clone());
+        self.run(key, deadline, async move {
+            let meta = inner.head(&path).await?;
             Ok(ObjectMeta {
                 size: meta.size,
                 mtime: mtime(&meta),
@@ -149,8 +169,9 @@ impl ObjectStoreBackend {
             range: Some(GetRange::Bounded(start..start.saturating_add(len))),
             ..GetOptions::default()
         };
-        let got = self.run(key, deadline, async {
-            let bytes = self.inner.get_opts(&path, options).await?.bytes().await?;
+        let inner = self.inner.clone();
+        let got = self.run(key, deadline, async move {
+            let bytes = inner.get_opts(&path, options).await?.bytes().await?;
             Ok(Vec::from(bytes))
         });
         match got {
@@ -185,18 +206,38 @@ fn mtime(meta: &object_store::ObjectMeta) -> Option<SystemTime> {
     Some(SystemTime::from(meta.last_modified))
 }
 
+/// Requests in flight at once while a remote hierarchy is walked.
+const WALK_PARALLELISM: usize = 32;
+
 impl Store for ObjectStoreBackend {
     fn get(&self, key: &str) -> Result<Option<Object>, StoreError> {
-        let path = self.path(key)?;
-        self.run(key, self.deadline(), async {
-            let got = self.inner.get_opts(&path, GetOptions::default()).await?;
+        self.get_bounded(key, u64::MAX)
+    }
+
+    /// The size the response's headers announce is checked before its body is read.
+    fn get_bounded(&self, key: &str, max: u64) -> Result<Option<Object>, StoreError> {
+        let (path, inner) = (self.path(key)?, self.inner.clone());
+        let got = self.run(key, self.deadline(), async move {
+            let got = inner.get_opts(&path, GetOptions::default()).await?;
+            if got.meta.size > max {
+                return Ok(Err(got.meta.size));
+            }
             let mtime = mtime(&got.meta);
             let bytes = got.bytes().await?;
-            Ok(Object {
+            Ok(Ok(Object {
                 bytes: Vec::from(bytes),
                 mtime,
-            })
-        })
+            }))
+        })?;
+        match got {
+            Some(Err(size)) => Err(StoreError::TooLarge {
+                what: self.what(key),
+                size,
+                max,
+            }),
+            Some(Ok(object)) => Ok(Some(object)),
+            None => Ok(None),
+        }
     }
 
     fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError> {
@@ -210,8 +251,9 @@ impl Store for ObjectStoreBackend {
             range: Some(GetRange::Suffix(len)),
             ..GetOptions::default()
         };
-        let got = self.run(key, deadline, async {
-            let got = self.inner.get_opts(&path, options).await?;
+        let inner = self.inner.clone();
+        let got = self.run(key, deadline, async move {
+            let got = inner.get_opts(&path, options).await?;
             let size = got.meta.size;
             Ok((Vec::from(got.bytes().await?), size))
         });
@@ -242,8 +284,11 @@ impl Store for ObjectStoreBackend {
             return Err(StoreError::CannotList(self.what(prefix)));
         }
         let path = self.path(prefix)?;
-        let dir = (!path.as_ref().is_empty()).then_some(&path);
-        let listed = self.run(prefix, self.deadline(), self.inner.list_with_delimiter(dir))?;
+        let dir = (!path.as_ref().is_empty()).then_some(path);
+        let inner = self.inner.clone();
+        let listed = self.run(prefix, self.deadline(), async move {
+            inner.list_with_delimiter(dir.as_ref()).await
+        })?;
         let Some(listed) = listed else {
             return Ok(Vec::new());
         };
@@ -267,6 +312,10 @@ impl Store for ObjectStoreBackend {
         out.sort_by(|a, b| a.name.cmp(&b.name));
         out.dedup_by(|a, b| a.name == b.name);
         Ok(out)
+    }
+
+    fn parallelism(&self) -> usize {
+        WALK_PARALLELISM
     }
 
     fn mtime(&self) -> SystemTime {

@@ -131,6 +131,14 @@ impl Store for RemoteZip {
         self.zip()?.get(key)
     }
 
+    fn get_bounded(&self, key: &str, max: u64) -> Result<Option<Object>, StoreError> {
+        self.zip()?.get_bounded(key, max)
+    }
+
+    fn parallelism(&self) -> usize {
+        self.store.parallelism()
+    }
+
     fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError> {
         self.zip()?.get_range(key, start, len)
     }

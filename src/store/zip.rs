@@ -204,10 +204,17 @@ fn zip_time(t: zip::DateTime) -> Option<SystemTime> {
 
 impl Store for ZipStore {
     fn get(&self, key: &str) -> Result<Option<Object>, StoreError> {
+        self.get_bounded(key, u64::MAX)
+    }
+
+    fn get_bounded(&self, key: &str, max: u64) -> Result<Option<Object>, StoreError> {
         check_key(key)?;
         match self.members.get(key) {
             Some(m) => Ok(Some(Object {
-                bytes: self.read_member(key, m, 0, u64::MAX)?,
+                bytes: {
+                    super::too_large(key, m.size, max)?;
+                    self.read_member(key, m, 0, u64::MAX)?
+                },
                 mtime: m.mtime,
             })),
             None => Ok(None),
