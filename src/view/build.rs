@@ -175,6 +175,38 @@ impl Builder {
     }
 }
 
+impl Builder {
+    /// Queues the netCDF files of every group directory in `dirs` (see [`super::netcdf`]).
+    fn add_netcdf_sidecars(
+        &mut self,
+        hierarchy: &Hierarchy,
+        dirs: &HashMap<&str, u64>,
+        root_name: &str,
+    ) {
+        let Some(dataset) = super::netcdf::model::dataset(hierarchy) else {
+            return;
+        };
+        for (&path, &dir) in dirs {
+            let Some(group) = dataset.find(path) else {
+                continue;
+            };
+            let name = if path.is_empty() {
+                root_name
+            } else {
+                &group.name
+            };
+            let cdl = super::netcdf::cdl::header(group, name);
+            let mtime = self.inodes[(dir - 1) as usize].mtime;
+            self.sidecars.push(Sidecar {
+                dir,
+                name: super::netcdf::CDL_SIDECAR.into(),
+                content: Content::Cdl(Arc::from(cdl.into_bytes())),
+                mtime,
+            });
+        }
+    }
+}
+
 impl View {
     /// Builds the view of `hierarchy`. `root_name` names the files of an array at the store root.
     pub fn build(
@@ -228,6 +260,7 @@ impl View {
                 NodeKind::Array(_) => b.add_array(parent, name, node, mtime_of(node)),
             }
         }
+        b.add_netcdf_sidecars(hierarchy, &dirs, root_name);
         for car in std::mem::take(&mut b.sidecars) {
             if car.name.len() > NAME_MAX {
                 log::warn!(

@@ -9,6 +9,7 @@ mod build;
 mod chunk_source;
 mod error;
 mod layout;
+pub mod netcdf;
 mod npy;
 mod read_policy;
 mod vlen_file;
@@ -77,6 +78,8 @@ enum Content {
     Npy(u32),
     /// A JSON sidecar.
     Json(Arc<[u8]>),
+    /// A group's CDL header (`.header.cdl`).
+    Cdl(Arc<[u8]>),
     /// Variable-length array number N as text.
     Text(u32),
     /// Variable-length array number N as a fixed-width NPY file.
@@ -173,7 +176,7 @@ impl View {
             }
             Content::Data(a) => (FileKind::File, self.arrays[*a as usize].data_size(), 1),
             Content::Npy(a) => (FileKind::File, self.arrays[*a as usize].npy_size(), 1),
-            Content::Json(bytes) => (FileKind::File, bytes.len() as u64, 1),
+            Content::Json(bytes) | Content::Cdl(bytes) => (FileKind::File, bytes.len() as u64, 1),
             // Sizes of variable-length arrays cost a scan: see `vlen_file`. An unreadable one
             // shows size 0; reading it fails with EIO.
             Content::Text(a) => (
@@ -258,7 +261,7 @@ impl View {
         match &self.inode(ino)?.content {
             Content::Dir(_) => Err(ViewError::IsDir),
             // Variable-length files open at once; a read waits for their scan (see `vlen_file`).
-            Content::Json(_) | Content::Text(_) | Content::TextNpy(_) => Ok(0),
+            Content::Json(_) | Content::Cdl(_) | Content::Text(_) | Content::TextNpy(_) => Ok(0),
             Content::Data(a) | Content::Npy(a) => {
                 self.arrays[*a as usize].check_readable()?;
                 let fh = self.next_handle.fetch_add(1, Ordering::Relaxed) + 1;
@@ -298,7 +301,7 @@ impl View {
         let len = u64::from(size);
         match &self.inode(ino)?.content {
             Content::Dir(_) => Err(ViewError::IsDir),
-            Content::Json(bytes) => {
+            Content::Json(bytes) | Content::Cdl(bytes) => {
                 let start = (offset.min(bytes.len() as u64)) as usize;
                 let end = (offset.saturating_add(len).min(bytes.len() as u64)) as usize;
                 out.extend_from_slice(&bytes[start..end]);
