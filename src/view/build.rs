@@ -2,6 +2,7 @@
 
 use super::array_file::Unreadable;
 use super::chunk_source::ChunkSource;
+use super::netcdf::ncstream::NcStreamFile;
 use super::read_policy::ReadPolicy;
 use super::vlen_file::Sizer;
 use super::{ArrayFile, Content, Dir, Inode, IoCause, Layout, View, VlenFile, ROOT_INO};
@@ -31,6 +32,7 @@ struct Builder {
     inodes: Vec<Inode>,
     arrays: Vec<ArrayFile>,
     vlen: Vec<Arc<VlenFile>>,
+    ncstreams: Vec<NcStreamFile>,
     sidecars: Vec<Sidecar>,
     store: Arc<dyn Store>,
     cache: Arc<ChunkCache>,
@@ -186,6 +188,26 @@ impl Builder {
         let Some(dataset) = super::netcdf::model::dataset(hierarchy) else {
             return;
         };
+        let mut arrays = HashMap::new();
+        for var in dataset.all_vars() {
+            let (parent, name) = var.path.rsplit_once('/').unwrap_or(("", &var.path));
+            let Some(&dir) = dirs.get(parent) else {
+                continue;
+            };
+            let file = match &self.inodes[(dir - 1) as usize].content {
+                Content::Dir(d) => d.by_name.get(name).copied(),
+                _ => None,
+            };
+            if let Some(ino) = file {
+                if let Content::Data(k) = self.inodes[(ino - 1) as usize].content {
+                    let file = &self.arrays[k as usize];
+                    // An array that cannot be read is declared in the stream, its values left out.
+                    if file.check_readable().is_ok() {
+                        arrays.insert(var.path.clone(), (k, file.data_size()));
+                    }
+                }
+            }
+        }
         for (&path, &dir) in dirs {
             let Some(group) = dataset.find(path) else {
                 continue;
@@ -203,6 +225,13 @@ impl Builder {
                 content: Content::Cdl(Arc::from(cdl.into_bytes())),
                 mtime,
             });
+            self.sidecars.push(Sidecar {
+                dir,
+                name: super::netcdf::NCSTREAM_SIDECAR.into(),
+                content: Content::NcStream(self.ncstreams.len() as u32),
+                mtime,
+            });
+            self.ncstreams.push(NcStreamFile::new(group, &arrays));
         }
     }
 }
@@ -220,6 +249,7 @@ impl View {
             inodes: Vec::new(),
             arrays: Vec::new(),
             vlen: Vec::new(),
+            ncstreams: Vec::new(),
             sidecars: Vec::new(),
             store,
             cache: cache.clone(),
@@ -287,6 +317,7 @@ impl View {
             inodes: b.inodes,
             arrays: b.arrays,
             vlen: b.vlen,
+            ncstreams: b.ncstreams,
             sizer: Sizer::new(cache.clone()),
             cache,
             policy: ReadPolicy::local(0),

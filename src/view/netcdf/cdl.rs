@@ -1,35 +1,15 @@
 //! A group's subtree in CDL, formatted as `ncdump -h` prints it.
 
-use super::model::{Attribute, DimRef, Dimension, Group, NcType, Values};
+use super::model::{within, Attribute, DimRef, Group, NcType, Values};
 use std::fmt::Write as _;
 
-/// The CDL header of `group` (a subtree of the dataset), titled `netcdf NAME {`. Dimensions its
-/// variables use from groups outside the subtree are declared in its top group.
+/// The CDL header of `group` (a subtree of the dataset), titled `netcdf NAME {`.
 pub fn header(group: &Group, name: &str) -> String {
-    let mut top = group.clone();
-    let mut outside: Vec<Dimension> = Vec::new();
-    for var in group.all_vars() {
-        for d in &var.dims {
-            if !within(&d.group, &group.path) && !outside.iter().any(|o| o.name == d.name) {
-                outside.push(Dimension {
-                    name: d.name.clone(),
-                    len: d.len,
-                });
-            }
-        }
-    }
-    outside.retain(|o| !top.dims.iter().any(|d| d.name == o.name));
-    outside.extend(std::mem::take(&mut top.dims));
-    top.dims = outside;
+    let top = group.standalone();
     let mut out = format!("netcdf {} {{\n", escape_name(name));
     body(&top, &top.path, &[&top], 0, &mut out);
     out.push_str("}\n");
     out
-}
-
-/// True when group path `path` is `top` or below it.
-fn within(path: &str, top: &str) -> bool {
-    top.is_empty() || path == top || path.starts_with(&format!("{top}/"))
 }
 
 fn indent(level: usize) -> String {

@@ -41,6 +41,17 @@ pub enum NcType {
 }
 
 impl NcType {
+    /// Size of one value in bytes (0 for strings).
+    pub fn size(self) -> usize {
+        match self {
+            NcType::Byte | NcType::Char | NcType::UByte => 1,
+            NcType::Short | NcType::UShort => 2,
+            NcType::Int | NcType::UInt | NcType::Float => 4,
+            NcType::Int64 | NcType::UInt64 | NcType::Double => 8,
+            NcType::String => 0,
+        }
+    }
+
     /// The CDL name of the type.
     pub fn cdl_name(self) -> &'static str {
         match self {
@@ -206,6 +217,27 @@ impl Group {
         })
     }
 
+    /// This subtree as a dataset of its own: the dimensions its variables use from groups
+    /// outside it are declared in its top group.
+    pub fn standalone(&self) -> Group {
+        let mut top = self.clone();
+        let mut outside: Vec<Dimension> = Vec::new();
+        for var in self.all_vars() {
+            for d in &var.dims {
+                if !within(&d.group, &self.path) && !outside.iter().any(|o| o.name == d.name) {
+                    outside.push(Dimension {
+                        name: d.name.clone(),
+                        len: d.len,
+                    });
+                }
+            }
+        }
+        outside.retain(|o| !top.dims.iter().any(|d| d.name == o.name));
+        outside.extend(std::mem::take(&mut top.dims));
+        top.dims = outside;
+        top
+    }
+
     /// Every variable of the subtree, depth first.
     pub fn all_vars(&self) -> Vec<&Variable> {
         let mut out: Vec<&Variable> = self.vars.iter().collect();
@@ -214,6 +246,11 @@ impl Group {
         }
         out
     }
+}
+
+/// True when group path `path` is `top` or below it.
+pub fn within(path: &str, top: &str) -> bool {
+    top.is_empty() || path == top || path.starts_with(&format!("{top}/"))
 }
 
 /// Splits an NCZarr fully qualified name (`/g/my\ dim`) into group path and name, undoing the
