@@ -2,14 +2,12 @@
 //! same store for the stores netCDF-c 4.9 reads, and CDL written by hand from netCDF's rules
 //! (tests/fixtures/netcdf/*.cdl) for the others (Zarr v3, subgroups).
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::process::Command;
 use zarrfs::meta::LoadOptions;
 use zarrfs::view::View;
-
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
-}
 
 fn open(store: &Path) -> View {
     zarrfs::view::open(store.to_str().unwrap(), 64 << 20, &LoadOptions::default()).unwrap()
@@ -60,19 +58,6 @@ fn body(cdl: &str) -> &str {
     cdl.split_once('\n').map_or("", |(_, rest)| rest)
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let dest = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &dest);
-        } else {
-            std::fs::copy(entry.path(), dest).unwrap();
-        }
-    }
-}
-
 /// Compares the root `.header.cdl` of `store` with `ncdump -h` of it in `mode`.
 fn compare(store: &Path, mode: &str) {
     let Some(expected) = ncdump(store, mode) else {
@@ -102,7 +87,7 @@ fn pure_zarr_v2_headers_equal_ncdump() {
         "dialects/consolidated_v2_zarr3.zarr",
         "v2_codecs.zarr",
     ] {
-        compare(&fixtures().join(store), "zarr");
+        compare(&common::fixtures_dir().join(store), "zarr");
     }
 }
 
@@ -113,7 +98,10 @@ fn pure_zarr_v2_headers_equal_ncdump() {
 fn nczarr_header_equals_ncdump() {
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("nczarr_gen2.zarr");
-    copy_dir(&fixtures().join("dialects/nczarr_gen2.zarr"), &store);
+    common::servers::copy_tree(
+        &common::fixtures_dir().join("dialects/nczarr_gen2.zarr"),
+        &store,
+    );
     let zgroup = store.join(".zgroup");
     let mut doc: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&zgroup).unwrap()).unwrap();
@@ -145,9 +133,9 @@ fn headers_equal_hand_written_cdl() {
             "consolidated_v2_zarr2_g1.cdl",
         ),
     ] {
-        let view = open(&fixtures().join(store));
+        let view = open(&common::fixtures_dir().join(store));
         let ours = read(&view, &format!("{group}/.header.cdl"));
-        let path = fixtures().join("netcdf").join(expected);
+        let path = common::fixtures_dir().join("netcdf").join(expected);
         if std::env::var("ZARRFS_BLESS").is_ok() {
             std::fs::write(&path, &ours).unwrap();
         }

@@ -656,3 +656,42 @@ fn nczarr_dims(node: &Node, shape: &[u64]) -> Vec<DimRef> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn fully_qualified_names_are_unescaped() {
+        assert_eq!(split_fqn("/x"), (String::new(), "x".into()));
+        assert_eq!(split_fqn("/g/h/my\\ dim"), ("g/h".into(), "my dim".into()));
+        assert_eq!(split_fqn("/a\\/b/c\\\\d"), ("a/b".into(), "c\\d".into()));
+    }
+
+    fn typed(v: Value) -> (NcType, Values) {
+        let a = typed_value("a", &v, None);
+        (a.ty, a.values)
+    }
+
+    #[test]
+    fn attribute_types_are_inferred_as_netcdf_c_does() {
+        assert_eq!(typed(json!(1)), (NcType::Byte, Values::Ints(vec![1])));
+        assert_eq!(typed(json!(200)), (NcType::UByte, Values::Ints(vec![200])));
+        assert_eq!(typed(json!(300)).0, NcType::Short);
+        assert_eq!(typed(json!(-40000)).0, NcType::Int);
+        assert_eq!(typed(json!(5000000000u64)).0, NcType::Int64);
+        assert_eq!(typed(json!(u64::MAX)).0, NcType::UInt64);
+        assert_eq!(typed(json!(true)), (NcType::UByte, Values::Ints(vec![1])));
+        assert_eq!(
+            typed(json!([1.5, 2])),
+            (NcType::Double, Values::Floats(vec![1.5, 2.0]))
+        );
+        assert_eq!(
+            typed(json!({"x": 1})),
+            (NcType::Char, Values::Text("{\"x\": 1}".into()))
+        );
+        let declared = typed_value("a", &json!([1, 2]), Some(NcType::Float));
+        assert_eq!(declared.values, Values::Floats(vec![1.0, 2.0]));
+    }
+}

@@ -84,18 +84,18 @@ fn attribute(a: &Attribute) -> proto::Attribute {
     out
 }
 
+fn dimension(name: &str, length: u64) -> proto::Dimension {
+    proto::Dimension {
+        name: name.into(),
+        length,
+    }
+}
+
 fn variable(v: &Variable) -> proto::Variable {
     proto::Variable {
         name: v.name.clone(),
         data_type: v.ty.map_or(0, |t| data_type(t) as i32),
-        shape: v
-            .dims
-            .iter()
-            .map(|d| proto::Dimension {
-                name: d.name.clone(),
-                length: d.len,
-            })
-            .collect(),
+        shape: v.dims.iter().map(|d| dimension(&d.name, d.len)).collect(),
         atts: v.attrs.iter().map(attribute).collect(),
     }
 }
@@ -103,14 +103,7 @@ fn variable(v: &Variable) -> proto::Variable {
 fn group(g: &Group, name: &str) -> proto::Group {
     proto::Group {
         name: name.into(),
-        dims: g
-            .dims
-            .iter()
-            .map(|d| proto::Dimension {
-                name: d.name.clone(),
-                length: d.len,
-            })
-            .collect(),
+        dims: g.dims.iter().map(|d| dimension(&d.name, d.len)).collect(),
         vars: g.vars.iter().map(variable).collect(),
         atts: g.attrs.iter().map(attribute).collect(),
         groups: g.groups.iter().map(|c| group(c, &c.name)).collect(),
@@ -192,6 +185,17 @@ impl NcStreamFile {
             let mut framing = MAGIC_DATA.to_vec();
             framing.extend(delimited(&data));
             framing.extend(varint(bytes));
+            let fits = (file.size + framing.len() as u64)
+                .checked_add(bytes)
+                .and_then(|s| s.checked_add(MAGIC_END.len() as u64))
+                .is_some();
+            if !fits {
+                log::warn!(
+                    "{}: values left out of the .ncstream: it would pass 2^64 bytes",
+                    var.path
+                );
+                continue;
+            }
             file.push(Piece::Bytes(framing), None);
             file.push(
                 Piece::Values {
