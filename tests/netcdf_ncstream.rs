@@ -3,11 +3,18 @@
 //! values compared with the expected arrays.
 
 mod common;
+#[allow(dead_code)] // Only its allocation counter and view_of are used here.
+#[path = "common/hostile.rs"]
+mod hostile_support;
 
 use std::collections::BTreeMap;
 use std::process::Command;
+use std::sync::Arc;
 use zarrfs::meta::LoadOptions;
 use zarrfs::view::{View, ViewError};
+
+#[global_allocator]
+static ALLOC: hostile_support::CountingAlloc = hostile_support::CountingAlloc;
 
 /// The whole file at `path`, read in pieces of `step` bytes.
 fn read_in_pieces(view: &View, path: &str, step: u32) -> Result<Vec<u8>, ViewError> {
@@ -116,4 +123,48 @@ fn every_fixture_group_streams_its_values() {
     let checked: usize = cases.iter().map(|c| c.2.len()).sum();
     assert!(checked > 50, "only {checked} variables checked");
     check_with_siphon(&cases, tmp.path());
+}
+
+/// A 64 MiB group streams in pieces with memory near one read and the 1 MiB cache: the values are read from the
+/// array as the stream is read, never gathered whole.
+#[test]
+fn a_large_group_streams_in_bounded_memory() {
+    const SIDE: u64 = 4096;
+    let mut s = zarrfs::store::MemoryStore::new();
+    s.insert(".zgroup", r#"{"zarr_format": 2}"#);
+    s.insert(
+        "big/.zarray",
+        format!(
+            r#"{{"zarr_format": 2, "shape": [{SIDE}, {SIDE}], "chunks": [256, 256], "dtype": "<f4",
+               "compressor": null, "filters": null, "fill_value": 1.5, "order": "C"}}"#
+        ),
+    );
+    let view = hostile_support::view_of(Arc::new(s)).unwrap();
+    let ino = view.resolve(".ncstream").unwrap();
+    let size = view.getattr(ino).unwrap().size;
+    let values = SIDE * SIDE * 4;
+    assert!(size > values && size < values + 1024, "size {size}");
+    let mut first = Vec::new();
+    let mut last = Vec::new();
+    let peak = hostile_support::peak_allocation(|| {
+        let mut offset = 0;
+        while offset < size {
+            let piece = view.read(ino, offset, 1 << 20).unwrap();
+            if offset == 0 {
+                first = piece.clone();
+            }
+            offset += piece.len() as u64;
+            if offset >= size {
+                last = piece;
+            }
+        }
+    });
+    assert!(
+        peak < 8 << 20,
+        "reading the stream held {peak} bytes at once"
+    );
+    assert_eq!(&first[..4], b"CDFS");
+    assert_eq!(&last[last.len() - 4..], [0xed, 0xed, 0xde, 0xde]);
+    // The values end the data message, just before MAGIC_END: 1.5 big-endian.
+    assert_eq!(&last[last.len() - 8..last.len() - 4], 1.5f32.to_be_bytes());
 }
