@@ -2,6 +2,7 @@
 
 use super::array_file::Unreadable;
 use super::chunk_source::ChunkSource;
+use super::netcdf::ncstream::NcStreamFile;
 use super::read_policy::ReadPolicy;
 use super::vlen_file::Sizer;
 use super::{ArrayFile, Content, Dir, Inode, IoCause, Layout, View, VlenFile, ROOT_INO};
@@ -31,6 +32,7 @@ struct Builder {
     inodes: Vec<Inode>,
     arrays: Vec<ArrayFile>,
     vlen: Vec<Arc<VlenFile>>,
+    ncstreams: Vec<NcStreamFile>,
     sidecars: Vec<Sidecar>,
     store: Arc<dyn Store>,
     cache: Arc<ChunkCache>,
@@ -177,6 +179,65 @@ impl Builder {
     }
 }
 
+impl Builder {
+    /// Queues the netCDF files of every group directory in `dirs` (see [`super::netcdf`]).
+    fn add_netcdf_sidecars(
+        &mut self,
+        hierarchy: &Hierarchy,
+        dirs: &HashMap<&str, u64>,
+        root_name: &str,
+    ) {
+        let Some(dataset) = super::netcdf::model::dataset(hierarchy) else {
+            return;
+        };
+        let mut arrays = HashMap::new();
+        for var in dataset.all_vars() {
+            let (parent, name) = var.path.rsplit_once('/').unwrap_or(("", &var.path));
+            let Some(&dir) = dirs.get(parent) else {
+                continue;
+            };
+            let file = match &self.inodes[(dir - 1) as usize].content {
+                Content::Dir(d) => d.by_name.get(name).copied(),
+                _ => None,
+            };
+            if let Some(ino) = file {
+                if let Content::Data(k) = self.inodes[(ino - 1) as usize].content {
+                    let file = &self.arrays[k as usize];
+                    // An array that cannot be read is declared in the stream, its values left out.
+                    if file.check_readable().is_ok() {
+                        arrays.insert(var.path.clone(), (k, file.data_size()));
+                    }
+                }
+            }
+        }
+        for (&path, &dir) in dirs {
+            let Some(group) = dataset.find(path) else {
+                continue;
+            };
+            let name = if path.is_empty() {
+                root_name
+            } else {
+                &group.name
+            };
+            let cdl = super::netcdf::cdl::header(group, name);
+            let mtime = self.inodes[(dir - 1) as usize].mtime;
+            self.sidecars.push(Sidecar {
+                dir,
+                name: super::netcdf::CDL_SIDECAR.into(),
+                content: Content::Cdl(Arc::from(cdl.into_bytes())),
+                mtime,
+            });
+            self.sidecars.push(Sidecar {
+                dir,
+                name: super::netcdf::NCSTREAM_SIDECAR.into(),
+                content: Content::NcStream(self.ncstreams.len() as u32),
+                mtime,
+            });
+            self.ncstreams.push(NcStreamFile::new(group, &arrays));
+        }
+    }
+}
+
 impl View {
     /// Builds the view of `hierarchy`. `root_name` names the files of an array at the store root.
     pub fn build(
@@ -190,6 +251,7 @@ impl View {
             inodes: Vec::new(),
             arrays: Vec::new(),
             vlen: Vec::new(),
+            ncstreams: Vec::new(),
             sidecars: Vec::new(),
             store,
             cache: cache.clone(),
@@ -230,6 +292,7 @@ impl View {
                 NodeKind::Array(_) => b.add_array(parent, name, node, mtime_of(node)),
             }
         }
+        b.add_netcdf_sidecars(hierarchy, &dirs, root_name);
         for car in std::mem::take(&mut b.sidecars) {
             if car.name.len() > NAME_MAX {
                 log::warn!(
@@ -256,6 +319,7 @@ impl View {
             inodes: b.inodes,
             arrays: b.arrays,
             vlen: b.vlen,
+            ncstreams: b.ncstreams,
             sizer: Sizer::new(cache.clone()),
             cache,
             policy: ReadPolicy::local(0),

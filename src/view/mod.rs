@@ -10,6 +10,7 @@ mod build;
 mod chunk_source;
 mod error;
 mod layout;
+pub mod netcdf;
 mod npy;
 mod read_policy;
 mod vlen_file;
@@ -79,6 +80,10 @@ enum Content {
     Npy(u32),
     /// A JSON sidecar.
     Json(Arc<[u8]>),
+    /// A group's CDL header (`.header.cdl`).
+    Cdl(Arc<[u8]>),
+    /// A group's subtree as ncstream number N (`.ncstream`).
+    NcStream(u32),
     /// Variable-length array number N as text.
     Text(u32),
     /// Variable-length array number N as a fixed-width NPY file.
@@ -102,6 +107,7 @@ pub struct View {
     inodes: Vec<Inode>,
     arrays: Vec<ArrayFile>,
     vlen: Vec<Arc<VlenFile>>,
+    ncstreams: Vec<netcdf::ncstream::NcStreamFile>,
     /// Scans large variable-length arrays for their sizes.
     sizer: Sizer,
     cache: Arc<ChunkCache>,
@@ -177,7 +183,8 @@ impl View {
             }
             Content::Data(a) => (FileKind::File, self.arrays[*a as usize].data_size(), 1),
             Content::Npy(a) => (FileKind::File, self.arrays[*a as usize].npy_size(), 1),
-            Content::Json(bytes) => (FileKind::File, bytes.len() as u64, 1),
+            Content::Json(bytes) | Content::Cdl(bytes) => (FileKind::File, bytes.len() as u64, 1),
+            Content::NcStream(s) => (FileKind::File, self.ncstreams[*s as usize].size(), 1),
             // Sizes of variable-length arrays cost a scan: see `vlen_file`. An unreadable one
             // shows size 0; reading it fails with EIO.
             Content::Text(a) => (
@@ -291,7 +298,11 @@ impl View {
         match &self.inode(ino)?.content {
             Content::Dir(_) => Err(ViewError::IsDir),
             // Variable-length files open at once; a read waits for their scan (see `vlen_file`).
-            Content::Json(_) | Content::Text(_) | Content::TextNpy(_) => Ok(0),
+            Content::Json(_)
+            | Content::Cdl(_)
+            | Content::NcStream(_)
+            | Content::Text(_)
+            | Content::TextNpy(_) => Ok(0),
             Content::Data(a) | Content::Npy(a) => {
                 let array = &self.arrays[*a as usize];
                 array.check_readable()?;
@@ -335,7 +346,7 @@ impl View {
         let len = u64::from(size);
         match &self.inode(ino)?.content {
             Content::Dir(_) => Err(ViewError::IsDir),
-            Content::Json(bytes) => {
+            Content::Json(bytes) | Content::Cdl(bytes) => {
                 let start = (offset.min(bytes.len() as u64)) as usize;
                 let end = (offset.saturating_add(len).min(bytes.len() as u64)) as usize;
                 out.extend_from_slice(&bytes[start..end]);
@@ -350,6 +361,11 @@ impl View {
                 let array = &self.arrays[*a as usize];
                 self.track_read(fh, array, offset.saturating_sub(array.header_len()), len);
                 array.read_npy(&self.cache, offset, len, out)
+            }
+            Content::NcStream(s) => {
+                self.ncstreams[*s as usize].read(offset, len, out, |a, off, n, buf| {
+                    self.arrays[a as usize].read_data(&self.cache, off, n, buf)
+                })
             }
             Content::Text(a) => {
                 out.extend(self.vlen[*a as usize].read_text(&self.cache, offset, len)?);

@@ -56,6 +56,8 @@ impl StoreCase {
                     out.insert(p.clone());
                 }
                 out.insert(join(&p, ".group.json"));
+                out.insert(join(&p, ".header.cdl"));
+                out.insert(join(&p, ".ncstream"));
             } else {
                 out.insert(p.clone());
                 out.insert(format!("{p}.json"));

@@ -1,0 +1,229 @@
+//! A group's subtree in CDL, formatted as `ncdump -h` prints it.
+
+use super::model::{within, Attribute, DimRef, Group, NcType, Values};
+use std::fmt::Write as _;
+
+/// The CDL header of `group` (a subtree of the dataset), titled `netcdf NAME {`.
+pub fn header(group: &Group, name: &str) -> String {
+    let top = group.standalone();
+    let mut out = format!("netcdf {} {{\n", escape_name(name));
+    body(&top, &top.path, &[&top], 0, &mut out);
+    out.push_str("}\n");
+    out
+}
+
+fn indent(level: usize) -> String {
+    "  ".repeat(level)
+}
+
+/// The name a variable's declaration uses for dimension `d`: its own name when the nearest
+/// definition in scope is `d`, else its fully qualified name.
+fn dim_name(d: &DimRef, scope: &[&Group], top_path: &str) -> String {
+    let nearest = scope
+        .iter()
+        .rev()
+        .find(|g| g.dims.iter().any(|x| x.name == d.name));
+    match nearest {
+        Some(g) if g.path == d.group || (g.path == top_path && !within(&d.group, top_path)) => {
+            escape_name(&d.name)
+        }
+        _ => {
+            let mut fqn = String::new();
+            for part in d.group.split('/').filter(|p| !p.is_empty()) {
+                let _ = write!(fqn, "/{}", escape_name(part));
+            }
+            let _ = write!(fqn, "/{}", escape_name(&d.name));
+            fqn
+        }
+    }
+}
+
+fn body(g: &Group, top_path: &str, scope: &[&Group], level: usize, out: &mut String) {
+    let ind = indent(level);
+    if !g.dims.is_empty() {
+        let _ = writeln!(out, "{ind}dimensions:");
+        for d in &g.dims {
+            let _ = writeln!(out, "{ind}\t{} = {} ;", escape_name(&d.name), d.len);
+        }
+    }
+    if !g.vars.is_empty() {
+        let _ = writeln!(out, "{ind}variables:");
+        for v in &g.vars {
+            let ty = v.ty.map_or("", NcType::cdl_name);
+            let _ = write!(out, "{ind}\t{ty} {}", escape_name(&v.name));
+            if !v.dims.is_empty() {
+                let names: Vec<String> = v
+                    .dims
+                    .iter()
+                    .map(|d| dim_name(d, scope, top_path))
+                    .collect();
+                let _ = write!(out, "({})", names.join(", "));
+            }
+            out.push_str(" ;\n");
+            for a in &v.attrs {
+                attribute(&escape_name(&v.name), a, &ind, out);
+            }
+        }
+    }
+    if !g.attrs.is_empty() {
+        let which = if level == 0 { "global" } else { "group" };
+        let _ = writeln!(out, "\n{ind}// {which} attributes:");
+        for a in &g.attrs {
+            attribute("", a, &ind, out);
+        }
+    }
+    for child in &g.groups {
+        let _ = writeln!(out, "\n{ind}group: {} {{", escape_name(&child.name));
+        let mut inner = scope.to_vec();
+        inner.push(child);
+        body(child, top_path, &inner, level + 1, out);
+        let _ = writeln!(
+            out,
+            "{}}} // group {}",
+            indent(level + 1),
+            escape_name(&child.name)
+        );
+    }
+}
+
+fn attribute(owner: &str, a: &Attribute, ind: &str, out: &mut String) {
+    let prefix = if a.ty == NcType::String {
+        "string "
+    } else {
+        ""
+    };
+    let _ = write!(out, "{ind}\t\t{prefix}{owner}:{} = ", escape_name(&a.name));
+    let items: Vec<String> = match &a.values {
+        Values::Text(s) => vec![quote(s)],
+        Values::Strings(list) => list.iter().map(|s| quote(s)).collect(),
+        Values::Ints(list) => list
+            .iter()
+            .map(|v| format!("{v}{}", suffix(a.ty)))
+            .collect(),
+        Values::Floats(list) => list
+            .iter()
+            .map(|&v| match a.ty {
+                NcType::Float => format_float(v, 7, "f"),
+                _ => format_float(v, 15, ""),
+            })
+            .collect(),
+    };
+    let _ = writeln!(out, "{} ;", items.join(", "));
+}
+
+fn suffix(ty: NcType) -> &'static str {
+    match ty {
+        NcType::Byte => "b",
+        NcType::Short => "s",
+        NcType::Int64 => "LL",
+        NcType::UByte => "UB",
+        NcType::UShort => "US",
+        NcType::UInt => "U",
+        NcType::UInt64 => "ULL",
+        _ => "",
+    }
+}
+
+/// A float as ncdump prints it: `%#.<digits>g` with trailing zeros trimmed, then `suffix`
+/// (`f` for floats); NaN and infinities by name.
+pub fn format_float(v: f64, digits: usize, suffix: &str) -> String {
+    if v.is_nan() {
+        return format!("NaN{suffix}");
+    }
+    if v.is_infinite() {
+        let sign = if v < 0.0 { "-" } else { "" };
+        return format!("{sign}Infinity{suffix}");
+    }
+    let sci = format!("{:.*e}", digits - 1, v);
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let text = if exp < -4 || exp >= digits as i32 {
+        let m = trim_zeros(if mantissa.contains('.') {
+            mantissa.to_string()
+        } else {
+            format!("{mantissa}.")
+        });
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{m}e{sign}{:02}", exp.abs())
+    } else {
+        let decimals = (digits as i32 - 1 - exp).max(0) as usize;
+        let fixed = format!("{v:.decimals$}");
+        trim_zeros(if fixed.contains('.') {
+            fixed
+        } else {
+            format!("{fixed}.")
+        })
+    };
+    format!("{text}{suffix}")
+}
+
+fn trim_zeros(s: String) -> String {
+    s.trim_end_matches('0').to_string()
+}
+
+/// A CDL string literal as ncdump writes it: quoted, with C escapes.
+fn quote(s: &str) -> String {
+    let mut out = String::from("\"");
+    let chars: Vec<char> = s.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        match c {
+            '\n' => {
+                out.push_str("\\n");
+                if i + 1 < chars.len() {
+                    out.push_str("\",\n\t\t\t\"");
+                }
+            }
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\u{b}' => out.push_str("\\v"),
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\0' => out.push_str("\\0"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\{:03o}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// A name as CDL requires: special characters and a leading digit escaped with a backslash.
+pub fn escape_name(name: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in name.chars().enumerate() {
+        let special = " !\"#$%&'()*,:;<=>?[\\]^`{|}~".contains(c);
+        if special || (i == 0 && c.is_ascii_digit()) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floats_print_as_ncdump_does() {
+        assert_eq!(format_float(-999.0, 7, "f"), "-999.f");
+        assert_eq!(format_float(0.25, 7, "f"), "0.25f");
+        assert_eq!(format_float(2.0, 15, ""), "2.");
+        assert_eq!(format_float(1e300, 15, ""), "1.e+300");
+        assert_eq!(format_float(0.1, 15, ""), "0.1");
+        assert_eq!(format_float(9.96921e36, 7, "f"), "9.96921e+36f");
+        assert_eq!(format_float(f64::NAN, 7, "f"), "NaNf");
+        assert_eq!(format_float(1.5e-5, 15, ""), "1.5e-05");
+    }
+
+    #[test]
+    fn names_and_strings_are_escaped() {
+        assert_eq!(escape_name("my dim"), "my\\ dim");
+        assert_eq!(escape_name("1x"), "\\1x");
+        assert_eq!(quote("hi \"q\"\n"), "\"hi \\\"q\\\"\\n\"");
+    }
+}

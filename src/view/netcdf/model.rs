@@ -1,0 +1,697 @@
+//! The netCDF data model (dataset, group, dimension, variable, attribute, type) of a loaded
+//! hierarchy, as netCDF-c reads the same store.
+//!
+//! NCZarr stores: the shared dimensions of each group, variables' dimensions by fully qualified
+//! name, variables in the order the group lists them, attribute types from `_nczarr_attr`. Pure
+//! Zarr: as netCDF-c 4.9 reads it, every dimension is defined in the root group, named from
+//! `_ARRAY_DIMENSIONS` (v2) or `dimension_names` (v3) where consistent, else `_zdim_<length>`;
+//! attribute types are inferred from the JSON values.
+
+use crate::meta::{DataType, Hierarchy, Node, NodeKind};
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+
+/// A netCDF atomic type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NcType {
+    /// NC_BYTE
+    Byte,
+    /// NC_CHAR
+    Char,
+    /// NC_SHORT
+    Short,
+    /// NC_INT
+    Int,
+    /// NC_INT64
+    Int64,
+    /// NC_UBYTE
+    UByte,
+    /// NC_USHORT
+    UShort,
+    /// NC_UINT
+    UInt,
+    /// NC_UINT64
+    UInt64,
+    /// NC_FLOAT
+    Float,
+    /// NC_DOUBLE
+    Double,
+    /// NC_STRING
+    String,
+}
+
+impl NcType {
+    /// Size of one value in bytes (0 for strings).
+    pub fn size(self) -> usize {
+        match self {
+            NcType::Byte | NcType::Char | NcType::UByte => 1,
+            NcType::Short | NcType::UShort => 2,
+            NcType::Int | NcType::UInt | NcType::Float => 4,
+            NcType::Int64 | NcType::UInt64 | NcType::Double => 8,
+            NcType::String => 0,
+        }
+    }
+
+    /// The CDL name of the type.
+    pub fn cdl_name(self) -> &'static str {
+        match self {
+            NcType::Byte => "byte",
+            NcType::Char => "char",
+            NcType::Short => "short",
+            NcType::Int => "int",
+            NcType::Int64 => "int64",
+            NcType::UByte => "ubyte",
+            NcType::UShort => "ushort",
+            NcType::UInt => "uint",
+            NcType::UInt64 => "uint64",
+            NcType::Float => "float",
+            NcType::Double => "double",
+            NcType::String => "string",
+        }
+    }
+
+    /// The netCDF type of a Zarr element type, if it has one.
+    pub fn of(dtype: &DataType) -> Option<NcType> {
+        Some(match dtype {
+            DataType::Bool | DataType::UInt(1) => NcType::UByte,
+            DataType::Int(1) => NcType::Byte,
+            DataType::Int(2) => NcType::Short,
+            DataType::Int(4) => NcType::Int,
+            DataType::Int(8) => NcType::Int64,
+            DataType::UInt(2) => NcType::UShort,
+            DataType::UInt(4) => NcType::UInt,
+            DataType::UInt(8) => NcType::UInt64,
+            DataType::Float(4) => NcType::Float,
+            DataType::Float(8) => NcType::Double,
+            DataType::Bytes(1) => NcType::Char,
+            // netCDF-c stores NC_STRING as `|S<n>`; text of fixed width is a string too.
+            DataType::String | DataType::Bytes(_) | DataType::Unicode(_) => NcType::String,
+            _ => return None,
+        })
+    }
+
+    /// The type a numpy type string of an `_nczarr_attr` entry (`<i4`, `>S1`) names.
+    fn of_numpy(s: &str) -> Option<NcType> {
+        let code = s.trim_start_matches(['<', '>', '|', '=']);
+        Some(match code {
+            "i1" => NcType::Byte,
+            "i2" => NcType::Short,
+            "i4" => NcType::Int,
+            "i8" => NcType::Int64,
+            "u1" | "b1" => NcType::UByte,
+            "u2" => NcType::UShort,
+            "u4" => NcType::UInt,
+            "u8" => NcType::UInt64,
+            "f4" => NcType::Float,
+            "f8" => NcType::Double,
+            "S1" | "U1" => NcType::Char,
+            _ if code.starts_with('S') || code.starts_with('U') => NcType::String,
+            _ => return None,
+        })
+    }
+
+    /// The smallest type netCDF-c infers for a JSON integer (`NCZ_inferinttype`).
+    fn infer_int(v: i128) -> NcType {
+        match v {
+            -128..=127 => NcType::Byte,
+            128..=255 => NcType::UByte,
+            -32768..=32767 => NcType::Short,
+            32768..=65535 => NcType::UShort,
+            -2147483648..=2147483647 => NcType::Int,
+            2147483648..=4294967295 => NcType::UInt,
+            _ if v >= i128::from(i64::MIN) && v <= i128::from(i64::MAX) => NcType::Int64,
+            _ => NcType::UInt64,
+        }
+    }
+}
+
+/// Typed attribute values.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Values {
+    /// NC_CHAR text.
+    Text(String),
+    /// Integers of the attribute's type.
+    Ints(Vec<i128>),
+    /// Floats of the attribute's type.
+    Floats(Vec<f64>),
+    /// NC_STRING values.
+    Strings(Vec<String>),
+}
+
+/// One attribute.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Attribute {
+    /// Its name.
+    pub name: String,
+    /// Its type.
+    pub ty: NcType,
+    /// Its values.
+    pub values: Values,
+}
+
+/// One shared dimension.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Dimension {
+    /// Its name.
+    pub name: String,
+    /// Its length.
+    pub len: u64,
+}
+
+/// A variable's use of a dimension.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DimRef {
+    /// Path of the group defining the dimension (`""` for the root).
+    pub group: String,
+    /// The dimension's name.
+    pub name: String,
+    /// Its length.
+    pub len: u64,
+}
+
+/// One variable.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Variable {
+    /// Its name.
+    pub name: String,
+    /// Path of its array node.
+    pub path: String,
+    /// Its netCDF type; `None` when the Zarr type has no netCDF equivalent.
+    pub ty: Option<NcType>,
+    /// The Zarr type's name, for variables left out.
+    pub zarr_type: String,
+    /// Its dimensions.
+    pub dims: Vec<DimRef>,
+    /// Its attributes.
+    pub attrs: Vec<Attribute>,
+}
+
+/// One group and its subtree.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Group {
+    /// Its name (`""` for the root).
+    pub name: String,
+    /// Its path from the root.
+    pub path: String,
+    /// The dimensions it defines.
+    pub dims: Vec<Dimension>,
+    /// Its variables with a netCDF type, in netCDF's order.
+    pub vars: Vec<Variable>,
+    /// Its attributes.
+    pub attrs: Vec<Attribute>,
+    /// Its child groups.
+    pub groups: Vec<Group>,
+}
+
+impl Group {
+    /// The group at `path` in this subtree (`""` is this group).
+    pub fn find(&self, path: &str) -> Option<&Group> {
+        if path == self.path {
+            return Some(self);
+        }
+        self.groups.iter().find_map(|g| {
+            let inside = path
+                .strip_prefix(&g.path)
+                .is_some_and(|r| r.is_empty() || r.starts_with('/'));
+            inside.then(|| g.find(path)).flatten()
+        })
+    }
+
+    /// This subtree as a dataset of its own: the dimensions its variables use from groups
+    /// outside it are declared in its top group.
+    pub fn standalone(&self) -> Group {
+        let mut top = self.clone();
+        let mut outside: Vec<Dimension> = Vec::new();
+        for var in self.all_vars() {
+            for d in &var.dims {
+                if !within(&d.group, &self.path) && !outside.iter().any(|o| o.name == d.name) {
+                    outside.push(Dimension {
+                        name: d.name.clone(),
+                        len: d.len,
+                    });
+                }
+            }
+        }
+        outside.retain(|o| !top.dims.iter().any(|d| d.name == o.name));
+        outside.extend(std::mem::take(&mut top.dims));
+        top.dims = outside;
+        top
+    }
+
+    /// Every variable of the subtree, depth first.
+    pub fn all_vars(&self) -> Vec<&Variable> {
+        let mut out: Vec<&Variable> = self.vars.iter().collect();
+        for g in &self.groups {
+            out.extend(g.all_vars());
+        }
+        out
+    }
+}
+
+/// True when group path `path` is `top` or below it.
+pub fn within(path: &str, top: &str) -> bool {
+    top.is_empty() || path == top || path.starts_with(&format!("{top}/"))
+}
+
+/// Splits an NCZarr fully qualified name (`/g/my\ dim`) into group path and name, undoing the
+/// escapes `\/`, `\\` and `\ `.
+pub fn split_fqn(fqn: &str) -> (String, String) {
+    let mut parts = vec![String::new()];
+    let mut chars = fqn.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => parts.last_mut().unwrap().extend(chars.next()),
+            '/' => parts.push(String::new()),
+            c => parts.last_mut().unwrap().push(c),
+        }
+    }
+    let name = parts.pop().unwrap_or_default();
+    let group = parts
+        .into_iter()
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join("/");
+    (group, name)
+}
+
+fn attributes_of(node: &Node) -> Map<String, Value> {
+    node.document
+        .get("attributes")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// True for attributes netCDF keeps to itself (not shown by `ncdump -h`).
+fn is_internal(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower.starts_with("_nczarr") || name == "_NCProperties" || name == "_ARRAY_DIMENSIONS"
+}
+
+/// The attribute types an NCZarr node records.
+fn attr_types(attrs: &Map<String, Value>) -> Map<String, Value> {
+    ["_nczarr_attr", "_NCZARR_ATTR"]
+        .iter()
+        .find_map(|k| attrs.get(*k))
+        .and_then(|a| a.get("types"))
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The typed attributes of one node.
+fn typed_attributes(attrs: &Map<String, Value>) -> Vec<Attribute> {
+    let types = attr_types(attrs);
+    attrs
+        .iter()
+        .filter(|(name, _)| !is_internal(name))
+        .map(|(name, value)| {
+            let declared = types
+                .get(name)
+                .and_then(Value::as_str)
+                .and_then(NcType::of_numpy);
+            typed_value(name, value, declared)
+        })
+        .collect()
+}
+
+fn json_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => python_json(other),
+    }
+}
+
+/// JSON as netCDF-c writes it back for complex attributes (`{"x": 1}`, `[1, 2]`).
+fn python_json(value: &Value) -> String {
+    match value {
+        Value::Object(m) => {
+            let items: Vec<String> = m
+                .iter()
+                .map(|(k, v)| format!("{}: {}", Value::String(k.clone()), python_json(v)))
+                .collect();
+            format!("{{{}}}", items.join(", "))
+        }
+        Value::Array(a) => {
+            let items: Vec<String> = a.iter().map(python_json).collect();
+            format!("[{}]", items.join(", "))
+        }
+        other => other.to_string(),
+    }
+}
+
+fn as_int(v: &Value) -> Option<i128> {
+    match v {
+        Value::Bool(b) => Some(i128::from(*b)),
+        Value::Number(n) => n
+            .as_i64()
+            .map(i128::from)
+            .or_else(|| n.as_u64().map(i128::from))
+            .or_else(|| n.as_f64().map(|f| f as i128)),
+        _ => None,
+    }
+}
+
+/// An attribute typed by netCDF-c's rules: the declared type where NCZarr records one, else
+/// inferred from the first value (integers: the smallest type holding it; floats: double;
+/// booleans: ubyte; text: char); lists are vectors; other JSON becomes its text.
+fn typed_value(name: &str, value: &Value, declared: Option<NcType>) -> Attribute {
+    let list: Vec<&Value> = match value {
+        Value::Array(a) => a.iter().collect(),
+        v => vec![v],
+    };
+    let text = |s: String| Attribute {
+        name: name.into(),
+        ty: NcType::Char,
+        values: Values::Text(s),
+    };
+    let inferred = match list.first() {
+        Some(Value::Number(n)) if n.is_f64() => Some(NcType::Double),
+        Some(Value::Bool(_)) => Some(NcType::UByte),
+        Some(v @ Value::Number(_)) => as_int(v).map(NcType::infer_int),
+        _ => None,
+    };
+    let ty = match declared.or(inferred) {
+        Some(t) => t,
+        None => return text(json_text(value)),
+    };
+    let numbers = || -> Option<Vec<&Value>> {
+        (!list.is_empty() && list.iter().all(|v| v.is_number() || v.is_boolean()))
+            .then(|| list.clone())
+    };
+    match ty {
+        NcType::Char => text(json_text(value)),
+        NcType::String => Attribute {
+            name: name.into(),
+            ty,
+            values: Values::Strings(list.iter().map(|v| json_text(v)).collect()),
+        },
+        NcType::Float | NcType::Double => match numbers() {
+            Some(vs) => Attribute {
+                name: name.into(),
+                ty,
+                values: Values::Floats(
+                    vs.iter()
+                        .map(|v| match v {
+                            Value::Bool(b) => f64::from(u8::from(*b)),
+                            v => v.as_f64().unwrap_or(f64::NAN),
+                        })
+                        .collect(),
+                ),
+            },
+            None => text(json_text(value)),
+        },
+        _ => match numbers().and_then(|vs| vs.iter().map(|v| as_int(v)).collect()) {
+            Some(ints) => Attribute {
+                name: name.into(),
+                ty,
+                values: Values::Ints(ints),
+            },
+            None => text(json_text(value)),
+        },
+    }
+}
+
+fn zarr_type_name(node: &Node) -> String {
+    ["data_type", "dtype"]
+        .iter()
+        .find_map(|k| node.document.get(*k))
+        .map(json_text)
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// The NCZarr child order of a group document (`vars`/`arrays`), if any.
+fn nczarr_var_order(doc: &Map<String, Value>) -> Option<Vec<String>> {
+    let info = ["_NCZARR_GROUP", "_nczarr_group"]
+        .iter()
+        .find_map(|k| doc.get(*k))
+        .or_else(|| doc.get("attributes")?.get("_nczarr_group"))?;
+    let list = info
+        .get("vars")
+        .or_else(|| info.get("arrays"))?
+        .as_array()?;
+    Some(
+        list.iter()
+            .filter_map(|v| v.as_str().map(String::from))
+            .collect(),
+    )
+}
+
+fn is_nczarr(h: &Hierarchy) -> bool {
+    h.nodes.iter().any(|n| match n.kind {
+        NodeKind::Group => n.document.get("dimensions").is_some_and(Value::is_object),
+        NodeKind::Array(_) => n
+            .document
+            .get("dimension_names")
+            .and_then(Value::as_array)
+            .is_some_and(|d| {
+                d.iter()
+                    .any(|s| s.as_str().is_some_and(|s| s.starts_with('/')))
+            }),
+    })
+}
+
+/// The netCDF dataset of `hierarchy`: its root group, or `None` when the root is an array.
+pub fn dataset(hierarchy: &Hierarchy) -> Option<Group> {
+    let nczarr = is_nczarr(hierarchy);
+    let mut groups: Vec<Group> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut orders: HashMap<String, Vec<String>> = HashMap::new();
+    let mut root_dims: Vec<Dimension> = Vec::new();
+    let mut arrays: Vec<&Node> = Vec::new();
+    for node in &hierarchy.nodes {
+        match node.kind {
+            NodeKind::Group => {
+                let parent = node.path.rsplit_once('/').map_or("", |p| p.0);
+                if !node.path.is_empty() && !index.contains_key(parent) {
+                    continue;
+                }
+                let dims = node
+                    .document
+                    .get("dimensions")
+                    .and_then(Value::as_object)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|(name, len)| {
+                        Some(Dimension {
+                            name: name.clone(),
+                            len: len.as_u64()?,
+                        })
+                    })
+                    .collect();
+                if let Some(order) = nczarr_var_order(&node.document) {
+                    orders.insert(node.path.clone(), order);
+                }
+                index.insert(node.path.clone(), groups.len());
+                groups.push(Group {
+                    name: node.name().into(),
+                    path: node.path.clone(),
+                    dims,
+                    vars: Vec::new(),
+                    attrs: typed_attributes(&attributes_of(node)),
+                    groups: Vec::new(),
+                });
+            }
+            NodeKind::Array(_) => arrays.push(node),
+        }
+    }
+    if !index.contains_key("") {
+        return None;
+    }
+    // Variables, group by group, in netCDF's order.
+    let parent_of = |p: &str| {
+        p.rsplit_once('/')
+            .map_or(String::new(), |x| x.0.to_string())
+    };
+    let mut by_group: HashMap<String, Vec<&Node>> = HashMap::new();
+    for node in arrays {
+        by_group
+            .entry(parent_of(&node.path))
+            .or_default()
+            .push(node);
+    }
+    for list in by_group.values_mut() {
+        list.sort_by_key(|n| n.path.clone());
+    }
+    for (path, list) in by_group.iter_mut() {
+        if let Some(order) = orders.get(path) {
+            list.sort_by_key(|n| {
+                order
+                    .iter()
+                    .position(|o| o == n.name())
+                    .unwrap_or(usize::MAX)
+            });
+        }
+    }
+    // Walk the groups depth first (the order netCDF-c defines pure Zarr dimensions in).
+    let mut walk: Vec<String> = Vec::new();
+    let mut children: HashMap<String, Vec<String>> = HashMap::new();
+    for g in &groups {
+        if !g.path.is_empty() {
+            children
+                .entry(parent_of(&g.path))
+                .or_default()
+                .push(g.path.clone());
+        }
+    }
+    let mut stack = vec![String::new()];
+    while let Some(p) = stack.pop() {
+        if let Some(kids) = children.get(&p) {
+            let mut kids = kids.clone();
+            kids.sort();
+            stack.extend(kids.into_iter().rev());
+        }
+        walk.push(p);
+    }
+    for gpath in &walk {
+        let Some(list) = by_group.get(gpath) else {
+            continue;
+        };
+        for node in list {
+            let NodeKind::Array(Ok(meta)) = &node.kind else {
+                continue;
+            };
+            let attrs = attributes_of(node);
+            let named = attrs
+                .get("_ARRAY_DIMENSIONS")
+                .or_else(|| node.document.get("dimension_names"))
+                .and_then(Value::as_array)
+                .filter(|d| d.len() == meta.shape.len());
+            let dims = if nczarr {
+                nczarr_dims(node, &meta.shape)
+            } else {
+                meta.shape
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &len)| {
+                        let wanted = named.and_then(|d| d[i].as_str()).filter(|s| !s.is_empty());
+                        let name = match wanted {
+                            Some(n) if root_dims.iter().all(|d| d.name != n || d.len == len) => {
+                                n.to_string()
+                            }
+                            _ => format!("_zdim_{len}"),
+                        };
+                        if !root_dims.iter().any(|d| d.name == name) {
+                            root_dims.push(Dimension {
+                                name: name.clone(),
+                                len,
+                            });
+                        }
+                        DimRef {
+                            group: String::new(),
+                            name,
+                            len,
+                        }
+                    })
+                    .collect()
+            };
+            let var = Variable {
+                name: node.name().into(),
+                path: node.path.clone(),
+                ty: NcType::of(&meta.dtype),
+                zarr_type: zarr_type_name(node),
+                dims,
+                attrs: typed_attributes(&attrs),
+            };
+            let g = &mut groups[index[gpath.as_str()]];
+            match var.ty {
+                Some(_) => g.vars.push(var),
+                None => g.attrs.push(Attribute {
+                    name: "comment".into(),
+                    ty: NcType::Char,
+                    values: Values::Text(format!(
+                        "variable {} left out: Zarr type {} has no netCDF equivalent",
+                        var.name, var.zarr_type
+                    )),
+                }),
+            }
+        }
+    }
+    if !nczarr {
+        groups[index[""]].dims = root_dims;
+    }
+    // Nest the groups, children in depth-first order.
+    let mut slots: Vec<Option<Group>> = groups.into_iter().map(Some).collect();
+    fn nest(
+        path: &str,
+        slots: &mut Vec<Option<Group>>,
+        index: &HashMap<String, usize>,
+        children: &HashMap<String, Vec<String>>,
+    ) -> Option<Group> {
+        let mut g = slots[*index.get(path)?].take()?;
+        let mut kids = children.get(path).cloned().unwrap_or_default();
+        kids.sort();
+        g.groups = kids
+            .iter()
+            .filter_map(|k| nest(k, slots, index, children))
+            .collect();
+        Some(g)
+    }
+    nest("", &mut slots, &index, &children)
+}
+
+/// An NCZarr variable's dimensions, from its fully qualified dimension names.
+fn nczarr_dims(node: &Node, shape: &[u64]) -> Vec<DimRef> {
+    let refs: Vec<String> = node
+        .document
+        .get("dimension_names")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str().map(String::from))
+        .collect();
+    shape
+        .iter()
+        .enumerate()
+        .map(|(i, &len)| match refs.get(i) {
+            Some(fqn) if refs.len() == shape.len() => {
+                let (group, name) = split_fqn(fqn);
+                DimRef { group, name, len }
+            }
+            _ => DimRef {
+                group: String::new(),
+                name: format!("_zdim_{len}"),
+                len,
+            },
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn fully_qualified_names_are_unescaped() {
+        assert_eq!(split_fqn("/x"), (String::new(), "x".into()));
+        assert_eq!(split_fqn("/g/h/my\\ dim"), ("g/h".into(), "my dim".into()));
+        assert_eq!(split_fqn("/a\\/b/c\\\\d"), ("a/b".into(), "c\\d".into()));
+    }
+
+    fn typed(v: Value) -> (NcType, Values) {
+        let a = typed_value("a", &v, None);
+        (a.ty, a.values)
+    }
+
+    #[test]
+    fn attribute_types_are_inferred_as_netcdf_c_does() {
+        assert_eq!(typed(json!(1)), (NcType::Byte, Values::Ints(vec![1])));
+        assert_eq!(typed(json!(200)), (NcType::UByte, Values::Ints(vec![200])));
+        assert_eq!(typed(json!(300)).0, NcType::Short);
+        assert_eq!(typed(json!(-40000)).0, NcType::Int);
+        assert_eq!(typed(json!(5000000000u64)).0, NcType::Int64);
+        assert_eq!(typed(json!(u64::MAX)).0, NcType::UInt64);
+        assert_eq!(typed(json!(true)), (NcType::UByte, Values::Ints(vec![1])));
+        assert_eq!(
+            typed(json!([1.5, 2])),
+            (NcType::Double, Values::Floats(vec![1.5, 2.0]))
+        );
+        assert_eq!(
+            typed(json!({"x": 1})),
+            (NcType::Char, Values::Text("{\"x\": 1}".into()))
+        );
+        let declared = typed_value("a", &json!([1, 2]), Some(NcType::Float));
+        assert_eq!(declared.values, Values::Floats(vec![1.0, 2.0]));
+    }
+}

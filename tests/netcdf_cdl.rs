@@ -1,0 +1,148 @@
+//! `.header.cdl` of every group, compared with what netCDF-c prints: Debian's `ncdump -h` of the
+//! same store for the stores netCDF-c 4.9 reads, and CDL written by hand from netCDF's rules
+//! (tests/fixtures/netcdf/*.cdl) for the others (Zarr v3, subgroups).
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use zarrfs::meta::LoadOptions;
+use zarrfs::view::View;
+
+fn open(store: &Path) -> View {
+    zarrfs::view::open(store.to_str().unwrap(), 64 << 20, &LoadOptions::default()).unwrap()
+}
+
+/// The whole file at `path` in `view`.
+fn read(view: &View, path: &str) -> String {
+    let ino = view
+        .resolve(path)
+        .unwrap_or_else(|e| panic!("{path}: {e:?}"));
+    let size = view.getattr(ino).unwrap().size;
+    let bytes = view.read(ino, 0, size as u32).unwrap();
+    assert_eq!(
+        bytes.len() as u64,
+        size,
+        "{path}: stat size and read length differ"
+    );
+    String::from_utf8(bytes).unwrap()
+}
+
+/// `ncdump -h` of a local store in `mode` (`zarr` or `nczarr`); `None` when ncdump is not
+/// installed (the test is skipped, or fails under ZARRFS_REQUIRE_FUSE=1, as CI sets it).
+fn ncdump(store: &Path, mode: &str) -> Option<String> {
+    let url = format!("file://{}#mode={mode},file", store.display());
+    match Command::new("ncdump").args(["-h", &url]).output() {
+        Ok(out) => {
+            assert!(
+                out.status.success(),
+                "ncdump -h {url} failed ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+            Some(String::from_utf8(out.stdout).unwrap())
+        }
+        Err(e) => {
+            assert!(
+                std::env::var("ZARRFS_REQUIRE_FUSE").as_deref() != Ok("1"),
+                "ncdump is required (apt-get install netcdf-bin): {e}"
+            );
+            eprintln!("skipped: ncdump (Debian netcdf-bin) is not installed: {e}");
+            None
+        }
+    }
+}
+
+/// Everything but the first line (`netcdf NAME {`).
+fn body(cdl: &str) -> &str {
+    cdl.split_once('\n').map_or("", |(_, rest)| rest)
+}
+
+/// Compares the root `.header.cdl` of `store` with `ncdump -h` of it in `mode`.
+fn compare(store: &Path, mode: &str) {
+    let Some(expected) = ncdump(store, mode) else {
+        return;
+    };
+    let name = store.file_stem().unwrap().to_str().unwrap();
+    let ours = read(&open(store), ".header.cdl");
+    assert_eq!(
+        ours.lines().next().unwrap(),
+        format!("netcdf {name} {{"),
+        "{name}: first line"
+    );
+    assert_eq!(
+        body(&ours),
+        body(&expected),
+        "{name}: .header.cdl differs from ncdump -h"
+    );
+}
+
+/// Pure Zarr v2 stores netCDF-c 4.9.0 reads. Left out: `consolidated_v2_stale` (zarrfs reads the
+/// consolidated metadata, netCDF-c the stale documents), `names_v2_zarr3` (netCDF-c 4.9.0's JSON
+/// parser turns `\u00e9` escapes in attributes into `u00e9`).
+#[test]
+fn pure_zarr_v2_headers_equal_ncdump() {
+    for store in [
+        "dialects/consolidated_v2_zarr2.zarr",
+        "dialects/consolidated_v2_zarr3.zarr",
+        "v2_codecs.zarr",
+    ] {
+        compare(&common::fixtures_dir().join(store), "zarr");
+    }
+}
+
+/// NCZarr generation 2 (netCDF-c 4.9.0, Debian's version). Debian's netCDF-c 4.9.0 crashes on
+/// two of its variables (the netCDF scalar `t0`, and `température`), so both sides read a copy
+/// whose root group does not list them.
+#[test]
+fn nczarr_header_equals_ncdump() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("nczarr_gen2.zarr");
+    common::servers::copy_tree(
+        &common::fixtures_dir().join("dialects/nczarr_gen2.zarr"),
+        &store,
+    );
+    let zgroup = store.join(".zgroup");
+    let mut doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&zgroup).unwrap()).unwrap();
+    let vars = doc["_NCZARR_GROUP"]["vars"].as_array_mut().unwrap();
+    vars.retain(|v| v != "t0" && v != "température");
+    std::fs::write(&zgroup, doc.to_string()).unwrap();
+    for var in ["t0", "température"] {
+        std::fs::remove_dir_all(store.join(var)).unwrap();
+    }
+    compare(&store, "nczarr");
+}
+
+/// Stores and groups ncdump cannot show (Zarr v3; a subgroup alone, with the root dimensions it
+/// uses declared in it), against CDL written from netCDF's rules in tests/fixtures/netcdf/.
+#[test]
+fn headers_equal_hand_written_cdl() {
+    for (store, group, expected) in [
+        ("dialects/sharding_v3.zarr", "", "sharding_v3.cdl"),
+        ("v3_attrs.zarr", "", "v3_attrs.cdl"),
+        ("dialects/nczarr_gen4.zarr", "", "nczarr_gen4.cdl"),
+        (
+            "dialects/nczarr_gen4.zarr",
+            "forecast",
+            "nczarr_gen4_forecast.cdl",
+        ),
+        (
+            "dialects/consolidated_v2_zarr2.zarr",
+            "g1",
+            "consolidated_v2_zarr2_g1.cdl",
+        ),
+    ] {
+        let view = open(&common::fixtures_dir().join(store));
+        let ours = read(&view, &format!("{group}/.header.cdl"));
+        let path = common::fixtures_dir().join("netcdf").join(expected);
+        if std::env::var("ZARRFS_BLESS").is_ok() {
+            std::fs::write(&path, &ours).unwrap();
+        }
+        let want = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            ours, want,
+            "{store} {group}: .header.cdl differs from {expected}"
+        );
+    }
+}

@@ -1,0 +1,170 @@
+//! `.ncstream` of every fixture group: read through the view in pieces that cut across the
+//! framing and the values, decoded by siphon (tests/ncstream_check.py) and every variable's
+//! values compared with the expected arrays.
+
+mod common;
+#[allow(dead_code)] // Only its allocation counter and view_of are used here.
+#[path = "common/hostile.rs"]
+mod hostile_support;
+
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::sync::Arc;
+use zarrfs::meta::LoadOptions;
+use zarrfs::view::{View, ViewError};
+
+#[global_allocator]
+static ALLOC: hostile_support::CountingAlloc = hostile_support::CountingAlloc;
+
+/// The whole file at `path`, read in pieces of `step` bytes.
+fn read_in_pieces(view: &View, path: &str, step: u32) -> Result<Vec<u8>, ViewError> {
+    let ino = view.resolve(path)?;
+    let size = view.getattr(ino)?.size;
+    let mut out = Vec::new();
+    while (out.len() as u64) < size {
+        let got = view.read(ino, out.len() as u64, step)?;
+        assert!(
+            !got.is_empty(),
+            "{path}: read stops before the stat size {size}"
+        );
+        out.extend(got);
+    }
+    assert!(
+        view.read(ino, size, step)?.is_empty(),
+        "{path}: bytes past the stat size"
+    );
+    Ok(out)
+}
+
+/// One stream to check: its name, file and expected values (stream path -> .npy).
+type Case = (String, std::path::PathBuf, BTreeMap<String, String>);
+
+/// Decodes every stream with siphon and compares it with its expected values; false when
+/// siphon is missing (then the test is skipped, or fails under ZARRFS_REQUIRE_FUSE=1).
+fn check_with_siphon(cases: &[Case], dir: &std::path::Path) -> bool {
+    let list: Vec<serde_json::Value> = cases
+        .iter()
+        .map(|(name, file, expected)| {
+            serde_json::json!({"name": name, "stream": file, "expected": expected})
+        })
+        .collect();
+    let json = dir.join("cases.json");
+    std::fs::write(&json, serde_json::to_vec(&list).unwrap()).unwrap();
+    let script = common::fixtures_dir().join("../ncstream_check.py");
+    let out = Command::new("python3")
+        .arg(script)
+        .arg(&json)
+        .output()
+        .expect("python3 runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    if out.status.code() == Some(3) {
+        assert!(
+            std::env::var(common::mount::REQUIRE_FUSE).as_deref() != Ok("1"),
+            "siphon is required (pip install siphon): {text}"
+        );
+        eprintln!("skipped: {text}");
+        return false;
+    }
+    eprintln!("{text}");
+    assert!(
+        out.status.success(),
+        "siphon's decoding differs from the expected arrays:\n{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    true
+}
+
+#[test]
+fn every_fixture_group_streams_its_values() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cases: Vec<Case> = Vec::new();
+    for manifest in ["dialects/manifest.json", "manifest.json"] {
+        for case in common::load_manifest(manifest) {
+            let load = LoadOptions {
+                consolidated: !case.options.iter().any(|o| o == "--no-consolidated"),
+            };
+            let view = zarrfs::view::open(case.store.to_str().unwrap(), 64 << 20, &load).unwrap();
+            for group in case.nodes.iter().filter(|n| n.is_group) {
+                let path = common::join(&group.path, ".ncstream");
+                let stream = match read_in_pieces(&view, &path, 4093) {
+                    Ok(s) => s,
+                    Err(ViewError::NotFound) if case.root_name.is_some() => continue,
+                    // A group holding arrays the manifest expects to fail: so does its stream.
+                    Err(ViewError::Io(_)) if case.nodes.iter().any(|n| n.expect.is_some()) => {
+                        continue
+                    }
+                    Err(e) => panic!("{}: {path}: {e:?}", case.name),
+                };
+                let whole = read_in_pieces(&view, &path, 1 << 20).unwrap();
+                assert_eq!(
+                    stream, whole,
+                    "{}: {path}: reads in pieces differ",
+                    case.name
+                );
+                let prefix = if group.path.is_empty() {
+                    String::new()
+                } else {
+                    format!("{}/", group.path)
+                };
+                let expected: BTreeMap<String, String> = case
+                    .healthy_arrays()
+                    .filter(|n| n.text.is_none() && n.path.starts_with(&prefix))
+                    .filter_map(|n| {
+                        let npy = n.npy.as_ref()?.to_str()?.to_string();
+                        Some((n.path[prefix.len()..].to_string(), npy))
+                    })
+                    .collect();
+                let file = tmp.path().join(format!("{}.{}", cases.len(), "ncstream"));
+                std::fs::write(&file, &stream).unwrap();
+                cases.push((format!("{} {path}", case.name), file, expected));
+            }
+        }
+    }
+    let checked: usize = cases.iter().map(|c| c.2.len()).sum();
+    assert!(checked > 50, "only {checked} variables checked");
+    check_with_siphon(&cases, tmp.path());
+}
+
+/// A 64 MiB group streams in pieces with memory near one read and the 1 MiB cache: the values are read from the
+/// array as the stream is read, never gathered whole.
+#[test]
+fn a_large_group_streams_in_bounded_memory() {
+    const SIDE: u64 = 4096;
+    let mut s = zarrfs::store::MemoryStore::new();
+    s.insert(".zgroup", r#"{"zarr_format": 2}"#);
+    s.insert(
+        "big/.zarray",
+        format!(
+            r#"{{"zarr_format": 2, "shape": [{SIDE}, {SIDE}], "chunks": [256, 256], "dtype": "<f4",
+               "compressor": null, "filters": null, "fill_value": 1.5, "order": "C"}}"#
+        ),
+    );
+    let view = hostile_support::view_of(Arc::new(s)).unwrap();
+    let ino = view.resolve(".ncstream").unwrap();
+    let size = view.getattr(ino).unwrap().size;
+    let values = SIDE * SIDE * 4;
+    assert!(size > values && size < values + 1024, "size {size}");
+    let mut first = Vec::new();
+    let mut last = Vec::new();
+    let peak = hostile_support::peak_allocation(|| {
+        let mut offset = 0;
+        while offset < size {
+            let piece = view.read(ino, offset, 1 << 20).unwrap();
+            if offset == 0 {
+                first = piece.clone();
+            }
+            offset += piece.len() as u64;
+            if offset >= size {
+                last = piece;
+            }
+        }
+    });
+    assert!(
+        peak < 8 << 20,
+        "reading the stream held {peak} bytes at once"
+    );
+    assert_eq!(&first[..4], b"CDFS");
+    assert_eq!(&last[last.len() - 4..], [0xed, 0xed, 0xde, 0xde]);
+    // The values end the data message, just before MAGIC_END: 1.5 big-endian.
+    assert_eq!(&last[last.len() - 8..last.len() - 4], 1.5f32.to_be_bytes());
+}
