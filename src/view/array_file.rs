@@ -104,7 +104,7 @@ impl ArrayFile {
     }
 
     /// The chunks, when the data can be read; else logs why and fails with EIO.
-    fn readable(&self) -> Result<&ChunkSource, ViewError> {
+    pub(super) fn readable(&self) -> Result<&ChunkSource, ViewError> {
         self.source.as_ref().map_err(|u| {
             log::error!("{}: data cannot be read: {}", self.display_path(), u.reason);
             ViewError::Io(u.cause)
@@ -116,7 +116,7 @@ impl ArrayFile {
         self.readable().map(|_| ())
     }
 
-    fn display_path(&self) -> &str {
+    pub(super) fn display_path(&self) -> &str {
         if self.path.is_empty() {
             "/"
         } else {
@@ -321,7 +321,7 @@ impl ArrayFile {
 }
 
 /// Appends `len` bytes of the repeated element `fill`, starting at file byte `at`.
-fn extend_with_fill(out: &mut Vec<u8>, fill: &[u8], at: u64, len: u64) {
+pub(super) fn extend_with_fill(out: &mut Vec<u8>, fill: &[u8], at: u64, len: u64) {
     if fill.iter().all(|&b| b == fill[0]) {
         out.resize(out.len() + len as usize, fill[0]);
         return;

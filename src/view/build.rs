@@ -260,6 +260,7 @@ impl View {
             prefetcher: None,
             handles: Default::default(),
             next_handle: Default::default(),
+            slices: Default::default(),
         }
     }
 }
