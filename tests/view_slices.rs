@@ -151,7 +151,13 @@ impl Item {
                 let start = a.map_or(0, clip);
                 let stop = b.map_or(n, clip);
                 let step = c.unwrap_or(1) as usize;
-                ((start..stop.max(start)).step_by(step).map(|i| i as u64).collect(), true)
+                (
+                    (start..stop.max(start))
+                        .step_by(step)
+                        .map(|i| i as u64)
+                        .collect(),
+                    true,
+                )
             }
         }
     }
@@ -222,11 +228,8 @@ fn case() -> impl Strategy<Value = Case> {
 fn model(c: &Case, expected: &[Vec<u8>]) -> (String, Vec<u64>, Vec<u8>) {
     let rank = c.shape.len();
     let first = if c.form == 1 { rank - c.items.len() } else { 0 };
-    let mut per_axis: Vec<(Vec<u64>, bool)> = c
-        .shape
-        .iter()
-        .map(|&n| ((0..n).collect(), true))
-        .collect();
+    let mut per_axis: Vec<(Vec<u64>, bool)> =
+        c.shape.iter().map(|&n| ((0..n).collect(), true)).collect();
     for (i, it) in c.items.iter().enumerate() {
         per_axis[first + i] = it.indices(c.shape[first + i] as i64);
     }
@@ -314,8 +317,11 @@ fn a_name_looked_up_twice_is_the_same_inode_and_is_not_listed() {
         .map(|e| e.name)
         .collect();
     assert!(!names.iter().any(|n| n.contains('[')), "{names:?}");
-    let json = String::from_utf8(view.read(view.resolve("a[-1].json").unwrap(), 0, 4096).unwrap())
-        .unwrap();
+    let json = String::from_utf8(
+        view.read(view.resolve("a[-1].json").unwrap(), 0, 4096)
+            .unwrap(),
+    )
+    .unwrap();
     assert!(json.contains("\"selection\": \"3,0:5\""), "{json}");
 }
 
@@ -323,15 +329,7 @@ fn a_name_looked_up_twice_is_the_same_inode_and_is_not_listed() {
 fn invalid_selections_are_not_found() {
     let (view, _) = array(&[4, 5], &[2, 2], Ty::U8, &[]);
     for name in [
-        "a[5,x]",
-        "a[4]",
-        "a[0, 1]",
-        "a[::0]",
-        "a[1,2,3]",
-        "a[d9=1]",
-        "b[0]",
-        "a[0",
-        "a[0].txt",
+        "a[5,x]", "a[4]", "a[0, 1]", "a[::0]", "a[1,2,3]", "a[d9=1]", "b[0]", "a[0", "a[0].txt",
     ] {
         assert!(
             matches!(view.resolve(name), Err(ViewError::NotFound)),

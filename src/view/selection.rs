@@ -70,7 +70,11 @@ fn resolve(item: &Item, len: u64, axis: usize) -> Result<AxisSel, String> {
     let n = i128::from(len);
     match *item {
         Item::Index(i) => {
-            let at = if i < 0 { n + i128::from(i) } else { i128::from(i) };
+            let at = if i < 0 {
+                n + i128::from(i)
+            } else {
+                i128::from(i)
+            };
             if at < 0 || at >= n {
                 return Err(format!(
                     "index {i} is out of range for axis {axis} of length {len}"
@@ -97,7 +101,11 @@ fn resolve(item: &Item, len: u64, axis: usize) -> Result<AxisSel, String> {
                 0
             };
             Ok(AxisSel {
-                start: if count == 0 { lo.min(n) as u64 } else { lo as u64 },
+                start: if count == 0 {
+                    lo.min(n) as u64
+                } else {
+                    lo as u64
+                },
                 step,
                 count,
                 dropped: false,
@@ -153,10 +161,7 @@ impl Selection {
             .iter()
             .map(|r| parse_item(r))
             .collect::<Result<Vec<_>, _>>()?;
-        let ellipses = items
-            .iter()
-            .filter(|i| matches!(i, Item::Ellipsis))
-            .count();
+        let ellipses = items.iter().filter(|i| matches!(i, Item::Ellipsis)).count();
         if ellipses > 1 {
             return Err("'...' may appear only once".into());
         }

@@ -159,9 +159,69 @@ impl SliceFile {
         Ok(())
     }
 
-    /// Appends bytes `offset..offset+len` of `A[SEL]` to `out` (fewer at the end). Walks the
-    /// selection row by row (a row: the selected indices along the last axis); each row is cut
-    /// at chunk boundaries, and each piece is one copy (step 1) or a strided copy.
+    /// Calls `piece(chunk, first, n, step)` for the selected elements `e0..e1` (C order of
+    /// the selection) in order: `n` elements of chunk `chunk` (linear index), the first at
+    /// element offset `first` in the decoded chunk, then every `step`-th. Walks the selection
+    /// row by row (a row: the selected indices along the last axis), each row cut at chunk
+    /// boundaries.
+    fn walk(
+        &self,
+        e0: u64,
+        e1: u64,
+        mut piece: impl FnMut(u64, u64, u64, u64) -> Result<(), ViewError>,
+    ) -> Result<(), ViewError> {
+        let last = self.axes.len() - 1;
+        let lsel = &self.axes[last];
+        let (lcs, lgrid) = (self.chunk_shape[last], self.grid[last]);
+        let row_len = lsel.count;
+        let mut coords = vec![0u64; last];
+        let mut e = e0;
+        while e < e1 {
+            let (mut row, w0) = (e / row_len, e % row_len);
+            let w1 = row_len.min(w0 + (e1 - e));
+            for ax in (0..last).rev() {
+                let a = &self.axes[ax];
+                coords[ax] = a.start + (row % a.count) * a.step;
+                row /= a.count;
+            }
+            // The row's chunk grid index and offset inside the chunk, all axes but the last.
+            let (mut chunk_prefix, mut off_prefix) = (0u64, 0u64);
+            for (ax, &src) in coords.iter().enumerate() {
+                let cs = self.chunk_shape[ax];
+                chunk_prefix = chunk_prefix * self.grid[ax] + src / cs;
+                off_prefix = off_prefix * cs + src % cs;
+            }
+            let mut k = w0;
+            while k < w1 {
+                let s = lsel.start + k * lsel.step;
+                let c = s / lcs;
+                let k_end = w1.min(((c + 1) * lcs - lsel.start).div_ceil(lsel.step));
+                piece(
+                    chunk_prefix * lgrid + c,
+                    off_prefix * lcs + s % lcs,
+                    k_end - k,
+                    lsel.step,
+                )?;
+                k = k_end;
+            }
+            e += w1 - w0;
+        }
+        Ok(())
+    }
+
+    /// Every selected element as (chunk, element offset in the decoded chunk), in order.
+    pub fn elements(&self) -> Vec<(u64, u64)> {
+        let mut out = Vec::new();
+        let total = self.data_size / self.elem_size;
+        let _ = self.walk(0, total, |chunk, first, n, step| {
+            out.extend((0..n).map(|j| (chunk, first + j * step)));
+            Ok(())
+        });
+        out
+    }
+
+    /// Appends bytes `offset..offset+len` of `A[SEL]` to `out` (fewer at the end): per piece
+    /// of a row inside one chunk, one copy (step 1) or a strided copy.
     pub fn read_data(
         &self,
         source: &ChunkSource,
@@ -179,73 +239,41 @@ impl SliceFile {
         let at = out.len();
         out.reserve(((e1 - e0) * es) as usize);
         let fill = &source.reader.meta().fill_value;
-        let last = self.axes.len() - 1;
-        let lsel = &self.axes[last];
-        let (lcs, lgrid) = (self.chunk_shape[last], self.grid[last]);
-        let row_len = lsel.count;
         let mut held: Vec<(u64, ChunkData)> = Vec::new();
-        let mut coords = vec![0u64; last];
-        let mut e = e0;
-        while e < e1 {
-            let (mut row, w0) = (e / row_len, e % row_len);
-            let w1 = row_len.min(w0 + (e1 - e));
-            // The row's position: chunk grid index and offset inside the chunk, all axes but
-            // the last.
-            for ax in (0..last).rev() {
-                let a = &self.axes[ax];
-                coords[ax] = a.start + (row % a.count) * a.step;
-                row /= a.count;
-            }
-            let (mut chunk_prefix, mut off_prefix) = (0u64, 0u64);
-            for (ax, &src) in coords.iter().enumerate().take(last) {
-                let cs = self.chunk_shape[ax];
-                chunk_prefix = chunk_prefix * self.grid[ax] + src / cs;
-                off_prefix = off_prefix * cs + src % cs;
-            }
-            let mut k = w0;
-            while k < w1 {
-                let s = lsel.start + k * lsel.step;
-                let c = s / lcs;
-                let k_end = w1.min(((c + 1) * lcs - lsel.start).div_ceil(lsel.step));
-                let n = k_end - k;
-                let chunk = chunk_prefix * lgrid + c;
-                let slot = match held.iter().rposition(|(i, _)| *i == chunk) {
-                    Some(i) => i,
-                    None => {
-                        if held.len() == MAX_HELD_CHUNKS {
-                            held.remove(0);
-                        }
-                        held.push((chunk, source.chunk(cache, chunk).map_err(chunk_failed)?));
-                        held.len() - 1
+        self.walk(e0, e1, |chunk, first, n, step| {
+            let slot = match held.iter().rposition(|(i, _)| *i == chunk) {
+                Some(i) => i,
+                None => {
+                    if held.len() == MAX_HELD_CHUNKS {
+                        held.remove(0);
                     }
-                };
-                let base = ((off_prefix * lcs + s % lcs) * es) as usize;
-                match &held[slot].1 {
-                    None => extend_with_fill(out, fill, 0, n * es),
-                    Some(data) => {
-                        let span = ((n - 1) * lsel.step * es + es) as usize;
-                        let bytes = data.get(base..base + span).ok_or_else(|| {
-                            log::error!(
-                                "{}: chunk {chunk} decoded to {} bytes, too few",
-                                self.name,
-                                data.len()
-                            );
-                            ViewError::Io(IoCause::Corrupt)
-                        })?;
-                        if lsel.step == 1 {
-                            out.extend_from_slice(bytes);
-                        } else {
-                            let stride = (lsel.step * es) as usize;
-                            for el in bytes.chunks(stride) {
-                                out.extend_from_slice(&el[..es as usize]);
-                            }
-                        }
-                    }
+                    held.push((chunk, source.chunk(cache, chunk).map_err(chunk_failed)?));
+                    held.len() - 1
                 }
-                k = k_end;
+            };
+            let Some(data) = &held[slot].1 else {
+                extend_with_fill(out, fill, 0, n * es);
+                return Ok(());
+            };
+            let base = (first * es) as usize;
+            let span = ((n - 1) * step * es + es) as usize;
+            let bytes = data.get(base..base + span).ok_or_else(|| {
+                log::error!(
+                    "{}: chunk {chunk} decoded to {} bytes, too few",
+                    self.name,
+                    data.len()
+                );
+                ViewError::Io(IoCause::Corrupt)
+            })?;
+            if step == 1 {
+                out.extend_from_slice(bytes);
+            } else {
+                for el in bytes.chunks((step * es) as usize) {
+                    out.extend_from_slice(&el[..es as usize]);
+                }
             }
-            e += w1 - w0;
-        }
+            Ok(())
+        })?;
         let skip = (offset - e0 * es) as usize;
         if skip > 0 {
             out.drain(at..at + skip);
@@ -280,10 +308,9 @@ impl SliceFile {
         }
         let mut chunks = Vec::new();
         'walk: loop {
-            let linear = pos
-                .iter()
-                .enumerate()
-                .fold(0, |acc, (ax, &p)| acc * self.grid[ax] + self.axis_chunks[ax][p]);
+            let linear = pos.iter().enumerate().fold(0, |acc, (ax, &p)| {
+                acc * self.grid[ax] + self.axis_chunks[ax][p]
+            });
             chunks.push(linear);
             if chunks.len() as u64 >= max {
                 break;

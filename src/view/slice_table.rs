@@ -13,20 +13,25 @@ use std::time::SystemTime;
 const SLICE_INO_BASE: u64 = 1 << 62;
 /// Most selection files remembered; the oldest are forgotten first.
 const MAX_SLICES: usize = 4096;
+/// Most elements of a selection of a variable-length array: its files are made at lookup.
+const MAX_VLEN_ELEMENTS: u64 = super::SYNC_SCAN_MAX;
 
-/// Which of the three files of a selection an inode is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum SliceKind {
-    Data,
-    Npy,
-    Json,
+/// What a selection file holds.
+#[derive(Clone)]
+enum Body {
+    /// The selected elements, read from the chunks.
+    Data(Arc<SliceFile>),
+    /// The NPY header plus the selected elements.
+    Npy(Arc<SliceFile>),
+    /// Bytes made at lookup: the `.json` document, or the files of a selection of a
+    /// variable-length array.
+    Bytes(Arc<[u8]>),
 }
 
 /// One selection file.
 #[derive(Clone)]
 struct SliceEntry {
-    file: Arc<SliceFile>,
-    kind: SliceKind,
+    body: Body,
     mtime: SystemTime,
 }
 
@@ -54,7 +59,10 @@ impl SliceTable {
     }
 
     fn find(&self, parent: u64, name: &str) -> Option<u64> {
-        self.lock().by_name.get(&(parent, name.to_string())).copied()
+        self.lock()
+            .by_name
+            .get(&(parent, name.to_string()))
+            .copied()
     }
 
     /// Remembers `entry` as `name` in `parent` (unless another lookup just did) and returns
@@ -118,16 +126,17 @@ impl View {
         let dir = self.dir(parent)?;
         let array_ino = *dir.by_name.get(array_name).ok_or(ViewError::NotFound)?;
         let inode = self.inode(array_ino)?;
-        let k = match inode.content {
-            Content::Data(k) => k,
-            Content::Text(_) => {
-                log::warn!("{name}: selections of variable-length arrays are not served");
-                return Err(ViewError::NotFound);
+        let (k, source, path) = match inode.content {
+            Content::Data(k) => {
+                let array = &self.arrays[k as usize];
+                (k, array.readable()?, array.display_path())
+            }
+            Content::Text(k) => {
+                let vlen = &self.vlen[k as usize];
+                (k, vlen.source(), vlen.shown())
             }
             _ => return Err(ViewError::NotFound),
         };
-        let array = &self.arrays[k as usize];
-        let source = array.readable()?;
         let meta = source.reader.meta();
         let dims = match dir
             .by_name
@@ -138,20 +147,35 @@ impl View {
             Some(Content::Json(bytes)) => dimension_names(bytes, meta.shape.len()),
             _ => vec![None; meta.shape.len()],
         };
-        let shown = format!("{}[{text}]", array.display_path());
+        let shown = format!("{path}[{text}]");
         let sel = Selection::parse(text, &meta.shape, &dims).map_err(|reason| {
             log::warn!("{shown}: {reason}");
             ViewError::NotFound
         })?;
-        let file = SliceFile::new(shown, k, array.display_path(), source, &sel);
-        let kind = match suffix {
-            ".npy" => SliceKind::Npy,
-            ".json" => SliceKind::Json,
-            _ => SliceKind::Data,
+        let file = Arc::new(SliceFile::new(shown, k, path, source, &sel));
+        let body = match (&inode.content, suffix) {
+            (_, ".json") => Body::Bytes(file.json().clone()),
+            (Content::Text(_), _) => {
+                let count = sel.element_count();
+                if count > MAX_VLEN_ELEMENTS {
+                    log::warn!(
+                        "{path}[{text}]: selects {count} elements of a variable-length array; \
+                         at most {MAX_VLEN_ELEMENTS} are served as a selection"
+                    );
+                    return Err(ViewError::NotFound);
+                }
+                let (text_file, npy) = self.vlen[k as usize].selection_files(
+                    &self.cache,
+                    &sel.shape(),
+                    &file.elements(),
+                )?;
+                Body::Bytes(Arc::from(if suffix == ".npy" { npy } else { text_file }))
+            }
+            (_, ".npy") => Body::Npy(file),
+            _ => Body::Data(file),
         };
         let entry = SliceEntry {
-            file: Arc::new(file),
-            kind,
+            body,
             mtime: inode.mtime,
         };
         let ino = self.slices.insert(parent, name, entry);
@@ -165,10 +189,10 @@ impl View {
     /// Attributes of selection file `ino`.
     pub(super) fn slice_attr(&self, ino: u64) -> Result<Attr, ViewError> {
         let e = self.slice(ino)?;
-        let size = match e.kind {
-            SliceKind::Data => e.file.data_size(),
-            SliceKind::Npy => e.file.npy_size(),
-            SliceKind::Json => e.file.json().len() as u64,
+        let size = match &e.body {
+            Body::Data(f) => f.data_size(),
+            Body::Npy(f) => f.npy_size(),
+            Body::Bytes(b) => b.len() as u64,
         };
         Ok(Attr {
             ino,
@@ -181,14 +205,13 @@ impl View {
 
     /// Opens selection file `ino`: queues the first of its chunks for decoding.
     pub(super) fn open_slice(&self, ino: u64) -> Result<u64, ViewError> {
-        let e = self.slice(ino)?;
-        if e.kind == SliceKind::Json {
+        let (Body::Data(f) | Body::Npy(f)) = self.slice(ino)?.body else {
             return Ok(0);
-        }
-        let array = &self.arrays[e.file.array as usize];
+        };
+        let array = &self.arrays[f.array as usize];
         array.check_readable()?;
         if let Some(pool) = &self.prefetcher {
-            e.file.prefetch_from(array, pool, &self.cache, 0);
+            f.prefetch_from(array, pool, &self.cache, 0);
         }
         Ok(self
             .next_handle
@@ -205,27 +228,30 @@ impl View {
         len: u64,
         out: &mut Vec<u8>,
     ) -> Result<(), ViewError> {
-        let e = self.slice(ino)?;
-        let f = &e.file;
-        if e.kind == SliceKind::Json {
-            let bytes = f.json();
-            let start = offset.min(bytes.len() as u64) as usize;
-            let end = offset.saturating_add(len).min(bytes.len() as u64) as usize;
-            out.extend_from_slice(&bytes[start..end]);
-            return Ok(());
-        }
+        let (f, npy) = match self.slice(ino)?.body {
+            Body::Bytes(bytes) => {
+                let start = offset.min(bytes.len() as u64) as usize;
+                let end = offset.saturating_add(len).min(bytes.len() as u64) as usize;
+                out.extend_from_slice(&bytes[start..end]);
+                return Ok(());
+            }
+            Body::Data(f) => (f, false),
+            Body::Npy(f) => (f, true),
+        };
         let array = &self.arrays[f.array as usize];
         let source = array.readable()?;
-        let data_offset = match e.kind {
-            SliceKind::Npy => offset.saturating_sub(f.header_len()),
-            _ => offset,
-        };
         if let Some(pool) = &self.prefetcher {
+            let data_offset = if npy {
+                offset.saturating_sub(f.header_len())
+            } else {
+                offset
+            };
             f.prefetch_from(array, pool, &self.cache, data_offset);
         }
-        match e.kind {
-            SliceKind::Npy => f.read_npy(source, &self.cache, offset, len, out),
-            _ => f.read_data(source, &self.cache, offset, len, out),
+        if npy {
+            f.read_npy(source, &self.cache, offset, len, out)
+        } else {
+            f.read_data(source, &self.cache, offset, len, out)
         }
     }
 }
