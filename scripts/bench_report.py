@@ -161,6 +161,18 @@ def rows(r, p):
     speed("3 column", "pixel series `a[:, y, x]` via numpy.memmap, cold, vs zarr-python",
           "col.pixel.zarrfs", "col.pixel.zarr")
 
+    # 8. selection files (slices by name): speed-up = zarr-python time / zarrfs time
+    speed("8 slices", "pixel series file `zstd[:,y,x]`, cold, vs zarr-python `a[:, y, x]`",
+          "slice.pixel.zarrfs", "slice.pixel.zarr")
+    speed("8 slices", "column file `zstd[:,:,x]`, cold, vs zarr-python `a[:, :, x]`",
+          "slice.column.zarrfs", "slice.column.zarr")
+    speed("8 slices", "frame file `by_frame[t]`, chunks = frames, cold, vs zarr-python `a[t]`",
+          "slice.frame.zarrfs", "slice.frame.zarr", tgt=1.3)
+    speed("8 slices", "frame file `by_block[t]`, chunks 8×256×256, cold, vs zarr-python `a[t]`",
+          "slice.frame_block.zarrfs", "slice.frame_block.zarr", tgt=1.3)
+    speed("8 slices", "sub-block file `zstd[t0:t0+16,200:712,300:812]`, cold, vs zarr-python",
+          "slice.block.zarrfs", "slice.block.zarr", tgt=1.3)
+
     # 4. random 4 KiB preads
     base = r.best_json("rand.pagecache", "iops")
     floor = r.best_json("rand.floor", "iops")
@@ -418,6 +430,9 @@ run mean much.
   obstore's `S3Store` (default settings), timed as in the full read. Mount times are for the tree
   above, once as written (found by listing, measured once: one request per node) and once after
   `zarr.consolidate_metadata`; the request counts come from the mount's progress log line.
+* **Slices**: the selection files of zarrfs (`A[SEL]`, read whole with `np.fromfile` of the
+  file `A[SEL]` in a fresh Python process on a fresh mount) against zarr-python's `a[SEL]`, cold,
+  with the same warm-up and value check as the frames and columns.
 * **Peak RSS**: the daemon run with `-f --cache-size {rss_cache}`, reading every array of the array
   store at once ({rss_read_mib} MiB of decoded data) plus out-of-cache random reads; VmHWM from
   `/proc/PID/status`.
