@@ -46,6 +46,18 @@ for f, exp, text in zip(pairs[::3], pairs[1::3], pairs[2::3]):
 print(checked)
 "#;
 
+/// Runs `script` with `args` in python3, within the operation timeout.
+fn python(script: &'static str, args: Vec<String>) -> std::process::Output {
+    timed("python3", move || {
+        Command::new("python3")
+            .arg("-c")
+            .arg(script)
+            .args(args)
+            .output()
+            .unwrap()
+    })
+}
+
 #[test]
 fn selections_of_every_fixture_array_match_numpy() {
     if !common::mount::fuse_ready() {
@@ -75,14 +87,7 @@ fn selections_of_every_fixture_array_match_numpy() {
             continue;
         }
         let name = case.name.clone();
-        let out = timed("python3", move || {
-            Command::new("python3")
-                .arg("-c")
-                .arg(CHECK)
-                .args(args)
-                .output()
-                .unwrap()
-        });
+        let out = python(CHECK, args);
         assert!(
             out.status.success(),
             "{name}: {}",
@@ -136,14 +141,7 @@ for bad in ["[5,x]", "[30]", "[0,\u00a01]", "[::-1]", "[height=1]", "[0,0,0,0]"]
 print("ok")
 "#;
     let args = [dir, node.npy.clone().unwrap()];
-    let out = timed("python3", move || {
-        Command::new("python3")
-            .arg("-c")
-            .arg(script)
-            .args(args)
-            .output()
-            .unwrap()
-    });
+    let out = python(script, args.map(|p| p.display().to_string()).to_vec());
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),
         "ok",

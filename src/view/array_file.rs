@@ -3,6 +3,7 @@
 
 use super::chunk_source::ChunkSource;
 use super::error::chunk_failed;
+use super::npy::read_after_header;
 use super::read_policy::Prediction;
 use super::{npy_header, IoCause, ViewError};
 use crate::cache::{ChunkCache, ChunkData, ChunkId, Job, Prefetcher};
@@ -133,17 +134,9 @@ impl ArrayFile {
         out: &mut Vec<u8>,
     ) -> Result<(), ViewError> {
         self.check_readable()?;
-        let hlen = self.header_len();
-        if offset >= hlen {
-            return self.read_data(cache, offset - hlen, len, out);
-        }
-        let head_end = offset.saturating_add(len).min(hlen);
-        out.extend_from_slice(&self.header[offset as usize..head_end as usize]);
-        let rest = len - (head_end - offset);
-        if rest > 0 {
-            self.read_data(cache, 0, rest, out)?;
-        }
-        Ok(())
+        read_after_header(&self.header, offset, len, out, |at, n, out| {
+            self.read_data(cache, at, n, out)
+        })
     }
 
     /// Appends bytes `offset..offset+len` of `A` to `out` (fewer at the end of the file).

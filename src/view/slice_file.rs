@@ -4,6 +4,7 @@
 use super::array_file::{extend_with_fill, ArrayFile};
 use super::chunk_source::ChunkSource;
 use super::error::chunk_failed;
+use super::npy::read_after_header;
 use super::selection::{AxisSel, Selection};
 use super::{npy_header, IoCause, ViewError};
 use crate::cache::{ChunkCache, ChunkData, Prefetcher};
@@ -146,17 +147,9 @@ impl SliceFile {
         len: u64,
         out: &mut Vec<u8>,
     ) -> Result<(), ViewError> {
-        let hlen = self.header_len();
-        if offset >= hlen {
-            return self.read_data(source, cache, offset - hlen, len, out);
-        }
-        let head_end = offset.saturating_add(len).min(hlen);
-        out.extend_from_slice(&self.header[offset as usize..head_end as usize]);
-        let rest = len - (head_end - offset);
-        if rest > 0 {
-            self.read_data(source, cache, 0, rest, out)?;
-        }
-        Ok(())
+        read_after_header(&self.header, offset, len, out, |at, n, out| {
+            self.read_data(source, cache, at, n, out)
+        })
     }
 
     /// Calls `piece(chunk, first, n, step)` for the selected elements `e0..e1` (C order of
