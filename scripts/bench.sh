@@ -20,7 +20,7 @@
 #
 # Options: --quick, --output FILE (default: BENCHMARKS.md at the repository root for a full run,
 # $BENCH_DIR/run/BENCHMARKS.md for --quick), --only SECTIONS (comma list of
-# full,frame,column,random,parallel,meta,rss,remote,backing; for debugging), -h.
+# full,frame,column,slice,random,parallel,meta,rss,remote,backing; for debugging), -h.
 set -euo pipefail
 export LC_ALL=C
 
@@ -28,7 +28,7 @@ usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 
 QUICK=0
 OUTPUT=""
-ONLY="full,frame,column,random,parallel,meta,rss,remote,backing"
+ONLY="full,frame,column,slice,random,parallel,meta,rss,remote,backing"
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) QUICK=1 ;;
@@ -310,6 +310,16 @@ section_frame() {
 section_column() {
     cold_pair col.plane zstd ":,:,$((X / 2 + 3))" memmap "$T,$Y,$X"
     cold_pair col.pixel zstd ":,$((Y / 3)),$((X / 2 + 3))" memmap "$T,$Y,$X"
+}
+
+# 8. Selection files (`A[SEL]`, slices by name) against zarr-python's a[sel], cold.
+section_slice() {
+    local t=$((TS / 2 + 1)) t0=$((T / 4))
+    cold_pair slice.pixel zstd ":,$((Y / 3)),$((X / 2 + 3))" slice "$T,$Y,$X"
+    cold_pair slice.column zstd ":,:,$((X / 2 + 3))" slice "$T,$Y,$X"
+    cold_pair slice.frame stack/by_frame "$t" slice "$TS,$Y,$X"
+    cold_pair slice.frame_block stack/by_block "$t" slice "$TS,$Y,$X"
+    cold_pair slice.block zstd "$t0:$((t0 + 16)),200:712,300:812" slice "$T,$Y,$X"
 }
 
 # 4. Random 4 KiB preads, timed per call by a small C program.
@@ -629,6 +639,7 @@ log "zarrfs $ZARRFS_BIN; ${SIZE_MIB} MiB per array (${T}x${Y}x${X} float32); $RE
 section full
 section frame
 section column
+section slice
 section random
 section parallel
 section meta

@@ -161,6 +161,18 @@ def rows(r, p):
     speed("3 column", "pixel series `a[:, y, x]` via numpy.memmap, cold, vs zarr-python",
           "col.pixel.zarrfs", "col.pixel.zarr")
 
+    # 8. selection files (slices by name): speed-up = zarr-python time / zarrfs time
+    speed("8 slices", "pixel series file `zstd[:,y,x]`, cold, vs zarr-python `a[:, y, x]`",
+          "slice.pixel.zarrfs", "slice.pixel.zarr")
+    speed("8 slices", "column file `zstd[:,:,x]`, cold, vs zarr-python `a[:, :, x]`",
+          "slice.column.zarrfs", "slice.column.zarr")
+    speed("8 slices", "frame file `by_frame[t]`, chunks = frames, cold, vs zarr-python `a[t]`",
+          "slice.frame.zarrfs", "slice.frame.zarr", tgt=1.3)
+    speed("8 slices", "frame file `by_block[t]`, chunks 8×256×256, cold, vs zarr-python `a[t]`",
+          "slice.frame_block.zarrfs", "slice.frame_block.zarr", tgt=1.3)
+    speed("8 slices", "sub-block file `zstd[t0:t0+16,200:712,300:812]`, cold, vs zarr-python",
+          "slice.block.zarrfs", "slice.block.zarr", tgt=1.3)
+
     # 4. random 4 KiB preads
     base = r.best_json("rand.pagecache", "iops")
     floor = r.best_json("rand.floor", "iops")
@@ -236,7 +248,7 @@ def rows(r, p):
         add("7 remote", f"mount time over S3, {nodes} nodes {label}, vs mounting the local directory",
             zs, fmt_time(base), base / t if base else None, "—", None)
 
-    # 8. decode once (--cache-dir)
+    # 9. decode once (--cache-dir)
     page = rate("backing.raw.pagecache")
     move = r.min("limit.move")
     for codec in ("zstd", "blosc", "gzip"):
@@ -447,6 +459,9 @@ run mean much.
   obstore's `S3Store` (default settings), timed as in the full read. Mount times are for the tree
   above, once as written (found by listing, measured once: one request per node) and once after
   `zarr.consolidate_metadata`; the request counts come from the mount's progress log line.
+* **Slices**: the selection files of zarrfs (`A[SEL]`, read whole with `np.fromfile` of the
+  file `A[SEL]` in a fresh Python process on a fresh mount) against zarr-python's `a[SEL]`, cold,
+  with the same warm-up and value check as the frames and columns.
 * **Decode once**: per codec, a cold read (as above) with and without `--cache-dir` (a fresh,
   empty directory; the read writes the backing file), a second `dd` through the same mount (the
   array is now complete: the open is answered with FUSE passthrough where the kernel allows it),

@@ -4,6 +4,7 @@
 use super::backed::{ArrayBacking, Backing};
 use super::chunk_source::ChunkSource;
 use super::error::chunk_failed;
+use super::npy::read_after_header;
 use super::read_policy::Prediction;
 use super::{npy_header, IoCause, ViewError};
 use crate::cache::{ChunkCache, ChunkData, ChunkId, Job, Prefetcher};
@@ -128,7 +129,7 @@ impl ArrayFile {
     }
 
     /// The chunks, when the data can be read; else logs why and fails with EIO.
-    fn readable(&self) -> Result<&ChunkSource, ViewError> {
+    pub(super) fn readable(&self) -> Result<&ChunkSource, ViewError> {
         self.source.as_ref().map_err(|u| {
             log::error!("{}: data cannot be read: {}", self.display_path(), u.reason);
             ViewError::Io(u.cause)
@@ -158,17 +159,9 @@ impl ArrayFile {
         out: &mut Vec<u8>,
     ) -> Result<(), ViewError> {
         self.check_readable()?;
-        let hlen = self.header_len();
-        if offset >= hlen {
-            return self.read_data(cache, offset - hlen, len, out);
-        }
-        let head_end = offset.saturating_add(len).min(hlen);
-        out.extend_from_slice(&self.header[offset as usize..head_end as usize]);
-        let rest = len - (head_end - offset);
-        if rest > 0 {
-            self.read_data(cache, 0, rest, out)?;
-        }
-        Ok(())
+        read_after_header(&self.header, offset, len, out, |at, n, out| {
+            self.read_data(cache, at, n, out)
+        })
     }
 
     /// Appends bytes `offset..offset+len` of `A` to `out` (fewer at the end of the file):
@@ -373,7 +366,7 @@ impl ArrayFile {
 }
 
 /// Appends `len` bytes of the repeated element `fill`, starting at file byte `at`.
-fn extend_with_fill(out: &mut Vec<u8>, fill: &[u8], at: u64, len: u64) {
+pub(super) fn extend_with_fill(out: &mut Vec<u8>, fill: &[u8], at: u64, len: u64) {
     if fill.iter().all(|&b| b == fill[0]) {
         out.resize(out.len() + len as usize, fill[0]);
         return;

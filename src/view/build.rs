@@ -327,6 +327,7 @@ impl View {
             handles: Default::default(),
             next_handle: Default::default(),
             backing: None,
+            slices: Default::default(),
         }
     }
 }

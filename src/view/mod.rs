@@ -13,6 +13,9 @@ mod layout;
 pub mod netcdf;
 mod npy;
 mod read_policy;
+mod selection;
+mod slice_file;
+mod slice_table;
 mod vlen_file;
 
 use array_file::ArrayFile;
@@ -21,6 +24,7 @@ pub use layout::{Layout, Run};
 pub use npy::npy_header;
 pub use read_policy::ReadPolicy;
 use read_policy::{Prediction, ReaderState};
+use slice_table::{is_slice, SliceTable};
 pub use vlen_file::SYNC_SCAN_MAX;
 use vlen_file::{Sizer, VlenFile};
 
@@ -118,6 +122,8 @@ pub struct View {
     next_handle: AtomicU64,
     /// The cache directory of decoded arrays, when one is used.
     backing: Option<backed::Backing>,
+    /// Selection files (`A[SEL]`) looked up so far.
+    slices: SliceTable,
 }
 
 impl View {
@@ -157,18 +163,19 @@ impl View {
             .try_fold(ROOT_INO, |dir, name| self.lookup(dir, name).map(|a| a.ino))
     }
 
-    /// The entry `name` in directory `parent`.
+    /// The entry `name` in directory `parent`; names of selections (`A[SEL]`) too.
     pub fn lookup(&self, parent: u64, name: &str) -> Result<Attr, ViewError> {
-        let ino = *self
-            .dir(parent)?
-            .by_name
-            .get(name)
-            .ok_or(ViewError::NotFound)?;
-        self.getattr(ino)
+        match self.dir(parent)?.by_name.get(name) {
+            Some(&ino) => self.getattr(ino),
+            None => self.lookup_slice(parent, name),
+        }
     }
 
     /// Attributes of `ino`.
     pub fn getattr(&self, ino: u64) -> Result<Attr, ViewError> {
+        if is_slice(ino) {
+            return self.slice_attr(ino);
+        }
         let inode = self.inode(ino)?;
         let (kind, size, nlink) = match &inode.content {
             Content::Dir(d) => {
@@ -295,6 +302,9 @@ impl View {
     }
 
     fn open_handle(&self, ino: u64, page_cached: bool) -> Result<u64, ViewError> {
+        if is_slice(ino) {
+            return self.open_slice(ino);
+        }
         match &self.inode(ino)?.content {
             Content::Dir(_) => Err(ViewError::IsDir),
             // Variable-length files open at once; a read waits for their scan (see `vlen_file`).
@@ -344,6 +354,9 @@ impl View {
         out: &mut Vec<u8>,
     ) -> Result<(), ViewError> {
         let len = u64::from(size);
+        if is_slice(ino) {
+            return self.read_slice(ino, offset, len, out);
+        }
         match &self.inode(ino)?.content {
             Content::Dir(_) => Err(ViewError::IsDir),
             Content::Json(bytes) | Content::Cdl(bytes) => {

@@ -53,6 +53,28 @@ pub fn npy_header(dtype: &DataType, shape: &[u64]) -> Vec<u8> {
     }
 }
 
+/// Appends bytes `offset..offset+len` of a file made of `header` then data, the data part read
+/// by `data(data_offset, len, out)`.
+pub(super) fn read_after_header(
+    header: &[u8],
+    offset: u64,
+    len: u64,
+    out: &mut Vec<u8>,
+    data: impl FnOnce(u64, u64, &mut Vec<u8>) -> Result<(), super::ViewError>,
+) -> Result<(), super::ViewError> {
+    let hlen = header.len() as u64;
+    if offset >= hlen {
+        return data(offset - hlen, len, out);
+    }
+    let head_end = offset.saturating_add(len).min(hlen);
+    out.extend_from_slice(&header[offset as usize..head_end as usize]);
+    let rest = len - (head_end - offset);
+    if rest > 0 {
+        data(0, rest, out)?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -118,7 +118,7 @@ impl VlenFile {
         }
     }
 
-    fn shown(&self) -> &str {
+    pub(super) fn shown(&self) -> &str {
         if self.path.is_empty() {
             "/"
         } else {
@@ -282,6 +282,54 @@ impl VlenFile {
         } else {
             index.width
         }
+    }
+
+    /// The chunks this array is read from.
+    pub(super) fn source(&self) -> &ChunkSource {
+        &self.source
+    }
+
+    /// The text and NPY files of a selection of this array of `shape`, whose elements are
+    /// `elements` (chunk, element offset in the chunk) in order, laid out as `A` and `A.npy`.
+    pub(super) fn selection_files(
+        &self,
+        cache: &ChunkCache,
+        shape: &[u64],
+        elements: &[(u64, u64)],
+    ) -> Result<(Vec<u8>, Vec<u8>), ViewError> {
+        let (mut text, mut items, mut width) = (Vec::new(), Vec::new(), 1);
+        let mut held: Option<(u64, ChunkData)> = None;
+        for &(chunk, k) in elements {
+            if held.as_ref().is_none_or(|(c, _)| *c != chunk) {
+                held = Some((chunk, self.chunk(cache, chunk)?));
+            }
+            let data = held.as_ref().map(|(_, d)| d).unwrap_or(&None);
+            let item = self.item(data, k)?;
+            escape_into(&mut text, item);
+            width = width.max(self.width_of(item));
+            items.push(item.to_vec());
+        }
+        let dtype = if self.utf8 {
+            DataType::Unicode(width)
+        } else {
+            DataType::Bytes(width)
+        };
+        let mut npy = npy_header(&dtype, shape);
+        let w = dtype.size();
+        for item in items {
+            let at = npy.len();
+            if self.utf8 {
+                npy.extend(
+                    String::from_utf8_lossy(&item)
+                        .chars()
+                        .flat_map(|c| (c as u32).to_le_bytes()),
+                );
+            } else {
+                npy.extend_from_slice(&item);
+            }
+            npy.resize(at + w, 0);
+        }
+        Ok((text, npy))
     }
 
     /// Bytes `offset..offset+len` of the text file.

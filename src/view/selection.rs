@@ -1,0 +1,312 @@
+//! Selections by name: numpy's basic indexing (`0:10,5,:`, `...`, `time=0:24`) parsed and
+//! resolved against an array's shape and dimension names.
+
+/// What one axis of the source array contributes to a selection.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AxisSel {
+    /// First source index selected.
+    pub start: u64,
+    /// Distance between selected indices (at least 1).
+    pub step: u64,
+    /// Number of indices selected.
+    pub count: u64,
+    /// True when an integer selected the axis: it is dropped from the result's shape.
+    pub dropped: bool,
+}
+
+/// A selection resolved against a shape: one [`AxisSel`] per source axis.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Selection {
+    /// Per source axis, what is selected.
+    pub axes: Vec<AxisSel>,
+}
+
+/// One comma-separated item, before it meets a shape.
+enum Item {
+    Index(i64),
+    Slice(Option<i64>, Option<i64>, Option<i64>),
+    Ellipsis,
+}
+
+fn parse_int(s: &str) -> Option<i64> {
+    let digits = s.strip_prefix('-').unwrap_or(s);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+fn parse_item(text: &str) -> Result<Item, String> {
+    if text == "..." {
+        return Ok(Item::Ellipsis);
+    }
+    if !text.contains(':') {
+        return parse_int(text)
+            .map(Item::Index)
+            .ok_or_else(|| format!("'{text}' is not an index or a dimension name"));
+    }
+    let parts: Vec<&str> = text.split(':').collect();
+    if parts.len() > 3 {
+        return Err(format!("'{text}' has more than two ':'"));
+    }
+    let part = |i: usize| -> Result<Option<i64>, String> {
+        match parts.get(i) {
+            None | Some(&"") => Ok(None),
+            Some(p) => parse_int(p)
+                .map(Some)
+                .ok_or_else(|| format!("'{p}' in '{text}' is not an integer")),
+        }
+    };
+    let step = part(2)?;
+    if step.is_some_and(|s| s < 1) {
+        return Err(format!("the step in '{text}' must be at least 1"));
+    }
+    Ok(Item::Slice(part(0)?, part(1)?, step))
+}
+
+/// Resolves `item` on an axis of length `len` (axis number `axis`), numpy's way: negative
+/// positions count from the end, slice bounds clip, integers out of range are errors.
+fn resolve(item: &Item, len: u64, axis: usize) -> Result<AxisSel, String> {
+    let n = i128::from(len);
+    match *item {
+        Item::Index(i) => {
+            let at = if i < 0 {
+                n + i128::from(i)
+            } else {
+                i128::from(i)
+            };
+            if at < 0 || at >= n {
+                return Err(format!(
+                    "index {i} is out of range for axis {axis} of length {len}"
+                ));
+            }
+            Ok(AxisSel {
+                start: at as u64,
+                step: 1,
+                count: 1,
+                dropped: true,
+            })
+        }
+        Item::Slice(start, stop, step) => {
+            let bound = |v: Option<i64>, default: i128| match v {
+                None => default,
+                Some(v) if v < 0 => (n + i128::from(v)).max(0),
+                Some(v) => i128::from(v).min(n),
+            };
+            let (lo, hi) = (bound(start, 0), bound(stop, n));
+            let step = step.unwrap_or(1) as u64;
+            let count = if hi > lo {
+                ((hi - lo) as u64).div_ceil(step)
+            } else {
+                0
+            };
+            Ok(AxisSel {
+                start: if count == 0 {
+                    lo.min(n) as u64
+                } else {
+                    lo as u64
+                },
+                step,
+                count,
+                dropped: false,
+            })
+        }
+        Item::Ellipsis => unreachable!("ellipses are expanded before resolving"),
+    }
+}
+
+impl Selection {
+    /// Parses `text` (what is between the brackets of `A[...]`) for an array of `shape` whose
+    /// axes are named `dims` (empty or `None` where unnamed). The error says why, in words.
+    pub fn parse(text: &str, shape: &[u64], dims: &[Option<String>]) -> Result<Self, String> {
+        if text.chars().any(char::is_whitespace) {
+            return Err("whitespace is not allowed in a selection".into());
+        }
+        let whole = |len: u64| AxisSel {
+            start: 0,
+            step: 1,
+            count: len,
+            dropped: false,
+        };
+        let mut axes: Vec<AxisSel> = shape.iter().map(|&len| whole(len)).collect();
+        let raw: Vec<&str> = if text.is_empty() {
+            Vec::new()
+        } else {
+            text.split(',').collect()
+        };
+        let named = raw.iter().filter(|r| r.contains('=')).count();
+        if named > 0 {
+            if named < raw.len() {
+                return Err("dimension names and positions cannot be mixed".into());
+            }
+            let mut seen = vec![false; shape.len()];
+            for r in raw {
+                let (name, spec) = r.split_once('=').unwrap_or((r, ""));
+                let axis = dims
+                    .iter()
+                    .position(|d| d.as_deref().is_some_and(|d| dim_matches(d, name)))
+                    .ok_or_else(|| format!("'{name}' is not a dimension name"))?;
+                if std::mem::replace(&mut seen[axis], true) {
+                    return Err(format!("dimension '{name}' is selected twice"));
+                }
+                let item = parse_item(spec)?;
+                if matches!(item, Item::Ellipsis) {
+                    return Err(format!("'{r}': '...' cannot be named"));
+                }
+                axes[axis] = resolve(&item, shape[axis], axis)?;
+            }
+            return Ok(Selection { axes });
+        }
+        let items = raw
+            .iter()
+            .map(|r| parse_item(r))
+            .collect::<Result<Vec<_>, _>>()?;
+        let ellipses = items.iter().filter(|i| matches!(i, Item::Ellipsis)).count();
+        if ellipses > 1 {
+            return Err("'...' may appear only once".into());
+        }
+        let given = items.len() - ellipses;
+        if given > shape.len() {
+            return Err(format!(
+                "{given} indices for an array of {} dimensions",
+                shape.len()
+            ));
+        }
+        let mut axis = 0;
+        for item in &items {
+            if matches!(item, Item::Ellipsis) {
+                axis += shape.len() - given;
+                continue;
+            }
+            axes[axis] = resolve(item, shape[axis], axis)?;
+            axis += 1;
+        }
+        Ok(Selection { axes })
+    }
+
+    /// The shape of the result (dropped axes left out).
+    pub fn shape(&self) -> Vec<u64> {
+        self.axes
+            .iter()
+            .filter(|a| !a.dropped)
+            .map(|a| a.count)
+            .collect()
+    }
+
+    /// Number of selected elements (at most the array's, so it cannot overflow).
+    pub fn element_count(&self) -> u64 {
+        self.axes.iter().map(|a| a.count).product()
+    }
+
+    /// The selection in normal form: every axis, `start:stop:step` with explicit non-negative
+    /// bounds (stop excluded, clipped, the step left out when 1), integers for dropped axes.
+    pub fn normalized(&self) -> String {
+        let items: Vec<String> = self
+            .axes
+            .iter()
+            .map(|a| {
+                if a.dropped {
+                    return a.start.to_string();
+                }
+                let stop = if a.count == 0 {
+                    a.start
+                } else {
+                    a.start + (a.count - 1) * a.step + 1
+                };
+                if a.step == 1 {
+                    format!("{}:{stop}", a.start)
+                } else {
+                    format!("{}:{stop}:{}", a.start, a.step)
+                }
+            })
+            .collect();
+        items.join(",")
+    }
+}
+
+/// True when dimension name `dim` is `name` (NCZarr names dimensions by path: `/x` is `x`).
+fn dim_matches(dim: &str, name: &str) -> bool {
+    dim == name || dim.rsplit('/').next() == Some(name)
+}
+
+/// Splits a file name `A[SEL]`, `A[SEL].npy` or `A[SEL].json` into the array name, the
+/// selection text and the suffix (`""`, `".npy"` or `".json"`); `None` for other names.
+pub fn split_name(name: &str) -> Option<(&str, &str, &str)> {
+    let (body, suffix) = [".npy", ".json"]
+        .iter()
+        .find_map(|s| name.strip_suffix(s).map(|b| (b, *s)))
+        .filter(|(b, _)| b.ends_with(']'))
+        .unwrap_or((name, ""));
+    let body = body.strip_suffix(']')?;
+    let open = body.rfind('[')?;
+    (open > 0).then(|| (&body[..open], &body[open + 1..], suffix))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sel(text: &str, shape: &[u64]) -> Result<Vec<(u64, u64, u64, bool)>, String> {
+        let dims = [Some("time".into()), Some("/lat".into()), None];
+        Selection::parse(text, shape, &dims[..shape.len().min(3)]).map(|s| {
+            s.axes
+                .iter()
+                .map(|a| (a.start, a.step, a.count, a.dropped))
+                .collect()
+        })
+    }
+
+    #[test]
+    fn numpy_basic_indexing() {
+        let s = [10, 20, 30];
+        assert_eq!(
+            sel("0:10,5,:", &s).unwrap(),
+            [(0, 1, 10, false), (5, 1, 1, true), (0, 1, 30, false)]
+        );
+        assert_eq!(sel("-1", &s).unwrap()[0], (9, 1, 1, true));
+        assert_eq!(sel("-3:", &s).unwrap()[0], (7, 1, 3, false));
+        assert_eq!(sel("::3", &s).unwrap()[0], (0, 3, 4, false));
+        assert_eq!(sel("2:100:4", &s).unwrap()[0], (2, 4, 2, false));
+        assert_eq!(sel("8:2", &s).unwrap()[0].2, 0);
+        assert_eq!(sel("...,4", &s).unwrap()[2], (4, 1, 1, true));
+        assert_eq!(sel("1,...", &s).unwrap()[1], (0, 1, 20, false));
+        assert_eq!(sel("", &s).unwrap()[2], (0, 1, 30, false));
+        assert_eq!(sel("lat=3,time=0:24", &s).unwrap()[1], (3, 1, 1, true));
+        assert_eq!(sel("time=0:24", &s).unwrap()[0], (0, 1, 10, false));
+        let n = Selection::parse("1:8:3,-2", &[10, 5], &[]).unwrap();
+        assert_eq!((n.normalized(), n.shape()), ("1:8:3,3".into(), vec![3]));
+    }
+
+    #[test]
+    fn bad_selections_say_why() {
+        let s = [10, 20, 30];
+        for (text, why) in [
+            ("5,x", "'x' is not an index or a dimension name"),
+            ("10", "out of range"),
+            ("-11", "out of range"),
+            ("0, 1", "whitespace"),
+            ("::0", "at least 1"),
+            ("::-1", "at least 1"),
+            ("1,2,3,4", "4 indices"),
+            ("...,...", "only once"),
+            ("lon=3", "'lon' is not a dimension name"),
+            ("time=1,2", "mixed"),
+            ("time=1,time=2", "twice"),
+            ("1:2:3:4", "more than two"),
+            ("a:2", "not an integer"),
+        ] {
+            let err = sel(text, &s).unwrap_err();
+            assert!(err.contains(why), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn names_split_into_array_selection_and_suffix() {
+        assert_eq!(split_name("t[0:2]"), Some(("t", "0:2", "")));
+        assert_eq!(split_name("t[0].npy"), Some(("t", "0", ".npy")));
+        assert_eq!(split_name("a.b[...].json"), Some(("a.b", "...", ".json")));
+        assert_eq!(split_name("t.npy"), None);
+        assert_eq!(split_name("[0]"), None);
+        assert_eq!(split_name("t[0]x"), None);
+    }
+}

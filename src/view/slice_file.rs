@@ -1,0 +1,322 @@
+//! The file of a selection (`A[SEL]`, `A[SEL].npy`): its elements in C order, read straight
+//! from the chunks that intersect the selection, run by run, without materializing it.
+
+use super::array_file::{extend_with_fill, ArrayFile};
+use super::chunk_source::ChunkSource;
+use super::error::chunk_failed;
+use super::npy::read_after_header;
+use super::selection::{AxisSel, Selection};
+use super::{npy_header, IoCause, ViewError};
+use crate::cache::{ChunkCache, ChunkData, Prefetcher};
+use crate::meta::ArrayMeta;
+use std::sync::Arc;
+
+/// Chunks one read keeps at hand (its rows cross the chunks of the selection's last axis).
+const MAX_HELD_CHUNKS: usize = 64;
+/// Most chunks queued for decoding ahead at once.
+const MAX_PREFETCH_CHUNKS: usize = 64;
+
+/// One selection of one array as files.
+pub struct SliceFile {
+    /// The source array's number in the view.
+    pub array: u32,
+    /// `dir/A[SEL]`, for log lines.
+    name: String,
+    /// Per source axis (a scalar counts as one axis of length 1).
+    axes: Vec<AxisSel>,
+    chunk_shape: Vec<u64>,
+    grid: Vec<u64>,
+    /// Per axis, the chunk indices the selection touches, ascending.
+    axis_chunks: Vec<Vec<u64>>,
+    elem_size: u64,
+    data_size: u64,
+    header: Vec<u8>,
+    json: Arc<[u8]>,
+}
+
+/// The chunk indices along one axis (chunks of `cs`) holding the indices `sel` selects.
+fn chunks_along(sel: &AxisSel, cs: u64) -> Vec<u64> {
+    let mut out: Vec<u64> = Vec::new();
+    if sel.count == 0 {
+        return out;
+    }
+    let last = sel.start + (sel.count - 1) * sel.step;
+    let mut c = sel.start / cs;
+    while c * cs <= last {
+        // The first selected index at or after the chunk's start.
+        let lo = (c * cs).max(sel.start);
+        let k = (lo - sel.start).div_ceil(sel.step);
+        let at = sel.start + k * sel.step;
+        if at > last {
+            break;
+        }
+        let chunk = at / cs;
+        out.push(chunk);
+        c = chunk + 1;
+    }
+    out
+}
+
+impl SliceFile {
+    /// The selection `sel` (named `name`) of array number `array`, whose chunks are `source`;
+    /// `source_path` is the array's path in the store.
+    pub fn new(
+        name: String,
+        array: u32,
+        source_path: &str,
+        source: &ChunkSource,
+        sel: &Selection,
+    ) -> Self {
+        let meta: &ArrayMeta = source.reader.meta();
+        let mut axes = sel.axes.clone();
+        let mut chunk_shape = source.reader.read_chunk_shape().to_vec();
+        if axes.is_empty() {
+            axes.push(AxisSel {
+                start: 0,
+                step: 1,
+                count: 1,
+                dropped: true,
+            });
+            chunk_shape.push(1);
+        }
+        let shape: Vec<u64> = if meta.shape.is_empty() {
+            vec![1]
+        } else {
+            meta.shape.clone()
+        };
+        let grid = shape
+            .iter()
+            .zip(&chunk_shape)
+            .map(|(&s, &c)| s.div_ceil(c))
+            .collect();
+        let axis_chunks = axes
+            .iter()
+            .zip(&chunk_shape)
+            .map(|(a, &c)| chunks_along(a, c))
+            .collect();
+        let elem_size = (meta.dtype.size() as u64).max(1);
+        let out_shape = sel.shape();
+        let json = serde_json::json!({
+            "source": source_path,
+            "selection": sel.normalized(),
+            "shape": out_shape,
+            "dtype": meta.dtype.npy_descr(),
+        });
+        let mut json = serde_json::to_vec_pretty(&json).unwrap_or_default();
+        json.push(b'\n');
+        SliceFile {
+            array,
+            name,
+            axes,
+            chunk_shape,
+            grid,
+            axis_chunks,
+            elem_size,
+            data_size: sel.element_count() * elem_size,
+            header: npy_header(&meta.dtype, &out_shape),
+            json: Arc::from(json),
+        }
+    }
+
+    /// Size of `A[SEL]`.
+    pub fn data_size(&self) -> u64 {
+        self.data_size
+    }
+
+    /// Size of `A[SEL].npy`.
+    pub fn npy_size(&self) -> u64 {
+        self.header.len() as u64 + self.data_size
+    }
+
+    /// The `A[SEL].json` document.
+    pub fn json(&self) -> &Arc<[u8]> {
+        &self.json
+    }
+
+    /// Length of the NPY header.
+    pub fn header_len(&self) -> u64 {
+        self.header.len() as u64
+    }
+
+    /// Appends bytes `offset..offset+len` of `A[SEL].npy` to `out`.
+    pub fn read_npy(
+        &self,
+        source: &ChunkSource,
+        cache: &ChunkCache,
+        offset: u64,
+        len: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<(), ViewError> {
+        read_after_header(&self.header, offset, len, out, |at, n, out| {
+            self.read_data(source, cache, at, n, out)
+        })
+    }
+
+    /// Calls `piece(chunk, first, n, step)` for the selected elements `e0..e1` (C order of
+    /// the selection) in order: `n` elements of chunk `chunk` (linear index), the first at
+    /// element offset `first` in the decoded chunk, then every `step`-th. Walks the selection
+    /// row by row (a row: the selected indices along the last axis), each row cut at chunk
+    /// boundaries.
+    fn walk(
+        &self,
+        e0: u64,
+        e1: u64,
+        mut piece: impl FnMut(u64, u64, u64, u64) -> Result<(), ViewError>,
+    ) -> Result<(), ViewError> {
+        let last = self.axes.len() - 1;
+        let lsel = &self.axes[last];
+        let (lcs, lgrid) = (self.chunk_shape[last], self.grid[last]);
+        let row_len = lsel.count;
+        let mut coords = vec![0u64; last];
+        let mut e = e0;
+        while e < e1 {
+            let (mut row, w0) = (e / row_len, e % row_len);
+            let w1 = row_len.min(w0 + (e1 - e));
+            for ax in (0..last).rev() {
+                let a = &self.axes[ax];
+                coords[ax] = a.start + (row % a.count) * a.step;
+                row /= a.count;
+            }
+            // The row's chunk grid index and offset inside the chunk, all axes but the last.
+            let (mut chunk_prefix, mut off_prefix) = (0u64, 0u64);
+            for (ax, &src) in coords.iter().enumerate() {
+                let cs = self.chunk_shape[ax];
+                chunk_prefix = chunk_prefix * self.grid[ax] + src / cs;
+                off_prefix = off_prefix * cs + src % cs;
+            }
+            let mut k = w0;
+            while k < w1 {
+                let s = lsel.start + k * lsel.step;
+                let c = s / lcs;
+                let k_end = w1.min(((c + 1) * lcs - lsel.start).div_ceil(lsel.step));
+                piece(
+                    chunk_prefix * lgrid + c,
+                    off_prefix * lcs + s % lcs,
+                    k_end - k,
+                    lsel.step,
+                )?;
+                k = k_end;
+            }
+            e += w1 - w0;
+        }
+        Ok(())
+    }
+
+    /// Every selected element as (chunk, element offset in the decoded chunk), in order.
+    pub fn elements(&self) -> Vec<(u64, u64)> {
+        let mut out = Vec::new();
+        let total = self.data_size / self.elem_size;
+        let _ = self.walk(0, total, |chunk, first, n, step| {
+            out.extend((0..n).map(|j| (chunk, first + j * step)));
+            Ok(())
+        });
+        out
+    }
+
+    /// Appends bytes `offset..offset+len` of `A[SEL]` to `out` (fewer at the end): per piece
+    /// of a row inside one chunk, one copy (step 1) or a strided copy.
+    pub fn read_data(
+        &self,
+        source: &ChunkSource,
+        cache: &ChunkCache,
+        offset: u64,
+        len: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<(), ViewError> {
+        let end = offset.saturating_add(len).min(self.data_size);
+        if offset >= end {
+            return Ok(());
+        }
+        let es = self.elem_size;
+        let (e0, e1) = (offset / es, end.div_ceil(es));
+        let at = out.len();
+        out.reserve(((e1 - e0) * es) as usize);
+        let fill = &source.reader.meta().fill_value;
+        let mut held: Vec<(u64, ChunkData)> = Vec::new();
+        self.walk(e0, e1, |chunk, first, n, step| {
+            let slot = match held.iter().rposition(|(i, _)| *i == chunk) {
+                Some(i) => i,
+                None => {
+                    if held.len() == MAX_HELD_CHUNKS {
+                        held.remove(0);
+                    }
+                    held.push((chunk, source.chunk(cache, chunk).map_err(chunk_failed)?));
+                    held.len() - 1
+                }
+            };
+            let Some(data) = &held[slot].1 else {
+                extend_with_fill(out, fill, 0, n * es);
+                return Ok(());
+            };
+            let base = (first * es) as usize;
+            let span = ((n - 1) * step * es + es) as usize;
+            let bytes = data.get(base..base + span).ok_or_else(|| {
+                log::error!(
+                    "{}: chunk {chunk} decoded to {} bytes, too few",
+                    self.name,
+                    data.len()
+                );
+                ViewError::Io(IoCause::Corrupt)
+            })?;
+            if step == 1 {
+                out.extend_from_slice(bytes);
+            } else {
+                for el in bytes.chunks((step * es) as usize) {
+                    out.extend_from_slice(&el[..es as usize]);
+                }
+            }
+            Ok(())
+        })?;
+        let skip = (offset - e0 * es) as usize;
+        if skip > 0 {
+            out.drain(at..at + skip);
+        }
+        out.truncate(at + (end - offset) as usize);
+        Ok(())
+    }
+
+    /// Queues for decoding the selection's chunks from the one holding byte `offset` of
+    /// `A[SEL]` on, in the order a reader meets them, up to a quarter of the cache budget.
+    pub fn prefetch_from(
+        &self,
+        array: &ArrayFile,
+        pool: &Prefetcher,
+        cache: &Arc<ChunkCache>,
+        offset: u64,
+    ) {
+        if offset >= self.data_size {
+            return;
+        }
+        let chunk_bytes = self.chunk_shape.iter().product::<u64>() * self.elem_size;
+        let max = ((cache.budget() / 4) / chunk_bytes.max(1)).clamp(1, MAX_PREFETCH_CHUNKS as u64);
+        // Position of the first chunk in the C-order walk over `axis_chunks`.
+        let mut rest = offset / self.elem_size;
+        let mut pos = vec![0usize; self.axes.len()];
+        for ax in (0..self.axes.len()).rev() {
+            let a = &self.axes[ax];
+            let src = a.start + (rest % a.count) * a.step;
+            rest /= a.count;
+            let chunk = src / self.chunk_shape[ax];
+            pos[ax] = self.axis_chunks[ax].binary_search(&chunk).unwrap_or(0);
+        }
+        let mut chunks = Vec::new();
+        'walk: loop {
+            let linear = pos.iter().enumerate().fold(0, |acc, (ax, &p)| {
+                acc * self.grid[ax] + self.axis_chunks[ax][p]
+            });
+            chunks.push(linear);
+            if chunks.len() as u64 >= max {
+                break;
+            }
+            for ax in (0..pos.len()).rev() {
+                pos[ax] += 1;
+                if pos[ax] < self.axis_chunks[ax].len() {
+                    continue 'walk;
+                }
+                pos[ax] = 0;
+            }
+            break;
+        }
+        array.prefetch(pool, cache, &chunks);
+    }
+}

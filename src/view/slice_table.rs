@@ -1,0 +1,257 @@
+//! Selection files by name: `A[SEL]`, `A[SEL].npy` and `A[SEL].json` in the directory of array
+//! `A`. They are not listed (the namespace is infinite); a lookup parses the name and gives the
+//! file an inode, kept in a bounded table so that repeated lookups give the same inode.
+
+use super::selection::{split_name, Selection};
+use super::slice_file::SliceFile;
+use super::{Attr, Content, FileKind, View, ViewError};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::SystemTime;
+
+/// Inode numbers of selection files start here (the tree's own inodes are numbered from 1).
+const SLICE_INO_BASE: u64 = 1 << 62;
+/// Most selection files remembered; the oldest are forgotten first.
+const MAX_SLICES: usize = 4096;
+/// Most elements of a selection of a variable-length array: its files are made at lookup.
+const MAX_VLEN_ELEMENTS: u64 = super::SYNC_SCAN_MAX;
+
+/// What a selection file holds.
+#[derive(Clone)]
+enum Body {
+    /// The selected elements, read from the chunks.
+    Data(Arc<SliceFile>),
+    /// The NPY header plus the selected elements.
+    Npy(Arc<SliceFile>),
+    /// Bytes made at lookup: the `.json` document, or the files of a selection of a
+    /// variable-length array.
+    Bytes(Arc<[u8]>),
+}
+
+/// One selection file.
+#[derive(Clone)]
+struct SliceEntry {
+    body: Body,
+    mtime: SystemTime,
+}
+
+#[derive(Default)]
+struct Table {
+    by_name: HashMap<(u64, String), u64>,
+    by_ino: HashMap<u64, (SliceEntry, (u64, String))>,
+    order: VecDeque<u64>,
+    next: u64,
+}
+
+/// The selection files looked up so far (thread-safe, bounded).
+#[derive(Default)]
+pub struct SliceTable {
+    table: Mutex<Table>,
+}
+
+impl SliceTable {
+    fn lock(&self) -> MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn get(&self, ino: u64) -> Option<SliceEntry> {
+        self.lock().by_ino.get(&ino).map(|(e, _)| e.clone())
+    }
+
+    fn find(&self, parent: u64, name: &str) -> Option<u64> {
+        self.lock()
+            .by_name
+            .get(&(parent, name.to_string()))
+            .copied()
+    }
+
+    /// Remembers `entry` as `name` in `parent` (unless another lookup just did) and returns
+    /// its inode.
+    fn insert(&self, parent: u64, name: &str, entry: SliceEntry) -> u64 {
+        let mut t = self.lock();
+        let key = (parent, name.to_string());
+        if let Some(&ino) = t.by_name.get(&key) {
+            return ino;
+        }
+        if t.order.len() == MAX_SLICES {
+            if let Some(old) = t.order.pop_front() {
+                if let Some((_, k)) = t.by_ino.remove(&old) {
+                    t.by_name.remove(&k);
+                }
+            }
+        }
+        let ino = SLICE_INO_BASE + t.next;
+        t.next += 1;
+        t.by_name.insert(key.clone(), ino);
+        t.by_ino.insert(ino, (entry, key));
+        t.order.push_back(ino);
+        ino
+    }
+}
+
+/// True when `ino` numbers a selection file.
+pub(super) fn is_slice(ino: u64) -> bool {
+    ino >= SLICE_INO_BASE
+}
+
+/// The dimension names in an array's `A.json` (`dimension_names`, which the metadata stage
+/// fills for every dialect that names dimensions).
+fn dimension_names(json: &[u8], rank: usize) -> Vec<Option<String>> {
+    let doc: serde_json::Value = serde_json::from_slice(json).unwrap_or_default();
+    let names = doc
+        .get("dimension_names")
+        .and_then(|v| v.as_array())
+        .map(|a| {
+            a.iter()
+                .map(|n| n.as_str().map(str::to_string))
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    if names.len() == rank {
+        names
+    } else {
+        vec![None; rank]
+    }
+}
+
+impl View {
+    /// The selection file `name` in directory `parent`, made on first lookup. Names that are
+    /// not selections of an array there are not found; an invalid selection is not found
+    /// either, and says why in one log line.
+    pub(super) fn lookup_slice(&self, parent: u64, name: &str) -> Result<Attr, ViewError> {
+        if let Some(ino) = self.slices.find(parent, name) {
+            return self.getattr(ino);
+        }
+        let (array_name, text, suffix) = split_name(name).ok_or(ViewError::NotFound)?;
+        let dir = self.dir(parent)?;
+        let array_ino = *dir.by_name.get(array_name).ok_or(ViewError::NotFound)?;
+        let inode = self.inode(array_ino)?;
+        let (k, source, path) = match inode.content {
+            Content::Data(k) => {
+                let array = &self.arrays[k as usize];
+                (k, array.readable()?, array.display_path())
+            }
+            Content::Text(k) => {
+                let vlen = &self.vlen[k as usize];
+                (k, vlen.source(), vlen.shown())
+            }
+            _ => return Err(ViewError::NotFound),
+        };
+        let meta = source.reader.meta();
+        let dims = match dir
+            .by_name
+            .get(&format!("{array_name}.json"))
+            .and_then(|&i| self.inode(i).ok())
+            .map(|i| &i.content)
+        {
+            Some(Content::Json(bytes)) => dimension_names(bytes, meta.shape.len()),
+            _ => vec![None; meta.shape.len()],
+        };
+        let shown = format!("{path}[{text}]");
+        let sel = Selection::parse(text, &meta.shape, &dims).map_err(|reason| {
+            log::warn!("{shown}: {reason}");
+            ViewError::NotFound
+        })?;
+        let file = Arc::new(SliceFile::new(shown, k, path, source, &sel));
+        let body = match (&inode.content, suffix) {
+            (_, ".json") => Body::Bytes(file.json().clone()),
+            (Content::Text(_), _) => {
+                let count = sel.element_count();
+                if count > MAX_VLEN_ELEMENTS {
+                    log::warn!(
+                        "{path}[{text}]: selects {count} elements of a variable-length array; \
+                         at most {MAX_VLEN_ELEMENTS} are served as a selection"
+                    );
+                    return Err(ViewError::NotFound);
+                }
+                let (text_file, npy) = self.vlen[k as usize].selection_files(
+                    &self.cache,
+                    &sel.shape(),
+                    &file.elements(),
+                )?;
+                Body::Bytes(Arc::from(if suffix == ".npy" { npy } else { text_file }))
+            }
+            (_, ".npy") => Body::Npy(file),
+            _ => Body::Data(file),
+        };
+        let entry = SliceEntry {
+            body,
+            mtime: inode.mtime,
+        };
+        let ino = self.slices.insert(parent, name, entry);
+        self.getattr(ino)
+    }
+
+    fn slice(&self, ino: u64) -> Result<SliceEntry, ViewError> {
+        self.slices.get(ino).ok_or(ViewError::NotFound)
+    }
+
+    /// Attributes of selection file `ino`.
+    pub(super) fn slice_attr(&self, ino: u64) -> Result<Attr, ViewError> {
+        let e = self.slice(ino)?;
+        let size = match &e.body {
+            Body::Data(f) => f.data_size(),
+            Body::Npy(f) => f.npy_size(),
+            Body::Bytes(b) => b.len() as u64,
+        };
+        Ok(Attr {
+            ino,
+            kind: FileKind::File,
+            size,
+            mtime: e.mtime,
+            nlink: 1,
+        })
+    }
+
+    /// Opens selection file `ino`: queues the first of its chunks for decoding.
+    pub(super) fn open_slice(&self, ino: u64) -> Result<u64, ViewError> {
+        let (Body::Data(f) | Body::Npy(f)) = self.slice(ino)?.body else {
+            return Ok(0);
+        };
+        let array = &self.arrays[f.array as usize];
+        array.check_readable()?;
+        if let Some(pool) = &self.prefetcher {
+            f.prefetch_from(array, pool, &self.cache, 0);
+        }
+        Ok(self
+            .next_handle
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1)
+    }
+
+    /// Appends up to `len` bytes of selection file `ino` from `offset` to `out`, queueing the
+    /// chunks from there on for decoding in parallel.
+    pub(super) fn read_slice(
+        &self,
+        ino: u64,
+        offset: u64,
+        len: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<(), ViewError> {
+        let (f, npy) = match self.slice(ino)?.body {
+            Body::Bytes(bytes) => {
+                let start = offset.min(bytes.len() as u64) as usize;
+                let end = offset.saturating_add(len).min(bytes.len() as u64) as usize;
+                out.extend_from_slice(&bytes[start..end]);
+                return Ok(());
+            }
+            Body::Data(f) => (f, false),
+            Body::Npy(f) => (f, true),
+        };
+        let array = &self.arrays[f.array as usize];
+        let source = array.readable()?;
+        if let Some(pool) = &self.prefetcher {
+            let data_offset = if npy {
+                offset.saturating_sub(f.header_len())
+            } else {
+                offset
+            };
+            f.prefetch_from(array, pool, &self.cache, data_offset);
+        }
+        if npy {
+            f.read_npy(source, &self.cache, offset, len, out)
+        } else {
+            f.read_data(source, &self.cache, offset, len, out)
+        }
+    }
+}

@@ -1,0 +1,157 @@
+//! Selection files on a real mount: `stat`, `cat`, `cp`, `numpy.load` and `numpy.fromfile` of
+//! `A[SEL]`, `A[SEL].npy` and `A[SEL].json` against numpy's `a[SEL]` of the expected arrays,
+//! for every healthy fixed-size array of every fixture store; invalid names are ENOENT and say
+//! why in the log.
+
+mod common;
+
+use common::load_manifest;
+use common::mount::{timed, Mount};
+use std::process::Command;
+
+/// Checks selections of every array given as (mounted file, expected .npy) pairs.
+const CHECK: &str = r#"
+import sys, os, json, subprocess, numpy as np
+pairs = sys.argv[1:]
+sels = ["0", "-1", "::2", "1:", "...,0", ":,0", "1:3,::2", ":,1,2", "0:2,::3,1:100", "...", "-2:,...,-1"]
+checked = 0
+def line(x):
+    b = x.encode() if isinstance(x, str) else bytes(x)
+    return b.replace(b"\\", b"\\\\").replace(b"\n", b"\\n") + b"\n"
+for f, exp, text in zip(pairs[::3], pairs[1::3], pairs[2::3]):
+    want = np.load(exp)
+    if want.dtype.hasobject:
+        continue
+    for s in sels:
+        try:
+            ref = eval("want[" + s + "]")
+        except IndexError:
+            assert not os.path.exists(f + "[" + s + "]"), (f, s)
+            continue
+        ref = np.array(ref, order="C")
+        got = np.load(f + "[" + s + "].npy")
+        assert got.shape == ref.shape, (f, s, got.shape, ref.shape)
+        data = ref.astype(got.dtype).tobytes()
+        assert got.tobytes() == data, (f, s)
+        raw = f + "[" + s + "]"
+        if text == "text":
+            data = b"".join(line(x) for x in ref.flat)
+        else:
+            assert np.fromfile(raw, dtype=got.dtype).tobytes() == data, (f, s)
+        assert os.stat(raw).st_size == len(data), (f, s)
+        assert subprocess.run(["cat", raw], capture_output=True, check=True).stdout == data
+        meta = json.load(open(f + "[" + s + "].json"))
+        assert tuple(meta["shape"]) == ref.shape, (f, s, meta)
+        checked += 1
+print(checked)
+"#;
+
+/// Runs `script` with `args` in python3, within the operation timeout.
+fn python(script: &'static str, args: Vec<String>) -> std::process::Output {
+    timed("python3", move || {
+        Command::new("python3")
+            .arg("-c")
+            .arg(script)
+            .args(args)
+            .output()
+            .unwrap()
+    })
+}
+
+#[test]
+fn selections_of_every_fixture_array_match_numpy() {
+    if !common::mount::fuse_ready() {
+        return;
+    }
+    let mut total = 0;
+    let mut cases = load_manifest("manifest.json");
+    cases.extend(load_manifest("dialects/manifest.json"));
+    for case in cases {
+        let options: Vec<&str> = case.options.iter().map(String::as_str).collect();
+        let mount = Mount::new(&case.store, &options);
+        let args: Vec<String> = case
+            .healthy_arrays()
+            .filter_map(|n| {
+                let npy = n.npy.as_ref()?;
+                let file = mount.join(&case.file_of(n));
+                let kind = if n.text.is_some() { "text" } else { "data" };
+                Some([
+                    file.display().to_string(),
+                    npy.display().to_string(),
+                    kind.to_string(),
+                ])
+            })
+            .flatten()
+            .collect();
+        if args.is_empty() {
+            continue;
+        }
+        let name = case.name.clone();
+        let out = python(CHECK, args);
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        total += String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse::<u32>()
+            .unwrap();
+    }
+    eprintln!("{total} selections checked");
+    assert!(total > 50, "only {total} selections checked");
+}
+
+#[test]
+fn dimension_names_cp_and_errors_on_a_mount() {
+    if !common::mount::fuse_ready() {
+        return;
+    }
+    let case = load_manifest("manifest.json")
+        .into_iter()
+        .find(|c| c.name == "demo")
+        .unwrap();
+    let node = case
+        .nodes
+        .iter()
+        .find(|n| n.path == "surface/temperature")
+        .unwrap();
+    let mount = Mount::new(&case.store, &[]);
+    let dir = mount.join("surface");
+    let script = r#"
+import sys, os, shutil, tempfile, numpy as np
+d, exp = sys.argv[1:3]
+want = np.load(exp)
+t = os.path.join(d, "temperature")
+a = np.fromfile(t + "[time=0,lat=3]", dtype="<f4")
+assert a.tobytes() == want[0, 3].astype("<f4").tobytes()
+b = np.load(t + "[lon=-5:,time=2:9:3].npy")
+assert b.tobytes() == np.ascontiguousarray(want[2:9:3, :, -5:]).astype("<f4").tobytes()
+dst = tempfile.mkdtemp()
+shutil.copy(t + "[:,10,20].npy", dst)
+c = np.load(os.path.join(dst, "temperature[:,10,20].npy"))
+assert c.tobytes() == want[:, 10, 20].astype("<f4").tobytes()
+assert not any("[" in n for n in os.listdir(d))
+for bad in ["[5,x]", "[30]", "[0,\u00a01]", "[::-1]", "[height=1]", "[0,0,0,0]"]:
+    try:
+        os.stat(t + bad)
+        raise SystemExit("found " + bad)
+    except FileNotFoundError:
+        pass
+print("ok")
+"#;
+    let args = [dir, node.npy.clone().unwrap()];
+    let out = python(script, args.map(|p| p.display().to_string()).to_vec());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "ok",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (_, log) = mount.stop();
+    assert!(
+        log.contains("surface/temperature[5,x]: 'x' is not an index or a dimension name"),
+        "{log}"
+    );
+    assert!(log.contains("surface/temperature[30]: index 30 is out of range"));
+}

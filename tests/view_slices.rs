@@ -1,0 +1,339 @@
+//! Selection files (`A[SEL]`, `.npy`, `.json`) through the view, against a straightforward
+//! model of numpy's basic indexing over the expected values.
+
+use proptest::prelude::*;
+use std::sync::Arc;
+use zarrfs::cache::ChunkCache;
+use zarrfs::meta::{load_hierarchy, DataType, LoadOptions};
+use zarrfs::store::MemoryStore;
+use zarrfs::view::{npy_header, ReadPolicy, View, ViewError};
+
+/// A data type of the test arrays: zarr name, zarrfs type, bytes of element number `k`.
+#[derive(Clone, Copy, Debug)]
+enum Ty {
+    U8,
+    I16,
+    F32,
+    F64,
+}
+
+impl Ty {
+    fn name(self) -> &'static str {
+        match self {
+            Ty::U8 => "uint8",
+            Ty::I16 => "int16",
+            Ty::F32 => "float32",
+            Ty::F64 => "float64",
+        }
+    }
+
+    fn dtype(self) -> DataType {
+        match self {
+            Ty::U8 => DataType::UInt(1),
+            Ty::I16 => DataType::Int(2),
+            Ty::F32 => DataType::Float(4),
+            Ty::F64 => DataType::Float(8),
+        }
+    }
+
+    fn bytes(self, k: u64) -> Vec<u8> {
+        match self {
+            Ty::U8 => vec![(k % 251) as u8 + 1],
+            Ty::I16 => ((k as i16).wrapping_mul(3) - 100).to_le_bytes().to_vec(),
+            Ty::F32 => (k as f32 * 0.5 + 1.0).to_le_bytes().to_vec(),
+            Ty::F64 => (k as f64 * -0.25 + 2.0).to_le_bytes().to_vec(),
+        }
+    }
+
+    /// The fill value (7) as bytes.
+    fn fill(self) -> Vec<u8> {
+        match self {
+            Ty::U8 => vec![7],
+            Ty::I16 => 7i16.to_le_bytes().to_vec(),
+            Ty::F32 => 7f32.to_le_bytes().to_vec(),
+            Ty::F64 => 7f64.to_le_bytes().to_vec(),
+        }
+    }
+}
+
+/// An array of `shape` in chunks of `chunks` named `a`, axes named `d0`, `d1`, ...; the chunks
+/// whose linear index is in `missing` are not stored (they read as the fill value). Returns
+/// the view and the expected elements (C order).
+fn array(shape: &[u64], chunks: &[u64], ty: Ty, missing: &[u64]) -> (View, Vec<Vec<u8>>) {
+    let names: Vec<String> = (0..shape.len()).map(|i| format!("\"d{i}\"")).collect();
+    let mut s = MemoryStore::new();
+    s.insert(
+        "a/zarr.json",
+        format!(
+            r#"{{"zarr_format": 3, "node_type": "array", "shape": {shape:?},
+            "data_type": "{}", "fill_value": 7, "dimension_names": [{}],
+            "chunk_grid": {{"name": "regular", "configuration": {{"chunk_shape": {chunks:?}}}}},
+            "chunk_key_encoding": {{"name": "default"}},
+            "codecs": [{{"name": "bytes", "configuration": {{"endian": "little"}}}}]}}"#,
+            ty.name(),
+            names.join(",")
+        ),
+    );
+    s.insert("zarr.json", r#"{"zarr_format": 3, "node_type": "group"}"#);
+    let grid: Vec<u64> = shape
+        .iter()
+        .zip(chunks)
+        .map(|(s, c)| s.div_ceil(*c))
+        .collect();
+    let total: u64 = shape.iter().product();
+    let mut expected = vec![Vec::new(); total as usize];
+    for chunk in 0..grid.iter().product::<u64>() {
+        let mut cc = vec![0; grid.len()];
+        let mut rest = chunk;
+        for ax in (0..grid.len()).rev() {
+            cc[ax] = rest % grid[ax];
+            rest /= grid[ax];
+        }
+        let stored = !missing.contains(&chunk);
+        let mut buf = Vec::new();
+        for within in 0..chunks.iter().product::<u64>() {
+            let mut w = within;
+            let mut coords = vec![0; grid.len()];
+            for ax in (0..grid.len()).rev() {
+                coords[ax] = cc[ax] * chunks[ax] + w % chunks[ax];
+                w /= chunks[ax];
+            }
+            let inside = coords.iter().zip(shape).all(|(c, s)| c < s);
+            let k = coords.iter().zip(shape).fold(0, |acc, (c, s)| acc * s + c);
+            let value = if inside { ty.bytes(k) } else { ty.fill() };
+            if inside {
+                expected[k as usize] = if stored { value.clone() } else { ty.fill() };
+            }
+            buf.extend(value);
+        }
+        if stored {
+            let key: Vec<String> = cc.iter().map(u64::to_string).collect();
+            let key = if key.is_empty() {
+                "a/c".to_string()
+            } else {
+                format!("a/c/{}", key.join("/"))
+            };
+            s.insert(key, buf);
+        }
+    }
+    let store: Arc<dyn zarrfs::store::Store> = Arc::new(s);
+    let h = load_hierarchy(store.as_ref(), &LoadOptions::default()).unwrap();
+    let view = View::build(&h, store, Arc::new(ChunkCache::new(1 << 20)), "root");
+    (view, expected)
+}
+
+/// One item of a selection, as the test writes it.
+#[derive(Clone, Debug)]
+enum Item {
+    Index(i64),
+    Slice(Option<i64>, Option<i64>, Option<i64>),
+}
+
+impl Item {
+    fn text(&self) -> String {
+        let opt = |v: &Option<i64>| v.map(|v| v.to_string()).unwrap_or_default();
+        match self {
+            Item::Index(i) => i.to_string(),
+            Item::Slice(a, b, None) => format!("{}:{}", opt(a), opt(b)),
+            Item::Slice(a, b, c) => format!("{}:{}:{}", opt(a), opt(b), opt(c)),
+        }
+    }
+
+    /// The indices numpy selects along an axis of length `n`, and whether the axis stays.
+    fn indices(&self, n: i64) -> (Vec<u64>, bool) {
+        match *self {
+            Item::Index(i) => (vec![if i < 0 { i + n } else { i } as u64], false),
+            Item::Slice(a, b, c) => {
+                let clip = |v: i64| {
+                    let v = if v < 0 { v + n } else { v };
+                    v.clamp(0, n)
+                };
+                let start = a.map_or(0, clip);
+                let stop = b.map_or(n, clip);
+                let step = c.unwrap_or(1) as usize;
+                (
+                    (start..stop.max(start))
+                        .step_by(step)
+                        .map(|i| i as u64)
+                        .collect(),
+                    true,
+                )
+            }
+        }
+    }
+}
+
+fn item(n: u64) -> impl Strategy<Value = Item> {
+    let n = n as i64;
+    let bound = prop::option::of(-n - 3..n + 3);
+    prop_oneof![
+        (-n..n).prop_map(Item::Index),
+        (bound.clone(), bound, prop::option::of(1i64..4))
+            .prop_map(|(a, b, c)| Item::Slice(a, b, c)),
+    ]
+}
+
+#[derive(Clone, Debug)]
+struct Case {
+    shape: Vec<u64>,
+    chunks: Vec<u64>,
+    ty: Ty,
+    missing: Vec<u64>,
+    items: Vec<Item>,
+    /// How the items are written: 0 positions from the first axis, 1 `...` then the last
+    /// axes, 2 by dimension name, in reverse order.
+    form: u8,
+    read_size: u32,
+    prefetch: bool,
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    prop::collection::vec((1u64..7, 1u64..5), 0..4)
+        .prop_flat_map(|dims| {
+            let (shape, chunks): (Vec<u64>, Vec<u64>) = dims.into_iter().unzip();
+            let items: Vec<_> = shape.iter().map(|&n| item(n)).collect();
+            (
+                Just(shape.clone()),
+                Just(chunks),
+                prop_oneof![Just(Ty::U8), Just(Ty::I16), Just(Ty::F32), Just(Ty::F64)],
+                prop::collection::vec(0u64..20, 0..3),
+                items,
+                0..=shape.len(),
+                0u8..3,
+                1u32..40,
+                any::<bool>(),
+            )
+        })
+        .prop_map(
+            |(shape, chunks, ty, missing, items, used, form, read_size, prefetch)| {
+                let items = match form {
+                    1 => items[items.len() - used..].to_vec(),
+                    _ => items[..used].to_vec(),
+                };
+                Case {
+                    shape,
+                    chunks,
+                    ty,
+                    missing,
+                    items,
+                    form,
+                    read_size,
+                    prefetch,
+                }
+            },
+        )
+}
+
+/// The selection text and numpy's result: shape and elements (C order).
+fn model(c: &Case, expected: &[Vec<u8>]) -> (String, Vec<u64>, Vec<u8>) {
+    let rank = c.shape.len();
+    let first = if c.form == 1 { rank - c.items.len() } else { 0 };
+    let mut per_axis: Vec<(Vec<u64>, bool)> =
+        c.shape.iter().map(|&n| ((0..n).collect(), true)).collect();
+    for (i, it) in c.items.iter().enumerate() {
+        per_axis[first + i] = it.indices(c.shape[first + i] as i64);
+    }
+    let text = match c.form {
+        1 => std::iter::once("...".to_string())
+            .chain(c.items.iter().map(Item::text))
+            .collect::<Vec<_>>()
+            .join(","),
+        2 => (0..c.items.len())
+            .rev()
+            .map(|i| format!("d{i}={}", c.items[i].text()))
+            .collect::<Vec<_>>()
+            .join(","),
+        _ => c.items.iter().map(Item::text).collect::<Vec<_>>().join(","),
+    };
+    let shape: Vec<u64> = per_axis
+        .iter()
+        .filter(|(_, keep)| *keep)
+        .map(|(ix, _)| ix.len() as u64)
+        .collect();
+    // Every combination of the selected indices, in C order.
+    let mut flat: Vec<u64> = vec![0];
+    for (ax, (ix, _)) in per_axis.iter().enumerate() {
+        flat = flat
+            .iter()
+            .flat_map(|&f| ix.iter().map(move |&i| f * c.shape[ax] + i))
+            .collect();
+    }
+    let bytes = flat
+        .iter()
+        .flat_map(|&k| expected[k as usize].clone())
+        .collect();
+    (text, shape, bytes)
+}
+
+fn read_all(view: &View, path: &str, step: u32) -> Vec<u8> {
+    let ino = view.resolve(path).unwrap();
+    let size = view.getattr(ino).unwrap().size;
+    let fh = view.open(ino).unwrap();
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < size + 10 {
+        view.read_into(ino, fh, at, step, &mut out).unwrap();
+        at += u64::from(step);
+    }
+    view.release(fh);
+    assert_eq!(out.len() as u64, size, "{path}: stat size");
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+    #[test]
+    fn selections_match_numpy_basic_indexing(c in case()) {
+        let (mut view, expected) = array(&c.shape, &c.chunks, c.ty, &c.missing);
+        if c.prefetch {
+            view.set_read_policy(ReadPolicy::local(2));
+        }
+        let (text, shape, bytes) = model(&c, &expected);
+        let data = read_all(&view, &format!("a[{text}]"), c.read_size);
+        prop_assert!(data == bytes, "a[{}]: {} bytes, expected {}", text, data.len(), bytes.len());
+        let npy = read_all(&view, &format!("a[{text}].npy"), 4096);
+        let header = npy_header(&c.ty.dtype(), &shape);
+        prop_assert_eq!(&npy[..header.len()], &header[..]);
+        prop_assert!(npy[header.len()..] == bytes[..]);
+        let json: serde_json::Value =
+            serde_json::from_slice(&read_all(&view, &format!("a[{text}].json"), 4096)).unwrap();
+        prop_assert_eq!(&json["shape"], &serde_json::json!(shape));
+        prop_assert_eq!(&json["source"], "a");
+    }
+}
+
+#[test]
+fn a_name_looked_up_twice_is_the_same_inode_and_is_not_listed() {
+    let (view, _) = array(&[4, 5], &[2, 2], Ty::F32, &[]);
+    let a = view.resolve("a[1:3,::2]").unwrap();
+    assert_eq!(view.resolve("a[1:3,::2]").unwrap(), a);
+    assert_ne!(view.resolve("a[1:3,::2].npy").unwrap(), a);
+    assert_eq!(view.getattr(a).unwrap().size, 2 * 3 * 4);
+    let dir = view.resolve("a").map(|_| 1).unwrap();
+    let names: Vec<String> = view
+        .readdir(dir, 0)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert!(!names.iter().any(|n| n.contains('[')), "{names:?}");
+    let json = String::from_utf8(
+        view.read(view.resolve("a[-1].json").unwrap(), 0, 4096)
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(json.contains("\"selection\": \"3,0:5\""), "{json}");
+}
+
+#[test]
+fn invalid_selections_are_not_found() {
+    let (view, _) = array(&[4, 5], &[2, 2], Ty::U8, &[]);
+    for name in [
+        "a[5,x]", "a[4]", "a[0, 1]", "a[::0]", "a[1,2,3]", "a[d9=1]", "b[0]", "a[0", "a[0].txt",
+    ] {
+        assert!(
+            matches!(view.resolve(name), Err(ViewError::NotFound)),
+            "{name}"
+        );
+    }
+}
