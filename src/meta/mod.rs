@@ -9,6 +9,7 @@ mod dtype;
 mod error;
 mod fill;
 mod hierarchy;
+mod lenient_json;
 mod nczarr;
 mod node;
 mod numpy_dtype;
