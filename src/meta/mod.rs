@@ -23,6 +23,7 @@ pub use dtype::{py_str, py_tuple, DataType, Field, MAX_ELEMENT_BYTES};
 pub use error::MetaError;
 pub use fill::parse_fill;
 pub use hierarchy::{load_hierarchy, Hierarchy, LoadOptions, MAX_DEPTH};
+pub use lenient_json::parse as parse_json;
 pub use node::{ArrayMeta, Node, NodeKind, MAX_CHUNK_BYTES};
 pub use numpy_dtype::NumpyType;
 pub use v2::MAX_RANK;
