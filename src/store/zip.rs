@@ -379,7 +379,6 @@ mod tests {
         assert_eq!(names(&rooted, ""), [".zgroup", "s"]);
     }
 
-    use std::time::{Duration, SystemTime};
 
     #[test]
     fn zip_times_are_utc_seconds() {
