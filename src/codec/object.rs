@@ -66,7 +66,7 @@ impl ObjectCodec {
                 let mut texts = Vec::with_capacity(items);
                 for i in 0..items {
                     let bytes = super::vlen::item(&raw, i).unwrap_or_default();
-                    if bytes.len() % elem.size != 0 {
+                    if !bytes.len().is_multiple_of(elem.size) {
                         return Err(corrupt(format!(
                             "item {i} of {} bytes is not whole numbers",
                             bytes.len()

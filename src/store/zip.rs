@@ -379,7 +379,6 @@ mod tests {
         assert_eq!(names(&rooted, ""), [".zgroup", "s"]);
     }
 
-
     #[test]
     fn zip_times_are_utc_seconds() {
         let t = zip::DateTime::from_date_and_time(2024, 3, 1, 12, 30, 10).unwrap();
