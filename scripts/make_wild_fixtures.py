@@ -131,6 +131,59 @@ def v3_types():
         "strings \"NaN\", \"Infinity\", \"-Infinity\"). No hand-edits.", nodes)
 
 
+EXT_FLOATS = ["float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4", "float8_e4m3",
+              "float8_e4m3fn", "float8_e4m3fnuz", "float8_e4m3b11fnuz", "float8_e5m2",
+              "float8_e5m2fnuz", "float8_e8m0fnu"]
+EXT_INTS = {"int2": ([-2, -1, 0, 1], -1), "int4": ([-8, -3, 0, 7], -3),
+            "uint2": ([0, 1, 2, 3], 2), "uint4": ([0, 9, 15, 4], 9)}
+
+
+def ext_types():
+    """zarrs' fixed-size extension types with the bytes codec (one element a byte), written by
+    this script from the zarr-extensions specs; values and expected bits from ml_dtypes."""
+    import ml_dtypes
+    name = "ext_types_v3"
+    p = os.path.join(OUT, f"{name}.zarr")
+    os.makedirs(p)
+    with open(os.path.join(p, "zarr.json"), "w") as f:
+        json.dump({"zarr_format": 3, "node_type": "group", "attributes": {}}, f, indent=2)
+    nodes = [{"path": "", "type": "group"}]
+    cases = [(t, ml_dtypes.finfo(getattr(ml_dtypes, t)), None) for t in EXT_FLOATS]
+    cases += [(t, None, v) for t, v in EXT_INTS.items()]
+    for type_name, finfo, ints in cases:
+        if ints is None:
+            mt = getattr(ml_dtypes, type_name)
+            values = np.array([0.5, -1.0, 2.0, 0.0], dtype=np.float32)
+            if type_name == "float8_e8m0fnu":
+                values = np.array([0.5, 1.0, 2.0, 0.25], dtype=np.float32)
+            bits = values.astype(mt).view(np.uint8)
+            fill_bits = np.array(1.0, dtype=mt).view(np.uint8)
+            fill, served = 1.0, np.uint8
+        else:
+            values, fill = ints
+            bits = np.array(values, dtype=np.int8).view(np.uint8)
+            fill_bits = np.array(fill, dtype=np.int8).view(np.uint8)
+            served = np.int8 if type_name.startswith("int") else np.uint8
+        d = os.path.join(p, type_name)
+        os.makedirs(os.path.join(d, "c"))
+        meta = {"zarr_format": 3, "node_type": "array", "shape": [6], "data_type": type_name,
+                "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4]}},
+                "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+                "fill_value": fill, "codecs": [{"name": "bytes"}], "attributes": {}}
+        with open(os.path.join(d, "zarr.json"), "w") as f:
+            json.dump(meta, f, indent=2)
+        with open(os.path.join(d, "c", "0"), "wb") as f:
+            f.write(bits.tobytes())  # chunk 1 unwritten: elements 4 and 5 are the fill value
+        expected = np.concatenate([bits, np.repeat(fill_bits, 2)]).view(served)
+        nodes.append(array_node(p, name, type_name, keys=["data_type", "fill_value"],
+                                expected=expected))
+    add(name, f"{name}.zarr", f"scripts/make_wild_fixtures.py with ml_dtypes {ml_dtypes.__version__}",
+        "zarrs' extension data types (zarr-extensions specs) with the bytes codec, one element a "
+        "byte, written by this script (zarr-python does not write them); values and fill bits "
+        "from ml_dtypes. Served as int8 (int2/int4), uint8 (uint2/uint4) and the floats' bits "
+        "as uint8.", nodes)
+
+
 def compressors():
     """numcodecs compressors in v2 arrays written by zarr-python 3.1."""
     name = "codecs_v2"
@@ -280,6 +333,7 @@ def main():
     os.makedirs(OUT)
     times()
     v3_types()
+    ext_types()
     compressors()
     object_codecs()
     nczarr()

@@ -7,6 +7,7 @@ mod codec_spec;
 mod consolidated;
 mod dtype;
 mod error;
+mod ext_types;
 mod fill;
 mod hierarchy;
 mod lenient_json;

@@ -91,7 +91,7 @@ pub fn data_type(value: &Value) -> Result<DataType, MetaError> {
             check_element_size(bits / 8, raw)?;
             DataType::Raw((bits / 8) as usize)
         }
-        _ => return Err(unsupported()),
+        other => super::ext_types::data_type(other).ok_or_else(unsupported)?,
     })
 }
 
@@ -132,7 +132,12 @@ pub fn parse_array(doc: &Map<String, Value>, prefix: &str) -> Result<ArrayMeta, 
         doc.get("data_type")
             .ok_or_else(|| MetaError::field("data_type", "missing"))?,
     )?;
-    let fill_value = parse_fill(doc.get("fill_value").unwrap_or(&Value::Null), &dtype, &[])?;
+    let fill = doc.get("fill_value").unwrap_or(&Value::Null);
+    let type_name = doc.get("data_type").and_then(Value::as_str).unwrap_or("");
+    let fill_value = match super::ext_types::float_fill(type_name, fill) {
+        Some(bits) => bits?,
+        None => parse_fill(fill, &dtype, &[])?,
+    };
 
     let grid = named(
         doc.get("chunk_grid")
@@ -270,7 +275,7 @@ mod tests {
 
     #[test]
     fn unknown_types_and_grids_are_errors() {
-        assert!(data_type(&json!("float8_e4m3")).is_err());
+        assert!(data_type(&json!("float8_e4m3x")).is_err());
         assert_eq!(data_type(&json!("r16")).unwrap(), DataType::Raw(2));
         assert!(
             data_type(&json!({"name": "structured", "configuration": {"fields": []}})).is_err()
