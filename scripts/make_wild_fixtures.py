@@ -319,6 +319,9 @@ def nczarr():
         nodes.append(array_node(folder, name, path, keys=["shape", "dtype"],
                                 json_extra={"dimension_names": names}))
     zip_path = os.path.join(OUT, f"{name}.zip")
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for entry in dirnames + filenames + [""]:
+            os.utime(os.path.join(dirpath, entry), (1704067200, 1704067200))  # 2024-01-01
     subprocess.run(["zip", "-q", "-r", "-X", zip_path, "wild.zarr"], cwd=work, check=True)
     shutil.rmtree(work)
     add(name, f"{name}.zip", writer,
