@@ -206,21 +206,6 @@ mod tests {
     }
 
     #[test]
-    fn zarr_extension_packbits_on_small_types_is_refused() {
-        // zarrs' `packbits` (bit-packed int4, float6, ...) is not numcodecs' bool packbits.
-        let config = json!({"padding_encoding": "first_byte"});
-        for dtype in [DataType::UInt(1), DataType::Int(1)] {
-            let chain = [CodecSpec::new("packbits", config.clone())];
-            let err = crate::codec::Pipeline::new(&chain, &dtype, &[8]).err();
-            assert!(
-                err.as_ref()
-                    .is_some_and(|e| e.to_string().contains("packbits")),
-                "{err:?}"
-            );
-        }
-    }
-
-    #[test]
     fn unknown_and_unimplemented_names_are_unsupported() {
         let elem = StoredElem {
             dtype: DataType::Int(4),

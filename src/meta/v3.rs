@@ -190,6 +190,13 @@ pub fn parse_array(doc: &Map<String, Value>, prefix: &str) -> Result<ArrayMeta, 
             .collect::<Result<Vec<_>, _>>()?,
         _ => return Err(MetaError::field("codecs", "missing or not a list")),
     };
+    // In v3, a bare `packbits` is zarr-extensions' bit packing of small types (int4, float6, ...),
+    // not numcodecs' bool packing (which zarr-python 3 names `numcodecs.packbits`).
+    if codecs.iter().any(|c| c.name == "packbits") {
+        return Err(MetaError::Unsupported(
+            "codec \"packbits\" (zarr-extensions bit packing)".into(),
+        ));
+    }
     if let Some(Value::Array(t)) = doc.get("storage_transformers") {
         if let Some(first) = t.first() {
             return Err(MetaError::Unsupported(format!(
@@ -253,6 +260,17 @@ mod tests {
         assert_eq!(meta.chunk_keys.key(&[2, 1]), "g/a/c.2.1");
         assert_eq!(meta.codecs[1], CodecSpec::new("zstd", json!({})));
         assert_eq!(meta.fill_value, f32::NAN.to_le_bytes());
+    }
+
+    #[test]
+    fn zarr_extension_packbits_is_unsupported() {
+        let doc = json!({"shape": [8], "data_type": "int4",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [8]}},
+            "codecs": [{"name": "packbits", "configuration": {"padding_encoding": "first_byte"}}]});
+        assert!(matches!(
+            parse_array(doc.as_object().unwrap(), ""),
+            Err(MetaError::Unsupported(m)) if m.contains("packbits")
+        ));
     }
 
     #[test]
