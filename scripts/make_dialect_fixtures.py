@@ -302,10 +302,6 @@ def w_nczarr(args):
     ds.set_auto_chartostring(False)
     nodes = []
 
-    def fqn(dim):
-        gp = dim.group().path
-        return (gp.rstrip("/")) + "/" + dim.name
-
     def walk(g):
         gpath = g.path.strip("/")
         nodes.append({"path": gpath, "type": "group",
@@ -324,7 +320,7 @@ def w_nczarr(args):
             save_npy(os.path.join(exp_root, rel), arr)
             nodes.append({"path": vpath, "type": "array", "npy": "expected/" + rel,
                           "json": {"shape": list(v.shape),
-                                   "dimension_names": [fqn(d) for d in v.get_dims()]}})
+                                   "dimension_names": [d.name for d in v.get_dims()]}})
         for sub in g.groups.values():
             walk(sub)
 
@@ -624,10 +620,12 @@ def nczarr_json(store, gen, node):
         if scalar:
             assert zarray["shape"] == [1], zarray
         shape = [] if scalar else zarray["shape"]
-        assert refs == node["json"]["dimension_names"], (store, node, refs)
+        # Served as netCDF's short names; the fully qualified references stay in the metadata.
+        names = [r.rsplit("/", 1)[-1] for r in refs]
+        assert names == node["json"]["dimension_names"], (store, node, refs)
         assert shape == node["json"]["shape"], (store, node, shape)
         j["shape"] = shape
-        j["dimension_names"] = refs
+        j["dimension_names"] = names
     return j
 
 
@@ -1217,8 +1215,8 @@ def main():
             "them (v2: zarr_format 2, no node_type; v3: both; v3 drafts: neither), attributes "
             "as stored (NCZarr: the .zattrs object verbatim, or {} when absent; consolidated "
             "stores: as the mode in 'options' must show them), shape as served ([] for netCDF "
-            "scalars), NCZarr 'dimension_names' (fully qualified, as stored in the dimension "
-            "references) and group 'dimensions' ({name: length}, unlimited ones at their "
+            "scalars), NCZarr 'dimension_names' (netCDF's short names; the fully qualified "
+            "dimension references stay in the NCZarr metadata) and group 'dimensions' ({name: length}, unlimited ones at their "
             "current length). 'npy' is the full served array (little-endian, C order); 'text' "
             "the served A of a vlen array. 'expect': 'eio' (listed, data unreadable) or "
             "'absent' (not shown). 'implicit': group with no metadata document."),

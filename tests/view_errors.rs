@@ -72,7 +72,7 @@ fn one_bad_node_does_not_spoil_the_others() {
     );
     s.insert(
         "dtype/zarr.json",
-        v3_array("[4]", "[2]", "float8_e4m3", RAW),
+        v3_array("[4]", "[2]", "float8_e9m9", RAW),
     );
     s.insert("corrupt/zarr.json", v3_array("[4]", "[2]", "uint8", ZSTD));
     s.insert(

@@ -48,7 +48,9 @@ impl Filter for Cast {
     }
 
     fn encoded_len(&self, decoded_len: usize) -> Option<usize> {
-        (decoded_len % self.to.size == 0).then(|| decoded_len / self.to.size * self.from.size)
+        decoded_len
+            .is_multiple_of(self.to.size)
+            .then(|| decoded_len / self.to.size * self.from.size)
     }
 
     fn encoded_dtype(&self, _decoded: &DataType) -> DataType {

@@ -86,7 +86,9 @@ impl Filter for Categorize {
 
     fn encoded_len(&self, decoded_len: usize) -> Option<usize> {
         let es = 4 * self.width;
-        (decoded_len % es == 0).then(|| decoded_len / es * self.astype.size)
+        decoded_len
+            .is_multiple_of(es)
+            .then(|| decoded_len / es * self.astype.size)
     }
 
     fn encoded_dtype(&self, _decoded: &DataType) -> DataType {

@@ -86,7 +86,9 @@ pub(crate) fn converted_len(
     dtype: &NumType,
     astype: &NumType,
 ) -> Option<usize> {
-    (decoded_len % dtype.size == 0).then(|| decoded_len / dtype.size * astype.size)
+    decoded_len
+        .is_multiple_of(dtype.size)
+        .then(|| decoded_len / dtype.size * astype.size)
 }
 
 /// A [`CodecError::BadConfig`] naming `spec`'s codec.

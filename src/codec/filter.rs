@@ -36,7 +36,7 @@ pub(crate) fn elementwise_count(
     dec_size: usize,
     out_len: usize,
 ) -> Result<usize, CodecError> {
-    if encoded_len % enc_size != 0 {
+    if !encoded_len.is_multiple_of(enc_size) {
         return Err(CodecError::corrupt(
             name,
             format!("{encoded_len} bytes is not a whole number of {enc_size}-byte elements"),

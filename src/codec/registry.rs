@@ -19,7 +19,7 @@ use super::shuffle::Shuffle;
 use super::transpose::Transpose;
 use super::zlib::Zlib;
 use super::zstd::Zstd;
-use super::{adler32, crc32, crc32c, fletcher32, jenkins_lookup3, quantize};
+use super::{adler32, crc32, crc32c, fletcher32, jenkins_lookup3, lzma, pcodec, quantize};
 use super::{ArrayToArray, ArrayToBytes, BytesToBytes, ChunkRepr, CodecError, StoredElem};
 use crate::meta::CodecSpec;
 
@@ -54,6 +54,8 @@ const BYTES_TO_BYTES: &[&str] = &[
     "jenkins_lookup3",
     "shuffle",
     "base64",
+    "lzma",
+    "pcodec",
 ];
 
 /// True for the array→bytes codecs zarrfs implements (`bytes`, the v3 drafts' `endian`).
@@ -75,11 +77,11 @@ fn unsupported(spec: &CodecSpec) -> CodecError {
     let reason = match base(&spec.name) {
         "sharding_indexed" => "sharding is not decoded by the codec pipeline",
         "vlen-utf8" | "vlen-bytes" => "variable-length codecs go with a string or bytes data type",
-        "vlen-array" | "json2" | "pickle" | "msgpack2" => {
-            "object elements other than strings and bytes are not supported"
+        "pickle" => "decoding a pickle runs code from the store, which zarrfs never does",
+        "vlen-array" | "json2" | "msgpack2" => {
+            "object codecs go with an object (string or bytes) data type"
         }
-        "lzma" => "no LZMA decoder is built in",
-        "zfpy" | "pcodec" | "zfp" => "no decoder for this array→bytes compressor is built in",
+        "zfpy" | "zfp" => "no decoder for this array→bytes compressor is built in",
         _ => return CodecError::Unsupported(spec.name.clone()),
     };
     CodecError::unsupported(&spec.name, reason)
@@ -154,6 +156,8 @@ pub(crate) fn build_bytes_to_bytes(
         "fletcher32" => Box::new(fletcher32::build(spec)?),
         "jenkins_lookup3" => Box::new(jenkins_lookup3::build(spec)?),
         "shuffle" => Box::new(Shuffle::build(spec, elem)?),
+        "lzma" => Box::new(lzma::build(spec)?),
+        "pcodec" => Box::new(pcodec::build(spec, elem)?),
         id if FILTERS.contains(&id) => Box::new(FilterBytes(build_filter(spec, elem)?)),
         "transpose" | "bytes" | "endian" => {
             return Err(CodecError::bad_config(
@@ -211,7 +215,7 @@ mod tests {
             "foo",
             "sharding_indexed",
             "vlen-utf8",
-            "lzma",
+            "pickle",
             "numcodecs.zfpy",
         ] {
             let err = build_bytes_to_bytes(&CodecSpec::new(name, json!({})), &elem).err();

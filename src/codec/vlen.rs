@@ -4,6 +4,7 @@
 //! A decoded chunk is held as an index plus the item bytes, so any item is found in O(1):
 //! `[count: u64][offsets: u64 × (count + 1)][item bytes]`, offsets relative to the item bytes.
 
+use super::object::ObjectCodec;
 use super::registry::build_bytes_to_bytes;
 use super::{BytesToBytes, CodecError, StoredElem};
 use crate::meta::{CodecSpec, DataType};
@@ -18,6 +19,7 @@ const MAX_SERIALIZED: usize = 1 << 30;
 /// The chain of a variable-length array: its `vlen-*` codec, then bytes→bytes codecs.
 pub(crate) struct VlenPipeline {
     name: String,
+    object: ObjectCodec,
     items: usize,
     bytes_to_bytes: Vec<Box<dyn BytesToBytes>>,
     /// Largest serialized chunk accepted.
@@ -33,15 +35,7 @@ impl VlenPipeline {
                 "a variable-length array needs a vlen codec",
             ));
         };
-        match first.name.as_str() {
-            "vlen-utf8" | "vlen-bytes" | "numcodecs.vlen-utf8" | "numcodecs.vlen-bytes" => {}
-            other => {
-                return Err(CodecError::unsupported(
-                    other,
-                    "variable-length elements need vlen-utf8 or vlen-bytes as their first codec",
-                ))
-            }
-        }
+        let object = ObjectCodec::build(first)?;
         let items = chunk_shape
             .iter()
             .try_fold(1usize, |acc, &d| acc.checked_mul(usize::try_from(d).ok()?))
@@ -56,6 +50,7 @@ impl VlenPipeline {
             .collect::<Result<_, _>>()?;
         Ok(VlenPipeline {
             name: first.name.clone(),
+            object,
             items,
             bytes_to_bytes,
             max_serialized: MAX_SERIALIZED,
@@ -82,7 +77,7 @@ impl VlenPipeline {
             }
             data = decode_unsized(codec.as_ref(), &data, self.max_serialized)?;
         }
-        decode(&self.name, &data, self.items)
+        self.object.decode(&self.name, &data, self.items)
     }
 }
 
@@ -163,6 +158,24 @@ pub fn decode(codec: &str, encoded: &[u8], items: usize) -> Result<Vec<u8>, Code
     Ok(out)
 }
 
+/// The item index of `items` (what [`decode`] produces from a serialized chunk).
+pub(crate) fn index<T: AsRef<[u8]>>(items: &[T]) -> Vec<u8> {
+    let header = U64 * (items.len() + 2);
+    let total: usize = items.iter().map(|i| i.as_ref().len()).sum();
+    let mut out = Vec::with_capacity(header + total);
+    out.extend_from_slice(&(items.len() as u64).to_le_bytes());
+    out.extend_from_slice(&0u64.to_le_bytes());
+    let mut end = 0u64;
+    for item in items {
+        end += item.as_ref().len() as u64;
+        out.extend_from_slice(&end.to_le_bytes());
+    }
+    for item in items {
+        out.extend_from_slice(item.as_ref());
+    }
+    out
+}
+
 fn u64_at(buf: &[u8], at: usize) -> Option<usize> {
     buf.get(at..at + U64)
         .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])) as usize)
@@ -202,6 +215,7 @@ mod tests {
         for (i, want) in items.iter().enumerate() {
             assert_eq!(item(&decoded, i), Some(*want));
         }
+        assert_eq!(index(&items), decoded);
         assert_eq!(item(&decoded, 4), None);
     }
 

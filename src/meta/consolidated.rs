@@ -29,10 +29,11 @@ const V3_SOURCE: &str = "zarr.json consolidated_metadata";
 pub fn open(store: &dyn Store) -> Result<Option<Consolidated<'_>>, MetaError> {
     let mut objects = BTreeMap::new();
     if let Some(object) = store.get_bounded(".zmetadata", MAX_CONSOLIDATED_BYTES)? {
-        let doc: Value = serde_json::from_slice(&object.bytes).map_err(|e| MetaError::Json {
-            key: ".zmetadata".into(),
-            reason: e.to_string(),
-        })?;
+        let doc: Value =
+            super::lenient_json::parse(&object.bytes).map_err(|e| MetaError::Json {
+                key: ".zmetadata".into(),
+                reason: e.to_string(),
+            })?;
         let meta = doc
             .get("metadata")
             .and_then(Value::as_object)
@@ -43,7 +44,7 @@ pub fn open(store: &dyn Store) -> Result<Option<Consolidated<'_>>, MetaError> {
             }
         }
     } else if let Some(object) = store.get_bounded("zarr.json", MAX_CONSOLIDATED_BYTES)? {
-        let Ok(Value::Object(mut root)) = serde_json::from_slice::<Value>(&object.bytes) else {
+        let Ok(Value::Object(mut root)) = super::lenient_json::parse(&object.bytes) else {
             return Ok(None);
         };
         let Some(Value::Object(cm)) = root.remove("consolidated_metadata") else {

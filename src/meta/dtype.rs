@@ -42,6 +42,15 @@ pub enum DataType {
     Raw(usize),
     /// numpy structured type: named fields at offsets.
     Structured(Vec<Field>),
+    /// numpy `M8[unit]` / `m8[unit]`, v3 `numpy.datetime64` / `numpy.timedelta64`: an int64 count
+    /// of `unit` (`ns`, `D`, or with a scale factor `10s`) since 1970 (or a duration); NaT is
+    /// the smallest int64.
+    Time {
+        /// True for `timedelta64`, false for `datetime64`.
+        delta: bool,
+        /// The unit as numpy spells it inside the brackets: `ns`, `10s`, `generic`.
+        unit: String,
+    },
     /// Variable-length UTF-8 text (v2 object arrays with `vlen-utf8`, v3 `string`).
     String,
     /// Variable-length bytes (v2 object arrays with `vlen-bytes`, v3 `bytes`).
@@ -85,6 +94,7 @@ impl DataType {
             | DataType::Complex(n)
             | DataType::Bytes(n)
             | DataType::Raw(n) => *n,
+            DataType::Time { .. } => 8,
             DataType::Unicode(n) => 4 * n,
             DataType::Structured(fields) => fields
                 .iter()
@@ -106,6 +116,7 @@ impl DataType {
             DataType::Int(n) | DataType::UInt(n) | DataType::Float(n) if *n > 1 => {
                 units.push((base, *n))
             }
+            DataType::Time { .. } => units.push((base, 8)),
             DataType::Complex(n) => {
                 units.push((base, n / 2));
                 units.push((base + n / 2, n / 2));
@@ -138,6 +149,13 @@ impl DataType {
             DataType::Bytes(n) => format!("|S{n}"),
             DataType::Unicode(n) => format!("<U{n}"),
             DataType::Raw(n) => format!("|V{n}"),
+            DataType::Time { delta, unit } => {
+                let kind = if *delta { 'm' } else { 'M' };
+                match unit.as_str() {
+                    "generic" => format!("<{kind}8"),
+                    unit => format!("<{kind}8[{unit}]"),
+                }
+            }
             // Served as fixed width once the longest element is known; see the view.
             DataType::String => "<U".into(),
             DataType::VarBytes => "|S".into(),
@@ -165,6 +183,27 @@ impl DataType {
             }
         }
     }
+}
+
+/// The time units numpy knows, as spelled inside `M8[...]`.
+pub const TIME_UNITS: [&str; 13] = [
+    "Y", "M", "W", "D", "h", "m", "s", "ms", "us", "ns", "ps", "fs", "as",
+];
+
+/// The time data type of `unit` times `scale` (`s`, 10 gives numpy's `10s`); errors for units
+/// numpy does not know.
+pub fn time_type(delta: bool, unit: &str, scale: u64) -> Result<DataType, MetaError> {
+    if !TIME_UNITS.contains(&unit) || scale == 0 || scale > i32::MAX as u64 {
+        return Err(MetaError::DataType(format!(
+            "unsupported time unit {scale} x {unit:?}"
+        )));
+    }
+    let unit = if scale == 1 {
+        unit.to_string()
+    } else {
+        format!("{scale}{unit}")
+    };
+    Ok(DataType::Time { delta, unit })
 }
 
 /// A Python string literal as numpy's header writer prints it (`repr` of a str).
@@ -235,6 +274,12 @@ mod tests {
         );
         assert_eq!(DataType::Unicode(2).swap_units(), vec![(0, 4), (4, 4)]);
         assert_eq!(DataType::UInt(1).swap_units(), vec![]);
+        let t = DataType::Time {
+            delta: true,
+            unit: "10s".into(),
+        };
+        assert_eq!((t.size(), t.swap_units()), (8, vec![(0, 8)]));
+        assert_eq!(t.npy_descr(), "<m8[10s]");
     }
 
     #[test]

@@ -40,6 +40,15 @@ pub fn parse_fill(
             }
             _ => Err(bad()),
         },
+        DataType::Time { .. } => {
+            let v = match value {
+                Value::String(s) if s == "NaT" => i64::MIN,
+                _ => int_value(value)
+                    .and_then(|v| i64::try_from(v).ok())
+                    .ok_or_else(bad)?,
+            };
+            Ok(v.to_le_bytes().to_vec())
+        }
         DataType::Int(n) => {
             let v = int_value(value).ok_or_else(bad)?;
             let fits = *n == 8 || (v >= -(1i128 << (8 * n - 1)) && v < (1i128 << (8 * n - 1)));
@@ -192,6 +201,19 @@ mod tests {
             parse_fill(&json!(true), &DataType::Bool, &[]).unwrap(),
             vec![1]
         );
+    }
+
+    #[test]
+    fn times_and_nat() {
+        let ns = DataType::Time {
+            delta: false,
+            unit: "ns".into(),
+        };
+        for nat in [json!("NaT"), json!(i64::MIN)] {
+            assert_eq!(parse_fill(&nat, &ns, &[]).unwrap(), i64::MIN.to_le_bytes());
+        }
+        assert_eq!(parse_fill(&json!(5), &ns, &[]).unwrap(), 5i64.to_le_bytes());
+        assert!(parse_fill(&json!("soon"), &ns, &[]).is_err());
     }
 
     #[test]

@@ -140,7 +140,7 @@ fn read_json(store: &dyn Store, key: &str) -> Result<Option<JsonObject>, MetaErr
         key: key.to_string(),
         reason,
     };
-    match serde_json::from_slice::<Value>(&object.bytes) {
+    match super::lenient_json::parse(&object.bytes) {
         Ok(Value::Object(map)) => Ok(Some((map, object.mtime))),
         Ok(other) => Err(json_error(format!(
             "not a JSON object but {}",

@@ -19,7 +19,8 @@ pub const GEN1_SUPERBLOCK: &str = ".nczarr";
 /// What NCZarr says of one variable.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct NcVar {
-    /// Fully qualified names of the variable's dimensions (`/x`, `/g/y`).
+    /// The variable's dimension names as netCDF and xarray show them (`x`, `y`): the last part
+    /// of each fully qualified reference (`/x`, `/g/y`), which stays in the NCZarr metadata.
     pub dimension_names: Vec<String>,
     /// A netCDF scalar: stored with shape `[1]`, served 0-d.
     pub scalar: bool,
@@ -42,7 +43,7 @@ pub fn variable(
     let dimension_names = refs
         .into_iter()
         .flatten()
-        .filter_map(|r| r.as_str().map(String::from))
+        .filter_map(|r| r.as_str().map(short_name))
         .collect();
     let scalar = info.get("storage").and_then(Value::as_str) == Some("scalar")
         || info
@@ -52,6 +53,14 @@ pub fn variable(
         dimension_names,
         scalar,
     })
+}
+
+/// The name of a dimension from its fully qualified reference: `/g/time` is `time`.
+fn short_name(reference: &str) -> String {
+    match reference.trim_end_matches('/').rsplit_once('/') {
+        Some((_, name)) if !name.is_empty() => name.to_string(),
+        _ => reference.to_string(),
+    }
 }
 
 /// Rewrites a variable's `.zarray` into what zarrfs serves: NC_CHAR `<U1`/`>U1` becomes `|S1`
@@ -160,13 +169,16 @@ mod tests {
     fn reads_every_generation() {
         let gen1 = obj(json!({"dimrefs": ["/x"], "storage": "chunked"}));
         let v = variable(&Map::new(), &Map::new(), Some(&gen1)).unwrap();
-        assert_eq!(v.dimension_names, ["/x"]);
+        assert_eq!(v.dimension_names, ["x"]);
         let gen2 = obj(json!({"_NCZARR_ARRAY": {"dimrefs": [], "storage": "scalar"}}));
         assert!(variable(&gen2, &Map::new(), None).unwrap().scalar);
         let gen4 =
             obj(json!({"_nczarr_array": {"dimension_references": ["/a", "/g/b"], "scalar": 1}}));
         let v = variable(&Map::new(), &gen4, None).unwrap();
-        assert_eq!((v.dimension_names.len(), v.scalar), (2, true));
+        assert_eq!(
+            (v.dimension_names, v.scalar),
+            (vec!["a".into(), "b".into()], true)
+        );
         assert!(variable(&Map::new(), &Map::new(), None).is_none());
     }
 

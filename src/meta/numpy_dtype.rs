@@ -1,7 +1,7 @@
 //! Numpy data type descriptions as Zarr v2 and the v3 drafts write them: `"<f8"`, `"|S5"`,
 //! `[["x", "<i4"], ["y", ">f8", [2]]]`.
 
-use super::dtype::{check_element_size, DataType, Field};
+use super::dtype::{check_element_size, time_type, DataType, Field};
 use super::MetaError;
 use serde_json::Value;
 
@@ -36,6 +36,15 @@ fn parse_str(s: &str) -> Result<NumpyType, MetaError> {
         .next()
         .ok_or_else(|| MetaError::DataType(format!("empty data type {s:?}")))?;
     let digits = &rest[kind.len_utf8()..];
+    if matches!(kind, 'M' | 'm') {
+        let dtype = parse_time(kind == 'm', digits).ok_or_else(unsupported)??;
+        let big_units = if order == '>' {
+            vec![(0, 8)]
+        } else {
+            Vec::new()
+        };
+        return Ok(NumpyType { dtype, big_units });
+    }
     // Sizes are checked before anything is allocated for them: `>U4611686018427387904` would
     // overflow, `>U1000000000` would ask for gigabytes of fill value and byte-swap units.
     let n: u64 = digits.parse().map_err(|_| unsupported())?;
@@ -59,6 +68,28 @@ fn parse_str(s: &str) -> Result<NumpyType, MetaError> {
         Vec::new()
     };
     Ok(NumpyType { dtype, big_units })
+}
+
+/// `8[ns]`, `8[10s]`, `8` (generic) after the `M` or `m` of a numpy time type.
+fn parse_time(delta: bool, rest: &str) -> Option<Result<DataType, MetaError>> {
+    let rest = rest.strip_prefix('8')?;
+    if rest.is_empty() {
+        return Some(Ok(DataType::Time {
+            delta,
+            unit: "generic".into(),
+        }));
+    }
+    let inner = rest.strip_prefix('[')?.strip_suffix(']')?;
+    let split = inner
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(inner.len());
+    let (count, unit) = inner.split_at(split);
+    let scale = if count.is_empty() {
+        1
+    } else {
+        count.parse().ok()?
+    };
+    Some(time_type(delta, unit, scale))
 }
 
 fn parse_fields(items: &[Value]) -> Result<NumpyType, MetaError> {
@@ -161,7 +192,17 @@ mod tests {
         assert_eq!(t.big_units, vec![(0, 4)]);
         assert_eq!(parse(&json!("|b1")).unwrap().dtype, DataType::Bool);
         assert_eq!(parse(&json!("<U3")).unwrap().dtype, DataType::Unicode(3));
-        assert!(parse(&json!("<M8[ns]")).is_err());
+        let ns = parse(&json!("<M8[ns]")).unwrap();
+        assert_eq!(ns.dtype.npy_descr(), "<M8[ns]");
+        assert!(ns.big_units.is_empty());
+        let big = parse(&json!(">m8[10s]")).unwrap();
+        assert_eq!(
+            (big.dtype.npy_descr(), big.big_units),
+            ("<m8[10s]".into(), vec![(0, 8)])
+        );
+        assert_eq!(parse(&json!("<M8")).unwrap().dtype.npy_descr(), "<M8");
+        assert!(parse(&json!("<M8[fortnight]")).is_err());
+        assert!(parse(&json!("<M4[s]")).is_err());
         assert!(parse(&json!("|O")).is_err());
     }
 

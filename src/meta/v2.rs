@@ -122,7 +122,9 @@ pub fn parse_array(zarray: &Map<String, Value>, prefix: &str) -> Result<ArrayMet
 /// The element type of a v2 object (`|O`) array, from the object codec among its filters.
 fn object_type(filters: &[CodecSpec]) -> Result<numpy_dtype::NumpyType, MetaError> {
     let dtype = match filters.first().map(|f| f.name.as_str()) {
-        Some("vlen-utf8") => DataType::String,
+        // Every object codec but vlen-bytes is served as text lines (pickle reads EIO: the
+        // pipeline refuses it, naming why).
+        Some("vlen-utf8" | "vlen-array" | "json2" | "msgpack2" | "pickle") => DataType::String,
         Some("vlen-bytes") => DataType::VarBytes,
         Some(other) => return Err(MetaError::Unsupported(format!("object codec {other:?}"))),
         None => {

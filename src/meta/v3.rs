@@ -1,6 +1,6 @@
 //! Zarr v3: one `zarr.json` per node.
 
-use super::dtype::check_element_size;
+use super::dtype::{check_element_size, time_type, Field};
 use super::node::ArrayMeta;
 use super::v2::dims;
 use super::{parse_fill, ChunkKeys, CodecSpec, DataType, KeyStyle, MetaError};
@@ -18,11 +18,25 @@ pub fn document(doc: &Map<String, Value>) -> Map<String, Value> {
     out
 }
 
-/// The served element type of a v3 `data_type` name.
-pub fn data_type(name: &Value) -> Result<DataType, MetaError> {
-    let unsupported = || MetaError::DataType(format!("unsupported data type {name}"));
-    let s = name.as_str().ok_or_else(unsupported)?;
-    Ok(match s {
+/// The served element type of a v3 `data_type`: a name, or a named configuration (zarr-python
+/// 3.1's `numpy.datetime64`, `fixed_length_utf32`, `null_terminated_bytes`, `raw_bytes`,
+/// `structured`).
+pub fn data_type(value: &Value) -> Result<DataType, MetaError> {
+    let unsupported = || MetaError::DataType(format!("unsupported data type {value}"));
+    let (s, config) = match value {
+        Value::String(s) => (s.clone(), Map::new()),
+        Value::Object(_) => named(value)?,
+        _ => return Err(unsupported()),
+    };
+    let length = || -> Result<usize, MetaError> {
+        let n = config
+            .get("length_bytes")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| MetaError::field("length_bytes", format!("missing in {value}")))?;
+        check_element_size(n, &s)?;
+        Ok(n as usize)
+    };
+    Ok(match s.as_str() {
         "bool" => DataType::Bool,
         "int8" => DataType::Int(1),
         "int16" => DataType::Int(2),
@@ -37,19 +51,78 @@ pub fn data_type(name: &Value) -> Result<DataType, MetaError> {
         "float64" => DataType::Float(8),
         "complex64" => DataType::Complex(8),
         "complex128" => DataType::Complex(16),
-        "string" => DataType::String,
+        "string" | "variable_length_utf8" => DataType::String,
         "bytes" | "variable_length_bytes" => DataType::VarBytes,
+        "numpy.datetime64" | "numpy.timedelta64" => {
+            let unit = config
+                .get("unit")
+                .and_then(Value::as_str)
+                .unwrap_or("generic");
+            let scale = config
+                .get("scale_factor")
+                .map_or(Some(1), Value::as_u64)
+                .ok_or_else(unsupported)?;
+            let delta = s == "numpy.timedelta64";
+            if unit == "generic" && scale == 1 {
+                DataType::Time {
+                    delta,
+                    unit: unit.into(),
+                }
+            } else {
+                time_type(delta, unit, scale)?
+            }
+        }
+        "fixed_length_utf32" => {
+            let n = length()?;
+            if n % 4 != 0 {
+                return Err(unsupported());
+            }
+            DataType::Unicode(n / 4)
+        }
+        "null_terminated_bytes" | "fixed_length_bytes" => DataType::Bytes(length()?),
+        "raw_bytes" => DataType::Raw(length()?),
+        "structured" => structured(config.get("fields"))?,
         raw if raw.starts_with('r') => {
             let bits: u64 = raw[1..]
                 .parse()
                 .ok()
                 .filter(|b| b % 8 == 0 && *b > 0)
                 .ok_or_else(unsupported)?;
-            check_element_size(bits / 8, s)?;
+            check_element_size(bits / 8, raw)?;
             DataType::Raw((bits / 8) as usize)
         }
-        _ => return Err(unsupported()),
+        other => super::ext_types::data_type(other).ok_or_else(unsupported)?,
     })
+}
+
+/// The fields of a v3 `structured` type, `[["a", "int32"], ["b", "float64"]]`, packed in order.
+fn structured(fields: Option<&Value>) -> Result<DataType, MetaError> {
+    let bad = |what: String| MetaError::DataType(format!("structured type: {what}"));
+    let items = fields
+        .and_then(Value::as_array)
+        .filter(|f| !f.is_empty())
+        .ok_or_else(|| bad("no list of fields".into()))?;
+    let mut out = Vec::new();
+    let mut offset = 0usize;
+    for item in items {
+        let (name, dtype) = match item.as_array().map(Vec::as_slice) {
+            Some([Value::String(name), dtype]) => (name.clone(), data_type(dtype)?),
+            _ => return Err(bad(format!("field {item} is not [name, type]"))),
+        };
+        if dtype.is_variable() {
+            return Err(bad(format!("field {name:?} has no fixed size")));
+        }
+        let size = dtype.size();
+        out.push(Field {
+            name,
+            dtype,
+            shape: Vec::new(),
+            offset,
+        });
+        offset = offset.saturating_add(size);
+        check_element_size(offset as u64, "structured data type")?;
+    }
+    Ok(DataType::Structured(out))
 }
 
 /// Parses the array fields of a `zarr.json` whose chunk keys start with `prefix`.
@@ -59,7 +132,12 @@ pub fn parse_array(doc: &Map<String, Value>, prefix: &str) -> Result<ArrayMeta, 
         doc.get("data_type")
             .ok_or_else(|| MetaError::field("data_type", "missing"))?,
     )?;
-    let fill_value = parse_fill(doc.get("fill_value").unwrap_or(&Value::Null), &dtype, &[])?;
+    let fill = doc.get("fill_value").unwrap_or(&Value::Null);
+    let type_name = doc.get("data_type").and_then(Value::as_str).unwrap_or("");
+    let fill_value = match super::ext_types::float_fill(type_name, fill) {
+        Some(bits) => bits?,
+        None => parse_fill(fill, &dtype, &[])?,
+    };
 
     let grid = named(
         doc.get("chunk_grid")
@@ -112,6 +190,13 @@ pub fn parse_array(doc: &Map<String, Value>, prefix: &str) -> Result<ArrayMeta, 
             .collect::<Result<Vec<_>, _>>()?,
         _ => return Err(MetaError::field("codecs", "missing or not a list")),
     };
+    // In v3, a bare `packbits` is zarr-extensions' bit packing of small types (int4, float6, ...),
+    // not numcodecs' bool packing (which zarr-python 3 names `numcodecs.packbits`).
+    if codecs.iter().any(|c| c.name == "packbits") {
+        return Err(MetaError::Unsupported(
+            "codec \"packbits\" (zarr-extensions bit packing)".into(),
+        ));
+    }
     if let Some(Value::Array(t)) = doc.get("storage_transformers") {
         if let Some(first) = t.first() {
             return Err(MetaError::Unsupported(format!(
@@ -178,9 +263,42 @@ mod tests {
     }
 
     #[test]
+    fn zarr_extension_packbits_is_unsupported() {
+        let doc = json!({"shape": [8], "data_type": "int4",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [8]}},
+            "codecs": [{"name": "packbits", "configuration": {"padding_encoding": "first_byte"}}]});
+        assert!(matches!(
+            parse_array(doc.as_object().unwrap(), ""),
+            Err(MetaError::Unsupported(m)) if m.contains("packbits")
+        ));
+    }
+
+    #[test]
+    fn zarr_python_3_1_types() {
+        let t = |v: Value| data_type(&v).unwrap().npy_descr();
+        let dt =
+            json!({"name": "numpy.datetime64", "configuration": {"unit": "s", "scale_factor": 10}});
+        assert_eq!(t(dt), "<M8[10s]");
+        let td = json!({"name": "numpy.timedelta64", "configuration": {"unit": "ns", "scale_factor": 1}});
+        assert_eq!(t(td), "<m8[ns]");
+        let u = json!({"name": "fixed_length_utf32", "configuration": {"length_bytes": 20}});
+        assert_eq!(t(u), "<U5");
+        let s = json!({"name": "null_terminated_bytes", "configuration": {"length_bytes": 4}});
+        assert_eq!(t(s), "|S4");
+        let v = json!({"name": "raw_bytes", "configuration": {"length_bytes": 3}});
+        assert_eq!(t(v), "|V3");
+        let st = json!({"name": "structured", "configuration": {"fields": [["a", "int32"], ["b", "float64"]]}});
+        assert_eq!(t(st), "[('a', '<i4'), ('b', '<f8')]");
+    }
+
+    #[test]
     fn unknown_types_and_grids_are_errors() {
-        assert!(data_type(&json!("float8_e4m3")).is_err());
+        assert!(data_type(&json!("float8_e4m3x")).is_err());
         assert_eq!(data_type(&json!("r16")).unwrap(), DataType::Raw(2));
+        assert!(
+            data_type(&json!({"name": "structured", "configuration": {"fields": []}})).is_err()
+        );
+        assert!(data_type(&json!({"name": "raw_bytes"})).is_err());
         let doc = json!({"shape": [1], "data_type": "int8", "chunk_grid": {"name": "rectilinear"}, "codecs": []});
         assert!(matches!(
             parse_array(doc.as_object().unwrap(), ""),

@@ -133,6 +133,11 @@ impl ZipStore {
             // Later members of the same name replace earlier ones, as zip readers do.
             members.insert(name, member);
         }
+        if let Some(top) = single_top_folder(&members) {
+            log::info!("{what}: the store is the zip's one top folder {top:?}");
+            members = strip_folder(members, &top);
+            dirs = strip_folder(dirs, &top);
+        }
         for name in members.keys() {
             let mut p = name.as_str();
             while let Some((parent, _)) = p.rsplit_once('/') {
@@ -177,6 +182,33 @@ impl ZipStore {
             .map_err(|e| StoreError::io(format!("{}:{key}", self.what), e))?;
         Ok(buf.split_off(start as usize))
     }
+}
+
+/// Metadata objects one of which marks the root group of a store (a top folder holding only
+/// `.zarray` is an array of an implicit root group, and stays where it is).
+const ROOT_MARKERS: [&str; 4] = ["zarr.json", ".zgroup", ".zmetadata", ".nczarr"];
+
+/// `"store.zarr/"` when every member lies in that one folder, the zip's root holds no metadata and
+/// the folder does: what `zip -r store.zip store.zarr` makes and netCDF-c's zips look like.
+fn single_top_folder(members: &BTreeMap<String, Member>) -> Option<String> {
+    let (first, _) = members.first_key_value()?;
+    let top = format!("{}/", first.split_once('/')?.0);
+    let all_inside = members.keys().all(|k| k.starts_with(&top));
+    let marked = ROOT_MARKERS
+        .iter()
+        .any(|m| members.contains_key(&format!("{top}{m}")));
+    (all_inside && marked).then_some(top)
+}
+
+/// The entries of `map` inside `folder` (`"a/"`), renamed relative to it; the folder itself and
+/// anything outside it are left out.
+fn strip_folder<V>(map: BTreeMap<String, V>, folder: &str) -> BTreeMap<String, V> {
+    map.into_iter()
+        .filter_map(|(k, v)| {
+            let rest = k.strip_prefix(folder)?;
+            (!rest.is_empty()).then(|| (rest.to_string(), v))
+        })
+        .collect()
 }
 
 /// Converts a zip (MS-DOS) timestamp, taken as UTC, to a `SystemTime`.
@@ -289,8 +321,70 @@ impl Store for ZipStore {
 
 #[cfg(test)]
 mod tests {
-    use super::zip_time;
-    use std::time::{Duration, SystemTime};
+    use super::*;
+    use std::io::Write;
+
+    fn zip_of(names: &[&str]) -> ZipStore {
+        let mut buf = std::io::Cursor::new(Vec::new());
+        {
+            let mut w = zip::ZipWriter::new(&mut buf);
+            let opts = zip::write::SimpleFileOptions::default();
+            for name in names {
+                if let Some(dir) = name.strip_suffix('/') {
+                    w.add_directory(dir, opts).unwrap();
+                } else {
+                    w.start_file(*name, opts).unwrap();
+                    w.write_all(name.as_bytes()).unwrap();
+                }
+            }
+            w.finish().unwrap();
+        }
+        let bytes: Arc<dyn ZipBytes> = Arc::new(Bytes(buf.into_inner()));
+        ZipStore::read("t.zip".into(), bytes, SystemTime::UNIX_EPOCH).unwrap()
+    }
+
+    struct Bytes(Vec<u8>);
+
+    impl ZipBytes for Bytes {
+        fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+            let start = offset as usize;
+            buf.copy_from_slice(&self.0[start..start + buf.len()]);
+            Ok(())
+        }
+
+        fn size(&self) -> std::io::Result<u64> {
+            Ok(self.0.len() as u64)
+        }
+    }
+
+    fn names(z: &ZipStore, prefix: &str) -> Vec<String> {
+        z.list_dir(prefix)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect()
+    }
+
+    #[test]
+    fn one_top_folder_holding_a_store_is_the_root() {
+        let z = zip_of(&[
+            "s.zarr/",
+            "s.zarr/.zgroup",
+            "s.zarr/v/",
+            "s.zarr/v/.zarray",
+            "s.zarr/v/0",
+        ]);
+        assert_eq!(names(&z, ""), [".zgroup", "v"]);
+        assert_eq!(z.get("v/0").unwrap().unwrap().bytes, b"s.zarr/v/0");
+        assert!(z.get("s.zarr/.zgroup").unwrap().is_none());
+        // Not a store folder, or not the only one: left as it is.
+        let array = zip_of(&["a/.zarray", "a/0"]);
+        assert_eq!(names(&array, ""), ["a"]);
+        let two = zip_of(&["s/.zgroup", "t/.zgroup"]);
+        assert_eq!(names(&two, ""), ["s", "t"]);
+        let rooted = zip_of(&[".zgroup", "s/.zgroup"]);
+        assert_eq!(names(&rooted, ""), [".zgroup", "s"]);
+    }
 
     #[test]
     fn zip_times_are_utc_seconds() {

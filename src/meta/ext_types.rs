@@ -1,0 +1,192 @@
+//! The fixed-size extension data types zarrs reads (zarr-extensions): `int2`, `int4`, `uint2`,
+//! `uint4` and the small floats (`float4_e2m1fn`, `float6_*`, `float8_*`), each stored one
+//! element per byte by the `bytes` codec. zarrfs serves them one byte per element: the small
+//! integers as `int8`/`uint8` values, the small floats as their bits (`uint8`), since numpy has
+//! no such types. A float fill value (a number, `"NaN"`, `"Infinity"`, `"0x.."`) becomes the bits
+//! of that exact value in the type.
+
+use super::{DataType, MetaError};
+use serde_json::Value;
+
+/// How a small float spells its special values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Specials {
+    /// IEEE 754: the top exponent holds infinities and NaNs.
+    Ieee,
+    /// `fn`: no infinities; NaN is every exponent and mantissa bit set.
+    Fn,
+    /// `fnuz`: no infinities, no negative zero; NaN is `0x80`.
+    Fnuz,
+    /// Finite only (`float4_e2m1fn`, `float6_*fn`): no infinities, no NaN.
+    Finite,
+    /// `float8_e8m0fnu`: an unsigned power of two; NaN is `0xff`.
+    E8M0,
+}
+
+/// A small float: exponent bits, mantissa bits, exponent bias and its special values.
+#[derive(Clone, Copy, Debug)]
+struct MiniFloat {
+    exp: u32,
+    man: u32,
+    bias: i32,
+    specials: Specials,
+}
+
+fn minifloat(name: &str) -> Option<MiniFloat> {
+    use Specials::*;
+    let (exp, man, bias, specials) = match name {
+        "float4_e2m1fn" => (2, 1, 1, Finite),
+        "float6_e2m3fn" => (2, 3, 1, Finite),
+        "float6_e3m2fn" => (3, 2, 3, Finite),
+        "float8_e3m4" => (3, 4, 3, Ieee),
+        "float8_e4m3" => (4, 3, 7, Ieee),
+        "float8_e4m3fn" => (4, 3, 7, Fn),
+        "float8_e4m3fnuz" => (4, 3, 8, Fnuz),
+        "float8_e4m3b11fnuz" => (4, 3, 11, Fnuz),
+        "float8_e5m2" => (5, 2, 15, Ieee),
+        "float8_e5m2fnuz" => (5, 2, 16, Fnuz),
+        "float8_e8m0fnu" => (8, 0, 127, E8M0),
+        _ => return None,
+    };
+    Some(MiniFloat {
+        exp,
+        man,
+        bias,
+        specials,
+    })
+}
+
+impl MiniFloat {
+    fn bits(&self) -> u32 {
+        match self.specials {
+            Specials::E8M0 => 8,
+            _ => 1 + self.exp + self.man,
+        }
+    }
+
+    /// The value of `code`.
+    fn value(&self, code: u32) -> f64 {
+        if self.specials == Specials::E8M0 {
+            return if code == 0xff {
+                f64::NAN
+            } else {
+                2f64.powi(code as i32 - self.bias)
+            };
+        }
+        let max_exp = (1 << self.exp) - 1;
+        let max_man = (1 << self.man) - 1;
+        let sign = if code >> (self.exp + self.man) & 1 == 1 {
+            -1.0
+        } else {
+            1.0
+        };
+        let e = (code >> self.man) & max_exp;
+        let m = code & max_man;
+        match self.specials {
+            Specials::Fnuz if code == 0x80 => return f64::NAN,
+            Specials::Ieee if e == max_exp => {
+                return if m == 0 {
+                    sign * f64::INFINITY
+                } else {
+                    f64::NAN
+                };
+            }
+            Specials::Fn if e == max_exp && m == max_man => return f64::NAN,
+            _ => {}
+        }
+        let scale = 2f64.powi(self.man as i32);
+        if e == 0 {
+            sign * f64::from(m) / scale * 2f64.powi(1 - self.bias)
+        } else {
+            sign * (1.0 + f64::from(m) / scale) * 2f64.powi(e as i32 - self.bias)
+        }
+    }
+
+    /// The code of NaN (IEEE types: the quiet NaN with the top mantissa bit).
+    fn nan(&self) -> Option<u32> {
+        match self.specials {
+            Specials::Ieee => Some(((1 << self.exp) - 1) << self.man | 1 << (self.man - 1)),
+            Specials::Fn => Some((1 << (self.exp + self.man)) - 1),
+            Specials::Fnuz => Some(0x80),
+            Specials::E8M0 => Some(0xff),
+            Specials::Finite => None,
+        }
+    }
+
+    /// The code of exactly `value` (the sign of zero kept where the type has one).
+    fn encode(&self, value: f64) -> Option<u32> {
+        if value.is_nan() {
+            return self.nan();
+        }
+        let same =
+            |v: f64| v == value && (v != 0.0 || v.is_sign_negative() == value.is_sign_negative());
+        let unsigned_zero = value == 0.0 && self.specials == Specials::Fnuz;
+        (0..1u32 << self.bits()).find(|&c| same(self.value(c)) || (unsigned_zero && c == 0))
+    }
+}
+
+/// The served type of an extension type name, if `name` is one.
+pub fn data_type(name: &str) -> Option<DataType> {
+    match name {
+        "int2" | "int4" => Some(DataType::Int(1)),
+        "uint2" | "uint4" => Some(DataType::UInt(1)),
+        _ => minifloat(name).map(|_| DataType::UInt(1)),
+    }
+}
+
+/// The fill value of a small float type `name` as its one byte; `None` if `name` is not one.
+pub fn float_fill(name: &str, value: &Value) -> Option<Result<Vec<u8>, MetaError>> {
+    let t = minifloat(name)?;
+    let bad = || MetaError::FillValue(format!("{value} is not a value of {name}"));
+    let code = match value {
+        Value::Null => Some(0),
+        Value::Number(n) => n.as_f64().and_then(|f| t.encode(f)),
+        Value::String(s) => match s.as_str() {
+            "NaN" => t.nan(),
+            "Infinity" => t.encode(f64::INFINITY),
+            "-Infinity" => t.encode(f64::NEG_INFINITY),
+            hex => hex
+                .strip_prefix("0x")
+                .and_then(|d| u32::from_str_radix(d, 16).ok())
+                .filter(|&c| c < 1 << t.bits()),
+        },
+        _ => None,
+    };
+    Some(code.map(|c| vec![c as u8]).ok_or_else(bad))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn fill(name: &str, v: Value) -> Option<u8> {
+        float_fill(name, &v).unwrap().ok().map(|b| b[0])
+    }
+
+    #[test]
+    fn codes_match_ml_dtypes() {
+        // Bits as ml_dtypes 0.6 gives them (np.array(v, dtype=...).view(np.uint8)).
+        assert_eq!(fill("float8_e4m3", json!(1.0)), Some(0x38));
+        assert_eq!(fill("float8_e4m3", json!("NaN")), Some(0x7c));
+        assert_eq!(fill("float8_e4m3", json!("-Infinity")), Some(0xf8));
+        assert_eq!(fill("float8_e4m3fn", json!(448.0)), Some(0x7e));
+        assert_eq!(fill("float8_e4m3fn", json!("NaN")), Some(0x7f));
+        assert_eq!(fill("float8_e4m3fnuz", json!(-0.0)), Some(0x00));
+        assert_eq!(fill("float8_e4m3fnuz", json!("NaN")), Some(0x80));
+        assert_eq!(fill("float8_e5m2", json!(-2.0)), Some(0xc0));
+        assert_eq!(fill("float8_e5m2", json!(-0.0)), Some(0x80));
+        assert_eq!(fill("float8_e8m0fnu", json!(0.25)), Some(125));
+        assert_eq!(fill("float4_e2m1fn", json!(6.0)), Some(0x7));
+        assert_eq!(fill("float4_e2m1fn", json!(-0.5)), Some(0x9));
+        assert_eq!(fill("float6_e3m2fn", json!(28.0)), Some(0x1f));
+        assert_eq!(fill("float6_e2m3fn", json!("0x3f")), Some(0x3f));
+        assert_eq!(fill("float4_e2m1fn", json!("NaN")), None);
+        assert_eq!(fill("float4_e2m1fn", json!(0.3)), None);
+        assert_eq!(fill("float6_e2m3fn", json!("0x40")), None);
+        assert!(float_fill("int4", &json!(1)).is_none());
+        assert_eq!(data_type("int4"), Some(DataType::Int(1)));
+        assert_eq!(data_type("float8_e5m2"), Some(DataType::UInt(1)));
+        assert_eq!(data_type("float9"), None);
+    }
+}
