@@ -4,6 +4,8 @@ use super::array_file::Unreadable;
 use super::chunk_source::ChunkSource;
 use super::read_policy::ReadPolicy;
 use super::vlen_file::Sizer;
+use super::xattrs::{array_xattrs, group_xattrs, Xattrs};
+use super::zom::{group_zoms, store_version, ZOM_FILE};
 use super::{ArrayFile, Content, Dir, Inode, IoCause, Layout, View, VlenFile, ROOT_INO};
 use crate::cache::ChunkCache;
 use crate::fetch::ChunkReader;
@@ -25,6 +27,8 @@ struct Sidecar {
     name: String,
     content: Content,
     mtime: SystemTime,
+    /// Extended attributes of the sidecar file (an `.npy` carries its array's).
+    xattrs: Option<Xattrs>,
 }
 
 struct Builder {
@@ -32,6 +36,11 @@ struct Builder {
     arrays: Vec<ArrayFile>,
     vlen: Vec<Arc<VlenFile>>,
     sidecars: Vec<Sidecar>,
+    xattrs: HashMap<u64, Xattrs>,
+    /// The ZOM of every group, by path (taken when its directory is made).
+    zoms: HashMap<String, serde_json::Map<String, serde_json::Value>>,
+    /// The Zarr version of the store (2 or 3), for `user.zarr.format`.
+    version: u8,
     store: Arc<dyn Store>,
     cache: Arc<ChunkCache>,
 }
@@ -72,13 +81,25 @@ impl Builder {
     }
 
     /// Queues the `.group.json` of the group `node` shown as directory `dir`.
+    /// Also queues its `.zom.json` and sets the directory's extended attributes.
     fn add_group_sidecar(&mut self, dir: u64, node: &Node, mtime: SystemTime) {
         self.sidecars.push(Sidecar {
             dir,
             name: GROUP_SIDECAR.into(),
             content: Content::Json(json_bytes(&node.document)),
             mtime,
+            xattrs: None,
         });
+        if let Some(zom) = self.zoms.remove(&node.path) {
+            self.sidecars.push(Sidecar {
+                dir,
+                name: ZOM_FILE.into(),
+                content: Content::Json(json_bytes(&zom)),
+                mtime,
+                xattrs: None,
+            });
+        }
+        self.xattrs.insert(dir, group_xattrs(node, self.version));
     }
 
     /// The chunks of array number `id` at `path`, or why they cannot be read: the codec chain
@@ -145,6 +166,7 @@ impl Builder {
             };
             log::warn!("{shown}: data cannot be read: {}", u.reason);
         }
+        let xattrs = array_xattrs(node, meta.map(|m| m.as_ref()), self.version);
         let (data, npy) = match source {
             Ok(source) if source.reader.meta().dtype.is_variable() => {
                 let k = self.vlen.len() as u32;
@@ -160,17 +182,20 @@ impl Builder {
         };
         let ino = self.push(dir, data, mtime);
         self.link(dir, name, ino);
+        self.xattrs.insert(ino, xattrs.clone());
         self.sidecars.push(Sidecar {
             dir,
             name: format!("{name}.json"),
             content: Content::Json(json_bytes(&node.document)),
             mtime,
+            xattrs: None,
         });
         self.sidecars.push(Sidecar {
             dir,
             name: format!("{name}.npy"),
             content: npy,
             mtime,
+            xattrs: Some(xattrs),
         });
     }
 }
@@ -189,6 +214,9 @@ impl View {
             arrays: Vec::new(),
             vlen: Vec::new(),
             sidecars: Vec::new(),
+            xattrs: HashMap::new(),
+            zoms: group_zoms(hierarchy),
+            version: store_version(hierarchy),
             store,
             cache: cache.clone(),
         };
@@ -243,6 +271,8 @@ impl View {
                     car.name
                 );
                 b.inodes.pop();
+            } else if let Some(x) = car.xattrs {
+                b.xattrs.insert(ino, x);
             }
         }
         for ino in 1..=b.inodes.len() as u64 {
@@ -254,6 +284,7 @@ impl View {
             inodes: b.inodes,
             arrays: b.arrays,
             vlen: b.vlen,
+            xattrs: b.xattrs,
             sizer: Sizer::new(cache.clone()),
             cache,
             policy: ReadPolicy::local(0),

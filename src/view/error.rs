@@ -12,6 +12,10 @@ pub enum ViewError {
     NotDir,
     /// A file operation on a directory (EISDIR).
     IsDir,
+    /// No such extended attribute (ENODATA).
+    NoAttribute,
+    /// The caller's buffer is too small for the answer (ERANGE).
+    TooSmall,
     /// The data cannot be read (EIO); the cause has been logged with the node's path.
     Io(IoCause),
 }
@@ -44,6 +48,8 @@ impl ViewError {
             ViewError::NotFound => libc::ENOENT,
             ViewError::NotDir => libc::ENOTDIR,
             ViewError::IsDir => libc::EISDIR,
+            ViewError::NoAttribute => libc::ENODATA,
+            ViewError::TooSmall => libc::ERANGE,
             ViewError::Io(_) => libc::EIO,
         }
     }

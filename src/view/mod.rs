@@ -11,16 +11,23 @@ mod error;
 mod layout;
 mod npy;
 mod read_policy;
+mod totals;
 mod vlen_file;
+mod xattrs;
+mod zom;
 
 use array_file::ArrayFile;
 pub use error::{IoCause, ViewError};
 pub use layout::{Layout, Run};
 pub use npy::npy_header;
 pub use read_policy::ReadPolicy;
+pub use totals::Totals;
 use read_policy::{Prediction, ReaderState};
 pub use vlen_file::SYNC_SCAN_MAX;
 use vlen_file::{Sizer, VlenFile};
+pub use xattrs::XattrReply;
+use xattrs::Xattrs;
+pub use zom::ZOM_FILE;
 
 use crate::cache::{ChunkCache, Prefetcher};
 use crate::meta::LoadOptions;
@@ -100,6 +107,8 @@ pub struct View {
     inodes: Vec<Inode>,
     arrays: Vec<ArrayFile>,
     vlen: Vec<Arc<VlenFile>>,
+    /// Extended attributes, by inode (inodes without any are absent).
+    xattrs: HashMap<u64, Xattrs>,
     /// Scans large variable-length arrays for their sizes.
     sizer: Sizer,
     cache: Arc<ChunkCache>,

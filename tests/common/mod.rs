@@ -55,6 +55,7 @@ impl StoreCase {
                     out.insert(p.clone());
                 }
                 out.insert(join(&p, ".group.json"));
+                out.insert(join(&p, ".zom.json"));
             } else {
                 out.insert(p.clone());
                 out.insert(format!("{p}.json"));
