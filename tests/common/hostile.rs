@@ -276,11 +276,16 @@ impl Case {
                 .and_then(|ino| view.readdir(ino, 2))
                 .map(|entries| entries.into_iter().map(|e| e.name).collect())
                 .unwrap_or_default();
+            // Every group directory holds a `.zom.json` beside its `.group.json`.
             let want: Vec<&str> = want
                 .as_array()
                 .unwrap()
                 .iter()
                 .filter_map(Value::as_str)
+                .flat_map(|n| match n {
+                    ".group.json" => vec![n, ".zom.json"],
+                    _ => vec![n],
+                })
                 .collect();
             if got != want {
                 errors.push(format!(
