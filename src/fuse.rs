@@ -283,7 +283,16 @@ impl Filesystem for ZarrFs {
         guarded("statfs", format_args!("inode {ino}"), || {
             let totals = self.view.totals();
             let blocks = totals.blocks(MAX_READAHEAD);
-            reply.statfs(blocks, 0, 0, totals.files, 0, MAX_READAHEAD, 255, MAX_READAHEAD)
+            reply.statfs(
+                blocks,
+                0,
+                0,
+                totals.files,
+                0,
+                MAX_READAHEAD,
+                255,
+                MAX_READAHEAD,
+            )
         })
     }
 

@@ -2,6 +2,7 @@
 //!
 //! Data flows through one module each, each using only those before it:
 //! [`store`] → [`meta`] → [`codec`] → [`fetch`] → [`cache`] → [`view`] → [`fuse`] and [`cli`].
+//! [`stats`] counts what they do, for `.zarrfs/stats`.
 
 pub mod cache;
 pub mod cli;
@@ -9,5 +10,6 @@ pub mod codec;
 pub mod fetch;
 pub mod fuse;
 pub mod meta;
+pub mod stats;
 pub mod store;
 pub mod view;

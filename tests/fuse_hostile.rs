@@ -38,7 +38,16 @@ fn escaping_consolidated_keys_mount_and_list_each_name_once() {
     let m = Mount::new(&hostile("keys_v3_consolidated_escape.zarr"), &[]);
     assert_eq!(
         ls_a(m.path().to_path_buf()),
-        [".", "..", ".group.json", ".zom.json", "good", "good.json", "good.npy"]
+        [
+            ".",
+            "..",
+            ".group.json",
+            ".zarrfs",
+            ".zom.json",
+            "good",
+            "good.json",
+            "good.npy"
+        ]
     );
     assert_eq!(read(m.join("good")).unwrap(), GOOD);
     let (status, stderr) = m.stop();
@@ -63,7 +72,16 @@ fn a_symlink_cycle_mounts() {
     let m = Mount::new(root, &[]);
     assert_eq!(
         ls_a(m.path().to_path_buf()),
-        [".", "..", ".group.json", ".zom.json", "good", "good.json", "good.npy"]
+        [
+            ".",
+            "..",
+            ".group.json",
+            ".zarrfs",
+            ".zom.json",
+            "good",
+            "good.json",
+            "good.npy"
+        ]
     );
     assert_eq!(read(m.join("good")).unwrap(), GOOD);
 }

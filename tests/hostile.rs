@@ -169,7 +169,7 @@ fn non_utf8_names_are_skipped_with_a_warning() {
         .into_iter()
         .map(|e| e.name)
         .collect();
-    assert_eq!(names.len(), 8, "{names:?}");
+    assert_eq!(names.len(), 9, "{names:?}");
     let logs = captured_logs().join("\n");
     assert!(logs.contains("not UTF-8"), "{logs}");
 }
@@ -235,8 +235,8 @@ fn a_hundred_thousand_siblings_all_show() {
     insert_good(&mut s, "a77777/");
     let view = view_of(Arc::new(s)).unwrap();
     let entries = view.readdir(zarrfs::view::ROOT_INO, 2).unwrap();
-    // Each array shows its data, .json and .npy; the root adds .group.json and .zom.json.
-    assert_eq!(entries.len(), 3 * N + 2);
+    // Each array shows its data, .json and .npy; the root adds .group.json, .zom.json, .zarrfs.
+    assert_eq!(entries.len(), 3 * N + 3);
     assert_eq!(read_all(&view, "a77777").unwrap(), GOOD);
     assert_eq!(read_all(&view, "a99999").unwrap(), vec![0; 12]);
 }

@@ -22,7 +22,9 @@ fn open(case: &StoreCase) -> View {
 }
 
 fn read_json(view: &View, path: &str) -> Value {
-    let ino = view.resolve(path).unwrap_or_else(|e| panic!("{path}: {e:?}"));
+    let ino = view
+        .resolve(path)
+        .unwrap_or_else(|e| panic!("{path}: {e:?}"));
     let size = view.getattr(ino).unwrap().size;
     serde_json::from_slice(&view.read(ino, 0, size as u32).unwrap()).unwrap()
 }
@@ -86,29 +88,45 @@ fn every_group_has_a_zom_that_validates_and_matches_the_fixture() {
         let view = open(&case);
         let root = read_json(&view, ".zom.json");
         let version = root["zarr_format"].as_u64().unwrap();
-        for node in case.nodes.iter().filter(|n| n.expect.as_deref() != Some("absent")) {
+        for node in case
+            .nodes
+            .iter()
+            .filter(|n| n.expect.as_deref() != Some("absent"))
+        {
             if node.is_group {
                 let zom = read_json(&view, &common::join(&node.path, ".zom.json"));
                 // A subgroup's own ZOM is the same subtree as in the root's.
                 if member(&root, &node.path) != Some(&zom) {
-                    errors.push(format!("{}: {}: .zom.json differs from the root's", case.name, node.path));
+                    errors.push(format!(
+                        "{}: {}: .zom.json differs from the root's",
+                        case.name, node.path
+                    ));
                 }
                 let name = format!("{}:{}", case.name, node.path);
                 docs[(version - 2) as usize].insert(name, zom);
                 continue;
             }
             let Some(z) = member(&root, &node.path) else {
-                errors.push(format!("{}: {} missing from .zom.json", case.name, node.path));
+                errors.push(format!(
+                    "{}: {} missing from .zom.json",
+                    case.name, node.path
+                ));
                 continue;
             };
             checked_members += 1;
             if z.get("members").is_some() {
-                errors.push(format!("{}: {} is an array with members", case.name, node.path));
+                errors.push(format!(
+                    "{}: {} is an array with members",
+                    case.name, node.path
+                ));
             }
             let Some(expected) = &node.json else { continue };
             if let (Some(a), Some(b)) = (expected.get("attributes"), z.get("attributes")) {
                 if a != b {
-                    errors.push(format!("{}: {}: attributes {b} != {a}", case.name, node.path));
+                    errors.push(format!(
+                        "{}: {}: attributes {b} != {a}",
+                        case.name, node.path
+                    ));
                 }
             }
             if let (Some(a), Some(b)) = (expected.get("shape"), z.get("shape")) {
@@ -120,20 +138,39 @@ fn every_group_has_a_zom_that_validates_and_matches_the_fixture() {
         // Nothing but the fixture's nodes.
         let mut stack = vec![(String::new(), &root)];
         while let Some((path, z)) = stack.pop() {
-            for (name, m) in z.get("members").and_then(Value::as_object).into_iter().flatten() {
+            for (name, m) in z
+                .get("members")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+            {
                 let p = common::join(&path, name);
                 if !case.nodes.iter().any(|n| n.path == p) {
-                    errors.push(format!("{}: {p} in .zom.json but not in the store", case.name));
+                    errors.push(format!(
+                        "{}: {p} in .zom.json but not in the store",
+                        case.name
+                    ));
                 }
                 stack.push((p, m));
             }
         }
     }
-    assert!(checked_members > 50, "only {checked_members} arrays checked");
-    assert!(docs[0].len() > 5 && docs[1].len() > 5, "too few groups of each version");
+    assert!(
+        checked_members > 50,
+        "only {checked_members} arrays checked"
+    );
+    assert!(
+        docs[0].len() > 5 && docs[1].len() > 5,
+        "too few groups of each version"
+    );
     errors.extend(validate(2, &docs[0]));
     errors.extend(validate(3, &docs[1]));
-    assert!(errors.is_empty(), "{} problems:\n{}", errors.len(), errors.join("\n"));
+    assert!(
+        errors.is_empty(),
+        "{} problems:\n{}",
+        errors.len(),
+        errors.join("\n")
+    );
 }
 
 fn xattr(view: &View, path: &str, name: &str) -> Result<String, ViewError> {
@@ -166,34 +203,61 @@ fn arrays_and_groups_carry_their_metadata_as_extended_attributes() {
     for case in load_manifest("manifest.json") {
         let view = open(&case);
         for node in case.healthy_arrays() {
-            let (Some(expected), Some(npy)) = (&node.json, &node.npy) else { continue };
+            let (Some(expected), Some(npy)) = (&node.json, &node.npy) else {
+                continue;
+            };
             if node.text.is_some() {
                 continue;
             }
             let file = case.file_of(node);
             for f in [file.clone(), format!("{file}.npy")] {
-                let shape: Value = serde_json::from_str(&xattr(&view, &f, "user.zarr.shape").unwrap()).unwrap();
+                let shape: Value =
+                    serde_json::from_str(&xattr(&view, &f, "user.zarr.shape").unwrap()).unwrap();
                 if let Some(s) = expected.get("shape") {
                     assert_eq!(&shape, s, "{}: {f}", case.name);
                 }
                 let npy = std::fs::read(npy).unwrap();
-                assert_eq!(xattr(&view, &f, "user.zarr.dtype").unwrap(), npy_descr(&npy), "{}: {f}", case.name);
+                assert_eq!(
+                    xattr(&view, &f, "user.zarr.dtype").unwrap(),
+                    npy_descr(&npy),
+                    "{}: {f}",
+                    case.name
+                );
                 let format = xattr(&view, &f, "user.zarr.format").unwrap();
-                assert_eq!(Some(format.as_str()), expected.get("zarr_format").map(|v| v.to_string()).as_deref().or(Some(format.as_str())));
-                for name in ["user.zarr.chunks", "user.zarr.codecs", "user.zarr.fill_value", "user.zarr.dimension_names"] {
+                assert_eq!(
+                    Some(format.as_str()),
+                    expected
+                        .get("zarr_format")
+                        .map(|v| v.to_string())
+                        .as_deref()
+                        .or(Some(format.as_str()))
+                );
+                for name in [
+                    "user.zarr.chunks",
+                    "user.zarr.codecs",
+                    "user.zarr.fill_value",
+                    "user.zarr.dimension_names",
+                ] {
                     serde_json::from_str::<Value>(&xattr(&view, &f, name).unwrap()).unwrap();
                 }
             }
             let ino = view.resolve(&file).unwrap();
-            let XattrReply::Data(list) = view.listxattr(ino, 4096).unwrap() else { panic!() };
+            let XattrReply::Data(list) = view.listxattr(ino, 4096).unwrap() else {
+                panic!()
+            };
             let names: Vec<&[u8]> = list.split(|&b| b == 0).filter(|s| !s.is_empty()).collect();
             assert_eq!(names.len(), 7, "{}: {file}", case.name);
-            assert_eq!(view.getxattr(ino, "user.nosuch", 0), Err(ViewError::NoAttribute));
+            assert_eq!(
+                view.getxattr(ino, "user.nosuch", 0),
+                Err(ViewError::NoAttribute)
+            );
             assert_eq!(view.listxattr(ino, 3), Err(ViewError::TooSmall));
             arrays += 1;
         }
         for node in case.nodes.iter().filter(|n| n.is_group) {
-            let attrs: Value = serde_json::from_str(&xattr(&view, &node.path, "user.zarr.attributes").unwrap()).unwrap();
+            let attrs: Value =
+                serde_json::from_str(&xattr(&view, &node.path, "user.zarr.attributes").unwrap())
+                    .unwrap();
             if let Some(expected) = node.json.as_ref().and_then(|j| j.get("attributes")) {
                 assert_eq!(&attrs, expected, "{}: {}", case.name, node.path);
             }
@@ -206,18 +270,33 @@ fn arrays_and_groups_carry_their_metadata_as_extended_attributes() {
 
 #[test]
 fn xattrs_of_json_files_are_absent() {
-    let case = load_manifest("manifest.json").into_iter().find(|c| c.name == "demo").unwrap();
+    let case = load_manifest("manifest.json")
+        .into_iter()
+        .find(|c| c.name == "demo")
+        .unwrap();
     let view = open(&case);
     let ino = view.resolve(".group.json").unwrap();
     assert_eq!(view.listxattr(ino, 0), Ok(XattrReply::Size(0)));
-    assert_eq!(view.getxattr(ino, "user.zarr.shape", 0), Err(ViewError::NoAttribute));
-    assert_eq!(view.getxattr(9_999_999, "user.zarr.shape", 0), Err(ViewError::NotFound));
+    assert_eq!(
+        view.getxattr(ino, "user.zarr.shape", 0),
+        Err(ViewError::NoAttribute)
+    );
+    assert_eq!(
+        view.getxattr(9_999_999, "user.zarr.shape", 0),
+        Err(ViewError::NotFound)
+    );
 }
 
 #[test]
 fn totals_are_the_decoded_size_of_the_arrays() {
-    let case = load_manifest("manifest.json").into_iter().find(|c| c.name == "demo").unwrap();
-    assert!(case.nodes.iter().all(|n| n.expect.is_none() && n.text.is_none()));
+    let case = load_manifest("manifest.json")
+        .into_iter()
+        .find(|c| c.name == "demo")
+        .unwrap();
+    assert!(case
+        .nodes
+        .iter()
+        .all(|n| n.expect.is_none() && n.text.is_none()));
     let view = open(&case);
     let expected: u64 = case
         .nodes
@@ -234,4 +313,48 @@ fn totals_are_the_decoded_size_of_the_arrays() {
     assert_eq!(totals.files as usize, view.len());
     assert_eq!(totals.blocks(4096), expected.div_ceil(4096));
     let _ = json!(null);
+}
+
+fn stats(view: &View) -> Value {
+    read_json(view, ".zarrfs/stats")
+}
+
+#[test]
+fn stats_move_as_reads_happen() {
+    let case = load_manifest("manifest.json")
+        .into_iter()
+        .find(|c| c.name == "demo")
+        .unwrap();
+    let view = open(&case);
+    let before = stats(&view);
+    assert_eq!(before["cache"]["entries"], 0);
+    assert_eq!(before["cache"]["misses"], 0);
+    let ino = view.resolve("surface/temperature").unwrap();
+    let size = view.getattr(ino).unwrap().size;
+    let data = view.read(ino, 0, size as u32).unwrap();
+    assert_eq!(data.len() as u64, size);
+    view.read(ino, 0, 8).unwrap();
+    let after = stats(&view);
+    let n = |v: &Value, k: &str| v[k].as_u64().unwrap();
+    let misses = n(&after["cache"], "misses");
+    assert!(misses > 0, "{after}");
+    assert_eq!(n(&after["cache"], "entries"), misses);
+    assert!(n(&after["cache"], "hits") > 0, "{after}");
+    assert!(n(&after["cache"], "bytes") >= size);
+    // Counters are process-wide (tests run in parallel): they only grow.
+    assert!(n(&after, "reads") >= n(&before, "reads") + 3, "{after}");
+    assert!(n(&after, "read_bytes") >= n(&before, "read_bytes") + size + 8);
+    assert!(n(&after, "store_requests") >= n(&before, "store_requests") + misses);
+    assert!(n(&after, "store_bytes") > n(&before, "store_bytes"));
+    let sizes: u64 = after["read_sizes"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(sizes, n(&after, "reads"));
+    // The file is served with direct I/O and its size is that of a fresh rendering.
+    let file = view.resolve(".zarrfs/stats").unwrap();
+    assert!(view.direct_io(file));
+    assert!(view.getattr(file).unwrap().size > 100);
 }

@@ -3,6 +3,7 @@
 //! dropped, so prefetch never piles up work or memory.
 
 use super::{ChunkCache, ChunkId};
+use crate::stats::{add, STATS};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 
@@ -37,6 +38,7 @@ impl Prefetcher {
     /// Queues `job` unless its chunk is cached or loading, or the queue is full.
     pub fn submit(&self, job: Job) {
         if self.cache.contains(job.id) {
+            add(&STATS.counters.prefetch_skipped, 1);
             return;
         }
         match self.queue.try_send(job) {
@@ -53,7 +55,10 @@ fn worker(jobs: &Mutex<Receiver<Job>>) {
             rx.recv()
         };
         match job {
-            Ok(job) => (job.run)(),
+            Ok(job) => {
+                add(&STATS.counters.prefetch_loads, 1);
+                (job.run)()
+            }
             Err(_) => return,
         }
     }

@@ -256,6 +256,18 @@ impl View {
                 NodeKind::Array(_) => b.add_array(parent, name, node, mtime_of(node)),
             }
         }
+        let (dir, stats) = super::stats_file::contents();
+        let zarrfs = b.push(root, dir, store_mtime);
+        if b.link(root, super::ZARRFS_DIR, zarrfs) {
+            let file = b.push(zarrfs, stats, store_mtime);
+            b.link(zarrfs, super::STATS_FILE, file);
+        } else {
+            log::warn!(
+                "/{}: a node has this name, so statistics are not shown",
+                super::ZARRFS_DIR
+            );
+            b.inodes.pop();
+        }
         for car in std::mem::take(&mut b.sidecars) {
             if car.name.len() > NAME_MAX {
                 log::warn!(
@@ -290,6 +302,7 @@ impl View {
             policy: ReadPolicy::local(0),
             prefetcher: None,
             handles: Default::default(),
+            snapshots: Default::default(),
             next_handle: Default::default(),
         }
     }

@@ -80,5 +80,7 @@ pub(super) fn cause_of(e: &ChunkError) -> IoCause {
 /// Logs a failed chunk load and turns it into an EIO.
 pub(super) fn chunk_failed(e: ChunkError) -> ViewError {
     log::error!("{e}");
-    ViewError::Io(cause_of(&e))
+    let cause = cause_of(&e);
+    crate::stats::STATS.error(&format!("{cause:?}"));
+    ViewError::Io(cause)
 }

@@ -11,6 +11,7 @@ mod error;
 mod layout;
 mod npy;
 mod read_policy;
+mod stats_file;
 mod totals;
 mod vlen_file;
 mod xattrs;
@@ -21,8 +22,9 @@ pub use error::{IoCause, ViewError};
 pub use layout::{Layout, Run};
 pub use npy::npy_header;
 pub use read_policy::ReadPolicy;
-pub use totals::Totals;
 use read_policy::{Prediction, ReaderState};
+pub use stats_file::{STATS_FILE, ZARRFS_DIR};
+pub use totals::Totals;
 pub use vlen_file::SYNC_SCAN_MAX;
 use vlen_file::{Sizer, VlenFile};
 pub use xattrs::XattrReply;
@@ -88,6 +90,8 @@ enum Content {
     Text(u32),
     /// Variable-length array number N as a fixed-width NPY file.
     TextNpy(u32),
+    /// The live counters (`.zarrfs/stats`).
+    Stats,
 }
 
 #[derive(Default)]
@@ -116,6 +120,8 @@ pub struct View {
     prefetcher: Option<Prefetcher>,
     /// Every open data file, by file handle.
     handles: Mutex<HashMap<u64, ReaderState>>,
+    /// The `.zarrfs/stats` text each open handle reads, made when it was opened.
+    snapshots: Mutex<HashMap<u64, Arc<[u8]>>>,
     next_handle: AtomicU64,
 }
 
@@ -199,6 +205,8 @@ impl View {
                     .unwrap_or(0),
                 1,
             ),
+            // Its size now; reads are served with direct I/O, so a longer version is read whole.
+            Content::Stats => (FileKind::File, self.stats_json().len() as u64, 1),
         };
         Ok(Attr {
             ino,
@@ -242,10 +250,12 @@ impl View {
 
     /// True when `ino` must be served with direct I/O (`FOPEN_DIRECT_IO`): the text and NPY
     /// files of large variable-length arrays, whose size `stat` may show as 0 while it is being
-    /// computed (see [`VlenFile`]); reads must not stop at that size.
+    /// computed (see [`VlenFile`]), reads must not stop at that size; and `.zarrfs/stats`, whose
+    /// content changes with every read.
     pub fn direct_io(&self, ino: u64) -> bool {
         match self.inode(ino).map(|i| &i.content) {
             Ok(Content::Text(a) | Content::TextNpy(a)) => self.vlen[*a as usize].size_may_lag(),
+            Ok(Content::Stats) => true,
             _ => false,
         }
     }
@@ -268,6 +278,7 @@ impl View {
             Content::Dir(_) => Err(ViewError::IsDir),
             // Variable-length files open at once; a read waits for their scan (see `vlen_file`).
             Content::Json(_) | Content::Text(_) | Content::TextNpy(_) => Ok(0),
+            Content::Stats => Ok(self.open_stats()),
             Content::Data(a) | Content::Npy(a) => {
                 self.arrays[*a as usize].check_readable()?;
                 let fh = self.next_handle.fetch_add(1, Ordering::Relaxed) + 1;
@@ -281,6 +292,7 @@ impl View {
     /// Forgets file handle `fh`.
     pub fn release(&self, fh: u64) {
         self.lock_handles().remove(&fh);
+        self.forget_stats(fh);
     }
 
     fn lock_handles(&self) -> std::sync::MutexGuard<'_, HashMap<u64, ReaderState>> {
@@ -304,13 +316,31 @@ impl View {
         size: u32,
         out: &mut Vec<u8>,
     ) -> Result<(), ViewError> {
+        let before = out.len();
+        let result = self.read_content(ino, fh, offset, size, out);
+        if result.is_ok() {
+            crate::stats::STATS.read((out.len() - before) as u64);
+        }
+        result
+    }
+
+    fn read_content(
+        &self,
+        ino: u64,
+        fh: u64,
+        offset: u64,
+        size: u32,
+        out: &mut Vec<u8>,
+    ) -> Result<(), ViewError> {
         let len = u64::from(size);
         match &self.inode(ino)?.content {
             Content::Dir(_) => Err(ViewError::IsDir),
+            Content::Stats => {
+                extend_range(&self.stats_snapshot(fh), offset, len, out);
+                Ok(())
+            }
             Content::Json(bytes) => {
-                let start = (offset.min(bytes.len() as u64)) as usize;
-                let end = (offset.saturating_add(len).min(bytes.len() as u64)) as usize;
-                out.extend_from_slice(&bytes[start..end]);
+                extend_range(bytes, offset, len, out);
                 Ok(())
             }
             Content::Data(a) => {
@@ -361,6 +391,13 @@ impl View {
             array.prefetch(pool, &self.cache, &array.chunks_for(&prediction));
         }
     }
+}
+
+/// Appends up to `len` bytes of `bytes` from `offset` to `out`.
+fn extend_range(bytes: &[u8], offset: u64, len: u64, out: &mut Vec<u8>) {
+    let start = (offset.min(bytes.len() as u64)) as usize;
+    let end = (offset.saturating_add(len).min(bytes.len() as u64)) as usize;
+    out.extend_from_slice(&bytes[start..end]);
 }
 
 /// Opens the store at `location`, loads its hierarchy and builds the view: the whole mount minus

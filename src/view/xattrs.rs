@@ -62,7 +62,10 @@ pub fn array_xattrs(node: &Node, meta: Option<&ArrayMeta>, version: u8) -> Xattr
     let fill = doc.get("fill_value").cloned().unwrap_or(Value::Null);
     let list = vec![
         ("user.zarr.shape".into(), text(&json!(meta.shape))),
-        ("user.zarr.dtype".into(), meta.dtype.npy_descr().into_bytes()),
+        (
+            "user.zarr.dtype".into(),
+            meta.dtype.npy_descr().into_bytes(),
+        ),
         ("user.zarr.chunks".into(), text(&json!(meta.chunk_shape))),
         ("user.zarr.dimension_names".into(), text(&dimension_names)),
         ("user.zarr.fill_value".into(), text(&fill)),

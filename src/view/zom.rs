@@ -45,7 +45,10 @@ const V3_ARRAY_KEYS: &[&str] = &[
 /// as its root node's document says.
 pub fn store_version(hierarchy: &Hierarchy) -> u8 {
     let root = hierarchy.nodes.first().map(|n| &n.document);
-    match root.and_then(|d| d.get("zarr_format")).and_then(Value::as_u64) {
+    match root
+        .and_then(|d| d.get("zarr_format"))
+        .and_then(Value::as_u64)
+    {
         Some(2) => 2,
         _ => 3,
     }
@@ -138,7 +141,10 @@ fn array_node(node: &Node, meta: Option<&ArrayMeta>, version: u8) -> Map<String,
 /// document allows: the draft `chunk_grid` becomes a regular grid and a default key encoding;
 /// its codecs are not known.
 fn unparsed_draft_array(doc: &Map<String, Value>) -> Map<String, Value> {
-    let mut out = pick(doc, &["shape", "data_type", "fill_value", "dimension_names"]);
+    let mut out = pick(
+        doc,
+        &["shape", "data_type", "fill_value", "dimension_names"],
+    );
     let grid = doc.get("chunk_grid");
     let chunk_shape = grid.and_then(|g| g.get("chunk_shape")).cloned();
     let separator = grid

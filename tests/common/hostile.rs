@@ -276,7 +276,8 @@ impl Case {
                 .and_then(|ino| view.readdir(ino, 2))
                 .map(|entries| entries.into_iter().map(|e| e.name).collect())
                 .unwrap_or_default();
-            // Every group directory holds a `.zom.json` beside its `.group.json`.
+            // Every group directory holds a `.zom.json` beside its `.group.json`; the root also
+            // holds `.zarrfs`.
             let want: Vec<&str> = want
                 .as_array()
                 .unwrap()
@@ -287,6 +288,11 @@ impl Case {
                     _ => vec![n],
                 })
                 .collect();
+            let mut want = want;
+            if dir.is_empty() {
+                want.push(".zarrfs");
+                want.sort();
+            }
             if got != want {
                 errors.push(format!(
                     "directory {dir:?} lists {got:?}, expected {want:?}"

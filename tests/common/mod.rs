@@ -44,7 +44,8 @@ impl StoreCase {
 
     /// Every path the mount must list (directories and files), relative to the mount root.
     pub fn expected_paths(&self) -> BTreeSet<String> {
-        let mut out = BTreeSet::new();
+        // zarrfs's own files at the root.
+        let mut out = BTreeSet::from([".zarrfs".to_string(), ".zarrfs/stats".to_string()]);
         for node in &self.nodes {
             if node.expect.as_deref() == Some("absent") {
                 continue;
