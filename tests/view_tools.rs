@@ -8,6 +8,7 @@ use common::{load_manifest, npy_header_len, StoreCase};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::process::Command;
+use std::sync::Arc;
 use zarrfs::view::{self, View, ViewError, XattrReply};
 
 fn open(case: &StoreCase) -> View {
@@ -357,4 +358,161 @@ fn stats_move_as_reads_happen() {
     let file = view.resolve(".zarrfs/stats").unwrap();
     assert!(view.direct_io(file));
     assert!(view.getattr(file).unwrap().size > 100);
+}
+
+/// The expected grey pixels of each array's preview, computed with numpy from its expected
+/// `.npy` and fill value: `(height, width, pixels)`, or `None` for a fill value this script
+/// does not parse (hex and base64 forms).
+fn numpy_previews(items: &[(String, Value)]) -> Vec<Option<(u32, u32, Vec<u8>)>> {
+    let script = r#"
+import json, sys, math
+import numpy as np
+out = []
+for path, fill in json.load(open(sys.argv[1])):
+    a = np.load(path)
+    special = {"NaN": np.nan, "Infinity": np.inf, "-Infinity": -np.inf}
+    def num(f):
+        if f is None: return 0
+        if isinstance(f, str):
+            if f not in special: raise ValueError(f)
+            return special[f]
+        return f
+    try:
+        fill = complex(num(fill[0]), num(fill[1])) if isinstance(fill, list) else num(fill)
+    except (ValueError, TypeError):
+        out.append(None); continue
+    s = a[(0,) * (a.ndim - 2)]
+    step = -(-max(s.shape) // 1024)
+    s = s[::step, ::step]
+    with np.errstate(invalid="ignore"):
+        v = np.abs(s).astype(np.float64) if np.iscomplexobj(s) else s.astype(np.float64)
+        bad = ~np.isfinite(v) | (s == np.array(fill).astype(s.dtype))
+    if s.dtype == np.bool_:
+        lo, hi = 0.0, 1.0
+    elif (~bad).any():
+        lo, hi = v[~bad].min(), v[~bad].max()
+    else:
+        lo, hi = 0.0, 0.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        g = np.floor((v - lo) / (hi - lo) * 255 + 0.5) if hi > lo else np.full(v.shape, 255.0)
+    g[bad] = 0
+    out.append([s.shape[0], s.shape[1], g.astype(np.uint8).tobytes().hex()])
+print(json.dumps(out))
+"#;
+    let input = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(input.path(), serde_json::to_vec(items).unwrap()).unwrap();
+    let out = Command::new("python3")
+        .args(["-c", script, input.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "numpy: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    doc.iter()
+        .map(|v| {
+            let v = v.as_array()?;
+            let hex = v[2].as_str().unwrap();
+            let bytes = (0..hex.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+                .collect();
+            Some((
+                v[0].as_u64().unwrap() as u32,
+                v[1].as_u64().unwrap() as u32,
+                bytes,
+            ))
+        })
+        .collect()
+}
+
+/// Decodes a grey 8-bit PNG: `(height, width, pixels)`.
+fn decode_png(png_bytes: &[u8]) -> (u32, u32, Vec<u8>) {
+    let decoder = png::Decoder::new(std::io::Cursor::new(png_bytes));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    assert_eq!(info.color_type, png::ColorType::Grayscale);
+    assert_eq!(info.bit_depth, png::BitDepth::Eight);
+    buf.truncate(info.buffer_size());
+    (info.height, info.width, buf)
+}
+
+#[test]
+fn previews_show_the_first_slice_scaled_as_numpy_computes_it() {
+    let mut compared = 0;
+    for case in every_case() {
+        let view = open(&case);
+        let nodes: Vec<_> = case
+            .nodes
+            .iter()
+            .filter(|n| n.has_preview() && n.expect.is_none())
+            .collect();
+        let items: Vec<(String, Value)> = nodes
+            .iter()
+            .map(|n| {
+                // The fill value as the array's metadata (its `A.json`) states it.
+                let doc = read_json(&view, &format!("{}.json", case.file_of(n)));
+                let fill = doc.get("fill_value").cloned().unwrap_or(Value::Null);
+                (n.npy.as_ref().unwrap().to_str().unwrap().to_string(), fill)
+            })
+            .collect();
+        if items.is_empty() {
+            continue;
+        }
+        for (node, expected) in nodes.iter().zip(numpy_previews(&items)) {
+            let path = format!("{}.png", case.file_of(node));
+            let ino = view
+                .resolve(&path)
+                .unwrap_or_else(|e| panic!("{}: {path}: {e:?}", case.name));
+            let size = view.getattr(ino).unwrap().size;
+            assert!(size > 0, "{}: {path}", case.name);
+            let png_bytes = view.read(ino, 0, size as u32).unwrap();
+            assert_eq!(png_bytes.len() as u64, size);
+            let Some(expected) = expected else { continue };
+            assert_eq!(decode_png(&png_bytes), expected, "{}: {path}", case.name);
+            compared += 1;
+        }
+    }
+    assert!(compared > 20, "only {compared} previews compared");
+}
+
+#[test]
+fn large_slices_are_strided_to_at_most_1024_pixels() {
+    use zarrfs::store::MemoryStore;
+    let mut s = MemoryStore::new();
+    s.insert(".zgroup", r#"{"zarr_format": 2}"#);
+    s.insert(
+        "big/.zarray",
+        r#"{"zarr_format": 2, "shape": [2, 3000, 2500], "chunks": [1, 1000, 1000], "dtype": "<u2", "compressor": null, "fill_value": 7, "order": "C", "filters": null}"#,
+    );
+    // Only the chunks of the first slice exist; element (0, r, c) is r + c.
+    for (ci, cj) in (0..3).flat_map(|i| (0..3).map(move |j| (i, j))) {
+        let mut chunk = Vec::new();
+        for r in 0..1000u64 {
+            for c in 0..1000u64 {
+                let (r, c) = (ci * 1000 + r, cj * 1000 + c);
+                chunk.extend_from_slice(&((r + c) as u16).to_le_bytes());
+            }
+        }
+        s.insert(format!("big/0.{ci}.{cj}"), chunk);
+    }
+    let view = view::from_store(Arc::new(s), "mem", 256 << 20, &Default::default()).unwrap();
+    let ino = view.resolve("big.png").unwrap();
+    let size = view.getattr(ino).unwrap().size;
+    let (h, w, px) = decode_png(&view.read(ino, 0, size as u32).unwrap());
+    // step = ceil(3000 / 1024) = 3: rows 0, 3, ... 2997; columns 0, 3, ... 2499.
+    assert_eq!((h, w), (1000, 834));
+    // Sampled values r + c are multiples of 3, so none is the fill 7: 0 is the minimum.
+    let hi = (2997 + 2499) as f64;
+    for (i, &p) in px.iter().enumerate() {
+        let v = ((i / 834 * 3) + (i % 834 * 3)) as f64;
+        assert_eq!(p, (v / hi * 255.0 + 0.5).floor() as u8, "pixel {i}");
+    }
+    // Only the nine chunks of the first slice were decoded.
+    assert_eq!(view.cache().stats().loads, 9);
+    assert_eq!(px[0], 0, "0 is the minimum");
+    assert_eq!(*px.last().unwrap(), 255, "the maximum");
 }

@@ -83,6 +83,9 @@ fn mount(p: Prepared) -> Result<Mounted, String> {
         },
     )?;
     drop(progress);
+    if p.options.no_previews {
+        view.hide_previews();
+    }
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     view.set_read_policy(if p.requests.is_some() {
         ReadPolicy::remote(REMOTE_IN_FLIGHT)

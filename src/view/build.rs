@@ -2,6 +2,7 @@
 
 use super::array_file::Unreadable;
 use super::chunk_source::ChunkSource;
+use super::preview::{rendered_cache, Preview};
 use super::read_policy::ReadPolicy;
 use super::vlen_file::Sizer;
 use super::xattrs::{array_xattrs, group_xattrs, Xattrs};
@@ -36,6 +37,7 @@ struct Builder {
     arrays: Vec<ArrayFile>,
     vlen: Vec<Arc<VlenFile>>,
     sidecars: Vec<Sidecar>,
+    previews: Vec<Preview>,
     xattrs: HashMap<u64, Xattrs>,
     /// The ZOM of every group, by path (taken when its directory is made).
     zoms: HashMap<String, serde_json::Map<String, serde_json::Value>>,
@@ -176,6 +178,19 @@ impl Builder {
             other => {
                 let k = self.arrays.len() as u32;
                 let meta = meta.map(|m| m.as_ref());
+                let preview = meta
+                    .filter(|_| other.is_ok())
+                    .and_then(|m| Preview::of(k, &node.path, m));
+                if let Some(preview) = preview {
+                    self.sidecars.push(Sidecar {
+                        dir,
+                        name: format!("{name}.png"),
+                        content: Content::Preview(self.previews.len() as u32),
+                        mtime,
+                        xattrs: None,
+                    });
+                    self.previews.push(preview);
+                }
                 self.arrays.push(ArrayFile::new(&node.path, meta, other));
                 (Content::Data(k), Content::Npy(k))
             }
@@ -214,6 +229,7 @@ impl View {
             arrays: Vec::new(),
             vlen: Vec::new(),
             sidecars: Vec::new(),
+            previews: Vec::new(),
             xattrs: HashMap::new(),
             zoms: group_zoms(hierarchy),
             version: store_version(hierarchy),
@@ -296,6 +312,8 @@ impl View {
             inodes: b.inodes,
             arrays: b.arrays,
             vlen: b.vlen,
+            previews: b.previews,
+            rendered: rendered_cache(),
             xattrs: b.xattrs,
             sizer: Sizer::new(cache.clone()),
             cache,

@@ -10,6 +10,7 @@ mod chunk_source;
 mod error;
 mod layout;
 mod npy;
+mod preview;
 mod read_policy;
 mod stats_file;
 mod totals;
@@ -92,6 +93,8 @@ enum Content {
     TextNpy(u32),
     /// The live counters (`.zarrfs/stats`).
     Stats,
+    /// Preview number N as a PNG picture.
+    Preview(u32),
 }
 
 #[derive(Default)]
@@ -111,6 +114,9 @@ pub struct View {
     inodes: Vec<Inode>,
     arrays: Vec<ArrayFile>,
     vlen: Vec<Arc<VlenFile>>,
+    /// Arrays with a picture, and the pictures rendered.
+    previews: Vec<preview::Preview>,
+    rendered: preview::Rendered,
     /// Extended attributes, by inode (inodes without any are absent).
     xattrs: HashMap<u64, Xattrs>,
     /// Scans large variable-length arrays for their sizes.
@@ -207,6 +213,12 @@ impl View {
             ),
             // Its size now; reads are served with direct I/O, so a longer version is read whole.
             Content::Stats => (FileKind::File, self.stats_json().len() as u64, 1),
+            // Rendered on the spot; one that cannot be shows size 0 and fails with EIO.
+            Content::Preview(p) => (
+                FileKind::File,
+                self.preview_png(*p).map_or(0, |png| png.len() as u64),
+                1,
+            ),
         };
         Ok(Attr {
             ino,
@@ -279,6 +291,7 @@ impl View {
             // Variable-length files open at once; a read waits for their scan (see `vlen_file`).
             Content::Json(_) | Content::Text(_) | Content::TextNpy(_) => Ok(0),
             Content::Stats => Ok(self.open_stats()),
+            Content::Preview(p) => self.preview_png(*p).map(|_| 0),
             Content::Data(a) | Content::Npy(a) => {
                 self.arrays[*a as usize].check_readable()?;
                 let fh = self.next_handle.fetch_add(1, Ordering::Relaxed) + 1;
@@ -341,6 +354,10 @@ impl View {
             }
             Content::Json(bytes) => {
                 extend_range(bytes, offset, len, out);
+                Ok(())
+            }
+            Content::Preview(p) => {
+                extend_range(&self.preview_png(*p)?, offset, len, out);
                 Ok(())
             }
             Content::Data(a) => {

@@ -23,6 +23,37 @@ pub struct NodeCase {
     pub ok_range: Option<(u64, u64)>,
 }
 
+impl NodeCase {
+    /// True when the array shows an `A.png`: readable, two or more non-empty dimensions, and a
+    /// numeric or bool type (as its expected `.npy` header says).
+    pub fn has_preview(&self) -> bool {
+        if self.is_group || self.text.is_some() || self.expect.as_deref() == Some("eio") {
+            return false;
+        }
+        let Some(npy) = self.npy.as_ref().and_then(|p| std::fs::read(p).ok()) else {
+            return false;
+        };
+        let (descr, shape) = npy_descr_shape(&npy);
+        let numeric = descr.len() >= 3 && "biufc".contains(&descr[1..2]) && !descr.contains('(');
+        numeric && shape.len() >= 2 && shape[shape.len() - 2..].iter().all(|&d| d > 0)
+    }
+}
+
+/// The `descr` and `shape` of an NPY header.
+pub fn npy_descr_shape(npy: &[u8]) -> (String, Vec<u64>) {
+    let header = String::from_utf8_lossy(&npy[..npy_header_len(npy)]).into_owned();
+    let at = header.find("'descr': ").unwrap() + 9;
+    let rest = &header[at..];
+    let descr = rest[..rest.find(", 'fortran_order'").unwrap()].trim_matches('\'');
+    let at = header.find("'shape': (").unwrap() + 10;
+    let rest = &header[at..];
+    let shape = rest[..rest.find(')').unwrap()]
+        .split(',')
+        .filter_map(|d| d.trim().parse().ok())
+        .collect();
+    (descr.to_string(), shape)
+}
+
 /// One fixture store.
 #[derive(Debug, Clone)]
 pub struct StoreCase {
@@ -61,6 +92,9 @@ impl StoreCase {
                 out.insert(p.clone());
                 out.insert(format!("{p}.json"));
                 out.insert(format!("{p}.npy"));
+                if node.has_preview() {
+                    out.insert(format!("{p}.png"));
+                }
             }
         }
         out
