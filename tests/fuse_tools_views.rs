@@ -210,3 +210,38 @@ fn stats_file_shows_fresh_counters_to_cat() {
     assert!(n(&after, "store_bytes") > n(&before, "store_bytes"));
     mount.stop();
 }
+
+#[test]
+fn previews_show_through_the_mount_and_no_previews_hides_them() {
+    if !common::mount::fuse_ready() {
+        return;
+    }
+    let case = demo_case();
+    let node = case.nodes.iter().find(|n| n.path == "surface/temperature").unwrap();
+    assert!(node.has_preview());
+    let mount = Mount::new(&case.store, &[]);
+    let png_path = mount.join("surface/temperature.png");
+    let size = std::fs::metadata(&png_path).unwrap().len();
+    let bytes = std::fs::read(&png_path).unwrap();
+    assert_eq!(bytes.len() as u64, size);
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+    let (w, h) = (
+        u32::from_be_bytes(bytes[16..20].try_into().unwrap()),
+        u32::from_be_bytes(bytes[20..24].try_into().unwrap()),
+    );
+    let npy = std::fs::read(node.npy.as_ref().unwrap()).unwrap();
+    let (_, shape) = common::npy_descr_shape(&npy);
+    let n = shape.len();
+    assert_eq!((u64::from(h), u64::from(w)), (shape[n - 2].min(1024), shape[n - 1].min(1024)));
+    mount.stop();
+
+    let mount = Mount::new(&case.store, &["--no-previews"]);
+    assert!(!mount.join("surface/temperature.png").exists());
+    let names: Vec<String> = std::fs::read_dir(mount.join("surface"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(names.iter().all(|n| !n.ends_with(".png")), "{names:?}");
+    assert!(names.iter().any(|n| n == "temperature.npy"), "{names:?}");
+    mount.stop();
+}
