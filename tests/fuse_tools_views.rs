@@ -146,15 +146,7 @@ fn df_shows_the_decoded_size_of_the_arrays() {
         return;
     }
     let case = demo_case();
-    let total: u64 = case
-        .nodes
-        .iter()
-        .filter_map(|n| n.npy.as_ref())
-        .map(|p| {
-            let npy = std::fs::read(p).unwrap();
-            (npy.len() - npy_header_len(&npy)) as u64
-        })
-        .sum();
+    let total = common::decoded_total(&case);
     let mount = Mount::new(&case.store, &[]);
     let script = "import os, sys; s = os.statvfs(sys.argv[1]); print(s.f_frsize, s.f_blocks, s.f_bfree, s.f_files)";
     let out = run(
@@ -217,7 +209,11 @@ fn previews_show_through_the_mount_and_no_previews_hides_them() {
         return;
     }
     let case = demo_case();
-    let node = case.nodes.iter().find(|n| n.path == "surface/temperature").unwrap();
+    let node = case
+        .nodes
+        .iter()
+        .find(|n| n.path == "surface/temperature")
+        .unwrap();
     assert!(node.has_preview());
     let mount = Mount::new(&case.store, &[]);
     let png_path = mount.join("surface/temperature.png");
@@ -232,7 +228,10 @@ fn previews_show_through_the_mount_and_no_previews_hides_them() {
     let npy = std::fs::read(node.npy.as_ref().unwrap()).unwrap();
     let (_, shape) = common::npy_descr_shape(&npy);
     let n = shape.len();
-    assert_eq!((u64::from(h), u64::from(w)), (shape[n - 2].min(1024), shape[n - 1].min(1024)));
+    assert_eq!(
+        (u64::from(h), u64::from(w)),
+        (shape[n - 2].min(1024), shape[n - 1].min(1024))
+    );
     mount.stop();
 
     let mount = Mount::new(&case.store, &["--no-previews"]);

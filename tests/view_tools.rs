@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{load_manifest, npy_header_len, StoreCase};
+use common::{load_manifest, StoreCase};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -189,15 +189,6 @@ fn xattr(view: &View, path: &str, name: &str) -> Result<String, ViewError> {
     Ok(String::from_utf8(bytes).unwrap())
 }
 
-/// The `descr` of an expected `.npy` file's header.
-fn npy_descr(npy: &[u8]) -> String {
-    let header = String::from_utf8_lossy(&npy[..npy_header_len(npy)]).into_owned();
-    let at = header.find("'descr': ").unwrap() + 9;
-    let rest = &header[at..];
-    let end = rest.find(", 'fortran_order'").unwrap();
-    rest[..end].trim_matches('\'').to_string()
-}
-
 #[test]
 fn arrays_and_groups_carry_their_metadata_as_extended_attributes() {
     let mut arrays = 0;
@@ -220,7 +211,7 @@ fn arrays_and_groups_carry_their_metadata_as_extended_attributes() {
                 let npy = std::fs::read(npy).unwrap();
                 assert_eq!(
                     xattr(&view, &f, "user.zarr.dtype").unwrap(),
-                    npy_descr(&npy),
+                    common::npy_descr_shape(&npy).0,
                     "{}: {f}",
                     case.name
                 );
@@ -299,15 +290,7 @@ fn totals_are_the_decoded_size_of_the_arrays() {
         .iter()
         .all(|n| n.expect.is_none() && n.text.is_none()));
     let view = open(&case);
-    let expected: u64 = case
-        .nodes
-        .iter()
-        .filter_map(|n| n.npy.as_ref())
-        .map(|p| {
-            let npy = std::fs::read(p).unwrap();
-            (npy.len() - npy_header_len(&npy)) as u64
-        })
-        .sum();
+    let expected = common::decoded_total(&case);
     assert!(expected > 0);
     let totals = view.totals();
     assert_eq!(totals.data_bytes, expected);

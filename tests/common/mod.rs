@@ -39,6 +39,18 @@ impl NodeCase {
     }
 }
 
+/// Bytes of every array's decoded data in a store case (the sum of its expected `A` files).
+pub fn decoded_total(case: &StoreCase) -> u64 {
+    case.nodes
+        .iter()
+        .filter_map(|n| n.npy.as_ref())
+        .map(|p| {
+            let npy = std::fs::read(p).unwrap();
+            (npy.len() - npy_header_len(&npy)) as u64
+        })
+        .sum()
+}
+
 /// The `descr` and `shape` of an NPY header.
 pub fn npy_descr_shape(npy: &[u8]) -> (String, Vec<u64>) {
     let header = String::from_utf8_lossy(&npy[..npy_header_len(npy)]).into_owned();
