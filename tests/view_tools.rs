@@ -499,3 +499,23 @@ fn large_slices_are_strided_to_at_most_1024_pixels() {
     assert_eq!(px[0], 0, "0 is the minimum");
     assert_eq!(*px.last().unwrap(), 255, "the maximum");
 }
+
+#[test]
+fn arrays_whose_first_slice_needs_too_many_chunk_bytes_have_no_preview() {
+    use zarrfs::store::MemoryStore;
+    let mut s = MemoryStore::new();
+    s.insert(".zgroup", r#"{"zarr_format": 2}"#);
+    // One 3.2 GB chunk holds the first slice: over the 512 MiB a preview may decode.
+    s.insert(
+        "huge/.zarray",
+        r#"{"zarr_format": 2, "shape": [20000, 20000], "chunks": [20000, 20000], "dtype": "<f8", "compressor": null, "fill_value": 0, "order": "C", "filters": null}"#,
+    );
+    s.insert(
+        "fine/.zarray",
+        r#"{"zarr_format": 2, "shape": [3, 20000, 20000], "chunks": [1, 2000, 2000], "dtype": "<u1", "compressor": null, "fill_value": 0, "order": "C", "filters": null}"#,
+    );
+    let view = view::from_store(Arc::new(s), "mem", 8 << 30, &Default::default()).unwrap();
+    assert_eq!(view.resolve("huge.png"), Err(ViewError::NotFound));
+    assert!(view.resolve("huge.npy").is_ok());
+    assert!(view.resolve("fine.png").is_ok());
+}

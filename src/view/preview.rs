@@ -3,7 +3,8 @@
 //! the slice's minimum and maximum (NaN, infinities and the fill value black; complex numbers as
 //! their magnitude; bool black and white), at most [`MAX_SIDE`] pixels a side (every n-th
 //! element beyond). It is rendered when first looked at (`stat` or `open`), reading only the
-//! chunks of that slice through the chunk cache, and kept in a small LRU.
+//! chunks of that slice through the chunk cache, and kept in a small LRU. Arrays whose first
+//! slice needs more than [`MAX_DECODE`] bytes of decoded chunks have none.
 
 use super::{Content, View, ViewError};
 use crate::meta::{ArrayMeta, DataType};
@@ -15,6 +16,9 @@ use std::sync::{Arc, Mutex};
 pub const MAX_SIDE: u64 = 1024;
 /// Rendered previews kept (each at most about 1 MiB).
 const KEPT: usize = 16;
+/// The most decoded chunk bytes a preview may need: an array whose first slice lies in more
+/// chunks than that has no picture (rendering happens at `stat`, which must stay quick).
+pub const MAX_DECODE: u64 = 512 << 20;
 
 /// What a preview needs of its array.
 pub(super) struct Preview {
@@ -48,9 +52,22 @@ impl Preview {
                 | DataType::Float(2 | 4 | 8)
                 | DataType::Complex(8 | 16)
         );
-        let [.., rows, cols] = meta.shape[..] else {
+        let ([.., rows, cols], [.., chunk_rows, chunk_cols]) =
+            (&meta.shape[..], &meta.chunk_shape[..])
+        else {
             return None;
         };
+        let (rows, cols) = (*rows, *cols);
+        let slice_chunks = rows.div_ceil(*chunk_rows.max(&1)) * cols.div_ceil(*chunk_cols.max(&1));
+        let chunk_bytes = meta
+            .chunk_shape
+            .iter()
+            .try_fold(meta.dtype.size() as u64, |acc, &d| acc.checked_mul(d));
+        let decode = chunk_bytes.and_then(|b| b.checked_mul(slice_chunks));
+        if decode.is_none_or(|d| d > MAX_DECODE) {
+            log::debug!("{path}: no preview: its first slice lies in more than {MAX_DECODE} bytes of chunks");
+            return None;
+        }
         (numeric && rows > 0 && cols > 0).then(|| Preview {
             array,
             path: path.to_string(),
