@@ -45,6 +45,8 @@ counters! {
     prefetch_loads,
     /// Read-ahead requests skipped because the chunk was already cached or loading.
     prefetch_skipped,
+    /// Reads of chunks the read-ahead workers had loaded.
+    prefetch_hits,
 }
 
 /// Buckets of the read-size histogram: sizes up to 2^0, 2^1, ... 2^(BUCKETS-1) bytes and above.
