@@ -1,10 +1,10 @@
 //! A thin `fuser` adapter: translates kernel calls into [`View`] calls. No logic lives here.
 
-use crate::view::{Attr, FileKind, View, ViewError};
+use crate::view::{Attr, FileKind, View, ViewError, XattrReply};
 use fuser::{
     BackingId, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
     InitFlags, KernelConfig, OpenAccMode, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory,
-    ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request,
+    ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request,
 };
 use std::any::Any;
 use std::cell::RefCell;
@@ -183,6 +183,14 @@ fn panic_report(op: &str, target: std::fmt::Arguments<'_>, payload: &(dyn Any + 
         .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
         .unwrap_or("(no message)");
     format!("{op} {target}: internal error, answered EIO: {message}")
+}
+
+fn reply_xattr(answer: Result<XattrReply, ViewError>, reply: ReplyXattr) {
+    match answer {
+        Ok(XattrReply::Size(n)) => reply.size(n),
+        Ok(XattrReply::Data(bytes)) => reply.data(&bytes),
+        Err(e) => reply.error(errno(e)),
+    }
 }
 
 /// How the kernel caches an open file: the page cache is kept across opens (the mount is a
@@ -384,9 +392,53 @@ impl Filesystem for ZarrFs {
 
     fn statfs(&self, _req: &Request, ino: INodeNo, reply: ReplyStatfs) {
         guarded("statfs", format_args!("inode {ino}"), || {
-            let files = self.view.len() as u64;
-            reply.statfs(0, 0, 0, files, 0, MAX_READAHEAD, 255, MAX_READAHEAD)
+            let totals = self.view.totals();
+            let blocks = totals.blocks(MAX_READAHEAD);
+            reply.statfs(
+                blocks,
+                0,
+                0,
+                totals.files,
+                0,
+                MAX_READAHEAD,
+                255,
+                MAX_READAHEAD,
+            )
         })
+    }
+
+    fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        guarded("getxattr", format_args!("inode {ino} {name:?}"), || {
+            let answer = match name_str(name) {
+                Some(n) => self.view.getxattr(ino.0, n, size),
+                None => Err(ViewError::NoAttribute),
+            };
+            reply_xattr(answer, reply)
+        })
+    }
+
+    fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        guarded("listxattr", format_args!("inode {ino}"), || {
+            reply_xattr(self.view.listxattr(ino.0, size), reply)
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn setxattr(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _name: &OsStr,
+        _value: &[u8],
+        _flags: i32,
+        _position: u32,
+        reply: ReplyEmpty,
+    ) {
+        reply.error(Errno::EROFS);
+    }
+
+    fn removexattr(&self, _req: &Request, _ino: INodeNo, _name: &OsStr, reply: ReplyEmpty) {
+        reply.error(Errno::EROFS);
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -2,6 +2,7 @@
 //!
 //! Data flows through one module each, each using only those before it:
 //! [`store`] → [`meta`] → [`codec`] → [`fetch`] → [`cache`] → [`backing`] → [`view`] → [`fuse`] and [`cli`].
+//! [`stats`] counts what they do, for `.zarrfs/stats`.
 
 pub mod backing;
 pub mod cache;
@@ -10,5 +11,6 @@ pub mod codec;
 pub mod fetch;
 pub mod fuse;
 pub mod meta;
+pub mod stats;
 pub mod store;
 pub mod view;

@@ -169,8 +169,8 @@ fn non_utf8_names_are_skipped_with_a_warning() {
         .into_iter()
         .map(|e| e.name)
         .collect();
-    // .group.json, .header.cdl, .ncstream and two arrays' three files.
-    assert_eq!(names.len(), 9, "{names:?}");
+    // .group.json, .header.cdl, .ncstream, .zom.json, .zarrfs and two arrays' three files.
+    assert_eq!(names.len(), 11, "{names:?}");
     let logs = captured_logs().join("\n");
     assert!(logs.contains("not UTF-8"), "{logs}");
 }
@@ -236,9 +236,9 @@ fn a_hundred_thousand_siblings_all_show() {
     insert_good(&mut s, "a77777/");
     let view = view_of(Arc::new(s)).unwrap();
     let entries = view.readdir(zarrfs::view::ROOT_INO, 2).unwrap();
-    // Each array shows its data, .json and .npy; the root adds .group.json, .header.cdl and
-    // .ncstream.
-    assert_eq!(entries.len(), 3 * N + 3);
+    // Each array shows its data, .json and .npy; the root adds .group.json, .header.cdl,
+    // .ncstream, .zom.json and .zarrfs.
+    assert_eq!(entries.len(), 3 * N + 5);
     assert_eq!(read_all(&view, "a77777").unwrap(), GOOD);
     assert_eq!(read_all(&view, "a99999").unwrap(), vec![0; 12]);
 }

@@ -4,7 +4,10 @@
 use super::flight_lru::{CacheStats, FlightLru};
 use super::{BufferPool, ChunkData, ChunkError};
 use crate::codec::ShardIndex;
+use crate::stats::{add, STATS};
+use std::collections::HashSet;
 use std::sync::Arc;
+use std::sync::Mutex;
 
 /// Bytes charged per cached entry on top of its data (bookkeeping, absent-chunk markers).
 const ENTRY_OVERHEAD: u64 = 96;
@@ -49,7 +52,13 @@ const POOL_MAX: u64 = 64 << 20;
 pub struct ChunkCache {
     lru: FlightLru<Key, Entry>,
     pool: Arc<BufferPool>,
+    /// Chunks the read-ahead workers loaded that no reader has asked for yet (bounded by
+    /// [`PREFETCHED_MAX`]), to count read-ahead hits.
+    prefetched: Mutex<HashSet<ChunkId>>,
 }
+
+/// Read-ahead loads remembered for counting hits; beyond, the oldest are forgotten all at once.
+const PREFETCHED_MAX: usize = 1 << 16;
 
 fn charge(entry: &Entry) -> u64 {
     ENTRY_OVERHEAD
@@ -76,7 +85,11 @@ impl ChunkCache {
                 }
             }
         });
-        ChunkCache { lru, pool }
+        ChunkCache {
+            lru,
+            pool,
+            prefetched: Mutex::default(),
+        }
     }
 
     /// Spare buffers for decoding into.
@@ -105,6 +118,19 @@ impl ChunkCache {
         self.lru.contains(&Key::Chunk(id))
     }
 
+    fn lock_prefetched(&self) -> std::sync::MutexGuard<'_, HashSet<ChunkId>> {
+        self.prefetched.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Notes that the read-ahead workers loaded chunk `id`: the next reader of it is a hit.
+    pub fn mark_prefetched(&self, id: ChunkId) {
+        let mut set = self.lock_prefetched();
+        if set.len() >= PREFETCHED_MAX {
+            set.clear();
+        }
+        set.insert(id);
+    }
+
     /// Drops chunk `id`, recycling its buffer unless a reader still holds it.
     pub fn discard(&self, id: ChunkId) {
         self.lru.remove(&Key::Chunk(id));
@@ -113,6 +139,9 @@ impl ChunkCache {
     /// The chunk `id`, from the cache, from a load already under way, or by running `load`.
     /// A panic inside `load` becomes an error for every waiting reader.
     pub fn get_or_load(&self, id: ChunkId, load: impl FnOnce() -> Outcome) -> Outcome {
+        if self.lock_prefetched().remove(&id) {
+            add(&STATS.counters.prefetch_hits, 1);
+        }
         let entry = self.lru.get_or_load(
             Key::Chunk(id),
             || format!("chunk {}: decoder panicked", id.index),

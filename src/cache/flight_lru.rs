@@ -17,6 +17,10 @@ pub struct CacheStats {
     pub loads: u64,
     /// Bytes currently charged.
     pub used: u64,
+    /// Values evicted to stay within the budget.
+    pub evictions: u64,
+    /// Values currently held.
+    pub entries: u64,
 }
 
 type Outcome<V> = Result<V, ChunkError>;
@@ -76,7 +80,11 @@ impl<K: Hash + Eq + Clone, V: Clone> FlightLru<K, V> {
 
     /// Current counters.
     pub fn stats(&self) -> CacheStats {
-        self.lock().stats
+        let inner = self.lock();
+        CacheStats {
+            entries: inner.lru.len() as u64,
+            ..inner.stats
+        }
     }
 
     /// True when `key` is cached or being loaded.
@@ -149,6 +157,7 @@ impl<K: Hash + Eq + Clone, V: Clone> FlightLru<K, V> {
                         match inner.lru.pop_lru() {
                             Some((_, old)) => {
                                 inner.stats.used -= (self.charge)(&old);
+                                inner.stats.evictions += 1;
                                 gone.push(old);
                             }
                             None => break,

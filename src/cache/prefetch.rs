@@ -3,6 +3,7 @@
 //! dropped, so prefetch never piles up work or memory.
 
 use super::{ChunkCache, ChunkId};
+use crate::stats::{add, STATS};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 
@@ -27,9 +28,10 @@ impl Prefetcher {
         let jobs = Arc::new(Mutex::new(jobs));
         for i in 0..workers.max(1) {
             let jobs = jobs.clone();
+            let cache = cache.clone();
             let _ = std::thread::Builder::new()
                 .name(format!("prefetch-{i}"))
-                .spawn(move || worker(&jobs));
+                .spawn(move || worker(&jobs, &cache));
         }
         Prefetcher { queue, cache }
     }
@@ -37,6 +39,7 @@ impl Prefetcher {
     /// Queues `job` unless its chunk is cached or loading, or the queue is full.
     pub fn submit(&self, job: Job) {
         if self.cache.contains(job.id) {
+            add(&STATS.counters.prefetch_skipped, 1);
             return;
         }
         match self.queue.try_send(job) {
@@ -46,14 +49,20 @@ impl Prefetcher {
     }
 }
 
-fn worker(jobs: &Mutex<Receiver<Job>>) {
+fn worker(jobs: &Mutex<Receiver<Job>>, cache: &ChunkCache) {
     loop {
         let job = {
             let rx = jobs.lock().unwrap_or_else(|p| p.into_inner());
             rx.recv()
         };
         match job {
-            Ok(job) => (job.run)(),
+            Ok(job) => {
+                add(&STATS.counters.prefetch_loads, 1);
+                (job.run)();
+                if cache.contains(job.id) {
+                    cache.mark_prefetched(job.id);
+                }
+            }
             Err(_) => return,
         }
     }
@@ -92,5 +101,14 @@ mod tests {
         });
         std::thread::sleep(Duration::from_millis(20));
         assert_eq!(runs.load(Ordering::SeqCst), 4);
+        // A reader of a chunk the workers loaded counts a read-ahead hit (once the worker has
+        // noted its load).
+        let hits = || STATS.counters.prefetch_hits.load(Ordering::Relaxed);
+        let before = hits();
+        while hits() == before {
+            assert!(Instant::now() < deadline, "no read-ahead hit counted");
+            let _ = cache.get_or_load(ChunkId { array: 0, index: 1 }, || panic!("cached"));
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 }

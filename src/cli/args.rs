@@ -78,6 +78,9 @@ pub struct Options {
     /// metadata.
     #[arg(long)]
     pub no_consolidated: bool,
+    /// Do not show A.png pictures of arrays.
+    #[arg(long)]
+    pub no_previews: bool,
     /// S3-compatible server to use instead of AWS (MinIO, Ceph, s3s), path-style; http:// is
     /// allowed. Also an Azure endpoint (Azurite) for az://. [default: AWS_ENDPOINT_URL]
     #[arg(long, value_name = "URL")]

@@ -94,6 +94,9 @@ fn mount(p: Prepared) -> Result<Mounted, String> {
             Err(e) => log::warn!("cache dir {}: {e}; serving without it", dir.display()),
         }
     }
+    if p.options.no_previews {
+        view.hide_previews();
+    }
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     view.set_read_policy(if p.requests.is_some() {
         ReadPolicy::remote(REMOTE_IN_FLIGHT)

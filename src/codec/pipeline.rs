@@ -7,6 +7,7 @@ use super::registry::{
 use super::vlen::VlenPipeline;
 use super::{ArrayToArray, ArrayToBytes, BytesToBytes, ChunkRepr, CodecError, Size, StoredElem};
 use crate::meta::{CodecSpec, DataType};
+use crate::stats::STATS;
 use std::fmt;
 
 /// A codec chain built for one array (or one shard's inner chunks). `Send + Sync`: one pipeline
@@ -206,10 +207,11 @@ impl FixedPipeline {
         self.array_to_bytes.decode_in_place(&mut current);
         for (codec, len) in rest.iter().rev() {
             let mut next = vec![0u8; *len];
-            codec.decode(&current, &mut next)?;
+            STATS.decode(codec.name(), || codec.decode(&current, &mut next), |_| *len)?;
             current = next;
         }
-        first.decode(&current, out)
+        let len = out.len();
+        STATS.decode(first.name(), || first.decode(&current, out), |_| len)
     }
 
     /// Runs the bytes→bytes codecs last to first, the chain's first one writing into `target`
@@ -226,11 +228,11 @@ impl FixedPipeline {
                 continue;
             }
             if i == 0 {
-                let written = codec.decode(input, target)?;
+                let written = STATS.decode(codec.name(), || codec.decode(input, target), |&n| n)?;
                 return size.check(codec.name(), written);
             }
             let mut next = vec![0u8; size.max()];
-            let written = codec.decode(input, &mut next)?;
+            let written = STATS.decode(codec.name(), || codec.decode(input, &mut next), |&n| n)?;
             size.check(codec.name(), written)?;
             next.truncate(written);
             range = 0..written;

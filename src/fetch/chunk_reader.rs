@@ -5,6 +5,7 @@ use super::shard_reader::ShardReader;
 use super::{FetchCause, FetchContext, FetchError};
 use crate::codec::{Pipeline, ShardedArray};
 use crate::meta::{ArrayMeta, MAX_CHUNK_BYTES};
+use crate::stats::STATS;
 use crate::store::Store;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -248,6 +249,7 @@ impl ChunkReader {
         let Some(bytes) = self.store.get_range(key, 0, bound.saturating_add(1))? else {
             return Ok(None);
         };
+        STATS.fetched(bytes.len());
         if bytes.len() as u64 > bound {
             return Err(FetchError::new(
                 FetchCause::Oversized,

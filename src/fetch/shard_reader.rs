@@ -5,6 +5,7 @@
 use super::{FetchCause, FetchContext, FetchError, Index};
 use crate::codec::ShardedArray;
 use crate::meta::ChunkKeys;
+use crate::stats::STATS;
 use crate::store::Store;
 use std::sync::Arc;
 
@@ -72,6 +73,7 @@ impl ShardReader {
         let Some((encoded, size)) = fetched else {
             return Ok(None);
         };
+        STATS.fetched(encoded.len());
         if (encoded.len() as u64) < len {
             let got = encoded.len() as u64;
             self.array.index_range(got.min(size))?;
@@ -97,6 +99,7 @@ fn read_exact(store: &dyn Store, key: &str, start: u64, len: u64) -> Result<Vec<
     let bytes = store.get_range(key, start, len)?.ok_or_else(|| {
         FetchError::new(FetchCause::Store, "the shard disappeared while being read")
     })?;
+    STATS.fetched(bytes.len());
     if bytes.len() as u64 != len {
         return Err(truncated(bytes.len(), len, start));
     }

@@ -3,8 +3,11 @@
 use super::array_file::Unreadable;
 use super::chunk_source::ChunkSource;
 use super::netcdf::ncstream::NcStreamFile;
+use super::preview::{rendered_cache, Preview};
 use super::read_policy::ReadPolicy;
 use super::vlen_file::Sizer;
+use super::xattrs::{array_xattrs, group_xattrs, Xattrs};
+use super::zom::{group_zoms, store_version, ZOM_FILE};
 use super::{ArrayFile, Content, Dir, Inode, IoCause, Layout, View, VlenFile, ROOT_INO};
 use crate::cache::ChunkCache;
 use crate::fetch::ChunkReader;
@@ -26,6 +29,8 @@ struct Sidecar {
     name: String,
     content: Content,
     mtime: SystemTime,
+    /// Extended attributes of the sidecar file (an `.npy` carries its array's).
+    xattrs: Option<Xattrs>,
 }
 
 struct Builder {
@@ -34,6 +39,12 @@ struct Builder {
     vlen: Vec<Arc<VlenFile>>,
     ncstreams: Vec<NcStreamFile>,
     sidecars: Vec<Sidecar>,
+    previews: Vec<Preview>,
+    xattrs: HashMap<u64, Xattrs>,
+    /// The ZOM of every group, by path (taken when its directory is made).
+    zoms: HashMap<String, serde_json::Map<String, serde_json::Value>>,
+    /// The Zarr version of the store (2 or 3), for `user.zarr.format`.
+    version: u8,
     store: Arc<dyn Store>,
     cache: Arc<ChunkCache>,
 }
@@ -74,13 +85,25 @@ impl Builder {
     }
 
     /// Queues the `.group.json` of the group `node` shown as directory `dir`.
+    /// Also queues its `.zom.json` and sets the directory's extended attributes.
     fn add_group_sidecar(&mut self, dir: u64, node: &Node, mtime: SystemTime) {
         self.sidecars.push(Sidecar {
             dir,
             name: GROUP_SIDECAR.into(),
             content: Content::Json(json_bytes(&node.document)),
             mtime,
+            xattrs: None,
         });
+        if let Some(zom) = self.zoms.remove(&node.path) {
+            self.sidecars.push(Sidecar {
+                dir,
+                name: ZOM_FILE.into(),
+                content: Content::Json(json_bytes(&zom)),
+                mtime,
+                xattrs: None,
+            });
+        }
+        self.xattrs.insert(dir, group_xattrs(node, self.version));
     }
 
     /// The chunks of array number `id` at `path`, or why they cannot be read: the codec chain
@@ -147,6 +170,7 @@ impl Builder {
             };
             log::warn!("{shown}: data cannot be read: {}", u.reason);
         }
+        let xattrs = array_xattrs(node, meta.map(|m| m.as_ref()), self.version);
         let (data, npy) = match source {
             Ok(source) if source.reader.meta().dtype.is_variable() => {
                 let k = self.vlen.len() as u32;
@@ -156,6 +180,19 @@ impl Builder {
             other => {
                 let k = self.arrays.len() as u32;
                 let meta = meta.map(|m| m.as_ref());
+                let preview = meta
+                    .filter(|_| other.is_ok())
+                    .and_then(|m| Preview::of(k, &node.path, m));
+                if let Some(preview) = preview {
+                    self.sidecars.push(Sidecar {
+                        dir,
+                        name: format!("{name}.png"),
+                        content: Content::Preview(self.previews.len() as u32),
+                        mtime,
+                        xattrs: None,
+                    });
+                    self.previews.push(preview);
+                }
                 let doc = json_bytes(&node.document);
                 self.arrays
                     .push(ArrayFile::new(&node.path, meta, other, doc));
@@ -164,17 +201,20 @@ impl Builder {
         };
         let ino = self.push(dir, data, mtime);
         self.link(dir, name, ino);
+        self.xattrs.insert(ino, xattrs.clone());
         self.sidecars.push(Sidecar {
             dir,
             name: format!("{name}.json"),
             content: Content::Json(json_bytes(&node.document)),
             mtime,
+            xattrs: None,
         });
         self.sidecars.push(Sidecar {
             dir,
             name: format!("{name}.npy"),
             content: npy,
             mtime,
+            xattrs: Some(xattrs),
         });
     }
 }
@@ -226,12 +266,14 @@ impl Builder {
                 name: super::netcdf::CDL_SIDECAR.into(),
                 content: Content::Cdl(Arc::from(cdl.into_bytes())),
                 mtime,
+                xattrs: None,
             });
             self.sidecars.push(Sidecar {
                 dir,
                 name: super::netcdf::NCSTREAM_SIDECAR.into(),
                 content: Content::NcStream(self.ncstreams.len() as u32),
                 mtime,
+                xattrs: None,
             });
             self.ncstreams.push(NcStreamFile::new(group, &arrays));
         }
@@ -253,6 +295,10 @@ impl View {
             vlen: Vec::new(),
             ncstreams: Vec::new(),
             sidecars: Vec::new(),
+            previews: Vec::new(),
+            xattrs: HashMap::new(),
+            zoms: group_zoms(hierarchy),
+            version: store_version(hierarchy),
             store,
             cache: cache.clone(),
         };
@@ -293,6 +339,18 @@ impl View {
             }
         }
         b.add_netcdf_sidecars(hierarchy, &dirs, root_name);
+        let (dir, stats) = super::stats_file::contents();
+        let zarrfs = b.push(root, dir, store_mtime);
+        if b.link(root, super::ZARRFS_DIR, zarrfs) {
+            let file = b.push(zarrfs, stats, store_mtime);
+            b.link(zarrfs, super::STATS_FILE, file);
+        } else {
+            log::warn!(
+                "/{}: a node has this name, so statistics are not shown",
+                super::ZARRFS_DIR
+            );
+            b.inodes.pop();
+        }
         for car in std::mem::take(&mut b.sidecars) {
             if car.name.len() > NAME_MAX {
                 log::warn!(
@@ -308,6 +366,8 @@ impl View {
                     car.name
                 );
                 b.inodes.pop();
+            } else if let Some(x) = car.xattrs {
+                b.xattrs.insert(ino, x);
             }
         }
         for ino in 1..=b.inodes.len() as u64 {
@@ -320,11 +380,15 @@ impl View {
             arrays: b.arrays,
             vlen: b.vlen,
             ncstreams: b.ncstreams,
+            previews: b.previews,
+            rendered: rendered_cache(),
+            xattrs: b.xattrs,
             sizer: Sizer::new(cache.clone()),
             cache,
             policy: ReadPolicy::local(0),
             prefetcher: None,
             handles: Default::default(),
+            snapshots: Default::default(),
             next_handle: Default::default(),
             backing: None,
             slices: Default::default(),

@@ -12,6 +12,10 @@ pub enum ViewError {
     NotDir,
     /// A file operation on a directory (EISDIR).
     IsDir,
+    /// No such extended attribute (ENODATA).
+    NoAttribute,
+    /// The caller's buffer is too small for the answer (ERANGE).
+    TooSmall,
     /// The data cannot be read (EIO); the cause has been logged with the node's path.
     Io(IoCause),
 }
@@ -44,6 +48,8 @@ impl ViewError {
             ViewError::NotFound => libc::ENOENT,
             ViewError::NotDir => libc::ENOTDIR,
             ViewError::IsDir => libc::EISDIR,
+            ViewError::NoAttribute => libc::ENODATA,
+            ViewError::TooSmall => libc::ERANGE,
             ViewError::Io(_) => libc::EIO,
         }
     }
@@ -74,5 +80,7 @@ pub(super) fn cause_of(e: &ChunkError) -> IoCause {
 /// Logs a failed chunk load and turns it into an EIO.
 pub(super) fn chunk_failed(e: ChunkError) -> ViewError {
     log::error!("{e}");
-    ViewError::Io(cause_of(&e))
+    let cause = cause_of(&e);
+    crate::stats::STATS.error(&format!("{cause:?}"));
+    ViewError::Io(cause)
 }

@@ -12,11 +12,16 @@ mod error;
 mod layout;
 pub mod netcdf;
 mod npy;
+mod preview;
 mod read_policy;
 mod selection;
 mod slice_file;
 mod slice_table;
+mod stats_file;
+mod totals;
 mod vlen_file;
+mod xattrs;
+mod zom;
 
 use array_file::ArrayFile;
 pub use error::{IoCause, ViewError};
@@ -25,8 +30,13 @@ pub use npy::npy_header;
 pub use read_policy::ReadPolicy;
 use read_policy::{Prediction, ReaderState};
 use slice_table::{is_slice, SliceTable};
+pub use stats_file::{STATS_FILE, ZARRFS_DIR};
+pub use totals::Totals;
 pub use vlen_file::SYNC_SCAN_MAX;
 use vlen_file::{Sizer, VlenFile};
+pub use xattrs::XattrReply;
+use xattrs::Xattrs;
+pub use zom::ZOM_FILE;
 
 use crate::backing::{BackingDir, BackingFile};
 use crate::cache::{ChunkCache, Prefetcher};
@@ -92,6 +102,10 @@ enum Content {
     Text(u32),
     /// Variable-length array number N as a fixed-width NPY file.
     TextNpy(u32),
+    /// The live counters (`.zarrfs/stats`).
+    Stats,
+    /// Preview number N as a PNG picture.
+    Preview(u32),
 }
 
 #[derive(Default)]
@@ -112,6 +126,11 @@ pub struct View {
     arrays: Vec<ArrayFile>,
     vlen: Vec<Arc<VlenFile>>,
     ncstreams: Vec<netcdf::ncstream::NcStreamFile>,
+    /// Arrays with a picture, and the pictures rendered.
+    previews: Vec<preview::Preview>,
+    rendered: preview::Rendered,
+    /// Extended attributes, by inode (inodes without any are absent).
+    xattrs: HashMap<u64, Xattrs>,
     /// Scans large variable-length arrays for their sizes.
     sizer: Sizer,
     cache: Arc<ChunkCache>,
@@ -119,6 +138,8 @@ pub struct View {
     prefetcher: Option<Prefetcher>,
     /// Every open data file, by file handle.
     handles: Mutex<HashMap<u64, ReaderState>>,
+    /// The `.zarrfs/stats` text each open handle reads, made when it was opened.
+    snapshots: Mutex<HashMap<u64, Arc<[u8]>>>,
     next_handle: AtomicU64,
     /// The cache directory of decoded arrays, when one is used.
     backing: Option<backed::Backing>,
@@ -208,6 +229,14 @@ impl View {
                     .unwrap_or(0),
                 1,
             ),
+            // Its size now; reads are served with direct I/O, so a longer version is read whole.
+            Content::Stats => (FileKind::File, self.stats_json().len() as u64, 1),
+            // Rendered on the spot; one that cannot be shows size 0 and fails with EIO.
+            Content::Preview(p) => (
+                FileKind::File,
+                self.preview_png(*p).map_or(0, |png| png.len() as u64),
+                1,
+            ),
         };
         Ok(Attr {
             ino,
@@ -280,10 +309,12 @@ impl View {
 
     /// True when `ino` must be served with direct I/O (`FOPEN_DIRECT_IO`): the text and NPY
     /// files of large variable-length arrays, whose size `stat` may show as 0 while it is being
-    /// computed (see [`VlenFile`]); reads must not stop at that size.
+    /// computed (see [`VlenFile`]), reads must not stop at that size; and `.zarrfs/stats`, whose
+    /// content changes with every read.
     pub fn direct_io(&self, ino: u64) -> bool {
         match self.inode(ino).map(|i| &i.content) {
             Ok(Content::Text(a) | Content::TextNpy(a)) => self.vlen[*a as usize].size_may_lag(),
+            Ok(Content::Stats) => true,
             _ => false,
         }
     }
@@ -313,6 +344,8 @@ impl View {
             | Content::NcStream(_)
             | Content::Text(_)
             | Content::TextNpy(_) => Ok(0),
+            Content::Stats => Ok(self.open_stats()),
+            Content::Preview(p) => self.preview_png(*p).map(|_| 0),
             Content::Data(a) | Content::Npy(a) => {
                 let array = &self.arrays[*a as usize];
                 array.check_readable()?;
@@ -330,6 +363,7 @@ impl View {
     /// Forgets file handle `fh`.
     pub fn release(&self, fh: u64) {
         self.lock_handles().remove(&fh);
+        self.forget_stats(fh);
     }
 
     fn lock_handles(&self) -> std::sync::MutexGuard<'_, HashMap<u64, ReaderState>> {
@@ -353,16 +387,38 @@ impl View {
         size: u32,
         out: &mut Vec<u8>,
     ) -> Result<(), ViewError> {
+        let before = out.len();
+        let result = self.read_content(ino, fh, offset, size, out);
+        if result.is_ok() {
+            crate::stats::STATS.read((out.len() - before) as u64);
+        }
+        result
+    }
+
+    fn read_content(
+        &self,
+        ino: u64,
+        fh: u64,
+        offset: u64,
+        size: u32,
+        out: &mut Vec<u8>,
+    ) -> Result<(), ViewError> {
         let len = u64::from(size);
         if is_slice(ino) {
             return self.read_slice(ino, offset, len, out);
         }
         match &self.inode(ino)?.content {
             Content::Dir(_) => Err(ViewError::IsDir),
+            Content::Stats => {
+                extend_range(&self.stats_snapshot(fh), offset, len, out);
+                Ok(())
+            }
             Content::Json(bytes) | Content::Cdl(bytes) => {
-                let start = (offset.min(bytes.len() as u64)) as usize;
-                let end = (offset.saturating_add(len).min(bytes.len() as u64)) as usize;
-                out.extend_from_slice(&bytes[start..end]);
+                extend_range(bytes, offset, len, out);
+                Ok(())
+            }
+            Content::Preview(p) => {
+                extend_range(&self.preview_png(*p)?, offset, len, out);
                 Ok(())
             }
             Content::Data(a) => {
@@ -418,6 +474,13 @@ impl View {
             array.prefetch(pool, &self.cache, &array.chunks_for(&prediction));
         }
     }
+}
+
+/// Appends up to `len` bytes of `bytes` from `offset` to `out`.
+fn extend_range(bytes: &[u8], offset: u64, len: u64, out: &mut Vec<u8>) {
+    let start = (offset.min(bytes.len() as u64)) as usize;
+    let end = (offset.saturating_add(len).min(bytes.len() as u64)) as usize;
+    out.extend_from_slice(&bytes[start..end]);
 }
 
 /// Opens the store at `location`, loads its hierarchy and builds the view: the whole mount minus

@@ -281,12 +281,23 @@ impl Case {
                 .into_iter()
                 .filter(|n| n != ".header.cdl" && n != ".ncstream")
                 .collect();
+            // Every group directory holds a `.zom.json` beside its `.group.json`; the root also
+            // holds `.zarrfs`.
             let want: Vec<&str> = want
                 .as_array()
                 .unwrap()
                 .iter()
                 .filter_map(Value::as_str)
+                .flat_map(|n| match n {
+                    ".group.json" => vec![n, ".zom.json"],
+                    _ => vec![n],
+                })
                 .collect();
+            let mut want = want;
+            if dir.is_empty() {
+                want.push(".zarrfs");
+                want.sort();
+            }
             if got != want {
                 errors.push(format!(
                     "directory {dir:?} lists {got:?}, expected {want:?}"

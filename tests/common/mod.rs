@@ -24,6 +24,49 @@ pub struct NodeCase {
     pub ok_range: Option<(u64, u64)>,
 }
 
+impl NodeCase {
+    /// True when the array shows an `A.png`: readable, two or more non-empty dimensions, and a
+    /// numeric or bool type (as its expected `.npy` header says).
+    pub fn has_preview(&self) -> bool {
+        if self.is_group || self.text.is_some() || self.expect.as_deref() == Some("eio") {
+            return false;
+        }
+        let Some(npy) = self.npy.as_ref().and_then(|p| std::fs::read(p).ok()) else {
+            return false;
+        };
+        let (descr, shape) = npy_descr_shape(&npy);
+        let numeric = descr.len() >= 3 && "biufc".contains(&descr[1..2]) && !descr.contains('(');
+        numeric && shape.len() >= 2 && shape[shape.len() - 2..].iter().all(|&d| d > 0)
+    }
+}
+
+/// Bytes of every array's decoded data in a store case (the sum of its expected `A` files).
+pub fn decoded_total(case: &StoreCase) -> u64 {
+    case.nodes
+        .iter()
+        .filter_map(|n| n.npy.as_ref())
+        .map(|p| {
+            let npy = std::fs::read(p).unwrap();
+            (npy.len() - npy_header_len(&npy)) as u64
+        })
+        .sum()
+}
+
+/// The `descr` and `shape` of an NPY header.
+pub fn npy_descr_shape(npy: &[u8]) -> (String, Vec<u64>) {
+    let header = String::from_utf8_lossy(&npy[..npy_header_len(npy)]).into_owned();
+    let at = header.find("'descr': ").unwrap() + 9;
+    let rest = &header[at..];
+    let descr = rest[..rest.find(", 'fortran_order'").unwrap()].trim_matches('\'');
+    let at = header.find("'shape': (").unwrap() + 10;
+    let rest = &header[at..];
+    let shape = rest[..rest.find(')').unwrap()]
+        .split(',')
+        .filter_map(|d| d.trim().parse().ok())
+        .collect();
+    (descr.to_string(), shape)
+}
+
 /// One fixture store.
 #[derive(Debug, Clone)]
 pub struct StoreCase {
@@ -45,7 +88,8 @@ impl StoreCase {
 
     /// Every path the mount must list (directories and files), relative to the mount root.
     pub fn expected_paths(&self) -> BTreeSet<String> {
-        let mut out = BTreeSet::new();
+        // zarrfs's own files at the root.
+        let mut out = BTreeSet::from([".zarrfs".to_string(), ".zarrfs/stats".to_string()]);
         for node in &self.nodes {
             if node.expect.as_deref() == Some("absent") {
                 continue;
@@ -58,10 +102,14 @@ impl StoreCase {
                 out.insert(join(&p, ".group.json"));
                 out.insert(join(&p, ".header.cdl"));
                 out.insert(join(&p, ".ncstream"));
+                out.insert(join(&p, ".zom.json"));
             } else {
                 out.insert(p.clone());
                 out.insert(format!("{p}.json"));
                 out.insert(format!("{p}.npy"));
+                if node.has_preview() {
+                    out.insert(format!("{p}.png"));
+                }
             }
         }
         out

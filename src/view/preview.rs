@@ -1,0 +1,246 @@
+//! `A.png`: a picture of an array of two or more dimensions with a numeric type. It shows the
+//! first 2-D slice (the last two axes, index 0 on the others), scaled to 8-bit grey between
+//! the slice's minimum and maximum (NaN, infinities and the fill value black; complex numbers as
+//! their magnitude; bool black and white), at most [`MAX_SIDE`] pixels a side (every n-th
+//! element beyond). It is rendered when first looked at (`stat` or `open`), reading only the
+//! chunks of that slice through the chunk cache, and kept in a small LRU. Arrays whose first
+//! slice needs more than [`MAX_DECODE`] bytes of decoded chunks have none.
+
+use super::{Content, View, ViewError};
+use crate::meta::{ArrayMeta, DataType};
+use lru::LruCache;
+use std::num::NonZeroUsize;
+use std::sync::{Arc, Mutex};
+
+/// Longest side of a preview, in pixels.
+pub const MAX_SIDE: u64 = 1024;
+/// Rendered previews kept (each at most about 1 MiB).
+const KEPT: usize = 16;
+/// The most decoded chunk bytes a preview may need: an array whose first slice lies in more
+/// chunks than that has no picture (rendering happens at `stat`, which must stay quick).
+pub const MAX_DECODE: u64 = 512 << 20;
+
+/// What a preview needs of its array.
+pub(super) struct Preview {
+    /// The array's number in the view's list of arrays, and its path (for messages).
+    array: u32,
+    path: String,
+    dtype: DataType,
+    /// Rows and columns of the slice.
+    rows: u64,
+    cols: u64,
+    fill: Vec<u8>,
+}
+
+/// Rendered previews, by preview number: the PNG, or `None` when rendering failed.
+pub(super) type Rendered = Mutex<LruCache<u32, Option<Arc<[u8]>>>>;
+
+/// An empty cache of rendered previews.
+pub(super) fn rendered_cache() -> Rendered {
+    Mutex::new(LruCache::new(NonZeroUsize::new(KEPT).expect("non-zero")))
+}
+
+impl Preview {
+    /// The preview of array number `array`, when it has one: two or more dimensions, none
+    /// empty, and a numeric or bool type.
+    pub(super) fn of(array: u32, path: &str, meta: &ArrayMeta) -> Option<Preview> {
+        let numeric = matches!(
+            meta.dtype,
+            DataType::Bool
+                | DataType::Int(_)
+                | DataType::UInt(_)
+                | DataType::Float(2 | 4 | 8)
+                | DataType::Complex(8 | 16)
+        );
+        let ([.., rows, cols], [.., chunk_rows, chunk_cols]) =
+            (&meta.shape[..], &meta.chunk_shape[..])
+        else {
+            return None;
+        };
+        let (rows, cols) = (*rows, *cols);
+        let slice_chunks = rows.div_ceil(*chunk_rows.max(&1)) * cols.div_ceil(*chunk_cols.max(&1));
+        let chunk_bytes = meta
+            .chunk_shape
+            .iter()
+            .try_fold(meta.dtype.size() as u64, |acc, &d| acc.checked_mul(d));
+        let decode = chunk_bytes.and_then(|b| b.checked_mul(slice_chunks));
+        if decode.is_none_or(|d| d > MAX_DECODE) {
+            log::debug!("{path}: no preview: its first slice lies in more than {MAX_DECODE} bytes of chunks");
+            return None;
+        }
+        (numeric && rows > 0 && cols > 0).then(|| Preview {
+            array,
+            path: path.to_string(),
+            dtype: meta.dtype.clone(),
+            rows,
+            cols,
+            fill: meta.fill_value.clone(),
+        })
+    }
+}
+
+/// Every `step`-th index below `len`, and how many there are.
+fn sampled(len: u64, step: u64) -> impl Iterator<Item = u64> {
+    (0..len.div_ceil(step)).map(move |i| i * step)
+}
+
+/// One element as a number (complex: its magnitude); `None` for NaN and infinities.
+fn value(dtype: &DataType, b: &[u8]) -> Option<f64> {
+    let v = match (dtype, b.len()) {
+        (DataType::Bool, _) => f64::from(u8::from(b[0] != 0)),
+        (DataType::Int(_), n) => {
+            let mut raw = [0u8; 8];
+            raw[..n].copy_from_slice(b);
+            let shift = 64 - 8 * n as u32;
+            ((i64::from_le_bytes(raw) << shift) >> shift) as f64
+        }
+        (DataType::UInt(_), n) => {
+            let mut raw = [0u8; 8];
+            raw[..n].copy_from_slice(b);
+            u64::from_le_bytes(raw) as f64
+        }
+        (DataType::Float(_), 2) => f64::from(half::f16::from_le_bytes([b[0], b[1]])),
+        (DataType::Float(_), 4) => f64::from(f32::from_le_bytes(b.try_into().ok()?)),
+        (DataType::Float(_), 8) => f64::from_le_bytes(b.try_into().ok()?),
+        (DataType::Complex(_), n) => {
+            let half = n / 2;
+            let re = value(&DataType::Float(half), &b[..half])?;
+            let im = value(&DataType::Float(half), &b[half..])?;
+            re.hypot(im)
+        }
+        _ => return None,
+    };
+    v.is_finite().then_some(v)
+}
+
+/// True when element `b` equals the fill value `fill`: the same bytes, or for floats the same
+/// number (`-0.0` is `0.0`), part by part for complex numbers.
+fn is_fill(dtype: &DataType, b: &[u8], fill: &[u8]) -> bool {
+    if b == fill {
+        return true;
+    }
+    match dtype {
+        DataType::Float(_) => value(dtype, b).is_some() && value(dtype, b) == value(dtype, fill),
+        DataType::Complex(n) if fill.len() == *n => {
+            let part = DataType::Float(n / 2);
+            let (b, fill) = (b.split_at(n / 2), fill.split_at(n / 2));
+            is_fill(&part, b.0, fill.0) && is_fill(&part, b.1, fill.1)
+        }
+        _ => false,
+    }
+}
+
+/// 8-bit grey levels of `values` (`None` black) between their minimum and maximum; a constant
+/// slice is white, bool is black and white.
+fn grey(values: &[Option<f64>], bool_type: bool) -> Vec<u8> {
+    let (lo, hi) = if bool_type {
+        (0.0, 1.0)
+    } else {
+        values
+            .iter()
+            .flatten()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
+                (lo.min(v), hi.max(v))
+            })
+    };
+    values
+        .iter()
+        .map(|v| match v {
+            None => 0,
+            Some(_) if hi <= lo => 255,
+            Some(v) => ((v - lo) / (hi - lo) * 255.0).round() as u8,
+        })
+        .collect()
+}
+
+fn encode(width: u32, height: u32, pixels: &[u8]) -> Result<Vec<u8>, png::EncodingError> {
+    let mut out = Vec::new();
+    let mut encoder = png::Encoder::new(&mut out, width, height);
+    encoder.set_color(png::ColorType::Grayscale);
+    encoder.set_depth(png::BitDepth::Eight);
+    let mut writer = encoder.write_header()?;
+    writer.write_image_data(pixels)?;
+    writer.finish()?;
+    Ok(out)
+}
+
+impl View {
+    /// Takes every `A.png` out of its directory (`--no-previews`).
+    pub fn hide_previews(&mut self) {
+        let is_preview: Vec<bool> = self
+            .inodes
+            .iter()
+            .map(|i| matches!(i.content, Content::Preview(_)))
+            .collect();
+        for inode in &mut self.inodes {
+            if let Content::Dir(d) = &mut inode.content {
+                d.entries
+                    .retain(|(_, ino)| !is_preview[(*ino - 1) as usize]);
+                d.by_name.retain(|_, ino| !is_preview[(*ino - 1) as usize]);
+            }
+        }
+    }
+
+    /// The PNG of preview `p`, rendered now unless kept; `Err` (EIO) when its data cannot be
+    /// read.
+    pub(super) fn preview_png(&self, p: u32) -> Result<Arc<[u8]>, ViewError> {
+        let lock = || self.rendered.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(kept) = lock().get(&p) {
+            return kept.clone().ok_or(ViewError::Io(super::IoCause::Corrupt));
+        }
+        let rendered = self.render(&self.previews[p as usize]);
+        let kept = rendered.as_ref().ok().cloned();
+        lock().put(p, kept);
+        rendered
+    }
+
+    fn render(&self, p: &Preview) -> Result<Arc<[u8]>, ViewError> {
+        let array = &self.arrays[p.array as usize];
+        let es = p.dtype.size() as u64;
+        let step = p.rows.max(p.cols).div_ceil(MAX_SIDE);
+        let mut values = Vec::new();
+        let mut row = Vec::new();
+        for r in sampled(p.rows, step) {
+            let start = r * p.cols * es;
+            row.clear();
+            if step == 1 {
+                array.read_data(&self.cache, start, p.cols * es, &mut row)?;
+            } else {
+                for c in sampled(p.cols, step) {
+                    array.read_data(&self.cache, start + c * es, es, &mut row)?;
+                }
+            }
+            values.extend(row.chunks_exact(es as usize).map(|b| {
+                (!is_fill(&p.dtype, b, &p.fill))
+                    .then(|| value(&p.dtype, b))
+                    .flatten()
+            }));
+        }
+        let (width, height) = (p.cols.div_ceil(step) as u32, p.rows.div_ceil(step) as u32);
+        let pixels = grey(&values, p.dtype == DataType::Bool);
+        encode(width, height, &pixels).map(Arc::from).map_err(|e| {
+            log::error!("{}: preview cannot be encoded: {e}", p.path);
+            ViewError::Io(super::IoCause::Corrupt)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_and_grey_levels() {
+        assert_eq!(value(&DataType::Int(2), &(-3i16).to_le_bytes()), Some(-3.0));
+        assert_eq!(value(&DataType::UInt(1), &[200]), Some(200.0));
+        assert_eq!(value(&DataType::Float(4), &f32::NAN.to_le_bytes()), None);
+        let c: Vec<u8> = [3f32, 4f32].iter().flat_map(|f| f.to_le_bytes()).collect();
+        assert_eq!(value(&DataType::Complex(8), &c), Some(5.0));
+        assert_eq!(
+            grey(&[Some(1.0), None, Some(3.0), Some(2.0)], false),
+            [0, 0, 255, 128]
+        );
+        assert_eq!(grey(&[Some(0.0), Some(0.0)], true), [0, 0]);
+        assert_eq!(grey(&[Some(7.0)], false), [255]);
+    }
+}

@@ -1,0 +1,65 @@
+//! `.zarrfs/stats` at the mount root: the live counters of the mount as JSON, made anew on
+//! every open (the file is served with direct I/O, so `cat` and `watch` see fresh values); the
+//! reads of one open see one consistent text.
+
+use super::{Content, Dir, View};
+use crate::stats::STATS;
+use serde_json::json;
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, MutexGuard};
+
+/// The directory at the mount root holding zarrfs's own files.
+pub const ZARRFS_DIR: &str = ".zarrfs";
+/// The statistics file in [`ZARRFS_DIR`].
+pub const STATS_FILE: &str = "stats";
+
+/// The `.zarrfs` directory and its `stats` file, to add at the root.
+pub(super) fn contents() -> (Content, Content) {
+    (Content::Dir(Dir::default()), Content::Stats)
+}
+
+impl View {
+    /// The current counters as pretty JSON with a trailing newline.
+    pub fn stats_json(&self) -> Vec<u8> {
+        let cache = self.cache.stats();
+        let mut doc = STATS.to_json();
+        doc.insert(
+            "cache".into(),
+            json!({
+                "budget_bytes": self.cache.budget(),
+                "bytes": cache.used,
+                "entries": cache.entries,
+                "hits": cache.hits,
+                "misses": cache.loads,
+                "evictions": cache.evictions,
+            }),
+        );
+        let mut text = serde_json::to_vec_pretty(&doc).unwrap_or_default();
+        text.push(b'\n');
+        text
+    }
+
+    fn lock_snapshots(&self) -> MutexGuard<'_, HashMap<u64, Arc<[u8]>>> {
+        self.snapshots.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Opens `.zarrfs/stats`: its text now, kept for the handle's reads.
+    pub(super) fn open_stats(&self) -> u64 {
+        let fh = self.next_handle.fetch_add(1, Ordering::Relaxed) + 1;
+        let text = Arc::from(self.stats_json());
+        self.lock_snapshots().insert(fh, text);
+        fh
+    }
+
+    /// The text handle `fh` reads (a fresh one for reads without a handle).
+    pub(super) fn stats_snapshot(&self, fh: u64) -> Arc<[u8]> {
+        let kept = self.lock_snapshots().get(&fh).cloned();
+        kept.unwrap_or_else(|| Arc::from(self.stats_json()))
+    }
+
+    /// Forgets the text of handle `fh`.
+    pub(super) fn forget_stats(&self, fh: u64) {
+        self.lock_snapshots().remove(&fh);
+    }
+}

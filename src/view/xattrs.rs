@@ -1,0 +1,116 @@
+//! Extended attributes: an array's metadata as `user.zarr.*` values on its files, a group's
+//! format and attributes on its directory. Read-only; `listxattr`/`getxattr` size probing is
+//! answered by [`sized`].
+
+use super::{View, ViewError};
+use crate::meta::{ArrayMeta, Node};
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// The extended attributes of one inode: names and values, in listing order.
+pub type Xattrs = Arc<[(String, Vec<u8>)]>;
+
+/// What a `getxattr`/`listxattr` call gets back for a buffer of `size` bytes.
+#[derive(Debug, PartialEq, Eq)]
+pub enum XattrReply {
+    /// `size` was 0: the length the value needs.
+    Size(u32),
+    /// The value itself.
+    Data(Vec<u8>),
+}
+
+/// Answers a request with a `size`-byte buffer for `value`: its length when `size` is 0, the
+/// value when it fits, ERANGE otherwise.
+pub fn sized(value: Vec<u8>, size: u32) -> Result<XattrReply, ViewError> {
+    let len = u32::try_from(value.len()).map_err(|_| ViewError::TooSmall)?;
+    match size {
+        0 => Ok(XattrReply::Size(len)),
+        s if s < len => Err(ViewError::TooSmall),
+        _ => Ok(XattrReply::Data(value)),
+    }
+}
+
+fn text(v: &Value) -> Vec<u8> {
+    v.to_string().into_bytes()
+}
+
+/// The `user.zarr.format` attribute of a node in a store of Zarr `version`.
+fn format(version: u8) -> (String, Vec<u8>) {
+    ("user.zarr.format".into(), version.to_string().into_bytes())
+}
+
+/// The attributes of an array's files in a store of Zarr `version`. An array whose metadata could not be parsed has only
+/// its format.
+pub fn array_xattrs(node: &Node, meta: Option<&ArrayMeta>, version: u8) -> Xattrs {
+    let doc = &node.document;
+    let Some(meta) = meta else {
+        return Arc::from(vec![format(version)]);
+    };
+    let dimension_names = doc
+        .get("dimension_names")
+        .or_else(|| {
+            doc.get("attributes")
+                .and_then(|a| a.get("_ARRAY_DIMENSIONS"))
+        })
+        .cloned()
+        .unwrap_or(Value::Null);
+    let codecs: Vec<Value> = meta
+        .codecs
+        .iter()
+        .map(|c| json!({"name": c.name, "configuration": c.config}))
+        .collect();
+    let fill = doc.get("fill_value").cloned().unwrap_or(Value::Null);
+    let list = vec![
+        ("user.zarr.shape".into(), text(&json!(meta.shape))),
+        (
+            "user.zarr.dtype".into(),
+            meta.dtype.npy_descr().into_bytes(),
+        ),
+        ("user.zarr.chunks".into(), text(&json!(meta.chunk_shape))),
+        ("user.zarr.dimension_names".into(), text(&dimension_names)),
+        ("user.zarr.fill_value".into(), text(&fill)),
+        ("user.zarr.codecs".into(), text(&Value::Array(codecs))),
+        format(version),
+    ];
+    Arc::from(list)
+}
+
+/// The attributes of a group's directory.
+pub fn group_xattrs(node: &Node, version: u8) -> Xattrs {
+    let attributes = node
+        .document
+        .get("attributes")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    Arc::from(vec![
+        format(version),
+        ("user.zarr.attributes".into(), text(&attributes)),
+    ])
+}
+
+impl View {
+    fn xattrs_of(&self, ino: u64) -> Result<Option<&Xattrs>, ViewError> {
+        self.inode(ino)?;
+        Ok(self.xattrs.get(&ino))
+    }
+
+    /// The names of `ino`'s extended attributes, each ended by a NUL, for a `size`-byte buffer.
+    pub fn listxattr(&self, ino: u64, size: u32) -> Result<XattrReply, ViewError> {
+        let mut names = Vec::new();
+        for (name, _) in self.xattrs_of(ino)?.iter().flat_map(|x| x.iter()) {
+            names.extend_from_slice(name.as_bytes());
+            names.push(0);
+        }
+        sized(names, size)
+    }
+
+    /// The value of `ino`'s extended attribute `name`, for a `size`-byte buffer.
+    pub fn getxattr(&self, ino: u64, name: &str, size: u32) -> Result<XattrReply, ViewError> {
+        let value = self
+            .xattrs_of(ino)?
+            .and_then(|x| x.iter().find(|(n, _)| n == name))
+            .map(|(_, v)| v.clone())
+            .ok_or(ViewError::NoAttribute)?;
+        sized(value, size)
+    }
+}

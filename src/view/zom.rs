@@ -1,0 +1,228 @@
+//! `.zom.json`: the Zarr Object Model (ZEP 6) of a group's whole subtree, without data.
+//!
+//! Zarr v2 and NCZarr stores get the v2 ZOM (the `.zarray`/`.zgroup` fields plus `attributes`
+//! and `members`); v3 stores get the v3 ZOM, and the v3 drafts are normalized to the final v3
+//! form (data type names, `chunk_grid`, `chunk_key_encoding` and `codecs` as named
+//! configurations) from their parsed metadata.
+
+use crate::meta::{ArrayMeta, DataType, Hierarchy, KeyStyle, Node, NodeKind};
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+
+/// The name of the ZOM file in every group directory.
+pub const ZOM_FILE: &str = ".zom.json";
+
+/// Properties of a v2 ZOM array (ZEP 6's v2 schema).
+const V2_ARRAY_KEYS: &[&str] = &[
+    "zarr_format",
+    "shape",
+    "chunks",
+    "dtype",
+    "compressor",
+    "fill_value",
+    "order",
+    "filters",
+    "dimension_separator",
+    "attributes",
+];
+
+/// Properties of a v3 ZOM array (ZEP 6's v3 schema).
+const V3_ARRAY_KEYS: &[&str] = &[
+    "zarr_format",
+    "node_type",
+    "attributes",
+    "shape",
+    "data_type",
+    "chunk_grid",
+    "chunk_key_encoding",
+    "fill_value",
+    "codecs",
+    "storage_transformers",
+    "dimension_names",
+];
+
+/// The Zarr version whose ZOM describes a store: 2 for v2 and NCZarr, 3 for v3 and the drafts,
+/// as its root node's document says.
+pub fn store_version(hierarchy: &Hierarchy) -> u8 {
+    let root = hierarchy.nodes.first().map(|n| &n.document);
+    match root
+        .and_then(|d| d.get("zarr_format"))
+        .and_then(Value::as_u64)
+    {
+        Some(2) => 2,
+        _ => 3,
+    }
+}
+
+/// The ZOM of every group of `hierarchy`, by group path, built in one pass from the leaves up.
+pub fn group_zoms(hierarchy: &Hierarchy) -> HashMap<String, Map<String, Value>> {
+    let mut nodes: Vec<&Node> = hierarchy.nodes.iter().collect();
+    // A child's path extends its parent's, so it sorts after it: go from the end.
+    nodes.sort_by(|a, b| b.path.cmp(&a.path));
+    let mut members_of: HashMap<&str, Map<String, Value>> = HashMap::new();
+    let mut groups = HashMap::new();
+    let version = store_version(hierarchy);
+    for node in nodes {
+        let zom = match &node.kind {
+            NodeKind::Group => {
+                let members = members_of.remove(node.path.as_str()).unwrap_or_default();
+                let zom = group_node(node, members, version);
+                groups.insert(node.path.clone(), zom.clone());
+                zom
+            }
+            NodeKind::Array(meta) => {
+                array_node(node, meta.as_ref().ok().map(|m| m.as_ref()), version)
+            }
+        };
+        if node.path.is_empty() {
+            continue;
+        }
+        let (parent, name) = node.path.rsplit_once('/').unwrap_or(("", &node.path));
+        members_of
+            .entry(parent)
+            .or_default()
+            .insert(name.to_string(), Value::Object(zom));
+    }
+    groups
+}
+
+/// A group's ZOM with `members`.
+fn group_node(node: &Node, members: Map<String, Value>, version: u8) -> Map<String, Value> {
+    let attributes = attributes(&node.document);
+    let mut out = Map::new();
+    if version == 2 {
+        out.insert("zarr_format".into(), json!(2));
+    } else {
+        out.insert("zarr_format".into(), json!(3));
+        out.insert("node_type".into(), json!("group"));
+    }
+    out.insert("attributes".into(), attributes);
+    out.insert("members".into(), Value::Object(members));
+    out
+}
+
+fn attributes(doc: &Map<String, Value>) -> Value {
+    match doc.get("attributes") {
+        Some(Value::Object(a)) => Value::Object(a.clone()),
+        _ => json!({}),
+    }
+}
+
+/// An array's ZOM in a store of Zarr `version`. Draft arrays (v3 stores whose documents are
+/// not final v3) are built from `meta`, or from their document when it could not be parsed.
+fn array_node(node: &Node, meta: Option<&ArrayMeta>, version: u8) -> Map<String, Value> {
+    let doc = &node.document;
+    let final_v3 = doc.get("zarr_format").and_then(Value::as_u64) == Some(3);
+    let mut out: Map<String, Value> = match (version, final_v3, meta) {
+        (2, _, _) => pick(doc, V2_ARRAY_KEYS),
+        (_, true, _) => pick(doc, V3_ARRAY_KEYS),
+        (_, false, Some(meta)) => draft_array(doc, meta),
+        (_, false, None) => unparsed_draft_array(doc),
+    };
+    if version == 3 {
+        out.insert("zarr_format".into(), json!(3));
+        out.insert("node_type".into(), json!("array"));
+        for key in ["chunk_grid", "chunk_key_encoding"] {
+            if let Some(v) = out.get_mut(key) {
+                named_config(v);
+            }
+        }
+        for key in ["codecs", "storage_transformers"] {
+            if let Some(Value::Array(list)) = out.get_mut(key) {
+                list.iter_mut().for_each(named_config);
+            }
+        }
+    }
+    out.insert("attributes".into(), attributes(doc));
+    out
+}
+
+/// A draft array whose metadata could not be parsed, as close to the final v3 form as its
+/// document allows: the draft `chunk_grid` becomes a regular grid and a default key encoding;
+/// its codecs are not known.
+fn unparsed_draft_array(doc: &Map<String, Value>) -> Map<String, Value> {
+    let mut out = pick(
+        doc,
+        &["shape", "data_type", "fill_value", "dimension_names"],
+    );
+    let grid = doc.get("chunk_grid");
+    let chunk_shape = grid.and_then(|g| g.get("chunk_shape")).cloned();
+    let separator = grid
+        .and_then(|g| g.get("separator"))
+        .cloned()
+        .unwrap_or(json!("/"));
+    out.insert(
+        "chunk_grid".into(),
+        json!({"name": "regular", "configuration": {"chunk_shape": chunk_shape}}),
+    );
+    out.insert(
+        "chunk_key_encoding".into(),
+        json!({"name": "default", "configuration": {"separator": separator}}),
+    );
+    out.insert("codecs".into(), json!([]));
+    out
+}
+
+/// The entries of `doc` named in `keys`, in that order.
+fn pick(doc: &Map<String, Value>, keys: &[&str]) -> Map<String, Value> {
+    keys.iter()
+        .filter_map(|&k| doc.get(k).map(|v| (k.to_string(), v.clone())))
+        .collect()
+}
+
+/// Gives a `{"name": ...}` entry the `configuration` a named configuration requires.
+fn named_config(v: &mut Value) {
+    if let Value::Object(o) = v {
+        o.entry("configuration").or_insert_with(|| json!({}));
+    }
+}
+
+/// A v3 draft array in the final v3 form.
+fn draft_array(doc: &Map<String, Value>, meta: &ArrayMeta) -> Map<String, Value> {
+    let separator = meta.chunk_keys.separator.to_string();
+    let encoding = match meta.chunk_keys.style {
+        KeyStyle::V2 => "v2",
+        KeyStyle::Default | KeyStyle::Draft => "default",
+    };
+    let codecs: Vec<Value> = meta
+        .codecs
+        .iter()
+        .map(|c| json!({"name": c.name, "configuration": c.config}))
+        .collect();
+    let mut out = Map::new();
+    out.insert("shape".into(), json!(meta.shape));
+    out.insert("data_type".into(), json!(v3_data_type(&meta.dtype)));
+    out.insert(
+        "chunk_grid".into(),
+        json!({"name": "regular", "configuration": {"chunk_shape": meta.chunk_shape}}),
+    );
+    out.insert(
+        "chunk_key_encoding".into(),
+        json!({"name": encoding, "configuration": {"separator": separator}}),
+    );
+    out.insert(
+        "fill_value".into(),
+        doc.get("fill_value").cloned().unwrap_or(Value::Null),
+    );
+    out.insert("codecs".into(), Value::Array(codecs));
+    out.insert(
+        "dimension_names".into(),
+        doc.get("dimension_names").cloned().unwrap_or(Value::Null),
+    );
+    out
+}
+
+/// The final v3 name of a data type (`float32`); numpy's form for types v3 has no name for.
+pub fn v3_data_type(dtype: &DataType) -> String {
+    match dtype {
+        DataType::Bool => "bool".into(),
+        DataType::Int(n) => format!("int{}", n * 8),
+        DataType::UInt(n) => format!("uint{}", n * 8),
+        DataType::Float(n) => format!("float{}", n * 8),
+        DataType::Complex(n) => format!("complex{}", n * 8),
+        DataType::String => "string".into(),
+        DataType::VarBytes => "bytes".into(),
+        DataType::Raw(n) => format!("r{}", n * 8),
+        other => other.npy_descr(),
+    }
+}
