@@ -3,7 +3,6 @@
 //! unmounts the path once more as the daemon ends; a mount made at the same path before then
 //! would vanish.)
 
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// The directory of pid files (and of log files when there is no syslog): /run/zarrfs as root,
@@ -18,10 +17,11 @@ pub fn dir() -> PathBuf {
     }
 }
 
-/// The device number of the filesystem at `path`, as `major:minor`.
+/// The device number of the mount at `path` (absolute, symlinks resolved), as `major:minor`,
+/// from the mount table: the daemon never asks its own mount (a thread waiting on its own FUSE
+/// mount when the process is killed would keep it from ever exiting).
 pub fn device_of(path: &Path) -> Option<String> {
-    let dev = std::fs::metadata(path).ok()?.dev();
-    Some(format!("{}:{}", libc::major(dev), libc::minor(dev)))
+    super::mount_table::mounted_at(path).map(|m| m.dev)
 }
 
 fn path_for(dev: &str) -> PathBuf {

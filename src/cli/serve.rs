@@ -9,8 +9,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// statfs(2) magic number of FUSE filesystems.
-const FUSE_SUPER_MAGIC: i64 = 0x6573_5546;
 /// How long a fresh mount may take to answer before we give up.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 /// Chunk requests a remote store has in flight while reading ahead (loopback S3 peaks at 8-16 in
@@ -143,20 +141,18 @@ fn mount(p: Prepared) -> Result<Mounted, String> {
     })
 }
 
-/// Waits until the mount point answers as a FUSE filesystem.
+/// Waits until the mount table shows the FUSE mount on `mountpoint` (the kernel holds every
+/// request until the session has answered INIT). The mount itself is not asked: see
+/// [`super::pidfile::device_of`].
 fn wait_until_mounted(mountpoint: &Path) -> Result<(), String> {
     let deadline = Instant::now() + READY_TIMEOUT;
-    let c = std::ffi::CString::new(mountpoint.as_os_str().as_encoded_bytes())
-        .map_err(|_| "bad mount point path")?;
     loop {
-        // SAFETY: statfs into a zeroed struct with a valid path.
-        let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-        if unsafe { libc::statfs(c.as_ptr(), &mut st) } == 0 && st.f_type == FUSE_SUPER_MAGIC {
+        if super::mount_table::mounted_at(mountpoint).is_some_and(|m| m.fstype.starts_with("fuse")) {
             return Ok(());
         }
         if Instant::now() > deadline {
             return Err(format!(
-                "{} did not answer within {READY_TIMEOUT:?}",
+                "{} did not appear in the mount table within {READY_TIMEOUT:?}",
                 mountpoint.display()
             ));
         }
@@ -167,13 +163,10 @@ fn wait_until_mounted(mountpoint: &Path) -> Result<(), String> {
 /// Sets the mount's `read_ahead_kb` (the kernel's default is 128 KiB): with a larger one,
 /// sequential reads arrive in large requests. Needs root.
 fn set_read_ahead(mountpoint: &Path, bytes: u64) {
-    use std::os::unix::fs::MetadataExt;
-    let Ok(meta) = std::fs::metadata(mountpoint) else {
+    let Some(dev) = super::pidfile::device_of(mountpoint) else {
         return;
     };
-    let dev = meta.dev();
-    let (major, minor) = (libc::major(dev), libc::minor(dev));
-    let knob = format!("/sys/class/bdi/{major}:{minor}/read_ahead_kb");
+    let knob = format!("/sys/class/bdi/{dev}/read_ahead_kb");
     let kb = bytes / 1024;
     match std::fs::write(&knob, kb.to_string()) {
         Ok(()) => log::debug!("{knob} = {kb}"),
