@@ -140,12 +140,8 @@ impl BackingDir {
             if !try_lock(&lock) {
                 return None;
             }
-            let held = lock.metadata().ok()?;
-            match std::fs::metadata(&path) {
-                Ok(now) if now.dev() == held.dev() && now.ino() == held.ino() => return Some(lock),
-                Ok(_) => continue,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                Err(_) => return None,
+            if still_linked(&lock, &path).ok()? {
+                return Some(lock);
             }
         }
     }
@@ -345,6 +341,17 @@ impl BackingDir {
     }
 }
 
+/// Whether `file` is still the file linked at `path` (not removed nor replaced since it was
+/// opened).
+fn still_linked(file: &File, path: &Path) -> io::Result<bool> {
+    let held = file.metadata()?;
+    match std::fs::metadata(path) {
+        Ok(now) => Ok(now.dev() == held.dev() && now.ino() == held.ino()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 /// The files of one array besides its lock file.
 const ARRAY_FILES: [&str; 5] = ["data", "part", "map", "npy", "npypart"];
 
@@ -404,5 +411,36 @@ impl Drop for BackingDir {
             self.hit_bytes(),
             self.passthrough_opens()
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lock_file_removed_or_replaced_after_its_open_is_no_longer_linked() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k.lock");
+        let first = File::create(&path).unwrap();
+        assert!(still_linked(&first, &path).unwrap());
+        std::fs::remove_file(&path).unwrap();
+        assert!(!still_linked(&first, &path).unwrap());
+        let second = File::create(&path).unwrap();
+        assert!(!still_linked(&first, &path).unwrap());
+        assert!(still_linked(&second, &path).unwrap());
+    }
+
+    #[test]
+    fn a_lock_held_elsewhere_is_not_taken_and_an_evicted_one_is_taken_fresh() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = BackingDir::open(root.path(), Some(1 << 20)).unwrap();
+        let held = dir.take_lock("k").unwrap();
+        assert!(dir.take_lock("k").is_none());
+        // An evicter removes the lock file while holding it, then lets go.
+        std::fs::remove_file(dir.file_path("k", "lock")).unwrap();
+        drop(held);
+        let again = dir.take_lock("k").unwrap();
+        assert!(still_linked(&again, &dir.file_path("k", "lock")).unwrap());
     }
 }

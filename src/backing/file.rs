@@ -153,14 +153,21 @@ impl BackingFile {
             Ok(None) => log::debug!("{label}: its NPY file is not written (locked or full)"),
             Err(e) => dir.write_failed(&e, &label),
         };
-        match std::thread::Builder::new()
-            .name("backing-npy".into())
-            .spawn(build)
-        {
-            Ok(handle) => *job = Some(handle),
+        self.spawn(&mut job, "backing-npy", build);
+        None
+    }
+
+    /// Runs `job` on a thread named `name`, kept in `slot` (joined on drop).
+    fn spawn(
+        &self,
+        slot: &mut Option<JoinHandle<()>>,
+        name: &str,
+        job: impl FnOnce() + Send + 'static,
+    ) {
+        match std::thread::Builder::new().name(name.into()).spawn(job) {
+            Ok(handle) => *slot = Some(handle),
             Err(e) => self.dir.write_failed(&e, &self.label),
         }
-        None
     }
 
     /// Splits `from..to` into runs, each wholly present (`true`) or not.
@@ -281,13 +288,7 @@ impl BackingFile {
                 Err(e) => dir.write_failed(&e, &label),
             }
         };
-        match std::thread::Builder::new()
-            .name("backing-sync".into())
-            .spawn(job)
-        {
-            Ok(handle) => *slot = Some(handle),
-            Err(e) => self.dir.write_failed(&e, &self.label),
-        }
+        self.spawn(&mut slot, "backing-sync", job);
     }
 }
 
