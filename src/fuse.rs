@@ -102,7 +102,7 @@ impl ZarrFs {
         };
         let id = match ids.by_inode.get(&ino).and_then(Weak::upgrade) {
             Some(id) => id,
-            None => match reply.open_backing(file.file()) {
+            None => match reply.open_backing(&file) {
                 Ok(id) => {
                     let id = Arc::new(id);
                     ids.by_inode.insert(ino, Arc::downgrade(&id));

@@ -95,19 +95,83 @@ fn a_changed_chunk_or_metadata_makes_the_backing_file_stale() {
     assert_eq!(files(cache.path(), "data"), 3);
 }
 
+/// Opens `a.npy` in a fresh view and asks for its local file (which starts writing it), then
+/// drops the view (which waits for the writing).
+fn npy_passthrough(store: &Path, dir: &Arc<BackingDir>) -> Option<std::fs::File> {
+    let v = view(store, dir);
+    let ino = v.resolve("a.npy").unwrap();
+    let fh = v.open(ino).unwrap();
+    let file = v.passthrough_file(ino);
+    v.release(fh);
+    file
+}
+
+#[test]
+fn a_complete_arrays_npy_file_is_written_once_from_its_backing_file() {
+    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write_store(store.path(), 2.5);
+    let dir = BackingDir::open(cache.path(), Some(1 << 30)).unwrap();
+    read(&view(store.path(), &dir), 0, (N * 8) as u32);
+    assert_eq!(files(cache.path(), "npy"), 0);
+    // The first open after completion writes it in the background; it is not ready yet.
+    assert!(npy_passthrough(store.path(), &dir).is_none());
+    assert_eq!(files(cache.path(), "npy"), 1);
+    assert_eq!(files(cache.path(), "npypart"), 0);
+    let v = view(store.path(), &dir);
+    let ino = v.resolve("a.npy").unwrap();
+    let fh = v.open(ino).unwrap();
+    let served = v.read(ino, 0, (N * 8 + 4096) as u32).unwrap();
+    v.release(fh);
+    assert_eq!(served[served.len() - N * 8..], expected(2.5));
+    let mut local = Vec::new();
+    let file = npy_passthrough(store.path(), &dir).expect("a.npy on local disk");
+    std::io::Read::read_to_end(&mut &file, &mut local).unwrap();
+    assert_eq!(local, served);
+    assert_eq!(files(cache.path(), "npy"), 1);
+}
+
 #[test]
 fn the_budget_evicts_whole_arrays() {
     let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     write_store(store.path(), 1.0);
-    let dir = BackingDir::open(cache.path(), Some(40_000)).unwrap();
+    let dir = BackingDir::open(cache.path(), Some(80_000)).unwrap();
     read(&view(store.path(), &dir), 0, (N * 8) as u32);
+    assert!(npy_passthrough(store.path(), &dir).is_none());
+    assert_eq!(files(cache.path(), "npy"), 1);
+    assert_eq!(files(cache.path(), "lock"), 1);
     std::thread::sleep(std::time::Duration::from_millis(20));
     write_store(store.path(), 5.0);
     assert_eq!(
         read(&view(store.path(), &dir), 0, (N * 8) as u32),
         expected(5.0)
     );
+    // The old array went whole: its data, its NPY file and its lock file.
     assert_eq!(files(cache.path(), "data"), 1);
+    assert_eq!(files(cache.path(), "npy"), 0);
+    assert_eq!(files(cache.path(), "lock"), 1);
+    assert_eq!(std::fs::read_dir(cache.path()).unwrap().count(), 2);
+}
+
+#[test]
+fn an_array_another_mount_is_writing_is_not_evicted() {
+    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write_store(store.path(), 1.0);
+    let dir = BackingDir::open(cache.path(), Some(40_000)).unwrap();
+    // A partial array: its writer holds the lock while the view lives.
+    let writer = view(store.path(), &dir);
+    read(&writer, 0, 8192);
+    assert_eq!(files(cache.path(), "part"), 1);
+    let other = tempfile::tempdir().unwrap();
+    write_store(other.path(), 2.0);
+    assert_eq!(
+        read(&view(other.path(), &dir), 0, (N * 8) as u32),
+        expected(2.0)
+    );
+    // The written one stays, lock and all; it completes with its lock file still linked.
+    assert_eq!(files(cache.path(), "part"), 1);
+    assert_eq!(read(&writer, 0, (N * 8) as u32), expected(1.0));
+    drop(writer);
+    assert_eq!(files(cache.path(), "lock"), 2);
 }
 
 #[test]

@@ -3,8 +3,9 @@
 use super::bitmap::Bitmap;
 use super::file::{BackingFile, Writing};
 use super::Identity;
+use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
-use std::io;
+use std::io::{self, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -117,7 +118,32 @@ impl BackingDir {
     }
 
     fn path(&self, id: &Identity, ext: &str) -> PathBuf {
-        self.root.join(format!("{}.{ext}", id.key()))
+        self.file_path(id.key(), ext)
+    }
+
+    pub(super) fn file_path(&self, key: &str, ext: &str) -> PathBuf {
+        self.root.join(format!("{key}.{ext}"))
+    }
+
+    /// Takes the flock of `KEY.lock` without waiting; `None` when another holds it. An evicter
+    /// removes the lock file while holding it: a lock taken on a file no longer linked at the
+    /// path is dropped and taken again on the path's new file.
+    pub(super) fn take_lock(&self, key: &str) -> Option<File> {
+        let path = self.file_path(key, "lock");
+        loop {
+            let lock = OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&path)
+                .ok()?;
+            if !try_lock(&lock) {
+                return None;
+            }
+            if still_linked(&lock, &path).ok()? {
+                return Some(lock);
+            }
+        }
     }
 
     /// The backing file of the array `label` with identity `id` and `size` bytes: the complete
@@ -130,16 +156,10 @@ impl BackingDir {
         if !self.writable() || size > self.budget {
             return None;
         }
-        let lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(self.path(id, "lock"))
-            .ok()?;
-        if !try_lock(&lock) {
+        let Some(lock) = self.take_lock(id.key()) else {
             log::debug!("{label}: another mount is writing its backing file");
             return None;
-        }
+        };
         // The writer before us may just have finished.
         if let Some(done) = self.complete(id, size, label) {
             return Some(done);
@@ -163,7 +183,13 @@ impl BackingDir {
         // The mtime orders the LRU.
         let _ = file.set_modified(SystemTime::now());
         log::info!("{label}: served from backing file {}", path.display());
-        Some(BackingFile::complete(self.clone(), file, size, label))
+        Some(BackingFile::complete(
+            self.clone(),
+            file,
+            size,
+            id.key(),
+            label,
+        ))
     }
 
     fn start(
@@ -213,19 +239,70 @@ impl BackingDir {
             size,
             bitmap,
             writing,
+            id.key(),
             label,
         ))
     }
 
-    /// Evicts whole arrays, least recently opened first, until `need` more bytes fit the
-    /// budget. Files another mount is writing (locked) and those of `keep` stay.
+    /// `KEY.npy` (NPY header then the array's bytes) when it is complete: `len` bytes long
+    /// (it is renamed into place only once synced).
+    pub(super) fn complete_npy(&self, key: &str, len: u64) -> Option<File> {
+        let file = File::open(self.file_path(key, "npy")).ok()?;
+        (file.metadata().ok()?.len() == len).then_some(file)
+    }
+
+    /// Writes `KEY.npy` from the complete `KEY.data` (`data`, `size` bytes) under the array's
+    /// lock: `header`, then the data copied in the kernel, synced, then renamed from
+    /// `KEY.npypart`. `Ok(None)` when another mount holds the lock or writing is off.
+    pub(super) fn build_npy(
+        &self,
+        key: &str,
+        data: &File,
+        size: u64,
+        header: &[u8],
+    ) -> io::Result<Option<File>> {
+        let len = header.len() as u64 + size;
+        if !self.writable() || len > self.budget {
+            return Ok(None);
+        }
+        let Some(_lock) = self.take_lock(key) else {
+            return Ok(None);
+        };
+        if let Some(done) = self.complete_npy(key, len) {
+            return Ok(Some(done));
+        }
+        self.make_room(len, key);
+        let (part, npy) = (self.file_path(key, "npypart"), self.file_path(key, "npy"));
+        let written = (|| {
+            let mut out = OpenOptions::new()
+                .create(true)
+                .truncate(true)
+                .read(true)
+                .write(true)
+                .open(&part)?;
+            out.write_all(header)?;
+            copy_range(data, &mut out, size)?;
+            out.sync_all()?;
+            std::fs::rename(&part, &npy)?;
+            File::open(&self.root)?.sync_all()?;
+            Ok(out)
+        })();
+        if written.is_err() {
+            let _ = std::fs::remove_file(&part);
+        }
+        written.map(Some)
+    }
+
+    /// Evicts whole arrays (every file of one key), least recently opened first, until `need`
+    /// more bytes fit the budget. Arrays whose lock another holds (being written) and `keep`
+    /// stay. Each is removed under its lock, the lock file last.
     fn make_room(&self, need: u64, keep: &str) {
         let _one = self.evicting.lock().unwrap_or_else(|p| p.into_inner());
         let Ok(entries) = std::fs::read_dir(&self.root) else {
             return;
         };
         let mut used = 0u64;
-        let mut arrays: Vec<(SystemTime, String, u64)> = Vec::new();
+        let mut arrays: HashMap<String, (SystemTime, u64)> = HashMap::new();
         for e in entries.flatten() {
             let Ok(meta) = e.metadata() else { continue };
             let disk = meta.blocks() * 512;
@@ -234,28 +311,96 @@ impl BackingDir {
             let Some((key, ext)) = name.rsplit_once('.') else {
                 continue;
             };
-            if key != keep && (ext == "data" || ext == "part") {
-                let mtime = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
-                arrays.push((mtime, name.clone(), disk));
+            if key == keep || !ARRAY_FILES.contains(&ext) {
+                continue;
             }
+            let array = arrays
+                .entry(key.to_string())
+                .or_insert((SystemTime::UNIX_EPOCH, 0));
+            if let Ok(mtime) = meta.modified() {
+                array.0 = array.0.max(mtime);
+            }
+            array.1 += disk;
         }
-        arrays.sort();
-        for (_, name, disk) in arrays {
+        let mut arrays: Vec<_> = arrays.into_iter().collect();
+        arrays.sort_by_key(|(_, (mtime, _))| *mtime);
+        for (key, (_, disk)) in arrays {
             if used.saturating_add(need) <= self.budget {
                 break;
             }
-            let key = name.rsplit_once('.').map_or("", |(k, _)| k);
-            let lock = File::open(self.root.join(format!("{key}.lock")));
-            if name.ends_with(".part") && !lock.as_ref().is_ok_and(try_lock) {
+            let Some(_lock) = self.take_lock(&key) else {
                 continue;
+            };
+            for ext in ARRAY_FILES {
+                let _ = std::fs::remove_file(self.file_path(&key, ext));
             }
-            if std::fs::remove_file(self.root.join(&name)).is_ok() {
-                let _ = std::fs::remove_file(self.root.join(format!("{key}.map")));
-                log::info!("cache dir {}: evicted {name}", self.root.display());
-                used = used.saturating_sub(disk);
+            let _ = std::fs::remove_file(self.file_path(&key, "lock"));
+            log::info!("cache dir {}: evicted {key}", self.root.display());
+            used = used.saturating_sub(disk);
+        }
+    }
+}
+
+/// Whether `file` is still the file linked at `path` (not removed nor replaced since it was
+/// opened).
+fn still_linked(file: &File, path: &Path) -> io::Result<bool> {
+    let held = file.metadata()?;
+    match std::fs::metadata(path) {
+        Ok(now) => Ok(now.dev() == held.dev() && now.ino() == held.ino()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// The files of one array besides its lock file.
+const ARRAY_FILES: [&str; 5] = ["data", "part", "map", "npy", "npypart"];
+
+/// Copies the first `size` bytes of `from` to the end of `to`: in the kernel
+/// (`copy_file_range`), else through a buffer.
+fn copy_range(from: &File, to: &mut File, size: u64) -> io::Result<()> {
+    let mut done = 0u64;
+    while done < size {
+        let mut at = done as libc::loff_t;
+        let want = (size - done).min(1 << 30) as usize;
+        // SAFETY: both descriptors are open; the input offset is ours, the output offset is
+        // the file position.
+        let n = unsafe {
+            libc::copy_file_range(
+                from.as_raw_fd(),
+                &mut at,
+                to.as_raw_fd(),
+                std::ptr::null_mut(),
+                want,
+                0,
+            )
+        };
+        match n {
+            0 => return Err(io::ErrorKind::UnexpectedEof.into()),
+            n if n > 0 => done += n as u64,
+            _ => {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                if done == 0 && FALLBACK.contains(&e.raw_os_error().unwrap_or(0)) {
+                    return copy_buffered(from, to, size);
+                }
+                return Err(e);
             }
         }
     }
+    Ok(())
+}
+
+/// Errors of `copy_file_range` that mean "not here": copy through a buffer instead.
+const FALLBACK: [i32; 4] = [libc::EXDEV, libc::ENOSYS, libc::EINVAL, libc::EOPNOTSUPP];
+
+fn copy_buffered(from: &File, to: &mut File, size: u64) -> io::Result<()> {
+    let copied = io::copy(&mut io::Read::take(from, size), to)?;
+    if copied != size {
+        return Err(io::ErrorKind::UnexpectedEof.into());
+    }
+    Ok(())
 }
 
 impl Drop for BackingDir {
@@ -266,5 +411,36 @@ impl Drop for BackingDir {
             self.hit_bytes(),
             self.passthrough_opens()
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lock_file_removed_or_replaced_after_its_open_is_no_longer_linked() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k.lock");
+        let first = File::create(&path).unwrap();
+        assert!(still_linked(&first, &path).unwrap());
+        std::fs::remove_file(&path).unwrap();
+        assert!(!still_linked(&first, &path).unwrap());
+        let second = File::create(&path).unwrap();
+        assert!(!still_linked(&first, &path).unwrap());
+        assert!(still_linked(&second, &path).unwrap());
+    }
+
+    #[test]
+    fn a_lock_held_elsewhere_is_not_taken_and_an_evicted_one_is_taken_fresh() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = BackingDir::open(root.path(), Some(1 << 20)).unwrap();
+        let held = dir.take_lock("k").unwrap();
+        assert!(dir.take_lock("k").is_none());
+        // An evicter removes the lock file while holding it, then lets go.
+        std::fs::remove_file(dir.file_path("k", "lock")).unwrap();
+        drop(held);
+        let again = dir.take_lock("k").unwrap();
+        assert!(still_linked(&again, &dir.file_path("k", "lock")).unwrap());
     }
 }

@@ -8,7 +8,7 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 
 /// Bytes written between two saves of the bitmap (each save syncs the data first).
@@ -38,11 +38,23 @@ pub struct BackingFile {
     /// Syncs and publishes the file once every block is written, off the read path.
     publishing: Mutex<Option<JoinHandle<()>>>,
     dir: Arc<BackingDir>,
+    /// The name of the array's files in `dir`.
+    key: String,
+    /// `KEY.npy`, once complete (see [`BackingFile::npy_file`]).
+    npy: Arc<OnceLock<File>>,
+    /// Writes `KEY.npy` off the open path.
+    npy_job: Mutex<Option<JoinHandle<()>>>,
     label: String,
 }
 
 impl BackingFile {
-    pub(super) fn complete(dir: Arc<BackingDir>, file: File, size: u64, label: &str) -> Self {
+    pub(super) fn complete(
+        dir: Arc<BackingDir>,
+        file: File,
+        size: u64,
+        key: &str,
+        label: &str,
+    ) -> Self {
         BackingFile {
             file,
             size,
@@ -54,6 +66,9 @@ impl BackingFile {
             writing: None,
             publishing: Mutex::new(None),
             dir,
+            key: key.to_string(),
+            npy: Arc::default(),
+            npy_job: Mutex::new(None),
             label: label.to_string(),
         }
     }
@@ -64,6 +79,7 @@ impl BackingFile {
         size: u64,
         map: Bitmap,
         writing: Writing,
+        key: &str,
         label: &str,
     ) -> Self {
         BackingFile {
@@ -77,6 +93,9 @@ impl BackingFile {
             writing: Some(writing),
             publishing: Mutex::new(None),
             dir,
+            key: key.to_string(),
+            npy: Arc::default(),
+            npy_job: Mutex::new(None),
             label: label.to_string(),
         }
     }
@@ -89,6 +108,66 @@ impl BackingFile {
     /// The open file (for passthrough, once complete).
     pub fn file(&self) -> &File {
         &self.file
+    }
+
+    /// `A.npy` on local disk (`header`, then this file's bytes) once this file is complete,
+    /// for passthrough. The first call after completion starts writing it in the background
+    /// (copied from this file in the kernel) and returns `None`, as do calls until it is done;
+    /// meanwhile `A.npy` is served by copying from this file.
+    pub fn npy_file(&self, header: &[u8]) -> Option<File> {
+        if !self.is_complete() {
+            return None;
+        }
+        if let Some(npy) = self.npy.get() {
+            return npy.try_clone().ok();
+        }
+        let len = header.len() as u64 + self.size;
+        if let Some(done) = self.dir.complete_npy(&self.key, len) {
+            let _ = done.set_modified(std::time::SystemTime::now());
+            let _ = self.npy.set(done);
+            return self.npy.get()?.try_clone().ok();
+        }
+        let mut job = self.npy_job.lock().unwrap_or_else(|p| p.into_inner());
+        if job.is_some() {
+            return None;
+        }
+        let data = match self.file.try_clone() {
+            Ok(f) => f,
+            Err(e) => {
+                self.dir.write_failed(&e, &self.label);
+                return None;
+            }
+        };
+        let (dir, key, size, npy) = (
+            self.dir.clone(),
+            self.key.clone(),
+            self.size,
+            self.npy.clone(),
+        );
+        let (header, label) = (header.to_vec(), self.label.clone());
+        let build = move || match dir.build_npy(&key, &data, size, &header) {
+            Ok(Some(file)) => {
+                log::info!("{label}: its NPY file is on local disk too");
+                let _ = npy.set(file);
+            }
+            Ok(None) => log::debug!("{label}: its NPY file is not written (locked or full)"),
+            Err(e) => dir.write_failed(&e, &label),
+        };
+        self.spawn(&mut job, "backing-npy", build);
+        None
+    }
+
+    /// Runs `job` on a thread named `name`, kept in `slot` (joined on drop).
+    fn spawn(
+        &self,
+        slot: &mut Option<JoinHandle<()>>,
+        name: &str,
+        job: impl FnOnce() + Send + 'static,
+    ) {
+        match std::thread::Builder::new().name(name.into()).spawn(job) {
+            Ok(handle) => *slot = Some(handle),
+            Err(e) => self.dir.write_failed(&e, &self.label),
+        }
     }
 
     /// Splits `from..to` into runs, each wholly present (`true`) or not.
@@ -209,13 +288,7 @@ impl BackingFile {
                 Err(e) => dir.write_failed(&e, &label),
             }
         };
-        match std::thread::Builder::new()
-            .name("backing-sync".into())
-            .spawn(job)
-        {
-            Ok(handle) => *slot = Some(handle),
-            Err(e) => self.dir.write_failed(&e, &self.label),
-        }
+        self.spawn(&mut slot, "backing-sync", job);
     }
 }
 
@@ -223,6 +296,10 @@ impl Drop for BackingFile {
     fn drop(&mut self) {
         let publishing = self.publishing.get_mut().unwrap_or_else(|p| p.into_inner());
         if let Some(handle) = publishing.take() {
+            let _ = handle.join();
+        }
+        let npy_job = self.npy_job.get_mut().unwrap_or_else(|p| p.into_inner());
+        if let Some(handle) = npy_job.take() {
             let _ = handle.join();
         }
         let mut state = self.lock();

@@ -8,9 +8,13 @@
 //! array's identity (see [`Identity`]): when anything about the array changes, the key changes
 //! and the array is decoded again into a new file (the old one ages out of the LRU).
 //!
-//! Several mounts share a directory: the one holding `KEY.lock` (flock) writes `KEY.part`;
-//! the others serve that array uncached until `KEY.data` appears. Whole arrays are evicted,
-//! least recently opened first, to keep the directory within its byte budget. A write error
+//! Once complete, `A.npy` may get a file of its own for passthrough, `KEY.npy` (NPY header then
+//! the data, copied in the kernel from `KEY.data`, published by rename from `KEY.npypart`).
+//!
+//! Several mounts share a directory: the one holding `KEY.lock` (flock) writes `KEY.part` or
+//! `KEY.npy`; the others serve that array uncached until `KEY.data` appears. Whole arrays are
+//! evicted, least recently opened first, to keep the directory within its byte budget, each
+//! under its lock, the lock file last (see [`BackingDir`]). A write error
 //! (a full disk) turns writing off for the whole directory with one log line; reads go on
 //! uncached.
 

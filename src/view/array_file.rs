@@ -87,6 +87,12 @@ impl ArrayFile {
         self.backing.get().filter(|f| f.is_complete())
     }
 
+    /// `A.npy` on local disk once the backing file is complete (see
+    /// [`crate::backing::BackingFile::npy_file`]).
+    pub fn npy_backing(&self) -> Option<std::fs::File> {
+        self.complete_backing()?.npy_file(&self.header)
+    }
+
     /// Size of `A`.
     pub fn data_size(&self) -> u64 {
         self.data_size

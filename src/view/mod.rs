@@ -38,7 +38,7 @@ pub use xattrs::XattrReply;
 use xattrs::Xattrs;
 pub use zom::ZOM_FILE;
 
-use crate::backing::{BackingDir, BackingFile};
+use crate::backing::BackingDir;
 use crate::cache::{ChunkCache, Prefetcher};
 use crate::meta::LoadOptions;
 use std::collections::HashMap;
@@ -298,11 +298,18 @@ impl View {
         self.backing.as_ref().map(|b| &b.dir)
     }
 
-    /// The complete backing file of `ino` when it is an array's file `A` (opened before with
-    /// [`View::open`]): the kernel may read it directly (FUSE passthrough).
-    pub fn passthrough_file(&self, ino: u64) -> Option<Arc<BackingFile>> {
+    /// The local file holding exactly the bytes of `ino` (opened before with [`View::open`]):
+    /// an array's complete backing file for `A`, its NPY file for `A.npy` (written at the first
+    /// open after completion; `None` until then). The kernel may read it directly (FUSE
+    /// passthrough).
+    pub fn passthrough_file(&self, ino: u64) -> Option<std::fs::File> {
         match self.inode(ino).ok()?.content {
-            Content::Data(a) => self.arrays[a as usize].complete_backing(),
+            Content::Data(a) => self.arrays[a as usize]
+                .complete_backing()?
+                .file()
+                .try_clone()
+                .ok(),
+            Content::Npy(a) => self.arrays[a as usize].npy_backing(),
             _ => None,
         }
     }
