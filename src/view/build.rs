@@ -2,13 +2,14 @@
 
 use super::array_file::Unreadable;
 use super::chunk_source::ChunkSource;
-use super::netcdf::ncstream::NcStreamFile;
+use super::netcdf::model::NcType;
+use super::netcdf::ncstream::{NcStreamFile, Source, Strings};
 use super::read_policy::ReadPolicy;
 use super::vlen_file::Sizer;
 use super::{ArrayFile, Content, Dir, Inode, IoCause, Layout, View, VlenFile, ROOT_INO};
 use crate::cache::ChunkCache;
 use crate::fetch::ChunkReader;
-use crate::meta::{ArrayMeta, Hierarchy, MetaError, Node, NodeKind};
+use crate::meta::{ArrayMeta, DataType, Hierarchy, MetaError, Node, NodeKind};
 use crate::store::Store;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -190,7 +191,15 @@ impl Builder {
         let Some(dataset) = super::netcdf::model::dataset(hierarchy) else {
             return;
         };
-        let mut arrays = HashMap::new();
+        let metas: HashMap<&str, &ArrayMeta> = hierarchy
+            .nodes
+            .iter()
+            .filter_map(|n| match &n.kind {
+                NodeKind::Array(Ok(meta)) => Some((n.path.as_str(), meta.as_ref())),
+                _ => None,
+            })
+            .collect();
+        let mut sources = HashMap::new();
         for var in dataset.all_vars() {
             let (parent, name) = var.path.rsplit_once('/').unwrap_or(("", &var.path));
             let Some(&dir) = dirs.get(parent) else {
@@ -200,15 +209,36 @@ impl Builder {
                 Content::Dir(d) => d.by_name.get(name).copied(),
                 _ => None,
             };
-            if let Some(ino) = file {
-                if let Content::Data(k) = self.inodes[(ino - 1) as usize].content {
-                    let file = &self.arrays[k as usize];
-                    // An array that cannot be read is declared in the stream, its values left out.
-                    if file.check_readable().is_ok() {
-                        arrays.insert(var.path.clone(), (k, file.data_size()));
+            let (Some(ino), Some(meta)) = (file, metas.get(var.path.as_str())) else {
+                continue;
+            };
+            let count = meta.element_count().unwrap_or(0);
+            let source = match self.inodes[(ino - 1) as usize].content {
+                // An array that cannot be read is declared in the stream, its values left out.
+                Content::Data(k) if self.arrays[k as usize].check_readable().is_err() => continue,
+                Content::Data(k) => match (var.ty, &meta.dtype) {
+                    (Some(NcType::String), DataType::Bytes(_) | DataType::Unicode(_)) => {
+                        Source::Strings {
+                            strings: Strings::Fixed {
+                                array: k,
+                                width: meta.dtype.size(),
+                                utf32: matches!(meta.dtype, DataType::Unicode(_)),
+                            },
+                            count,
+                        }
                     }
-                }
-            }
+                    _ => Source::Values {
+                        array: k,
+                        bytes: self.arrays[k as usize].data_size(),
+                    },
+                },
+                Content::Text(k) => Source::Strings {
+                    strings: Strings::Vlen(k),
+                    count,
+                },
+                _ => continue,
+            };
+            sources.insert(var.path.clone(), source);
         }
         for (&path, &dir) in dirs {
             let Some(group) = dataset.find(path) else {
@@ -233,7 +263,7 @@ impl Builder {
                 content: Content::NcStream(self.ncstreams.len() as u32),
                 mtime,
             });
-            self.ncstreams.push(NcStreamFile::new(group, &arrays));
+            self.ncstreams.push(NcStreamFile::new(group, &sources));
         }
     }
 }

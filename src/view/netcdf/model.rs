@@ -84,8 +84,11 @@ impl NcType {
             DataType::Float(4) => NcType::Float,
             DataType::Float(8) => NcType::Double,
             DataType::Bytes(1) => NcType::Char,
-            // netCDF-c stores NC_STRING as `|S<n>`; text of fixed width is a string too.
-            DataType::String | DataType::Bytes(_) | DataType::Unicode(_) => NcType::String,
+            // netCDF-c stores NC_STRING as `|S<n>`; text of fixed width is a string too, and so
+            // are variable-length bytes (sent as they are, as netCDF-Java sends a string).
+            DataType::String | DataType::VarBytes | DataType::Bytes(_) | DataType::Unicode(_) => {
+                NcType::String
+            }
             _ => return None,
         })
     }
