@@ -212,7 +212,10 @@ impl Builder {
             let (Some(ino), Some(meta)) = (file, metas.get(var.path.as_str())) else {
                 continue;
             };
-            let count = meta.element_count().unwrap_or(0);
+            // An array whose element count overflows cannot be read: left out of the stream.
+            let Some(count) = meta.element_count() else {
+                continue;
+            };
             let source = match self.inodes[(ino - 1) as usize].content {
                 // An array that cannot be read is declared in the stream, its values left out.
                 Content::Data(k) if self.arrays[k as usize].check_readable().is_err() => continue,
