@@ -3,7 +3,9 @@ with the expected arrays.
 
 usage: ncstream_check.py CASES_JSON
 CASES_JSON lists {"name", "stream": file, "expected": {variable path in the stream ("g/x"): .npy
-file of its values}}. Prints every mismatch and exits 1 on any; exits 3 when siphon is missing.
+file of its values, or .txt file of a variable-length array's elements (one a line, newline and
+backslash escaped)}}. String variables arrive as netCDF-Java writes them (an element count, then
+each element's length and UTF-8 bytes) and are compared element by element. Prints every mismatch and exits 1 on any; exits 3 when siphon is missing.
 """
 import json
 import re
@@ -20,6 +22,23 @@ except ImportError as e:
 
 MAGIC_START = b"CDFS"
 MAGIC_END = b"\xed\xed\xde\xde"
+
+
+def unescape(line):
+    return re.sub(rb"\\(.)", lambda m: b"\n" if m.group(1) == b"n" else m.group(1), line)
+
+
+def load_strings(file):
+    """The expected elements of a string variable as text, or None for other variables."""
+    if file.endswith(".txt"):
+        lines = open(file, "rb").read().split(b"\n")[:-1]
+        return [unescape(x).decode("utf-8", errors="ignore") for x in lines]
+    want = np.load(file)
+    if want.dtype.kind == "U":
+        return [str(x) for x in want.ravel()]
+    if want.dtype.kind == "S" and want.dtype.itemsize > 1:
+        return [x.decode("utf-8", errors="ignore") for x in want.ravel()]
+    return None
 
 
 def check(path, expected):
@@ -60,13 +79,23 @@ def check(path, expected):
             walk(g, prefix + g.name + "/")
 
     walk(header.root, "")
-    for name, npy in expected.items():
-        want = np.load(npy)
-        if want.dtype.kind == "U" or (want.dtype.kind == "S" and want.dtype.itemsize > 1):
-            # Strings are declared in the header; their values are not streamed yet.
+    for name, file in expected.items():
+        want = load_strings(file)
+        if want is not None:
             if declared.get(name) != stream.STRING:
                 problems.append(f"{name}: not declared as a string variable")
+            elif name not in got:
+                problems.append(f"{name}: no data message")
+            else:
+                have = [str(x) for x in np.asarray(got[name]).ravel()]
+                if have != want:
+                    at = next((i for i, (a, b) in enumerate(zip(have, want)) if a != b),
+                              min(len(have), len(want)))
+                    problems.append(f"{name}: strings differ from element {at} "
+                                    f"({len(have)} vs {len(want)} elements): "
+                                    f"{have[at:at + 3]} vs {want[at:at + 3]}")
             continue
+        want = np.load(file)
         if name not in declared:
             left_out = f"variable {name.rsplit('/', 1)[-1]} left out"
             if not any(c.startswith(left_out) for c in comments):

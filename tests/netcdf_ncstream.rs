@@ -1,6 +1,6 @@
 //! `.ncstream` of every fixture group: read through the view in pieces that cut across the
 //! framing and the values, decoded by siphon (tests/ncstream_check.py) and every variable's
-//! values compared with the expected arrays.
+//! values, strings included, compared with the expected arrays and texts.
 
 mod common;
 #[allow(dead_code)] // Only its allocation counter and view_of are used here.
@@ -108,10 +108,11 @@ fn every_fixture_group_streams_its_values() {
                 };
                 let expected: BTreeMap<String, String> = case
                     .healthy_arrays()
-                    .filter(|n| n.text.is_none() && n.path.starts_with(&prefix))
+                    .filter(|n| n.path.starts_with(&prefix))
                     .filter_map(|n| {
-                        let npy = n.npy.as_ref()?.to_str()?.to_string();
-                        Some((n.path[prefix.len()..].to_string(), npy))
+                        // Strings: a variable-length array's text, or a `|Sn`/`<Un` NPY file.
+                        let file = n.text.as_ref().or(n.npy.as_ref())?.to_str()?.to_string();
+                        Some((n.path[prefix.len()..].to_string(), file))
                     })
                     .collect();
                 let file = tmp.path().join(format!("{}.{}", cases.len(), "ncstream"));
@@ -122,6 +123,15 @@ fn every_fixture_group_streams_its_values() {
     }
     let checked: usize = cases.iter().map(|c| c.2.len()).sum();
     assert!(checked > 50, "only {checked} variables checked");
+    let strings = cases
+        .iter()
+        .flat_map(|c| c.2.values())
+        .filter(|f| f.ends_with(".txt"))
+        .count();
+    assert!(
+        strings >= 2,
+        "only {strings} variable-length string variables checked"
+    );
     check_with_siphon(&cases, tmp.path());
 }
 
@@ -167,4 +177,49 @@ fn a_large_group_streams_in_bounded_memory() {
     assert_eq!(&last[last.len() - 4..], [0xed, 0xed, 0xde, 0xde]);
     // The values end the data message, just before MAGIC_END: 1.5 big-endian.
     assert_eq!(&last[last.len() - 8..last.len() - 4], 1.5f32.to_be_bytes());
+}
+
+/// A `|S5` array of 3000 strings in three chunks, one chunk absent (the fill value): the stream
+/// measures every string before its size is shown, and reads cutting through the strings at odd
+/// offsets decode in siphon to the same elements.
+#[test]
+fn many_strings_stream_in_pieces() {
+    const N: usize = 3000;
+    let mut s = zarrfs::store::MemoryStore::new();
+    s.insert(".zgroup", r#"{"zarr_format": 2}"#);
+    s.insert(
+        "words/.zarray",
+        format!(
+            r#"{{"zarr_format": 2, "shape": [{N}], "chunks": [1000], "dtype": "|S5",
+               "compressor": null, "filters": null, "fill_value": "ZmlsbA==", "order": "C"}}"#
+        ),
+    );
+    let word = |i: usize| format!("w{}", i * 7 % 9973).into_bytes();
+    let mut expected = Vec::new();
+    for chunk in [0, 2] {
+        let mut bytes = Vec::new();
+        for i in chunk * 1000..(chunk + 1) * 1000 {
+            let mut w = word(i);
+            w.resize(5, 0);
+            bytes.extend(w);
+        }
+        s.insert(format!("words/{chunk}"), bytes);
+    }
+    for i in 0..N {
+        expected.extend(if (1000..2000).contains(&i) {
+            b"fill".to_vec()
+        } else {
+            word(i)
+        });
+        expected.push(b'\n');
+    }
+    let view = hostile_support::view_of(Arc::new(s)).unwrap();
+    let stream = read_in_pieces(&view, ".ncstream", 7).unwrap();
+    assert_eq!(stream, read_in_pieces(&view, ".ncstream", 1 << 20).unwrap());
+    let tmp = tempfile::tempdir().unwrap();
+    let (file, text) = (tmp.path().join("s.ncstream"), tmp.path().join("words.txt"));
+    std::fs::write(&file, &stream).unwrap();
+    std::fs::write(&text, &expected).unwrap();
+    let expected = BTreeMap::from([("words".to_string(), text.to_str().unwrap().to_string())]);
+    check_with_siphon(&[("words".into(), file, expected)], tmp.path());
 }

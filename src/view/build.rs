@@ -2,7 +2,8 @@
 
 use super::array_file::Unreadable;
 use super::chunk_source::ChunkSource;
-use super::netcdf::ncstream::NcStreamFile;
+use super::netcdf::model::NcType;
+use super::netcdf::ncstream::{NcStreamFile, Source, Strings};
 use super::preview::{rendered_cache, Preview};
 use super::read_policy::ReadPolicy;
 use super::vlen_file::Sizer;
@@ -11,7 +12,7 @@ use super::zom::{group_zoms, store_version, ZOM_FILE};
 use super::{ArrayFile, Content, Dir, Inode, IoCause, Layout, View, VlenFile, ROOT_INO};
 use crate::cache::ChunkCache;
 use crate::fetch::ChunkReader;
-use crate::meta::{ArrayMeta, Hierarchy, MetaError, Node, NodeKind};
+use crate::meta::{ArrayMeta, DataType, Hierarchy, MetaError, Node, NodeKind};
 use crate::store::Store;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -230,7 +231,15 @@ impl Builder {
         let Some(dataset) = super::netcdf::model::dataset(hierarchy) else {
             return;
         };
-        let mut arrays = HashMap::new();
+        let metas: HashMap<&str, &ArrayMeta> = hierarchy
+            .nodes
+            .iter()
+            .filter_map(|n| match &n.kind {
+                NodeKind::Array(Ok(meta)) => Some((n.path.as_str(), meta.as_ref())),
+                _ => None,
+            })
+            .collect();
+        let mut sources = HashMap::new();
         for var in dataset.all_vars() {
             let (parent, name) = var.path.rsplit_once('/').unwrap_or(("", &var.path));
             let Some(&dir) = dirs.get(parent) else {
@@ -240,15 +249,39 @@ impl Builder {
                 Content::Dir(d) => d.by_name.get(name).copied(),
                 _ => None,
             };
-            if let Some(ino) = file {
-                if let Content::Data(k) = self.inodes[(ino - 1) as usize].content {
-                    let file = &self.arrays[k as usize];
-                    // An array that cannot be read is declared in the stream, its values left out.
-                    if file.check_readable().is_ok() {
-                        arrays.insert(var.path.clone(), (k, file.data_size()));
+            let (Some(ino), Some(meta)) = (file, metas.get(var.path.as_str())) else {
+                continue;
+            };
+            // An array whose element count overflows cannot be read: left out of the stream.
+            let Some(count) = meta.element_count() else {
+                continue;
+            };
+            let source = match self.inodes[(ino - 1) as usize].content {
+                // An array that cannot be read is declared in the stream, its values left out.
+                Content::Data(k) if self.arrays[k as usize].check_readable().is_err() => continue,
+                Content::Data(k) => match (var.ty, &meta.dtype) {
+                    (Some(NcType::String), DataType::Bytes(_) | DataType::Unicode(_)) => {
+                        Source::Strings {
+                            strings: Strings::Fixed {
+                                array: k,
+                                width: meta.dtype.size(),
+                                utf32: matches!(meta.dtype, DataType::Unicode(_)),
+                            },
+                            count,
+                        }
                     }
-                }
-            }
+                    _ => Source::Values {
+                        array: k,
+                        bytes: self.arrays[k as usize].data_size(),
+                    },
+                },
+                Content::Text(k) => Source::Strings {
+                    strings: Strings::Vlen(k),
+                    count,
+                },
+                _ => continue,
+            };
+            sources.insert(var.path.clone(), source);
         }
         for (&path, &dir) in dirs {
             let Some(group) = dataset.find(path) else {
@@ -275,7 +308,7 @@ impl Builder {
                 mtime,
                 xattrs: None,
             });
-            self.ncstreams.push(NcStreamFile::new(group, &arrays));
+            self.ncstreams.push(NcStreamFile::new(group, &sources));
         }
     }
 }

@@ -212,7 +212,12 @@ impl View {
             Content::Data(a) => (FileKind::File, self.arrays[*a as usize].data_size(), 1),
             Content::Npy(a) => (FileKind::File, self.arrays[*a as usize].npy_size(), 1),
             Content::Json(bytes) | Content::Cdl(bytes) => (FileKind::File, bytes.len() as u64, 1),
-            Content::NcStream(s) => (FileKind::File, self.ncstreams[*s as usize].size(), 1),
+            // A stream holding strings is measured on first use (see `netcdf::ncstream`).
+            Content::NcStream(s) => (
+                FileKind::File,
+                self.ncstreams[*s as usize].size(self).unwrap_or(0),
+                1,
+            ),
             // Sizes of variable-length arrays cost a scan: see `vlen_file`. An unreadable one
             // shows size 0; reading it fails with EIO.
             Content::Text(a) => (
@@ -438,11 +443,7 @@ impl View {
                 self.track_read(fh, array, offset.saturating_sub(array.header_len()), len);
                 array.read_npy(&self.cache, offset, len, out)
             }
-            Content::NcStream(s) => {
-                self.ncstreams[*s as usize].read(offset, len, out, |a, off, n, buf| {
-                    self.arrays[a as usize].read_data(&self.cache, off, n, buf)
-                })
-            }
+            Content::NcStream(s) => self.ncstreams[*s as usize].read(self, offset, len, out),
             Content::Text(a) => {
                 out.extend(self.vlen[*a as usize].read_text(&self.cache, offset, len)?);
                 Ok(())

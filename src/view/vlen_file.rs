@@ -332,6 +332,23 @@ impl VlenFile {
         Ok((text, npy))
     }
 
+    /// Calls `each` with elements `from..to` in C order (the fill value for absent chunks).
+    pub fn each_item(
+        &self,
+        cache: &ChunkCache,
+        from: u64,
+        to: u64,
+        each: &mut dyn FnMut(&[u8]),
+    ) -> Result<(), ViewError> {
+        for run in self.source.layout.runs(from, to) {
+            let data = self.chunk(cache, run.chunk)?;
+            for k in 0..run.len {
+                each(self.item(&data, run.chunk_offset + k)?);
+            }
+        }
+        Ok(())
+    }
+
     /// Bytes `offset..offset+len` of the text file.
     pub fn read_text(
         &self,

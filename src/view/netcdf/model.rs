@@ -84,8 +84,11 @@ impl NcType {
             DataType::Float(4) => NcType::Float,
             DataType::Float(8) => NcType::Double,
             DataType::Bytes(1) => NcType::Char,
-            // netCDF-c stores NC_STRING as `|S<n>`; text of fixed width is a string too.
-            DataType::String | DataType::Bytes(_) | DataType::Unicode(_) => NcType::String,
+            // netCDF-c stores NC_STRING as `|S<n>`; text of fixed width is a string too, and so
+            // are variable-length bytes (sent as they are, as netCDF-Java sends a string).
+            DataType::String | DataType::VarBytes | DataType::Bytes(_) | DataType::Unicode(_) => {
+                NcType::String
+            }
             _ => return None,
         })
     }
@@ -558,7 +561,11 @@ pub fn dataset(hierarchy: &Hierarchy) -> Option<Group> {
                 .and_then(Value::as_array)
                 .filter(|d| d.len() == meta.shape.len());
             let dims = if nczarr {
-                nczarr_dims(node, &meta.shape)
+                nczarr_dims(node, &meta.shape, gpath, |g, name| {
+                    index
+                        .get(g)
+                        .is_some_and(|&i| groups[i].dims.iter().any(|d| d.name == name))
+                })
             } else {
                 meta.shape
                     .iter()
@@ -630,8 +637,15 @@ pub fn dataset(hierarchy: &Hierarchy) -> Option<Group> {
     nest("", &mut slots, &index, &children)
 }
 
-/// An NCZarr variable's dimensions, from its fully qualified dimension names.
-fn nczarr_dims(node: &Node, shape: &[u64]) -> Vec<DimRef> {
+/// An NCZarr variable's dimensions, from its dimension names: fully qualified (`/g/x`), or short
+/// (`x`, as `A.json` shows them), found as netCDF scopes them: in the variable's group `gpath`
+/// or the nearest ancestor that `defines` that name.
+fn nczarr_dims(
+    node: &Node,
+    shape: &[u64],
+    gpath: &str,
+    defines: impl Fn(&str, &str) -> bool,
+) -> Vec<DimRef> {
     let refs: Vec<String> = node
         .document
         .get("dimension_names")
@@ -640,14 +654,28 @@ fn nczarr_dims(node: &Node, shape: &[u64]) -> Vec<DimRef> {
         .flatten()
         .filter_map(|v| v.as_str().map(String::from))
         .collect();
+    let scope = |name: &str| {
+        let mut g = gpath;
+        loop {
+            if defines(g, name) || g.is_empty() {
+                return g.to_string();
+            }
+            g = g.rsplit_once('/').map_or("", |p| p.0);
+        }
+    };
     shape
         .iter()
         .enumerate()
         .map(|(i, &len)| match refs.get(i) {
-            Some(fqn) if refs.len() == shape.len() => {
+            Some(fqn) if refs.len() == shape.len() && fqn.starts_with('/') => {
                 let (group, name) = split_fqn(fqn);
                 DimRef { group, name, len }
             }
+            Some(name) if refs.len() == shape.len() => DimRef {
+                group: scope(name),
+                name: name.clone(),
+                len,
+            },
             _ => DimRef {
                 group: String::new(),
                 name: format!("_zdim_{len}"),

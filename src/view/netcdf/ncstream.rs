@@ -2,33 +2,89 @@
 //! one data message per variable covering its whole shape with its values big-endian, and the
 //! end marker. The framing and header are built up front (small); the values are read from the
 //! variable's array file when that part of the stream is read, so a stream of any size is
-//! served in bounded memory and its size is known without reading data.
+//! served in bounded memory.
+//!
+//! String variables are sent as netCDF-Java's `NcStreamWriter` sends them (and siphon reads
+//! them): after their data message, the element count as a varint, then per element a varint
+//! byte length and its UTF-8 bytes. Their length is known only after reading every element, so
+//! the stream's layout is measured once, on the first `stat` or read, keeping one checkpoint per
+//! [`MARK`] elements to find a read's bytes; a stream without strings is measured up front. The
+//! first `stat` of a stream holding large string arrays pays for reading them (see README).
 
 use super::model::{Attribute, Group, NcType, Values, Variable};
 use super::proto;
-use crate::view::ViewError;
+use crate::view::{IoCause, View, ViewError};
 use prost::Message;
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 const MAGIC_START: [u8; 4] = *b"CDFS";
 const MAGIC_HEADER: [u8; 4] = [0xad, 0xec, 0xce, 0xda];
 const MAGIC_DATA: [u8; 4] = [0xab, 0xec, 0xce, 0xba];
 const MAGIC_END: [u8; 4] = [0xed, 0xed, 0xde, 0xde];
 
+/// A string variable's elements between two checkpoints of its layout.
+const MARK: u64 = 1024;
+
+/// Where a string variable's elements come from.
+#[derive(Clone, Copy, Debug)]
+pub enum Strings {
+    /// Variable-length array number N of the view (vlen-utf8, vlen-bytes, v3 string).
+    Vlen(u32),
+    /// Array file N of fixed-width elements (`|Sn`: `width` bytes, `<Un`: `width / 4` UTF-32
+    /// code units), trailing NULs dropped as numpy reads them.
+    Fixed {
+        /// The array file.
+        array: u32,
+        /// Bytes per element.
+        width: usize,
+        /// True for UTF-32 (`<Un`).
+        utf32: bool,
+    },
+}
+
+/// The values of one variable, as the view serves them.
+#[derive(Clone, Copy, Debug)]
+pub enum Source {
+    /// Array file N of `bytes` little-endian bytes.
+    Values {
+        /// The array file.
+        array: u32,
+        /// Its size.
+        bytes: u64,
+    },
+    /// `count` strings.
+    Strings {
+        /// Where they are read.
+        strings: Strings,
+        /// How many.
+        count: u64,
+    },
+}
+
 /// One part of the stream.
 enum Piece {
     /// Bytes built up front (magic numbers, messages, lengths).
     Bytes(Vec<u8>),
     /// The elements of array file number `array` (little-endian, `elem` bytes each), swapped to
-    /// big-endian.
-    Values { array: u32, elem: usize },
+    /// big-endian; `len` bytes.
+    Values { array: u32, elem: usize, len: u64 },
+    /// `count` strings, vlen-framed; length known once measured.
+    Strings { strings: Strings, count: u64 },
+}
+
+/// Where each piece starts, and the checkpoints (element, byte in the piece) of string pieces.
+struct Layout {
+    starts: Vec<u64>,
+    size: u64,
+    marks: HashMap<usize, Vec<(u64, u64)>>,
 }
 
 /// The layout of one `.ncstream` file.
 pub struct NcStreamFile {
-    /// Each part with its offset in the stream.
-    pieces: Vec<(u64, u64, Piece)>,
-    size: u64,
+    pieces: Vec<Piece>,
+    /// Measured on first use (at once when there are no strings); kept once known.
+    layout: Mutex<Option<Arc<Layout>>>,
 }
 
 fn data_type(ty: NcType) -> proto::DataType {
@@ -133,32 +189,79 @@ fn varint(n: u64) -> Vec<u8> {
     out
 }
 
+/// The varint-framed bytes of one string element.
+fn frame_into(out: &mut Vec<u8>, item: &[u8]) {
+    prost::encoding::encode_varint(item.len() as u64, out);
+    out.extend_from_slice(item);
+}
+
+/// Calls `each` with string elements `from..to` of `strings`, as UTF-8 (or raw) bytes.
+fn each_string(
+    view: &View,
+    strings: Strings,
+    from: u64,
+    to: u64,
+    each: &mut dyn FnMut(&[u8]),
+) -> Result<(), ViewError> {
+    match strings {
+        Strings::Vlen(k) => view.vlen[k as usize].each_item(&view.cache, from, to, each),
+        Strings::Fixed {
+            array,
+            width,
+            utf32,
+        } => {
+            let w = width.max(1) as u64;
+            let step = (64 << 10) / w + 1;
+            let (mut at, mut buf, mut text) = (from, Vec::new(), String::new());
+            while at < to {
+                let n = step.min(to - at);
+                buf.clear();
+                view.arrays[array as usize].read_data(&view.cache, at * w, n * w, &mut buf)?;
+                if buf.len() as u64 != n * w {
+                    return Err(ViewError::Io(IoCause::Store));
+                }
+                for cell in buf.chunks_exact(w as usize) {
+                    if utf32 {
+                        text.clear();
+                        text.extend(
+                            cell.chunks_exact(4)
+                                .map(|u| u32::from_le_bytes([u[0], u[1], u[2], u[3]]))
+                                .map(|u| char::from_u32(u).unwrap_or('\u{fffd}')),
+                        );
+                        each(text.trim_end_matches('\0').as_bytes());
+                    } else {
+                        let end = cell.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+                        each(&cell[..end]);
+                    }
+                }
+                at += n;
+            }
+            Ok(())
+        }
+    }
+}
+
 impl NcStreamFile {
-    /// The stream of `top` (a group of the dataset, shown as the stream's root). `arrays` maps
-    /// a variable's node path to its array file and that file's size in bytes. Variables of
-    /// type string are declared in the header; their values are not sent.
-    pub fn new(top: &Group, arrays: &HashMap<String, (u32, u64)>) -> NcStreamFile {
+    /// The stream of `top` (a group of the dataset, shown as the stream's root). `sources` maps
+    /// a variable's node path to where its values are read; variables without one are declared
+    /// in the header, their values not sent.
+    pub fn new(top: &Group, sources: &HashMap<String, Source>) -> NcStreamFile {
         let standalone = top.standalone();
         let header = proto::Header {
             location: top.path.clone(),
             root: Some(group(&standalone, "")),
             version: 1,
         };
-        let mut file = NcStreamFile {
-            pieces: Vec::new(),
-            size: 0,
-        };
+        let mut pieces = Vec::new();
         let mut prefix = MAGIC_START.to_vec();
         prefix.extend_from_slice(&MAGIC_HEADER);
         prefix.extend(delimited(&header));
-        file.push(Piece::Bytes(prefix), None);
+        pieces.push(Piece::Bytes(prefix));
+        let mut size = 0u64;
         for var in standalone.all_vars() {
-            let (Some(ty), Some(&(array, bytes))) = (var.ty, arrays.get(&var.path)) else {
+            let (Some(ty), Some(&source)) = (var.ty, sources.get(&var.path)) else {
                 continue;
             };
-            if ty == NcType::String {
-                continue;
-            }
             let relative = var
                 .path
                 .strip_prefix(&top.path)
@@ -184,79 +287,197 @@ impl NcStreamFile {
             };
             let mut framing = MAGIC_DATA.to_vec();
             framing.extend(delimited(&data));
-            framing.extend(varint(bytes));
-            let fits = (file.size + framing.len() as u64)
-                .checked_add(bytes)
-                .and_then(|s| s.checked_add(MAGIC_END.len() as u64))
-                .is_some();
-            if !fits {
-                log::warn!(
-                    "{}: values left out of the .ncstream: it would pass 2^64 bytes",
-                    var.path
-                );
-                continue;
+            match source {
+                Source::Values { array, bytes } if ty != NcType::String => {
+                    framing.extend(varint(bytes));
+                    let total = size
+                        .checked_add(framing.len() as u64)
+                        .and_then(|s| s.checked_add(bytes))
+                        .filter(|s| s.checked_add(1 << 32).is_some());
+                    let Some(total) = total else {
+                        log::warn!(
+                            "{}: values left out of the .ncstream: it would pass 2^64 bytes",
+                            var.path
+                        );
+                        continue;
+                    };
+                    size = total;
+                    pieces.push(Piece::Bytes(framing));
+                    pieces.push(Piece::Values {
+                        array,
+                        elem: ty.size(),
+                        len: bytes,
+                    });
+                }
+                Source::Strings { strings, count } if ty == NcType::String => {
+                    pieces.push(Piece::Bytes(framing));
+                    pieces.push(Piece::Strings { strings, count });
+                }
+                _ => log::error!("{}: values do not match its type {ty:?}", var.path),
             }
-            file.push(Piece::Bytes(framing), None);
-            file.push(
-                Piece::Values {
-                    array,
-                    elem: ty.size(),
-                },
-                Some(bytes),
-            );
         }
-        file.push(Piece::Bytes(MAGIC_END.to_vec()), None);
+        pieces.push(Piece::Bytes(MAGIC_END.to_vec()));
+        let file = NcStreamFile {
+            pieces,
+            layout: Mutex::new(None),
+        };
+        if !file
+            .pieces
+            .iter()
+            .any(|p| matches!(p, Piece::Strings { .. }))
+        {
+            // No string piece: the measure of strings is never asked for.
+            let layout = file.measure(|_, _| Ok((Vec::new(), 0)));
+            *file.lock() = layout.ok().map(Arc::new);
+        }
         file
     }
 
-    fn push(&mut self, piece: Piece, len: Option<u64>) {
-        let len = match &piece {
-            Piece::Bytes(b) => b.len() as u64,
-            Piece::Values { .. } => len.unwrap_or(0),
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Arc<Layout>>> {
+        self.layout.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The offsets of every piece; `strings(strings, count)` gives a string piece's checkpoints
+    /// and length.
+    fn measure(
+        &self,
+        strings: impl Fn(Strings, u64) -> Result<(Vec<(u64, u64)>, u64), ViewError>,
+    ) -> Result<Layout, ViewError> {
+        let mut layout = Layout {
+            starts: Vec::with_capacity(self.pieces.len()),
+            size: 0,
+            marks: HashMap::new(),
         };
-        self.pieces.push((self.size, len, piece));
-        self.size += len;
+        for (i, piece) in self.pieces.iter().enumerate() {
+            layout.starts.push(layout.size);
+            let len = match piece {
+                Piece::Bytes(b) => b.len() as u64,
+                Piece::Values { len, .. } => *len,
+                Piece::Strings { strings: s, count } => {
+                    let (marks, len) = strings(*s, *count)?;
+                    layout.marks.insert(i, marks);
+                    len
+                }
+            };
+            layout.size = layout.size.saturating_add(len);
+        }
+        Ok(layout)
     }
 
-    /// Size of the stream in bytes.
-    pub fn size(&self) -> u64 {
-        self.size
+    /// The layout, measured now if not yet known.
+    fn layout(&self, view: &View) -> Result<Arc<Layout>, ViewError> {
+        if let Some(layout) = self.lock().as_ref() {
+            return Ok(layout.clone());
+        }
+        let layout = Arc::new(self.measure(|strings, count| {
+            let mut at = varint(count).len() as u64;
+            let mut marks = vec![(0, at)];
+            let mut framed = Vec::new();
+            let mut from = 0;
+            while from < count {
+                let to = (from + MARK).min(count);
+                each_string(view, strings, from, to, &mut |item| {
+                    framed.clear();
+                    frame_into(&mut framed, item);
+                    at = at.saturating_add(framed.len() as u64);
+                })?;
+                from = to;
+                if from < count {
+                    marks.push((from, at));
+                }
+            }
+            Ok((marks, at))
+        })?);
+        *self.lock() = Some(layout.clone());
+        Ok(layout)
     }
 
-    /// Appends up to `len` bytes from `offset` to `out`; `read_array(array, offset, len, out)`
-    /// reads the little-endian bytes of an array file.
+    /// Size of the stream in bytes (measured on first call when it holds strings).
+    pub fn size(&self, view: &View) -> Result<u64, ViewError> {
+        Ok(self.layout(view)?.size)
+    }
+
+    /// Appends up to `len` bytes from `offset` to `out`.
     pub fn read(
         &self,
+        view: &View,
         offset: u64,
         len: u64,
         out: &mut Vec<u8>,
-        read_array: impl Fn(u32, u64, u64, &mut Vec<u8>) -> Result<(), ViewError>,
     ) -> Result<(), ViewError> {
-        let end = offset.saturating_add(len).min(self.size);
-        let first = self.pieces.partition_point(|p| p.0 + p.1 <= offset);
-        for (start, size, piece) in &self.pieces[first..] {
-            if *start >= end {
+        let layout = self.layout(view)?;
+        let end = offset.saturating_add(len).min(layout.size);
+        let next = |i: usize| layout.starts.get(i + 1).copied().unwrap_or(layout.size);
+        let first = layout
+            .starts
+            .partition_point(|&s| s <= offset)
+            .saturating_sub(1);
+        for (i, piece) in self.pieces.iter().enumerate().skip(first) {
+            let (start, stop) = (layout.starts[i], next(i));
+            if start >= end {
                 break;
             }
-            let from = offset.max(*start) - start;
-            let to = end.min(start + size) - start;
+            if stop <= offset {
+                continue;
+            }
+            let from = offset.max(start) - start;
+            let to = end.min(stop) - start;
             match piece {
                 Piece::Bytes(b) => out.extend_from_slice(&b[from as usize..to as usize]),
-                Piece::Values { array, elem } => {
+                Piece::Values { array, elem, .. } => {
                     let e = *elem as u64;
                     let (lo, hi) = (from / e * e, to.div_ceil(e) * e);
                     let mut buf = Vec::with_capacity((hi - lo) as usize);
-                    read_array(*array, lo, hi - lo, &mut buf)?;
+                    view.arrays[*array as usize].read_data(&view.cache, lo, hi - lo, &mut buf)?;
                     if buf.len() as u64 != hi - lo {
-                        return Err(ViewError::Io(crate::view::IoCause::Store));
+                        return Err(ViewError::Io(IoCause::Store));
                     }
                     for value in buf.chunks_exact_mut(*elem) {
                         value.reverse();
                     }
                     out.extend_from_slice(&buf[(from - lo) as usize..(to - lo) as usize]);
                 }
+                Piece::Strings { strings, count } => {
+                    let marks = &layout.marks[&i];
+                    read_strings(view, *strings, *count, marks, from, to, out)?;
+                }
             }
         }
         Ok(())
     }
+}
+
+/// Bytes `from..to` of a string piece of `count` elements with checkpoints `marks`.
+fn read_strings(
+    view: &View,
+    strings: Strings,
+    count: u64,
+    marks: &[(u64, u64)],
+    from: u64,
+    to: u64,
+    out: &mut Vec<u8>,
+) -> Result<(), ViewError> {
+    let head = varint(count);
+    if from < head.len() as u64 {
+        out.extend_from_slice(&head[from as usize..(to as usize).min(head.len())]);
+    }
+    let mark = marks.partition_point(|&(_, b)| b <= from).saturating_sub(1);
+    let (mut element, mut at) = marks[mark];
+    let mut framed = Vec::new();
+    while element < count && at < to {
+        let next = (element + MARK).min(count);
+        each_string(view, strings, element, next, &mut |item| {
+            framed.clear();
+            frame_into(&mut framed, item);
+            let n = framed.len() as u64;
+            if at + n > from && at < to {
+                let a = from.saturating_sub(at) as usize;
+                let b = ((to - at) as usize).min(framed.len());
+                out.extend_from_slice(&framed[a..b]);
+            }
+            at += n;
+        })?;
+        element = next;
+    }
+    Ok(())
 }
