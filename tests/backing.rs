@@ -42,6 +42,8 @@ fn a_complete_array_is_served_from_its_backing_file_after_a_remount() {
     assert_eq!(read(&v, 0, (N * 8) as u32), expected(1.5));
     assert_eq!(dir2.hit_bytes(), (N * 8) as u64);
     assert!(v.passthrough_file(v.resolve("a").unwrap()).is_some());
+    let stats: serde_json::Value = serde_json::from_slice(&v.stats_json()).unwrap();
+    assert_eq!(stats["cache_dir"]["backing_hit_bytes"], (N * 8) as u64);
 }
 
 #[test]

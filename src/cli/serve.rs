@@ -147,7 +147,8 @@ fn mount(p: Prepared) -> Result<Mounted, String> {
 fn wait_until_mounted(mountpoint: &Path) -> Result<(), String> {
     let deadline = Instant::now() + READY_TIMEOUT;
     loop {
-        if super::mount_table::mounted_at(mountpoint).is_some_and(|m| m.fstype.starts_with("fuse")) {
+        if super::mount_table::mounted_at(mountpoint).is_some_and(|m| m.fstype.starts_with("fuse"))
+        {
             return Ok(());
         }
         if Instant::now() > deadline {

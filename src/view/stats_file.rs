@@ -35,6 +35,15 @@ impl View {
                 "evictions": cache.evictions,
             }),
         );
+        if let Some(dir) = self.backing_dir() {
+            doc.insert(
+                "cache_dir".into(),
+                json!({
+                    "backing_hit_bytes": dir.hit_bytes(),
+                    "passthrough_opens": dir.passthrough_opens(),
+                }),
+            );
+        }
         let mut text = serde_json::to_vec_pretty(&doc).unwrap_or_default();
         text.push(b'\n');
         text
