@@ -450,6 +450,13 @@ fn previews_show_the_first_slice_scaled_as_numpy_computes_it() {
             let ino = view
                 .resolve(&path)
                 .unwrap_or_else(|e| panic!("{}: {path}: {e:?}", case.name));
+            assert_eq!(
+                view.getattr(ino).unwrap().size,
+                0,
+                "rendered by stat: {path}"
+            );
+            assert!(view.direct_io(ino));
+            view.open(ino).unwrap();
             let size = view.getattr(ino).unwrap().size;
             assert!(size > 0, "{}: {path}", case.name);
             let png_bytes = view.read(ino, 0, size as u32).unwrap();
@@ -484,6 +491,7 @@ fn large_slices_are_strided_to_at_most_1024_pixels() {
     }
     let view = view::from_store(Arc::new(s), "mem", 256 << 20, &Default::default()).unwrap();
     let ino = view.resolve("big.png").unwrap();
+    view.open(ino).unwrap();
     let size = view.getattr(ino).unwrap().size;
     let (h, w, px) = decode_png(&view.read(ino, 0, size as u32).unwrap());
     // step = ceil(3000 / 1024) = 3: rows 0, 3, ... 2997; columns 0, 3, ... 2499.

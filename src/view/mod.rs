@@ -236,12 +236,9 @@ impl View {
             ),
             // Its size now; reads are served with direct I/O, so a longer version is read whole.
             Content::Stats => (FileKind::File, self.stats_json().len() as u64, 1),
-            // Rendered on the spot; one that cannot be shows size 0 and fails with EIO.
-            Content::Preview(p) => (
-                FileKind::File,
-                self.preview_png(*p).map_or(0, |png| png.len() as u64),
-                1,
-            ),
+            // Rendered when opened, not here (`ls -l` must not decode pictures): 0 until then,
+            // and reads are served with direct I/O.
+            Content::Preview(p) => (FileKind::File, self.rendered_size(*p), 1),
         };
         Ok(Attr {
             ino,
@@ -321,12 +318,12 @@ impl View {
 
     /// True when `ino` must be served with direct I/O (`FOPEN_DIRECT_IO`): the text and NPY
     /// files of large variable-length arrays, whose size `stat` may show as 0 while it is being
-    /// computed (see [`VlenFile`]), reads must not stop at that size; and `.zarrfs/stats`, whose
-    /// content changes with every read.
+    /// computed (see [`VlenFile`]), reads must not stop at that size; `.zarrfs/stats`, whose
+    /// content changes with every read; and `A.png`, whose size is known once it is rendered.
     pub fn direct_io(&self, ino: u64) -> bool {
         match self.inode(ino).map(|i| &i.content) {
             Ok(Content::Text(a) | Content::TextNpy(a)) => self.vlen[*a as usize].size_may_lag(),
-            Ok(Content::Stats) => true,
+            Ok(Content::Stats | Content::Preview(_)) => true,
             _ => false,
         }
     }

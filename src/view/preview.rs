@@ -181,6 +181,15 @@ impl View {
         }
     }
 
+    /// The size of preview `p` if it has been rendered and is still kept, else 0.
+    pub(super) fn rendered_size(&self, p: u32) -> u64 {
+        let rendered = self.rendered.lock().unwrap_or_else(|e| e.into_inner());
+        rendered
+            .peek(&p)
+            .and_then(Option::as_ref)
+            .map_or(0, |png| png.len() as u64)
+    }
+
     /// The PNG of preview `p`, rendered now unless kept; `Err` (EIO) when its data cannot be
     /// read.
     pub(super) fn preview_png(&self, p: u32) -> Result<Arc<[u8]>, ViewError> {
