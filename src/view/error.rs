@@ -14,6 +14,9 @@ pub enum ViewError {
     IsDir,
     /// No such extended attribute (ENODATA).
     NoAttribute,
+    /// An extended attribute namespace zarrfs does not have (`security.*`, `system.*`:
+    /// EOPNOTSUPP, which `ls` remembers per filesystem instead of asking for every file).
+    NoNamespace,
     /// The caller's buffer is too small for the answer (ERANGE).
     TooSmall,
     /// The data cannot be read (EIO); the cause has been logged with the node's path.
@@ -49,6 +52,7 @@ impl ViewError {
             ViewError::NotDir => libc::ENOTDIR,
             ViewError::IsDir => libc::EISDIR,
             ViewError::NoAttribute => libc::ENODATA,
+            ViewError::NoNamespace => libc::EOPNOTSUPP,
             ViewError::TooSmall => libc::ERANGE,
             ViewError::Io(_) => libc::EIO,
         }

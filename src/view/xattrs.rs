@@ -106,6 +106,10 @@ impl View {
 
     /// The value of `ino`'s extended attribute `name`, for a `size`-byte buffer.
     pub fn getxattr(&self, ino: u64, name: &str, size: u32) -> Result<XattrReply, ViewError> {
+        if !name.starts_with("user.") {
+            self.xattrs_of(ino)?;
+            return Err(ViewError::NoNamespace);
+        }
         let value = self
             .xattrs_of(ino)?
             .and_then(|x| x.iter().find(|(n, _)| n == name))
