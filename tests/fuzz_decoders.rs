@@ -224,17 +224,3 @@ fn mutated_chunks_decode_or_fail_cleanly() {
         report.join("\n")
     );
 }
-
-/// Committed findings (`tests/fixtures/fuzz/decoders/<store>/<key with ~ for />`) stay fixed.
-#[test]
-fn committed_findings_decode_or_fail_cleanly() {
-    fuzz_support::cap_memory();
-    let cases: Vec<Case> = fixture_stores().iter().flat_map(|s| cases_of(s)).collect();
-    for (rel, store, key, bytes) in fuzz_support::committed("fuzz/decoders") {
-        let case = cases
-            .iter()
-            .find(|c| c.key == key && c.name.contains(&format!("/{store}:")))
-            .unwrap_or_else(|| panic!("{rel}: no such fixture object"));
-        assert_eq!(check(case, &bytes), None, "{rel}");
-    }
-}

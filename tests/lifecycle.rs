@@ -153,6 +153,7 @@ fn a_second_signal_after_a_busy_refusal_detaches_the_mount_and_ends_the_daemon()
     let pid = daemon.id() as i32;
     scene.children.push(daemon);
     wait_for("mount", || is_fuse_mount(&mnt));
+    let group_json = std::fs::read(mnt.join(".group.json")).unwrap();
     // A process with its working directory in the mount makes it busy.
     let user = Command::new("sleep")
         .arg("600")
@@ -168,8 +169,9 @@ fn a_second_signal_after_a_busy_refusal_detaches_the_mount_and_ends_the_daemon()
         "{}",
         said.lock().unwrap()
     );
-    // Refused: still mounted, still answering.
-    assert!(std::fs::read(mnt.join(".group.json")).is_ok());
+    // Refused: still mounted, still answering with the same bytes.
+    assert!(is_fuse_mount(&mnt));
+    assert_eq!(std::fs::read(mnt.join(".group.json")).unwrap(), group_json);
     assert!(scene.children[0].try_wait().unwrap().is_none());
 
     unsafe { libc::kill(pid, libc::SIGINT) };

@@ -117,8 +117,10 @@ fn fetch_errors_name_the_node_and_the_key() {
         "{err}"
     );
     let err = reader("sharded").load(&[0, 0], &Uncached).unwrap_err();
+    assert_eq!(err.cause, FetchCause::Store, "{err}");
     assert!(
-        err.message.starts_with("sharded: shard sharded/c/0/0: "),
+        err.message.starts_with("sharded: shard sharded/c/0/0: ")
+            && err.message.contains("injected"),
         "{err}"
     );
 }

@@ -48,6 +48,7 @@ pub struct BackingFile {
 }
 
 impl BackingFile {
+    /// A complete backing file (`KEY.data`).
     pub(super) fn complete(
         dir: Arc<BackingDir>,
         file: File,
@@ -55,24 +56,10 @@ impl BackingFile {
         key: &str,
         label: &str,
     ) -> Self {
-        BackingFile {
-            file,
-            size,
-            state: Mutex::new(State {
-                map: None,
-                unsaved: 0,
-            }),
-            complete: Arc::new(AtomicBool::new(true)),
-            writing: None,
-            publishing: Mutex::new(None),
-            dir,
-            key: key.to_string(),
-            npy: Arc::default(),
-            npy_job: Mutex::new(None),
-            label: label.to_string(),
-        }
+        Self::new(dir, file, size, None, key, label)
     }
 
+    /// A file being written (`KEY.part`): `map` says which blocks are present.
     pub(super) fn partial(
         dir: Arc<BackingDir>,
         file: File,
@@ -82,15 +69,24 @@ impl BackingFile {
         key: &str,
         label: &str,
     ) -> Self {
+        Self::new(dir, file, size, Some((map, writing)), key, label)
+    }
+
+    fn new(
+        dir: Arc<BackingDir>,
+        file: File,
+        size: u64,
+        partial: Option<(Bitmap, Writing)>,
+        key: &str,
+        label: &str,
+    ) -> Self {
+        let (map, writing) = partial.unzip();
         BackingFile {
             file,
             size,
-            state: Mutex::new(State {
-                map: Some(map),
-                unsaved: 0,
-            }),
-            complete: Arc::new(AtomicBool::new(false)),
-            writing: Some(writing),
+            state: Mutex::new(State { map, unsaved: 0 }),
+            complete: Arc::new(AtomicBool::new(writing.is_none())),
+            writing,
             publishing: Mutex::new(None),
             dir,
             key: key.to_string(),

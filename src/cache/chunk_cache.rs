@@ -6,13 +6,12 @@ use super::{BufferPool, ChunkData, ChunkError};
 use crate::codec::ShardIndex;
 use crate::stats::{add, STATS};
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::sync::Mutex;
 
 /// Bytes charged per cached entry on top of its data (bookkeeping, absent-chunk markers).
 const ENTRY_OVERHEAD: u64 = 96;
-/// Bytes charged per decoded shard index entry (offset and length).
-const INDEX_ENTRY_BYTES: u64 = 16;
 
 /// Identifies one chunk: the array's number in the view and the chunk's linear grid index.
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
@@ -55,6 +54,8 @@ pub struct ChunkCache {
     /// Chunks the read-ahead workers loaded that no reader has asked for yet (bounded by
     /// [`PREFETCHED_MAX`]), to count read-ahead hits.
     prefetched: Mutex<HashSet<ChunkId>>,
+    /// False until the first chunk is marked: readers skip the lock until then.
+    any_prefetched: AtomicBool,
 }
 
 /// Read-ahead loads remembered for counting hits; beyond, the oldest are forgotten all at once.
@@ -66,7 +67,7 @@ fn charge(entry: &Entry) -> u64 {
             Entry::Chunk(data) => data.as_ref().map_or(0, |d| d.len() as u64),
             Entry::Index(index) => index
                 .as_ref()
-                .map_or(0, |i| INDEX_ENTRY_BYTES * i.len() as u64),
+                .map_or(0, |i| ShardIndex::ENTRY_BYTES * i.len() as u64),
         }
 }
 
@@ -89,6 +90,7 @@ impl ChunkCache {
             lru,
             pool,
             prefetched: Mutex::default(),
+            any_prefetched: AtomicBool::new(false),
         }
     }
 
@@ -124,6 +126,7 @@ impl ChunkCache {
 
     /// Notes that the read-ahead workers loaded chunk `id`: the next reader of it is a hit.
     pub fn mark_prefetched(&self, id: ChunkId) {
+        self.any_prefetched.store(true, Ordering::Relaxed);
         let mut set = self.lock_prefetched();
         if set.len() >= PREFETCHED_MAX {
             set.clear();
@@ -139,7 +142,7 @@ impl ChunkCache {
     /// The chunk `id`, from the cache, from a load already under way, or by running `load`.
     /// A panic inside `load` becomes an error for every waiting reader.
     pub fn get_or_load(&self, id: ChunkId, load: impl FnOnce() -> Outcome) -> Outcome {
-        if self.lock_prefetched().remove(&id) {
+        if self.any_prefetched.load(Ordering::Relaxed) && self.lock_prefetched().remove(&id) {
             add(&STATS.counters.prefetch_hits, 1);
         }
         let entry = self.lru.get_or_load(

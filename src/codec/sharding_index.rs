@@ -21,6 +21,9 @@ pub struct ShardIndex {
 }
 
 impl ShardIndex {
+    /// Bytes one entry takes once decoded (offset and length).
+    pub const ENTRY_BYTES: u64 = 16;
+
     /// Parses a decoded index (`ENTRY_BYTES` per inner chunk) of a shard of `shard_size` bytes.
     /// An entry reaching past the shard's end is an error, so no entry can cause a read (or an
     /// allocation) larger than the shard.

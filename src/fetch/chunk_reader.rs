@@ -3,7 +3,7 @@
 
 use super::shard_reader::ShardReader;
 use super::{FetchCause, FetchContext, FetchError};
-use crate::codec::{Pipeline, ShardedArray};
+use crate::codec::{Pipeline, ShardIndex, ShardedArray};
 use crate::meta::{ArrayMeta, MAX_CHUNK_BYTES};
 use crate::stats::STATS;
 use crate::store::Store;
@@ -12,8 +12,6 @@ use std::sync::Arc;
 
 /// Slack on top of twice the largest form of a chunk, for an encoded object's size bound.
 const OBJECT_SLACK: u64 = 64 << 10;
-/// Bytes one entry of a shard index takes once decoded (offset and length).
-const INDEX_ENTRY_BYTES: u64 = 16;
 
 /// How an array's read chunks are decoded.
 enum Decoder {
@@ -153,7 +151,7 @@ impl ChunkReader {
                 .chunk_shape
                 .iter()
                 .zip(shards.read_chunk_shape())
-                .try_fold(INDEX_ENTRY_BYTES, |acc, (&s, &i)| {
+                .try_fold(ShardIndex::ENTRY_BYTES, |acc, (&s, &i)| {
                     acc.checked_mul(s.div_ceil(i))
                 })
                 .unwrap_or(u64::MAX),

@@ -2,6 +2,7 @@
 //! line while a remote hierarchy is scanned.
 
 use super::{Entry, Object, ObjectMeta, Store, StoreError};
+use crate::stats::add;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -25,7 +26,15 @@ impl RequestCounts {
     }
 
     fn request(&self) {
-        self.requests.fetch_add(1, Ordering::Relaxed);
+        add(&self.requests, 1);
+    }
+
+    /// Counts a whole object when `got` holds one.
+    fn fetched(&self, got: Option<Object>) -> Result<Option<Object>, StoreError> {
+        if got.is_some() {
+            add(&self.objects, 1);
+        }
+        Ok(got)
     }
 }
 
@@ -52,20 +61,12 @@ impl CountingStore {
 impl Store for CountingStore {
     fn get(&self, key: &str) -> Result<Option<Object>, StoreError> {
         self.counts.request();
-        let got = self.inner.get(key)?;
-        if got.is_some() {
-            self.counts.objects.fetch_add(1, Ordering::Relaxed);
-        }
-        Ok(got)
+        self.counts.fetched(self.inner.get(key)?)
     }
 
     fn get_bounded(&self, key: &str, max: u64) -> Result<Option<Object>, StoreError> {
         self.counts.request();
-        let got = self.inner.get_bounded(key, max)?;
-        if got.is_some() {
-            self.counts.objects.fetch_add(1, Ordering::Relaxed);
-        }
-        Ok(got)
+        self.counts.fetched(self.inner.get_bounded(key, max)?)
     }
 
     fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError> {

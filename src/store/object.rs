@@ -10,7 +10,7 @@
 
 use super::client::RemoteOptions;
 use super::location::Location;
-use super::{check_key, Entry, EntryKind, Object, ObjectMeta, Store, StoreError};
+use super::{check_key, too_large, Entry, EntryKind, Object, ObjectMeta, Store, StoreError};
 use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
 use std::future::Future;
@@ -230,11 +230,7 @@ impl Store for ObjectStoreBackend {
             }))
         })?;
         match got {
-            Some(Err(size)) => Err(StoreError::TooLarge {
-                what: self.what(key),
-                size,
-                max,
-            }),
+            Some(Err(size)) => too_large(&self.what(key), size, max).map(|()| None),
             Some(Ok(object)) => Ok(Some(object)),
             None => Ok(None),
         }

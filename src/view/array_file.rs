@@ -12,7 +12,7 @@ use crate::meta::ArrayMeta;
 use std::sync::Arc;
 
 /// Most chunks one prediction queues.
-const MAX_PREFETCH_CHUNKS: usize = 64;
+pub(super) const MAX_PREFETCH_CHUNKS: usize = 64;
 /// Chunks one read keeps at hand (its runs alternate between the chunks of a row).
 const MAX_HELD_CHUNKS: usize = 8;
 
@@ -183,7 +183,6 @@ impl ArrayFile {
         let Some(file) = self.backing.get() else {
             return self.read_decoded(cache, offset, len, out);
         };
-        self.readable()?;
         let end = offset.saturating_add(len).min(self.data_size);
         for (from, to, present) in file.runs(offset, end) {
             if present && file.read_into(from, to, out).is_ok() {

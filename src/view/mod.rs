@@ -456,6 +456,10 @@ impl View {
     /// worker pool the other chunks this read needs (so they decode in parallel with the first)
     /// and the chunks the read policy predicts; drops the chunks a sequential reader passed.
     fn track_read(&self, fh: u64, array: &ArrayFile, offset: u64, len: u64) {
+        // A complete backing file serves every byte: nothing to decode ahead or drop behind.
+        if array.complete_backing().is_some() {
+            return;
+        }
         let now = array.chunks_for(&Prediction::Range(offset, offset.saturating_add(len)));
         if let (Some(pool), [_, rest @ ..]) = (&self.prefetcher, now.as_slice()) {
             array.prefetch(pool, &self.cache, rest);

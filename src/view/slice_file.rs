@@ -1,7 +1,7 @@
 //! The file of a selection (`A[SEL]`, `A[SEL].npy`): its elements in C order, read straight
 //! from the chunks that intersect the selection, run by run, without materializing it.
 
-use super::array_file::{extend_with_fill, ArrayFile};
+use super::array_file::{extend_with_fill, ArrayFile, MAX_PREFETCH_CHUNKS};
 use super::chunk_source::ChunkSource;
 use super::error::chunk_failed;
 use super::npy::read_after_header;
@@ -13,8 +13,6 @@ use std::sync::Arc;
 
 /// Chunks one read keeps at hand (its rows cross the chunks of the selection's last axis).
 const MAX_HELD_CHUNKS: usize = 64;
-/// Most chunks queued for decoding ahead at once.
-const MAX_PREFETCH_CHUNKS: usize = 64;
 
 /// One selection of one array as files.
 pub struct SliceFile {

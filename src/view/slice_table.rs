@@ -230,9 +230,7 @@ impl View {
     ) -> Result<(), ViewError> {
         let (f, npy) = match self.slice(ino)?.body {
             Body::Bytes(bytes) => {
-                let start = offset.min(bytes.len() as u64) as usize;
-                let end = offset.saturating_add(len).min(bytes.len() as u64) as usize;
-                out.extend_from_slice(&bytes[start..end]);
+                super::extend_range(&bytes, offset, len, out);
                 return Ok(());
             }
             Body::Data(f) => (f, false),

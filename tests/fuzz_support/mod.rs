@@ -204,7 +204,9 @@ pub fn save_finding(target: &str, name: &str, input: &[u8]) -> PathBuf {
 /// relative to the folder, store name, key, bytes).
 pub fn committed(folder: &str) -> Vec<(String, String, String, Vec<u8>)> {
     let dir = fixtures().join(folder);
-    files_under(&dir)
+    let inputs = files_under(&dir);
+    assert!(!inputs.is_empty(), "{}: no committed inputs", dir.display());
+    inputs
         .into_iter()
         .map(|input| {
             let rel = input.strip_prefix(&dir).unwrap();
