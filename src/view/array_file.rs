@@ -214,13 +214,20 @@ impl ArrayFile {
         out.reserve((end - offset) as usize);
         // The chunks this read has fetched: runs alternate between a few of them.
         let mut held: Vec<(u64, ChunkData)> = Vec::new();
+        // Only the read's first chunk may be decoded straight into `out`: the view has queued
+        // the others on the read-ahead workers, and the cache waits for their loads instead of
+        // decoding them a second time.
+        let mut first = true;
         for run in source.layout.runs(offset / es, end.div_ceil(es)) {
+            let may_decode_here = std::mem::take(&mut first);
             let run_start = run.start * es;
             let (from, to) = (run_start.max(offset), ((run.start + run.len) * es).min(end));
             let slot = match held.iter().position(|(c, _)| *c == run.chunk) {
                 Some(i) => i,
                 None => {
-                    if self.decode_whole_into(cache, source, &run, from, to, out)? {
+                    if may_decode_here
+                        && self.decode_whole_into(cache, source, &run, from, to, out)?
+                    {
                         continue;
                     }
                     if held.len() == MAX_HELD_CHUNKS {
