@@ -23,11 +23,7 @@ impl MountPoint {
         match std::fs::metadata(given) {
             Err(e) if mount_table::is_dead_mount_error(&e) => return Err(dead_mount(given)),
             Err(e) if e.kind() == ErrorKind::NotFound => {
-                let parent = given
-                    .parent()
-                    .filter(|p| !p.as_os_str().is_empty())
-                    .unwrap_or(Path::new("."));
-                if parent.is_dir() {
+                if mount_table::parent_dir(given).is_dir() {
                     std::fs::create_dir(given).map_err(|e| format!("mount point {shown}: {e}"))?;
                     created = true;
                 }

@@ -44,11 +44,17 @@ pub fn resolve(path: &Path) -> std::io::Result<PathBuf> {
     match std::fs::canonicalize(path) {
         Err(e) if is_dead_mount_error(&e) => {
             let name = path.file_name().ok_or(e)?;
-            let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
-            Ok(std::fs::canonicalize(parent.unwrap_or(Path::new(".")))?.join(name))
+            Ok(std::fs::canonicalize(parent_dir(path))?.join(name))
         }
         other => other,
     }
+}
+
+/// The directory holding `path`: its parent, or `.` for a bare name.
+pub fn parent_dir(path: &Path) -> &Path {
+    path.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
 }
 
 /// True when the filesystem at `path` answers; false when it is a FUSE mount whose daemon is

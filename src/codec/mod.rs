@@ -56,6 +56,7 @@ mod zstd;
 mod testutil;
 
 pub use error::CodecError;
+pub(crate) use numtype::NumType;
 pub use pipeline::Pipeline;
 pub use sharding_index::ShardIndex;
 pub use sharding_ranged::ShardedArray;

@@ -7,6 +7,7 @@
 //! slice needs more than [`MAX_DECODE`] bytes of decoded chunks have none.
 
 use super::{Content, View, ViewError};
+use crate::codec::NumType;
 use crate::meta::{ArrayMeta, DataType};
 use lru::LruCache;
 use std::num::NonZeroUsize;
@@ -86,29 +87,17 @@ fn sampled(len: u64, step: u64) -> impl Iterator<Item = u64> {
 
 /// One element as a number (complex: its magnitude); `None` for NaN and infinities.
 fn value(dtype: &DataType, b: &[u8]) -> Option<f64> {
-    let v = match (dtype, b.len()) {
-        (DataType::Bool, _) => f64::from(u8::from(b[0] != 0)),
-        (DataType::Int(_), n) => {
-            let mut raw = [0u8; 8];
-            raw[..n].copy_from_slice(b);
-            let shift = 64 - 8 * n as u32;
-            ((i64::from_le_bytes(raw) << shift) >> shift) as f64
-        }
-        (DataType::UInt(_), n) => {
-            let mut raw = [0u8; 8];
-            raw[..n].copy_from_slice(b);
-            u64::from_le_bytes(raw) as f64
-        }
-        (DataType::Float(_), 2) => f64::from(half::f16::from_le_bytes([b[0], b[1]])),
-        (DataType::Float(_), 4) => f64::from(f32::from_le_bytes(b.try_into().ok()?)),
-        (DataType::Float(_), 8) => f64::from_le_bytes(b.try_into().ok()?),
-        (DataType::Complex(_), n) => {
+    let v = match dtype {
+        DataType::Complex(n) => {
             let half = n / 2;
-            let re = value(&DataType::Float(half), &b[..half])?;
-            let im = value(&DataType::Float(half), &b[half..])?;
+            let re = value(&DataType::Float(half), b.get(..half)?)?;
+            let im = value(&DataType::Float(half), b.get(half..)?)?;
             re.hypot(im)
         }
-        _ => return None,
+        _ => {
+            let num = NumType::from_data_type(dtype, false)?;
+            num.read(b.get(..num.size)?).to_f64()
+        }
     };
     v.is_finite().then_some(v)
 }
