@@ -78,6 +78,15 @@ def array_node(store_dir, name, path, expected=None, keys=(), expect=None, text=
     return node
 
 
+def new_v3_store(name):
+    """An empty v3 store (a root group) written by this script; returns its path."""
+    p = os.path.join(OUT, f"{name}.zarr")
+    os.makedirs(p)
+    with open(os.path.join(p, "zarr.json"), "w") as f:
+        json.dump({"zarr_format": 3, "node_type": "group", "attributes": {}}, f, indent=2)
+    return p
+
+
 def add(name, store, writer, note, nodes):
     STORES.append({"name": name, "store": store, "writer": writer, "note": note, "nodes": nodes})
 
@@ -144,10 +153,7 @@ def ext_types():
     this script from the zarr-extensions specs; values and expected bits from ml_dtypes."""
     import ml_dtypes
     name = "ext_types_v3"
-    p = os.path.join(OUT, f"{name}.zarr")
-    os.makedirs(p)
-    with open(os.path.join(p, "zarr.json"), "w") as f:
-        json.dump({"zarr_format": 3, "node_type": "group", "attributes": {}}, f, indent=2)
+    p = new_v3_store(name)
     nodes = [{"path": "", "type": "group"}]
     cases = [(t, ml_dtypes.finfo(getattr(ml_dtypes, t)), None) for t in EXT_FLOATS]
     cases += [(t, None, v) for t, v in EXT_INTS.items()]
@@ -299,10 +305,7 @@ def packbits_store():
     written by this script from the spec with numpy's packbits (bitorder="little")."""
     import ml_dtypes
     name = "packbits_v3"
-    p = os.path.join(OUT, f"{name}.zarr")
-    os.makedirs(p)
-    with open(os.path.join(p, "zarr.json"), "w") as f:
-        json.dump({"zarr_format": 3, "node_type": "group", "attributes": {}}, f, indent=2)
+    p = new_v3_store(name)
     nodes = [{"path": "", "type": "group"}]
     rng = np.random.default_rng(12)
     n, chunk, inner = 13, 5, 4  # unsharded: the last chunk stays unwritten (fill value)
@@ -560,6 +563,15 @@ def nczarr_strings():
     code = h.createVariable("code", "S1", ("m", "len"))  # dimensions from two ancestors
     code[:] = netCDF4.stringtochar(np.array(["ab", "cdefgh", ""], dtype="S6"))
     ds.close()
+    # The header as netCDF-c reads the store back (Debian's ncdump 4.9.0 crashes on its strings).
+    ds = netCDF4.Dataset(f"file://{folder}#mode=nczarr,file", "r")
+    lines = [f"netcdf {name} {{"]
+    cdl_group(ds, 0, lines)
+    ds.close()
+    cdl = os.path.join(OUT, "expected", name, "header.cdl")
+    os.makedirs(os.path.dirname(cdl), exist_ok=True)
+    with open(cdl, "w") as f:
+        f.write("\n".join(lines + ["}"]) + "\n")
     nodes = [{"path": "", "type": "group"}, {"path": "sub", "type": "group"},
              {"path": "sub/deeper", "type": "group"}]
     dims = {"names": ["n"], "chars": ["n", "len"], "count": ["n"], "sub/labels": ["m"],
@@ -576,8 +588,45 @@ def nczarr_strings():
         f"netCDF4-python {netCDF4.__version__} (netCDF-c {netCDF4.__netcdf4libversion__})",
         "NCZarr written by the netCDF-c bundled in netCDF4-python (mode=nczarr,file): NC_STRING "
         "variables (stored as fixed-length |S128), NC_CHAR variables, a fill value, shared "
-        "dimensions used from subgroups. Expected values read with zarr-python. No hand-edits.",
-        nodes)
+        "dimensions used from subgroups. Expected values read with zarr-python; header_cdl is "
+        "ncdump -h's text built from netCDF-c's own reading of the store. No hand-edits.", nodes)
+    STORES[-1]["header_cdl"] = os.path.relpath(cdl, OUT)
+
+
+CDL_TYPES = {"i1": "byte", "u1": "ubyte", "i2": "short", "u2": "ushort", "i4": "int",
+             "u4": "uint", "i8": "int64", "u8": "uint64", "f4": "float", "f8": "double",
+             "S1": "char"}
+
+
+def cdl_value(v):
+    """An attribute value as ncdump prints it (the types this script writes: text, int)."""
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    v = np.asarray(v)
+    assert v.dtype == np.int32 and v.ndim == 0, v.dtype
+    return str(int(v))
+
+
+def cdl_group(g, depth, lines):
+    """ncdump -h's lines for group `g` as netCDF-c (through netCDF4-python) reads it."""
+    ind = "  " * depth
+    if g.dimensions:
+        lines.append(f"{ind}dimensions:")
+        lines += [f"{ind}\t{d} = {len(dim)} ;" for d, dim in g.dimensions.items()]
+    if g.variables:
+        lines.append(f"{ind}variables:")
+        for v in g.variables.values():
+            t = "string" if v.dtype is str else CDL_TYPES[v.dtype.str[1:]]
+            lines.append(f"{ind}\t{t} {v.name}({', '.join(v.dimensions)}) ;")
+            lines += [f"{ind}\t\t{v.name}:{a} = {cdl_value(v.getncattr(a))} ;"
+                      for a in v.ncattrs()]
+    if g.ncattrs():
+        lines += ["", ind + ("// global attributes:" if depth == 0 else "// group attributes:")]
+        lines += [f"{ind}\t\t:{a} = {cdl_value(g.getncattr(a))} ;" for a in g.ncattrs()]
+    for sub in g.groups.values():
+        lines += ["", f"{ind}group: {sub.name} {{"]
+        cdl_group(sub, depth + 1, lines)
+        lines.append(f"{ind}  }} // group {sub.name}")
 
 
 def main():

@@ -147,3 +147,67 @@ impl BytesToBytes for BitPack {
         Ok(out.len())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn codec(dtype: DataType, config: serde_json::Value) -> BitPack {
+        BitPack::build(&CodecSpec::new("packbits", config), &dtype).unwrap()
+    }
+
+    #[test]
+    fn unpacks_least_significant_bit_first() {
+        // int4 (last_bit 3, as the v3 parser sets it): -3, 7, -8 packed as 0xd, 0x7, 0x8.
+        let c = codec(DataType::Int(1), json!({"last_bit": 3}));
+        let mut out = [0u8; 3];
+        assert_eq!(c.decode(&[0x7d, 0x08], &mut out), Ok(3));
+        assert_eq!(out, [-3i8 as u8, 7, -8i8 as u8]);
+        // bool, 10 values, padding count first: 6 bits.
+        let c = codec(DataType::Bool, json!({"padding_encoding": "first_byte"}));
+        let mut out = [9u8; 10];
+        assert_eq!(c.decode(&[6, 0b1000_0101, 0b10], &mut out), Ok(10));
+        assert_eq!(out, [1, 0, 1, 0, 0, 0, 0, 1, 0, 1]);
+    }
+
+    #[test]
+    fn puts_bits_back_in_place_and_sign_extends() {
+        // int16, bits 2..=11: 0b1000_0000_01 is stored; it decodes to bits 2 and 11 set,
+        // sign-extended from bit 11.
+        let c = codec(DataType::Int(2), json!({"first_bit": 2, "last_bit": 11}));
+        let mut out = [0u8; 2];
+        assert_eq!(c.decode(&[0x01, 0x02], &mut out), Ok(2));
+        assert_eq!(i16::from_le_bytes(out), (0xf804u16) as i16);
+        // float32, top 16 bits: zero-extended below.
+        let c = codec(DataType::Float(4), json!({"first_bit": 16}));
+        let mut out = [0u8; 4];
+        assert_eq!(c.decode(&[0x80, 0x3f], &mut out), Ok(4));
+        assert_eq!(f32::from_le_bytes(out), 1.0);
+    }
+
+    #[test]
+    fn checks_length_padding_and_configuration() {
+        let c = codec(
+            DataType::UInt(1),
+            json!({"last_bit": 1, "padding_encoding": "last_byte"}),
+        );
+        let mut out = [0u8; 3];
+        assert_eq!(c.decode(&[0b11_10_01, 2], &mut out), Ok(3));
+        assert_eq!(out, [1, 2, 3]);
+        assert!(c.decode(&[0b11_10_01, 3], &mut out).is_err());
+        assert!(c.decode(&[0b11_10_01], &mut out).is_err());
+        assert!(c.decode(&[0b11_10_01, 2, 0], &mut out).is_err());
+        assert_eq!(c.encoded_size(Size::Exact(3)), Size::Exact(2));
+        for (dtype, config) in [
+            (DataType::Int(1), json!({"first_bit": 3, "last_bit": 2})),
+            (DataType::Int(1), json!({"last_bit": 8})),
+            (DataType::Bool, json!({"last_bit": 1})),
+            (DataType::UInt(1), json!({"padding_encoding": "start_byte"})),
+            (DataType::Bytes(4), json!({})),
+        ] {
+            let spec = CodecSpec::new("packbits", config.clone());
+            assert!(BitPack::build(&spec, &dtype).is_err(), "{config}");
+        }
+    }
+}

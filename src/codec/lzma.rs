@@ -200,3 +200,71 @@ impl BytesToBytes for Lzma {
         read_bounded(&self.name, XzDecoder::new_stream(encoded, stream), out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Python's `lzma.compress(b"zarrfs" * 3)`.
+    const XZ: &str =
+        "fd377a585a000004e6d6b4460200210116000000742fe5a3e00011000b5d003d184abdf241b81f8b\
+    40000000f8841e3e2e256e9d000127120676fa091fb6f37d010000000004595a";
+
+    fn hex(s: &str) -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn decodes_python_xz() {
+        let codec = build(&CodecSpec::new("lzma", json!({"format": 1}))).unwrap();
+        let mut out = [0u8; 18];
+        assert_eq!(codec.decode(&hex(XZ), &mut out), Ok(18));
+        assert_eq!(&out, b"zarrfszarrfszarrfs");
+        let mut short = [0u8; 17];
+        assert!(codec.decode(&hex(XZ), &mut short).is_err());
+        assert!(codec.decode(&hex(XZ)[..30], &mut out).is_err());
+        assert!(build(&CodecSpec::new("lzma", json!({"format": 3}))).is_err());
+    }
+
+    /// Python's `lzma.compress(b"zarrfs" * 3, format=lzma.FORMAT_RAW, filters=...)`.
+    #[test]
+    fn decodes_python_raw_streams() {
+        let delta_lzma2 = json!({"format": 3, "filters": [{"id": 3, "dist": 2},
+            {"id": 33, "preset": 1}]});
+        let lzma1 = json!({"format": 3, "filters": [{"id": LZMA1, "preset": 6,
+            "dict_size": 65536, "lc": 0, "lp": 2, "pb": 2}]});
+        for (config, stream) in [
+            (delta_lzma2, "e00011000e5d003d185b090f211ae905845be9800000"),
+            (lzma1, "003d184a58663b6f48b83bffffff7c400000"),
+        ] {
+            let codec = build(&CodecSpec::new("lzma", config.clone())).unwrap();
+            let mut out = [0u8; 18];
+            assert_eq!(codec.decode(&hex(stream), &mut out), Ok(18), "{config}");
+            assert_eq!(&out, b"zarrfszarrfszarrfs");
+            let cut = hex(stream).len() - 3;
+            assert!(codec.decode(&hex(stream)[..cut], &mut out).is_err());
+        }
+    }
+
+    #[test]
+    fn refuses_bad_filter_chains() {
+        for filters in [
+            json!([]),
+            json!([{"dist": 2}]),
+            json!([{"id": 99}]),
+            json!([{"id": 3, "dist": 0}]),
+            json!([{"id": 33, "preset": 10}]),
+            json!("lzma2"),
+        ] {
+            let spec = CodecSpec::new("lzma", json!({"format": 3, "filters": filters}));
+            assert!(
+                matches!(build(&spec), Err(CodecError::BadConfig { .. })),
+                "{filters}"
+            );
+        }
+    }
+}

@@ -6,7 +6,8 @@
 //!
 //! libzfp reads its input without bounds checks, so the stream is copied into a buffer
 //! zero-padded to the most bits the header's mode can read, and a stream that needed the
-//! padding is corrupt.
+//! padding, or ended before the stream's last 64-bit word, is corrupt (zfp has no checksum: a
+//! stream cut inside its last word or in its header's last word can still decode).
 
 use super::config::bad;
 use super::{BytesToBytes, CodecError, Size};
@@ -200,12 +201,84 @@ impl BytesToBytes for Zfpy {
         if consumed == 0 {
             return Err(corrupt("zfp could not decode the stream".into()));
         }
-        if consumed > encoded.len().next_multiple_of(8) {
+        // zfpy's stream ends with the word holding its last bit: decoding ends there too.
+        if consumed != encoded.len().next_multiple_of(8) {
             return Err(corrupt(format!(
-                "stream of {} bytes is truncated: decoding read {consumed}",
+                "stream of {} bytes, decoding used {consumed}",
                 encoded.len()
             )));
         }
         Ok(out.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A chunk numcodecs' zfpy wrote (tests/fixtures/wild, by scripts/make_wild_fixtures.py).
+    fn chunk(array: &str, key: &str) -> Vec<u8> {
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/wild/zfpy_v2.zarr"
+        );
+        std::fs::read(format!("{dir}/{array}/{key}")).unwrap()
+    }
+
+    fn codec(dtype: DataType) -> Zfpy {
+        Zfpy::build(&CodecSpec::new("zfpy", json!({})), &dtype).unwrap()
+    }
+
+    /// Every mode: the chunk decodes; cut short it fails; damaged it never crashes.
+    #[test]
+    fn damaged_streams_fail_or_decode_within_bounds() {
+        for (array, key, dtype, len) in [
+            ("rate_f8_2d", "0.0", DataType::Float(8), 16 * 4 * 8),
+            (
+                "precision_f4_3d",
+                "0.0.0",
+                DataType::Float(4),
+                4 * 5 * 6 * 4,
+            ),
+            ("accuracy_f8_1d", "0", DataType::Float(8), 30 * 8),
+            (
+                "reversible_i4_4d",
+                "0.0.0.0",
+                DataType::Int(4),
+                2 * 3 * 4 * 5 * 4,
+            ),
+            ("precision_i8_2d", "0.0", DataType::Int(8), 5 * 5 * 8),
+        ] {
+            let good = chunk(array, key);
+            let c = codec(dtype);
+            let mut out = vec![0u8; len];
+            assert_eq!(c.decode(&good, &mut out), Ok(len), "{array}");
+            for cut in [0, 4, good.len() / 2, good.len() - 8] {
+                assert!(
+                    c.decode(&good[..cut], &mut out).is_err(),
+                    "{array} cut to {cut}"
+                );
+            }
+            let mut wrong = vec![0u8; len + 8];
+            assert!(c.decode(&good, &mut wrong).is_err(), "{array}: wrong size");
+            for i in 0..good.len() {
+                for flip in [0x01u8, 0x80, 0xff] {
+                    let mut bad = good.clone();
+                    bad[i] ^= flip;
+                    let _ = c.decode(&bad, &mut out);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn refuses_other_types() {
+        let good = chunk("rate_f8_2d", "0.0");
+        let mut out = vec![0u8; 16 * 4 * 8];
+        let err = codec(DataType::Int(8)).decode(&good, &mut out).unwrap_err();
+        assert!(err.to_string().contains("zfp type"), "{err}");
+        let spec = CodecSpec::new("zfpy", json!({}));
+        assert!(Zfpy::build(&spec, &DataType::UInt(4)).is_err());
     }
 }

@@ -225,10 +225,10 @@ fn set_packbits_last_bit(codecs: &mut [Value], bits: u32) {
         let name = obj.get("name").and_then(Value::as_str).map(str::to_owned);
         let config = obj.get_mut("configuration").and_then(Value::as_object_mut);
         match (name.as_deref(), config) {
-            (Some("packbits"), Some(config)) => {
-                if config.get("last_bit").is_none_or(Value::is_null) {
-                    config.insert("last_bit".into(), json!(bits - 1));
-                }
+            (Some("packbits"), Some(config))
+                if config.get("last_bit").is_none_or(Value::is_null) =>
+            {
+                config.insert("last_bit".into(), json!(bits - 1));
             }
             (Some("packbits"), None) => {
                 obj.insert("configuration".into(), json!({"last_bit": bits - 1}));
