@@ -177,6 +177,13 @@ pub(crate) fn build_bytes_to_bytes(
         "shuffle" => Box::new(Shuffle::build(spec, elem)?),
         "lzma" => Box::new(lzma::build(spec)?),
         "pcodec" => Box::new(pcodec::build(spec, elem)?),
+        // numcodecs refuses big-endian arrays ("Unknown dtype: >f8"): zfpy's values are native.
+        "zfpy" if elem.big_endian => {
+            return Err(CodecError::bad_config(
+                name,
+                "zfpy holds little-endian values, not the big-endian dtype",
+            ))
+        }
         "zfpy" => Box::new(Zfpy::build(spec, &elem.dtype)?),
         id if FILTERS.contains(&id) => Box::new(FilterBytes(build_filter(spec, elem)?)),
         "transpose" | "bytes" | "endian" => {
@@ -223,6 +230,19 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn zfpy_refuses_big_endian_dtypes() {
+        let spec = CodecSpec::new("zfpy", json!({"mode": 4, "tolerance": -1}));
+        let mut elem = StoredElem {
+            dtype: DataType::Float(8),
+            big_endian: true,
+        };
+        let built = build_bytes_to_bytes(&spec, &elem);
+        assert!(matches!(built, Err(CodecError::BadConfig { .. })));
+        elem.big_endian = false;
+        assert!(build_bytes_to_bytes(&spec, &elem).is_ok());
     }
 
     #[test]
