@@ -167,7 +167,7 @@ impl BytesToBytes for Zfpy {
 
     fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize, CodecError> {
         let corrupt = |why: String| CodecError::corrupt(&self.name, why);
-        let mut head = words(encoded, HEADER_BITS + 64);
+        let mut head = words(&encoded[..encoded.len().min(32)], HEADER_BITS + 64);
         let (_, header) =
             Reader::open(&mut head).ok_or_else(|| corrupt("no valid zfp header".into()))?;
         if header.ty != self.ty {
@@ -183,6 +183,21 @@ impl BytesToBytes for Zfpy {
                 "stream holds {} values of {size} bytes, the chunk {} bytes",
                 header.count,
                 out.len()
+            )));
+        }
+        // Every block but the last fills at least `minbits`: a stream shorter than that is cut
+        // (and padding it would allocate what a forged header asks for).
+        if header
+            .blocks
+            .saturating_sub(1)
+            .saturating_mul(header.minbits)
+            > encoded.len().saturating_mul(8)
+        {
+            return Err(corrupt(format!(
+                "stream of {} bytes is shorter than {} blocks of at least {} bits",
+                encoded.len(),
+                header.blocks,
+                header.minbits
             )));
         }
         let max_bits = header
