@@ -1,12 +1,15 @@
 //! Stores as real writers produce them (issue 10; fixtures by scripts/make_wild_fixtures.py):
 //! datetimes, zarr-python 3.1's v3 types, bare NaN tokens, lzma (raw streams too), pcodec, zfpy
 //! in every mode, zarr-extensions packbits, object codecs, NCZarr zipped as one top folder and
-//! NCZarr strings from netCDF4-python's netCDF-c. Read byte-exact through the view, then through
-//! a real FUSE mount.
+//! NCZarr strings from netCDF4-python's netCDF-c; and zarrs' own `zfp` codec in every mode
+//! (fixtures by scripts/zarrs_writer, zarrs itself). Read byte-exact through the view, then
+//! through a real FUSE mount.
 
 mod common;
 
 const MANIFEST: &str = "wild/manifest.json";
+/// The stores zarrs wrote (scripts/zarrs_writer).
+const ZARRS_MANIFEST: &str = "wild/zarrs/manifest.json";
 
 #[test]
 fn wild_stores_read_exactly_through_the_view() {
@@ -19,6 +22,19 @@ fn wild_stores_read_exactly_through_fuse() {
         return;
     }
     common::check_all(MANIFEST, 11, common::fuse_check::check_store);
+}
+
+#[test]
+fn zarrs_stores_read_exactly_through_the_view() {
+    common::check_all(ZARRS_MANIFEST, 1, common::view_check::check_store);
+}
+
+#[test]
+fn zarrs_stores_read_exactly_through_fuse() {
+    if !common::mount::fuse_ready() {
+        return;
+    }
+    common::check_all(ZARRS_MANIFEST, 1, common::fuse_check::check_store);
 }
 
 /// `.header.cdl` of the stores whose expected header the fixture script wrote from netCDF-c's

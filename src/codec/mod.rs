@@ -50,6 +50,8 @@ mod shuffle;
 mod stream;
 mod transpose;
 pub mod vlen;
+mod zfp;
+mod zfp_stream;
 mod zfpy;
 mod zlib;
 mod zstd;

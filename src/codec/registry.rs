@@ -18,6 +18,7 @@ use super::lz4::Lz4;
 use super::packbits::PackBits;
 use super::shuffle::Shuffle;
 use super::transpose::Transpose;
+use super::zfp::{self, Zfp};
 use super::zfpy::Zfpy;
 use super::zlib::Zlib;
 use super::zstd::Zstd;
@@ -62,18 +63,18 @@ const BYTES_TO_BYTES: &[&str] = &[
 ];
 
 /// True for the array→bytes codecs zarrfs implements: `bytes`, the v3 drafts' `endian`,
-/// zarr-extensions' `packbits` and zarr-python 3's `numcodecs.zfpy`. The first one in a chain
+/// zarr-extensions' `packbits`, zarrs' `zfp` and zarr-python 3's `numcodecs.zfpy`. The first one in a chain
 /// is its array→bytes codec; a `packbits` after it is numcodecs' bool filter (its v2 place) and
 /// a `zfpy` after it a compressor (numcodecs' own v2 use).
 pub(crate) fn is_array_to_bytes(name: &str) -> bool {
-    matches!(name, "bytes" | "endian" | "packbits" | "numcodecs.zfpy")
+    matches!(name, "bytes" | "endian" | "packbits" | "numcodecs.zfpy") || zfp::is_zfp(name)
 }
 
 /// The array→bytes codec of a chain.
 pub(crate) enum Serializer {
     /// `bytes` (`endian`): the stored elements, in their byte order.
     InPlace(Box<dyn ArrayToBytes>),
-    /// A codec whose stored form has its own size (`packbits`, `zfpy`): it decodes into the
+    /// A codec whose stored form has its own size (`packbits`, `zfp`, `zfpy`): it decodes into the
     /// little-endian elements the way a bytes→bytes codec does.
     Decoder(Box<dyn BytesToBytes>),
 }
@@ -96,7 +97,6 @@ fn unsupported(spec: &CodecSpec) -> CodecError {
         "vlen-array" | "json2" | "msgpack2" => {
             "object codecs go with an object (string or bytes) data type"
         }
-        "zfp" => "zarrs' zfp codec (without zfpy's header) is not implemented",
         _ => return CodecError::Unsupported(spec.name.clone()),
     };
     CodecError::unsupported(&spec.name, reason)
@@ -151,6 +151,7 @@ pub(crate) fn build_array_to_bytes(
     Ok(match spec.name.as_str() {
         "packbits" => Serializer::Decoder(Box::new(BitPack::build(spec, &repr.dtype)?)),
         "numcodecs.zfpy" => Serializer::Decoder(Box::new(Zfpy::build(spec, &repr.dtype)?)),
+        name if zfp::is_zfp(name) => Serializer::Decoder(Box::new(Zfp::build(spec, repr)?)),
         _ => Serializer::InPlace(Box::new(Bytes::build(spec, &repr.dtype)?)),
     })
 }
@@ -186,7 +187,7 @@ pub(crate) fn build_bytes_to_bytes(
         }
         "zfpy" => Box::new(Zfpy::build(spec, &elem.dtype)?),
         id if FILTERS.contains(&id) => Box::new(FilterBytes(build_filter(spec, elem)?)),
-        "transpose" | "bytes" | "endian" => {
+        id if matches!(id, "transpose" | "bytes" | "endian") || zfp::is_zfp(id) => {
             return Err(CodecError::bad_config(
                 name,
                 "an array codec cannot come after the array→bytes codec",
@@ -251,7 +252,7 @@ mod tests {
             dtype: DataType::Int(4),
             big_endian: false,
         };
-        for name in ["foo", "sharding_indexed", "vlen-utf8", "pickle", "zfp"] {
+        for name in ["foo", "sharding_indexed", "vlen-utf8", "pickle"] {
             let err = build_bytes_to_bytes(&CodecSpec::new(name, json!({})), &elem).err();
             match err {
                 Some(CodecError::Unsupported(msg)) => assert!(msg.starts_with(name), "{msg}"),

@@ -1,35 +1,29 @@
 //! numcodecs `zfpy`: a zfp stream with its full header (as `zfpy.compress_numpy` writes it), in
 //! any of zfp's modes (fixed rate, precision, accuracy, reversible), for `int32`, `int64`,
 //! `float32` and `float64` arrays of 1 to 4 dimensions. Decoded by libzfp (built by the
-//! `zfp-sys-cc` crate). zfpy stores a C-order array with zfp's x axis last, so the decoded
-//! field is the chunk in C order.
-//!
-//! libzfp reads its input without bounds checks, so the stream is copied into a buffer
-//! zero-padded to the most bits the header's mode can read, and a stream that needed the
-//! padding, or ended before the stream's last 64-bit word, is corrupt (zfp has no checksum: a
-//! stream cut inside its last word or in its header's last word can still decode).
+//! `zfp-sys-cc` crate, through [`super::zfp_stream`], which also bounds what it reads). zfpy
+//! stores a C-order array with zfp's x axis last, so the decoded field is the chunk in C order.
 
 use super::config::bad;
+use super::zfp_stream::{self, Layout, Scalar};
 use super::{BytesToBytes, CodecError, Size};
 use crate::meta::{CodecSpec, DataType};
-use std::ffi::c_void;
-use zfp_sys_cc as zfp;
 
 /// The `zfpy` codec, bound to the array's element type.
 pub(crate) struct Zfpy {
     name: String,
     /// The zfp scalar type the elements must have.
-    ty: zfp::zfp_type,
+    ty: Scalar,
 }
 
 impl Zfpy {
     /// Builds a `zfpy` decoder for elements of `dtype`.
     pub fn build(spec: &CodecSpec, dtype: &DataType) -> Result<Self, CodecError> {
         let ty = match dtype {
-            DataType::Int(4) => zfp::zfp_type_zfp_type_int32,
-            DataType::Int(8) => zfp::zfp_type_zfp_type_int64,
-            DataType::Float(4) => zfp::zfp_type_zfp_type_float,
-            DataType::Float(8) => zfp::zfp_type_zfp_type_double,
+            DataType::Int(4) => Scalar::Int32,
+            DataType::Int(8) => Scalar::Int64,
+            DataType::Float(4) => Scalar::Float32,
+            DataType::Float(8) => Scalar::Float64,
             other => {
                 return Err(bad(
                     spec,
@@ -47,115 +41,6 @@ impl Zfpy {
     }
 }
 
-/// What a zfp header says about the stream.
-struct Header {
-    ty: zfp::zfp_type,
-    dims: u32,
-    count: usize,
-    blocks: usize,
-    minbits: usize,
-    maxbits: usize,
-    maxprec: usize,
-}
-
-/// libzfp's stream and field objects over one buffer, freed on drop.
-struct Reader {
-    bits: *mut zfp::bitstream,
-    stream: *mut zfp::zfp_stream,
-    field: *mut zfp::zfp_field,
-}
-
-impl Reader {
-    /// Opens `words` (which must outlive the reader) and reads the full header.
-    fn open(words: &mut [u64]) -> Option<(Reader, Header)> {
-        // SAFETY: the buffer is valid for `len * 8` bytes while the reader lives; each object
-        // is checked for null and freed once, in `drop`.
-        unsafe {
-            let bits = zfp::stream_open(words.as_mut_ptr().cast::<c_void>(), words.len() * 8);
-            let reader = Reader {
-                bits,
-                stream: if bits.is_null() {
-                    std::ptr::null_mut()
-                } else {
-                    zfp::zfp_stream_open(bits)
-                },
-                field: zfp::zfp_field_alloc(),
-            };
-            if reader.stream.is_null() || reader.field.is_null() {
-                return None;
-            }
-            if zfp::zfp_read_header(reader.stream, reader.field, zfp::ZFP_HEADER_FULL) == 0 {
-                return None;
-            }
-            let s = &*reader.stream;
-            let header = Header {
-                ty: zfp::zfp_field_type(reader.field),
-                dims: zfp::zfp_field_dimensionality(reader.field),
-                count: zfp::zfp_field_size(reader.field, std::ptr::null_mut()),
-                blocks: zfp::zfp_field_blocks(reader.field),
-                minbits: s.minbits as usize,
-                maxbits: s.maxbits as usize,
-                maxprec: s.maxprec as usize,
-            };
-            Some((reader, header))
-        }
-    }
-}
-
-impl Drop for Reader {
-    fn drop(&mut self) {
-        // SAFETY: each pointer came from its libzfp constructor and is freed once.
-        unsafe {
-            if !self.field.is_null() {
-                zfp::zfp_field_free(self.field);
-            }
-            if !self.stream.is_null() {
-                zfp::zfp_stream_close(self.stream);
-            }
-            if !self.bits.is_null() {
-                zfp::stream_close(self.bits);
-            }
-        }
-    }
-}
-
-/// Bits of the longest full header (magic, metadata, long mode).
-const HEADER_BITS: usize = 32 + 52 + 64;
-
-impl Header {
-    /// The most bits decoding can read: per block the longest encoding of `maxprec` bit
-    /// planes (at most two bits per value and one more per plane, after a short block
-    /// header), capped by `maxbits` and padded to `minbits`.
-    fn max_bits(&self) -> Option<usize> {
-        let values = 4usize.pow(self.dims);
-        let type_bits = if matches!(
-            self.ty,
-            zfp::zfp_type_zfp_type_int32 | zfp::zfp_type_zfp_type_float
-        ) {
-            32
-        } else {
-            64
-        };
-        let planes = self.maxprec.min(type_bits);
-        let longest = 64 + planes * (2 * values + 1);
-        let per_block = longest.min(self.maxbits).max(self.minbits);
-        self.blocks
-            .checked_mul(per_block)?
-            .checked_add(HEADER_BITS + 64)
-    }
-}
-
-/// `encoded` as 64-bit words, zero-padded to at least `bits` bits.
-fn words(encoded: &[u8], bits: usize) -> Vec<u64> {
-    let mut words = vec![0u64; encoded.len().div_ceil(8).max(bits.div_ceil(64))];
-    for (w, chunk) in words.iter_mut().zip(encoded.chunks(8)) {
-        let mut b = [0u8; 8];
-        b[..chunk.len()].copy_from_slice(chunk);
-        *w = u64::from_le_bytes(b);
-    }
-    words
-}
-
 impl BytesToBytes for Zfpy {
     fn name(&self) -> &str {
         &self.name
@@ -166,63 +51,19 @@ impl BytesToBytes for Zfpy {
     }
 
     fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize, CodecError> {
-        let corrupt = |why: String| CodecError::corrupt(&self.name, why);
-        let mut head = words(&encoded[..encoded.len().min(32)], HEADER_BITS + 64);
-        let (_, header) =
-            Reader::open(&mut head).ok_or_else(|| corrupt("no valid zfp header".into()))?;
-        if header.ty != self.ty {
-            return Err(corrupt(format!(
-                "stream holds zfp type {}, the array type {}",
-                header.ty, self.ty
-            )));
+        let size = self.ty.size();
+        if !out.len().is_multiple_of(size) {
+            return Err(CodecError::corrupt(
+                &self.name,
+                format!(
+                    "a chunk of {} bytes holds no whole {size}-byte values",
+                    out.len()
+                ),
+            ));
         }
-        // SAFETY: zfp_type_size only reads its argument.
-        let size = unsafe { zfp::zfp_type_size(header.ty) };
-        if header.count.checked_mul(size) != Some(out.len()) {
-            return Err(corrupt(format!(
-                "stream holds {} values of {size} bytes, the chunk {} bytes",
-                header.count,
-                out.len()
-            )));
-        }
-        // Every block but the last fills at least `minbits`: a stream shorter than that is cut
-        // (and padding it would allocate what a forged header asks for).
-        if header
-            .blocks
-            .saturating_sub(1)
-            .saturating_mul(header.minbits)
-            > encoded.len().saturating_mul(8)
-        {
-            return Err(corrupt(format!(
-                "stream of {} bytes is shorter than {} blocks of at least {} bits",
-                encoded.len(),
-                header.blocks,
-                header.minbits
-            )));
-        }
-        let max_bits = header
-            .max_bits()
-            .ok_or_else(|| corrupt("stream size overflows".into()))?;
-        let mut all = words(encoded, max_bits);
-        let (reader, _) =
-            Reader::open(&mut all).ok_or_else(|| corrupt("no valid zfp header".into()))?;
-        // SAFETY: `out` holds exactly the field's `count * size` bytes, contiguous (the field
-        // has no strides), and outlives the call; the input buffer holds every bit the header's
-        // mode can read.
-        let consumed = unsafe {
-            zfp::zfp_field_set_pointer(reader.field, out.as_mut_ptr().cast::<c_void>());
-            zfp::zfp_decompress(reader.stream, reader.field)
-        };
-        if consumed == 0 {
-            return Err(corrupt("zfp could not decode the stream".into()));
-        }
-        // zfpy's stream ends with the word holding its last bit: decoding ends there too.
-        if consumed != encoded.len().next_multiple_of(8) {
-            return Err(corrupt(format!(
-                "stream of {} bytes, decoding used {consumed}",
-                encoded.len()
-            )));
-        }
+        let values = zfp_stream::decode(encoded, &Layout::Header, self.ty, out.len() / size)
+            .map_err(|why| CodecError::corrupt(&self.name, why))?;
+        zfp_stream::copy_le(&values, size, out);
         Ok(out.len())
     }
 }
