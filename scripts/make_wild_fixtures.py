@@ -13,6 +13,10 @@ Expected values come from reading each store back with zarr-python (an independe
 for the object codecs, from the Python objects encoded; text files hold what zarrfs's `A` text
 view shows (one element per line). Needs: zarr 3.1, numcodecs 0.16, pcodec, zfpy 1.0.1, msgpack,
 ml_dtypes, netCDF4 (its bundled netCDF-c writes the NCZarr strings store), ncgen, zip. Run from the repository root: python3 scripts/make_wild_fixtures.py
+
+tests/fixtures/wild/zarrs/ (zarrs' own `zfp` codec, with its manifest) is written by zarrs itself,
+not by this script, which keeps it: cargo run --manifest-path scripts/zarrs_writer/Cargo.toml
+(needs cmake, for the libzfp that zfp-sys builds).
 """
 import json
 import lzma
@@ -631,9 +635,12 @@ def cdl_group(g, depth, lines):
 
 
 def main():
-    if os.path.exists(OUT):
-        shutil.rmtree(OUT)
-    os.makedirs(OUT)
+    # zarrs/ is scripts/zarrs_writer's (see above): everything else is rewritten.
+    os.makedirs(OUT, exist_ok=True)
+    for entry in os.listdir(OUT):
+        if entry != "zarrs":
+            full = os.path.join(OUT, entry)
+            shutil.rmtree(full) if os.path.isdir(full) else os.remove(full)
     times()
     v3_types()
     ext_types()

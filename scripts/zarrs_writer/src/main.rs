@@ -1,8 +1,8 @@
 //! Writes tests/fixtures/wild/zarrs/: a Zarr v3 store of zarrs' headerless `zfp` codec in every
 //! mode (expert, fixed rate, fixed precision, fixed accuracy, reversible), for the data types
-//! zarrs codes with it (float32/64, int32/64, and int8/uint8/int16/uint16/uint32/uint64 that
-//! zarrs promotes to zfp's 32/64-bit integers), 1 to 4 dimensions, with the values zarrs reads
-//! back as expected `.npy` files and the manifest tests/wild.rs reads.
+//! zarrs codes with it (float32/64, int32/64, datetime64, and int8/uint8/int16/uint16/uint32/
+//! uint64 that zarrs promotes to zfp's 32/64-bit integers), 1 to 4 dimensions, with the values
+//! zarrs reads back as expected `.npy` files and the manifest tests/wild.rs reads.
 //!
 //! Run from the repository root (libzfp is built by zfp-sys with cmake: `apt-get install cmake`):
 //! cargo run --manifest-path scripts/zarrs_writer/Cargo.toml
@@ -10,9 +10,11 @@
 use serde_json::{json, Value};
 use std::error::Error;
 use std::fs;
+use std::num::NonZeroU32;
 use std::path::Path;
 use std::sync::Arc;
 use zarrs::array::codec::ZfpCodec;
+use zarrs::array::data_type::NumpyTimeUnit;
 use zarrs::array::{data_type, ArrayBuilder, ArrayBytes, ArraySubset, DataType, FillValue};
 use zarrs::filesystem::FilesystemStore;
 use zarrs::group::GroupBuilder;
@@ -60,6 +62,7 @@ fn values(descr: &str, n: usize) -> Vec<u8> {
             "<i4" => out.extend(((v * 2.0e9) as i32).to_le_bytes()),
             "<u4" => out.extend((((v + 1.0) * 1.2e9) as u32).to_le_bytes()),
             "<i8" => out.extend(((v * 9.0e18) as i64).to_le_bytes()),
+            "<M8[s]" => out.extend((1_700_000_000 + (v * 1.0e7) as i64).to_le_bytes()),
             "<u8" => out.extend((((v + 1.0) * 5.0e18) as u64).to_le_bytes()),
             other => panic!("no values for {other}"),
         }
@@ -118,42 +121,206 @@ fn cases() -> Vec<Case> {
         exact,
     };
     vec![
-        case("rate_f4_2d", data_type::float32(), "<f4", 4, &[20, 30], &[8, 16],
-            ZfpCodec::new_fixed_rate(10.5), false),
-        case("rate_f8_4d", data_type::float64(), "<f8", 8, &[3, 5, 4, 6], &[2, 5, 4, 3],
-            ZfpCodec::new_fixed_rate(16.0), false),
-        case("rate_i4_1d", data_type::int32(), "<i4", 4, &[70], &[32],
-            ZfpCodec::new_fixed_rate(20.0), false),
-        case("rate_i2_3d", data_type::int16(), "<i2", 2, &[6, 7, 5], &[4, 4, 5],
-            ZfpCodec::new_fixed_rate(8.0), false),
-        case("precision_f8_3d", data_type::float64(), "<f8", 8, &[6, 7, 5], &[5, 6, 3],
-            ZfpCodec::new_fixed_precision(20), false),
-        case("precision_i8_1d", data_type::int64(), "<i8", 8, &[50], &[24],
-            ZfpCodec::new_fixed_precision(40), false),
-        case("precision_u1_2d", data_type::uint8(), "|u1", 1, &[12, 10], &[8, 8],
-            ZfpCodec::new_fixed_precision(10), false),
-        case("accuracy_f8_1d", data_type::float64(), "<f8", 8, &[100], &[40],
-            ZfpCodec::new_fixed_accuracy(1e-3), false),
-        case("accuracy_f4_4d", data_type::float32(), "<f4", 4, &[3, 4, 5, 6], &[3, 4, 5, 6],
-            ZfpCodec::new_fixed_accuracy(0.01), false),
-        case("expert_f4_2d", data_type::float32(), "<f4", 4, &[9, 11], &[9, 11],
-            ZfpCodec::new_expert(100, 300, 18, -10), false),
-        case("expert_i4_2d", data_type::int32(), "<i4", 4, &[10, 10], &[5, 10],
-            ZfpCodec::new_expert(1, 200, 24, -1074), false),
-        case("reversible_f4_2d", data_type::float32(), "<f4", 4, &[20, 30], &[8, 16],
-            ZfpCodec::new_reversible(), true),
-        case("reversible_f8_3d", data_type::float64(), "<f8", 8, &[5, 6, 7], &[5, 3, 7],
-            ZfpCodec::new_reversible(), true),
-        case("reversible_i1_2d", data_type::int8(), "|i1", 1, &[16, 20], &[8, 8],
-            ZfpCodec::new_reversible(), true),
-        case("reversible_u2_1d", data_type::uint16(), "<u2", 2, &[64], &[30],
-            ZfpCodec::new_reversible(), true),
-        case("reversible_i8_2d", data_type::int64(), "<i8", 8, &[7, 9], &[4, 4],
-            ZfpCodec::new_reversible(), true),
-        case("reversible_u4_1d", data_type::uint32(), "<u4", 4, &[40], &[16],
-            ZfpCodec::new_reversible(), false),
-        case("reversible_u8_2d", data_type::uint64(), "<u8", 8, &[6, 6], &[6, 6],
-            ZfpCodec::new_reversible(), false),
+        case(
+            "rate_f4_2d",
+            data_type::float32(),
+            "<f4",
+            4,
+            &[20, 30],
+            &[8, 16],
+            ZfpCodec::new_fixed_rate(10.5),
+            false,
+        ),
+        case(
+            "rate_f8_4d",
+            data_type::float64(),
+            "<f8",
+            8,
+            &[3, 5, 4, 6],
+            &[2, 5, 4, 3],
+            ZfpCodec::new_fixed_rate(16.0),
+            false,
+        ),
+        case(
+            "rate_i4_1d",
+            data_type::int32(),
+            "<i4",
+            4,
+            &[70],
+            &[32],
+            ZfpCodec::new_fixed_rate(20.0),
+            false,
+        ),
+        case(
+            "rate_i2_3d",
+            data_type::int16(),
+            "<i2",
+            2,
+            &[6, 7, 5],
+            &[4, 4, 5],
+            ZfpCodec::new_fixed_rate(8.0),
+            false,
+        ),
+        case(
+            "precision_f8_3d",
+            data_type::float64(),
+            "<f8",
+            8,
+            &[6, 7, 5],
+            &[5, 6, 3],
+            ZfpCodec::new_fixed_precision(20),
+            false,
+        ),
+        case(
+            "precision_i8_1d",
+            data_type::int64(),
+            "<i8",
+            8,
+            &[50],
+            &[24],
+            ZfpCodec::new_fixed_precision(40),
+            false,
+        ),
+        case(
+            "precision_u1_2d",
+            data_type::uint8(),
+            "|u1",
+            1,
+            &[12, 10],
+            &[8, 8],
+            ZfpCodec::new_fixed_precision(10),
+            false,
+        ),
+        case(
+            "accuracy_f8_1d",
+            data_type::float64(),
+            "<f8",
+            8,
+            &[100],
+            &[40],
+            ZfpCodec::new_fixed_accuracy(1e-3),
+            false,
+        ),
+        case(
+            "accuracy_f4_4d",
+            data_type::float32(),
+            "<f4",
+            4,
+            &[3, 4, 5, 6],
+            &[3, 4, 5, 6],
+            ZfpCodec::new_fixed_accuracy(0.01),
+            false,
+        ),
+        case(
+            "expert_f4_2d",
+            data_type::float32(),
+            "<f4",
+            4,
+            &[9, 11],
+            &[9, 11],
+            ZfpCodec::new_expert(100, 300, 18, -10),
+            false,
+        ),
+        case(
+            "expert_i4_2d",
+            data_type::int32(),
+            "<i4",
+            4,
+            &[10, 10],
+            &[5, 10],
+            ZfpCodec::new_expert(1, 200, 24, -1074),
+            false,
+        ),
+        case(
+            "reversible_f4_2d",
+            data_type::float32(),
+            "<f4",
+            4,
+            &[20, 30],
+            &[8, 16],
+            ZfpCodec::new_reversible(),
+            true,
+        ),
+        case(
+            "reversible_f8_3d",
+            data_type::float64(),
+            "<f8",
+            8,
+            &[5, 6, 7],
+            &[5, 3, 7],
+            ZfpCodec::new_reversible(),
+            true,
+        ),
+        case(
+            "reversible_i1_2d",
+            data_type::int8(),
+            "|i1",
+            1,
+            &[16, 20],
+            &[8, 8],
+            ZfpCodec::new_reversible(),
+            true,
+        ),
+        case(
+            "reversible_u2_1d",
+            data_type::uint16(),
+            "<u2",
+            2,
+            &[64],
+            &[30],
+            ZfpCodec::new_reversible(),
+            true,
+        ),
+        case(
+            "reversible_i8_2d",
+            data_type::int64(),
+            "<i8",
+            8,
+            &[7, 9],
+            &[4, 4],
+            ZfpCodec::new_reversible(),
+            true,
+        ),
+        case(
+            "reversible_datetime_1d",
+            data_type::numpy_datetime64(NumpyTimeUnit::Second, NonZeroU32::MIN),
+            "<M8[s]",
+            8,
+            &[20],
+            &[8],
+            ZfpCodec::new_reversible(),
+            true,
+        ),
+        case(
+            "precision_datetime_1d",
+            data_type::numpy_datetime64(NumpyTimeUnit::Second, NonZeroU32::MIN),
+            "<M8[s]",
+            8,
+            &[20],
+            &[8],
+            ZfpCodec::new_fixed_precision(52),
+            false,
+        ),
+        case(
+            "reversible_u4_1d",
+            data_type::uint32(),
+            "<u4",
+            4,
+            &[40],
+            &[16],
+            ZfpCodec::new_reversible(),
+            false,
+        ),
+        case(
+            "reversible_u8_2d",
+            data_type::uint64(),
+            "<u8",
+            8,
+            &[6, 6],
+            &[6, 6],
+            ZfpCodec::new_reversible(),
+            false,
+        ),
     ]
 }
 
@@ -164,7 +331,9 @@ fn main() -> Result<(), Box<dyn Error>> {
     }
     fs::create_dir_all(out.join("expected/zarrs_zfp"))?;
     let store = Arc::new(FilesystemStore::new(out.join(STORE))?);
-    GroupBuilder::new().build(store.clone(), "/")?.store_metadata()?;
+    GroupBuilder::new()
+        .build(store.clone(), "/")?
+        .store_metadata()?;
     let mut nodes = vec![json!({"path": "", "type": "group"})];
     for c in cases() {
         let array = ArrayBuilder::new(
@@ -186,10 +355,18 @@ fn main() -> Result<(), Box<dyn Error>> {
             .into_owned();
         assert_eq!(read.len(), n * c.size, "{}", c.name);
         if c.exact {
-            assert!(read == written, "{}: reversible mode changed values", c.name);
+            assert!(
+                read == written,
+                "{}: reversible mode changed values",
+                c.name
+            );
         }
         if c.name.starts_with("reversible_u") && !c.exact {
-            assert!(read == clamped(c.descr, &written), "{}: not the clamped values", c.name);
+            assert!(
+                read == clamped(c.descr, &written),
+                "{}: not the clamped values",
+                c.name
+            );
         }
         let rel = format!("expected/zarrs_zfp/{}.npy", c.name);
         fs::write(out.join(&rel), npy(c.descr, &c.shape, &read))?;
@@ -210,7 +387,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             "writer": "zarrs 0.23.14 (zfp feature)",
             "note": "zarrs' headerless zfp array→bytes codec in expert, fixed rate, fixed precision, \
                      fixed accuracy and reversible modes; float32/64, int32/64 and the types zarrs \
-                     promotes (int8, uint8, int16, uint16, uint32, uint64); 1 to 4 dimensions, edge \
+                     promotes (int8, uint8, int16, uint16, uint32, uint64) and numpy.datetime64 (as int64); 1 to 4 dimensions, edge \
                      chunks. Expected values: zarrs reading the store back (reversible mode: the \
                      written values, but for uint32/uint64 values above the signed maximum, which \
                      zarrs' promotion clamps). No hand-edits.",
