@@ -303,3 +303,47 @@ pub(super) fn copy_le(words: &[u64], size: usize, out: &mut [u8]) {
         }
     }
 }
+
+/// Test support shared by both zfp codecs.
+#[cfg(test)]
+pub(super) mod testutil {
+    use super::super::BytesToBytes;
+
+    /// A file of tests/fixtures/wild (a chunk a real writer wrote).
+    pub fn wild_chunk(path: &str) -> Vec<u8> {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/wild");
+        std::fs::read(format!("{dir}/{path}")).unwrap()
+    }
+
+    /// `good` (a stream `codec` decodes to `len` bytes) decodes; cut at whole words, with a
+    /// word appended, or into a buffer of the wrong size it fails; damaged it never crashes.
+    pub fn check_damaged_streams(codec: &dyn BytesToBytes, good: &[u8], len: usize, what: &str) {
+        let mut out = vec![0u8; len];
+        assert_eq!(codec.decode(good, &mut out), Ok(len), "{what}");
+        // A stream cut inside its last word can still decode (zfp has no checksum).
+        for cut in [0, 4, good.len() / 16 * 8, good.len() - 8] {
+            assert!(
+                codec.decode(&good[..cut], &mut out).is_err(),
+                "{what} cut to {cut}"
+            );
+        }
+        let mut longer = good.to_vec();
+        longer.extend([0u8; 8]);
+        assert!(
+            codec.decode(&longer, &mut out).is_err(),
+            "{what}: trailing word"
+        );
+        let mut wrong = vec![0u8; len + 8];
+        assert!(
+            codec.decode(good, &mut wrong).is_err(),
+            "{what}: wrong size"
+        );
+        for i in 0..good.len() {
+            for flip in [0x01u8, 0x80, 0xff] {
+                let mut bad = good.to_vec();
+                bad[i] ^= flip;
+                let _ = codec.decode(&bad, &mut out);
+            }
+        }
+    }
+}
