@@ -12,6 +12,7 @@
 mod adler32;
 mod astype;
 mod base64;
+mod bitpack;
 mod bitround;
 mod blosc;
 mod bytes;
@@ -49,6 +50,9 @@ mod shuffle;
 mod stream;
 mod transpose;
 pub mod vlen;
+mod zfp;
+mod zfp_stream;
+mod zfpy;
 mod zlib;
 mod zstd;
 

@@ -2,7 +2,7 @@
 
 use super::registry::{
     build_array_to_array, build_array_to_bytes, build_bytes_to_bytes, is_array_to_array_only,
-    is_array_to_bytes,
+    is_array_to_bytes, Serializer,
 };
 use super::vlen::VlenPipeline;
 use super::{ArrayToArray, ArrayToBytes, BytesToBytes, ChunkRepr, CodecError, Size, StoredElem};
@@ -97,8 +97,9 @@ impl Pipeline {
 struct FixedPipeline {
     /// Array→array codecs in chain order, each with the byte length of its decoded form.
     array_to_array: Vec<(Box<dyn ArrayToArray>, usize)>,
-    /// The array→bytes codec.
-    array_to_bytes: Box<dyn ArrayToBytes>,
+    /// The array→bytes codec when it works in place (`bytes`); the others decode as the first
+    /// of `bytes_to_bytes`.
+    array_to_bytes: Option<Box<dyn ArrayToBytes>>,
     /// Byte length of the array→bytes codec's data.
     serialized_len: usize,
     /// Bytes→bytes codecs in chain order, each with the size of its decoded form.
@@ -115,25 +116,19 @@ impl FixedPipeline {
         dtype: &DataType,
         chunk_shape: &[u64],
     ) -> Result<Self, CodecError> {
-        let serializers: Vec<usize> = (0..codecs.len())
-            .filter(|&i| is_array_to_bytes(&codecs[i].name))
-            .collect();
-        let (split, serializer) = match serializers.as_slice() {
-            [] => {
+        let (split, serializer) = match codecs.iter().position(|c| is_array_to_bytes(&c.name)) {
+            None => {
                 let n = codecs
                     .iter()
                     .take_while(|c| is_array_to_array_only(&c.name))
                     .count();
-                (n, CodecSpec::new("bytes", serde_json::json!({})))
+                (n, None)
             }
-            [i] => (*i, codecs[*i].clone()),
-            [_, second, ..] => {
-                return Err(CodecError::bad_config(
-                    &codecs[*second].name,
-                    "a chain has exactly one array→bytes codec",
-                ))
-            }
+            Some(i) => (i, Some(codecs[i].clone())),
         };
+        let rest = &codecs[split + usize::from(serializer.is_some())..];
+        let serializer =
+            serializer.unwrap_or_else(|| CodecSpec::new("bytes", serde_json::json!({})));
 
         let mut repr = ChunkRepr {
             shape: chunk_shape.to_vec(),
@@ -147,21 +142,24 @@ impl FixedPipeline {
             repr = encoded;
         }
 
-        let array_to_bytes = build_array_to_bytes(&serializer, &repr)?;
         let serialized_len = repr.byte_len(&serializer.name)?;
+        let mut bytes_to_bytes = Vec::with_capacity(rest.len() + 1);
+        let mut size = Size::Exact(serialized_len);
         let big_endian = serializer.config.get("endian").and_then(|e| e.as_str()) == Some("big");
+        let array_to_bytes = match build_array_to_bytes(&serializer, &repr)? {
+            Serializer::InPlace(codec) => Some(codec),
+            // It decodes first of the bytes→bytes codecs, into little-endian elements.
+            Serializer::Decoder(codec) => {
+                let encoded = codec.encoded_size(size);
+                bytes_to_bytes.push((codec, size));
+                size = encoded;
+                None
+            }
+        };
         let elem = StoredElem {
             dtype: repr.dtype,
             big_endian,
         };
-
-        let rest = if serializers.is_empty() {
-            &codecs[split..]
-        } else {
-            &codecs[split + 1..]
-        };
-        let mut bytes_to_bytes = Vec::with_capacity(rest.len());
-        let mut size = Size::Exact(serialized_len);
         for spec in rest {
             let codec = build_bytes_to_bytes(spec, &elem)?;
             let encoded = codec.encoded_size(size);
@@ -199,12 +197,12 @@ impl FixedPipeline {
         }
         let Some(((first, _), rest)) = self.array_to_array.split_first() else {
             self.decode_bytes(encoded, out)?;
-            self.array_to_bytes.decode_in_place(out);
+            self.swap(out);
             return Ok(());
         };
         let mut current = vec![0u8; self.serialized_len];
         self.decode_bytes(encoded, &mut current)?;
-        self.array_to_bytes.decode_in_place(&mut current);
+        self.swap(&mut current);
         for (codec, len) in rest.iter().rev() {
             let mut next = vec![0u8; *len];
             STATS.decode(codec.name(), || codec.decode(&current, &mut next), |_| *len)?;
@@ -212,6 +210,13 @@ impl FixedPipeline {
         }
         let len = out.len();
         STATS.decode(first.name(), || first.decode(&current, out), |_| len)
+    }
+
+    /// Turns the serialized elements into little-endian ones, in place.
+    fn swap(&self, data: &mut [u8]) {
+        if let Some(codec) = &self.array_to_bytes {
+            codec.decode_in_place(data);
+        }
     }
 
     /// Runs the bytes→bytes codecs last to first, the chain's first one writing into `target`

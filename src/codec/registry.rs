@@ -4,6 +4,7 @@
 
 use super::astype::Cast;
 use super::base64::Base64;
+use super::bitpack::BitPack;
 use super::bitround::BitRound;
 use super::blosc::Blosc;
 use super::bytes::Bytes;
@@ -17,6 +18,8 @@ use super::lz4::Lz4;
 use super::packbits::PackBits;
 use super::shuffle::Shuffle;
 use super::transpose::Transpose;
+use super::zfp::{self, Zfp};
+use super::zfpy::Zfpy;
 use super::zlib::Zlib;
 use super::zstd::Zstd;
 use super::{adler32, crc32, crc32c, fletcher32, jenkins_lookup3, lzma, pcodec, quantize};
@@ -56,11 +59,24 @@ const BYTES_TO_BYTES: &[&str] = &[
     "base64",
     "lzma",
     "pcodec",
+    "zfpy",
 ];
 
-/// True for the array→bytes codecs zarrfs implements (`bytes`, the v3 drafts' `endian`).
+/// True for the array→bytes codecs zarrfs implements: `bytes`, the v3 drafts' `endian`,
+/// zarr-extensions' `packbits`, zarrs' `zfp` and zarr-python 3's `numcodecs.zfpy`. The first one in a chain
+/// is its array→bytes codec; a `packbits` after it is numcodecs' bool filter (its v2 place) and
+/// a `zfpy` after it a compressor (numcodecs' own v2 use).
 pub(crate) fn is_array_to_bytes(name: &str) -> bool {
-    matches!(name, "bytes" | "endian")
+    matches!(name, "bytes" | "endian" | "packbits" | "numcodecs.zfpy") || zfp::is_zfp(name)
+}
+
+/// The array→bytes codec of a chain.
+pub(crate) enum Serializer {
+    /// `bytes` (`endian`): the stored elements, in their byte order.
+    InPlace(Box<dyn ArrayToBytes>),
+    /// A codec whose stored form has its own size (`packbits`, `zfp`, `zfpy`): it decodes into the
+    /// little-endian elements the way a bytes→bytes codec does.
+    Decoder(Box<dyn BytesToBytes>),
 }
 
 /// True for codecs that can only be array→array: `transpose`, and filters named the way
@@ -81,7 +97,6 @@ fn unsupported(spec: &CodecSpec) -> CodecError {
         "vlen-array" | "json2" | "msgpack2" => {
             "object codecs go with an object (string or bytes) data type"
         }
-        "zfpy" | "zfp" => "no decoder for this array→bytes compressor is built in",
         _ => return CodecError::Unsupported(spec.name.clone()),
     };
     CodecError::unsupported(&spec.name, reason)
@@ -132,8 +147,13 @@ pub(crate) fn build_array_to_array(
 pub(crate) fn build_array_to_bytes(
     spec: &CodecSpec,
     repr: &ChunkRepr,
-) -> Result<Box<dyn ArrayToBytes>, CodecError> {
-    Ok(Box::new(Bytes::build(spec, &repr.dtype)?))
+) -> Result<Serializer, CodecError> {
+    Ok(match spec.name.as_str() {
+        "packbits" => Serializer::Decoder(Box::new(BitPack::build(spec, &repr.dtype)?)),
+        "numcodecs.zfpy" => Serializer::Decoder(Box::new(Zfpy::build(spec, &repr.dtype)?)),
+        name if zfp::is_zfp(name) => Serializer::Decoder(Box::new(Zfp::build(spec, repr)?)),
+        _ => Serializer::InPlace(Box::new(Bytes::build(spec, &repr.dtype)?)),
+    })
 }
 
 /// Builds a bytes→bytes codec; `elem` is what the array→bytes codec stored.
@@ -158,8 +178,16 @@ pub(crate) fn build_bytes_to_bytes(
         "shuffle" => Box::new(Shuffle::build(spec, elem)?),
         "lzma" => Box::new(lzma::build(spec)?),
         "pcodec" => Box::new(pcodec::build(spec, elem)?),
+        // numcodecs refuses big-endian arrays ("Unknown dtype: >f8"): zfpy's values are native.
+        "zfpy" if elem.big_endian => {
+            return Err(CodecError::bad_config(
+                name,
+                "zfpy holds little-endian values, not the big-endian dtype",
+            ))
+        }
+        "zfpy" => Box::new(Zfpy::build(spec, &elem.dtype)?),
         id if FILTERS.contains(&id) => Box::new(FilterBytes(build_filter(spec, elem)?)),
-        "transpose" | "bytes" | "endian" => {
+        id if matches!(id, "transpose" | "bytes" | "endian") || zfp::is_zfp(id) => {
             return Err(CodecError::bad_config(
                 name,
                 "an array codec cannot come after the array→bytes codec",
@@ -206,18 +234,25 @@ mod tests {
     }
 
     #[test]
+    fn zfpy_refuses_big_endian_dtypes() {
+        let spec = CodecSpec::new("zfpy", json!({"mode": 4, "tolerance": -1}));
+        let mut elem = StoredElem {
+            dtype: DataType::Float(8),
+            big_endian: true,
+        };
+        let built = build_bytes_to_bytes(&spec, &elem);
+        assert!(matches!(built, Err(CodecError::BadConfig { .. })));
+        elem.big_endian = false;
+        assert!(build_bytes_to_bytes(&spec, &elem).is_ok());
+    }
+
+    #[test]
     fn unknown_and_unimplemented_names_are_unsupported() {
         let elem = StoredElem {
             dtype: DataType::Int(4),
             big_endian: false,
         };
-        for name in [
-            "foo",
-            "sharding_indexed",
-            "vlen-utf8",
-            "pickle",
-            "numcodecs.zfpy",
-        ] {
+        for name in ["foo", "sharding_indexed", "vlen-utf8", "pickle"] {
             let err = build_bytes_to_bytes(&CodecSpec::new(name, json!({})), &elem).err();
             match err {
                 Some(CodecError::Unsupported(msg)) => assert!(msg.starts_with(name), "{msg}"),

@@ -134,6 +134,15 @@ pub fn data_type(name: &str) -> Option<DataType> {
     }
 }
 
+/// The width in bits of an extension type `name` (`int4`: 4), if `name` is one.
+pub fn bit_width(name: &str) -> Option<u32> {
+    match name {
+        "int2" | "uint2" => Some(2),
+        "int4" | "uint4" => Some(4),
+        _ => minifloat(name).map(|t| t.bits()),
+    }
+}
+
 /// The fill value of a small float type `name` as its one byte; `None` if `name` is not one.
 pub fn float_fill(name: &str, value: &Value) -> Option<Result<Vec<u8>, MetaError>> {
     let t = minifloat(name)?;
@@ -188,5 +197,9 @@ mod tests {
         assert_eq!(data_type("int4"), Some(DataType::Int(1)));
         assert_eq!(data_type("float8_e5m2"), Some(DataType::UInt(1)));
         assert_eq!(data_type("float9"), None);
+        assert_eq!(bit_width("float6_e3m2fn"), Some(6));
+        assert_eq!(bit_width("float8_e8m0fnu"), Some(8));
+        assert_eq!(bit_width("uint2"), Some(2));
+        assert_eq!(bit_width("int8"), None);
     }
 }

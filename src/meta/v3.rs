@@ -183,20 +183,17 @@ pub fn parse_array(doc: &Map<String, Value>, prefix: &str) -> Result<ArrayMeta, 
         }
     };
 
-    let codecs = match doc.get("codecs") {
-        Some(Value::Array(list)) => list
-            .iter()
-            .map(|c| named(c).map(|(name, config)| CodecSpec::new(name, Value::Object(config))))
-            .collect::<Result<Vec<_>, _>>()?,
+    let mut codec_list = match doc.get("codecs") {
+        Some(Value::Array(list)) => list.clone(),
         _ => return Err(MetaError::field("codecs", "missing or not a list")),
     };
-    // In v3, a bare `packbits` is zarr-extensions' bit packing of small types (int4, float6, ...),
-    // not numcodecs' bool packing (which zarr-python 3 names `numcodecs.packbits`).
-    if codecs.iter().any(|c| c.name == "packbits") {
-        return Err(MetaError::Unsupported(
-            "codec \"packbits\" (zarr-extensions bit packing)".into(),
-        ));
+    if let Some(bits) = super::ext_types::bit_width(type_name) {
+        set_packbits_last_bit(&mut codec_list, bits);
     }
+    let codecs = codec_list
+        .iter()
+        .map(|c| named(c).map(|(name, config)| CodecSpec::new(name, Value::Object(config))))
+        .collect::<Result<Vec<_>, _>>()?;
     if let Some(Value::Array(t)) = doc.get("storage_transformers") {
         if let Some(first) = t.first() {
             return Err(MetaError::Unsupported(format!(
@@ -212,6 +209,38 @@ pub fn parse_array(doc: &Map<String, Value>, prefix: &str) -> Result<ArrayMeta, 
         codecs,
         chunk_keys,
     })
+}
+
+/// Writes an extension type's `last_bit` (its bit width less one, zarr-extensions' default)
+/// into each `packbits` codec that has none, also inside sharding's inner chains: the served
+/// type (one byte an element) does not tell the packing codec that width.
+fn set_packbits_last_bit(codecs: &mut [Value], bits: u32) {
+    for codec in codecs {
+        let Some(obj) = codec.as_object_mut() else {
+            if codec.as_str() == Some("packbits") {
+                *codec = json!({"name": "packbits", "configuration": {"last_bit": bits - 1}});
+            }
+            continue;
+        };
+        let name = obj.get("name").and_then(Value::as_str).map(str::to_owned);
+        let config = obj.get_mut("configuration").and_then(Value::as_object_mut);
+        match (name.as_deref(), config) {
+            (Some("packbits"), Some(config))
+                if config.get("last_bit").is_none_or(Value::is_null) =>
+            {
+                config.insert("last_bit".into(), json!(bits - 1));
+            }
+            (Some("packbits"), None) => {
+                obj.insert("configuration".into(), json!({"last_bit": bits - 1}));
+            }
+            (Some("sharding_indexed"), Some(config)) => {
+                if let Some(Value::Array(inner)) = config.get_mut("codecs") {
+                    set_packbits_last_bit(inner, bits);
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// A v3 "named configuration": `{"name": .., "configuration": {..}}` or a bare name string.
@@ -263,14 +292,21 @@ mod tests {
     }
 
     #[test]
-    fn zarr_extension_packbits_is_unsupported() {
+    fn extension_types_give_packbits_their_width() {
         let doc = json!({"shape": [8], "data_type": "int4",
             "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [8]}},
-            "codecs": [{"name": "packbits", "configuration": {"padding_encoding": "first_byte"}}]});
-        assert!(matches!(
-            parse_array(doc.as_object().unwrap(), ""),
-            Err(MetaError::Unsupported(m)) if m.contains("packbits")
-        ));
+            "codecs": [{"name": "sharding_indexed", "configuration": {"chunk_shape": [4],
+                "codecs": ["packbits"], "index_codecs": [{"name": "bytes"}]}},
+                {"name": "packbits", "configuration": {"first_bit": 1}}]});
+        let meta = parse_array(doc.as_object().unwrap(), "").unwrap();
+        assert_eq!(
+            meta.codecs[0].config["codecs"][0]["configuration"]["last_bit"],
+            3
+        );
+        assert_eq!(
+            meta.codecs[1].config,
+            json!({"first_bit": 1, "last_bit": 3})
+        );
     }
 
     #[test]
