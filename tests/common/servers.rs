@@ -21,6 +21,33 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// True when process `pid` holds a socket listening on 127.0.0.1:`port` (or any address).
+fn listens(pid: u32, port: u16) -> bool {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    let inodes: Vec<String> = fds
+        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .filter_map(|target| {
+            let target = target.to_str()?;
+            Some(
+                target
+                    .strip_prefix("socket:[")?
+                    .strip_suffix(']')?
+                    .to_string(),
+            )
+        })
+        .collect();
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+    table.lines().skip(1).any(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        f.len() > 9
+            && f[3] == "0A"
+            && f[1].rsplit(':').next() == Some(&format!("{port:04X}"))
+            && inodes.iter().any(|i| i == f[9])
+    })
+}
+
 /// A server child process, killed on drop.
 pub struct Server {
     child: Option<Child>,
@@ -31,27 +58,45 @@ pub struct Server {
 }
 
 impl Server {
-    fn start(mut cmd: Command, port: u16, dir: tempfile::TempDir) -> Server {
-        let child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e} (run .ci/run to install it)"));
-        let mut server = Server {
-            child: Some(child),
-            url: format!("http://127.0.0.1:{port}"),
-            dir,
-        };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            if let Some(status) = server.child.as_mut().unwrap().try_wait().unwrap() {
-                panic!("{cmd:?} exited ({status}) before listening");
+    /// Starts `command(port)` on a free port and waits until that child itself listens there.
+    /// Another process may take the port between the probe and the child's bind (tests and
+    /// test runs start servers at once): then the child exits, or a connect would reach the
+    /// other server, so readiness is the child's own listening socket, and a lost port is
+    /// retried with a new one.
+    fn start(command: impl Fn(u16) -> Command, dir: tempfile::TempDir) -> Server {
+        for _ in 0..5 {
+            let port = free_port();
+            let mut cmd = command(port);
+            let mut child = cmd
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap_or_else(|e| {
+                    panic!("cannot start {cmd:?}: {e} (run .ci/run to install it)")
+                });
+            let deadline = Instant::now() + Duration::from_secs(20);
+            loop {
+                if listens(child.id(), port) {
+                    return Server {
+                        child: Some(child),
+                        url: format!("http://127.0.0.1:{port}"),
+                        dir,
+                    };
+                }
+                if let Some(status) = child.try_wait().unwrap() {
+                    eprintln!("{cmd:?} exited ({status}) before listening; another port");
+                    break;
+                }
+                if Instant::now() > deadline {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    panic!("{cmd:?} did not listen");
+                }
+                std::thread::sleep(Duration::from_millis(20));
             }
-            assert!(Instant::now() < deadline, "{cmd:?} did not listen");
-            std::thread::sleep(Duration::from_millis(20));
         }
-        server
+        panic!("no server could listen on a free port in 5 tries");
     }
 
     /// The port the server listens on.
@@ -105,12 +150,14 @@ pub fn s3_server(buckets: &[(&str, &[PathBuf])]) -> Server {
         }
         std::fs::create_dir_all(root.join(bucket)).unwrap();
     }
-    let port = free_port();
-    let mut cmd = Command::new("s3s-fs");
-    cmd.args(["--host", "127.0.0.1", "--port", &port.to_string()])
-        .args(["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
-        .arg(&root);
-    Server::start(cmd, port, dir)
+    let start = |port: u16| {
+        let mut cmd = Command::new("s3s-fs");
+        cmd.args(["--host", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
+            .arg(&root);
+        cmd
+    };
+    Server::start(start, dir)
 }
 
 /// Sets the variables the S3 client reads its credentials and region from.
@@ -124,22 +171,25 @@ pub fn s3_credentials_env() {
 /// its pid, logs and temporary files in its own directory.
 pub fn http_server(root: &Path) -> Server {
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let d = dir.path().display();
-    let conf = format!(
-        "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\n\
-         error_log {d}/error.log;\nevents {{ worker_connections 512; }}\n\
-         http {{\n  access_log off;\n  client_body_temp_path {d}/body;\n\
-         proxy_temp_path {d}/proxy;\n  fastcgi_temp_path {d}/fastcgi;\n\
-         uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
-         server {{\n    listen 127.0.0.1:{port};\n    root {};\n  }}\n}}\n",
-        root.display()
-    );
-    let conf_path = dir.path().join("nginx.conf");
-    std::fs::write(&conf_path, conf).unwrap();
-    let mut cmd = Command::new("nginx");
-    cmd.arg("-c").arg(&conf_path).arg("-p").arg(dir.path());
-    Server::start(cmd, port, dir)
+    let d = dir.path().to_path_buf();
+    let start = |port: u16| {
+        let conf = format!(
+            "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\n\
+             error_log {d}/error.log;\nevents {{ worker_connections 512; }}\n\
+             http {{\n  access_log off;\n  client_body_temp_path {d}/body;\n\
+             proxy_temp_path {d}/proxy;\n  fastcgi_temp_path {d}/fastcgi;\n\
+             uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
+             server {{\n    listen 127.0.0.1:{port};\n    root {};\n  }}\n}}\n",
+            root.display(),
+            d = d.display()
+        );
+        let conf_path = d.join("nginx.conf");
+        std::fs::write(&conf_path, conf).unwrap();
+        let mut cmd = Command::new("nginx");
+        cmd.arg("-c").arg(&conf_path).arg("-p").arg(&d);
+        cmd
+    };
+    Server::start(start, dir)
 }
 
 /// A Python HTTP proxy in front of `upstream` that injects faults on command: `fail N` answers
@@ -215,12 +265,14 @@ pub fn fault_proxy(upstream: &Server) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("proxy.py");
     std::fs::write(&script, FAULT_PROXY).unwrap();
-    let port = free_port();
-    let mut cmd = Command::new("python3");
-    cmd.arg(&script)
-        .arg(port.to_string())
-        .arg(upstream.port().to_string());
-    Server::start(cmd, port, dir)
+    let start = |port: u16| {
+        let mut cmd = Command::new("python3");
+        cmd.arg(&script)
+            .arg(port.to_string())
+            .arg(upstream.port().to_string());
+        cmd
+    };
+    Server::start(start, dir)
 }
 
 /// Sends a command to a fault proxy (`fail/2`, `sleep/30`, `ok`); returns how many requests it
