@@ -255,9 +255,7 @@ impl BackingFile {
         if state.saved.elapsed() >= SAVE_EVERY {
             state.saved = Instant::now();
             drop(state);
-            self.in_background(false, "backing-save", |s| {
-                s.save_if(|_| true);
-            });
+            self.in_background(false, "backing-save", |s| s.save_if(|_| true));
         }
     }
 
@@ -279,9 +277,9 @@ impl BackingFile {
 }
 
 impl Shared {
-    /// Saves the bitmap when `due`; false when that failed (writing is off then).
-    fn save_if(&self, due: impl Fn(&State) -> bool) -> bool {
-        let Some(w) = &self.writing else { return true };
+    /// Saves the bitmap when `due` (a failure turns writing off).
+    fn save_if(&self, due: impl Fn(&State) -> bool) {
+        let Some(w) = &self.writing else { return };
         let bits = {
             let mut state = lock(&self.state);
             match &state.map {
@@ -291,7 +289,7 @@ impl Shared {
                     state.saved = Instant::now();
                     bits
                 }
-                _ => return true,
+                _ => return,
             }
         };
         // Every block in `bits` was written before its bit was set, and is synced next: the
@@ -302,12 +300,8 @@ impl Shared {
             File::open(&tmp)?.sync_all()?;
             std::fs::rename(&tmp, &w.map)
         });
-        match saved {
-            Ok(()) => true,
-            Err(e) => {
-                self.dir.write_failed(&e, &self.label);
-                false
-            }
+        if let Err(e) = saved {
+            self.dir.write_failed(&e, &self.label);
         }
     }
 
