@@ -76,6 +76,36 @@ fn a_partly_cached_array_mixes_cached_and_decoded_bytes() {
 }
 
 #[test]
+fn the_bitmap_is_saved_while_an_array_is_being_written() {
+    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write_store(store.path(), 2.0);
+    let dir = BackingDir::open(cache.path(), Some(1 << 30)).unwrap();
+    let v = view(store.path(), &dir);
+    assert_eq!(read(&v, 0, 8192), expected(2.0)[..8192]);
+    assert_eq!(files(cache.path(), "map"), 0, "no save on the read path");
+    // A write two seconds (the save interval) later starts a save in the background.
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    assert_eq!(read(&v, 8192, 4096), expected(2.0)[8192..12288]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while files(cache.path(), "map") == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the bitmap was not saved"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // The saved bitmap claims the first 12 KiB, which a crash now would keep.
+    let map = std::fs::read_dir(cache.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "map"))
+        .unwrap();
+    assert_eq!(std::fs::read(map).unwrap()[0], 0b111);
+    drop(v);
+    assert_eq!(files(cache.path(), "part"), 1);
+}
+
+#[test]
 fn a_changed_chunk_or_metadata_makes_the_backing_file_stale() {
     let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     write_store(store.path(), 1.0);
