@@ -2,16 +2,22 @@
 
 mod common;
 
-use common::float_store::{expected, files, write_store, N};
+use common::float_store::{expected, files, write_store, CHUNK, N};
+use common::servers;
 use std::path::Path;
 use std::sync::Arc;
 use zarrfs::backing::BackingDir;
 use zarrfs::meta::LoadOptions;
+use zarrfs::store::{self, RemoteOptions, Store};
 use zarrfs::view::View;
 
 fn view(store: &Path, dir: &Arc<BackingDir>) -> View {
     let location = store.to_str().unwrap();
-    let s: Arc<dyn zarrfs::store::Store> = Arc::from(zarrfs::store::open(location).unwrap());
+    view_of(Arc::from(store::open(location).unwrap()), location, dir)
+}
+
+/// A view of `s` (opened from `location`) using the cache directory `dir`.
+fn view_of(s: Arc<dyn Store>, location: &str, dir: &Arc<BackingDir>) -> View {
     let mut v =
         zarrfs::view::from_store(s.clone(), location, 64 << 20, &LoadOptions::default()).unwrap();
     v.set_backing_dir(dir.clone(), s, location);
@@ -70,6 +76,36 @@ fn a_partly_cached_array_mixes_cached_and_decoded_bytes() {
 }
 
 #[test]
+fn the_bitmap_is_saved_while_an_array_is_being_written() {
+    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write_store(store.path(), 2.0);
+    let dir = BackingDir::open(cache.path(), Some(1 << 30)).unwrap();
+    let v = view(store.path(), &dir);
+    assert_eq!(read(&v, 0, 8192), expected(2.0)[..8192]);
+    assert_eq!(files(cache.path(), "map"), 0, "no save on the read path");
+    // A write two seconds (the save interval) later starts a save in the background.
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    assert_eq!(read(&v, 8192, 4096), expected(2.0)[8192..12288]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while files(cache.path(), "map") == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the bitmap was not saved"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // The saved bitmap claims the first 12 KiB, which a crash now would keep.
+    let map = std::fs::read_dir(cache.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "map"))
+        .unwrap();
+    assert_eq!(std::fs::read(map).unwrap()[0], 0b111);
+    drop(v);
+    assert_eq!(files(cache.path(), "part"), 1);
+}
+
+#[test]
 fn a_changed_chunk_or_metadata_makes_the_backing_file_stale() {
     let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     write_store(store.path(), 1.0);
@@ -95,6 +131,46 @@ fn a_changed_chunk_or_metadata_makes_the_backing_file_stale() {
     );
     assert_eq!(dir.hit_bytes(), before);
     assert_eq!(files(cache.path(), "data"), 3);
+}
+
+#[test]
+fn a_changed_chunk_of_a_remote_store_makes_the_backing_file_stale() {
+    let (stores, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write_store(&stores.path().join("s.zarr"), 1.0);
+    let s3 = servers::s3_server(&[("stale", &[stores.path().join("s.zarr")])]);
+    servers::s3_credentials_env();
+    let url = "s3://stale/s.zarr";
+    let open = || -> Arc<dyn Store> {
+        let options = RemoteOptions {
+            endpoint: Some(s3.url.clone()),
+            ..RemoteOptions::default()
+        };
+        Arc::from(store::open_with(url, &options).unwrap())
+    };
+    let dir = BackingDir::open(cache.path(), Some(1 << 30)).unwrap();
+    assert_eq!(
+        read(&view_of(open(), url, &dir), 0, (N * 8) as u32),
+        expected(1.0)
+    );
+    assert_eq!(files(cache.path(), "data"), 1);
+    // Chunk 0 rewritten on the server: same size, new values, modified a little later (the
+    // listing's last-modified time; s3s-fs lists no ETags).
+    let chunk = s3.dir.path().join("root/stale/s.zarr/a/0");
+    let before = std::fs::metadata(&chunk).unwrap().modified().unwrap();
+    std::fs::write(&chunk, &expected(7.0)[..CHUNK * 8]).unwrap();
+    let later = before + std::time::Duration::from_secs(2);
+    std::fs::File::options()
+        .write(true)
+        .open(&chunk)
+        .unwrap()
+        .set_modified(later)
+        .unwrap();
+    let mut want = expected(1.0);
+    want[..CHUNK * 8].copy_from_slice(&expected(7.0)[..CHUNK * 8]);
+    let hits = dir.hit_bytes();
+    assert_eq!(read(&view_of(open(), url, &dir), 0, (N * 8) as u32), want);
+    assert_eq!(dir.hit_bytes(), hits, "nothing came from the stale file");
+    assert_eq!(files(cache.path(), "data"), 2);
 }
 
 /// Opens `a.npy` in a fresh view and asks for its local file (which starts writing it), then

@@ -5,14 +5,17 @@ use super::dir::BackingDir;
 use super::BLOCK;
 use std::fs::File;
 use std::io;
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
-/// Bytes written between two saves of the bitmap (each save syncs the data first).
-const SAVE_EVERY: u64 = 64 << 20;
+/// How often the bitmap of what is written is saved (each save syncs the data first, off the
+/// read path): a crash loses at most about this much decoding.
+const SAVE_EVERY: Duration = Duration::from_secs(2);
 
 /// Where a file being written lives, and the lock that makes this mount its only writer.
 pub(super) struct Writing {
@@ -25,26 +28,40 @@ pub(super) struct Writing {
 struct State {
     /// `None` once complete.
     map: Option<Bitmap>,
-    unsaved: u64,
+    /// Blocks were written since the bitmap was last saved.
+    unsaved: bool,
+    /// When the bitmap was last saved (or the file opened).
+    saved: Instant,
+}
+
+/// What the readers and the background jobs share.
+struct Shared {
+    file: File,
+    size: u64,
+    state: Mutex<State>,
+    complete: AtomicBool,
+    writing: Option<Writing>,
+    dir: Arc<BackingDir>,
+    label: String,
 }
 
 /// An array's decoded bytes on local disk, laid out like its file `A`.
 pub struct BackingFile {
-    file: File,
-    size: u64,
-    state: Mutex<State>,
-    complete: Arc<AtomicBool>,
-    writing: Option<Writing>,
-    /// Syncs and publishes the file once every block is written, off the read path.
-    publishing: Mutex<Option<JoinHandle<()>>>,
-    dir: Arc<BackingDir>,
+    shared: Arc<Shared>,
+    /// The last background job that syncs (saves the bitmap, publishes the file); each job
+    /// waits for the one before it.
+    syncing: Mutex<Option<JoinHandle<()>>>,
     /// The name of the array's files in `dir`.
     key: String,
     /// `KEY.npy`, once complete (see [`BackingFile::npy_file`]).
     npy: Arc<OnceLock<File>>,
     /// Writes `KEY.npy` off the open path.
     npy_job: Mutex<Option<JoinHandle<()>>>,
-    label: String,
+}
+
+/// Locks `m`, whatever a panicking holder left behind.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl BackingFile {
@@ -82,28 +99,34 @@ impl BackingFile {
     ) -> Self {
         let (map, writing) = partial.unzip();
         BackingFile {
-            file,
-            size,
-            state: Mutex::new(State { map, unsaved: 0 }),
-            complete: Arc::new(AtomicBool::new(writing.is_none())),
-            writing,
-            publishing: Mutex::new(None),
-            dir,
+            shared: Arc::new(Shared {
+                file,
+                size,
+                state: Mutex::new(State {
+                    map,
+                    unsaved: false,
+                    saved: Instant::now(),
+                }),
+                complete: AtomicBool::new(writing.is_none()),
+                writing,
+                dir,
+                label: label.to_string(),
+            }),
+            syncing: Mutex::new(None),
             key: key.to_string(),
             npy: Arc::default(),
             npy_job: Mutex::new(None),
-            label: label.to_string(),
         }
     }
 
     /// True when every byte is present (the file is `KEY.data`).
     pub fn is_complete(&self) -> bool {
-        self.complete.load(Ordering::Acquire)
+        self.shared.complete.load(Ordering::Acquire)
     }
 
     /// The open file (for passthrough, once complete).
     pub fn file(&self) -> &File {
-        &self.file
+        &self.shared.file
     }
 
     /// `A.npy` on local disk (`header`, then this file's bytes) once this file is complete,
@@ -117,30 +140,26 @@ impl BackingFile {
         if let Some(npy) = self.npy.get() {
             return npy.try_clone().ok();
         }
-        let len = header.len() as u64 + self.size;
-        if let Some(done) = self.dir.complete_npy(&self.key, len) {
+        let s = &self.shared;
+        let len = header.len() as u64 + s.size;
+        if let Some(done) = s.dir.complete_npy(&self.key, len) {
             let _ = done.set_modified(std::time::SystemTime::now());
             let _ = self.npy.set(done);
             return self.npy.get()?.try_clone().ok();
         }
-        let mut job = self.npy_job.lock().unwrap_or_else(|p| p.into_inner());
+        let mut job = lock(&self.npy_job);
         if job.is_some() {
             return None;
         }
-        let data = match self.file.try_clone() {
+        let data = match s.file.try_clone() {
             Ok(f) => f,
             Err(e) => {
-                self.dir.write_failed(&e, &self.label);
+                s.dir.write_failed(&e, &s.label);
                 return None;
             }
         };
-        let (dir, key, size, npy) = (
-            self.dir.clone(),
-            self.key.clone(),
-            self.size,
-            self.npy.clone(),
-        );
-        let (header, label) = (header.to_vec(), self.label.clone());
+        let (dir, key, size, npy) = (s.dir.clone(), self.key.clone(), s.size, self.npy.clone());
+        let (header, label) = (header.to_vec(), s.label.clone());
         let build = move || match dir.build_npy(&key, &data, size, &header) {
             Ok(Some(file)) => {
                 log::info!("{label}: its NPY file is on local disk too");
@@ -149,30 +168,26 @@ impl BackingFile {
             Ok(None) => log::debug!("{label}: its NPY file is not written (locked or full)"),
             Err(e) => dir.write_failed(&e, &label),
         };
-        self.spawn(&mut job, "backing-npy", build);
+        *job = self.spawn("backing-npy", build);
         None
     }
 
-    /// Runs `job` on a thread named `name`, kept in `slot` (joined on drop).
-    fn spawn(
-        &self,
-        slot: &mut Option<JoinHandle<()>>,
-        name: &str,
-        job: impl FnOnce() + Send + 'static,
-    ) {
-        match std::thread::Builder::new().name(name.into()).spawn(job) {
-            Ok(handle) => *slot = Some(handle),
-            Err(e) => self.dir.write_failed(&e, &self.label),
-        }
+    /// Runs `job` on a thread named `name`; `None` (writing turned off) when none can start.
+    fn spawn(&self, name: &str, job: impl FnOnce() + Send + 'static) -> Option<JoinHandle<()>> {
+        std::thread::Builder::new()
+            .name(name.into())
+            .spawn(job)
+            .map_err(|e| self.shared.dir.write_failed(&e, &self.shared.label))
+            .ok()
     }
 
     /// Splits `from..to` into runs, each wholly present (`true`) or not.
     pub fn runs(&self, from: u64, to: u64) -> Vec<(u64, u64, bool)> {
-        let to = to.min(self.size);
+        let to = to.min(self.shared.size);
         if from >= to {
             return Vec::new();
         }
-        let state = self.lock();
+        let state = lock(&self.shared.state);
         let Some(map) = &state.map else {
             return vec![(from, to, true)];
         };
@@ -195,112 +210,148 @@ impl BackingFile {
     pub fn read_into(&self, from: u64, to: u64, out: &mut Vec<u8>) -> io::Result<()> {
         let at = out.len();
         out.resize(at + (to - from) as usize, 0);
-        let read = self.file.read_exact_at(&mut out[at..], from);
+        let read = self.shared.file.read_exact_at(&mut out[at..], from);
         if read.is_err() {
             out.truncate(at);
         } else {
-            self.dir.count_hit(to - from);
+            self.shared.dir.count_hit(to - from);
         }
         read
     }
 
     /// Writes freshly decoded bytes of `A` at `offset` and records the blocks they fill; the
-    /// last one completes the file. A write error turns writing off (see [`BackingDir`]).
+    /// last one completes the file (synced and published in the background), and now and then
+    /// the bitmap is saved in the background. A write error turns writing off (see
+    /// [`BackingDir`]).
     pub fn store(&self, offset: u64, bytes: &[u8]) {
-        if self.is_complete() || !self.dir.writable() || bytes.is_empty() {
+        let s = &self.shared;
+        if self.is_complete() || !s.dir.writable() || bytes.is_empty() {
             return;
         }
-        if let Err(e) = self.file.write_all_at(bytes, offset) {
-            return self.dir.write_failed(&e, &self.label);
+        let written = allocate(&s.file, offset, bytes.len() as u64)
+            .and_then(|()| s.file.write_all_at(bytes, offset));
+        if let Err(e) = written {
+            return s.dir.write_failed(&e, &s.label);
         }
         let end = offset + bytes.len() as u64;
         let first = offset.div_ceil(BLOCK);
-        let last = if end >= self.size {
-            self.size.div_ceil(BLOCK)
+        let last = if end >= s.size {
+            s.size.div_ceil(BLOCK)
         } else {
             end / BLOCK
         };
-        let mut state = self.lock();
-        let Some(map) = state.map.as_mut() else {
+        let mut state = lock(&s.state);
+        // Once full, the file is being published: nothing more to record.
+        let Some(map) = state.map.as_mut().filter(|m| !m.is_full()) else {
             return;
         };
         (first..last).for_each(|b| map.set(b));
         if map.is_full() {
-            state.unsaved = 0;
+            state.unsaved = false;
             drop(state);
-            return self.publish();
+            return self.in_background(true, "backing-sync", Shared::publish);
         }
-        state.unsaved += bytes.len() as u64;
-        let result = if state.unsaved >= SAVE_EVERY {
-            self.save_map(&mut state)
-        } else {
-            Ok(())
+        state.unsaved = true;
+        if state.saved.elapsed() >= SAVE_EVERY {
+            state.saved = Instant::now();
+            drop(state);
+            self.in_background(false, "backing-save", |s| s.save_if(|_| true));
+        }
+    }
+
+    /// Runs `job` on a thread of its own after the previous one; unless `always`, not while
+    /// the previous one runs.
+    fn in_background(&self, always: bool, name: &str, job: fn(&Shared)) {
+        let mut slot = lock(&self.syncing);
+        if !always && slot.as_ref().is_some_and(|h| !h.is_finished()) {
+            return;
+        }
+        let (before, shared) = (slot.take(), self.shared.clone());
+        *slot = self.spawn(name, move || {
+            if let Some(before) = before {
+                let _ = before.join();
+            }
+            job(&shared);
+        });
+    }
+}
+
+impl Shared {
+    /// Saves the bitmap when `due` (a failure turns writing off).
+    fn save_if(&self, due: impl Fn(&State) -> bool) {
+        let Some(w) = &self.writing else { return };
+        let bits = {
+            let mut state = lock(&self.state);
+            match &state.map {
+                Some(map) if due(&state) && self.dir.writable() => {
+                    let bits = map.as_bytes().to_vec();
+                    state.unsaved = false;
+                    state.saved = Instant::now();
+                    bits
+                }
+                _ => return,
+            }
         };
-        if let Err(e) = result {
+        // Every block in `bits` was written before its bit was set, and is synced next: the
+        // saved bitmap never claims unsynced blocks. Readers and writers go on meanwhile.
+        let saved = self.file.sync_data().and_then(|()| {
+            let tmp = w.map.with_extension("map.tmp");
+            std::fs::write(&tmp, bits)?;
+            File::open(&tmp)?.sync_all()?;
+            std::fs::rename(&tmp, &w.map)
+        });
+        if let Err(e) = saved {
             self.dir.write_failed(&e, &self.label);
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Syncs the data, then replaces the saved bitmap: it never claims unsynced blocks.
-    fn save_map(&self, state: &mut State) -> io::Result<()> {
-        let (Some(w), Some(map)) = (&self.writing, &state.map) else {
-            return Ok(());
-        };
-        self.file.sync_data()?;
-        let tmp = w.map.with_extension("map.tmp");
-        std::fs::write(&tmp, map.as_bytes())?;
-        File::open(&tmp)?.sync_all()?;
-        std::fs::rename(&tmp, &w.map)?;
-        state.unsaved = 0;
-        Ok(())
-    }
-
-    /// Starts syncing the data and renaming `KEY.part` to `KEY.data` on a thread of its own
-    /// (syncing waits for the disk; reads go on meanwhile, served from the file).
+    /// Syncs the data and renames `KEY.part` to `KEY.data`; only then is the file complete
+    /// (reads go on meanwhile, served from the file).
     fn publish(&self) {
         let Some(w) = &self.writing else { return };
-        let mut slot = self.publishing.lock().unwrap_or_else(|p| p.into_inner());
-        if slot.is_some() {
-            return;
-        }
-        let file = match self.file.try_clone() {
-            Ok(f) => f,
-            Err(e) => return self.dir.write_failed(&e, &self.label),
-        };
-        let (part, data, map) = (w.part.clone(), w.data.clone(), w.map.clone());
-        let (dir, complete, label) = (self.dir.clone(), self.complete.clone(), self.label.clone());
-        let job = move || {
-            let synced = file.sync_all().and_then(|()| std::fs::rename(&part, &data));
-            match synced.and_then(|()| File::open(dir.root())?.sync_all()) {
-                Ok(()) => {
-                    let _ = std::fs::remove_file(&map);
-                    complete.store(true, Ordering::Release);
-                    log::info!("{label}: decoded completely into {}", data.display());
-                }
-                Err(e) => dir.write_failed(&e, &label),
+        let synced = self
+            .file
+            .sync_all()
+            .and_then(|()| std::fs::rename(&w.part, &w.data));
+        match synced.and_then(|()| File::open(self.dir.root())?.sync_all()) {
+            Ok(()) => {
+                let _ = std::fs::remove_file(&w.map);
+                self.complete.store(true, Ordering::Release);
+                log::info!(
+                    "{}: decoded completely into {}",
+                    self.label,
+                    w.data.display()
+                );
             }
-        };
-        self.spawn(&mut slot, "backing-sync", job);
+            Err(e) => self.dir.write_failed(&e, &self.label),
+        }
     }
 }
 
 impl Drop for BackingFile {
+    /// Waits for the background jobs, then saves the bitmap of what was written since the last
+    /// save.
     fn drop(&mut self) {
-        let publishing = self.publishing.get_mut().unwrap_or_else(|p| p.into_inner());
-        if let Some(handle) = publishing.take() {
-            let _ = handle.join();
+        for job in [&mut self.syncing, &mut self.npy_job] {
+            if let Some(handle) = job.get_mut().unwrap_or_else(|p| p.into_inner()).take() {
+                let _ = handle.join();
+            }
         }
-        let npy_job = self.npy_job.get_mut().unwrap_or_else(|p| p.into_inner());
-        if let Some(handle) = npy_job.take() {
-            let _ = handle.join();
-        }
-        let mut state = self.lock();
-        if state.map.is_some() && state.unsaved > 0 && self.dir.writable() {
-            let _ = self.save_map(&mut state);
-        }
+        self.shared.save_if(|s| s.unsaved);
+    }
+}
+
+/// Allocates `len` bytes of `file` from `offset` before they are written, which spares the file
+/// system reserving them page by page as they are copied in (where it cannot, writing does).
+fn allocate(file: &File, offset: u64, len: u64) -> io::Result<()> {
+    // SAFETY: fallocate on an open descriptor.
+    let r = unsafe { libc::fallocate(file.as_raw_fd(), 0, offset as i64, len as i64) };
+    if r == 0 {
+        return Ok(());
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::EOPNOTSUPP | libc::ENOSYS) => Ok(()),
+        _ => Err(e),
     }
 }

@@ -4,8 +4,9 @@ use crate::store::{EntryKind, Store, StoreError};
 use std::time::UNIX_EPOCH;
 
 /// The identity of an array's decoded bytes: the store's location, the array's path, its
-/// metadata document, and the name, size and modification time of every object under the array's
-/// prefix (its chunks or shards). Computing it costs one listing of the array's prefix (one
+/// metadata document, and the name, size, modification time and version tag (the ETag remote
+/// listings give: it changes with the content, even within the second the time is given in) of
+/// every object under the array's prefix (its chunks or shards). Computing it costs one listing of the array's prefix (one
 /// request per directory level), made when the array is first opened.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Identity {
@@ -38,7 +39,7 @@ impl Identity {
     }
 }
 
-/// Appends the name, size and mtime of every object below `prefix`, recursively, in listing order.
+/// Appends the name, size, mtime and tag of every object below `prefix`, recursively, in listing order.
 fn list_objects(store: &dyn Store, prefix: &str, out: &mut Vec<u8>) -> Result<(), StoreError> {
     let mut pending = vec![prefix.to_string()];
     while let Some(dir) = pending.pop() {
@@ -61,6 +62,8 @@ fn list_objects(store: &dyn Store, prefix: &str, out: &mut Vec<u8>) -> Result<()
                     out.push(0);
                     out.extend_from_slice(&size.to_le_bytes());
                     out.extend_from_slice(&nanos.to_le_bytes());
+                    out.extend_from_slice(e.tag.as_deref().unwrap_or("").as_bytes());
+                    out.push(0);
                 }
             }
         }
@@ -76,4 +79,56 @@ fn fnv1a(bytes: &[u8], seed: u64) -> u64 {
         h = h.wrapping_mul(0x0000_0100_0000_01b3);
     }
     h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Entry, Object, ObjectMeta};
+    use std::time::{Duration, SystemTime};
+
+    /// A store listing one chunk `0` of 8 bytes, modified at second 1, with version `tag`.
+    struct OneChunk(Option<&'static str>);
+
+    impl Store for OneChunk {
+        fn get(&self, _: &str) -> Result<Option<Object>, StoreError> {
+            Ok(None)
+        }
+        fn get_range(&self, _: &str, _: u64, _: u64) -> Result<Option<Vec<u8>>, StoreError> {
+            Ok(None)
+        }
+        fn head(&self, _: &str) -> Result<Option<ObjectMeta>, StoreError> {
+            Ok(None)
+        }
+        fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
+            Ok(match prefix {
+                "a" => vec![Entry {
+                    name: "0".into(),
+                    kind: EntryKind::Object(8),
+                    mtime: Some(UNIX_EPOCH + Duration::from_secs(1)),
+                    tag: self.0.map(String::from),
+                }],
+                _ => Vec::new(),
+            })
+        }
+        fn mtime(&self) -> SystemTime {
+            UNIX_EPOCH
+        }
+        fn describe(&self) -> String {
+            "one chunk".into()
+        }
+    }
+
+    #[test]
+    fn a_new_version_tag_alone_changes_the_identity() {
+        let key = |tag| {
+            Identity::of(&OneChunk(tag), "s3://b/s.zarr", "a", b"{}")
+                .unwrap()
+                .key()
+                .to_string()
+        };
+        assert_eq!(key(Some("\"e1\"")), key(Some("\"e1\"")));
+        assert_ne!(key(Some("\"e1\"")), key(Some("\"e2\"")));
+        assert_ne!(key(Some("\"e1\"")), key(None));
+    }
 }

@@ -2,8 +2,10 @@
 //!
 //! Each array read through a mount with `--cache-dir` gets one sparse file in that directory,
 //! laid out exactly like the array's file `A`. Bytes the view decodes are written into it as
-//! they are served, and a bitmap of 4 KiB blocks records which are present. When every block is
-//! present the file is renamed from `KEY.part` to `KEY.data`: only a `.data` file counts as
+//! they are served, and a bitmap of 4 KiB blocks records which are present. Nothing on the read
+//! path waits for the disk: the bitmap is saved every few seconds (and at unmount) by a
+//! background job that syncs the data first. When every block is present the file is synced
+//! and renamed from `KEY.part` to `KEY.data` in the background: only a `.data` file counts as
 //! complete, so a crash mid-write never leaves a file that passes as complete. `KEY` hashes the
 //! array's identity (see [`Identity`]): when anything about the array changes, the key changes
 //! and the array is decoded again into a new file (the old one ages out of the LRU).

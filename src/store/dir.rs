@@ -231,6 +231,7 @@ impl Store for DirStore {
                 name,
                 kind,
                 mtime: meta.modified().ok(),
+                tag: None,
             });
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));

@@ -47,6 +47,7 @@ pub fn list_map(source: &str, items: &BTreeMap<String, Vec<u8>>, prefix: &str) -
             name,
             kind,
             mtime: None,
+            tag: None,
         })
         .collect()
 }

@@ -49,6 +49,8 @@ pub struct Entry {
     pub kind: EntryKind,
     /// Last modification time, where the store knows it.
     pub mtime: Option<SystemTime>,
+    /// The object's version tag (an ETag), where the listing gives one.
+    pub tag: Option<String>,
 }
 
 /// Size and modification time of one stored object.

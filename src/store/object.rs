@@ -296,12 +296,14 @@ impl Store for ObjectStoreBackend {
                 name: name.to_string(),
                 kind: EntryKind::Prefix,
                 mtime: None,
+                tag: None,
             })
             .chain(listed.objects.iter().filter_map(|m| {
                 Some(Entry {
                     name: m.location.filename()?.to_string(),
                     kind: EntryKind::Object(m.size),
                     mtime: mtime(m),
+                    tag: m.e_tag.clone(),
                 })
             }))
             .collect();

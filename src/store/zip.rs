@@ -286,11 +286,13 @@ impl Store for ZipStore {
                     name: dir.to_string(),
                     kind: EntryKind::Prefix,
                     mtime: None,
+                    tag: None,
                 },
                 None => Entry {
                     name: rest.to_string(),
                     kind: EntryKind::Object(m.size),
                     mtime: m.mtime,
+                    tag: None,
                 },
             };
             out.entry(entry.name.clone()).or_insert(entry);
@@ -304,6 +306,7 @@ impl Store for ZipStore {
                     name: rest.to_string(),
                     kind: EntryKind::Prefix,
                     mtime: None,
+                    tag: None,
                 });
             }
         }
