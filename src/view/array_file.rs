@@ -156,32 +156,37 @@ impl ArrayFile {
         }
     }
 
-    /// Appends bytes `offset..offset+len` of `A.npy` to `out`.
+    /// Appends bytes `offset..offset+len` of `A.npy` to `out` (`into_reply`: as for
+    /// [`ArrayFile::read_data`]).
     pub fn read_npy(
         &self,
         cache: &ChunkCache,
         offset: u64,
         len: u64,
+        into_reply: bool,
         out: &mut Vec<u8>,
     ) -> Result<(), ViewError> {
         self.check_readable()?;
         read_after_header(&self.header, offset, len, out, |at, n, out| {
-            self.read_data(cache, at, n, out)
+            self.read_data(cache, at, n, into_reply, out)
         })
     }
 
     /// Appends bytes `offset..offset+len` of `A` to `out` (fewer at the end of the file):
     /// copied from the backing file where it holds them, else decoded (and then written into
-    /// the backing file).
+    /// the backing file). With `into_reply`, a whole chunk nobody decoded yet may be decoded
+    /// straight into `out`, leaving no chunk cache entry: only for readers whose bytes
+    /// something else keeps (the page cache) and stores that are cheap to read again.
     pub fn read_data(
         &self,
         cache: &ChunkCache,
         offset: u64,
         len: u64,
+        into_reply: bool,
         out: &mut Vec<u8>,
     ) -> Result<(), ViewError> {
         let Some(file) = self.backing.get() else {
-            return self.read_decoded(cache, offset, len, out);
+            return self.read_decoded(cache, offset, len, into_reply, out);
         };
         let end = offset.saturating_add(len).min(self.data_size);
         for (from, to, present) in file.runs(offset, end) {
@@ -190,7 +195,7 @@ impl ArrayFile {
                 continue;
             }
             let at = out.len();
-            self.read_decoded(cache, from, to - from, out)?;
+            self.read_decoded(cache, from, to - from, into_reply, out)?;
             file.store(from, &out[at..]);
         }
         Ok(())
@@ -202,6 +207,7 @@ impl ArrayFile {
         cache: &ChunkCache,
         offset: u64,
         len: u64,
+        into_reply: bool,
         out: &mut Vec<u8>,
     ) -> Result<(), ViewError> {
         let source = self.readable()?;
@@ -217,7 +223,7 @@ impl ArrayFile {
         // Only the read's first chunk may be decoded straight into `out`: the view has queued
         // the others on the read-ahead workers, and the cache waits for their loads instead of
         // decoding them a second time.
-        let mut first = true;
+        let mut first = into_reply;
         for run in source.layout.runs(offset / es, end.div_ceil(es)) {
             let may_decode_here = std::mem::take(&mut first);
             let run_start = run.start * es;

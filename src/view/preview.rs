@@ -202,10 +202,22 @@ impl View {
             let start = r * p.cols * es;
             row.clear();
             if step == 1 {
-                array.read_data(&self.cache, start, p.cols * es, &mut row)?;
+                array.read_data(
+                    &self.cache,
+                    start,
+                    p.cols * es,
+                    self.into_reply(0),
+                    &mut row,
+                )?;
             } else {
                 for c in sampled(p.cols, step) {
-                    array.read_data(&self.cache, start + c * es, es, &mut row)?;
+                    array.read_data(
+                        &self.cache,
+                        start + c * es,
+                        es,
+                        self.into_reply(0),
+                        &mut row,
+                    )?;
                 }
             }
             values.extend(row.chunks_exact(es as usize).map(|b| {

@@ -216,7 +216,13 @@ fn each_string(
             while at < to {
                 let n = step.min(to - at);
                 buf.clear();
-                view.arrays[array as usize].read_data(&view.cache, at * w, n * w, &mut buf)?;
+                view.arrays[array as usize].read_data(
+                    &view.cache,
+                    at * w,
+                    n * w,
+                    view.into_reply(0),
+                    &mut buf,
+                )?;
                 if buf.len() as u64 != n * w {
                     return Err(ViewError::Io(IoCause::Store));
                 }
@@ -428,7 +434,13 @@ impl NcStreamFile {
                     let e = *elem as u64;
                     let (lo, hi) = (from / e * e, to.div_ceil(e) * e);
                     let mut buf = Vec::with_capacity((hi - lo) as usize);
-                    view.arrays[*array as usize].read_data(&view.cache, lo, hi - lo, &mut buf)?;
+                    view.arrays[*array as usize].read_data(
+                        &view.cache,
+                        lo,
+                        hi - lo,
+                        view.into_reply(0),
+                        &mut buf,
+                    )?;
                     if buf.len() as u64 != hi - lo {
                         return Err(ViewError::Io(IoCause::Store));
                     }

@@ -26,6 +26,10 @@ pub struct ReadPolicy {
     pub workers: usize,
     /// Prefetch jobs that may wait (more are dropped, not queued).
     pub queue_depth: usize,
+    /// Whether a page-cached read may decode a whole chunk straight into its reply, keeping no
+    /// decoded copy: for local stores, where decoding again is cheap; not for remote ones,
+    /// where it costs a request and the chunk cache must keep serving when the server is down.
+    pub decode_into_reply: bool,
 }
 
 impl ReadPolicy {
@@ -37,6 +41,7 @@ impl ReadPolicy {
             max_window: u64::MAX,
             workers,
             queue_depth: LOCAL_QUEUE_PER_WORKER * workers.max(1),
+            decode_into_reply: true,
         }
     }
 
@@ -49,6 +54,7 @@ impl ReadPolicy {
             max_window: 256 << 20,
             workers: in_flight,
             queue_depth: 4 * in_flight.max(1),
+            decode_into_reply: false,
         }
     }
 
@@ -75,6 +81,11 @@ impl ReaderState {
             stream: Stream::default(),
             behind: page_cached.then(DropBehind::default),
         }
+    }
+
+    /// True when the kernel caches this reader's reads.
+    pub fn page_cached(&self) -> bool {
+        self.behind.is_some()
     }
 
     /// Records a read at `offset` of `len` bytes that touched `now` (chunk, byte where its data
