@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::mount::{force_unmount, fuse_ready, is_fuse_mount, Mount};
+use common::mount::{fuse_ready, is_fuse_mount, Mount, Unmounted};
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -26,24 +26,13 @@ fn wait_unmounted(path: &Path) -> bool {
     true
 }
 
-/// Unmounts on drop whatever a test left on its mount point.
-struct Cleanup<'a>(&'a Path);
-
-impl Drop for Cleanup<'_> {
-    fn drop(&mut self) {
-        if is_fuse_mount(self.0) {
-            force_unmount(self.0);
-        }
-    }
-}
-
 #[test]
 fn daemon_returns_once_mounted_and_unmount_command_ends_it() {
     if !fuse_ready() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let _cleanup = Cleanup(dir.path());
+    let _cleanup = Unmounted(dir.path());
     let status = zarrfs().arg(demo()).arg(dir.path()).status().unwrap();
     assert!(status.success());
     // Returning means the mount answers already.
@@ -67,7 +56,7 @@ fn a_mount_point_is_reusable_as_soon_as_unmount_returns() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let _cleanup = Cleanup(dir.path());
+    let _cleanup = Unmounted(dir.path());
     for round in 0..5 {
         assert!(zarrfs()
             .arg(demo())
@@ -110,7 +99,7 @@ fn plain_umount_ends_a_foreground_mount() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let _cleanup = Cleanup(dir.path());
+    let _cleanup = Unmounted(dir.path());
     let mut child = zarrfs()
         .arg("-f")
         .arg(demo())
@@ -160,7 +149,7 @@ fn failures_exit_non_zero_with_one_line_and_no_mount() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let _cleanup = Cleanup(dir.path());
+    let _cleanup = Unmounted(dir.path());
     let empty = tempfile::tempdir().unwrap();
     let cases: [(&Path, &Path, &str); 3] = [
         (

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::mount::{is_fuse_mount, timed, Mount};
+use common::mount::{is_fuse_mount, timed, Mount, Unmounted};
 use common::servers::{self, Server};
 use common::{expected_bytes, load_manifest, StoreCase};
 use std::os::unix::fs::OpenOptionsExt;
@@ -146,17 +146,6 @@ fn the_mount_command_counts_its_requests() {
     assert!(line.ends_with("metadata objects"), "{line}");
     // The consolidated metadata, then the node documents it does not hold (at least the root's).
     assert!(objects >= 1 && requests >= objects, "{line}");
-}
-
-/// Unmounts whatever a test left on its mount point.
-struct Unmounted<'a>(&'a Path);
-
-impl Drop for Unmounted<'_> {
-    fn drop(&mut self) {
-        if is_fuse_mount(self.0) {
-            common::mount::force_unmount(self.0);
-        }
-    }
 }
 
 #[test]

@@ -22,11 +22,11 @@ impl MountPoint {
         let mut created = false;
         match std::fs::metadata(given) {
             Err(e) if mount_table::is_dead_mount_error(&e) => return Err(dead_mount(given)),
-            Err(e) if e.kind() == ErrorKind::NotFound => {
-                if mount_table::parent_dir(given).is_dir() {
-                    std::fs::create_dir(given).map_err(|e| format!("mount point {shown}: {e}"))?;
-                    created = true;
-                }
+            Err(e)
+                if e.kind() == ErrorKind::NotFound && mount_table::parent_dir(given).is_dir() =>
+            {
+                std::fs::create_dir(given).map_err(|e| format!("mount point {shown}: {e}"))?;
+                created = true;
             }
             _ => {}
         }

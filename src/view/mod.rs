@@ -378,7 +378,7 @@ impl View {
     /// True when reads through handle `fh` (0: none) may decode whole chunks straight into the
     /// reply without keeping them (see [`ArrayFile::read_data`]): the policy allows it and the
     /// kernel caches what the handle reads; an `O_DIRECT` handle has only the chunk cache.
-    fn into_reply(&self, fh: u64) -> bool {
+    fn decodes_into_reply(&self, fh: u64) -> bool {
         self.policy.decode_into_reply
             && (fh == 0
                 || self
@@ -445,12 +445,12 @@ impl View {
             Content::Data(a) => {
                 let array = &self.arrays[*a as usize];
                 self.track_read(fh, array, offset, len);
-                array.read_data(&self.cache, offset, len, self.into_reply(fh), out)
+                array.read_data(&self.cache, offset, len, self.decodes_into_reply(fh), out)
             }
             Content::Npy(a) => {
                 let array = &self.arrays[*a as usize];
                 self.track_read(fh, array, offset.saturating_sub(array.header_len()), len);
-                array.read_npy(&self.cache, offset, len, self.into_reply(fh), out)
+                array.read_npy(&self.cache, offset, len, self.decodes_into_reply(fh), out)
             }
             Content::NcStream(s) => self.ncstreams[*s as usize].read(self, offset, len, out),
             Content::Text(a) => {

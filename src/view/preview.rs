@@ -206,7 +206,7 @@ impl View {
                     &self.cache,
                     start,
                     p.cols * es,
-                    self.into_reply(0),
+                    self.decodes_into_reply(0),
                     &mut row,
                 )?;
             } else {
@@ -215,7 +215,7 @@ impl View {
                         &self.cache,
                         start + c * es,
                         es,
-                        self.into_reply(0),
+                        self.decodes_into_reply(0),
                         &mut row,
                     )?;
                 }
