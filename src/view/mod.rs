@@ -9,6 +9,7 @@ mod backed;
 mod build;
 mod chunk_source;
 mod error;
+mod held_chunks;
 mod layout;
 pub mod netcdf;
 mod npy;
@@ -470,13 +471,13 @@ impl View {
         let window = self
             .policy
             .window(array.read_ahead_bytes(), self.cache.budget());
-        let ends: Vec<(u64, u64)> = now.iter().map(|&c| (c, array.chunk_end_byte(c))).collect();
+        let ends = now.iter().map(|&c| (c, array.chunk_end_byte(c)));
         let (prediction, passed) = {
             let mut handles = self.lock_handles();
             let Some(state) = handles.get_mut(&fh) else {
                 return;
             };
-            state.after_read(offset, len, window, array.band_end(offset), &ends)
+            state.after_read(offset, len, window, array.band_end(offset), ends)
         };
         array.discard(&self.cache, &passed);
         if let Some(pool) = &self.prefetcher {

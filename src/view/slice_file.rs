@@ -3,11 +3,11 @@
 
 use super::array_file::{extend_with_fill, ArrayFile, MAX_PREFETCH_CHUNKS};
 use super::chunk_source::ChunkSource;
-use super::error::chunk_failed;
+use super::held_chunks::{chunk_bytes, HeldChunks};
 use super::npy::read_after_header;
 use super::selection::{AxisSel, Selection};
-use super::{npy_header, IoCause, ViewError};
-use crate::cache::{ChunkCache, ChunkData, Prefetcher};
+use super::{npy_header, ViewError};
+use crate::cache::{ChunkCache, Prefetcher};
 use crate::meta::ArrayMeta;
 use std::sync::Arc;
 
@@ -230,32 +230,15 @@ impl SliceFile {
         let at = out.len();
         out.reserve(((e1 - e0) * es) as usize);
         let fill = &source.reader.meta().fill_value;
-        let mut held: Vec<(u64, ChunkData)> = Vec::new();
+        let mut held = HeldChunks::new(MAX_HELD_CHUNKS);
         self.walk(e0, e1, |chunk, first, n, step| {
-            let slot = match held.iter().rposition(|(i, _)| *i == chunk) {
-                Some(i) => i,
-                None => {
-                    if held.len() == MAX_HELD_CHUNKS {
-                        held.remove(0);
-                    }
-                    held.push((chunk, source.chunk(cache, chunk).map_err(chunk_failed)?));
-                    held.len() - 1
-                }
-            };
-            let Some(data) = &held[slot].1 else {
+            let Some(data) = held.get(source, cache, chunk)? else {
                 extend_with_fill(out, fill, 0, n * es);
                 return Ok(());
             };
             let base = (first * es) as usize;
             let span = ((n - 1) * step * es + es) as usize;
-            let bytes = data.get(base..base + span).ok_or_else(|| {
-                log::error!(
-                    "{}: chunk {chunk} decoded to {} bytes, too few",
-                    self.name,
-                    data.len()
-                );
-                ViewError::Io(IoCause::Corrupt)
-            })?;
+            let bytes = chunk_bytes(data, base, span, &self.name, chunk)?;
             if step == 1 {
                 out.extend_from_slice(bytes);
             } else {
