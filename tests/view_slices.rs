@@ -337,3 +337,158 @@ fn invalid_selections_are_not_found() {
         );
     }
 }
+
+/// Element `k` of the string array of `strings`: short, long, non-ASCII, with newlines and
+/// backslashes (which the text file escapes).
+fn string_item(k: u64) -> String {
+    match k % 13 {
+        0 => format!("é{k}ü"),
+        5 => format!("a\nb{k}"),
+        7 => format!("x\\{k}"),
+        9 => "z".repeat((k % 40) as usize),
+        _ => format!("s{}", k % 1000),
+    }
+}
+
+/// A string array `a` of `shape` (2 axes) in chunks of `chunks`, chunk 1 not stored (it reads
+/// as the fill value, ""); returns the view and the expected elements (C order).
+fn strings(shape: [u64; 2], chunks: [u64; 2]) -> (View, Vec<String>) {
+    let mut s = MemoryStore::new();
+    s.insert(
+        "a/zarr.json",
+        format!(
+            r#"{{"zarr_format": 3, "node_type": "array", "shape": {shape:?},
+            "data_type": "string", "fill_value": "",
+            "chunk_grid": {{"name": "regular", "configuration": {{"chunk_shape": {chunks:?}}}}},
+            "chunk_key_encoding": {{"name": "default"}}, "codecs": [{{"name": "vlen-utf8"}}]}}"#
+        ),
+    );
+    s.insert("zarr.json", r#"{"zarr_format": 3, "node_type": "group"}"#);
+    let grid = [shape[0].div_ceil(chunks[0]), shape[1].div_ceil(chunks[1])];
+    let mut expected = vec![String::new(); (shape[0] * shape[1]) as usize];
+    for (ci, cj) in (0..grid[0]).flat_map(|i| (0..grid[1]).map(move |j| (i, j))) {
+        let mut buf = ((chunks[0] * chunks[1]) as u32).to_le_bytes().to_vec();
+        let stored = ci * grid[1] + cj != 1;
+        for (i, j) in (0..chunks[0]).flat_map(|i| (0..chunks[1]).map(move |j| (i, j))) {
+            let (r, c) = (ci * chunks[0] + i, cj * chunks[1] + j);
+            let mut item = String::new();
+            if r < shape[0] && c < shape[1] {
+                let k = r * shape[1] + c;
+                item = string_item(k);
+                if stored {
+                    expected[k as usize] = item.clone();
+                }
+            }
+            buf.extend((item.len() as u32).to_le_bytes());
+            buf.extend(item.as_bytes());
+        }
+        if stored {
+            s.insert(format!("a/c/{ci}/{cj}"), buf);
+        }
+    }
+    let store: Arc<dyn zarrfs::store::Store> = Arc::new(s);
+    let h = load_hierarchy(store.as_ref(), &LoadOptions::default()).unwrap();
+    let view = View::build(&h, store, Arc::new(ChunkCache::new(64 << 20)), "root");
+    (view, expected)
+}
+
+/// All of file `path`, read `step` bytes at a time until a read comes back empty (the size a
+/// large variable-length selection shows is 0 until it has been scanned); then its size.
+fn read_to_end(view: &View, path: &str, step: u32) -> (Vec<u8>, u64) {
+    let ino = view.resolve(path).unwrap();
+    let fh = view.open(ino).unwrap();
+    let mut out = Vec::new();
+    loop {
+        let before = out.len();
+        view.read_into(ino, fh, out.len() as u64, step, &mut out)
+            .unwrap();
+        if out.len() == before {
+            break;
+        }
+    }
+    view.release(fh);
+    (out, view.getattr(ino).unwrap().size)
+}
+
+#[test]
+fn selections_of_strings_of_any_size_stream_as_text_and_npy() {
+    let shape = [300u64, 500];
+    let (view, expected) = strings(shape, [64, 96]);
+    let large = (shape[0] * shape[1] - 300) as usize;
+    assert!(large > zarrfs::view::SYNC_SCAN_MAX as usize);
+    // (selection, rows, columns, elements)
+    let cases: [(&str, Vec<u64>, Vec<u64>, usize); 5] = [
+        ("7", vec![7], (0..500).collect(), 500),
+        ("...,3", (0..300).collect(), vec![3], 300),
+        (
+            "10:290:3,5:499:2",
+            (10..290).step_by(3).collect(),
+            (5..499).step_by(2).collect(),
+            0,
+        ),
+        (
+            ":,3:400:2",
+            (0..300).collect(),
+            (3..400).step_by(2).collect(),
+            59_700,
+        ),
+        (":,1:", (0..300).collect(), (1..500).collect(), large),
+    ];
+    for (sel, rows, cols, n) in cases {
+        let items: Vec<&str> = rows
+            .iter()
+            .flat_map(|r| cols.iter().map(move |c| (r * shape[1] + c) as usize))
+            .map(|k| expected[k].as_str())
+            .collect();
+        assert!(n == 0 || items.len() == n, "{sel}");
+        let text: Vec<u8> = items
+            .iter()
+            .flat_map(|s| {
+                format!("{}\n", s.replace('\\', "\\\\").replace('\n', "\\n")).into_bytes()
+            })
+            .collect();
+        let name = format!("a[{sel}]");
+        let ino = view.resolve(&name).unwrap();
+        assert_eq!(
+            view.direct_io(ino),
+            items.len() as u64 > zarrfs::view::SYNC_SCAN_MAX,
+            "{name}: direct I/O exactly while the size may be unknown"
+        );
+        for step in [4096, 100_000] {
+            let (got, size) = read_to_end(&view, &name, step);
+            assert!(
+                got == text,
+                "{name}: {} bytes, expected {}",
+                got.len(),
+                text.len()
+            );
+            assert_eq!(size, text.len() as u64, "{name}: size once scanned");
+        }
+        // `.npy`: fixed-width UTF-32 cells as wide as the longest selected element.
+        let width = items
+            .iter()
+            .map(|s| s.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(1);
+        let out_shape: Vec<u64> = match sel {
+            "7" => vec![cols.len() as u64],
+            "...,3" => vec![rows.len() as u64],
+            _ => vec![rows.len() as u64, cols.len() as u64],
+        };
+        let mut npy = npy_header(&DataType::Unicode(width), &out_shape);
+        for s in &items {
+            let at = npy.len();
+            npy.extend(s.chars().flat_map(|c| (c as u32).to_le_bytes()));
+            npy.resize(at + 4 * width, 0);
+        }
+        let (got, size) = read_to_end(&view, &format!("{name}.npy"), 65_536);
+        assert!(
+            got == npy,
+            "{name}.npy: {} bytes, expected {}",
+            got.len(),
+            npy.len()
+        );
+        assert_eq!(size, npy.len() as u64);
+    }
+}

@@ -318,10 +318,13 @@ impl View {
     }
 
     /// True when `ino` must be served with direct I/O (`FOPEN_DIRECT_IO`): the text and NPY
-    /// files of large variable-length arrays, whose size `stat` may show as 0 while it is being
+    /// files of large variable-length arrays (and of large selections of them), whose size `stat` may show as 0 while it is being
     /// computed (see [`VlenFile`]), reads must not stop at that size; `.zarrfs/stats`, whose
     /// content changes with every read; and `A.png`, whose size is known once it is rendered.
     pub fn direct_io(&self, ino: u64) -> bool {
+        if is_slice(ino) {
+            return self.slice_direct_io(ino);
+        }
         match self.inode(ino).map(|i| &i.content) {
             Ok(Content::Text(a) | Content::TextNpy(a)) => self.vlen[*a as usize].size_may_lag(),
             Ok(Content::Stats | Content::Preview(_)) => true,

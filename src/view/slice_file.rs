@@ -155,7 +155,7 @@ impl SliceFile {
     /// element offset `first` in the decoded chunk, then every `step`-th. Walks the selection
     /// row by row (a row: the selected indices along the last axis), each row cut at chunk
     /// boundaries.
-    fn walk(
+    pub(super) fn walk(
         &self,
         e0: u64,
         e1: u64,
@@ -198,17 +198,6 @@ impl SliceFile {
             e += w1 - w0;
         }
         Ok(())
-    }
-
-    /// Every selected element as (chunk, element offset in the decoded chunk), in order.
-    pub fn elements(&self) -> Vec<(u64, u64)> {
-        let mut out = Vec::new();
-        let total = self.data_size / self.elem_size;
-        let _ = self.walk(0, total, |chunk, first, n, step| {
-            out.extend((0..n).map(|j| (chunk, first + j * step)));
-            Ok(())
-        });
-        out
     }
 
     /// Appends bytes `offset..offset+len` of `A[SEL]` to `out` (fewer at the end): per piece

@@ -4,6 +4,7 @@
 
 use super::selection::{split_name, Selection};
 use super::slice_file::SliceFile;
+use super::vlen_file::VlenFile;
 use super::{Attr, Content, FileKind, View, ViewError};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -13,8 +14,6 @@ use std::time::SystemTime;
 const SLICE_INO_BASE: u64 = 1 << 62;
 /// Most selection files remembered; the oldest are forgotten first.
 const MAX_SLICES: usize = 4096;
-/// Most elements of a selection of a variable-length array: its files are made at lookup.
-const MAX_VLEN_ELEMENTS: u64 = super::SYNC_SCAN_MAX;
 
 /// What a selection file holds.
 #[derive(Clone)]
@@ -23,8 +22,9 @@ enum Body {
     Data(Arc<SliceFile>),
     /// The NPY header plus the selected elements.
     Npy(Arc<SliceFile>),
-    /// Bytes made at lookup: the `.json` document, or the files of a selection of a
-    /// variable-length array.
+    /// A selection of a variable-length array: its text (`A[SEL]`) or NPY file (`.npy`: true).
+    Vlen(Arc<VlenFile>, bool),
+    /// The `.json` document.
     Bytes(Arc<[u8]>),
 }
 
@@ -152,24 +152,12 @@ impl View {
             log::warn!("{shown}: {reason}");
             ViewError::NotFound
         })?;
-        let file = Arc::new(SliceFile::new(shown, k, path, source, &sel));
+        let file = Arc::new(SliceFile::new(shown.clone(), k, path, source, &sel));
         let body = match (&inode.content, suffix) {
             (_, ".json") => Body::Bytes(file.json().clone()),
             (Content::Text(_), _) => {
-                let count = sel.element_count();
-                if count > MAX_VLEN_ELEMENTS {
-                    log::warn!(
-                        "{path}[{text}]: selects {count} elements of a variable-length array; \
-                         at most {MAX_VLEN_ELEMENTS} are served as a selection"
-                    );
-                    return Err(ViewError::NotFound);
-                }
-                let (text_file, npy) = self.vlen[k as usize].selection_files(
-                    &self.cache,
-                    &sel.shape(),
-                    &file.elements(),
-                )?;
-                Body::Bytes(Arc::from(if suffix == ".npy" { npy } else { text_file }))
+                let vlen = self.vlen[k as usize].selection(shown, file, sel.shape());
+                Body::Vlen(Arc::new(vlen), suffix == ".npy")
             }
             (_, ".npy") => Body::Npy(file),
             _ => Body::Data(file),
@@ -192,6 +180,9 @@ impl View {
         let size = match &e.body {
             Body::Data(f) => f.data_size(),
             Body::Npy(f) => f.npy_size(),
+            // Sizes of large selections are found in the background: see `vlen_file`.
+            Body::Vlen(v, false) => v.text_size(&self.cache, &self.sizer).unwrap_or(0),
+            Body::Vlen(v, true) => v.npy_size(&self.cache, &self.sizer).unwrap_or(0),
             Body::Bytes(b) => b.len() as u64,
         };
         Ok(Attr {
@@ -201,6 +192,12 @@ impl View {
             mtime: e.mtime,
             nlink: 1,
         })
+    }
+
+    /// True when selection file `ino` must be served with direct I/O: that of a large selection
+    /// of a variable-length array, whose size `stat` shows as 0 until it is known.
+    pub(super) fn slice_direct_io(&self, ino: u64) -> bool {
+        matches!(self.slice(ino).map(|e| e.body), Ok(Body::Vlen(v, _)) if v.size_may_lag())
     }
 
     /// Opens selection file `ino`: queues the first of its chunks for decoding.
@@ -231,6 +228,14 @@ impl View {
         let (f, npy) = match self.slice(ino)?.body {
             Body::Bytes(bytes) => {
                 super::extend_range(&bytes, offset, len, out);
+                return Ok(());
+            }
+            Body::Vlen(v, false) => {
+                out.extend(v.read_text(&self.cache, offset, len)?);
+                return Ok(());
+            }
+            Body::Vlen(v, true) => {
+                out.extend(v.read_npy(&self.cache, offset, len)?);
                 return Ok(());
             }
             Body::Data(f) => (f, false),
