@@ -9,6 +9,7 @@ use super::selection::{AxisSel, Selection};
 use super::{npy_header, ViewError};
 use crate::cache::{ChunkCache, Prefetcher};
 use crate::meta::ArrayMeta;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Chunks one read keeps at hand (its rows cross the chunks of the selection's last axis).
@@ -30,6 +31,8 @@ pub struct SliceFile {
     data_size: u64,
     header: Vec<u8>,
     json: Arc<[u8]>,
+    /// Position in the C-order walk over `axis_chunks` up to which chunks have been queued.
+    queued: AtomicU64,
 }
 
 /// The chunk indices along one axis (chunks of `cs`) holding the indices `sel` selects.
@@ -113,6 +116,7 @@ impl SliceFile {
             data_size: sel.element_count() * elem_size,
             header: npy_header(&meta.dtype, &out_shape),
             json: Arc::from(json),
+            queued: AtomicU64::new(0),
         }
     }
 
@@ -246,13 +250,16 @@ impl SliceFile {
     }
 
     /// Queues for decoding the selection's chunks from the one holding byte `offset` of
-    /// `A[SEL]` on, in the order a reader meets them, up to a quarter of the cache budget.
+    /// `A[SEL]` on, in the order a reader meets them, up to a quarter of the cache budget. Chunks
+    /// an earlier call queued are not queued again, unless `again` (a new open: they may have
+    /// left the cache since).
     pub fn prefetch_from(
         &self,
         array: &ArrayFile,
         pool: &Prefetcher,
         cache: &Arc<ChunkCache>,
         offset: u64,
+        again: bool,
     ) {
         if offset >= self.data_size {
             return;
@@ -261,32 +268,40 @@ impl SliceFile {
         let max = ((cache.budget() / 4) / chunk_bytes.max(1)).clamp(1, MAX_PREFETCH_CHUNKS as u64);
         // Position of the first chunk in the C-order walk over `axis_chunks`.
         let mut rest = offset / self.elem_size;
-        let mut pos = vec![0usize; self.axes.len()];
+        let (mut first, mut scale) = (0u64, 1u64);
         for ax in (0..self.axes.len()).rev() {
             let a = &self.axes[ax];
             let src = a.start + (rest % a.count) * a.step;
             rest /= a.count;
             let chunk = src / self.chunk_shape[ax];
-            pos[ax] = self.axis_chunks[ax].binary_search(&chunk).unwrap_or(0);
+            first += self.axis_chunks[ax].binary_search(&chunk).unwrap_or(0) as u64 * scale;
+            scale *= self.axis_chunks[ax].len() as u64;
         }
-        let mut chunks = Vec::new();
-        'walk: loop {
-            let linear = pos.iter().enumerate().fold(0, |acc, (ax, &p)| {
-                acc * self.grid[ax] + self.axis_chunks[ax][p]
-            });
-            chunks.push(linear);
-            if chunks.len() as u64 >= max {
-                break;
-            }
-            for ax in (0..pos.len()).rev() {
-                pos[ax] += 1;
-                if pos[ax] < self.axis_chunks[ax].len() {
-                    continue 'walk;
-                }
-                pos[ax] = 0;
-            }
-            break;
-        }
+        let end = first.saturating_add(max).min(scale);
+        let queued = if again {
+            self.queued.store(end, Ordering::Relaxed);
+            first
+        } else {
+            self.queued.fetch_max(end, Ordering::Relaxed)
+        };
+        // A reader behind what was queued (parallel reads of the kernel's read-ahead, or a seek
+        // back) queues nothing: what it needs and the cache lost, it decodes itself.
+        let chunks: Vec<u64> = (first.max(queued)..end)
+            .map(|w| self.walk_chunk(w))
+            .collect();
         array.prefetch(pool, cache, &chunks);
+    }
+
+    /// The linear index of the chunk at position `w` of the C-order walk over `axis_chunks`.
+    fn walk_chunk(&self, mut w: u64) -> u64 {
+        let mut at = vec![0u64; self.axes.len()];
+        for ax in (0..at.len()).rev() {
+            let n = self.axis_chunks[ax].len() as u64;
+            at[ax] = self.axis_chunks[ax][(w % n) as usize];
+            w /= n;
+        }
+        at.iter()
+            .enumerate()
+            .fold(0, |acc, (ax, &c)| acc * self.grid[ax] + c)
     }
 }

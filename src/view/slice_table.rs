@@ -162,6 +162,10 @@ impl View {
             (_, ".npy") => Body::Npy(file),
             _ => Body::Data(file),
         };
+        // Decoding starts at lookup: it runs while the caller opens the file and sets up its read.
+        if let (Body::Data(f) | Body::Npy(f), Some(pool)) = (&body, &self.prefetcher) {
+            f.prefetch_from(&self.arrays[k as usize], pool, &self.cache, 0, true);
+        }
         let entry = SliceEntry {
             body,
             mtime: inode.mtime,
@@ -200,7 +204,8 @@ impl View {
         matches!(self.slice(ino).map(|e| e.body), Ok(Body::Vlen(v, _)) if v.size_may_lag())
     }
 
-    /// Opens selection file `ino`: queues the first of its chunks for decoding.
+    /// Opens selection file `ino`: queues the first of its chunks for decoding (again: they may
+    /// have left the cache since the lookup queued them).
     pub(super) fn open_slice(&self, ino: u64) -> Result<u64, ViewError> {
         let (Body::Data(f) | Body::Npy(f)) = self.slice(ino)?.body else {
             return Ok(0);
@@ -208,7 +213,7 @@ impl View {
         let array = &self.arrays[f.array as usize];
         array.check_readable()?;
         if let Some(pool) = &self.prefetcher {
-            f.prefetch_from(array, pool, &self.cache, 0);
+            f.prefetch_from(array, pool, &self.cache, 0, true);
         }
         Ok(self
             .next_handle
@@ -249,7 +254,7 @@ impl View {
             } else {
                 offset
             };
-            f.prefetch_from(array, pool, &self.cache, data_offset);
+            f.prefetch_from(array, pool, &self.cache, data_offset, false);
         }
         if npy {
             f.read_npy(source, &self.cache, offset, len, out)
