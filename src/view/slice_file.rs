@@ -9,7 +9,7 @@ use super::selection::{AxisSel, Selection};
 use super::{npy_header, ViewError};
 use crate::cache::{ChunkCache, Prefetcher};
 use crate::meta::ArrayMeta;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Chunks one read keeps at hand (its rows cross the chunks of the selection's last axis).
@@ -33,6 +33,8 @@ pub struct SliceFile {
     json: Arc<[u8]>,
     /// Position in the C-order walk over `axis_chunks` up to which chunks have been queued.
     queued: AtomicU64,
+    /// Whether the file has been opened since it was looked up.
+    opened: AtomicBool,
 }
 
 /// The chunk indices along one axis (chunks of `cs`) holding the indices `sel` selects.
@@ -117,6 +119,7 @@ impl SliceFile {
             header: npy_header(&meta.dtype, &out_shape),
             json: Arc::from(json),
             queued: AtomicU64::new(0),
+            opened: AtomicBool::new(false),
         }
     }
 
@@ -294,14 +297,18 @@ impl SliceFile {
 
     /// The linear index of the chunk at position `w` of the C-order walk over `axis_chunks`.
     fn walk_chunk(&self, mut w: u64) -> u64 {
-        let mut at = vec![0u64; self.axes.len()];
-        for ax in (0..at.len()).rev() {
+        let (mut linear, mut scale) = (0, 1);
+        for ax in (0..self.axes.len()).rev() {
             let n = self.axis_chunks[ax].len() as u64;
-            at[ax] = self.axis_chunks[ax][(w % n) as usize];
+            linear += self.axis_chunks[ax][(w % n) as usize] * scale;
+            scale *= self.grid[ax];
             w /= n;
         }
-        at.iter()
-            .enumerate()
-            .fold(0, |acc, (ax, &c)| acc * self.grid[ax] + c)
+        linear
+    }
+
+    /// True at the first call: the first open after the lookup, which queued the first chunks.
+    pub fn first_open(&self) -> bool {
+        !self.opened.swap(true, Ordering::Relaxed)
     }
 }

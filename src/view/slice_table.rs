@@ -204,8 +204,9 @@ impl View {
         matches!(self.slice(ino).map(|e| e.body), Ok(Body::Vlen(v, _)) if v.size_may_lag())
     }
 
-    /// Opens selection file `ino`: queues the first of its chunks for decoding (again: they may
-    /// have left the cache since the lookup queued them).
+    /// Opens selection file `ino`: queues the first of its chunks for decoding (the first open
+    /// after the lookup finds them queued; a later one queues them again: they may have left
+    /// the cache since).
     pub(super) fn open_slice(&self, ino: u64) -> Result<u64, ViewError> {
         let (Body::Data(f) | Body::Npy(f)) = self.slice(ino)?.body else {
             return Ok(0);
@@ -213,7 +214,8 @@ impl View {
         let array = &self.arrays[f.array as usize];
         array.check_readable()?;
         if let Some(pool) = &self.prefetcher {
-            f.prefetch_from(array, pool, &self.cache, 0, true);
+            let again = !f.first_open();
+            f.prefetch_from(array, pool, &self.cache, 0, again);
         }
         Ok(self
             .next_handle
