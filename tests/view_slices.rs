@@ -56,10 +56,55 @@ impl Ty {
     }
 }
 
+/// How the test arrays' chunks are stored: as they are, or compressed (zstd: decoded only as
+/// far as a selection needs; gzip: decoded whole).
+#[derive(Clone, Copy, Debug)]
+enum Codec {
+    Raw,
+    Zstd,
+    Gzip,
+}
+
+impl Codec {
+    fn json(self) -> &'static str {
+        match self {
+            Codec::Raw => "",
+            Codec::Zstd => r#", {"name": "zstd", "configuration": {"level": 1}}"#,
+            Codec::Gzip => r#", {"name": "gzip", "configuration": {"level": 1}}"#,
+        }
+    }
+
+    fn encode(self, raw: Vec<u8>) -> Vec<u8> {
+        match self {
+            Codec::Raw => raw,
+            Codec::Zstd => zstd::bulk::compress(&raw, 1).unwrap(),
+            Codec::Gzip => {
+                use std::io::Write;
+                let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                z.write_all(&raw).unwrap();
+                z.finish().unwrap()
+            }
+        }
+    }
+}
+
 /// An array of `shape` in chunks of `chunks` named `a`, axes named `d0`, `d1`, ...; the chunks
 /// whose linear index is in `missing` are not stored (they read as the fill value). Returns
 /// the view and the expected elements (C order).
 fn array(shape: &[u64], chunks: &[u64], ty: Ty, missing: &[u64]) -> (View, Vec<Vec<u8>>) {
+    stored_array(shape, chunks, ty, missing, Codec::Raw, 1 << 20)
+}
+
+/// [`array`] with chunks stored through `codec` and a cache of `cache` bytes (selections of at
+/// most a quarter of it are gathered in memory; larger ones are read through the cache).
+fn stored_array(
+    shape: &[u64],
+    chunks: &[u64],
+    ty: Ty,
+    missing: &[u64],
+    codec: Codec,
+    cache: u64,
+) -> (View, Vec<Vec<u8>>) {
     let names: Vec<String> = (0..shape.len()).map(|i| format!("\"d{i}\"")).collect();
     let mut s = MemoryStore::new();
     s.insert(
@@ -69,9 +114,10 @@ fn array(shape: &[u64], chunks: &[u64], ty: Ty, missing: &[u64]) -> (View, Vec<V
             "data_type": "{}", "fill_value": 7, "dimension_names": [{}],
             "chunk_grid": {{"name": "regular", "configuration": {{"chunk_shape": {chunks:?}}}}},
             "chunk_key_encoding": {{"name": "default"}},
-            "codecs": [{{"name": "bytes", "configuration": {{"endian": "little"}}}}]}}"#,
+            "codecs": [{{"name": "bytes", "configuration": {{"endian": "little"}}}}{}]}}"#,
             ty.name(),
-            names.join(",")
+            names.join(","),
+            codec.json()
         ),
     );
     s.insert("zarr.json", r#"{"zarr_format": 3, "node_type": "group"}"#);
@@ -113,12 +159,12 @@ fn array(shape: &[u64], chunks: &[u64], ty: Ty, missing: &[u64]) -> (View, Vec<V
             } else {
                 format!("a/c/{}", key.join("/"))
             };
-            s.insert(key, buf);
+            s.insert(key, codec.encode(buf));
         }
     }
     let store: Arc<dyn zarrfs::store::Store> = Arc::new(s);
     let h = load_hierarchy(store.as_ref(), &LoadOptions::default()).unwrap();
-    let view = View::build(&h, store, Arc::new(ChunkCache::new(1 << 20)), "root");
+    let view = View::build(&h, store, Arc::new(ChunkCache::new(cache)), "root");
     (view, expected)
 }
 
@@ -185,6 +231,11 @@ struct Case {
     form: u8,
     read_size: u32,
     prefetch: bool,
+    codec: Codec,
+    /// Cache bytes: 1 MiB gathers every selection in memory, 4 KiB only the small ones.
+    cache: u64,
+    /// Bytes of `a` read before the selection (its chunks are then cached).
+    warm: u64,
 }
 
 fn case() -> impl Strategy<Value = Case> {
@@ -202,10 +253,26 @@ fn case() -> impl Strategy<Value = Case> {
                 0u8..3,
                 1u32..40,
                 any::<bool>(),
+                prop_oneof![Just(Codec::Raw), Just(Codec::Zstd), Just(Codec::Gzip)],
+                prop_oneof![Just(1u64 << 20), Just(4096)],
+                prop_oneof![Just(0u64), 1u64..200],
             )
         })
         .prop_map(
-            |(shape, chunks, ty, missing, items, used, form, read_size, prefetch)| {
+            |(
+                shape,
+                chunks,
+                ty,
+                missing,
+                items,
+                used,
+                form,
+                read_size,
+                prefetch,
+                codec,
+                cache,
+                warm,
+            )| {
                 let items = match form {
                     1 => items[items.len() - used..].to_vec(),
                     _ => items[..used].to_vec(),
@@ -219,6 +286,9 @@ fn case() -> impl Strategy<Value = Case> {
                     form,
                     read_size,
                     prefetch,
+                    codec,
+                    cache,
+                    warm,
                 }
             },
         )
@@ -284,9 +354,16 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
     #[test]
     fn selections_match_numpy_basic_indexing(c in case()) {
-        let (mut view, expected) = array(&c.shape, &c.chunks, c.ty, &c.missing);
+        let (mut view, expected) =
+            stored_array(&c.shape, &c.chunks, c.ty, &c.missing, c.codec, c.cache);
         if c.prefetch {
             view.set_read_policy(ReadPolicy::local(2));
+        }
+        if c.warm > 0 {
+            let ino = view.resolve("a").unwrap();
+            let fh = view.open(ino).unwrap();
+            view.read_into(ino, fh, 0, c.warm as u32, &mut Vec::new()).unwrap();
+            view.release(fh);
         }
         let (text, shape, bytes) = model(&c, &expected);
         let data = read_all(&view, &format!("a[{text}]"), c.read_size);
@@ -323,6 +400,45 @@ fn a_name_looked_up_twice_is_the_same_inode_and_is_not_listed() {
     )
     .unwrap();
     assert!(json.contains("\"selection\": \"3,0:5\""), "{json}");
+}
+
+#[test]
+fn a_selection_decoding_part_of_a_chunk_leaves_the_array_whole() {
+    // One zstd chunk of 4 planes of 256 KiB of noise: `b[0]` decodes only about its first
+    // plane (the decoder stops once the selection's bytes are out); that part must never pass
+    // for the chunk, which `b` then reads whole.
+    let (planes, plane) = (4usize, 1usize << 18);
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    let data: Vec<u8> = (0..planes * plane)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect();
+    let mut s = MemoryStore::new();
+    s.insert("zarr.json", r#"{"zarr_format": 3, "node_type": "group"}"#);
+    s.insert(
+        "b/zarr.json",
+        format!(
+            r#"{{"zarr_format": 3, "node_type": "array", "shape": [{planes}, {plane}],
+            "data_type": "uint8", "fill_value": 0,
+            "chunk_grid": {{"name": "regular", "configuration": {{"chunk_shape": [{planes}, {plane}]}}}},
+            "chunk_key_encoding": {{"name": "default"}},
+            "codecs": [{{"name": "bytes"}}, {{"name": "zstd", "configuration": {{"level": 1}}}}]}}"#
+        ),
+    );
+    s.insert("b/c/0/0", zstd::bulk::compress(&data, 1).unwrap());
+    let store: Arc<dyn zarrfs::store::Store> = Arc::new(s);
+    let h = load_hierarchy(store.as_ref(), &LoadOptions::default()).unwrap();
+    let mut view = View::build(&h, store, Arc::new(ChunkCache::new(16 << 20)), "root");
+    view.set_read_policy(ReadPolicy::local(2));
+    assert!(read_all(&view, "b[0]", 100_000) == data[..plane]);
+    assert!(read_all(&view, "b[1,5:9]", 3) == data[plane + 5..plane + 9]);
+    assert!(read_all(&view, "b[:,::65536]", 7).len() == planes * 4);
+    assert!(read_all(&view, "b", 1 << 20) == data);
+    assert!(read_all(&view, "b[3]", 1 << 20) == data[3 * plane..]);
 }
 
 #[test]

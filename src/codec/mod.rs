@@ -36,6 +36,7 @@ mod object;
 mod packbits;
 mod pcodec;
 mod pipeline;
+mod prefix_decode;
 mod quantize;
 mod registry;
 mod sharding;

@@ -16,6 +16,7 @@ mod npy;
 mod preview;
 mod read_policy;
 mod selection;
+mod selection_buffer;
 mod slice_file;
 mod slice_table;
 mod stats_file;

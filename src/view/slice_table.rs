@@ -47,6 +47,8 @@ struct Table {
 #[derive(Default)]
 pub struct SliceTable {
     table: Mutex<Table>,
+    /// The selection files holding their selection in memory, oldest first, and those bytes.
+    buffered: Mutex<(VecDeque<Arc<SliceFile>>, u64)>,
 }
 
 impl SliceTable {
@@ -86,6 +88,25 @@ impl SliceTable {
         t.by_ino.insert(ino, (entry, key));
         t.order.push_back(ino);
         ino
+    }
+}
+
+impl SliceTable {
+    /// Lets `file` gather its selection in memory when it fits in `max` bytes, letting the
+    /// oldest buffers go so that all together stay within `max`.
+    fn hold_buffer(&self, file: &Arc<SliceFile>, max: u64) {
+        let Some(buffer) = file.hold_buffer(max) else {
+            return;
+        };
+        let mut held = self.buffered.lock().unwrap_or_else(|p| p.into_inner());
+        let (files, bytes) = &mut *held;
+        *bytes += buffer.len();
+        files.push_back(file.clone());
+        while *bytes > max {
+            let Some(old) = files.pop_front() else { break };
+            *bytes = bytes.saturating_sub(old.data_size());
+            old.drop_buffer();
+        }
     }
 }
 
@@ -163,6 +184,9 @@ impl View {
             _ => Body::Data(file),
         };
         // Decoding starts at lookup: it runs while the caller opens the file and sets up its read.
+        if let Body::Data(f) | Body::Npy(f) = &body {
+            self.slices.hold_buffer(f, self.cache.budget() / 4);
+        }
         if let (Body::Data(f) | Body::Npy(f), Some(pool)) = (&body, &self.prefetcher) {
             f.prefetch_from(&self.arrays[k as usize], pool, &self.cache, 0, true);
         }
@@ -213,6 +237,7 @@ impl View {
         };
         let array = &self.arrays[f.array as usize];
         array.check_readable()?;
+        self.slices.hold_buffer(&f, self.cache.budget() / 4);
         if let Some(pool) = &self.prefetcher {
             let again = !f.first_open();
             f.prefetch_from(array, pool, &self.cache, 0, again);
