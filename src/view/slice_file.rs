@@ -38,6 +38,8 @@ pub struct SliceFile {
     opened: AtomicBool,
     /// The selection gathered in memory, while the view keeps it (see [`SliceFile::hold_buffer`]).
     buffer: Mutex<Option<Arc<SelectionBuffer>>>,
+    /// True when the selection is made of whole chunks (it is then never gathered).
+    whole_chunks: bool,
 }
 
 /// The selected elements of one row of a selection inside one chunk.
@@ -108,6 +110,15 @@ impl SliceFile {
             .zip(&chunk_shape)
             .map(|(&s, &c)| s.div_ceil(c))
             .collect();
+        // Whole chunks in order: the selection is a run of the chunks' decoded bytes each, which
+        // gathering would only copy once more.
+        let whole_chunks = axes
+            .iter()
+            .zip(&chunk_shape)
+            .zip(&shape)
+            .all(|((a, &cs), &n)| {
+                a.step == 1 && a.start % cs == 0 && (a.count % cs == 0 || a.start + a.count == n)
+            });
         let axis_chunks = axes
             .iter()
             .zip(&chunk_shape)
@@ -137,6 +148,7 @@ impl SliceFile {
             queued: AtomicU64::new(0),
             opened: AtomicBool::new(false),
             buffer: Mutex::new(None),
+            whole_chunks,
         }
     }
 
@@ -378,12 +390,14 @@ impl SliceFile {
         }
     }
 
-    /// Makes the buffer gathering the selection in memory, unless one is held or the selection
-    /// is larger than `max` bytes (or spans too many chunks); returns it when made.
+    /// Makes the buffer gathering the selection in memory, unless one is held, the selection is
+    /// larger than `max` bytes (or spans too many chunks), or it is made of whole chunks (read
+    /// through the cache, they are copied once); returns it when made.
     pub(super) fn hold_buffer(&self, max: u64) -> Option<Arc<SelectionBuffer>> {
         let mut held = self.buffer.lock().unwrap_or_else(|p| p.into_inner());
         let slots = self.slot_count();
-        if held.is_some() || self.data_size == 0 || self.data_size > max || slots > MAX_SLOTS {
+        let small = self.data_size > 0 && self.data_size <= max && slots <= MAX_SLOTS;
+        if held.is_some() || !small || self.whole_chunks {
             return None;
         }
         let buffer = Arc::new(SelectionBuffer::new(self.data_size, slots));
