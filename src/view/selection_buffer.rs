@@ -1,8 +1,8 @@
 //! The decoded elements of one selection of bounded size, gathered in one buffer: each chunk is
 //! decoded (by a read-ahead worker, or by the first reader that needs it) into a reused scratch
 //! buffer, only as far as the selection needs, and its selected elements are copied into the
-//! buffer row by row as the decoder produces them. Reads copy from the buffer as soon as the rows
-//! they cover are there. Nothing enters the chunk cache, so no partly decoded chunk can ever be
+//! buffer row by row as the decoder produces them (while they are in the processor's cache).
+//! Reads copy from the buffer as soon as the chunks they cover are in. Nothing enters the chunk cache, so no partly decoded chunk can ever be
 //! mistaken for a whole one; chunks already cached are copied from the cache.
 
 use super::array_file::extend_with_fill;
@@ -21,65 +21,117 @@ pub(super) const MAX_SLOTS: u64 = 1 << 20;
 enum Slot {
     /// Nobody has started it.
     Pending,
-    /// Being decoded: every row starting before this byte of the decoded chunk is copied.
-    Running(u64),
+    /// Being decoded and copied in.
+    Running,
     /// All its rows are copied.
     Done,
     /// Its decoding failed: reads take the chunk-cache path, which reports why.
     Failed,
 }
 
-struct State {
-    out: Vec<u8>,
-    slots: Vec<Slot>,
+/// Bytes per page of the selection's bytes: each page has its own lock, so that the threads
+/// copying different chunks in, and the readers copying out, seldom wait for one another.
+const PAGE: usize = 64 << 10;
+
+/// The selection's bytes, in separately locked pages, each allocated when first used (by the
+/// thread copying a chunk in, not the one looking the file up).
+struct Pages {
+    pages: Vec<Mutex<Vec<u8>>>,
+    len: usize,
+}
+
+impl Pages {
+    fn new(len: usize) -> Self {
+        let pages = (0..len.div_ceil(PAGE)).map(|_| Mutex::default()).collect();
+        Pages { pages, len }
+    }
+
+    /// Calls `each(page bytes, range in the page, offset in at..end)` for the pages holding
+    /// bytes `at..end`, each locked meanwhile; `None` when the range is out of bounds.
+    fn visit(
+        &self,
+        at: usize,
+        end: usize,
+        mut each: impl FnMut(&mut [u8], std::ops::Range<usize>, usize),
+    ) -> Option<()> {
+        if at > end || end > self.len {
+            return None;
+        }
+        let mut pos = at;
+        while pos < end {
+            let (page, within) = (pos / PAGE, pos % PAGE);
+            let n = (PAGE - within).min(end - pos);
+            let mut bytes = self.pages[page].lock().unwrap_or_else(|p| p.into_inner());
+            if bytes.is_empty() {
+                bytes.resize(PAGE.min(self.len - page * PAGE), 0);
+            }
+            each(&mut bytes, within..within + n, pos - at);
+            pos += n;
+        }
+        Some(())
+    }
+
+    /// Writes `src` at byte `at`.
+    fn write(&self, at: usize, src: &[u8]) -> Option<()> {
+        self.visit(at, at.checked_add(src.len())?, |page, range, from| {
+            let n = range.len();
+            page[range].copy_from_slice(&src[from..from + n]);
+        })
+    }
+
+    /// Appends bytes `at..end` to `out`.
+    fn read(&self, at: usize, end: usize, out: &mut Vec<u8>) -> Option<()> {
+        self.visit(at, end, |page, range, _| {
+            out.extend_from_slice(&page[range])
+        })
+    }
 }
 
 /// The selection's bytes and the progress of each of its chunks.
 pub(super) struct SelectionBuffer {
-    state: Mutex<State>,
+    out: Pages,
+    slots: Mutex<Vec<Slot>>,
     changed: Condvar,
 }
 
-/// Copies the elements of `row` from decoded chunk bytes `data` into the selection bytes `out`;
-/// `None` when the chunk is too short (corrupt: the caller marks the chunk failed).
-fn copy_row(out: &mut [u8], data: &[u8], row: &Row, es: usize) -> Option<()> {
+/// Copies the elements of `row` from decoded chunk bytes `data` into the selection bytes `out`
+/// (strided ones gathered in `gather` first); `None` when the chunk is too short (corrupt: the
+/// caller marks the chunk failed).
+fn copy_row(out: &Pages, data: &[u8], row: &Row, es: usize, gather: &mut Vec<u8>) -> Option<()> {
     let (src, at, n, step) = (
         row.src as usize,
         row.out as usize,
         row.n as usize,
         row.step as usize,
     );
-    let dst = out.get_mut(at..at + n * es)?;
     if step == 1 {
-        dst.copy_from_slice(data.get(src..src + n * es)?);
-    } else {
-        let span = data.get(src..src + (n - 1) * step * es + es)?;
-        for (d, s) in dst.chunks_exact_mut(es).zip(span.chunks(step * es)) {
-            d.copy_from_slice(&s[..es]);
-        }
+        return out.write(at, data.get(src..src + n * es)?);
     }
-    Some(())
+    let span = data.get(src..src + (n - 1) * step * es + es)?;
+    gather.clear();
+    for s in span.chunks(step * es) {
+        gather.extend_from_slice(&s[..es]);
+    }
+    out.write(at, gather)
 }
 
 impl SelectionBuffer {
     /// Room for `bytes` bytes of selection over `slots` chunks.
     pub fn new(bytes: u64, slots: u64) -> Self {
         SelectionBuffer {
-            state: Mutex::new(State {
-                out: vec![0; bytes as usize],
-                slots: vec![Slot::Pending; slots as usize],
-            }),
+            out: Pages::new(bytes as usize),
+            slots: Mutex::new(vec![Slot::Pending; slots as usize]),
             changed: Condvar::new(),
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> MutexGuard<'_, Vec<Slot>> {
+        self.slots.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Bytes held.
     pub fn len(&self) -> u64 {
-        self.lock().out.len() as u64
+        self.out.len as u64
     }
 
     /// Fills chunk `slot` unless someone started it (a read-ahead job).
@@ -91,16 +143,16 @@ impl SelectionBuffer {
 
     /// Marks `slot` as started when nobody has; true when this call did.
     fn claim(&self, slot: u64) -> bool {
-        let mut state = self.lock();
-        let claimed = state.slots.get(slot as usize) == Some(&Slot::Pending);
+        let mut slots = self.lock();
+        let claimed = slots.get(slot as usize) == Some(&Slot::Pending);
         if claimed {
-            state.slots[slot as usize] = Slot::Running(0);
+            slots[slot as usize] = Slot::Running;
         }
         claimed
     }
 
     fn set(&self, slot: u64, to: Slot) {
-        self.lock().slots[slot as usize] = to;
+        self.lock()[slot as usize] = to;
         self.changed.notify_all();
     }
 
@@ -137,12 +189,10 @@ impl SelectionBuffer {
         if !cache.contains(id) {
             let coords = source.layout.chunk_coords(chunk);
             let mut scratch = cache.pool().take(file.chunk_bytes() as usize);
-            let mut next = 0;
-            let mut bad = false;
+            let (mut next, mut bad, mut gather) = (0, false, Vec::new());
             let loaded = source
                 .reader
                 .load_prefix(&coords, &mut scratch, need, &mut |data| {
-                    let mut state = self.lock();
                     let ready = rows[next..]
                         .iter()
                         .take_while(|r| {
@@ -150,13 +200,9 @@ impl SelectionBuffer {
                         })
                         .count();
                     for row in &rows[next..next + ready] {
-                        bad |= copy_row(&mut state.out, data, row, es).is_none();
+                        bad |= copy_row(&self.out, data, row, es, &mut gather).is_none();
                     }
                     next += ready;
-                    let upto = rows.get(next).map_or(u64::MAX, |r| r.src);
-                    state.slots[slot as usize] = Slot::Running(upto);
-                    drop(state);
-                    self.changed.notify_all();
                 });
             cache.pool().give(scratch);
             match loaded {
@@ -169,9 +215,9 @@ impl SelectionBuffer {
         match source.chunk(cache, chunk).ok()? {
             None => self.copy_fill(file, source, &rows),
             Some(data) => {
-                let mut state = self.lock();
+                let mut gather = Vec::new();
                 rows.iter()
-                    .try_for_each(|row| copy_row(&mut state.out, &data, row, es))
+                    .try_for_each(|row| copy_row(&self.out, &data, row, es, &mut gather))
             }
         }
     }
@@ -181,40 +227,35 @@ impl SelectionBuffer {
         let fill = &source.reader.meta().fill_value;
         let es = file.elem_size();
         let mut run = Vec::new();
-        let mut state = self.lock();
         for row in rows {
             run.clear();
             extend_with_fill(&mut run, fill, 0, row.n * es);
-            let at = row.out as usize;
-            state.out.get_mut(at..at + run.len())?.copy_from_slice(&run);
+            self.out.write(row.out as usize, &run)?;
         }
         Some(())
     }
 
-    /// Waits until the elements of chunk `slot` whose bytes start before byte `upto` of the
-    /// decoded chunk are in, filling the chunk here when nobody has started it. False when the
-    /// chunk failed.
+    /// Waits until the elements of chunk `slot` are in, filling the chunk here when nobody has
+    /// started it. False when the chunk failed.
     pub fn wait_for(
         &self,
         file: &SliceFile,
         source: &ChunkSource,
         cache: &ChunkCache,
         slot: u64,
-        upto: u64,
     ) -> bool {
-        let mut state = self.lock();
+        let mut slots = self.lock();
         loop {
-            match state.slots.get(slot as usize) {
+            match slots.get(slot as usize) {
                 Some(Slot::Done) => return true,
-                Some(Slot::Running(ready)) if *ready >= upto => return true,
-                Some(Slot::Running(_)) => {
-                    state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
+                Some(Slot::Running) => {
+                    slots = self.changed.wait(slots).unwrap_or_else(|p| p.into_inner());
                 }
                 Some(Slot::Pending) => {
-                    state.slots[slot as usize] = Slot::Running(0);
-                    drop(state);
+                    slots[slot as usize] = Slot::Running;
+                    drop(slots);
                     self.fill_claimed(file, source, cache, slot);
-                    state = self.lock();
+                    slots = self.lock();
                 }
                 Some(Slot::Failed) | None => return false,
             }
@@ -223,7 +264,7 @@ impl SelectionBuffer {
 
     /// Appends bytes `offset..end` of the selection to `out` (all of whose chunks are in).
     pub fn copy_out(&self, offset: u64, end: u64, out: &mut Vec<u8>) {
-        let state = self.lock();
-        out.extend_from_slice(&state.out[offset as usize..end as usize]);
+        // In bounds: the file's reads end at its size, the buffer's length.
+        let _ = self.out.read(offset as usize, end as usize, out);
     }
 }

@@ -297,11 +297,13 @@ impl SliceFile {
         e0: u64,
         e1: u64,
     ) -> Result<bool, ViewError> {
-        let mut ok = true;
-        self.walk(e0, e1, |chunk, first, n, step| {
-            let slot = self.slot_of(chunk);
-            let upto = (first + (n - 1) * step) * self.elem_size + 1;
-            ok = ok && slot.is_some_and(|slot| buffer.wait_for(self, source, cache, slot, upto));
+        let (mut ok, mut last) = (true, None);
+        self.walk(e0, e1, |chunk, _, _, _| {
+            if ok && last != Some(chunk) {
+                last = Some(chunk);
+                let slot = self.slot_of(chunk);
+                ok = slot.is_some_and(|slot| buffer.wait_for(self, source, cache, slot));
+            }
             Ok(())
         })?;
         Ok(ok)
