@@ -155,3 +155,87 @@ print("ok")
     );
     assert!(log.contains("surface/temperature[30]: index 30 is out of range"));
 }
+
+#[test]
+fn a_large_string_selection_streams_through_the_mount() {
+    if !common::mount::fuse_ready() {
+        return;
+    }
+    // 400 x 400 strings in chunks of 128 x 100 (the test writes them: vlen-utf8, uncompressed);
+    // the selection `[:, 1:]` holds 159,600 elements, more than a stat scans on the spot.
+    let (rows, cols, (cr, cc)) = (400u64, 400u64, (128u64, 100u64));
+    let item = |k: u64| match k % 7 {
+        0 => format!("é{k}\n"),
+        3 => format!("b\\{k}"),
+        _ => format!("s{}", k % 997),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let array = dir.path().join("names");
+    std::fs::create_dir_all(&array).unwrap();
+    std::fs::write(
+        dir.path().join("zarr.json"),
+        r#"{"zarr_format": 3, "node_type": "group"}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        array.join("zarr.json"),
+        format!(
+            r#"{{"zarr_format": 3, "node_type": "array", "shape": [{rows}, {cols}],
+            "data_type": "string", "fill_value": "",
+            "chunk_grid": {{"name": "regular", "configuration": {{"chunk_shape": [{cr}, {cc}]}}}},
+            "chunk_key_encoding": {{"name": "default"}}, "codecs": [{{"name": "vlen-utf8"}}]}}"#
+        ),
+    )
+    .unwrap();
+    for (i, j) in (0..rows.div_ceil(cr)).flat_map(|i| (0..cols.div_ceil(cc)).map(move |j| (i, j))) {
+        let mut buf = ((cr * cc) as u32).to_le_bytes().to_vec();
+        for (r, c) in (0..cr).flat_map(|r| (0..cc).map(move |c| (i * cr + r, j * cc + c))) {
+            let s = if r < rows && c < cols {
+                item(r * cols + c)
+            } else {
+                String::new()
+            };
+            buf.extend((s.len() as u32).to_le_bytes());
+            buf.extend(s.as_bytes());
+        }
+        std::fs::create_dir_all(array.join(format!("c/{i}"))).unwrap();
+        std::fs::write(array.join(format!("c/{i}/{j}")), buf).unwrap();
+    }
+    let items: Vec<String> = (0..rows)
+        .flat_map(|r| (1..cols).map(move |c| r * cols + c))
+        .map(item)
+        .collect();
+    let text: Vec<u8> = items
+        .iter()
+        .flat_map(|s| format!("{}\n", s.replace('\\', "\\\\").replace('\n', "\\n")).into_bytes())
+        .collect();
+    let width = items.iter().map(|s| s.chars().count()).max().unwrap();
+    let mut npy =
+        zarrfs::view::npy_header(&zarrfs::meta::DataType::Unicode(width), &[rows, cols - 1]);
+    for s in &items {
+        let at = npy.len();
+        npy.extend(s.chars().flat_map(|c| (c as u32).to_le_bytes()));
+        npy.resize(at + 4 * width, 0);
+    }
+
+    let mount = Mount::new(dir.path(), &[]);
+    for (name, want) in [("names[:,1:]", text), ("names[:,1:].npy", npy)] {
+        let path = mount.join(name);
+        let got = timed("read", move || std::fs::read(path).unwrap());
+        assert!(
+            got == want,
+            "{name}: {} bytes, expected {}",
+            got.len(),
+            want.len()
+        );
+        let path = mount.join(name);
+        let size = timed("stat", move || std::fs::metadata(path).unwrap().len());
+        // The kernel may keep the size it saw first (0, unknown then) for the attribute TTL.
+        assert!(
+            size == 0 || size == want.len() as u64,
+            "{name}: size {size}"
+        );
+    }
+    let (status, log) = mount.stop();
+    assert!(status.success(), "{log}");
+}

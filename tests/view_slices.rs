@@ -56,10 +56,55 @@ impl Ty {
     }
 }
 
+/// How the test arrays' chunks are stored: as they are, or compressed (zstd: decoded only as
+/// far as a selection needs; gzip: decoded whole).
+#[derive(Clone, Copy, Debug)]
+enum Codec {
+    Raw,
+    Zstd,
+    Gzip,
+}
+
+impl Codec {
+    fn json(self) -> &'static str {
+        match self {
+            Codec::Raw => "",
+            Codec::Zstd => r#", {"name": "zstd", "configuration": {"level": 1}}"#,
+            Codec::Gzip => r#", {"name": "gzip", "configuration": {"level": 1}}"#,
+        }
+    }
+
+    fn encode(self, raw: Vec<u8>) -> Vec<u8> {
+        match self {
+            Codec::Raw => raw,
+            Codec::Zstd => zstd::bulk::compress(&raw, 1).unwrap(),
+            Codec::Gzip => {
+                use std::io::Write;
+                let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                z.write_all(&raw).unwrap();
+                z.finish().unwrap()
+            }
+        }
+    }
+}
+
 /// An array of `shape` in chunks of `chunks` named `a`, axes named `d0`, `d1`, ...; the chunks
 /// whose linear index is in `missing` are not stored (they read as the fill value). Returns
 /// the view and the expected elements (C order).
 fn array(shape: &[u64], chunks: &[u64], ty: Ty, missing: &[u64]) -> (View, Vec<Vec<u8>>) {
+    stored_array(shape, chunks, ty, missing, Codec::Raw, 1 << 20)
+}
+
+/// [`array`] with chunks stored through `codec` and a cache of `cache` bytes (selections of at
+/// most a quarter of it are gathered in memory; larger ones are read through the cache).
+fn stored_array(
+    shape: &[u64],
+    chunks: &[u64],
+    ty: Ty,
+    missing: &[u64],
+    codec: Codec,
+    cache: u64,
+) -> (View, Vec<Vec<u8>>) {
     let names: Vec<String> = (0..shape.len()).map(|i| format!("\"d{i}\"")).collect();
     let mut s = MemoryStore::new();
     s.insert(
@@ -69,9 +114,10 @@ fn array(shape: &[u64], chunks: &[u64], ty: Ty, missing: &[u64]) -> (View, Vec<V
             "data_type": "{}", "fill_value": 7, "dimension_names": [{}],
             "chunk_grid": {{"name": "regular", "configuration": {{"chunk_shape": {chunks:?}}}}},
             "chunk_key_encoding": {{"name": "default"}},
-            "codecs": [{{"name": "bytes", "configuration": {{"endian": "little"}}}}]}}"#,
+            "codecs": [{{"name": "bytes", "configuration": {{"endian": "little"}}}}{}]}}"#,
             ty.name(),
-            names.join(",")
+            names.join(","),
+            codec.json()
         ),
     );
     s.insert("zarr.json", r#"{"zarr_format": 3, "node_type": "group"}"#);
@@ -113,12 +159,12 @@ fn array(shape: &[u64], chunks: &[u64], ty: Ty, missing: &[u64]) -> (View, Vec<V
             } else {
                 format!("a/c/{}", key.join("/"))
             };
-            s.insert(key, buf);
+            s.insert(key, codec.encode(buf));
         }
     }
     let store: Arc<dyn zarrfs::store::Store> = Arc::new(s);
     let h = load_hierarchy(store.as_ref(), &LoadOptions::default()).unwrap();
-    let view = View::build(&h, store, Arc::new(ChunkCache::new(1 << 20)), "root");
+    let view = View::build(&h, store, Arc::new(ChunkCache::new(cache)), "root");
     (view, expected)
 }
 
@@ -185,6 +231,11 @@ struct Case {
     form: u8,
     read_size: u32,
     prefetch: bool,
+    codec: Codec,
+    /// Cache bytes: 1 MiB gathers every selection in memory, 4 KiB only the small ones.
+    cache: u64,
+    /// Bytes of `a` read before the selection (its chunks are then cached).
+    warm: u64,
 }
 
 fn case() -> impl Strategy<Value = Case> {
@@ -202,10 +253,26 @@ fn case() -> impl Strategy<Value = Case> {
                 0u8..3,
                 1u32..40,
                 any::<bool>(),
+                prop_oneof![Just(Codec::Raw), Just(Codec::Zstd), Just(Codec::Gzip)],
+                prop_oneof![Just(1u64 << 20), Just(4096)],
+                prop_oneof![Just(0u64), 1u64..200],
             )
         })
         .prop_map(
-            |(shape, chunks, ty, missing, items, used, form, read_size, prefetch)| {
+            |(
+                shape,
+                chunks,
+                ty,
+                missing,
+                items,
+                used,
+                form,
+                read_size,
+                prefetch,
+                codec,
+                cache,
+                warm,
+            )| {
                 let items = match form {
                     1 => items[items.len() - used..].to_vec(),
                     _ => items[..used].to_vec(),
@@ -219,6 +286,9 @@ fn case() -> impl Strategy<Value = Case> {
                     form,
                     read_size,
                     prefetch,
+                    codec,
+                    cache,
+                    warm,
                 }
             },
         )
@@ -284,9 +354,16 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
     #[test]
     fn selections_match_numpy_basic_indexing(c in case()) {
-        let (mut view, expected) = array(&c.shape, &c.chunks, c.ty, &c.missing);
+        let (mut view, expected) =
+            stored_array(&c.shape, &c.chunks, c.ty, &c.missing, c.codec, c.cache);
         if c.prefetch {
             view.set_read_policy(ReadPolicy::local(2));
+        }
+        if c.warm > 0 {
+            let ino = view.resolve("a").unwrap();
+            let fh = view.open(ino).unwrap();
+            view.read_into(ino, fh, 0, c.warm as u32, &mut Vec::new()).unwrap();
+            view.release(fh);
         }
         let (text, shape, bytes) = model(&c, &expected);
         let data = read_all(&view, &format!("a[{text}]"), c.read_size);
@@ -326,6 +403,45 @@ fn a_name_looked_up_twice_is_the_same_inode_and_is_not_listed() {
 }
 
 #[test]
+fn a_selection_decoding_part_of_a_chunk_leaves_the_array_whole() {
+    // One zstd chunk of 4 planes of 256 KiB of noise: `b[0]` decodes only about its first
+    // plane (the decoder stops once the selection's bytes are out); that part must never pass
+    // for the chunk, which `b` then reads whole.
+    let (planes, plane) = (4usize, 1usize << 18);
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    let data: Vec<u8> = (0..planes * plane)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect();
+    let mut s = MemoryStore::new();
+    s.insert("zarr.json", r#"{"zarr_format": 3, "node_type": "group"}"#);
+    s.insert(
+        "b/zarr.json",
+        format!(
+            r#"{{"zarr_format": 3, "node_type": "array", "shape": [{planes}, {plane}],
+            "data_type": "uint8", "fill_value": 0,
+            "chunk_grid": {{"name": "regular", "configuration": {{"chunk_shape": [{planes}, {plane}]}}}},
+            "chunk_key_encoding": {{"name": "default"}},
+            "codecs": [{{"name": "bytes"}}, {{"name": "zstd", "configuration": {{"level": 1}}}}]}}"#
+        ),
+    );
+    s.insert("b/c/0/0", zstd::bulk::compress(&data, 1).unwrap());
+    let store: Arc<dyn zarrfs::store::Store> = Arc::new(s);
+    let h = load_hierarchy(store.as_ref(), &LoadOptions::default()).unwrap();
+    let mut view = View::build(&h, store, Arc::new(ChunkCache::new(16 << 20)), "root");
+    view.set_read_policy(ReadPolicy::local(2));
+    assert!(read_all(&view, "b[0]", 100_000) == data[..plane]);
+    assert!(read_all(&view, "b[1,5:9]", 3) == data[plane + 5..plane + 9]);
+    assert!(read_all(&view, "b[:,::65536]", 7).len() == planes * 4);
+    assert!(read_all(&view, "b", 1 << 20) == data);
+    assert!(read_all(&view, "b[3]", 1 << 20) == data[3 * plane..]);
+}
+
+#[test]
 fn invalid_selections_are_not_found() {
     let (view, _) = array(&[4, 5], &[2, 2], Ty::U8, &[]);
     for name in [
@@ -335,5 +451,160 @@ fn invalid_selections_are_not_found() {
             matches!(view.resolve(name), Err(ViewError::NotFound)),
             "{name}"
         );
+    }
+}
+
+/// Element `k` of the string array of `strings`: short, long, non-ASCII, with newlines and
+/// backslashes (which the text file escapes).
+fn string_item(k: u64) -> String {
+    match k % 13 {
+        0 => format!("é{k}ü"),
+        5 => format!("a\nb{k}"),
+        7 => format!("x\\{k}"),
+        9 => "z".repeat((k % 40) as usize),
+        _ => format!("s{}", k % 1000),
+    }
+}
+
+/// A string array `a` of `shape` (2 axes) in chunks of `chunks`, chunk 1 not stored (it reads
+/// as the fill value, ""); returns the view and the expected elements (C order).
+fn strings(shape: [u64; 2], chunks: [u64; 2]) -> (View, Vec<String>) {
+    let mut s = MemoryStore::new();
+    s.insert(
+        "a/zarr.json",
+        format!(
+            r#"{{"zarr_format": 3, "node_type": "array", "shape": {shape:?},
+            "data_type": "string", "fill_value": "",
+            "chunk_grid": {{"name": "regular", "configuration": {{"chunk_shape": {chunks:?}}}}},
+            "chunk_key_encoding": {{"name": "default"}}, "codecs": [{{"name": "vlen-utf8"}}]}}"#
+        ),
+    );
+    s.insert("zarr.json", r#"{"zarr_format": 3, "node_type": "group"}"#);
+    let grid = [shape[0].div_ceil(chunks[0]), shape[1].div_ceil(chunks[1])];
+    let mut expected = vec![String::new(); (shape[0] * shape[1]) as usize];
+    for (ci, cj) in (0..grid[0]).flat_map(|i| (0..grid[1]).map(move |j| (i, j))) {
+        let mut buf = ((chunks[0] * chunks[1]) as u32).to_le_bytes().to_vec();
+        let stored = ci * grid[1] + cj != 1;
+        for (i, j) in (0..chunks[0]).flat_map(|i| (0..chunks[1]).map(move |j| (i, j))) {
+            let (r, c) = (ci * chunks[0] + i, cj * chunks[1] + j);
+            let mut item = String::new();
+            if r < shape[0] && c < shape[1] {
+                let k = r * shape[1] + c;
+                item = string_item(k);
+                if stored {
+                    expected[k as usize] = item.clone();
+                }
+            }
+            buf.extend((item.len() as u32).to_le_bytes());
+            buf.extend(item.as_bytes());
+        }
+        if stored {
+            s.insert(format!("a/c/{ci}/{cj}"), buf);
+        }
+    }
+    let store: Arc<dyn zarrfs::store::Store> = Arc::new(s);
+    let h = load_hierarchy(store.as_ref(), &LoadOptions::default()).unwrap();
+    let view = View::build(&h, store, Arc::new(ChunkCache::new(64 << 20)), "root");
+    (view, expected)
+}
+
+/// All of file `path`, read `step` bytes at a time until a read comes back empty (the size a
+/// large variable-length selection shows is 0 until it has been scanned); then its size.
+fn read_to_end(view: &View, path: &str, step: u32) -> (Vec<u8>, u64) {
+    let ino = view.resolve(path).unwrap();
+    let fh = view.open(ino).unwrap();
+    let mut out = Vec::new();
+    loop {
+        let before = out.len();
+        view.read_into(ino, fh, out.len() as u64, step, &mut out)
+            .unwrap();
+        if out.len() == before {
+            break;
+        }
+    }
+    view.release(fh);
+    (out, view.getattr(ino).unwrap().size)
+}
+
+#[test]
+fn selections_of_strings_of_any_size_stream_as_text_and_npy() {
+    let shape = [300u64, 500];
+    let (view, expected) = strings(shape, [64, 96]);
+    let large = (shape[0] * shape[1] - 300) as usize;
+    assert!(large > zarrfs::view::SYNC_SCAN_MAX as usize);
+    // (selection, rows, columns, elements)
+    let cases: [(&str, Vec<u64>, Vec<u64>, usize); 5] = [
+        ("7", vec![7], (0..500).collect(), 500),
+        ("...,3", (0..300).collect(), vec![3], 300),
+        (
+            "10:290:3,5:499:2",
+            (10..290).step_by(3).collect(),
+            (5..499).step_by(2).collect(),
+            0,
+        ),
+        (
+            ":,3:400:2",
+            (0..300).collect(),
+            (3..400).step_by(2).collect(),
+            59_700,
+        ),
+        (":,1:", (0..300).collect(), (1..500).collect(), large),
+    ];
+    for (sel, rows, cols, n) in cases {
+        let items: Vec<&str> = rows
+            .iter()
+            .flat_map(|r| cols.iter().map(move |c| (r * shape[1] + c) as usize))
+            .map(|k| expected[k].as_str())
+            .collect();
+        assert!(n == 0 || items.len() == n, "{sel}");
+        let text: Vec<u8> = items
+            .iter()
+            .flat_map(|s| {
+                format!("{}\n", s.replace('\\', "\\\\").replace('\n', "\\n")).into_bytes()
+            })
+            .collect();
+        let name = format!("a[{sel}]");
+        let ino = view.resolve(&name).unwrap();
+        assert_eq!(
+            view.direct_io(ino),
+            items.len() as u64 > zarrfs::view::SYNC_SCAN_MAX,
+            "{name}: direct I/O exactly while the size may be unknown"
+        );
+        for step in [4096, 100_000] {
+            let (got, size) = read_to_end(&view, &name, step);
+            assert!(
+                got == text,
+                "{name}: {} bytes, expected {}",
+                got.len(),
+                text.len()
+            );
+            assert_eq!(size, text.len() as u64, "{name}: size once scanned");
+        }
+        // `.npy`: fixed-width UTF-32 cells as wide as the longest selected element.
+        let width = items
+            .iter()
+            .map(|s| s.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(1);
+        let out_shape: Vec<u64> = match sel {
+            "7" => vec![cols.len() as u64],
+            "...,3" => vec![rows.len() as u64],
+            _ => vec![rows.len() as u64, cols.len() as u64],
+        };
+        let mut npy = npy_header(&DataType::Unicode(width), &out_shape);
+        for s in &items {
+            let at = npy.len();
+            npy.extend(s.chars().flat_map(|c| (c as u32).to_le_bytes()));
+            npy.resize(at + 4 * width, 0);
+        }
+        let (got, size) = read_to_end(&view, &format!("{name}.npy"), 65_536);
+        assert!(
+            got == npy,
+            "{name}.npy: {} bytes, expected {}",
+            got.len(),
+            npy.len()
+        );
+        assert_eq!(size, npy.len() as u64);
     }
 }

@@ -37,6 +37,7 @@ mod object;
 mod packbits;
 mod pcodec;
 mod pipeline;
+mod prefix_decode;
 mod quantize;
 mod registry;
 mod sharding;

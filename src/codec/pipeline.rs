@@ -1,7 +1,8 @@
 //! [`Pipeline`]: a codec chain built for one chunk shape and element type.
 
+use super::prefix_decode::Prefix;
 use super::registry::{
-    build_array_to_array, build_array_to_bytes, build_bytes_to_bytes, is_array_to_array_only,
+    base, build_array_to_array, build_array_to_bytes, build_bytes_to_bytes, is_array_to_array_only,
     is_array_to_bytes, Serializer,
 };
 use super::vlen::VlenPipeline;
@@ -79,6 +80,30 @@ impl Pipeline {
         }
     }
 
+    /// Decodes into `out` (exactly [`Pipeline::decoded_len`] bytes) at least its first `need`
+    /// bytes, calling `progress` with the bytes decoded so far: step by step, stopping after
+    /// the step that reaches `need`, for `bytes` (little-endian) then zstd, gzip or zlib alone
+    /// (see [`Prefix::pays`]); else whole, then one call. Fixed-size elements only.
+    pub fn decode_prefix(
+        &self,
+        encoded: &[u8],
+        out: &mut [u8],
+        need: usize,
+        progress: &mut dyn FnMut(&[u8]),
+    ) -> Result<(), CodecError> {
+        if let Kind::Fixed(f) = &self.0 {
+            if let Some((kind, name)) = &f.streamable {
+                if out.len() == f.decoded_len && kind.pays(need, out.len()) {
+                    let run = || kind.decode(name, encoded, out, need, progress);
+                    return STATS.decode(name, run, |_| need);
+                }
+            }
+        }
+        self.decode_into(encoded, out)?;
+        progress(out);
+        Ok(())
+    }
+
     /// Same as [`Pipeline::decode`], written into `out` (exactly [`Pipeline::decoded_len`]
     /// bytes). Without array→array codecs the last decompressor writes straight into `out` and
     /// big-endian data is swapped there in place: no extra copy. Fixed-size elements only.
@@ -108,6 +133,9 @@ struct FixedPipeline {
     decoded_len: usize,
     /// The largest form a chunk takes along the chain (see [`Pipeline::largest_form_len`]).
     largest_form: usize,
+    /// The chain's only codec and its name, when the chain is `bytes` (little-endian) then a
+    /// compressor that decodes progressively.
+    streamable: Option<(Prefix, String)>,
 }
 
 impl FixedPipeline {
@@ -174,7 +202,14 @@ impl FixedPipeline {
             .max()
             .unwrap_or(decoded_len);
 
+        let streamable = match rest {
+            [only] if array_to_array.is_empty() && !big_endian => {
+                Prefix::of(base(&only.name)).map(|kind| (kind, only.name.clone()))
+            }
+            _ => None,
+        };
         Ok(FixedPipeline {
+            streamable,
             array_to_array,
             array_to_bytes,
             serialized_len,

@@ -27,7 +27,7 @@ use super::{ArrayToArray, ArrayToBytes, BytesToBytes, ChunkRepr, CodecError, Sto
 use crate::meta::CodecSpec;
 
 /// The name without a `numcodecs.` prefix.
-fn base(name: &str) -> &str {
+pub(crate) fn base(name: &str) -> &str {
     name.strip_prefix("numcodecs.").unwrap_or(name)
 }
 

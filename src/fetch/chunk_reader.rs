@@ -3,7 +3,7 @@
 
 use super::shard_reader::ShardReader;
 use super::{FetchCause, FetchContext, FetchError};
-use crate::codec::{Pipeline, ShardIndex, ShardedArray};
+use crate::codec::{CodecError, Pipeline, ShardIndex, ShardedArray};
 use crate::meta::{ArrayMeta, MAX_CHUNK_BYTES};
 use crate::stats::STATS;
 use crate::store::Store;
@@ -208,6 +208,26 @@ impl ChunkReader {
         guarded(|| self.load_into_unguarded(idx, out)).map_err(|e| self.name_panic(e, idx))
     }
 
+    /// Decodes at least the first `need` bytes of the stored chunk at `idx` into `out` (room for
+    /// one decoded chunk), calling `progress` with the bytes decoded so far as they come (see
+    /// [`Pipeline::decode_prefix`]); no caching. `Ok(None)` when this array cannot do that
+    /// (sharded or variable-length); `Ok(Some(false))` when the chunk is absent (fill value).
+    /// A panic below becomes a [`FetchCause::Panicked`] error, as for [`ChunkReader::load`].
+    pub fn load_prefix(
+        &self,
+        idx: &[u64],
+        out: &mut [u8],
+        need: usize,
+        progress: &mut dyn FnMut(&[u8]),
+    ) -> Result<Option<bool>, FetchError> {
+        guarded(|| {
+            self.decode_stored(idx, out.len(), |pipeline, encoded| {
+                pipeline.decode_prefix(encoded, out, need, progress)
+            })
+        })
+        .map_err(|e| self.name_panic(e, idx))
+    }
+
     /// Puts node and chunk in front of the message of an error from a caught panic (other
     /// errors name them already).
     fn name_panic(&self, e: FetchError, idx: &[u64]) -> FetchError {
@@ -224,10 +244,24 @@ impl ChunkReader {
     }
 
     fn load_into_unguarded(&self, idx: &[u64], out: &mut [u8]) -> Result<Option<bool>, FetchError> {
+        self.decode_stored(idx, out.len(), |pipeline, encoded| {
+            pipeline.decode_into(encoded, out)
+        })
+    }
+
+    /// Runs `decode` on the pipeline and the stored chunk at `idx`, whose decoded form must be
+    /// `len` bytes: `Ok(None)` when this array has no such chunks (sharded, or variable-length),
+    /// `Ok(Some(false))` when the chunk is absent.
+    fn decode_stored(
+        &self,
+        idx: &[u64],
+        len: usize,
+        decode: impl FnOnce(&Pipeline, &[u8]) -> Result<(), CodecError>,
+    ) -> Result<Option<bool>, FetchError> {
         let Decoder::Whole(pipeline) = &self.decoder else {
             return Ok(None);
         };
-        if self.meta.dtype.is_variable() || pipeline.decoded_len() != out.len() {
+        if self.meta.dtype.is_variable() || pipeline.decoded_len() != len {
             return Ok(None);
         }
         let key = self.meta.chunk_keys.key(idx);
@@ -235,9 +269,7 @@ impl ChunkReader {
         let Some(encoded) = self.fetch_object(&key).map_err(context)? else {
             return Ok(Some(false));
         };
-        pipeline
-            .decode_into(&encoded, out)
-            .map_err(|e| context(e.into()))?;
+        decode(pipeline, &encoded).map_err(|e| context(e.into()))?;
         Ok(Some(true))
     }
 

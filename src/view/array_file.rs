@@ -3,11 +3,11 @@
 
 use super::backed::{ArrayBacking, Backing};
 use super::chunk_source::ChunkSource;
-use super::error::chunk_failed;
+use super::held_chunks::{chunk_bytes, HeldChunks};
 use super::npy::read_after_header;
 use super::read_policy::Prediction;
 use super::{npy_header, IoCause, ViewError};
-use crate::cache::{ChunkCache, ChunkData, ChunkId, Job, Prefetcher};
+use crate::cache::{ChunkCache, ChunkId, Job, Prefetcher};
 use crate::meta::ArrayMeta;
 use std::sync::Arc;
 
@@ -219,7 +219,7 @@ impl ArrayFile {
         let fill = &source.reader.meta().fill_value;
         out.reserve((end - offset) as usize);
         // The chunks this read has fetched: runs alternate between a few of them.
-        let mut held: Vec<(u64, ChunkData)> = Vec::new();
+        let mut held = HeldChunks::new(MAX_HELD_CHUNKS);
         // Only the read's first chunk may be decoded straight into `out`: the view has queued
         // the others on the read-ahead workers, and the cache waits for their loads instead of
         // decoding them a second time.
@@ -228,35 +228,18 @@ impl ArrayFile {
             let may_decode_here = std::mem::take(&mut first);
             let run_start = run.start * es;
             let (from, to) = (run_start.max(offset), ((run.start + run.len) * es).min(end));
-            let slot = match held.iter().position(|(c, _)| *c == run.chunk) {
-                Some(i) => i,
-                None => {
-                    if may_decode_here
-                        && self.decode_whole_into(cache, source, &run, from, to, out)?
-                    {
-                        continue;
-                    }
-                    if held.len() == MAX_HELD_CHUNKS {
-                        held.remove(0);
-                    }
-                    let data = source.chunk(cache, run.chunk).map_err(chunk_failed)?;
-                    held.push((run.chunk, data));
-                    held.len() - 1
-                }
-            };
-            match &held[slot].1 {
+            if may_decode_here
+                && !held.contains(run.chunk)
+                && self.decode_whole_into(cache, source, &run, from, to, out)?
+            {
+                continue;
+            }
+            match held.get(source, cache, run.chunk)? {
                 Some(data) => {
                     let at = (run.chunk_offset * es + (from - run_start)) as usize;
-                    let bytes = data.get(at..at + (to - from) as usize).ok_or_else(|| {
-                        log::error!(
-                            "{}: chunk {} decoded to {} bytes, too few",
-                            self.display_path(),
-                            run.chunk,
-                            data.len()
-                        );
-                        ViewError::Io(IoCause::Corrupt)
-                    })?;
-                    out.extend_from_slice(bytes);
+                    let len = (to - from) as usize;
+                    let node = self.display_path();
+                    out.extend_from_slice(chunk_bytes(data, at, len, node, run.chunk)?);
                 }
                 None => extend_with_fill(out, fill, from, to - from),
             }

@@ -9,12 +9,14 @@ mod backed;
 mod build;
 mod chunk_source;
 mod error;
+mod held_chunks;
 mod layout;
 pub mod netcdf;
 mod npy;
 mod preview;
 mod read_policy;
 mod selection;
+mod selection_buffer;
 mod slice_file;
 mod slice_table;
 mod stats_file;
@@ -317,10 +319,13 @@ impl View {
     }
 
     /// True when `ino` must be served with direct I/O (`FOPEN_DIRECT_IO`): the text and NPY
-    /// files of large variable-length arrays, whose size `stat` may show as 0 while it is being
+    /// files of large variable-length arrays (and of large selections of them), whose size `stat` may show as 0 while it is being
     /// computed (see [`VlenFile`]), reads must not stop at that size; `.zarrfs/stats`, whose
     /// content changes with every read; and `A.png`, whose size is known once it is rendered.
     pub fn direct_io(&self, ino: u64) -> bool {
+        if is_slice(ino) {
+            return self.slice_direct_io(ino);
+        }
         match self.inode(ino).map(|i| &i.content) {
             Ok(Content::Text(a) | Content::TextNpy(a)) => self.vlen[*a as usize].size_may_lag(),
             Ok(Content::Stats | Content::Preview(_)) => true,
@@ -482,13 +487,13 @@ impl View {
         let window = self
             .policy
             .window(array.read_ahead_bytes(), self.cache.budget());
-        let ends: Vec<(u64, u64)> = now.iter().map(|&c| (c, array.chunk_end_byte(c))).collect();
+        let ends = now.iter().map(|&c| (c, array.chunk_end_byte(c)));
         let (prediction, passed) = {
             let mut handles = self.lock_handles();
             let Some(state) = handles.get_mut(&fh) else {
                 return;
             };
-            state.after_read(offset, len, window, array.band_end(offset), &ends)
+            state.after_read(offset, len, window, array.band_end(offset), ends)
         };
         array.discard(&self.cache, &passed);
         if let Some(pool) = &self.prefetcher {

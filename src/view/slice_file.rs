@@ -3,13 +3,15 @@
 
 use super::array_file::{extend_with_fill, ArrayFile, MAX_PREFETCH_CHUNKS};
 use super::chunk_source::ChunkSource;
-use super::error::chunk_failed;
+use super::held_chunks::{chunk_bytes, HeldChunks};
 use super::npy::read_after_header;
 use super::selection::{AxisSel, Selection};
-use super::{npy_header, IoCause, ViewError};
-use crate::cache::{ChunkCache, ChunkData, Prefetcher};
+use super::selection_buffer::{SelectionBuffer, MAX_SLOTS};
+use super::{npy_header, ViewError};
+use crate::cache::{ChunkCache, ChunkId, Job, Prefetcher};
 use crate::meta::ArrayMeta;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// Chunks one read keeps at hand (its rows cross the chunks of the selection's last axis).
 const MAX_HELD_CHUNKS: usize = 64;
@@ -30,6 +32,27 @@ pub struct SliceFile {
     data_size: u64,
     header: Vec<u8>,
     json: Arc<[u8]>,
+    /// Position in the C-order walk over `axis_chunks` up to which chunks have been queued.
+    queued: AtomicU64,
+    /// Whether the file has been opened since it was looked up.
+    opened: AtomicBool,
+    /// The selection gathered in memory, while the view keeps it (see [`SliceFile::hold_buffer`]).
+    buffer: Mutex<Option<Arc<SelectionBuffer>>>,
+    /// True when the selection is made of whole chunks (it is then never gathered).
+    whole_chunks: bool,
+}
+
+/// The selected elements of one row of a selection inside one chunk.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Row {
+    /// Byte offset of the first element in the decoded chunk.
+    pub src: u64,
+    /// Byte offset of the first element in the selection.
+    pub out: u64,
+    /// Number of elements.
+    pub n: u64,
+    /// Elements between two selected ones in the chunk.
+    pub step: u64,
 }
 
 /// The chunk indices along one axis (chunks of `cs`) holding the indices `sel` selects.
@@ -87,6 +110,15 @@ impl SliceFile {
             .zip(&chunk_shape)
             .map(|(&s, &c)| s.div_ceil(c))
             .collect();
+        // Whole chunks in order: the selection is a run of the chunks' decoded bytes each, which
+        // gathering would only copy once more.
+        let whole_chunks = axes
+            .iter()
+            .zip(&chunk_shape)
+            .zip(&shape)
+            .all(|((a, &cs), &n)| {
+                a.step == 1 && a.start % cs == 0 && (a.count % cs == 0 || a.start + a.count == n)
+            });
         let axis_chunks = axes
             .iter()
             .zip(&chunk_shape)
@@ -113,6 +145,10 @@ impl SliceFile {
             data_size: sel.element_count() * elem_size,
             header: npy_header(&meta.dtype, &out_shape),
             json: Arc::from(json),
+            queued: AtomicU64::new(0),
+            opened: AtomicBool::new(false),
+            buffer: Mutex::new(None),
+            whole_chunks,
         }
     }
 
@@ -155,7 +191,7 @@ impl SliceFile {
     /// element offset `first` in the decoded chunk, then every `step`-th. Walks the selection
     /// row by row (a row: the selected indices along the last axis), each row cut at chunk
     /// boundaries.
-    fn walk(
+    pub(super) fn walk(
         &self,
         e0: u64,
         e1: u64,
@@ -200,17 +236,6 @@ impl SliceFile {
         Ok(())
     }
 
-    /// Every selected element as (chunk, element offset in the decoded chunk), in order.
-    pub fn elements(&self) -> Vec<(u64, u64)> {
-        let mut out = Vec::new();
-        let total = self.data_size / self.elem_size;
-        let _ = self.walk(0, total, |chunk, first, n, step| {
-            out.extend((0..n).map(|j| (chunk, first + j * step)));
-            Ok(())
-        });
-        out
-    }
-
     /// Appends bytes `offset..offset+len` of `A[SEL]` to `out` (fewer at the end): per piece
     /// of a row inside one chunk, one copy (step 1) or a strided copy.
     pub fn read_data(
@@ -227,35 +252,24 @@ impl SliceFile {
         }
         let es = self.elem_size;
         let (e0, e1) = (offset / es, end.div_ceil(es));
+        if let Some(buffer) = self.buffer() {
+            if self.wait_buffered(&buffer, source, cache, e0, e1)? {
+                buffer.copy_out(offset, end, out);
+                return Ok(());
+            }
+        }
         let at = out.len();
         out.reserve(((e1 - e0) * es) as usize);
         let fill = &source.reader.meta().fill_value;
-        let mut held: Vec<(u64, ChunkData)> = Vec::new();
+        let mut held = HeldChunks::new(MAX_HELD_CHUNKS);
         self.walk(e0, e1, |chunk, first, n, step| {
-            let slot = match held.iter().rposition(|(i, _)| *i == chunk) {
-                Some(i) => i,
-                None => {
-                    if held.len() == MAX_HELD_CHUNKS {
-                        held.remove(0);
-                    }
-                    held.push((chunk, source.chunk(cache, chunk).map_err(chunk_failed)?));
-                    held.len() - 1
-                }
-            };
-            let Some(data) = &held[slot].1 else {
+            let Some(data) = held.get(source, cache, chunk)? else {
                 extend_with_fill(out, fill, 0, n * es);
                 return Ok(());
             };
             let base = (first * es) as usize;
             let span = ((n - 1) * step * es + es) as usize;
-            let bytes = data.get(base..base + span).ok_or_else(|| {
-                log::error!(
-                    "{}: chunk {chunk} decoded to {} bytes, too few",
-                    self.name,
-                    data.len()
-                );
-                ViewError::Io(IoCause::Corrupt)
-            })?;
+            let bytes = chunk_bytes(data, base, span, &self.name, chunk)?;
             if step == 1 {
                 out.extend_from_slice(bytes);
             } else {
@@ -273,14 +287,149 @@ impl SliceFile {
         Ok(())
     }
 
-    /// Queues for decoding the selection's chunks from the one holding byte `offset` of
-    /// `A[SEL]` on, in the order a reader meets them, up to a quarter of the cache budget.
-    pub fn prefetch_from(
+    /// Waits until the selected elements `e0..e1` are in `buffer` (decoding here the chunks
+    /// nobody has started); false when one of their chunks failed there.
+    fn wait_buffered(
         &self,
+        buffer: &SelectionBuffer,
+        source: &ChunkSource,
+        cache: &ChunkCache,
+        e0: u64,
+        e1: u64,
+    ) -> Result<bool, ViewError> {
+        let (mut ok, mut last) = (true, None);
+        self.walk(e0, e1, |chunk, _, _, _| {
+            if ok && last != Some(chunk) {
+                last = Some(chunk);
+                let slot = self.slot_of(chunk);
+                ok = slot.is_some_and(|slot| buffer.wait_for(self, source, cache, slot));
+            }
+            Ok(())
+        })?;
+        Ok(ok)
+    }
+
+    /// Bytes of one element.
+    pub(super) fn elem_size(&self) -> u64 {
+        self.elem_size
+    }
+
+    /// Bytes of one decoded chunk.
+    pub(super) fn chunk_bytes(&self) -> u64 {
+        self.chunk_shape.iter().product::<u64>() * self.elem_size
+    }
+
+    /// Number of chunks the selection touches.
+    fn slot_count(&self) -> u64 {
+        self.axis_chunks.iter().map(|c| c.len() as u64).product()
+    }
+
+    /// The position of chunk `chunk` (linear index) in the C-order walk over `axis_chunks`, if
+    /// the selection touches it.
+    fn slot_of(&self, mut chunk: u64) -> Option<u64> {
+        let (mut slot, mut scale) = (0, 1);
+        for ax in (0..self.axes.len()).rev() {
+            let at = self.axis_chunks[ax].binary_search(&(chunk % self.grid[ax]));
+            chunk /= self.grid[ax];
+            slot += at.ok()? as u64 * scale;
+            scale *= self.axis_chunks[ax].len() as u64;
+        }
+        Some(slot)
+    }
+
+    /// The chunk at position `slot` of the C-order walk over `axis_chunks` (linear index) and
+    /// the selection's rows inside it, in the chunk's byte order.
+    pub(super) fn slot_rows(&self, slot: u64) -> (u64, Vec<Row>) {
+        let rank = self.axes.len();
+        let last = rank - 1;
+        // Per axis: the chunk's grid index and the selection indices inside it.
+        let (mut w, mut g, mut range) = (slot, vec![0u64; rank], vec![(0u64, 0u64); rank]);
+        for ax in (0..rank).rev() {
+            let n = self.axis_chunks[ax].len() as u64;
+            g[ax] = self.axis_chunks[ax][(w % n) as usize];
+            w /= n;
+            let (a, cs) = (&self.axes[ax], self.chunk_shape[ax]);
+            let lo = (g[ax] * cs).saturating_sub(a.start).div_ceil(a.step);
+            let hi = ((g[ax] + 1) * cs).saturating_sub(a.start).div_ceil(a.step);
+            range[ax] = (lo, hi.min(a.count));
+        }
+        let linear = (0..rank).fold(0, |l, ax| l * self.grid[ax] + g[ax]);
+        let (mut out_stride, mut chunk_stride) = (vec![1u64; rank], vec![1u64; rank]);
+        for ax in (0..last).rev() {
+            out_stride[ax] = out_stride[ax + 1] * self.axes[ax + 1].count;
+            chunk_stride[ax] = chunk_stride[ax + 1] * self.chunk_shape[ax + 1];
+        }
+        let mut rows = Vec::new();
+        if range.iter().any(|(lo, hi)| lo >= hi) {
+            return (linear, rows);
+        }
+        let mut k: Vec<u64> = range.iter().map(|r| r.0).collect();
+        loop {
+            let (mut src, mut out) = (0, 0);
+            for ax in 0..rank {
+                let a = &self.axes[ax];
+                src += (a.start + k[ax] * a.step - g[ax] * self.chunk_shape[ax]) * chunk_stride[ax];
+                out += k[ax] * out_stride[ax];
+            }
+            rows.push(Row {
+                src: src * self.elem_size,
+                out: out * self.elem_size,
+                n: range[last].1 - range[last].0,
+                step: self.axes[last].step,
+            });
+            let mut ax = last;
+            loop {
+                if ax == 0 {
+                    return (linear, rows);
+                }
+                ax -= 1;
+                k[ax] += 1;
+                if k[ax] < range[ax].1 {
+                    break;
+                }
+                k[ax] = range[ax].0;
+            }
+        }
+    }
+
+    /// Makes the buffer gathering the selection in memory, unless one is held, the selection is
+    /// larger than `max` bytes (or spans too many chunks), or it is made of whole chunks (read
+    /// through the cache, they are copied once); returns it when made.
+    pub(super) fn hold_buffer(&self, max: u64) -> Option<Arc<SelectionBuffer>> {
+        let mut held = self.buffer.lock().unwrap_or_else(|p| p.into_inner());
+        let slots = self.slot_count();
+        let small = self.data_size > 0 && self.data_size <= max && slots <= MAX_SLOTS;
+        if held.is_some() || !small || self.whole_chunks {
+            return None;
+        }
+        let buffer = Arc::new(SelectionBuffer::new(self.data_size, slots));
+        *held = Some(buffer.clone());
+        Some(buffer)
+    }
+
+    /// Lets the buffer go (reads under way keep it until they are done).
+    pub(super) fn drop_buffer(&self) {
+        *self.buffer.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    fn buffer(&self) -> Option<Arc<SelectionBuffer>> {
+        self.buffer
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Queues for decoding the selection's chunks from the one holding byte `offset` of
+    /// `A[SEL]` on, in the order a reader meets them, up to a quarter of the cache budget. Chunks
+    /// an earlier call queued are not queued again, unless `again` (a new open: they may have
+    /// left the cache since).
+    pub fn prefetch_from(
+        self: &Arc<Self>,
         array: &ArrayFile,
         pool: &Prefetcher,
         cache: &Arc<ChunkCache>,
         offset: u64,
+        again: bool,
     ) {
         if offset >= self.data_size {
             return;
@@ -289,32 +438,56 @@ impl SliceFile {
         let max = ((cache.budget() / 4) / chunk_bytes.max(1)).clamp(1, MAX_PREFETCH_CHUNKS as u64);
         // Position of the first chunk in the C-order walk over `axis_chunks`.
         let mut rest = offset / self.elem_size;
-        let mut pos = vec![0usize; self.axes.len()];
+        let (mut first, mut scale) = (0u64, 1u64);
         for ax in (0..self.axes.len()).rev() {
             let a = &self.axes[ax];
             let src = a.start + (rest % a.count) * a.step;
             rest /= a.count;
             let chunk = src / self.chunk_shape[ax];
-            pos[ax] = self.axis_chunks[ax].binary_search(&chunk).unwrap_or(0);
+            first += self.axis_chunks[ax].binary_search(&chunk).unwrap_or(0) as u64 * scale;
+            scale *= self.axis_chunks[ax].len() as u64;
         }
-        let mut chunks = Vec::new();
-        'walk: loop {
-            let linear = pos.iter().enumerate().fold(0, |acc, (ax, &p)| {
-                acc * self.grid[ax] + self.axis_chunks[ax][p]
-            });
-            chunks.push(linear);
-            if chunks.len() as u64 >= max {
-                break;
+        let end = first.saturating_add(max).min(scale);
+        let queued = if again {
+            self.queued.store(end, Ordering::Relaxed);
+            first
+        } else {
+            self.queued.fetch_max(end, Ordering::Relaxed)
+        };
+        // A reader behind what was queued (parallel reads of the kernel's read-ahead, or a seek
+        // back) queues nothing: what it needs and the cache lost, it decodes itself.
+        let walked = first.max(queued)..end;
+        if let (Some(buffer), Ok(source)) = (self.buffer(), array.readable()) {
+            for slot in walked {
+                let (file, buffer, source, cache) =
+                    (self.clone(), buffer.clone(), source.clone(), cache.clone());
+                let id = ChunkId {
+                    array: source.id,
+                    index: self.walk_chunk(slot),
+                };
+                let run = Box::new(move || buffer.fill(&file, &source, &cache, slot));
+                pool.submit(Job { id, run });
             }
-            for ax in (0..pos.len()).rev() {
-                pos[ax] += 1;
-                if pos[ax] < self.axis_chunks[ax].len() {
-                    continue 'walk;
-                }
-                pos[ax] = 0;
-            }
-            break;
+            return;
         }
+        let chunks: Vec<u64> = walked.map(|w| self.walk_chunk(w)).collect();
         array.prefetch(pool, cache, &chunks);
+    }
+
+    /// The linear index of the chunk at position `w` of the C-order walk over `axis_chunks`.
+    fn walk_chunk(&self, mut w: u64) -> u64 {
+        let (mut linear, mut scale) = (0, 1);
+        for ax in (0..self.axes.len()).rev() {
+            let n = self.axis_chunks[ax].len() as u64;
+            linear += self.axis_chunks[ax][(w % n) as usize] * scale;
+            scale *= self.grid[ax];
+            w /= n;
+        }
+        linear
+    }
+
+    /// True at the first call: the first open after the lookup, which queued the first chunks.
+    pub fn first_open(&self) -> bool {
+        !self.opened.swap(true, Ordering::Relaxed)
     }
 }

@@ -4,6 +4,7 @@
 
 use super::selection::{split_name, Selection};
 use super::slice_file::SliceFile;
+use super::vlen_file::VlenFile;
 use super::{Attr, Content, FileKind, View, ViewError};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -13,8 +14,6 @@ use std::time::SystemTime;
 const SLICE_INO_BASE: u64 = 1 << 62;
 /// Most selection files remembered; the oldest are forgotten first.
 const MAX_SLICES: usize = 4096;
-/// Most elements of a selection of a variable-length array: its files are made at lookup.
-const MAX_VLEN_ELEMENTS: u64 = super::SYNC_SCAN_MAX;
 
 /// What a selection file holds.
 #[derive(Clone)]
@@ -23,8 +22,9 @@ enum Body {
     Data(Arc<SliceFile>),
     /// The NPY header plus the selected elements.
     Npy(Arc<SliceFile>),
-    /// Bytes made at lookup: the `.json` document, or the files of a selection of a
-    /// variable-length array.
+    /// A selection of a variable-length array: its text (`A[SEL]`) or NPY file (`.npy`: true).
+    Vlen(Arc<VlenFile>, bool),
+    /// The `.json` document.
     Bytes(Arc<[u8]>),
 }
 
@@ -47,6 +47,8 @@ struct Table {
 #[derive(Default)]
 pub struct SliceTable {
     table: Mutex<Table>,
+    /// The selection files holding their selection in memory, oldest first, and those bytes.
+    buffered: Mutex<(VecDeque<Arc<SliceFile>>, u64)>,
 }
 
 impl SliceTable {
@@ -86,6 +88,25 @@ impl SliceTable {
         t.by_ino.insert(ino, (entry, key));
         t.order.push_back(ino);
         ino
+    }
+}
+
+impl SliceTable {
+    /// Lets `file` gather its selection in memory when it fits in `max` bytes, letting the
+    /// oldest buffers go so that all together stay within `max`.
+    fn hold_buffer(&self, file: &Arc<SliceFile>, max: u64) {
+        let Some(buffer) = file.hold_buffer(max) else {
+            return;
+        };
+        let mut held = self.buffered.lock().unwrap_or_else(|p| p.into_inner());
+        let (files, bytes) = &mut *held;
+        *bytes += buffer.len();
+        files.push_back(file.clone());
+        while *bytes > max {
+            let Some(old) = files.pop_front() else { break };
+            *bytes = bytes.saturating_sub(old.data_size());
+            old.drop_buffer();
+        }
     }
 }
 
@@ -152,28 +173,23 @@ impl View {
             log::warn!("{shown}: {reason}");
             ViewError::NotFound
         })?;
-        let file = Arc::new(SliceFile::new(shown, k, path, source, &sel));
+        let file = Arc::new(SliceFile::new(shown.clone(), k, path, source, &sel));
         let body = match (&inode.content, suffix) {
             (_, ".json") => Body::Bytes(file.json().clone()),
             (Content::Text(_), _) => {
-                let count = sel.element_count();
-                if count > MAX_VLEN_ELEMENTS {
-                    log::warn!(
-                        "{path}[{text}]: selects {count} elements of a variable-length array; \
-                         at most {MAX_VLEN_ELEMENTS} are served as a selection"
-                    );
-                    return Err(ViewError::NotFound);
-                }
-                let (text_file, npy) = self.vlen[k as usize].selection_files(
-                    &self.cache,
-                    &sel.shape(),
-                    &file.elements(),
-                )?;
-                Body::Bytes(Arc::from(if suffix == ".npy" { npy } else { text_file }))
+                let vlen = self.vlen[k as usize].selection(shown, file, sel.shape());
+                Body::Vlen(Arc::new(vlen), suffix == ".npy")
             }
             (_, ".npy") => Body::Npy(file),
             _ => Body::Data(file),
         };
+        // Decoding starts at lookup: it runs while the caller opens the file and sets up its read.
+        if let Body::Data(f) | Body::Npy(f) = &body {
+            self.slices.hold_buffer(f, self.cache.budget() / 4);
+        }
+        if let (Body::Data(f) | Body::Npy(f), Some(pool)) = (&body, &self.prefetcher) {
+            f.prefetch_from(&self.arrays[k as usize], pool, &self.cache, 0, true);
+        }
         let entry = SliceEntry {
             body,
             mtime: inode.mtime,
@@ -192,6 +208,9 @@ impl View {
         let size = match &e.body {
             Body::Data(f) => f.data_size(),
             Body::Npy(f) => f.npy_size(),
+            // Sizes of large selections are found in the background: see `vlen_file`.
+            Body::Vlen(v, false) => v.text_size(&self.cache, &self.sizer).unwrap_or(0),
+            Body::Vlen(v, true) => v.npy_size(&self.cache, &self.sizer).unwrap_or(0),
             Body::Bytes(b) => b.len() as u64,
         };
         Ok(Attr {
@@ -203,15 +222,25 @@ impl View {
         })
     }
 
-    /// Opens selection file `ino`: queues the first of its chunks for decoding.
+    /// True when selection file `ino` must be served with direct I/O: that of a large selection
+    /// of a variable-length array, whose size `stat` shows as 0 until it is known.
+    pub(super) fn slice_direct_io(&self, ino: u64) -> bool {
+        matches!(self.slice(ino).map(|e| e.body), Ok(Body::Vlen(v, _)) if v.size_may_lag())
+    }
+
+    /// Opens selection file `ino`: queues the first of its chunks for decoding (the first open
+    /// after the lookup finds them queued; a later one queues them again: they may have left
+    /// the cache since).
     pub(super) fn open_slice(&self, ino: u64) -> Result<u64, ViewError> {
         let (Body::Data(f) | Body::Npy(f)) = self.slice(ino)?.body else {
             return Ok(0);
         };
         let array = &self.arrays[f.array as usize];
         array.check_readable()?;
+        self.slices.hold_buffer(&f, self.cache.budget() / 4);
         if let Some(pool) = &self.prefetcher {
-            f.prefetch_from(array, pool, &self.cache, 0);
+            let again = !f.first_open();
+            f.prefetch_from(array, pool, &self.cache, 0, again);
         }
         Ok(self
             .next_handle
@@ -233,6 +262,14 @@ impl View {
                 super::extend_range(&bytes, offset, len, out);
                 return Ok(());
             }
+            Body::Vlen(v, false) => {
+                out.extend(v.read_text(&self.cache, offset, len)?);
+                return Ok(());
+            }
+            Body::Vlen(v, true) => {
+                out.extend(v.read_npy(&self.cache, offset, len)?);
+                return Ok(());
+            }
             Body::Data(f) => (f, false),
             Body::Npy(f) => (f, true),
         };
@@ -244,7 +281,7 @@ impl View {
             } else {
                 offset
             };
-            f.prefetch_from(array, pool, &self.cache, data_offset);
+            f.prefetch_from(array, pool, &self.cache, data_offset, false);
         }
         if npy {
             f.read_npy(source, &self.cache, offset, len, out)

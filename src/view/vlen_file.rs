@@ -10,9 +10,14 @@
 //! ([`super::View::direct_io`]), so reads never depend on the size `stat` showed: a read waits
 //! for the scan (it needs the index to find its bytes) and returns the data, and end of file
 //! is where the data ends.
+//!
+//! A selection of the array (`A[SEL]`, `A[SEL].npy`) is the same kind of file over the selected
+//! elements: it streams like `A`, whatever its size.
 
 use super::chunk_source::ChunkSource;
 use super::error::chunk_failed;
+use super::held_chunks::HeldChunks;
+use super::slice_file::SliceFile;
 use super::{npy_header, IoCause, ViewError};
 use crate::cache::{ChunkCache, ChunkData};
 use crate::codec::vlen;
@@ -23,10 +28,16 @@ use std::sync::{Arc, Condvar, Mutex};
 /// Arrays with at most this many elements are scanned on the thread that first needs a size.
 pub const SYNC_SCAN_MAX: u64 = 1 << 16;
 
-/// Where each run of elements starts in the text, and the sizes derived from a full scan.
+/// Elements between two marks of the text index.
+const MARK_EVERY: u64 = 1024;
+/// Chunks a selection's walk keeps at hand (its rows cross the chunks of the last axis).
+const MAX_HELD_CHUNKS: usize = 64;
+
+/// Where every [`MARK_EVERY`]-th element starts in the text, and the sizes derived from a full
+/// scan.
 struct TextIndex {
-    /// (first element, first text byte) of every run, in order.
-    runs: Vec<(u64, u64)>,
+    /// Text byte where element `i * MARK_EVERY` starts, for every `i` below the element count.
+    marks: Vec<u64>,
     text_size: u64,
     /// Longest element, in code points (text) or bytes.
     width: usize,
@@ -40,12 +51,34 @@ enum Scan {
     Done(Result<Arc<TextIndex>, ViewError>),
 }
 
-/// A variable-length array served as text and as a fixed-width NPY file.
+/// The elements a file shows: the whole array, or a selection of it.
+enum Elements {
+    Whole,
+    Selection(Arc<SliceFile>),
+}
+
+/// Elements `start..start+n` of a file: of decoded chunk `data` (`None`: absent, all fill
+/// value), the elements at `first`, `first + step`, ...
+struct Piece<'a> {
+    start: u64,
+    data: &'a ChunkData,
+    first: u64,
+    n: u64,
+    step: u64,
+}
+
+/// A variable-length array, or a selection of one, served as text and as a fixed-width NPY
+/// file.
 pub struct VlenFile {
+    /// The path (or `path[SEL]`) as logs show it.
     path: String,
     source: ChunkSource,
     utf8: bool,
+    /// Shape of the elements shown (the array's, or the selection's).
     shape: Vec<u64>,
+    /// Number of elements shown.
+    count: u64,
+    elements: Elements,
     scan: Mutex<Scan>,
     scanned: Condvar,
 }
@@ -110,12 +143,83 @@ impl VlenFile {
         let (utf8, shape) = (meta.dtype == DataType::String, meta.shape.clone());
         VlenFile {
             path: path.to_string(),
+            count: source.layout.len(),
             source,
             utf8,
             shape,
+            elements: Elements::Whole,
             scan: Mutex::new(Scan::NotStarted),
             scanned: Condvar::new(),
         }
+    }
+
+    /// The files of selection `slice` of this array, of shape `shape`, named `name` in logs.
+    pub(super) fn selection(&self, name: String, slice: Arc<SliceFile>, shape: Vec<u64>) -> Self {
+        VlenFile {
+            path: name,
+            source: self.source.clone(),
+            utf8: self.utf8,
+            count: shape.iter().product(),
+            shape,
+            elements: Elements::Selection(slice),
+            scan: Mutex::new(Scan::NotStarted),
+            scanned: Condvar::new(),
+        }
+    }
+
+    /// Calls `each` with the pieces (see [`Piece`]) holding elements `from..to`, in order.
+    fn pieces(
+        &self,
+        cache: &ChunkCache,
+        from: u64,
+        to: u64,
+        each: &mut dyn FnMut(Piece<'_>) -> Result<(), ViewError>,
+    ) -> Result<(), ViewError> {
+        match &self.elements {
+            Elements::Whole => {
+                for run in self.source.layout.runs(from, to) {
+                    each(Piece {
+                        start: run.start,
+                        data: &self.chunk(cache, run.chunk)?,
+                        first: run.chunk_offset,
+                        n: run.len,
+                        step: 1,
+                    })?;
+                }
+                Ok(())
+            }
+            Elements::Selection(slice) => {
+                let mut held = HeldChunks::new(MAX_HELD_CHUNKS);
+                let mut start = from;
+                slice.walk(from, to, |chunk, first, n, step| {
+                    each(Piece {
+                        start,
+                        data: held.get(&self.source, cache, chunk)?,
+                        first,
+                        n,
+                        step,
+                    })?;
+                    start += n;
+                    Ok(())
+                })
+            }
+        }
+    }
+
+    /// Calls `each` with elements `from..to` in order (the fill value for absent chunks).
+    fn items(
+        &self,
+        cache: &ChunkCache,
+        from: u64,
+        to: u64,
+        each: &mut dyn FnMut(&[u8]) -> Result<(), ViewError>,
+    ) -> Result<(), ViewError> {
+        self.pieces(cache, from, to, &mut |p| {
+            for j in 0..p.n {
+                each(self.item(p.data, p.first + j * p.step)?)?;
+            }
+            Ok(())
+        })
     }
 
     pub(super) fn shown(&self) -> &str {
@@ -170,24 +274,31 @@ impl VlenFile {
     }
 
     fn build_index(&self, cache: &ChunkCache) -> Result<Arc<TextIndex>, ViewError> {
-        let layout = &self.source.layout;
-        let (mut runs, mut bytes, mut width) = (Vec::new(), 0u64, 0usize);
-        for run in layout.runs(0, layout.len()) {
-            runs.push((run.start, bytes));
-            let data = self.chunk(cache, run.chunk)?;
-            if data.is_none() {
-                // A missing chunk is all fill value: one step however long the run.
-                let fill = &self.source.reader.meta().fill_value;
-                bytes = bytes.saturating_add(escaped_len(fill).saturating_mul(run.len));
+        let (mut marks, mut bytes, mut width) = (Vec::new(), 0u64, 0usize);
+        let fill = &self.source.reader.meta().fill_value;
+        self.pieces(cache, 0, self.count, &mut |p| {
+            if p.data.is_none() {
+                // An absent chunk is all fill value: one step however many elements.
+                let len = escaped_len(fill);
+                let mut m = p.start.div_ceil(MARK_EVERY) * MARK_EVERY;
+                while m < p.start + p.n {
+                    marks.push(bytes.saturating_add(len.saturating_mul(m - p.start)));
+                    m += MARK_EVERY;
+                }
+                bytes = bytes.saturating_add(len.saturating_mul(p.n));
                 width = width.max(self.width_of(fill));
-                continue;
+                return Ok(());
             }
-            for k in 0..run.len {
-                let item = self.item(&data, run.chunk_offset + k)?;
+            for j in 0..p.n {
+                if (p.start + j) % MARK_EVERY == 0 {
+                    marks.push(bytes);
+                }
+                let item = self.item(p.data, p.first + j * p.step)?;
                 bytes = bytes.saturating_add(escaped_len(item));
                 width = width.max(self.width_of(item));
             }
-        }
+            Ok(())
+        })?;
         let width = width.max(1);
         let dtype = if self.utf8 {
             DataType::Unicode(width)
@@ -195,7 +306,7 @@ impl VlenFile {
             DataType::Bytes(width)
         };
         Ok(Arc::new(TextIndex {
-            runs,
+            marks,
             text_size: bytes,
             width,
             header: npy_header(&dtype, &self.shape),
@@ -230,7 +341,7 @@ impl VlenFile {
         match &*scan {
             Scan::Done(outcome) => outcome.clone().map(Some),
             Scan::Running => Ok(None),
-            Scan::NotStarted if self.source.layout.len() <= SYNC_SCAN_MAX => {
+            Scan::NotStarted if self.count <= SYNC_SCAN_MAX => {
                 drop(scan);
                 self.run_scan(cache).map(Some)
             }
@@ -246,7 +357,7 @@ impl VlenFile {
     /// True when `stat` may show this array's files with size 0 (a large array, scanned in the
     /// background): their reads must not stop at the size the kernel last saw.
     pub fn size_may_lag(&self) -> bool {
-        self.source.layout.len() > SYNC_SCAN_MAX
+        self.count > SYNC_SCAN_MAX
     }
 
     /// Size of the text file `A` as `stat` shows it: 0 while a large array is being scanned.
@@ -268,11 +379,7 @@ impl VlenFile {
     }
 
     fn npy_total(&self, index: &TextIndex) -> u64 {
-        let cells = self
-            .source
-            .layout
-            .len()
-            .saturating_mul(self.npy_width(index) as u64);
+        let cells = self.count.saturating_mul(self.npy_width(index) as u64);
         (index.header.len() as u64).saturating_add(cells)
     }
 
@@ -289,49 +396,6 @@ impl VlenFile {
         &self.source
     }
 
-    /// The text and NPY files of a selection of this array of `shape`, whose elements are
-    /// `elements` (chunk, element offset in the chunk) in order, laid out as `A` and `A.npy`.
-    pub(super) fn selection_files(
-        &self,
-        cache: &ChunkCache,
-        shape: &[u64],
-        elements: &[(u64, u64)],
-    ) -> Result<(Vec<u8>, Vec<u8>), ViewError> {
-        let (mut text, mut items, mut width) = (Vec::new(), Vec::new(), 1);
-        let mut held: Option<(u64, ChunkData)> = None;
-        for &(chunk, k) in elements {
-            if held.as_ref().is_none_or(|(c, _)| *c != chunk) {
-                held = Some((chunk, self.chunk(cache, chunk)?));
-            }
-            let data = held.as_ref().map(|(_, d)| d).unwrap_or(&None);
-            let item = self.item(data, k)?;
-            escape_into(&mut text, item);
-            width = width.max(self.width_of(item));
-            items.push(item.to_vec());
-        }
-        let dtype = if self.utf8 {
-            DataType::Unicode(width)
-        } else {
-            DataType::Bytes(width)
-        };
-        let mut npy = npy_header(&dtype, shape);
-        let w = dtype.size();
-        for item in items {
-            let at = npy.len();
-            if self.utf8 {
-                npy.extend(
-                    String::from_utf8_lossy(&item)
-                        .chars()
-                        .flat_map(|c| (c as u32).to_le_bytes()),
-                );
-            } else {
-                npy.extend_from_slice(&item);
-            }
-            npy.resize(at + w, 0);
-        }
-        Ok((text, npy))
-    }
-
     /// Calls `each` with elements `from..to` in C order (the fill value for absent chunks).
     pub fn each_item(
         &self,
@@ -340,13 +404,10 @@ impl VlenFile {
         to: u64,
         each: &mut dyn FnMut(&[u8]),
     ) -> Result<(), ViewError> {
-        for run in self.source.layout.runs(from, to) {
-            let data = self.chunk(cache, run.chunk)?;
-            for k in 0..run.len {
-                each(self.item(&data, run.chunk_offset + k)?);
-            }
-        }
-        Ok(())
+        self.items(cache, from, to, &mut |item| {
+            each(item);
+            Ok(())
+        })
     }
 
     /// Bytes `offset..offset+len` of the text file.
@@ -362,36 +423,30 @@ impl VlenFile {
         if offset >= end {
             return Ok(out);
         }
+        // From the last mark at or before `offset` to the first at or after `end`.
         let first = index
-            .runs
-            .partition_point(|&(_, b)| b <= offset)
+            .marks
+            .partition_point(|&b| b <= offset)
             .saturating_sub(1);
+        let last = index.marks.partition_point(|&b| b < end) as u64;
+        let mut at = index.marks.get(first).copied().unwrap_or(0);
+        let (from, to) = (
+            first as u64 * MARK_EVERY,
+            (last * MARK_EVERY).min(self.count),
+        );
         let mut line = Vec::new();
-        for &(start, mut at) in &index.runs[first..] {
-            if at >= end {
-                break;
+        self.items(cache, from, to, &mut |item| {
+            let n = escaped_len(item);
+            if at + n > offset && at < end {
+                line.clear();
+                escape_into(&mut line, item);
+                let a = offset.saturating_sub(at) as usize;
+                let b = ((end - at) as usize).min(line.len());
+                out.extend_from_slice(&line[a..b]);
             }
-            let layout = &self.source.layout;
-            let Some(run) = layout.runs(start, layout.len()).next() else {
-                break;
-            };
-            let data = self.chunk(cache, run.chunk)?;
-            for k in 0..run.len {
-                let item = self.item(&data, run.chunk_offset + k)?;
-                let n = escaped_len(item);
-                if at + n > offset && at < end {
-                    line.clear();
-                    escape_into(&mut line, item);
-                    let from = offset.saturating_sub(at) as usize;
-                    let to = ((end - at) as usize).min(line.len());
-                    out.extend_from_slice(&line[from..to]);
-                }
-                at += n;
-                if at >= end {
-                    break;
-                }
-            }
-        }
+            at += n;
+            Ok(())
+        })?;
         Ok(out)
     }
 
@@ -419,26 +474,24 @@ impl VlenFile {
             return Ok(out);
         }
         let mut cell = Vec::with_capacity(w as usize);
-        for run in self.source.layout.runs(from / w, to.div_ceil(w)) {
-            let data = self.chunk(cache, run.chunk)?;
-            for k in 0..run.len {
-                let item = self.item(&data, run.chunk_offset + k)?;
-                cell.clear();
-                if self.utf8 {
-                    cell.extend(
-                        String::from_utf8_lossy(item)
-                            .chars()
-                            .flat_map(|c| (c as u32).to_le_bytes()),
-                    );
-                } else {
-                    cell.extend_from_slice(item);
-                }
-                cell.resize(w as usize, 0);
-                let at = (run.start + k) * w;
-                let (a, b) = (from.max(at) - at, to.min(at + w) - at);
-                out.extend_from_slice(&cell[a as usize..b as usize]);
+        let mut at = from / w * w;
+        self.items(cache, from / w, to.div_ceil(w), &mut |item| {
+            cell.clear();
+            if self.utf8 {
+                cell.extend(
+                    String::from_utf8_lossy(item)
+                        .chars()
+                        .flat_map(|c| (c as u32).to_le_bytes()),
+                );
+            } else {
+                cell.extend_from_slice(item);
             }
-        }
+            cell.resize(w as usize, 0);
+            let (a, b) = (from.max(at) - at, to.min(at + w) - at);
+            out.extend_from_slice(&cell[a as usize..b as usize]);
+            at += w;
+            Ok(())
+        })?;
         Ok(out)
     }
 }

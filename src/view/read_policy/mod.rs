@@ -89,15 +89,16 @@ impl ReaderState {
     }
 
     /// Records a read at `offset` of `len` bytes that touched `now` (chunk, byte where its data
-    /// ends); returns what to decode ahead within `window` (a first read stops at `first_limit`)
-    /// and the chunks a sequential, page-cached reader has passed.
+    /// ends; only walked for a page-cached reader); returns what to decode ahead within
+    /// `window` (a first read stops at `first_limit`) and the chunks a sequential, page-cached
+    /// reader has passed.
     pub fn after_read(
         &mut self,
         offset: u64,
         len: u64,
         window: u64,
         first_limit: u64,
-        now: &[(u64, u64)],
+        now: impl IntoIterator<Item = (u64, u64)>,
     ) -> (Prediction, Vec<u64>) {
         let prediction = self.stream.record(offset, len, window, first_limit);
         let Some(behind) = &mut self.behind else {
@@ -106,7 +107,7 @@ impl ReaderState {
         if !self.stream.in_order() {
             behind.clear();
         }
-        for &(chunk, end) in now {
+        for (chunk, end) in now {
             behind.touched(chunk, end);
         }
         let passed = if self.stream.is_sequential() {
@@ -146,7 +147,7 @@ mod tests {
             let mut r = ReaderState::new(cached);
             let mut passed = Vec::new();
             for k in 0..12 {
-                let (_, p) = r.after_read(k * mib, mib, 8 * mib, u64::MAX, &[(k, (k + 1) * mib)]);
+                let (_, p) = r.after_read(k * mib, mib, 8 * mib, u64::MAX, [(k, (k + 1) * mib)]);
                 passed.extend(p);
             }
             if cached {
