@@ -4,6 +4,7 @@ mod common;
 
 use common::float_store::{expected, files, write_store, CHUNK, N};
 use common::servers;
+use common::string_store;
 use std::path::Path;
 use std::sync::Arc;
 use zarrfs::backing::BackingDir;
@@ -262,5 +263,54 @@ fn the_same_array_in_another_store_gets_its_own_backing_file() {
     assert_eq!(read(&view(&a, &dir), 0, (N * 8) as u32), expected(4.0));
     assert_eq!(read(&view(&b, &dir), 0, (N * 8) as u32), expected(4.0));
     assert_eq!(dir.hit_bytes(), 0);
+    assert_eq!(files(cache.path(), "data"), 2);
+}
+
+/// The whole text of the string array read through `v`, and whether a complete backing file
+/// (for passthrough) was there at open.
+fn read_text(v: &View) -> (Vec<u8>, bool) {
+    let ino = v.resolve(string_store::ARRAY).unwrap();
+    let fh = v.open(ino).unwrap();
+    let complete_at_open = v.passthrough_file(ino).is_some();
+    let bytes = v.read(ino, 0, 1 << 20).unwrap();
+    v.release(fh);
+    (bytes, complete_at_open)
+}
+
+#[test]
+fn a_string_array_text_is_cached_and_a_changed_chunk_makes_it_stale() {
+    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    string_store::copy_store(store.path());
+    let text = string_store::expected();
+    let dir = BackingDir::open(cache.path(), Some(1 << 30)).unwrap();
+    let v = view(store.path(), &dir);
+    assert_eq!(read_text(&v), (text.clone(), false));
+    drop(v);
+    assert_eq!(files(cache.path(), "data"), 1);
+    assert_eq!(files(cache.path(), "part"), 0);
+
+    // A remount: complete at open, every byte copied from the backing file.
+    let dir2 = BackingDir::open(cache.path(), Some(1 << 30)).unwrap();
+    let v = view(store.path(), &dir2);
+    assert_eq!(read_text(&v), (text.clone(), true));
+    assert_eq!(dir2.hit_bytes(), text.len() as u64);
+    // A.npy is not cached: still decoded, same elements.
+    let npy = v
+        .read(v.resolve("strings.npy").unwrap(), 0, 1 << 20)
+        .unwrap();
+    assert!(npy.starts_with(b"\x93NUMPY"));
+    drop(v);
+
+    // A changed chunk: a new backing file, the new text.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    string_store::change_chunk(store.path());
+    let changed = string_store::expected_changed();
+    assert_ne!(changed, text);
+    let dir3 = BackingDir::open(cache.path(), Some(1 << 30)).unwrap();
+    let v = view(store.path(), &dir3);
+    assert_eq!(read_text(&v), (changed.clone(), false));
+    assert_eq!(dir3.hit_bytes(), 0);
+    assert_eq!(read_text(&v).0, changed);
+    drop(v);
     assert_eq!(files(cache.path(), "data"), 2);
 }

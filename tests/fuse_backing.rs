@@ -5,6 +5,7 @@ mod common;
 
 use common::float_store::{expected, files, write_store, N};
 use common::mount::{timed, Mount};
+use common::string_store;
 use std::path::{Path, PathBuf};
 
 fn read_all(path: PathBuf) -> Vec<u8> {
@@ -186,4 +187,45 @@ fn an_array_completed_while_open_opens_again_while_the_first_file_is_open() {
     // or may not, since the kernel tells zarrfs of the first file's close asynchronously.
     assert!(log.matches("opened with passthrough").count() <= 1, "{log}");
     assert!(!log.contains("FUSE passthrough refused"), "{log}");
+}
+
+#[test]
+fn a_string_array_text_is_served_from_its_backing_file_and_rebuilt_when_stale() {
+    if !common::mount::fuse_ready() {
+        return;
+    }
+    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    string_store::copy_store(store.path());
+    let text = string_store::expected();
+    let arg = cache_arg(cache.path());
+    let m = Mount::new(store.path(), &[&arg, "-vv"]);
+    assert_eq!(read_all(m.join(string_store::ARRAY)), text);
+    let (_, log) = m.stop();
+    assert!(log.contains("decoded completely"), "{log}");
+    assert_eq!(files(cache.path(), "data"), 1);
+
+    let m = Mount::new(store.path(), &[&arg, "-vv"]);
+    assert_eq!(read_all(m.join(string_store::ARRAY)), text);
+    let (_, log) = m.stop();
+    assert!(log.contains("served from backing file"), "{log}");
+    if log.contains("served with FUSE passthrough") {
+        assert_eq!(log.matches("opened with passthrough").count(), 1, "{log}");
+        assert!(log.contains(" 0 bytes copied from backing files"), "{log}");
+    } else {
+        let copied = format!(" {} bytes copied from backing files", text.len());
+        assert!(log.contains(&copied), "{log}");
+    }
+
+    // A changed chunk: decoded again into a new backing file.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    string_store::change_chunk(store.path());
+    let m = Mount::new(store.path(), &[&arg, "-vv"]);
+    assert_eq!(
+        read_all(m.join(string_store::ARRAY)),
+        string_store::expected_changed()
+    );
+    let (_, log) = m.stop();
+    assert!(!log.contains("served from backing file"), "{log}");
+    assert!(!log.contains("opened with passthrough"), "{log}");
+    assert_eq!(files(cache.path(), "data"), 2);
 }

@@ -174,12 +174,31 @@ impl BackingDir {
         }
     }
 
+    /// The complete backing file with identity `id`, whatever its size (for a file whose size
+    /// is known only once it is complete, e.g. the text of a variable-length array).
+    pub fn attach_complete(self: &Arc<Self>, id: &Identity, label: &str) -> Option<BackingFile> {
+        self.complete_of(id, None, label)
+    }
+
     fn complete(self: &Arc<Self>, id: &Identity, size: u64, label: &str) -> Option<BackingFile> {
+        self.complete_of(id, Some(size), label)
+    }
+
+    /// The complete backing file with identity `id`, when it exists and has `size` bytes (when
+    /// given).
+    fn complete_of(
+        self: &Arc<Self>,
+        id: &Identity,
+        size: Option<u64>,
+        label: &str,
+    ) -> Option<BackingFile> {
         let path = self.path(id, "data");
         let file = File::open(&path).ok()?;
-        if file.metadata().ok()?.len() != size {
+        let len = file.metadata().ok()?.len();
+        if size.is_some_and(|size| size != len) {
             return None;
         }
+        let size = len;
         // The mtime orders the LRU.
         let _ = file.set_modified(SystemTime::now());
         log::info!("{label}: served from backing file {}", path.display());

@@ -124,6 +124,11 @@ impl BackingFile {
         self.shared.complete.load(Ordering::Acquire)
     }
 
+    /// Size of the file (of what it holds).
+    pub fn size(&self) -> u64 {
+        self.shared.size
+    }
+
     /// The open file (for passthrough, once complete).
     pub fn file(&self) -> &File {
         &self.shared.file

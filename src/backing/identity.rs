@@ -33,6 +33,14 @@ impl Identity {
         })
     }
 
+    /// The identity of another file made from the same array (`kind`, e.g. `txt` for the
+    /// text of a variable-length array): its own key, `KEY.kind`.
+    pub fn of_kind(&self, kind: &str) -> Identity {
+        Identity {
+            key: format!("{}.{kind}", self.key),
+        }
+    }
+
     /// The file-name stem of the array's backing files.
     pub fn key(&self) -> &str {
         &self.key

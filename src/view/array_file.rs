@@ -1,7 +1,7 @@
 //! Reading an array's elements (`A`) and its NPY file (`A.npy`) by byte range, and decoding
 //! ahead of a reader.
 
-use super::backed::{ArrayBacking, Backing};
+use super::backed::{read_through, ArrayBacking, Backing, Kind};
 use super::chunk_source::ChunkSource;
 use super::held_chunks::{chunk_bytes, HeldChunks};
 use super::npy::read_after_header;
@@ -70,15 +70,13 @@ impl ArrayFile {
         }
     }
 
-    /// The array's path in the store.
-    pub fn path(&self) -> &str {
-        &self.path
-    }
-
     /// Attaches the array's backing file in `backing` (see [`crate::backing`]).
     pub fn attach_backing(&self, backing: &Backing) {
         if self.data_size > 0 && self.source.is_ok() {
-            self.backing.attach(backing, self, &self.metadata);
+            let names = (self.path.as_str(), self.display_path());
+            let size = Some(self.data_size);
+            self.backing
+                .attach(backing, Kind::Data, names, &self.metadata, size);
         }
     }
 
@@ -189,16 +187,9 @@ impl ArrayFile {
             return self.read_decoded(cache, offset, len, into_reply, out);
         };
         let end = offset.saturating_add(len).min(self.data_size);
-        for (from, to, present) in file.runs(offset, end) {
-            if present && file.read_into(from, to, out).is_ok() {
-                log::debug!("{}: {} bytes from the backing file", self.path, to - from);
-                continue;
-            }
-            let at = out.len();
-            self.read_decoded(cache, from, to - from, into_reply, out)?;
-            file.store(from, &out[at..]);
-        }
-        Ok(())
+        read_through(&file, &self.path, (offset, end), out, |from, to, out| {
+            self.read_decoded(cache, from, to - from, into_reply, out)
+        })
     }
 
     /// Appends bytes `offset..offset+len` of `A` to `out`, decoded from the chunks.

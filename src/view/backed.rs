@@ -1,6 +1,6 @@
 //! Arrays served from, and written into, backing files (see [`crate::backing`]).
 
-use super::array_file::ArrayFile;
+use super::ViewError;
 use crate::backing::{BackingDir, BackingFile, Identity};
 use crate::store::Store;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -12,10 +12,19 @@ pub(super) struct Backing {
     pub location: String,
 }
 
+/// Which file of an array a backing file holds: the key of its identity says it.
+#[derive(Clone, Copy)]
+pub(super) enum Kind {
+    /// The elements as `A` shows them (fixed-size arrays).
+    Data,
+    /// The text `A` of a variable-length array (its own key: `KEY.txt`).
+    Text,
+}
+
 /// One array's link to its backing file.
 #[derive(Default)]
 pub(super) struct ArrayBacking {
-    /// Computed at the first open; `None` when the store could not be listed.
+    /// Computed at the first attach; `None` when the store could not be listed.
     identity: OnceLock<Option<Identity>>,
     file: Mutex<Option<Arc<BackingFile>>>,
 }
@@ -26,29 +35,58 @@ impl ArrayBacking {
         self.file.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// Attaches the array's backing file unless attached already (at every open until it is:
-    /// another mount may have finished writing it meanwhile).
-    pub fn attach(&self, backing: &Backing, array: &ArrayFile, metadata: &[u8]) {
+    /// Attaches the backing file of the array at `path` (`label` in logs; `metadata` its
+    /// document) unless attached already (at every call until it is: another mount may have
+    /// finished writing it meanwhile). `size` is the file's size; `None` when not known yet:
+    /// then only a complete backing file is attached, of the size it has.
+    pub fn attach(
+        &self,
+        backing: &Backing,
+        kind: Kind,
+        (path, label): (&str, &str),
+        metadata: &[u8],
+        size: Option<u64>,
+    ) {
         let mut slot = self.file.lock().unwrap_or_else(|p| p.into_inner());
         if slot.is_some() {
             return;
         }
-        let label = array.display_path();
         let identity = self.identity.get_or_init(|| {
-            Identity::of(
-                backing.store.as_ref(),
-                &backing.location,
-                array.path(),
-                metadata,
-            )
-            .map_err(|e| log::warn!("{label}: cannot list its chunks: {e}; served uncached"))
-            .ok()
+            Identity::of(backing.store.as_ref(), &backing.location, path, metadata)
+                .map(|id| match kind {
+                    Kind::Data => id,
+                    Kind::Text => id.of_kind("txt"),
+                })
+                .map_err(|e| log::warn!("{label}: cannot list its chunks: {e}; served uncached"))
+                .ok()
         });
         if let Some(id) = identity {
-            *slot = backing
-                .dir
-                .attach(id, array.data_size(), label)
-                .map(Arc::new);
+            *slot = match size {
+                Some(size) => backing.dir.attach(id, size, label),
+                None => backing.dir.attach_complete(id, label),
+            }
+            .map(Arc::new);
         }
     }
+}
+
+/// Appends bytes `offset..end` of a file to `out`: copied from `file` where it holds them, else
+/// made by `produce(from, to, out)` (decoded) and then written into `file`.
+pub(super) fn read_through(
+    file: &BackingFile,
+    label: &str,
+    (offset, end): (u64, u64),
+    out: &mut Vec<u8>,
+    mut produce: impl FnMut(u64, u64, &mut Vec<u8>) -> Result<(), ViewError>,
+) -> Result<(), ViewError> {
+    for (from, to, present) in file.runs(offset, end) {
+        if present && file.read_into(from, to, out).is_ok() {
+            log::debug!("{label}: {} bytes from the backing file", to - from);
+            continue;
+        }
+        let at = out.len();
+        produce(from, to, out)?;
+        file.store(from, &out[at..]);
+    }
+    Ok(())
 }

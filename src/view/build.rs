@@ -175,7 +175,11 @@ impl Builder {
         let (data, npy) = match source {
             Ok(source) if source.reader.meta().dtype.is_variable() => {
                 let k = self.vlen.len() as u32;
-                self.vlen.push(Arc::new(VlenFile::new(&node.path, source)));
+                self.vlen.push(Arc::new(VlenFile::new(
+                    &node.path,
+                    source,
+                    json_bytes(&node.document),
+                )));
                 (Content::Text(k), Content::TextNpy(k))
             }
             other => {

@@ -314,6 +314,11 @@ impl View {
                 .try_clone()
                 .ok(),
             Content::Npy(a) => self.arrays[a as usize].npy_backing(),
+            Content::Text(a) => self.vlen[a as usize]
+                .complete_backing()?
+                .file()
+                .try_clone()
+                .ok(),
             _ => None,
         }
     }
@@ -353,11 +358,15 @@ impl View {
         match &self.inode(ino)?.content {
             Content::Dir(_) => Err(ViewError::IsDir),
             // Variable-length files open at once; a read waits for their scan (see `vlen_file`).
-            Content::Json(_)
-            | Content::Cdl(_)
-            | Content::NcStream(_)
-            | Content::Text(_)
-            | Content::TextNpy(_) => Ok(0),
+            Content::Json(_) | Content::Cdl(_) | Content::NcStream(_) | Content::TextNpy(_) => {
+                Ok(0)
+            }
+            Content::Text(a) => {
+                if let Some(backing) = &self.backing {
+                    self.vlen[*a as usize].attach_backing(backing);
+                }
+                Ok(0)
+            }
             Content::Stats => Ok(self.open_stats()),
             Content::Preview(p) => self.preview_png(*p).map(|_| 0),
             Content::Data(a) | Content::Npy(a) => {
@@ -459,7 +468,12 @@ impl View {
             }
             Content::NcStream(s) => self.ncstreams[*s as usize].read(self, offset, len, out),
             Content::Text(a) => {
-                out.extend(self.vlen[*a as usize].read_text(&self.cache, offset, len)?);
+                out.extend(self.vlen[*a as usize].read_text(
+                    &self.cache,
+                    self.backing.as_ref(),
+                    offset,
+                    len,
+                )?);
                 Ok(())
             }
             Content::TextNpy(a) => {

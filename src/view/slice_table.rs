@@ -263,7 +263,7 @@ impl View {
                 return Ok(());
             }
             Body::Vlen(v, false) => {
-                out.extend(v.read_text(&self.cache, offset, len)?);
+                out.extend(v.read_text(&self.cache, None, offset, len)?);
                 return Ok(());
             }
             Body::Vlen(v, true) => {

@@ -14,11 +14,13 @@
 //! A selection of the array (`A[SEL]`, `A[SEL].npy`) is the same kind of file over the selected
 //! elements: it streams like `A`, whatever its size.
 
+use super::backed::{read_through, ArrayBacking, Backing, Kind};
 use super::chunk_source::ChunkSource;
 use super::error::chunk_failed;
 use super::held_chunks::HeldChunks;
 use super::slice_file::SliceFile;
 use super::{npy_header, IoCause, ViewError};
+use crate::backing::BackingFile;
 use crate::cache::{ChunkCache, ChunkData};
 use crate::codec::vlen;
 use crate::meta::DataType;
@@ -81,6 +83,10 @@ pub struct VlenFile {
     elements: Elements,
     scan: Mutex<Scan>,
     scanned: Condvar,
+    /// The metadata document as `A.json` shows it (part of the backing file's identity).
+    metadata: Arc<[u8]>,
+    /// The backing file of the text `A` (of the whole array only; see [`crate::backing`]).
+    backing: ArrayBacking,
 }
 
 /// The background thread that scans large variable-length arrays for their sizes, one at a
@@ -137,8 +143,9 @@ fn escaped_len(item: &[u8]) -> u64 {
 }
 
 impl VlenFile {
-    /// The files of the variable-length array whose chunks `source` reads.
-    pub fn new(path: &str, source: ChunkSource) -> Self {
+    /// The files of the variable-length array whose chunks `source` reads, whose metadata
+    /// document is `metadata`.
+    pub fn new(path: &str, source: ChunkSource, metadata: Arc<[u8]>) -> Self {
         let meta = source.reader.meta();
         let (utf8, shape) = (meta.dtype == DataType::String, meta.shape.clone());
         VlenFile {
@@ -150,6 +157,8 @@ impl VlenFile {
             elements: Elements::Whole,
             scan: Mutex::new(Scan::NotStarted),
             scanned: Condvar::new(),
+            metadata,
+            backing: ArrayBacking::default(),
         }
     }
 
@@ -164,6 +173,8 @@ impl VlenFile {
             elements: Elements::Selection(slice),
             scan: Mutex::new(Scan::NotStarted),
             scanned: Condvar::new(),
+            metadata: self.metadata.clone(),
+            backing: ArrayBacking::default(),
         }
     }
 
@@ -360,12 +371,37 @@ impl VlenFile {
         self.count > SYNC_SCAN_MAX
     }
 
-    /// Size of the text file `A` as `stat` shows it: 0 while a large array is being scanned.
+    /// Attaches the backing file of the text `A` in `backing`: once its size is known (a
+    /// file to write, or a complete one), before that only a complete one (see
+    /// [`ArrayBacking::attach`]). Selections have none.
+    pub(super) fn attach_backing(&self, backing: &Backing) {
+        if !matches!(self.elements, Elements::Whole) {
+            return;
+        }
+        let size = match &*self.lock() {
+            Scan::Done(Ok(index)) => Some(index.text_size),
+            _ => None,
+        };
+        let names = (self.path.as_str(), self.shown());
+        self.backing
+            .attach(backing, Kind::Text, names, &self.metadata, size);
+    }
+
+    /// The backing file of the text `A`, once complete.
+    pub(super) fn complete_backing(&self) -> Option<Arc<BackingFile>> {
+        self.backing.get().filter(|f| f.is_complete())
+    }
+
+    /// Size of the text file `A` as `stat` shows it: 0 while a large array is being scanned
+    /// (known at once when its backing file is complete).
     pub fn text_size(
         self: &Arc<Self>,
         cache: &ChunkCache,
         sizer: &Sizer,
     ) -> Result<u64, ViewError> {
+        if let Some(file) = self.complete_backing() {
+            return Ok(file.size());
+        }
         Ok(self
             .known_index(cache, sizer)?
             .map_or(0, |index| index.text_size))
@@ -410,13 +446,41 @@ impl VlenFile {
         })
     }
 
-    /// Bytes `offset..offset+len` of the text file.
-    pub fn read_text(
+    /// Bytes `offset..offset+len` of the text file: copied from its backing file in `backing`
+    /// (attached once the size is known) where it holds them, else decoded (and then written
+    /// into the backing file).
+    pub(super) fn read_text(
         &self,
         cache: &ChunkCache,
+        backing: Option<&Backing>,
         offset: u64,
         len: u64,
     ) -> Result<Vec<u8>, ViewError> {
+        if let Some(backing) = backing.filter(|_| self.backing.get().is_none()) {
+            // The size is known once scanned.
+            self.index(cache)?;
+            self.attach_backing(backing);
+        }
+        if let Some(file) = self.backing.get() {
+            let mut out = Vec::new();
+            let end = offset.saturating_add(len).min(file.size());
+            read_through(
+                &file,
+                self.shown(),
+                (offset, end),
+                &mut out,
+                |from, to, out| {
+                    out.extend(self.decode_text(cache, from, to - from)?);
+                    Ok(())
+                },
+            )?;
+            return Ok(out);
+        }
+        self.decode_text(cache, offset, len)
+    }
+
+    /// Bytes `offset..offset+len` of the text file, decoded.
+    fn decode_text(&self, cache: &ChunkCache, offset: u64, len: u64) -> Result<Vec<u8>, ViewError> {
         let index = self.index(cache)?;
         let end = offset.saturating_add(len).min(index.text_size);
         let mut out = Vec::new();

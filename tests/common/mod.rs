@@ -5,6 +5,7 @@ pub mod float_store;
 pub mod fuse_check;
 pub mod mount;
 pub mod servers;
+pub mod string_store;
 pub mod view_check;
 
 use serde_json::Value;
