@@ -266,10 +266,10 @@ fn the_same_array_in_another_store_gets_its_own_backing_file() {
     assert_eq!(files(cache.path(), "data"), 2);
 }
 
-/// The whole text of the string array read through `v`, and whether a complete backing file
-/// (for passthrough) was there at open.
-fn read_text(v: &View) -> (Vec<u8>, bool) {
-    let ino = v.resolve(string_store::ARRAY).unwrap();
+/// File `name` read whole through `v`, and whether a complete backing file (for passthrough)
+/// was there at open.
+fn read_whole(v: &View, name: &str) -> (Vec<u8>, bool) {
+    let ino = v.resolve(name).unwrap();
     let fh = v.open(ino).unwrap();
     let complete_at_open = v.passthrough_file(ino).is_some();
     let bytes = v.read(ino, 0, 1 << 20).unwrap();
@@ -278,39 +278,50 @@ fn read_text(v: &View) -> (Vec<u8>, bool) {
 }
 
 #[test]
-fn a_string_array_text_is_cached_and_a_changed_chunk_makes_it_stale() {
+fn a_string_array_is_cached_as_text_and_npy_and_a_changed_chunk_makes_them_stale() {
     let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     string_store::copy_store(store.path());
-    let text = string_store::expected();
+    let (text, npy) = (string_store::expected(), string_store::expected_npy());
     let dir = BackingDir::open(cache.path(), Some(1 << 30)).unwrap();
     let v = view(store.path(), &dir);
-    assert_eq!(read_text(&v), (text.clone(), false));
+    assert_eq!(read_whole(&v, "strings"), (text.clone(), false));
+    assert_eq!(read_whole(&v, "strings.npy"), (npy.clone(), false));
     drop(v);
-    assert_eq!(files(cache.path(), "data"), 1);
+    assert_eq!(files(cache.path(), "data"), 2);
     assert_eq!(files(cache.path(), "part"), 0);
 
-    // A remount: complete at open, every byte copied from the backing file.
+    // A remount: complete at open, every byte copied from the backing files.
     let dir2 = BackingDir::open(cache.path(), Some(1 << 30)).unwrap();
     let v = view(store.path(), &dir2);
-    assert_eq!(read_text(&v), (text.clone(), true));
-    assert_eq!(dir2.hit_bytes(), text.len() as u64);
-    // A.npy is not cached: still decoded, same elements.
-    let npy = v
-        .read(v.resolve("strings.npy").unwrap(), 0, 1 << 20)
-        .unwrap();
-    assert!(npy.starts_with(b"\x93NUMPY"));
+    assert_eq!(read_whole(&v, "strings"), (text.clone(), true));
+    assert_eq!(read_whole(&v, "strings.npy"), (npy.clone(), true));
+    assert_eq!(dir2.hit_bytes(), (text.len() + npy.len()) as u64);
+    // Selections are not cached.
+    assert_eq!(
+        read_whole(&v, "strings[0]").0,
+        text.split_inclusive(|&b| b == b'\n')
+            .take(4)
+            .collect::<Vec<_>>()
+            .concat()
+    );
     drop(v);
 
-    // A changed chunk: a new backing file, the new text.
+    // A changed chunk: new backing files, the new bytes (`A.npy` as an uncached view shows it).
     std::thread::sleep(std::time::Duration::from_millis(20));
     string_store::change_chunk(store.path());
     let changed = string_store::expected_changed();
     assert_ne!(changed, text);
+    let location = store.path().to_str().unwrap();
+    let uncached = zarrfs::view::open(location, 64 << 20, &LoadOptions::default()).unwrap();
+    let changed_npy = read_whole(&uncached, "strings.npy").0;
+    assert_ne!(changed_npy, npy);
     let dir3 = BackingDir::open(cache.path(), Some(1 << 30)).unwrap();
     let v = view(store.path(), &dir3);
-    assert_eq!(read_text(&v), (changed.clone(), false));
+    assert_eq!(read_whole(&v, "strings"), (changed.clone(), false));
+    assert_eq!(read_whole(&v, "strings.npy"), (changed_npy.clone(), false));
     assert_eq!(dir3.hit_bytes(), 0);
-    assert_eq!(read_text(&v).0, changed);
+    assert_eq!(read_whole(&v, "strings").0, changed);
+    assert_eq!(read_whole(&v, "strings.npy").0, changed_npy);
     drop(v);
-    assert_eq!(files(cache.path(), "data"), 2);
+    assert_eq!(files(cache.path(), "data"), 4);
 }

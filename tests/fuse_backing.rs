@@ -190,42 +190,52 @@ fn an_array_completed_while_open_opens_again_while_the_first_file_is_open() {
 }
 
 #[test]
-fn a_string_array_text_is_served_from_its_backing_file_and_rebuilt_when_stale() {
+fn a_string_array_is_served_from_its_backing_files_and_rebuilt_when_stale() {
     if !common::mount::fuse_ready() {
         return;
     }
     let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     string_store::copy_store(store.path());
-    let text = string_store::expected();
+    let (text, npy) = (string_store::expected(), string_store::expected_npy());
     let arg = cache_arg(cache.path());
+    let read_both = |m: &Mount| {
+        let a = read_all(m.join(string_store::ARRAY));
+        (a, read_all(m.join(&format!("{}.npy", string_store::ARRAY))))
+    };
     let m = Mount::new(store.path(), &[&arg, "-vv"]);
-    assert_eq!(read_all(m.join(string_store::ARRAY)), text);
+    assert_eq!(read_both(&m), (text.clone(), npy.clone()));
     let (_, log) = m.stop();
-    assert!(log.contains("decoded completely"), "{log}");
-    assert_eq!(files(cache.path(), "data"), 1);
+    assert_eq!(log.matches("decoded completely").count(), 2, "{log}");
+    assert_eq!(files(cache.path(), "data"), 2);
 
     let m = Mount::new(store.path(), &[&arg, "-vv"]);
-    assert_eq!(read_all(m.join(string_store::ARRAY)), text);
+    assert_eq!(read_both(&m), (text.clone(), npy.clone()));
     let (_, log) = m.stop();
-    assert!(log.contains("served from backing file"), "{log}");
+    assert_eq!(log.matches("served from backing file").count(), 2, "{log}");
     if log.contains("served with FUSE passthrough") {
-        assert_eq!(log.matches("opened with passthrough").count(), 1, "{log}");
+        assert_eq!(log.matches("opened with passthrough").count(), 2, "{log}");
         assert!(log.contains(" 0 bytes copied from backing files"), "{log}");
     } else {
-        let copied = format!(" {} bytes copied from backing files", text.len());
+        let copied = format!(
+            " {} bytes copied from backing files",
+            text.len() + npy.len()
+        );
         assert!(log.contains(&copied), "{log}");
     }
 
-    // A changed chunk: decoded again into a new backing file.
+    // A changed chunk: decoded again into new backing files.
     std::thread::sleep(std::time::Duration::from_millis(20));
     string_store::change_chunk(store.path());
     let m = Mount::new(store.path(), &[&arg, "-vv"]);
-    assert_eq!(
-        read_all(m.join(string_store::ARRAY)),
-        string_store::expected_changed()
-    );
+    let (changed, changed_npy) = read_both(&m);
+    assert_eq!(changed, string_store::expected_changed());
     let (_, log) = m.stop();
     assert!(!log.contains("served from backing file"), "{log}");
     assert!(!log.contains("opened with passthrough"), "{log}");
-    assert_eq!(files(cache.path(), "data"), 2);
+    assert_eq!(files(cache.path(), "data"), 4);
+    // Served from the new files, the new bytes.
+    let m = Mount::new(store.path(), &[&arg, "-vv"]);
+    assert_eq!(read_both(&m), (changed, changed_npy));
+    let (_, log) = m.stop();
+    assert_eq!(log.matches("served from backing file").count(), 2, "{log}");
 }

@@ -19,6 +19,8 @@ pub(super) enum Kind {
     Data,
     /// The text `A` of a variable-length array (its own key: `KEY.txt`).
     Text,
+    /// The fixed-width `A.npy` of a variable-length array (`KEY.npy`).
+    Npy,
 }
 
 /// One array's link to its backing file.
@@ -56,6 +58,7 @@ impl ArrayBacking {
                 .map(|id| match kind {
                     Kind::Data => id,
                     Kind::Text => id.of_kind("txt"),
+                    Kind::Npy => id.of_kind("npy"),
                 })
                 .map_err(|e| log::warn!("{label}: cannot list its chunks: {e}; served uncached"))
                 .ok()

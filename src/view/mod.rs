@@ -35,7 +35,7 @@ use slice_table::{is_slice, SliceTable};
 pub use stats_file::{STATS_FILE, ZARRFS_DIR};
 pub use totals::Totals;
 pub use vlen_file::SYNC_SCAN_MAX;
-use vlen_file::{Sizer, VlenFile};
+use vlen_file::{Part, Sizer, VlenFile};
 pub use xattrs::XattrReply;
 use xattrs::Xattrs;
 pub use zom::ZOM_FILE;
@@ -315,7 +315,12 @@ impl View {
                 .ok(),
             Content::Npy(a) => self.arrays[a as usize].npy_backing(),
             Content::Text(a) => self.vlen[a as usize]
-                .complete_backing()?
+                .complete_backing(Part::Text)?
+                .file()
+                .try_clone()
+                .ok(),
+            Content::TextNpy(a) => self.vlen[a as usize]
+                .complete_backing(Part::Npy)?
                 .file()
                 .try_clone()
                 .ok(),
@@ -358,10 +363,8 @@ impl View {
         match &self.inode(ino)?.content {
             Content::Dir(_) => Err(ViewError::IsDir),
             // Variable-length files open at once; a read waits for their scan (see `vlen_file`).
-            Content::Json(_) | Content::Cdl(_) | Content::NcStream(_) | Content::TextNpy(_) => {
-                Ok(0)
-            }
-            Content::Text(a) => {
+            Content::Json(_) | Content::Cdl(_) | Content::NcStream(_) => Ok(0),
+            Content::Text(a) | Content::TextNpy(a) => {
                 if let Some(backing) = &self.backing {
                     self.vlen[*a as usize].attach_backing(backing);
                 }
@@ -442,7 +445,8 @@ impl View {
         if is_slice(ino) {
             return self.read_slice(ino, offset, len, out);
         }
-        match &self.inode(ino)?.content {
+        let content = &self.inode(ino)?.content;
+        match content {
             Content::Dir(_) => Err(ViewError::IsDir),
             Content::Stats => {
                 extend_range(&self.stats_snapshot(fh), offset, len, out);
@@ -467,17 +471,13 @@ impl View {
                 array.read_npy(&self.cache, offset, len, self.decodes_into_reply(fh), out)
             }
             Content::NcStream(s) => self.ncstreams[*s as usize].read(self, offset, len, out),
-            Content::Text(a) => {
-                out.extend(self.vlen[*a as usize].read_text(
-                    &self.cache,
-                    self.backing.as_ref(),
-                    offset,
-                    len,
-                )?);
-                Ok(())
-            }
-            Content::TextNpy(a) => {
-                out.extend(self.vlen[*a as usize].read_npy(&self.cache, offset, len)?);
+            Content::Text(a) | Content::TextNpy(a) => {
+                let part = match content {
+                    Content::Text(_) => Part::Text,
+                    _ => Part::Npy,
+                };
+                let backing = self.backing.as_ref();
+                out.extend(self.vlen[*a as usize].read(&self.cache, backing, part, offset, len)?);
                 Ok(())
             }
         }

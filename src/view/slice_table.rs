@@ -4,7 +4,7 @@
 
 use super::selection::{split_name, Selection};
 use super::slice_file::SliceFile;
-use super::vlen_file::VlenFile;
+use super::vlen_file::{Part, VlenFile};
 use super::{Attr, Content, FileKind, View, ViewError};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -262,12 +262,9 @@ impl View {
                 super::extend_range(&bytes, offset, len, out);
                 return Ok(());
             }
-            Body::Vlen(v, false) => {
-                out.extend(v.read_text(&self.cache, None, offset, len)?);
-                return Ok(());
-            }
-            Body::Vlen(v, true) => {
-                out.extend(v.read_npy(&self.cache, offset, len)?);
+            Body::Vlen(v, npy) => {
+                let part = if npy { Part::Npy } else { Part::Text };
+                out.extend(v.read(&self.cache, None, part, offset, len)?);
                 return Ok(());
             }
             Body::Data(f) => (f, false),

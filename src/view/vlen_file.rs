@@ -85,8 +85,18 @@ pub struct VlenFile {
     scanned: Condvar,
     /// The metadata document as `A.json` shows it (part of the backing file's identity).
     metadata: Arc<[u8]>,
-    /// The backing file of the text `A` (of the whole array only; see [`crate::backing`]).
-    backing: ArrayBacking,
+    /// The backing files of the text `A` and of `A.npy` (of the whole array only; see
+    /// [`crate::backing`]).
+    backing: [ArrayBacking; 2],
+}
+
+/// Which of the two files of a variable-length array.
+#[derive(Clone, Copy)]
+pub(super) enum Part {
+    /// The text `A`.
+    Text = 0,
+    /// The fixed-width `A.npy`.
+    Npy = 1,
 }
 
 /// The background thread that scans large variable-length arrays for their sizes, one at a
@@ -158,7 +168,7 @@ impl VlenFile {
             scan: Mutex::new(Scan::NotStarted),
             scanned: Condvar::new(),
             metadata,
-            backing: ArrayBacking::default(),
+            backing: Default::default(),
         }
     }
 
@@ -174,7 +184,7 @@ impl VlenFile {
             scan: Mutex::new(Scan::NotStarted),
             scanned: Condvar::new(),
             metadata: self.metadata.clone(),
-            backing: ArrayBacking::default(),
+            backing: Default::default(),
         }
     }
 
@@ -371,25 +381,32 @@ impl VlenFile {
         self.count > SYNC_SCAN_MAX
     }
 
-    /// Attaches the backing file of the text `A` in `backing`: once its size is known (a
-    /// file to write, or a complete one), before that only a complete one (see
+    /// Attaches the backing files of `A` and `A.npy` in `backing`: once their sizes are known
+    /// (files to write, or complete ones), before that only complete ones (see
     /// [`ArrayBacking::attach`]). Selections have none.
     pub(super) fn attach_backing(&self, backing: &Backing) {
         if !matches!(self.elements, Elements::Whole) {
             return;
         }
-        let size = match &*self.lock() {
-            Scan::Done(Ok(index)) => Some(index.text_size),
+        let index = match &*self.lock() {
+            Scan::Done(Ok(index)) => Some(index.clone()),
             _ => None,
         };
         let names = (self.path.as_str(), self.shown());
-        self.backing
-            .attach(backing, Kind::Text, names, &self.metadata, size);
+        let sizes = [
+            index.as_ref().map(|i| i.text_size),
+            index.as_ref().map(|i| self.npy_total(i)),
+        ];
+        for ((slot, kind), size) in self.backing.iter().zip([Kind::Text, Kind::Npy]).zip(sizes) {
+            slot.attach(backing, kind, names, &self.metadata, size);
+        }
     }
 
-    /// The backing file of the text `A`, once complete.
-    pub(super) fn complete_backing(&self) -> Option<Arc<BackingFile>> {
-        self.backing.get().filter(|f| f.is_complete())
+    /// The backing file of `part`, once complete.
+    pub(super) fn complete_backing(&self, part: Part) -> Option<Arc<BackingFile>> {
+        self.backing[part as usize]
+            .get()
+            .filter(|f| f.is_complete())
     }
 
     /// Size of the text file `A` as `stat` shows it: 0 while a large array is being scanned
@@ -399,7 +416,7 @@ impl VlenFile {
         cache: &ChunkCache,
         sizer: &Sizer,
     ) -> Result<u64, ViewError> {
-        if let Some(file) = self.complete_backing() {
+        if let Some(file) = self.complete_backing(Part::Text) {
             return Ok(file.size());
         }
         Ok(self
@@ -407,8 +424,12 @@ impl VlenFile {
             .map_or(0, |index| index.text_size))
     }
 
-    /// Size of `A.npy` as `stat` shows it: 0 while a large array is being scanned.
+    /// Size of `A.npy` as `stat` shows it: 0 while a large array is being scanned (known at
+    /// once when its backing file is complete).
     pub fn npy_size(self: &Arc<Self>, cache: &ChunkCache, sizer: &Sizer) -> Result<u64, ViewError> {
+        if let Some(file) = self.complete_backing(Part::Npy) {
+            return Ok(file.size());
+        }
         Ok(self
             .known_index(cache, sizer)?
             .map_or(0, |index| self.npy_total(&index)))
@@ -446,37 +467,43 @@ impl VlenFile {
         })
     }
 
-    /// Bytes `offset..offset+len` of the text file: copied from its backing file in `backing`
+    /// Bytes `offset..offset+len` of `part`: copied from its backing file in `backing`
     /// (attached once the size is known) where it holds them, else decoded (and then written
     /// into the backing file).
-    pub(super) fn read_text(
+    pub(super) fn read(
         &self,
         cache: &ChunkCache,
         backing: Option<&Backing>,
+        part: Part,
         offset: u64,
         len: u64,
     ) -> Result<Vec<u8>, ViewError> {
-        if let Some(backing) = backing.filter(|_| self.backing.get().is_none()) {
-            // The size is known once scanned.
+        let slot = &self.backing[part as usize];
+        if let Some(backing) = backing.filter(|_| slot.get().is_none()) {
+            // The sizes are known once scanned.
             self.index(cache)?;
             self.attach_backing(backing);
         }
-        if let Some(file) = self.backing.get() {
-            let mut out = Vec::new();
-            let end = offset.saturating_add(len).min(file.size());
-            read_through(
-                &file,
-                self.shown(),
-                (offset, end),
-                &mut out,
-                |from, to, out| {
-                    out.extend(self.decode_text(cache, from, to - from)?);
-                    Ok(())
-                },
-            )?;
-            return Ok(out);
-        }
-        self.decode_text(cache, offset, len)
+        let decode = |from: u64, len: u64| match part {
+            Part::Text => self.decode_text(cache, from, len),
+            Part::Npy => self.decode_npy(cache, from, len),
+        };
+        let Some(file) = slot.get() else {
+            return decode(offset, len);
+        };
+        let mut out = Vec::new();
+        let end = offset.saturating_add(len).min(file.size());
+        read_through(
+            &file,
+            self.shown(),
+            (offset, end),
+            &mut out,
+            |from, to, out| {
+                out.extend(decode(from, to - from)?);
+                Ok(())
+            },
+        )?;
+        Ok(out)
     }
 
     /// Bytes `offset..offset+len` of the text file, decoded.
@@ -514,13 +541,8 @@ impl VlenFile {
         Ok(out)
     }
 
-    /// Bytes `offset..offset+len` of `A.npy`.
-    pub fn read_npy(
-        &self,
-        cache: &ChunkCache,
-        offset: u64,
-        len: u64,
-    ) -> Result<Vec<u8>, ViewError> {
+    /// Bytes `offset..offset+len` of `A.npy`, decoded.
+    fn decode_npy(&self, cache: &ChunkCache, offset: u64, len: u64) -> Result<Vec<u8>, ViewError> {
         let index = self.index(cache)?;
         let total = self.npy_total(&index);
         let end = offset.saturating_add(len).min(total);

@@ -10,6 +10,7 @@ pub const ARRAY: &str = "strings";
 /// The fixture store (zarr-python 2, vlen-utf8, blosc) and its expected text.
 const STORE: &str = "dialects/vlen_v2_zarr2.zarr";
 const TEXT: &str = "dialects/expected/vlen_v2_zarr2/strings.txt";
+const NPY: &str = "dialects/expected/vlen_v2_zarr2/strings.npy";
 
 /// Copies the store to `root` (a directory that exists).
 pub fn copy_store(root: &Path) {
@@ -19,6 +20,11 @@ pub fn copy_store(root: &Path) {
 /// The text of the array as served.
 pub fn expected() -> Vec<u8> {
     std::fs::read(super::fixtures_dir().join(TEXT)).unwrap()
+}
+
+/// The array's `A.npy` as served (numpy's `<U n`).
+pub fn expected_npy() -> Vec<u8> {
+    std::fs::read(super::fixtures_dir().join(NPY)).unwrap()
 }
 
 /// Writes chunk (0, 1) over chunk (0, 0) of the copy at `root` (a new size and mtime).
