@@ -1,7 +1,7 @@
 //! Reading an array's elements (`A`) and its NPY file (`A.npy`) by byte range, and decoding
 //! ahead of a reader.
 
-use super::backed::{read_through, ArrayBacking, Backing, Kind};
+use super::backed::{read_through, ArrayBacking, ArrayIdentity, Backing};
 use super::chunk_source::ChunkSource;
 use super::held_chunks::{chunk_bytes, HeldChunks};
 use super::npy::read_after_header;
@@ -36,6 +36,7 @@ pub struct ArrayFile {
     header: Vec<u8>,
     /// The metadata document as `A.json` shows it (part of the backing file's identity).
     metadata: Arc<[u8]>,
+    identity: ArrayIdentity,
     backing: ArrayBacking,
 }
 
@@ -66,6 +67,7 @@ impl ArrayFile {
             data_size,
             header,
             metadata,
+            identity: ArrayIdentity::default(),
             backing: ArrayBacking::default(),
         }
     }
@@ -73,10 +75,12 @@ impl ArrayFile {
     /// Attaches the array's backing file in `backing` (see [`crate::backing`]).
     pub fn attach_backing(&self, backing: &Backing) {
         if self.data_size > 0 && self.source.is_ok() {
-            let names = (self.path.as_str(), self.display_path());
-            let size = Some(self.data_size);
-            self.backing
-                .attach(backing, Kind::Data, names, &self.metadata, size);
+            let label = self.display_path();
+            let names = (self.path.as_str(), label);
+            if let Some(id) = self.identity.get(backing, names, &self.metadata) {
+                self.backing
+                    .attach(backing, id, label, Some(self.data_size));
+            }
         }
     }
 

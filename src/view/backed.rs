@@ -12,22 +12,34 @@ pub(super) struct Backing {
     pub location: String,
 }
 
-/// Which file of an array a backing file holds: the key of its identity says it.
-#[derive(Clone, Copy)]
-pub(super) enum Kind {
-    /// The elements as `A` shows them (fixed-size arrays).
-    Data,
-    /// The text `A` of a variable-length array (its own key: `KEY.txt`).
-    Text,
-    /// The fixed-width `A.npy` of a variable-length array (`KEY.npy`).
-    Npy,
+/// What an array's backing files are valid for, computed at first use.
+#[derive(Default)]
+pub(super) struct ArrayIdentity(OnceLock<Option<Identity>>);
+
+impl ArrayIdentity {
+    /// The identity of the array at `path` (`label` in logs; `metadata` its document): one
+    /// listing of its chunks, at the first call; `None` when the store could not be listed.
+    pub fn get(
+        &self,
+        backing: &Backing,
+        (path, label): (&str, &str),
+        metadata: &[u8],
+    ) -> Option<&Identity> {
+        self.0
+            .get_or_init(|| {
+                Identity::of(backing.store.as_ref(), &backing.location, path, metadata)
+                    .map_err(|e| {
+                        log::warn!("{label}: cannot list its chunks: {e}; served uncached")
+                    })
+                    .ok()
+            })
+            .as_ref()
+    }
 }
 
-/// One array's link to its backing file.
+/// One file's link to its backing file.
 #[derive(Default)]
 pub(super) struct ArrayBacking {
-    /// Computed at the first attach; `None` when the store could not be listed.
-    identity: OnceLock<Option<Identity>>,
     file: Mutex<Option<Arc<BackingFile>>>,
 }
 
@@ -37,33 +49,13 @@ impl ArrayBacking {
         self.file.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// Attaches the backing file of the array at `path` (`label` in logs; `metadata` its
-    /// document) unless attached already (at every call until it is: another mount may have
-    /// finished writing it meanwhile). `size` is the file's size; `None` when not known yet:
-    /// then only a complete backing file is attached, of the size it has.
-    pub fn attach(
-        &self,
-        backing: &Backing,
-        kind: Kind,
-        (path, label): (&str, &str),
-        metadata: &[u8],
-        size: Option<u64>,
-    ) {
+    /// Attaches the backing file with identity `id` (of the file `label`) unless attached
+    /// already (at every call until it is: another mount may have finished writing it
+    /// meanwhile). `size` is the file's size; `None` when not known yet: then only a complete
+    /// backing file is attached, of the size it has.
+    pub fn attach(&self, backing: &Backing, id: &Identity, label: &str, size: Option<u64>) {
         let mut slot = self.file.lock().unwrap_or_else(|p| p.into_inner());
-        if slot.is_some() {
-            return;
-        }
-        let identity = self.identity.get_or_init(|| {
-            Identity::of(backing.store.as_ref(), &backing.location, path, metadata)
-                .map(|id| match kind {
-                    Kind::Data => id,
-                    Kind::Text => id.of_kind("txt"),
-                    Kind::Npy => id.of_kind("npy"),
-                })
-                .map_err(|e| log::warn!("{label}: cannot list its chunks: {e}; served uncached"))
-                .ok()
-        });
-        if let Some(id) = identity {
+        if slot.is_none() {
             *slot = match size {
                 Some(size) => backing.dir.attach(id, size, label),
                 None => backing.dir.attach_complete(id, label),

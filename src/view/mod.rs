@@ -360,13 +360,14 @@ impl View {
         if is_slice(ino) {
             return self.open_slice(ino);
         }
-        match &self.inode(ino)?.content {
+        let content = &self.inode(ino)?.content;
+        match content {
             Content::Dir(_) => Err(ViewError::IsDir),
             // Variable-length files open at once; a read waits for their scan (see `vlen_file`).
             Content::Json(_) | Content::Cdl(_) | Content::NcStream(_) => Ok(0),
             Content::Text(a) | Content::TextNpy(a) => {
                 if let Some(backing) = &self.backing {
-                    self.vlen[*a as usize].attach_backing(backing);
+                    self.vlen[*a as usize].attach_backing(backing, vlen_part(content));
                 }
                 Ok(0)
             }
@@ -472,11 +473,7 @@ impl View {
             }
             Content::NcStream(s) => self.ncstreams[*s as usize].read(self, offset, len, out),
             Content::Text(a) | Content::TextNpy(a) => {
-                let part = match content {
-                    Content::Text(_) => Part::Text,
-                    _ => Part::Npy,
-                };
-                let backing = self.backing.as_ref();
+                let (backing, part) = (self.backing.as_ref(), vlen_part(content));
                 out.extend(self.vlen[*a as usize].read(&self.cache, backing, part, offset, len)?);
                 Ok(())
             }
@@ -513,6 +510,14 @@ impl View {
         if let Some(pool) = &self.prefetcher {
             array.prefetch(pool, &self.cache, &array.chunks_for(&prediction));
         }
+    }
+}
+
+/// Which file of a variable-length array `content` (`Text` or `TextNpy`) is.
+fn vlen_part(content: &Content) -> Part {
+    match content {
+        Content::Text(_) => Part::Text,
+        _ => Part::Npy,
     }
 }
 

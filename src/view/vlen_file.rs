@@ -14,7 +14,7 @@
 //! A selection of the array (`A[SEL]`, `A[SEL].npy`) is the same kind of file over the selected
 //! elements: it streams like `A`, whatever its size.
 
-use super::backed::{read_through, ArrayBacking, Backing, Kind};
+use super::backed::{read_through, ArrayBacking, ArrayIdentity, Backing};
 use super::chunk_source::ChunkSource;
 use super::error::chunk_failed;
 use super::held_chunks::HeldChunks;
@@ -24,6 +24,7 @@ use crate::backing::BackingFile;
 use crate::cache::{ChunkCache, ChunkData};
 use crate::codec::vlen;
 use crate::meta::DataType;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Condvar, Mutex};
 
@@ -85,9 +86,12 @@ pub struct VlenFile {
     scanned: Condvar,
     /// The metadata document as `A.json` shows it (part of the backing file's identity).
     metadata: Arc<[u8]>,
+    identity: ArrayIdentity,
     /// The backing files of the text `A` and of `A.npy` (of the whole array only; see
     /// [`crate::backing`]).
     backing: [ArrayBacking; 2],
+    /// Whether a read attached them once the sizes were known (later, only opens retry).
+    attached_by_read: [AtomicBool; 2],
 }
 
 /// Which of the two files of a variable-length array.
@@ -168,7 +172,9 @@ impl VlenFile {
             scan: Mutex::new(Scan::NotStarted),
             scanned: Condvar::new(),
             metadata,
+            identity: ArrayIdentity::default(),
             backing: Default::default(),
+            attached_by_read: Default::default(),
         }
     }
 
@@ -184,7 +190,9 @@ impl VlenFile {
             scan: Mutex::new(Scan::NotStarted),
             scanned: Condvar::new(),
             metadata: self.metadata.clone(),
+            identity: ArrayIdentity::default(),
             backing: Default::default(),
+            attached_by_read: Default::default(),
         }
     }
 
@@ -381,24 +389,26 @@ impl VlenFile {
         self.count > SYNC_SCAN_MAX
     }
 
-    /// Attaches the backing files of `A` and `A.npy` in `backing`: once their sizes are known
-    /// (files to write, or complete ones), before that only complete ones (see
+    /// Attaches the backing file of `part` in `backing`: once its size is known (a file to
+    /// write, or a complete one), before that only a complete one (see
     /// [`ArrayBacking::attach`]). Selections have none.
-    pub(super) fn attach_backing(&self, backing: &Backing) {
+    pub(super) fn attach_backing(&self, backing: &Backing, part: Part) {
         if !matches!(self.elements, Elements::Whole) {
             return;
         }
-        let index = match &*self.lock() {
-            Scan::Done(Ok(index)) => Some(index.clone()),
+        let size = match (&*self.lock(), part) {
+            (Scan::Done(Ok(index)), Part::Text) => Some(index.text_size),
+            (Scan::Done(Ok(index)), Part::Npy) => Some(self.npy_total(index)),
             _ => None,
         };
-        let names = (self.path.as_str(), self.shown());
-        let sizes = [
-            index.as_ref().map(|i| i.text_size),
-            index.as_ref().map(|i| self.npy_total(i)),
-        ];
-        for ((slot, kind), size) in self.backing.iter().zip([Kind::Text, Kind::Npy]).zip(sizes) {
-            slot.attach(backing, kind, names, &self.metadata, size);
+        let label = self.shown();
+        let names = (self.path.as_str(), label);
+        if let Some(id) = self.identity.get(backing, names, &self.metadata) {
+            let kind = match part {
+                Part::Text => "txt",
+                Part::Npy => "npy",
+            };
+            self.backing[part as usize].attach(backing, &id.of_kind(kind), label, size);
         }
     }
 
@@ -479,10 +489,12 @@ impl VlenFile {
         len: u64,
     ) -> Result<Vec<u8>, ViewError> {
         let slot = &self.backing[part as usize];
-        if let Some(backing) = backing.filter(|_| slot.get().is_none()) {
-            // The sizes are known once scanned.
+        let tried = &self.attached_by_read[part as usize];
+        let unattached = slot.get().is_none() && !tried.swap(true, Relaxed);
+        if let Some(backing) = backing.filter(|_| unattached) {
+            // The size is known once scanned.
             self.index(cache)?;
-            self.attach_backing(backing);
+            self.attach_backing(backing, part);
         }
         let decode = |from: u64, len: u64| match part {
             Part::Text => self.decode_text(cache, from, len),
