@@ -10,6 +10,10 @@
 //! array's identity (see [`Identity`]): when anything about the array changes, the key changes
 //! and the array is decoded again into a new file (the old one ages out of the LRU).
 //!
+//! A variable-length array's files (its text `A` and fixed-width `A.npy`, sizes known only
+//! after a scan) get backing files of their own, keyed `KEY.txt` and `KEY.npy` (see
+//! [`Identity::of_kind`]).
+//!
 //! Once complete, `A.npy` may get a file of its own for passthrough, `KEY.npy` (NPY header then
 //! the data, copied in the kernel from `KEY.data`, published by rename from `KEY.npypart`).
 //!
