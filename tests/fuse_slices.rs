@@ -6,8 +6,7 @@
 mod common;
 
 use common::load_manifest;
-use common::mount::{timed, Mount};
-use std::process::Command;
+use common::mount::{python, timed, Mount};
 
 /// Checks selections of every array given as (mounted file, expected .npy) pairs.
 const CHECK: &str = r#"
@@ -45,18 +44,6 @@ for f, exp, text in zip(pairs[::3], pairs[1::3], pairs[2::3]):
         checked += 1
 print(checked)
 "#;
-
-/// Runs `script` with `args` in python3, within the operation timeout.
-fn python(script: &'static str, args: Vec<String>) -> std::process::Output {
-    timed("python3", move || {
-        Command::new("python3")
-            .arg("-c")
-            .arg(script)
-            .args(args)
-            .output()
-            .unwrap()
-    })
-}
 
 #[test]
 fn selections_of_every_fixture_array_match_numpy() {

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::mount::{timed, Mount};
+use common::mount::{python, timed, Mount};
 use common::{expected_bytes, load_manifest, StoreCase};
 use std::path::Path;
 use std::process::Command;
@@ -157,14 +157,7 @@ print("ok")
         mount.join(FILE),
         node.npy.clone().unwrap(),
     ];
-    let out = timed("python3", move || {
-        Command::new("python3")
-            .arg("-c")
-            .arg(script)
-            .args(args)
-            .output()
-            .unwrap()
-    });
+    let out = python(script, args.map(|p| p.display().to_string()).to_vec());
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),
         "ok",

@@ -393,18 +393,6 @@ impl View {
         self.forget_stats(fh);
     }
 
-    /// True when reads through handle `fh` (0: none) may decode whole chunks straight into the
-    /// reply without keeping them (see [`ArrayFile::read_data`]): the policy allows it and the
-    /// kernel caches what the handle reads; an `O_DIRECT` handle has only the chunk cache.
-    fn decodes_into_reply(&self, fh: u64) -> bool {
-        self.policy.decode_into_reply
-            && (fh == 0
-                || self
-                    .lock_handles()
-                    .get(&fh)
-                    .is_none_or(ReaderState::page_cached))
-    }
-
     fn lock_handles(&self) -> std::sync::MutexGuard<'_, HashMap<u64, ReaderState>> {
         self.handles.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -463,13 +451,14 @@ impl View {
             }
             Content::Data(a) => {
                 let array = &self.arrays[*a as usize];
-                self.track_read(fh, array, offset, len);
-                array.read_data(&self.cache, offset, len, self.decodes_into_reply(fh), out)
+                let into_reply = self.track_read(fh, array, offset, len);
+                array.read_data(&self.cache, offset, len, into_reply, out)
             }
             Content::Npy(a) => {
                 let array = &self.arrays[*a as usize];
-                self.track_read(fh, array, offset.saturating_sub(array.header_len()), len);
-                array.read_npy(&self.cache, offset, len, self.decodes_into_reply(fh), out)
+                let data_offset = offset.saturating_sub(array.header_len());
+                let into_reply = self.track_read(fh, array, data_offset, len);
+                array.read_npy(&self.cache, offset, len, into_reply, out)
             }
             Content::NcStream(s) => self.ncstreams[*s as usize].read(self, offset, len, out),
             Content::Text(a) | Content::TextNpy(a) => {
@@ -483,33 +472,41 @@ impl View {
     /// Records a read of `array`'s data (`offset` into `A`) through handle `fh`; queues on the
     /// worker pool the other chunks this read needs (so they decode in parallel with the first)
     /// and the chunks the read policy predicts; drops the chunks a sequential reader passed.
-    fn track_read(&self, fh: u64, array: &ArrayFile, offset: u64, len: u64) {
+    ///
+    /// Returns whether this read may decode whole chunks straight into its reply without keeping
+    /// them (see [`ArrayFile::read_data`]): the policy allows it and the kernel caches what the
+    /// handle reads (an `O_DIRECT` handle has only the chunk cache).
+    fn track_read(&self, fh: u64, array: &ArrayFile, offset: u64, len: u64) -> bool {
+        let allowed = self.policy.decode_into_reply;
         // A complete backing file serves every byte: nothing to decode ahead or drop behind.
         if array.complete_backing().is_some() {
-            return;
+            return allowed;
         }
         let now = array.chunks_for(&Prediction::Range(offset, offset.saturating_add(len)));
         if let (Some(pool), [_, rest @ ..]) = (&self.prefetcher, now.as_slice()) {
             array.prefetch(pool, &self.cache, rest);
         }
         if fh == 0 {
-            return;
+            return allowed;
         }
         let window = self
             .policy
             .window(array.read_ahead_bytes(), self.cache.budget());
         let ends = now.iter().map(|&c| (c, array.chunk_end_byte(c)));
-        let (prediction, passed) = {
+        let (prediction, passed, page_cached) = {
             let mut handles = self.lock_handles();
             let Some(state) = handles.get_mut(&fh) else {
-                return;
+                return allowed;
             };
-            state.after_read(offset, len, window, array.band_end(offset), ends)
+            let (prediction, passed) =
+                state.after_read(offset, len, window, array.band_end(offset), ends);
+            (prediction, passed, state.page_cached())
         };
         array.discard(&self.cache, &passed);
         if let Some(pool) = &self.prefetcher {
             array.prefetch(pool, &self.cache, &array.chunks_for(&prediction));
         }
+        allowed && page_cached
     }
 }
 

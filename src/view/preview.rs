@@ -206,7 +206,7 @@ impl View {
                     &self.cache,
                     start,
                     p.cols * es,
-                    self.decodes_into_reply(0),
+                    self.policy.decode_into_reply,
                     &mut row,
                 )?;
             } else {
@@ -215,7 +215,7 @@ impl View {
                         &self.cache,
                         start + c * es,
                         es,
-                        self.decodes_into_reply(0),
+                        self.policy.decode_into_reply,
                         &mut row,
                     )?;
                 }

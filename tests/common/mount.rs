@@ -206,3 +206,15 @@ pub fn timed<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'stat
     rx.recv_timeout(OP_TIMEOUT)
         .unwrap_or_else(|_| panic!("{what}: no answer within {OP_TIMEOUT:?}"))
 }
+
+/// Runs `script` with `args` in python3, within the operation timeout.
+pub fn python(script: &'static str, args: Vec<String>) -> std::process::Output {
+    timed("python3", move || {
+        Command::new("python3")
+            .arg("-c")
+            .arg(script)
+            .args(args)
+            .output()
+            .unwrap()
+    })
+}

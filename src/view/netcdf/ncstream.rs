@@ -220,7 +220,7 @@ fn each_string(
                     &view.cache,
                     at * w,
                     n * w,
-                    view.decodes_into_reply(0),
+                    view.policy.decode_into_reply,
                     &mut buf,
                 )?;
                 if buf.len() as u64 != n * w {
@@ -438,7 +438,7 @@ impl NcStreamFile {
                         &view.cache,
                         lo,
                         hi - lo,
-                        view.decodes_into_reply(0),
+                        view.policy.decode_into_reply,
                         &mut buf,
                     )?;
                     if buf.len() as u64 != hi - lo {
