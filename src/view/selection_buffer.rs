@@ -2,8 +2,9 @@
 //! decoded (by a read-ahead worker, or by the first reader that needs it) into a reused scratch
 //! buffer, only as far as the selection needs, and its selected elements are copied into the
 //! buffer row by row as the decoder produces them (while they are in the processor's cache).
-//! Reads copy from the buffer as soon as the chunks they cover are in. Nothing enters the chunk cache, so no partly decoded chunk can ever be
-//! mistaken for a whole one; chunks already cached are copied from the cache.
+//! Reads copy from the buffer as soon as the chunks they cover are in. Nothing enters the chunk
+//! cache, so no partly decoded chunk can ever be mistaken for a whole one; chunks already cached
+//! are copied from the cache.
 
 use super::array_file::extend_with_fill;
 use super::chunk_source::ChunkSource;
@@ -107,7 +108,7 @@ fn copy_row(out: &Pages, data: &[u8], row: &Row, es: usize, gather: &mut Vec<u8>
     if step == 1 {
         return out.write(at, data.get(src..src + n * es)?);
     }
-    let span = data.get(src..src + (n - 1) * step * es + es)?;
+    let span = data.get(src..row.src_end(es as u64) as usize)?;
     gather.clear();
     for s in span.chunks(step * es) {
         gather.extend_from_slice(&s[..es]);
@@ -181,7 +182,7 @@ impl SelectionBuffer {
         let es = file.elem_size() as usize;
         let (chunk, rows) = file.slot_rows(slot);
         let last = rows.last()?;
-        let need = (last.src + ((last.n - 1) * last.step + 1) * es as u64) as usize;
+        let need = last.src_end(es as u64) as usize;
         let id = ChunkId {
             array: source.id,
             index: chunk,
@@ -195,9 +196,7 @@ impl SelectionBuffer {
                 .load_prefix(&coords, &mut scratch, need, &mut |data| {
                     let ready = rows[next..]
                         .iter()
-                        .take_while(|r| {
-                            (r.src + ((r.n - 1) * r.step + 1) * es as u64) as usize <= data.len()
-                        })
+                        .take_while(|r| r.src_end(es as u64) as usize <= data.len())
                         .count();
                     for row in &rows[next..next + ready] {
                         bad |= copy_row(&self.out, data, row, es, &mut gather).is_none();

@@ -55,6 +55,13 @@ pub(super) struct Row {
     pub step: u64,
 }
 
+impl Row {
+    /// Byte offset in the decoded chunk just past the row's last element (`es` bytes each).
+    pub fn src_end(&self, es: u64) -> u64 {
+        self.src + ((self.n - 1) * self.step + 1) * es
+    }
+}
+
 /// The chunk indices along one axis (chunks of `cs`) holding the indices `sel` selects.
 fn chunks_along(sel: &AxisSel, cs: u64) -> Vec<u64> {
     let mut out: Vec<u64> = Vec::new();
