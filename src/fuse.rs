@@ -225,6 +225,8 @@ impl Filesystem for ZarrFs {
                 }
             );
         }
+        // Files served with direct I/O (selections) can still be mapped (kernel 6.6+).
+        let _ = config.add_capabilities(InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP);
         let _ = config.add_capabilities(
             InitFlags::FUSE_DO_READDIRPLUS
                 | InitFlags::FUSE_READDIRPLUS_AUTO
@@ -291,9 +293,20 @@ impl Filesystem for ZarrFs {
         guarded("read", target, || {
             BUF.with_borrow_mut(|buf| {
                 buf.clear();
-                match self.view.read_into(ino.0, fh.0, offset, size, buf) {
-                    Ok(()) => reply.data(buf),
-                    Err(e) => reply.error(errno(e)),
+                let mut reply = Some(reply);
+                let mut send = |bytes: &[u8]| {
+                    if let Some(r) = reply.take() {
+                        r.data(bytes)
+                    }
+                };
+                let read = self
+                    .view
+                    .read_answer(ino.0, fh.0, offset, size, buf, &mut send);
+                if read.is_ok() {
+                    send(buf);
+                }
+                if let (Err(e), Some(r)) = (read, reply) {
+                    r.error(errno(e))
                 }
             })
         })

@@ -2,7 +2,7 @@
 //!
 //! Data flows through one module each, each using only those before it:
 //! [`store`] → [`meta`] → [`codec`] → [`fetch`] → [`cache`] → [`backing`] → [`view`] → [`fuse`] and [`cli`].
-//! [`stats`] counts what they do, for `.zarrfs/stats`.
+//! [`stats`] counts what they do, for `.zarrfs/stats`; [`huge_pages`] is the daemon's allocator.
 
 pub mod backing;
 pub mod cache;
@@ -10,6 +10,7 @@ pub mod cli;
 pub mod codec;
 pub mod fetch;
 pub mod fuse;
+pub mod huge_pages;
 pub mod meta;
 pub mod stats;
 pub mod store;

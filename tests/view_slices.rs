@@ -402,12 +402,9 @@ fn a_name_looked_up_twice_is_the_same_inode_and_is_not_listed() {
     assert!(json.contains("\"selection\": \"3,0:5\""), "{json}");
 }
 
-#[test]
-fn a_selection_decoding_part_of_a_chunk_leaves_the_array_whole() {
-    // One zstd chunk of 4 planes of 256 KiB of noise: `b[0]` decodes only about its first
-    // plane (the decoder stops once the selection's bytes are out); that part must never pass
-    // for the chunk, which `b` then reads whole.
-    let (planes, plane) = (4usize, 1usize << 18);
+/// A view of array `b`: `planes` planes of `plane` bytes of noise, stored with zstd in chunks of
+/// `chunk_planes` planes, read-ahead on; and its bytes.
+fn noise_planes(planes: usize, plane: usize, chunk_planes: usize) -> (View, Vec<u8>) {
     let mut state = 0x2545_f491_4f6c_dd1d_u64;
     let data: Vec<u8> = (0..planes * plane)
         .map(|_| {
@@ -424,21 +421,79 @@ fn a_selection_decoding_part_of_a_chunk_leaves_the_array_whole() {
         format!(
             r#"{{"zarr_format": 3, "node_type": "array", "shape": [{planes}, {plane}],
             "data_type": "uint8", "fill_value": 0,
-            "chunk_grid": {{"name": "regular", "configuration": {{"chunk_shape": [{planes}, {plane}]}}}},
+            "chunk_grid": {{"name": "regular", "configuration": {{"chunk_shape": [{chunk_planes}, {plane}]}}}},
             "chunk_key_encoding": {{"name": "default"}},
             "codecs": [{{"name": "bytes"}}, {{"name": "zstd", "configuration": {{"level": 1}}}}]}}"#
         ),
     );
-    s.insert("b/c/0/0", zstd::bulk::compress(&data, 1).unwrap());
+    for (i, chunk) in data.chunks(chunk_planes * plane).enumerate() {
+        s.insert(
+            format!("b/c/{i}/0"),
+            zstd::bulk::compress(chunk, 1).unwrap(),
+        );
+    }
     let store: Arc<dyn zarrfs::store::Store> = Arc::new(s);
     let h = load_hierarchy(store.as_ref(), &LoadOptions::default()).unwrap();
     let mut view = View::build(&h, store, Arc::new(ChunkCache::new(16 << 20)), "root");
     view.set_read_policy(ReadPolicy::local(2));
+    (view, data)
+}
+
+#[test]
+fn a_selection_decoding_part_of_a_chunk_leaves_the_array_whole() {
+    // One zstd chunk of 4 planes of 256 KiB of noise: `b[0]` decodes only about its first
+    // plane (the decoder stops once the selection's bytes are out); that part must never pass
+    // for the chunk, which `b` then reads whole.
+    let (planes, plane) = (4usize, 1usize << 18);
+    let (view, data) = noise_planes(planes, plane, planes);
     assert!(read_all(&view, "b[0]", 100_000) == data[..plane]);
     assert!(read_all(&view, "b[1,5:9]", 3) == data[plane + 5..plane + 9]);
     assert!(read_all(&view, "b[:,::65536]", 7).len() == planes * 4);
     assert!(read_all(&view, "b", 1 << 20) == data);
     assert!(read_all(&view, "b[3]", 1 << 20) == data[3 * plane..]);
+}
+
+#[test]
+fn a_read_inside_one_chunk_is_answered_straight_from_it() {
+    // Chunks of one plane: `b[t]` is a whole chunk, decoded front to back (by the read-ahead
+    // worker queued at lookup, or by the first read); each read inside it goes to `send`
+    // straight from the chunk's bytes, and `out` stays empty. A strided read cannot.
+    let (planes, plane) = (6usize, 1usize << 18);
+    let (view, data) = noise_planes(planes, plane, 1);
+    for (t, step) in [(2usize, 1u32 << 16), (4, 100_000), (2, 1 << 18)] {
+        let name = format!("b[{t}]");
+        let ino = view.resolve(&name).unwrap();
+        let fh = view.open(ino).unwrap();
+        let mut at = 0;
+        while at < plane {
+            let (mut out, mut sent) = (Vec::new(), Vec::new());
+            view.read_answer(ino, fh, at as u64, step, &mut out, &mut |b| {
+                sent.extend_from_slice(b)
+            })
+            .unwrap();
+            assert!(out.is_empty(), "{name} at {at}: copied, not sent");
+            let end = (at + step as usize).min(plane);
+            assert!(
+                sent == data[t * plane + at..t * plane + end],
+                "{name} at {at}"
+            );
+            at = end;
+        }
+        view.release(fh);
+    }
+    let ino = view.resolve("b[:,::3]").unwrap();
+    let fh = view.open(ino).unwrap();
+    let (mut out, mut sent) = (Vec::new(), 0);
+    view.read_answer(ino, fh, 0, 4096, &mut out, &mut |_| sent += 1)
+        .unwrap();
+    assert_eq!(sent, 0);
+    let want: Vec<u8> = data[..plane]
+        .iter()
+        .step_by(3)
+        .take(4096)
+        .copied()
+        .collect();
+    assert!(out == want);
 }
 
 #[test]

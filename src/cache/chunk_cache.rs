@@ -2,10 +2,10 @@
 //! byte budget, so `--cache-size` bounds them together.
 
 use super::flight_lru::{CacheStats, FlightLru};
-use super::{BufferPool, ChunkData, ChunkError};
-use crate::codec::ShardIndex;
+use super::{BufferPool, ChunkData, ChunkError, GrowingChunk};
+use crate::codec::{DecodeTarget, ShardIndex};
 use crate::stats::{add, STATS};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -56,6 +56,22 @@ pub struct ChunkCache {
     prefetched: Mutex<HashSet<ChunkId>>,
     /// False until the first chunk is marked: readers skip the lock until then.
     any_prefetched: AtomicBool,
+    /// The chunks being decoded front to back, whose decoded part readers may use already.
+    growing: Mutex<HashMap<ChunkId, Arc<GrowingChunk>>>,
+}
+
+/// Unlists a growing chunk when its load returns (or panics), releasing its readers.
+struct Unlist<'a> {
+    cache: &'a ChunkCache,
+    id: ChunkId,
+    chunk: Arc<GrowingChunk>,
+}
+
+impl Drop for Unlist<'_> {
+    fn drop(&mut self) {
+        self.cache.lock_growing().remove(&self.id);
+        self.chunk.end(false);
+    }
 }
 
 /// Read-ahead loads remembered for counting hits; beyond, the oldest are forgotten all at once.
@@ -91,6 +107,7 @@ impl ChunkCache {
             pool,
             prefetched: Mutex::default(),
             any_prefetched: AtomicBool::new(false),
+            growing: Mutex::default(),
         }
     }
 
@@ -154,6 +171,43 @@ impl ChunkCache {
             Entry::Chunk(data) => Ok(data),
             Entry::Index(_) => unreachable!("chunk keys hold chunks"),
         }
+    }
+
+    fn lock_growing(&self) -> std::sync::MutexGuard<'_, HashMap<ChunkId, Arc<GrowingChunk>>> {
+        self.growing.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The chunk `id` like [`ChunkCache::get_or_load`], `len` bytes decoded by `decode` front to
+    /// back into the target it gets, reporting its progress: meanwhile readers may use the
+    /// decoded part through [`ChunkCache::growing`]. `decode` says whether the chunk exists.
+    pub fn get_or_load_growing(
+        &self,
+        id: ChunkId,
+        len: usize,
+        decode: impl FnOnce(&mut DecodeTarget, &mut dyn FnMut(&[u8])) -> Result<bool, ChunkError>,
+    ) -> Outcome {
+        self.get_or_load(id, || {
+            let chunk = Arc::new(GrowingChunk::new(self.pool.take(len)));
+            self.lock_growing().insert(id, chunk.clone());
+            let listed = Unlist {
+                cache: self,
+                id,
+                chunk,
+            };
+            let present = decode(&mut listed.chunk.target(), &mut |done| {
+                listed.chunk.publish(done.len())
+            })?;
+            Ok(if present {
+                listed.chunk.end(true)
+            } else {
+                None
+            })
+        })
+    }
+
+    /// Chunk `id` while [`ChunkCache::get_or_load_growing`] decodes it.
+    pub fn growing(&self, id: ChunkId) -> Option<Arc<GrowingChunk>> {
+        self.lock_growing().get(&id).cloned()
     }
 
     /// The index of shard `key` of array number `array`, kept like a chunk.
@@ -226,6 +280,47 @@ mod tests {
         );
         assert_eq!(cache.pool().take(1000), vec![0; 1000], "2's is still held");
         drop(held);
+    }
+
+    #[test]
+    fn a_growing_chunk_is_readable_while_it_decodes_and_cached_once_whole() {
+        let cache = Arc::new(ChunkCache::new(1 << 20));
+        let (half, go) = (
+            Arc::new(std::sync::Barrier::new(2)),
+            Arc::new(std::sync::Barrier::new(2)),
+        );
+        let loader = {
+            let (cache, half, go) = (cache.clone(), half.clone(), go.clone());
+            std::thread::spawn(move || {
+                cache.get_or_load_growing(id(1), 1000, |target, progress| {
+                    target.undecoded(0, 500).fill(1);
+                    progress(target.decoded(500));
+                    half.wait();
+                    go.wait();
+                    target.undecoded(500, 1000).fill(2);
+                    progress(target.decoded(1000));
+                    Ok(true)
+                })
+            })
+        };
+        half.wait();
+        let growing = cache.growing(id(1)).expect("listed while it decodes");
+        assert_eq!(growing.wait(400).map(<[u8]>::len), Some(500));
+        go.wait();
+        assert_eq!(growing.wait(1000).unwrap()[999], 2);
+        let whole = loader.join().unwrap().unwrap().unwrap();
+        assert!(whole[..500].iter().all(|&b| b == 1) && whole[500..].iter().all(|&b| b == 2));
+        assert!(cache.growing(id(1)).is_none(), "unlisted once loaded");
+        assert_eq!(
+            cache.get_or_load(id(1), || panic!("cached")).unwrap(),
+            Some(whole)
+        );
+        // A decoder that panics unlists its chunk and releases its readers.
+        let err = cache
+            .get_or_load_growing(id(2), 10, |_, _| panic!("boom"))
+            .unwrap_err();
+        assert!(err.to_string().contains("panicked"), "{err}");
+        assert!(cache.growing(id(2)).is_none());
     }
 
     fn index(entries: usize) -> Result<ShardIndexData, ChunkError> {

@@ -4,11 +4,13 @@
 mod buffer_pool;
 mod chunk_cache;
 mod flight_lru;
+mod growing;
 mod prefetch;
 
 pub use buffer_pool::BufferPool;
 pub use chunk_cache::{ChunkCache, ChunkId, ShardIndexData};
 pub use flight_lru::CacheStats;
+pub use growing::GrowingChunk;
 pub use prefetch::{Job, Prefetcher};
 
 use std::error::Error;

@@ -22,6 +22,7 @@ mod checksum;
 mod config;
 mod crc32;
 mod crc32c;
+mod decode_target;
 mod delta;
 mod error;
 mod filter;
@@ -60,6 +61,7 @@ mod zstd;
 #[cfg(test)]
 mod testutil;
 
+pub use decode_target::DecodeTarget;
 pub use error::CodecError;
 pub(crate) use numtype::NumType;
 pub use pipeline::Pipeline;

@@ -6,6 +6,7 @@ use super::registry::{
     is_array_to_bytes, Serializer,
 };
 use super::vlen::VlenPipeline;
+use super::DecodeTarget;
 use super::{ArrayToArray, ArrayToBytes, BytesToBytes, ChunkRepr, CodecError, Size, StoredElem};
 use crate::meta::{CodecSpec, DataType};
 use crate::stats::STATS;
@@ -87,21 +88,31 @@ impl Pipeline {
     pub fn decode_prefix(
         &self,
         encoded: &[u8],
-        out: &mut [u8],
+        out: &mut DecodeTarget,
         need: usize,
         progress: &mut dyn FnMut(&[u8]),
     ) -> Result<(), CodecError> {
-        if let Kind::Fixed(f) = &self.0 {
-            if let Some((kind, name)) = &f.streamable {
-                if out.len() == f.decoded_len && kind.pays(need, out.len()) {
-                    let run = || kind.decode(name, encoded, out, need, progress);
-                    return STATS.decode(name, run, |_| need);
-                }
+        if self.streams(need, out.len()) {
+            if let Kind::Fixed(FixedPipeline {
+                streamable: Some((kind, name)),
+                ..
+            }) = &self.0
+            {
+                let run = || kind.decode(name, encoded, out, need, progress);
+                return STATS.decode(name, run, |_| need);
             }
         }
-        self.decode_into(encoded, out)?;
-        progress(out);
+        let len = out.len();
+        self.decode_into(encoded, out.undecoded(0, len))?;
+        progress(out.decoded(len));
         Ok(())
+    }
+
+    /// True when [`Pipeline::decode_prefix`] of the first `need` of `len` decoded bytes goes
+    /// step by step (else it decodes whole, then reports once).
+    pub fn streams(&self, need: usize, len: usize) -> bool {
+        matches!(&self.0, Kind::Fixed(f) if len == f.decoded_len
+            && f.streamable.as_ref().is_some_and(|(kind, _)| kind.pays(need, len)))
     }
 
     /// Same as [`Pipeline::decode`], written into `out` (exactly [`Pipeline::decoded_len`]

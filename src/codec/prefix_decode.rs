@@ -3,7 +3,7 @@
 //! chunk decodes only those, and a reader can use the first bytes while the rest are still
 //! decoding.
 
-use super::CodecError;
+use super::{CodecError, DecodeTarget};
 use flate2::bufread::{MultiGzDecoder, ZlibDecoder};
 use std::cell::RefCell;
 use std::io::{ErrorKind, Read};
@@ -49,7 +49,7 @@ impl Prefix {
         self,
         name: &str,
         encoded: &[u8],
-        out: &mut [u8],
+        out: &mut DecodeTarget,
         need: usize,
         progress: &mut dyn FnMut(&[u8]),
     ) -> Result<(), CodecError> {
@@ -66,14 +66,14 @@ impl Prefix {
 fn inflate_prefix(
     name: &str,
     mut reader: impl Read,
-    out: &mut [u8],
+    out: &mut DecodeTarget,
     need: usize,
     progress: &mut dyn FnMut(&[u8]),
 ) -> Result<(), CodecError> {
     let mut pos = 0;
     while pos < need {
         let end = pos.saturating_add(STEP).min(out.len());
-        match reader.read(&mut out[pos..end]) {
+        match reader.read(out.undecoded(pos, end)) {
             Ok(0) => {
                 return Err(CodecError::corrupt(
                     name,
@@ -84,7 +84,7 @@ fn inflate_prefix(
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(e) => return Err(CodecError::corrupt(name, e.to_string())),
         }
-        progress(&out[..pos]);
+        progress(out.decoded(pos));
     }
     Ok(())
 }
@@ -101,7 +101,7 @@ thread_local! {
 fn zstd_prefix(
     name: &str,
     encoded: &[u8],
-    out: &mut [u8],
+    out: &mut DecodeTarget,
     need: usize,
     progress: &mut dyn FnMut(&[u8]),
 ) -> Result<(), CodecError> {
@@ -127,13 +127,13 @@ fn zstd_prefix(
             let end = at.saturating_add(step).min(encoded.len());
             let mut input = InBuffer::around(&encoded[..end]);
             input.set_pos(at);
-            let mut output = OutBuffer::around_pos(&mut *out, pos);
+            let mut output = OutBuffer::around_pos(out, pos);
             let hint = dctx
                 .decompress_stream(&mut output, &mut input)
                 .map_err(zstd_err)?;
             let (next_at, next_pos) = (input.pos(), output.pos());
             if next_pos > pos {
-                progress(&out[..next_pos]);
+                progress(out.decoded(next_pos));
             }
             if next_pos >= need && need < out.len() {
                 return Ok(());
@@ -175,16 +175,29 @@ mod tests {
         let z = zstd::bulk::compress(&raw, 3).unwrap();
         let mut out = vec![0u8; raw.len()];
         let mut steps = 0;
-        zstd_prefix("zstd", &z, &mut out, raw.len(), &mut |d| {
-            assert_eq!(d, &raw[..d.len()]);
-            steps += 1;
-        })
+        zstd_prefix(
+            "zstd",
+            &z,
+            &mut DecodeTarget::new(&mut out),
+            raw.len(),
+            &mut |d| {
+                assert_eq!(d, &raw[..d.len()]);
+                steps += 1;
+            },
+        )
         .unwrap();
         assert_eq!(out, raw);
         assert!(steps > 1, "progress comes in pieces");
         let mut out = vec![0u8; raw.len()];
         let mut reached = 0;
-        zstd_prefix("zstd", &z, &mut out, 1000, &mut |d| reached = d.len()).unwrap();
+        zstd_prefix(
+            "zstd",
+            &z,
+            &mut DecodeTarget::new(&mut out),
+            1000,
+            &mut |d| reached = d.len(),
+        )
+        .unwrap();
         assert!(
             reached >= 1000 && reached < raw.len(),
             "stops early: {reached}"
@@ -205,8 +218,14 @@ mod tests {
         for (kind, encoded) in [(Prefix::Gzip, gz), (Prefix::Zlib, zl)] {
             let mut out = vec![0u8; raw.len()];
             let mut reached = 0;
-            kind.decode("z", &encoded, &mut out, 1000, &mut |d| reached = d.len())
-                .unwrap();
+            kind.decode(
+                "z",
+                &encoded,
+                &mut DecodeTarget::new(&mut out),
+                1000,
+                &mut |d| reached = d.len(),
+            )
+            .unwrap();
             assert!(
                 reached >= 1000 && reached < raw.len(),
                 "{kind:?}: {reached}"
@@ -214,7 +233,13 @@ mod tests {
             assert_eq!(out[..reached], raw[..reached]);
             let cut = &encoded[..100];
             assert!(kind
-                .decode("z", cut, &mut out, 500_000, &mut |_| {})
+                .decode(
+                    "z",
+                    cut,
+                    &mut DecodeTarget::new(&mut out),
+                    500_000,
+                    &mut |_| {}
+                )
                 .is_err());
         }
         assert!(Prefix::Gzip.pays(100, 300) && !Prefix::Gzip.pays(200, 300));
@@ -230,15 +255,57 @@ mod tests {
         ]
         .concat();
         let mut out = vec![0u8; 150_000];
-        zstd_prefix("zstd", &z, &mut out, 150_000, &mut |_| {}).unwrap();
+        zstd_prefix(
+            "zstd",
+            &z,
+            &mut DecodeTarget::new(&mut out),
+            150_000,
+            &mut |_| {},
+        )
+        .unwrap();
         assert_eq!(out, [a, b].concat());
         let mut small = vec![0u8; 149_999];
-        assert!(zstd_prefix("zstd", &z, &mut small, 149_999, &mut |_| {}).is_err());
+        assert!(zstd_prefix(
+            "zstd",
+            &z,
+            &mut DecodeTarget::new(&mut small),
+            149_999,
+            &mut |_| {}
+        )
+        .is_err());
         let mut big = vec![0u8; 150_001];
-        assert!(zstd_prefix("zstd", &z, &mut big, 150_001, &mut |_| {}).is_err());
-        assert!(zstd_prefix("zstd", &z[..z.len() - 1], &mut out, 150_000, &mut |_| {}).is_err());
-        assert!(zstd_prefix("zstd", b"not zstd at all", &mut out, 10, &mut |_| {}).is_err());
+        assert!(zstd_prefix(
+            "zstd",
+            &z,
+            &mut DecodeTarget::new(&mut big),
+            150_001,
+            &mut |_| {}
+        )
+        .is_err());
+        assert!(zstd_prefix(
+            "zstd",
+            &z[..z.len() - 1],
+            &mut DecodeTarget::new(&mut out),
+            150_000,
+            &mut |_| {}
+        )
+        .is_err());
+        assert!(zstd_prefix(
+            "zstd",
+            b"not zstd at all",
+            &mut DecodeTarget::new(&mut out),
+            10,
+            &mut |_| {}
+        )
+        .is_err());
         // The context recovers from an error.
-        zstd_prefix("zstd", &z, &mut out, 150_000, &mut |_| {}).unwrap();
+        zstd_prefix(
+            "zstd",
+            &z,
+            &mut DecodeTarget::new(&mut out),
+            150_000,
+            &mut |_| {},
+        )
+        .unwrap();
     }
 }

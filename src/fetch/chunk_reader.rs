@@ -1,9 +1,10 @@
 //! Fetching and decoding one chunk of one array: a stored chunk, or for a sharded array one
 //! inner chunk of a shard.
 
+use super::fetched::Fetched;
 use super::shard_reader::ShardReader;
 use super::{FetchCause, FetchContext, FetchError};
-use crate::codec::{CodecError, Pipeline, ShardIndex, ShardedArray};
+use crate::codec::{CodecError, DecodeTarget, Pipeline, ShardIndex, ShardedArray};
 use crate::meta::{ArrayMeta, MAX_CHUNK_BYTES};
 use crate::stats::STATS;
 use crate::store::Store;
@@ -216,7 +217,7 @@ impl ChunkReader {
     pub fn load_prefix(
         &self,
         idx: &[u64],
-        out: &mut [u8],
+        out: &mut DecodeTarget,
         need: usize,
         progress: &mut dyn FnMut(&[u8]),
     ) -> Result<Option<bool>, FetchError> {
@@ -226,6 +227,19 @@ impl ChunkReader {
             })
         })
         .map_err(|e| self.name_panic(e, idx))
+    }
+
+    /// The decoded length of a chunk when [`ChunkReader::load_prefix`] of a whole chunk
+    /// decodes it step by step as fast as in one go (zstd), so that readers may use its first
+    /// bytes meanwhile; `None` otherwise.
+    pub fn progressive_len(&self) -> Option<usize> {
+        match &self.decoder {
+            Decoder::Whole(p) if !self.meta.dtype.is_variable() => {
+                let len = p.decoded_len();
+                p.streams(len, len).then_some(len)
+            }
+            _ => None,
+        }
     }
 
     /// Puts node and chunk in front of the message of an error from a caught panic (other
@@ -274,9 +288,13 @@ impl ChunkReader {
     }
 
     /// The whole object `key`, refused unread beyond [`ChunkReader::max_object_len`] bytes.
-    fn fetch_object(&self, key: &str) -> Result<Option<Vec<u8>>, FetchError> {
+    fn fetch_object(&self, key: &str) -> Result<Option<Fetched>, FetchError> {
         let bound = self.max_object;
-        let Some(bytes) = self.store.get_range(key, 0, bound.saturating_add(1))? else {
+        let fill = |buf: &mut Vec<u8>| {
+            self.store
+                .get_range_into(key, 0, bound.saturating_add(1), buf)
+        };
+        let Some(bytes) = Fetched::with(fill)? else {
             return Ok(None);
         };
         STATS.fetched(bytes.len());

@@ -5,6 +5,7 @@
 mod chunk_reader;
 mod context;
 mod error;
+mod fetched;
 mod shard_reader;
 
 pub use chunk_reader::ChunkReader;

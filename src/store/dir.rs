@@ -164,16 +164,29 @@ impl Store for DirStore {
     }
 
     fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError> {
+        let mut buf = Vec::new();
+        Ok(self
+            .get_range_into(key, start, len, &mut buf)?
+            .then_some(buf))
+    }
+
+    fn get_range_into(
+        &self,
+        key: &str,
+        start: u64,
+        len: u64,
+        buf: &mut Vec<u8>,
+    ) -> Result<bool, StoreError> {
         let path = self.path(key)?;
         let Some(file) = absent_as_none(File::open(path), key)? else {
-            return Ok(None);
+            return Ok(false);
         };
         let size = file.metadata().map_err(|e| StoreError::io(key, e))?.len();
         let end = start.saturating_add(len).min(size);
-        let mut buf = vec![0u8; end.saturating_sub(start) as usize];
-        file.read_exact_at(&mut buf, start)
+        buf.resize(end.saturating_sub(start) as usize, 0);
+        file.read_exact_at(buf, start)
             .map_err(|e| StoreError::io(key, e))?;
-        Ok(Some(buf))
+        Ok(true)
     }
 
     fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {

@@ -90,6 +90,21 @@ pub trait Store: Send + Sync {
     /// `len` bytes of `key` from `start` (fewer at the end of the value), or `None` when absent.
     fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError>;
 
+    /// [`Store::get_range`] into `buf`, replacing what it holds; false when `key` is absent.
+    /// Backends that can read into memory they are given reuse `buf`'s.
+    fn get_range_into(
+        &self,
+        key: &str,
+        start: u64,
+        len: u64,
+        buf: &mut Vec<u8>,
+    ) -> Result<bool, StoreError> {
+        let got = self.get_range(key, start, len)?;
+        let present = got.is_some();
+        *buf = got.unwrap_or_default();
+        Ok(present)
+    }
+
     /// The last `len` bytes of `key` (all of it when shorter) and the value's total size, or
     /// `None` when absent. Remote backends answer it in one request (a shard's index).
     fn get_suffix(&self, key: &str, len: u64) -> Result<Option<(Vec<u8>, u64)>, StoreError> {

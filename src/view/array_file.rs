@@ -3,7 +3,7 @@
 
 use super::backed::{read_through, ArrayBacking, ArrayIdentity, Backing};
 use super::chunk_source::ChunkSource;
-use super::held_chunks::{chunk_bytes, HeldChunks};
+use super::held_chunks::HeldChunks;
 use super::npy::read_after_header;
 use super::read_policy::Prediction;
 use super::{npy_header, IoCause, ViewError};
@@ -229,13 +229,10 @@ impl ArrayFile {
             {
                 continue;
             }
-            match held.get(source, cache, run.chunk)? {
-                Some(data) => {
-                    let at = (run.chunk_offset * es + (from - run_start)) as usize;
-                    let len = (to - from) as usize;
-                    let node = self.display_path();
-                    out.extend_from_slice(chunk_bytes(data, at, len, node, run.chunk)?);
-                }
+            let at = (run.chunk_offset * es + (from - run_start)) as usize;
+            let span = (at, (to - from) as usize);
+            match held.bytes(source, cache, run.chunk, span, self.display_path())? {
+                Some(bytes) => out.extend_from_slice(bytes),
                 None => extend_with_fill(out, fill, from, to - from),
             }
         }
@@ -342,8 +339,16 @@ impl ArrayFile {
         }
     }
 
-    /// Queues `chunks` for decoding on the worker pool.
-    pub fn prefetch(&self, pool: &Prefetcher, cache: &Arc<ChunkCache>, chunks: &[u64]) {
+    /// Queues `chunks` for decoding on the worker pool; `growing`: front to back where the
+    /// codec allows, readers using each chunk's decoded part meanwhile (selection files, whose
+    /// direct-I/O replies can go out one by one as their bytes come).
+    pub fn prefetch(
+        &self,
+        pool: &Prefetcher,
+        cache: &Arc<ChunkCache>,
+        chunks: &[u64],
+        growing: bool,
+    ) {
         let Ok(source) = &self.source else { return };
         for &chunk in chunks {
             let id = ChunkId {
@@ -354,7 +359,11 @@ impl ArrayFile {
             pool.submit(Job {
                 id,
                 run: Box::new(move || {
-                    let _ = source.chunk(&cache, chunk);
+                    let _ = if growing {
+                        source.chunk_growing(&cache, chunk)
+                    } else {
+                        source.chunk(&cache, chunk)
+                    };
                 }),
             });
         }

@@ -1,9 +1,10 @@
 //! Where the view gets decoded chunks: through the cache, which runs the fetch stage on a miss
 //! and keeps the shard indexes the fetch stage reads, within the same budget.
 
-use super::Layout;
+use super::{Layout, SendBytes};
 use crate::cache::{ChunkCache, ChunkData, ChunkError, ChunkId};
 use crate::fetch::{ChunkReader, FetchCause, FetchContext, FetchError, Index};
+use std::ops::Range;
 use std::sync::Arc;
 
 /// The cache lent to one fetch of array number `array`.
@@ -59,6 +60,86 @@ impl ChunkSource {
                 .load(&self.layout.chunk_coords(chunk), &ctx)
                 .map(|data| data.map(Arc::new))
                 .map_err(ChunkError::new)
+        })
+    }
+
+    /// Chunk `chunk` like [`ChunkSource::chunk`], decoded front to back when its codec allows
+    /// that at no cost, so that readers may use its first bytes meanwhile (through
+    /// [`ChunkCache::growing`]).
+    pub fn chunk_growing(&self, cache: &ChunkCache, chunk: u64) -> Result<ChunkData, ChunkError> {
+        self.load_growing(cache, chunk, &mut |_| {})
+    }
+
+    /// Hands bytes `range` of chunk `chunk` to `send`: from the cache; from the chunk another
+    /// reader decodes front to back, once they are decoded; or decoding the chunk here (front
+    /// to back where its codec allows), as soon as they are decoded, the decode then going on
+    /// to the chunk's end for the cache. False, and `send` not called, when the chunk is absent
+    /// or shorter.
+    pub fn send_bytes(
+        &self,
+        cache: &ChunkCache,
+        chunk: u64,
+        range: Range<usize>,
+        send: SendBytes,
+    ) -> Result<bool, ChunkError> {
+        let id = ChunkId {
+            array: self.id,
+            index: chunk,
+        };
+        if let Some(growing) = cache.growing(id) {
+            if let Some(bytes) = growing.wait(range.end).and_then(|d| d.get(range.clone())) {
+                send(bytes);
+                return Ok(true);
+            }
+        }
+        let mut pending = Some(send);
+        let data = self.load_growing(cache, chunk, &mut |done| {
+            if let (Some(bytes), Some(send)) = (done.get(range.clone()), pending.as_mut()) {
+                send(bytes);
+                pending = None;
+            }
+        })?;
+        let Some(send) = pending else {
+            return Ok(true);
+        };
+        match data.as_deref().and_then(|d| d.get(range)) {
+            Some(bytes) => {
+                send(bytes);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// [`ChunkSource::chunk_growing`], calling `watch` with the decoded part as it grows when
+    /// this call decodes the chunk.
+    fn load_growing(
+        &self,
+        cache: &ChunkCache,
+        chunk: u64,
+        watch: &mut dyn FnMut(&[u8]),
+    ) -> Result<ChunkData, ChunkError> {
+        let Some(len) = self.reader.progressive_len() else {
+            return self.chunk(cache, chunk);
+        };
+        let id = ChunkId {
+            array: self.id,
+            index: chunk,
+        };
+        let coords = self.layout.chunk_coords(chunk);
+        cache.get_or_load_growing(id, len, |target, progress| {
+            let mut report = |done: &[u8]| {
+                progress(done);
+                watch(done);
+            };
+            match self.reader.load_prefix(&coords, target, len, &mut report) {
+                Ok(Some(present)) => Ok(present),
+                Ok(None) => Err(ChunkError::new(FetchError::new(
+                    FetchCause::BadConfig,
+                    "the chunk cannot be decoded front to back".to_string(),
+                ))),
+                Err(e) => Err(ChunkError::new(e)),
+            }
         })
     }
 }

@@ -4,11 +4,18 @@
 use super::chunk_source::ChunkSource;
 use super::error::chunk_failed;
 use super::{IoCause, ViewError};
-use crate::cache::{ChunkCache, ChunkData};
+use crate::cache::{ChunkCache, ChunkData, ChunkId, GrowingChunk};
+use std::sync::Arc;
+
+/// A chunk held: decoded, or still being decoded front to back by a read-ahead worker.
+enum Held {
+    Whole(ChunkData),
+    Growing(Arc<GrowingChunk>),
+}
 
 /// Up to `max` decoded chunks, the oldest dropped first.
 pub(super) struct HeldChunks {
-    held: Vec<(u64, ChunkData)>,
+    held: Vec<(u64, Held)>,
     max: usize,
 }
 
@@ -26,31 +33,78 @@ impl HeldChunks {
         self.held.iter().any(|(c, _)| *c == chunk)
     }
 
+    fn hold(&mut self, chunk: u64, held: Held) -> usize {
+        if self.held.len() == self.max {
+            self.held.remove(0);
+        }
+        self.held.push((chunk, held));
+        self.held.len() - 1
+    }
+
     /// Chunk `chunk` (`None`: absent, all fill value), held or fetched through `source`.
     pub fn get(
         &mut self,
         source: &ChunkSource,
         cache: &ChunkCache,
         chunk: u64,
-    ) -> Result<&ChunkData, ViewError> {
+    ) -> Result<ChunkData, ViewError> {
+        for (c, held) in self.held.iter().rev() {
+            if let (true, Held::Whole(data)) = (*c == chunk, held) {
+                return Ok(data.clone());
+            }
+        }
+        let data = source.chunk(cache, chunk).map_err(chunk_failed)?;
+        self.hold(chunk, Held::Whole(data.clone()));
+        Ok(data)
+    }
+
+    /// Bytes `at..at+len` of decoded chunk `chunk` of `node` (`None`: the chunk is absent, all
+    /// fill value): from a held chunk, from the cache, or, while a read-ahead worker decodes
+    /// the chunk front to back, as soon as its decoded part covers them.
+    pub fn bytes(
+        &mut self,
+        source: &ChunkSource,
+        cache: &ChunkCache,
+        chunk: u64,
+        (at, len): (usize, usize),
+        node: &str,
+    ) -> Result<Option<&[u8]>, ViewError> {
+        let end = at.saturating_add(len);
         let slot = match self.held.iter().rposition(|(c, _)| *c == chunk) {
             Some(slot) => slot,
             None => {
-                if self.held.len() == self.max {
-                    self.held.remove(0);
+                let id = ChunkId {
+                    array: source.id,
+                    index: chunk,
+                };
+                match cache.growing(id) {
+                    Some(growing) => self.hold(chunk, Held::Growing(growing)),
+                    None => {
+                        let data = source.chunk(cache, chunk).map_err(chunk_failed)?;
+                        self.hold(chunk, Held::Whole(data))
+                    }
                 }
-                let data = source.chunk(cache, chunk).map_err(chunk_failed)?;
-                self.held.push((chunk, data));
-                self.held.len() - 1
             }
         };
-        Ok(&self.held[slot].1)
+        if let Held::Growing(growing) = &self.held[slot].1 {
+            if growing.wait(end).is_none() {
+                // The decode failed: the cache loads the chunk again, or says why.
+                let data = source.chunk(cache, chunk).map_err(chunk_failed)?;
+                self.held[slot].1 = Held::Whole(data);
+            }
+        }
+        let data = match &self.held[slot].1 {
+            Held::Whole(None) => return Ok(None),
+            Held::Whole(Some(data)) => data.as_slice(),
+            Held::Growing(growing) => growing.wait(end).unwrap_or_default(),
+        };
+        chunk_bytes(data, at, len, node, chunk).map(Some)
     }
 }
 
 /// Bytes `at..at+len` of decoded chunk `chunk` of `node`; a chunk that decoded to fewer bytes
 /// is corrupt (EIO, logged).
-pub(super) fn chunk_bytes<'a>(
+fn chunk_bytes<'a>(
     data: &'a [u8],
     at: usize,
     len: usize,

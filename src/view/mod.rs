@@ -48,6 +48,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
+/// Where a read that can answer before it is done hands its bytes (see [`View::read_answer`]).
+pub type SendBytes<'a> = &'a mut dyn FnMut(&[u8]);
+
 /// Inode number of the mount root.
 pub const ROOT_INO: u64 = 1;
 /// Directory or regular file.
@@ -414,10 +417,34 @@ impl View {
         size: u32,
         out: &mut Vec<u8>,
     ) -> Result<(), ViewError> {
+        let mut sent = None;
+        self.read_answer(ino, fh, offset, size, out, &mut |b| sent = Some(b.to_vec()))?;
+        out.extend(sent.unwrap_or_default());
+        Ok(())
+    }
+
+    /// Up to `size` bytes of file `ino` from `offset`, like [`View::read_into`]: handed to
+    /// `send` (once) by a read that can answer before it is done (a selection's run inside one
+    /// chunk, as soon as its bytes are decoded), else appended to `out`. An error after `send`
+    /// is only logged.
+    pub fn read_answer(
+        &self,
+        ino: u64,
+        fh: u64,
+        offset: u64,
+        size: u32,
+        out: &mut Vec<u8>,
+        send: SendBytes,
+    ) -> Result<(), ViewError> {
         let before = out.len();
-        let result = self.read_content(ino, fh, offset, size, out);
+        let mut early = 0;
+        let mut counted = |bytes: &[u8]| {
+            early = bytes.len();
+            send(bytes)
+        };
+        let result = self.read_content(ino, fh, offset, size, out, &mut counted);
         if result.is_ok() {
-            crate::stats::STATS.read((out.len() - before) as u64);
+            crate::stats::STATS.read((out.len() - before + early) as u64);
         }
         result
     }
@@ -429,10 +456,11 @@ impl View {
         offset: u64,
         size: u32,
         out: &mut Vec<u8>,
+        send: SendBytes,
     ) -> Result<(), ViewError> {
         let len = u64::from(size);
         if is_slice(ino) {
-            return self.read_slice(ino, offset, len, out);
+            return self.read_slice(ino, offset, len, out, send);
         }
         let content = &self.inode(ino)?.content;
         match content {
@@ -484,7 +512,7 @@ impl View {
         }
         let now = array.chunks_for(&Prediction::Range(offset, offset.saturating_add(len)));
         if let (Some(pool), [_, rest @ ..]) = (&self.prefetcher, now.as_slice()) {
-            array.prefetch(pool, &self.cache, rest);
+            array.prefetch(pool, &self.cache, rest, false);
         }
         if fh == 0 {
             return allowed;
@@ -504,7 +532,7 @@ impl View {
         };
         array.discard(&self.cache, &passed);
         if let Some(pool) = &self.prefetcher {
-            array.prefetch(pool, &self.cache, &array.chunks_for(&prediction));
+            array.prefetch(pool, &self.cache, &array.chunks_for(&prediction), false);
         }
         allowed && page_cached
     }

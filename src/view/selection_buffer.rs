@@ -2,14 +2,17 @@
 //! decoded (by a read-ahead worker, or by the first reader that needs it) into a reused scratch
 //! buffer, only as far as the selection needs, and its selected elements are copied into the
 //! buffer row by row as the decoder produces them (while they are in the processor's cache).
-//! Reads copy from the buffer as soon as the chunks they cover are in. Nothing enters the chunk
-//! cache, so no partly decoded chunk can ever be mistaken for a whole one; chunks already cached
-//! are copied from the cache.
+//! Reads copy from the buffer as soon as the rows they cover are in: the first plane of a block
+//! goes out while the chunks' later planes still decode. Nothing enters the chunk cache, so no
+//! partly decoded chunk can ever be mistaken for a whole one; chunks already cached are copied
+//! from the cache.
 
 use super::array_file::extend_with_fill;
 use super::chunk_source::ChunkSource;
 use super::slice_file::{Row, SliceFile};
 use crate::cache::{ChunkCache, ChunkId};
+use crate::codec::DecodeTarget;
+use bytes::BytesMut;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Condvar, Mutex, MutexGuard};
 
@@ -22,8 +25,9 @@ pub(super) const MAX_SLOTS: u64 = 1 << 20;
 enum Slot {
     /// Nobody has started it.
     Pending,
-    /// Being decoded and copied in.
-    Running,
+    /// Being decoded and copied in: the rows ending within its first this many decoded bytes
+    /// are in.
+    Running(u64),
     /// All its rows are copied.
     Done,
     /// Its decoding failed: reads take the chunk-cache path, which reports why.
@@ -34,16 +38,20 @@ enum Slot {
 /// copying different chunks in, and the readers copying out, seldom wait for one another.
 const PAGE: usize = 64 << 10;
 
-/// The selection's bytes, in separately locked pages, each allocated when first used (by the
-/// thread copying a chunk in, not the one looking the file up).
+/// The selection's bytes, in separately locked pages of one allocation (of huge pages when
+/// large: see [`crate::huge_pages`]), which the kernel maps as the chunks are copied in.
 struct Pages {
-    pages: Vec<Mutex<Vec<u8>>>,
+    pages: Vec<Mutex<BytesMut>>,
     len: usize,
 }
 
 impl Pages {
     fn new(len: usize) -> Self {
-        let pages = (0..len.div_ceil(PAGE)).map(|_| Mutex::default()).collect();
+        let mut all = BytesMut::zeroed(len);
+        let mut pages = Vec::with_capacity(len.div_ceil(PAGE));
+        while !all.is_empty() {
+            pages.push(Mutex::new(all.split_to(PAGE.min(all.len()))));
+        }
         Pages { pages, len }
     }
 
@@ -63,9 +71,6 @@ impl Pages {
             let (page, within) = (pos / PAGE, pos % PAGE);
             let n = (PAGE - within).min(end - pos);
             let mut bytes = self.pages[page].lock().unwrap_or_else(|p| p.into_inner());
-            if bytes.is_empty() {
-                bytes.resize(PAGE.min(self.len - page * PAGE), 0);
-            }
             each(&mut bytes, within..within + n, pos - at);
             pos += n;
         }
@@ -91,8 +96,14 @@ impl Pages {
 /// The selection's bytes and the progress of each of its chunks.
 pub(super) struct SelectionBuffer {
     out: Pages,
-    slots: Mutex<Vec<Slot>>,
+    slots: Mutex<Slots>,
     changed: Condvar,
+}
+
+/// The chunks' progress, and how many readers wait for some.
+struct Slots {
+    of: Vec<Slot>,
+    waiting: usize,
 }
 
 /// Copies the elements of `row` from decoded chunk bytes `data` into the selection bytes `out`
@@ -121,12 +132,15 @@ impl SelectionBuffer {
     pub fn new(bytes: u64, slots: u64) -> Self {
         SelectionBuffer {
             out: Pages::new(bytes as usize),
-            slots: Mutex::new(vec![Slot::Pending; slots as usize]),
+            slots: Mutex::new(Slots {
+                of: vec![Slot::Pending; slots as usize],
+                waiting: 0,
+            }),
             changed: Condvar::new(),
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Vec<Slot>> {
+    fn lock(&self) -> MutexGuard<'_, Slots> {
         self.slots.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -145,16 +159,20 @@ impl SelectionBuffer {
     /// Marks `slot` as started when nobody has; true when this call did.
     fn claim(&self, slot: u64) -> bool {
         let mut slots = self.lock();
-        let claimed = slots.get(slot as usize) == Some(&Slot::Pending);
+        let claimed = slots.of.get(slot as usize) == Some(&Slot::Pending);
         if claimed {
-            slots[slot as usize] = Slot::Running;
+            slots.of[slot as usize] = Slot::Running(0);
         }
         claimed
     }
 
+    /// Sets the state of `slot`, waking the readers waiting (if any).
     fn set(&self, slot: u64, to: Slot) {
-        self.lock()[slot as usize] = to;
-        self.changed.notify_all();
+        let mut slots = self.lock();
+        slots.of[slot as usize] = to;
+        if slots.waiting > 0 {
+            self.changed.notify_all();
+        }
     }
 
     fn fill_claimed(&self, file: &SliceFile, source: &ChunkSource, cache: &ChunkCache, slot: u64) {
@@ -191,9 +209,11 @@ impl SelectionBuffer {
             let coords = source.layout.chunk_coords(chunk);
             let mut scratch = cache.pool().take(file.chunk_bytes() as usize);
             let (mut next, mut bad, mut gather) = (0, false, Vec::new());
-            let loaded = source
-                .reader
-                .load_prefix(&coords, &mut scratch, need, &mut |data| {
+            let loaded = source.reader.load_prefix(
+                &coords,
+                &mut DecodeTarget::new(&mut scratch),
+                need,
+                &mut |data| {
                     let ready = rows[next..]
                         .iter()
                         .take_while(|r| r.src_end(es as u64) as usize <= data.len())
@@ -202,7 +222,11 @@ impl SelectionBuffer {
                         bad |= copy_row(&self.out, data, row, es, &mut gather).is_none();
                     }
                     next += ready;
-                });
+                    if ready > 0 && !bad {
+                        self.set(slot, Slot::Running(data.len() as u64));
+                    }
+                },
+            );
             cache.pool().give(scratch);
             match loaded {
                 Ok(Some(true)) => return (!bad && next == rows.len()).then_some(()),
@@ -234,24 +258,28 @@ impl SelectionBuffer {
         Some(())
     }
 
-    /// Waits until the elements of chunk `slot` are in, filling the chunk here when nobody has
-    /// started it. False when the chunk failed.
+    /// Waits until the rows of chunk `slot` that end within its first `need` decoded bytes are
+    /// in, filling the chunk here when nobody has started it. False when the chunk failed.
     pub fn wait_for(
         &self,
         file: &SliceFile,
         source: &ChunkSource,
         cache: &ChunkCache,
         slot: u64,
+        need: u64,
     ) -> bool {
         let mut slots = self.lock();
         loop {
-            match slots.get(slot as usize) {
+            match slots.of.get(slot as usize) {
                 Some(Slot::Done) => return true,
-                Some(Slot::Running) => {
+                Some(Slot::Running(done)) if *done >= need => return true,
+                Some(Slot::Running(_)) => {
+                    slots.waiting += 1;
                     slots = self.changed.wait(slots).unwrap_or_else(|p| p.into_inner());
+                    slots.waiting -= 1;
                 }
                 Some(Slot::Pending) => {
-                    slots[slot as usize] = Slot::Running;
+                    slots.of[slot as usize] = Slot::Running(0);
                     drop(slots);
                     self.fill_claimed(file, source, cache, slot);
                     slots = self.lock();

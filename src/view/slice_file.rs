@@ -3,11 +3,12 @@
 
 use super::array_file::{extend_with_fill, ArrayFile, MAX_PREFETCH_CHUNKS};
 use super::chunk_source::ChunkSource;
-use super::held_chunks::{chunk_bytes, HeldChunks};
+use super::error::chunk_failed;
+use super::held_chunks::HeldChunks;
 use super::npy::read_after_header;
 use super::selection::{AxisSel, Selection};
 use super::selection_buffer::{SelectionBuffer, MAX_SLOTS};
-use super::{npy_header, ViewError};
+use super::{npy_header, SendBytes, ViewError};
 use crate::cache::{ChunkCache, ChunkId, Job, Prefetcher};
 use crate::meta::ArrayMeta;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -179,7 +180,8 @@ impl SliceFile {
         self.header.len() as u64
     }
 
-    /// Appends bytes `offset..offset+len` of `A[SEL].npy` to `out`.
+    /// Bytes `offset..offset+len` of `A[SEL].npy`, appended to `out` or, past the header,
+    /// handed to `send` as [`SliceFile::read_data`] does.
     pub fn read_npy(
         &self,
         source: &ChunkSource,
@@ -187,9 +189,13 @@ impl SliceFile {
         offset: u64,
         len: u64,
         out: &mut Vec<u8>,
+        send: SendBytes,
     ) -> Result<(), ViewError> {
+        if let Some(at) = offset.checked_sub(self.header_len()) {
+            return self.read_data(source, cache, at, len, out, Some(send));
+        }
         read_after_header(&self.header, offset, len, out, |at, n, out| {
-            self.read_data(source, cache, at, n, out)
+            self.read_data(source, cache, at, n, out, None)
         })
     }
 
@@ -244,7 +250,9 @@ impl SliceFile {
     }
 
     /// Appends bytes `offset..offset+len` of `A[SEL]` to `out` (fewer at the end): per piece
-    /// of a row inside one chunk, one copy (step 1) or a strided copy.
+    /// of a row inside one chunk, one copy (step 1) or a strided copy. With `send`, a read
+    /// that is one run of one chunk goes to `send` instead, straight from the chunk (see
+    /// [`ChunkSource::send_bytes`]).
     pub fn read_data(
         &self,
         source: &ChunkSource,
@@ -252,6 +260,7 @@ impl SliceFile {
         offset: u64,
         len: u64,
         out: &mut Vec<u8>,
+        send: Option<SendBytes>,
     ) -> Result<(), ViewError> {
         let end = offset.saturating_add(len).min(self.data_size);
         if offset >= end {
@@ -264,19 +273,21 @@ impl SliceFile {
                 buffer.copy_out(offset, end, out);
                 return Ok(());
             }
+        } else if let Some(send) = send {
+            if self.send_one_run(source, cache, offset, end, send)? {
+                return Ok(());
+            }
         }
         let at = out.len();
         out.reserve(((e1 - e0) * es) as usize);
         let fill = &source.reader.meta().fill_value;
         let mut held = HeldChunks::new(MAX_HELD_CHUNKS);
         self.walk(e0, e1, |chunk, first, n, step| {
-            let Some(data) = held.get(source, cache, chunk)? else {
+            let span = ((first * es) as usize, ((n - 1) * step * es + es) as usize);
+            let Some(bytes) = held.bytes(source, cache, chunk, span, &self.name)? else {
                 extend_with_fill(out, fill, 0, n * es);
                 return Ok(());
             };
-            let base = (first * es) as usize;
-            let span = ((n - 1) * step * es + es) as usize;
-            let bytes = chunk_bytes(data, base, span, &self.name, chunk)?;
             if step == 1 {
                 out.extend_from_slice(bytes);
             } else {
@@ -294,8 +305,48 @@ impl SliceFile {
         Ok(())
     }
 
+    /// Hands bytes `offset..end` of `A[SEL]` to `send` when they are one run of one chunk (a
+    /// frame, or part of one); false when they are not, or the chunk is absent.
+    fn send_one_run(
+        &self,
+        source: &ChunkSource,
+        cache: &ChunkCache,
+        offset: u64,
+        end: u64,
+        send: SendBytes,
+    ) -> Result<bool, ViewError> {
+        let es = self.elem_size;
+        let (e0, e1) = (offset / es, end.div_ceil(es));
+        // The chunk, and the first and past-the-last element of the run in it.
+        let mut run: Option<(u64, u64, u64)> = None;
+        let one_run = self.walk(e0, e1, |chunk, first, n, step| {
+            match &mut run {
+                _ if step != 1 && n != 1 => Err(ViewError::NotFound),
+                None => {
+                    run = Some((chunk, first, first + n));
+                    Ok(())
+                }
+                Some((c, _, end)) if *c == chunk && *end == first => {
+                    *end += n;
+                    Ok(())
+                }
+                // Strided, in another chunk, or after a gap: not one run; stop walking.
+                Some(_) => Err(ViewError::NotFound),
+            }
+        });
+        let (Ok(()), Some((chunk, first, _))) = (one_run, run) else {
+            return Ok(false);
+        };
+        let at = (first * es + offset - e0 * es) as usize;
+        let range = at..at + (end - offset) as usize;
+        source
+            .send_bytes(cache, chunk, range, send)
+            .map_err(chunk_failed)
+    }
+
     /// Waits until the selected elements `e0..e1` are in `buffer` (decoding here the chunks
-    /// nobody has started); false when one of their chunks failed there.
+    /// nobody has started): the rows they touch, which chunks copy in whole, each as soon as
+    /// its chunk has decoded that far. False when one of their chunks failed there.
     fn wait_buffered(
         &self,
         buffer: &SelectionBuffer,
@@ -304,15 +355,36 @@ impl SliceFile {
         e0: u64,
         e1: u64,
     ) -> Result<bool, ViewError> {
-        let (mut ok, mut last) = (true, None);
-        self.walk(e0, e1, |chunk, _, _, _| {
-            if ok && last != Some(chunk) {
-                last = Some(chunk);
-                let slot = self.slot_of(chunk);
-                ok = slot.is_some_and(|slot| buffer.wait_for(self, source, cache, slot));
+        let es = self.elem_size;
+        let row = self.axes[self.axes.len() - 1].count.max(1);
+        let e1 = e1
+            .div_ceil(row)
+            .saturating_mul(row)
+            .min(self.data_size / es);
+        let mut ok = true;
+        let mut wait = |chunk: u64, need: u64| {
+            ok = ok
+                && self
+                    .slot_of(chunk)
+                    .is_some_and(|slot| buffer.wait_for(self, source, cache, slot, need));
+        };
+        // The chunk of the pieces walked last, and how far into it they end.
+        let mut last: Option<(u64, u64)> = None;
+        self.walk(e0, e1, |chunk, first, n, step| {
+            let need = (first + (n - 1) * step + 1) * es;
+            match &mut last {
+                Some((c, k)) if *c == chunk => *k = need.max(*k),
+                _ => {
+                    if let Some((c, k)) = last.replace((chunk, need)) {
+                        wait(c, k);
+                    }
+                }
             }
             Ok(())
         })?;
+        if let Some((c, k)) = last {
+            wait(c, k);
+        }
         Ok(ok)
     }
 
@@ -478,7 +550,7 @@ impl SliceFile {
             return;
         }
         let chunks: Vec<u64> = walked.map(|w| self.walk_chunk(w)).collect();
-        array.prefetch(pool, cache, &chunks);
+        array.prefetch(pool, cache, &chunks, true);
     }
 
     /// The linear index of the chunk at position `w` of the C-order walk over `axis_chunks`.

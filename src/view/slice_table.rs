@@ -5,7 +5,7 @@
 use super::selection::{split_name, Selection};
 use super::slice_file::SliceFile;
 use super::vlen_file::{Part, VlenFile};
-use super::{Attr, Content, FileKind, View, ViewError};
+use super::{Attr, Content, FileKind, SendBytes, View, ViewError};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
@@ -222,10 +222,16 @@ impl View {
         })
     }
 
-    /// True when selection file `ino` must be served with direct I/O: that of a large selection
-    /// of a variable-length array, whose size `stat` shows as 0 until it is known.
+    /// True when selection file `ino` is served with direct I/O: the selections of numbers
+    /// (a selection is read about once, so the kernel's page cache would only cost a copy and
+    /// its pages, and replies go straight into the reader's buffer as its chunks decode), and
+    /// large selections of variable-length arrays, whose size `stat` shows as 0 until known.
     pub(super) fn slice_direct_io(&self, ino: u64) -> bool {
-        matches!(self.slice(ino).map(|e| e.body), Ok(Body::Vlen(v, _)) if v.size_may_lag())
+        match self.slice(ino).map(|e| e.body) {
+            Ok(Body::Data(_) | Body::Npy(_)) => true,
+            Ok(Body::Vlen(v, _)) => v.size_may_lag(),
+            _ => false,
+        }
     }
 
     /// Opens selection file `ino`: queues the first of its chunks for decoding (the first open
@@ -248,14 +254,16 @@ impl View {
             + 1)
     }
 
-    /// Appends up to `len` bytes of selection file `ino` from `offset` to `out`, queueing the
-    /// chunks from there on for decoding in parallel.
+    /// Up to `len` bytes of selection file `ino` from `offset`, appended to `out` or handed to
+    /// `send` (see [`View::read_answer`]), queueing the chunks from there on for decoding in
+    /// parallel.
     pub(super) fn read_slice(
         &self,
         ino: u64,
         offset: u64,
         len: u64,
         out: &mut Vec<u8>,
+        send: SendBytes,
     ) -> Result<(), ViewError> {
         let (f, npy) = match self.slice(ino)?.body {
             Body::Bytes(bytes) => {
@@ -281,9 +289,9 @@ impl View {
             f.prefetch_from(array, pool, &self.cache, data_offset, false);
         }
         if npy {
-            f.read_npy(source, &self.cache, offset, len, out)
+            f.read_npy(source, &self.cache, offset, len, out, send)
         } else {
-            f.read_data(source, &self.cache, offset, len, out)
+            f.read_data(source, &self.cache, offset, len, out, Some(send))
         }
     }
 }

@@ -223,7 +223,7 @@ impl VlenFile {
                 slice.walk(from, to, |chunk, first, n, step| {
                     each(Piece {
                         start,
-                        data: held.get(&self.source, cache, chunk)?,
+                        data: &held.get(&self.source, cache, chunk)?,
                         first,
                         n,
                         step,
