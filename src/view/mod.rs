@@ -17,6 +17,7 @@ mod preview;
 mod read_policy;
 mod selection;
 mod selection_buffer;
+mod selection_bytes;
 mod slice_file;
 mod slice_table;
 mod stats_file;

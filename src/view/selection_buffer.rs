@@ -9,10 +9,10 @@
 
 use super::array_file::extend_with_fill;
 use super::chunk_source::ChunkSource;
+use super::selection_bytes::SelectionBytes;
 use super::slice_file::{Row, SliceFile};
 use crate::cache::{ChunkCache, ChunkId};
 use crate::codec::DecodeTarget;
-use bytes::BytesMut;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Condvar, Mutex, MutexGuard};
 
@@ -34,107 +34,69 @@ enum Slot {
     Failed,
 }
 
-/// Bytes per page of the selection's bytes: each page has its own lock, so that the threads
-/// copying different chunks in, and the readers copying out, seldom wait for one another.
-const PAGE: usize = 64 << 10;
-
-/// The selection's bytes, in separately locked pages of one allocation (of huge pages when
-/// large: see [`crate::huge_pages`]), which the kernel maps as the chunks are copied in.
-struct Pages {
-    pages: Vec<Mutex<BytesMut>>,
-    len: usize,
-}
-
-impl Pages {
-    fn new(len: usize) -> Self {
-        let mut all = BytesMut::zeroed(len);
-        let mut pages = Vec::with_capacity(len.div_ceil(PAGE));
-        while !all.is_empty() {
-            pages.push(Mutex::new(all.split_to(PAGE.min(all.len()))));
-        }
-        Pages { pages, len }
-    }
-
-    /// Calls `each(page bytes, range in the page, offset in at..end)` for the pages holding
-    /// bytes `at..end`, each locked meanwhile; `None` when the range is out of bounds.
-    fn visit(
-        &self,
-        at: usize,
-        end: usize,
-        mut each: impl FnMut(&mut [u8], std::ops::Range<usize>, usize),
-    ) -> Option<()> {
-        if at > end || end > self.len {
-            return None;
-        }
-        let mut pos = at;
-        while pos < end {
-            let (page, within) = (pos / PAGE, pos % PAGE);
-            let n = (PAGE - within).min(end - pos);
-            let mut bytes = self.pages[page].lock().unwrap_or_else(|p| p.into_inner());
-            each(&mut bytes, within..within + n, pos - at);
-            pos += n;
-        }
-        Some(())
-    }
-
-    /// Writes `src` at byte `at`.
-    fn write(&self, at: usize, src: &[u8]) -> Option<()> {
-        self.visit(at, at.checked_add(src.len())?, |page, range, from| {
-            let n = range.len();
-            page[range].copy_from_slice(&src[from..from + n]);
-        })
-    }
-
-    /// Appends bytes `at..end` to `out`.
-    fn read(&self, at: usize, end: usize, out: &mut Vec<u8>) -> Option<()> {
-        self.visit(at, end, |page, range, _| {
-            out.extend_from_slice(&page[range])
-        })
-    }
-}
-
 /// The selection's bytes and the progress of each of its chunks.
 pub(super) struct SelectionBuffer {
-    out: Pages,
+    /// Written row by row by the threads filling slots, each row once, and read where the
+    /// slots say the rows are in.
+    out: SelectionBytes,
     slots: Mutex<Slots>,
     changed: Condvar,
 }
 
-/// The chunks' progress, and how many readers wait for some.
+/// The chunks' progress, and what the waiting readers wait for.
 struct Slots {
     of: Vec<Slot>,
-    waiting: usize,
+    /// (slot, decoded bytes needed) per waiting reader: progress wakes only those it serves.
+    wants: Vec<(u64, u64)>,
+}
+
+/// True when a chunk in state `slot` serves a reader needing its first `need` decoded bytes
+/// (or done waiting: failed).
+fn serves(slot: Slot, need: u64) -> bool {
+    match slot {
+        Slot::Running(done) => done >= need,
+        Slot::Pending => false,
+        Slot::Done | Slot::Failed => true,
+    }
 }
 
 /// Copies the elements of `row` from decoded chunk bytes `data` into the selection bytes `out`
 /// (strided ones gathered in `gather` first); `None` when the chunk is too short (corrupt: the
-/// caller marks the chunk failed).
-fn copy_row(out: &Pages, data: &[u8], row: &Row, es: usize, gather: &mut Vec<u8>) -> Option<()> {
+/// caller marks the chunk failed). The caller fills the row's slot: nobody else writes the row,
+/// and nobody reads it before the slot says it is in.
+fn copy_row(
+    out: &SelectionBytes,
+    data: &[u8],
+    row: &Row,
+    es: usize,
+    gather: &mut Vec<u8>,
+) -> Option<()> {
     let (src, at, n, step) = (
         row.src as usize,
         row.out as usize,
         row.n as usize,
         row.step as usize,
     );
+    // SAFETY: see above.
     if step == 1 {
-        return out.write(at, data.get(src..src + n * es)?);
+        return unsafe { out.write(at, data.get(src..src + n * es)?) };
     }
     let span = data.get(src..row.src_end(es as u64) as usize)?;
     gather.clear();
     for s in span.chunks(step * es) {
         gather.extend_from_slice(&s[..es]);
     }
-    out.write(at, gather)
+    unsafe { out.write(at, gather) }
 }
 
 impl SelectionBuffer {
     /// Room for `bytes` bytes of selection over `slots` chunks.
     pub fn new(bytes: u64, slots: u64) -> Self {
         SelectionBuffer {
-            out: Pages::new(bytes as usize),
+            out: SelectionBytes::new(bytes as usize),
             slots: Mutex::new(Slots {
                 of: vec![Slot::Pending; slots as usize],
-                waiting: 0,
+                wants: Vec::new(),
             }),
             changed: Condvar::new(),
         }
@@ -146,7 +108,7 @@ impl SelectionBuffer {
 
     /// Bytes held.
     pub fn len(&self) -> u64 {
-        self.out.len as u64
+        self.out.len() as u64
     }
 
     /// Fills chunk `slot` unless someone started it (a read-ahead job).
@@ -166,11 +128,15 @@ impl SelectionBuffer {
         claimed
     }
 
-    /// Sets the state of `slot`, waking the readers waiting (if any).
+    /// Sets the state of `slot`, waking the readers it now serves.
     fn set(&self, slot: u64, to: Slot) {
         let mut slots = self.lock();
         slots.of[slot as usize] = to;
-        if slots.waiting > 0 {
+        if slots
+            .wants
+            .iter()
+            .any(|&(s, need)| s == slot && serves(to, need))
+        {
             self.changed.notify_all();
         }
     }
@@ -253,7 +219,8 @@ impl SelectionBuffer {
         for row in rows {
             run.clear();
             extend_with_fill(&mut run, fill, 0, row.n * es);
-            self.out.write(row.out as usize, &run)?;
+            // SAFETY: the caller fills this slot: nobody else writes or reads its rows yet.
+            unsafe { self.out.write(row.out as usize, &run)? };
         }
         Some(())
     }
@@ -274,9 +241,11 @@ impl SelectionBuffer {
                 Some(Slot::Done) => return true,
                 Some(Slot::Running(done)) if *done >= need => return true,
                 Some(Slot::Running(_)) => {
-                    slots.waiting += 1;
+                    slots.wants.push((slot, need));
                     slots = self.changed.wait(slots).unwrap_or_else(|p| p.into_inner());
-                    slots.waiting -= 1;
+                    if let Some(i) = slots.wants.iter().position(|&w| w == (slot, need)) {
+                        slots.wants.swap_remove(i);
+                    }
                 }
                 Some(Slot::Pending) => {
                     slots.of[slot as usize] = Slot::Running(0);
@@ -289,9 +258,10 @@ impl SelectionBuffer {
         }
     }
 
-    /// Appends bytes `offset..end` of the selection to `out` (all of whose chunks are in).
-    pub fn copy_out(&self, offset: u64, end: u64, out: &mut Vec<u8>) {
-        // In bounds: the file's reads end at its size, the buffer's length.
-        let _ = self.out.read(offset as usize, end as usize, out);
+    /// Bytes `offset..end` of the selection, whose rows the caller has waited for (see
+    /// [`SelectionBuffer::wait_for`]); `None` when out of bounds.
+    pub fn bytes(&self, offset: u64, end: u64) -> Option<&[u8]> {
+        // SAFETY: rows are written once, before their slot says they are in; these are in.
+        unsafe { self.out.read(offset as usize, end as usize) }
     }
 }

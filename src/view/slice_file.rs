@@ -270,7 +270,12 @@ impl SliceFile {
         let (e0, e1) = (offset / es, end.div_ceil(es));
         if let Some(buffer) = self.buffer() {
             if self.wait_buffered(&buffer, source, cache, e0, e1)? {
-                buffer.copy_out(offset, end, out);
+                // In bounds: reads end at the file's size, the buffer's length.
+                let bytes = buffer.bytes(offset, end).unwrap_or_default();
+                match send {
+                    Some(send) => send(bytes),
+                    None => out.extend_from_slice(bytes),
+                }
                 return Ok(());
             }
         } else if let Some(send) = send {
