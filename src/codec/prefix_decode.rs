@@ -254,58 +254,23 @@ mod tests {
             zstd::bulk::compress(&b, 1).unwrap(),
         ]
         .concat();
+        let run = |encoded: &[u8], out: &mut [u8], need: usize| {
+            zstd_prefix(
+                "zstd",
+                encoded,
+                &mut DecodeTarget::new(out),
+                need,
+                &mut |_| {},
+            )
+        };
         let mut out = vec![0u8; 150_000];
-        zstd_prefix(
-            "zstd",
-            &z,
-            &mut DecodeTarget::new(&mut out),
-            150_000,
-            &mut |_| {},
-        )
-        .unwrap();
+        run(&z, &mut out, 150_000).unwrap();
         assert_eq!(out, [a, b].concat());
-        let mut small = vec![0u8; 149_999];
-        assert!(zstd_prefix(
-            "zstd",
-            &z,
-            &mut DecodeTarget::new(&mut small),
-            149_999,
-            &mut |_| {}
-        )
-        .is_err());
-        let mut big = vec![0u8; 150_001];
-        assert!(zstd_prefix(
-            "zstd",
-            &z,
-            &mut DecodeTarget::new(&mut big),
-            150_001,
-            &mut |_| {}
-        )
-        .is_err());
-        assert!(zstd_prefix(
-            "zstd",
-            &z[..z.len() - 1],
-            &mut DecodeTarget::new(&mut out),
-            150_000,
-            &mut |_| {}
-        )
-        .is_err());
-        assert!(zstd_prefix(
-            "zstd",
-            b"not zstd at all",
-            &mut DecodeTarget::new(&mut out),
-            10,
-            &mut |_| {}
-        )
-        .is_err());
+        assert!(run(&z, &mut vec![0u8; 149_999], 149_999).is_err());
+        assert!(run(&z, &mut vec![0u8; 150_001], 150_001).is_err());
+        assert!(run(&z[..z.len() - 1], &mut out, 150_000).is_err());
+        assert!(run(b"not zstd at all", &mut out, 10).is_err());
         // The context recovers from an error.
-        zstd_prefix(
-            "zstd",
-            &z,
-            &mut DecodeTarget::new(&mut out),
-            150_000,
-            &mut |_| {},
-        )
-        .unwrap();
+        run(&z, &mut out, 150_000).unwrap();
     }
 }
