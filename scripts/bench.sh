@@ -23,6 +23,9 @@
 # full,frame,column,slice,random,parallel,meta,rss,remote,backing; for debugging), -h.
 set -euo pipefail
 export LC_ALL=C
+# Neither side uses BLAS: numpy's OpenBLAS threads would only spin at import, on the cores the
+# measured reads need (one per core; measured at a quarter of the machine during a frame read).
+export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 
