@@ -403,8 +403,14 @@ fn a_name_looked_up_twice_is_the_same_inode_and_is_not_listed() {
 }
 
 /// A view of array `b`: `planes` planes of `plane` bytes of noise, stored with zstd in chunks of
-/// `chunk_planes` planes, read-ahead on; and its bytes.
-fn noise_planes(planes: usize, plane: usize, chunk_planes: usize) -> (View, Vec<u8>) {
+/// `chunk_planes` planes (chunk `cut` stored without its last 64 bytes), read-ahead on; and its
+/// bytes.
+fn noise_planes(
+    planes: usize,
+    plane: usize,
+    chunk_planes: usize,
+    cut: Option<usize>,
+) -> (View, Vec<u8>) {
     let mut state = 0x2545_f491_4f6c_dd1d_u64;
     let data: Vec<u8> = (0..planes * plane)
         .map(|_| {
@@ -427,10 +433,11 @@ fn noise_planes(planes: usize, plane: usize, chunk_planes: usize) -> (View, Vec<
         ),
     );
     for (i, chunk) in data.chunks(chunk_planes * plane).enumerate() {
-        s.insert(
-            format!("b/c/{i}/0"),
-            zstd::bulk::compress(chunk, 1).unwrap(),
-        );
+        let mut z = zstd::bulk::compress(chunk, 1).unwrap();
+        if cut == Some(i) {
+            z.truncate(z.len() - 64);
+        }
+        s.insert(format!("b/c/{i}/0"), z);
     }
     let store: Arc<dyn zarrfs::store::Store> = Arc::new(s);
     let h = load_hierarchy(store.as_ref(), &LoadOptions::default()).unwrap();
@@ -445,7 +452,7 @@ fn a_selection_decoding_part_of_a_chunk_leaves_the_array_whole() {
     // plane (the decoder stops once the selection's bytes are out); that part must never pass
     // for the chunk, which `b` then reads whole.
     let (planes, plane) = (4usize, 1usize << 18);
-    let (view, data) = noise_planes(planes, plane, planes);
+    let (view, data) = noise_planes(planes, plane, planes, None);
     assert!(read_all(&view, "b[0]", 100_000) == data[..plane]);
     assert!(read_all(&view, "b[1,5:9]", 3) == data[plane + 5..plane + 9]);
     assert!(read_all(&view, "b[:,::65536]", 7).len() == planes * 4);
@@ -459,7 +466,7 @@ fn a_read_inside_one_chunk_is_answered_straight_from_it() {
     // worker queued at lookup, or by the first read); each read inside it goes to `send`
     // straight from the chunk's bytes, and `out` stays empty.
     let (planes, plane) = (6usize, 1usize << 18);
-    let (view, data) = noise_planes(planes, plane, 1);
+    let (view, data) = noise_planes(planes, plane, 1, None);
     for (t, step) in [(2usize, 1u32 << 16), (4, 100_000), (2, 1 << 18)] {
         let name = format!("b[{t}]");
         let ino = view.resolve(&name).unwrap();
@@ -502,6 +509,31 @@ fn a_read_inside_one_chunk_is_answered_straight_from_it() {
     assert!(out.is_empty() && sent == want);
     let (out, sent) = answer("b[1:3]", plane as u64 - 100, 200);
     assert!(sent.is_empty() && out == data[2 * plane - 100..2 * plane + 100]);
+}
+
+#[test]
+fn a_frame_whose_chunk_ends_corrupt_fails_where_it_is_corrupt_only() {
+    // Chunk 1 lacks its last 64 bytes: a read of its first bytes is answered as soon as they
+    // are decoded (correct bytes), and the read then reports the chunk's failure; a read of its
+    // end fails with nothing sent; the other frames read whole.
+    let plane = 1usize << 18;
+    let (view, data) = noise_planes(3, plane, 1, Some(1));
+    let ino = view.resolve("b[1]").unwrap();
+    let fh = view.open(ino).unwrap();
+    let read = |at: u64, n: u32| {
+        let (mut out, mut sent) = (Vec::new(), Vec::new());
+        let r = view.read_answer(ino, fh, at, n, &mut out, &mut |b| sent.extend_from_slice(b));
+        (r, out, sent)
+    };
+    let (r, out, sent) = read(0, 4096);
+    assert!(out.is_empty() && sent == data[plane..plane + 4096]);
+    assert!(matches!(r, Err(ViewError::Io(_))), "{r:?}");
+    let (r, out, sent) = read(plane as u64 - 4096, 4096);
+    assert!(matches!(r, Err(ViewError::Io(_))), "{r:?}");
+    assert!(out.is_empty() && sent.is_empty());
+    view.release(fh);
+    assert!(read_all(&view, "b[2]", 1 << 16) == data[2 * plane..]);
+    assert!(read_all(&view, "b[0]", 1 << 16) == data[..plane]);
 }
 
 #[test]

@@ -426,8 +426,8 @@ impl View {
 
     /// Up to `size` bytes of file `ino` from `offset`, like [`View::read_into`]: handed to
     /// `send` (once) by a read that can answer before it is done (a selection's run inside one
-    /// chunk, as soon as its bytes are decoded), else appended to `out`. An error after `send`
-    /// is only logged.
+    /// chunk, as soon as its bytes are decoded), else appended to `out`. An error can follow
+    /// `send` (the chunk failed after the bytes sent were decoded): those bytes stand.
     pub fn read_answer(
         &self,
         ino: u64,
