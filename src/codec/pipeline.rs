@@ -92,15 +92,9 @@ impl Pipeline {
         need: usize,
         progress: &mut dyn FnMut(&[u8]),
     ) -> Result<(), CodecError> {
-        if self.streams(need, out.len()) {
-            if let Kind::Fixed(FixedPipeline {
-                streamable: Some((kind, name)),
-                ..
-            }) = &self.0
-            {
-                let run = || kind.decode(name, encoded, out, need, progress);
-                return STATS.decode(name, run, |_| need);
-            }
+        if let Some((kind, name)) = self.stepper(need, out.len()) {
+            let run = || kind.decode(name, encoded, out, need, progress);
+            return STATS.decode(name, run, |_| need);
         }
         let len = out.len();
         self.decode_into(encoded, out.undecoded(0, len))?;
@@ -111,8 +105,19 @@ impl Pipeline {
     /// True when [`Pipeline::decode_prefix`] of the first `need` of `len` decoded bytes goes
     /// step by step (else it decodes whole, then reports once).
     pub fn streams(&self, need: usize, len: usize) -> bool {
-        matches!(&self.0, Kind::Fixed(f) if len == f.decoded_len
-            && f.streamable.as_ref().is_some_and(|(kind, _)| kind.pays(need, len)))
+        self.stepper(need, len).is_some()
+    }
+
+    /// The step-by-step decoder (and its codec's name) for the first `need` of `len` bytes.
+    fn stepper(&self, need: usize, len: usize) -> Option<(Prefix, &str)> {
+        match &self.0 {
+            Kind::Fixed(f) if len == f.decoded_len => f
+                .streamable
+                .as_ref()
+                .filter(|(kind, _)| kind.pays(need, len))
+                .map(|(kind, name)| (*kind, name.as_str())),
+            _ => None,
+        }
     }
 
     /// Same as [`Pipeline::decode`], written into `out` (exactly [`Pipeline::decoded_len`]
