@@ -339,16 +339,9 @@ impl ArrayFile {
         }
     }
 
-    /// Queues `chunks` for decoding on the worker pool; `growing`: front to back where the
-    /// codec allows, readers using each chunk's decoded part meanwhile (selection files, whose
-    /// direct-I/O replies can go out one by one as their bytes come).
-    pub fn prefetch(
-        &self,
-        pool: &Prefetcher,
-        cache: &Arc<ChunkCache>,
-        chunks: &[u64],
-        growing: bool,
-    ) {
+    /// Queues `chunks` for decoding on the worker pool, front to back where the codec allows
+    /// (readers use each chunk's decoded part meanwhile: see [`ChunkSource::chunk_growing`]).
+    pub fn prefetch(&self, pool: &Prefetcher, cache: &Arc<ChunkCache>, chunks: &[u64]) {
         let Ok(source) = &self.source else { return };
         for &chunk in chunks {
             let id = ChunkId {
@@ -359,11 +352,7 @@ impl ArrayFile {
             pool.submit(Job {
                 id,
                 run: Box::new(move || {
-                    let _ = if growing {
-                        source.chunk_growing(&cache, chunk)
-                    } else {
-                        source.chunk(&cache, chunk)
-                    };
+                    let _ = source.chunk_growing(&cache, chunk);
                 }),
             });
         }

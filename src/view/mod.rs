@@ -513,7 +513,7 @@ impl View {
         }
         let now = array.chunks_for(&Prediction::Range(offset, offset.saturating_add(len)));
         if let (Some(pool), [_, rest @ ..]) = (&self.prefetcher, now.as_slice()) {
-            array.prefetch(pool, &self.cache, rest, false);
+            array.prefetch(pool, &self.cache, rest);
         }
         if fh == 0 {
             return allowed;
@@ -533,7 +533,7 @@ impl View {
         };
         array.discard(&self.cache, &passed);
         if let Some(pool) = &self.prefetcher {
-            array.prefetch(pool, &self.cache, &array.chunks_for(&prediction), false);
+            array.prefetch(pool, &self.cache, &array.chunks_for(&prediction));
         }
         allowed && page_cached
     }

@@ -555,7 +555,7 @@ impl SliceFile {
             return;
         }
         let chunks: Vec<u64> = walked.map(|w| self.walk_chunk(w)).collect();
-        array.prefetch(pool, cache, &chunks, true);
+        array.prefetch(pool, cache, &chunks);
     }
 
     /// The linear index of the chunk at position `w` of the C-order walk over `axis_chunks`.
