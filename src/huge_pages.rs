@@ -6,7 +6,7 @@
 //!
 //! A first touch can still be slow: on a VM whose balloon reports free memory to the host, the
 //! host takes back free huge pages about a second after they are freed, and getting one back
-//! costs 5 to 10 ms per 4 MiB (a frame's whole decode time, twice). So the allocator keeps some
+//! costs 4 to 10 ms per 4 MiB (decoding a 4 MiB frame takes 3 ms). So the allocator keeps some
 //! memory ready: [`keep_ready`] maps and touches it once, off the read path, and freed blocks
 //! refill it before anything goes back to the kernel. A huge block is then assembled from ready
 //! 2 MiB pieces by moving their page tables (`mremap`), without copying or faulting.
