@@ -183,6 +183,9 @@ fn take(size: usize, zeroed: bool) -> *mut u8 {
                 );
                 if fixed == libc::MAP_FAILED {
                     libc::munmap(at.cast(), mapped_len(size));
+                    for &left in &taken[i + 1..n] {
+                        libc::munmap(left as *mut libc::c_void, HUGE);
+                    }
                     return ptr::null_mut();
                 }
             } else if zeroed {
