@@ -512,6 +512,46 @@ fn a_read_inside_one_chunk_is_answered_straight_from_it() {
 }
 
 #[test]
+fn reads_of_the_array_file_inside_one_chunk_are_sent_from_it_too() {
+    // The same for `b` itself: a read inside one chunk goes to `send`; a read across two
+    // chunks, and a whole chunk decoded straight into the reply, are copied into `out`.
+    let (planes, plane) = (6usize, 1usize << 18);
+    let (view, data) = noise_planes(planes, plane, 1, None);
+    let ino = view.resolve("b").unwrap();
+    let answer = |at: usize, n: usize| {
+        let fh = view.open(ino).unwrap();
+        let (mut out, mut sent) = (Vec::new(), Vec::new());
+        view.read_answer(ino, fh, at as u64, n as u32, &mut out, &mut |b| {
+            sent.extend_from_slice(b)
+        })
+        .unwrap();
+        view.release(fh);
+        (out, sent)
+    };
+    for (at, n) in [
+        (3 * plane, 1 << 16),
+        (3 * plane + 5, 100_000),
+        (plane - 9, 9),
+    ] {
+        let (out, sent) = answer(at, n);
+        assert!(out.is_empty(), "at {at}: copied, not sent");
+        assert!(sent == data[at..at + n], "at {at}");
+    }
+    let (out, sent) = answer(2 * plane - 100, 200);
+    assert!(sent.is_empty() && out == data[2 * plane - 100..2 * plane + 100]);
+    let (out, sent) = answer(5 * plane, plane);
+    assert!(
+        sent.is_empty() && out == data[5 * plane..],
+        "decoded into the reply"
+    );
+    let (out, sent) = answer(planes * plane - 10, 100);
+    assert!(
+        sent == data[planes * plane - 10..] && out.is_empty(),
+        "cut at the end"
+    );
+}
+
+#[test]
 fn a_frame_whose_chunk_ends_corrupt_fails_where_it_is_corrupt_only() {
     // Chunk 1 lacks its last 64 bytes. Without read-ahead the first read decodes it itself: its
     // first bytes are sent as soon as they are decoded (correct bytes), then the read reports

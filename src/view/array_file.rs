@@ -3,10 +3,11 @@
 
 use super::backed::{read_through, ArrayBacking, ArrayIdentity, Backing};
 use super::chunk_source::ChunkSource;
+use super::error::chunk_failed;
 use super::held_chunks::HeldChunks;
 use super::npy::read_after_header;
 use super::read_policy::Prediction;
-use super::{npy_header, IoCause, ViewError};
+use super::{npy_header, IoCause, SendBytes, ViewError};
 use crate::cache::{ChunkCache, ChunkId, Job, Prefetcher};
 use crate::meta::ArrayMeta;
 use std::sync::Arc;
@@ -194,6 +195,54 @@ impl ArrayFile {
         read_through(&file, &self.path, (offset, end), out, |from, to, out| {
             self.read_decoded(cache, from, to - from, into_reply, out)
         })
+    }
+
+    /// [`ArrayFile::read_data`] for a FUSE reply: a read inside one chunk (not a whole chunk
+    /// that `into_reply` decodes into the reply) goes to `send` instead of `out`, straight from
+    /// the chunk as it decodes (see [`ChunkSource::send_bytes`]), unless a backing file serves it.
+    pub fn answer_data(
+        &self,
+        cache: &ChunkCache,
+        offset: u64,
+        len: u64,
+        into_reply: bool,
+        out: &mut Vec<u8>,
+        send: SendBytes,
+    ) -> Result<(), ViewError> {
+        if self.backing.get().is_none()
+            && self.send_inside_chunk(cache, offset, len, into_reply, send)?
+        {
+            return Ok(());
+        }
+        self.read_data(cache, offset, len, into_reply, out)
+    }
+
+    /// Hands bytes `offset..offset+len` of `A` to `send` when they lie inside one chunk (and
+    /// are not a whole chunk that `into_reply` decodes into the reply instead); false when they
+    /// do not, or the chunk is absent.
+    fn send_inside_chunk(
+        &self,
+        cache: &ChunkCache,
+        offset: u64,
+        len: u64,
+        into_reply: bool,
+        send: SendBytes,
+    ) -> Result<bool, ViewError> {
+        let source = self.readable()?;
+        let end = offset.saturating_add(len).min(self.data_size);
+        let es = self.elem_size;
+        let mut runs = source.layout.runs(offset / es, end.div_ceil(es));
+        let (Some(run), None) = (runs.next(), runs.next()) else {
+            return Ok(false);
+        };
+        if into_reply && run.chunk_offset == 0 && run.len == source.layout.chunk_len() {
+            return Ok(false);
+        }
+        let at = (run.chunk_offset * es + offset - run.start * es) as usize;
+        let range = at..at + (end - offset) as usize;
+        source
+            .send_bytes(cache, run.chunk, range, send)
+            .map_err(chunk_failed)
     }
 
     /// Appends bytes `offset..offset+len` of `A` to `out`, decoded from the chunks.
