@@ -61,8 +61,11 @@ pub fn keep_ready(bytes: usize) {
     if !IN_USE.load(Ordering::Relaxed) {
         return;
     }
-    ready().keep = want;
-    let have = ready().len;
+    let have = {
+        let mut r = ready();
+        r.keep = want;
+        r.len
+    };
     if have >= want {
         return;
     }

@@ -8,6 +8,7 @@ use super::held_chunks::HeldChunks;
 use super::npy::read_after_header;
 use super::read_policy::Prediction;
 use super::{npy_header, IoCause, SendBytes, ViewError};
+use crate::backing::BackingFile;
 use crate::cache::{ChunkCache, ChunkId, Job, Prefetcher};
 use crate::meta::ArrayMeta;
 use std::sync::Arc;
@@ -188,7 +189,20 @@ impl ArrayFile {
         into_reply: bool,
         out: &mut Vec<u8>,
     ) -> Result<(), ViewError> {
-        let Some(file) = self.backing.get() else {
+        self.read_through_backing(self.backing.get(), cache, offset, len, into_reply, out)
+    }
+
+    /// [`ArrayFile::read_data`] with `file`, the backing file attached (if any).
+    fn read_through_backing(
+        &self,
+        file: Option<Arc<BackingFile>>,
+        cache: &ChunkCache,
+        offset: u64,
+        len: u64,
+        into_reply: bool,
+        out: &mut Vec<u8>,
+    ) -> Result<(), ViewError> {
+        let Some(file) = file else {
             return self.read_decoded(cache, offset, len, into_reply, out);
         };
         let end = offset.saturating_add(len).min(self.data_size);
@@ -209,12 +223,11 @@ impl ArrayFile {
         out: &mut Vec<u8>,
         send: SendBytes,
     ) -> Result<(), ViewError> {
-        if self.backing.get().is_none()
-            && self.send_inside_chunk(cache, offset, len, into_reply, send)?
-        {
+        let file = self.backing.get();
+        if file.is_none() && self.send_inside_chunk(cache, offset, len, into_reply, send)? {
             return Ok(());
         }
-        self.read_data(cache, offset, len, into_reply, out)
+        self.read_through_backing(file, cache, offset, len, into_reply, out)
     }
 
     /// Hands bytes `offset..offset+len` of `A` to `send` when they lie inside one chunk (and

@@ -48,10 +48,12 @@ impl HeldChunks {
         cache: &ChunkCache,
         chunk: u64,
     ) -> Result<ChunkData, ViewError> {
-        for (c, held) in self.held.iter().rev() {
-            if let (true, Held::Whole(data)) = (*c == chunk, held) {
-                return Ok(data.clone());
-            }
+        let whole = self.held.iter().rev().find_map(|(c, held)| match held {
+            Held::Whole(data) if *c == chunk => Some(data),
+            _ => None,
+        });
+        if let Some(data) = whole {
+            return Ok(data.clone());
         }
         let data = source.chunk(cache, chunk).map_err(chunk_failed)?;
         self.hold(chunk, Held::Whole(data.clone()));
