@@ -8,7 +8,6 @@ use super::held_chunks::HeldChunks;
 use super::npy::read_after_header;
 use super::read_policy::Prediction;
 use super::{npy_header, IoCause, SendBytes, ViewError};
-use crate::backing::BackingFile;
 use crate::cache::{ChunkCache, ChunkId, Job, Prefetcher};
 use crate::meta::ArrayMeta;
 use std::sync::Arc;
@@ -189,31 +188,13 @@ impl ArrayFile {
         into_reply: bool,
         out: &mut Vec<u8>,
     ) -> Result<(), ViewError> {
-        self.read_through_backing(self.backing.get(), cache, offset, len, into_reply, out)
+        self.answer_data(cache, offset, len, into_reply, out, None)
     }
 
-    /// [`ArrayFile::read_data`] with `file`, the backing file attached (if any).
-    fn read_through_backing(
-        &self,
-        file: Option<Arc<BackingFile>>,
-        cache: &ChunkCache,
-        offset: u64,
-        len: u64,
-        into_reply: bool,
-        out: &mut Vec<u8>,
-    ) -> Result<(), ViewError> {
-        let Some(file) = file else {
-            return self.read_decoded(cache, offset, len, into_reply, out);
-        };
-        let end = offset.saturating_add(len).min(self.data_size);
-        read_through(&file, &self.path, (offset, end), out, |from, to, out| {
-            self.read_decoded(cache, from, to - from, into_reply, out)
-        })
-    }
-
-    /// [`ArrayFile::read_data`] for a FUSE reply: a read inside one chunk (not a whole chunk
-    /// that `into_reply` decodes into the reply) goes to `send` instead of `out`, straight from
-    /// the chunk as it decodes (see [`ChunkSource::send_bytes`]), unless a backing file serves it.
+    /// [`ArrayFile::read_data`] for a FUSE reply: with `send`, a read inside one chunk (not a
+    /// whole chunk that `into_reply` decodes into the reply) goes to `send` instead of `out`,
+    /// straight from the chunk as it decodes (see [`ChunkSource::send_bytes`]), unless a
+    /// backing file serves it.
     pub fn answer_data(
         &self,
         cache: &ChunkCache,
@@ -221,13 +202,20 @@ impl ArrayFile {
         len: u64,
         into_reply: bool,
         out: &mut Vec<u8>,
-        send: SendBytes,
+        send: Option<SendBytes>,
     ) -> Result<(), ViewError> {
-        let file = self.backing.get();
-        if file.is_none() && self.send_inside_chunk(cache, offset, len, into_reply, send)? {
-            return Ok(());
-        }
-        self.read_through_backing(file, cache, offset, len, into_reply, out)
+        let Some(file) = self.backing.get() else {
+            if let Some(send) = send {
+                if self.send_inside_chunk(cache, offset, len, into_reply, send)? {
+                    return Ok(());
+                }
+            }
+            return self.read_decoded(cache, offset, len, into_reply, out);
+        };
+        let end = offset.saturating_add(len).min(self.data_size);
+        read_through(&file, &self.path, (offset, end), out, |from, to, out| {
+            self.read_decoded(cache, from, to - from, into_reply, out)
+        })
     }
 
     /// Hands bytes `offset..offset+len` of `A` to `send` when they lie inside one chunk (and

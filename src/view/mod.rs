@@ -481,7 +481,7 @@ impl View {
             Content::Data(a) => {
                 let array = &self.arrays[*a as usize];
                 let into_reply = self.track_read(fh, array, offset, len);
-                array.answer_data(&self.cache, offset, len, into_reply, out, send)
+                array.answer_data(&self.cache, offset, len, into_reply, out, Some(send))
             }
             Content::Npy(a) => {
                 let array = &self.arrays[*a as usize];
