@@ -1,22 +1,28 @@
 //! A store in a local directory.
 
+use super::safe_open::{self, kind, open_beneath, Opened};
 use super::{accept_name, check_key, Entry, EntryKind, Object, ObjectMeta, Store, StoreError};
-use std::collections::{HashMap, HashSet};
-use std::fs::File;
-use std::io::{ErrorKind, Read};
-use std::os::unix::fs::{FileExt, MetadataExt};
+use rustix::fs::{fstat, statat, AtFlags, FileType, OFlags, Stat};
+use std::collections::HashMap;
+use std::io::ErrorKind;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, RwLock};
+use std::sync::Mutex;
 use std::time::SystemTime;
 
-/// Keys are paths below a root directory.
+/// Keys are paths below a root directory, opened once: every key is resolved beneath that
+/// directory's descriptor (see `safe_open`), so what the store holds is decided by the
+/// directory, not by its path, and nothing outside it is ever opened.
 ///
-/// Symbolic links are followed, as every Zarr library does, with three exceptions, each skipped
-/// with a warning:
-/// - a link that resolves outside the store root: a store must not expose files its owner did
-///   not put in it. Such links are refused where listings meet them and again for every key
-///   read, so metadata naming a key through one (consolidated metadata, NCZarr lists) is refused
-///   too;
+/// Only regular files are values: a FIFO, socket or device is refused (an error for that key,
+/// skipped with a warning in listings) and never waited on. Symbolic links are followed, as
+/// every Zarr library does, while they stay inside the store (a relative target that never
+/// climbs above the root), with three exceptions, each skipped with a warning:
+/// - a link that leaves the store, or has an absolute target: a store must not expose files
+///   its owner did not put in it. The kernel refuses them at every open, so metadata naming a
+///   key through one (consolidated metadata, NCZarr lists) is refused too, and a directory or
+///   link swapped in after the mount is refused the same way;
 /// - a link to a directory that is the listed directory or one of its ancestors: a cycle, which
 ///   would make the hierarchy infinite;
 /// - a second link to a directory already reached through another link (the directory is
@@ -24,10 +30,8 @@ use std::time::SystemTime;
 ///   make the walk exponential. The first link met, in the walk's breadth-first order, shows it.
 pub struct DirStore {
     root: PathBuf,
-    /// `root` with every link resolved: what "inside the store" means.
-    canonical_root: PathBuf,
-    /// Directory keys already checked to resolve inside the store.
-    inside: RwLock<HashSet<String>>,
+    /// The root directory, opened once.
+    dir: OwnedFd,
     /// Directories reached through a link, by (device, inode), with the key that showed them.
     linked: Mutex<HashMap<(u64, u64), String>>,
     mtime: SystemTime,
@@ -36,80 +40,81 @@ pub struct DirStore {
 impl DirStore {
     /// Opens the directory `root`.
     pub fn new(root: &Path) -> Result<Self, StoreError> {
-        let what = || root.display().to_string();
-        let meta = std::fs::metadata(root).map_err(|e| StoreError::io(what(), e))?;
-        let canonical_root = std::fs::canonicalize(root).map_err(|e| StoreError::io(what(), e))?;
+        let opened = safe_open::open_path(root)
+            .map_err(|e| StoreError::io(root.display().to_string(), e))?;
+        Self::from_opened(root, opened)
+    }
+
+    /// The store in the directory `opened`, shown as `root`.
+    pub(super) fn from_opened(root: &Path, opened: Opened) -> Result<Self, StoreError> {
+        if !opened.is_dir() {
+            return Err(StoreError::Invalid(format!(
+                "{}: not a directory",
+                root.display()
+            )));
+        }
         Ok(DirStore {
             root: root.to_path_buf(),
-            canonical_root,
-            inside: RwLock::new(HashSet::new()),
+            mtime: opened.mtime().unwrap_or(SystemTime::UNIX_EPOCH),
+            dir: opened.file.into(),
             linked: Mutex::new(HashMap::new()),
-            mtime: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
         })
     }
 
-    fn join(&self, key: &str) -> PathBuf {
-        if key.is_empty() {
-            self.root.clone()
-        } else {
-            self.root.join(key)
-        }
-    }
-
-    /// The path of `key`, refusing keys that resolve outside the store through a link.
-    fn path(&self, key: &str) -> Result<PathBuf, StoreError> {
+    /// Opens `key` beneath the root with `flags`; a key that leaves the store is refused.
+    fn open(&self, key: &str, flags: OFlags) -> Result<Option<OwnedFd>, StoreError> {
         check_key(key)?;
-        let (parent, _) = key.rsplit_once('/').unwrap_or(("", key));
-        self.check_dir_inside(parent)?;
-        let path = self.join(key);
-        let is_link = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_symlink());
-        if is_link && !self.resolves_inside(&path) {
-            return Err(StoreError::BadKey(key.to_string()));
+        match open_beneath(self.dir.as_fd(), key, flags) {
+            Err(e) if e.raw_os_error() == Some(libc::EXDEV) => {
+                Err(StoreError::BadKey(key.to_string()))
+            }
+            r => absent_as_none(r, key),
         }
-        Ok(path)
     }
 
-    /// Checks (once per directory) that the directory key `dir` resolves inside the store.
-    fn check_dir_inside(&self, dir: &str) -> Result<(), StoreError> {
-        let known = |set: &HashSet<String>| set.contains(dir);
-        if dir.is_empty() || known(&self.inside.read().unwrap_or_else(|p| p.into_inner())) {
-            return Ok(());
-        }
-        let path = self.join(dir);
-        // An absent directory holds no keys: nothing to refuse.
-        if path.exists() && !self.resolves_inside(&path) {
-            return Err(StoreError::BadKey(dir.to_string()));
-        }
-        self.inside
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(dir.to_string());
-        Ok(())
-    }
-
-    fn resolves_inside(&self, path: &Path) -> bool {
-        std::fs::canonicalize(path).is_ok_and(|p| p.starts_with(&self.canonical_root))
-    }
-
-    /// Why the link `path`, the entry `key` of the listed directory key `dir`, is skipped, if
-    /// it is.
-    fn refuse_link(&self, dir: &str, key: &str, path: &Path) -> Option<String> {
-        let target = std::fs::canonicalize(path).and_then(|t| Ok((std::fs::metadata(&t)?, t)));
-        let Ok((meta, target)) = target else {
-            return Some("a dangling link".into());
+    /// Opens the value of `key`: `None` when absent or a directory; an error naming what it is
+    /// when it is not a regular file.
+    fn open_value(&self, key: &str) -> Result<Option<Opened>, StoreError> {
+        let Some(fd) = self.open(key, OFlags::RDONLY)? else {
+            return Ok(None);
         };
-        if !target.starts_with(&self.canonical_root) {
-            return Some("a link to outside the store".into());
+        let opened = safe_open::checked(fd).map_err(|e| self.refused(key, e))?;
+        Ok((!opened.is_dir()).then_some(opened))
+    }
+
+    fn refused(&self, key: &str, e: std::io::Error) -> StoreError {
+        StoreError::Invalid(format!("{}: {key}: {e}", self.root.display()))
+    }
+
+    /// The status of `key`, through links inside the store (without opening the file itself).
+    fn stat_through(&self, key: &str) -> std::io::Result<Stat> {
+        Ok(fstat(open_beneath(self.dir.as_fd(), key, OFlags::PATH)?)?)
+    }
+
+    /// Why the link `name` in the listed directory `dir` (whose key is `prefix`; the link's key
+    /// is `key`) is skipped, if it is; else the status of its target.
+    fn refuse_link(&self, prefix: &str, key: &str) -> Result<Stat, String> {
+        let stat = self.stat_through(key).map_err(|e| match e.raw_os_error() {
+            Some(libc::EXDEV) => {
+                "a link to outside the store (or with an absolute target): links must stay \
+                 inside it"
+                    .to_string()
+            }
+            Some(libc::ENOENT) => "a dangling link".to_string(),
+            _ => format!("an unresolvable link ({e})"),
+        })?;
+        if kind(&stat) != FileType::Directory {
+            return Ok(stat);
         }
-        if !meta.is_dir() {
-            return None;
-        }
-        let id = (meta.dev(), meta.ino());
-        // A cycle when the target is `dir` itself or one of its ancestors.
-        let mut ancestor = Some(dir);
+        let id = (stat.st_dev, stat.st_ino);
+        // A cycle when the target is `prefix` itself or one of its ancestors.
+        let mut ancestor = Some(prefix);
         while let Some(a) = ancestor {
-            if std::fs::metadata(self.join(a)).is_ok_and(|m| (m.dev(), m.ino()) == id) {
-                return Some(
+            if self
+                .stat_through(a)
+                .is_ok_and(|m| (m.st_dev, m.st_ino) == id)
+            {
+                return Err(
                     "a link to the directory itself or to one of its parents (a cycle)".into(),
                 );
             }
@@ -117,15 +122,44 @@ impl DirStore {
         }
         let mut linked = self.linked.lock().unwrap_or_else(|p| p.into_inner());
         match linked.get(&id) {
-            Some(first) if first != key => Some(format!(
+            Some(first) if first != key => Err(format!(
                 "a second link to the directory already shown as {first:?}"
             )),
-            Some(_) => None,
+            Some(_) => Ok(stat),
             None => {
                 linked.insert(id, key.to_string());
-                None
+                Ok(stat)
             }
         }
+    }
+
+    /// The listing entry of `name` in the directory `dir` (key `prefix`), or why it is skipped.
+    fn entry(&self, dir: &OwnedFd, prefix: &str, name: &str) -> Result<Entry, String> {
+        let stat = statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).map_err(|e| e.to_string())?;
+        let stat = if kind(&stat) == FileType::Symlink {
+            let key = if prefix.is_empty() {
+                name.to_string()
+            } else {
+                format!("{prefix}/{name}")
+            };
+            self.refuse_link(prefix, &key)?
+        } else {
+            stat
+        };
+        let kind = match kind(&stat) {
+            FileType::Directory => EntryKind::Prefix,
+            FileType::RegularFile => EntryKind::Object(stat.st_size.max(0) as u64),
+            _ => {
+                let refusal = safe_open::check_type(&stat).err();
+                return Err(refusal.map_or_else(|| "not a regular file".into(), |e| e.to_string()));
+            }
+        };
+        Ok(Entry {
+            name: name.to_string(),
+            kind,
+            mtime: safe_open::mtime(&stat),
+            tag: None,
+        })
     }
 }
 
@@ -145,21 +179,14 @@ impl Store for DirStore {
     }
 
     fn get_bounded(&self, key: &str, max: u64) -> Result<Option<Object>, StoreError> {
-        let path = self.path(key)?;
-        let Some(mut file) = absent_as_none(File::open(path), key)? else {
+        let Some(opened) = self.open_value(key)? else {
             return Ok(None);
         };
-        let meta = file.metadata().map_err(|e| StoreError::io(key, e))?;
-        if meta.is_dir() {
-            return Ok(None);
-        }
-        super::too_large(key, meta.len(), max)?;
-        let mut bytes = Vec::with_capacity(meta.len() as usize);
-        file.read_to_end(&mut bytes)
-            .map_err(|e| StoreError::io(key, e))?;
+        super::too_large(key, opened.size(), max)?;
+        let bytes = safe_open::read_to_size(&opened).map_err(|e| StoreError::io(key, e))?;
         Ok(Some(Object {
             bytes,
-            mtime: meta.modified().ok(),
+            mtime: opened.mtime(),
         }))
     }
 
@@ -177,75 +204,61 @@ impl Store for DirStore {
         len: u64,
         buf: &mut Vec<u8>,
     ) -> Result<bool, StoreError> {
-        let path = self.path(key)?;
-        let Some(file) = absent_as_none(File::open(path), key)? else {
+        let Some(opened) = self.open_value(key)? else {
             return Ok(false);
         };
-        let size = file.metadata().map_err(|e| StoreError::io(key, e))?.len();
-        let end = start.saturating_add(len).min(size);
+        let end = start.saturating_add(len).min(opened.size());
         buf.resize(end.saturating_sub(start) as usize, 0);
-        file.read_exact_at(buf, start)
+        opened
+            .file
+            .read_exact_at(buf, start)
             .map_err(|e| StoreError::io(key, e))?;
         Ok(true)
     }
 
     fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
-        let path = self.path(key)?;
-        Ok(absent_as_none(std::fs::metadata(path), key)?
-            .filter(|m| m.is_file())
-            .map(|m| ObjectMeta {
-                size: m.len(),
-                mtime: m.modified().ok(),
-            }))
+        let Some(fd) = self.open(key, OFlags::PATH)? else {
+            return Ok(None);
+        };
+        let stat = fstat(fd).map_err(|e| StoreError::io(key, e.into()))?;
+        safe_open::check_type(&stat).map_err(|e| self.refused(key, std::io::Error::other(e)))?;
+        Ok((kind(&stat) == FileType::RegularFile).then(|| ObjectMeta {
+            size: stat.st_size.max(0) as u64,
+            mtime: safe_open::mtime(&stat),
+        }))
     }
 
     fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
-        check_key(prefix)?;
-        self.check_dir_inside(prefix)?;
-        let Some(rd) = absent_as_none(std::fs::read_dir(self.join(prefix)), prefix)? else {
+        let Some(fd) = self.open(prefix, OFlags::RDONLY | OFlags::DIRECTORY)? else {
             return Ok(Vec::new());
         };
         let source = self.root.display().to_string();
+        let listing =
+            rustix::fs::Dir::read_from(&fd).map_err(|e| StoreError::io(prefix, e.into()))?;
         let mut out = Vec::new();
-        for item in rd {
-            let item = item.map_err(|e| StoreError::io(prefix, e))?;
-            let Ok(name) = item.file_name().into_string() else {
+        for item in listing {
+            let item = item.map_err(|e| StoreError::io(prefix, e.into()))?;
+            let raw = item.file_name().to_bytes();
+            if raw == b"." || raw == b".." {
+                continue;
+            }
+            let Ok(name) = std::str::from_utf8(raw) else {
                 log::warn!(
                     "{source}: {prefix}/{:?}: skipped, the name is not UTF-8",
-                    item.file_name()
+                    String::from_utf8_lossy(raw)
                 );
                 continue;
             };
-            if !accept_name(&source, &name) {
+            if !accept_name(&source, name) {
                 continue;
             }
-            let path = item.path();
-            if item.file_type().is_ok_and(|t| t.is_symlink()) {
-                let key = if prefix.is_empty() {
-                    name.clone()
-                } else {
-                    format!("{prefix}/{name}")
-                };
-                if let Some(why) = self.refuse_link(prefix, &key, &path) {
+            match self.entry(&fd, prefix, name) {
+                Ok(entry) => out.push(entry),
+                Err(why) => {
+                    let path = self.root.join(prefix).join(name);
                     log::warn!("{source}: {:?} skipped: {why}", path.display());
-                    continue;
                 }
             }
-            // Follow symbolic links, as Zarr libraries do.
-            let Ok(meta) = std::fs::metadata(&path) else {
-                continue;
-            };
-            let kind = if meta.is_dir() {
-                EntryKind::Prefix
-            } else {
-                EntryKind::Object(meta.len())
-            };
-            out.push(Entry {
-                name,
-                kind,
-                mtime: meta.modified().ok(),
-                tag: None,
-            });
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(out)

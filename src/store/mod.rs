@@ -14,6 +14,7 @@ mod location;
 mod memory;
 mod object;
 mod remote_zip;
+mod safe_open;
 mod zip;
 
 pub use client::RemoteOptions;
@@ -171,19 +172,18 @@ pub fn open_with(location: &str, remote: &RemoteOptions) -> Result<Box<dyn Store
         return Ok(Box::new(object));
     };
     let shown = path.display().to_string();
-    let meta = std::fs::metadata(path).map_err(|e| StoreError::io(&shown, e))?;
+    // Opened once, without blocking, and its type checked on the descriptor: a FIFO or a
+    // device named as the store is refused, never waited on or read.
+    let opened = safe_open::open_path(path).map_err(|e| StoreError::io(&shown, e))?;
     match kind {
-        LocalKind::Dir if !meta.is_dir() => Err(StoreError::Invalid(format!(
+        LocalKind::Dir if !opened.is_dir() => Err(StoreError::Invalid(format!(
             "{shown}: mode=file names a directory store, but this is not a directory"
         ))),
-        LocalKind::Zip if !meta.is_file() => Err(StoreError::Invalid(format!(
+        LocalKind::Zip if opened.is_dir() => Err(StoreError::Invalid(format!(
             "{shown}: mode=zip names a zip file, but this is not a file"
         ))),
-        _ if meta.is_dir() => Ok(Box::new(DirStore::new(path)?)),
-        _ if meta.is_file() => Ok(Box::new(ZipStore::open(path)?)),
-        _ => Err(StoreError::Invalid(format!(
-            "{shown}: neither a directory nor a zip file"
-        ))),
+        _ if opened.is_dir() => Ok(Box::new(DirStore::from_opened(path, opened)?)),
+        _ => Ok(Box::new(ZipStore::from_opened(path, opened)?)),
     }
 }
 

@@ -82,13 +82,24 @@ pub struct ZipStore {
 impl ZipStore {
     /// Opens `path` and reads its central directory.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let opened = super::safe_open::open_path(path)
+            .map_err(|e| StoreError::io(path.display().to_string(), e))?;
+        Self::from_opened(path, opened)
+    }
+
+    /// The zip file `opened` (checked on its descriptor: a regular file), shown as `path`.
+    pub(super) fn from_opened(
+        path: &Path,
+        opened: super::safe_open::Opened,
+    ) -> Result<Self, StoreError> {
         let what = path.display().to_string();
-        let file = File::open(path).map_err(|e| StoreError::io(&what, e))?;
-        let mtime = file
-            .metadata()
-            .and_then(|m| m.modified())
-            .unwrap_or(SystemTime::UNIX_EPOCH);
-        Self::read(what, Arc::new(file), mtime)
+        if opened.is_dir() {
+            return Err(StoreError::Invalid(format!(
+                "{what}: a directory, not a zip file"
+            )));
+        }
+        let mtime = opened.mtime().unwrap_or(SystemTime::UNIX_EPOCH);
+        Self::read(what, Arc::new(opened.file), mtime)
     }
 
     /// Reads the central directory of the zip file in `bytes` (named `what` in messages, last
