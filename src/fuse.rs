@@ -1,5 +1,7 @@
 //! A thin `fuser` adapter: translates kernel calls into [`View`] calls. No logic lives here.
 
+mod reads;
+
 use crate::view::{Attr, FileKind, View, ViewError, XattrReply};
 use fuser::{
     BackingId, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
@@ -7,6 +9,7 @@ use fuser::{
     ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr,
     Request,
 };
+use reads::{ReadPool, Ticket};
 use std::any::Any;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -27,6 +30,8 @@ pub const MAX_READAHEAD: u32 = 1 << 20;
 /// The filesystem handed to `fuser`.
 pub struct ZarrFs {
     view: Arc<View>,
+    /// Reads run here, off the request threads.
+    reads: Arc<ReadPool<ReplyData>>,
     uid: u32,
     gid: u32,
     /// Whether complete backing files are opened with passthrough (kernel 6.9+, CAP_SYS_ADMIN).
@@ -63,10 +68,12 @@ impl OpenModes {
 }
 
 impl ZarrFs {
-    /// Serves `view`, showing every file as owned by `uid`:`gid`.
-    pub fn new(view: Arc<View>, uid: u32, gid: u32) -> Self {
+    /// Serves `view`, showing every file as owned by `uid`:`gid`. With `read_timeout` (the
+    /// store's time bound, for remote stores), a read not answered within it gets EIO.
+    pub fn new(view: Arc<View>, uid: u32, gid: u32, read_timeout: Option<Duration>) -> Self {
         ZarrFs {
             view,
+            reads: Arc::new(ReadPool::new(read_timeout)),
             uid,
             gid,
             passthrough: AtomicBool::new(false),
@@ -127,6 +134,12 @@ impl ZarrFs {
         None
     }
 
+    /// A handle that answers the reads still waiting when the daemon ends (see
+    /// [`Readers::cut_off`]).
+    pub fn readers(&self) -> Readers {
+        Readers(self.reads.clone())
+    }
+
     fn file_attr(&self, a: &Attr) -> FileAttr {
         let (kind, perm) = match a.kind {
             FileKind::Directory => (FileType::Directory, 0o555),
@@ -149,6 +162,18 @@ impl ZarrFs {
             blksize: MAX_READAHEAD,
             flags: 0,
         }
+    }
+}
+
+/// The readers of a mount, for the daemon's exit.
+pub struct Readers(Arc<ReadPool<ReplyData>>);
+
+impl Readers {
+    /// Answers every read still waiting, and every read after, with "Transport endpoint is not
+    /// connected": what a reader of a detached mount gets from the kernel once the daemon is
+    /// gone, rather than the "Software caused connection abort" of a request it was holding.
+    pub fn cut_off(&self) {
+        self.0.close(Errno::ENOTCONN);
     }
 }
 
@@ -184,6 +209,39 @@ fn panic_report(op: &str, target: std::fmt::Arguments<'_>, payload: &(dyn Any + 
         .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
         .unwrap_or("(no message)");
     format!("{op} {target}: internal error, answered EIO: {message}")
+}
+
+/// Answers one read on a pool worker, through its `ticket` (the reply may have been answered
+/// already: at the deadline, or when the daemon ended).
+fn read_on_worker(
+    view: &View,
+    ino: u64,
+    fh: u64,
+    offset: u64,
+    size: u32,
+    ticket: Ticket<ReplyData>,
+) {
+    // One reply buffer per worker, reused: no allocation per request.
+    thread_local!(static BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) });
+    let target = format_args!("inode {ino}, {size} bytes at {offset}");
+    guarded("read", target, || {
+        BUF.with_borrow_mut(|buf| {
+            buf.clear();
+            let mut send = |bytes: &[u8]| {
+                if let Some(r) = ticket.take() {
+                    r.data(bytes)
+                }
+            };
+            match view.read_answer(ino, fh, offset, size, buf, &mut send) {
+                Ok(()) => send(buf),
+                Err(e) => {
+                    if let Some(r) = ticket.take() {
+                        r.error(errno(e))
+                    }
+                }
+            }
+        })
+    })
 }
 
 fn reply_xattr(answer: Result<XattrReply, ViewError>, reply: ReplyXattr) {
@@ -287,29 +345,11 @@ impl Filesystem for ZarrFs {
         _lock_owner: Option<fuser::LockOwner>,
         reply: ReplyData,
     ) {
-        // One reply buffer per thread, reused: no allocation per request.
-        thread_local!(static BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) });
-        let target = format_args!("inode {ino}, {size} bytes at {offset}");
-        guarded("read", target, || {
-            BUF.with_borrow_mut(|buf| {
-                buf.clear();
-                let mut reply = Some(reply);
-                let mut send = |bytes: &[u8]| {
-                    if let Some(r) = reply.take() {
-                        r.data(bytes)
-                    }
-                };
-                let read = self
-                    .view
-                    .read_answer(ino.0, fh.0, offset, size, buf, &mut send);
-                if read.is_ok() {
-                    send(buf);
-                }
-                if let (Err(e), Some(r)) = (read, reply) {
-                    r.error(errno(e))
-                }
-            })
-        })
+        let view = self.view.clone();
+        self.reads
+            .submit(reply, (ino.0, offset, size), move |ticket| {
+                read_on_worker(&view, ino.0, fh.0, offset, size, ticket)
+            });
     }
 
     fn release(

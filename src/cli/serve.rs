@@ -74,6 +74,8 @@ fn keep_memory_ready(cache_size: u64) {
 
 struct Mounted {
     thread: std::thread::JoinHandle<std::io::Result<()>>,
+    /// Answered "not connected" when the daemon ends with readers still waiting.
+    readers: crate::fuse::Readers,
     mountpoint: std::path::PathBuf,
     /// Removed when the daemon ends, after the session has finished.
     _pid_file: Option<super::pidfile::PidFile>,
@@ -123,7 +125,13 @@ fn mount(p: Prepared) -> Result<Mounted, String> {
     );
     // SAFETY: getuid/getgid cannot fail.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
-    let fs = ZarrFs::new(view, uid, gid);
+    // Remote reads are bounded by the store's time bound; local ones wait for the disk.
+    let read_timeout = p
+        .requests
+        .is_some()
+        .then(|| Duration::from_secs(p.options.timeout));
+    let fs = ZarrFs::new(view, uid, gid, read_timeout);
+    let readers = fs.readers();
     let mut config = fuser::Config::default();
     config.mount_options = p.mount_options.options;
     config.acl = p.mount_options.acl;
@@ -150,6 +158,7 @@ fn mount(p: Prepared) -> Result<Mounted, String> {
     let pid_file = super::pidfile::PidFile::create(&mountpoint);
     Ok(Mounted {
         thread,
+        readers,
         mountpoint,
         _pid_file: pid_file,
     })
@@ -225,6 +234,7 @@ impl Mounted {
                         "{shown} is still busy: {outcome} and exiting; processes still using \
                          it get \"Transport endpoint is not connected\""
                     );
+                    self.readers.cut_off();
                     return 1;
                 }
                 Err(Refusal::Failed(e)) => log::error!("unmounting {shown}: {e}"),

@@ -1,0 +1,151 @@
+//! Stalled remote reads (issue 25, finding 5, and the reader cut off by a second signal):
+//! with more stalled reads than FUSE request threads, `ls`, `stat` and cached reads still
+//! answer, every stalled read gets EIO within `--timeout`, and a reader still waiting when the
+//! daemon ends gets "Transport endpoint is not connected". The server is nginx behind the
+//! fault proxy, told to hold every answer.
+
+mod common;
+use common::mount::{fuse_ready, timed, Mount};
+use common::servers::{self, Server};
+use common::{expected_bytes, load_manifest, StoreCase};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const CASE: &str = "consolidated_v2_zarr2";
+
+fn case() -> StoreCase {
+    load_manifest("dialects/manifest.json")
+        .into_iter()
+        .find(|c| c.name == CASE)
+        .unwrap()
+}
+
+fn expected_data(case: &StoreCase, path: &str) -> Vec<u8> {
+    expected_bytes(case.nodes.iter().find(|n| n.path == path).unwrap()).1
+}
+
+/// nginx over the dialect fixtures, the fault proxy in front, and a mount through the proxy.
+fn proxied_mount(args: &[&str]) -> (Server, Server, Mount) {
+    let http = servers::http_server(&common::fixtures_dir().join("dialects"));
+    let proxy = servers::fault_proxy(&http);
+    let c = case();
+    let name = c.store.file_name().unwrap().to_string_lossy().into_owned();
+    let url = format!("{}/{name}", proxy.url);
+    let mount = Mount::new(Path::new(&url), args);
+    (http, proxy, mount)
+}
+
+/// One O_DIRECT read of 4 KiB at the start of `path`: it reaches zarrfs, never the page cache.
+fn pread_direct(path: &Path) -> std::io::Result<Vec<u8>> {
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)?;
+    let mut buf = vec![0u8; 4096];
+    let n = f.read_at(&mut buf, 0)?;
+    buf.truncate(n);
+    Ok(buf)
+}
+
+fn read_direct(path: PathBuf) -> std::io::Result<Vec<u8>> {
+    timed("read", move || {
+        use std::io::Read;
+        let mut f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(path)?;
+        let mut out = Vec::new();
+        f.read_to_end(&mut out)?;
+        Ok(out)
+    })
+}
+
+#[test]
+fn more_stalled_reads_than_threads_leave_the_mount_answering_and_each_gets_eio_in_time() {
+    if !fuse_ready() {
+        return;
+    }
+    const TIMEOUT: u64 = 3;
+    const READERS: usize = 8;
+    let timeout = TIMEOUT.to_string();
+    let (_http, proxy, mount) = proxied_mount(&["--threads", "2", "--timeout", &timeout]);
+    let c = case();
+    let y = expected_data(&c, "y");
+    // `y` is read (and its chunks cached) before the server hangs.
+    assert_eq!(read_direct(mount.join("y")).unwrap(), y);
+    servers::fault(&proxy, "sleep/600");
+    let done = Arc::new(AtomicUsize::new(0));
+    let readers: Vec<_> = (0..READERS)
+        .map(|_| {
+            let (path, done) = (mount.join("g1/x"), done.clone());
+            std::thread::spawn(move || {
+                let started = Instant::now();
+                let got = pread_direct(&path);
+                done.fetch_add(1, Ordering::SeqCst);
+                (got, started.elapsed())
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    // With every request thread held by a stalled read, these used to wait behind them.
+    let root = mount.path().to_path_buf();
+    let ls = timed("ls -lR", move || {
+        Command::new("ls").arg("-lR").arg(root).output().unwrap()
+    });
+    assert!(ls.status.success(), "{ls:?}");
+    assert!(String::from_utf8_lossy(&ls.stdout).contains("z.npy"));
+    assert!(std::fs::metadata(mount.join("g1/g2/z")).unwrap().len() > 0);
+    assert_eq!(read_direct(mount.join("y")).unwrap(), y, "a cached read");
+    assert_eq!(
+        done.load(Ordering::SeqCst),
+        0,
+        "the mount answered only after a stalled read ended"
+    );
+    for r in readers {
+        let (got, took) = r.join().unwrap();
+        assert!(
+            matches!(&got, Err(e) if e.raw_os_error() == Some(libc::EIO)),
+            "{got:?}"
+        );
+        // The bound the user set, plus the time the deadline is checked in: not twice it.
+        assert!(
+            took < Duration::from_secs(TIMEOUT) + Duration::from_millis(1500),
+            "a stalled read took {took:?} with --timeout {TIMEOUT}"
+        );
+    }
+    servers::fault(&proxy, "ok");
+    let (_, stderr) = mount.stop();
+    assert!(
+        stderr.contains("--timeout"),
+        "no log line for the overdue reads:\n{stderr}"
+    );
+}
+
+#[test]
+fn a_reader_cut_off_by_the_second_signal_is_told_the_transport_is_not_connected() {
+    if !fuse_ready() {
+        return;
+    }
+    let (_http, proxy, mount) = proxied_mount(&["--timeout", "60"]);
+    servers::fault(&proxy, "sleep/600");
+    let path = mount.join("y");
+    let reader = std::thread::spawn(move || pread_direct(&path));
+    std::thread::sleep(Duration::from_millis(500));
+    let pid = mount.pid() as i32;
+    // The first signal finds the mount busy (the reader holds a file); the second detaches it
+    // and ends the daemon.
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    std::thread::sleep(Duration::from_millis(500));
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    let got = timed("the cut-off read", move || reader.join().unwrap());
+    assert!(
+        matches!(&got, Err(e) if e.raw_os_error() == Some(libc::ENOTCONN)),
+        "{got:?}"
+    );
+    servers::fault(&proxy, "ok");
+}
