@@ -9,8 +9,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// A one-chunk uint8 array of 8 elements, chunk key `c/0`.
-const ARRAY: &str = r#"{"zarr_format": 3, "node_type": "array", "shape": [8], "data_type": "uint8",
+/// A two-chunk uint8 array of 16 elements, chunk keys `c/0` and `c/1`.
+const ARRAY: &str = r#"{"zarr_format": 3, "node_type": "array", "shape": [16], "data_type": "uint8",
   "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [8]}},
   "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
   "fill_value": 0, "codecs": [{"name": "bytes"}]}"#;
@@ -22,10 +22,16 @@ fn write(path: &Path, bytes: &[u8]) {
     std::fs::write(path, bytes).unwrap();
 }
 
-/// Writes array `name` under `root` holding `data`.
+/// Writes array `name` under `root` holding `data` twice (one copy per chunk).
 fn write_array(root: &Path, name: &str, data: &[u8; 8]) {
     write(&root.join(name).join("zarr.json"), ARRAY.as_bytes());
     write(&root.join(name).join("c/0"), data);
+    write(&root.join(name).join("c/1"), data);
+}
+
+/// `data` twice.
+fn twice(data: [u8; 8]) -> Vec<u8> {
+    [data, data].concat()
 }
 
 fn chmod(path: &Path, mode: u32) {
@@ -76,17 +82,25 @@ fn links_swapped_in_after_the_mount_never_reach_outside_the_store() {
     write_array(&store, "b", &[20, 21, 22, 23, 24, 25, 26, 27]);
     give_to_nobody(&home);
     let secrets = tmp.path().join("secrets");
-    write(&secrets.join("0"), SECRET);
+    write(&secrets.join("1"), SECRET);
     write(&secrets.join("zarr.json"), GROUP.as_bytes());
     write_array(&secrets, "b", SECRET);
-    for f in ["0", "zarr.json", "b/zarr.json", "b/c/0"] {
+    for f in ["1", "zarr.json", "b/zarr.json", "b/c/0", "b/c/1"] {
         chmod(&secrets.join(f), 0o600);
     }
     chmod(tmp.path(), 0o755);
     let mount = Mount::new(&store, &["-o", "allow_other"]);
-    let read = |name: &str| as_nobody(format!("cat {}", sh_quote(&mount.join(name))));
+    // One chunk of an array, read by `nobody` with O_DIRECT (no readahead, no page cache).
+    let read_chunk = |name: &str, chunk: u32| {
+        let path = sh_quote(&mount.join(name));
+        as_nobody(format!(
+            "dd if={path} iflag=direct bs=8 skip={chunk} count=1 status=none"
+        ))
+    };
 
-    // A chunk directory swapped for a link to root's directory of secrets.
+    // A chunk directory, read from once, then swapped for a link to root's secrets.
+    let got = read_chunk("a", 0);
+    assert_eq!(got.stdout, [10, 11, 12, 13, 14, 15, 16, 17], "{got:?}");
     let c = store.join("a/c");
     let swap = as_nobody(format!(
         "mv {0} {0}.old && ln -s {1} {0}",
@@ -94,7 +108,7 @@ fn links_swapped_in_after_the_mount_never_reach_outside_the_store() {
         sh_quote(&secrets)
     ));
     assert!(swap.status.success(), "{swap:?}");
-    let got = read("a");
+    let got = read_chunk("a", 1);
     assert_ne!(
         got.stdout, SECRET,
         "a secret was served through the swapped directory"
@@ -110,6 +124,8 @@ fn links_swapped_in_after_the_mount_never_reach_outside_the_store() {
 
     // The store root swapped for a link to root's secrets: the mount goes on serving the
     // directory it opened.
+    let got = read_chunk("b", 0);
+    assert_eq!(got.stdout, [20, 21, 22, 23, 24, 25, 26, 27], "{got:?}");
     let moved = home.join("store.old");
     let swap = as_nobody(format!(
         "mv {} {} && ln -s {} {}",
@@ -119,13 +135,17 @@ fn links_swapped_in_after_the_mount_never_reach_outside_the_store() {
         sh_quote(&store)
     ));
     assert!(swap.status.success(), "{swap:?}");
-    let got = read("b");
+    let got = read_chunk("b", 1);
+    assert_ne!(
+        got.stdout, SECRET,
+        "a secret was served through the swapped root"
+    );
     assert_eq!(got.stdout, [20, 21, 22, 23, 24, 25, 26, 27], "{got:?}");
 
     let (status, stderr) = mount.stop();
     assert!(status.success(), "{stderr}");
     assert!(
-        stderr.contains("a/c/0"),
+        stderr.contains("a/c/1"),
         "no log line names the key:\n{stderr}"
     );
 }
@@ -168,13 +188,14 @@ fn fifos_and_sockets_fail_alone_and_never_block() {
     mkfifo(&store.join("fifo_group/zarr.json"));
     mkfifo(&store.join("fifo_array/zarr.json"));
     write(&store.join("fifo_array/c/0"), &[0; 8]);
+    write(&store.join("fifo_array/c/1"), &[0; 8]);
     write(&store.join("socket_chunk/zarr.json"), ARRAY.as_bytes());
     std::fs::create_dir_all(store.join("socket_chunk/c")).unwrap();
     let _socket = std::os::unix::net::UnixListener::bind(store.join("socket_chunk/c/0")).unwrap();
     let mount = Mount::new(&store, &[]);
     assert_eq!(
         read_file(mount.join("good")).unwrap(),
-        [1, 2, 3, 4, 5, 6, 7, 8]
+        twice([1, 2, 3, 4, 5, 6, 7, 8])
     );
     let fifo = read_file(mount.join("fifo_chunk"));
     assert!(eio(&fifo), "{fifo:?}");
@@ -187,7 +208,7 @@ fn fifos_and_sockets_fail_alone_and_never_block() {
     }
     assert_eq!(
         read_file(mount.join("good")).unwrap(),
-        [1, 2, 3, 4, 5, 6, 7, 8]
+        twice([1, 2, 3, 4, 5, 6, 7, 8])
     );
     let (status, stderr) = mount.stop();
     assert!(
@@ -236,7 +257,7 @@ fn a_device_as_metadata_is_refused_unread() {
     let mount = Mount::new(&store, &[]);
     assert_eq!(
         read_file(mount.join("good")).unwrap(),
-        [1, 2, 3, 4, 5, 6, 7, 8]
+        twice([1, 2, 3, 4, 5, 6, 7, 8])
     );
     assert!(!mount.join("zero").is_file());
     assert!(eio(&read_file(mount.join("zero_chunk"))));
