@@ -39,29 +39,22 @@ fn proxied_mount(args: &[&str]) -> (Server, Server, Mount) {
     (http, proxy, mount)
 }
 
-/// One O_DIRECT read of 4 KiB at the start of `path`: it reaches zarrfs, never the page cache.
-fn pread_direct(path: &Path) -> std::io::Result<Vec<u8>> {
+/// One O_DIRECT read of `len` bytes at the start of `path`: it reaches zarrfs, never the page
+/// cache.
+fn pread_direct(path: &Path, len: usize) -> std::io::Result<Vec<u8>> {
     let f = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_DIRECT)
         .open(path)?;
-    let mut buf = vec![0u8; 4096];
+    let mut buf = vec![0u8; len];
     let n = f.read_at(&mut buf, 0)?;
     buf.truncate(n);
     Ok(buf)
 }
 
-fn read_direct(path: PathBuf) -> std::io::Result<Vec<u8>> {
-    timed("read", move || {
-        use std::io::Read;
-        let mut f = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_DIRECT)
-            .open(path)?;
-        let mut out = Vec::new();
-        f.read_to_end(&mut out)?;
-        Ok(out)
-    })
+/// The first `len` bytes of `path`, read once with O_DIRECT, within the test timeout.
+fn read_whole(path: PathBuf, len: usize) -> std::io::Result<Vec<u8>> {
+    timed("read", move || pread_direct(&path, len))
 }
 
 #[test]
@@ -76,7 +69,7 @@ fn more_stalled_reads_than_threads_leave_the_mount_answering_and_each_gets_eio_i
     let c = case();
     let y = expected_data(&c, "y");
     // `y` is read (and its chunks cached) before the server hangs.
-    assert_eq!(read_direct(mount.join("y")).unwrap(), y);
+    assert_eq!(read_whole(mount.join("y"), y.len()).unwrap(), y);
     servers::fault(&proxy, "sleep/600");
     let done = Arc::new(AtomicUsize::new(0));
     let readers: Vec<_> = (0..READERS)
@@ -84,7 +77,7 @@ fn more_stalled_reads_than_threads_leave_the_mount_answering_and_each_gets_eio_i
             let (path, done) = (mount.join("g1/x"), done.clone());
             std::thread::spawn(move || {
                 let started = Instant::now();
-                let got = pread_direct(&path);
+                let got = pread_direct(&path, 4096);
                 done.fetch_add(1, Ordering::SeqCst);
                 (got, started.elapsed())
             })
@@ -99,7 +92,11 @@ fn more_stalled_reads_than_threads_leave_the_mount_answering_and_each_gets_eio_i
     assert!(ls.status.success(), "{ls:?}");
     assert!(String::from_utf8_lossy(&ls.stdout).contains("z.npy"));
     assert!(std::fs::metadata(mount.join("g1/g2/z")).unwrap().len() > 0);
-    assert_eq!(read_direct(mount.join("y")).unwrap(), y, "a cached read");
+    assert_eq!(
+        read_whole(mount.join("y"), y.len()).unwrap(),
+        y,
+        "a cached read"
+    );
     assert_eq!(
         done.load(Ordering::SeqCst),
         0,
@@ -133,7 +130,7 @@ fn a_reader_cut_off_by_the_second_signal_is_told_the_transport_is_not_connected(
     let (_http, proxy, mount) = proxied_mount(&["--timeout", "60"]);
     servers::fault(&proxy, "sleep/600");
     let path = mount.join("y");
-    let reader = std::thread::spawn(move || pread_direct(&path));
+    let reader = std::thread::spawn(move || pread_direct(&path, 4096));
     std::thread::sleep(Duration::from_millis(500));
     let pid = mount.pid() as i32;
     // The first signal finds the mount busy (the reader holds a file); the second detaches it

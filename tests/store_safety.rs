@@ -98,17 +98,23 @@ fn links_swapped_in_after_the_mount_never_reach_outside_the_store() {
         ))
     };
 
+    // Reads chunk 0 of `array`, has `nobody` replace `path` (moved to `moved`) with a link to
+    // root's secrets, and reads chunk 1.
+    let swap_between_chunks = |array: &str, path: &Path, moved: &Path| {
+        let got = read_chunk(array, 0);
+        let swap = as_nobody(format!(
+            "mv {0} {1} && ln -s {2} {0}",
+            sh_quote(path),
+            sh_quote(moved),
+            sh_quote(&secrets)
+        ));
+        assert!(swap.status.success(), "{swap:?}");
+        (got, read_chunk(array, 1))
+    };
+
     // A chunk directory, read from once, then swapped for a link to root's secrets.
-    let got = read_chunk("a", 0);
-    assert_eq!(got.stdout, [10, 11, 12, 13, 14, 15, 16, 17], "{got:?}");
-    let c = store.join("a/c");
-    let swap = as_nobody(format!(
-        "mv {0} {0}.old && ln -s {1} {0}",
-        sh_quote(&c),
-        sh_quote(&secrets)
-    ));
-    assert!(swap.status.success(), "{swap:?}");
-    let got = read_chunk("a", 1);
+    let (first, got) = swap_between_chunks("a", &store.join("a/c"), &store.join("a/c.old"));
+    assert_eq!(first.stdout, [10, 11, 12, 13, 14, 15, 16, 17], "{first:?}");
     assert_ne!(
         got.stdout, SECRET,
         "a secret was served through the swapped directory"
@@ -124,18 +130,8 @@ fn links_swapped_in_after_the_mount_never_reach_outside_the_store() {
 
     // The store root swapped for a link to root's secrets: the mount goes on serving the
     // directory it opened.
-    let got = read_chunk("b", 0);
-    assert_eq!(got.stdout, [20, 21, 22, 23, 24, 25, 26, 27], "{got:?}");
-    let moved = home.join("store.old");
-    let swap = as_nobody(format!(
-        "mv {} {} && ln -s {} {}",
-        sh_quote(&store),
-        sh_quote(&moved),
-        sh_quote(&secrets),
-        sh_quote(&store)
-    ));
-    assert!(swap.status.success(), "{swap:?}");
-    let got = read_chunk("b", 1);
+    let (first, got) = swap_between_chunks("b", &store, &home.join("store.old"));
+    assert_eq!(first.stdout, [20, 21, 22, 23, 24, 25, 26, 27], "{first:?}");
     assert_ne!(
         got.stdout, SECRET,
         "a secret was served through the swapped root"
@@ -173,15 +169,21 @@ fn eio(r: &std::io::Result<Vec<u8>>) -> bool {
     matches!(r, Err(e) if e.raw_os_error() == Some(libc::EIO))
 }
 
+/// A store in `dir` with one healthy array, `good`.
+fn store_with_good(dir: &Path) -> PathBuf {
+    let store = dir.join("store.zarr");
+    write(&store.join("zarr.json"), GROUP.as_bytes());
+    write_array(&store, "good", &[1, 2, 3, 4, 5, 6, 7, 8]);
+    store
+}
+
 #[test]
 fn fifos_and_sockets_fail_alone_and_never_block() {
     if !root_fuse_ready() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let store = tmp.path().join("store.zarr");
-    write(&store.join("zarr.json"), GROUP.as_bytes());
-    write_array(&store, "good", &[1, 2, 3, 4, 5, 6, 7, 8]);
+    let store = store_with_good(tmp.path());
     // A FIFO as a chunk, as a group's and as an array's metadata, a socket as a chunk.
     write(&store.join("fifo_chunk/zarr.json"), ARRAY.as_bytes());
     mkfifo(&store.join("fifo_chunk/c/0"));
@@ -240,9 +242,7 @@ fn a_device_as_metadata_is_refused_unread() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let store = tmp.path().join("store.zarr");
-    write(&store.join("zarr.json"), GROUP.as_bytes());
-    write_array(&store, "good", &[1, 2, 3, 4, 5, 6, 7, 8]);
+    let store = store_with_good(tmp.path());
     // /dev/zero (character device 1:5) as an array's metadata and as a chunk: a tarball
     // unpacked by root keeps device nodes.
     std::fs::create_dir_all(store.join("zero/c")).unwrap();
