@@ -146,3 +146,46 @@ fn a_reader_cut_off_by_the_second_signal_is_told_the_transport_is_not_connected(
     );
     servers::fault(&proxy, "ok");
 }
+
+#[test]
+fn a_signal_while_the_store_loads_ends_the_mount_command() {
+    if !fuse_ready() {
+        return;
+    }
+    let http = servers::http_server(&common::fixtures_dir().join("dialects"));
+    let proxy = servers::fault_proxy(&http);
+    servers::fault(&proxy, "sleep/600");
+    let name = case()
+        .store
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let mnt = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zarrfs"))
+        .args(["-f", "--timeout", "120"])
+        .arg(format!("{}/{name}", proxy.url))
+        .arg(mnt.path())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    servers::fault(&proxy, "ok");
+    let status = status.expect("SIGTERM did not end a mount whose store was still loading");
+    assert_eq!(status.code(), Some(1));
+    assert!(!common::mount::is_fuse_mount(mnt.path()));
+}

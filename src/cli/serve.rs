@@ -6,6 +6,7 @@ use super::Prepared;
 use crate::fuse::ZarrFs;
 use crate::view::ReadPolicy;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -25,6 +26,56 @@ fn signal_set() -> libc::sigset_t {
             libc::sigaddset(&mut set, s);
         }
         set
+    }
+}
+
+/// While the store loads nothing is mounted yet: a signal then ends the process at once, so a
+/// store that never answers cannot hold the mount command (the signals stay blocked, as the
+/// threads started meanwhile must not take them once the mount is up).
+struct LoadingSignals(Arc<AtomicBool>);
+
+impl LoadingSignals {
+    /// Watches for the signals of [`signal_set`] until dropped; removes `mountpoint` if zarrfs
+    /// created it before exiting.
+    fn watch(mountpoint: super::mount_point::MountPoint) -> Self {
+        let done = Arc::new(AtomicBool::new(false));
+        let flag = done.clone();
+        let spawned = std::thread::Builder::new()
+            .name("loading-signals".into())
+            .spawn(move || {
+                let set = signal_set();
+                let tick = libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: 20_000_000,
+                };
+                while !flag.load(Ordering::SeqCst) {
+                    // SAFETY: waiting for signals of a valid set, with a valid timeout.
+                    let sig = unsafe { libc::sigtimedwait(&set, std::ptr::null_mut(), &tick) };
+                    if sig <= 0 {
+                        continue;
+                    }
+                    if flag.load(Ordering::SeqCst) {
+                        // Loaded meanwhile: the serving thread's wait takes it.
+                        // SAFETY: signalling our own process.
+                        unsafe { libc::kill(libc::getpid(), sig) };
+                        return;
+                    }
+                    log::warn!("signal {sig} while the store was loading: not mounted, exiting");
+                    eprintln!("zarrfs: signal {sig} while the store was loading: not mounted");
+                    mountpoint.release();
+                    std::process::exit(1);
+                }
+            });
+        if let Err(e) = spawned {
+            log::warn!("cannot watch for signals while the store loads: {e}");
+        }
+        LoadingSignals(done)
+    }
+}
+
+impl Drop for LoadingSignals {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
     }
 }
 
@@ -83,6 +134,7 @@ struct Mounted {
 
 fn mount(p: Prepared) -> Result<Mounted, String> {
     let started = Instant::now();
+    let loading = LoadingSignals::watch(p.mountpoint.clone());
     let progress = p
         .requests
         .clone()
@@ -138,6 +190,7 @@ fn mount(p: Prepared) -> Result<Mounted, String> {
     config.n_threads = Some(p.options.threads.unwrap_or((2 * cores).max(4)));
     config.clone_fd = true;
     let mountpoint = p.mountpoint.path;
+    drop(loading);
     let session = fuser::Session::new(fs, &mountpoint, &config)
         .map_err(|e| super::mount_error::explain(&e, &mountpoint))?;
     let thread = std::thread::Builder::new()
