@@ -46,25 +46,35 @@ pub fn open_beneath(root: BorrowedFd<'_>, path: &str, flags: OFlags) -> std::io:
     let flags = base_flags(flags);
     let path = if path.is_empty() { "." } else { path };
     if !NO_OPENAT2.load(Ordering::Relaxed) {
-        let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
-        for _ in 0..MAX_RETRIES {
-            match openat2(root, path, flags, Mode::empty(), resolve) {
-                Err(Errno::AGAIN) => continue,
-                Err(Errno::NOSYS) => {
-                    NO_OPENAT2.store(true, Ordering::Relaxed);
-                    log::info!("openat2 is missing: store paths are resolved one link at a time");
-                    break;
-                }
-                // A seccomp filter refusing the call: walk this time.
-                Err(Errno::PERM) => break,
-                r => return r.map_err(Into::into),
-            }
-        }
-        if !NO_OPENAT2.load(Ordering::Relaxed) {
-            return Err(Errno::AGAIN.into());
+        if let Some(opened) = try_openat2(root, path, flags) {
+            return opened;
         }
     }
     walk_beneath(root, path, flags)
+}
+
+/// `openat2` beneath `root`, or `None` when the kernel refuses the call itself.
+fn try_openat2(
+    root: BorrowedFd<'_>,
+    path: &str,
+    flags: OFlags,
+) -> Option<std::io::Result<OwnedFd>> {
+    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
+    for _ in 0..MAX_RETRIES {
+        match openat2(root, path, flags, Mode::empty(), resolve) {
+            // A rename elsewhere raced the resolution: the kernel asks to try again.
+            Err(Errno::AGAIN) => continue,
+            Err(Errno::NOSYS) => {
+                NO_OPENAT2.store(true, Ordering::Relaxed);
+                log::info!("openat2 is missing: store paths are resolved one link at a time");
+                return None;
+            }
+            // A seccomp filter refusing the call: walk this time.
+            Err(Errno::PERM) => return None,
+            r => return Some(r.map_err(Into::into)),
+        }
+    }
+    Some(Err(Errno::AGAIN.into()))
 }
 
 /// [`open_beneath`] without `openat2`: each component is opened with `O_NOFOLLOW` relative to
