@@ -108,9 +108,10 @@ fn more_stalled_reads_than_threads_leave_the_mount_answering_and_each_gets_eio_i
             matches!(&got, Err(e) if e.raw_os_error() == Some(libc::EIO)),
             "{got:?}"
         );
-        // The bound the user set, plus the time the deadline is checked in: not twice it.
+        // The bound the user set, plus slack for a loaded machine: not twice it (the old code
+        // answered the last of them after four times the bound).
         assert!(
-            took < Duration::from_secs(TIMEOUT) + Duration::from_millis(1500),
+            took < Duration::from_secs(TIMEOUT + 2),
             "a stalled read took {took:?} with --timeout {TIMEOUT}"
         );
     }
