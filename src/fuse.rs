@@ -9,7 +9,7 @@ use fuser::{
     ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr,
     Request,
 };
-use reads::{ReadPool, Ticket};
+use reads::ReadPool;
 use std::any::Any;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -211,31 +211,28 @@ fn panic_report(op: &str, target: std::fmt::Arguments<'_>, payload: &(dyn Any + 
     format!("{op} {target}: internal error, answered EIO: {message}")
 }
 
-/// Answers one read on a pool worker, through its `ticket` (the reply may have been answered
-/// already: at the deadline, or when the daemon ended).
-fn read_on_worker(
+/// Answers one read of `view`; `take` gives the reply unless it was answered already (on a
+/// pool worker: at the deadline, or when the daemon ended).
+fn answer_read(
     view: &View,
-    ino: u64,
-    fh: u64,
-    offset: u64,
-    size: u32,
-    ticket: Ticket<ReplyData>,
+    (ino, fh, offset, size): (u64, u64, u64, u32),
+    take: impl Fn() -> Option<ReplyData>,
 ) {
-    // One reply buffer per worker, reused: no allocation per request.
+    // One reply buffer per thread, reused: no allocation per request.
     thread_local!(static BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) });
     let target = format_args!("inode {ino}, {size} bytes at {offset}");
     guarded("read", target, || {
         BUF.with_borrow_mut(|buf| {
             buf.clear();
             let mut send = |bytes: &[u8]| {
-                if let Some(r) = ticket.take() {
+                if let Some(r) = take() {
                     r.data(bytes)
                 }
             };
             match view.read_answer(ino, fh, offset, size, buf, &mut send) {
                 Ok(()) => send(buf),
                 Err(e) => {
-                    if let Some(r) = ticket.take() {
+                    if let Some(r) = take() {
                         r.error(errno(e))
                     }
                 }
@@ -345,10 +342,17 @@ impl Filesystem for ZarrFs {
         _lock_owner: Option<fuser::LockOwner>,
         reply: ReplyData,
     ) {
+        let read = (ino.0, fh.0, offset, size);
+        // A local store answers on the request thread; a remote one, which may stall, on the
+        // pool, so that stalled reads never hold every request thread.
+        if !self.reads.has_deadline() {
+            let reply = std::cell::Cell::new(Some(reply));
+            return answer_read(&self.view, read, || reply.take());
+        }
         let view = self.view.clone();
         self.reads
             .submit(reply, (ino.0, offset, size), move |ticket| {
-                read_on_worker(&view, ino.0, fh.0, offset, size, ticket)
+                answer_read(&view, read, || ticket.take())
             });
     }
 

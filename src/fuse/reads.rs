@@ -120,6 +120,11 @@ impl<R: ErrorReply> ReadPool<R> {
         ReadPool { inner }
     }
 
+    /// True when reads on this pool get EIO at a deadline (the store is remote).
+    pub fn has_deadline(&self) -> bool {
+        self.inner.timeout.is_some()
+    }
+
     /// Runs `job` for the read `read` on a worker; `job` answers `reply` through its ticket.
     pub fn submit(&self, reply: R, read: ReadOf, job: impl FnOnce(Ticket<R>) + Send + 'static) {
         let mut st = self.inner.lock();
