@@ -17,10 +17,12 @@
 #   PYTHON          interpreter with zarr 3, numcodecs and numpy (default python3); the remote
 #                   section also needs obstore (pip install obstore) and s3s-fs on PATH
 #                   (cargo install s3s-fs --version 0.14.1 --features binary)
+#   REFS_PYTHON     interpreter for the refs section (Python >= 3.12 with zarr 3, icechunk 2,
+#                   kerchunk, h5py, netCDF4, fsspec; default $PYTHON)
 #
 # Options: --quick, --output FILE (default: BENCHMARKS.md at the repository root for a full run,
 # $BENCH_DIR/run/BENCHMARKS.md for --quick), --only SECTIONS (comma list of
-# full,frame,column,slice,random,parallel,meta,rss,remote,backing; for debugging), -h.
+# full,frame,column,slice,random,parallel,meta,rss,remote,backing,refs; for debugging), -h.
 set -euo pipefail
 export LC_ALL=C
 # Neither side uses BLAS: numpy's OpenBLAS threads would only spin at import, on the cores the
@@ -31,7 +33,7 @@ usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 
 QUICK=0
 OUTPUT=""
-ONLY="full,frame,column,slice,random,parallel,meta,rss,remote,backing"
+ONLY="full,frame,column,slice,random,parallel,meta,rss,remote,backing,refs"
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) QUICK=1 ;;
@@ -49,6 +51,7 @@ SCRIPTS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(dirname "$SCRIPTS")
 BENCH_DIR=${BENCH_DIR:-/tmp/zarrfs-bench}
 PYTHON=${PYTHON:-python3}
+REFS_PYTHON=${REFS_PYTHON:-$PYTHON}
 TMO=${BENCH_TIMEOUT:-300}
 if [ "$QUICK" = 1 ]; then
     SIZE_MIB=${BENCH_SIZE_MIB:-32}
@@ -636,6 +639,40 @@ section_backing() {
     for r in $(seq "$REPS"); do rec backing.raw.pagecache "$(dd_secs "$RAW")"; done
 }
 
+# 10. Icechunk repositories and kerchunk references: a netCDF-4 file read through kerchunk JSON
+# references, and the same values as an Icechunk array, cold, against zarr-python reading the
+# same references (fsspec) and the same repository (icechunk). REFS_PYTHON needs Python >= 3.12
+# with zarr 3, icechunk 2, kerchunk, h5py, netCDF4 and fsspec.
+section_refs() {
+    local dir=$BENCH_DIR/refs-${SIZE_MIB}M r z s kind store files
+    "$REFS_PYTHON" -c 'import zarr, icechunk, kerchunk, h5py, netCDF4, fsspec' 2>/dev/null \
+        || die "REFS_PYTHON ($REFS_PYTHON) needs zarr 3, icechunk, kerchunk, h5py, netCDF4 and fsspec"
+    timeout -k 5 "$TMO" "$REFS_PYTHON" "$SCRIPTS/bench_refs.py" data "$dir" --size-mib "$SIZE_MIB"
+    rec bytes.refs "$(stat -c %s "$dir/raw.bin")"
+    for r in $(seq "$REPS"); do
+        for kind in kerchunk icechunk; do
+            if [ "$kind" = kerchunk ]; then store=$dir/refs.json; files=$dir/data.nc
+            else store=$dir/repo; files=$dir/repo; fi
+            cold_prep "$files" "$store"
+            mount_fs "$store"
+            z=$(dd_secs "$MNT/t"); rec "refs.$kind.zarrfs" "$z"
+            if [ "$r" = 1 ]; then
+                if cmp -s "$MNT/t" "$dir/raw.bin"; then rec "check.refs.$kind" ok
+                else rec "check.refs.$kind" "\"MISMATCH: $kind t differs from raw.bin\""; fi
+            fi
+            unmount_fs
+            cold_prep "$files" "$store"
+            if [ "$kind" = kerchunk ]; then
+                s=$(timeout -k 5 "$TMO" "$REFS_PYTHON" "$SCRIPTS/bench_refs.py" read-refs "$store" t 2>/dev/null | jget seconds)
+            else
+                s=$(timeout -k 5 "$TMO" "$REFS_PYTHON" "$SCRIPTS/bench_refs.py" read-icechunk "$store" t 2>/dev/null | jget seconds)
+            fi
+            rec "refs.$kind.zarr" "$s"
+            log "refs $kind rep $r: zarrfs cold $z s; zarr-python $s s"
+        done
+    done
+}
+
 # ---------------------------------------------------------------------------------------------
 STARTED=$EPOCHREALTIME
 log "zarrfs $ZARRFS_BIN; ${SIZE_MIB} MiB per array (${T}x${Y}x${X} float32); $REPS repetitions"
@@ -649,6 +686,7 @@ section meta
 section rss
 section remote
 section backing
+section refs
 log "measured in $(since "$STARTED") s"
 
 py "$SCRIPTS/bench_report.py" "$RESULTS" --out "$OUTPUT" --repo "$REPO" \

@@ -277,6 +277,20 @@ def rows(r, p):
         add("8 decode once", f"cache dir mode: {mode or '?'}; opens answered with passthrough",
             str(opens), "—", None, "—", None)
 
+    # 10. Icechunk and kerchunk references
+    nref = r.first("bytes.refs")
+    for kind, name in (
+        ("kerchunk", "cold `dd bs=1M` through kerchunk JSON references to a netCDF-4 file "
+                     "(zlib + shuffle), vs zarr-python + fsspec reading the same references `a[:]`"),
+        ("icechunk", "cold `dd bs=1M` of an Icechunk array (zstd), vs zarr-python + icechunk `a[:]`"),
+    ):
+        z, b = rate(f"refs.{kind}.zarrfs", nref), rate(f"refs.{kind}.zarr", nref)
+        if z is None and b is None:
+            continue
+        ratio = z / b if z and b else None
+        add("10 references", name, fmt_rate(z), fmt_rate(b), ratio, "—", None,
+            med=(f"refs.{kind}.zarrfs", f"refs.{kind}.zarr", False))
+
     # peak RSS
     hwm, cache = r.first("rss.hwm_kib"), r.first("rss.cache_bytes")
     if hwm is not None and cache:
