@@ -95,13 +95,15 @@ fn the_bitmap_is_saved_while_an_array_is_being_written() {
         );
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    // The saved bitmap claims the first 12 KiB, which a crash now would keep.
+    // The saved bitmap (after the format's 8 bytes and a checksum per block) claims the first
+    // 12 KiB, which a crash now would keep.
     let map = std::fs::read_dir(cache.path())
         .unwrap()
         .map(|e| e.unwrap().path())
         .find(|p| p.extension().is_some_and(|e| e == "map"))
         .unwrap();
-    assert_eq!(std::fs::read(map).unwrap()[0], 0b111);
+    let blocks = (N * 8).div_ceil(4096);
+    assert_eq!(std::fs::read(map).unwrap()[8 + 4 * blocks], 0b111);
     drop(v);
     assert_eq!(files(cache.path(), "part"), 1);
 }
@@ -224,11 +226,13 @@ fn the_budget_evicts_whole_arrays() {
         read(&view(store.path(), &dir), 0, (N * 8) as u32),
         expected(5.0)
     );
-    // The old array went whole: its data, its NPY file and its lock file.
+    // The old array went whole: its data, its NPY file, their checksums and its lock file.
     assert_eq!(files(cache.path(), "data"), 1);
+    assert_eq!(files(cache.path(), "sum"), 1);
     assert_eq!(files(cache.path(), "npy"), 0);
+    assert_eq!(files(cache.path(), "npysum"), 0);
     assert_eq!(files(cache.path(), "lock"), 1);
-    assert_eq!(std::fs::read_dir(cache.path()).unwrap().count(), 2);
+    assert_eq!(std::fs::read_dir(cache.path()).unwrap().count(), 3);
 }
 
 #[test]

@@ -2,6 +2,8 @@
 
 use super::bitmap::Bitmap;
 use super::dir::BackingDir;
+use super::owned::write_synced;
+use super::sums::Sums;
 use super::BLOCK;
 use std::fs::File;
 use std::io;
@@ -17,17 +19,22 @@ use std::time::{Duration, Instant};
 /// read path): a crash loses at most about this much decoding.
 const SAVE_EVERY: Duration = Duration::from_secs(2);
 
-/// Where a file being written lives, and the lock that makes this mount its only writer.
+/// Where a file being written lives, and the lock that makes this mount its only writer
+/// (let go once the file is complete: a complete array needs none, and may then be evicted).
 pub(super) struct Writing {
     pub part: PathBuf,
     pub map: PathBuf,
     pub data: PathBuf,
-    pub _lock: File,
+    pub sum: PathBuf,
+    pub lock: Mutex<Option<File>>,
 }
 
 struct State {
-    /// `None` once complete.
+    /// `None` for a file complete when attached.
     map: Option<Bitmap>,
+    /// The checksums of the blocks written (with `map`): each is checked before the block is
+    /// served (a complete file is checked whole when attached).
+    sums: Option<Sums>,
     /// Blocks were written since the bitmap was last saved.
     unsaved: bool,
     /// When the bitmap was last saved (or the file opened).
@@ -76,34 +83,39 @@ impl BackingFile {
         Self::new(dir, file, size, None, key, label)
     }
 
-    /// A file being written (`KEY.part`): `map` says which blocks are present.
+    /// A file being written (`KEY.part`): `map` says which blocks are present, `sums` their
+    /// checksums.
     pub(super) fn partial(
         dir: Arc<BackingDir>,
         file: File,
         size: u64,
-        map: Bitmap,
+        (map, sums): (Bitmap, Sums),
         writing: Writing,
         key: &str,
         label: &str,
     ) -> Self {
-        Self::new(dir, file, size, Some((map, writing)), key, label)
+        Self::new(dir, file, size, Some((map, sums, writing)), key, label)
     }
 
     fn new(
         dir: Arc<BackingDir>,
         file: File,
         size: u64,
-        partial: Option<(Bitmap, Writing)>,
+        partial: Option<(Bitmap, Sums, Writing)>,
         key: &str,
         label: &str,
     ) -> Self {
-        let (map, writing) = partial.unzip();
+        let (map, sums, writing) = match partial {
+            Some((map, sums, writing)) => (Some(map), Some(sums), Some(writing)),
+            None => (None, None, None),
+        };
         BackingFile {
             shared: Arc::new(Shared {
                 file,
                 size,
                 state: Mutex::new(State {
                     map,
+                    sums,
                     unsaved: false,
                     saved: Instant::now(),
                 }),
@@ -122,6 +134,16 @@ impl BackingFile {
     /// True when every byte is present (the file is `KEY.data`).
     pub fn is_complete(&self) -> bool {
         self.shared.complete.load(Ordering::Acquire)
+    }
+
+    /// True when this file was complete and has since been removed from the directory
+    /// (evicted): its readers go on reading it, but it takes disk space until let go.
+    pub fn evicted(&self) -> bool {
+        self.is_complete()
+            && !self
+                .shared
+                .dir
+                .is_linked(&self.shared.file, &self.key, "data")
     }
 
     /// Size of the file (of what it holds).
@@ -211,17 +233,31 @@ impl BackingFile {
         runs
     }
 
-    /// Appends bytes `from..to` (present ones: see [`BackingFile::runs`]) to `out`.
+    /// Appends bytes `from..to` (present ones: see [`BackingFile::runs`]) to `out`. The
+    /// blocks of a file written in this mount are checked against their checksums: a block
+    /// that fails is marked absent (decoded and written again) with a log line, and the read
+    /// fails.
     pub fn read_into(&self, from: u64, to: u64, out: &mut Vec<u8>) -> io::Result<()> {
-        let at = out.len();
-        out.resize(at + (to - from) as usize, 0);
-        let read = self.shared.file.read_exact_at(&mut out[at..], from);
-        if read.is_err() {
-            out.truncate(at);
-        } else {
-            self.shared.dir.count_hit(to - from);
+        let s = &self.shared;
+        let (first, end) = (from / BLOCK, (to.div_ceil(BLOCK) * BLOCK).min(s.size));
+        let mut blocks = vec![0; (end - first * BLOCK) as usize];
+        s.file.read_exact_at(&mut blocks, first * BLOCK)?;
+        let mut state = lock(&s.state);
+        let state = &mut *state;
+        if let Some(bad) = state.sums.as_ref().and_then(|m| m.mismatch(first, &blocks)) {
+            if let Some(map) = state.map.as_mut() {
+                map.unset(bad);
+            }
+            log::warn!(
+                "{}: block {bad} of its backing file fails its checksum: decoded again",
+                s.label
+            );
+            return Err(io::ErrorKind::InvalidData.into());
         }
-        read
+        let at = (from - first * BLOCK) as usize;
+        out.extend_from_slice(&blocks[at..at + (to - from) as usize]);
+        s.dir.count_hit(to - from);
+        Ok(())
     }
 
     /// Writes freshly decoded bytes of `A` at `offset` and records the blocks they fill; the
@@ -245,13 +281,23 @@ impl BackingFile {
         } else {
             end / BLOCK
         };
-        let mut state = lock(&s.state);
+        let mut guard = lock(&s.state);
+        let state = &mut *guard;
         // Once full, the file is being published: nothing more to record.
-        let Some(map) = state.map.as_mut().filter(|m| !m.is_full()) else {
+        let (Some(map), Some(sums)) =
+            (state.map.as_mut().filter(|m| !m.is_full()), &mut state.sums)
+        else {
             return;
         };
+        if first < last {
+            let at = (first * BLOCK - offset) as usize;
+            let whole = ((last * BLOCK).min(end) - offset) as usize;
+            sums.record(first, &bytes[at..whole]);
+        }
         (first..last).for_each(|b| map.set(b));
-        if map.is_full() {
+        let full = map.is_full();
+        let mut state = guard;
+        if full {
             state.unsaved = false;
             drop(state);
             return self.in_background(true, "backing-sync", Shared::publish);
@@ -285,43 +331,46 @@ impl Shared {
     /// Saves the bitmap when `due` (a failure turns writing off).
     fn save_if(&self, due: impl Fn(&State) -> bool) {
         let Some(w) = &self.writing else { return };
-        let bits = {
+        let saving = {
             let mut state = lock(&self.state);
-            match &state.map {
-                Some(map) if due(&state) && self.dir.writable() => {
-                    let bits = map.as_bytes().to_vec();
+            match (&state.map, &state.sums) {
+                (Some(map), Some(sums)) if due(&state) && self.dir.writable() => {
+                    let mut saving = sums.to_bytes();
+                    saving.extend_from_slice(map.as_bytes());
                     state.unsaved = false;
                     state.saved = Instant::now();
-                    bits
+                    saving
                 }
                 _ => return,
             }
         };
-        // Every block in `bits` was written before its bit was set, and is synced next: the
-        // saved bitmap never claims unsynced blocks. Readers and writers go on meanwhile.
-        let saved = self.file.sync_data().and_then(|()| {
-            let tmp = w.map.with_extension("map.tmp");
-            std::fs::write(&tmp, bits)?;
-            File::open(&tmp)?.sync_all()?;
-            std::fs::rename(&tmp, &w.map)
-        });
+        // Every block in the bitmap was written before its bit was set, and is synced next:
+        // the saved bitmap never claims unsynced blocks. Readers and writers go on meanwhile.
+        let saved = self
+            .file
+            .sync_data()
+            .and_then(|()| write_synced(&w.map, &saving));
         if let Err(e) = saved {
             self.dir.write_failed(&e, &self.label);
         }
     }
 
-    /// Syncs the data and renames `KEY.part` to `KEY.data`; only then is the file complete
-    /// (reads go on meanwhile, served from the file).
+    /// Syncs the data, saves the checksums as `KEY.sum` and renames `KEY.part` to `KEY.data`;
+    /// only then is the file complete (reads go on meanwhile, served from the file), and the
+    /// lock is let go.
     fn publish(&self) {
         let Some(w) = &self.writing else { return };
+        let sums = lock(&self.state).sums.as_ref().map(Sums::to_bytes);
         let synced = self
             .file
             .sync_all()
+            .and_then(|()| write_synced(&w.sum, &sums.unwrap_or_default()))
             .and_then(|()| std::fs::rename(&w.part, &w.data));
         match synced.and_then(|()| File::open(self.dir.root())?.sync_all()) {
             Ok(()) => {
                 let _ = std::fs::remove_file(&w.map);
                 self.complete.store(true, Ordering::Release);
+                lock(&w.lock).take();
                 log::info!(
                     "{}: decoded completely into {}",
                     self.label,

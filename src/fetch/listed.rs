@@ -1,0 +1,66 @@
+//! Whether an absent chunk is missing or a fault: a chunk object the store's listing showed
+//! (when the array's prefix was listed, as a cache directory does for the array's identity)
+//! but that a read then finds absent (a transient 404) is asked for again, and read as the
+//! fill value only when a fresh listing no longer shows it; else the read fails.
+
+use super::{FetchCause, FetchError};
+use crate::store::{EntryKind, Store};
+use std::collections::HashSet;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// The pauses before each new ask for a listed object the store answered as absent.
+const PAUSES: [Duration; 2] = [Duration::from_millis(200), Duration::from_secs(1)];
+
+/// The objects a listing of an array's prefix showed (store keys), once listed.
+#[derive(Default)]
+pub(super) struct Listed(OnceLock<HashSet<String>>);
+
+impl Listed {
+    /// Records the keys the listing showed (the first listing counts).
+    pub fn set(&self, keys: HashSet<String>) {
+        let _ = self.0.set(keys);
+    }
+
+    /// `ask()`'s answer for the object `key` of `store`, where an absent answer is checked: an
+    /// object the listing showed is asked for again, and counts as absent only when a fresh
+    /// listing of its prefix no longer shows it; otherwise the answer is an error.
+    pub fn confirm<T>(
+        &self,
+        store: &dyn Store,
+        key: &str,
+        mut ask: impl FnMut() -> Result<Option<T>, FetchError>,
+    ) -> Result<Option<T>, FetchError> {
+        if let Some(found) = ask()? {
+            return Ok(Some(found));
+        }
+        if !self.0.get().is_some_and(|keys| keys.contains(key)) {
+            return Ok(None);
+        }
+        for pause in PAUSES {
+            std::thread::sleep(pause);
+            if let Some(found) = ask()? {
+                log::warn!(
+                    "{key}: answered as absent, then found when asked again (a transient fault)"
+                );
+                return Ok(Some(found));
+            }
+        }
+        let (prefix, name) = key.rsplit_once('/').unwrap_or(("", key));
+        let still_listed = store
+            .list_dir(prefix)?
+            .iter()
+            .any(|e| e.name == name && matches!(e.kind, EntryKind::Object(_)));
+        if !still_listed {
+            log::info!("{key}: removed from the store since it was listed: read as the fill value");
+            return Ok(None);
+        }
+        Err(FetchError::new(
+            FetchCause::Store,
+            format!(
+                "{key}: the store lists it but answered {} times that it does not exist; a fault, not read as the fill value",
+                PAUSES.len() + 1
+            ),
+        ))
+    }
+}
