@@ -329,3 +329,31 @@ fn a_string_array_is_cached_as_text_and_npy_and_a_changed_chunk_makes_them_stale
     drop(v);
     assert_eq!(files(cache.path(), "data"), 4);
 }
+
+#[test]
+fn a_byte_flipped_in_a_partial_backing_file_is_decoded_and_written_again() {
+    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write_store(store.path(), 8.0);
+    let dir = BackingDir::open(cache.path(), Some(1 << 30)).unwrap();
+    let v = view(store.path(), &dir);
+    assert_eq!(read(&v, 0, 8192), expected(8.0)[..8192]);
+    let part = std::fs::read_dir(cache.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "part"))
+        .unwrap();
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(part)
+        .unwrap();
+    let mut byte = [0u8];
+    file.read_exact_at(&mut byte, 100).unwrap();
+    file.write_all_at(&[!byte[0]], 100).unwrap();
+    assert_eq!(read(&v, 0, 8192), expected(8.0)[..8192]);
+    assert_eq!(dir.hit_bytes(), 0, "a failing block is never copied out");
+    // Written again, and served from the file.
+    assert_eq!(read(&v, 0, 8192), expected(8.0)[..8192]);
+    assert_eq!(dir.hit_bytes(), 8192);
+}
