@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::float_store::{expected, files, write_store, CHUNK, N};
+use common::float_store::{expected, file_with_ext, files, write_store, CHUNK, N};
 use common::servers;
 use common::string_store;
 use std::path::Path;
@@ -97,11 +97,7 @@ fn the_bitmap_is_saved_while_an_array_is_being_written() {
     }
     // The saved bitmap (after the format's 8 bytes and a checksum per block) claims the first
     // 12 KiB, which a crash now would keep.
-    let map = std::fs::read_dir(cache.path())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|e| e == "map"))
-        .unwrap();
+    let map = file_with_ext(cache.path(), "map");
     let blocks = (N * 8).div_ceil(4096);
     assert_eq!(std::fs::read(map).unwrap()[8 + 4 * blocks], 0b111);
     drop(v);
@@ -337,11 +333,7 @@ fn a_byte_flipped_in_a_partial_backing_file_is_decoded_and_written_again() {
     let dir = BackingDir::open(cache.path(), Some(1 << 30)).unwrap();
     let v = view(store.path(), &dir);
     assert_eq!(read(&v, 0, 8192), expected(8.0)[..8192]);
-    let part = std::fs::read_dir(cache.path())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|e| e == "part"))
-        .unwrap();
+    let part = file_with_ext(cache.path(), "part");
     use std::os::unix::fs::FileExt;
     let file = std::fs::OpenOptions::new()
         .read(true)

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::float_store::{expected, files, write_store, N};
+use common::float_store::{expected, file_with_ext, files, write_store, N};
 use common::mount::{timed, Mount};
 use common::servers;
 use std::io::Write;
@@ -45,11 +45,7 @@ fn key_of(store: &Path) -> String {
     let m = Mount::new(store, &[&cache_arg(cache.path())]);
     assert_eq!(read_all(m.join("a")), expected(1.0));
     drop(m);
-    let data = std::fs::read_dir(cache.path())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|e| e == "data"))
-        .unwrap();
+    let data = file_with_ext(cache.path(), "data");
     data.file_stem().unwrap().to_string_lossy().into_owned()
 }
 
@@ -85,6 +81,12 @@ fn a_link_planted_as_a_part_file_overwrites_nothing() {
         Ok(m) => {
             let _ = std::fs::read(m.join("a"));
             drop(m);
+            let victim = std::fs::read(&victim).unwrap();
+            assert_eq!(
+                victim.len(),
+                15,
+                "the victim was overwritten through the link"
+            );
             panic!("a cache dir others may write was used");
         }
         Err(said) => assert!(said.contains("writable by group or others"), "{said}"),
@@ -140,11 +142,7 @@ fn a_byte_flipped_in_a_complete_backing_file_is_decoded_again() {
     let m = Mount::new(store.path(), &[&arg]);
     assert_eq!(read_all(m.join("a")), expected(4.0));
     drop(m);
-    let data = std::fs::read_dir(cache.path())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|e| e == "data"))
-        .unwrap();
+    let data = file_with_ext(cache.path(), "data");
     let file = std::fs::OpenOptions::new()
         .write(true)
         .read(true)
