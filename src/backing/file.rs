@@ -239,6 +239,17 @@ impl BackingFile {
     /// fails.
     pub fn read_into(&self, from: u64, to: u64, out: &mut Vec<u8>) -> io::Result<()> {
         let s = &self.shared;
+        if lock(&s.state).sums.is_none() {
+            // Complete, and checked whole when attached.
+            let at = out.len();
+            out.resize(at + (to - from) as usize, 0);
+            let read = s.file.read_exact_at(&mut out[at..], from);
+            match read {
+                Ok(()) => s.dir.count_hit(to - from),
+                Err(_) => out.truncate(at),
+            }
+            return read;
+        }
         let (first, end) = (from / BLOCK, (to.div_ceil(BLOCK) * BLOCK).min(s.size));
         let mut blocks = vec![0; (end - first * BLOCK) as usize];
         s.file.read_exact_at(&mut blocks, first * BLOCK)?;
