@@ -210,6 +210,13 @@ fn the_cache_dir_size_holds_for_arrays_a_live_mount_wrote() {
             "{} bytes in the cache dir after {g}, budget {budget}",
             disk_use(cache.path())
         );
+        // Nor does the daemon keep an evicted file open (its blocks would stay in use).
+        let held: Vec<_> = std::fs::read_dir(format!("/proc/{}/fd", m.pid()))
+            .unwrap()
+            .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+            .filter(|t| t.starts_with(cache.path()) && t.to_string_lossy().ends_with("(deleted)"))
+            .collect();
+        assert!(held.is_empty(), "evicted files still open: {held:?}");
     }
     let (_, log) = m.stop();
     assert_eq!(log.matches("evicted").count(), 2, "{log}");

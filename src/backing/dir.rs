@@ -6,7 +6,7 @@ use super::owned::{
     claim_dir, create_fresh, open_or_create, open_owned, read_owned, writable_dir, write_synced,
 };
 use super::sums::Sums;
-use super::Identity;
+use super::{Held, Identity};
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Write};
@@ -14,7 +14,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::SystemTime;
 
 /// A directory of backing files shared by any number of mounts.
@@ -24,6 +24,8 @@ pub struct BackingDir {
     writable: AtomicBool,
     /// One eviction at a time in this process.
     evicting: Mutex<()>,
+    /// Per key, where this process holds the array's backing file (see [`BackingDir::hold`]).
+    held: Mutex<HashMap<String, Vec<Weak<Held>>>>,
     hit_bytes: AtomicU64,
     passthrough_opens: AtomicU64,
 }
@@ -88,6 +90,7 @@ impl BackingDir {
             budget,
             writable: AtomicBool::new(writable),
             evicting: Mutex::new(()),
+            held: Mutex::default(),
             hit_bytes: AtomicU64::new(0),
             passthrough_opens: AtomicU64::new(0),
         }))
@@ -137,6 +140,30 @@ impl BackingDir {
 
     pub(super) fn file_path(&self, key: &str, ext: &str) -> PathBuf {
         self.root.join(format!("{key}.{ext}"))
+    }
+
+    /// Registers `held`, which holds the backing file of `id`: this process's eviction of the
+    /// array empties it.
+    pub fn hold(&self, id: &Identity, held: &Arc<Held>) {
+        let mut all = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        all.retain(|_, slots| {
+            slots.retain(|s| s.strong_count() > 0);
+            !slots.is_empty()
+        });
+        all.entry(id.key().to_string())
+            .or_default()
+            .push(Arc::downgrade(held));
+    }
+
+    /// Lets go of the backing files of `key` this process holds (see [`BackingDir::hold`]);
+    /// one being attached right now is skipped (its next attach sees it removed).
+    fn let_go(&self, key: &str) {
+        let all = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        for held in all.get(key).into_iter().flatten().filter_map(Weak::upgrade) {
+            if let Ok(mut slot) = held.try_lock() {
+                slot.take_if(|f| f.key() == key);
+            }
+        }
     }
 
     /// Whether `file` is still `KEY.ext` (not evicted nor replaced).
@@ -395,6 +422,7 @@ impl BackingDir {
                 let _ = std::fs::remove_file(self.file_path(&key, ext));
             }
             let _ = std::fs::remove_file(self.file_path(&key, "lock"));
+            self.let_go(&key);
             log::info!("cache dir {}: evicted {key}", self.root.display());
             used = used.saturating_sub(disk);
         }

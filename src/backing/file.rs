@@ -137,13 +137,19 @@ impl BackingFile {
     }
 
     /// True when this file was complete and has since been removed from the directory
-    /// (evicted): its readers go on reading it, but it takes disk space until let go.
-    pub fn evicted(&self) -> bool {
+    /// (evicted, by any mount; one `stat`): its readers go on reading it, but it takes disk
+    /// space until let go.
+    pub fn removed(&self) -> bool {
         self.is_complete()
             && !self
                 .shared
                 .dir
                 .is_linked(&self.shared.file, &self.key, "data")
+    }
+
+    /// The name of the array's files.
+    pub(super) fn key(&self) -> &str {
+        &self.key
     }
 
     /// Size of the file (of what it holds).

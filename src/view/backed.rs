@@ -1,10 +1,10 @@
 //! Arrays served from, and written into, backing files (see [`crate::backing`]).
 
 use super::ViewError;
-use crate::backing::{BackingDir, BackingFile, Identity};
+use crate::backing::{BackingDir, BackingFile, Held, Identity};
 use crate::fetch::ChunkReader;
 use crate::store::Store;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 /// The cache directory of a view and what identifies its arrays.
 pub(super) struct Backing {
@@ -49,7 +49,7 @@ impl ArrayIdentity {
 /// One file's link to its backing file.
 #[derive(Default)]
 pub(super) struct ArrayBacking {
-    file: Mutex<Option<Arc<BackingFile>>>,
+    file: Arc<Held>,
 }
 
 impl ArrayBacking {
@@ -60,17 +60,21 @@ impl ArrayBacking {
 
     /// Attaches the backing file with identity `id` (of the file `label`) unless attached
     /// already (at every call until it is: another mount may have finished writing it
-    /// meanwhile), or again when the attached one was evicted (its space is freed once its
-    /// readers let go). `size` is the file's size; `None` when not known yet: then only a
-    /// complete backing file is attached, of the size it has.
+    /// meanwhile), or again when the attached one was evicted by another mount since (this
+    /// mount's evictions let go of it at once: see [`BackingDir::hold`]). `size` is the file's
+    /// size; `None` when not known yet: then only a complete backing file is attached, of the
+    /// size it has.
     pub fn attach(&self, backing: &Backing, id: &Identity, label: &str, size: Option<u64>) {
         let mut slot = self.file.lock().unwrap_or_else(|p| p.into_inner());
-        if slot.as_ref().is_none_or(|f| f.evicted()) {
+        if slot.as_ref().is_none_or(|f| f.removed()) {
             *slot = match size {
                 Some(size) => backing.dir.attach(id, size, label),
                 None => backing.dir.attach_complete(id, label),
             }
             .map(Arc::new);
+            if slot.is_some() {
+                backing.dir.hold(id, &self.file);
+            }
         }
     }
 }
