@@ -349,3 +349,29 @@ fn a_byte_flipped_in_a_partial_backing_file_is_decoded_and_written_again() {
     assert_eq!(read(&v, 0, 8192), expected(8.0)[..8192]);
     assert_eq!(dir.hit_bytes(), 8192);
 }
+
+#[test]
+fn a_byte_flipped_in_a_file_this_mount_completed_is_never_handed_to_the_kernel() {
+    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write_store(store.path(), 6.0);
+    let dir = BackingDir::open(cache.path(), Some(1 << 30)).unwrap();
+    let v = view(store.path(), &dir);
+    assert_eq!(read(&v, 0, (N * 8) as u32), expected(6.0));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while files(cache.path(), "data") == 0 || files(cache.path(), "map") > 0 {
+        assert!(std::time::Instant::now() < deadline, "never completed");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    use std::os::unix::fs::FileExt;
+    let data = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(file_with_ext(cache.path(), "data"))
+        .unwrap();
+    data.write_all_at(&[0xff; 3], 3 * 4096 + 7).unwrap();
+    let ino = v.resolve("a").unwrap();
+    assert!(v.passthrough_file(ino).is_none());
+    assert_eq!(files(cache.path(), "data"), 0, "the bad file is removed");
+    assert_eq!(read(&v, 0, (N * 8) as u32), expected(6.0));
+}

@@ -47,6 +47,9 @@ struct Shared {
     size: u64,
     state: Mutex<State>,
     complete: AtomicBool,
+    /// Whether the complete file matches its checksums, once checked whole (at once for a
+    /// file complete when attached, which was checked then).
+    sound: OnceLock<bool>,
     writing: Option<Writing>,
     dir: Arc<BackingDir>,
     label: String,
@@ -120,6 +123,10 @@ impl BackingFile {
                     saved: Instant::now(),
                 }),
                 complete: AtomicBool::new(writing.is_none()),
+                sound: match writing {
+                    None => OnceLock::from(true),
+                    Some(_) => OnceLock::new(),
+                },
                 writing,
                 dir,
                 label: label.to_string(),
@@ -157,9 +164,16 @@ impl BackingFile {
         self.shared.size
     }
 
-    /// The open file (for passthrough, once complete).
-    pub fn file(&self) -> &File {
-        &self.shared.file
+    /// The open file, once complete, for the kernel to read directly (passthrough): checked
+    /// whole against its checksums at the first call for a file this mount wrote (one read
+    /// of the file). A file that fails is removed from the directory, with a log line, and
+    /// `None` returned from then on: reads copy from it, checking each block.
+    pub fn passthrough(&self) -> Option<&File> {
+        if !self.is_complete() {
+            return None;
+        }
+        let s = &self.shared;
+        s.sound.get_or_init(|| s.check_whole()).then_some(&s.file)
     }
 
     /// `A.npy` on local disk (`header`, then this file's bytes) once this file is complete,
@@ -167,9 +181,8 @@ impl BackingFile {
     /// (copied from this file in the kernel) and returns `None`, as do calls until it is done;
     /// meanwhile `A.npy` is served by copying from this file.
     pub fn npy_file(&self, header: &[u8]) -> Option<File> {
-        if !self.is_complete() {
-            return None;
-        }
+        // The NPY file is copied from this one: checked first.
+        self.passthrough()?;
         if let Some(npy) = self.npy.get() {
             return npy.try_clone().ok();
         }
@@ -345,6 +358,33 @@ impl BackingFile {
 }
 
 impl Shared {
+    /// Reads the whole (complete) file and checks it against the checksums recorded as it
+    /// was written; a block that fails is marked absent and the file removed from the
+    /// directory, with a log line.
+    fn check_whole(&self) -> bool {
+        let Some(sums) = lock(&self.state).sums.clone() else {
+            return true;
+        };
+        let bad = match sums.verify(&self.file, self.size) {
+            Ok(None) => return true,
+            Ok(Some(b)) => b,
+            Err(_) => 0,
+        };
+        if let Some(map) = lock(&self.state).map.as_mut() {
+            map.unset(bad);
+        }
+        log::warn!(
+            "{}: block {bad} of its backing file fails its checksum: the file is removed, reads decode that block again",
+            self.label
+        );
+        if let Some(w) = &self.writing {
+            for path in [&w.data, &w.sum] {
+                let _ = std::fs::remove_file(path);
+            }
+        }
+        false
+    }
+
     /// Saves the bitmap when `due` (a failure turns writing off).
     fn save_if(&self, due: impl Fn(&State) -> bool) {
         let Some(w) = &self.writing else { return };
