@@ -77,33 +77,25 @@ mod tests {
         l
     }
 
-    /// An ask that answers absent `misses` times, then `Some(7)`.
-    fn flaky(
-        misses: u32,
-    ) -> (
-        Cell<u32>,
-        impl Fn(&Cell<u32>) -> Result<Option<u8>, FetchError>,
-    ) {
-        let ask = move |asked: &Cell<u32>| {
-            asked.set(asked.get() + 1);
-            Ok((asked.get() > misses).then_some(7))
-        };
-        (Cell::new(0), ask)
+    /// An ask that answers absent `misses` times, then `Some(7)`, counting in `asked`.
+    fn ask(asked: &Cell<u32>, misses: u32) -> Result<Option<u8>, FetchError> {
+        asked.set(asked.get() + 1);
+        Ok((asked.get() > misses).then_some(7))
     }
 
     #[test]
     fn an_unlisted_absent_chunk_is_absent_at_the_first_answer() {
         let store = MemoryStore::new();
-        let (asked, ask) = flaky(u32::MAX);
-        let got = listed(&["a/0"]).confirm(&store, "a/1", || ask(&asked));
+        let asked = Cell::new(0);
+        let got = listed(&["a/0"]).confirm(&store, "a/1", || ask(&asked, u32::MAX));
         assert_eq!((got, asked.get()), (Ok(None), 1));
     }
 
     #[test]
     fn a_listed_chunk_answered_absent_once_is_asked_again() {
         let store = MemoryStore::new();
-        let (asked, ask) = flaky(1);
-        let got = listed(&["a/1"]).confirm(&store, "a/1", || ask(&asked));
+        let asked = Cell::new(0);
+        let got = listed(&["a/1"]).confirm(&store, "a/1", || ask(&asked, 1));
         assert_eq!((got, asked.get()), (Ok(Some(7)), 2));
     }
 
@@ -111,15 +103,15 @@ mod tests {
     fn a_listed_chunk_always_absent_is_a_fault_unless_a_fresh_listing_lost_it() {
         let mut store = MemoryStore::new();
         store.insert("a/1", b"x".to_vec());
-        let (asked, ask) = flaky(u32::MAX);
-        let got = listed(&["a/1"]).confirm(&store, "a/1", || ask(&asked));
+        let asked = Cell::new(0);
+        let got = listed(&["a/1"]).confirm(&store, "a/1", || ask(&asked, u32::MAX));
         let err = got.unwrap_err();
         assert_eq!(err.cause, FetchCause::Store);
         assert!(err.message.contains("not read as the fill value"), "{err}");
         assert_eq!(asked.get(), 3);
         // Deleted since it was listed: the store says it does not exist now.
-        let (asked, ask) = flaky(u32::MAX);
-        let got = listed(&["a/1"]).confirm(&MemoryStore::new(), "a/1", || ask(&asked));
+        let asked = Cell::new(0);
+        let got = listed(&["a/1"]).confirm(&MemoryStore::new(), "a/1", || ask(&asked, u32::MAX));
         assert_eq!(got, Ok(None));
     }
 }
