@@ -123,9 +123,10 @@ impl ChunkReader {
     /// Tells the reader which objects (store keys) a listing of the array's prefix showed:
     /// from then on, a chunk or shard among them that the store answers as absent is asked
     /// for again, and read as the fill value only when a fresh listing no longer shows it
-    /// (else the read fails). Only the first call counts.
-    pub fn expect_listed(&self, keys: std::collections::HashSet<String>) {
-        self.listed.set(keys);
+    /// (else the read fails). Only the first call counts. True when one of them was answered
+    /// absent before, and so read as the fill value (which a cache above may keep).
+    pub fn expect_listed(&self, keys: std::collections::HashSet<String>) -> bool {
+        self.listed.set(keys)
     }
 
     /// The array's metadata.

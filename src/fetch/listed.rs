@@ -1,25 +1,63 @@
 //! Whether an absent chunk is missing or a fault: a chunk object the store's listing showed
 //! (when the array's prefix was listed, as a cache directory does for the array's identity)
 //! but that a read then finds absent (a transient 404) is asked for again, and read as the
-//! fill value only when a fresh listing no longer shows it; else the read fails.
+//! fill value only when a fresh listing no longer shows it; else the read fails. Absent answers
+//! given before the listing are remembered, so that the listing tells whether any of them was
+//! for an object it shows (its fill value may be kept by a cache above).
 
 use super::{FetchCause, FetchError};
 use crate::store::{EntryKind, Store};
 use std::collections::HashSet;
-use std::sync::OnceLock;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 /// The pauses before each new ask for a listed object the store answered as absent.
 const PAUSES: [Duration; 2] = [Duration::from_millis(200), Duration::from_secs(1)];
 
+/// Absent answers remembered before the listing, at most (more make every listed key doubtful).
+const EARLY_MAX: usize = 1024;
+
 /// The objects a listing of an array's prefix showed (store keys), once listed.
 #[derive(Default)]
-pub(super) struct Listed(OnceLock<HashSet<String>>);
+pub(super) struct Listed {
+    keys: OnceLock<HashSet<String>>,
+    /// Hashes of the keys answered absent before the listing, and whether there were more.
+    early: Mutex<(Vec<u64>, bool)>,
+}
+
+fn hash(key: &str) -> u64 {
+    let mut h = DefaultHasher::new();
+    key.hash(&mut h);
+    h.finish()
+}
 
 impl Listed {
-    /// Records the keys the listing showed (the first listing counts).
-    pub fn set(&self, keys: HashSet<String>) {
-        let _ = self.0.set(keys);
+    /// Records the keys the listing showed (the first listing counts); true when one of them
+    /// was answered absent before (read as the fill value).
+    pub fn set(&self, keys: HashSet<String>) -> bool {
+        let early = self.early.lock().unwrap_or_else(|p| p.into_inner());
+        let (absent, overflowed) = &*early;
+        let doubtful =
+            !keys.is_empty() && (*overflowed || keys.iter().any(|k| absent.contains(&hash(k))));
+        self.keys.set(keys).is_ok() && doubtful
+    }
+
+    /// Whether `key` is listed; when the listing is not known yet, remembers that `key` was
+    /// answered absent.
+    fn listed(&self, key: &str) -> bool {
+        let mut early = self.early.lock().unwrap_or_else(|p| p.into_inner());
+        match self.keys.get() {
+            Some(keys) => keys.contains(key),
+            None => {
+                if early.0.len() < EARLY_MAX {
+                    early.0.push(hash(key));
+                } else {
+                    early.1 = true;
+                }
+                false
+            }
+        }
     }
 
     /// `ask()`'s answer for the object `key` of `store`, where an absent answer is checked: an
@@ -34,7 +72,7 @@ impl Listed {
         if let Some(found) = ask()? {
             return Ok(Some(found));
         }
-        if !self.0.get().is_some_and(|keys| keys.contains(key)) {
+        if !self.listed(key) {
             return Ok(None);
         }
         for pause in PAUSES {
@@ -73,8 +111,24 @@ mod tests {
 
     fn listed(keys: &[&str]) -> Listed {
         let l = Listed::default();
-        l.set(keys.iter().map(|k| k.to_string()).collect());
+        assert!(!l.set(keys.iter().map(|k| k.to_string()).collect()));
         l
+    }
+
+    #[test]
+    fn a_listed_chunk_answered_absent_before_the_listing_makes_it_doubtful() {
+        let store = MemoryStore::new();
+        let asked = Cell::new(0);
+        let names = |keys: &[&str]| keys.iter().map(|k| k.to_string()).collect();
+        let l = Listed::default();
+        assert_eq!(l.confirm(&store, "a/3", || ask(&asked, u32::MAX)), Ok(None));
+        assert!(!l.set(names(&["a/0", "a/1"])), "a/3 is not listed: missing");
+        let l = Listed::default();
+        assert_eq!(l.confirm(&store, "a/1", || ask(&asked, u32::MAX)), Ok(None));
+        assert!(
+            l.set(names(&["a/0", "a/1"])),
+            "a/1 is listed: its fill was a fault"
+        );
     }
 
     /// An ask that answers absent `misses` times, then `Some(7)`, counting in `asked`.
