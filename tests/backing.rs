@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::float_store::{expected, files, write_store, CHUNK, N};
+use common::float_store::{expected, file_with_ext, files, write_store, CHUNK, N};
 use common::servers;
 use common::string_store;
 use std::path::Path;
@@ -95,13 +95,11 @@ fn the_bitmap_is_saved_while_an_array_is_being_written() {
         );
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    // The saved bitmap claims the first 12 KiB, which a crash now would keep.
-    let map = std::fs::read_dir(cache.path())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|e| e == "map"))
-        .unwrap();
-    assert_eq!(std::fs::read(map).unwrap()[0], 0b111);
+    // The saved bitmap (after the format's 8 bytes and a checksum per block) claims the first
+    // 12 KiB, which a crash now would keep.
+    let map = file_with_ext(cache.path(), "map");
+    let blocks = (N * 8).div_ceil(4096);
+    assert_eq!(std::fs::read(map).unwrap()[8 + 4 * blocks], 0b111);
     drop(v);
     assert_eq!(files(cache.path(), "part"), 1);
 }
@@ -224,11 +222,13 @@ fn the_budget_evicts_whole_arrays() {
         read(&view(store.path(), &dir), 0, (N * 8) as u32),
         expected(5.0)
     );
-    // The old array went whole: its data, its NPY file and its lock file.
+    // The old array went whole: its data, its NPY file, their checksums and its lock file.
     assert_eq!(files(cache.path(), "data"), 1);
+    assert_eq!(files(cache.path(), "sum"), 1);
     assert_eq!(files(cache.path(), "npy"), 0);
+    assert_eq!(files(cache.path(), "npysum"), 0);
     assert_eq!(files(cache.path(), "lock"), 1);
-    assert_eq!(std::fs::read_dir(cache.path()).unwrap().count(), 2);
+    assert_eq!(std::fs::read_dir(cache.path()).unwrap().count(), 3);
 }
 
 #[test]
@@ -324,4 +324,54 @@ fn a_string_array_is_cached_as_text_and_npy_and_a_changed_chunk_makes_them_stale
     assert_eq!(read_whole(&v, "strings.npy").0, changed_npy);
     drop(v);
     assert_eq!(files(cache.path(), "data"), 4);
+}
+
+#[test]
+fn a_byte_flipped_in_a_partial_backing_file_is_decoded_and_written_again() {
+    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write_store(store.path(), 8.0);
+    let dir = BackingDir::open(cache.path(), Some(1 << 30)).unwrap();
+    let v = view(store.path(), &dir);
+    assert_eq!(read(&v, 0, 8192), expected(8.0)[..8192]);
+    let part = file_with_ext(cache.path(), "part");
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(part)
+        .unwrap();
+    let mut byte = [0u8];
+    file.read_exact_at(&mut byte, 100).unwrap();
+    file.write_all_at(&[!byte[0]], 100).unwrap();
+    assert_eq!(read(&v, 0, 8192), expected(8.0)[..8192]);
+    assert_eq!(dir.hit_bytes(), 0, "a failing block is never copied out");
+    // Written again, and served from the file.
+    assert_eq!(read(&v, 0, 8192), expected(8.0)[..8192]);
+    assert_eq!(dir.hit_bytes(), 8192);
+}
+
+#[test]
+fn a_byte_flipped_in_a_file_this_mount_completed_is_never_handed_to_the_kernel() {
+    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write_store(store.path(), 6.0);
+    let dir = BackingDir::open(cache.path(), Some(1 << 30)).unwrap();
+    let v = view(store.path(), &dir);
+    assert_eq!(read(&v, 0, (N * 8) as u32), expected(6.0));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while files(cache.path(), "data") == 0 || files(cache.path(), "map") > 0 {
+        assert!(std::time::Instant::now() < deadline, "never completed");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    use std::os::unix::fs::FileExt;
+    let data = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(file_with_ext(cache.path(), "data"))
+        .unwrap();
+    data.write_all_at(&[0xff; 3], 3 * 4096 + 7).unwrap();
+    let ino = v.resolve("a").unwrap();
+    assert!(v.passthrough_file(ino).is_none());
+    assert_eq!(files(cache.path(), "data"), 0, "the bad file is removed");
+    assert_eq!(read(&v, 0, (N * 8) as u32), expected(6.0));
 }

@@ -119,10 +119,16 @@ fn a_daemon_killed_mid_write_leaves_nothing_that_passes_as_complete() {
 struct Tmpfs(tempfile::TempDir);
 
 impl Tmpfs {
+    /// A tmpfs of `size`, private to root (as a cache directory must be).
     fn new(size: &str) -> Tmpfs {
+        Tmpfs::with(&format!("size={size},mode=0700"))
+    }
+
+    /// A tmpfs mounted with `options`.
+    fn with(options: &str) -> Tmpfs {
         let dir = tempfile::tempdir().unwrap();
         let ok = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .args(["-t", "tmpfs", "-o", options, "tmpfs"])
             .arg(dir.path())
             .status()
             .unwrap()
@@ -238,4 +244,18 @@ fn a_string_array_is_served_from_its_backing_files_and_rebuilt_when_stale() {
     assert_eq!(read_both(&m), (changed, changed_npy));
     let (_, log) = m.stop();
     assert_eq!(log.matches("served from backing file").count(), 2, "{log}");
+}
+
+#[test]
+fn a_read_only_cache_dir_serves_uncached_with_a_log_line() {
+    if !common::mount::root_fuse_ready() {
+        return;
+    }
+    let store = tempfile::tempdir().unwrap();
+    write_store(store.path(), 2.5);
+    let read_only = Tmpfs::with("ro,size=1m,mode=0700");
+    let m = Mount::new(store.path(), &[&cache_arg(read_only.0.path())]);
+    assert_eq!(read_all(m.join("a")), expected(2.5));
+    let (_, log) = m.stop();
+    assert_eq!(log.matches("read-only").count(), 1, "{log}");
 }

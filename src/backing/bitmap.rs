@@ -49,6 +49,14 @@ impl Bitmap {
         }
     }
 
+    /// Marks block `b` absent (its bytes failed their checksum).
+    pub fn unset(&mut self, b: u64) {
+        if self.has(b) {
+            self.bits[(b / 8) as usize] &= !(1 << (b % 8));
+            self.present -= 1;
+        }
+    }
+
     /// True when every block is present.
     pub fn is_full(&self) -> bool {
         self.present == self.blocks

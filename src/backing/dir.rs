@@ -2,15 +2,19 @@
 
 use super::bitmap::Bitmap;
 use super::file::{BackingFile, Writing};
-use super::Identity;
+use super::owned::{
+    claim_dir, create_fresh, open_or_create, open_owned, read_owned, writable_dir, write_synced,
+};
+use super::sums::Sums;
+use super::{Held, Identity};
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::SystemTime;
 
 /// A directory of backing files shared by any number of mounts.
@@ -20,6 +24,8 @@ pub struct BackingDir {
     writable: AtomicBool,
     /// One eviction at a time in this process.
     evicting: Mutex<()>,
+    /// Per key, where this process holds the array's backing file (see [`BackingDir::hold`]).
+    held: Mutex<HashMap<String, Vec<Weak<Held>>>>,
     hit_bytes: AtomicU64,
     passthrough_opens: AtomicU64,
 }
@@ -57,23 +63,34 @@ fn try_lock(file: &File) -> bool {
 }
 
 impl BackingDir {
-    /// Uses (and creates) `root`, keeping at most `budget` bytes there (default: 10% of the
-    /// free space).
+    /// Uses (and creates, mode 0700) `root`, keeping at most `budget` bytes there (default:
+    /// 10% of the free space). `PermissionDenied` when another user owns it or may write into
+    /// it (see [`claim_dir`]). A directory the daemon cannot write into serves the complete
+    /// arrays it holds, with a log line.
     pub fn open(root: &Path, budget: Option<u64>) -> io::Result<Arc<Self>> {
-        std::fs::create_dir_all(root)?;
+        claim_dir(root)?;
         let budget = match budget {
             Some(b) => b,
             None => default_budget(root)?,
         };
-        log::info!(
-            "cache dir {}: up to {budget} bytes of decoded arrays",
-            root.display()
-        );
+        let writable = writable_dir(root);
+        if writable {
+            log::info!(
+                "cache dir {}: up to {budget} bytes of decoded arrays",
+                root.display()
+            );
+        } else {
+            log::warn!(
+                "cache dir {}: read-only; complete arrays in it are served, nothing is written",
+                root.display()
+            );
+        }
         Ok(Arc::new(BackingDir {
             root: root.to_path_buf(),
             budget,
-            writable: AtomicBool::new(true),
+            writable: AtomicBool::new(writable),
             evicting: Mutex::new(()),
+            held: Mutex::default(),
             hit_bytes: AtomicU64::new(0),
             passthrough_opens: AtomicU64::new(0),
         }))
@@ -125,18 +142,48 @@ impl BackingDir {
         self.root.join(format!("{key}.{ext}"))
     }
 
+    /// Registers `held`, which holds the backing file of `id`: this process's eviction of the
+    /// array empties it.
+    pub fn hold(&self, id: &Identity, held: &Arc<Held>) {
+        let mut all = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        all.retain(|_, slots| {
+            slots.retain(|s| s.strong_count() > 0);
+            !slots.is_empty()
+        });
+        all.entry(id.key().to_string())
+            .or_default()
+            .push(Arc::downgrade(held));
+    }
+
+    /// Lets go of the backing files of `key` this process holds (see [`BackingDir::hold`]);
+    /// one being attached right now is skipped (its next attach sees it removed).
+    fn let_go(&self, key: &str) {
+        let all = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        for held in all.get(key).into_iter().flatten().filter_map(Weak::upgrade) {
+            if let Ok(mut slot) = held.try_lock() {
+                slot.take_if(|f| f.key() == key);
+            }
+        }
+    }
+
+    /// Whether `file` is still `KEY.ext` (not evicted nor replaced).
+    pub(super) fn is_linked(&self, file: &File, key: &str, ext: &str) -> bool {
+        still_linked(file, &self.file_path(key, ext)).unwrap_or(false)
+    }
+
     /// Takes the flock of `KEY.lock` without waiting; `None` when another holds it. An evicter
     /// removes the lock file while holding it: a lock taken on a file no longer linked at the
     /// path is dropped and taken again on the path's new file.
     pub(super) fn take_lock(&self, key: &str) -> Option<File> {
         let path = self.file_path(key, "lock");
         loop {
-            let lock = OpenOptions::new()
-                .create(true)
-                .truncate(false)
-                .write(true)
-                .open(&path)
-                .ok()?;
+            let lock = match open_or_create(&path) {
+                Ok(lock) => lock,
+                Err(e) => {
+                    self.write_failed(&e, key);
+                    return None;
+                }
+            };
             if !try_lock(&lock) {
                 return None;
             }
@@ -184,8 +231,9 @@ impl BackingDir {
         self.complete_of(id, Some(size), label)
     }
 
-    /// The complete backing file with identity `id`, when it exists and has `size` bytes (when
-    /// given).
+    /// The complete backing file with identity `id`, when it exists, has `size` bytes (when
+    /// given) and every block matches its checksum in `KEY.sum` (read whole here: this runs at
+    /// the array's first open in a mount). One that does not is removed, with a log line.
     fn complete_of(
         self: &Arc<Self>,
         id: &Identity,
@@ -193,12 +241,22 @@ impl BackingDir {
         label: &str,
     ) -> Option<BackingFile> {
         let path = self.path(id, "data");
-        let file = File::open(&path).ok()?;
+        let file = open_owned(&path, false).ok()??;
         let len = file.metadata().ok()?.len();
         if size.is_some_and(|size| size != len) {
             return None;
         }
         let size = len;
+        if let Err(why) = verified(&file, size, &self.path(id, "sum")) {
+            log::warn!(
+                "{label}: backing file {} {why}: removed, the array is decoded again",
+                path.display()
+            );
+            for ext in ["data", "sum", "npy", "npysum"] {
+                let _ = std::fs::remove_file(self.path(id, ext));
+            }
+            return None;
+        }
         // The mtime orders the LRU.
         let _ = file.set_modified(SystemTime::now());
         log::info!("{label}: served from backing file {}", path.display());
@@ -218,31 +276,33 @@ impl BackingDir {
         lock: File,
         label: &str,
     ) -> io::Result<BackingFile> {
-        let (part, map, data) = (
+        let (part, map, data, sum) = (
             self.path(id, "part"),
             self.path(id, "map"),
             self.path(id, "data"),
+            self.path(id, "sum"),
         );
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .open(&part)?;
+        let file = match open_owned(&part, true)? {
+            Some(file) => file,
+            None => create_fresh(&part)?,
+        };
         let resumed = (file.metadata()?.len() == size)
-            .then(|| std::fs::read(&map).ok())
+            .then(|| read_owned(&map).ok().flatten())
             .flatten()
-            .and_then(|bytes| Bitmap::from_bytes(size, bytes));
-        let bitmap = match resumed {
-            Some(b) => {
+            .and_then(|bytes| {
+                let (sums, bits) = Sums::parse(size, &bytes)?;
+                Some((Bitmap::from_bytes(size, bits.to_vec())?, sums))
+            });
+        let written = match resumed {
+            Some(written) => {
                 log::info!("{label}: resuming backing file {}", part.display());
-                b
+                written
             }
             None => {
                 let _ = std::fs::remove_file(&map);
                 file.set_len(0)?;
                 file.set_len(size)?;
-                Bitmap::new(size)
+                (Bitmap::new(size), Sums::new(size))
             }
         };
         let _ = file.set_modified(SystemTime::now());
@@ -250,13 +310,14 @@ impl BackingDir {
             part,
             map,
             data,
-            _lock: lock,
+            sum,
+            lock: std::sync::Mutex::new(Some(lock)),
         };
         Ok(BackingFile::partial(
             self.clone(),
             file,
             size,
-            bitmap,
+            written,
             writing,
             id.key(),
             label,
@@ -264,10 +325,20 @@ impl BackingDir {
     }
 
     /// `KEY.npy` (NPY header then the array's bytes) when it is complete: `len` bytes long
-    /// (it is renamed into place only once synced).
+    /// (it is renamed into place only once synced) and matching its checksums (`KEY.npysum`,
+    /// read whole here); one that does not is removed, with a log line.
     pub(super) fn complete_npy(&self, key: &str, len: u64) -> Option<File> {
-        let file = File::open(self.file_path(key, "npy")).ok()?;
-        (file.metadata().ok()?.len() == len).then_some(file)
+        let path = self.file_path(key, "npy");
+        let file = open_owned(&path, false).ok()??;
+        if file.metadata().ok()?.len() != len {
+            return None;
+        }
+        if let Err(why) = verified(&file, len, &self.file_path(key, "npysum")) {
+            log::warn!("{} {why}: removed, written again", path.display());
+            let _ = std::fs::remove_file(&path);
+            return None;
+        }
+        Some(file)
     }
 
     /// Writes `KEY.npy` from the complete `KEY.data` (`data`, `size` bytes) under the array's
@@ -293,15 +364,12 @@ impl BackingDir {
         self.make_room(len, key);
         let (part, npy) = (self.file_path(key, "npypart"), self.file_path(key, "npy"));
         let written = (|| {
-            let mut out = OpenOptions::new()
-                .create(true)
-                .truncate(true)
-                .read(true)
-                .write(true)
-                .open(&part)?;
+            let mut out = create_fresh(&part)?;
             out.write_all(header)?;
             copy_range(data, &mut out, size)?;
             out.sync_all()?;
+            let sums = Sums::of_file(&out, len)?;
+            write_synced(&self.file_path(key, "npysum"), &sums.to_bytes())?;
             std::fs::rename(&part, &npy)?;
             File::open(&self.root)?.sync_all()?;
             Ok(out)
@@ -354,6 +422,7 @@ impl BackingDir {
                 let _ = std::fs::remove_file(self.file_path(&key, ext));
             }
             let _ = std::fs::remove_file(self.file_path(&key, "lock"));
+            self.let_go(&key);
             log::info!("cache dir {}: evicted {key}", self.root.display());
             used = used.saturating_sub(disk);
         }
@@ -372,7 +441,21 @@ fn still_linked(file: &File, path: &Path) -> io::Result<bool> {
 }
 
 /// The files of one array besides its lock file.
-const ARRAY_FILES: [&str; 5] = ["data", "part", "map", "npy", "npypart"];
+const ARRAY_FILES: [&str; 7] = ["data", "sum", "part", "map", "npy", "npysum", "npypart"];
+
+/// Checks the first `size` bytes of `file` against the checksums saved in `sums`; why not
+/// when they do not match.
+fn verified(file: &File, size: u64, sums: &Path) -> Result<(), String> {
+    let saved = read_owned(sums)
+        .map_err(|e| format!("has unreadable checksums ({e})"))?
+        .ok_or("has no checksums")?;
+    let (sums, _) = Sums::parse(size, &saved).ok_or("has checksums of another format")?;
+    match sums.verify(file, size) {
+        Ok(None) => Ok(()),
+        Ok(Some(b)) => Err(format!("fails its checksum at block {b}")),
+        Err(e) => Err(format!("cannot be read ({e})")),
+    }
+}
 
 /// Copies the first `size` bytes of `from` to the end of `to`: in the kernel
 /// (`copy_file_range`), else through a buffer.

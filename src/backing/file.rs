@@ -2,6 +2,8 @@
 
 use super::bitmap::Bitmap;
 use super::dir::BackingDir;
+use super::owned::write_synced;
+use super::sums::Sums;
 use super::BLOCK;
 use std::fs::File;
 use std::io;
@@ -17,17 +19,22 @@ use std::time::{Duration, Instant};
 /// read path): a crash loses at most about this much decoding.
 const SAVE_EVERY: Duration = Duration::from_secs(2);
 
-/// Where a file being written lives, and the lock that makes this mount its only writer.
+/// Where a file being written lives, and the lock that makes this mount its only writer
+/// (let go once the file is complete: a complete array needs none, and may then be evicted).
 pub(super) struct Writing {
     pub part: PathBuf,
     pub map: PathBuf,
     pub data: PathBuf,
-    pub _lock: File,
+    pub sum: PathBuf,
+    pub lock: Mutex<Option<File>>,
 }
 
 struct State {
-    /// `None` once complete.
+    /// `None` for a file complete when attached.
     map: Option<Bitmap>,
+    /// The checksums of the blocks written (with `map`): each is checked before the block is
+    /// served (a complete file is checked whole when attached).
+    sums: Option<Sums>,
     /// Blocks were written since the bitmap was last saved.
     unsaved: bool,
     /// When the bitmap was last saved (or the file opened).
@@ -40,6 +47,9 @@ struct Shared {
     size: u64,
     state: Mutex<State>,
     complete: AtomicBool,
+    /// Whether the complete file matches its checksums, once checked whole (at once for a
+    /// file complete when attached, which was checked then).
+    sound: OnceLock<bool>,
     writing: Option<Writing>,
     dir: Arc<BackingDir>,
     label: String,
@@ -76,38 +86,47 @@ impl BackingFile {
         Self::new(dir, file, size, None, key, label)
     }
 
-    /// A file being written (`KEY.part`): `map` says which blocks are present.
+    /// A file being written (`KEY.part`): `map` says which blocks are present, `sums` their
+    /// checksums.
     pub(super) fn partial(
         dir: Arc<BackingDir>,
         file: File,
         size: u64,
-        map: Bitmap,
+        (map, sums): (Bitmap, Sums),
         writing: Writing,
         key: &str,
         label: &str,
     ) -> Self {
-        Self::new(dir, file, size, Some((map, writing)), key, label)
+        Self::new(dir, file, size, Some((map, sums, writing)), key, label)
     }
 
     fn new(
         dir: Arc<BackingDir>,
         file: File,
         size: u64,
-        partial: Option<(Bitmap, Writing)>,
+        partial: Option<(Bitmap, Sums, Writing)>,
         key: &str,
         label: &str,
     ) -> Self {
-        let (map, writing) = partial.unzip();
+        let (map, sums, writing) = match partial {
+            Some((map, sums, writing)) => (Some(map), Some(sums), Some(writing)),
+            None => (None, None, None),
+        };
         BackingFile {
             shared: Arc::new(Shared {
                 file,
                 size,
                 state: Mutex::new(State {
                     map,
+                    sums,
                     unsaved: false,
                     saved: Instant::now(),
                 }),
                 complete: AtomicBool::new(writing.is_none()),
+                sound: match writing {
+                    None => OnceLock::from(true),
+                    Some(_) => OnceLock::new(),
+                },
                 writing,
                 dir,
                 label: label.to_string(),
@@ -124,14 +143,37 @@ impl BackingFile {
         self.shared.complete.load(Ordering::Acquire)
     }
 
+    /// True when this file was complete and has since been removed from the directory
+    /// (evicted, by any mount; one `stat`): its readers go on reading it, but it takes disk
+    /// space until let go.
+    pub fn removed(&self) -> bool {
+        self.is_complete()
+            && !self
+                .shared
+                .dir
+                .is_linked(&self.shared.file, &self.key, "data")
+    }
+
+    /// The name of the array's files.
+    pub(super) fn key(&self) -> &str {
+        &self.key
+    }
+
     /// Size of the file (of what it holds).
     pub fn size(&self) -> u64 {
         self.shared.size
     }
 
-    /// The open file (for passthrough, once complete).
-    pub fn file(&self) -> &File {
-        &self.shared.file
+    /// The open file, once complete, for the kernel to read directly (passthrough): checked
+    /// whole against its checksums at the first call for a file this mount wrote (one read
+    /// of the file). A file that fails is removed from the directory, with a log line, and
+    /// `None` returned from then on: reads copy from it, checking each block.
+    pub fn passthrough(&self) -> Option<&File> {
+        if !self.is_complete() {
+            return None;
+        }
+        let s = &self.shared;
+        s.sound.get_or_init(|| s.check_whole()).then_some(&s.file)
     }
 
     /// `A.npy` on local disk (`header`, then this file's bytes) once this file is complete,
@@ -139,9 +181,8 @@ impl BackingFile {
     /// (copied from this file in the kernel) and returns `None`, as do calls until it is done;
     /// meanwhile `A.npy` is served by copying from this file.
     pub fn npy_file(&self, header: &[u8]) -> Option<File> {
-        if !self.is_complete() {
-            return None;
-        }
+        // The NPY file is copied from this one: checked first.
+        self.passthrough()?;
         if let Some(npy) = self.npy.get() {
             return npy.try_clone().ok();
         }
@@ -211,17 +252,42 @@ impl BackingFile {
         runs
     }
 
-    /// Appends bytes `from..to` (present ones: see [`BackingFile::runs`]) to `out`.
+    /// Appends bytes `from..to` (present ones: see [`BackingFile::runs`]) to `out`. The
+    /// blocks of a file written in this mount are checked against their checksums: a block
+    /// that fails is marked absent (decoded and written again) with a log line, and the read
+    /// fails.
     pub fn read_into(&self, from: u64, to: u64, out: &mut Vec<u8>) -> io::Result<()> {
-        let at = out.len();
-        out.resize(at + (to - from) as usize, 0);
-        let read = self.shared.file.read_exact_at(&mut out[at..], from);
-        if read.is_err() {
-            out.truncate(at);
-        } else {
-            self.shared.dir.count_hit(to - from);
+        let s = &self.shared;
+        if lock(&s.state).sums.is_none() {
+            // Complete, and checked whole when attached.
+            let at = out.len();
+            out.resize(at + (to - from) as usize, 0);
+            let read = s.file.read_exact_at(&mut out[at..], from);
+            match read {
+                Ok(()) => s.dir.count_hit(to - from),
+                Err(_) => out.truncate(at),
+            }
+            return read;
         }
-        read
+        let (first, end) = (from / BLOCK, (to.div_ceil(BLOCK) * BLOCK).min(s.size));
+        let mut blocks = vec![0; (end - first * BLOCK) as usize];
+        s.file.read_exact_at(&mut blocks, first * BLOCK)?;
+        let mut state = lock(&s.state);
+        let state = &mut *state;
+        if let Some(bad) = state.sums.as_ref().and_then(|m| m.mismatch(first, &blocks)) {
+            if let Some(map) = state.map.as_mut() {
+                map.unset(bad);
+            }
+            log::warn!(
+                "{}: block {bad} of its backing file fails its checksum: decoded again",
+                s.label
+            );
+            return Err(io::ErrorKind::InvalidData.into());
+        }
+        let at = (from - first * BLOCK) as usize;
+        out.extend_from_slice(&blocks[at..at + (to - from) as usize]);
+        s.dir.count_hit(to - from);
+        Ok(())
     }
 
     /// Writes freshly decoded bytes of `A` at `offset` and records the blocks they fill; the
@@ -245,13 +311,23 @@ impl BackingFile {
         } else {
             end / BLOCK
         };
-        let mut state = lock(&s.state);
+        let mut guard = lock(&s.state);
+        let state = &mut *guard;
         // Once full, the file is being published: nothing more to record.
-        let Some(map) = state.map.as_mut().filter(|m| !m.is_full()) else {
+        let (Some(map), Some(sums)) =
+            (state.map.as_mut().filter(|m| !m.is_full()), &mut state.sums)
+        else {
             return;
         };
+        if first < last {
+            let at = (first * BLOCK - offset) as usize;
+            let whole = ((last * BLOCK).min(end) - offset) as usize;
+            sums.record(first, &bytes[at..whole]);
+        }
         (first..last).for_each(|b| map.set(b));
-        if map.is_full() {
+        let full = map.is_full();
+        let mut state = guard;
+        if full {
             state.unsaved = false;
             drop(state);
             return self.in_background(true, "backing-sync", Shared::publish);
@@ -282,46 +358,76 @@ impl BackingFile {
 }
 
 impl Shared {
+    /// Reads the whole (complete) file and checks it against the checksums recorded as it
+    /// was written; a block that fails is marked absent and the file removed from the
+    /// directory, with a log line.
+    fn check_whole(&self) -> bool {
+        let Some(sums) = lock(&self.state).sums.clone() else {
+            return true;
+        };
+        let bad = match sums.verify(&self.file, self.size) {
+            Ok(None) => return true,
+            Ok(Some(b)) => b,
+            Err(_) => 0,
+        };
+        if let Some(map) = lock(&self.state).map.as_mut() {
+            map.unset(bad);
+        }
+        log::warn!(
+            "{}: block {bad} of its backing file fails its checksum: the file is removed, reads decode that block again",
+            self.label
+        );
+        if let Some(w) = &self.writing {
+            for path in [&w.data, &w.sum] {
+                let _ = std::fs::remove_file(path);
+            }
+        }
+        false
+    }
+
     /// Saves the bitmap when `due` (a failure turns writing off).
     fn save_if(&self, due: impl Fn(&State) -> bool) {
         let Some(w) = &self.writing else { return };
-        let bits = {
+        let saving = {
             let mut state = lock(&self.state);
-            match &state.map {
-                Some(map) if due(&state) && self.dir.writable() => {
-                    let bits = map.as_bytes().to_vec();
+            match (&state.map, &state.sums) {
+                (Some(map), Some(sums)) if due(&state) && self.dir.writable() => {
+                    let mut saving = sums.to_bytes();
+                    saving.extend_from_slice(map.as_bytes());
                     state.unsaved = false;
                     state.saved = Instant::now();
-                    bits
+                    saving
                 }
                 _ => return,
             }
         };
-        // Every block in `bits` was written before its bit was set, and is synced next: the
-        // saved bitmap never claims unsynced blocks. Readers and writers go on meanwhile.
-        let saved = self.file.sync_data().and_then(|()| {
-            let tmp = w.map.with_extension("map.tmp");
-            std::fs::write(&tmp, bits)?;
-            File::open(&tmp)?.sync_all()?;
-            std::fs::rename(&tmp, &w.map)
-        });
+        // Every block in the bitmap was written before its bit was set, and is synced next:
+        // the saved bitmap never claims unsynced blocks. Readers and writers go on meanwhile.
+        let saved = self
+            .file
+            .sync_data()
+            .and_then(|()| write_synced(&w.map, &saving));
         if let Err(e) = saved {
             self.dir.write_failed(&e, &self.label);
         }
     }
 
-    /// Syncs the data and renames `KEY.part` to `KEY.data`; only then is the file complete
-    /// (reads go on meanwhile, served from the file).
+    /// Syncs the data, saves the checksums as `KEY.sum` and renames `KEY.part` to `KEY.data`;
+    /// only then is the file complete (reads go on meanwhile, served from the file), and the
+    /// lock is let go.
     fn publish(&self) {
         let Some(w) = &self.writing else { return };
+        let sums = lock(&self.state).sums.as_ref().map(Sums::to_bytes);
         let synced = self
             .file
             .sync_all()
+            .and_then(|()| write_synced(&w.sum, &sums.unwrap_or_default()))
             .and_then(|()| std::fs::rename(&w.part, &w.data));
         match synced.and_then(|()| File::open(self.dir.root())?.sync_all()) {
             Ok(()) => {
                 let _ = std::fs::remove_file(&w.map);
                 self.complete.store(true, Ordering::Release);
+                lock(&w.lock).take();
                 log::info!(
                     "{}: decoded completely into {}",
                     self.label,

@@ -1,7 +1,12 @@
 //! What a backing file is valid for.
 
 use crate::store::{EntryKind, Store, StoreError};
+use std::collections::HashSet;
 use std::time::UNIX_EPOCH;
+
+/// The format of the files in a cache directory, part of every key: files another version
+/// wrote are never read (they age out of the LRU), and the arrays are decoded again.
+const FORMAT: &[u8] = b"zarrfs backing files 2\0";
 
 /// The identity of an array's decoded bytes: the store's location, the array's path, its
 /// metadata document, and the name, size, modification time and version tag (the ETag remote
@@ -15,22 +20,23 @@ pub struct Identity {
 
 impl Identity {
     /// The identity of the array at `path` in `store` (opened from `location`), whose metadata
-    /// document serializes to `metadata`.
+    /// document serializes to `metadata`, and the keys of the objects the listing showed.
     pub fn of(
         store: &dyn Store,
         location: &str,
         path: &str,
         metadata: &[u8],
-    ) -> Result<Self, StoreError> {
-        let mut text = Vec::new();
+    ) -> Result<(Self, HashSet<String>), StoreError> {
+        let mut text = FORMAT.to_vec();
         for part in [location.as_bytes(), path.as_bytes(), metadata] {
             text.extend_from_slice(&(part.len() as u64).to_le_bytes());
             text.extend_from_slice(part);
         }
-        list_objects(store, path, &mut text)?;
-        Ok(Identity {
+        let listed = list_objects(store, path, &mut text)?;
+        let id = Identity {
             key: format!("{:016x}{:016x}", fnv1a(&text, 0), fnv1a(&text, 1)),
-        })
+        };
+        Ok((id, listed))
     }
 
     /// The identity of another file made from the same array (`kind`, e.g. `txt` for the
@@ -47,8 +53,14 @@ impl Identity {
     }
 }
 
-/// Appends the name, size, mtime and tag of every object below `prefix`, recursively, in listing order.
-fn list_objects(store: &dyn Store, prefix: &str, out: &mut Vec<u8>) -> Result<(), StoreError> {
+/// Appends the name, size, mtime and tag of every object below `prefix`, recursively, in
+/// listing order; returns their keys.
+fn list_objects(
+    store: &dyn Store,
+    prefix: &str,
+    out: &mut Vec<u8>,
+) -> Result<HashSet<String>, StoreError> {
+    let mut listed = HashSet::new();
     let mut pending = vec![prefix.to_string()];
     while let Some(dir) = pending.pop() {
         let mut entries = store.list_dir(&dir)?;
@@ -72,11 +84,12 @@ fn list_objects(store: &dyn Store, prefix: &str, out: &mut Vec<u8>) -> Result<()
                     out.extend_from_slice(&nanos.to_le_bytes());
                     out.extend_from_slice(e.tag.as_deref().unwrap_or("").as_bytes());
                     out.push(0);
+                    listed.insert(key);
                 }
             }
         }
     }
-    Ok(())
+    Ok(listed)
 }
 
 /// 64-bit FNV-1a of `bytes`, seeded by `seed` (two seeds give a 128-bit key).
@@ -132,6 +145,7 @@ mod tests {
         let key = |tag| {
             Identity::of(&OneChunk(tag), "s3://b/s.zarr", "a", b"{}")
                 .unwrap()
+                .0
                 .key()
                 .to_string()
         };

@@ -10,6 +10,14 @@
 //! array's identity (see [`Identity`]): when anything about the array changes, the key changes
 //! and the array is decoded again into a new file (the old one ages out of the LRU).
 //!
+//! The directory belongs to the daemon (see [`owned`]): created 0700, or refused when another
+//! user owns it or may write into it; every file is opened without following links and
+//! checked on its descriptor. Every block carries a CRC-32C recorded as it is written (see
+//! [`sums`]): blocks of a file being written are checked as they are copied out, a complete
+//! file is checked whole before its first use in a mount, and a block or file that fails is
+//! decoded again. Files of another format version are never read (the version is part of the
+//! key).
+//!
 //! A variable-length array's files (its text `A` and fixed-width `A.npy`, sizes known only
 //! after a scan) get backing files of their own, keyed `KEY.txt` and `KEY.npy` (see
 //! [`Identity::of_kind`]).
@@ -20,7 +28,8 @@
 //! Several mounts share a directory: the one holding `KEY.lock` (flock) writes `KEY.part` or
 //! `KEY.npy`; the others serve that array uncached until `KEY.data` appears. Whole arrays are
 //! evicted, least recently opened first, to keep the directory within its byte budget, each
-//! under its lock, the lock file last (see [`BackingDir`]). A write error
+//! under its lock, the lock file last (see [`BackingDir`]); a mount lets go of an array's lock
+//! once its file is complete, so the budget holds for what a live mount wrote too. A write error
 //! (a full disk) turns writing off for the whole directory with one log line; reads go on
 //! uncached.
 
@@ -28,9 +37,16 @@ mod bitmap;
 mod dir;
 mod file;
 mod identity;
+mod owned;
+mod sums;
 
 pub use dir::{default_budget, default_dir, BackingDir};
 pub use file::BackingFile;
+
+/// Where a file of a mount keeps its backing file: registered with [`BackingDir::hold`], it is
+/// emptied when this process evicts the array, so that the file's disk space is freed as soon
+/// as its last reader is done.
+pub type Held = std::sync::Mutex<Option<std::sync::Arc<BackingFile>>>;
 pub use identity::Identity;
 
 /// Bytes per block of the presence bitmap.

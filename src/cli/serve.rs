@@ -156,6 +156,9 @@ fn mount(p: Prepared) -> Result<Mounted, String> {
         };
         match crate::backing::BackingDir::open(&dir, p.options.cache_dir_size) {
             Ok(backing) => view.set_backing_dir(backing, store, &p.location),
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                return Err(format!("cache dir {}: {e}", dir.display()));
+            }
             Err(e) => log::warn!("cache dir {}: {e}; serving without it", dir.display()),
         }
     }

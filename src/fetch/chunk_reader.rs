@@ -2,6 +2,7 @@
 //! inner chunk of a shard.
 
 use super::fetched::Fetched;
+use super::listed::Listed;
 use super::shard_reader::ShardReader;
 use super::{FetchCause, FetchContext, FetchError};
 use crate::codec::{CodecError, DecodeTarget, Pipeline, ShardIndex, ShardedArray};
@@ -32,6 +33,8 @@ pub struct ChunkReader {
     chunk_bytes: u64,
     /// The largest stored object (or inner chunk range) accepted.
     max_object: u64,
+    /// The objects a listing of the array showed: an absent answer for one of them is a fault.
+    listed: Listed,
 }
 
 /// Runs `load`, turning a panic (in a decoder, or in the store below) into an error: a bug
@@ -101,6 +104,7 @@ impl ChunkReader {
             decoder,
             chunk_bytes,
             max_object,
+            listed: Listed::default(),
         })
     }
 
@@ -114,6 +118,15 @@ impl ChunkReader {
             self.decoder = Decoder::Whole(pipeline.limit_decoded(max));
         }
         self
+    }
+
+    /// Tells the reader which objects (store keys) a listing of the array's prefix showed:
+    /// from then on, a chunk or shard among them that the store answers as absent is asked
+    /// for again, and read as the fill value only when a fresh listing no longer shows it
+    /// (else the read fails). Only the first call counts. True when one of them was answered
+    /// absent before, and so read as the fill value (which a cache above may keep).
+    pub fn expect_listed(&self, keys: std::collections::HashSet<String>) -> bool {
+        self.listed.set(keys)
     }
 
     /// The array's metadata.
@@ -178,7 +191,13 @@ impl ChunkReader {
             Decoder::Sharded(shards) => {
                 let keys = &self.meta.chunk_keys;
                 return shards
-                    .load(&*self.store, keys, idx, self.max_object, ctx)
+                    .load(
+                        &*self.store,
+                        (keys, &self.listed),
+                        idx,
+                        self.max_object,
+                        ctx,
+                    )
                     .map_err(|e| e.context(self.display_path()));
             }
         };
@@ -287,8 +306,14 @@ impl ChunkReader {
         Ok(Some(true))
     }
 
-    /// The whole object `key`, refused unread beyond [`ChunkReader::max_object_len`] bytes.
+    /// The whole object `key`, refused unread beyond [`ChunkReader::max_object_len`] bytes;
+    /// an absent answer is checked against the listing (see [`ChunkReader::expect_listed`]).
     fn fetch_object(&self, key: &str) -> Result<Option<Fetched>, FetchError> {
+        self.listed
+            .confirm(&*self.store, key, || self.fetch_object_once(key))
+    }
+
+    fn fetch_object_once(&self, key: &str) -> Result<Option<Fetched>, FetchError> {
         let bound = self.max_object;
         let fill = |buf: &mut Vec<u8>| {
             self.store

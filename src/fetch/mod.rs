@@ -6,6 +6,7 @@ mod chunk_reader;
 mod context;
 mod error;
 mod fetched;
+mod listed;
 mod shard_reader;
 
 pub use chunk_reader::ChunkReader;

@@ -2,6 +2,7 @@
 //! the last bytes of the shard with its size, or its first bytes; decoded once and kept by the
 //! [`FetchContext`]), then one ranged read per inner chunk. A whole shard is never read.
 
+use super::listed::Listed;
 use super::{FetchCause, FetchContext, FetchError, Index};
 use crate::codec::ShardedArray;
 use crate::meta::ChunkKeys;
@@ -26,12 +27,12 @@ impl ShardReader {
     }
 
     /// Fetches and decodes the inner chunk at read-grid index `idx` of the array whose shards
-    /// `keys` names; `Ok(None)` when its shard or its index entry is absent. Inner chunks
-    /// stored in more than `max_len` bytes are refused unread.
+    /// `keys` names; `Ok(None)` when its shard (checked against `listed`) or its index entry
+    /// is absent. Inner chunks stored in more than `max_len` bytes are refused unread.
     pub fn load(
         &self,
         store: &dyn Store,
-        keys: &ChunkKeys,
+        (keys, listed): (&ChunkKeys, &Listed),
         idx: &[u64],
         max_len: u64,
         ctx: &dyn FetchContext,
@@ -40,7 +41,9 @@ impl ShardReader {
         let key = keys.key(&shard);
         let context = |e: FetchError| e.context(format!("shard {key}"));
         let index = ctx
-            .shard_index(&key, &mut || self.load_index(store, &key))
+            .shard_index(&key, &mut || {
+                listed.confirm(store, &key, || self.load_index(store, &key))
+            })
             .map_err(context)?;
         let Some(range) = index.and_then(|index| index.get(inner)) else {
             return Ok(None);

@@ -75,10 +75,12 @@ impl ArrayFile {
 
     /// Attaches the array's backing file in `backing` (see [`crate::backing`]).
     pub fn attach_backing(&self, backing: &Backing) {
-        if self.data_size > 0 && self.source.is_ok() {
+        let Ok(source) = &self.source else { return };
+        if self.data_size > 0 {
             let label = self.display_path();
             let names = (self.path.as_str(), label);
-            if let Some(id) = self.identity.get(backing, names, &self.metadata) {
+            let reader = &source.reader;
+            if let Some(id) = self.identity.get(backing, names, &self.metadata, reader) {
                 self.backing
                     .attach(backing, id, label, Some(self.data_size));
             }

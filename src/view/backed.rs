@@ -1,9 +1,10 @@
 //! Arrays served from, and written into, backing files (see [`crate::backing`]).
 
 use super::ViewError;
-use crate::backing::{BackingDir, BackingFile, Identity};
+use crate::backing::{BackingDir, BackingFile, Held, Identity};
+use crate::fetch::ChunkReader;
 use crate::store::Store;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 /// The cache directory of a view and what identifies its arrays.
 pub(super) struct Backing {
@@ -17,21 +18,35 @@ pub(super) struct Backing {
 pub(super) struct ArrayIdentity(OnceLock<Option<Identity>>);
 
 impl ArrayIdentity {
-    /// The identity of the array at `path` (`label` in logs; `metadata` its document): one
-    /// listing of its chunks, at the first call; `None` when the store could not be listed.
+    /// The identity of the array at `path` (`label` in logs; `metadata` its document, `reader`
+    /// its chunk reader): one listing of its chunks, at the first call, which the reader is
+    /// told of (a chunk listed but then answered as absent is a fault, never the fill value
+    /// written into a backing file); `None` when the store could not be listed, or when a
+    /// chunk it lists was read as the fill value before (by a slice or a preview read before
+    /// the array's first open: that fill may be in the chunk cache, so the array is not
+    /// cached on disk in this mount).
     pub fn get(
         &self,
         backing: &Backing,
         (path, label): (&str, &str),
         metadata: &[u8],
+        reader: &ChunkReader,
     ) -> Option<&Identity> {
         self.0
             .get_or_init(|| {
-                Identity::of(backing.store.as_ref(), &backing.location, path, metadata)
-                    .map_err(|e| {
-                        log::warn!("{label}: cannot list its chunks: {e}; served uncached")
-                    })
-                    .ok()
+                match Identity::of(backing.store.as_ref(), &backing.location, path, metadata) {
+                    Ok((id, listed)) => {
+                        if reader.expect_listed(listed) {
+                            log::warn!("{label}: a chunk its listing shows was read as absent before (a fault of the store?); not cached on disk in this mount");
+                            return None;
+                        }
+                        Some(id)
+                    }
+                    Err(e) => {
+                        log::warn!("{label}: cannot list its chunks: {e}; served uncached");
+                        None
+                    }
+                }
             })
             .as_ref()
     }
@@ -40,7 +55,7 @@ impl ArrayIdentity {
 /// One file's link to its backing file.
 #[derive(Default)]
 pub(super) struct ArrayBacking {
-    file: Mutex<Option<Arc<BackingFile>>>,
+    file: Arc<Held>,
 }
 
 impl ArrayBacking {
@@ -51,16 +66,21 @@ impl ArrayBacking {
 
     /// Attaches the backing file with identity `id` (of the file `label`) unless attached
     /// already (at every call until it is: another mount may have finished writing it
-    /// meanwhile). `size` is the file's size; `None` when not known yet: then only a complete
-    /// backing file is attached, of the size it has.
+    /// meanwhile), or again when the attached one was evicted by another mount since (this
+    /// mount's evictions let go of it at once: see [`BackingDir::hold`]). `size` is the file's
+    /// size; `None` when not known yet: then only a complete backing file is attached, of the
+    /// size it has.
     pub fn attach(&self, backing: &Backing, id: &Identity, label: &str, size: Option<u64>) {
         let mut slot = self.file.lock().unwrap_or_else(|p| p.into_inner());
-        if slot.is_none() {
+        if slot.as_ref().is_none_or(|f| f.removed()) {
             *slot = match size {
                 Some(size) => backing.dir.attach(id, size, label),
                 None => backing.dir.attach_complete(id, label),
             }
             .map(Arc::new);
+            if slot.is_some() {
+                backing.dir.hold(id, &self.file);
+            }
         }
     }
 }

@@ -314,18 +314,18 @@ impl View {
         match self.inode(ino).ok()?.content {
             Content::Data(a) => self.arrays[a as usize]
                 .complete_backing()?
-                .file()
+                .passthrough()?
                 .try_clone()
                 .ok(),
             Content::Npy(a) => self.arrays[a as usize].npy_backing(),
             Content::Text(a) => self.vlen[a as usize]
                 .complete_backing(Part::Text)?
-                .file()
+                .passthrough()?
                 .try_clone()
                 .ok(),
             Content::TextNpy(a) => self.vlen[a as usize]
                 .complete_backing(Part::Npy)?
-                .file()
+                .passthrough()?
                 .try_clone()
                 .ok(),
             _ => None,

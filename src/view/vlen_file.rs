@@ -403,7 +403,8 @@ impl VlenFile {
         };
         let label = self.shown();
         let names = (self.path.as_str(), label);
-        if let Some(id) = self.identity.get(backing, names, &self.metadata) {
+        let reader = &self.source.reader;
+        if let Some(id) = self.identity.get(backing, names, &self.metadata, reader) {
             let kind = match part {
                 Part::Text => "txt",
                 Part::Npy => "npy",

@@ -47,3 +47,12 @@ pub fn files(dir: &Path, ext: &str) -> usize {
         })
         .count()
 }
+
+/// The (first) file in `dir` ending in `.ext`.
+pub fn file_with_ext(dir: &Path, ext: &str) -> std::path::PathBuf {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == ext))
+        .unwrap_or_else(|| panic!("no .{ext} file in {}", dir.display()))
+}

@@ -112,6 +112,12 @@ pub struct Mount {
 impl Mount {
     /// Mounts `store` with extra command-line `args`; panics (after cleaning up) if it fails.
     pub fn new(store: &Path, args: &[&str]) -> Mount {
+        Mount::try_new(store, args).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Mounts `store` with extra command-line `args`; what zarrfs said when it exits before
+    /// mounting.
+    pub fn try_new(store: &Path, args: &[&str]) -> Result<Mount, String> {
         let dir = tempfile::tempdir().unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_zarrfs"))
             .arg("-f")
@@ -131,10 +137,10 @@ impl Mount {
         while !is_fuse_mount(m.path()) {
             if let Some(status) = m.child.as_mut().unwrap().try_wait().unwrap() {
                 let out = m.child.take().unwrap().wait_with_output().unwrap();
-                panic!(
+                return Err(format!(
                     "zarrfs exited ({status}) before mounting: {}",
                     String::from_utf8_lossy(&out.stderr)
-                );
+                ));
             }
             assert!(
                 Instant::now() < deadline,
@@ -143,7 +149,7 @@ impl Mount {
             );
             std::thread::sleep(Duration::from_millis(10));
         }
-        m
+        Ok(m)
     }
 
     /// Process id of the zarrfs daemon.

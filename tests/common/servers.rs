@@ -192,12 +192,14 @@ pub fn http_server(root: &Path) -> Server {
     Server::start(start, dir)
 }
 
-/// A Python HTTP proxy in front of `upstream` that injects faults on command: `fail N` answers
-/// the next N requests with 503, `sleep S` holds every answer S seconds, `ok` proxies.
+/// A Python HTTP proxy in front of `upstream` (HTTP, or S3: signed requests pass unchanged)
+/// that injects faults on command: `fail N` answers
+/// the next N requests with 503, `gone/N/PATH` the next N requests for the path ending in
+/// `/PATH` with 404, `sleep S` holds every answer S seconds, `ok` proxies.
 const FAULT_PROXY: &str = r#"
 import http.client, http.server, sys, threading, time
 upstream_port = int(sys.argv[2])
-state = {"fail": 0, "sleep": 0.0, "failed": 0}
+state = {"fail": 0, "sleep": 0.0, "failed": 0, "gone": 0, "gone_path": None}
 lock = threading.Lock()
 
 class Proxy(http.server.BaseHTTPRequestHandler):
@@ -219,8 +221,11 @@ class Proxy(http.server.BaseHTTPRequestHandler):
                 state["fail"] = int(arg)
             elif word == "sleep":
                 state["sleep"] = float(arg)
+            elif word == "gone":
+                n, _, path = arg.partition("/")
+                state["gone"], state["gone_path"] = int(n), "/" + path
             elif word == "ok":
-                state["fail"], state["sleep"] = 0, 0.0
+                state["fail"], state["sleep"], state["gone"] = 0, 0.0, 0
             body = str(state["failed"]).encode()
         self.reply(200, body)
     def proxy(self):
@@ -231,12 +236,20 @@ class Proxy(http.server.BaseHTTPRequestHandler):
             if failing:
                 state["fail"] -= 1
                 state["failed"] += 1
+            gone = state["gone"] > 0 and self.path.split("?")[0].endswith(state["gone_path"])
+            if gone:
+                state["gone"] -= 1
+                state["failed"] += 1
             pause = state["sleep"]
         if failing:
             return self.reply(503, b"injected")
+        if gone:
+            body = b"<?xml version=\"1.0\"?><Error><Code>NoSuchKey</Code><Message>injected</Message></Error>"
+            return self.reply(404, body, [("Content-Type", "application/xml")])
         time.sleep(pause)
         conn = http.client.HTTPConnection("127.0.0.1", upstream_port, timeout=30)
-        headers = {k: v for k, v in self.headers.items() if k.lower() in ("range", "if-none-match")}
+        signed = ("host", "authorization", "range", "if-none-match")
+        headers = {k: v for k, v in self.headers.items() if k.lower() in signed or k.lower().startswith("x-amz-")}
         conn.request(self.command, self.path, headers=headers)
         resp = conn.getresponse()
         body = resp.read()

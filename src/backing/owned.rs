@@ -1,0 +1,189 @@
+//! The cache directory belongs to the daemon: it is created private (0700) or refused when
+//! someone else could write into it, and every file in it is opened without following a
+//! symbolic link and checked on its open descriptor (a regular file of the daemon's user), so a
+//! file planted there (a link to another file, a file of another user) is never served nor
+//! written through: it is removed, and the array decoded again.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::Path;
+
+/// The daemon's effective user.
+fn euid() -> u32 {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Creates `root` (mode 0700) or checks that it is a directory of the daemon's user that no
+/// group or other user may write into; `PermissionDenied` with the reason otherwise.
+pub fn claim_dir(root: &Path) -> io::Result<()> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(root)?;
+    let meta = std::fs::metadata(root)?;
+    let refuse = |why: String| {
+        Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("{why}; another user could plant files there, so it is refused (use a directory only this user can write, e.g. one zarrfs creates)"),
+        ))
+    };
+    if !meta.is_dir() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a directory",
+        ));
+    }
+    if meta.uid() != euid() {
+        return refuse(format!(
+            "owned by uid {}, not by this daemon's user (uid {})",
+            meta.uid(),
+            euid()
+        ));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return refuse(format!(
+            "writable by group or others (mode {:o})",
+            meta.mode() & 0o7777
+        ));
+    }
+    Ok(())
+}
+
+/// True when the daemon may create files in `root` (false on a read-only file system or
+/// directory).
+pub fn writable_dir(root: &Path) -> bool {
+    let Ok(c) = std::ffi::CString::new(root.as_os_str().as_encoded_bytes()) else {
+        return false;
+    };
+    // SAFETY: access with a valid path.
+    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+}
+
+/// Opens the existing file `path` (for writing too with `write`) without following a link:
+/// `None` when there is none. A link, a special file or a file of another user is removed
+/// with a log line and counts as absent.
+pub fn open_owned(path: &Path, write: bool) -> io::Result<Option<File>> {
+    let opened = OpenOptions::new()
+        .read(true)
+        .write(write)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path);
+    let file = match opened {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        // A link (ELOOP) or a FIFO without a writer (ENXIO).
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENXIO)) => {
+            discard(path, "a link or special file");
+            return Ok(None);
+        }
+        Err(e) => return Err(e),
+    };
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        discard(path, "not a regular file");
+        return Ok(None);
+    }
+    if meta.uid() != euid() {
+        discard(path, &format!("owned by uid {}", meta.uid()));
+        return Ok(None);
+    }
+    Ok(Some(file))
+}
+
+/// Opens `path`, creating it (mode 0600) when absent, as [`open_owned`] does.
+pub fn open_or_create(path: &Path) -> io::Result<File> {
+    loop {
+        if let Some(file) = open_owned(path, true)? {
+            return Ok(file);
+        }
+        match create_new(path) {
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            other => return other,
+        }
+    }
+}
+
+/// Creates `path` afresh (mode 0600, `O_EXCL`: never through a link), removing what is there.
+pub fn create_fresh(path: &Path) -> io::Result<File> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    create_new(path)
+}
+
+fn create_new(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+}
+
+/// Reads the whole file `path` (as [`open_owned`]), `None` when absent.
+pub fn read_owned(path: &Path) -> io::Result<Option<Vec<u8>>> {
+    let Some(mut file) = open_owned(path, false)? else {
+        return Ok(None);
+    };
+    let mut bytes = Vec::new();
+    io::Read::read_to_end(&mut file, &mut bytes)?;
+    Ok(Some(bytes))
+}
+
+/// Writes `bytes` to `path` through a fresh `PATH.tmp`, synced, then renamed into place.
+pub fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = Path::new(&tmp);
+    let mut file = create_fresh(tmp)?;
+    io::Write::write_all(&mut file, bytes)?;
+    file.sync_all()?;
+    std::fs::rename(tmp, path)
+}
+
+fn discard(path: &Path, why: &str) {
+    log::warn!(
+        "cache dir: {} is {why}, not a file zarrfs wrote: removed, never read nor written through",
+        path.display()
+    );
+    let _ = std::fs::remove_file(path);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_link_is_removed_not_followed_and_a_fresh_file_is_created() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"precious").unwrap();
+        let planted = dir.path().join("k.part");
+        std::os::unix::fs::symlink(&victim, &planted).unwrap();
+        assert!(open_owned(&planted, true).unwrap().is_none());
+        assert!(!planted.exists() && std::fs::symlink_metadata(&planted).is_err());
+        std::os::unix::fs::symlink(&victim, &planted).unwrap();
+        let file = open_or_create(&planted).unwrap();
+        file.set_len(3).unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+        assert!(std::fs::symlink_metadata(&planted).unwrap().is_file());
+    }
+
+    #[test]
+    fn a_directory_others_may_write_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("cache");
+        claim_dir(&root).unwrap();
+        let mode = std::fs::metadata(&root).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let e = claim_dir(&root).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::PermissionDenied);
+        assert!(e.to_string().contains("writable by group or others"), "{e}");
+    }
+}

@@ -1,0 +1,171 @@
+//! Whether an absent chunk is missing or a fault: a chunk object the store's listing showed
+//! (when the array's prefix was listed, as a cache directory does for the array's identity)
+//! but that a read then finds absent (a transient 404) is asked for again, and read as the
+//! fill value only when a fresh listing no longer shows it; else the read fails. Absent answers
+//! given before the listing are remembered, so that the listing tells whether any of them was
+//! for an object it shows (its fill value may be kept by a cache above).
+
+use super::{FetchCause, FetchError};
+use crate::store::{EntryKind, Store};
+use std::collections::HashSet;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+/// The pauses before each new ask for a listed object the store answered as absent.
+const PAUSES: [Duration; 2] = [Duration::from_millis(200), Duration::from_secs(1)];
+
+/// Absent answers remembered before the listing, at most (more make every listed key doubtful).
+const EARLY_MAX: usize = 1024;
+
+/// The objects a listing of an array's prefix showed (store keys), once listed.
+#[derive(Default)]
+pub(super) struct Listed {
+    keys: OnceLock<HashSet<String>>,
+    /// Hashes of the keys answered absent before the listing, and whether there were more.
+    early: Mutex<(Vec<u64>, bool)>,
+}
+
+fn hash(key: &str) -> u64 {
+    let mut h = DefaultHasher::new();
+    key.hash(&mut h);
+    h.finish()
+}
+
+impl Listed {
+    /// Records the keys the listing showed (the first listing counts); true when one of them
+    /// was answered absent before (read as the fill value).
+    pub fn set(&self, keys: HashSet<String>) -> bool {
+        let early = self.early.lock().unwrap_or_else(|p| p.into_inner());
+        let (absent, overflowed) = &*early;
+        let doubtful =
+            !keys.is_empty() && (*overflowed || keys.iter().any(|k| absent.contains(&hash(k))));
+        self.keys.set(keys).is_ok() && doubtful
+    }
+
+    /// Whether `key` is listed; when the listing is not known yet, remembers that `key` was
+    /// answered absent.
+    fn listed(&self, key: &str) -> bool {
+        let mut early = self.early.lock().unwrap_or_else(|p| p.into_inner());
+        match self.keys.get() {
+            Some(keys) => keys.contains(key),
+            None => {
+                if early.0.len() < EARLY_MAX {
+                    early.0.push(hash(key));
+                } else {
+                    early.1 = true;
+                }
+                false
+            }
+        }
+    }
+
+    /// `ask()`'s answer for the object `key` of `store`, where an absent answer is checked: an
+    /// object the listing showed is asked for again, and counts as absent only when a fresh
+    /// listing of its prefix no longer shows it; otherwise the answer is an error.
+    pub fn confirm<T>(
+        &self,
+        store: &dyn Store,
+        key: &str,
+        mut ask: impl FnMut() -> Result<Option<T>, FetchError>,
+    ) -> Result<Option<T>, FetchError> {
+        if let Some(found) = ask()? {
+            return Ok(Some(found));
+        }
+        if !self.listed(key) {
+            return Ok(None);
+        }
+        for pause in PAUSES {
+            std::thread::sleep(pause);
+            if let Some(found) = ask()? {
+                log::warn!(
+                    "{key}: answered as absent, then found when asked again (a transient fault)"
+                );
+                return Ok(Some(found));
+            }
+        }
+        let (prefix, name) = key.rsplit_once('/').unwrap_or(("", key));
+        let still_listed = store
+            .list_dir(prefix)?
+            .iter()
+            .any(|e| e.name == name && matches!(e.kind, EntryKind::Object(_)));
+        if !still_listed {
+            log::info!("{key}: removed from the store since it was listed: read as the fill value");
+            return Ok(None);
+        }
+        Err(FetchError::new(
+            FetchCause::Store,
+            format!(
+                "{key}: the store lists it but answered {} times that it does not exist; a fault, not read as the fill value",
+                PAUSES.len() + 1
+            ),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::MemoryStore;
+    use std::cell::Cell;
+
+    fn listed(keys: &[&str]) -> Listed {
+        let l = Listed::default();
+        assert!(!l.set(keys.iter().map(|k| k.to_string()).collect()));
+        l
+    }
+
+    #[test]
+    fn a_listed_chunk_answered_absent_before_the_listing_makes_it_doubtful() {
+        let store = MemoryStore::new();
+        let asked = Cell::new(0);
+        let names = |keys: &[&str]| keys.iter().map(|k| k.to_string()).collect();
+        let l = Listed::default();
+        assert_eq!(l.confirm(&store, "a/3", || ask(&asked, u32::MAX)), Ok(None));
+        assert!(!l.set(names(&["a/0", "a/1"])), "a/3 is not listed: missing");
+        let l = Listed::default();
+        assert_eq!(l.confirm(&store, "a/1", || ask(&asked, u32::MAX)), Ok(None));
+        assert!(
+            l.set(names(&["a/0", "a/1"])),
+            "a/1 is listed: its fill was a fault"
+        );
+    }
+
+    /// An ask that answers absent `misses` times, then `Some(7)`, counting in `asked`.
+    fn ask(asked: &Cell<u32>, misses: u32) -> Result<Option<u8>, FetchError> {
+        asked.set(asked.get() + 1);
+        Ok((asked.get() > misses).then_some(7))
+    }
+
+    #[test]
+    fn an_unlisted_absent_chunk_is_absent_at_the_first_answer() {
+        let store = MemoryStore::new();
+        let asked = Cell::new(0);
+        let got = listed(&["a/0"]).confirm(&store, "a/1", || ask(&asked, u32::MAX));
+        assert_eq!((got, asked.get()), (Ok(None), 1));
+    }
+
+    #[test]
+    fn a_listed_chunk_answered_absent_once_is_asked_again() {
+        let store = MemoryStore::new();
+        let asked = Cell::new(0);
+        let got = listed(&["a/1"]).confirm(&store, "a/1", || ask(&asked, 1));
+        assert_eq!((got, asked.get()), (Ok(Some(7)), 2));
+    }
+
+    #[test]
+    fn a_listed_chunk_always_absent_is_a_fault_unless_a_fresh_listing_lost_it() {
+        let mut store = MemoryStore::new();
+        store.insert("a/1", b"x".to_vec());
+        let asked = Cell::new(0);
+        let got = listed(&["a/1"]).confirm(&store, "a/1", || ask(&asked, u32::MAX));
+        let err = got.unwrap_err();
+        assert_eq!(err.cause, FetchCause::Store);
+        assert!(err.message.contains("not read as the fill value"), "{err}");
+        assert_eq!(asked.get(), 3);
+        // Deleted since it was listed: the store says it does not exist now.
+        let asked = Cell::new(0);
+        let got = listed(&["a/1"]).confirm(&MemoryStore::new(), "a/1", || ask(&asked, u32::MAX));
+        assert_eq!(got, Ok(None));
+    }
+}
