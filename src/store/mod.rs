@@ -9,11 +9,14 @@ mod counting;
 mod dir;
 mod error;
 mod faulty;
+mod kerchunk;
 mod key;
 mod location;
 mod memory;
 mod object;
+mod references;
 mod remote_zip;
+mod targets;
 mod zip;
 
 pub use client::RemoteOptions;
@@ -23,12 +26,13 @@ pub use error::StoreError;
 pub use faulty::{Fault, FaultyStore};
 pub use key::{accept_key, accept_name, check_key, check_name};
 pub use location::{LocalKind, Location};
-pub use memory::{list_map, MemoryStore};
+pub use memory::{list_map, list_sized, MemoryStore};
 pub use object::ObjectStoreBackend;
 pub use remote_zip::RemoteZip;
 pub use zip::{ZipBytes, ZipStore};
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 /// What a listing says of one child of a prefix.
@@ -158,7 +162,9 @@ pub fn open(location: &str) -> Result<Box<dyn Store>, StoreError> {
 
 /// Opens the store a command-line argument names: a directory or `.zip` file (a path or a
 /// `file://` URL), or a remote store (`s3://`, `gs://`, `az://`, `abfs://`, `http(s)://`, and
-/// netCDF's `#mode=` URLs). Remote stores make no request here.
+/// netCDF's `#mode=` URLs); a kerchunk reference set (a JSON file, or a Parquet directory) or an
+/// Icechunk repository at any of those places is recognised from its layout. Remote stores make
+/// no request here, except to recognise a repository or reference set.
 pub fn open_with(location: &str, remote: &RemoteOptions) -> Result<Box<dyn Store>, StoreError> {
     let parsed = location::parse(location)?;
     let Location::Local { path, kind } = &parsed else {
@@ -168,7 +174,16 @@ pub fn open_with(location: &str, remote: &RemoteOptions) -> Result<Box<dyn Store
             // The URL is the zip object itself: its key in `object` is the empty key.
             return Ok(Box::new(RemoteZip::new(Box::new(object), "", &url)));
         }
-        return Ok(Box::new(object));
+        if location::names_json(location) {
+            // A JSON reference set, likewise the object itself.
+            return Ok(Box::new(kerchunk::open_json(
+                Arc::new(object),
+                "",
+                &url,
+                remote,
+            )?));
+        }
+        return recognise(Box::new(object), &url, remote);
     };
     let shown = path.display().to_string();
     let meta = std::fs::metadata(path).map_err(|e| StoreError::io(&shown, e))?;
@@ -179,12 +194,50 @@ pub fn open_with(location: &str, remote: &RemoteOptions) -> Result<Box<dyn Store
         LocalKind::Zip if !meta.is_file() => Err(StoreError::Invalid(format!(
             "{shown}: mode=zip names a zip file, but this is not a file"
         ))),
-        _ if meta.is_dir() => Ok(Box::new(DirStore::new(path)?)),
+        _ if meta.is_dir() => recognise(Box::new(DirStore::new(path)?), &shown, remote),
+        _ if meta.is_file() && *kind != LocalKind::Zip && starts_like_json(path) => {
+            let (dir, name) = match (path.parent(), path.file_name()) {
+                (Some(d), Some(n)) if !d.as_os_str().is_empty() => (d, n),
+                (_, Some(n)) => (Path::new("."), n),
+                _ => return Err(StoreError::Invalid(format!("{shown}: not a file name"))),
+            };
+            let home = Arc::new(DirStore::new(dir)?);
+            let key = name.to_string_lossy();
+            Ok(Box::new(kerchunk::open_json(home, &key, &shown, remote)?))
+        }
         _ if meta.is_file() => Ok(Box::new(ZipStore::open(path)?)),
         _ => Err(StoreError::Invalid(format!(
             "{shown}: neither a directory nor a zip file"
         ))),
     }
+}
+
+/// A directory or prefix as it is: a Parquet reference directory (a `.zmetadata` with a
+/// `record_size`, no `.zgroup`) or a Zarr store.
+fn recognise(
+    store: Box<dyn Store>,
+    location: &str,
+    remote: &RemoteOptions,
+) -> Result<Box<dyn Store>, StoreError> {
+    let index = store.head(".zmetadata")?.is_some() && store.head(".zgroup")?.is_none();
+    if index {
+        let zmetadata = store.get_bounded(".zmetadata", 1 << 30)?;
+        if zmetadata.is_some_and(|z| kerchunk::is_reference_index(&z.bytes)) {
+            let home = Arc::from(store);
+            return Ok(Box::new(kerchunk::open_parquet(home, location, remote)?));
+        }
+    }
+    Ok(store)
+}
+
+/// True when the file at `path` starts (after white space) with `{`: a JSON document, not a zip.
+fn starts_like_json(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 64];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .unwrap_or(0);
+    head[..n].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
 }
 
 /// True when `location` names a remote store (a URL other than `file://`).
