@@ -145,8 +145,28 @@ fn bad_url(url: &str) -> StoreError {
 }
 
 /// A target as a URL: `file:///abs/path` for local paths (relative ones below `base`), schemes
-/// spelled as zarrfs knows them (`s3a://` is `s3://`, `gcs://` is `gs://`).
+/// spelled as zarrfs knows them (`s3a://` is `s3://`, `gcs://` is `gs://`), `.` and `..`
+/// segments resolved (`dir/../x.nc` is beside `dir`, and must be allowed there).
 fn as_url(target: &str, base: &str) -> Result<String, StoreError> {
+    let url = spelled(target, base)?;
+    let (scheme, rest) = url.split_once("://").ok_or_else(|| bad_url(target))?;
+    let mut segments: Vec<&str> = Vec::new();
+    for seg in rest.split('/') {
+        match seg {
+            "." => {}
+            // Never above the authority (bucket, host) or the file system root.
+            ".." if segments.len() > 1 => {
+                segments.pop();
+            }
+            ".." => return Err(bad_url(target)),
+            _ => segments.push(seg),
+        }
+    }
+    Ok(format!("{scheme}://{}", segments.join("/")))
+}
+
+/// [`as_url`] before `.` and `..` are resolved.
+fn spelled(target: &str, base: &str) -> Result<String, StoreError> {
     if let Some((scheme, rest)) = target.split_once("://") {
         let scheme = match scheme {
             "s3a" => "s3",
@@ -267,8 +287,10 @@ mod tests {
         for escape in ["link", "../secret", "sub/../../secret", "s3://bucket/x"] {
             assert!(t.read_whole(escape).is_err(), "{escape}");
         }
+        assert_eq!(t.read("sub/../sub/./a.nc", 0, 1).unwrap(), b"0");
         let allowed = targets(&home, &[&root.join("other").display().to_string()]);
         assert_eq!(allowed.read_whole(&other).unwrap(), b"abcdef");
+        assert_eq!(allowed.read_whole("../other/b.nc").unwrap(), b"abcdef");
     }
 
     #[test]
