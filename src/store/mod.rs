@@ -9,6 +9,7 @@ mod counting;
 mod dir;
 mod error;
 mod faulty;
+mod icechunk;
 mod kerchunk;
 mod key;
 mod location;
@@ -128,6 +129,18 @@ pub trait Store: Send + Sync {
     /// sorted by name. An absent prefix lists as empty.
     fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError>;
 
+    /// The ETag of `key`, where the store keeps one (remote stores), else `None`.
+    fn etag(&self, key: &str) -> Result<Option<String>, StoreError> {
+        let _ = key;
+        Ok(None)
+    }
+
+    /// Facts about the version of the data the store shows (an Icechunk snapshot: its id,
+    /// message and time), as (name, value) pairs, shown on the mount's root.
+    fn about(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
     /// How many requests are worth having in flight at once while the hierarchy is walked:
     /// a few by default, many for remote stores (where each waits a network round trip), one
     /// for stores whose answers depend on the order of the calls (directories with links).
@@ -212,13 +225,17 @@ pub fn open_with(location: &str, remote: &RemoteOptions) -> Result<Box<dyn Store
     }
 }
 
-/// A directory or prefix as it is: a Parquet reference directory (a `.zmetadata` with a
-/// `record_size`, no `.zgroup`) or a Zarr store.
+/// A directory or prefix as it is: an Icechunk repository, a Parquet reference directory (a
+/// `.zmetadata` with a `record_size`, no `.zgroup`) or a Zarr store.
 fn recognise(
     store: Box<dyn Store>,
     location: &str,
     remote: &RemoteOptions,
 ) -> Result<Box<dyn Store>, StoreError> {
+    if icechunk::is_repository(store.as_ref())? {
+        let repo = Arc::from(store);
+        return Ok(Box::new(icechunk::open(repo, location, remote)?));
+    }
     let index = store.head(".zmetadata")?.is_some() && store.head(".zgroup")?.is_none();
     if index {
         let zmetadata = store.get_bounded(".zmetadata", 1 << 30)?;

@@ -12,11 +12,28 @@ use std::time::SystemTime;
 pub enum Reference {
     /// The bytes themselves.
     Inline(Arc<[u8]>),
-    /// A whole file (`range` `None`) or `range.1` bytes of it from `range.0`, by URL.
+    /// A whole file (`range` `None`) or `range.1` bytes of it from `range.0`, by URL; with
+    /// `recorded`, only while the file is as it was when it was referenced.
     Target {
         url: Arc<str>,
         range: Option<(u64, u64)>,
+        recorded: Option<Recorded>,
     },
+    /// `length` bytes from `offset` of `key` in the store that holds the references.
+    Stored {
+        key: String,
+        offset: u64,
+        length: u64,
+    },
+}
+
+/// What a target file was when it was referenced (Icechunk's virtual chunk checksums).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Recorded {
+    /// Its ETag.
+    ETag(String),
+    /// Modified no later than this (seconds since the epoch).
+    ModifiedBy(u64),
 }
 
 /// The references of a store, by key.
@@ -36,6 +53,8 @@ pub struct ReferenceStore {
     home: Arc<dyn Store>,
     targets: Targets,
     describe: String,
+    /// What [`Store::about`] says.
+    about: Vec<(String, String)>,
 }
 
 impl ReferenceStore {
@@ -51,7 +70,14 @@ impl ReferenceStore {
             home,
             targets,
             describe,
+            about: Vec::new(),
         }
+    }
+
+    /// The store, saying `about` of the version it shows.
+    pub fn with_about(mut self, about: Vec<(String, String)>) -> Self {
+        self.about = about;
+        self
     }
 
     /// `len` bytes from `start` of what `reference` names (fewer at its end).
@@ -62,15 +88,48 @@ impl ReferenceStore {
                 let (s, n) = within(bytes.len() as u64);
                 Ok(bytes[s as usize..(s + n) as usize].to_vec())
             }
-            Reference::Target { url, range: None } => self.targets.read_part(url, start, len),
             Reference::Target {
                 url,
-                range: Some((offset, length)),
+                range,
+                recorded,
+            } => {
+                if let Some(recorded) = recorded {
+                    self.targets.check(url, recorded)?;
+                }
+                match range {
+                    None => self.targets.read_part(url, start, len),
+                    Some((offset, length)) => {
+                        let (s, n) = within(*length);
+                        self.targets.read(url, offset + s, n)
+                    }
+                }
+            }
+            Reference::Stored {
+                key,
+                offset,
+                length,
             } => {
                 let (s, n) = within(*length);
-                self.targets.read(url, offset + s, n)
+                match self.home.get_range(key, offset + s, n)? {
+                    Some(b) if b.len() as u64 == n => Ok(b),
+                    _ => Err(StoreError::Invalid(format!(
+                        "{}/{key}: missing, or shorter than the {length} bytes from {offset} \
+                         a manifest names",
+                        self.home.describe()
+                    ))),
+                }
             }
         }
+    }
+
+    /// The size of what `reference` names.
+    fn size(&self, reference: &Reference) -> Result<u64, StoreError> {
+        Ok(match reference {
+            Reference::Target {
+                url, range: None, ..
+            } => self.targets.head(url)?.size,
+            other => listed_size(other),
+        })
     }
 }
 
@@ -80,7 +139,11 @@ impl Store for ReferenceStore {
             return Ok(None);
         };
         let bytes = match &reference {
-            Reference::Target { url, range: None } => self.targets.read_whole(url)?,
+            Reference::Target {
+                url,
+                range: None,
+                recorded: None,
+            } => self.targets.read_whole(url)?,
             other => self.read(other, 0, u64::MAX)?,
         };
         Ok(Some(Object { bytes, mtime: None }))
@@ -94,20 +157,21 @@ impl Store for ReferenceStore {
     }
 
     fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
-        let size = match self.catalog.lookup(key)? {
-            None => return Ok(None),
-            Some(Reference::Inline(bytes)) => bytes.len() as u64,
-            Some(Reference::Target { url, range: None }) => self.targets.head(&url)?.size,
-            Some(Reference::Target {
-                range: Some((_, length)),
-                ..
-            }) => length,
-        };
-        Ok(Some(ObjectMeta { size, mtime: None }))
+        match self.catalog.lookup(key)? {
+            Some(reference) => Ok(Some(ObjectMeta {
+                size: self.size(&reference)?,
+                mtime: None,
+            })),
+            None => Ok(None),
+        }
     }
 
     fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
         self.catalog.list_dir(prefix)
+    }
+
+    fn about(&self) -> Vec<(String, String)> {
+        self.about.clone()
     }
 
     fn parallelism(&self) -> usize {
@@ -128,5 +192,6 @@ pub fn listed_size(reference: &Reference) -> u64 {
     match reference {
         Reference::Inline(bytes) => bytes.len() as u64,
         Reference::Target { range, .. } => range.map_or(0, |(_, length)| length),
+        Reference::Stored { length, .. } => *length,
     }
 }

@@ -7,6 +7,7 @@
 //! lead out of it and only regular files are read.
 
 use super::location;
+use super::references::Recorded;
 use super::{
     check_key, DirStore, ObjectMeta, ObjectStoreBackend, RemoteOptions, Store, StoreError,
 };
@@ -100,6 +101,36 @@ impl Targets {
     pub fn head(&self, url: &str) -> Result<ObjectMeta, StoreError> {
         let (store, key, shown) = self.open(url)?;
         store.head(&key)?.ok_or_else(|| missing(&shown))
+    }
+
+    /// Refuses the target `url` unless it is as `recorded` (its ETag, or modified no later).
+    pub fn check(&self, url: &str, recorded: &Recorded) -> Result<(), StoreError> {
+        let (store, key, shown) = self.open(url)?;
+        let changed = |what: String| {
+            StoreError::Invalid(format!(
+                "{shown}: {what} since it was referenced (the repository's virtual chunk \
+                 no longer matches it)"
+            ))
+        };
+        match recorded {
+            Recorded::ModifiedBy(secs) => {
+                let meta = store.head(&key)?.ok_or_else(|| missing(&shown))?;
+                let modified = meta
+                    .mtime
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map(|d| d.as_secs());
+                match modified {
+                    Some(m) if m <= *secs => Ok(()),
+                    Some(m) => Err(changed(format!("modified at {m}, after {secs},"))),
+                    None => Err(changed("no modification time known".into())),
+                }
+            }
+            Recorded::ETag(want) => match store.etag(&key)? {
+                Some(tag) if tag.trim_matches('"') == want.trim_matches('"') => Ok(()),
+                Some(tag) => Err(changed(format!("ETag {tag} instead of {want}"))),
+                None => Err(changed(format!("no ETag to compare with {want}"))),
+            },
+        }
     }
 
     /// The store reading the target `url`, the key of the target in it, and the URL as shown.

@@ -55,7 +55,16 @@ impl JsonCatalog {
             for gen in gens {
                 for (key, url, range) in templates.generate(gen).map_err(&bad)? {
                     let url = urls.intern(url);
-                    add(what, &mut refs, key, Some(Reference::Target { url, range }));
+                    add(
+                        what,
+                        &mut refs,
+                        key,
+                        Some(Reference::Target {
+                            url,
+                            range,
+                            recorded: None,
+                        }),
+                    );
                 }
             }
         }
@@ -144,7 +153,11 @@ fn reference(
                     ))
                 }
             };
-            Ok(Some(Reference::Target { url, range }))
+            Ok(Some(Reference::Target {
+                url,
+                range,
+                recorded: None,
+            }))
         }
         // Metadata given as JSON rather than as text, as fsspec accepts it.
         other => inline(other.to_string().into_bytes()),
@@ -169,6 +182,7 @@ mod tests {
         Some(Reference::Target {
             url: Arc::from(url),
             range,
+            recorded: None,
         })
     }
 

@@ -158,6 +158,7 @@ fn rows(bytes: &[u8]) -> Result<Vec<Row>, String> {
                 Some(Reference::Target {
                     url: url.clone(),
                     range: range.then_some((offset, size)),
+                    recorded: None,
                 })
             }
             (None, None) => None,
