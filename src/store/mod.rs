@@ -6,6 +6,7 @@
 mod aws_profile;
 mod client;
 mod counting;
+mod deferred;
 mod dir;
 mod error;
 mod faulty;
@@ -177,7 +178,7 @@ pub fn open(location: &str) -> Result<Box<dyn Store>, StoreError> {
 /// `file://` URL), or a remote store (`s3://`, `gs://`, `az://`, `abfs://`, `http(s)://`, and
 /// netCDF's `#mode=` URLs); a kerchunk reference set (a JSON file, or a Parquet directory) or an
 /// Icechunk repository at any of those places is recognised from its layout. Remote stores make
-/// no request here, except to recognise a repository or reference set.
+/// no request here: they are recognised and opened on first use.
 pub fn open_with(location: &str, remote: &RemoteOptions) -> Result<Box<dyn Store>, StoreError> {
     let parsed = location::parse(location)?;
     let Location::Local { path, kind } = &parsed else {
@@ -187,16 +188,20 @@ pub fn open_with(location: &str, remote: &RemoteOptions) -> Result<Box<dyn Store
             // The URL is the zip object itself: its key in `object` is the empty key.
             return Ok(Box::new(RemoteZip::new(Box::new(object), "", &url)));
         }
-        if location::names_json(location) {
-            // A JSON reference set, likewise the object itself.
-            return Ok(Box::new(kerchunk::open_json(
-                Arc::new(object),
-                "",
-                &url,
-                remote,
-            )?));
-        }
-        return recognise(Box::new(object), &url, remote);
+        // Recognising a reference set or repository takes requests: on first use.
+        let (shown, remote) = (url.clone(), remote.clone());
+        let json = location::names_json(location);
+        return Ok(Box::new(deferred::Deferred::new(
+            url,
+            Box::new(move || {
+                if json {
+                    // A JSON reference set: the object itself, as for zip files.
+                    let refs = kerchunk::open_json(Arc::new(object), "", &shown, &remote)?;
+                    return Ok(Box::new(refs) as Box<dyn Store>);
+                }
+                recognise(Box::new(object), &shown, &remote)
+            }),
+        )));
     };
     let shown = path.display().to_string();
     let meta = std::fs::metadata(path).map_err(|e| StoreError::io(&shown, e))?;

@@ -325,6 +325,25 @@ mod tests {
     }
 
     #[test]
+    fn a_target_changed_since_it_was_recorded_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.bin"), b"abc").unwrap();
+        let t = targets(&dir.path().join("repo").display().to_string(), &[]);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        assert!(t.check("a.bin", &Recorded::ModifiedBy(now + 3600)).is_ok());
+        let later = t.check("a.bin", &Recorded::ModifiedBy(1)).unwrap_err();
+        assert!(
+            later.to_string().contains("since it was referenced"),
+            "{later}"
+        );
+        let etag = t.check("a.bin", &Recorded::ETag("x".into())).unwrap_err();
+        assert!(etag.to_string().contains("no ETag"), "{etag}");
+    }
+
+    #[test]
     fn remote_places_are_buckets_and_hosts() {
         let t = targets("s3://bucket/refs/r.json", &["https://data.org/pub/"]);
         let place = |url: &str| {
