@@ -8,19 +8,6 @@ use common::servers;
 use common::{load_manifest, StoreCase};
 use std::path::PathBuf;
 
-fn check(cases: &[StoreCase]) {
-    let errors: Vec<String> = cases
-        .iter()
-        .flat_map(common::fuse_check::check_store)
-        .collect();
-    assert!(
-        errors.is_empty(),
-        "{} problems:\n{}",
-        errors.len(),
-        errors.join("\n")
-    );
-}
-
 /// `case` mounted from `url`, with the server's endpoint.
 fn at(case: &StoreCase, url: String, endpoint: &str) -> StoreCase {
     let mut c = case.clone();
@@ -62,7 +49,7 @@ fn reference_sets_and_repositories_read_exactly_over_s3() {
         cases.push(at(&c, "s3://zarrfs-icechunk/repo_v2".into(), &server.url));
     }
     assert_eq!(cases.len(), 9);
-    check(&cases);
+    common::check_cases(&cases, common::fuse_check::check_store);
 }
 
 #[test]
