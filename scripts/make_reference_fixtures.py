@@ -134,8 +134,14 @@ def main():
     np.arange(60, dtype="<u4").reshape(6, 10).__mul__(1001).astype("<u4").tofile("raw/block.bin")
 
     day1, day2 = single("nc/day1.nc"), single("nc/day2.nc")
+    # One array whose only chunk is a whole file (`[url]`; in Parquet offset and size 0).
+    day1["refs"]["whole/.zarray"] = json.dumps({
+        "shape": [60], "chunks": [60], "dtype": "<u4", "fill_value": 0, "order": "C",
+        "filters": None, "compressor": None, "zarr_format": 2})
+    day1["refs"]["whole/.zattrs"] = json.dumps({"_ARRAY_DIMENSIONS": ["n"]})
+    day1["refs"]["whole/0"] = ["raw/block.bin"]
     combined = MultiZarrToZarr([day1, day2], concat_dims=["time"],
-                               identical_dims=["lat", "lon", "counts"],
+                               identical_dims=["lat", "lon", "counts", "whole"],
                                inline_threshold=50).translate()
     sets = {"single.json": day1, "v0.json": to_v0(day1), "templated.json": templated(day1),
             "combined.json": combined}
@@ -151,6 +157,9 @@ def main():
         case("combined", "combined.json", "combined.json", ["nc/day1.nc", "nc/day2.nc"]),
         case("parquet", "combined.parq", "combined.json", ["nc/day1.nc", "nc/day2.nc"]),
     ]
+    for name in ("single", "v0", "combined", "parquet"):
+        assert np.array_equal(np.load(f"expected/{name}/whole.npy"),
+                              np.fromfile("raw/block.bin", "<u4")), name
     raw = np.load("expected/templated/raw.npy")
     assert np.array_equal(raw, np.fromfile("raw/block.bin", "<u4").reshape(6, 10))
     manifest = {
