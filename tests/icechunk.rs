@@ -213,3 +213,19 @@ fn a_corrupt_snapshot_or_repository_file_is_refused_at_mount() {
         );
     }
 }
+
+#[test]
+fn slices_of_a_branch_read_exactly_through_fuse() {
+    if !common::mount::fuse_ready() {
+        return;
+    }
+    let npy = std::fs::read(fixture("expected/repo_v1_dev/temp.npy")).unwrap();
+    let temp = &npy[common::npy_header_len(&npy)..];
+    // temp is (8, 64) float32: temp[2:6,5] crosses both row chunks (4 rows each).
+    let want: Vec<u8> = (2..6)
+        .flat_map(|r| temp[(r * 64 + 5) * 4..(r * 64 + 6) * 4].to_vec())
+        .collect();
+    let m = common::mount::Mount::new(&fixture("repo_v1"), &["--ref", "dev"]);
+    assert_eq!(std::fs::read(m.join("temp[2:6,5]")).unwrap(), want);
+    assert_eq!(std::fs::read(m.join("temp[y=7]")).unwrap(), temp[7 * 256..]);
+}
