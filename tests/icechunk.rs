@@ -107,6 +107,16 @@ fn an_unknown_ref_is_refused_before_mounting_naming_branches_and_tags() {
             );
         }
     }
+    // Other stores have one version only.
+    let fixtures = common::fixtures_dir();
+    for other in [
+        "references/single.json",
+        "references/combined.parq",
+        "temp.zarr",
+    ] {
+        let err = open(&fixtures.join(other), Some("main")).err().unwrap();
+        assert!(err.contains("only Icechunk repositories"), "{other}: {err}");
+    }
     let mountpoint = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_zarrfs"))
         .args(["-f", "--ref", "v2"])

@@ -186,6 +186,7 @@ pub fn open_with(location: &str, remote: &RemoteOptions) -> Result<Box<dyn Store
         let object = ObjectStoreBackend::open(&parsed, &url, remote)?;
         if location::names_zip(location) {
             // The URL is the zip object itself: its key in `object` is the empty key.
+            no_version(remote, &url)?;
             return Ok(Box::new(RemoteZip::new(Box::new(object), "", &url)));
         }
         // Recognising a reference set or repository takes requests: on first use.
@@ -196,6 +197,7 @@ pub fn open_with(location: &str, remote: &RemoteOptions) -> Result<Box<dyn Store
             Box::new(move || {
                 if json {
                     // A JSON reference set: the object itself, as for zip files.
+                    no_version(&remote, &shown)?;
                     let refs = kerchunk::open_json(Arc::new(object), "", &shown, &remote)?;
                     return Ok(Box::new(refs) as Box<dyn Store>);
                 }
@@ -221,9 +223,13 @@ pub fn open_with(location: &str, remote: &RemoteOptions) -> Result<Box<dyn Store
             };
             let home = Arc::new(DirStore::new(dir)?);
             let key = name.to_string_lossy();
+            no_version(remote, &shown)?;
             Ok(Box::new(kerchunk::open_json(home, &key, &shown, remote)?))
         }
-        _ if meta.is_file() => Ok(Box::new(ZipStore::open(path)?)),
+        _ if meta.is_file() => {
+            no_version(remote, &shown)?;
+            Ok(Box::new(ZipStore::open(path)?))
+        }
         _ => Err(StoreError::Invalid(format!(
             "{shown}: neither a directory nor a zip file"
         ))),
@@ -246,10 +252,23 @@ fn recognise(
         let zmetadata = store.get_bounded(".zmetadata", 1 << 30)?;
         if zmetadata.is_some_and(|z| kerchunk::is_reference_index(&z.bytes)) {
             let home = Arc::from(store);
+            no_version(remote, location)?;
             return Ok(Box::new(kerchunk::open_parquet(home, location, remote)?));
         }
     }
+    no_version(remote, location)?;
     Ok(store)
+}
+
+/// Refuses `--ref` for a store that is not an Icechunk repository (it shows one version only).
+fn no_version(remote: &RemoteOptions, location: &str) -> Result<(), StoreError> {
+    match &remote.version {
+        Some(name) => Err(StoreError::Invalid(format!(
+            "{location}: --ref {name}: only Icechunk repositories have versions to choose from, \
+             and this is not one"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// True when the file at `path` starts (after white space) with `{`: a JSON document, not a zip.
