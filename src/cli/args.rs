@@ -13,6 +13,8 @@ Examples:
   zarrfs s3://b/x.zarr m --endpoint http://127.0.0.1:9000
                                                   MinIO, Ceph or s3s (credentials from AWS_*)
   zarrfs https://host/data/x.zarr /mnt/x          plain HTTPS (consolidated metadata or NCZarr)
+  zarrfs refs.json /mnt/r --allow-target s3://noaa  kerchunk references, targets in a bucket
+  zarrfs --ref v1.0 s3://b/repo /mnt/v1            an Icechunk repository at tag v1.0
 
 Remote stores: s3://bucket/prefix, gs://bucket/prefix, az://container/prefix (abfs:// too),
 http(s)://host/path, and netCDF URLs (https://host/bucket/key#mode=nczarr,s3). Credentials come
@@ -95,6 +97,15 @@ pub struct Options {
     /// back-off, a third of it per attempt, 3 s to connect); then the read fails with EIO.
     #[arg(long, value_name = "SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout: u64,
+    /// Icechunk repositories: the version to mount, a branch, a tag or a snapshot id
+    /// [default: the tip of branch main].
+    #[arg(long = "ref", value_name = "NAME")]
+    pub reference: Option<String>,
+    /// Reference sets and Icechunk repositories: also read the files they point to below PREFIX
+    /// (a directory, or a URL prefix such as s3://bucket/data); repeatable. Files beside the
+    /// references (same directory tree, bucket or host) are always read.
+    #[arg(long, value_name = "PREFIX")]
+    pub allow_target: Vec<String>,
     /// Where a daemonized zarrfs writes its log (default: syslog).
     #[arg(long, value_name = "FILE")]
     pub log_file: Option<PathBuf>,

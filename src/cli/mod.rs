@@ -98,21 +98,23 @@ type Opened = (
 /// Opens the store: a local path (canonicalized) or a URL; a remote store counts its requests.
 fn open_store(args: &MountArgs) -> Result<Opened, String> {
     let failed = |e: &dyn std::fmt::Display| format!("cannot open store {}: {e}", args.store);
-    if !args.store.contains("://") {
-        let location = std::fs::canonicalize(&args.store)
-            .map_err(|e| failed(&e))?
-            .to_string_lossy()
-            .into_owned();
-        let store = crate::store::open(&location).map_err(|e| failed(&e))?;
-        return Ok((store, location, None));
-    }
     let o = &args.options;
     let remote = crate::store::RemoteOptions {
         endpoint: o.endpoint.clone(),
         region: o.region.clone(),
         anonymous: o.anonymous,
         timeout: std::time::Duration::from_secs(o.timeout),
+        version: o.reference.clone(),
+        allow_targets: o.allow_target.clone(),
     };
+    if !args.store.contains("://") {
+        let location = std::fs::canonicalize(&args.store)
+            .map_err(|e| failed(&e))?
+            .to_string_lossy()
+            .into_owned();
+        let store = crate::store::open_with(&location, &remote).map_err(|e| failed(&e))?;
+        return Ok((store, location, None));
+    }
     let store = crate::store::open_with(&args.store, &remote).map_err(|e| failed(&e))?;
     let location = crate::store::display_url(&args.store);
     if !crate::store::is_remote(&args.store) {

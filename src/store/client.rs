@@ -23,6 +23,12 @@ pub struct RemoteOptions {
     pub anonymous: bool,
     /// The longest one store operation may take, retries included.
     pub timeout: Duration,
+    /// Reference sets and Icechunk repositories: the version to mount (a branch, a tag or a
+    /// snapshot id; default the tip of `main`).
+    pub version: Option<String>,
+    /// Reference sets and Icechunk repositories: URL or path prefixes their targets may be read
+    /// from, besides the place of the references themselves.
+    pub allow_targets: Vec<String>,
 }
 
 impl Default for RemoteOptions {
@@ -32,6 +38,8 @@ impl Default for RemoteOptions {
             region: None,
             anonymous: false,
             timeout: Duration::from_secs(30),
+            version: None,
+            allow_targets: Vec::new(),
         }
     }
 }

@@ -89,6 +89,14 @@ impl Store for CountingStore {
         self.inner.list_dir(prefix)
     }
 
+    fn etag(&self, key: &str) -> Result<Option<String>, StoreError> {
+        self.inner.etag(key)
+    }
+
+    fn about(&self) -> Vec<(String, String)> {
+        self.inner.about()
+    }
+
     fn parallelism(&self) -> usize {
         self.inner.parallelism()
     }

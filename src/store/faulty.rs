@@ -151,6 +151,14 @@ impl Store for FaultyStore {
         self.inner.list_dir(prefix)
     }
 
+    fn etag(&self, key: &str) -> Result<Option<String>, StoreError> {
+        self.inner.etag(key)
+    }
+
+    fn about(&self) -> Vec<(String, String)> {
+        self.inner.about()
+    }
+
     fn parallelism(&self) -> usize {
         self.inner.parallelism()
     }

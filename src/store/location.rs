@@ -117,6 +117,11 @@ pub fn names_zip(arg: &str) -> bool {
         || mode_words(&url).is_ok_and(|w| w.iter().any(|w| w == "zip"))
 }
 
+/// True when a remote store URL names a JSON file (a kerchunk reference set): a `.json` path.
+pub fn names_json(arg: &str) -> bool {
+    Url::parse(arg).is_ok_and(|url| url.path().trim_end_matches('/').ends_with(".json"))
+}
+
 /// The words of a netCDF `#mode=a,b,c` fragment (other `key=value` pairs are ignored); refuses
 /// words zarrfs does not know, and `bytes` (netCDF-4 files over HTTP, not Zarr).
 fn mode_words(url: &Url) -> Result<Vec<String>, String> {

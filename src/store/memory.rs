@@ -26,6 +26,16 @@ impl MemoryStore {
 /// or metadata documents held in memory). Children whose names [`check_name`] refuses are left
 /// out with a warning naming `source`.
 pub fn list_map(source: &str, items: &BTreeMap<String, Vec<u8>>, prefix: &str) -> Vec<Entry> {
+    list_sized(source, items, prefix, |v| v.len() as u64)
+}
+
+/// [`list_map`] for a map of any values, `size` giving the size listed for each.
+pub fn list_sized<V>(
+    source: &str,
+    items: &BTreeMap<String, V>,
+    prefix: &str,
+    size: impl Fn(&V) -> u64,
+) -> Vec<Entry> {
     let base = if prefix.is_empty() {
         String::new()
     } else {
@@ -38,7 +48,7 @@ pub fn list_map(source: &str, items: &BTreeMap<String, Vec<u8>>, prefix: &str) -
         };
         match rest.split_once('/') {
             Some((dir, _)) => out.insert(dir.to_string(), EntryKind::Prefix),
-            None => out.insert(rest.to_string(), EntryKind::Object(value.len() as u64)),
+            None => out.insert(rest.to_string(), EntryKind::Object(size(value))),
         };
     }
     out.into_iter()

@@ -6,15 +6,20 @@
 mod aws_profile;
 mod client;
 mod counting;
+mod deferred;
 mod dir;
 mod error;
 mod faulty;
+mod icechunk;
+mod kerchunk;
 mod key;
 mod location;
 mod memory;
 mod object;
+mod references;
 mod remote_zip;
 mod safe_open;
+mod targets;
 mod zip;
 
 pub use client::RemoteOptions;
@@ -24,12 +29,13 @@ pub use error::StoreError;
 pub use faulty::{Fault, FaultyStore};
 pub use key::{accept_key, accept_name, check_key, check_name};
 pub use location::{LocalKind, Location};
-pub use memory::{list_map, MemoryStore};
+pub use memory::{list_map, list_sized, MemoryStore};
 pub use object::ObjectStoreBackend;
 pub use remote_zip::RemoteZip;
 pub use zip::{ZipBytes, ZipStore};
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 /// What a listing says of one child of a prefix.
@@ -125,6 +131,18 @@ pub trait Store: Send + Sync {
     /// sorted by name. An absent prefix lists as empty.
     fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError>;
 
+    /// The ETag of `key`, where the store keeps one (remote stores), else `None`.
+    fn etag(&self, key: &str) -> Result<Option<String>, StoreError> {
+        let _ = key;
+        Ok(None)
+    }
+
+    /// Facts about the version of the data the store shows (an Icechunk snapshot: its id,
+    /// message and time), as (name, value) pairs, shown on the mount's root.
+    fn about(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
     /// How many requests are worth having in flight at once while the hierarchy is walked:
     /// a few by default, many for remote stores (where each waits a network round trip), one
     /// for stores whose answers depend on the order of the calls (directories with links).
@@ -159,7 +177,9 @@ pub fn open(location: &str) -> Result<Box<dyn Store>, StoreError> {
 
 /// Opens the store a command-line argument names: a directory or `.zip` file (a path or a
 /// `file://` URL), or a remote store (`s3://`, `gs://`, `az://`, `abfs://`, `http(s)://`, and
-/// netCDF's `#mode=` URLs). Remote stores make no request here.
+/// netCDF's `#mode=` URLs); a kerchunk reference set (a JSON file, or a Parquet directory) or an
+/// Icechunk repository at any of those places is recognised from its layout. Remote stores make
+/// no request here: they are recognised and opened on first use.
 pub fn open_with(location: &str, remote: &RemoteOptions) -> Result<Box<dyn Store>, StoreError> {
     let parsed = location::parse(location)?;
     let Location::Local { path, kind } = &parsed else {
@@ -167,9 +187,24 @@ pub fn open_with(location: &str, remote: &RemoteOptions) -> Result<Box<dyn Store
         let object = ObjectStoreBackend::open(&parsed, &url, remote)?;
         if location::names_zip(location) {
             // The URL is the zip object itself: its key in `object` is the empty key.
+            no_version(remote, &url)?;
             return Ok(Box::new(RemoteZip::new(Box::new(object), "", &url)));
         }
-        return Ok(Box::new(object));
+        // Recognising a reference set or repository takes requests: on first use.
+        let (shown, remote) = (url.clone(), remote.clone());
+        let json = location::names_json(location);
+        return Ok(Box::new(deferred::Deferred::new(
+            url,
+            Box::new(move || {
+                if json {
+                    // A JSON reference set: the object itself, as for zip files.
+                    no_version(&remote, &shown)?;
+                    let refs = kerchunk::open_json(Arc::new(object), "", &shown, &remote)?;
+                    return Ok(Box::new(refs) as Box<dyn Store>);
+                }
+                recognise(Box::new(object), &shown, &remote)
+            }),
+        )));
     };
     let shown = path.display().to_string();
     // Opened once, without blocking, and its type checked on the descriptor: a FIFO or a
@@ -182,9 +217,70 @@ pub fn open_with(location: &str, remote: &RemoteOptions) -> Result<Box<dyn Store
         LocalKind::Zip if opened.is_dir() => Err(StoreError::Invalid(format!(
             "{shown}: mode=zip names a zip file, but this is not a file"
         ))),
-        _ if opened.is_dir() => Ok(Box::new(DirStore::from_opened(path, opened)?)),
-        _ => Ok(Box::new(ZipStore::from_opened(path, opened)?)),
+        _ if opened.is_dir() => recognise(
+            Box::new(DirStore::from_opened(path, opened)?),
+            &shown,
+            remote,
+        ),
+        _ if *kind != LocalKind::Zip && starts_like_json(&opened.file) => {
+            let (dir, name) = match (path.parent(), path.file_name()) {
+                (Some(d), Some(n)) if !d.as_os_str().is_empty() => (d, n),
+                (_, Some(n)) => (Path::new("."), n),
+                _ => return Err(StoreError::Invalid(format!("{shown}: not a file name"))),
+            };
+            let home = Arc::new(DirStore::new(dir)?);
+            let key = name.to_string_lossy();
+            no_version(remote, &shown)?;
+            Ok(Box::new(kerchunk::open_json(home, &key, &shown, remote)?))
+        }
+        _ => {
+            no_version(remote, &shown)?;
+            Ok(Box::new(ZipStore::from_opened(path, opened)?))
+        }
     }
+}
+
+/// A directory or prefix as it is: an Icechunk repository, a Parquet reference directory (a
+/// `.zmetadata` with a `record_size`, no `.zgroup`) or a Zarr store.
+fn recognise(
+    store: Box<dyn Store>,
+    location: &str,
+    remote: &RemoteOptions,
+) -> Result<Box<dyn Store>, StoreError> {
+    if icechunk::is_repository(store.as_ref())? {
+        let repo = Arc::from(store);
+        return Ok(Box::new(icechunk::open(repo, location, remote)?));
+    }
+    let index = store.head(".zmetadata")?.is_some() && store.head(".zgroup")?.is_none();
+    if index {
+        let zmetadata = store.get_bounded(".zmetadata", 1 << 30)?;
+        if zmetadata.is_some_and(|z| kerchunk::is_reference_index(&z.bytes)) {
+            let home = Arc::from(store);
+            no_version(remote, location)?;
+            return Ok(Box::new(kerchunk::open_parquet(home, location, remote)?));
+        }
+    }
+    no_version(remote, location)?;
+    Ok(store)
+}
+
+/// Refuses `--ref` for a store that is not an Icechunk repository (it shows one version only).
+fn no_version(remote: &RemoteOptions, location: &str) -> Result<(), StoreError> {
+    match &remote.version {
+        Some(name) => Err(StoreError::Invalid(format!(
+            "{location}: --ref {name}: only Icechunk repositories have versions to choose from, \
+             and this is not one"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// True when `file` starts (after white space) with `{`: a JSON document, not a zip.
+fn starts_like_json(file: &std::fs::File) -> bool {
+    use std::os::unix::fs::FileExt;
+    let mut head = [0u8; 64];
+    let n = file.read_at(&mut head, 0).unwrap_or(0);
+    head[..n].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
 }
 
 /// True when `location` names a remote store (a URL other than `file://`).

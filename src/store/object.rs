@@ -275,6 +275,14 @@ impl Store for ObjectStoreBackend {
         self.head_until(key, self.deadline())
     }
 
+    fn etag(&self, key: &str) -> Result<Option<String>, StoreError> {
+        let (path, inner) = (self.path(key)?, self.inner.clone());
+        let got = self.run(key, self.deadline(), async move {
+            Ok(inner.head(&path).await?.e_tag)
+        })?;
+        Ok(got.flatten())
+    }
+
     fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
         if !self.listable {
             return Err(StoreError::CannotList(self.what(prefix)));

@@ -375,6 +375,17 @@ impl View {
                 NodeKind::Array(_) => b.add_array(parent, name, node, mtime_of(node)),
             }
         }
+        // What the store says of the version it shows (an Icechunk snapshot), on the root.
+        let about = b.store.about();
+        if !about.is_empty() {
+            let mut list = b.xattrs.get(&root).map(|x| x.to_vec()).unwrap_or_default();
+            list.extend(
+                about
+                    .into_iter()
+                    .map(|(name, value)| (format!("user.zarrfs.{name}"), value.into_bytes())),
+            );
+            b.xattrs.insert(root, Arc::from(list));
+        }
         b.add_netcdf_sidecars(hierarchy, &dirs, root_name);
         let (dir, stats) = super::stats_file::contents();
         let zarrfs = b.push(root, dir, store_mtime);

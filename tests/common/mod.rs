@@ -200,6 +200,11 @@ pub fn expected_bytes(node: &NodeCase) -> (Vec<u8>, Vec<u8>) {
 pub fn check_all(manifest: &str, min_stores: usize, check: fn(&StoreCase) -> Vec<String>) {
     let cases = load_manifest(manifest);
     assert!(cases.len() >= min_stores, "{manifest} lists too few stores");
+    check_cases(&cases, check);
+}
+
+/// Runs `check` on every case and fails with all the problems found.
+pub fn check_cases(cases: &[StoreCase], check: fn(&StoreCase) -> Vec<String>) {
     let errors: Vec<String> = cases.iter().flat_map(check).collect();
     assert!(
         errors.is_empty(),

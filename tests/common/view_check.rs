@@ -37,13 +37,26 @@ fn read(view: &View, ino: u64, off: u64, len: u64, step: u32) -> Result<Vec<u8>,
 
 pub fn check_store(case: &StoreCase) -> Vec<String> {
     let mut errors = Vec::new();
-    let view = match view::open(
-        case.store.to_str().unwrap(),
-        64 << 20,
-        &zarrfs::meta::LoadOptions {
-            consolidated: !case.options.iter().any(|o| o == "--no-consolidated"),
-        },
-    ) {
+    let option = |name: &str| {
+        case.options
+            .windows(2)
+            .filter(|w| w[0] == name)
+            .map(|w| w[1].clone())
+            .collect::<Vec<_>>()
+    };
+    let remote = zarrfs::store::RemoteOptions {
+        version: option("--ref").pop(),
+        allow_targets: option("--allow-target"),
+        ..Default::default()
+    };
+    let location = case.store.to_str().unwrap();
+    let load = zarrfs::meta::LoadOptions {
+        consolidated: !case.options.iter().any(|o| o == "--no-consolidated"),
+    };
+    let opened = zarrfs::store::open_with(location, &remote)
+        .map_err(|e| e.to_string())
+        .and_then(|s| view::from_store(std::sync::Arc::from(s), location, 64 << 20, &load));
+    let view = match opened {
         Ok(v) => v,
         Err(e) => return vec![format!("{}: cannot open: {e}", case.name)],
     };

@@ -1,0 +1,55 @@
+//! Icechunk repositories (format spec v1 and v2) as stores: one snapshot, chosen by branch, tag
+//! or id, whose nodes and chunks are read with the `icechunk-format` crate from files fetched
+//! through the store layer.
+
+mod catalog;
+mod files;
+mod version;
+
+pub use version::is_repository;
+
+use super::references::ReferenceStore;
+use super::targets::Targets;
+use super::{RemoteOptions, Store, StoreError};
+use icechunk_format::format_constants::FileTypeBin;
+use std::sync::Arc;
+
+/// The snapshot `remote.version` names (default: the tip of `main`) of the repository `repo`,
+/// found at `location`.
+pub fn open(
+    repo: Arc<dyn Store>,
+    location: &str,
+    remote: &RemoteOptions,
+) -> Result<ReferenceStore, StoreError> {
+    let name = remote.version.as_deref().unwrap_or(version::DEFAULT_BRANCH);
+    let id = version::resolve(repo.as_ref(), name)?;
+    let key = format!("snapshots/{id}");
+    let (spec, buffer) = files::read(repo.as_ref(), &key, FileTypeBin::Snapshot)?
+        .ok_or_else(|| files::corrupt(repo.as_ref(), &key, "missing"))?;
+    let snapshot = icechunk_format::serializers::deserialize_snapshot(spec, buffer)
+        .map_err(|e| files::corrupt(repo.as_ref(), &key, e))?;
+    let flushed = snapshot
+        .flushed_at()
+        .map(|t| t.to_rfc3339())
+        .unwrap_or_default();
+    let about = vec![
+        ("icechunk.ref".to_string(), name.to_string()),
+        ("icechunk.snapshot".to_string(), id.to_string()),
+        ("icechunk.message".to_string(), snapshot.message()),
+        ("icechunk.time".to_string(), flushed),
+        (
+            "icechunk.spec_version".to_string(),
+            (spec as u8).to_string(),
+        ),
+    ];
+    log::info!(
+        "{location}: Icechunk snapshot {id} ({name}): {:?}",
+        snapshot.message()
+    );
+    let catalog = catalog::SnapshotCatalog::new(repo.clone(), &snapshot)?;
+    let targets = Targets::new(location, remote)?;
+    Ok(
+        ReferenceStore::new(Box::new(catalog), repo, targets, location.to_string())
+            .with_about(about),
+    )
+}

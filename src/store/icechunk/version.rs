@@ -1,0 +1,116 @@
+//! Which snapshot of an Icechunk repository is mounted: the tip of a branch, a tag, or a
+//! snapshot id. Spec v2 keeps branches and tags in the `repo` file; spec v1 in
+//! `refs/branch.NAME/ref.json` and `refs/tag.NAME/ref.json` (`{"snapshot": "ID"}`).
+
+use super::files;
+use crate::store::{EntryKind, Store, StoreError};
+use icechunk_format::format_constants::FileTypeBin;
+use icechunk_format::SnapshotId;
+
+/// The branch mounted when no `--ref` is given.
+pub const DEFAULT_BRANCH: &str = "main";
+
+/// The snapshot `name` (a branch, a tag or a snapshot id, in that order) names in `repo`, or an
+/// error listing the branches and tags.
+pub fn resolve(repo: &dyn Store, name: &str) -> Result<SnapshotId, StoreError> {
+    let (branches, tags) = match files::read(repo, "repo", FileTypeBin::RepoInfo)? {
+        Some((version, buffer)) => {
+            let info = icechunk_format::serializers::deserialize_repo_info(version, buffer)
+                .map_err(|e| files::corrupt(repo, "repo", e))?;
+            let named = |list: Result<Vec<(String, SnapshotId)>, _>| {
+                list.map_err(|e: icechunk_format::IcechunkFormatError| {
+                    files::corrupt(repo, "repo", e)
+                })
+            };
+            (named(pairs(info.branches()))?, named(pairs(info.tags()))?)
+        }
+        None => (v1_refs(repo, "branch.")?, v1_refs(repo, "tag.")?),
+    };
+    let found = branches
+        .iter()
+        .chain(&tags)
+        .find(|(n, _)| n == name)
+        .map(|(_, id)| id.clone());
+    if let Some(id) = found {
+        return Ok(id);
+    }
+    if let Ok(id) = SnapshotId::try_from(name) {
+        if repo.head(&format!("snapshots/{id}"))?.is_some() {
+            return Ok(id);
+        }
+    }
+    let names = |list: &[(String, SnapshotId)]| {
+        let n: Vec<&str> = list.iter().map(|(n, _)| n.as_str()).collect();
+        if n.is_empty() {
+            "none".to_string()
+        } else {
+            n.join(", ")
+        }
+    };
+    Err(StoreError::Invalid(format!(
+        "{}: no branch, tag or snapshot {name:?} (branches: {}; tags: {})",
+        repo.describe(),
+        names(&branches),
+        names(&tags)
+    )))
+}
+
+fn pairs<'a>(
+    it: Result<impl Iterator<Item = (&'a str, SnapshotId)>, icechunk_format::IcechunkFormatError>,
+) -> Result<Vec<(String, SnapshotId)>, icechunk_format::IcechunkFormatError> {
+    Ok(it?.map(|(n, id)| (n.to_string(), id)).collect())
+}
+
+/// The spec v1 references whose directory names start with `kind` (`branch.` or `tag.`).
+fn v1_refs(repo: &dyn Store, kind: &str) -> Result<Vec<(String, SnapshotId)>, StoreError> {
+    let mut out = Vec::new();
+    for entry in repo.list_dir("refs")? {
+        let Some(name) = entry.name.strip_prefix(kind) else {
+            continue;
+        };
+        if entry.kind != EntryKind::Prefix {
+            continue;
+        }
+        // `ref.json`; older v1 writers kept versions `ZZZZZZZZ.json`, the newest first.
+        let dir = format!("refs/{}", entry.name);
+        let file = match repo.get(&format!("{dir}/ref.json"))? {
+            Some(f) => f,
+            None => {
+                let listed = repo.list_dir(&dir)?;
+                let Some(first) = listed.iter().find(|e| e.name.ends_with(".json")) else {
+                    continue;
+                };
+                match repo.get(&format!("{dir}/{}", first.name))? {
+                    Some(f) => f,
+                    None => continue,
+                }
+            }
+        };
+        let doc: serde_json::Value =
+            serde_json::from_slice(&file.bytes).map_err(|e| files::corrupt(repo, &dir, e))?;
+        let id = doc
+            .get("snapshot")
+            .and_then(|s| s.as_str())
+            .and_then(|s| SnapshotId::try_from(s).ok())
+            .ok_or_else(|| files::corrupt(repo, &dir, "no snapshot id"))?;
+        out.push((name.to_string(), id));
+    }
+    Ok(out)
+}
+
+/// True when `repo` is laid out as an Icechunk repository: a `repo` file (spec v2), or
+/// `refs/branch.*` directories beside `snapshots/` (spec v1).
+pub fn is_repository(repo: &dyn Store) -> Result<bool, StoreError> {
+    if repo.head("repo")?.is_some() {
+        return Ok(true);
+    }
+    // Every repository holds its first snapshot under this fixed id.
+    if repo.head("snapshots/1CECHNKREP0F1RSTCMT0")?.is_none() {
+        return Ok(false);
+    }
+    match repo.list_dir("refs") {
+        Ok(refs) => Ok(refs.iter().any(|e| e.name.starts_with("branch."))),
+        Err(StoreError::CannotList(_)) => Ok(repo.head("refs/branch.main/ref.json")?.is_some()),
+        Err(e) => Err(e),
+    }
+}

@@ -1,0 +1,245 @@
+//! kerchunk JSON reference sets (`docs/source/spec.rst` of fsspec/kerchunk): version 0, a map of
+//! keys to references, and version 1, `{"version": 1, "templates": ..., "gen": [...], "refs":
+//! ...}`. A reference is inline data (text, or `base64:` and the data in base64), `[url]` (a
+//! whole file) or `[url, offset, length]`.
+
+use super::templates::Templates;
+use crate::store::references::{listed_size, Catalog, Reference};
+use crate::store::{accept_key, list_sized, Entry, StoreError};
+use base64::Engine;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+/// The references of one JSON reference set, by key.
+pub struct JsonCatalog {
+    refs: BTreeMap<String, Reference>,
+}
+
+impl JsonCatalog {
+    /// Parses a reference set; `what` names it in messages.
+    pub fn parse(what: &str, bytes: &[u8]) -> Result<Self, StoreError> {
+        let bad = |why: String| StoreError::Invalid(format!("{what}: {why}"));
+        let doc: Value = serde_json::from_slice(bytes)
+            .map_err(|e| bad(format!("not a kerchunk reference set (JSON): {e}")))?;
+        let Value::Object(mut doc) = doc else {
+            return Err(bad("not a kerchunk reference set: not a JSON object".into()));
+        };
+        let version = doc.get("version").and_then(Value::as_u64);
+        let mut refs = BTreeMap::new();
+        let mut urls = Urls::default();
+        if version != Some(1) {
+            for (key, value) in doc {
+                add(
+                    what,
+                    &mut refs,
+                    key,
+                    reference(value, &mut urls, None).map_err(&bad)?,
+                );
+            }
+            return Ok(JsonCatalog { refs });
+        }
+        let empty = serde_json::Map::new();
+        let templates = match doc.get("templates") {
+            Some(Value::Object(t)) => Templates::new(t),
+            _ => Templates::new(&empty),
+        }
+        .map_err(&bad)?;
+        if let Some(Value::Object(listed)) = doc.remove("refs") {
+            for (key, value) in listed {
+                let r = reference(value, &mut urls, Some(&templates)).map_err(&bad)?;
+                add(what, &mut refs, key, r);
+            }
+        }
+        if let Some(Value::Array(gens)) = doc.get("gen") {
+            for gen in gens {
+                for (key, url, range) in templates.generate(gen).map_err(&bad)? {
+                    let url = urls.intern(url);
+                    add(
+                        what,
+                        &mut refs,
+                        key,
+                        Some(Reference::Target {
+                            url,
+                            range,
+                            recorded: None,
+                        }),
+                    );
+                }
+            }
+        }
+        Ok(JsonCatalog { refs })
+    }
+}
+
+/// Adds `key` (if acceptable) to `refs`; `None` is a deleted key.
+fn add(what: &str, refs: &mut BTreeMap<String, Reference>, key: String, r: Option<Reference>) {
+    let key = key.trim_start_matches('/').to_string();
+    if let Some(r) = r {
+        if accept_key(what, &key) {
+            refs.insert(key, r);
+        }
+    }
+}
+
+/// Target URLs, one allocation per distinct URL (and per distinct template before rendering).
+#[derive(Default)]
+struct Urls {
+    seen: HashMap<String, Arc<str>>,
+}
+
+impl Urls {
+    fn intern(&mut self, url: String) -> Arc<str> {
+        self.seen
+            .entry(url)
+            .or_insert_with_key(|u| Arc::from(u.as_str()))
+            .clone()
+    }
+
+    /// `url` rendered with `templates` when it holds `{{`.
+    fn render(&mut self, url: String, templates: Option<&Templates>) -> Result<Arc<str>, String> {
+        if let Some(known) = self.seen.get(&url) {
+            return Ok(known.clone());
+        }
+        let rendered: Arc<str> = match templates {
+            Some(t) if url.contains("{{") => Arc::from(t.render(&url)?),
+            _ => Arc::from(url.as_str()),
+        };
+        self.seen.insert(url, rendered.clone());
+        Ok(rendered)
+    }
+}
+
+/// The reference one JSON value makes; `None` for `null` (a deleted key).
+fn reference(
+    value: Value,
+    urls: &mut Urls,
+    templates: Option<&Templates>,
+) -> Result<Option<Reference>, String> {
+    let inline = |bytes: Vec<u8>| Ok(Some(Reference::Inline(Arc::from(bytes))));
+    match value {
+        Value::Null => Ok(None),
+        Value::String(s) => match s.strip_prefix("base64:") {
+            Some(data) => {
+                let engine = base64::engine::general_purpose::GeneralPurpose::new(
+                    &base64::alphabet::STANDARD,
+                    base64::engine::GeneralPurposeConfig::new()
+                        .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
+                );
+                inline(
+                    engine
+                        .decode(data.trim())
+                        .map_err(|e| format!("bad base64 data: {e}"))?,
+                )
+            }
+            None => inline(s.into_bytes()),
+        },
+        Value::Array(parts) => {
+            let url = match parts.first() {
+                Some(Value::String(u)) => urls.render(u.clone(), templates)?,
+                _ => return Err(format!("a reference list must start with a URL: {parts:?}")),
+            };
+            let number = |i: usize| {
+                parts[i]
+                    .as_u64()
+                    .ok_or_else(|| format!("reference {parts:?}: item {i} is not a byte count"))
+            };
+            let range = match parts.len() {
+                1 => None,
+                3 => Some((number(1)?, number(2)?)),
+                _ => {
+                    return Err(format!(
+                        "reference {parts:?}: expected [url] or [url, offset, length]"
+                    ))
+                }
+            };
+            Ok(Some(Reference::Target {
+                url,
+                range,
+                recorded: None,
+            }))
+        }
+        // Metadata given as JSON rather than as text, as fsspec accepts it.
+        other => inline(other.to_string().into_bytes()),
+    }
+}
+
+impl Catalog for JsonCatalog {
+    fn lookup(&self, key: &str) -> Result<Option<Reference>, StoreError> {
+        Ok(self.refs.get(key).cloned())
+    }
+
+    fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
+        Ok(list_sized("references", &self.refs, prefix, listed_size))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(url: &str, range: Option<(u64, u64)>) -> Option<Reference> {
+        Some(Reference::Target {
+            url: Arc::from(url),
+            range,
+            recorded: None,
+        })
+    }
+
+    #[test]
+    fn reads_both_versions() {
+        let v0 = br#"{".zgroup": "{\"zarr_format\": 2}", "a/0": ["s3://b/f.nc", 10, 20],
+                      "a/1": "base64:AAEC", "a/2": ["/d/f.nc"], "a/3": null, "../x": "no"}"#;
+        let c = JsonCatalog::parse("r", v0).unwrap();
+        let inline = |b: &[u8]| Some(Reference::Inline(Arc::from(b)));
+        assert_eq!(
+            c.lookup(".zgroup").unwrap(),
+            inline(br#"{"zarr_format": 2}"#)
+        );
+        assert_eq!(
+            c.lookup("a/0").unwrap(),
+            target("s3://b/f.nc", Some((10, 20)))
+        );
+        assert_eq!(c.lookup("a/1").unwrap(), inline(&[0, 1, 2]));
+        assert_eq!(c.lookup("a/2").unwrap(), target("/d/f.nc", None));
+        assert_eq!(c.lookup("a/3").unwrap(), None);
+        assert_eq!(c.lookup("../x").unwrap(), None);
+        let names: Vec<String> = c
+            .list_dir("")
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        assert_eq!(names, [".zgroup", "a"]);
+        let v1 = br#"{"version": 1, "templates": {"u": "s3://b/data"},
+            "refs": {"x/.zarray": {"zarr_format": 2}, "x/0": ["{{u}}/f.nc", 0, 4]},
+            "gen": [{"key": "y/{{i}}", "url": "{{u}}/g{{i}}.nc", "dimensions": {"i": [7]}}]}"#;
+        let c = JsonCatalog::parse("r", v1).unwrap();
+        assert_eq!(
+            c.lookup("x/.zarray").unwrap(),
+            inline(br#"{"zarr_format":2}"#)
+        );
+        assert_eq!(
+            c.lookup("x/0").unwrap(),
+            target("s3://b/data/f.nc", Some((0, 4)))
+        );
+        assert_eq!(c.lookup("y/7").unwrap(), target("s3://b/data/g7.nc", None));
+    }
+
+    #[test]
+    fn refuses_what_is_not_a_reference_set() {
+        for bad in [
+            &b"[1]"[..],
+            b"{\"a\": [1, 2, 3]}",
+            b"{\"a\": [\"u\", 1]}",
+            b"{",
+            b"{\"a\": \"base64:!!\"}",
+        ] {
+            assert!(
+                JsonCatalog::parse("r", bad).is_err(),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
+}

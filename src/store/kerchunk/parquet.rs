@@ -1,0 +1,206 @@
+//! kerchunk reference sets in Parquet (fsspec's `LazyReferenceMapper` layout): a directory with
+//! `.zmetadata` (`{"metadata": {key: JSON}, "record_size": N}`) and, per array `VAR`, files
+//! `VAR/refs.R.parq` of `record_size` rows with columns `path`, `offset`, `size` and `raw`. The
+//! chunk with C-order number `i` is row `i % N` of file `i / N`. A row with `raw` holds the
+//! bytes; one with a `path` names a target (offset and size 0: the whole file); one with
+//! neither is a missing chunk, and so is every chunk of an absent file.
+
+use crate::store::references::{listed_size, Catalog, Reference};
+use crate::store::{accept_key, list_sized, Entry, Store, StoreError};
+use lru::LruCache;
+use parquet::file::reader::{FileReader, SerializedFileReader};
+use parquet::record::Field;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::num::NonZeroUsize;
+use std::sync::{Arc, Mutex};
+
+/// The largest `.zmetadata` or record file read (a hostile one is not allocated in full).
+const MAX_FILE: u64 = 1 << 30;
+/// Record files kept decoded.
+const RECORDS_KEPT: usize = 64;
+
+/// One row of a record file: what one chunk refers to.
+type Row = Option<Reference>;
+
+/// The references of a Parquet reference directory.
+pub struct ParquetCatalog {
+    /// The directory's store.
+    home: Arc<dyn Store>,
+    what: String,
+    /// Metadata documents by key (`.zgroup`, `VAR/.zarray`, ...), as JSON text.
+    metadata: BTreeMap<String, Reference>,
+    record_size: u64,
+    records: Mutex<LruCache<String, Arc<Vec<Row>>>>,
+}
+
+/// True when `zmetadata` is the `.zmetadata` of a Parquet reference directory (it has a
+/// `record_size`), not Zarr's consolidated metadata.
+pub fn is_reference_index(zmetadata: &[u8]) -> bool {
+    serde_json::from_slice::<Value>(zmetadata).is_ok_and(|v| v.get("record_size").is_some())
+}
+
+impl ParquetCatalog {
+    /// Reads the `.zmetadata` of the directory `home` (shown as `what`).
+    pub fn open(home: Arc<dyn Store>, what: &str) -> Result<Self, StoreError> {
+        let bad = |why: String| StoreError::Invalid(format!("{what}/.zmetadata: {why}"));
+        let index = home
+            .get_bounded(".zmetadata", MAX_FILE)?
+            .ok_or_else(|| bad("missing".into()))?;
+        let doc: Value = serde_json::from_slice(&index.bytes).map_err(|e| bad(e.to_string()))?;
+        let record_size = doc
+            .get("record_size")
+            .and_then(Value::as_u64)
+            .filter(|n| *n > 0)
+            .ok_or_else(|| bad("no positive record_size".into()))?;
+        let Some(Value::Object(listed)) = doc.get("metadata") else {
+            return Err(bad("no metadata object".into()));
+        };
+        let metadata = listed
+            .iter()
+            .filter(|(key, _)| accept_key(what, key))
+            .map(|(key, value)| {
+                let text = match value {
+                    Value::String(s) => s.clone().into_bytes(),
+                    other => other.to_string().into_bytes(),
+                };
+                (key.clone(), Reference::Inline(Arc::from(text)))
+            })
+            .collect();
+        Ok(ParquetCatalog {
+            home,
+            what: what.to_string(),
+            metadata,
+            record_size,
+            records: Mutex::new(LruCache::new(
+                NonZeroUsize::new(RECORDS_KEPT).unwrap_or(NonZeroUsize::MIN),
+            )),
+        })
+    }
+
+    /// The number of chunks along each axis of the array `field`, from its `.zarray`.
+    fn chunk_counts(&self, field: &str) -> Option<Vec<u64>> {
+        let Some(Reference::Inline(text)) = self.metadata.get(&format!("{field}/.zarray")) else {
+            return None;
+        };
+        let zarray: Value = serde_json::from_slice(text).ok()?;
+        let numbers = |name: &str| -> Option<Vec<u64>> {
+            zarray
+                .get(name)?
+                .as_array()?
+                .iter()
+                .map(Value::as_u64)
+                .collect()
+        };
+        let (shape, chunks) = (numbers("shape")?, numbers("chunks")?);
+        if shape.len() != chunks.len() || chunks.contains(&0) {
+            return None;
+        }
+        let counts: Vec<u64> = shape
+            .iter()
+            .zip(&chunks)
+            .map(|(s, c)| s.div_ceil(*c))
+            .collect();
+        Some(if counts.is_empty() { vec![1] } else { counts })
+    }
+
+    /// The rows of record file `file`, read on first use; an absent file has none.
+    fn record(&self, file: &str) -> Result<Arc<Vec<Row>>, StoreError> {
+        let mut records = self.records.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(rows) = records.get(file) {
+            return Ok(rows.clone());
+        }
+        drop(records);
+        let rows = match self.home.get_bounded(file, MAX_FILE)? {
+            Some(object) => Arc::new(rows(&object.bytes).map_err(|e| {
+                StoreError::Invalid(format!("{}/{file}: not a reference record: {e}", self.what))
+            })?),
+            None => Arc::new(Vec::new()),
+        };
+        let mut records = self.records.lock().unwrap_or_else(|p| p.into_inner());
+        records.put(file.to_string(), rows.clone());
+        Ok(rows)
+    }
+}
+
+/// The references of one record file, in row order.
+fn rows(bytes: &[u8]) -> Result<Vec<Row>, String> {
+    let reader = SerializedFileReader::new(bytes::Bytes::copy_from_slice(bytes))
+        .map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    let mut urls: BTreeMap<String, Arc<str>> = BTreeMap::new();
+    for row in reader.get_row_iter(None).map_err(|e| e.to_string())? {
+        let row = row.map_err(|e| e.to_string())?;
+        let (mut path, mut offset, mut size, mut raw) = (None, 0u64, 0u64, None);
+        for (name, field) in row.get_column_iter() {
+            let number = || match field {
+                Field::Long(n) => u64::try_from(*n).map_err(|_| format!("{name} {n} is negative")),
+                Field::Int(n) => u64::try_from(*n).map_err(|_| format!("{name} {n} is negative")),
+                Field::Null => Ok(0),
+                other => Err(format!("{name} is {other:?}, not a number")),
+            };
+            match (name.as_str(), field) {
+                ("path", Field::Str(s)) => path = Some(s.clone()),
+                ("raw", Field::Bytes(b)) => raw = Some(b.data().to_vec()),
+                ("raw", Field::Str(s)) => raw = Some(s.clone().into_bytes()),
+                ("offset", _) => offset = number()?,
+                ("size", _) => size = number()?,
+                _ => {}
+            }
+        }
+        out.push(match (raw, path) {
+            (Some(raw), _) => Some(Reference::Inline(Arc::from(raw))),
+            (None, Some(path)) => {
+                let url = urls
+                    .entry(path)
+                    .or_insert_with_key(|p| Arc::from(p.as_str()));
+                let range = (offset, size) != (0, 0);
+                Some(Reference::Target {
+                    url: url.clone(),
+                    range: range.then_some((offset, size)),
+                    recorded: None,
+                })
+            }
+            (None, None) => None,
+        });
+    }
+    Ok(out)
+}
+
+impl Catalog for ParquetCatalog {
+    fn lookup(&self, key: &str) -> Result<Option<Reference>, StoreError> {
+        if let Some(r) = self.metadata.get(key) {
+            return Ok(Some(r.clone()));
+        }
+        let Some((field, chunk)) = key.rsplit_once('/') else {
+            return Ok(None);
+        };
+        let Some(counts) = self.chunk_counts(field) else {
+            return Ok(None);
+        };
+        let index: Option<Vec<u64>> = chunk.split('.').map(|c| c.parse().ok()).collect();
+        let Some(index) = index.filter(|i| i.len() == counts.len()) else {
+            return Ok(None);
+        };
+        let mut number = 0u64;
+        for (i, n) in index.iter().zip(&counts) {
+            if i >= n {
+                return Ok(None);
+            }
+            number = match number.checked_mul(*n) {
+                Some(m) => m + i,
+                None => return Ok(None),
+            };
+        }
+        let file = format!("{field}/refs.{}.parq", number / self.record_size);
+        let rows = self.record(&file)?;
+        Ok(rows
+            .get((number % self.record_size) as usize)
+            .cloned()
+            .flatten())
+    }
+
+    fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
+        Ok(list_sized(&self.what, &self.metadata, prefix, listed_size))
+    }
+}

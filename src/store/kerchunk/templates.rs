@@ -1,0 +1,225 @@
+//! kerchunk's jinja templates: the `templates` of a version 1 reference set, rendered into
+//! target URLs, and its `gen` entries, expanded over the cartesian product of their dimensions.
+//! As fsspec does: a template without `{{` is a plain value; one with `{{` is a function of
+//! keyword arguments (`{{ f(c='x') }}`).
+
+use minijinja::value::{Kwargs, Value};
+use minijinja::Environment;
+use serde_json::Map;
+use std::collections::BTreeMap;
+
+/// Most references a reference set may generate (a `gen` entry's product can be huge).
+const MAX_GENERATED: u64 = 20_000_000;
+
+/// Work one rendering may do (minijinja's fuel): a loop in a hostile template ends here.
+const FUEL: u64 = 100_000;
+
+/// A template environment with bounded work.
+fn environment() -> Environment<'static> {
+    let mut env = Environment::new();
+    env.set_fuel(Some(FUEL));
+    env
+}
+
+/// The templates of one reference set.
+pub struct Templates {
+    env: Environment<'static>,
+    /// Plain templates, passed to every rendering.
+    values: BTreeMap<String, Value>,
+}
+
+/// One reference a `gen` entry makes: key, URL, and the byte range when it names one.
+pub type Generated = (String, String, Option<(u64, u64)>);
+
+impl Templates {
+    /// The templates of a reference set's `templates` object.
+    pub fn new(templates: &Map<String, serde_json::Value>) -> Result<Self, String> {
+        let mut env = environment();
+        let mut values = BTreeMap::new();
+        for (name, value) in templates {
+            let text = match value {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            if !text.contains("{{") {
+                values.insert(name.clone(), Value::from(text));
+                continue;
+            }
+            let shown = name.clone();
+            env.add_function(name.clone(), move |kwargs: Kwargs| {
+                let mut context = BTreeMap::new();
+                for arg in kwargs.args() {
+                    context.insert(arg.to_string(), kwargs.get::<Value>(arg)?);
+                }
+                environment().render_str(&text, context).map_err(|e| {
+                    minijinja::Error::new(
+                        minijinja::ErrorKind::InvalidOperation,
+                        format!("template {shown}: {e}"),
+                    )
+                })
+            });
+        }
+        Ok(Templates { env, values })
+    }
+
+    /// `text` rendered with the templates (and nothing else).
+    pub fn render(&self, text: &str) -> Result<String, String> {
+        self.env
+            .render_str(text, &self.values)
+            .map_err(|e| format!("{text:?}: {e}"))
+    }
+
+    /// The references one `gen` entry makes.
+    pub fn generate(&self, gen: &serde_json::Value) -> Result<Vec<Generated>, String> {
+        let field = |name: &str| {
+            gen.get(name)
+                .map(|v| match v {
+                    serde_json::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+                .ok_or_else(|| format!("a gen entry has no {name:?}"))
+        };
+        let (key, url) = (field("key")?, field("url")?);
+        let range = match (field("offset"), field("length")) {
+            (Ok(o), Ok(l)) => Some((o, l)),
+            _ => None,
+        };
+        let dims = dimensions(gen.get("dimensions"))?;
+        let total = dims.iter().try_fold(1u64, |n, (_, v)| {
+            n.checked_mul(v.len() as u64)
+                .filter(|n| *n <= MAX_GENERATED)
+                .ok_or_else(|| format!("a gen entry makes more than {MAX_GENERATED} references"))
+        })?;
+        fn compile<'e, 's>(
+            env: &'e Environment<'static>,
+            text: &'s str,
+        ) -> Result<minijinja::Template<'e, 's>, String> {
+            env.template_from_str(text)
+                .map_err(|e| format!("gen {text:?}: {e}"))
+        }
+        let compile = |text| compile(&self.env, text);
+        let key_t = compile(&key)?;
+        let url_t = compile(&url)?;
+        let range_t = match &range {
+            Some((o, l)) => Some((compile(o)?, compile(l)?)),
+            None => None,
+        };
+        let mut out = Vec::with_capacity(total as usize);
+        let mut index = vec![0usize; dims.len()];
+        for _ in 0..total {
+            let mut context = self.values.clone();
+            for ((name, values), &i) in dims.iter().zip(&index) {
+                context.insert(name.clone(), values[i].clone());
+            }
+            let render =
+                |t: &minijinja::Template| t.render(&context).map_err(|e| format!("gen: {e}"));
+            let number = |t: &minijinja::Template| {
+                let text = render(t)?;
+                text.trim()
+                    .parse::<u64>()
+                    .map_err(|_| format!("gen: {text:?} is not a byte offset or length"))
+            };
+            let range = match &range_t {
+                Some((o, l)) => Some((number(o)?, number(l)?)),
+                None => None,
+            };
+            out.push((render(&key_t)?, render(&url_t)?, range));
+            // The next combination, last dimension fastest (itertools.product's order).
+            for d in (0..dims.len()).rev() {
+                index[d] += 1;
+                if index[d] < dims[d].1.len() {
+                    break;
+                }
+                index[d] = 0;
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// A gen entry's dimensions: a list of values, or `{start, stop, step}` as Python's `range`.
+fn dimensions(dims: Option<&serde_json::Value>) -> Result<Vec<(String, Vec<Value>)>, String> {
+    let Some(serde_json::Value::Object(dims)) = dims else {
+        return Err("a gen entry has no \"dimensions\" object".into());
+    };
+    let mut out = Vec::new();
+    for (name, spec) in dims {
+        let values: Vec<Value> = match spec {
+            serde_json::Value::Array(list) => list.iter().map(Value::from_serialize).collect(),
+            serde_json::Value::Object(r) => {
+                let int = |k: &str, default: Option<i64>| {
+                    r.get(k)
+                        .map(|v| v.as_i64().ok_or(()))
+                        .unwrap_or(default.ok_or(()))
+                        .map_err(|()| format!("gen dimension {name}: bad or missing {k:?}"))
+                };
+                let (start, stop, step) = (
+                    int("start", Some(0))?,
+                    int("stop", None)?,
+                    int("step", Some(1))?,
+                );
+                if step <= 0 {
+                    return Err(format!("gen dimension {name}: step must be positive"));
+                }
+                let count = ((stop - start).max(0) as u64).div_ceil(step as u64);
+                if count > MAX_GENERATED {
+                    return Err(format!(
+                        "gen dimension {name}: more than {MAX_GENERATED} values"
+                    ));
+                }
+                (0..count as i64)
+                    .map(|i| Value::from(start + i * step))
+                    .collect()
+            }
+            _ => return Err(format!("gen dimension {name}: neither a list nor a range")),
+        };
+        out.push((name.clone(), values));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn renders_plain_and_function_templates() {
+        let t = json!({"u": "server.org/path", "f": "{{ c }}-x"});
+        let t = Templates::new(t.as_object().unwrap()).unwrap();
+        assert_eq!(
+            t.render("http://{{u}}/a").unwrap(),
+            "http://server.org/path/a"
+        );
+        assert_eq!(
+            t.render("http://{{ f(c='text') }}").unwrap(),
+            "http://text-x"
+        );
+        assert!(t.render("{{ nope(").is_err());
+        assert!(t
+            .render(
+                "{% for i in range(10000) %}{% for j in range(10000) %}{% endfor %}{% endfor %}"
+            )
+            .is_err());
+    }
+
+    #[test]
+    fn generates_the_product_of_the_dimensions_in_order() {
+        let t = Templates::new(json!({"u": "h"}).as_object().unwrap()).unwrap();
+        let gen = json!({
+            "key": "v/{{i}}.{{j}}", "url": "s3://{{u}}/f{{i}}",
+            "offset": "{{ (j + 1) * 100 }}", "length": "10",
+            "dimensions": {"i": {"stop": 2}, "j": [0, 5]}
+        });
+        let got = t.generate(&gen).unwrap();
+        let want: Vec<Generated> = vec![
+            ("v/0.0".into(), "s3://h/f0".into(), Some((100, 10))),
+            ("v/0.5".into(), "s3://h/f0".into(), Some((600, 10))),
+            ("v/1.0".into(), "s3://h/f1".into(), Some((100, 10))),
+            ("v/1.5".into(), "s3://h/f1".into(), Some((600, 10))),
+        ];
+        assert_eq!(got, want);
+        let huge = json!({"key": "{{i}}", "url": "x", "dimensions": {"i": {"stop": 1u64 << 40}}});
+        assert!(t.generate(&huge).is_err());
+    }
+}

@@ -1,0 +1,197 @@
+//! A store whose keys are references to bytes elsewhere: kerchunk reference sets and Icechunk
+//! repositories. A [`Catalog`] says what each key refers to; [`ReferenceStore`] reads it, inline
+//! or through [`Targets`].
+
+use super::targets::Targets;
+use super::{Entry, Object, ObjectMeta, Store, StoreError};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+/// What one key of a reference store holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reference {
+    /// The bytes themselves.
+    Inline(Arc<[u8]>),
+    /// A whole file (`range` `None`) or `range.1` bytes of it from `range.0`, by URL; with
+    /// `recorded`, only while the file is as it was when it was referenced.
+    Target {
+        url: Arc<str>,
+        range: Option<(u64, u64)>,
+        recorded: Option<Recorded>,
+    },
+    /// `length` bytes from `offset` of `key` in the store that holds the references.
+    Stored {
+        key: String,
+        offset: u64,
+        length: u64,
+    },
+}
+
+/// What a target file was when it was referenced (Icechunk's virtual chunk checksums).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Recorded {
+    /// Its ETag.
+    ETag(String),
+    /// Modified no later than this (seconds since the epoch).
+    ModifiedBy(u64),
+}
+
+/// The references of a store, by key.
+pub trait Catalog: Send + Sync {
+    /// What `key` refers to, or `None` when the key is absent (a missing chunk).
+    fn lookup(&self, key: &str) -> Result<Option<Reference>, StoreError>;
+
+    /// The direct children of `prefix`, as [`Store::list_dir`] lists them.
+    fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError>;
+}
+
+/// Keys resolved through a [`Catalog`], bytes read inline, from the store holding the
+/// references, or from the targets.
+pub struct ReferenceStore {
+    catalog: Box<dyn Catalog>,
+    /// The store the references are in.
+    home: Arc<dyn Store>,
+    targets: Targets,
+    describe: String,
+    /// What [`Store::about`] says.
+    about: Vec<(String, String)>,
+}
+
+impl ReferenceStore {
+    /// Keys of `catalog`, kept in `home`, pointing at `targets`; shown as `describe`.
+    pub fn new(
+        catalog: Box<dyn Catalog>,
+        home: Arc<dyn Store>,
+        targets: Targets,
+        describe: String,
+    ) -> Self {
+        ReferenceStore {
+            catalog,
+            home,
+            targets,
+            describe,
+            about: Vec::new(),
+        }
+    }
+
+    /// The store, saying `about` of the version it shows.
+    pub fn with_about(mut self, about: Vec<(String, String)>) -> Self {
+        self.about = about;
+        self
+    }
+
+    /// `len` bytes from `start` of what `reference` names (fewer at its end).
+    fn read(&self, reference: &Reference, start: u64, len: u64) -> Result<Vec<u8>, StoreError> {
+        let within = |size: u64| (start.min(size), len.min(size.saturating_sub(start)));
+        match reference {
+            Reference::Inline(bytes) => {
+                let (s, n) = within(bytes.len() as u64);
+                Ok(bytes[s as usize..(s + n) as usize].to_vec())
+            }
+            Reference::Target {
+                url,
+                range,
+                recorded,
+            } => {
+                if let Some(recorded) = recorded {
+                    self.targets.check(url, recorded)?;
+                }
+                match range {
+                    None => self.targets.read_part(url, start, len),
+                    Some((offset, length)) => {
+                        let (s, n) = within(*length);
+                        self.targets.read(url, offset + s, n)
+                    }
+                }
+            }
+            Reference::Stored {
+                key,
+                offset,
+                length,
+            } => {
+                let (s, n) = within(*length);
+                match self.home.get_range(key, offset + s, n)? {
+                    Some(b) if b.len() as u64 == n => Ok(b),
+                    _ => Err(StoreError::Invalid(format!(
+                        "{}/{key}: missing, or shorter than the {length} bytes from {offset} \
+                         a manifest names",
+                        self.home.describe()
+                    ))),
+                }
+            }
+        }
+    }
+
+    /// The size of what `reference` names.
+    fn size(&self, reference: &Reference) -> Result<u64, StoreError> {
+        Ok(match reference {
+            Reference::Target {
+                url, range: None, ..
+            } => self.targets.head(url)?.size,
+            other => listed_size(other),
+        })
+    }
+}
+
+impl Store for ReferenceStore {
+    fn get(&self, key: &str) -> Result<Option<Object>, StoreError> {
+        let Some(reference) = self.catalog.lookup(key)? else {
+            return Ok(None);
+        };
+        let bytes = match &reference {
+            Reference::Target {
+                url,
+                range: None,
+                recorded: None,
+            } => self.targets.read_whole(url)?,
+            other => self.read(other, 0, u64::MAX)?,
+        };
+        Ok(Some(Object { bytes, mtime: None }))
+    }
+
+    fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError> {
+        match self.catalog.lookup(key)? {
+            Some(reference) => self.read(&reference, start, len).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
+        match self.catalog.lookup(key)? {
+            Some(reference) => Ok(Some(ObjectMeta {
+                size: self.size(&reference)?,
+                mtime: None,
+            })),
+            None => Ok(None),
+        }
+    }
+
+    fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
+        self.catalog.list_dir(prefix)
+    }
+
+    fn about(&self) -> Vec<(String, String)> {
+        self.about.clone()
+    }
+
+    fn parallelism(&self) -> usize {
+        self.home.parallelism().max(4)
+    }
+
+    fn mtime(&self) -> SystemTime {
+        self.home.mtime()
+    }
+
+    fn describe(&self) -> String {
+        self.describe.clone()
+    }
+}
+
+/// The size a listing shows for `reference` (0 for a whole file, not asked for here).
+pub fn listed_size(reference: &Reference) -> u64 {
+    match reference {
+        Reference::Inline(bytes) => bytes.len() as u64,
+        Reference::Target { range, .. } => range.map_or(0, |(_, length)| length),
+        Reference::Stored { length, .. } => *length,
+    }
+}

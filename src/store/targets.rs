@@ -1,0 +1,363 @@
+//! Where references may point, and reading what they point at through the other backends.
+//!
+//! A reference set (kerchunk JSON or Parquet) or an Icechunk repository names files by URL. Those
+//! in the same place as the references themselves (the directory that holds them, their bucket,
+//! container or host) are read; others only below a prefix the user allowed (`--allow-target`).
+//! Local targets are opened with a [`DirStore`] rooted at the allowed directory, so a link cannot
+//! lead out of it and only regular files are read.
+
+use super::location;
+use super::references::Recorded;
+use super::{
+    check_key, DirStore, ObjectMeta, ObjectStoreBackend, RemoteOptions, Store, StoreError,
+};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// One place targets may be read from: a URL prefix (`file:///dir`, `s3://bucket/prefix`, ...).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Place {
+    prefix: String,
+}
+
+impl Place {
+    /// True when `url` is `prefix` or below it.
+    fn holds(&self, url: &str) -> bool {
+        let p = self.prefix.as_str();
+        url.strip_prefix(p)
+            .is_some_and(|rest| rest.is_empty() || p.ends_with('/') || rest.starts_with('/'))
+    }
+}
+
+/// The targets a reference set or repository may read, and the stores that read them.
+pub struct Targets {
+    /// Where the references are, first; then the allowed prefixes.
+    places: Vec<Place>,
+    /// What relative target paths are relative to (a URL, no trailing `/`).
+    base: String,
+    remote: RemoteOptions,
+    /// Target stores opened so far, by root URL (`file:///dir`, `s3://bucket`, ...).
+    stores: Mutex<HashMap<String, Arc<dyn Store>>>,
+}
+
+impl Targets {
+    /// The targets of references kept at `home` (a local path or a URL naming the reference file
+    /// or directory): its directory (bucket, container, host) and `remote.allow_targets`.
+    pub fn new(home: &str, remote: &RemoteOptions) -> Result<Self, StoreError> {
+        let url = as_url(home, "")?;
+        let base = parent(&url);
+        let mut places = local_forms(&match root_of(&url) {
+            Some((root, _)) => root,
+            None => base.clone(),
+        });
+        for allowed in &remote.allow_targets {
+            let prefix = as_url(allowed.trim_end_matches('/'), "")
+                .map_err(|e| StoreError::Invalid(format!("--allow-target {allowed}: {e}")))?;
+            places.extend(local_forms(&prefix));
+        }
+        Ok(Targets {
+            places,
+            base,
+            remote: remote.clone(),
+            stores: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// All of the target `url`; an error when it is absent.
+    pub fn read_whole(&self, url: &str) -> Result<Vec<u8>, StoreError> {
+        let (store, key, shown) = self.open(url)?;
+        match store.get(&key)? {
+            Some(object) => Ok(object.bytes),
+            None => Err(missing(&shown)),
+        }
+    }
+
+    /// `len` bytes of the target `url` from `offset`; an error when it is absent or shorter.
+    pub fn read(&self, url: &str, offset: u64, len: u64) -> Result<Vec<u8>, StoreError> {
+        let (store, key, shown) = self.open(url)?;
+        let Some(bytes) = store.get_range(&key, offset, len)? else {
+            return Err(missing(&shown));
+        };
+        if (bytes.len() as u64) < len {
+            return Err(StoreError::Invalid(format!(
+                "{shown}: the reference asks for bytes {offset}..{} but the file ends at {}",
+                offset.saturating_add(len),
+                offset + bytes.len() as u64
+            )));
+        }
+        Ok(bytes)
+    }
+
+    /// Up to `len` bytes of the target `url` from `offset` (fewer at its end).
+    pub fn read_part(&self, url: &str, offset: u64, len: u64) -> Result<Vec<u8>, StoreError> {
+        let (store, key, shown) = self.open(url)?;
+        store
+            .get_range(&key, offset, len)?
+            .ok_or_else(|| missing(&shown))
+    }
+
+    /// Size and modification time of the target `url`; an error when it is absent.
+    pub fn head(&self, url: &str) -> Result<ObjectMeta, StoreError> {
+        let (store, key, shown) = self.open(url)?;
+        store.head(&key)?.ok_or_else(|| missing(&shown))
+    }
+
+    /// Refuses the target `url` unless it is as `recorded` (its ETag, or modified no later).
+    pub fn check(&self, url: &str, recorded: &Recorded) -> Result<(), StoreError> {
+        let (store, key, shown) = self.open(url)?;
+        let changed = |what: String| {
+            StoreError::Invalid(format!(
+                "{shown}: {what} since it was referenced (the repository's virtual chunk \
+                 no longer matches it)"
+            ))
+        };
+        match recorded {
+            Recorded::ModifiedBy(secs) => {
+                let meta = store.head(&key)?.ok_or_else(|| missing(&shown))?;
+                let modified = meta
+                    .mtime
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map(|d| d.as_secs());
+                match modified {
+                    Some(m) if m <= *secs => Ok(()),
+                    Some(m) => Err(changed(format!("modified at {m}, after {secs},"))),
+                    None => Err(changed("no modification time known".into())),
+                }
+            }
+            Recorded::ETag(want) => match store.etag(&key)? {
+                Some(tag) if tag.trim_matches('"') == want.trim_matches('"') => Ok(()),
+                Some(tag) => Err(changed(format!("ETag {tag} instead of {want}"))),
+                None => Err(changed(format!("no ETag to compare with {want}"))),
+            },
+        }
+    }
+
+    /// The store reading the target `url`, the key of the target in it, and the URL as shown.
+    fn open(&self, url: &str) -> Result<(Arc<dyn Store>, String, String), StoreError> {
+        let full = as_url(url, &self.base)?;
+        let Some(place) = self.places.iter().find(|p| p.holds(&full)) else {
+            return Err(StoreError::Invalid(format!(
+                "{full}: the references point outside the places they may read ({}); \
+                 allow it with --allow-target PREFIX",
+                self.places[0].prefix
+            )));
+        };
+        let (root, key) = match full.strip_prefix("file://") {
+            Some(path) => local_root(&place.prefix, path)?,
+            None => root_of(&full).ok_or_else(|| bad_url(&full))?,
+        };
+        check_key(&key)
+            .map_err(|_| StoreError::Invalid(format!("{full}: not a plain path below {root}")))?;
+        let mut stores = self.stores.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(store) = stores.get(&root) {
+            return Ok((store.clone(), key, full));
+        }
+        let store: Arc<dyn Store> = match root.strip_prefix("file://") {
+            Some(dir) => Arc::new(DirStore::new(Path::new(dir))?),
+            None => {
+                let parsed = location::parse(&root)?;
+                Arc::new(ObjectStoreBackend::open(&parsed, &root, &self.remote)?)
+            }
+        };
+        stores.insert(root, store.clone());
+        Ok((store, key, full))
+    }
+}
+
+fn missing(url: &str) -> StoreError {
+    StoreError::Invalid(format!(
+        "{url}: the file a reference points to does not exist"
+    ))
+}
+
+fn bad_url(url: &str) -> StoreError {
+    StoreError::Invalid(format!("{url}: not a URL zarrfs can read"))
+}
+
+/// A target as a URL: `file:///abs/path` for local paths (relative ones below `base`), schemes
+/// spelled as zarrfs knows them (`s3a://` is `s3://`, `gcs://` is `gs://`), `.` and `..`
+/// segments resolved (`dir/../x.nc` is beside `dir`, and must be allowed there).
+fn as_url(target: &str, base: &str) -> Result<String, StoreError> {
+    let url = spelled(target, base)?;
+    let (scheme, rest) = url.split_once("://").ok_or_else(|| bad_url(target))?;
+    let mut segments: Vec<&str> = Vec::new();
+    for seg in rest.split('/') {
+        match seg {
+            "." => {}
+            // Never above the authority (bucket, host) or the file system root.
+            ".." if segments.len() > 1 => {
+                segments.pop();
+            }
+            ".." => return Err(bad_url(target)),
+            _ => segments.push(seg),
+        }
+    }
+    Ok(format!("{scheme}://{}", segments.join("/")))
+}
+
+/// [`as_url`] before `.` and `..` are resolved.
+fn spelled(target: &str, base: &str) -> Result<String, StoreError> {
+    if let Some((scheme, rest)) = target.split_once("://") {
+        let scheme = match scheme {
+            "s3a" => "s3",
+            "gcs" => "gs",
+            "file" | "s3" | "gs" | "az" | "abfs" | "abfss" | "adl" | "azure" | "http" | "https" => {
+                scheme
+            }
+            _ => return Err(bad_url(target)),
+        };
+        if scheme == "file" {
+            let path = percent_encoding::percent_decode_str(rest).decode_utf8_lossy();
+            return Ok(format!("file://{path}"));
+        }
+        return Ok(format!("{scheme}://{rest}"));
+    }
+    if target.starts_with('/') {
+        return Ok(format!("file://{target}"));
+    }
+    if base.is_empty() {
+        let cwd = std::env::current_dir().map_err(|e| StoreError::io(target, e))?;
+        return Ok(format!("file://{}", cwd.join(target).display()));
+    }
+    Ok(format!("{base}/{}", target.trim_start_matches("./")))
+}
+
+/// The URL without its last segment.
+fn parent(url: &str) -> String {
+    let trimmed = url.trim_end_matches('/');
+    match trimmed.rsplit_once('/') {
+        Some((dir, _)) if !dir.ends_with('/') => dir.to_string(),
+        _ => trimmed.to_string(),
+    }
+}
+
+/// A remote URL split into the root a store opens (`scheme://authority`) and the key below it.
+/// `None` for `file://` URLs.
+fn root_of(url: &str) -> Option<(String, String)> {
+    let (scheme, rest) = url.split_once("://")?;
+    if scheme == "file" {
+        return None;
+    }
+    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let path = percent_encoding::percent_decode_str(path.trim_matches('/')).decode_utf8_lossy();
+    Some((format!("{scheme}://{authority}"), path.into_owned()))
+}
+
+/// A local place as written and with its links resolved (references may name either).
+fn local_forms(prefix: &str) -> Vec<Place> {
+    let mut out = vec![Place {
+        prefix: prefix.to_string(),
+    }];
+    if let Some(path) = prefix.strip_prefix("file://") {
+        if let Ok(real) = std::fs::canonicalize(path) {
+            let real = format!("file://{}", real.display());
+            if real != prefix {
+                out.push(Place { prefix: real });
+            }
+        }
+    }
+    out
+}
+
+/// The directory a local target is read from (the allowed place, or its parent when the place
+/// is one file) and the target's key in it.
+fn local_root(place: &str, path: &str) -> Result<(String, String), StoreError> {
+    let dir = place.strip_prefix("file://").unwrap_or(place);
+    let dir = if Path::new(dir).is_dir() {
+        PathBuf::from(dir)
+    } else {
+        Path::new(dir)
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default()
+    };
+    let key = Path::new(path)
+        .strip_prefix(&dir)
+        .map_err(|_| bad_url(path))?
+        .to_string_lossy()
+        .into_owned();
+    Ok((format!("file://{}", dir.display()), key))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn targets(home: &str, allow: &[&str]) -> Targets {
+        let remote = RemoteOptions {
+            allow_targets: allow.iter().map(|s| s.to_string()).collect(),
+            ..RemoteOptions::default()
+        };
+        Targets::new(home, &remote).unwrap()
+    }
+
+    #[test]
+    fn reads_beside_the_references_and_where_allowed_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("refs/sub")).unwrap();
+        std::fs::create_dir_all(root.join("other")).unwrap();
+        std::fs::write(root.join("refs/sub/a.nc"), b"0123456789").unwrap();
+        std::fs::write(root.join("other/b.nc"), b"abcdef").unwrap();
+        std::fs::write(root.join("secret"), b"s").unwrap();
+        std::os::unix::fs::symlink(root.join("secret"), root.join("refs/link")).unwrap();
+        let home = root.join("refs/r.json").display().to_string();
+        let t = targets(&home, &[]);
+        let inside = root.join("refs/sub/a.nc").display().to_string();
+        assert_eq!(t.read(&inside, 2, 3).unwrap(), b"234");
+        assert_eq!(t.read("sub/a.nc", 8, 2).unwrap(), b"89");
+        assert_eq!(t.read_whole(&format!("file://{inside}")).unwrap().len(), 10);
+        let past = t.read(&inside, 8, 4).unwrap_err().to_string();
+        assert!(past.contains("ends at 10"), "{past}");
+        let gone = t.read_whole("sub/none.nc").unwrap_err().to_string();
+        assert!(gone.contains("does not exist"), "{gone}");
+        let other = root.join("other/b.nc").display().to_string();
+        let refused = t.read_whole(&other).unwrap_err().to_string();
+        assert!(refused.contains("--allow-target"), "{refused}");
+        for escape in ["link", "../secret", "sub/../../secret", "s3://bucket/x"] {
+            assert!(t.read_whole(escape).is_err(), "{escape}");
+        }
+        assert_eq!(t.read("sub/../sub/./a.nc", 0, 1).unwrap(), b"0");
+        let allowed = targets(&home, &[&root.join("other").display().to_string()]);
+        assert_eq!(allowed.read_whole(&other).unwrap(), b"abcdef");
+        assert_eq!(allowed.read_whole("../other/b.nc").unwrap(), b"abcdef");
+    }
+
+    #[test]
+    fn a_target_changed_since_it_was_recorded_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.bin"), b"abc").unwrap();
+        let t = targets(&dir.path().join("repo").display().to_string(), &[]);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        assert!(t.check("a.bin", &Recorded::ModifiedBy(now + 3600)).is_ok());
+        let later = t.check("a.bin", &Recorded::ModifiedBy(1)).unwrap_err();
+        assert!(
+            later.to_string().contains("since it was referenced"),
+            "{later}"
+        );
+        let etag = t.check("a.bin", &Recorded::ETag("x".into())).unwrap_err();
+        assert!(etag.to_string().contains("no ETag"), "{etag}");
+    }
+
+    #[test]
+    fn remote_places_are_buckets_and_hosts() {
+        let t = targets("s3://bucket/refs/r.json", &["https://data.org/pub/"]);
+        let place = |url: &str| {
+            t.places
+                .iter()
+                .any(|p| p.holds(&as_url(url, &t.base).unwrap()))
+        };
+        assert!(place("s3://bucket/other/x.nc"));
+        assert!(place("s3a://bucket/x.nc"));
+        assert!(place("x.nc"));
+        assert!(!place("s3://bucket2/x.nc"));
+        assert!(place("https://data.org/pub/x.nc"));
+        assert!(!place("https://data.org/public/x.nc"));
+        assert!(!place("/etc/passwd"));
+        assert_eq!(as_url("x.nc", &t.base).unwrap(), "s3://bucket/refs/x.nc");
+    }
+}

@@ -1,0 +1,164 @@
+//! kerchunk reference sets (JSON versions 0 and 1 with templates and `gen`, a MultiZarrToZarr
+//! combination, a Parquet directory) read byte-exact through the view and through FUSE, against
+//! zarr-python reading them with fsspec; and what happens when references point where they may
+//! not, at missing files or past a file's end.
+
+mod common;
+
+#[test]
+fn every_reference_set_reads_exactly_through_the_view() {
+    common::check_all(
+        "references/manifest.json",
+        5,
+        common::view_check::check_store,
+    );
+}
+
+#[test]
+fn every_reference_set_reads_exactly_through_fuse() {
+    if !common::mount::fuse_ready() {
+        return;
+    }
+    common::check_all(
+        "references/manifest.json",
+        5,
+        common::fuse_check::check_store,
+    );
+}
+
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use zarrfs::store::RemoteOptions;
+use zarrfs::view::{self, ViewError};
+
+/// A copy of the single-file reference set in `dir/refs/` whose `temp` chunks point at a missing
+/// file (time 0, lat 0-3), past the end of the file (time 0, lat 4-7), outside the references'
+/// directory through `..` (time 1, lat 0-3) and by absolute path (time 1, lat 4-7), the targets
+/// outside being copies of day1.nc in `dir/outside/`.
+fn bad_references(dir: &Path) -> PathBuf {
+    let fixtures = common::fixtures_dir().join("references");
+    let refs_dir = dir.join("refs");
+    let outside = dir.join("outside");
+    std::fs::create_dir_all(refs_dir.join("nc")).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    for to in [refs_dir.join("nc/day1.nc"), outside.join("day1.nc")] {
+        std::fs::copy(fixtures.join("nc/day1.nc"), to).unwrap();
+    }
+    let mut doc: Value =
+        serde_json::from_slice(&std::fs::read(fixtures.join("single.json")).unwrap()).unwrap();
+    let refs = doc["refs"].as_object_mut().unwrap();
+    let size = std::fs::metadata(fixtures.join("nc/day1.nc"))
+        .unwrap()
+        .len();
+    let retarget = |v: &mut Value, url: Value, offset: Option<u64>| {
+        v[0] = url;
+        if let Some(o) = offset {
+            v[1] = json!(o);
+        }
+    };
+    retarget(&mut refs["temp/0.0.0"], json!("nc/none.nc"), None);
+    retarget(
+        &mut refs["temp/0.1.0"],
+        json!("nc/day1.nc"),
+        Some(size - 10),
+    );
+    retarget(&mut refs["temp/1.0.0"], json!("../outside/day1.nc"), None);
+    let absolute = outside.join("day1.nc").display().to_string();
+    retarget(&mut refs["temp/1.1.0"], json!(absolute), None);
+    let path = refs_dir.join("refs.json");
+    std::fs::write(&path, serde_json::to_vec(&doc).unwrap()).unwrap();
+    path
+}
+
+fn expected_data(name: &str) -> Vec<u8> {
+    let path = common::fixtures_dir().join(format!("references/expected/single/{name}.npy"));
+    let npy = std::fs::read(path).unwrap();
+    npy[common::npy_header_len(&npy)..].to_vec()
+}
+
+fn open_view(location: &Path, allow: &[&Path]) -> view::View {
+    let remote = RemoteOptions {
+        allow_targets: allow.iter().map(|p| p.display().to_string()).collect(),
+        ..RemoteOptions::default()
+    };
+    let location = location.to_str().unwrap();
+    let store = zarrfs::store::open_with(location, &remote).unwrap();
+    let load = zarrfs::meta::LoadOptions { consolidated: true };
+    view::from_store(Arc::from(store), location, 16 << 20, &load).unwrap()
+}
+
+/// One frame of `temp` (time t, 8 x 10 float32) split in the two halves of its chunks.
+const HALF: u64 = 4 * 10 * 4;
+
+#[test]
+fn bad_targets_fail_their_chunks_only_through_the_view() {
+    let dir = tempfile::tempdir().unwrap();
+    let refs = bad_references(dir.path());
+    let temp = expected_data("temp");
+    let v = open_view(&refs, &[]);
+    let ino = v.resolve("temp").unwrap();
+    for (half, what) in ["missing file", "past the end", "outside via ..", "outside"]
+        .iter()
+        .enumerate()
+    {
+        let got = v.read(ino, half as u64 * HALF, HALF as u32);
+        assert!(matches!(got, Err(ViewError::Io(_))), "{what}: {got:?}");
+    }
+    let lat = v.resolve("counts").unwrap();
+    assert_eq!(v.read(lat, 0, 1 << 20).unwrap(), expected_data("counts"));
+    // Allowed, the targets outside read; the others still fail.
+    let v = open_view(&refs, &[&dir.path().join("outside")]);
+    let ino = v.resolve("temp").unwrap();
+    let frame1 = v.read(ino, 2 * HALF, 2 * HALF as u32).unwrap();
+    assert_eq!(frame1, temp[2 * HALF as usize..]);
+    assert!(matches!(v.read(ino, 0, HALF as u32), Err(ViewError::Io(_))));
+}
+
+#[test]
+fn bad_targets_are_eio_with_a_log_line_through_fuse() {
+    if !common::mount::fuse_ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let refs = bad_references(dir.path());
+    let m = common::mount::Mount::new(&refs, &["-v"]);
+    // Slices of one chunk each (slice files are read with direct I/O: no page spans two).
+    for sel in ["temp[0,:4]", "temp[0,4:]", "temp[1,:4]", "temp[1,4:]"] {
+        let err = std::fs::read(m.join(sel)).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::EIO), "{sel}");
+    }
+    let counts = std::fs::read(m.join("counts")).unwrap();
+    assert_eq!(counts, expected_data("counts"));
+    let (_, log) = m.stop();
+    let outside = dir.path().join("outside/day1.nc").display().to_string();
+    assert!(
+        log.lines()
+            .any(|l| l.contains(&outside) && l.contains("--allow-target")),
+        "{log}"
+    );
+    assert!(log.contains("does not exist"), "{log}");
+    assert!(log.contains("but the file ends at"), "{log}");
+}
+
+#[test]
+fn slices_of_a_parquet_reference_set_read_exactly_through_fuse() {
+    if !common::mount::fuse_ready() {
+        return;
+    }
+    let fixtures = common::fixtures_dir().join("references");
+    let npy = std::fs::read(fixtures.join("expected/parquet/temp.npy")).unwrap();
+    let temp = &npy[common::npy_header_len(&npy)..];
+    // temp is (4, 8, 10) float32: temp[1:3,2] is rows t = 1, 2 at lat 2, all 10 lon.
+    let mut want = Vec::new();
+    for t in 1..3 {
+        let at = ((t * 8 + 2) * 10) * 4;
+        want.extend_from_slice(&temp[at..at + 40]);
+    }
+    let m = common::mount::Mount::new(&fixtures.join("combined.parq"), &[]);
+    assert_eq!(std::fs::read(m.join("temp[1:3,2]")).unwrap(), want);
+    assert_eq!(
+        std::fs::read(m.join("temp[time=3]")).unwrap(),
+        temp[3 * 320..]
+    );
+}

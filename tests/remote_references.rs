@@ -1,0 +1,87 @@
+//! kerchunk reference sets and an Icechunk repository served by a real S3 server (s3s-fs on
+//! 127.0.0.1), their targets in the same bucket: read byte-exact through FUSE, virtual chunks
+//! included; a target in another bucket is EIO unless allowed.
+
+mod common;
+
+use common::servers;
+use common::{load_manifest, StoreCase};
+use std::path::PathBuf;
+
+/// `case` mounted from `url`, with the server's endpoint.
+fn at(case: &StoreCase, url: String, endpoint: &str) -> StoreCase {
+    let mut c = case.clone();
+    c.store = PathBuf::from(url);
+    c.options
+        .extend(["--endpoint".to_string(), endpoint.to_string()]);
+    c
+}
+
+#[test]
+fn reference_sets_and_repositories_read_exactly_over_s3() {
+    if !common::mount::fuse_ready() {
+        return;
+    }
+    let fixtures = common::fixtures_dir();
+    let icechunk = fixtures.join("icechunk");
+    let server = servers::s3_server(&[
+        ("refs", &[fixtures.join("references")]),
+        (
+            "zarrfs-icechunk",
+            &[icechunk.join("repo_v2"), icechunk.join("raw.bin")],
+        ),
+    ]);
+    servers::s3_credentials_env();
+    let mut cases = Vec::new();
+    for c in load_manifest("references/manifest.json") {
+        let file = c.store.file_name().unwrap().to_string_lossy().into_owned();
+        cases.push(at(&c, format!("s3://refs/references/{file}"), &server.url));
+    }
+    for mut c in load_manifest("icechunk/manifest.json") {
+        if !c.name.starts_with("repo_v2") {
+            continue;
+        }
+        // The virtual chunks are in the repository's bucket here: they read.
+        for node in &mut c.nodes {
+            node.expect = None;
+            node.ok_range = None;
+        }
+        cases.push(at(&c, "s3://zarrfs-icechunk/repo_v2".into(), &server.url));
+    }
+    assert_eq!(cases.len(), 9);
+    common::check_cases(&cases, common::fuse_check::check_store);
+}
+
+#[test]
+fn a_target_in_another_bucket_is_read_only_when_allowed() {
+    if !common::mount::fuse_ready() {
+        return;
+    }
+    let fixtures = common::fixtures_dir();
+    let icechunk = fixtures.join("icechunk");
+    // The repository in one bucket, the file its virtual chunks name in another.
+    let server = servers::s3_server(&[
+        ("repos", &[icechunk.join("repo_v2")]),
+        ("zarrfs-icechunk", &[icechunk.join("raw.bin")]),
+    ]);
+    servers::s3_credentials_env();
+    let raw = std::fs::read(icechunk.join("raw.bin")).unwrap();
+    let url = PathBuf::from("s3://repos/repo_v2");
+    let m = common::mount::Mount::new(&url, &["--endpoint", &server.url]);
+    let err = std::fs::read(m.join("sub/virtual")).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::EIO));
+    let (_, log) = m.stop();
+    assert!(
+        log.lines()
+            .any(|l| l.contains("s3://zarrfs-icechunk/raw.bin") && l.contains("--allow-target")),
+        "{log}"
+    );
+    let allowed = [
+        "--endpoint",
+        &server.url,
+        "--allow-target",
+        "s3://zarrfs-icechunk",
+    ];
+    let m = common::mount::Mount::new(&url, &allowed);
+    assert_eq!(std::fs::read(m.join("sub/virtual")).unwrap(), raw);
+}
