@@ -14,6 +14,7 @@ mod location;
 mod memory;
 mod object;
 mod remote_zip;
+mod tls;
 mod zip;
 
 pub use client::RemoteOptions;

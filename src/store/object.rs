@@ -188,7 +188,7 @@ impl ObjectStoreBackend {
 }
 
 /// The error and its sources, one line.
-fn full_cause(e: &dyn std::error::Error) -> String {
+pub(super) fn full_cause(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {
@@ -366,9 +366,9 @@ mod tests {
             endpoint: Some("http://127.0.0.1:9000".into()),
             ..RemoteOptions::default()
         };
-        for url in ["gs://bucket/x", "https://example.org/x"] {
-            let err = open(url, &endpoint).err().unwrap().to_string();
-            assert!(err.contains("--endpoint"), "{url}: {err}");
-        }
+        let err = open("https://example.org/x", &endpoint).err().unwrap();
+        assert!(err.to_string().contains("--endpoint"), "{err}");
+        // An emulator's endpoint for gs:// (fake-gcs-server), plain http allowed.
+        assert!(open("gs://bucket/x", &endpoint).is_ok());
     }
 }

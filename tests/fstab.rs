@@ -1,0 +1,242 @@
+//! zarrfs mounted the way other filesystems are: `mount -t fuse.zarrfs` and an /etc/fstab line,
+//! through the real mount(8) and mount.fuse3, then `umount`. Each test runs in a private mount
+//! namespace (`unshare -m`) where a private copy of /etc/fstab and a directory holding only a
+//! `zarrfs` symlink to the binary under test are bind-mounted over /etc/fstab and
+//! /usr/local/bin: mount(8) runs helpers with the system PATH, so this is where an installed
+//! zarrfs is found. Whatever the namespace holds goes with it when the script ends.
+
+mod common;
+
+use common::mount::root_fuse_ready;
+use common::{expected_bytes, load_manifest, StoreCase};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+/// How long one script may take before the test gives up on it.
+const SCRIPT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// A scene: the namespace's fstab and bin directory, mount points, and the expected bytes.
+struct Scene {
+    dir: tempfile::TempDir,
+}
+
+impl Scene {
+    fn new() -> Scene {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_zarrfs"), bin.join("zarrfs")).unwrap();
+        let fstab = std::fs::read_to_string("/etc/fstab").unwrap_or_default();
+        std::fs::write(dir.path().join("fstab"), fstab).unwrap();
+        std::fs::create_dir(dir.path().join("mnt")).unwrap();
+        Scene { dir }
+    }
+
+    /// Adds `line` to the namespace's /etc/fstab.
+    fn add_fstab_line(&self, line: &str) {
+        let mut fstab = std::fs::read_to_string(self.path("fstab")).unwrap();
+        fstab.push_str(line);
+        fstab.push('\n');
+        std::fs::write(self.path("fstab"), fstab).unwrap();
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    /// Runs `script` with sh in a private mount namespace (after the bind mounts), with `$S` the
+    /// scene's directory and `$MNT` its mount point; unmounts `$MNT` however the script ends.
+    fn run(&self, script: &str) -> Output {
+        let full = format!(
+            "set -eu\n\
+             mount --bind \"$S/bin\" /usr/local/bin\n\
+             mount --bind \"$S/fstab\" /etc/fstab\n\
+             trap 'umount -l \"$MNT\" 2>/dev/null || true' EXIT\n\
+             {script}"
+        );
+        let child = Command::new("unshare")
+            .args(["-m", "--propagation", "private", "sh", "-c", &full])
+            .env("S", self.dir.path())
+            .env("MNT", self.path("mnt"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait_with_output());
+        });
+        match rx.recv_timeout(SCRIPT_TIMEOUT) {
+            Ok(out) => out.unwrap(),
+            Err(_) => {
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                panic!("the script did not finish within {SCRIPT_TIMEOUT:?}:\n{script}");
+            }
+        }
+    }
+}
+
+/// True where the test can run: root with FUSE, and util-linux's unshare and mount(8).
+fn ready() -> bool {
+    root_fuse_ready()
+        && ["unshare", "mount", "umount", "mount.fuse3"]
+            .iter()
+            .all(|tool| {
+                Command::new("sh")
+                    .args(["-c", &format!("command -v {tool}")])
+                    .output()
+                    .is_ok_and(|o| o.status.success())
+            })
+}
+
+/// A directory store of the fixtures with a healthy array that has a preview picture, the
+/// array's mount-relative path and its expected bytes.
+fn fixture() -> (StoreCase, String, Vec<u8>) {
+    let case = load_manifest("manifest.json")
+        .into_iter()
+        .find(|c| c.store.is_dir() && c.healthy_arrays().any(|n| n.has_preview()))
+        .expect("a directory fixture with a 2-D array");
+    let node = case
+        .healthy_arrays()
+        .find(|n| n.has_preview())
+        .unwrap()
+        .clone();
+    let data = expected_bytes(&node).1;
+    let path = case.file_of(&node);
+    (case, path, data)
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "status {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// `mount -t fuse.zarrfs STORE MNT` as mount(8) runs it (it passes `rw,dev,suid`): mounted
+/// read-only with a notice, the array byte-exact, a zarrfs option as `-o` (read_ahead) in
+/// effect, then `umount`.
+#[test]
+fn mount_t_fuse_zarrfs_mounts_read_only_and_umount_ends_it() {
+    if !ready() {
+        return;
+    }
+    let (case, array, data) = fixture();
+    let scene = Scene::new();
+    std::fs::write(scene.path("expected"), &data).unwrap();
+    let script = format!(
+        "mount -t fuse.zarrfs '{store}' \"$MNT\" 2> \"$S/mount.err\"\n\
+         grep \" $MNT \" /proc/self/mountinfo > \"$S/mountinfo\"\n\
+         cmp \"$MNT/{array}\" \"$S/expected\"\n\
+         if touch \"$MNT/new\" 2>/dev/null; then echo writable; exit 1; fi\n\
+         umount \"$MNT\"\n\
+         if grep -q \" $MNT \" /proc/self/mountinfo; then echo still mounted; exit 1; fi\n\
+         mount -t fuse.zarrfs -o read_ahead=128K,noatime,nodev '{store}' \"$MNT\"\n\
+         dev=$(grep \" $MNT \" /proc/self/mountinfo | cut -d' ' -f3)\n\
+         cat /sys/class/bdi/0:${{dev#*:}}/read_ahead_kb > \"$S/read_ahead_kb\"\n\
+         cmp \"$MNT/{array}\" \"$S/expected\"\n\
+         umount \"$MNT\"\n",
+        store = case.store.display(),
+    );
+    let out = scene.run(&script);
+    assert!(out.status.success(), "{}", text(&out));
+    let notice = std::fs::read_to_string(scene.path("mount.err")).unwrap();
+    assert!(
+        notice.contains("option rw") && notice.contains("mounting read-only"),
+        "no notice for rw: {notice:?}"
+    );
+    let mountinfo = std::fs::read_to_string(scene.path("mountinfo")).unwrap();
+    assert!(
+        mountinfo.contains(" ro,") && mountinfo.contains(" - fuse.zarrfs "),
+        "{mountinfo}"
+    );
+    let kb = std::fs::read_to_string(scene.path("read_ahead_kb")).unwrap();
+    assert_eq!(kb.trim(), "128", "-o read_ahead=128K not in effect");
+}
+
+/// An fstab line with the options a boot-time mount of a network store has (`_netdev`,
+/// `nofail`, `x-systemd.automount`, `noauto`) and zarrfs options (`cache_size`, `cache_dir`):
+/// `mount MNT` finds it, the array reads byte-exact, the cache directory fills, `umount` ends
+/// it.
+#[test]
+fn an_fstab_line_with_zarrfs_options_mounts_with_mount_and_unmounts_with_umount() {
+    if !ready() {
+        return;
+    }
+    let (case, array, data) = fixture();
+    let scene = Scene::new();
+    let (mnt, cache) = (scene.path("mnt"), scene.path("cache"));
+    let line = format!(
+        "{} {} fuse.zarrfs ro,noauto,nofail,_netdev,x-systemd.automount,\
+         x-systemd.idle-timeout=300,cache_size=64M,cache_dir={} 0 0",
+        case.store.display(),
+        mnt.display(),
+        cache.display()
+    );
+    scene.add_fstab_line(&line);
+    std::fs::write(scene.path("expected"), &data).unwrap();
+    let script = format!(
+        "mount \"$MNT\"\n\
+         cmp \"$MNT/{array}\" \"$S/expected\"\n\
+         grep -q '\"cache_dir\"' \"$MNT/.zarrfs/stats\"\n\
+         umount \"$MNT\"\n\
+         if grep -q \" $MNT \" /proc/self/mountinfo; then echo still mounted; exit 1; fi\n"
+    );
+    let out = scene.run(&script);
+    assert!(out.status.success(), "{}\nfstab line: {line}", text(&out));
+    let kept: u64 = walk(&cache)
+        .iter()
+        .map(|p| p.metadata().unwrap().len())
+        .sum();
+    assert!(
+        kept >= data.len() as u64,
+        "the cache directory {} holds {kept} bytes, less than the array's {}",
+        cache.display(),
+        data.len()
+    );
+}
+
+/// `mount.fuse3` called directly, as systemd mount units and scripts do, with the caller's
+/// PATH: the options reach zarrfs the same way.
+#[test]
+fn mount_fuse3_called_directly_takes_zarrfs_options() {
+    if !ready() {
+        return;
+    }
+    let (case, array, data) = fixture();
+    let scene = Scene::new();
+    std::fs::write(scene.path("expected"), &data).unwrap();
+    let script = format!(
+        "mount.fuse3 '{store}' \"$MNT\" -t zarrfs -o ro,nodev,nosuid,cache_size=32M,no_previews\n\
+         cmp \"$MNT/{array}\" \"$S/expected\"\n\
+         if [ -e \"$MNT/{array}.png\" ]; then echo preview shown; exit 1; fi\n\
+         umount \"$MNT\"\n\
+         mount.fuse3 '{store}' \"$MNT\" -t zarrfs -o ro\n\
+         [ -e \"$MNT/{array}.png\" ]\n\
+         umount \"$MNT\"\n",
+        store = case.store.display(),
+    );
+    let out = scene.run(&script);
+    assert!(out.status.success(), "{}", text(&out));
+}
+
+/// Every regular file below `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        match e.file_type().unwrap().is_dir() {
+            true => out.extend(walk(&p)),
+            false => out.push(p),
+        }
+    }
+    out
+}
