@@ -1,0 +1,307 @@
+//! The manual stays true: the README's quick start runs word for word and `man zarrfs` works
+//! after it, the README's examples on the demo store run, the fstab lines of the manual mount,
+//! every command-line option is documented in both forms, and every link between the documents
+//! resolves. Scripts run in a private mount namespace (`unshare -m`) with tmpfs on /usr/local and
+//! /var/cache, so installing and caching touch nothing outside; the binary under test is
+//! installed (`ZARRFS_BIN`), so no release build is made.
+
+mod common;
+
+use clap::CommandFactory;
+use common::mount::root_fuse_ready;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn read(rel: &str) -> String {
+    std::fs::read_to_string(repo().join(rel)).unwrap()
+}
+
+/// The documents: README.md and docs/*.md.
+fn documents() -> Vec<PathBuf> {
+    let mut out = vec![repo().join("README.md")];
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(repo().join("docs"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    docs.sort();
+    out.extend(docs);
+    out
+}
+
+/// Pages other developers write, linked from the README before they exist.
+const WRITTEN_ELSEWHERE: &[&str] = &["docs/security.md", "docs/icechunk-and-references.md"];
+
+/// GitHub's anchor of a heading.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || *c == ' ' || *c == '-' || *c == '_')
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+fn anchors(text: &str) -> Vec<String> {
+    let mut in_code = false;
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if line.starts_with("```") {
+            in_code = !in_code;
+        } else if !in_code && line.starts_with('#') {
+            out.push(slug(line.trim_start_matches('#')));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_readme_is_short_and_every_link_resolves() {
+    let readme = read("README.md");
+    assert!(
+        readme.lines().count() < 150,
+        "README.md has {} lines",
+        readme.lines().count()
+    );
+    let mut broken = Vec::new();
+    for doc in documents() {
+        let text = std::fs::read_to_string(&doc).unwrap();
+        let dir = doc.parent().unwrap();
+        for (i, _) in text.match_indices("](") {
+            let rest = &text[i + 2..];
+            let target = &rest[..rest.find(')').unwrap()];
+            if target.contains("://") {
+                continue;
+            }
+            let (file, anchor) = target.split_once('#').unwrap_or((target, ""));
+            let path = if file.is_empty() {
+                doc.clone()
+            } else {
+                dir.join(file)
+            };
+            let rel = path
+                .canonicalize()
+                .ok()
+                .and_then(|p| p.strip_prefix(repo()).ok().map(Path::to_path_buf));
+            let named = dir.join(file);
+            let elsewhere = WRITTEN_ELSEWHERE
+                .iter()
+                .any(|w| named.ends_with(w) || repo().join(w) == named);
+            match rel {
+                None if elsewhere => {}
+                None => broken.push(format!("{}: {target}", doc.display())),
+                Some(_) if anchor.is_empty() => {}
+                Some(_) => {
+                    let headings = anchors(&std::fs::read_to_string(&path).unwrap());
+                    if !headings.iter().any(|h| h == anchor) {
+                        broken.push(format!("{}: {target} (no such heading)", doc.display()));
+                    }
+                }
+            }
+        }
+    }
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+#[test]
+fn every_option_is_in_the_configuration_page_in_both_forms() {
+    let page = read("docs/configuration.md");
+    let mut missing = Vec::new();
+    for arg in zarrfs::cli::MountArgs::command().get_arguments() {
+        let Some(long) = arg.get_long() else { continue };
+        if !page.contains(&format!("`--{long}")) {
+            missing.push(format!("--{long}"));
+        }
+        let o_form = long.replace('-', "_");
+        if long != "generate" && !page.contains(&format!("`{o_form}")) {
+            missing.push(format!("-o {o_form}"));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "docs/configuration.md lacks {missing:?}"
+    );
+}
+
+/// How long one script may take.
+const SCRIPT_TIMEOUT: Duration = Duration::from_secs(180);
+
+/// Runs `script` with bash from the repository's top directory in a private mount namespace
+/// with tmpfs on /usr/local and /var/cache; `/tmp/zarr-demo` is unmounted however it ends.
+fn run_isolated(script: &str) -> Output {
+    let full = format!(
+        "set -euo pipefail\n\
+         mount -t tmpfs tmpfs /usr/local\n\
+         mkdir -p /usr/local/bin\n\
+         mount -t tmpfs tmpfs /var/cache\n\
+         trap 'umount -l /tmp/zarr-demo 2>/dev/null || true' EXIT\n\
+         {script}"
+    );
+    let child = Command::new("unshare")
+        .args(["-m", "--propagation", "private", "bash", "-c", &full])
+        .current_dir(repo())
+        .env("ZARRFS_BIN", env!("CARGO_BIN_EXE_zarrfs"))
+        .env("MANPAGER", "cat")
+        .env("PAGER", "cat")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(SCRIPT_TIMEOUT) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("not finished within {SCRIPT_TIMEOUT:?}:\n{script}");
+        }
+    }
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "status {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// One test at a time uses /tmp/zarr-demo, the path the README's examples name.
+static DEMO_MOUNT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+#[test]
+fn the_quick_start_runs_word_for_word_and_man_zarrfs_works_after_it() {
+    if !root_fuse_ready() {
+        return;
+    }
+    let _one = DEMO_MOUNT.lock().unwrap_or_else(|e| e.into_inner());
+    let out = run_isolated("scripts/quick-start.sh");
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // od's first values of temperature, as the demo's writer stored them (zarr-python).
+    assert!(
+        stdout.contains("279.3") && stdout.contains("279.8"),
+        "{all}"
+    );
+    assert!(stdout.contains("temperature.npy"), "{all}");
+    // man zarrfs printed the page made from the command-line definition.
+    assert!(
+        stdout.contains("zarrfs(1)") || stdout.contains("ZARRFS(1)"),
+        "{all}"
+    );
+    assert!(
+        stdout.contains("cache-dir") || stdout.contains("cache‐dir"),
+        "{all}"
+    );
+}
+
+/// The README's blocks that mount the demo store, as they are.
+fn demo_blocks() -> Vec<String> {
+    let readme = read("README.md");
+    let mut blocks = Vec::new();
+    let mut current: Option<String> = None;
+    for line in readme.lines() {
+        match (&mut current, line) {
+            (None, "```sh") => current = Some(String::new()),
+            (Some(block), "```") => {
+                if block.starts_with("zarrfs ")
+                    && block.contains("examples/demo.zarr /tmp/zarr-demo")
+                {
+                    blocks.push(block.clone());
+                }
+                current = None;
+            }
+            (Some(block), l) => {
+                block.push_str(l);
+                block.push('\n');
+            }
+            (None, _) => {}
+        }
+    }
+    blocks
+}
+
+#[test]
+fn the_readme_examples_on_the_demo_store_run() {
+    if !root_fuse_ready() {
+        return;
+    }
+    let _one = DEMO_MOUNT.lock().unwrap_or_else(|e| e.into_inner());
+    let blocks = demo_blocks();
+    assert!(blocks.len() >= 3, "only {} demo blocks", blocks.len());
+    for block in blocks {
+        assert!(
+            block.trim_end().ends_with("zarrfs unmount /tmp/zarr-demo"),
+            "{block}"
+        );
+        // After the quick start's install step, as the README says.
+        let out = run_isolated(&format!("scripts/install.sh > /dev/null\n{block}"));
+        assert!(out.status.success(), "{block}\n{}", text(&out));
+    }
+}
+
+/// The fstab lines of the README and the configuration page: their options field mounts the
+/// demo store through the real mount(8) (their stores are examples, not reachable here).
+#[test]
+fn the_fstab_lines_of_the_manual_mount_with_their_options() {
+    if !root_fuse_ready() {
+        return;
+    }
+    let mut lines = Vec::new();
+    for doc in ["README.md", "docs/configuration.md"] {
+        lines.extend(
+            read(doc)
+                .lines()
+                .filter(|l| {
+                    let fields: Vec<&str> = l.split_whitespace().collect();
+                    fields.len() == 6 && fields[2] == "fuse.zarrfs"
+                })
+                .map(String::from),
+        );
+    }
+    assert!(lines.len() >= 4, "{lines:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_zarrfs"), bin.join("zarrfs")).unwrap();
+    let mnt = dir.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let demo = repo().join("examples/demo.zarr");
+    for line in lines {
+        let options = line.split_whitespace().nth(3).unwrap();
+        std::fs::write(
+            dir.path().join("fstab"),
+            format!(
+                "{} {} fuse.zarrfs {options} 0 0\n",
+                demo.display(),
+                mnt.display()
+            ),
+        )
+        .unwrap();
+        let script = format!(
+            "mount --bind '{d}/bin' /usr/local/bin\n\
+             mount --bind '{d}/fstab' /etc/fstab\n\
+             trap 'umount -l \"{m}\" 2>/dev/null || true' EXIT\n\
+             mount '{m}'\n\
+             ls '{m}/surface' | grep -qx temperature\n\
+             umount '{m}'\n",
+            d = dir.path().display(),
+            m = mnt.display()
+        );
+        let out = run_isolated(&script);
+        assert!(out.status.success(), "{line}\n{}", text(&out));
+    }
+}
