@@ -5,10 +5,9 @@
 
 mod common;
 
-use common::mount::{is_fuse_mount, timed, Mount};
+use common::mount::{eio, ls_names, read_direct, unmount, Mount};
 use common::servers::{self, Server};
 use common::{expected_bytes, load_manifest, StoreCase};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -75,24 +74,6 @@ fn every_fixture_reads_exactly_over_azure() {
     );
 }
 
-/// Reads a whole mounted file with O_DIRECT: the request reaches zarrfs, not the page cache.
-fn read_direct(path: PathBuf) -> std::io::Result<Vec<u8>> {
-    timed("read", move || {
-        use std::io::Read;
-        let mut f = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_DIRECT)
-            .open(path)?;
-        let mut out = Vec::new();
-        f.read_to_end(&mut out)?;
-        Ok(out)
-    })
-}
-
-fn eio(r: std::io::Result<Vec<u8>>) -> bool {
-    matches!(r, Err(e) if e.raw_os_error() == Some(libc::EIO))
-}
-
 /// A mount of `consolidated_v3_zarr3` from `url` on `server`: once the server is killed, an
 /// uncached array gives EIO, the listing and the cached array keep answering, and
 /// `zarrfs unmount` ends the mount.
@@ -112,24 +93,9 @@ fn killed_server_gives_eio(mut server: Server, url: &str, args: &[&str]) {
         eio(read_direct(mount.join("g1/x"))),
         "a read after the server died is not EIO"
     );
-    let root = mount.path().to_path_buf();
-    let ls = timed("ls -R", move || {
-        Command::new("ls").arg("-R").arg(root).output().unwrap()
-    });
-    assert!(String::from_utf8_lossy(&ls.stdout).contains("x.json"));
+    ls_names(&mount, "x.json");
     assert_eq!(read_direct(mount.join("y")).unwrap(), y);
-    let path = mount.path().to_path_buf();
-    let p = path.clone();
-    let status = timed("zarrfs unmount", move || {
-        Command::new(env!("CARGO_BIN_EXE_zarrfs"))
-            .arg("unmount")
-            .arg(p)
-            .status()
-            .unwrap()
-    });
-    assert!(status.success() && !is_fuse_mount(&path));
-    let (status, stderr) = mount.stop();
-    assert!(status.success(), "zarrfs exited with {status}");
+    let stderr = unmount(mount);
     assert!(
         stderr.lines().any(|l| l.contains("g1/x")),
         "no log line names the failed key:\n{stderr}"

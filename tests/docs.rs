@@ -1,6 +1,6 @@
 //! The manual stays true: the README's quick start runs word for word and `man zarrfs` works
-//! after it, the README's examples on the demo store run, the fstab lines of the manual mount,
-//! every command-line option is documented in both forms, and every link between the documents
+//! after it, the README's examples on the demo store run (the manual's fstab lines are mounted
+//! by tests/fstab.rs), every command-line option is documented in both forms, and every link between the documents
 //! resolves. Scripts run in a private mount namespace (`unshare -m`) with tmpfs on /usr/local and
 //! /var/cache, so installing and caching touch nothing outside; the binary under test is
 //! installed (`ZARRFS_BIN`), so no release build is made.
@@ -8,9 +8,9 @@
 mod common;
 
 use clap::CommandFactory;
-use common::mount::root_fuse_ready;
+use common::mount::{root_fuse_ready, run_within};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::Duration;
 
 fn repo() -> PathBuf {
@@ -144,29 +144,13 @@ fn run_isolated(script: &str) -> Output {
          trap 'umount -l /tmp/zarr-demo 2>/dev/null || true' EXIT\n\
          {script}"
     );
-    let child = Command::new("unshare")
-        .args(["-m", "--propagation", "private", "bash", "-c", &full])
+    let mut cmd = Command::new("unshare");
+    cmd.args(["-m", "--propagation", "private", "bash", "-c", &full])
         .current_dir(repo())
         .env("ZARRFS_BIN", env!("CARGO_BIN_EXE_zarrfs"))
         .env("MANPAGER", "cat")
-        .env("PAGER", "cat")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id() as i32;
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(SCRIPT_TIMEOUT) {
-        Ok(out) => out.unwrap(),
-        Err(_) => {
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            panic!("not finished within {SCRIPT_TIMEOUT:?}:\n{script}");
-        }
-    }
+        .env("PAGER", "cat");
+    run_within(&mut cmd, SCRIPT_TIMEOUT)
 }
 
 fn text(out: &Output) -> String {
@@ -250,58 +234,5 @@ fn the_readme_examples_on_the_demo_store_run() {
         // After the quick start's install step, as the README says.
         let out = run_isolated(&format!("scripts/install.sh > /dev/null\n{block}"));
         assert!(out.status.success(), "{block}\n{}", text(&out));
-    }
-}
-
-/// The fstab lines of the README and the configuration page: their options field mounts the
-/// demo store through the real mount(8) (their stores are examples, not reachable here).
-#[test]
-fn the_fstab_lines_of_the_manual_mount_with_their_options() {
-    if !root_fuse_ready() {
-        return;
-    }
-    let mut lines = Vec::new();
-    for doc in ["README.md", "docs/configuration.md"] {
-        lines.extend(
-            read(doc)
-                .lines()
-                .filter(|l| {
-                    let fields: Vec<&str> = l.split_whitespace().collect();
-                    fields.len() == 6 && fields[2] == "fuse.zarrfs"
-                })
-                .map(String::from),
-        );
-    }
-    assert!(lines.len() >= 4, "{lines:?}");
-    let dir = tempfile::tempdir().unwrap();
-    let bin = dir.path().join("bin");
-    std::fs::create_dir(&bin).unwrap();
-    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_zarrfs"), bin.join("zarrfs")).unwrap();
-    let mnt = dir.path().join("mnt");
-    std::fs::create_dir(&mnt).unwrap();
-    let demo = repo().join("examples/demo.zarr");
-    for line in lines {
-        let options = line.split_whitespace().nth(3).unwrap();
-        std::fs::write(
-            dir.path().join("fstab"),
-            format!(
-                "{} {} fuse.zarrfs {options} 0 0\n",
-                demo.display(),
-                mnt.display()
-            ),
-        )
-        .unwrap();
-        let script = format!(
-            "mount --bind '{d}/bin' /usr/local/bin\n\
-             mount --bind '{d}/fstab' /etc/fstab\n\
-             trap 'umount -l \"{m}\" 2>/dev/null || true' EXIT\n\
-             mount '{m}'\n\
-             ls '{m}/surface' | grep -qx temperature\n\
-             umount '{m}'\n",
-            d = dir.path().display(),
-            m = mnt.display()
-        );
-        let out = run_isolated(&script);
-        assert!(out.status.success(), "{line}\n{}", text(&out));
     }
 }

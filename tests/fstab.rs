@@ -7,10 +7,10 @@
 
 mod common;
 
-use common::mount::root_fuse_ready;
+use common::mount::{root_fuse_ready, run_within};
 use common::{expected_bytes, load_manifest, StoreCase};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::Duration;
 
 /// How long one script may take before the test gives up on it.
@@ -55,27 +55,11 @@ impl Scene {
              trap 'umount -l \"$MNT\" 2>/dev/null || true' EXIT\n\
              {script}"
         );
-        let child = Command::new("unshare")
-            .args(["-m", "--propagation", "private", "sh", "-c", &full])
+        let mut cmd = Command::new("unshare");
+        cmd.args(["-m", "--propagation", "private", "sh", "-c", &full])
             .env("S", self.dir.path())
-            .env("MNT", self.path("mnt"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let pid = child.id() as i32;
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let _ = tx.send(child.wait_with_output());
-        });
-        match rx.recv_timeout(SCRIPT_TIMEOUT) {
-            Ok(out) => out.unwrap(),
-            Err(_) => {
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-                panic!("the script did not finish within {SCRIPT_TIMEOUT:?}:\n{script}");
-            }
-        }
+            .env("MNT", self.path("mnt"));
+        run_within(&mut cmd, SCRIPT_TIMEOUT)
     }
 }
 
@@ -239,4 +223,42 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+/// The fstab lines of the README and the configuration page: with their options field, the
+/// demo store mounts through mount(8) (their stores are examples, not reachable here).
+#[test]
+fn the_fstab_lines_of_the_manual_mount_with_their_options() {
+    if !ready() {
+        return;
+    }
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut lines = Vec::new();
+    for doc in ["README.md", "docs/configuration.md"] {
+        let text = std::fs::read_to_string(repo.join(doc)).unwrap();
+        lines.extend(
+            text.lines()
+                .filter(|l| {
+                    let fields: Vec<&str> = l.split_whitespace().collect();
+                    fields.len() == 6 && fields[2] == "fuse.zarrfs"
+                })
+                .map(String::from),
+        );
+    }
+    assert!(lines.len() >= 4, "{lines:?}");
+    for line in lines {
+        let scene = Scene::new();
+        let options = line.split_whitespace().nth(3).unwrap();
+        scene.add_fstab_line(&format!(
+            "{} {} fuse.zarrfs {options} 0 0",
+            repo.join("examples/demo.zarr").display(),
+            scene.path("mnt").display()
+        ));
+        let out = scene.run(
+            "mount \"$MNT\"\n\
+             ls \"$MNT/surface\" | grep -qx temperature\n\
+             umount \"$MNT\"\n",
+        );
+        assert!(out.status.success(), "{line}\n{}", text(&out));
+    }
 }

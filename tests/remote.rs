@@ -4,10 +4,9 @@
 
 mod common;
 
-use common::mount::{is_fuse_mount, timed, Mount, Unmounted};
+use common::mount::{eio, is_fuse_mount, ls_names, read_direct, timed, unmount, Mount, Unmounted};
 use common::servers::{self, Server};
 use common::{expected_bytes, load_manifest, StoreCase};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -57,51 +56,6 @@ fn case(name: &str) -> StoreCase {
 /// The expected `A` bytes of array `path` of `case`.
 fn expected_data(case: &StoreCase, path: &str) -> Vec<u8> {
     expected_bytes(case.nodes.iter().find(|n| n.path == path).unwrap()).1
-}
-
-/// Reads a whole mounted file with O_DIRECT: the request reaches zarrfs, not the page cache.
-fn read_direct(path: PathBuf) -> std::io::Result<Vec<u8>> {
-    timed("read", move || {
-        use std::io::Read;
-        let mut f = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_DIRECT)
-            .open(path)?;
-        let mut out = Vec::new();
-        f.read_to_end(&mut out)?;
-        Ok(out)
-    })
-}
-
-fn eio(r: std::io::Result<Vec<u8>>) -> bool {
-    matches!(r, Err(e) if e.raw_os_error() == Some(libc::EIO))
-}
-
-/// `ls -R` of the mount succeeds and names `file`.
-fn ls_names(mount: &Mount, file: &str) {
-    let root = mount.path().to_path_buf();
-    let out = timed("ls -R", move || {
-        Command::new("ls").arg("-R").arg(root).output().unwrap()
-    });
-    assert!(out.status.success(), "ls -R failed");
-    assert!(String::from_utf8_lossy(&out.stdout).contains(file));
-}
-
-/// `zarrfs unmount` ends the mount while its server is dead or hung.
-fn unmount(mount: Mount) {
-    let path = mount.path().to_path_buf();
-    let p = path.clone();
-    let status = timed("zarrfs unmount", move || {
-        Command::new(env!("CARGO_BIN_EXE_zarrfs"))
-            .arg("unmount")
-            .arg(p)
-            .status()
-            .unwrap()
-    });
-    assert!(status.success(), "zarrfs unmount failed");
-    assert!(!is_fuse_mount(&path), "still mounted after zarrfs unmount");
-    let (status, _) = mount.stop();
-    assert!(status.success(), "zarrfs exited with {status}");
 }
 
 #[test]
