@@ -7,40 +7,20 @@ mod common;
 
 use common::mount::{eio, ls_names, read_direct, unmount, Mount};
 use common::servers::{self, Server};
-use common::{expected_bytes, load_manifest, StoreCase};
+use common::{all_fixture_cases, expected_bytes};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use zarrfs::store::{ObjectStoreBackend, RemoteOptions, Store, StoreError};
 
-/// The stores of both manifests (directories and zip files).
-fn all_cases() -> Vec<StoreCase> {
-    let mut cases = load_manifest("manifest.json");
-    cases.extend(load_manifest("dialects/manifest.json"));
-    cases
-}
-
-fn dir_name(case: &StoreCase) -> String {
-    case.store
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .into_owned()
-}
-
 /// Every fixture mounted from `url_of(its name)` with `args`, checked as the local tests check
 /// them (listing, metadata, every array's bytes).
 fn check_every_fixture(url_of: impl Fn(&str) -> String, args: &[&str]) {
-    let cases = all_cases();
+    let cases = all_fixture_cases();
     assert!(cases.len() >= 30, "too few fixture stores");
     let errors: Vec<String> = cases
         .iter()
-        .flat_map(|c| {
-            let mut remote = c.clone();
-            remote.store = PathBuf::from(url_of(&dir_name(c)));
-            remote.options.extend(args.iter().map(|s| s.to_string()));
-            common::fuse_check::check_store(&remote)
-        })
+        .flat_map(|c| common::fuse_check::check_store(&c.at(url_of(&c.dir_name()), args)))
         .collect();
     assert!(
         errors.is_empty(),
@@ -51,7 +31,7 @@ fn check_every_fixture(url_of: impl Fn(&str) -> String, args: &[&str]) {
 }
 
 fn fixture_stores() -> Vec<PathBuf> {
-    all_cases().into_iter().map(|c| c.store).collect()
+    all_fixture_cases().into_iter().map(|c| c.store).collect()
 }
 
 #[test]
@@ -78,7 +58,7 @@ fn every_fixture_reads_exactly_over_azure() {
 /// uncached array gives EIO, the listing and the cached array keep answering, and
 /// `zarrfs unmount` ends the mount.
 fn killed_server_gives_eio(mut server: Server, url: &str, args: &[&str]) {
-    let c = all_cases()
+    let c = all_fixture_cases()
         .into_iter()
         .find(|c| c.name == "consolidated_v3_zarr3")
         .unwrap();
@@ -103,7 +83,7 @@ fn killed_server_gives_eio(mut server: Server, url: &str, args: &[&str]) {
 }
 
 fn consolidated_v3() -> Vec<PathBuf> {
-    all_cases()
+    all_fixture_cases()
         .into_iter()
         .filter(|c| c.name == "consolidated_v3_zarr3")
         .map(|c| c.store)

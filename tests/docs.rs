@@ -8,7 +8,7 @@
 mod common;
 
 use clap::CommandFactory;
-use common::mount::{root_fuse_ready, run_within};
+use common::mount::{describe, root_fuse_ready, run_within};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
@@ -153,15 +153,6 @@ fn run_isolated(script: &str) -> Output {
     run_within(&mut cmd, SCRIPT_TIMEOUT)
 }
 
-fn text(out: &Output) -> String {
-    format!(
-        "status {}\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 /// One test at a time uses /tmp/zarr-demo, the path the README's examples name.
 static DEMO_MOUNT: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -172,7 +163,7 @@ fn the_quick_start_runs_word_for_word_and_man_zarrfs_works_after_it() {
     }
     let _one = DEMO_MOUNT.lock().unwrap_or_else(|e| e.into_inner());
     let out = run_isolated("scripts/quick-start.sh");
-    let all = text(&out);
+    let all = describe(&out);
     assert!(out.status.success(), "{all}");
     let stdout = String::from_utf8_lossy(&out.stdout);
     // od's first values of temperature, as the demo's writer stored them (zarr-python).
@@ -233,6 +224,6 @@ fn the_readme_examples_on_the_demo_store_run() {
         );
         // After the quick start's install step, as the README says.
         let out = run_isolated(&format!("scripts/install.sh > /dev/null\n{block}"));
-        assert!(out.status.success(), "{block}\n{}", text(&out));
+        assert!(out.status.success(), "{block}\n{}", describe(&out));
     }
 }

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::mount::{root_fuse_ready, run_within};
+use common::mount::{describe, root_fuse_ready, run_within};
 use common::{expected_bytes, load_manifest, StoreCase};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -93,15 +93,6 @@ fn fixture() -> (StoreCase, String, Vec<u8>) {
     (case, path, data)
 }
 
-fn text(out: &Output) -> String {
-    format!(
-        "status {}\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 /// `mount -t fuse.zarrfs STORE MNT` as mount(8) runs it (it passes `rw,dev,suid`): mounted
 /// read-only with a notice, the array byte-exact, a zarrfs option as `-o` (read_ahead) in
 /// effect, then `umount`.
@@ -128,7 +119,7 @@ fn mount_t_fuse_zarrfs_mounts_read_only_and_umount_ends_it() {
         store = case.store.display(),
     );
     let out = scene.run(&script);
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", describe(&out));
     let notice = std::fs::read_to_string(scene.path("mount.err")).unwrap();
     assert!(
         notice.contains("option rw") && notice.contains("mounting read-only"),
@@ -172,7 +163,11 @@ fn an_fstab_line_with_zarrfs_options_mounts_with_mount_and_unmounts_with_umount(
          if grep -q \" $MNT \" /proc/self/mountinfo; then echo still mounted; exit 1; fi\n"
     );
     let out = scene.run(&script);
-    assert!(out.status.success(), "{}\nfstab line: {line}", text(&out));
+    assert!(
+        out.status.success(),
+        "{}\nfstab line: {line}",
+        describe(&out)
+    );
     let kept: u64 = walk(&cache)
         .iter()
         .map(|p| p.metadata().unwrap().len())
@@ -206,7 +201,7 @@ fn mount_fuse3_called_directly_takes_zarrfs_options() {
         store = case.store.display(),
     );
     let out = scene.run(&script);
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", describe(&out));
 }
 
 /// Every regular file below `dir`.
@@ -259,6 +254,6 @@ fn the_fstab_lines_of_the_manual_mount_with_their_options() {
              ls \"$MNT/surface\" | grep -qx temperature\n\
              umount \"$MNT\"\n",
         );
-        assert!(out.status.success(), "{line}\n{}", text(&out));
+        assert!(out.status.success(), "{line}\n{}", describe(&out));
     }
 }

@@ -229,6 +229,16 @@ pub fn run_within(cmd: &mut Command, limit: Duration) -> std::process::Output {
     }
 }
 
+/// A command's status and output, for a failed assertion.
+pub fn describe(out: &std::process::Output) -> String {
+    format!(
+        "status {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
 /// Reads a whole mounted file with O_DIRECT: the request reaches zarrfs, not the page cache.
 pub fn read_direct(path: std::path::PathBuf) -> std::io::Result<Vec<u8>> {
     timed("read", move || {
