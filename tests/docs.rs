@@ -227,3 +227,124 @@ fn the_readme_examples_on_the_demo_store_run() {
         assert!(out.status.success(), "{block}\n{}", describe(&out));
     }
 }
+
+/// One example of a document: the commands of a block (`$ ` lines) and the output it shows.
+struct Example {
+    doc: String,
+    commands: Vec<String>,
+    shown: Vec<String>,
+}
+
+/// The shell sessions of `doc` (blocks whose lines start with `$ `).
+fn sessions(doc: &str) -> Vec<Example> {
+    let mut out = Vec::new();
+    let mut block: Option<Example> = None;
+    for line in read(doc).lines() {
+        match (&mut block, line.starts_with("```")) {
+            (None, true) => {
+                block = Some(Example {
+                    doc: doc.into(),
+                    commands: Vec::new(),
+                    shown: Vec::new(),
+                })
+            }
+            (Some(_), true) => out.extend(block.take().filter(|b| !b.commands.is_empty())),
+            (Some(b), false) => match line.strip_prefix("$ ") {
+                Some(command) => b.commands.push(command.to_string()),
+                None if !b.commands.is_empty() => b.shown.push(line.to_string()),
+                None => {}
+            },
+            (None, false) => {}
+        }
+    }
+    out
+}
+
+/// The ```python blocks of `doc`.
+fn python_blocks(doc: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut block: Option<String> = None;
+    for line in read(doc).lines() {
+        match (&mut block, line) {
+            (None, "```python") => block = Some(String::new()),
+            (Some(_), "```") => out.extend(block.take()),
+            (Some(b), l) => {
+                b.push_str(l);
+                b.push('\n');
+            }
+            (None, _) => {}
+        }
+    }
+    out
+}
+
+/// Output lines that depend on the machine, the day or the run, or that the document elides.
+fn varies(line: &str) -> bool {
+    line.contains("...")
+        || line.contains("[...]")
+        || line.starts_with("-r--r--r--")
+        || line.starts_with("demo.zarr ")
+        || line.starts_with("Filesystem")
+        || line.trim().is_empty()
+        || (line.starts_with(' ') && line.trim_start().starts_with('#'))
+        || line.trim_start().starts_with('"')
+        || line.trim_start().starts_with('{')
+        || line.trim_start().starts_with('}')
+        || line.trim_start().starts_with("\"")
+}
+
+/// The shell sessions and Python programs of what-the-mount-shows.md run against the demo store
+/// mounted at /tmp/zarr-demo (each session in a fresh working directory): every command
+/// succeeds, and every output line the page shows (but those that vary: dates, sizes of a run,
+/// elisions) is printed.
+#[test]
+fn the_sessions_of_what_the_mount_shows_run_on_the_demo_store() {
+    if !root_fuse_ready() {
+        return;
+    }
+    let _one = DEMO_MOUNT.lock().unwrap_or_else(|e| e.into_inner());
+    let examples = sessions("docs/what-the-mount-shows.md");
+    assert!(examples.len() >= 8, "only {} sessions", examples.len());
+    let work = tempfile::tempdir().unwrap();
+    let mut script =
+        String::from("scripts/install.sh > /dev/null\nzarrfs examples/demo.zarr /tmp/zarr-demo\n");
+    for (i, example) in examples.iter().enumerate() {
+        let dir = work.path().join(i.to_string());
+        std::fs::create_dir(&dir).unwrap();
+        script.push_str(&format!("echo '@@ {i}'\n( cd '{}'\n", dir.display()));
+        for command in &example.commands {
+            script.push_str(command);
+            script.push('\n');
+        }
+        script.push_str(")\n");
+    }
+    let programs = python_blocks("docs/what-the-mount-shows.md");
+    assert!(!programs.is_empty(), "no python example");
+    for program in programs {
+        script.push_str(&format!("python3 - <<'PYTHON'\n{program}PYTHON\n"));
+    }
+    script.push_str("echo '@@ end'\nzarrfs unmount /tmp/zarr-demo\n");
+    let out = run_isolated(&script);
+    assert!(out.status.success(), "{}", describe(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let compared: usize = examples
+        .iter()
+        .map(|e| e.shown.iter().filter(|l| !varies(l)).count())
+        .sum();
+    assert!(compared >= 30, "only {compared} output lines compared");
+    for (i, example) in examples.iter().enumerate() {
+        let start = stdout.find(&format!("@@ {i}\n")).unwrap();
+        let end = stdout[start + 3..]
+            .find("@@ ")
+            .map_or(stdout.len(), |e| start + 3 + e);
+        let printed = &stdout[start..end];
+        for line in example.shown.iter().filter(|l| !varies(l)) {
+            assert!(
+                printed.lines().any(|p| p.trim_end() == line.trim_end()),
+                "{}: {:?} shows {line:?}, not printed:\n{printed}",
+                example.doc,
+                example.commands
+            );
+        }
+    }
+}
