@@ -270,3 +270,36 @@ fn the_fstab_lines_of_the_manual_mount_with_their_options() {
         assert!(out.status.success(), "{line}\n{}", describe(&out));
     }
 }
+
+/// The `mount -t fuse.zarrfs` commands of the README and the configuration page, on the demo
+/// store and the scene's mount point instead of their example ones, each followed by `umount`.
+#[test]
+fn the_mount_commands_of_the_manual_mount() {
+    if !ready() {
+        return;
+    }
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let demo = repo.join("examples/demo.zarr");
+    let mut commands = Vec::new();
+    for doc in ["README.md", "docs/configuration.md"] {
+        let text = std::fs::read_to_string(repo.join(doc)).unwrap();
+        commands.extend(
+            text.lines()
+                .filter(|l| l.starts_with("mount -t fuse.zarrfs ") && !l.contains("STORE"))
+                .map(|l| l.split(" #").next().unwrap().trim().to_string()),
+        );
+    }
+    assert!(commands.len() >= 3, "{commands:?}");
+    for command in commands {
+        let fields: Vec<&str> = command.split_whitespace().collect();
+        let (store, mnt) = (fields[fields.len() - 2], fields[fields.len() - 1]);
+        let ours = command
+            .replace(store, &demo.display().to_string())
+            .replace(mnt, "\"$MNT\"");
+        let scene = Scene::new();
+        let out = scene.run(&format!(
+            "{ours}\nls \"$MNT/surface\" | grep -qx temperature\numount \"$MNT\"\n"
+        ));
+        assert!(out.status.success(), "{command}\n{}", describe(&out));
+    }
+}
