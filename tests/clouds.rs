@@ -43,6 +43,23 @@ fn every_fixture_reads_exactly_over_gcs() {
     );
 }
 
+/// A GCS emulator named by the environment alone (GOOGLE_BASE_URL, GOOGLE_ALLOW_HTTP): the
+/// client settings read from the environment stay in force beside zarrfs's own.
+#[test]
+fn gcs_settings_from_the_environment_stay() {
+    let stores = consolidated_v3();
+    let server = servers::gcs_server(&[("from-env", &stores)]);
+    std::env::set_var("GOOGLE_BASE_URL", &server.url);
+    std::env::set_var("GOOGLE_ALLOW_HTTP", "true");
+    let case = all_fixture_cases()
+        .into_iter()
+        .find(|c| c.name == "consolidated_v3_zarr3")
+        .unwrap();
+    let url = format!("gs://from-env/{}", case.dir_name());
+    let errors = common::fuse_check::check_store(&case.at(url, &["--anonymous"]));
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+}
+
 #[test]
 fn every_fixture_reads_exactly_over_azure() {
     let server = servers::azurite(&[("fixtures", &fixture_stores())]);

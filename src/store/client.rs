@@ -144,9 +144,8 @@ fn azure(opts: &RemoteOptions, url: &str) -> MicrosoftAzureBuilder {
         b = b.with_config(AzureConfigKey::Client(key), value);
     }
     match &opts.endpoint {
-        Some(e) => b
-            .with_endpoint(e.clone())
-            .with_allow_http(e.starts_with("http://")),
+        Some(e) if e.starts_with("http://") => b.with_endpoint(e.clone()).with_allow_http(true),
+        Some(e) => b.with_endpoint(e.clone()),
         None => b,
     }
 }
