@@ -21,13 +21,36 @@ pub fn print(what: Generated) -> i32 {
 fn write(what: Generated, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     let mut cmd = MountArgs::command();
     let shell = match what {
-        Generated::Man => return clap_mangen::Man::new(cmd).render(out),
+        Generated::Man => return manual(cmd, out),
         Generated::Bash => Shell::Bash,
         Generated::Zsh => Shell::Zsh,
         Generated::Fish => Shell::Fish,
     };
     clap_complete::generate(shell, &mut cmd, "zarrfs", out);
     Ok(())
+}
+
+/// The manual page: clap_mangen's sections, then the examples of `--help` as they are laid out
+/// there (unfilled: their columns would run together as a filled paragraph).
+fn manual(cmd: clap::Command, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let examples = cmd
+        .get_after_help()
+        .map(|h| h.to_string())
+        .unwrap_or_default();
+    let man = clap_mangen::Man::new(cmd);
+    man.render_title(out)?;
+    man.render_name_section(out)?;
+    man.render_synopsis_section(out)?;
+    man.render_description_section(out)?;
+    man.render_options_section(out)?;
+    let mut roff = roff::Roff::new();
+    roff.control("SH", ["EXAMPLES"]).control("nf", []);
+    for line in examples.lines() {
+        roff.text([roff::roman(line)]);
+    }
+    roff.control("fi", []);
+    roff.to_writer(out)?;
+    man.render_version_section(out)
 }
 
 #[cfg(test)]
