@@ -106,17 +106,26 @@ fn fixture() -> (StoreCase, String, Vec<u8>) {
     (case, path, data)
 }
 
+/// Where the tests can run: a fresh scene holding the fixture array's expected bytes in
+/// `$S/expected`, the fixture, and the array's path.
+fn scene_with_fixture() -> Option<(Scene, StoreCase, String, Vec<u8>)> {
+    if !ready() {
+        return None;
+    }
+    let (case, array, data) = fixture();
+    let scene = Scene::new();
+    std::fs::write(scene.path("expected"), &data).unwrap();
+    Some((scene, case, array, data))
+}
+
 /// `mount -t fuse.zarrfs STORE MNT` as mount(8) runs it (it passes `rw,dev,suid`): mounted
 /// read-only with a notice, the array byte-exact, a zarrfs option as `-o` (read_ahead) in
 /// effect, then `umount`.
 #[test]
 fn mount_t_fuse_zarrfs_mounts_read_only_and_umount_ends_it() {
-    if !ready() {
+    let Some((scene, case, array, _)) = scene_with_fixture() else {
         return;
-    }
-    let (case, array, data) = fixture();
-    let scene = Scene::new();
-    std::fs::write(scene.path("expected"), &data).unwrap();
+    };
     let script = format!(
         "mount -t fuse.zarrfs '{store}' \"$MNT\" 2> \"$S/mount.err\"\n\
          grep \" $MNT \" /proc/self/mountinfo > \"$S/mountinfo\"\n\
@@ -153,11 +162,9 @@ fn mount_t_fuse_zarrfs_mounts_read_only_and_umount_ends_it() {
 /// it.
 #[test]
 fn an_fstab_line_with_zarrfs_options_mounts_with_mount_and_unmounts_with_umount() {
-    if !ready() {
+    let Some((scene, case, array, data)) = scene_with_fixture() else {
         return;
-    }
-    let (case, array, data) = fixture();
-    let scene = Scene::new();
+    };
     let (mnt, cache) = (scene.path("mnt"), scene.path("cache"));
     let line = format!(
         "{} {} fuse.zarrfs ro,noauto,nofail,_netdev,x-systemd.automount,\
@@ -167,7 +174,6 @@ fn an_fstab_line_with_zarrfs_options_mounts_with_mount_and_unmounts_with_umount(
         cache.display()
     );
     scene.add_fstab_line(&line);
-    std::fs::write(scene.path("expected"), &data).unwrap();
     let script = format!(
         "mount \"$MNT\"\n\
          cmp \"$MNT/{array}\" \"$S/expected\"\n\
@@ -197,12 +203,9 @@ fn an_fstab_line_with_zarrfs_options_mounts_with_mount_and_unmounts_with_umount(
 /// PATH: the options reach zarrfs the same way.
 #[test]
 fn mount_fuse3_called_directly_takes_zarrfs_options() {
-    if !ready() {
+    let Some((scene, case, array, _)) = scene_with_fixture() else {
         return;
-    }
-    let (case, array, data) = fixture();
-    let scene = Scene::new();
-    std::fs::write(scene.path("expected"), &data).unwrap();
+    };
     let script = format!(
         "mount.fuse3 '{store}' \"$MNT\" -t zarrfs -o ro,nodev,nosuid,cache_size=32M,no_previews\n\
          cmp \"$MNT/{array}\" \"$S/expected\"\n\

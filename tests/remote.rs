@@ -13,16 +13,7 @@ use std::sync::Arc;
 use zarrfs::store::{EntryKind, RemoteOptions, Store, StoreError};
 
 fn check(cases: &[StoreCase]) {
-    let errors: Vec<String> = cases
-        .iter()
-        .flat_map(common::fuse_check::check_store)
-        .collect();
-    assert!(
-        errors.is_empty(),
-        "{} problems:\n{}",
-        errors.len(),
-        errors.join("\n")
-    );
+    common::fuse_check::check_stores(cases);
 }
 
 /// A fixture store's cases by name.
