@@ -176,17 +176,94 @@ fn failures_exit_non_zero_with_one_line_and_no_mount() {
     }
 }
 
+/// `-o rw` (mount(8) passes it unless told otherwise) mounts read-only with a one-line notice.
 #[test]
-fn rw_option_is_refused() {
+fn rw_option_mounts_read_only_with_a_notice() {
+    if !fuse_ready() {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
+    let _cleanup = Unmounted(dir.path());
     let out = zarrfs()
-        .args(["-o", "rw"])
+        .args(["-o", "rw,dev,suid"])
         .arg(demo())
         .arg(dir.path())
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("read-only"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("option rw") && err.contains("mounting read-only"),
+        "{err}"
+    );
+    let write = std::fs::File::create(dir.path().join("new"));
+    assert_eq!(write.unwrap_err().raw_os_error(), Some(libc::EROFS));
+    assert!(zarrfs()
+        .arg("unmount")
+        .arg(dir.path())
+        .status()
+        .unwrap()
+        .success());
+}
+
+/// `--cache-dir DIR` (with a space) and `-o cache_dir=DIR` keep decoded arrays in DIR.
+#[test]
+fn cache_dir_takes_its_value_after_a_space_or_as_an_o_option() {
+    if !fuse_ready() {
+        return;
+    }
+    for spelling in ["space", "-o"] {
+        let cache = tempfile::tempdir().unwrap();
+        let dir = cache.path().display().to_string();
+        let args: Vec<String> = match spelling {
+            "space" => vec!["--cache-dir".into(), dir],
+            _ => vec!["-o".into(), format!("ro,cache_dir={dir}")],
+        };
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mount = Mount::new(&demo(), &args);
+        let data = std::fs::read(mount.join("surface/temperature")).unwrap();
+        assert!(!data.is_empty());
+        drop(mount);
+        let kept: u64 = std::fs::read_dir(cache.path())
+            .unwrap()
+            .flatten()
+            .map(|e| du(&e.path()))
+            .sum();
+        assert!(kept >= data.len() as u64, "{spelling}: {kept} bytes kept");
+    }
+}
+
+/// Bytes of the files below `path`.
+fn du(path: &Path) -> u64 {
+    match std::fs::read_dir(path) {
+        Ok(entries) => entries.flatten().map(|e| du(&e.path())).sum(),
+        Err(_) => std::fs::metadata(path).map_or(0, |m| m.len()),
+    }
+}
+
+/// A refused option says what was wrong with what was given, before anything is mounted.
+#[test]
+fn refused_options_say_what_was_wrong_with_them() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, says) in [
+        (&["-o", "cache_size"][..], "cache_size=SIZE"),
+        (&["-o", "cache_size=lots"], "\"lots\""),
+        (&["-o", "anonymous=yes"], "takes no value"),
+        (&["-o", "kernel_cache"], "unknown option \"kernel_cache\""),
+        (&["--cache-size", "2Q"], "\"2Q\""),
+        (&["--timeout", "0"], "'0'"),
+    ] {
+        let out = zarrfs()
+            .args(args)
+            .arg(demo())
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} accepted");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!is_fuse_mount(dir.path()));
+    }
 }
 
 #[test]

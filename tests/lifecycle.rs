@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::mount::{force_unmount, is_fuse_mount, root_fuse_ready};
+use common::mount::{force_unmount, is_fuse_mount, root_fuse_ready, run_within};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -24,24 +24,7 @@ fn demo() -> PathBuf {
 
 /// Runs `cmd` to its end (killing it after [`COMMAND_TIMEOUT`]) and returns its output.
 fn run(cmd: &mut Command) -> Output {
-    let child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id() as i32;
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(COMMAND_TIMEOUT) {
-        Ok(out) => out.unwrap(),
-        Err(_) => {
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            panic!("{cmd:?} did not finish within {COMMAND_TIMEOUT:?}");
-        }
-    }
+    run_within(cmd, COMMAND_TIMEOUT)
 }
 
 fn stderr_of(out: &Output) -> String {

@@ -4,54 +4,24 @@
 
 mod common;
 
-use common::mount::{is_fuse_mount, timed, Mount, Unmounted};
+use common::mount::{eio, is_fuse_mount, ls_names, read_direct, timed, unmount, Mount, Unmounted};
 use common::servers::{self, Server};
-use common::{expected_bytes, load_manifest, StoreCase};
-use std::os::unix::fs::OpenOptionsExt;
+use common::{all_fixture_cases, expected_bytes, StoreCase};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 use zarrfs::store::{EntryKind, RemoteOptions, Store, StoreError};
 
-/// The stores of both manifests (directories and zip files).
-fn all_cases() -> Vec<StoreCase> {
-    let mut cases = load_manifest("manifest.json");
-    cases.extend(load_manifest("dialects/manifest.json"));
-    cases
-}
-
-/// `case` mounted from `url` instead of its local directory, with extra options.
-fn remote_case(case: &StoreCase, url: String, extra: &[&str]) -> StoreCase {
-    let mut c = case.clone();
-    c.store = PathBuf::from(url);
-    c.options.extend(extra.iter().map(|s| s.to_string()));
-    c
-}
-
-fn dir_name(case: &StoreCase) -> String {
-    case.store
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .into_owned()
-}
-
 fn check(cases: &[StoreCase]) {
-    let errors: Vec<String> = cases
-        .iter()
-        .flat_map(common::fuse_check::check_store)
-        .collect();
-    assert!(
-        errors.is_empty(),
-        "{} problems:\n{}",
-        errors.len(),
-        errors.join("\n")
-    );
+    common::fuse_check::check_stores(cases);
 }
 
 /// A fixture store's cases by name.
 fn case(name: &str) -> StoreCase {
-    all_cases().into_iter().find(|c| c.name == name).unwrap()
+    all_fixture_cases()
+        .into_iter()
+        .find(|c| c.name == name)
+        .unwrap()
 }
 
 /// The expected `A` bytes of array `path` of `case`.
@@ -59,54 +29,9 @@ fn expected_data(case: &StoreCase, path: &str) -> Vec<u8> {
     expected_bytes(case.nodes.iter().find(|n| n.path == path).unwrap()).1
 }
 
-/// Reads a whole mounted file with O_DIRECT: the request reaches zarrfs, not the page cache.
-fn read_direct(path: PathBuf) -> std::io::Result<Vec<u8>> {
-    timed("read", move || {
-        use std::io::Read;
-        let mut f = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_DIRECT)
-            .open(path)?;
-        let mut out = Vec::new();
-        f.read_to_end(&mut out)?;
-        Ok(out)
-    })
-}
-
-fn eio(r: std::io::Result<Vec<u8>>) -> bool {
-    matches!(r, Err(e) if e.raw_os_error() == Some(libc::EIO))
-}
-
-/// `ls -R` of the mount succeeds and names `file`.
-fn ls_names(mount: &Mount, file: &str) {
-    let root = mount.path().to_path_buf();
-    let out = timed("ls -R", move || {
-        Command::new("ls").arg("-R").arg(root).output().unwrap()
-    });
-    assert!(out.status.success(), "ls -R failed");
-    assert!(String::from_utf8_lossy(&out.stdout).contains(file));
-}
-
-/// `zarrfs unmount` ends the mount while its server is dead or hung.
-fn unmount(mount: Mount) {
-    let path = mount.path().to_path_buf();
-    let p = path.clone();
-    let status = timed("zarrfs unmount", move || {
-        Command::new(env!("CARGO_BIN_EXE_zarrfs"))
-            .arg("unmount")
-            .arg(p)
-            .status()
-            .unwrap()
-    });
-    assert!(status.success(), "zarrfs unmount failed");
-    assert!(!is_fuse_mount(&path), "still mounted after zarrfs unmount");
-    let (status, _) = mount.stop();
-    assert!(status.success(), "zarrfs exited with {status}");
-}
-
 #[test]
 fn every_fixture_reads_exactly_over_s3() {
-    let cases = all_cases();
+    let cases = all_fixture_cases();
     assert!(cases.len() >= 30, "too few fixture stores");
     assert!(
         cases.iter().filter(|c| c.store.is_file()).count() >= 5,
@@ -118,8 +43,8 @@ fn every_fixture_reads_exactly_over_s3() {
     let remote: Vec<StoreCase> = cases
         .iter()
         .map(|c| {
-            let url = format!("s3://fixtures/{}", dir_name(c));
-            remote_case(c, url, &["--endpoint", &server.url])
+            let url = format!("s3://fixtures/{}", c.dir_name());
+            c.at(url, &["--endpoint", &server.url])
         })
         .collect();
     check(&remote);
@@ -130,7 +55,7 @@ fn the_mount_command_counts_its_requests() {
     let c = case("consolidated_v2_zarr2");
     let server = servers::s3_server(&[("counted", std::slice::from_ref(&c.store))]);
     servers::s3_credentials_env();
-    let url = format!("s3://counted/{}", dir_name(&c));
+    let url = format!("s3://counted/{}", c.dir_name());
     let mount = Mount::new(Path::new(&url), &["--endpoint", &server.url, "-v"]);
     let (status, stderr) = mount.stop();
     assert!(status.success());
@@ -166,7 +91,7 @@ fn keys_come_from_the_aws_profile_files_when_the_environment_has_none() {
     .unwrap();
     let mnt = dir.path().join("mnt");
     let _guard = Unmounted(&mnt);
-    let url = format!("s3://profiled/{}", dir_name(&c));
+    let url = format!("s3://profiled/{}", c.dir_name());
     let mount = |profile: &str| {
         let (url, mnt, ep) = (url.clone(), mnt.clone(), server.url.clone());
         let (credentials, profile) = (credentials.clone(), profile.to_string());
@@ -206,8 +131,8 @@ fn netcdf_s3_urls_name_a_bucket_on_an_endpoint() {
     let demo = case("nczarr_gen4");
     let server = servers::s3_server(&[("data", std::slice::from_ref(&demo.store))]);
     servers::s3_credentials_env();
-    let url = format!("{}/data/{}#mode=nczarr,s3", server.url, dir_name(&demo));
-    check(&[remote_case(&demo, url, &[])]);
+    let url = format!("{}/data/{}#mode=nczarr,s3", server.url, demo.dir_name());
+    check(&[demo.at(url, &[])]);
 }
 
 /// An HTTP server over the dialect fixtures.
@@ -219,12 +144,12 @@ fn dialects_over_http() -> Server {
 /// through FUSE from nginx at their URL plus `fragment`.
 fn check_over_http(prefix: &str, fragment: &str, count: usize) {
     let server = dialects_over_http();
-    let cases: Vec<StoreCase> = all_cases()
+    let cases: Vec<StoreCase> = all_fixture_cases()
         .into_iter()
         .filter(|c| c.name.starts_with(prefix) && c.options.is_empty())
         .map(|c| {
-            let url = format!("{}/{}{fragment}", server.url, dir_name(&c));
-            remote_case(&c, url, &[])
+            let url = format!("{}/{}{fragment}", server.url, c.dir_name());
+            c.at(url, &[])
         })
         .collect();
     assert_eq!(cases.len(), count);
@@ -277,7 +202,7 @@ fn faulty_mount(extra: &[&str]) -> (Server, Server, Mount, StoreCase) {
     let http = dialects_over_http();
     let proxy = servers::fault_proxy(&http);
     let c = case("consolidated_v2_zarr2");
-    let url = format!("{}/{}", proxy.url, dir_name(&c));
+    let url = format!("{}/{}", proxy.url, c.dir_name());
     let mount = Mount::new(Path::new(&url), extra);
     (http, proxy, mount, c)
 }
@@ -345,7 +270,7 @@ fn a_killed_s3_server_gives_eio_while_cached_data_keeps_reading() {
     let c = case("consolidated_v3_zarr3");
     let mut server = servers::s3_server(&[("killed", std::slice::from_ref(&c.store))]);
     servers::s3_credentials_env();
-    let url = format!("s3://killed/{}", dir_name(&c));
+    let url = format!("s3://killed/{}", c.dir_name());
     let mount = Mount::new(
         Path::new(&url),
         &["--endpoint", &server.url, "--timeout", "5"],
@@ -376,7 +301,7 @@ fn remote_stores_answer_like_the_files_under_many_concurrent_callers() {
     let s3 = servers::s3_server(&[("contract", std::slice::from_ref(&c.store))]);
     servers::s3_credentials_env();
     let http = dialects_over_http();
-    let name = dir_name(&c);
+    let name = c.dir_name();
     let options = RemoteOptions {
         endpoint: Some(s3.url.clone()),
         ..RemoteOptions::default()
@@ -475,7 +400,7 @@ fn remote_stores_answer_callers_inside_tokio_runtimes() {
         endpoint: Some(s3.url.clone()),
         ..RemoteOptions::default()
     };
-    let name = dir_name(&c);
+    let name = c.dir_name();
     let store: Arc<dyn Store> =
         Arc::from(zarrfs::store::open_with(&format!("s3://inside/{name}"), &options).unwrap());
     let mut files: Vec<(String, Vec<u8>)> = Vec::new();

@@ -15,6 +15,10 @@ Examples:
   zarrfs https://host/data/x.zarr /mnt/x          plain HTTPS (consolidated metadata or NCZarr)
   zarrfs refs.json /mnt/r --allow-target s3://noaa  kerchunk references, targets in a bucket
   zarrfs --ref v1.0 s3://b/repo /mnt/v1            an Icechunk repository at tag v1.0
+  zarrfs --cache-dir /var/cache/z s.zarr /mnt/s   keep decoded arrays on disk across mounts
+  mount -t fuse.zarrfs -o cache_size=2G s.zarr /mnt/s
+                                                  through mount(8); every option works as -o
+  /etc/fstab: /data/s.zarr /mnt/s fuse.zarrfs ro,cache_size=2G,nofail 0 0
 
 Remote stores: s3://bucket/prefix, gs://bucket/prefix, az://container/prefix (abfs:// too),
 http(s)://host/path, and netCDF URLs (https://host/bucket/key#mode=nczarr,s3). Credentials come
@@ -34,18 +38,38 @@ A (elements in C order, little-endian), A.json (metadata) and A.npy (for numpy.l
     name = "zarrfs",
     version,
     about = "Mount a Zarr hierarchy read-only: groups as directories, arrays as plain files",
+    override_usage = "zarrfs [OPTIONS] STORE MOUNTPOINT\n       \
+                      mount -t fuse.zarrfs [-o OPT[,OPT...]] STORE MOUNTPOINT\n       \
+                      zarrfs unmount MOUNTPOINT\n       \
+                      zarrfs --generate man|bash|zsh|fish",
     after_help = EXAMPLES
 )]
 pub struct MountArgs {
     /// The store: a directory (Zarr v2/v3), a .zip file, or a URL (s3://, gs://, az://, abfs://,
     /// http(s)://, file://).
-    #[arg(value_name = "STORE")]
-    pub store: String,
+    #[arg(value_name = "STORE", required_unless_present = "generate")]
+    pub store: Option<String>,
     /// The directory to mount on (created if missing and its parent exists).
-    #[arg(value_name = "MOUNTPOINT")]
-    pub mountpoint: PathBuf,
+    #[arg(value_name = "MOUNTPOINT", required_unless_present = "generate")]
+    pub mountpoint: Option<PathBuf>,
     #[command(flatten)]
     pub options: Options,
+    /// Print the manual page (man) or a shell's completions (bash, zsh, fish) and exit.
+    #[arg(long, value_name = "WHAT", exclusive = true)]
+    pub generate: Option<Generated>,
+}
+
+/// What `--generate` prints.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Generated {
+    /// The manual page zarrfs.1 (roff).
+    Man,
+    /// Completions for bash.
+    Bash,
+    /// Completions for zsh.
+    Zsh,
+    /// Completions for fish.
+    Fish,
 }
 
 /// Options of the mount command.
@@ -54,17 +78,24 @@ pub struct Options {
     /// Stay in the foreground and log to stderr; SIGINT/SIGTERM unmount cleanly.
     #[arg(short = 'f', long)]
     pub foreground: bool,
-    /// FUSE mount options, comma separated (allow_other, allow_root, default_permissions, fsname=..., ...).
+    /// Mount options, comma separated, as mount(8) and /etc/fstab pass them: every option of this
+    /// list by its long name (cache_size=2G, cache_dir=DIR, anonymous, endpoint=URL, ...), FUSE's
+    /// (allow_other, allow_root, default_permissions, auto_unmount, fsname=, subtype=, max_read=)
+    /// and mount(8)'s (ro, nodev, nosuid, noexec, noatime, _netdev, nofail, x-systemd.*, ...).
+    /// `rw` mounts read-only with a notice.
     #[arg(short = 'o', value_name = "OPT[,OPT...]")]
     pub mount_options: Vec<String>,
     /// Byte budget of the decoded-chunk cache (e.g. 512M, 2G).
     #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = super::size::parse_size)]
     pub cache_size: u64,
-    /// Keep decoded arrays in DIR across mounts and serve complete ones with FUSE passthrough
-    /// (`--cache-dir` alone: $XDG_CACHE_HOME/zarrfs or ~/.cache/zarrfs; /var/cache/zarrfs for
-    /// root). Off by default. Write `--cache-dir=DIR` (with `=`).
-    #[arg(long, value_name = "DIR", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    /// Keep decoded arrays in DIR across mounts and serve complete ones with FUSE passthrough.
+    /// Off by default.
+    #[arg(long, value_name = "DIR", conflicts_with = "default_cache_dir")]
     pub cache_dir: Option<PathBuf>,
+    /// --cache-dir in the usual place: $XDG_CACHE_HOME/zarrfs or ~/.cache/zarrfs;
+    /// /var/cache/zarrfs for root.
+    #[arg(long)]
+    pub default_cache_dir: bool,
     /// Most bytes --cache-dir keeps; whole arrays are evicted, least recently opened first
     /// [default: 10% of the free space where DIR is].
     #[arg(long, value_name = "SIZE", value_parser = super::size::parse_size)]
@@ -112,6 +143,16 @@ pub struct Options {
     /// More logging: -v info, -vv debug, -vvv trace (RUST_LOG overrides).
     #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]
     pub verbose: u8,
+}
+
+impl Options {
+    /// The cache directory asked for: `--cache-dir DIR`, or the default one.
+    pub fn cache_dir(&self) -> Option<PathBuf> {
+        match self.default_cache_dir {
+            true => Some(crate::backing::default_dir()),
+            false => self.cache_dir.clone(),
+        }
+    }
 }
 
 /// Parses `--threads`: a mount with no thread would never answer.

@@ -2,23 +2,26 @@
 
 mod args;
 mod daemon;
+mod generate;
 mod logging;
 mod mount_error;
 mod mount_options;
 mod mount_point;
 mod mount_table;
+mod option_list;
 mod pidfile;
 mod progress;
 mod serve;
 mod size;
 mod unmount;
 
-pub use args::{MountArgs, Options, UnmountArgs};
+pub use args::{Generated, MountArgs, Options, UnmountArgs};
 pub use mount_options::{parse_mount_options, MountOptions};
 pub use size::parse_size;
 pub use unmount::unmount;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
+use std::path::Path;
 
 /// Runs the command line; returns the process exit code.
 pub fn main() -> i32 {
@@ -35,7 +38,21 @@ pub fn main() -> i32 {
             }
         };
     }
+    let argv = match option_list::expand(argv, &MountArgs::command()) {
+        Ok(argv) => argv,
+        Err(e) => {
+            eprintln!("zarrfs: {e}");
+            return 2;
+        }
+    };
     let args = MountArgs::parse_from(argv);
+    if let Some(what) = args.generate {
+        return generate::print(what);
+    }
+    // clap requires both unless --generate is given.
+    let (Some(store), Some(mountpoint)) = (&args.store, &args.mountpoint) else {
+        return 2;
+    };
     logging::init(args.options.verbose);
     // Keep the daemon's memory near the cache budget: few malloc arenas, and decoded chunks
     // (1 MiB and more) in their own mappings, returned to the system when evicted instead of
@@ -45,7 +62,7 @@ pub fn main() -> i32 {
         libc::mallopt(libc::M_ARENA_MAX, 2);
         libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
     }
-    match prepare(&args) {
+    match prepare(store, mountpoint, &args.options) {
         Ok(prepared) if args.options.foreground => serve::serve(prepared, None),
         Ok(prepared) => daemon::daemonize(|ready| serve::serve(prepared, Some(ready))),
         Err(e) => {
@@ -67,17 +84,20 @@ pub struct Prepared {
     options: Options,
 }
 
-fn prepare(args: &MountArgs) -> Result<Prepared, String> {
-    let (store, location, requests) = open_store(args)?;
-    let mount_options = parse_mount_options(&args.options.mount_options, &location)?;
-    let mut options = args.options.clone();
+fn prepare(store: &str, mountpoint: &Path, options: &Options) -> Result<Prepared, String> {
+    let (store, location, requests) = open_store(store, options)?;
+    let mount_options = parse_mount_options(&options.mount_options, &location)?;
+    for notice in &mount_options.notices {
+        eprintln!("zarrfs: {notice}");
+    }
+    let mut options = options.clone();
     // The daemon changes to /: a relative log file is taken from here.
     if let Some(file) = &options.log_file {
         let absolute = std::path::absolute(file).map_err(|e| format!("--log-file: {e}"))?;
         options.log_file = Some(absolute);
     }
     // Last, as it may create the mount point.
-    let mountpoint = mount_point::MountPoint::claim(&args.mountpoint)?;
+    let mountpoint = mount_point::MountPoint::claim(mountpoint)?;
     Ok(Prepared {
         store,
         location,
@@ -96,9 +116,8 @@ type Opened = (
 );
 
 /// Opens the store: a local path (canonicalized) or a URL; a remote store counts its requests.
-fn open_store(args: &MountArgs) -> Result<Opened, String> {
-    let failed = |e: &dyn std::fmt::Display| format!("cannot open store {}: {e}", args.store);
-    let o = &args.options;
+fn open_store(arg: &str, o: &Options) -> Result<Opened, String> {
+    let failed = |e: &dyn std::fmt::Display| format!("cannot open store {arg}: {e}");
     let remote = crate::store::RemoteOptions {
         endpoint: o.endpoint.clone(),
         region: o.region.clone(),
@@ -107,17 +126,17 @@ fn open_store(args: &MountArgs) -> Result<Opened, String> {
         version: o.reference.clone(),
         allow_targets: o.allow_target.clone(),
     };
-    if !args.store.contains("://") {
-        let location = std::fs::canonicalize(&args.store)
+    if !arg.contains("://") {
+        let location = std::fs::canonicalize(arg)
             .map_err(|e| failed(&e))?
             .to_string_lossy()
             .into_owned();
         let store = crate::store::open_with(&location, &remote).map_err(|e| failed(&e))?;
         return Ok((store, location, None));
     }
-    let store = crate::store::open_with(&args.store, &remote).map_err(|e| failed(&e))?;
-    let location = crate::store::display_url(&args.store);
-    if !crate::store::is_remote(&args.store) {
+    let store = crate::store::open_with(arg, &remote).map_err(|e| failed(&e))?;
+    let location = crate::store::display_url(arg);
+    if !crate::store::is_remote(arg) {
         return Ok((store, location, None));
     }
     let (counted, counts) = crate::store::CountingStore::new(store);

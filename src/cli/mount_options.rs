@@ -1,4 +1,6 @@
-//! `-o` mount options, as sshfs and other FUSE filesystems take them.
+//! `-o` mount options as mount(8), mount.fuse3 and /etc/fstab pass them, and as sshfs and other
+//! FUSE filesystems take them. zarrfs's own options written as `-o name=value` are turned into
+//! command-line options before this (see `option_list`).
 
 use fuser::{MountOption, SessionACL};
 
@@ -9,12 +11,31 @@ pub struct MountOptions {
     pub options: Vec<MountOption>,
     /// Who may use the mount (`allow_other`, `allow_root`).
     pub acl: SessionACL,
+    /// One-line notices for the user (an `rw` that was mounted read-only).
+    pub notices: Vec<String>,
 }
 
-/// Parses comma-separated `-o` lists. The mount is always read-only: `rw` is refused.
+/// Options of mount(8), fstab and systemd that concern them, not the filesystem: accepted and
+/// left alone (mount(8) and mount.fuse3 drop most of them before zarrfs sees them).
+const USERSPACE_OPTIONS: &[&str] = &[
+    "defaults", "auto", "noauto", "user", "nouser", "users", "owner", "group", "nofail", "_netdev",
+    "ro",
+];
+
+/// The options a kernel FUSE mount takes beyond mount(2)'s flags, for the message that refuses
+/// an unknown one.
+const KNOWN: &str = "allow_other, allow_root, default_permissions, auto_unmount, fsname=NAME, \
+                     subtype=NAME, max_read=BYTES, ro, rw, dev, nodev, suid, nosuid, exec, noexec, \
+                     atime, noatime, sync, async, dirsync, and mount(8)'s defaults, auto, noauto, user, users, \
+                     nofail, _netdev, x-*, comment=*";
+
+/// Parses comma-separated `-o` lists. The mount is always read-only: `rw` mounts read-only with
+/// a notice, as mount(8) does for a write-protected device. A later option overrides an earlier
+/// one (`dev` after the default `nodev`).
 pub fn parse_mount_options(lists: &[String], fsname: &str) -> Result<MountOptions, String> {
     let mut options = vec![MountOption::RO, MountOption::NoDev, MountOption::NoSuid];
     let mut acl = SessionACL::Owner;
+    let mut notices = Vec::new();
     let mut named = false;
     for opt in lists
         .iter()
@@ -23,8 +44,12 @@ pub fn parse_mount_options(lists: &[String], fsname: &str) -> Result<MountOption
         .filter(|o| !o.is_empty())
     {
         let parsed = match opt {
-            "ro" | "nodev" | "nosuid" => continue,
-            "rw" => return Err("option \"rw\": zarrfs mounts are read-only".into()),
+            o if USERSPACE_OPTIONS.contains(&o) => continue,
+            o if o.starts_with("x-") || o.starts_with("comment=") => continue,
+            "rw" => {
+                notices.push("option rw: zarrfs mounts are read-only, mounting read-only".into());
+                continue;
+            }
             "allow_other" => {
                 acl = SessionACL::All;
                 continue;
@@ -36,7 +61,9 @@ pub fn parse_mount_options(lists: &[String], fsname: &str) -> Result<MountOption
             "default_permissions" => MountOption::DefaultPermissions,
             "auto_unmount" => MountOption::AutoUnmount,
             "dev" => MountOption::Dev,
+            "nodev" => MountOption::NoDev,
             "suid" => MountOption::Suid,
+            "nosuid" => MountOption::NoSuid,
             "exec" => MountOption::Exec,
             "noexec" => MountOption::NoExec,
             "atime" => MountOption::Atime,
@@ -51,10 +78,24 @@ pub fn parse_mount_options(lists: &[String], fsname: &str) -> Result<MountOption
             // Passed as a plain option: the kernel takes it as well as fusermount3 does
             // (fuser's own Subtype is dropped when root mounts with mount(2)).
             o if o.starts_with("subtype=") => MountOption::CUSTOM(o.to_string()),
-            other => MountOption::CUSTOM(other.to_string()),
+            o if o.starts_with("max_read=") => {
+                let value = &o["max_read=".len()..];
+                if value.parse::<u32>().map_or(true, |n| n == 0) {
+                    return Err(format!(
+                        "option {o:?}: max_read takes a number of bytes, such as 1048576"
+                    ));
+                }
+                MountOption::CUSTOM(o.to_string())
+            }
+            other => {
+                return Err(format!(
+                    "unknown option {other:?}: not a zarrfs option (see zarrfs --help; write \
+                     --cache-size 2G as -o cache_size=2G) nor a mount option zarrfs knows \
+                     ({KNOWN})"
+                ))
+            }
         };
-        // A later option overrides an earlier one (one subtype at most: the kernel takes one).
-        options.retain(|o| o != &parsed && !(is_subtype(o) && is_subtype(&parsed)));
+        options.retain(|o| !overrides(&parsed, o));
         options.push(parsed);
     }
     if !named {
@@ -63,7 +104,30 @@ pub fn parse_mount_options(lists: &[String], fsname: &str) -> Result<MountOption
     if !options.iter().any(is_subtype) {
         options.push(MountOption::CUSTOM("subtype=zarrfs".into()));
     }
-    Ok(MountOptions { options, acl })
+    Ok(MountOptions {
+        options,
+        acl,
+        notices,
+    })
+}
+
+/// True when `new` replaces `old`: the same option, its opposite, or a second subtype (the
+/// kernel takes one).
+fn overrides(new: &MountOption, old: &MountOption) -> bool {
+    use MountOption::*;
+    new == old
+        || (is_subtype(new) && is_subtype(old))
+        || matches!(
+            (new, old),
+            (Dev, NoDev)
+                | (NoDev, Dev)
+                | (Suid, NoSuid)
+                | (NoSuid, Suid)
+                | (Exec, NoExec)
+                | (NoExec, Exec)
+                | (Atime, NoAtime)
+                | (NoAtime, Atime)
+        )
 }
 
 fn is_subtype(option: &MountOption) -> bool {
@@ -91,7 +155,6 @@ mod tests {
             .contains(&MountOption::CUSTOM("max_read=1048576".into())));
         assert!(m.options.contains(&MountOption::RO));
         assert!(m.options.contains(&MountOption::FSName("s".into())));
-        assert!(parse_mount_options(&["rw".into()], "s").is_err());
         let subtype = |m: &MountOptions| m.options.iter().filter(|o| is_subtype(o)).count();
         assert_eq!(subtype(&m), 1);
         assert!(m
@@ -102,5 +165,42 @@ mod tests {
         assert!(named
             .options
             .contains(&MountOption::CUSTOM("subtype=b".into())));
+    }
+
+    /// What mount(8) and mount.fuse3 pass: `rw,dev,suid` for a plain `mount -t fuse.zarrfs`,
+    /// `ro,noatime,noexec,nosuid,nodev` for a `user` fstab line.
+    #[test]
+    fn takes_what_mount_and_mount_fuse3_pass() {
+        let m = parse_mount_options(&["rw,dev,suid".into()], "s").unwrap();
+        assert_eq!(m.notices.len(), 1);
+        assert!(m.notices[0].contains("read-only"), "{:?}", m.notices);
+        assert!(m.options.contains(&MountOption::RO));
+        for (wanted, gone) in [
+            (MountOption::Dev, MountOption::NoDev),
+            (MountOption::Suid, MountOption::NoSuid),
+        ] {
+            assert!(m.options.contains(&wanted) && !m.options.contains(&gone));
+        }
+        let fstab = "defaults,ro,noatime,noexec,nosuid,nodev,auto,noauto,user,users,nofail,\
+                     _netdev,x-systemd.automount,x-systemd.idle-timeout=60,comment=x";
+        let m = parse_mount_options(&[fstab.into()], "s").unwrap();
+        assert!(m.notices.is_empty());
+        assert!(m.options.contains(&MountOption::NoExec));
+        assert!(m.options.contains(&MountOption::NoAtime));
+        let m = parse_mount_options(&["exec,noexec,suid,nosuid".into()], "s").unwrap();
+        assert!(!m.options.contains(&MountOption::Exec));
+        assert!(!m.options.contains(&MountOption::Suid));
+    }
+
+    #[test]
+    fn refuses_unknown_options_naming_them() {
+        for (list, says) in [
+            ("cache_sise=2G", "\"cache_sise=2G\""),
+            ("kernel_cache", "unknown option \"kernel_cache\""),
+            ("max_read=lots", "number of bytes"),
+        ] {
+            let err = parse_mount_options(&[list.into()], "s").unwrap_err();
+            assert!(err.contains(says), "{list}: {err}");
+        }
     }
 }

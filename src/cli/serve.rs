@@ -149,11 +149,7 @@ fn mount(p: Prepared) -> Result<Mounted, String> {
         },
     )?;
     drop(progress);
-    if let Some(dir) = &p.options.cache_dir {
-        let dir = match dir.as_os_str().is_empty() {
-            true => crate::backing::default_dir(),
-            false => dir.clone(),
-        };
+    if let Some(dir) = p.options.cache_dir() {
         match crate::backing::BackingDir::open(&dir, p.options.cache_dir_size) {
             Ok(backing) => view.set_backing_dir(backing, store, &p.location),
             Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {

@@ -3,19 +3,21 @@
 //! filesystem user accepts.
 
 use super::location::Location;
+use super::tls::CertificateAware;
 use super::StoreError;
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
-use object_store::azure::MicrosoftAzureBuilder;
-use object_store::gcp::GoogleCloudStorageBuilder;
+use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
+use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
 use object_store::http::HttpBuilder;
-use object_store::{BackoffConfig, ClientOptions, ObjectStore, RetryConfig};
+use object_store::{BackoffConfig, ClientConfigKey, ObjectStore, RetryConfig};
 use std::sync::Arc;
 use std::time::Duration;
 
 /// How a remote store is reached: the command line's remote options.
 #[derive(Clone, Debug)]
 pub struct RemoteOptions {
-    /// An S3-compatible server (MinIO, Ceph, s3s) or an Azure endpoint, addressed path-style.
+    /// An S3-compatible server (MinIO, Ceph, s3s), a GCS or an Azure endpoint (emulators),
+    /// addressed path-style.
     pub endpoint: Option<String>,
     /// The S3 region (default: AWS_REGION / AWS_DEFAULT_REGION, else us-east-1).
     pub region: Option<String>,
@@ -59,7 +61,7 @@ pub fn build<'a>(
     let invalid = |e: object_store::Error| StoreError::Invalid(format!("{url}: {e}"));
     let no_endpoint = || match opts.endpoint {
         Some(_) => Err(StoreError::Invalid(format!(
-            "{url}: --endpoint applies to s3:// and az:// stores only"
+            "{url}: --endpoint applies to s3://, gs:// and az:// stores only"
         ))),
         None => Ok(()),
     };
@@ -74,12 +76,7 @@ pub fn build<'a>(
             (Arc::new(b.build().map_err(invalid)?), prefix, true)
         }
         Location::Gcs { bucket, prefix } => {
-            no_endpoint()?;
-            let b = GoogleCloudStorageBuilder::from_env()
-                .with_bucket_name(bucket)
-                .with_client_options(client_options(opts))
-                .with_retry(retry_config(opts.timeout))
-                .with_skip_signature(opts.anonymous);
+            let b = gcs(opts, bucket);
             (Arc::new(b.build().map_err(invalid)?), prefix, true)
         }
         Location::Azure { url: az, prefix } => {
@@ -88,10 +85,14 @@ pub fn build<'a>(
         }
         Location::Http { url: base } => {
             no_endpoint()?;
-            let b = HttpBuilder::new()
+            let mut b = HttpBuilder::new()
                 .with_url(base.as_str())
-                .with_client_options(client_options(opts).with_allow_http(true))
+                .with_config(ClientConfigKey::AllowHttp, "true")
+                .with_http_connector(CertificateAware)
                 .with_retry(retry_config(opts.timeout));
+            for (key, value) in client_config(opts) {
+                b = b.with_config(key, value);
+            }
             (Arc::new(b.build().map_err(invalid)?), "", false)
         }
         Location::Local { .. } => {
@@ -110,8 +111,11 @@ fn s3(
 ) -> AmazonS3Builder {
     let mut b = with_profile(AmazonS3Builder::from_env(), opts.anonymous)
         .with_bucket_name(bucket)
-        .with_client_options(client_options(opts))
+        .with_http_connector(CertificateAware)
         .with_retry(retry_config(opts.timeout));
+    for (key, value) in client_config(opts) {
+        b = b.with_config(AmazonS3ConfigKey::Client(key), value);
+    }
     if let Some(r) = opts.region.as_deref().or(region) {
         b = b.with_region(r);
     }
@@ -121,8 +125,12 @@ fn s3(
     let plain_http = b
         .get_config_value(&AmazonS3ConfigKey::Endpoint)
         .is_some_and(|e| e.starts_with("http://"));
-    b.with_allow_http(plain_http)
-        .with_skip_signature(opts.anonymous)
+    // AWS_ALLOW_HTTP from the environment stays for an https:// endpoint.
+    match plain_http {
+        true => b.with_allow_http(true),
+        false => b,
+    }
+    .with_skip_signature(opts.anonymous)
 }
 
 /// Azure: AZURE_* variables (and the az command line's AZURE_STORAGE_ACCOUNT/KEY), the account
@@ -137,13 +145,35 @@ fn azure(opts: &RemoteOptions, url: &str) -> MicrosoftAzureBuilder {
     }
     b = b
         .with_url(url)
-        .with_client_options(client_options(opts))
+        .with_http_connector(CertificateAware)
         .with_retry(retry_config(opts.timeout))
         .with_skip_signature(opts.anonymous);
+    for (key, value) in client_config(opts) {
+        b = b.with_config(AzureConfigKey::Client(key), value);
+    }
     match &opts.endpoint {
-        Some(e) => b
-            .with_endpoint(e.clone())
-            .with_allow_http(e.starts_with("http://")),
+        Some(e) if e.starts_with("http://") => b.with_endpoint(e.clone()).with_allow_http(true),
+        Some(e) => b.with_endpoint(e.clone()),
+        None => b,
+    }
+}
+
+/// GCS: GOOGLE_* variables (GOOGLE_APPLICATION_CREDENTIALS, GOOGLE_SERVICE_ACCOUNT, ...),
+/// `--endpoint` for an emulator (fake-gcs-server), plain http allowed for an http:// one.
+fn gcs(opts: &RemoteOptions, bucket: &str) -> GoogleCloudStorageBuilder {
+    let mut b = GoogleCloudStorageBuilder::from_env()
+        .with_bucket_name(bucket)
+        .with_http_connector(CertificateAware)
+        .with_retry(retry_config(opts.timeout))
+        .with_skip_signature(opts.anonymous);
+    for (key, value) in client_config(opts) {
+        b = b.with_config(GoogleConfigKey::Client(key), value);
+    }
+    match &opts.endpoint {
+        Some(e) if e.starts_with("http://") => b
+            .with_base_url(e)
+            .with_config(GoogleConfigKey::Client(ClientConfigKey::AllowHttp), "true"),
+        Some(e) => b.with_base_url(e),
         None => b,
     }
 }
@@ -174,15 +204,21 @@ fn with_profile(mut b: AmazonS3Builder, anonymous: bool) -> AmazonS3Builder {
 
 /// Connect and request timeouts within the operation's bound: one attempt (headers and body)
 /// may take a third of it (10 s of the default 30 s), so that a stalled attempt leaves time to
-/// retry.
-fn client_options(opts: &RemoteOptions) -> ClientOptions {
+/// retry. Set key by key, so that the client settings a builder read from the environment
+/// (`allow_http`, proxies, ...) stay.
+fn client_config(opts: &RemoteOptions) -> [(ClientConfigKey, String); 3] {
     let attempt = (opts.timeout / 3)
         .max(Duration::from_secs(1))
         .min(opts.timeout);
-    ClientOptions::new()
-        .with_connect_timeout(CONNECT_TIMEOUT.min(attempt))
-        .with_timeout(attempt)
-        .with_pool_max_idle_per_host(64)
+    let ms = |d: Duration| format!("{}ms", d.as_millis());
+    [
+        (
+            ClientConfigKey::ConnectTimeout,
+            ms(CONNECT_TIMEOUT.min(attempt)),
+        ),
+        (ClientConfigKey::Timeout, ms(attempt)),
+        (ClientConfigKey::PoolMaxIdlePerHost, "64".into()),
+    ]
 }
 
 /// A few retries with short back-off, all within the operation's bound (the store's deadline

@@ -20,6 +20,7 @@ mod references;
 mod remote_zip;
 mod safe_open;
 mod targets;
+mod tls;
 mod zip;
 
 pub use client::RemoteOptions;

@@ -82,6 +82,17 @@ fn mmap_bytes(path: &Path) -> std::io::Result<Vec<u8>> {
     }
 }
 
+/// Checks every case as [`check_store`] does and fails with all the problems found.
+pub fn check_stores(cases: &[StoreCase]) {
+    let errors: Vec<String> = cases.iter().flat_map(check_store).collect();
+    assert!(
+        errors.is_empty(),
+        "{} problems:\n{}",
+        errors.len(),
+        errors.join("\n")
+    );
+}
+
 pub fn check_store(case: &StoreCase) -> Vec<String> {
     let mut errors = Vec::new();
     let args: Vec<&str> = case.options.iter().map(String::as_str).collect();

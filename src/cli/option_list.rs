@@ -1,0 +1,151 @@
+//! zarrfs's own options written as `-o` mount options (`-o cache_size=2G,anonymous`), as
+//! mount(8) and /etc/fstab pass them: each becomes the command-line option of the same name,
+//! looked up in the clap definition, so the two spellings cannot drift apart.
+
+use clap::Command;
+
+/// `argv` with every zarrfs option inside a `-o` list moved out as `--name[=value]` (`_` or `-`
+/// in the name); what is left of each list stays a `-o` list of mount options.
+pub fn expand(argv: Vec<String>, cmd: &Command) -> Result<Vec<String>, String> {
+    let mut args = argv.into_iter();
+    let mut out: Vec<String> = args.next().into_iter().collect();
+    let mut moved = Vec::new();
+    while let Some(arg) = args.next() {
+        let list = match arg.as_str() {
+            "--" => {
+                out.push(arg);
+                out.extend(args.by_ref());
+                break;
+            }
+            "-o" => match args.next() {
+                Some(list) => list,
+                // clap says the value is missing.
+                None => {
+                    out.push(arg);
+                    break;
+                }
+            },
+            a if a.starts_with("-o") => a["-o".len()..].trim_start_matches('=').to_string(),
+            _ => {
+                out.push(arg);
+                continue;
+            }
+        };
+        let mut kept = Vec::new();
+        for item in list.split(',').filter(|i| !i.trim().is_empty()) {
+            match own_option(cmd, item.trim())? {
+                Some(option) => moved.push(option),
+                None => kept.push(item),
+            }
+        }
+        if !kept.is_empty() {
+            out.push("-o".into());
+            out.push(kept.join(","));
+        }
+    }
+    out.splice(1..1, moved);
+    Ok(out)
+}
+
+/// `--name[=value]` when `item` (`name` or `name=value`) names a long option of `cmd`.
+fn own_option(cmd: &Command, item: &str) -> Result<Option<String>, String> {
+    let (name, value) = match item.split_once('=') {
+        Some((n, v)) => (n, Some(v)),
+        None => (item, None),
+    };
+    let long = name.replace('_', "-");
+    let Some(arg) = cmd.get_arguments().find(|a| a.get_long() == Some(&long)) else {
+        return Ok(None);
+    };
+    let takes_value = arg.get_action().takes_values();
+    match (takes_value, value) {
+        (true, Some(v)) => Ok(Some(format!("--{long}={v}"))),
+        (false, None) => Ok(Some(format!("--{long}"))),
+        (true, None) => {
+            let value_name = arg
+                .get_value_names()
+                .and_then(|n| n.first())
+                .map_or("VALUE".to_string(), |n| n.to_string());
+            Err(format!(
+                "option {item:?} needs a value: write -o {name}={value_name}"
+            ))
+        }
+        (false, Some(_)) => Err(format!(
+            "option {item:?}: {name} is a switch and takes no value: write -o {name}"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::MountArgs;
+    use clap::CommandFactory;
+
+    fn expanded(args: &[&str]) -> Result<Vec<String>, String> {
+        let argv = std::iter::once("zarrfs")
+            .chain(args.iter().copied())
+            .map(String::from)
+            .collect();
+        expand(argv, &MountArgs::command())
+    }
+
+    #[test]
+    fn moves_zarrfs_options_out_of_o_lists() {
+        let got = expanded(&[
+            "s",
+            "m",
+            "-o",
+            "ro,cache_size=2G,nodev,anonymous",
+            "-oread-ahead=4M,allow_other",
+            "-o",
+            "cache_dir=/var/cache/z dir",
+        ])
+        .unwrap();
+        assert_eq!(
+            got,
+            [
+                "zarrfs",
+                "--cache-size=2G",
+                "--anonymous",
+                "--read-ahead=4M",
+                "--cache-dir=/var/cache/z dir",
+                "s",
+                "m",
+                "-o",
+                "ro,nodev",
+                "-o",
+                "allow_other",
+            ]
+        );
+        let args = <MountArgs as clap::Parser>::try_parse_from(got).unwrap();
+        assert_eq!(args.options.cache_size, 2 << 30);
+        assert!(args.options.anonymous);
+        assert_eq!(args.options.read_ahead, 4 << 20);
+    }
+
+    #[test]
+    fn every_long_option_has_an_o_form() {
+        let cmd = MountArgs::command();
+        for arg in cmd.get_arguments() {
+            let Some(long) = arg.get_long() else { continue };
+            let item = match arg.get_action().takes_values() {
+                true => format!("{}=x", long.replace('-', "_")),
+                false => long.replace('-', "_"),
+            };
+            let option = own_option(&cmd, &item).unwrap();
+            assert!(option.is_some_and(|o| o.starts_with(&format!("--{long}"))));
+        }
+    }
+
+    #[test]
+    fn says_what_is_wrong_with_a_zarrfs_option() {
+        let err = expanded(&["-o", "cache_size", "s", "m"]).unwrap_err();
+        assert!(err.contains("cache_size=SIZE"), "{err}");
+        let err = expanded(&["-o", "anonymous=yes", "s", "m"]).unwrap_err();
+        assert!(err.contains("takes no value"), "{err}");
+        // Past `--` nothing is an option.
+        let got = expanded(&["--", "-o", "x"]).unwrap();
+        assert_eq!(got, ["zarrfs", "--", "-o", "x"]);
+    }
+}
