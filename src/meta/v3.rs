@@ -238,6 +238,17 @@ pub fn parse_array(doc: &Map<String, Value>, prefix: &str) -> Result<ArrayMeta, 
     if let Some(bits) = super::ext_types::bit_width(type_name) {
         set_bit_width(&mut codec_list, bits, super::ext_types::low_bits(type_name));
     }
+    if super::ext_types::data_type(type_name).is_some() {
+        // They are served as their bits: arithmetic on those would give wrong values.
+        if let Some(c) = codec_list.iter().find(|c| {
+            let name = c.get("name").or(Some(c)).and_then(Value::as_str);
+            matches!(name, Some("scale_offset" | "cast_value"))
+        }) {
+            return Err(MetaError::Unsupported(format!(
+                "codec {c} on {type_name}, which zarrfs serves as its bits"
+            )));
+        }
+    }
     let codecs = codec_list
         .iter()
         .map(|c| named(c).map(|(name, config)| CodecSpec::new(name, Value::Object(config))))
@@ -400,6 +411,13 @@ mod tests {
         let repeated = json!({"name": "struct", "configuration": {"fields": [
             {"name": "a", "data_type": "int8"}, {"name": "a", "data_type": "int8"}]}});
         assert!(data_type(&repeated).is_err());
+        let bits = json!({"shape": [2], "data_type": "bfloat16", "chunk_grid": {"name": "regular",
+            "configuration": {"chunk_shape": [2]}}, "codecs": [{"name": "cast_value",
+            "configuration": {"data_type": "int8"}}, "bytes"]});
+        assert!(matches!(
+            parse_array(bits.as_object().unwrap(), ""),
+            Err(MetaError::Unsupported(m)) if m.contains("cast_value")
+        ));
     }
 
     #[test]
