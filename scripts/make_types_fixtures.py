@@ -5,16 +5,17 @@ format of tests/fixtures/manifest.json, read by tests/types.rs).
 
 Writers: tensorstore (`int4`, `int2` with only the low bits meaningful, `bfloat16`; Zarr v3 and
 v2), zarr-python 3.4 (the `struct` data type; the `scale_offset` and `cast_value` codecs, with
-cast-value-rs). Expected values come from the writer's own reader: tensorstore's read (the small
+cast-value-rs), GDAL (blosc `snappy`; Debian's gdal-bin). Expected values come from the writer's own reader: tensorstore's read (the small
 integers as int8 values, bfloat16 as its uint16 bits, as zarrfs serves them), zarr-python's.
 
 Needs Python >= 3.12: python -m venv /tmp/venv-types && /tmp/venv-types/bin/pip install
-'zarr==3.4.*' numcodecs tensorstore ml_dtypes 'cast-value-rs>=0.4.2'; then, from the
+'zarr==3.4.*' numcodecs tensorstore ml_dtypes 'cast-value-rs>=0.4.2' and apt-get install gdal-bin; then, from the
 repository root: /tmp/venv-types/bin/python scripts/make_types_fixtures.py
 """
 import json
 import os
 import shutil
+import subprocess
 import sys
 from importlib.metadata import version
 
@@ -39,13 +40,16 @@ def save_npy(rel, arr):
 
 
 def array_node(store_dir, name, path, expected, keys):
-    meta_file = os.path.join(store_dir, path, "zarr.json")
-    if not os.path.exists(meta_file):
-        meta_file = os.path.join(store_dir, path, ".zarray")
-    with open(meta_file) as f:
-        doc = json.load(f)
-    return {"path": path, "type": "array", "json": {k: doc[k] for k in keys},
+    node = {"path": path, "type": "array",
             "npy": save_npy(f"expected/{name}/{path}.npy", expected)}
+    if keys:
+        meta_file = os.path.join(store_dir, path, "zarr.json")
+        if not os.path.exists(meta_file):
+            meta_file = os.path.join(store_dir, path, ".zarray")
+        with open(meta_file) as f:
+            doc = json.load(f)
+        node["json"] = {k: doc[k] for k in keys}
+    return node
 
 
 def add(name, writer, note, nodes):
@@ -170,12 +174,44 @@ def scale_offset_codecs():
         "No hand-edits.", nodes)
 
 
+def gdal_snappy():
+    """GDAL's Zarr driver (Debian's gdal-bin, whose c-blosc has snappy) writing blosc `snappy`,
+    as Zarr v2 and as its Zarr v3 (the 2022 draft layout); expected values from GDAL's own
+    reading (`gdalmdiminfo -detailed`)."""
+    asc = os.path.join(OUT, "snappy.asc")
+    with open(asc, "w") as f:
+        f.write("ncols 7\nnrows 5\nxllcorner 0\nyllcorner 0\ncellsize 1\nNODATA_value -9999\n")
+        for r in range(5):
+            f.write(" ".join(str((r * 37 + c * 11) % 200 - 50) for c in range(7)) + "\n")
+    version = subprocess.run(["gdalinfo", "--version"], capture_output=True, text=True,
+                             check=True).stdout.split(",")[0]
+    for fmt, tag in (("ZARR_V2", "v2"), ("ZARR_V3", "v3_draft")):
+        name = f"gdal_snappy_{tag}"
+        p = os.path.join(OUT, f"{name}.zarr")
+        subprocess.run(["gdal_translate", "-q", "-of", "ZARR", "-ot", "Int16", "-co",
+                        f"FORMAT={fmt}", "-co", "COMPRESS=BLOSC", "-co", "BLOSC_CNAME=snappy",
+                        "-co", "BLOSC_SHUFFLE=BYTE", "-co", "BLOCKSIZE=2,3", asc, p], check=True)
+        info = json.loads(subprocess.run(["gdalmdiminfo", "-detailed", p], capture_output=True,
+                                         text=True, check=True).stdout)
+        nodes = [{"path": "", "type": "group"}]
+        for arr_name, arr in sorted(info["arrays"].items()):
+            dtype = {"Int16": "<i2", "Float64": "<f8"}[arr["datatype"]]
+            nodes.append(array_node(p, name, arr_name, np.array(arr["values"], dtype=dtype),
+                                    ["compressor"] if fmt == "ZARR_V2" and dtype == "<i2" else []))
+        add(name, version,
+            f"GDAL's Zarr driver, FORMAT={fmt}, COMPRESS=BLOSC BLOSC_CNAME=snappy, an int16 "
+            "raster in chunks of 2x3 and its X/Y coordinate arrays (uncompressed). No "
+            "hand-edits.", nodes)
+    os.remove(asc)
+
+
 def main():
     shutil.rmtree(OUT, ignore_errors=True)
     os.makedirs(OUT)
     tensorstore_types()
     struct_types()
     scale_offset_codecs()
+    gdal_snappy()
     manifest = {"generator": "scripts/make_types_fixtures.py",
                 "versions": {"zarr": zarr.__version__, "numcodecs": numcodecs.__version__,
                              "tensorstore": TS_VERSION, "numpy": np.__version__},
