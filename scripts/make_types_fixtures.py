@@ -5,7 +5,7 @@ format of tests/fixtures/manifest.json, read by tests/types.rs).
 
 Writers: tensorstore (`int4`, `int2` with only the low bits meaningful, `bfloat16`; Zarr v3 and
 v2), zarr-python 3.4 (the `struct` data type; the `scale_offset` and `cast_value` codecs, with
-cast-value-rs), GDAL (blosc `snappy`; Debian's gdal-bin). Expected values come from the writer's own reader: tensorstore's read (the small
+cast-value-rs; the `rectilinear` chunk grid), GDAL (blosc `snappy`; Debian's gdal-bin). Expected values come from the writer's own reader: tensorstore's read (the small
 integers as int8 values, bfloat16 as its uint16 bits, as zarrfs serves them), zarr-python's.
 
 Needs Python >= 3.12: python -m venv /tmp/venv-types && /tmp/venv-types/bin/pip install
@@ -174,6 +174,39 @@ def scale_offset_codecs():
         "No hand-edits.", nodes)
 
 
+def rectilinear():
+    """zarr-python 3.4's `rectilinear` chunk grid (array.rectilinear_chunks): explicit and
+    run-length edge lengths, missing chunks, uneven shards of regular inner chunks."""
+    name = "rectilinear_v3"
+    p = os.path.join(OUT, f"{name}.zarr")
+    with zarr.config.set({"array.rectilinear_chunks": True}):
+        root = zarr.open_group(p, mode="w", zarr_format=3)
+        nodes = [{"path": "", "type": "group"}]
+        a = root.create_array("grid2d", shape=(10, 7), chunks=[[3, 3, 4], [2, 5]], dtype="int32",
+                              fill_value=-1)
+        a[:6, :] = np.arange(42).reshape(6, 7)  # the last row of chunks stays unwritten
+        a[7, 1] = 99
+        r = root.create_array("runs", shape=(20,), chunks=[[2, 2, 2, 4, 4, 6]],
+                              dtype="float64", fill_value=float("nan"),
+                              compressors=[zarr.codecs.GzipCodec(level=5)])
+        r[:6] = np.linspace(-1, 1, 6)
+        r[14:] = np.arange(6) * 0.5  # chunks 6..10 and 10..14 stay unwritten
+        o = root.create_array("thin", shape=(5, 6), chunks=[[1, 4], [3, 3]], dtype="uint8",
+                              fill_value=7)
+        o[:, :4] = np.arange(20).reshape(5, 4)
+        s = root.create_array("sharded", shape=(12, 8), chunks=(2, 4), shards=[[4, 8], [4, 4]],
+                              dtype="uint16", fill_value=3)
+        s[:4, :] = np.arange(32).reshape(4, 8)
+        s[6:10, 4:] = 500  # shard (1, 1) partly written, shard (1, 0) missing
+        for arr in ("grid2d", "runs", "thin", "sharded"):
+            nodes.append(array_node(p, name, arr, root[arr][...], ["chunk_grid", "fill_value"]))
+    add(name, f"zarr-python {zarr.__version__}",
+        "zarr-python 3.4's rectilinear chunk grid (array.rectilinear_chunks): explicit edge "
+        "lengths, run-length [size, count] entries, a one-row chunk, uneven shards of regular "
+        "inner chunks; unwritten chunks and shards read as "
+        "the fill value. No hand-edits.", nodes)
+
+
 def gdal_snappy():
     """GDAL's Zarr driver (Debian's gdal-bin, whose c-blosc has snappy) writing blosc `snappy`,
     as Zarr v2 and as its Zarr v3 (the 2022 draft layout); expected values from GDAL's own
@@ -211,6 +244,7 @@ def main():
     tensorstore_types()
     struct_types()
     scale_offset_codecs()
+    rectilinear()
     gdal_snappy()
     manifest = {"generator": "scripts/make_types_fixtures.py",
                 "versions": {"zarr": zarr.__version__, "numcodecs": numcodecs.__version__,

@@ -7,6 +7,7 @@ mod context;
 mod error;
 mod fetched;
 mod shard_reader;
+mod sub_chunk;
 
 pub use chunk_reader::ChunkReader;
 pub use context::{FetchContext, Uncached};

@@ -113,6 +113,7 @@ pub fn parse_array(zarray: &Map<String, Value>, prefix: &str) -> Result<ArrayMet
     Ok(ArrayMeta {
         shape,
         chunk_shape,
+        grid: super::ChunkGrid::Regular,
         dtype: ty.dtype,
         fill_value,
         codecs,

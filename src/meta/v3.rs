@@ -3,7 +3,7 @@
 use super::dtype::{check_element_size, time_type, Field};
 use super::node::ArrayMeta;
 use super::v2::dims;
-use super::{parse_fill, ChunkKeys, CodecSpec, DataType, KeyStyle, MetaError};
+use super::{parse_fill, ChunkGrid, ChunkKeys, CodecSpec, DataType, KeyStyle, MetaError};
 use serde_json::{json, Map, Value};
 
 /// The Zarr Object Model document of a v3 node: its `zarr.json` without consolidated metadata,
@@ -191,10 +191,11 @@ pub fn parse_array(doc: &Map<String, Value>, prefix: &str) -> Result<ArrayMeta, 
         doc.get("chunk_grid")
             .ok_or_else(|| MetaError::field("chunk_grid", "missing"))?,
     )?;
-    if grid.0 != "regular" {
-        return Err(MetaError::Unsupported(format!("chunk grid {:?}", grid.0)));
-    }
-    let chunk_shape = dims(&grid.1, "chunk_shape")?;
+    let (grid, chunk_shape) = match grid.0.as_str() {
+        "regular" => (ChunkGrid::Regular, dims(&grid.1, "chunk_shape")?),
+        "rectilinear" => super::chunk_grid::rectilinear(&grid.1, &shape)?,
+        other => return Err(MetaError::Unsupported(format!("chunk grid {other:?}"))),
+    };
 
     let chunk_keys = match doc.get("chunk_key_encoding") {
         None => ChunkKeys {
@@ -263,6 +264,7 @@ pub fn parse_array(doc: &Map<String, Value>, prefix: &str) -> Result<ArrayMeta, 
     Ok(ArrayMeta {
         shape,
         chunk_shape,
+        grid,
         dtype,
         fill_value,
         codecs,
@@ -428,10 +430,10 @@ mod tests {
             data_type(&json!({"name": "structured", "configuration": {"fields": []}})).is_err()
         );
         assert!(data_type(&json!({"name": "raw_bytes"})).is_err());
-        let doc = json!({"shape": [1], "data_type": "int8", "chunk_grid": {"name": "rectilinear"}, "codecs": []});
+        let doc = json!({"shape": [1], "data_type": "int8", "chunk_grid": {"name": "hexagonal"}, "codecs": []});
         assert!(matches!(
             parse_array(doc.as_object().unwrap(), ""),
-            Err(MetaError::Unsupported(m)) if m.contains("rectilinear")
+            Err(MetaError::Unsupported(m)) if m.contains("hexagonal")
         ));
         assert!(matches!(
             data_type(&json!("r8000000000")),
