@@ -100,6 +100,10 @@ fn parse_units(
 }
 
 impl ArrayToBytes for Bytes {
+    fn is_identity(&self) -> bool {
+        self.units.is_empty() && self.low_bits.is_none()
+    }
+
     fn decode_in_place(&self, data: &mut [u8]) {
         if let Some((bits, signed)) = self.low_bits {
             let unused = 8 - bits;
