@@ -45,7 +45,7 @@ fn rectilinear_shards(meta: &ArrayMeta, array: ShardedArray) -> Result<ShardRead
     };
     let inner = array.read_chunk_shape().to_vec();
     let mut shapes: Vec<Vec<u64>> = vec![Vec::new()];
-    for (axis, &n) in edges.iter().zip(&inner) {
+    for (axis, &n) in edges.lengths().iter().zip(&inner) {
         let mut sizes: Vec<u64> = axis.clone();
         sizes.sort_unstable();
         sizes.dedup();

@@ -10,8 +10,9 @@
 use super::MetaError;
 use serde_json::{Map, Value};
 
-/// The most chunks one axis of a rectilinear grid may list (run-length entries expanded).
-const MAX_EDGES: u64 = 1 << 24;
+/// The most chunks all axes of a rectilinear grid may list together (run-length entries
+/// expanded): 8 MiB of edge lengths.
+const MAX_EDGES: u64 = 1 << 20;
 
 /// How an array is cut into stored chunks.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -19,7 +20,36 @@ pub enum ChunkGrid {
     /// Every chunk has the array's `chunk_shape`.
     Regular,
     /// Per axis, the edge length of each chunk in order (enough chunks to cover the axis).
-    Rectilinear(Vec<Vec<u64>>),
+    Rectilinear(Edges),
+}
+
+/// The edge lengths of a rectilinear grid, with each chunk's end along its axis for lookups.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Edges {
+    lengths: Vec<Vec<u64>>,
+    ends: Vec<Vec<u64>>,
+}
+
+impl Edges {
+    fn new(lengths: Vec<Vec<u64>>) -> Self {
+        let ends = lengths
+            .iter()
+            .map(|axis| {
+                axis.iter()
+                    .scan(0u64, |end, &len| {
+                        *end += len;
+                        Some(*end)
+                    })
+                    .collect()
+            })
+            .collect();
+        Edges { lengths, ends }
+    }
+
+    /// Per axis, the edge length of each chunk.
+    pub fn lengths(&self) -> &[Vec<u64>] {
+        &self.lengths
+    }
 }
 
 impl ChunkGrid {
@@ -33,11 +63,15 @@ impl ChunkGrid {
                 let mut chunk = Vec::with_capacity(read.len());
                 let mut offset = Vec::with_capacity(read.len());
                 let mut shape = Vec::with_capacity(read.len());
-                for ((&i, &g), axis) in read.iter().zip(read_shape).zip(edges) {
-                    let (c, within) = locate(axis, i * g);
-                    chunk.push(c);
-                    offset.push(within);
-                    shape.push(axis.get(c as usize).copied().unwrap_or(g));
+                for (ax, (&i, &g)) in read.iter().zip(read_shape).enumerate() {
+                    let x = i * g;
+                    // The first chunk ending after `x`.
+                    let c = edges.ends[ax].partition_point(|&end| end <= x);
+                    let len = edges.lengths[ax].get(c).copied().unwrap_or(g);
+                    let end = edges.ends[ax].get(c).copied().unwrap_or(x + len);
+                    chunk.push(c as u64);
+                    offset.push(x - (end - len));
+                    shape.push(len);
                 }
                 (chunk, offset, shape)
             }
@@ -49,23 +83,12 @@ impl ChunkGrid {
         match self {
             ChunkGrid::Regular => chunk_shape.to_vec(),
             ChunkGrid::Rectilinear(edges) => edges
+                .lengths
                 .iter()
                 .map(|a| a.iter().copied().max().unwrap_or(1))
                 .collect(),
         }
     }
-}
-
-/// The chunk along one axis holding coordinate `x`, and `x`'s place inside it.
-fn locate(edges: &[u64], x: u64) -> (u64, u64) {
-    let mut start = 0;
-    for (c, &len) in edges.iter().enumerate() {
-        if x < start + len {
-            return (c as u64, x - start);
-        }
-        start += len;
-    }
-    (edges.len() as u64, 0)
 }
 
 /// Greatest common divisor.
@@ -99,8 +122,9 @@ pub fn rectilinear(
             ))
         })?;
     let positive = |v: &Value| v.as_u64().filter(|&n| n > 0);
-    let mut edges = Vec::with_capacity(axes.len());
+    let mut edges: Vec<Vec<u64>> = Vec::with_capacity(axes.len());
     let mut read = Vec::with_capacity(axes.len());
+    let mut total = 0u64;
     for (axis, &len) in axes.iter().zip(shape) {
         let mut list = Vec::new();
         let mut covered = 0u64;
@@ -109,8 +133,8 @@ pub fn rectilinear(
                 if covered >= len && !list.is_empty() {
                     return Ok(());
                 }
-                if list.len() as u64 >= MAX_EDGES {
-                    return Err(bad(format!("more than {MAX_EDGES} chunks along an axis")));
+                if total + list.len() as u64 >= MAX_EDGES {
+                    return Err(bad(format!("more than {MAX_EDGES} chunks")));
                 }
                 list.push(size);
                 covered = covered.saturating_add(size);
@@ -146,9 +170,10 @@ pub fn rectilinear(
             return Err(bad(format!("edge lengths {axis} do not cover {len}")));
         }
         read.push(list.iter().fold(0, |g, &e| gcd(g, e)));
+        total += list.len() as u64;
         edges.push(list);
     }
-    Ok((ChunkGrid::Rectilinear(edges), read))
+    Ok((ChunkGrid::Rectilinear(Edges::new(edges)), read))
 }
 
 #[cfg(test)]
@@ -175,7 +200,7 @@ mod tests {
             vec![1, 1, 1, 3],
             vec![4, 4],
         ];
-        assert_eq!(grid, ChunkGrid::Rectilinear(edges));
+        assert_eq!(grid, ChunkGrid::Rectilinear(Edges::new(edges)));
         assert_eq!(read, [4, 1, 4, 1, 4]);
     }
 

@@ -19,7 +19,7 @@ mod v2;
 mod v3;
 mod v3_draft;
 
-pub use chunk_grid::ChunkGrid;
+pub use chunk_grid::{ChunkGrid, Edges};
 pub use chunk_keys::{ChunkKeys, KeyStyle};
 pub use codec_spec::CodecSpec;
 pub use consolidated::MAX_CONSOLIDATED_BYTES;

@@ -63,7 +63,7 @@ pub fn array_xattrs(node: &Node, meta: Option<&ArrayMeta>, version: u8) -> Xattr
     // A rectilinear grid shows each axis's edge lengths.
     let chunks = match &meta.grid {
         ChunkGrid::Regular => json!(meta.chunk_shape),
-        ChunkGrid::Rectilinear(edges) => json!(edges),
+        ChunkGrid::Rectilinear(edges) => json!(edges.lengths()),
     };
     let list = vec![
         ("user.zarr.shape".into(), text(&json!(meta.shape))),
