@@ -125,12 +125,16 @@ fn nczarr_header_equals_ncdump() {
 }
 
 /// Stores and groups ncdump cannot show (Zarr v3; a subgroup alone, with the root dimensions it
-/// uses declared in it), against CDL written from netCDF's rules in tests/fixtures/netcdf/.
+/// uses declared in it; a store whose root is an array), against CDL written from netCDF's
+/// rules in tests/fixtures/netcdf/.
 #[test]
 fn headers_equal_hand_written_cdl() {
     for (store, group, expected) in [
         ("dialects/sharding_v3.zarr", "", "sharding_v3.cdl"),
         ("v3_attrs.zarr", "", "v3_attrs.cdl"),
+        // A store whose root is an array: the root group's one variable (netCDF-c shows an
+        // empty dataset).
+        ("temp.zarr", "", "temp.cdl"),
         ("dialects/nczarr_gen4.zarr", "", "nczarr_gen4.cdl"),
         (
             "dialects/nczarr_gen4.zarr",

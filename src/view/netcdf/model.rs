@@ -452,8 +452,10 @@ fn is_nczarr(h: &Hierarchy) -> bool {
     })
 }
 
-/// The netCDF dataset of `hierarchy`: its root group, or `None` when the root is an array.
-pub fn dataset(hierarchy: &Hierarchy) -> Option<Group> {
+/// The netCDF dataset of `hierarchy`: its root group; for a store whose root is an array, a
+/// root group holding that one variable, named `root_name` (netCDF-c itself shows such a
+/// store as an empty dataset). `None` when the store has no root node.
+pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Group> {
     let nczarr = is_nczarr(hierarchy);
     let mut groups: Vec<Group> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
@@ -496,7 +498,19 @@ pub fn dataset(hierarchy: &Hierarchy) -> Option<Group> {
         }
     }
     if !index.contains_key("") {
-        return None;
+        // A store whose root is an array: a root group holding that one variable.
+        if !arrays.iter().any(|n| n.path.is_empty()) {
+            return None;
+        }
+        index.insert(String::new(), groups.len());
+        groups.push(Group {
+            name: String::new(),
+            path: String::new(),
+            dims: Vec::new(),
+            vars: Vec::new(),
+            attrs: Vec::new(),
+            groups: Vec::new(),
+        });
     }
     // Variables, group by group, in netCDF's order.
     let parent_of = |p: &str| {
@@ -574,7 +588,11 @@ pub fn dataset(hierarchy: &Hierarchy) -> Option<Group> {
                     .collect()
             };
             let var = Variable {
-                name: node.name().into(),
+                name: if node.path.is_empty() {
+                    root_name.into()
+                } else {
+                    node.name().into()
+                },
                 path: node.path.clone(),
                 ty: NcType::of(&meta.dtype),
                 zarr_type: zarr_type_name(node),
