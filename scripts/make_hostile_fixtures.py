@@ -383,7 +383,7 @@ def unsupported_stores():
     s = Store("unsupported_v3")
     s.put("zarr.json", {"zarr_format": 3, "node_type": "group"})
     s.good_v3()
-    s.put("grid/zarr.json", {**v3_array([6], [4]), "chunk_grid": {"name": "rectilinear"}})
+    s.put("grid/zarr.json", {**v3_array([6], [4]), "chunk_grid": {"name": "hexagonal"}})
     s.put("keys/zarr.json", {**v3_array([6], [4]), "chunk_key_encoding": {"name": "hashed"}})
     s.put("transformer/zarr.json",
           {**v3_array([6], [4]), "storage_transformers": [{"name": "offset"}]})

@@ -53,6 +53,7 @@ fn selections_of_every_fixture_array_match_numpy() {
     let mut total = 0;
     let mut cases = load_manifest("manifest.json");
     cases.extend(load_manifest("dialects/manifest.json"));
+    cases.extend(load_manifest("types/manifest.json"));
     for case in cases {
         let options: Vec<&str> = case.options.iter().map(String::as_str).collect();
         let mount = Mount::new(&case.store, &options);

@@ -1,6 +1,7 @@
 //! `blosc` (v3) and numcodecs `blosc`: a c-blosc 1.x buffer. Decoding reads everything it needs
 //! (compressor, shuffle, type size, block size) from the buffer's own 16-byte header, so both
 //! the v2 config (`shuffle` as 0/1/2/-1) and the v3 one (`"noshuffle"`, ...) decode alike.
+//! c-blosc is built with every compressor it knows: blosclz, lz4, lz4hc, zlib, zstd and snappy.
 
 use super::{BytesToBytes, CodecError, Size};
 use std::os::raw::c_void;

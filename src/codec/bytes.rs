@@ -1,7 +1,9 @@
 //! `bytes` (and the v3 drafts' `endian`): elements serialized in C order, little- or big-endian.
 //! Big-endian data is swapped in place, unit by unit (`DataType::swap_units`, or the config's
 //! `swap_units` list of `[offset, width]`, which the v2 parser uses for structured types of mixed
-//! byte order).
+//! byte order). The config's `low_bits` (which the parsers write for `int2`/`int4`/`uint2`/
+//! `uint4`, stored one element a byte) keeps only that many low bits of each byte, sign-extended
+//! for signed types: tensorstore stores -8 as `0x08`, zarrs as `0xf8`, and both read as -8.
 
 use super::config::{bad, field, get_str};
 use super::{ArrayToBytes, CodecError};
@@ -17,6 +19,8 @@ pub(crate) struct Bytes {
     /// Set when the units tile the element with one width, so the whole buffer swaps as a run of
     /// equal units.
     uniform: Option<usize>,
+    /// Meaningful low bits of each one-byte element, and whether they are signed.
+    low_bits: Option<(u32, bool)>,
 }
 
 impl Bytes {
@@ -34,7 +38,20 @@ impl Bytes {
             (true, None) => dtype.swap_units(),
             (true, Some(list)) => parse_units(spec, list, elem_size)?,
         };
-        Ok(Bytes::new(elem_size, units))
+        let low_bits = match (field(spec, "low_bits"), dtype) {
+            (None, _) => None,
+            (Some(v), DataType::Int(1) | DataType::UInt(1)) => Some((
+                v.as_u64()
+                    .filter(|b| (1..8).contains(b))
+                    .ok_or_else(|| bad(spec, "'low_bits' must be 1 to 7"))? as u32,
+                matches!(dtype, DataType::Int(_)),
+            )),
+            (Some(_), _) => return Err(bad(spec, "'low_bits' needs one-byte integers")),
+        };
+        Ok(Bytes {
+            low_bits,
+            ..Bytes::new(elem_size, units)
+        })
     }
 
     /// Swaps `units` of each `elem_size`-byte element.
@@ -51,6 +68,7 @@ impl Bytes {
             elem_size,
             units,
             uniform,
+            low_bits: None,
         }
     }
 }
@@ -82,7 +100,21 @@ fn parse_units(
 }
 
 impl ArrayToBytes for Bytes {
+    fn is_identity(&self) -> bool {
+        self.units.is_empty() && self.low_bits.is_none()
+    }
+
     fn decode_in_place(&self, data: &mut [u8]) {
+        if let Some((bits, signed)) = self.low_bits {
+            let unused = 8 - bits;
+            for b in data.iter_mut() {
+                *b = if signed {
+                    ((*b << unused) as i8 >> unused) as u8
+                } else {
+                    *b & (0xff >> unused)
+                };
+            }
+        }
         match self.uniform {
             _ if self.units.is_empty() => {}
             Some(2) => swap_all::<2>(data),
@@ -155,5 +187,25 @@ mod tests {
             [(0, 2)]
         );
         assert!(build(json!({})).unwrap().units.is_empty());
+        assert!(build(json!({"low_bits": 4})).is_err());
+    }
+
+    #[test]
+    fn low_bits_read_both_forms_of_small_integers() {
+        // tensorstore's int4 -8, -1, 0, 7 (low bits only), then zarrs' -8, -1 (whole bytes).
+        let int4 = CodecSpec::new("bytes", json!({"low_bits": 4}));
+        let mut data = [0x08, 0x0f, 0x00, 0x07, 0xf8, 0xff];
+        Bytes::build(&int4, &DataType::Int(1))
+            .unwrap()
+            .decode_in_place(&mut data);
+        assert_eq!(data.map(|b| b as i8), [-8, -1, 0, 7, -8, -1]);
+        let uint2 = CodecSpec::new("bytes", json!({"low_bits": 2}));
+        let mut data = [0x03, 0xfe, 0x01];
+        Bytes::build(&uint2, &DataType::UInt(1))
+            .unwrap()
+            .decode_in_place(&mut data);
+        assert_eq!(data, [3, 2, 1]);
+        let bad = CodecSpec::new("bytes", json!({"low_bits": 8}));
+        assert!(Bytes::build(&bad, &DataType::Int(1)).is_err());
     }
 }

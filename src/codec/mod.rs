@@ -17,6 +17,7 @@ mod bitround;
 mod blosc;
 mod bytes;
 mod bz2;
+mod cast_value;
 mod categorize;
 mod checksum;
 mod config;
@@ -41,6 +42,8 @@ mod pipeline;
 mod prefix_decode;
 mod quantize;
 mod registry;
+mod scalar;
+mod scale_offset;
 mod sharding;
 mod sharding_chain;
 mod sharding_config;
@@ -162,6 +165,8 @@ pub(crate) trait ArrayToArray: Send + Sync {
 pub(crate) trait ArrayToBytes: Send + Sync {
     /// Turns the serialized elements in `data` into little-endian elements, in place.
     fn decode_in_place(&self, data: &mut [u8]);
+    /// True when decoding leaves every byte as it is (little-endian, whole bytes).
+    fn is_identity(&self) -> bool;
 }
 
 /// A bytes→bytes codec (compressors, checksums, `shuffle`, numcodecs filters in the v2 position).

@@ -218,8 +218,11 @@ impl FixedPipeline {
             .max()
             .unwrap_or(decoded_len);
 
+        // Streaming writes the decompressed bytes as they are: only behind a `bytes` codec
+        // that leaves them so (not big-endian, not low bits, not a packing codec).
+        let plain = array_to_bytes.as_ref().is_some_and(|c| c.is_identity());
         let streamable = match rest {
-            [only] if array_to_array.is_empty() && !big_endian => {
+            [only] if array_to_array.is_empty() && plain => {
                 Prefix::of(base(&only.name)).map(|kind| (kind, only.name.clone()))
             }
             _ => None,
@@ -331,6 +334,23 @@ mod tests {
     use super::*;
     use crate::codec::testutil;
     use serde_json::json;
+
+    #[test]
+    fn only_plain_bytes_stream() {
+        let streams = |serializer: CodecSpec, dtype: DataType| {
+            let codecs = [serializer, spec("zstd", json!({}))];
+            Pipeline::new(&codecs, &dtype, &[64])
+                .unwrap()
+                .streams(1, 64)
+        };
+        assert!(streams(spec("bytes", json!({})), DataType::Int(1)));
+        let low_bits = spec("bytes", json!({"low_bits": 4}));
+        assert!(!streams(low_bits, DataType::Int(1)), "int4 low bits");
+        let big = spec("bytes", json!({"endian": "big"}));
+        assert!(!streams(big, DataType::Int(2)));
+        let packed = spec("packbits", json!({}));
+        assert!(!streams(packed, DataType::Bool), "packbits decodes first");
+    }
 
     fn spec(name: &str, config: serde_json::Value) -> CodecSpec {
         CodecSpec::new(name, config)

@@ -9,6 +9,7 @@ use super::bitround::BitRound;
 use super::blosc::Blosc;
 use super::bytes::Bytes;
 use super::bz2::Bz2;
+use super::cast_value::CastValue;
 use super::categorize::Categorize;
 use super::delta::Delta;
 use super::filter::{Filter, FilterArray, FilterBytes};
@@ -16,6 +17,7 @@ use super::fixedscaleoffset::FixedScaleOffset;
 use super::gzip::Gzip;
 use super::lz4::Lz4;
 use super::packbits::PackBits;
+use super::scale_offset::ScaleOffset;
 use super::shuffle::Shuffle;
 use super::transpose::Transpose;
 use super::zfp::{self, Zfp};
@@ -79,10 +81,11 @@ pub(crate) enum Serializer {
     Decoder(Box<dyn BytesToBytes>),
 }
 
-/// True for codecs that can only be array→array: `transpose`, and filters named the way
-/// zarr-python 3 names its array→array filters (`numcodecs.delta`, ...).
+/// True for codecs that can only be array→array: `transpose`, zarr-extensions' `scale_offset`
+/// and `cast_value`, and filters named the way zarr-python 3 names its array→array filters
+/// (`numcodecs.delta`, ...).
 pub(crate) fn is_array_to_array_only(name: &str) -> bool {
-    name == "transpose"
+    matches!(name, "transpose" | "scale_offset" | "cast_value")
         || name
             .strip_prefix("numcodecs.")
             .is_some_and(|id| FILTERS.contains(&id))
@@ -122,9 +125,20 @@ pub(crate) fn build_array_to_array(
     decoded: &ChunkRepr,
 ) -> Result<(Box<dyn ArrayToArray>, ChunkRepr), CodecError> {
     let id = base(&spec.name);
-    if id == "transpose" {
-        let (codec, encoded) = Transpose::build(spec, decoded)?;
-        return Ok((Box::new(codec), encoded));
+    match id {
+        "transpose" => {
+            let (codec, encoded) = Transpose::build(spec, decoded)?;
+            return Ok((Box::new(codec), encoded));
+        }
+        "scale_offset" => {
+            let (codec, encoded) = ScaleOffset::build(spec, decoded)?;
+            return Ok((Box::new(codec), encoded));
+        }
+        "cast_value" => {
+            let (codec, encoded) = CastValue::build(spec, decoded)?;
+            return Ok((Box::new(codec), encoded));
+        }
+        _ => {}
     }
     if FILTERS.contains(&id) {
         let elem = StoredElem {
@@ -187,7 +201,11 @@ pub(crate) fn build_bytes_to_bytes(
         }
         "zfpy" => Box::new(Zfpy::build(spec, &elem.dtype)?),
         id if FILTERS.contains(&id) => Box::new(FilterBytes(build_filter(spec, elem)?)),
-        id if matches!(id, "transpose" | "bytes" | "endian") || zfp::is_zfp(id) => {
+        id if matches!(
+            id,
+            "transpose" | "bytes" | "endian" | "scale_offset" | "cast_value"
+        ) || zfp::is_zfp(id) =>
+        {
             return Err(CodecError::bad_config(
                 name,
                 "an array codec cannot come after the array→bytes codec",

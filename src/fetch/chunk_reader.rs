@@ -6,7 +6,7 @@ use super::listed::Listed;
 use super::shard_reader::ShardReader;
 use super::{FetchCause, FetchContext, FetchError};
 use crate::codec::{CodecError, DecodeTarget, Pipeline, ShardIndex, ShardedArray};
-use crate::meta::{ArrayMeta, MAX_CHUNK_BYTES};
+use crate::meta::{ArrayMeta, ChunkGrid, MAX_CHUNK_BYTES};
 use crate::stats::STATS;
 use crate::store::Store;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -37,6 +37,51 @@ pub struct ChunkReader {
     listed: Listed,
 }
 
+/// The most shard shapes a rectilinear grid may combine (each gets its own shard reading).
+const MAX_SHARD_SHAPES: usize = 4096;
+
+/// The reader of the uneven shards of a rectilinear grid (`array` reads its largest shard):
+/// every shard edge must hold whole inner chunks, so that they tile the array regularly.
+fn rectilinear_shards(meta: &ArrayMeta, array: ShardedArray) -> Result<ShardReader, FetchError> {
+    let ChunkGrid::Rectilinear(edges) = &meta.grid else {
+        return Ok(ShardReader::new(array));
+    };
+    let inner = array.read_chunk_shape().to_vec();
+    let mut shapes: Vec<Vec<u64>> = vec![Vec::new()];
+    for (axis, &n) in edges.lengths().iter().zip(&inner) {
+        let mut sizes: Vec<u64> = axis.clone();
+        sizes.sort_unstable();
+        sizes.dedup();
+        if let Some(bad) = sizes.iter().find(|&&e| e % n != 0) {
+            return Err(FetchError::new(
+                FetchCause::BadConfig,
+                format!("shard edge {bad} does not hold whole inner chunks of {n}"),
+            ));
+        }
+        shapes = shapes
+            .iter()
+            .flat_map(|s| sizes.iter().map(move |&e| [s.as_slice(), &[e]].concat()))
+            .collect();
+        if shapes.len() > MAX_SHARD_SHAPES {
+            return Err(FetchError::new(
+                FetchCause::BadConfig,
+                format!("more than {MAX_SHARD_SHAPES} shard shapes"),
+            ));
+        }
+    }
+    let by_shape = shapes
+        .into_iter()
+        .map(|shape| {
+            let reading = ShardedArray::new(&meta.codecs, &meta.dtype, &meta.fill_value, &shape)?;
+            Ok((
+                shape,
+                reading.ok_or(CodecError::Unsupported("sharding".into()))?,
+            ))
+        })
+        .collect::<Result<Vec<_>, CodecError>>()?;
+    Ok(ShardReader::rectilinear(array, meta.grid.clone(), by_shape))
+}
+
 /// Runs `load`, turning a panic (in a decoder, or in the store below) into an error: a bug
 /// there fails one read, never a thread.
 fn guarded<T>(load: impl FnOnce() -> Result<T, FetchError>) -> Result<T, FetchError> {
@@ -52,16 +97,26 @@ impl ChunkReader {
         path: &str,
         meta: Arc<ArrayMeta>,
     ) -> Result<Self, FetchError> {
-        let sharded = ShardedArray::new(
-            &meta.codecs,
-            &meta.dtype,
-            &meta.fill_value,
-            &meta.chunk_shape,
-        )?;
+        let largest = meta.grid.largest_chunk(&meta.chunk_shape);
+        let sharded = ShardedArray::new(&meta.codecs, &meta.dtype, &meta.fill_value, &largest)?;
+        let rectilinear = meta.grid != ChunkGrid::Regular;
+        if rectilinear && meta.dtype.is_variable() {
+            return Err(FetchError::new(
+                FetchCause::Unsupported,
+                "variable-length elements in a rectilinear chunk grid",
+            ));
+        }
         let (decoder, largest_form) = match sharded {
+            Some(array) if rectilinear => {
+                let reader = rectilinear_shards(&meta, array)?;
+                (Decoder::Sharded(Box::new(reader)), 0)
+            }
             Some(array) => (Decoder::Sharded(Box::new(ShardReader::new(array))), 0),
             None => {
-                let pipeline = Pipeline::new(&meta.codecs, &meta.dtype, &meta.chunk_shape)?;
+                // A rectilinear grid's pipeline is sized by its largest stored chunk; each
+                // chunk is decoded by a pipeline of its own shape.
+                let stored = meta.grid.largest_chunk(&meta.chunk_shape);
+                let pipeline = Pipeline::new(&meta.codecs, &meta.dtype, &stored)?;
                 let largest = pipeline
                     .largest_form_len()
                     .map_or(MAX_CHUNK_BYTES, |n| n as u64);
@@ -69,7 +124,7 @@ impl ChunkReader {
             }
         };
         let shape = match &decoder {
-            Decoder::Whole(_) => &meta.chunk_shape[..],
+            Decoder::Whole(_) => &largest[..],
             Decoder::Sharded(shards) => shards.read_chunk_shape(),
         };
         let chunk_bytes = shape
@@ -89,6 +144,8 @@ impl ChunkReader {
             })?;
         let chunk_bytes = if meta.dtype.is_variable() {
             0
+        } else if rectilinear {
+            meta.chunk_shape.iter().product::<u64>() * meta.dtype.size() as u64
         } else {
             chunk_bytes
         };
@@ -162,7 +219,8 @@ impl ChunkReader {
             Decoder::Whole(_) => 0,
             Decoder::Sharded(shards) => self
                 .meta
-                .chunk_shape
+                .grid
+                .largest_chunk(&self.meta.chunk_shape)
                 .iter()
                 .zip(shards.read_chunk_shape())
                 .try_fold(ShardIndex::ENTRY_BYTES, |acc, (&s, &i)| {
@@ -201,6 +259,9 @@ impl ChunkReader {
                     .map_err(|e| e.context(self.display_path()));
             }
         };
+        if self.meta.grid != ChunkGrid::Regular {
+            return self.load_part(idx, ctx);
+        }
         let key = self.meta.chunk_keys.key(idx);
         let context = |e: FetchError| e.context(format!("{}: chunk {key}", self.display_path()));
         let Some(encoded) = self.fetch_object(&key).map_err(context)? else {
@@ -218,6 +279,29 @@ impl ChunkReader {
                 Err(context(e.into()))
             }
         }
+    }
+
+    /// Read chunk `idx` of a rectilinear grid: the stored chunk holding it, decoded by a
+    /// pipeline of that chunk's shape, and the read chunk's box copied out of it.
+    fn load_part(
+        &self,
+        idx: &[u64],
+        ctx: &dyn FetchContext,
+    ) -> Result<Option<Vec<u8>>, FetchError> {
+        let read = &self.meta.chunk_shape;
+        let (chunk, offset, stored) = self.meta.grid.stored_chunk(idx, read);
+        let key = self.meta.chunk_keys.key(&chunk);
+        let context = |e: FetchError| e.context(format!("{}: chunk {key}", self.display_path()));
+        let Some(encoded) = self.fetch_object(&key).map_err(context)? else {
+            return Ok(None);
+        };
+        let whole = Pipeline::new(&self.meta.codecs, &self.meta.dtype, &stored)
+            .and_then(|pipeline| pipeline.decode(&encoded))
+            .map_err(|e| context(e.into()))?;
+        let mut buf = ctx.buffer(self.chunk_bytes as usize);
+        let elem = self.meta.dtype.size();
+        super::sub_chunk::copy_box(&whole, &stored, &offset, read, elem, &mut buf);
+        Ok(Some(buf))
     }
 
     /// Decodes the stored chunk at `idx` straight into `out` (exactly one decoded chunk), with no
@@ -253,7 +337,9 @@ impl ChunkReader {
     /// bytes meanwhile; `None` otherwise.
     pub fn progressive_len(&self) -> Option<usize> {
         match &self.decoder {
-            Decoder::Whole(p) if !self.meta.dtype.is_variable() => {
+            Decoder::Whole(p)
+                if !self.meta.dtype.is_variable() && self.meta.grid == ChunkGrid::Regular =>
+            {
                 let len = p.decoded_len();
                 p.streams(len, len).then_some(len)
             }
@@ -294,7 +380,8 @@ impl ChunkReader {
         let Decoder::Whole(pipeline) = &self.decoder else {
             return Ok(None);
         };
-        if self.meta.dtype.is_variable() || pipeline.decoded_len() != len {
+        let rectilinear = self.meta.grid != ChunkGrid::Regular;
+        if rectilinear || self.meta.dtype.is_variable() || pipeline.decoded_len() != len {
             return Ok(None);
         }
         let key = self.meta.chunk_keys.key(idx);

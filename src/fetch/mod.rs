@@ -8,6 +8,7 @@ mod error;
 mod fetched;
 mod listed;
 mod shard_reader;
+mod sub_chunk;
 
 pub use chunk_reader::ChunkReader;
 pub use context::{FetchContext, Uncached};

@@ -5,7 +5,7 @@
 use super::listed::Listed;
 use super::{FetchCause, FetchContext, FetchError, Index};
 use crate::codec::ShardedArray;
-use crate::meta::ChunkKeys;
+use crate::meta::{ChunkGrid, ChunkKeys};
 use crate::stats::STATS;
 use crate::store::Store;
 use std::sync::Arc;
@@ -13,12 +13,48 @@ use std::sync::Arc;
 /// Reads one sharded array's inner chunks.
 pub(super) struct ShardReader {
     array: ShardedArray,
+    /// The shard grid; for a rectilinear one, the reading of each shard shape it has.
+    grid: ChunkGrid,
+    by_shape: Vec<(Vec<u64>, ShardedArray)>,
 }
 
 impl ShardReader {
-    /// A reader for the array `array` describes.
+    /// A reader for the array `array` describes (regular shards).
     pub fn new(array: ShardedArray) -> Self {
-        ShardReader { array }
+        ShardReader {
+            array,
+            grid: ChunkGrid::Regular,
+            by_shape: Vec::new(),
+        }
+    }
+
+    /// A reader for shards of a rectilinear `grid`, whose inner chunks tile every shard:
+    /// `by_shape` reads the shards of each shape in it (`array`, one of them, gives the inner
+    /// chunk shape).
+    pub fn rectilinear(
+        array: ShardedArray,
+        grid: ChunkGrid,
+        by_shape: Vec<(Vec<u64>, ShardedArray)>,
+    ) -> Self {
+        ShardReader {
+            array,
+            grid,
+            by_shape,
+        }
+    }
+
+    /// The reading of the shard holding inner chunk `idx`: its grid index and the inner
+    /// chunk's number in its index.
+    fn locate(&self, idx: &[u64]) -> Option<(&ShardedArray, Vec<u64>, usize)> {
+        if self.grid == ChunkGrid::Regular {
+            let (shard, inner) = self.array.locate(idx);
+            return Some((&self.array, shard, inner));
+        }
+        let read = self.array.read_chunk_shape();
+        let (shard, offset, shape) = self.grid.stored_chunk(idx, read);
+        let local: Vec<u64> = offset.iter().zip(read).map(|(o, r)| o / r).collect();
+        let (_, array) = self.by_shape.iter().find(|(s, _)| *s == shape)?;
+        Some((array, shard, array.locate(&local).1))
     }
 
     /// The read grid's chunk shape: the inner chunk shape.
@@ -37,12 +73,17 @@ impl ShardReader {
         max_len: u64,
         ctx: &dyn FetchContext,
     ) -> Result<Option<Vec<u8>>, FetchError> {
-        let (shard, inner) = self.array.locate(idx);
+        let Some((array, shard, inner)) = self.locate(idx) else {
+            return Err(FetchError::new(
+                FetchCause::Corrupt,
+                format!("inner chunk {idx:?} lies in no shard of the grid"),
+            ));
+        };
         let key = keys.key(&shard);
         let context = |e: FetchError| e.context(format!("shard {key}"));
         let index = ctx
             .shard_index(&key, &mut || {
-                listed.confirm(store, &key, || self.load_index(store, &key))
+                listed.confirm(store, &key, || load_index(array, store, &key))
             })
             .map_err(context)?;
         let Some(range) = index.and_then(|index| index.get(inner)) else {
@@ -57,37 +98,33 @@ impl ShardReader {
             )));
         }
         let bytes = read_exact(store, &key, range.start, len).map_err(context)?;
-        let decoded = self
-            .array
-            .decode_inner(&bytes)
-            .map_err(|e| context(e.into()))?;
+        let decoded = array.decode_inner(&bytes).map_err(|e| context(e.into()))?;
         Ok(Some(decoded))
     }
+}
 
-    /// Reads and decodes the index of shard `key`; `None` when the shard is absent.
-    fn load_index(&self, store: &dyn Store, key: &str) -> Result<Index, FetchError> {
-        let (len, at_start) = self.array.index_place();
-        let fetched = if at_start {
-            // The shard's size is not known: entries past its end show when read (truncated).
-            store.get_range(key, 0, len)?.map(|b| (b, u64::MAX))
-        } else {
-            store.get_suffix(key, len)?
-        };
-        let Some((encoded, size)) = fetched else {
-            return Ok(None);
-        };
-        STATS.fetched(encoded.len());
-        if (encoded.len() as u64) < len {
-            let got = encoded.len() as u64;
-            self.array.index_range(got.min(size))?;
-            return Err(truncated(encoded.len(), len, 0));
-        }
-        let index = self
-            .array
-            .decode_index(&encoded, size)
-            .map_err(|e| FetchError::from(e).context("index"))?;
-        Ok(Some(Arc::new(index)))
+/// Reads and decodes the index of shard `key` (read as `array` says); `None` when the shard is absent.
+fn load_index(array: &ShardedArray, store: &dyn Store, key: &str) -> Result<Index, FetchError> {
+    let (len, at_start) = array.index_place();
+    let fetched = if at_start {
+        // The shard's size is not known: entries past its end show when read (truncated).
+        store.get_range(key, 0, len)?.map(|b| (b, u64::MAX))
+    } else {
+        store.get_suffix(key, len)?
+    };
+    let Some((encoded, size)) = fetched else {
+        return Ok(None);
+    };
+    STATS.fetched(encoded.len());
+    if (encoded.len() as u64) < len {
+        let got = encoded.len() as u64;
+        array.index_range(got.min(size))?;
+        return Err(truncated(encoded.len(), len, 0));
     }
+    let index = array
+        .decode_index(&encoded, size)
+        .map_err(|e| FetchError::from(e).context("index"))?;
+    Ok(Some(Arc::new(index)))
 }
 
 fn truncated(got: usize, len: u64, start: u64) -> FetchError {
@@ -209,6 +246,7 @@ mod tests {
         let meta = ArrayMeta {
             shape: vec![8, 6],
             chunk_shape: vec![4, 6],
+            grid: crate::meta::ChunkGrid::Regular,
             dtype: DataType::UInt(2),
             fill_value: vec![7, 0],
             codecs: vec![spec(&[2, 3], json!(["bytes"]), at_start)],

@@ -1,9 +1,10 @@
-//! The fixed-size extension data types zarrs reads (zarr-extensions): `int2`, `int4`, `uint2`,
-//! `uint4` and the small floats (`float4_e2m1fn`, `float6_*`, `float8_*`), each stored one
-//! element per byte by the `bytes` codec. zarrfs serves them one byte per element: the small
-//! integers as `int8`/`uint8` values, the small floats as their bits (`uint8`), since numpy has
-//! no such types. A float fill value (a number, `"NaN"`, `"Infinity"`, `"0x.."`) becomes the bits
-//! of that exact value in the type.
+//! The fixed-size extension data types of zarr-extensions, as zarrs and tensorstore write them:
+//! `int2`, `int4`, `uint2`, `uint4` and the small floats (`float4_e2m1fn`, `float6_*`,
+//! `float8_*`), each stored one element per byte by the `bytes` codec, and `bfloat16`, two bytes
+//! an element. zarrfs serves the small integers as `int8`/`uint8` values (from their low bits:
+//! tensorstore stores `int4` -8 as `0x08`, zarrs as `0xf8`), the floats as their bits (`uint8`,
+//! `uint16` for `bfloat16`), since numpy has no such types. A float fill value (a number,
+//! `"NaN"`, `"Infinity"`, `"0x.."`) becomes the bits of that exact value in the type.
 
 use super::{DataType, MetaError};
 use serde_json::Value;
@@ -130,8 +131,28 @@ pub fn data_type(name: &str) -> Option<DataType> {
     match name {
         "int2" | "int4" => Some(DataType::Int(1)),
         "uint2" | "uint4" => Some(DataType::UInt(1)),
+        "bfloat16" => Some(DataType::UInt(2)),
         _ => minifloat(name).map(|_| DataType::UInt(1)),
     }
+}
+
+/// The meaningful low bits of the small integer types stored one element a byte (`int4`: 4).
+pub fn low_bits(name: &str) -> Option<u32> {
+    match name {
+        "int2" | "uint2" => Some(2),
+        "int4" | "uint4" => Some(4),
+        _ => None,
+    }
+}
+
+/// The `bfloat16` bits of exactly `value` (the upper half of its `float32` bits).
+fn bfloat16_bits(value: f64) -> Option<u16> {
+    if value.is_nan() {
+        return Some(0x7fc0);
+    }
+    let f = value as f32;
+    let bits = f.to_bits();
+    (f64::from(f) == value && bits & 0xffff == 0).then_some((bits >> 16) as u16)
 }
 
 /// The width in bits of an extension type `name` (`int4`: 4), if `name` is one.
@@ -143,10 +164,27 @@ pub fn bit_width(name: &str) -> Option<u32> {
     }
 }
 
-/// The fill value of a small float type `name` as its one byte; `None` if `name` is not one.
+/// The fill value of an extension float type `name` as its bits (little-endian); `None` if
+/// `name` is not one.
 pub fn float_fill(name: &str, value: &Value) -> Option<Result<Vec<u8>, MetaError>> {
-    let t = minifloat(name)?;
     let bad = || MetaError::FillValue(format!("{value} is not a value of {name}"));
+    if name == "bfloat16" {
+        let bits = match value {
+            Value::Null => Some(0),
+            Value::Number(n) => n.as_f64().and_then(bfloat16_bits),
+            Value::String(s) => match s.as_str() {
+                "NaN" => bfloat16_bits(f64::NAN),
+                "Infinity" => bfloat16_bits(f64::INFINITY),
+                "-Infinity" => bfloat16_bits(f64::NEG_INFINITY),
+                hex => hex
+                    .strip_prefix("0x")
+                    .and_then(|d| u16::from_str_radix(d, 16).ok()),
+            },
+            _ => None,
+        };
+        return Some(bits.map(|b| b.to_le_bytes().to_vec()).ok_or_else(bad));
+    }
+    let t = minifloat(name)?;
     let code = match value {
         Value::Null => Some(0),
         Value::Number(n) => n.as_f64().and_then(|f| t.encode(f)),
@@ -201,5 +239,26 @@ mod tests {
         assert_eq!(bit_width("float8_e8m0fnu"), Some(8));
         assert_eq!(bit_width("uint2"), Some(2));
         assert_eq!(bit_width("int8"), None);
+    }
+
+    #[test]
+    fn bfloat16_fills_match_ml_dtypes() {
+        // np.array(v, dtype=ml_dtypes.bfloat16).view(np.uint16)
+        let bits = |v: Value| float_fill("bfloat16", &v).unwrap().ok();
+        assert_eq!(bits(json!(1.0)), Some(0x3f80u16.to_le_bytes().to_vec()));
+        assert_eq!(bits(json!(-2.5)), Some(0xc020u16.to_le_bytes().to_vec()));
+        assert_eq!(bits(json!("NaN")), Some(0x7fc0u16.to_le_bytes().to_vec()));
+        assert_eq!(
+            bits(json!("-Infinity")),
+            Some(0xff80u16.to_le_bytes().to_vec())
+        );
+        assert_eq!(
+            bits(json!("0x4049")),
+            Some(0x4049u16.to_le_bytes().to_vec())
+        );
+        assert_eq!(bits(json!(0.1)), None);
+        assert_eq!(data_type("bfloat16"), Some(DataType::UInt(2)));
+        assert_eq!(low_bits("int4"), Some(4));
+        assert_eq!(low_bits("float8_e5m2"), None);
     }
 }

@@ -2,6 +2,7 @@
 //!
 //! Parsing is pure (bytes in, model out); [`load_hierarchy`] walks a store and parses every node.
 
+mod chunk_grid;
 mod chunk_keys;
 mod codec_spec;
 mod consolidated;
@@ -18,6 +19,7 @@ mod v2;
 mod v3;
 mod v3_draft;
 
+pub use chunk_grid::{ChunkGrid, Edges};
 pub use chunk_keys::{ChunkKeys, KeyStyle};
 pub use codec_spec::CodecSpec;
 pub use consolidated::MAX_CONSOLIDATED_BYTES;

@@ -1,6 +1,6 @@
 //! The node model every dialect is parsed into.
 
-use super::{ChunkKeys, CodecSpec, DataType, MetaError};
+use super::{ChunkGrid, ChunkKeys, CodecSpec, DataType, MetaError};
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -13,8 +13,11 @@ pub const MAX_CHUNK_BYTES: u64 = 4 << 30;
 pub struct ArrayMeta {
     /// Array shape (empty for 0-d).
     pub shape: Vec<u64>,
-    /// Shape of every stored chunk (edge chunks are stored full size).
+    /// Shape of every stored chunk (edge chunks are stored full size); for a rectilinear grid,
+    /// the shape of the read chunks that tile the array (see [`ChunkGrid`]).
     pub chunk_shape: Vec<u64>,
+    /// The stored chunks: regular (`chunk_shape`) or rectilinear.
+    pub grid: ChunkGrid,
     /// Element type as served.
     pub dtype: DataType,
     /// One element of fill value, as served (little-endian).

@@ -27,6 +27,14 @@ pub fn parse(value: &Value) -> Result<NumpyType, MetaError> {
 
 fn parse_str(s: &str) -> Result<NumpyType, MetaError> {
     let unsupported = || MetaError::DataType(format!("unsupported data type {s:?}"));
+    // tensorstore's names for the ml_dtypes types (`bfloat16`, `int4`, `float8_e5m2`), which
+    // it writes little-endian.
+    if let Some(dtype) = super::ext_types::data_type(s) {
+        return Ok(NumpyType {
+            dtype,
+            big_units: Vec::new(),
+        });
+    }
     let (order, rest) = match s.chars().next() {
         Some(c @ ('<' | '>' | '|' | '=')) => (c, &s[1..]),
         _ => ('=', s),

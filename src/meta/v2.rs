@@ -74,11 +74,12 @@ pub fn parse_array(zarray: &Map<String, Value>, prefix: &str) -> Result<ArrayMet
     } else {
         numpy_dtype::parse(dtype_value)?
     };
-    let fill_value = parse_fill(
-        zarray.get("fill_value").unwrap_or(&Value::Null),
-        &ty.dtype,
-        &ty.big_units,
-    )?;
+    let fill = zarray.get("fill_value").unwrap_or(&Value::Null);
+    let type_name = dtype_value.as_str().unwrap_or("");
+    let fill_value = match super::ext_types::float_fill(type_name, fill) {
+        Some(bits) => bits?,
+        None => parse_fill(fill, &ty.dtype, &ty.big_units)?,
+    };
 
     let order = zarray.get("order").and_then(Value::as_str).unwrap_or("C");
     let mut codecs: Vec<CodecSpec> = memory_order(order, shape.len())
@@ -87,7 +88,11 @@ pub fn parse_array(zarray: &Map<String, Value>, prefix: &str) -> Result<ArrayMet
         .collect();
     // Object arrays: the object codec among the filters is the array→bytes step.
     if !ty.dtype.is_variable() {
-        codecs.push(CodecSpec::new("bytes", ty.bytes_codec_config()));
+        let mut config = ty.bytes_codec_config();
+        if let Some(low) = super::ext_types::low_bits(type_name) {
+            config["low_bits"] = json!(low);
+        }
+        codecs.push(CodecSpec::new("bytes", config));
     }
     codecs.extend(filters);
     match zarray.get("compressor") {
@@ -108,6 +113,7 @@ pub fn parse_array(zarray: &Map<String, Value>, prefix: &str) -> Result<ArrayMet
     Ok(ArrayMeta {
         shape,
         chunk_shape,
+        grid: super::ChunkGrid::Regular,
         dtype: ty.dtype,
         fill_value,
         codecs,
@@ -200,6 +206,18 @@ mod tests {
         assert_eq!(meta.codecs[1].config, json!({"endian": "big"}));
         assert_eq!(meta.fill_value, 7i32.to_le_bytes());
         assert_eq!(meta.chunk_keys.key(&[1, 0]), "x/1/0");
+    }
+
+    #[test]
+    fn tensorstore_names_for_ml_dtypes() {
+        let zarray = json!({"shape": [6], "chunks": [4], "dtype": "bfloat16", "fill_value": 1.5});
+        let meta = parse_array(zarray.as_object().unwrap(), "").unwrap();
+        assert_eq!(meta.dtype, DataType::UInt(2));
+        assert_eq!(meta.fill_value, 0x3fc0u16.to_le_bytes());
+        let zarray = json!({"shape": [6], "chunks": [4], "dtype": "int4", "fill_value": -8});
+        let meta = parse_array(zarray.as_object().unwrap(), "").unwrap();
+        assert_eq!(meta.fill_value, [0xf8]);
+        assert_eq!(meta.codecs[0].config["low_bits"], 4);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use super::dtype::{check_element_size, time_type, Field};
 use super::node::ArrayMeta;
 use super::v2::dims;
-use super::{parse_fill, ChunkKeys, CodecSpec, DataType, KeyStyle, MetaError};
+use super::{parse_fill, ChunkGrid, ChunkKeys, CodecSpec, DataType, KeyStyle, MetaError};
 use serde_json::{json, Map, Value};
 
 /// The Zarr Object Model document of a v3 node: its `zarr.json` without consolidated metadata,
@@ -81,7 +81,7 @@ pub fn data_type(value: &Value) -> Result<DataType, MetaError> {
         }
         "null_terminated_bytes" | "fixed_length_bytes" => DataType::Bytes(length()?),
         "raw_bytes" => DataType::Raw(length()?),
-        "structured" => structured(config.get("fields"))?,
+        "struct" | "structured" => structured(&config)?,
         raw if raw.starts_with('r') => {
             let bits: u64 = raw[1..]
                 .parse()
@@ -95,58 +95,107 @@ pub fn data_type(value: &Value) -> Result<DataType, MetaError> {
     })
 }
 
-/// The fields of a v3 `structured` type, `[["a", "int32"], ["b", "float64"]]`, packed in order.
-fn structured(fields: Option<&Value>) -> Result<DataType, MetaError> {
-    let bad = |what: String| MetaError::DataType(format!("structured type: {what}"));
-    let items = fields
+/// The fields of a `struct` type (`[{"name": "a", "data_type": "int32"}, ..]`, zarr-python 3.3+)
+/// or of the legacy `structured` type (`[["a", "int32"], ..]`, zarr-python 3.1): name and type.
+fn field_items(config: &Map<String, Value>) -> Result<Vec<(&str, &Value)>, MetaError> {
+    let bad = |what: String| MetaError::DataType(format!("struct type: {what}"));
+    let items = config
+        .get("fields")
         .and_then(Value::as_array)
         .filter(|f| !f.is_empty())
         .ok_or_else(|| bad("no list of fields".into()))?;
+    let mut out: Vec<(&str, &Value)> = Vec::new();
+    for item in items {
+        let field = match item {
+            Value::Array(pair) => match pair.as_slice() {
+                [Value::String(name), dtype] => Some((name.as_str(), dtype)),
+                _ => None,
+            },
+            Value::Object(obj) => obj
+                .get("name")
+                .and_then(Value::as_str)
+                .zip(obj.get("data_type")),
+            _ => None,
+        };
+        let (name, dtype) =
+            field.ok_or_else(|| bad(format!("field {item} has no name and type")))?;
+        if name.is_empty() || out.iter().any(|(n, _)| *n == name) {
+            return Err(bad(format!("field name {name:?} is empty or repeated")));
+        }
+        out.push((name, dtype));
+    }
+    Ok(out)
+}
+
+/// A `struct` (or `structured`) type: its fields packed in order, nested structs too.
+fn structured(config: &Map<String, Value>) -> Result<DataType, MetaError> {
     let mut out = Vec::new();
     let mut offset = 0usize;
-    for item in items {
-        let (name, dtype) = match item.as_array().map(Vec::as_slice) {
-            Some([Value::String(name), dtype]) => (name.clone(), data_type(dtype)?),
-            _ => return Err(bad(format!("field {item} is not [name, type]"))),
-        };
+    for (name, dtype) in field_items(config)? {
+        let dtype = data_type(dtype)?;
         if dtype.is_variable() {
-            return Err(bad(format!("field {name:?} has no fixed size")));
+            return Err(MetaError::DataType(format!(
+                "struct type: field {name:?} has no fixed size"
+            )));
         }
         let size = dtype.size();
         out.push(Field {
-            name,
+            name: name.to_string(),
             dtype,
             shape: Vec::new(),
             offset,
         });
         offset = offset.saturating_add(size);
-        check_element_size(offset as u64, "structured data type")?;
+        check_element_size(offset as u64, "struct data type")?;
     }
     Ok(DataType::Structured(out))
+}
+
+/// The fill value of `type_json` (served as `dtype`): a `struct`'s fill is an object of its
+/// fields' fills, an extension float's is its bits, others as [`parse_fill`] reads them.
+fn fill_value(type_json: &Value, dtype: &DataType, value: &Value) -> Result<Vec<u8>, MetaError> {
+    if let (DataType::Structured(fields), Value::Object(fills)) = (dtype, value) {
+        let (_, config) = named(type_json)?;
+        let mut out = vec![0; dtype.size()];
+        for ((name, field_type), field) in field_items(&config)?.into_iter().zip(fields) {
+            let fill = fills.get(name).ok_or_else(|| {
+                MetaError::FillValue(format!("{value} has no value for field {name:?}"))
+            })?;
+            let bytes = fill_value(field_type, &field.dtype, fill)?;
+            out[field.offset..field.offset + bytes.len()].copy_from_slice(&bytes);
+        }
+        return Ok(out);
+    }
+    let type_name = named(type_json).map(|(name, _)| name).unwrap_or_default();
+    match super::ext_types::float_fill(&type_name, value) {
+        Some(bits) => bits,
+        None => parse_fill(value, dtype, &[]),
+    }
 }
 
 /// Parses the array fields of a `zarr.json` whose chunk keys start with `prefix`.
 pub fn parse_array(doc: &Map<String, Value>, prefix: &str) -> Result<ArrayMeta, MetaError> {
     let shape = dims(doc, "shape")?;
-    let dtype = data_type(
-        doc.get("data_type")
-            .ok_or_else(|| MetaError::field("data_type", "missing"))?,
+    let type_json = doc
+        .get("data_type")
+        .ok_or_else(|| MetaError::field("data_type", "missing"))?;
+    let dtype = data_type(type_json)?;
+    let type_name = type_json.as_str().unwrap_or("");
+    let fill_value = fill_value(
+        type_json,
+        &dtype,
+        doc.get("fill_value").unwrap_or(&Value::Null),
     )?;
-    let fill = doc.get("fill_value").unwrap_or(&Value::Null);
-    let type_name = doc.get("data_type").and_then(Value::as_str).unwrap_or("");
-    let fill_value = match super::ext_types::float_fill(type_name, fill) {
-        Some(bits) => bits?,
-        None => parse_fill(fill, &dtype, &[])?,
-    };
 
     let grid = named(
         doc.get("chunk_grid")
             .ok_or_else(|| MetaError::field("chunk_grid", "missing"))?,
     )?;
-    if grid.0 != "regular" {
-        return Err(MetaError::Unsupported(format!("chunk grid {:?}", grid.0)));
-    }
-    let chunk_shape = dims(&grid.1, "chunk_shape")?;
+    let (grid, chunk_shape) = match grid.0.as_str() {
+        "regular" => (ChunkGrid::Regular, dims(&grid.1, "chunk_shape")?),
+        "rectilinear" => super::chunk_grid::rectilinear(&grid.1, &shape)?,
+        other => return Err(MetaError::Unsupported(format!("chunk grid {other:?}"))),
+    };
 
     let chunk_keys = match doc.get("chunk_key_encoding") {
         None => ChunkKeys {
@@ -188,7 +237,18 @@ pub fn parse_array(doc: &Map<String, Value>, prefix: &str) -> Result<ArrayMeta, 
         _ => return Err(MetaError::field("codecs", "missing or not a list")),
     };
     if let Some(bits) = super::ext_types::bit_width(type_name) {
-        set_packbits_last_bit(&mut codec_list, bits);
+        set_bit_width(&mut codec_list, bits, super::ext_types::low_bits(type_name));
+    }
+    if super::ext_types::data_type(type_name).is_some() {
+        // They are served as their bits: arithmetic on those would give wrong values.
+        if let Some(c) = codec_list.iter().find(|c| {
+            let name = c.get("name").or(Some(c)).and_then(Value::as_str);
+            matches!(name, Some("scale_offset" | "cast_value"))
+        }) {
+            return Err(MetaError::Unsupported(format!(
+                "codec {c} on {type_name}, which zarrfs serves as its bits"
+            )));
+        }
     }
     let codecs = codec_list
         .iter()
@@ -204,6 +264,7 @@ pub fn parse_array(doc: &Map<String, Value>, prefix: &str) -> Result<ArrayMeta, 
     Ok(ArrayMeta {
         shape,
         chunk_shape,
+        grid,
         dtype,
         fill_value,
         codecs,
@@ -212,30 +273,36 @@ pub fn parse_array(doc: &Map<String, Value>, prefix: &str) -> Result<ArrayMeta, 
 }
 
 /// Writes an extension type's `last_bit` (its bit width less one, zarr-extensions' default)
-/// into each `packbits` codec that has none, also inside sharding's inner chains: the served
-/// type (one byte an element) does not tell the packing codec that width.
-fn set_packbits_last_bit(codecs: &mut [Value], bits: u32) {
+/// into each `packbits` codec that has none, and the small integers' `low_bits` into each
+/// `bytes` codec, also inside sharding's inner chains: the served type (one byte an element)
+/// does not tell the codecs that width.
+fn set_bit_width(codecs: &mut [Value], bits: u32, low_bits: Option<u32>) {
     for codec in codecs {
+        if let Some(name @ ("packbits" | "bytes")) = codec.as_str() {
+            *codec = json!({"name": name, "configuration": {}});
+        }
         let Some(obj) = codec.as_object_mut() else {
-            if codec.as_str() == Some("packbits") {
-                *codec = json!({"name": "packbits", "configuration": {"last_bit": bits - 1}});
-            }
             continue;
         };
         let name = obj.get("name").and_then(Value::as_str).map(str::to_owned);
+        if matches!(name.as_deref(), Some("packbits" | "bytes")) {
+            obj.entry("configuration").or_insert_with(|| json!({}));
+        }
         let config = obj.get_mut("configuration").and_then(Value::as_object_mut);
         match (name.as_deref(), config) {
+            (Some("bytes"), Some(config)) => {
+                if let Some(low) = low_bits {
+                    config.insert("low_bits".into(), json!(low));
+                }
+            }
             (Some("packbits"), Some(config))
                 if config.get("last_bit").is_none_or(Value::is_null) =>
             {
                 config.insert("last_bit".into(), json!(bits - 1));
             }
-            (Some("packbits"), None) => {
-                obj.insert("configuration".into(), json!({"last_bit": bits - 1}));
-            }
             (Some("sharding_indexed"), Some(config)) => {
                 if let Some(Value::Array(inner)) = config.get_mut("codecs") {
-                    set_packbits_last_bit(inner, bits);
+                    set_bit_width(inner, bits, low_bits);
                 }
             }
             _ => {}
@@ -328,6 +395,34 @@ mod tests {
     }
 
     #[test]
+    fn struct_types_and_their_fills() {
+        let doc = json!({"shape": [2], "chunk_grid": {"name": "regular",
+            "configuration": {"chunk_shape": [2]}}, "codecs": [{"name": "bytes"}],
+            "data_type": {"name": "struct", "configuration": {"fields": [
+                {"name": "p", "data_type": {"name": "struct", "configuration": {"fields": [
+                    {"name": "x", "data_type": {"name": "bfloat16"}},
+                    {"name": "y", "data_type": "int8"}]}}},
+                {"name": "v", "data_type": "float32"}]}},
+            "fill_value": {"p": {"x": 1.0, "y": -1}, "v": 0.5}});
+        let meta = parse_array(doc.as_object().unwrap(), "").unwrap();
+        assert_eq!(
+            meta.dtype.npy_descr(),
+            "[('p', [('x', '<u2'), ('y', '|i1')]), ('v', '<f4')]"
+        );
+        assert_eq!(meta.fill_value, [0x80, 0x3f, 0xff, 0, 0, 0, 0x3f]);
+        let repeated = json!({"name": "struct", "configuration": {"fields": [
+            {"name": "a", "data_type": "int8"}, {"name": "a", "data_type": "int8"}]}});
+        assert!(data_type(&repeated).is_err());
+        let bits = json!({"shape": [2], "data_type": "bfloat16", "chunk_grid": {"name": "regular",
+            "configuration": {"chunk_shape": [2]}}, "codecs": [{"name": "cast_value",
+            "configuration": {"data_type": "int8"}}, "bytes"]});
+        assert!(matches!(
+            parse_array(bits.as_object().unwrap(), ""),
+            Err(MetaError::Unsupported(m)) if m.contains("cast_value")
+        ));
+    }
+
+    #[test]
     fn unknown_types_and_grids_are_errors() {
         assert!(data_type(&json!("float8_e4m3x")).is_err());
         assert_eq!(data_type(&json!("r16")).unwrap(), DataType::Raw(2));
@@ -335,10 +430,10 @@ mod tests {
             data_type(&json!({"name": "structured", "configuration": {"fields": []}})).is_err()
         );
         assert!(data_type(&json!({"name": "raw_bytes"})).is_err());
-        let doc = json!({"shape": [1], "data_type": "int8", "chunk_grid": {"name": "rectilinear"}, "codecs": []});
+        let doc = json!({"shape": [1], "data_type": "int8", "chunk_grid": {"name": "hexagonal"}, "codecs": []});
         assert!(matches!(
             parse_array(doc.as_object().unwrap(), ""),
-            Err(MetaError::Unsupported(m)) if m.contains("rectilinear")
+            Err(MetaError::Unsupported(m)) if m.contains("hexagonal")
         ));
         assert!(matches!(
             data_type(&json!("r8000000000")),

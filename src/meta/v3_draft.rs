@@ -183,6 +183,7 @@ pub fn parse_array(doc: &Map<String, Value>, path: &str) -> Result<ArrayMeta, Me
     Ok(ArrayMeta {
         shape,
         chunk_shape,
+        grid: super::ChunkGrid::Regular,
         dtype: ty.dtype,
         fill_value,
         codecs,

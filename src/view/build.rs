@@ -232,7 +232,7 @@ impl Builder {
         dirs: &HashMap<&str, u64>,
         root_name: &str,
     ) {
-        let Some(dataset) = super::netcdf::model::dataset(hierarchy) else {
+        let Some(dataset) = super::netcdf::model::dataset(hierarchy, root_name) else {
             return;
         };
         let metas: HashMap<&str, &ArrayMeta> = hierarchy
@@ -245,7 +245,12 @@ impl Builder {
             .collect();
         let mut sources = HashMap::new();
         for var in dataset.all_vars() {
-            let (parent, name) = var.path.rsplit_once('/').unwrap_or(("", &var.path));
+            let (parent, name) = match var.path.rsplit_once('/') {
+                Some(split) => split,
+                // The array at the store root, shown as `root_name`.
+                None if var.path.is_empty() => ("", root_name),
+                None => ("", var.path.as_str()),
+            };
             let Some(&dir) = dirs.get(parent) else {
                 continue;
             };
@@ -350,7 +355,11 @@ impl View {
                         dirs.insert("", root);
                         b.add_group_sidecar(root, node, mtime_of(node));
                     }
-                    NodeKind::Array(_) => b.add_array(root, root_name, node, mtime_of(node)),
+                    NodeKind::Array(_) => {
+                        // Its netCDF view shows it as the root group's one variable.
+                        dirs.insert("", root);
+                        b.add_array(root, root_name, node, mtime_of(node));
+                    }
                 }
                 continue;
             }

@@ -3,7 +3,7 @@
 //! answered by [`sized`].
 
 use super::{View, ViewError};
-use crate::meta::{ArrayMeta, Node};
+use crate::meta::{ArrayMeta, ChunkGrid, Node};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -60,13 +60,18 @@ pub fn array_xattrs(node: &Node, meta: Option<&ArrayMeta>, version: u8) -> Xattr
         .map(|c| json!({"name": c.name, "configuration": c.config}))
         .collect();
     let fill = doc.get("fill_value").cloned().unwrap_or(Value::Null);
+    // A rectilinear grid shows each axis's edge lengths.
+    let chunks = match &meta.grid {
+        ChunkGrid::Regular => json!(meta.chunk_shape),
+        ChunkGrid::Rectilinear(edges) => json!(edges.lengths()),
+    };
     let list = vec![
         ("user.zarr.shape".into(), text(&json!(meta.shape))),
         (
             "user.zarr.dtype".into(),
             meta.dtype.npy_descr().into_bytes(),
         ),
-        ("user.zarr.chunks".into(), text(&json!(meta.chunk_shape))),
+        ("user.zarr.chunks".into(), text(&chunks)),
         ("user.zarr.dimension_names".into(), text(&dimension_names)),
         ("user.zarr.fill_value".into(), text(&fill)),
         ("user.zarr.codecs".into(), text(&Value::Array(codecs))),

@@ -105,6 +105,11 @@ impl StoreCase {
                 out.insert(join(&p, ".ncstream"));
                 out.insert(join(&p, ".zom.json"));
             } else {
+                if node.path.is_empty() {
+                    // A root array is the root group's variable in the netCDF view.
+                    out.insert(".header.cdl".into());
+                    out.insert(".ncstream".into());
+                }
                 out.insert(p.clone());
                 out.insert(format!("{p}.json"));
                 out.insert(format!("{p}.npy"));

@@ -3,9 +3,11 @@
 //!
 //! NCZarr stores: the shared dimensions of each group, variables' dimensions by fully qualified
 //! name, variables in the order the group lists them, attribute types from `_nczarr_attr`. Pure
-//! Zarr: as netCDF-c 4.9 reads it, every dimension is defined in the root group, named from
-//! `_ARRAY_DIMENSIONS` (v2) or `dimension_names` (v3) where consistent, else `_zdim_<length>`;
-//! attribute types are inferred from the JSON values.
+//! Zarr: as netCDF-c 4.10 reads it, dimensions named by `_ARRAY_DIMENSIONS` (v2) or
+//! `dimension_names` (v3) are defined in the variable's group, unnamed ones in the root group as
+//! `_Anonymous_Dim_<length>`; attribute types are inferred from the JSON values as netCDF-c 4.10
+//! infers them (from the first value: `int`, else `uint`, `int64`, `uint64`; `double` for a
+//! float; `ubyte` for a boolean; other JSON as text).
 
 use crate::meta::{DataType, Hierarchy, Node, NodeKind};
 use serde_json::{Map, Value};
@@ -116,10 +118,6 @@ impl NcType {
     /// The smallest type netCDF-c infers for a JSON integer (`NCZ_inferinttype`).
     fn infer_int(v: i128) -> NcType {
         match v {
-            -128..=127 => NcType::Byte,
-            128..=255 => NcType::UByte,
-            -32768..=32767 => NcType::Short,
-            32768..=65535 => NcType::UShort,
             -2147483648..=2147483647 => NcType::Int,
             2147483648..=4294967295 => NcType::UInt,
             _ if v >= i128::from(i64::MIN) && v <= i128::from(i64::MAX) => NcType::Int64,
@@ -454,13 +452,14 @@ fn is_nczarr(h: &Hierarchy) -> bool {
     })
 }
 
-/// The netCDF dataset of `hierarchy`: its root group, or `None` when the root is an array.
-pub fn dataset(hierarchy: &Hierarchy) -> Option<Group> {
+/// The netCDF dataset of `hierarchy`: its root group; for a store whose root is an array, a
+/// root group holding that one variable, named `root_name` (netCDF-c itself shows such a
+/// store as an empty dataset). `None` when the store has no root node.
+pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Group> {
     let nczarr = is_nczarr(hierarchy);
     let mut groups: Vec<Group> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut orders: HashMap<String, Vec<String>> = HashMap::new();
-    let mut root_dims: Vec<Dimension> = Vec::new();
     let mut arrays: Vec<&Node> = Vec::new();
     for node in &hierarchy.nodes {
         match node.kind {
@@ -499,7 +498,19 @@ pub fn dataset(hierarchy: &Hierarchy) -> Option<Group> {
         }
     }
     if !index.contains_key("") {
-        return None;
+        // A store whose root is an array: a root group holding that one variable.
+        if !arrays.iter().any(|n| n.path.is_empty()) {
+            return None;
+        }
+        index.insert(String::new(), groups.len());
+        groups.push(Group {
+            name: String::new(),
+            path: String::new(),
+            dims: Vec::new(),
+            vars: Vec::new(),
+            attrs: Vec::new(),
+            groups: Vec::new(),
+        });
     }
     // Variables, group by group, in netCDF's order.
     let parent_of = |p: &str| {
@@ -572,28 +583,16 @@ pub fn dataset(hierarchy: &Hierarchy) -> Option<Group> {
                     .enumerate()
                     .map(|(i, &len)| {
                         let wanted = named.and_then(|d| d[i].as_str()).filter(|s| !s.is_empty());
-                        let name = match wanted {
-                            Some(n) if root_dims.iter().all(|d| d.name != n || d.len == len) => {
-                                n.to_string()
-                            }
-                            _ => format!("_zdim_{len}"),
-                        };
-                        if !root_dims.iter().any(|d| d.name == name) {
-                            root_dims.push(Dimension {
-                                name: name.clone(),
-                                len,
-                            });
-                        }
-                        DimRef {
-                            group: String::new(),
-                            name,
-                            len,
-                        }
+                        pure_zarr_dim(&mut groups, &index, gpath, wanted, len)
                     })
                     .collect()
             };
             let var = Variable {
-                name: node.name().into(),
+                name: if node.path.is_empty() {
+                    root_name.into()
+                } else {
+                    node.name().into()
+                },
                 path: node.path.clone(),
                 ty: NcType::of(&meta.dtype),
                 zarr_type: zarr_type_name(node),
@@ -614,9 +613,6 @@ pub fn dataset(hierarchy: &Hierarchy) -> Option<Group> {
             }
         }
     }
-    if !nczarr {
-        groups[index[""]].dims = root_dims;
-    }
     // Nest the groups, children in depth-first order.
     let mut slots: Vec<Option<Group>> = groups.into_iter().map(Some).collect();
     fn nest(
@@ -635,6 +631,58 @@ pub fn dataset(hierarchy: &Hierarchy) -> Option<Group> {
         Some(g)
     }
     nest("", &mut slots, &index, &children)
+}
+
+/// A pure Zarr variable's dimension of length `len` in group `gpath`, as netCDF-c 4.10 defines
+/// it: a `wanted` name is a dimension of the variable's own group (even where an ancestor has
+/// one of that name); a dimension with no name is the root's `_Anonymous_Dim_<len>`, and so is
+/// one whose name the group already gives another length (netCDF-c refuses such a store).
+fn pure_zarr_dim(
+    groups: &mut [Group],
+    index: &HashMap<String, usize>,
+    gpath: &str,
+    wanted: Option<&str>,
+    len: u64,
+) -> DimRef {
+    if let Some(dim) = wanted.and_then(|name| define(groups, index, gpath, name, len)) {
+        return dim;
+    }
+    let name = anonymous_dim(len);
+    define(groups, index, "", &name, len).unwrap_or(DimRef {
+        group: String::new(),
+        name,
+        len,
+    })
+}
+
+/// The dimension `name` of length `len` in `group`, defined there if it is not; `None` when the
+/// group has a dimension of that name and another length.
+fn define(
+    groups: &mut [Group],
+    index: &HashMap<String, usize>,
+    group: &str,
+    name: &str,
+    len: u64,
+) -> Option<DimRef> {
+    let dims = &mut groups[index[group]].dims;
+    match dims.iter().find(|d| d.name == name) {
+        Some(d) if d.len != len => return None,
+        Some(_) => {}
+        None => dims.push(Dimension {
+            name: name.to_string(),
+            len,
+        }),
+    }
+    Some(DimRef {
+        group: group.to_string(),
+        name: name.to_string(),
+        len,
+    })
+}
+
+/// The name netCDF-c gives a dimension of length `len` that has no name.
+fn anonymous_dim(len: u64) -> String {
+    format!("_Anonymous_Dim_{len}")
 }
 
 /// An NCZarr variable's dimensions, from its dimension names: fully qualified (`/g/x`), or short
@@ -678,7 +726,7 @@ fn nczarr_dims(
             },
             _ => DimRef {
                 group: String::new(),
-                name: format!("_zdim_{len}"),
+                name: anonymous_dim(len),
                 len,
             },
         })
@@ -704,10 +752,11 @@ mod tests {
 
     #[test]
     fn attribute_types_are_inferred_as_netcdf_c_does() {
-        assert_eq!(typed(json!(1)), (NcType::Byte, Values::Ints(vec![1])));
-        assert_eq!(typed(json!(200)), (NcType::UByte, Values::Ints(vec![200])));
-        assert_eq!(typed(json!(300)).0, NcType::Short);
-        assert_eq!(typed(json!(-40000)).0, NcType::Int);
+        // As netCDF-c 4.10.1 (netCDF4-python 1.7.5) reads them.
+        assert_eq!(typed(json!(1)), (NcType::Int, Values::Ints(vec![1])));
+        assert_eq!(typed(json!([1, 300, 70000])).0, NcType::Int);
+        assert_eq!(typed(json!(2147483648u64)).0, NcType::UInt);
+        assert_eq!(typed(json!(-3000000000i64)).0, NcType::Int64);
         assert_eq!(typed(json!(5000000000u64)).0, NcType::Int64);
         assert_eq!(typed(json!(u64::MAX)).0, NcType::UInt64);
         assert_eq!(typed(json!(true)), (NcType::UByte, Values::Ints(vec![1])));

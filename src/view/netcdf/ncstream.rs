@@ -273,6 +273,12 @@ impl NcStreamFile {
                 .strip_prefix(&top.path)
                 .unwrap_or(&var.path)
                 .trim_start_matches('/');
+            // A root array's node path is empty: its variable has the name it is shown by.
+            let relative = if var.path.is_empty() {
+                var.name.as_str()
+            } else {
+                relative
+            };
             let full: Vec<String> = relative.split('/').map(escape).collect();
             let data = proto::Data {
                 var_name: full.join("/"),

@@ -1,0 +1,229 @@
+//! Chunk grids: `regular` (every chunk `chunk_shape`) and zarr-extensions' `rectilinear`
+//! (`kind: "inline"`, per axis an edge length or a list of edge lengths and run-length
+//! `[size, count]` entries), as zarr-python 3.2+ writes them.
+//!
+//! Reads are decoded in *read chunks* that tile the array regularly, so that everything above
+//! the chunk reader (the array file's layout, slices, previews, the cache directory) sees one
+//! regular grid: for a rectilinear grid, the read chunk along an axis is the greatest common
+//! divisor of its edge lengths, so each read chunk lies inside one stored chunk.
+
+use super::MetaError;
+use serde_json::{Map, Value};
+
+/// The most chunks all axes of a rectilinear grid may list together (run-length entries
+/// expanded): 8 MiB of edge lengths.
+const MAX_EDGES: u64 = 1 << 20;
+
+/// How an array is cut into stored chunks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ChunkGrid {
+    /// Every chunk has the array's `chunk_shape`.
+    Regular,
+    /// Per axis, the edge length of each chunk in order (enough chunks to cover the axis).
+    Rectilinear(Edges),
+}
+
+/// The edge lengths of a rectilinear grid, with each chunk's end along its axis for lookups.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Edges {
+    lengths: Vec<Vec<u64>>,
+    ends: Vec<Vec<u64>>,
+}
+
+impl Edges {
+    fn new(lengths: Vec<Vec<u64>>) -> Self {
+        let ends = lengths
+            .iter()
+            .map(|axis| {
+                axis.iter()
+                    .scan(0u64, |end, &len| {
+                        *end += len;
+                        Some(*end)
+                    })
+                    .collect()
+            })
+            .collect();
+        Edges { lengths, ends }
+    }
+
+    /// Per axis, the edge length of each chunk.
+    pub fn lengths(&self) -> &[Vec<u64>] {
+        &self.lengths
+    }
+}
+
+impl ChunkGrid {
+    /// The stored chunk holding read chunk `read` (its grid index, read chunks of
+    /// `read_shape`), and the read chunk's offset inside that stored chunk: `(chunk, offset,
+    /// stored chunk shape)`. A regular grid stores read chunks as they are.
+    pub fn stored_chunk(&self, read: &[u64], read_shape: &[u64]) -> (Vec<u64>, Vec<u64>, Vec<u64>) {
+        match self {
+            ChunkGrid::Regular => (read.to_vec(), vec![0; read.len()], read_shape.to_vec()),
+            ChunkGrid::Rectilinear(edges) => {
+                let mut chunk = Vec::with_capacity(read.len());
+                let mut offset = Vec::with_capacity(read.len());
+                let mut shape = Vec::with_capacity(read.len());
+                for (ax, (&i, &g)) in read.iter().zip(read_shape).enumerate() {
+                    let x = i * g;
+                    // The first chunk ending after `x`.
+                    let c = edges.ends[ax].partition_point(|&end| end <= x);
+                    let len = edges.lengths[ax].get(c).copied().unwrap_or(g);
+                    let end = edges.ends[ax].get(c).copied().unwrap_or(x + len);
+                    chunk.push(c as u64);
+                    offset.push(x - (end - len));
+                    shape.push(len);
+                }
+                (chunk, offset, shape)
+            }
+        }
+    }
+
+    /// The largest stored chunk, per axis (`chunk_shape` for a regular grid).
+    pub fn largest_chunk(&self, chunk_shape: &[u64]) -> Vec<u64> {
+        match self {
+            ChunkGrid::Regular => chunk_shape.to_vec(),
+            ChunkGrid::Rectilinear(edges) => edges
+                .lengths
+                .iter()
+                .map(|a| a.iter().copied().max().unwrap_or(1))
+                .collect(),
+        }
+    }
+}
+
+/// Greatest common divisor.
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// Parses a `rectilinear` grid's configuration for an array of `shape`: the grid, and the read
+/// chunk shape (per axis the greatest common divisor of the edge lengths that cover the axis).
+pub fn rectilinear(
+    config: &Map<String, Value>,
+    shape: &[u64],
+) -> Result<(ChunkGrid, Vec<u64>), MetaError> {
+    let bad = |what: String| MetaError::Shape(format!("rectilinear chunk grid: {what}"));
+    match config.get("kind").and_then(Value::as_str) {
+        Some("inline") => {}
+        other => return Err(bad(format!("kind {other:?} is not \"inline\""))),
+    }
+    let axes = config
+        .get("chunk_shapes")
+        .and_then(Value::as_array)
+        .filter(|a| a.len() == shape.len())
+        .ok_or_else(|| {
+            bad(format!(
+                "chunk_shapes is not a list of {} axes",
+                shape.len()
+            ))
+        })?;
+    let positive = |v: &Value| v.as_u64().filter(|&n| n > 0);
+    let mut edges: Vec<Vec<u64>> = Vec::with_capacity(axes.len());
+    let mut read = Vec::with_capacity(axes.len());
+    let mut total = 0u64;
+    for (axis, &len) in axes.iter().zip(shape) {
+        let mut list = Vec::new();
+        let mut covered = 0u64;
+        let mut push = |size: u64, count: u64, list: &mut Vec<u64>| -> Result<(), MetaError> {
+            for _ in 0..count {
+                if covered >= len && !list.is_empty() {
+                    return Ok(());
+                }
+                if total + list.len() as u64 >= MAX_EDGES {
+                    return Err(bad(format!("more than {MAX_EDGES} chunks")));
+                }
+                list.push(size);
+                covered = covered.saturating_add(size);
+            }
+            Ok(())
+        };
+        match axis {
+            Value::Array(items) => {
+                for item in items {
+                    match item {
+                        Value::Array(run) => match run.as_slice() {
+                            [size, count] => push(
+                                positive(size).ok_or_else(|| bad(format!("run {item}")))?,
+                                positive(count).ok_or_else(|| bad(format!("run {item}")))?,
+                                &mut list,
+                            )?,
+                            _ => return Err(bad(format!("run {item} is not [size, count]"))),
+                        },
+                        v => push(
+                            positive(v).ok_or_else(|| bad(format!("edge length {v}")))?,
+                            1,
+                            &mut list,
+                        )?,
+                    }
+                }
+            }
+            v => {
+                let size = positive(v).ok_or_else(|| bad(format!("edge length {v}")))?;
+                push(size, len.div_ceil(size).max(1), &mut list)?;
+            }
+        }
+        if covered < len || list.is_empty() {
+            return Err(bad(format!("edge lengths {axis} do not cover {len}")));
+        }
+        read.push(list.iter().fold(0, |g, &e| gcd(g, e)));
+        total += list.len() as u64;
+        edges.push(list);
+    }
+    Ok((ChunkGrid::Rectilinear(Edges::new(edges)), read))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(shapes: Value, shape: &[u64]) -> Result<(ChunkGrid, Vec<u64>), MetaError> {
+        let config = json!({"kind": "inline", "chunk_shapes": shapes});
+        rectilinear(config.as_object().unwrap(), shape)
+    }
+
+    #[test]
+    fn expands_the_spec_example() {
+        let (grid, read) = parse(
+            json!([4, [1, 2, 3], [[4, 2]], [[1, 3], 3], [4, 4, 4]]),
+            &[6, 6, 6, 6, 6],
+        )
+        .unwrap();
+        let edges = vec![
+            vec![4, 4],
+            vec![1, 2, 3],
+            vec![4, 4],
+            vec![1, 1, 1, 3],
+            vec![4, 4],
+        ];
+        assert_eq!(grid, ChunkGrid::Rectilinear(Edges::new(edges)));
+        assert_eq!(read, [4, 1, 4, 1, 4]);
+    }
+
+    #[test]
+    fn read_chunks_find_their_stored_chunk() {
+        let (grid, read) = parse(json!([[6, 4, 2], [[3, 2], 9]]), &[12, 15]).unwrap();
+        assert_eq!(read, [2, 3]);
+        // Read chunk (4, 3): rows 8..10 (chunk 1 from row 6), columns 9..12 (chunk 2 from 6).
+        assert_eq!(
+            grid.stored_chunk(&[4, 3], &read),
+            (vec![1, 2], vec![2, 3], vec![4, 9])
+        );
+        assert_eq!(grid.largest_chunk(&read), [6, 9]);
+    }
+
+    #[test]
+    fn bad_grids_are_refused() {
+        assert!(parse(json!([[2, 2]]), &[5]).is_err(), "does not cover");
+        assert!(parse(json!([[0, 5]]), &[5]).is_err(), "zero edge");
+        assert!(parse(json!([[[2, 0]]]), &[5]).is_err(), "zero count");
+        assert!(parse(json!([5]), &[5, 5]).is_err(), "rank");
+        assert!(parse(json!([[[1, 99999999999u64]]]), &[u64::MAX]).is_err());
+        let config = json!({"kind": "file", "chunk_shapes": [5]});
+        assert!(rectilinear(config.as_object().unwrap(), &[5]).is_err());
+    }
+}
