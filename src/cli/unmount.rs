@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 /// How long `zarrfs unmount` waits for the daemon to finish after the unmount.
 const DAEMON_EXIT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a busy mount is tried again before `zarrfs unmount` says it is busy.
+const BUSY_GRACE: Duration = Duration::from_secs(1);
 
 /// Why a mount was not detached.
 #[derive(Debug, PartialEq)]
@@ -35,7 +37,7 @@ pub fn unmount(mountpoint: &Path) -> Result<(), String> {
         ));
     }
     let daemon = pidfile::daemon_of(&entry.dev);
-    detach(&path, false).map_err(|refusal| match refusal {
+    detach_soon(&path).map_err(|refusal| match refusal {
         Refusal::Busy => format!(
             "{shown}: busy (a process has a file open or its working directory in it); \
              try again once it has left, or detach it lazily with `umount -l {shown}`"
@@ -53,6 +55,21 @@ pub fn unmount(mountpoint: &Path) -> Result<(), String> {
         None => pidfile::forget(&entry.dev),
     }
     Ok(())
+}
+
+/// [`detach`], tried again for up to [`BUSY_GRACE`] while the mount is busy: a file closed an
+/// instant ago can still be held by a process that is starting another program (it holds copies
+/// of its parent's files until the new program runs).
+fn detach_soon(path: &Path) -> Result<(), Refusal> {
+    let deadline = Instant::now() + BUSY_GRACE;
+    loop {
+        match detach(path, false) {
+            Err(Refusal::Busy) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            done => return done,
+        }
+    }
 }
 
 /// True while process `pid` exists and is not a zombie.
