@@ -1,0 +1,253 @@
+//! The `.zom.json` files of a mount, made on first use. A group's ZOM holds its whole subtree,
+//! so making them all at mount would hold the hierarchy's documents again for every level of
+//! the tree. Instead each node keeps its document once (the bytes its `.json` sidecar shows),
+//! and a ZOM is written out node by node, each document parsed only while it is written: its
+//! size (for `stat`) is measured that way and kept, its bytes made when read and kept for the
+//! few files read last.
+
+use super::zom::{array_node, group_node};
+use crate::meta::ArrayMeta;
+use serde_json::{Map, Value};
+use std::io::Write;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Subtrees at least this large say in the log when their ZOM is made.
+const LOGGED_NODES: usize = 10_000;
+
+/// How many made files are kept for reads that follow.
+const KEPT_FILES: usize = 4;
+
+/// One node as kept for its ancestors' ZOMs.
+struct Kept {
+    path: Box<str>,
+    /// The node's document, as its `.json` sidecar shows it.
+    document: Arc<[u8]>,
+    /// `None` for a group; `Some` for an array, holding its metadata where parsed.
+    array: Option<Option<Arc<ArrayMeta>>>,
+}
+
+/// Every node of the hierarchy, and the `.zom.json` files measured or made so far.
+pub struct ZomFiles {
+    version: u8,
+    nodes: Vec<Kept>,
+    /// The children of every node, by node number, last name first (the ZOM's order); made
+    /// at the first use.
+    children: OnceLock<Vec<Vec<u32>>>,
+    /// One per `.zom.json`: the number of its group's node, and its size once measured.
+    files: Vec<(u32, OnceLock<u64>)>,
+    /// The files made last, newest last.
+    made: Mutex<Vec<(u32, Arc<[u8]>)>>,
+}
+
+/// Counts the bytes written to it.
+#[derive(Default)]
+struct Counter(u64);
+
+impl Write for Counter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len() as u64;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl ZomFiles {
+    /// No nodes yet, in a store of Zarr `version`.
+    pub fn new(version: u8) -> Self {
+        ZomFiles {
+            version,
+            nodes: Vec::new(),
+            children: OnceLock::new(),
+            files: Vec::new(),
+            made: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Keeps the node at `path` (every node is kept, parents before children); `array` is
+    /// `None` for a group, else the array's metadata where parsed. Returns the node's number.
+    pub fn keep(
+        &mut self,
+        path: &str,
+        document: Arc<[u8]>,
+        array: Option<Option<Arc<ArrayMeta>>>,
+    ) -> u32 {
+        self.nodes.push(Kept {
+            path: path.into(),
+            document,
+            array,
+        });
+        (self.nodes.len() - 1) as u32
+    }
+
+    /// Adds the `.zom.json` of group node `node`; returns its number.
+    pub fn add_file(&mut self, node: u32) -> u32 {
+        self.files.push((node, OnceLock::new()));
+        (self.files.len() - 1) as u32
+    }
+
+    /// The size of `.zom.json` number `k`, measured at the first call.
+    pub fn size(&self, k: u32) -> u64 {
+        let Some((node, size)) = self.files.get(k as usize) else {
+            return 0;
+        };
+        *size.get_or_init(|| {
+            let mut counter = Counter::default();
+            self.write(*node, &mut counter);
+            counter.0
+        })
+    }
+
+    /// The contents of `.zom.json` number `k`, made now unless among the files made last
+    /// (concurrent first reads make it once).
+    pub fn bytes(&self, k: u32) -> Arc<[u8]> {
+        let Some((node, size)) = self.files.get(k as usize) else {
+            return Arc::from(Vec::new());
+        };
+        let mut made = self.made.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = made.iter().position(|(f, _)| *f == k) {
+            let entry = made.remove(i);
+            made.push(entry.clone());
+            return entry.1;
+        }
+        let mut out = Vec::new();
+        self.write(*node, &mut out);
+        let bytes: Arc<[u8]> = Arc::from(out);
+        size.get_or_init(|| bytes.len() as u64);
+        if made.len() >= KEPT_FILES {
+            made.remove(0);
+        }
+        made.push((k, bytes.clone()));
+        bytes
+    }
+
+    /// Writes the ZOM of group node `node`, as pretty-printed JSON with a trailing newline.
+    fn write(&self, node: u32, out: &mut dyn Write) {
+        let mut written = 0;
+        let done = self
+            .write_group(node, 0, out, &mut written)
+            .and_then(|()| out.write_all(b"\n"));
+        if let Err(e) = done {
+            log::warn!(
+                "/{}: {}: {e}",
+                self.nodes[node as usize].path,
+                super::ZOM_FILE
+            );
+        }
+        if written >= LOGGED_NODES {
+            log::info!(
+                "/{}: {} made from {written} nodes",
+                self.nodes[node as usize].path,
+                super::ZOM_FILE
+            );
+        }
+    }
+
+    fn children(&self) -> &[Vec<u32>] {
+        self.children.get_or_init(|| {
+            let index: std::collections::HashMap<&str, u32> = self
+                .nodes
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (&*n.path, i as u32))
+                .collect();
+            let mut children = vec![Vec::new(); self.nodes.len()];
+            for (i, n) in self.nodes.iter().enumerate().skip(1) {
+                let parent = n.path.rsplit_once('/').map_or("", |(p, _)| p);
+                match index.get(parent) {
+                    Some(&p) if self.nodes[p as usize].array.is_none() => {
+                        children[p as usize].push(i as u32)
+                    }
+                    _ => {}
+                }
+            }
+            for list in &mut children {
+                list.sort_by(|a, b| self.name(*b).cmp(self.name(*a)));
+            }
+            children
+        })
+    }
+
+    fn name(&self, node: u32) -> &str {
+        let path = &self.nodes[node as usize].path;
+        path.rsplit('/').next().unwrap_or("")
+    }
+
+    fn document(&self, node: u32) -> Map<String, Value> {
+        serde_json::from_slice(&self.nodes[node as usize].document).unwrap_or_default()
+    }
+
+    /// Writes group node `node` at nesting `depth`, its members node by node.
+    fn write_group(
+        &self,
+        node: u32,
+        depth: usize,
+        out: &mut dyn Write,
+        written: &mut usize,
+    ) -> std::io::Result<()> {
+        *written += 1;
+        let zom = group_node(&self.document(node), Map::new(), self.version);
+        out.write_all(b"{")?;
+        for (i, (key, value)) in zom.iter().enumerate() {
+            let comma = if i > 0 { "," } else { "" };
+            write!(
+                out,
+                "{comma}\n{}{}: ",
+                indent(depth + 1),
+                Value::from(key.as_str())
+            )?;
+            if key == "members" {
+                self.write_members(node, depth + 1, out, written)?;
+            } else {
+                write_value(value, depth + 1, out)?;
+            }
+        }
+        write!(out, "\n{}}}", indent(depth))
+    }
+
+    fn write_members(
+        &self,
+        node: u32,
+        depth: usize,
+        out: &mut dyn Write,
+        written: &mut usize,
+    ) -> std::io::Result<()> {
+        let children = &self.children()[node as usize];
+        if children.is_empty() {
+            return out.write_all(b"{}");
+        }
+        out.write_all(b"{")?;
+        for (i, &child) in children.iter().enumerate() {
+            let comma = if i > 0 { "," } else { "" };
+            let name = Value::from(self.name(child));
+            write!(out, "{comma}\n{}{name}: ", indent(depth + 1))?;
+            match &self.nodes[child as usize].array {
+                None => self.write_group(child, depth + 1, out, written)?,
+                Some(meta) => {
+                    *written += 1;
+                    let zom = array_node(&self.document(child), meta.as_deref(), self.version);
+                    write_value(&Value::Object(zom), depth + 1, out)?;
+                }
+            }
+        }
+        write!(out, "\n{}}}", indent(depth))
+    }
+}
+
+fn indent(depth: usize) -> String {
+    "  ".repeat(depth)
+}
+
+/// Writes `value` pretty-printed as it shows at nesting `depth` (JSON text holds no raw line
+/// breaks but those between its parts, so every line after the first is indented).
+fn write_value(value: &Value, depth: usize, out: &mut dyn Write) -> std::io::Result<()> {
+    let text = serde_json::to_string_pretty(value).unwrap_or_default();
+    let mut lines = text.split('\n');
+    out.write_all(lines.next().unwrap_or("").as_bytes())?;
+    let pad = indent(depth);
+    for line in lines {
+        write!(out, "\n{pad}{line}")?;
+    }
+    Ok(())
+}
