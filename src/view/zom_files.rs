@@ -251,3 +251,82 @@ fn write_value(value: &Value, depth: usize, out: &mut dyn Write) -> std::io::Res
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pretty(value: &Value) -> Vec<u8> {
+        let mut text = serde_json::to_vec_pretty(value).unwrap();
+        text.push(b'\n');
+        text
+    }
+
+    /// A v3 tree: the root, a group `g` holding arrays `b` and `a` and a group `sub` holding
+    /// array `é`; an array `z` at the root whose metadata could not be parsed.
+    fn tree() -> (ZomFiles, u32, u32) {
+        let array = |n: u32| json!({"zarr_format": 3, "node_type": "array", "shape": [n], "attributes": {"n": n, "text": "two\nlines"}});
+        let group =
+            |t: &str| json!({"zarr_format": 3, "node_type": "group", "attributes": {"title": t}});
+        let mut z = ZomFiles::new(3);
+        let doc = |v: Value| Arc::from(pretty(&v));
+        let root = z.keep("", doc(group("root")), None);
+        let g = z.keep("g", doc(group("g")), None);
+        z.keep("g/a", doc(array(1)), Some(None));
+        z.keep("g/b", doc(array(2)), Some(None));
+        z.keep("g/sub", doc(group("")), None);
+        z.keep("g/sub/é", doc(array(3)), Some(None));
+        z.keep("z", doc(array(4)), Some(None));
+        (z, root, g)
+    }
+
+    #[test]
+    fn a_zom_is_written_as_serde_json_prints_the_whole_tree() {
+        let (mut z, root, g) = tree();
+        let (root_file, g_file) = (z.add_file(root), z.add_file(g));
+        let array = |n: u32| json!({"zarr_format": 3, "node_type": "array", "attributes": {"n": n, "text": "two\nlines"}, "shape": [n]});
+        // Members last name first, as a map filled from the leaves up keeps them.
+        let sub = json!({"zarr_format": 3, "node_type": "group", "attributes": {"title": ""},
+            "members": {"é": array(3)}});
+        let g_zom = json!({"zarr_format": 3, "node_type": "group", "attributes": {"title": "g"},
+            "members": {"sub": sub, "b": array(2), "a": array(1)}});
+        let root_zom = json!({"zarr_format": 3, "node_type": "group", "attributes": {"title": "root"},
+            "members": {"z": array(4), "g": g_zom.clone()}});
+        assert_eq!(z.size(g_file), pretty(&g_zom).len() as u64);
+        assert_eq!(&*z.bytes(g_file), pretty(&g_zom).as_slice());
+        assert_eq!(&*z.bytes(root_file), pretty(&root_zom).as_slice());
+        assert_eq!(z.size(root_file), pretty(&root_zom).len() as u64);
+    }
+
+    #[test]
+    fn nothing_is_made_before_a_read_and_concurrent_first_reads_make_it_once() {
+        let (mut z, root, _) = tree();
+        let file = z.add_file(root);
+        let size = z.size(file);
+        assert!(z.made.lock().unwrap().is_empty(), "stat keeps no bytes");
+        let all: Vec<Arc<[u8]>> = std::thread::scope(|s| {
+            let threads: Vec<_> = (0..8).map(|_| s.spawn(|| z.bytes(file))).collect();
+            threads.into_iter().map(|t| t.join().unwrap()).collect()
+        });
+        assert!(
+            all.iter().all(|b| Arc::ptr_eq(b, &all[0])),
+            "made more than once"
+        );
+        assert_eq!(all[0].len() as u64, size);
+        assert_eq!(z.made.lock().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn only_the_files_read_last_are_kept() {
+        let (mut z, root, _) = tree();
+        let files: Vec<u32> = (0..KEPT_FILES + 2).map(|_| z.add_file(root)).collect();
+        let first = z.bytes(files[0]);
+        for &f in &files[1..] {
+            z.bytes(f);
+        }
+        let kept: Vec<u32> = z.made.lock().unwrap().iter().map(|(f, _)| *f).collect();
+        assert_eq!(kept, files[2..]);
+        assert_eq!(z.bytes(files[0]), first, "made again the same");
+    }
+}
