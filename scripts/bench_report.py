@@ -228,6 +228,29 @@ def rows(r, p):
                 fmt_time(z), fmt_time(b), ratio, "≤ 2.0", None if ratio is None else ratio <= 2.0,
                 med=(f"meta.{key}.{state}", f"meta.{key}.store", True))
 
+    # 6. metadata at scale (metadata-only trees)
+    sizes = sorted({int(k.split(".")[1]) for k in r.v if k.startswith("scale.") and k.split(".")[1].isdigit()})
+    for n in sizes:
+        z, b = r.min(f"scale.{n}.mount"), r.min(f"scale.{n}.read_all")
+        if z is not None:
+            ratio = z / b if z and b else None
+            add("6 metadata", f"mount time, {n} nodes (metadata only), vs reading every metadata file once (time ratio)",
+                fmt_time(z), fmt_time(b), ratio, "≤ 1.0", None if ratio is None else ratio <= 1.0,
+                med=(f"scale.{n}.mount", f"scale.{n}.read_all", True))
+        hwm = r.first(f"scale.{n}.hwm_kib")
+        if hwm not in (None, ""):
+            mib = float(hwm) / 1024
+            add("6 metadata", f"daemon peak RSS after a full `find`, {n} nodes (MiB; KiB per node)",
+                f"{mib:.0f} MiB", f"{float(hwm) / n:.2f} KiB/node", None, "≤ 256 MiB", mib <= 256)
+        for tool, key in (("`find`", "find"), ("`ls -lR`", "lslr")):
+            z, b = r.min(f"scale.{n}.{key}"), r.min(f"scale.{n}.{key}.store")
+            if z is None:
+                continue
+            ratio = z / b if z and b else None
+            add("6 metadata", f"{tool} of a fresh mount, {n} nodes, vs the same over the store directory (time ratio)",
+                fmt_time(z), fmt_time(b), ratio, "≤ 2.0", None if ratio is None else ratio <= 2.0,
+                med=(f"scale.{n}.{key}", f"scale.{n}.{key}.store", True))
+
     # 7. remote (loopback S3 server)
     z, b, loc = rate("remote.full.zstd.cold"), rate("remote.full.zstd.zarr"), rate("full.zstd.cold")
     if z or b:
@@ -247,6 +270,11 @@ def rows(r, p):
         zs = fmt_time(t) + (f" ({reqs} requests)" if reqs not in (None, "") else "")
         add("7 remote", f"mount time over S3, {nodes} nodes {label}, vs mounting the local directory",
             zs, fmt_time(base), base / t if base else None, "—", None)
+        for what, key in (("first `ls` of the root", "ls"), ("a full `find`", "find")):
+            w = r.min(f"remote.{key}.{kind}")
+            if w is not None:
+                add("7 remote", f"mount time plus {what} over S3, {nodes} nodes {label}",
+                    fmt_time(t + w), "—", None, "—", None)
 
     # 9. decode once (--cache-dir)
     page = rate("backing.raw.pagecache")
