@@ -169,9 +169,9 @@ def _tree_worker(args):
     return len(groups)
 
 
-def make_tree(path, n_groups, n_arrays):
+def make_tree(path, n_groups, n_arrays, metadata_only=False):
     params = {
-        "kind": "tree",
+        "kind": "meta-tree" if metadata_only else "tree",
         "format": FORMAT_VERSION,
         "groups": n_groups,
         "arrays_per_group": n_arrays,
@@ -181,32 +181,28 @@ def make_tree(path, n_groups, n_arrays):
         return
     started = time.time()
     store = os.path.join(path, "tree.zarr")
-    root = zarr.open_group(store, mode="w", zarr_format=3)
-    names = [f"g{i:03d}" for i in range(n_groups)]
-    for n in names:
-        root.create_group(n, attributes={"index": n})
-    workers = max(1, min(4, os.cpu_count() or 1))
-    parts = [(store, names[i::workers], n_arrays) for i in range(workers)]
-    with multiprocessing.get_context("spawn").Pool(workers) as pool:
-        pool.map(_tree_worker, parts)
+    if metadata_only:
+        write_meta_tree(path, store, n_groups, n_arrays)
+    else:
+        root = zarr.open_group(store, mode="w", zarr_format=3)
+        names = [f"g{i:03d}" for i in range(n_groups)]
+        for n in names:
+            root.create_group(n, attributes={"index": n})
+        workers = max(1, min(4, os.cpu_count() or 1))
+        parts = [(store, names[i::workers], n_arrays) for i in range(workers)]
+        with multiprocessing.get_context("spawn").Pool(workers) as pool:
+            pool.map(_tree_worker, parts)
     finish(path, params)
     print(
         f"bench_data: wrote {store} ({n_groups} groups x {n_arrays} arrays = "
-        f"{1 + n_groups + n_groups * n_arrays} nodes) in {time.time() - started:.1f} s"
+        f"{1 + n_groups + n_groups * n_arrays} nodes{', metadata only' if metadata_only else ''}) "
+        f"in {time.time() - started:.1f} s"
     )
 
 
-def make_meta_tree(path, n_groups, n_arrays):
-    params = {
-        "kind": "meta-tree",
-        "format": FORMAT_VERSION,
-        "groups": n_groups,
-        "arrays_per_group": n_arrays,
-        "zarr": zarr.__version__,
-    }
-    if not start(path, params):
-        return
-    started = time.time()
+def write_meta_tree(path, store, n_groups, n_arrays):
+    """The `zarr.json` of one group and one array as zarr-python writes them, copied to every
+    node of `store`."""
     template = os.path.join(path, "template.zarr")
     root = zarr.open_group(template, mode="w", zarr_format=3)
     root.create_group("g").create_array("a", shape=(32,), chunks=(16,), dtype="<i4")
@@ -215,7 +211,6 @@ def make_meta_tree(path, n_groups, n_arrays):
         with open(os.path.join(template, key), "rb") as f:
             docs[key] = f.read()
     shutil.rmtree(template)
-    store = os.path.join(path, "tree.zarr")
     os.makedirs(store)
     with open(os.path.join(store, "zarr.json"), "wb") as f:
         f.write(docs["zarr.json"])
@@ -229,11 +224,6 @@ def make_meta_tree(path, n_groups, n_arrays):
             os.makedirs(array)
             with open(os.path.join(array, "zarr.json"), "wb") as f:
                 f.write(docs["g/a/zarr.json"])
-    finish(path, params)
-    print(
-        f"bench_data: wrote {store} ({n_groups} groups x {n_arrays} arrays, metadata only) "
-        f"in {time.time() - started:.1f} s"
-    )
 
 
 def make_plain(path, raw, shape):
@@ -278,7 +268,7 @@ def main():
     elif args.cmd == "tree":
         make_tree(args.dir, args.groups, args.arrays)
     elif args.cmd == "meta-tree":
-        make_meta_tree(args.dir, args.groups, args.arrays)
+        make_tree(args.dir, args.groups, args.arrays, metadata_only=True)
     else:
         zarr.consolidate_metadata(args.store)
         print(f"bench_data: consolidated the metadata of {args.store}")

@@ -188,49 +188,45 @@ impl ZomFiles {
     ) -> std::io::Result<()> {
         *written += 1;
         let zom = group_node(&self.document(node), Map::new(), self.version);
-        out.write_all(b"{")?;
-        for (i, (key, value)) in zom.iter().enumerate() {
-            let comma = if i > 0 { "," } else { "" };
-            write!(
-                out,
-                "{comma}\n{}{}: ",
-                indent(depth + 1),
-                Value::from(key.as_str())
-            )?;
-            if key == "members" {
-                self.write_members(node, depth + 1, out, written)?;
-            } else {
-                write_value(value, depth + 1, out)?;
+        write_object(out, depth, zom.iter(), |out, key, value| {
+            if key != "members" {
+                return write_value(value, depth + 1, out);
             }
-        }
-        write!(out, "\n{}}}", indent(depth))
-    }
-
-    fn write_members(
-        &self,
-        node: u32,
-        depth: usize,
-        out: &mut dyn Write,
-        written: &mut usize,
-    ) -> std::io::Result<()> {
-        let children = &self.children()[node as usize];
-        if children.is_empty() {
-            return out.write_all(b"{}");
-        }
-        out.write_all(b"{")?;
-        for (i, &child) in children.iter().enumerate() {
-            let comma = if i > 0 { "," } else { "" };
-            let name = Value::from(self.name(child));
-            write!(out, "{comma}\n{}{name}: ", indent(depth + 1))?;
-            match &self.nodes[child as usize].array {
-                None => self.write_group(child, depth + 1, out, written)?,
-                Some(meta) => {
-                    *written += 1;
-                    let zom = array_node(&self.document(child), meta.as_deref(), self.version);
-                    write_value(&Value::Object(zom), depth + 1, out)?;
+            let children = self.children()[node as usize].iter();
+            let members = children.map(|&child| (self.name(child), child));
+            write_object(out, depth + 1, members, |out, _, child| {
+                match &self.nodes[child as usize].array {
+                    None => self.write_group(child, depth + 2, out, written),
+                    Some(meta) => {
+                        *written += 1;
+                        let zom = array_node(&self.document(child), meta.as_deref(), self.version);
+                        write_value(&Value::Object(zom), depth + 2, out)
+                    }
                 }
-            }
-        }
+            })
+        })
+    }
+}
+
+/// Writes a JSON object at nesting `depth` as serde_json pretty-prints it: its `entries` in
+/// order, each value written by `value`.
+fn write_object<K: AsRef<str>, T>(
+    out: &mut dyn Write,
+    depth: usize,
+    entries: impl Iterator<Item = (K, T)>,
+    mut value: impl FnMut(&mut dyn Write, &str, T) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let mut empty = true;
+    for (key, item) in entries {
+        let lead = if empty { "{" } else { "," };
+        let key = key.as_ref();
+        write!(out, "{lead}\n{}{}: ", indent(depth + 1), Value::from(key))?;
+        value(out, key, item)?;
+        empty = false;
+    }
+    if empty {
+        out.write_all(b"{}")
+    } else {
         write!(out, "\n{}}}", indent(depth))
     }
 }
