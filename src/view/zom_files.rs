@@ -2,8 +2,8 @@
 //! so making them all at mount would hold the hierarchy's documents again for every level of
 //! the tree. Instead each node keeps its document once (the bytes its `.json` sidecar shows),
 //! and a ZOM is written out node by node, each document parsed only while it is written: its
-//! size (for `stat`) is measured that way and kept, its bytes made when read and kept for the
-//! few files read last.
+//! size (for `stat`) is measured that way and kept for every group on the way (so a walk
+//! measures each node once), its bytes made when read and kept for the few files read last.
 
 use super::zom::{array_node, group_node};
 use crate::meta::ArrayMeta;
@@ -33,19 +33,30 @@ pub struct ZomFiles {
     /// The children of every node, by node number, last name first (the ZOM's order); made
     /// at the first use.
     children: OnceLock<Vec<Vec<u32>>>,
-    /// One per `.zom.json`: the number of its group's node, and its size once measured.
-    files: Vec<(u32, OnceLock<u64>)>,
+    /// The size of every group's ZOM at nesting 0 and its line breaks (every level deeper
+    /// adds two bytes per line break), by node number, once measured.
+    sizes: Vec<OnceLock<(u64, u64)>>,
+    /// One per `.zom.json`: the number of its group's node.
+    files: Vec<u32>,
     /// The files made last, newest last.
     made: Mutex<Vec<(u32, Arc<[u8]>)>>,
 }
 
-/// Counts the bytes written to it.
-#[derive(Default)]
-struct Counter(u64);
+/// Where a ZOM is written: its bytes, or only their count (and that of line breaks).
+enum Sink {
+    Bytes(Vec<u8>),
+    Count { bytes: u64, breaks: u64 },
+}
 
-impl Write for Counter {
+impl Write for Sink {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0 += buf.len() as u64;
+        match self {
+            Sink::Bytes(out) => out.extend_from_slice(buf),
+            Sink::Count { bytes, breaks } => {
+                *bytes += buf.len() as u64;
+                *breaks += buf.iter().filter(|&&b| b == b'\n').count() as u64;
+            }
+        }
         Ok(buf.len())
     }
     fn flush(&mut self) -> std::io::Result<()> {
@@ -60,6 +71,7 @@ impl ZomFiles {
             version,
             nodes: Vec::new(),
             children: OnceLock::new(),
+            sizes: Vec::new(),
             files: Vec::new(),
             made: Mutex::new(Vec::new()),
         }
@@ -78,31 +90,44 @@ impl ZomFiles {
             document,
             array,
         });
+        self.sizes.push(OnceLock::new());
         (self.nodes.len() - 1) as u32
     }
 
     /// Adds the `.zom.json` of group node `node`; returns its number.
     pub fn add_file(&mut self, node: u32) -> u32 {
-        self.files.push((node, OnceLock::new()));
+        self.files.push(node);
         (self.files.len() - 1) as u32
     }
 
-    /// The size of `.zom.json` number `k`, measured at the first call.
+    /// The size of `.zom.json` number `k`, measured at the first call (with the subgroups'
+    /// sizes, so each node is measured once whatever the order of the calls).
     pub fn size(&self, k: u32) -> u64 {
-        let Some((node, size)) = self.files.get(k as usize) else {
-            return 0;
-        };
-        *size.get_or_init(|| {
-            let mut counter = Counter::default();
-            self.write(*node, &mut counter);
-            counter.0
+        match self.files.get(k as usize) {
+            Some(&node) => self.measured(node).0 + 1,
+            None => 0,
+        }
+    }
+
+    /// The size of group node `node`'s ZOM at nesting 0, and its line breaks.
+    fn measured(&self, node: u32) -> (u64, u64) {
+        *self.sizes[node as usize].get_or_init(|| {
+            let mut sink = Sink::Count {
+                bytes: 0,
+                breaks: 0,
+            };
+            self.write(node, &mut sink);
+            match sink {
+                Sink::Count { bytes, breaks } => (bytes, breaks),
+                Sink::Bytes(_) => (0, 0),
+            }
         })
     }
 
     /// The contents of `.zom.json` number `k`, made now unless among the files made last
     /// (concurrent first reads make it once).
     pub fn bytes(&self, k: u32) -> Arc<[u8]> {
-        let Some((node, size)) = self.files.get(k as usize) else {
+        let Some(&node) = self.files.get(k as usize) else {
             return Arc::from(Vec::new());
         };
         let mut made = self.made.lock().unwrap_or_else(|p| p.into_inner());
@@ -111,10 +136,15 @@ impl ZomFiles {
             made.push(entry.clone());
             return entry.1;
         }
-        let mut out = Vec::new();
-        self.write(*node, &mut out);
-        let bytes: Arc<[u8]> = Arc::from(out);
-        size.get_or_init(|| bytes.len() as u64);
+        let mut sink = Sink::Bytes(Vec::new());
+        self.write(node, &mut sink);
+        let bytes: Arc<[u8]> = match sink {
+            Sink::Bytes(mut out) => {
+                out.push(b'\n');
+                Arc::from(out)
+            }
+            Sink::Count { .. } => Arc::from(Vec::new()),
+        };
         if made.len() >= KEPT_FILES {
             made.remove(0);
         }
@@ -122,13 +152,10 @@ impl ZomFiles {
         bytes
     }
 
-    /// Writes the ZOM of group node `node`, as pretty-printed JSON with a trailing newline.
-    fn write(&self, node: u32, out: &mut dyn Write) {
+    /// Writes the ZOM of group node `node` at nesting 0, as pretty-printed JSON.
+    fn write(&self, node: u32, out: &mut Sink) {
         let mut written = 0;
-        let done = self
-            .write_group(node, 0, out, &mut written)
-            .and_then(|()| out.write_all(b"\n"));
-        if let Err(e) = done {
+        if let Err(e) = self.write_group(node, 0, out, &mut written) {
             log::warn!(
                 "/{}: {}: {e}",
                 self.nodes[node as usize].path,
@@ -137,7 +164,7 @@ impl ZomFiles {
         }
         if written >= LOGGED_NODES {
             log::info!(
-                "/{}: {} made from {written} nodes",
+                "/{}: {} written out from {written} nodes",
                 self.nodes[node as usize].path,
                 super::ZOM_FILE
             );
@@ -183,7 +210,7 @@ impl ZomFiles {
         &self,
         node: u32,
         depth: usize,
-        out: &mut dyn Write,
+        out: &mut Sink,
         written: &mut usize,
     ) -> std::io::Result<()> {
         *written += 1;
@@ -196,7 +223,16 @@ impl ZomFiles {
             let members = children.map(|&child| (self.name(child), child));
             write_object(out, depth + 1, members, |out, _, child| {
                 match &self.nodes[child as usize].array {
-                    None => self.write_group(child, depth + 2, out, written),
+                    None => match out {
+                        // A subgroup measured once counts at any depth.
+                        Sink::Count { bytes, breaks } => {
+                            let (b, n) = self.measured(child);
+                            *bytes += b + 2 * (depth as u64 + 2) * n;
+                            *breaks += n;
+                            Ok(())
+                        }
+                        Sink::Bytes(_) => self.write_group(child, depth + 2, out, written),
+                    },
                     Some(meta) => {
                         *written += 1;
                         let zom = array_node(&self.document(child), meta.as_deref(), self.version);
@@ -211,10 +247,10 @@ impl ZomFiles {
 /// Writes a JSON object at nesting `depth` as serde_json pretty-prints it: its `entries` in
 /// order, each value written by `value`.
 fn write_object<K: AsRef<str>, T>(
-    out: &mut dyn Write,
+    out: &mut Sink,
     depth: usize,
     entries: impl Iterator<Item = (K, T)>,
-    mut value: impl FnMut(&mut dyn Write, &str, T) -> std::io::Result<()>,
+    mut value: impl FnMut(&mut Sink, &str, T) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
     let mut empty = true;
     for (key, item) in entries {
@@ -237,7 +273,7 @@ fn indent(depth: usize) -> String {
 
 /// Writes `value` pretty-printed as it shows at nesting `depth` (JSON text holds no raw line
 /// breaks but those between its parts, so every line after the first is indented).
-fn write_value(value: &Value, depth: usize, out: &mut dyn Write) -> std::io::Result<()> {
+fn write_value(value: &Value, depth: usize, out: &mut Sink) -> std::io::Result<()> {
     let text = serde_json::to_string_pretty(value).unwrap_or_default();
     let mut lines = text.split('\n');
     out.write_all(lines.next().unwrap_or("").as_bytes())?;
@@ -293,6 +329,11 @@ mod tests {
         assert_eq!(&*z.bytes(g_file), pretty(&g_zom).as_slice());
         assert_eq!(&*z.bytes(root_file), pretty(&root_zom).as_slice());
         assert_eq!(z.size(root_file), pretty(&root_zom).len() as u64);
+        // Measured the other way round: the root first, its subgroups measured on the way.
+        let (mut z, root, g) = tree();
+        let (root_file, g_file) = (z.add_file(root), z.add_file(g));
+        assert_eq!(z.size(root_file), pretty(&root_zom).len() as u64);
+        assert_eq!(z.size(g_file), pretty(&g_zom).len() as u64);
     }
 
     #[test]
