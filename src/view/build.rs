@@ -352,7 +352,7 @@ impl View {
                 NodeKind::Group => None,
                 NodeKind::Array(meta) => Some(meta.as_ref().ok().cloned()),
             };
-            let kept = b.zoms.keep(&node.path, doc.clone(), array);
+            let kept = b.zoms.keep(&node.path, &node.document, doc.clone(), array);
             if node.path.is_empty() {
                 match node.kind {
                     NodeKind::Group => {

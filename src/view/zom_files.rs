@@ -77,20 +77,28 @@ impl ZomFiles {
         }
     }
 
-    /// Keeps the node at `path` (every node is kept, parents before children); `array` is
-    /// `None` for a group, else the array's metadata where parsed. Returns the node's number.
+    /// Keeps the node at `path` (every node is kept, parents before children) whose document
+    /// is `parsed` and, as its `.json` sidecar shows it, `document`; `array` is `None` for a
+    /// group, else the array's metadata where parsed. An array's ZOM is measured now, from
+    /// `parsed`, so that measuring a group parses only the documents of groups. Returns the
+    /// node's number.
     pub fn keep(
         &mut self,
         path: &str,
+        parsed: &Map<String, Value>,
         document: Arc<[u8]>,
         array: Option<Option<Arc<ArrayMeta>>>,
     ) -> u32 {
+        let size = OnceLock::new();
+        if let Some(meta) = &array {
+            size.get_or_init(|| counted(|sink| self.write_array(parsed, meta.as_deref(), 0, sink)));
+        }
         self.nodes.push(Kept {
             path: path.into(),
             document,
             array,
         });
-        self.sizes.push(OnceLock::new());
+        self.sizes.push(size);
         (self.nodes.len() - 1) as u32
     }
 
@@ -109,19 +117,30 @@ impl ZomFiles {
         }
     }
 
-    /// The size of group node `node`'s ZOM at nesting 0, and its line breaks.
+    /// The size of node `node`'s ZOM at nesting 0, and its line breaks.
     fn measured(&self, node: u32) -> (u64, u64) {
         *self.sizes[node as usize].get_or_init(|| {
-            let mut sink = Sink::Count {
-                bytes: 0,
-                breaks: 0,
-            };
-            self.write(node, &mut sink);
-            match sink {
-                Sink::Count { bytes, breaks } => (bytes, breaks),
-                Sink::Bytes(_) => (0, 0),
-            }
+            counted(|sink| match &self.nodes[node as usize].array {
+                None => self.write(node, sink),
+                Some(meta) => {
+                    let doc = self.document(node);
+                    self.write_array(&doc, meta.as_deref(), 0, sink)
+                }
+            })
         })
+    }
+
+    /// Writes the ZOM of the array whose document is `doc` at nesting `depth`.
+    fn write_array(
+        &self,
+        doc: &Map<String, Value>,
+        meta: Option<&ArrayMeta>,
+        depth: usize,
+        out: &mut Sink,
+    ) {
+        let zom = array_node(doc, meta, self.version);
+        // Writing to a sink cannot fail.
+        let _ = write_value(&Value::Object(zom), depth, out);
     }
 
     /// The contents of `.zom.json` number `k`, made now unless among the files made last
@@ -222,23 +241,21 @@ impl ZomFiles {
             let children = self.children()[node as usize].iter();
             let members = children.map(|&child| (self.name(child), child));
             write_object(out, depth + 1, members, |out, _, child| {
-                match &self.nodes[child as usize].array {
-                    None => match out {
-                        // A subgroup measured once counts at any depth.
-                        Sink::Count { bytes, breaks } => {
-                            let (b, n) = self.measured(child);
-                            *bytes += b + 2 * (depth as u64 + 2) * n;
-                            *breaks += n;
-                            Ok(())
-                        }
-                        Sink::Bytes(_) => self.write_group(child, depth + 2, out, written),
-                    },
-                    Some(meta) => {
+                match (&self.nodes[child as usize].array, &mut *out) {
+                    // A node measured once counts at any depth.
+                    (_, Sink::Count { bytes, breaks }) => {
+                        let (b, n) = self.measured(child);
+                        *bytes += b + 2 * (depth as u64 + 2) * n;
+                        *breaks += n;
+                    }
+                    (None, Sink::Bytes(_)) => self.write_group(child, depth + 2, out, written)?,
+                    (Some(meta), Sink::Bytes(_)) => {
                         *written += 1;
-                        let zom = array_node(&self.document(child), meta.as_deref(), self.version);
-                        write_value(&Value::Object(zom), depth + 2, out)
+                        let doc = self.document(child);
+                        self.write_array(&doc, meta.as_deref(), depth + 2, out);
                     }
                 }
+                Ok(())
             })
         })
     }
@@ -264,6 +281,19 @@ fn write_object<K: AsRef<str>, T>(
         out.write_all(b"{}")
     } else {
         write!(out, "\n{}}}", indent(depth))
+    }
+}
+
+/// The bytes and line breaks `write` writes.
+fn counted(write: impl FnOnce(&mut Sink)) -> (u64, u64) {
+    let mut sink = Sink::Count {
+        bytes: 0,
+        breaks: 0,
+    };
+    write(&mut sink);
+    match sink {
+        Sink::Count { bytes, breaks } => (bytes, breaks),
+        Sink::Bytes(_) => (0, 0),
     }
 }
 
@@ -295,6 +325,18 @@ mod tests {
         text
     }
 
+    fn keep(
+        z: &mut ZomFiles,
+        path: &str,
+        doc: Value,
+        array: Option<Option<Arc<ArrayMeta>>>,
+    ) -> u32 {
+        let Value::Object(parsed) = &doc else {
+            panic!("{doc} is not an object")
+        };
+        z.keep(path, parsed, Arc::from(pretty(&doc)), array)
+    }
+
     /// A v3 tree: the root, a group `g` holding arrays `b` and `a` and a group `sub` holding
     /// array `é`; an array `z` at the root whose metadata could not be parsed.
     fn tree() -> (ZomFiles, u32, u32) {
@@ -302,14 +344,13 @@ mod tests {
         let group =
             |t: &str| json!({"zarr_format": 3, "node_type": "group", "attributes": {"title": t}});
         let mut z = ZomFiles::new(3);
-        let doc = |v: Value| Arc::from(pretty(&v));
-        let root = z.keep("", doc(group("root")), None);
-        let g = z.keep("g", doc(group("g")), None);
-        z.keep("g/a", doc(array(1)), Some(None));
-        z.keep("g/b", doc(array(2)), Some(None));
-        z.keep("g/sub", doc(group("")), None);
-        z.keep("g/sub/é", doc(array(3)), Some(None));
-        z.keep("z", doc(array(4)), Some(None));
+        let root = keep(&mut z, "", group("root"), None);
+        let g = keep(&mut z, "g", group("g"), None);
+        keep(&mut z, "g/a", array(1), Some(None));
+        keep(&mut z, "g/b", array(2), Some(None));
+        keep(&mut z, "g/sub", group(""), None);
+        keep(&mut z, "g/sub/é", array(3), Some(None));
+        keep(&mut z, "z", array(4), Some(None));
         (z, root, g)
     }
 
