@@ -22,7 +22,7 @@
 #
 # Options: --quick, --output FILE (default: BENCHMARKS.md at the repository root for a full run,
 # $BENCH_DIR/run/BENCHMARKS.md for --quick), --only SECTIONS (comma list of
-# full,frame,column,slice,random,parallel,meta,rss,remote,backing,refs; for debugging), -h.
+# full,frame,column,slice,random,parallel,meta,scale,rss,remote,backing,refs; for debugging), -h.
 set -euo pipefail
 export LC_ALL=C
 # Neither side uses BLAS: numpy's OpenBLAS threads would only spin at import, on the cores the
@@ -33,7 +33,7 @@ usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 
 QUICK=0
 OUTPUT=""
-ONLY="full,frame,column,slice,random,parallel,meta,rss,remote,backing,refs"
+ONLY="full,frame,column,slice,random,parallel,meta,scale,rss,remote,backing,refs"
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) QUICK=1 ;;
@@ -57,11 +57,13 @@ if [ "$QUICK" = 1 ]; then
     SIZE_MIB=${BENCH_SIZE_MIB:-32}
     REPS=${BENCH_REPS:-2}
     TREE_GROUPS=20; TREE_ARRAYS=50
+    SCALE_GROUPS="20 100"
     RAND_SECS=1; RAND_MAX=200000
 else
     SIZE_MIB=${BENCH_SIZE_MIB:-256}
     REPS=${BENCH_REPS:-5}
     TREE_GROUPS=100; TREE_ARRAYS=100
+    SCALE_GROUPS="100 1000"
     RAND_SECS=3; RAND_MAX=2000000
 fi
 [ -n "$OUTPUT" ] || { if [ "$QUICK" = 1 ]; then OUTPUT=$BENCH_DIR/run/BENCHMARKS.md; else OUTPUT=$REPO/BENCHMARKS.md; fi; }
@@ -497,6 +499,35 @@ section_meta() {
     log "meta: $(grep -P '^meta\.' "$RESULTS" | tr '\t\n' '= ')"
 }
 
+# Metadata at scale: metadata-only trees of G groups x 100 arrays (10,000 and 100,000 arrays in a
+# full run). Mount time against reading every metadata file once, the daemon's peak RSS after a
+# full `find` (MiB and per node), and `find` / `ls -lR` against the same walks of the store.
+section_scale() {
+    local g tree store nodes t0 hwm
+    for g in $SCALE_GROUPS; do
+        tree=$BENCH_DIR/meta-tree-${g}x100
+        py "$SCRIPTS/bench_data.py" meta-tree "$tree" --groups "$g" --arrays 100
+        store=$tree/tree.zarr
+        nodes=$((1 + g + g * 100))
+        rec "scale.$nodes.nodes" "$nodes"
+        warm "$store"
+        find "$store" -name zarr.json -exec cat {} + > /dev/null
+        timed "scale.$nodes.read_all" find "$store" -name zarr.json -exec cat {} +
+        timed "scale.$nodes.find.store" find "$store"
+        timed "scale.$nodes.lslr.store" ls -lR "$store"
+        t0=$EPOCHREALTIME
+        mount_fg "$store"
+        rec "scale.$nodes.mount" "$(since "$t0")"
+        timed "scale.$nodes.find" find "$MNT"
+        hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$FG_PID/status")
+        rec "scale.$nodes.hwm_kib" "$hwm"
+        timed "scale.$nodes.lslr" ls -lR "$MNT"
+        log "scale $nodes nodes: VmHWM $((hwm / 1024)) MiB after find"
+        unmount_fs
+        wait "$FG_PID" || true
+    done
+}
+
 # Peak RSS of the daemon against --cache-size, reading more than the cache holds.
 RSS_CACHE_MIB=$(( SIZE_MIB >= 256 ? 256 : SIZE_MIB / 2 ))
 [ "$RSS_CACHE_MIB" -ge 8 ] || RSS_CACHE_MIB=8
@@ -580,6 +611,8 @@ section_remote() {
                 "$store" "$MNT" 2>>"$RUN/mount-v.log" \
                 || die "mounting $store failed (log: $RUN/mount-v.log)"
             rec "remote.mount.$kind" "$(since "$t0")"
+            timed "remote.ls.$kind" ls "$MNT"
+            timed "remote.find.$kind" find "$MNT"
             if [ "$r" = 1 ]; then
                 rec "remote.mount.$kind.requests" "$(mount_requests)"
                 rec "remote.mount.$kind.entries" "$(find "$MNT" | wc -l)"
@@ -683,6 +716,7 @@ section slice
 section random
 section parallel
 section meta
+section scale
 section rss
 section remote
 section backing

@@ -3,6 +3,7 @@
 
     python3 scripts/bench_data.py arrays DIR --size-mib 256
     python3 scripts/bench_data.py tree DIR --groups 100 --arrays 100
+    python3 scripts/bench_data.py meta-tree DIR --groups 1000 --arrays 100
     python3 scripts/bench_data.py plain DIR --raw RAW --shape T,Y,X
     python3 scripts/bench_data.py consolidate STORE
 
@@ -23,6 +24,10 @@ mounted file `zstd` holds.
 
 `tree` writes DIR/tree.zarr (Zarr v3): a root group with G groups of A small int32 arrays each
 (shape (32,), chunks (16,), two chunk files per array).
+
+`meta-tree` writes DIR/tree.zarr with the same layout, metadata only (no chunks): the `zarr.json`
+of one group and one array as zarr-python writes them, copied to every node; for hierarchies
+too large to write array by array (the scale section).
 
 `plain` writes DIR/plain.zarr: the volume of RAW (a raw.bin of `arrays`) as the array `plain`,
 uncompressed, same chunks: what moving the bytes through FUSE costs with nothing to decode.
@@ -164,9 +169,9 @@ def _tree_worker(args):
     return len(groups)
 
 
-def make_tree(path, n_groups, n_arrays):
+def make_tree(path, n_groups, n_arrays, metadata_only=False):
     params = {
-        "kind": "tree",
+        "kind": "meta-tree" if metadata_only else "tree",
         "format": FORMAT_VERSION,
         "groups": n_groups,
         "arrays_per_group": n_arrays,
@@ -176,19 +181,49 @@ def make_tree(path, n_groups, n_arrays):
         return
     started = time.time()
     store = os.path.join(path, "tree.zarr")
-    root = zarr.open_group(store, mode="w", zarr_format=3)
-    names = [f"g{i:03d}" for i in range(n_groups)]
-    for n in names:
-        root.create_group(n, attributes={"index": n})
-    workers = max(1, min(4, os.cpu_count() or 1))
-    parts = [(store, names[i::workers], n_arrays) for i in range(workers)]
-    with multiprocessing.get_context("spawn").Pool(workers) as pool:
-        pool.map(_tree_worker, parts)
+    if metadata_only:
+        write_meta_tree(path, store, n_groups, n_arrays)
+    else:
+        root = zarr.open_group(store, mode="w", zarr_format=3)
+        names = [f"g{i:03d}" for i in range(n_groups)]
+        for n in names:
+            root.create_group(n, attributes={"index": n})
+        workers = max(1, min(4, os.cpu_count() or 1))
+        parts = [(store, names[i::workers], n_arrays) for i in range(workers)]
+        with multiprocessing.get_context("spawn").Pool(workers) as pool:
+            pool.map(_tree_worker, parts)
     finish(path, params)
     print(
         f"bench_data: wrote {store} ({n_groups} groups x {n_arrays} arrays = "
-        f"{1 + n_groups + n_groups * n_arrays} nodes) in {time.time() - started:.1f} s"
+        f"{1 + n_groups + n_groups * n_arrays} nodes{', metadata only' if metadata_only else ''}) "
+        f"in {time.time() - started:.1f} s"
     )
+
+
+def write_meta_tree(path, store, n_groups, n_arrays):
+    """The `zarr.json` of one group and one array as zarr-python writes them, copied to every
+    node of `store`."""
+    template = os.path.join(path, "template.zarr")
+    root = zarr.open_group(template, mode="w", zarr_format=3)
+    root.create_group("g").create_array("a", shape=(32,), chunks=(16,), dtype="<i4")
+    docs = {}
+    for key in ("zarr.json", "g/zarr.json", "g/a/zarr.json"):
+        with open(os.path.join(template, key), "rb") as f:
+            docs[key] = f.read()
+    shutil.rmtree(template)
+    os.makedirs(store)
+    with open(os.path.join(store, "zarr.json"), "wb") as f:
+        f.write(docs["zarr.json"])
+    for i in range(n_groups):
+        group = os.path.join(store, f"g{i:04d}")
+        os.makedirs(group)
+        with open(os.path.join(group, "zarr.json"), "wb") as f:
+            f.write(docs["g/zarr.json"])
+        for j in range(n_arrays):
+            array = os.path.join(group, f"a{j:03d}")
+            os.makedirs(array)
+            with open(os.path.join(array, "zarr.json"), "wb") as f:
+                f.write(docs["g/a/zarr.json"])
 
 
 def make_plain(path, raw, shape):
@@ -215,6 +250,10 @@ def main():
     t.add_argument("dir")
     t.add_argument("--groups", type=int, default=100)
     t.add_argument("--arrays", type=int, default=100)
+    m = sub.add_parser("meta-tree")
+    m.add_argument("dir")
+    m.add_argument("--groups", type=int, default=1000)
+    m.add_argument("--arrays", type=int, default=100)
     pl = sub.add_parser("plain")
     pl.add_argument("dir")
     pl.add_argument("--raw", required=True)
@@ -228,6 +267,8 @@ def main():
         make_plain(args.dir, args.raw, [int(n) for n in args.shape.split(",")])
     elif args.cmd == "tree":
         make_tree(args.dir, args.groups, args.arrays)
+    elif args.cmd == "meta-tree":
+        make_tree(args.dir, args.groups, args.arrays, metadata_only=True)
     else:
         zarr.consolidate_metadata(args.store)
         print(f"bench_data: consolidated the metadata of {args.store}")

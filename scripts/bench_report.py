@@ -218,15 +218,35 @@ def rows(r, p):
         ratio = b / z if z and b else None
         add("6 metadata", f"mount time ({nodes} nodes; daemon returns once mounted) vs zarr-python open + list all nodes",
             fmt_time(z), fmt_time(b), ratio, "—", None, med=("meta.mount", "meta.zarr_list", False))
+    def walk_row(what, zkey, bkey):
+        z, b = r.min(zkey), r.min(bkey)
+        if z is None:
+            return
+        ratio = z / b if z and b else None
+        add("6 metadata", f"{what}, vs the same over the store directory (time ratio)",
+            fmt_time(z), fmt_time(b), ratio, "≤ 2.0", None if ratio is None else ratio <= 2.0,
+            med=(zkey, bkey, True))
+
     for tool, key in (("`find`", "find"), ("`ls -lR`", "lslr")):
         for state, label in (("fresh", "first walk of a fresh mount"), ("warm", "second walk")):
-            z, b = r.min(f"meta.{key}.{state}"), r.min(f"meta.{key}.store")
-            if z is None:
-                continue
+            walk_row(f"{tool}, {label}", f"meta.{key}.{state}", f"meta.{key}.store")
+
+    # 6. metadata at scale (metadata-only trees)
+    sizes = sorted({int(k.split(".")[1]) for k in r.v if k.startswith("scale.") and k.split(".")[1].isdigit()})
+    for n in sizes:
+        z, b = r.min(f"scale.{n}.mount"), r.min(f"scale.{n}.read_all")
+        if z is not None:
             ratio = z / b if z and b else None
-            add("6 metadata", f"{tool}, {label}, vs the same over the store directory (time ratio)",
-                fmt_time(z), fmt_time(b), ratio, "≤ 2.0", None if ratio is None else ratio <= 2.0,
-                med=(f"meta.{key}.{state}", f"meta.{key}.store", True))
+            add("6 metadata", f"mount time, {n} nodes (metadata only), vs reading every metadata file once (time ratio)",
+                fmt_time(z), fmt_time(b), ratio, "≤ 1.0", None if ratio is None else ratio <= 1.0,
+                med=(f"scale.{n}.mount", f"scale.{n}.read_all", True))
+        hwm = r.first(f"scale.{n}.hwm_kib")
+        if hwm not in (None, ""):
+            mib = float(hwm) / 1024
+            add("6 metadata", f"daemon peak RSS after a full `find`, {n} nodes (MiB; KiB per node)",
+                f"{mib:.0f} MiB", f"{float(hwm) / n:.2f} KiB/node", None, "≤ 256 MiB", mib <= 256)
+        for tool, key in (("`find`", "find"), ("`ls -lR`", "lslr")):
+            walk_row(f"{tool} of a fresh mount, {n} nodes", f"scale.{n}.{key}", f"scale.{n}.{key}.store")
 
     # 7. remote (loopback S3 server)
     z, b, loc = rate("remote.full.zstd.cold"), rate("remote.full.zstd.zarr"), rate("full.zstd.cold")
@@ -247,6 +267,11 @@ def rows(r, p):
         zs = fmt_time(t) + (f" ({reqs} requests)" if reqs not in (None, "") else "")
         add("7 remote", f"mount time over S3, {nodes} nodes {label}, vs mounting the local directory",
             zs, fmt_time(base), base / t if base else None, "—", None)
+        for what, key in (("first `ls` of the root", "ls"), ("a full `find`", "find")):
+            w = r.min(f"remote.{key}.{kind}")
+            if w is not None:
+                add("7 remote", f"mount time plus {what} over S3, {nodes} nodes {label}",
+                    fmt_time(t + w), "—", None, "—", None)
 
     # 9. decode once (--cache-dir)
     page = rate("backing.raw.pagecache")

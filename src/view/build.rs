@@ -8,7 +8,8 @@ use super::preview::{rendered_cache, Preview};
 use super::read_policy::ReadPolicy;
 use super::vlen_file::Sizer;
 use super::xattrs::{array_xattrs, group_xattrs, Xattrs};
-use super::zom::{group_zoms, store_version, ZOM_FILE};
+use super::zom::{store_version, ZOM_FILE};
+use super::zom_files::ZomFiles;
 use super::{ArrayFile, Content, Dir, Inode, IoCause, Layout, View, VlenFile, ROOT_INO};
 use crate::cache::ChunkCache;
 use crate::fetch::ChunkReader;
@@ -42,8 +43,8 @@ struct Builder {
     sidecars: Vec<Sidecar>,
     previews: Vec<Preview>,
     xattrs: HashMap<u64, Xattrs>,
-    /// The ZOM of every group, by path (taken when its directory is made).
-    zoms: HashMap<String, serde_json::Map<String, serde_json::Value>>,
+    /// The `.zom.json` files, rendered on first use.
+    zoms: ZomFiles,
     /// The Zarr version of the store (2 or 3), for `user.zarr.format`.
     version: u8,
     store: Arc<dyn Store>,
@@ -87,23 +88,28 @@ impl Builder {
 
     /// Queues the `.group.json` of the group `node` shown as directory `dir`.
     /// Also queues its `.zom.json` and sets the directory's extended attributes.
-    fn add_group_sidecar(&mut self, dir: u64, node: &Node, mtime: SystemTime) {
+    fn add_group_sidecar(
+        &mut self,
+        dir: u64,
+        node: &Node,
+        kept: u32,
+        doc: Arc<[u8]>,
+        mtime: SystemTime,
+    ) {
         self.sidecars.push(Sidecar {
             dir,
             name: GROUP_SIDECAR.into(),
-            content: Content::Json(json_bytes(&node.document)),
+            content: Content::Json(doc),
             mtime,
             xattrs: None,
         });
-        if let Some(zom) = self.zoms.remove(&node.path) {
-            self.sidecars.push(Sidecar {
-                dir,
-                name: ZOM_FILE.into(),
-                content: Content::Json(json_bytes(&zom)),
-                mtime,
-                xattrs: None,
-            });
-        }
+        self.sidecars.push(Sidecar {
+            dir,
+            name: ZOM_FILE.into(),
+            content: Content::Zom(self.zoms.add_file(kept)),
+            mtime,
+            xattrs: None,
+        });
         self.xattrs.insert(dir, group_xattrs(node, self.version));
     }
 
@@ -146,7 +152,7 @@ impl Builder {
     }
 
     /// Adds an array's data file under `name` and queues its `.json` and `.npy` sidecars.
-    fn add_array(&mut self, dir: u64, name: &str, node: &Node, mtime: SystemTime) {
+    fn add_array(&mut self, dir: u64, name: &str, node: &Node, doc: Arc<[u8]>, mtime: SystemTime) {
         // One number space for both kinds: it keys the shared chunk cache.
         let id = (self.arrays.len() + self.vlen.len()) as u32;
         let (meta, source) = match &node.kind {
@@ -175,11 +181,8 @@ impl Builder {
         let (data, npy) = match source {
             Ok(source) if source.reader.meta().dtype.is_variable() => {
                 let k = self.vlen.len() as u32;
-                self.vlen.push(Arc::new(VlenFile::new(
-                    &node.path,
-                    source,
-                    json_bytes(&node.document),
-                )));
+                self.vlen
+                    .push(Arc::new(VlenFile::new(&node.path, source, doc.clone())));
                 (Content::Text(k), Content::TextNpy(k))
             }
             other => {
@@ -198,9 +201,8 @@ impl Builder {
                     });
                     self.previews.push(preview);
                 }
-                let doc = json_bytes(&node.document);
                 self.arrays
-                    .push(ArrayFile::new(&node.path, meta, other, doc));
+                    .push(ArrayFile::new(&node.path, meta, other, doc.clone()));
                 (Content::Data(k), Content::Npy(k))
             }
         };
@@ -210,7 +212,7 @@ impl Builder {
         self.sidecars.push(Sidecar {
             dir,
             name: format!("{name}.json"),
-            content: Content::Json(json_bytes(&node.document)),
+            content: Content::Json(doc),
             mtime,
             xattrs: None,
         });
@@ -339,7 +341,7 @@ impl View {
             sidecars: Vec::new(),
             previews: Vec::new(),
             xattrs: HashMap::new(),
-            zoms: group_zoms(hierarchy),
+            zoms: ZomFiles::new(store_version(hierarchy)),
             version: store_version(hierarchy),
             store,
             cache: cache.clone(),
@@ -349,16 +351,23 @@ impl View {
 
         let root = b.push(ROOT_INO, Content::Dir(Dir::default()), store_mtime);
         for node in &hierarchy.nodes {
+            // One copy of the document for every file that shows it.
+            let doc = json_bytes(&node.document);
+            let array = match &node.kind {
+                NodeKind::Group => None,
+                NodeKind::Array(meta) => Some(meta.as_ref().ok().cloned()),
+            };
+            let kept = b.zoms.keep(&node.path, &node.document, doc.clone(), array);
             if node.path.is_empty() {
                 match node.kind {
                     NodeKind::Group => {
                         dirs.insert("", root);
-                        b.add_group_sidecar(root, node, mtime_of(node));
+                        b.add_group_sidecar(root, node, kept, doc, mtime_of(node));
                     }
                     NodeKind::Array(_) => {
                         // Its netCDF view shows it as the root group's one variable.
                         dirs.insert("", root);
-                        b.add_array(root, root_name, node, mtime_of(node));
+                        b.add_array(root, root_name, node, doc, mtime_of(node));
                     }
                 }
                 continue;
@@ -379,9 +388,9 @@ impl View {
                     let ino = b.push(parent, Content::Dir(Dir::default()), mtime_of(node));
                     b.link(parent, name, ino);
                     dirs.insert(&node.path, ino);
-                    b.add_group_sidecar(ino, node, mtime_of(node));
+                    b.add_group_sidecar(ino, node, kept, doc, mtime_of(node));
                 }
-                NodeKind::Array(_) => b.add_array(parent, name, node, mtime_of(node)),
+                NodeKind::Array(_) => b.add_array(parent, name, node, doc, mtime_of(node)),
             }
         }
         // What the store says of the version it shows (an Icechunk snapshot), on the root.
@@ -440,6 +449,7 @@ impl View {
             previews: b.previews,
             rendered: rendered_cache(),
             xattrs: b.xattrs,
+            zoms: b.zoms,
             sizer: Sizer::new(cache.clone()),
             cache,
             policy: ReadPolicy::local(0),

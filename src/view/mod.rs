@@ -25,6 +25,7 @@ mod totals;
 mod vlen_file;
 mod xattrs;
 mod zom;
+mod zom_files;
 
 use array_file::ArrayFile;
 pub use error::{IoCause, ViewError};
@@ -100,6 +101,8 @@ enum Content {
     Npy(u32),
     /// A JSON sidecar.
     Json(Arc<[u8]>),
+    /// A group's `.zom.json`, number N of [`zom_files::ZomFiles`].
+    Zom(u32),
     /// A group's CDL header (`.header.cdl`).
     Cdl(Arc<[u8]>),
     /// A group's subtree as ncstream number N (`.ncstream`).
@@ -137,6 +140,8 @@ pub struct View {
     rendered: preview::Rendered,
     /// Extended attributes, by inode (inodes without any are absent).
     xattrs: HashMap<u64, Xattrs>,
+    /// The `.zom.json` files, rendered on first use.
+    zoms: zom_files::ZomFiles,
     /// Scans large variable-length arrays for their sizes.
     sizer: Sizer,
     cache: Arc<ChunkCache>,
@@ -218,6 +223,7 @@ impl View {
             Content::Data(a) => (FileKind::File, self.arrays[*a as usize].data_size(), 1),
             Content::Npy(a) => (FileKind::File, self.arrays[*a as usize].npy_size(), 1),
             Content::Json(bytes) | Content::Cdl(bytes) => (FileKind::File, bytes.len() as u64, 1),
+            Content::Zom(z) => (FileKind::File, self.zoms.size(*z), 1),
             // A stream holding strings is measured on first use (see `netcdf::ncstream`).
             Content::NcStream(s) => (
                 FileKind::File,
@@ -368,7 +374,7 @@ impl View {
         match content {
             Content::Dir(_) => Err(ViewError::IsDir),
             // Variable-length files open at once; a read waits for their scan (see `vlen_file`).
-            Content::Json(_) | Content::Cdl(_) | Content::NcStream(_) => Ok(0),
+            Content::Json(_) | Content::Zom(_) | Content::Cdl(_) | Content::NcStream(_) => Ok(0),
             Content::Text(a) | Content::TextNpy(a) => {
                 if let Some(backing) = &self.backing {
                     self.vlen[*a as usize].attach_backing(backing, vlen_part(content));
@@ -472,6 +478,10 @@ impl View {
             }
             Content::Json(bytes) | Content::Cdl(bytes) => {
                 extend_range(bytes, offset, len, out);
+                Ok(())
+            }
+            Content::Zom(z) => {
+                extend_range(&self.zoms.bytes(*z), offset, len, out);
                 Ok(())
             }
             Content::Preview(p) => {

@@ -5,9 +5,8 @@
 //! form (data type names, `chunk_grid`, `chunk_key_encoding` and `codecs` as named
 //! configurations) from their parsed metadata.
 
-use crate::meta::{ArrayMeta, DataType, Hierarchy, KeyStyle, Node, NodeKind};
+use crate::meta::{ArrayMeta, DataType, Hierarchy, KeyStyle};
 use serde_json::{json, Map, Value};
-use std::collections::HashMap;
 
 /// The name of the ZOM file in every group directory.
 pub const ZOM_FILE: &str = ".zom.json";
@@ -54,41 +53,13 @@ pub fn store_version(hierarchy: &Hierarchy) -> u8 {
     }
 }
 
-/// The ZOM of every group of `hierarchy`, by group path, built in one pass from the leaves up.
-pub fn group_zoms(hierarchy: &Hierarchy) -> HashMap<String, Map<String, Value>> {
-    let mut nodes: Vec<&Node> = hierarchy.nodes.iter().collect();
-    // A child's path extends its parent's, so it sorts after it: go from the end.
-    nodes.sort_by(|a, b| b.path.cmp(&a.path));
-    let mut members_of: HashMap<&str, Map<String, Value>> = HashMap::new();
-    let mut groups = HashMap::new();
-    let version = store_version(hierarchy);
-    for node in nodes {
-        let zom = match &node.kind {
-            NodeKind::Group => {
-                let members = members_of.remove(node.path.as_str()).unwrap_or_default();
-                let zom = group_node(node, members, version);
-                groups.insert(node.path.clone(), zom.clone());
-                zom
-            }
-            NodeKind::Array(meta) => {
-                array_node(node, meta.as_ref().ok().map(|m| m.as_ref()), version)
-            }
-        };
-        if node.path.is_empty() {
-            continue;
-        }
-        let (parent, name) = node.path.rsplit_once('/').unwrap_or(("", &node.path));
-        members_of
-            .entry(parent)
-            .or_default()
-            .insert(name.to_string(), Value::Object(zom));
-    }
-    groups
-}
-
 /// A group's ZOM with `members`.
-fn group_node(node: &Node, members: Map<String, Value>, version: u8) -> Map<String, Value> {
-    let attributes = attributes(&node.document);
+pub(super) fn group_node(
+    doc: &Map<String, Value>,
+    members: Map<String, Value>,
+    version: u8,
+) -> Map<String, Value> {
+    let attributes = attributes(doc);
     let mut out = Map::new();
     if version == 2 {
         out.insert("zarr_format".into(), json!(2));
@@ -110,8 +81,11 @@ fn attributes(doc: &Map<String, Value>) -> Value {
 
 /// An array's ZOM in a store of Zarr `version`. Draft arrays (v3 stores whose documents are
 /// not final v3) are built from `meta`, or from their document when it could not be parsed.
-fn array_node(node: &Node, meta: Option<&ArrayMeta>, version: u8) -> Map<String, Value> {
-    let doc = &node.document;
+pub(super) fn array_node(
+    doc: &Map<String, Value>,
+    meta: Option<&ArrayMeta>,
+    version: u8,
+) -> Map<String, Value> {
     let final_v3 = doc.get("zarr_format").and_then(Value::as_u64) == Some(3);
     let mut out: Map<String, Value> = match (version, final_v3, meta) {
         (2, _, _) => pick(doc, V2_ARRAY_KEYS),
