@@ -136,3 +136,28 @@ fn rectilinear_arrays_read_exactly_through_the_cache_directory() {
         }
     }
 }
+
+/// Each stored chunk of a rectilinear grid is fetched (and decoded) once for all the read
+/// chunks it holds, while the cache can keep it: `grid2d`'s edges `[3, 3, 4]` × `[2, 5]` have
+/// a greatest common divisor of 1, so its 6 stored chunks (one of them absent) hold 70
+/// one-element read chunks; `thin`'s 4 hold 10, `runs`' 6 hold 10.
+#[test]
+fn rectilinear_stored_chunks_are_fetched_once_for_all_their_read_chunks() {
+    for (array, stored) in [("grid2d", 6), ("thin", 4), ("runs", 6)] {
+        let (store, data, _) = rectilinear_case(array);
+        let location = store.to_str().unwrap();
+        let (counted, counts) =
+            zarrfs::store::CountingStore::new(zarrfs::store::open(location).unwrap());
+        let options = zarrfs::meta::LoadOptions::default();
+        let view =
+            zarrfs::view::from_store(std::sync::Arc::new(counted), location, 64 << 20, &options)
+                .unwrap();
+        let before = counts.requests();
+        assert_eq!(read_all(&view, array), data, "{array}");
+        let requests = counts.requests() - before;
+        assert!(
+            requests <= stored,
+            "{array}: {requests} requests for {stored} stored chunks"
+        );
+    }
+}

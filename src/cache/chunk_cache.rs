@@ -31,6 +31,9 @@ enum Key {
     Chunk(ChunkId),
     /// The index of the shard with this store key, of array number N.
     Index(u32, Arc<str>),
+    /// The decoded stored chunk with this store key, of array number N, out of which a
+    /// rectilinear grid's read chunks are cut.
+    Stored(u32, Arc<str>),
 }
 
 #[derive(Clone)]
@@ -227,6 +230,25 @@ impl ChunkCache {
             Entry::Chunk(_) => unreachable!("index keys hold indexes"),
         }
     }
+
+    /// The decoded stored chunk `key` of array number `array` (a rectilinear grid's, holding
+    /// several read chunks), kept like a chunk.
+    pub fn get_or_load_stored(
+        &self,
+        array: u32,
+        key: &str,
+        load: impl FnOnce() -> Outcome,
+    ) -> Outcome {
+        let entry = self.lru.get_or_load(
+            Key::Stored(array, Arc::from(key)),
+            || format!("chunk {key}: decoder panicked"),
+            || load().map(Entry::Chunk),
+        )?;
+        match entry {
+            Entry::Chunk(data) => Ok(data),
+            Entry::Index(_) => unreachable!("stored chunk keys hold chunks"),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -345,6 +367,20 @@ mod tests {
             .get_or_load_index(0, "e", || panic!("boom"))
             .unwrap_err();
         assert!(err.to_string().contains("index decoder panicked"), "{err}");
+    }
+
+    #[test]
+    fn stored_chunks_are_kept_apart_from_read_chunks_within_the_budget() {
+        let cache = ChunkCache::new(2 * (1000 + ENTRY_OVERHEAD));
+        cache.get_or_load(id(0), || data(1000)).unwrap();
+        let stored = cache.get_or_load_stored(0, "c/0", || data(1000)).unwrap();
+        assert_eq!(stored.unwrap().len(), 1000);
+        cache
+            .get_or_load_stored(0, "c/0", || panic!("the stored chunk is cached"))
+            .unwrap();
+        assert!(cache.contains(id(0)), "a key space of its own");
+        assert_eq!(cache.get_or_load_stored(1, "c/0", || Ok(None)), Ok(None));
+        assert!(cache.stats().used <= cache.budget());
     }
 
     #[test]

@@ -282,7 +282,8 @@ impl ChunkReader {
     }
 
     /// Read chunk `idx` of a rectilinear grid: the stored chunk holding it, decoded by a
-    /// pipeline of that chunk's shape, and the read chunk's box copied out of it.
+    /// pipeline of that chunk's shape (once while `ctx` keeps it, for all the read chunks it
+    /// holds), and the read chunk's box copied out of it.
     fn load_part(
         &self,
         idx: &[u64],
@@ -292,12 +293,18 @@ impl ChunkReader {
         let (chunk, offset, stored) = self.meta.grid.stored_chunk(idx, read);
         let key = self.meta.chunk_keys.key(&chunk);
         let context = |e: FetchError| e.context(format!("{}: chunk {key}", self.display_path()));
-        let Some(encoded) = self.fetch_object(&key).map_err(context)? else {
+        let mut decode = || {
+            let Some(encoded) = self.fetch_object(&key).map_err(context)? else {
+                return Ok(None);
+            };
+            let whole = Pipeline::new(&self.meta.codecs, &self.meta.dtype, &stored)
+                .and_then(|pipeline| pipeline.decode(&encoded))
+                .map_err(|e| context(e.into()))?;
+            Ok(Some(Arc::new(whole)))
+        };
+        let Some(whole) = ctx.stored_chunk(&key, &mut decode)? else {
             return Ok(None);
         };
-        let whole = Pipeline::new(&self.meta.codecs, &self.meta.dtype, &stored)
-            .and_then(|pipeline| pipeline.decode(&encoded))
-            .map_err(|e| context(e.into()))?;
         let mut buf = ctx.buffer(self.chunk_bytes as usize);
         let elem = self.meta.dtype.size();
         super::sub_chunk::copy_box(&whole, &stored, &offset, read, elem, &mut buf);

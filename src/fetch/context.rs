@@ -1,9 +1,14 @@
 //! What a fetch borrows from the stages above it.
 
 use super::{FetchError, Index};
+use std::sync::Arc;
 
-/// Decode buffers and a keeper of shard indexes, lent by whoever caches (the view wires the
-/// chunk cache in); [`Uncached`] lends nothing.
+/// A decoded stored chunk: `None` when the store holds no such chunk (it reads as the fill
+/// value).
+pub type StoredChunk = Option<Arc<Vec<u8>>>;
+
+/// Decode buffers and a keeper of shard indexes and decoded stored chunks, lent by whoever
+/// caches (the view wires the chunk cache in); [`Uncached`] lends nothing.
 pub trait FetchContext {
     /// A buffer of exactly `len` bytes to decode into (its old contents are overwritten).
     fn buffer(&self, len: usize) -> Vec<u8>;
@@ -16,6 +21,16 @@ pub trait FetchContext {
         key: &str,
         load: &mut dyn FnMut() -> Result<Index, FetchError>,
     ) -> Result<Index, FetchError>;
+    /// The decoded stored chunk `key` of a rectilinear grid, which holds several read chunks:
+    /// kept from before, or from `load`, which is run at most once however many readers ask at
+    /// the same time. Keeps nothing unless the lender does: runs `load`.
+    fn stored_chunk(
+        &self,
+        _key: &str,
+        load: &mut dyn FnMut() -> Result<StoredChunk, FetchError>,
+    ) -> Result<StoredChunk, FetchError> {
+        load()
+    }
 }
 
 /// Fresh buffers, no shard index kept: every fetch goes to the store.

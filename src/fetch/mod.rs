@@ -11,7 +11,7 @@ mod shard_reader;
 mod sub_chunk;
 
 pub use chunk_reader::ChunkReader;
-pub use context::{FetchContext, Uncached};
+pub use context::{FetchContext, StoredChunk, Uncached};
 pub use error::{FetchCause, FetchError};
 
 use crate::codec::ShardIndex;

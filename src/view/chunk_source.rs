@@ -3,7 +3,7 @@
 
 use super::{Layout, SendBytes};
 use crate::cache::{ChunkCache, ChunkData, ChunkError, ChunkId};
-use crate::fetch::{ChunkReader, FetchCause, FetchContext, FetchError, Index};
+use crate::fetch::{ChunkReader, FetchCause, FetchContext, FetchError, Index, StoredChunk};
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -29,10 +29,25 @@ impl FetchContext for CacheContext<'_> {
     ) -> Result<Index, FetchError> {
         self.cache
             .get_or_load_index(self.array, key, || load().map_err(ChunkError::new))
-            .map_err(|e| match e.downcast_ref::<FetchError>() {
-                Some(f) => f.clone(),
-                None => FetchError::new(FetchCause::Panicked, e.to_string()),
-            })
+            .map_err(fetch_error)
+    }
+
+    fn stored_chunk(
+        &self,
+        key: &str,
+        load: &mut dyn FnMut() -> Result<StoredChunk, FetchError>,
+    ) -> Result<StoredChunk, FetchError> {
+        self.cache
+            .get_or_load_stored(self.array, key, || load().map_err(ChunkError::new))
+            .map_err(fetch_error)
+    }
+}
+
+/// The fetch stage's own error back from the cache, or the panic of its loader.
+fn fetch_error(e: ChunkError) -> FetchError {
+    match e.downcast_ref::<FetchError>() {
+        Some(f) => f.clone(),
+        None => FetchError::new(FetchCause::Panicked, e.to_string()),
     }
 }
 
