@@ -5,8 +5,8 @@
 
 mod common;
 
-use common::load_manifest;
 use common::mount::{python, timed, Mount};
+use common::{all_fixture_cases, load_manifest};
 
 /// Checks selections of every array given as (mounted file, expected .npy) pairs.
 const CHECK: &str = r#"
@@ -51,10 +51,7 @@ fn selections_of_every_fixture_array_match_numpy() {
         return;
     }
     let mut total = 0;
-    let mut cases = load_manifest("manifest.json");
-    cases.extend(load_manifest("dialects/manifest.json"));
-    cases.extend(load_manifest("types/manifest.json"));
-    for case in cases {
+    for case in all_fixture_cases() {
         let options: Vec<&str> = case.options.iter().map(String::as_str).collect();
         let mount = Mount::new(&case.store, &options);
         let args: Vec<String> = case

@@ -37,6 +37,13 @@ fn every_fixture_reads_exactly_over_s3() {
         cases.iter().filter(|c| c.store.is_file()).count() >= 5,
         "too few zip stores"
     );
+    for types in common::load_manifest("types/manifest.json") {
+        assert!(
+            cases.iter().any(|c| c.store == types.store),
+            "{} (tests/fixtures/types/) is not read over S3",
+            types.name
+        );
+    }
     let stores: Vec<PathBuf> = cases.iter().map(|c| c.store.clone()).collect();
     let server = servers::s3_server(&[("fixtures", &stores)]);
     servers::s3_credentials_env();

@@ -159,10 +159,12 @@ pub fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
-/// The stores of both fixture manifests (directories and zip files).
+/// The stores of the fixture manifests (directories and zip files): the classic stores, the
+/// dialects and the types of 2026.
 pub fn all_fixture_cases() -> Vec<StoreCase> {
     let mut cases = load_manifest("manifest.json");
     cases.extend(load_manifest("dialects/manifest.json"));
+    cases.extend(load_manifest("types/manifest.json"));
     cases
 }
 
