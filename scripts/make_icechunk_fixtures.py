@@ -7,7 +7,10 @@ several commits on `main`, a tag `v1` on the first, a branch `dev` with a commit
 Arrays hold native chunks (objects under chunks/), inline chunks (smaller than icechunk's inline
 threshold) and missing chunks; the v2 repository also has an array of virtual chunks that point
 at s3://zarrfs-icechunk/raw.bin (the remote test serves the repository and raw.bin from one
-bucket). Expected values: zarr-python reading the repository through icechunk, at each version;
+bucket). Both repositories configure a virtual chunk container named `bucket` (url_prefix
+s3://zarrfs-icechunk/), kept in the `repo` file (v2) or config.yaml (v1), and hold `sub/relative`,
+whose rows 0-4 are relative `vcc://bucket/raw.bin` chunks and row 5 names a container `nosuch`
+the repository does not define. Expected values: zarr-python reading the repository through icechunk, at each version;
 for the virtual array, numpy reading raw.bin (what the references name).
 """
 
@@ -26,7 +29,11 @@ BUCKET = "zarrfs-icechunk"
 
 
 def write_repo(path, spec_version, virtual):
-    repo = ic.Repository.create(ic.local_filesystem_storage(path), spec_version=spec_version)
+    config = ic.RepositoryConfig.default()
+    config.set_virtual_chunk_container(
+        ic.VirtualChunkContainer(f"s3://{BUCKET}/", ic.s3_store(region="us-east-1"), name="bucket"))
+    repo = ic.Repository.create(ic.local_filesystem_storage(path), config=config,
+                                spec_version=spec_version)
     s = repo.writable_session("main")
     root = zarr.group(s.store, attributes={"title": "zarrfs icechunk fixture"})
     rng = np.random.default_rng(spec_version)
@@ -50,6 +57,13 @@ def write_repo(path, spec_version, virtual):
         for i in range(6):
             s.store.set_virtual_ref(f"sub/virtual/c/{i}/0", f"s3://{BUCKET}/raw.bin",
                                     offset=i * 40, length=40, validate_container=False)
+    rel = sub.create_array("relative", shape=(6, 10), chunks=(1, 10), dtype="<u4", fill_value=0,
+                           compressors=None)
+    for i in range(5):
+        s.store.set_virtual_ref(f"sub/relative/c/{i}/0", "vcc://bucket/raw.bin",
+                                offset=i * 40, length=40, validate_container=False)
+    s.store.set_virtual_ref("sub/relative/c/5/0", "vcc://nosuch/raw.bin",
+                            offset=200, length=40, validate_container=False)
     s.commit("second: temp rows 4-7 left half, sub/counts")
 
     s = repo.writable_session("main")
@@ -86,7 +100,7 @@ def case(repo, name, store, ref, options, raw):
                           "json": {"zarr_format": 3, "node_type": "group",
                                    "attributes": dict(node.attrs)}})
             continue
-        if path.endswith("virtual"):
+        if path.endswith(("virtual", "relative")):
             data = raw
         else:
             data = little(node[...])
@@ -95,7 +109,7 @@ def case(repo, name, store, ref, options, raw):
         np.save(os.path.join(OUT, npy), data)
         nodes.append({"path": path, "type": "array", "npy": npy,
                       "json": {"shape": list(node.shape), "zarr_format": 3, "node_type": "array"}})
-        if path.endswith("virtual"):
+        if path.endswith(("virtual", "relative")):
             # Its target is in a bucket, not beside the repository: EIO unless served and
             # allowed (tests/icechunk.rs serves both from one bucket).
             nodes[-1].update({"expect": "partial_eio", "ok_range": [0, 0]})

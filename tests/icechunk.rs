@@ -239,3 +239,33 @@ fn slices_of_a_branch_read_exactly_through_fuse() {
     assert_eq!(std::fs::read(m.join("temp[2:6,5]")).unwrap(), want);
     assert_eq!(std::fs::read(m.join("temp[y=7]")).unwrap(), temp[7 * 256..]);
 }
+
+#[test]
+fn relative_virtual_chunks_resolve_through_the_repository_containers() {
+    if !common::mount::fuse_ready() {
+        return;
+    }
+    for repo in ["repo_v2", "repo_v1"] {
+        let m = common::mount::Mount::new(&fixture(repo), &[]);
+        // `vcc://bucket/raw.bin` is s3://zarrfs-icechunk/raw.bin, outside the repository's
+        // directory: refused by the allowed-targets rule, naming the resolved URL.
+        let err = std::fs::read(m.join("sub/relative[0]")).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::EIO), "{repo}");
+        // `vcc://nosuch/raw.bin`: a container the repository does not define.
+        let err = std::fs::read(m.join("sub/relative[5]")).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::EIO), "{repo}");
+        let (_, log) = m.stop();
+        assert!(
+            log.lines()
+                .any(|l| l.contains("s3://zarrfs-icechunk/raw.bin")
+                    && l.contains("--allow-target")
+                    && !l.contains("vcc://")),
+            "{repo}: {log}"
+        );
+        assert!(
+            log.lines()
+                .any(|l| l.contains("vcc://nosuch/raw.bin") && l.contains("\"nosuch\"")),
+            "{repo}: {log}"
+        );
+    }
+}

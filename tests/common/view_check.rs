@@ -47,6 +47,7 @@ pub fn check_store(case: &StoreCase) -> Vec<String> {
     let remote = zarrfs::store::RemoteOptions {
         version: option("--ref").pop(),
         allow_targets: option("--allow-target"),
+        endpoint: option("--endpoint").pop(),
         ..Default::default()
     };
     let location = case.store.to_str().unwrap();

@@ -3,6 +3,7 @@
 //! an object under `chunks/`) or a virtual chunk (a range of a file by URL, with the ETag or
 //! modification time it had when it was referenced).
 
+use super::containers::Containers;
 use super::files;
 use crate::store::references::{listed_size, Catalog, Recorded, Reference};
 use crate::store::{accept_key, list_sized, Entry, Store, StoreError};
@@ -35,11 +36,18 @@ pub struct SnapshotCatalog {
     /// Arrays by path (`""` for an array at the root).
     arrays: HashMap<String, ArrayNode>,
     manifests: Mutex<LruCache<String, Arc<Manifest>>>,
+    /// Where relative (`vcc://`) virtual chunks are.
+    containers: Containers,
 }
 
 impl SnapshotCatalog {
-    /// The nodes of `snapshot`, whose chunks are in `repo`.
-    pub fn new(repo: Arc<dyn Store>, snapshot: &Snapshot) -> Result<Self, StoreError> {
+    /// The nodes of `snapshot`, whose chunks are in `repo` or, for relative virtual chunks, in
+    /// `containers`.
+    pub fn new(
+        repo: Arc<dyn Store>,
+        snapshot: &Snapshot,
+        containers: Containers,
+    ) -> Result<Self, StoreError> {
         let what = repo.describe();
         let mut metadata = BTreeMap::new();
         let mut arrays = HashMap::new();
@@ -75,6 +83,7 @@ impl SnapshotCatalog {
             manifests: Mutex::new(LruCache::new(
                 NonZeroUsize::new(MANIFESTS_KEPT).unwrap_or(NonZeroUsize::MIN),
             )),
+            containers,
         })
     }
 
@@ -192,7 +201,7 @@ impl Catalog for SnapshotCatalog {
                 length: chunk.length,
             },
             ChunkPayload::Virtual(v) => Reference::Target {
-                url: Arc::from(v.location.url()),
+                url: Arc::from(self.containers.url(&v.location)?),
                 range: Some((v.offset, v.length)),
                 recorded: v.checksum.map(|c| match c {
                     Checksum::LastModified(s) => Recorded::ModifiedBy(u64::from(s.0)),

@@ -3,6 +3,7 @@
 //! through the store layer.
 
 mod catalog;
+mod containers;
 mod files;
 mod version;
 
@@ -46,7 +47,11 @@ pub fn open(
         "{location}: Icechunk snapshot {id} ({name}): {:?}",
         snapshot.message()
     );
-    let catalog = catalog::SnapshotCatalog::new(repo.clone(), &snapshot)?;
+    let catalog = catalog::SnapshotCatalog::new(
+        repo.clone(),
+        &snapshot,
+        containers::Containers::load(repo.as_ref())?,
+    )?;
     let targets = Targets::new(location, remote)?;
     Ok(
         ReferenceStore::new(Box::new(catalog), repo, targets, location.to_string())
