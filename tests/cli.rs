@@ -26,6 +26,16 @@ fn wait_unmounted(path: &Path) -> bool {
     true
 }
 
+/// `zarrfs unmount PATH` succeeds.
+fn assert_unmounts(path: &Path) {
+    assert!(zarrfs()
+        .arg("unmount")
+        .arg(path)
+        .status()
+        .unwrap()
+        .success());
+}
+
 #[test]
 fn daemon_returns_once_mounted_and_unmount_command_ends_it() {
     if !fuse_ready() {
@@ -85,12 +95,7 @@ fn a_mount_point_is_reusable_as_soon_as_unmount_returns() {
         is_fuse_mount(dir.path()),
         "the last mount was unmounted by a previous daemon"
     );
-    assert!(zarrfs()
-        .arg("unmount")
-        .arg(dir.path())
-        .status()
-        .unwrap()
-        .success());
+    assert_unmounts(dir.path());
 }
 
 #[test]
@@ -198,12 +203,7 @@ fn rw_option_mounts_read_only_with_a_notice() {
     );
     let write = std::fs::File::create(dir.path().join("new"));
     assert_eq!(write.unwrap_err().raw_os_error(), Some(libc::EROFS));
-    assert!(zarrfs()
-        .arg("unmount")
-        .arg(dir.path())
-        .status()
-        .unwrap()
-        .success());
+    assert_unmounts(dir.path());
 }
 
 /// `--cache-dir DIR` (with a space) and `-o cache_dir=DIR` keep decoded arrays in DIR.
