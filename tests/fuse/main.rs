@@ -11,10 +11,18 @@
 //! - [`memory`]: a 100 GB array reads within the cache budget.
 //! - [`cache_dir`], [`cache_integrity`]: `--cache-dir` across remounts and shared mounts, and
 //!   never a wrong byte from it.
+//! - [`remote`]: the fixtures over S3 (s3s-fs) and plain HTTP (nginx) on 127.0.0.1, and their
+//!   faults (503s, a hung or killed server); [`remote_references`]: reference sets and an
+//!   Icechunk repository over S3.
 //! - [`stalls`]: stalled remote reads get EIO in time while the mount keeps answering.
 //! - [`store_safety`]: links, FIFOs and devices in a local store.
 //! - [`cli`], [`lifecycle`], [`fstab`]: the command line, signals, unmounting, logging, and
 //!   mounting through mount(8) and /etc/fstab.
+//!
+//! Apart, in binaries of their own: `clouds` (it sets the process's environment for the GCS
+//! client and SSL_CERT_FILE, which every mount started meanwhile would inherit) and `soak` (a
+//! load test, kept away from the tests that check timing); the format tests (`icechunk`,
+//! `references`, `types`, `wild`) and `docs` mount too, after their view checks.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -28,6 +36,8 @@ mod hostile;
 mod lifecycle;
 mod memory;
 mod reads;
+mod remote;
+mod remote_references;
 mod slices;
 mod stalls;
 mod store_safety;
