@@ -1,0 +1,52 @@
+//! numcodecs `zlib`: a zlib stream (RFC 1950: deflate with a header and an Adler-32 trailer).
+
+use super::inflate::{inflate_whole, Container};
+use super::stream::read_bounded;
+use crate::codec::{BytesToBytes, CodecError, Size};
+use flate2::bufread::ZlibDecoder;
+
+/// The `zlib` codec.
+pub(crate) struct Zlib {
+    name: String,
+}
+
+impl Zlib {
+    /// A `zlib` decoder named `name` (its `level` does not matter for decoding).
+    pub fn new(name: &str) -> Self {
+        Zlib {
+            name: name.to_string(),
+        }
+    }
+}
+
+impl BytesToBytes for Zlib {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn encoded_size(&self, decoded: Size) -> Size {
+        decoded.compressed_bound()
+    }
+
+    fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize, CodecError> {
+        match inflate_whole(Container::Zlib, encoded, out) {
+            Some(n) => Ok(n),
+            None => read_bounded(&self.name, ZlibDecoder::new(encoded), out),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::codec::testutil;
+
+    #[test]
+    fn fixtures() {
+        testutil::run_group("zlib");
+    }
+
+    #[test]
+    fn damaged_input_fails() {
+        testutil::damaged_inputs_fail("zlib_l9");
+    }
+}
