@@ -144,8 +144,11 @@ pub(crate) trait ArrayToBytes: Send + Sync {
 pub(crate) trait BytesToBytes: Send + Sync {
     /// Codec name, for error messages.
     fn name(&self) -> &str;
-    /// The size of the encoded form of data of size `decoded`.
-    fn encoded_size(&self, decoded: Size) -> Size;
+    /// The size of the encoded form of data of size `decoded`; by default a compressor's
+    /// (whose output size is not fixed) [`Size::compressed_bound`].
+    fn encoded_size(&self, decoded: Size) -> Size {
+        decoded.compressed_bound()
+    }
     /// Decodes `encoded` into the start of `out`; returns how many bytes it wrote. Output that
     /// would not fit in `out` is an error (`Corrupt`), never a larger allocation.
     fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize, CodecError>;

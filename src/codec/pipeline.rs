@@ -350,11 +350,6 @@ mod tests {
     }
 
     #[test]
-    fn fixtures() {
-        testutil::run_group("pipeline");
-    }
-
-    #[test]
     fn is_send_and_sync() {
         fn check<T: Send + Sync>() {}
         check::<Pipeline>();

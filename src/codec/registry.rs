@@ -21,8 +21,8 @@ use super::bytes_to_bytes::{adler32, crc32, crc32c, fletcher32, jenkins_lookup3,
 use super::bytes_to_bytes::{base64::Base64, blosc::Blosc, bz2::Bz2, gzip::Gzip, lz4::Lz4};
 use super::bytes_to_bytes::{shuffle::Shuffle, zlib::Zlib, zstd::Zstd};
 use super::filters::FilterArray;
-use super::filters::{astype::Cast, bitround::BitRound, categorize::Categorize, delta::Delta};
-use super::filters::{fixedscaleoffset::FixedScaleOffset, packbits::PackBits, quantize};
+use super::filters::{astype, delta, fixedscaleoffset, quantize};
+use super::filters::{bitround::BitRound, categorize::Categorize, packbits::PackBits};
 use super::{ArrayToArray, ArrayToBytes, BytesToBytes, ChunkRepr, CodecError, StoredElem};
 use crate::meta::CodecSpec;
 
@@ -140,11 +140,11 @@ pub(crate) const CODECS: &[(&[&str], Kind)] = &[
     (&["zfpy"], Kind::BytesToBytes(zfpy_compressor)),
     (
         &["delta"],
-        Kind::Filter(|s, e| Ok(Box::new(Delta::build(s, e)?))),
+        Kind::Filter(|s, e| Ok(Box::new(delta::build(s, e)?))),
     ),
     (
         &["fixedscaleoffset"],
-        Kind::Filter(|s, e| Ok(Box::new(FixedScaleOffset::build(s, e)?))),
+        Kind::Filter(|s, e| Ok(Box::new(fixedscaleoffset::build(s, e)?))),
     ),
     (
         &["quantize"],
@@ -156,7 +156,7 @@ pub(crate) const CODECS: &[(&[&str], Kind)] = &[
     ),
     (
         &["astype"],
-        Kind::Filter(|s, e| Ok(Box::new(Cast::build_astype(s, e)?))),
+        Kind::Filter(|s, e| Ok(Box::new(astype::build(s, e)?))),
     ),
     (
         &["packbits"],

@@ -191,14 +191,8 @@ fn tile(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::testutil;
     use crate::meta::DataType;
     use serde_json::json;
-
-    #[test]
-    fn fixtures() {
-        testutil::run_group("transpose");
-    }
 
     /// Reference transpose: element by element through full index arithmetic.
     fn naive(shape: &[usize], order: &[usize], es: usize, encoded: &[u8]) -> Vec<u8> {

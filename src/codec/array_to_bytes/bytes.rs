@@ -171,13 +171,7 @@ fn swap_all<const N: usize>(data: &mut [u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::testutil;
     use serde_json::json;
-
-    #[test]
-    fn fixtures() {
-        testutil::run_group("bytes");
-    }
 
     #[test]
     fn uniform_detection() {

@@ -75,10 +75,6 @@ impl BytesToBytes for Zfpy {
         &self.name
     }
 
-    fn encoded_size(&self, decoded: Size) -> Size {
-        ArrayToBytes::encoded_size(self, decoded)
-    }
-
     fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize, CodecError> {
         ArrayToBytes::decode(self, encoded, out)
     }

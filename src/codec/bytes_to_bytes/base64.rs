@@ -51,12 +51,6 @@ impl BytesToBytes for Base64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::testutil;
-
-    #[test]
-    fn fixtures() {
-        testutil::run_group("base64");
-    }
 
     #[test]
     fn rejects_bad_text() {

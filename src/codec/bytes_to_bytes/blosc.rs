@@ -3,7 +3,7 @@
 //! the v2 config (`shuffle` as 0/1/2/-1) and the v3 one (`"noshuffle"`, ...) decode alike.
 //! c-blosc is built with every compressor it knows: blosclz, lz4, lz4hc, zlib, zstd and snappy.
 
-use crate::codec::{BytesToBytes, CodecError, Size};
+use crate::codec::{BytesToBytes, CodecError};
 use std::os::raw::c_void;
 
 /// Length of the c-blosc header.
@@ -35,10 +35,6 @@ fn header_u32(header: &[u8; HEADER_LEN], at: usize) -> usize {
 impl BytesToBytes for Blosc {
     fn name(&self) -> &str {
         &self.name
-    }
-
-    fn encoded_size(&self, decoded: Size) -> Size {
-        decoded.compressed_bound()
     }
 
     fn stated_size(&self, encoded: &[u8]) -> Option<usize> {
@@ -103,19 +99,6 @@ impl BytesToBytes for Blosc {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::testutil;
-
-    #[test]
-    fn fixtures() {
-        testutil::run_group("blosc");
-    }
-
-    #[test]
-    fn damaged_input_fails() {
-        testutil::damaged_inputs_fail("blosc_lz4_shuffle");
-        testutil::damaged_inputs_fail("blosc_v3_zstd_bitshuffle_bs512");
-        testutil::damaged_inputs_fail("blosc_clevel0_memcpy");
-    }
 
     #[test]
     fn rejects_lying_headers() {

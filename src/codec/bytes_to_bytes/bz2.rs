@@ -1,7 +1,7 @@
 //! numcodecs `bz2`: a bzip2 stream (concatenated streams allowed like Python's `bz2` module).
 
 use super::stream::read_bounded;
-use crate::codec::{BytesToBytes, CodecError, Size};
+use crate::codec::{BytesToBytes, CodecError};
 use bzip2::bufread::MultiBzDecoder;
 
 /// The `bz2` codec.
@@ -23,26 +23,7 @@ impl BytesToBytes for Bz2 {
         &self.name
     }
 
-    fn encoded_size(&self, decoded: Size) -> Size {
-        decoded.compressed_bound()
-    }
-
     fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize, CodecError> {
         read_bounded(&self.name, MultiBzDecoder::new(encoded), out)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::codec::testutil;
-
-    #[test]
-    fn fixtures() {
-        testutil::run_group("bz2");
-    }
-
-    #[test]
-    fn damaged_input_fails() {
-        testutil::damaged_inputs_fail("bz2_l9");
     }
 }

@@ -27,11 +27,6 @@ mod tests {
     }
 
     #[test]
-    fn fixtures() {
-        testutil::run_group("crc32");
-    }
-
-    #[test]
     fn flips_are_detected() {
         testutil::flips_detected("crc32__u1", 1005);
         testutil::flips_detected("crc32_locationend_u1", 1005);

@@ -49,11 +49,6 @@ mod tests {
     }
 
     #[test]
-    fn fixtures() {
-        testutil::run_group("fletcher32");
-    }
-
-    #[test]
     fn flips_are_detected() {
         testutil::flips_detected("fletcher32__u1", 1005);
     }

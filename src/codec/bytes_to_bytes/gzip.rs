@@ -3,7 +3,7 @@
 
 use super::inflate::{inflate_whole, Container};
 use super::stream::read_bounded;
-use crate::codec::{BytesToBytes, CodecError, Size};
+use crate::codec::{BytesToBytes, CodecError};
 use flate2::bufread::MultiGzDecoder;
 
 /// The `gzip` codec.
@@ -25,29 +25,10 @@ impl BytesToBytes for Gzip {
         &self.name
     }
 
-    fn encoded_size(&self, decoded: Size) -> Size {
-        decoded.compressed_bound()
-    }
-
     fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize, CodecError> {
         match inflate_whole(Container::Gzip, encoded, out) {
             Some(n) => Ok(n),
             None => read_bounded(&self.name, MultiGzDecoder::new(encoded), out),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::codec::testutil;
-
-    #[test]
-    fn fixtures() {
-        testutil::run_group("gzip");
-    }
-
-    #[test]
-    fn damaged_input_fails() {
-        testutil::damaged_inputs_fail("gzip_l1");
     }
 }

@@ -83,7 +83,6 @@ fn final_mix(a: &mut u32, b: &mut u32, c: &mut u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::testutil;
     use serde_json::json;
 
     #[test]
@@ -92,11 +91,6 @@ mod tests {
         assert_eq!(lookup3(b"", 0), 0xdead_beef);
         assert_eq!(lookup3(b"Four score and seven years ago", 0), 0x1777_0551);
         assert_eq!(lookup3(b"Four score and seven years ago", 1), 0xcd62_8161);
-    }
-
-    #[test]
-    fn fixtures() {
-        testutil::run_group("jenkins_lookup3");
     }
 
     #[test]

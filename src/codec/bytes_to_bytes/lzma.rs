@@ -5,7 +5,7 @@
 
 use super::stream::read_bounded;
 use crate::codec::config::{bad, get_usize};
-use crate::codec::{BytesToBytes, CodecError, Size};
+use crate::codec::{BytesToBytes, CodecError};
 use crate::meta::CodecSpec;
 use liblzma::bufread::XzDecoder;
 use liblzma::stream::{Filters, LzmaOptions, Stream};
@@ -184,10 +184,6 @@ fn filters(chain: &[RawFilter]) -> Result<Filters, liblzma::stream::Error> {
 impl BytesToBytes for Lzma {
     fn name(&self) -> &str {
         &self.name
-    }
-
-    fn encoded_size(&self, decoded: Size) -> Size {
-        decoded.compressed_bound()
     }
 
     fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize, CodecError> {

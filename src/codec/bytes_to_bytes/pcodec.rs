@@ -2,7 +2,7 @@
 //! stores numbers, not bytes, so the element type comes from the array: integers and floats of
 //! 1 to 8 bytes, and datetimes as int64.
 
-use crate::codec::{BytesToBytes, CodecError, Size, StoredElem};
+use crate::codec::{BytesToBytes, CodecError, StoredElem};
 use crate::meta::{CodecSpec, DataType};
 use pco::data_types::Number;
 
@@ -102,10 +102,6 @@ macro_rules! ordered {
 impl BytesToBytes for Pcodec {
     fn name(&self) -> &str {
         &self.name
-    }
-
-    fn encoded_size(&self, decoded: Size) -> Size {
-        decoded.compressed_bound()
     }
 
     fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize, CodecError> {

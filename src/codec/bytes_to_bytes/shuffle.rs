@@ -85,12 +85,6 @@ fn unshuffle_n<const N: usize>(src: &[u8], dst: &mut [u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::testutil;
-
-    #[test]
-    fn fixtures() {
-        testutil::run_group("shuffle");
-    }
 
     #[test]
     fn unshuffles_every_size_with_leftovers() {

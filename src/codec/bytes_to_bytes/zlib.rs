@@ -2,7 +2,7 @@
 
 use super::inflate::{inflate_whole, Container};
 use super::stream::read_bounded;
-use crate::codec::{BytesToBytes, CodecError, Size};
+use crate::codec::{BytesToBytes, CodecError};
 use flate2::bufread::ZlibDecoder;
 
 /// The `zlib` codec.
@@ -24,29 +24,10 @@ impl BytesToBytes for Zlib {
         &self.name
     }
 
-    fn encoded_size(&self, decoded: Size) -> Size {
-        decoded.compressed_bound()
-    }
-
     fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize, CodecError> {
         match inflate_whole(Container::Zlib, encoded, out) {
             Some(n) => Ok(n),
             None => read_bounded(&self.name, ZlibDecoder::new(encoded), out),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::codec::testutil;
-
-    #[test]
-    fn fixtures() {
-        testutil::run_group("zlib");
-    }
-
-    #[test]
-    fn damaged_input_fails() {
-        testutil::damaged_inputs_fail("zlib_l9");
     }
 }

@@ -51,11 +51,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn fixtures() {
-        crate::codec::testutil::run_group("bitround");
-    }
-
-    #[test]
     fn identity_within_size() {
         let b = BitRound::new("bitround");
         let mut out = [0u8; 4];

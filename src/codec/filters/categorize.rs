@@ -124,11 +124,6 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn fixtures() {
-        crate::codec::testutil::run_group("categorize");
-    }
-
-    #[test]
     fn maps_codes_and_rejects_object_dtype() {
         let spec = CodecSpec::new(
             "categorize",

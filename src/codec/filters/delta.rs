@@ -2,98 +2,69 @@
 //! `cumsum(encoded, out=decoded)`: accumulation in the promoted type of `astype` and `dtype`
 //! (integers wrap), each partial sum cast to `dtype`.
 
-use super::{Conversion, Elements};
-use crate::codec::numtype::{Kind, NumType, Value};
-use crate::codec::{BytesToBytes, CodecError, Size, StoredElem};
+use super::{Numeric, Op};
+use crate::codec::numtype::{to_f32, Kind, NumType, Value};
+use crate::codec::{CodecError, StoredElem};
 use crate::meta::CodecSpec;
 use half::f16;
 
-/// The `delta` filter.
-pub(crate) struct Delta {
-    name: String,
-    types: Conversion,
+/// `delta` from a config with `dtype` (default: the array's) and optional `astype`.
+pub(crate) fn build(spec: &CodecSpec, elem: &StoredElem) -> Result<Numeric, CodecError> {
+    Numeric::from_config(spec, elem, Op::Delta)
 }
 
-impl Delta {
-    /// From a config with `dtype` (default: the array's) and optional `astype`.
-    pub fn build(spec: &CodecSpec, elem: &StoredElem) -> Result<Self, CodecError> {
-        Ok(Delta {
-            name: spec.name.clone(),
-            types: Conversion::from_config(spec, elem)?,
-        })
-    }
-}
-
-impl BytesToBytes for Delta {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn encoded_size(&self, decoded: Size) -> Size {
-        self.types.encoded_size(decoded)
-    }
-
-    fn elements(&self) -> Option<Elements> {
-        self.types.elements()
-    }
-
-    fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize, CodecError> {
-        let (es, ds) = (self.types.astype.size, self.types.dtype.size);
-        let count = self.types.count(&self.name, encoded.len(), out.len())?;
-        let out = &mut out[..count * ds];
-        if self.types.astype == self.types.dtype
-            && matches!(self.types.dtype.kind, Kind::Int | Kind::UInt)
-        {
-            let big = self.types.dtype.big_endian;
-            match ds {
-                1 => cumsum_int::<1>(encoded, out, big),
-                2 => cumsum_int::<2>(encoded, out, big),
-                4 => cumsum_int::<4>(encoded, out, big),
-                _ => cumsum_int::<8>(encoded, out, big),
-            }
-            return Ok(count * ds);
+/// Decodes whole `astype` elements of `encoded` into the `dtype` elements of `out`.
+pub(super) fn cumsum(astype: NumType, dtype: NumType, encoded: &[u8], out: &mut [u8]) {
+    let (es, ds) = (astype.size, dtype.size);
+    if astype == dtype && matches!(dtype.kind, Kind::Int | Kind::UInt) {
+        let big = dtype.big_endian;
+        match ds {
+            1 => cumsum_int::<1>(encoded, out, big),
+            2 => cumsum_int::<2>(encoded, out, big),
+            4 => cumsum_int::<4>(encoded, out, big),
+            _ => cumsum_int::<8>(encoded, out, big),
         }
-        let pairs = encoded.chunks_exact(es).zip(out.chunks_exact_mut(ds));
-        let acc = NumType::promote(self.types.astype, self.types.dtype);
-        match (acc.kind, acc.size) {
-            (Kind::Float, 2) => {
-                let mut sum = f16::ZERO;
-                for (src, dst) in pairs {
-                    let x = f16::from_f64(self.types.astype.read(src).to_f64());
-                    sum = f16::from_f32(sum.to_f32() + x.to_f32());
-                    self.types.dtype.write(Value::F(sum.to_f64()), dst);
-                }
-            }
-            (Kind::Float, 4) => {
-                let mut sum = 0f32;
-                for (src, dst) in pairs {
-                    sum += crate::codec::numtype::to_f32(self.types.astype.read(src));
-                    self.types.dtype.write(Value::F(f64::from(sum)), dst);
-                }
-            }
-            (Kind::Float, _) => {
-                let mut sum = 0f64;
-                for (src, dst) in pairs {
-                    sum += self.types.astype.read(src).to_f64();
-                    self.types.dtype.write(Value::F(sum), dst);
-                }
-            }
-            _ => {
-                // Integer (or bool) accumulation wraps; the result modulo 2^64 is the same for
-                // every width at least as wide as `dtype`.
-                let mut sum = 0u64;
-                for (src, dst) in pairs {
-                    let x = match self.types.astype.read(src) {
-                        Value::I(v) => v as u64,
-                        Value::U(v) => v,
-                        Value::F(v) => v as i64 as u64,
-                    };
-                    sum = sum.wrapping_add(x);
-                    self.types.dtype.write(Value::U(sum), dst);
-                }
+        return;
+    }
+    let pairs = encoded.chunks_exact(es).zip(out.chunks_exact_mut(ds));
+    let acc = NumType::promote(astype, dtype);
+    match (acc.kind, acc.size) {
+        (Kind::Float, 2) => {
+            let mut sum = f16::ZERO;
+            for (src, dst) in pairs {
+                let x = f16::from_f64(astype.read(src).to_f64());
+                sum = f16::from_f32(sum.to_f32() + x.to_f32());
+                dtype.write(Value::F(sum.to_f64()), dst);
             }
         }
-        Ok(count * ds)
+        (Kind::Float, 4) => {
+            let mut sum = 0f32;
+            for (src, dst) in pairs {
+                sum += to_f32(astype.read(src));
+                dtype.write(Value::F(f64::from(sum)), dst);
+            }
+        }
+        (Kind::Float, _) => {
+            let mut sum = 0f64;
+            for (src, dst) in pairs {
+                sum += astype.read(src).to_f64();
+                dtype.write(Value::F(sum), dst);
+            }
+        }
+        _ => {
+            // Integer (or bool) accumulation wraps; the result modulo 2^64 is the same for
+            // every width at least as wide as `dtype`.
+            let mut sum = 0u64;
+            for (src, dst) in pairs {
+                let x = match astype.read(src) {
+                    Value::I(v) => v as u64,
+                    Value::U(v) => v,
+                    Value::F(v) => v as i64 as u64,
+                };
+                sum = sum.wrapping_add(x);
+                dtype.write(Value::U(sum), dst);
+            }
+        }
     }
 }
 
@@ -118,20 +89,16 @@ fn cumsum_int<const N: usize>(encoded: &[u8], out: &mut [u8], big_endian: bool) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::codec::BytesToBytes;
     use crate::meta::DataType;
     use serde_json::json;
 
-    fn delta(config: serde_json::Value) -> Delta {
+    fn delta(config: serde_json::Value) -> Numeric {
         let elem = StoredElem {
             dtype: DataType::Int(4),
             big_endian: false,
         };
-        Delta::build(&CodecSpec::new("delta", config), &elem).unwrap()
-    }
-
-    #[test]
-    fn fixtures() {
-        crate::codec::testutil::run_group("delta");
+        build(&CodecSpec::new("delta", config), &elem).unwrap()
     }
 
     #[test]
@@ -162,7 +129,7 @@ mod tests {
             big_endian: false,
         };
         assert!(matches!(
-            Delta::build(&bad, &elem),
+            build(&bad, &elem),
             Err(CodecError::BadConfig { .. })
         ));
     }

@@ -31,59 +31,80 @@ pub(crate) struct Elements {
     pub encoded: Option<DataType>,
 }
 
-/// An elementwise numeric conversion: elements of `dtype` stored as `astype` (`delta`,
-/// `fixedscaleoffset`, `astype`, `quantize`).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct Conversion {
+/// A numeric filter: elements of `dtype` stored as `astype`, changed by `op` on the way.
+pub(crate) struct Numeric {
+    name: String,
     /// The decoded type.
-    pub dtype: NumType,
+    dtype: NumType,
     /// The encoded type.
-    pub astype: NumType,
+    astype: NumType,
+    op: Op,
 }
 
-impl Conversion {
+/// What a [`Numeric`] filter did to the elements, which decoding undoes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Op {
+    /// Nothing but the cast (`astype`, `quantize`).
+    Cast,
+    /// Differences of neighbours (`delta`).
+    Delta,
+    /// `(x - offset) * scale`, rounded (`fixedscaleoffset`).
+    ScaleOffset { scale: f64, offset: f64 },
+}
+
+impl Numeric {
+    /// The filter `spec` names, storing `dtype` as `astype`.
+    pub fn new(spec: &CodecSpec, dtype: NumType, astype: NumType, op: Op) -> Self {
+        Numeric {
+            name: spec.name.clone(),
+            dtype,
+            astype,
+            op,
+        }
+    }
+
     /// From a config's `dtype` (default: the array's element type) and `astype` (default:
     /// `dtype`).
-    pub fn from_config(spec: &CodecSpec, elem: &StoredElem) -> Result<Self, CodecError> {
+    pub fn from_config(spec: &CodecSpec, elem: &StoredElem, op: Op) -> Result<Self, CodecError> {
         let dtype = match get_numtype(spec, "dtype")? {
             Some(t) => t,
             None => NumType::from_data_type(&elem.dtype, elem.big_endian)
                 .ok_or_else(|| bad(spec, "needs a numeric 'dtype'"))?,
         };
         let astype = get_numtype(spec, "astype")?.unwrap_or(dtype);
-        Ok(Conversion { dtype, astype })
+        Ok(Numeric::new(spec, dtype, astype, op))
+    }
+}
+
+impl BytesToBytes for Numeric {
+    fn name(&self) -> &str {
+        &self.name
     }
 
-    /// The element types, for [`BytesToBytes::elements`].
-    pub fn elements(&self) -> Option<Elements> {
+    fn encoded_size(&self, decoded: Size) -> Size {
+        let (ds, es) = (self.dtype.size, self.astype.size);
+        encoded_size(decoded, ds, |n| n.is_multiple_of(ds).then(|| n / ds * es))
+    }
+
+    fn elements(&self) -> Option<Elements> {
         Some(Elements {
             decoded: Some(self.dtype.data_type()),
             encoded: Some(self.astype.data_type()),
         })
     }
 
-    /// [`BytesToBytes::encoded_size`] of the conversion.
-    pub fn encoded_size(&self, decoded: Size) -> Size {
-        encoded_size(decoded, self.dtype.size, |n| {
-            n.is_multiple_of(self.dtype.size)
-                .then(|| n / self.dtype.size * self.astype.size)
-        })
-    }
-
-    /// [`elementwise_count`] of the conversion.
-    pub fn count(
-        &self,
-        name: &str,
-        encoded_len: usize,
-        out_len: usize,
-    ) -> Result<usize, CodecError> {
-        elementwise_count(
-            name,
-            encoded_len,
-            self.astype.size,
-            self.dtype.size,
-            out_len,
-        )
+    fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize, CodecError> {
+        let (es, ds) = (self.astype.size, self.dtype.size);
+        let count = elementwise_count(&self.name, encoded.len(), es, ds, out.len())?;
+        let out = &mut out[..count * ds];
+        match self.op {
+            Op::Cast => astype::cast(self.astype, self.dtype, encoded, out),
+            Op::Delta => delta::cumsum(self.astype, self.dtype, encoded, out),
+            Op::ScaleOffset { scale, offset } => {
+                fixedscaleoffset::unscale(self.astype, self.dtype, (scale, offset), encoded, out)
+            }
+        }
+        Ok(count * ds)
     }
 }
 

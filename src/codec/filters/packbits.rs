@@ -75,11 +75,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn fixtures() {
-        crate::codec::testutil::run_group("packbits");
-    }
-
-    #[test]
     fn unpacks_and_rejects_bad_padding() {
         let p = PackBits::new("packbits");
         let mut out = [9u8; 4];

@@ -1,14 +1,14 @@
 //! numcodecs `quantize`: lossy rounding of floats. Decoding is the identity, apart from the cast
 //! from `astype` back to `dtype`.
 
-use super::astype::Cast;
+use super::{Numeric, Op};
 use crate::codec::config::{bad, get_numtype};
 use crate::codec::numtype::{Kind, NumType};
 use crate::codec::{CodecError, StoredElem};
 use crate::meta::CodecSpec;
 
 /// `quantize` from a config with `dtype` (default: the array's) and optional `astype`.
-pub(crate) fn build(spec: &CodecSpec, elem: &StoredElem) -> Result<Cast, CodecError> {
+pub(crate) fn build(spec: &CodecSpec, elem: &StoredElem) -> Result<Numeric, CodecError> {
     let dtype = match get_numtype(spec, "dtype")? {
         Some(t) => t,
         None => NumType::from_data_type(&elem.dtype, elem.big_endian)
@@ -18,7 +18,7 @@ pub(crate) fn build(spec: &CodecSpec, elem: &StoredElem) -> Result<Cast, CodecEr
     if dtype.kind != Kind::Float || astype.kind != Kind::Float {
         return Err(bad(spec, "only floating point types are supported"));
     }
-    Ok(Cast::new(&spec.name, astype, dtype))
+    Ok(Numeric::new(spec, dtype, astype, Op::Cast))
 }
 
 #[cfg(test)]
@@ -26,11 +26,6 @@ mod tests {
     use super::*;
     use crate::meta::DataType;
     use serde_json::json;
-
-    #[test]
-    fn fixtures() {
-        crate::codec::testutil::run_group("quantize");
-    }
 
     #[test]
     fn rejects_integer_types() {
