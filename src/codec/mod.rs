@@ -1,13 +1,22 @@
-//! The decode pipeline: array→array, array→bytes and bytes→bytes codecs, one file each.
+//! Decoding chunks: a codec chain turned into one [`Pipeline`], and the codecs it is made of.
 //!
 //! [`Pipeline::new`] turns a codec chain (Zarr v3 order; the v2 parser maps v2 metadata onto the
 //! same form) into decoders; [`Pipeline::decode`] and [`Pipeline::decode_into`] turn one stored
 //! chunk into its elements: C order, little-endian.
 //!
-//! Internally each codec implements one of three traits: `ArrayToArray`, `ArrayToBytes` or
-//! `BytesToBytes` (one codec per file; `registry` maps names to them). The numcodecs filters
-//! (`delta`, `fixedscaleoffset`, ...) can sit on either side of the array→bytes codec and
-//! implement `filter::Filter`, which adapts to both.
+//! A chain is any number of array→array codecs, one array→bytes codec, then any number of
+//! bytes→bytes codecs; decoding runs it backwards. The codecs are grouped by that kind, one file
+//! each, as zarrs groups them:
+//! - `array_to_array`: `transpose`, `scale_offset`, `cast_value` (`ArrayToArray`);
+//! - `array_to_bytes`: `bytes`, `packbits`, `zfp`, `zfpy` (`ArrayToBytes`), and sharding and
+//!   the variable-length codecs, which readers and `vlen` drive themselves;
+//! - `bytes_to_bytes`: compressors, checksums, `shuffle`, `base64` (`BytesToBytes`);
+//! - `filters`: the numcodecs filters, bytes→bytes codecs that also sit before the array→bytes
+//!   codec, where one adapter places them.
+//!
+//! `registry` holds the one table of names, kinds and constructors that every chain is built
+//! from; `prefix_decode` decodes the start of a compressed chunk progressively; `config`,
+//! `numtype` and `error` serve all codecs.
 
 pub(crate) mod array_to_array;
 pub(crate) mod array_to_bytes;

@@ -37,7 +37,8 @@ impl Prefix {
 
     /// True when decoding the first `need` of `len` bytes step by step is worth it: always for
     /// zstd (as fast as a whole decode); for gzip and zlib when it saves a third, since the
-    /// whole decode (libdeflate) is about 1.5x faster than the streaming inflater.
+    /// whole decode (libdeflate) is faster than the streaming inflater by about that much
+    /// (BENCHMARKS.md, "Reading the numbers").
     pub fn pays(self, need: usize, len: usize) -> bool {
         self == Prefix::Zstd || need.saturating_mul(3) < len.saturating_mul(2)
     }
