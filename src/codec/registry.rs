@@ -8,7 +8,9 @@
 //!   a numcodecs filter (placed by [`FilterArray`]); without an array→bytes codec, the leading
 //!   names that can only be array→array (listed exactly, or a filter named `numcodecs.<id>`, as
 //!   zarr-python 3 writes them) are, and `bytes` follows them;
-//! - after it, a name is looked up without its prefix as a bytes→bytes codec or a filter.
+//! - after it, a name is looked up without its prefix as a bytes→bytes codec or a filter;
+//! - a chain of variable-length elements starts with an object codec (`vlen-utf8`, `json2`,
+//!   ...), looked up without its prefix, and goes on with bytes→bytes codecs.
 //!
 //! So a name may have two rows: `packbits` is zarr-extensions' array→bytes codec and, after the
 //! array→bytes codec, numcodecs' bool filter; `numcodecs.zfpy` is zarr-python 3's array→bytes
@@ -16,6 +18,7 @@
 
 use super::array_to_array::transpose::Transpose;
 use super::array_to_array::{cast_value::CastValue, scale_offset::ScaleOffset};
+use super::array_to_bytes::object::ObjectCodec;
 use super::array_to_bytes::{bitpack::BitPack, bytes::Bytes, zfp::Zfp, zfpy::Zfpy};
 use super::bytes_to_bytes::{adler32, crc32, crc32c, fletcher32, jenkins_lookup3, lzma, pcodec};
 use super::bytes_to_bytes::{base64::Base64, blosc::Blosc, bz2::Bz2, gzip::Gzip, lz4::Lz4};
@@ -41,131 +44,50 @@ pub(crate) enum Kind {
     BytesToBytes(fn(&CodecSpec, &StoredElem) -> Built<Box<dyn BytesToBytes>>),
     /// A numcodecs filter: bytes→bytes after the array→bytes codec, array→array before it.
     Filter(fn(&CodecSpec, &StoredElem) -> Built<Box<dyn BytesToBytes>>),
+    /// The array→bytes codec of variable-length elements, first in their chain (see `vlen`).
+    Object(fn(&CodecSpec) -> Built<ObjectCodec>),
 }
 
 /// Every codec zarrfs decodes: its names and its kind.
+#[rustfmt::skip]
 pub(crate) const CODECS: &[(&[&str], Kind)] = &[
+    (&["transpose"], Kind::ArrayToArray(|s, d| array(Transpose::build(s, d)?))),
+    (&["scale_offset"], Kind::ArrayToArray(|s, d| array(ScaleOffset::build(s, d)?))),
+    (&["cast_value"], Kind::ArrayToArray(|s, d| array(CastValue::build(s, d)?))),
+    (&["bytes", "endian"], Kind::ArrayToBytes(|s, r| Ok(Box::new(Bytes::build(s, &r.dtype)?)))),
+    (&["packbits"], Kind::ArrayToBytes(|s, r| Ok(Box::new(BitPack::build(s, &r.dtype)?)))),
+    (&["numcodecs.zfpy"], Kind::ArrayToBytes(|s, r| Ok(Box::new(Zfpy::build(s, &r.dtype)?)))),
     (
-        &["transpose"],
-        Kind::ArrayToArray(|s, d| array(Transpose::build(s, d)?)),
-    ),
-    (
-        &["scale_offset"],
-        Kind::ArrayToArray(|s, d| array(ScaleOffset::build(s, d)?)),
-    ),
-    (
-        &["cast_value"],
-        Kind::ArrayToArray(|s, d| array(CastValue::build(s, d)?)),
-    ),
-    (
-        &["bytes", "endian"],
-        Kind::ArrayToBytes(|s, r| Ok(Box::new(Bytes::build(s, &r.dtype)?))),
-    ),
-    (
-        &["packbits"],
-        Kind::ArrayToBytes(|s, r| Ok(Box::new(BitPack::build(s, &r.dtype)?))),
-    ),
-    (
-        &["numcodecs.zfpy"],
-        Kind::ArrayToBytes(|s, r| Ok(Box::new(Zfpy::build(s, &r.dtype)?))),
-    ),
-    (
-        &[
-            "zfp",
-            "zarrs.zfp",
-            "https://codec.zarrs.dev/array_to_bytes/zfp",
-        ],
+        &["zfp", "zarrs.zfp", "https://codec.zarrs.dev/array_to_bytes/zfp"],
         Kind::ArrayToBytes(|s, r| Ok(Box::new(Zfp::build(s, r)?))),
     ),
-    (
-        &["gzip"],
-        Kind::BytesToBytes(|s, _| Ok(Box::new(Gzip::new(&s.name)))),
-    ),
-    (
-        &["zlib"],
-        Kind::BytesToBytes(|s, _| Ok(Box::new(Zlib::new(&s.name)))),
-    ),
-    (
-        &["zstd"],
-        Kind::BytesToBytes(|s, _| Ok(Box::new(Zstd::new(&s.name)))),
-    ),
-    (
-        &["blosc"],
-        Kind::BytesToBytes(|s, _| Ok(Box::new(Blosc::new(&s.name)))),
-    ),
-    (
-        &["lz4"],
-        Kind::BytesToBytes(|s, _| Ok(Box::new(Lz4::new(&s.name)))),
-    ),
-    (
-        &["bz2"],
-        Kind::BytesToBytes(|s, _| Ok(Box::new(Bz2::new(&s.name)))),
-    ),
-    (
-        &["base64"],
-        Kind::BytesToBytes(|s, _| Ok(Box::new(Base64::new(&s.name)))),
-    ),
-    (
-        &["lzma"],
-        Kind::BytesToBytes(|s, _| Ok(Box::new(lzma::build(s)?))),
-    ),
-    (
-        &["crc32c"],
-        Kind::BytesToBytes(|s, _| Ok(Box::new(crc32c::build(s)?))),
-    ),
-    (
-        &["crc32"],
-        Kind::BytesToBytes(|s, _| Ok(Box::new(crc32::build(s)?))),
-    ),
-    (
-        &["adler32"],
-        Kind::BytesToBytes(|s, _| Ok(Box::new(adler32::build(s)?))),
-    ),
-    (
-        &["fletcher32"],
-        Kind::BytesToBytes(|s, _| Ok(Box::new(fletcher32::build(s)?))),
-    ),
-    (
-        &["jenkins_lookup3"],
-        Kind::BytesToBytes(|s, _| Ok(Box::new(jenkins_lookup3::build(s)?))),
-    ),
-    (
-        &["shuffle"],
-        Kind::BytesToBytes(|s, e| Ok(Box::new(Shuffle::build(s, e)?))),
-    ),
-    (
-        &["pcodec"],
-        Kind::BytesToBytes(|s, e| Ok(Box::new(pcodec::build(s, e)?))),
-    ),
+    (&["vlen-utf8", "vlen-bytes"], Kind::Object(|_| Ok(ObjectCodec::Vlen))),
+    (&["vlen-array"], Kind::Object(ObjectCodec::vlen_array)),
+    (&["json2"], Kind::Object(|_| Ok(ObjectCodec::Json))),
+    (&["msgpack2"], Kind::Object(|_| Ok(ObjectCodec::MsgPack))),
+    (&["gzip"], Kind::BytesToBytes(|s, _| Ok(Box::new(Gzip::new(&s.name))))),
+    (&["zlib"], Kind::BytesToBytes(|s, _| Ok(Box::new(Zlib::new(&s.name))))),
+    (&["zstd"], Kind::BytesToBytes(|s, _| Ok(Box::new(Zstd::new(&s.name))))),
+    (&["blosc"], Kind::BytesToBytes(|s, _| Ok(Box::new(Blosc::new(&s.name))))),
+    (&["lz4"], Kind::BytesToBytes(|s, _| Ok(Box::new(Lz4::new(&s.name))))),
+    (&["bz2"], Kind::BytesToBytes(|s, _| Ok(Box::new(Bz2::new(&s.name))))),
+    (&["base64"], Kind::BytesToBytes(|s, _| Ok(Box::new(Base64::new(&s.name))))),
+    (&["lzma"], Kind::BytesToBytes(|s, _| Ok(Box::new(lzma::build(s)?)))),
+    (&["crc32c"], Kind::BytesToBytes(|s, _| Ok(Box::new(crc32c::build(s)?)))),
+    (&["crc32"], Kind::BytesToBytes(|s, _| Ok(Box::new(crc32::build(s)?)))),
+    (&["adler32"], Kind::BytesToBytes(|s, _| Ok(Box::new(adler32::build(s)?)))),
+    (&["fletcher32"], Kind::BytesToBytes(|s, _| Ok(Box::new(fletcher32::build(s)?)))),
+    (&["jenkins_lookup3"], Kind::BytesToBytes(|s, _| Ok(Box::new(jenkins_lookup3::build(s)?)))),
+    (&["shuffle"], Kind::BytesToBytes(|s, e| Ok(Box::new(Shuffle::build(s, e)?)))),
+    (&["pcodec"], Kind::BytesToBytes(|s, e| Ok(Box::new(pcodec::build(s, e)?)))),
     (&["zfpy"], Kind::BytesToBytes(zfpy_compressor)),
-    (
-        &["delta"],
-        Kind::Filter(|s, e| Ok(Box::new(delta::build(s, e)?))),
-    ),
-    (
-        &["fixedscaleoffset"],
-        Kind::Filter(|s, e| Ok(Box::new(fixedscaleoffset::build(s, e)?))),
-    ),
-    (
-        &["quantize"],
-        Kind::Filter(|s, e| Ok(Box::new(quantize::build(s, e)?))),
-    ),
-    (
-        &["bitround"],
-        Kind::Filter(|s, _| Ok(Box::new(BitRound::new(&s.name)))),
-    ),
-    (
-        &["astype"],
-        Kind::Filter(|s, e| Ok(Box::new(astype::build(s, e)?))),
-    ),
-    (
-        &["packbits"],
-        Kind::Filter(|s, _| Ok(Box::new(PackBits::new(&s.name)))),
-    ),
-    (
-        &["categorize"],
-        Kind::Filter(|s, _| Ok(Box::new(Categorize::build(s)?))),
-    ),
+    (&["delta"], Kind::Filter(|s, e| Ok(Box::new(delta::build(s, e)?)))),
+    (&["fixedscaleoffset"], Kind::Filter(|s, e| Ok(Box::new(fixedscaleoffset::build(s, e)?)))),
+    (&["quantize"], Kind::Filter(|s, e| Ok(Box::new(quantize::build(s, e)?)))),
+    (&["bitround"], Kind::Filter(|s, _| Ok(Box::new(BitRound::new(&s.name))))),
+    (&["astype"], Kind::Filter(|s, e| Ok(Box::new(astype::build(s, e)?)))),
+    (&["packbits"], Kind::Filter(|s, _| Ok(Box::new(PackBits::new(&s.name))))),
+    (&["categorize"], Kind::Filter(|s, _| Ok(Box::new(Categorize::build(s)?)))),
 ];
 
 /// Boxes a built array→array codec with its encoded form.
@@ -277,13 +199,30 @@ pub(crate) fn build_bytes_to_bytes(
             return build(spec, elem);
         }
     }
-    if kinds(id).next().is_some() {
+    if kinds(id).any(|k| matches!(k, Kind::ArrayToArray(_) | Kind::ArrayToBytes(_))) {
         return Err(CodecError::bad_config(
             &spec.name,
             "an array codec cannot come after the array→bytes codec",
         ));
     }
     Err(unsupported(spec))
+}
+
+/// Builds the first codec of a chain of variable-length elements.
+pub(crate) fn build_object(spec: &CodecSpec) -> Built<ObjectCodec> {
+    let object = kinds(base(&spec.name)).find_map(|k| match k {
+        Kind::Object(build) => Some(build),
+        _ => None,
+    });
+    match object {
+        Some(build) => build(spec),
+        None if base(&spec.name) == "pickle" => Err(unsupported(spec)),
+        None => Err(CodecError::unsupported(
+            &spec.name,
+            "variable-length elements need vlen-utf8, vlen-bytes, vlen-array, json2 or msgpack2 \
+             as their first codec",
+        )),
+    }
 }
 
 #[cfg(test)]

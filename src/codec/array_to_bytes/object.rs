@@ -28,32 +28,12 @@ pub(crate) enum ObjectCodec {
 }
 
 impl ObjectCodec {
-    /// The object codec named by `spec`, or the reason it is not one zarrfs decodes.
-    pub fn build(spec: &CodecSpec) -> Result<Self, CodecError> {
-        let name = spec.name.strip_prefix("numcodecs.").unwrap_or(&spec.name);
-        Ok(match name {
-            "vlen-utf8" | "vlen-bytes" => ObjectCodec::Vlen,
-            "vlen-array" => {
-                ObjectCodec::VlenArray(get_numtype(spec, "dtype")?.ok_or_else(|| {
-                    CodecError::bad_config(&spec.name, "a vlen-array needs a numeric 'dtype'")
-                })?)
-            }
-            "json2" => ObjectCodec::Json,
-            "msgpack2" => ObjectCodec::MsgPack,
-            "pickle" => {
-                return Err(CodecError::unsupported(
-                    &spec.name,
-                    "decoding a pickle runs code from the store, which zarrfs never does",
-                ))
-            }
-            _ => {
-                return Err(CodecError::unsupported(
-                    &spec.name,
-                    "variable-length elements need vlen-utf8, vlen-bytes, vlen-array, json2 or \
-                     msgpack2 as their first codec",
-                ))
-            }
-        })
+    /// `vlen-array` from a config with the numbers' `dtype`.
+    pub fn vlen_array(spec: &CodecSpec) -> Result<Self, CodecError> {
+        let dtype = get_numtype(spec, "dtype")?.ok_or_else(|| {
+            CodecError::bad_config(&spec.name, "a vlen-array needs a numeric 'dtype'")
+        })?;
+        Ok(ObjectCodec::VlenArray(dtype))
     }
 
     /// Decodes one serialized chunk of `items` elements into the item index of [`super::vlen`].
@@ -199,7 +179,7 @@ mod tests {
     #[test]
     fn vlen_array_numbers_are_space_separated() {
         let spec = CodecSpec::new("vlen-array", json!({"dtype": "<f8"}));
-        let codec = ObjectCodec::build(&spec).unwrap();
+        let codec = crate::codec::registry::build_object(&spec).unwrap();
         let mut enc = 2u32.to_le_bytes().to_vec();
         enc.extend(16u32.to_le_bytes());
         enc.extend(0.5f64.to_le_bytes());
@@ -209,7 +189,7 @@ mod tests {
         assert_eq!(texts(&decoded, 2), ["0.5 -2.0", ""]);
         enc[4] = 15;
         assert!(codec.decode("vlen-array", &enc, 2).is_err());
-        let pickle = ObjectCodec::build(&CodecSpec::new("pickle", json!({})));
+        let pickle = crate::codec::registry::build_object(&CodecSpec::new("pickle", json!({})));
         assert!(matches!(pickle, Err(CodecError::Unsupported(m)) if m.contains("runs code")));
     }
 }

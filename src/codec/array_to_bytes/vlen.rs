@@ -5,7 +5,7 @@
 //! `[count: u64][offsets: u64 × (count + 1)][item bytes]`, offsets relative to the item bytes.
 
 use super::object::ObjectCodec;
-use crate::codec::registry::build_bytes_to_bytes;
+use crate::codec::registry::{build_bytes_to_bytes, build_object};
 use crate::codec::{BytesToBytes, CodecError, StoredElem};
 use crate::meta::{CodecSpec, DataType};
 
@@ -35,7 +35,7 @@ impl VlenPipeline {
                 "a variable-length array needs a vlen codec",
             ));
         };
-        let object = ObjectCodec::build(first)?;
+        let object = build_object(first)?;
         let items = chunk_shape
             .iter()
             .try_fold(1usize, |acc, &d| acc.checked_mul(usize::try_from(d).ok()?))
