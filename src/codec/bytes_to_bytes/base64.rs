@@ -4,23 +4,12 @@ use crate::codec::{BytesToBytes, CodecError, Size};
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 
-/// The `base64` codec.
-pub(crate) struct Base64 {
-    name: String,
-}
-
-impl Base64 {
-    /// A `base64` decoder named `name`.
-    pub fn new(name: &str) -> Self {
-        Base64 {
-            name: name.to_string(),
-        }
-    }
-}
+/// The `base64` codec, under the name it was configured with.
+pub(crate) struct Base64(pub String);
 
 impl BytesToBytes for Base64 {
     fn name(&self) -> &str {
-        &self.name
+        &self.0
     }
 
     fn encoded_size(&self, decoded: Size) -> Size {
@@ -34,7 +23,7 @@ impl BytesToBytes for Base64 {
     fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize, CodecError> {
         if encoded.len() / 4 * 3 > out.len() + 2 {
             return Err(CodecError::corrupt(
-                &self.name,
+                &self.0,
                 format!(
                     "{} base64 bytes exceed the expected {} bytes",
                     encoded.len(),
@@ -44,7 +33,7 @@ impl BytesToBytes for Base64 {
         }
         STANDARD
             .decode_slice(encoded, out)
-            .map_err(|e| CodecError::corrupt(&self.name, e.to_string()))
+            .map_err(|e| CodecError::corrupt(&self.0, e.to_string()))
     }
 }
 
@@ -54,7 +43,7 @@ mod tests {
 
     #[test]
     fn rejects_bad_text() {
-        let b = Base64::new("base64");
+        let b = Base64("base64".into());
         let mut out = [0u8; 3];
         assert_eq!(b.decode(b"AQID", &mut out), Ok(3));
         assert!(b.decode(b"AQI", &mut out).is_err());

@@ -9,21 +9,13 @@ use std::os::raw::c_void;
 /// Length of the c-blosc header.
 const HEADER_LEN: usize = 16;
 
-/// The `blosc` codec.
-pub(crate) struct Blosc {
-    name: String,
-}
+/// The `blosc` codec, under the name it was configured with (its configuration does not matter for
+/// decoding).
+pub(crate) struct Blosc(pub String);
 
 impl Blosc {
-    /// A `blosc` decoder named `name` (its configuration does not matter for decoding).
-    pub fn new(name: &str) -> Self {
-        Blosc {
-            name: name.to_string(),
-        }
-    }
-
     fn corrupt(&self, reason: impl Into<String>) -> CodecError {
-        CodecError::corrupt(&self.name, reason)
+        CodecError::corrupt(&self.0, reason)
     }
 }
 
@@ -34,7 +26,7 @@ fn header_u32(header: &[u8; HEADER_LEN], at: usize) -> usize {
 
 impl BytesToBytes for Blosc {
     fn name(&self) -> &str {
-        &self.name
+        &self.0
     }
 
     fn stated_size(&self, encoded: &[u8]) -> Option<usize> {
@@ -102,7 +94,7 @@ mod tests {
 
     #[test]
     fn rejects_lying_headers() {
-        let b = Blosc::new("blosc");
+        let b = Blosc("blosc".into());
         let mut out = [0u8; 64];
         let mut header = [2u8, 1, 1, 4, 64, 0, 0, 0, 64, 0, 0, 0, 200, 0, 0, 0];
         assert!(b.decode(&header, &mut out).is_err(), "cbytes beyond input");

@@ -4,26 +4,16 @@ use super::stream::read_bounded;
 use crate::codec::{BytesToBytes, CodecError};
 use bzip2::bufread::MultiBzDecoder;
 
-/// The `bz2` codec.
-pub(crate) struct Bz2 {
-    name: String,
-}
-
-impl Bz2 {
-    /// A `bz2` decoder named `name` (its `level` does not matter for decoding).
-    pub fn new(name: &str) -> Self {
-        Bz2 {
-            name: name.to_string(),
-        }
-    }
-}
+/// The `bz2` codec, under the name it was configured with (its `level` does not matter for
+/// decoding).
+pub(crate) struct Bz2(pub String);
 
 impl BytesToBytes for Bz2 {
     fn name(&self) -> &str {
-        &self.name
+        &self.0
     }
 
     fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize, CodecError> {
-        read_bounded(&self.name, MultiBzDecoder::new(encoded), out)
+        read_bounded(&self.0, MultiBzDecoder::new(encoded), out)
     }
 }

@@ -6,29 +6,19 @@ use super::stream::read_bounded;
 use crate::codec::{BytesToBytes, CodecError};
 use flate2::bufread::MultiGzDecoder;
 
-/// The `gzip` codec.
-pub(crate) struct Gzip {
-    name: String,
-}
-
-impl Gzip {
-    /// A `gzip` decoder named `name` (its `level` does not matter for decoding).
-    pub fn new(name: &str) -> Self {
-        Gzip {
-            name: name.to_string(),
-        }
-    }
-}
+/// The `gzip` codec, under the name it was configured with (its `level` does not matter for
+/// decoding).
+pub(crate) struct Gzip(pub String);
 
 impl BytesToBytes for Gzip {
     fn name(&self) -> &str {
-        &self.name
+        &self.0
     }
 
     fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize, CodecError> {
         match inflate_whole(Container::Gzip, encoded, out) {
             Some(n) => Ok(n),
-            None => read_bounded(&self.name, MultiGzDecoder::new(encoded), out),
+            None => read_bounded(&self.0, MultiGzDecoder::new(encoded), out),
         }
     }
 }

@@ -5,29 +5,19 @@ use super::stream::read_bounded;
 use crate::codec::{BytesToBytes, CodecError};
 use flate2::bufread::ZlibDecoder;
 
-/// The `zlib` codec.
-pub(crate) struct Zlib {
-    name: String,
-}
-
-impl Zlib {
-    /// A `zlib` decoder named `name` (its `level` does not matter for decoding).
-    pub fn new(name: &str) -> Self {
-        Zlib {
-            name: name.to_string(),
-        }
-    }
-}
+/// The `zlib` codec, under the name it was configured with (its `level` does not matter for
+/// decoding).
+pub(crate) struct Zlib(pub String);
 
 impl BytesToBytes for Zlib {
     fn name(&self) -> &str {
-        &self.name
+        &self.0
     }
 
     fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize, CodecError> {
         match inflate_whole(Container::Zlib, encoded, out) {
             Some(n) => Ok(n),
-            None => read_bounded(&self.name, ZlibDecoder::new(encoded), out),
+            None => read_bounded(&self.0, ZlibDecoder::new(encoded), out),
         }
     }
 }

@@ -9,23 +9,13 @@ thread_local! {
     static CONTEXT: RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { RefCell::new(None) };
 }
 
-/// The `zstd` codec.
-pub(crate) struct Zstd {
-    name: String,
-}
-
-impl Zstd {
-    /// A `zstd` decoder named `name` (its `level` and `checksum` do not matter for decoding).
-    pub fn new(name: &str) -> Self {
-        Zstd {
-            name: name.to_string(),
-        }
-    }
-}
+/// The `zstd` codec, under the name it was configured with (its `level` and `checksum` do not
+/// matter for decoding).
+pub(crate) struct Zstd(pub String);
 
 impl BytesToBytes for Zstd {
     fn name(&self) -> &str {
-        &self.name
+        &self.0
     }
 
     fn stated_size(&self, encoded: &[u8]) -> Option<usize> {
@@ -36,7 +26,7 @@ impl BytesToBytes for Zstd {
     }
 
     fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize, CodecError> {
-        let corrupt = |e: std::io::Error| CodecError::corrupt(&self.name, e.to_string());
+        let corrupt = |e: std::io::Error| CodecError::corrupt(&self.0, e.to_string());
         CONTEXT.with(|cell| {
             let mut slot = cell.borrow_mut();
             let context = match &mut *slot {
@@ -64,7 +54,7 @@ mod tests {
     fn concatenated_frames_and_bombs() {
         let a = zstd::bulk::compress(&[1u8; 100], 1).unwrap();
         let b = zstd::bulk::compress(&[2u8; 50], 1).unwrap();
-        let z = Zstd::new("zstd");
+        let z = Zstd("zstd".into());
         let mut out = vec![0u8; 150];
         assert_eq!(z.decode(&[a.clone(), b].concat(), &mut out), Ok(150));
         assert_eq!(&out[..100], &[1u8; 100][..]);

@@ -4,23 +4,13 @@
 use super::Elements;
 use crate::codec::{BytesToBytes, CodecError, Size};
 
-/// The `bitround` filter.
-pub(crate) struct BitRound {
-    name: String,
-}
-
-impl BitRound {
-    /// A `bitround` filter named `name` (its `keepbits` does not matter for decoding).
-    pub fn new(name: &str) -> Self {
-        BitRound {
-            name: name.to_string(),
-        }
-    }
-}
+/// The `bitround` filter, under the name it was configured with (its `keepbits` does not matter for
+/// decoding).
+pub(crate) struct BitRound(pub String);
 
 impl BytesToBytes for BitRound {
     fn name(&self) -> &str {
-        &self.name
+        &self.0
     }
 
     fn encoded_size(&self, decoded: Size) -> Size {
@@ -37,7 +27,7 @@ impl BytesToBytes for BitRound {
     fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize, CodecError> {
         let dst = out.get_mut(..encoded.len()).ok_or_else(|| {
             CodecError::corrupt(
-                &self.name,
+                &self.0,
                 format!("{} bytes exceed the expected size", encoded.len()),
             )
         })?;
@@ -52,7 +42,7 @@ mod tests {
 
     #[test]
     fn identity_within_size() {
-        let b = BitRound::new("bitround");
+        let b = BitRound("bitround".into());
         let mut out = [0u8; 4];
         assert_eq!(b.decode(&[1, 2, 3, 4], &mut out), Ok(4));
         assert_eq!(out, [1, 2, 3, 4]);

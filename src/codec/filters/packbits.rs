@@ -5,23 +5,12 @@ use super::{encoded_size, Elements};
 use crate::codec::{BytesToBytes, CodecError, Size};
 use crate::meta::DataType;
 
-/// The `packbits` filter.
-pub(crate) struct PackBits {
-    name: String,
-}
-
-impl PackBits {
-    /// A `packbits` filter named `name`.
-    pub fn new(name: &str) -> Self {
-        PackBits {
-            name: name.to_string(),
-        }
-    }
-}
+/// The `packbits` filter, under the name it was configured with.
+pub(crate) struct PackBits(pub String);
 
 impl BytesToBytes for PackBits {
     fn name(&self) -> &str {
-        &self.name
+        &self.0
     }
 
     fn encoded_size(&self, decoded: Size) -> Size {
@@ -38,18 +27,18 @@ impl BytesToBytes for PackBits {
     fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize, CodecError> {
         let (&padding, packed) = encoded
             .split_first()
-            .ok_or_else(|| CodecError::corrupt(&self.name, "empty input"))?;
+            .ok_or_else(|| CodecError::corrupt(&self.0, "empty input"))?;
         let bits = packed.len().saturating_mul(8);
         if padding > 7 || usize::from(padding) > bits {
             return Err(CodecError::corrupt(
-                &self.name,
+                &self.0,
                 format!("bad padding count {padding}"),
             ));
         }
         let n = bits - usize::from(padding);
         if n > out.len() {
             return Err(CodecError::corrupt(
-                &self.name,
+                &self.0,
                 format!("{n} booleans exceed the expected {}", out.len()),
             ));
         }
@@ -76,7 +65,7 @@ mod tests {
 
     #[test]
     fn unpacks_and_rejects_bad_padding() {
-        let p = PackBits::new("packbits");
+        let p = PackBits("packbits".into());
         let mut out = [9u8; 4];
         assert_eq!(p.decode(&[4, 0b1001_0000], &mut out), Ok(4));
         assert_eq!(out, [1, 0, 0, 1]);
