@@ -306,6 +306,7 @@ impl fmt::Debug for Pipeline {
                 let bytes: Vec<&str> = p.bytes_to_bytes.iter().map(|(c, _)| c.name()).collect();
                 f.debug_struct("Pipeline")
                     .field("array_to_array", &array)
+                    .field("array_to_bytes", &p.array_to_bytes.name())
                     .field("bytes_to_bytes", &bytes)
                     .field("decoded_len", &p.decoded_len)
                     .finish_non_exhaustive()
