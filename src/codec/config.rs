@@ -65,32 +65,6 @@ pub(crate) fn get_numtype(spec: &CodecSpec, key: &str) -> Result<Option<NumType>
         .transpose()
 }
 
-/// The `dtype` (default: the array's element type) and `astype` (default: `dtype`) of a
-/// numcodecs value filter (`delta`, `fixedscaleoffset`).
-pub(crate) fn dtype_and_astype(
-    spec: &CodecSpec,
-    elem: &super::StoredElem,
-) -> Result<(NumType, NumType), CodecError> {
-    let dtype = match get_numtype(spec, "dtype")? {
-        Some(t) => t,
-        None => NumType::from_data_type(&elem.dtype, elem.big_endian)
-            .ok_or_else(|| bad(spec, "needs a numeric 'dtype'"))?,
-    };
-    let astype = get_numtype(spec, "astype")?.unwrap_or(dtype);
-    Ok((dtype, astype))
-}
-
-/// The encoded length of `decoded_len` bytes of `dtype` elements stored as `astype`.
-pub(crate) fn converted_len(
-    decoded_len: usize,
-    dtype: &NumType,
-    astype: &NumType,
-) -> Option<usize> {
-    decoded_len
-        .is_multiple_of(dtype.size)
-        .then(|| decoded_len / dtype.size * astype.size)
-}
-
 /// A [`CodecError::BadConfig`] naming `spec`'s codec.
 pub(crate) fn bad(spec: &CodecSpec, reason: impl Into<String>) -> CodecError {
     CodecError::bad_config(&spec.name, reason)

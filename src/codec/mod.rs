@@ -1,77 +1,49 @@
-//! The decode pipeline: array→array, array→bytes and bytes→bytes codecs, one file each.
+//! Decoding chunks: a codec chain turned into one [`Pipeline`], and the codecs it is made of.
 //!
 //! [`Pipeline::new`] turns a codec chain (Zarr v3 order; the v2 parser maps v2 metadata onto the
 //! same form) into decoders; [`Pipeline::decode`] and [`Pipeline::decode_into`] turn one stored
 //! chunk into its elements: C order, little-endian.
 //!
-//! Internally each codec implements one of three traits: `ArrayToArray`, `ArrayToBytes` or
-//! `BytesToBytes` (one codec per file; `registry` maps names to them). The numcodecs filters
-//! (`delta`, `fixedscaleoffset`, ...) can sit on either side of the array→bytes codec and
-//! implement `filter::Filter`, which adapts to both.
+//! A chain is any number of array→array codecs, one array→bytes codec, then any number of
+//! bytes→bytes codecs; decoding runs it backwards. The codecs are grouped by that kind, one file
+//! each, as zarrs groups them:
+//! - `array_to_array`: `transpose`, `scale_offset`, `cast_value` (`ArrayToArray`);
+//! - `array_to_bytes`: `bytes`, `packbits`, `zfp`, `zfpy` (`ArrayToBytes`), and sharding and
+//!   the variable-length codecs, which readers and `vlen` drive themselves;
+//! - `bytes_to_bytes`: compressors, checksums, `shuffle`, `base64` (`BytesToBytes`);
+//! - `filters`: the numcodecs filters, bytes→bytes codecs that also sit before the array→bytes
+//!   codec, where one adapter places them.
+//!
+//! `registry` holds the one table of names, kinds and constructors that every chain is built
+//! from; `prefix_decode` decodes the start of a compressed chunk progressively; `config`,
+//! `numtype` and `error` serve all codecs.
 
-mod adler32;
-mod astype;
-mod base64;
-mod bitpack;
-mod bitround;
-mod blosc;
-mod bytes;
-mod bz2;
-mod cast_value;
-mod categorize;
-mod checksum;
+pub(crate) mod array_to_array;
+pub(crate) mod array_to_bytes;
+pub(crate) mod bytes_to_bytes;
 mod config;
-mod crc32;
-mod crc32c;
 mod decode_target;
-mod delta;
 mod error;
-mod filter;
-mod fixedscaleoffset;
-mod fletcher32;
-mod gzip;
-mod inflate;
-mod jenkins_lookup3;
-mod lz4;
-mod lzma;
+pub(crate) mod filters;
 mod numtype;
-mod object;
-mod packbits;
-mod pcodec;
 mod pipeline;
 mod prefix_decode;
-mod quantize;
 mod registry;
-mod scalar;
-mod scale_offset;
-mod sharding;
-mod sharding_chain;
-mod sharding_config;
-mod sharding_index;
-mod sharding_ranged;
-#[cfg(test)]
-pub(crate) mod sharding_testutil;
-mod shuffle;
-mod stream;
-mod transpose;
-pub mod vlen;
-mod zfp;
-mod zfp_stream;
-mod zfpy;
-mod zlib;
-mod zstd;
-
 #[cfg(test)]
 mod testutil;
 
+#[cfg(test)]
+pub(crate) use array_to_bytes::sharding::testutil as sharding_testutil;
+pub use array_to_bytes::sharding::{ShardIndex, ShardedArray};
+pub use array_to_bytes::vlen;
 pub use decode_target::DecodeTarget;
 pub use error::CodecError;
 pub(crate) use numtype::NumType;
 pub use pipeline::Pipeline;
-pub use sharding_index::ShardIndex;
-pub use sharding_ranged::ShardedArray;
 
 use crate::meta::DataType;
+use array_to_bytes::bytes::Bytes;
+use filters::Elements;
 use std::ops::Range;
 
 /// Shape and element type of a chunk at one point of the chain (array→array codecs may change
@@ -160,21 +132,32 @@ pub(crate) trait ArrayToArray: Send + Sync {
     fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<(), CodecError>;
 }
 
-/// An array→bytes codec (`bytes`): the serialized array has the array's size, so it decodes in
-/// place.
+/// An array→bytes codec: turns the serialized chunk into the chunk's little-endian elements.
 pub(crate) trait ArrayToBytes: Send + Sync {
-    /// Turns the serialized elements in `data` into little-endian elements, in place.
-    fn decode_in_place(&self, data: &mut [u8]);
-    /// True when decoding leaves every byte as it is (little-endian, whole bytes).
-    fn is_identity(&self) -> bool;
+    /// Codec name, for error messages.
+    fn name(&self) -> &str;
+    /// The size of the serialized form of `decoded` bytes of elements.
+    fn encoded_size(&self, decoded: Size) -> Size;
+    /// Decodes the serialized chunk `encoded` into the start of `out` (the elements); returns
+    /// how many bytes it wrote. Output that would not fit in `out` is an error (`Corrupt`).
+    fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize, CodecError>;
+    /// The `bytes` codec, whose serialized form is the elements themselves in a stored byte
+    /// order: the codec before it then writes straight into the output, which
+    /// [`Bytes::decode_in_place`] finishes. `None` for codecs with a form of their own.
+    fn in_place(&self) -> Option<&Bytes> {
+        None
+    }
 }
 
-/// A bytes→bytes codec (compressors, checksums, `shuffle`, numcodecs filters in the v2 position).
+/// A bytes→bytes codec (compressors, checksums, `shuffle`, the numcodecs filters).
 pub(crate) trait BytesToBytes: Send + Sync {
     /// Codec name, for error messages.
     fn name(&self) -> &str;
-    /// The size of the encoded form of data of size `decoded`.
-    fn encoded_size(&self, decoded: Size) -> Size;
+    /// The size of the encoded form of data of size `decoded`; by default a compressor's
+    /// (whose output size is not fixed) [`Size::compressed_bound`].
+    fn encoded_size(&self, decoded: Size) -> Size {
+        decoded.compressed_bound()
+    }
     /// Decodes `encoded` into the start of `out`; returns how many bytes it wrote. Output that
     /// would not fit in `out` is an error (`Corrupt`), never a larger allocation.
     fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize, CodecError>;
@@ -189,5 +172,10 @@ pub(crate) trait BytesToBytes: Send + Sync {
     fn payload(&self, encoded: &[u8]) -> Result<Option<Range<usize>>, CodecError> {
         let _ = encoded;
         Ok(None)
+    }
+    /// For the numcodecs filters, which zarr-python 3 also places before the array→bytes codec:
+    /// the element types they decode between. `None` for codecs that only see bytes.
+    fn elements(&self) -> Option<Elements> {
+        None
     }
 }

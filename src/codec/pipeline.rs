@@ -1,11 +1,11 @@
 //! [`Pipeline`]: a codec chain built for one chunk shape and element type.
 
+use super::array_to_bytes::vlen::VlenPipeline;
 use super::prefix_decode::Prefix;
 use super::registry::{
     base, build_array_to_array, build_array_to_bytes, build_bytes_to_bytes, is_array_to_array_only,
-    is_array_to_bytes, Serializer,
+    is_array_to_bytes,
 };
-use super::vlen::VlenPipeline;
 use super::DecodeTarget;
 use super::{ArrayToArray, ArrayToBytes, BytesToBytes, ChunkRepr, CodecError, Size, StoredElem};
 use crate::meta::{CodecSpec, DataType};
@@ -138,9 +138,8 @@ impl Pipeline {
 struct FixedPipeline {
     /// Array→array codecs in chain order, each with the byte length of its decoded form.
     array_to_array: Vec<(Box<dyn ArrayToArray>, usize)>,
-    /// The array→bytes codec when it works in place (`bytes`); the others decode as the first
-    /// of `bytes_to_bytes`.
-    array_to_bytes: Option<Box<dyn ArrayToBytes>>,
+    /// The array→bytes codec.
+    array_to_bytes: Box<dyn ArrayToBytes>,
     /// Byte length of the array→bytes codec's data.
     serialized_len: usize,
     /// Bytes→bytes codecs in chain order, each with the size of its decoded form.
@@ -187,19 +186,10 @@ impl FixedPipeline {
         }
 
         let serialized_len = repr.byte_len(&serializer.name)?;
-        let mut bytes_to_bytes = Vec::with_capacity(rest.len() + 1);
-        let mut size = Size::Exact(serialized_len);
+        let mut bytes_to_bytes = Vec::with_capacity(rest.len());
         let big_endian = serializer.config.get("endian").and_then(|e| e.as_str()) == Some("big");
-        let array_to_bytes = match build_array_to_bytes(&serializer, &repr)? {
-            Serializer::InPlace(codec) => Some(codec),
-            // It decodes first of the bytes→bytes codecs, into little-endian elements.
-            Serializer::Decoder(codec) => {
-                let encoded = codec.encoded_size(size);
-                bytes_to_bytes.push((codec, size));
-                size = encoded;
-                None
-            }
-        };
+        let array_to_bytes = build_array_to_bytes(&serializer, &repr)?;
+        let mut size = array_to_bytes.encoded_size(Size::Exact(serialized_len));
         let elem = StoredElem {
             dtype: repr.dtype,
             big_endian,
@@ -220,7 +210,7 @@ impl FixedPipeline {
 
         // Streaming writes the decompressed bytes as they are: only behind a `bytes` codec
         // that leaves them so (not big-endian, not low bits, not a packing codec).
-        let plain = array_to_bytes.as_ref().is_some_and(|c| c.is_identity());
+        let plain = array_to_bytes.in_place().is_some_and(|c| c.is_identity());
         let streamable = match rest {
             [only] if array_to_array.is_empty() && plain => {
                 Prefix::of(base(&only.name)).map(|kind| (kind, only.name.clone()))
@@ -250,13 +240,10 @@ impl FixedPipeline {
             ));
         }
         let Some(((first, _), rest)) = self.array_to_array.split_first() else {
-            self.decode_bytes(encoded, out)?;
-            self.swap(out);
-            return Ok(());
+            return self.decode_serialized(encoded, out);
         };
         let mut current = vec![0u8; self.serialized_len];
-        self.decode_bytes(encoded, &mut current)?;
-        self.swap(&mut current);
+        self.decode_serialized(encoded, &mut current)?;
         for (codec, len) in rest.iter().rev() {
             let mut next = vec![0u8; *len];
             STATS.decode(codec.name(), || codec.decode(&current, &mut next), |_| *len)?;
@@ -266,19 +253,14 @@ impl FixedPipeline {
         STATS.decode(first.name(), || first.decode(&current, out), |_| len)
     }
 
-    /// Turns the serialized elements into little-endian ones, in place.
-    fn swap(&self, data: &mut [u8]) {
-        if let Some(codec) = &self.array_to_bytes {
-            codec.decode_in_place(data);
-        }
-    }
-
-    /// Runs the bytes→bytes codecs last to first, the chain's first one writing into `target`
-    /// (the array→bytes codec's data). Checksum codecs only narrow the input, without copying.
-    fn decode_bytes(&self, encoded: &[u8], target: &mut [u8]) -> Result<(), CodecError> {
+    /// Runs the bytes→bytes codecs last to first, then the array→bytes codec into `target`. A
+    /// `bytes` codec decodes in place: the chain's first bytes→bytes codec writes straight into
+    /// `target`. Checksum codecs only narrow the input, without copying.
+    fn decode_serialized(&self, encoded: &[u8], target: &mut [u8]) -> Result<(), CodecError> {
+        let in_place = self.array_to_bytes.in_place();
         let mut held: Option<Vec<u8>> = None;
         let mut range = 0..encoded.len();
-        let mut innermost = "bytes";
+        let mut innermost = self.array_to_bytes.name();
         for (i, (codec, size)) in self.bytes_to_bytes.iter().enumerate().rev() {
             let input = &held.as_deref().unwrap_or(encoded)[range.clone()];
             innermost = codec.name();
@@ -286,9 +268,11 @@ impl FixedPipeline {
                 range = range.start + payload.start..range.start + payload.end;
                 continue;
             }
-            if i == 0 {
+            if let (0, Some(bytes)) = (i, in_place) {
                 let written = STATS.decode(codec.name(), || codec.decode(input, target), |&n| n)?;
-                return size.check(codec.name(), written);
+                size.check(codec.name(), written)?;
+                bytes.decode_in_place(target);
+                return Ok(());
             }
             let mut next = vec![0u8; size.max()];
             let written = STATS.decode(codec.name(), || codec.decode(input, &mut next), |&n| n)?;
@@ -298,14 +282,19 @@ impl FixedPipeline {
             held = Some(next);
         }
         let input = &held.as_deref().unwrap_or(encoded)[range];
-        if input.len() != target.len() {
-            return Err(CodecError::corrupt(
-                innermost,
-                format!("{} bytes, expected {}", input.len(), target.len()),
-            ));
+        let codec = &self.array_to_bytes;
+        if in_place.is_some() {
+            if input.len() != target.len() {
+                return Err(CodecError::corrupt(
+                    innermost,
+                    format!("{} bytes, expected {}", input.len(), target.len()),
+                ));
+            }
+            codec.decode(input, target)?;
+            return Ok(());
         }
-        target.copy_from_slice(input);
-        Ok(())
+        let written = STATS.decode(codec.name(), || codec.decode(input, target), |&n| n)?;
+        Size::Exact(target.len()).check(codec.name(), written)
     }
 }
 
@@ -317,6 +306,7 @@ impl fmt::Debug for Pipeline {
                 let bytes: Vec<&str> = p.bytes_to_bytes.iter().map(|(c, _)| c.name()).collect();
                 f.debug_struct("Pipeline")
                     .field("array_to_array", &array)
+                    .field("array_to_bytes", &p.array_to_bytes.name())
                     .field("bytes_to_bytes", &bytes)
                     .field("decoded_len", &p.decoded_len)
                     .finish_non_exhaustive()
@@ -358,11 +348,6 @@ mod tests {
 
     fn i4_data(n: i32) -> Vec<u8> {
         (0..n).flat_map(|i| (i * 1000 - 7).to_le_bytes()).collect()
-    }
-
-    #[test]
-    fn fixtures() {
-        testutil::run_group("pipeline");
     }
 
     #[test]

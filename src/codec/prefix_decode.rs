@@ -37,14 +37,16 @@ impl Prefix {
 
     /// True when decoding the first `need` of `len` bytes step by step is worth it: always for
     /// zstd (as fast as a whole decode); for gzip and zlib when it saves a third, since the
-    /// whole decode (libdeflate) is about 1.5x faster than the streaming inflater.
+    /// whole decode (libdeflate) is faster than the streaming inflater by about that much
+    /// (BENCHMARKS.md, "Reading the numbers").
     pub fn pays(self, need: usize, len: usize) -> bool {
         self == Prefix::Zstd || need.saturating_mul(3) < len.saturating_mul(2)
     }
 
     /// Decodes `encoded` into `out` (the whole decoded chunk's room) until at least `need`
     /// bytes are there, calling `progress` with the bytes decoded so far after each step. With
-    /// `need == out.len()` the data must decode to exactly `out.len()` bytes.
+    /// `need == out.len()` the data must decode to exactly `out.len()` bytes; with less, zstd
+    /// decodes the bytes past the first `need` only as far as the step that reached `need`.
     pub fn decode(
         self,
         name: &str,
@@ -54,10 +56,68 @@ impl Prefix {
         progress: &mut dyn FnMut(&[u8]),
     ) -> Result<(), CodecError> {
         match self {
-            Prefix::Zstd => zstd_prefix(name, encoded, out, need, progress),
-            Prefix::Gzip => inflate_prefix(name, MultiGzDecoder::new(encoded), out, need, progress),
-            Prefix::Zlib => inflate_prefix(name, ZlibDecoder::new(encoded), out, need, progress),
+            Prefix::Gzip => {
+                return inflate_prefix(name, MultiGzDecoder::new(encoded), out, need, progress)
+            }
+            Prefix::Zlib => {
+                return inflate_prefix(name, ZlibDecoder::new(encoded), out, need, progress)
+            }
+            Prefix::Zstd => {}
         }
+        let corrupt = |e: &str| CodecError::corrupt(name, e.to_string());
+        let zstd_err = |code| corrupt(zstd::zstd_safe::get_error_name(code));
+        CONTEXT.with(|cell| {
+            let mut slot = cell.borrow_mut();
+            let dctx = match &mut *slot {
+                Some(dctx) => dctx,
+                empty => {
+                    let mut dctx =
+                        DCtx::try_create().ok_or_else(|| corrupt("no memory for a context"))?;
+                    dctx.set_parameter(DParameter::StableOutBuffer(true))
+                        .map_err(zstd_err)?;
+                    empty.insert(dctx)
+                }
+            };
+            dctx.reset(ResetDirective::SessionOnly).map_err(zstd_err)?;
+            let ratio_step = encoded.len() as u128 * STEP as u128 / out.len().max(1) as u128;
+            let step = (ratio_step as usize).max(MIN_ZSTD_STEP);
+            let (mut at, mut pos) = (0usize, 0usize);
+            loop {
+                let end = at.saturating_add(step).min(encoded.len());
+                let mut input = InBuffer::around(&encoded[..end]);
+                input.set_pos(at);
+                let mut output = OutBuffer::around_pos(out, pos);
+                let hint = dctx
+                    .decompress_stream(&mut output, &mut input)
+                    .map_err(zstd_err)?;
+                let (next_at, next_pos) = (input.pos(), output.pos());
+                if next_pos > pos {
+                    progress(out.decoded(next_pos));
+                }
+                if next_pos >= need && need < out.len() {
+                    return Ok(());
+                }
+                if next_at == encoded.len() && hint == 0 {
+                    // Every frame ended.
+                    return if next_pos == out.len() {
+                        Ok(())
+                    } else {
+                        Err(corrupt(&format!(
+                            "decoded to {next_pos} bytes, expected {}",
+                            out.len()
+                        )))
+                    };
+                }
+                if next_at == at && next_pos == pos && end == encoded.len() {
+                    return Err(corrupt(if pos == out.len() {
+                        "decoded data exceeds the chunk"
+                    } else {
+                        "the data ends inside a frame"
+                    }));
+                }
+                (at, pos) = (next_at, next_pos);
+            }
+        })
     }
 }
 
@@ -94,73 +154,6 @@ thread_local! {
     static CONTEXT: RefCell<Option<DCtx<'static>>> = const { RefCell::new(None) };
 }
 
-/// [`Prefix::decode`] for zstd: decodes the frames `encoded` into `out` (the whole decoded chunk's room) until at least
-/// `need` bytes are there, calling `progress` with the bytes decoded so far after each step.
-/// With `need == out.len()` the data must decode to exactly `out.len()` bytes; with less, the
-/// bytes past the first `need` are decoded only as far as the step that reached `need`.
-fn zstd_prefix(
-    name: &str,
-    encoded: &[u8],
-    out: &mut DecodeTarget,
-    need: usize,
-    progress: &mut dyn FnMut(&[u8]),
-) -> Result<(), CodecError> {
-    let corrupt = |e: &str| CodecError::corrupt(name, e.to_string());
-    let zstd_err = |code| corrupt(zstd::zstd_safe::get_error_name(code));
-    CONTEXT.with(|cell| {
-        let mut slot = cell.borrow_mut();
-        let dctx = match &mut *slot {
-            Some(dctx) => dctx,
-            empty => {
-                let mut dctx =
-                    DCtx::try_create().ok_or_else(|| corrupt("no memory for a context"))?;
-                dctx.set_parameter(DParameter::StableOutBuffer(true))
-                    .map_err(zstd_err)?;
-                empty.insert(dctx)
-            }
-        };
-        dctx.reset(ResetDirective::SessionOnly).map_err(zstd_err)?;
-        let ratio_step = encoded.len() as u128 * STEP as u128 / out.len().max(1) as u128;
-        let step = (ratio_step as usize).max(MIN_ZSTD_STEP);
-        let (mut at, mut pos) = (0usize, 0usize);
-        loop {
-            let end = at.saturating_add(step).min(encoded.len());
-            let mut input = InBuffer::around(&encoded[..end]);
-            input.set_pos(at);
-            let mut output = OutBuffer::around_pos(out, pos);
-            let hint = dctx
-                .decompress_stream(&mut output, &mut input)
-                .map_err(zstd_err)?;
-            let (next_at, next_pos) = (input.pos(), output.pos());
-            if next_pos > pos {
-                progress(out.decoded(next_pos));
-            }
-            if next_pos >= need && need < out.len() {
-                return Ok(());
-            }
-            if next_at == encoded.len() && hint == 0 {
-                // Every frame ended.
-                return if next_pos == out.len() {
-                    Ok(())
-                } else {
-                    Err(corrupt(&format!(
-                        "decoded to {next_pos} bytes, expected {}",
-                        out.len()
-                    )))
-                };
-            }
-            if next_at == at && next_pos == pos && end == encoded.len() {
-                return Err(corrupt(if pos == out.len() {
-                    "decoded data exceeds the chunk"
-                } else {
-                    "the data ends inside a frame"
-                }));
-            }
-            (at, pos) = (next_at, next_pos);
-        }
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -175,17 +168,18 @@ mod tests {
         let z = zstd::bulk::compress(&raw, 3).unwrap();
         let mut out = vec![0u8; raw.len()];
         let mut steps = 0;
-        zstd_prefix(
-            "zstd",
-            &z,
-            &mut DecodeTarget::new(&mut out),
-            raw.len(),
-            &mut |d| {
-                assert_eq!(d, &raw[..d.len()]);
-                steps += 1;
-            },
-        )
-        .unwrap();
+        Prefix::Zstd
+            .decode(
+                "zstd",
+                &z,
+                &mut DecodeTarget::new(&mut out),
+                raw.len(),
+                &mut |d| {
+                    assert_eq!(d, &raw[..d.len()]);
+                    steps += 1;
+                },
+            )
+            .unwrap();
         assert_eq!(out, raw);
         assert!(steps > 1, "progress comes in pieces");
         assert_stops_early(Prefix::Zstd, &z, &raw);
@@ -248,7 +242,7 @@ mod tests {
         ]
         .concat();
         let run = |encoded: &[u8], out: &mut [u8], need: usize| {
-            zstd_prefix(
+            Prefix::Zstd.decode(
                 "zstd",
                 encoded,
                 &mut DecodeTarget::new(out),

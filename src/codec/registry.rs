@@ -1,94 +1,137 @@
-//! Codec names: what each one is, and building its decoder.
+//! The codec table: every codec name zarrfs decodes, its kind and its constructor. Both the v2
+//! and the v3 parsers hand the pipeline a chain of names ([`CodecSpec`]); the pipeline asks this
+//! table what each one is and builds it. Adding a codec is one file and one row of [`CODECS`].
 //!
-//! Names are matched as v3 names, numcodecs ids and `numcodecs.<id>` alike.
+//! Names are v3 names, numcodecs ids and `numcodecs.<id>` names. A name is placed as follows:
+//! - the first name listed exactly as an array→bytes codec is the chain's array→bytes codec;
+//! - before it, a name is looked up without its `numcodecs.` prefix as an array→array codec or
+//!   a numcodecs filter (placed by [`FilterArray`]); without an array→bytes codec, the leading
+//!   names that can only be array→array (listed exactly, or a filter named `numcodecs.<id>`, as
+//!   zarr-python 3 writes them) are, and `bytes` follows them;
+//! - after it, a name is looked up without its prefix as a bytes→bytes codec or a filter;
+//! - a chain of variable-length elements starts with an object codec (`vlen-utf8`, `json2`,
+//!   ...), looked up without its prefix, and goes on with bytes→bytes codecs.
+//!
+//! So a name may have two rows: `packbits` is zarr-extensions' array→bytes codec and, after the
+//! array→bytes codec, numcodecs' bool filter; `numcodecs.zfpy` is zarr-python 3's array→bytes
+//! codec while a `zfpy` after the array→bytes codec is numcodecs' v2 compressor.
 
-use super::astype::Cast;
-use super::base64::Base64;
-use super::bitpack::BitPack;
-use super::bitround::BitRound;
-use super::blosc::Blosc;
-use super::bytes::Bytes;
-use super::bz2::Bz2;
-use super::cast_value::CastValue;
-use super::categorize::Categorize;
-use super::delta::Delta;
-use super::filter::{Filter, FilterArray, FilterBytes};
-use super::fixedscaleoffset::FixedScaleOffset;
-use super::gzip::Gzip;
-use super::lz4::Lz4;
-use super::packbits::PackBits;
-use super::scale_offset::ScaleOffset;
-use super::shuffle::Shuffle;
-use super::transpose::Transpose;
-use super::zfp::{self, Zfp};
-use super::zfpy::Zfpy;
-use super::zlib::Zlib;
-use super::zstd::Zstd;
-use super::{adler32, crc32, crc32c, fletcher32, jenkins_lookup3, lzma, pcodec, quantize};
+use super::array_to_array::transpose::Transpose;
+use super::array_to_array::{cast_value::CastValue, scale_offset::ScaleOffset};
+use super::array_to_bytes::object::ObjectCodec;
+use super::array_to_bytes::{bitpack::BitPack, bytes::Bytes, zfp::Zfp, zfpy::Zfpy};
+use super::bytes_to_bytes::{adler32, crc32, crc32c, fletcher32, jenkins_lookup3, lzma, pcodec};
+use super::bytes_to_bytes::{base64::Base64, blosc::Blosc, bz2::Bz2, gzip::Gzip, lz4::Lz4};
+use super::bytes_to_bytes::{shuffle::Shuffle, zlib::Zlib, zstd::Zstd};
+use super::filters::FilterArray;
+use super::filters::{astype, delta, fixedscaleoffset, quantize};
+use super::filters::{bitround::BitRound, categorize::Categorize, packbits::PackBits};
 use super::{ArrayToArray, ArrayToBytes, BytesToBytes, ChunkRepr, CodecError, StoredElem};
 use crate::meta::CodecSpec;
+
+type Built<T> = Result<T, CodecError>;
+/// An array→array codec with the encoded form it leaves.
+type Placed = (Box<dyn ArrayToArray>, ChunkRepr);
+
+/// What a codec is, with its constructor.
+#[derive(Clone, Copy)]
+pub(crate) enum Kind {
+    /// Array→array, built for the decoded chunk form; also returns the encoded form.
+    ArrayToArray(fn(&CodecSpec, &ChunkRepr) -> Built<Placed>),
+    /// Array→bytes, built for the chunk form it serializes.
+    ArrayToBytes(fn(&CodecSpec, &ChunkRepr) -> Built<Box<dyn ArrayToBytes>>),
+    /// Bytes→bytes, built knowing the stored elements.
+    BytesToBytes(fn(&CodecSpec, &StoredElem) -> Built<Box<dyn BytesToBytes>>),
+    /// A numcodecs filter: bytes→bytes after the array→bytes codec, array→array before it.
+    Filter(fn(&CodecSpec, &StoredElem) -> Built<Box<dyn BytesToBytes>>),
+    /// The array→bytes codec of variable-length elements, first in their chain (see `vlen`).
+    Object(fn(&CodecSpec) -> Built<ObjectCodec>),
+}
+
+/// Every codec zarrfs decodes: its names and its kind.
+#[rustfmt::skip]
+pub(crate) const CODECS: &[(&[&str], Kind)] = &[
+    (&["transpose"], Kind::ArrayToArray(|s, d| array(Transpose::build(s, d)?))),
+    (&["scale_offset"], Kind::ArrayToArray(|s, d| array(ScaleOffset::build(s, d)?))),
+    (&["cast_value"], Kind::ArrayToArray(|s, d| array(CastValue::build(s, d)?))),
+    (&["bytes", "endian"], Kind::ArrayToBytes(|s, r| Ok(Box::new(Bytes::build(s, &r.dtype)?)))),
+    (&["packbits"], Kind::ArrayToBytes(|s, r| Ok(Box::new(BitPack::build(s, &r.dtype)?)))),
+    (&["numcodecs.zfpy"], Kind::ArrayToBytes(|s, r| Ok(Box::new(Zfpy::build(s, &r.dtype)?)))),
+    (
+        &["zfp", "zarrs.zfp", "https://codec.zarrs.dev/array_to_bytes/zfp"],
+        Kind::ArrayToBytes(|s, r| Ok(Box::new(Zfp::build(s, r)?))),
+    ),
+    (&["vlen-utf8", "vlen-bytes"], Kind::Object(|_| Ok(ObjectCodec::Vlen))),
+    (&["vlen-array"], Kind::Object(ObjectCodec::vlen_array)),
+    (&["json2"], Kind::Object(|_| Ok(ObjectCodec::Json))),
+    (&["msgpack2"], Kind::Object(|_| Ok(ObjectCodec::MsgPack))),
+    (&["gzip"], Kind::BytesToBytes(|s, _| Ok(Box::new(Gzip(s.name.clone()))))),
+    (&["zlib"], Kind::BytesToBytes(|s, _| Ok(Box::new(Zlib(s.name.clone()))))),
+    (&["zstd"], Kind::BytesToBytes(|s, _| Ok(Box::new(Zstd(s.name.clone()))))),
+    (&["blosc"], Kind::BytesToBytes(|s, _| Ok(Box::new(Blosc(s.name.clone()))))),
+    (&["lz4"], Kind::BytesToBytes(|s, _| Ok(Box::new(Lz4(s.name.clone()))))),
+    (&["bz2"], Kind::BytesToBytes(|s, _| Ok(Box::new(Bz2(s.name.clone()))))),
+    (&["base64"], Kind::BytesToBytes(|s, _| Ok(Box::new(Base64(s.name.clone()))))),
+    (&["lzma"], Kind::BytesToBytes(|s, _| Ok(Box::new(lzma::build(s)?)))),
+    (&["crc32c"], Kind::BytesToBytes(|s, _| Ok(Box::new(crc32c::build(s)?)))),
+    (&["crc32"], Kind::BytesToBytes(|s, _| Ok(Box::new(crc32::build(s)?)))),
+    (&["adler32"], Kind::BytesToBytes(|s, _| Ok(Box::new(adler32::build(s)?)))),
+    (&["fletcher32"], Kind::BytesToBytes(|s, _| Ok(Box::new(fletcher32::build(s)?)))),
+    (&["jenkins_lookup3"], Kind::BytesToBytes(|s, _| Ok(Box::new(jenkins_lookup3::build(s)?)))),
+    (&["shuffle"], Kind::BytesToBytes(|s, e| Ok(Box::new(Shuffle::build(s, e)?)))),
+    (&["pcodec"], Kind::BytesToBytes(|s, e| Ok(Box::new(pcodec::build(s, e)?)))),
+    (&["zfpy"], Kind::BytesToBytes(zfpy_compressor)),
+    (&["delta"], Kind::Filter(|s, e| Ok(Box::new(delta::build(s, e)?)))),
+    (&["fixedscaleoffset"], Kind::Filter(|s, e| Ok(Box::new(fixedscaleoffset::build(s, e)?)))),
+    (&["quantize"], Kind::Filter(|s, e| Ok(Box::new(quantize::build(s, e)?)))),
+    (&["bitround"], Kind::Filter(|s, _| Ok(Box::new(BitRound(s.name.clone()))))),
+    (&["astype"], Kind::Filter(|s, e| Ok(Box::new(astype::build(s, e)?)))),
+    (&["packbits"], Kind::Filter(|s, _| Ok(Box::new(PackBits(s.name.clone()))))),
+    (&["categorize"], Kind::Filter(|s, _| Ok(Box::new(Categorize::build(s)?)))),
+];
+
+/// Boxes a built array→array codec with its encoded form.
+fn array<T: ArrayToArray + 'static>((codec, encoded): (T, ChunkRepr)) -> Built<Placed> {
+    Ok((Box::new(codec), encoded))
+}
+
+/// numcodecs' v2 `zfpy` compressor. numcodecs refuses big-endian arrays ("Unknown dtype: >f8"):
+/// zfpy's values are native.
+fn zfpy_compressor(spec: &CodecSpec, elem: &StoredElem) -> Built<Box<dyn BytesToBytes>> {
+    if elem.big_endian {
+        return Err(CodecError::bad_config(
+            &spec.name,
+            "zfpy holds little-endian values, not the big-endian dtype",
+        ));
+    }
+    Ok(Box::new(Zfpy::build(spec, &elem.dtype)?))
+}
+
+/// The kinds of the rows listing `name` exactly.
+fn kinds(name: &str) -> impl Iterator<Item = Kind> + '_ {
+    CODECS
+        .iter()
+        .filter(move |(names, _)| names.contains(&name))
+        .map(|&(_, kind)| kind)
+}
 
 /// The name without a `numcodecs.` prefix.
 pub(crate) fn base(name: &str) -> &str {
     name.strip_prefix("numcodecs.").unwrap_or(name)
 }
 
-/// Filters: array→array before the array→bytes codec, bytes→bytes after it.
-const FILTERS: &[&str] = &[
-    "delta",
-    "fixedscaleoffset",
-    "quantize",
-    "bitround",
-    "astype",
-    "packbits",
-    "categorize",
-];
-
-/// Bytes→bytes codecs other than filters.
-const BYTES_TO_BYTES: &[&str] = &[
-    "gzip",
-    "zlib",
-    "zstd",
-    "blosc",
-    "lz4",
-    "bz2",
-    "crc32c",
-    "crc32",
-    "adler32",
-    "fletcher32",
-    "jenkins_lookup3",
-    "shuffle",
-    "base64",
-    "lzma",
-    "pcodec",
-    "zfpy",
-];
-
-/// True for the array→bytes codecs zarrfs implements: `bytes`, the v3 drafts' `endian`,
-/// zarr-extensions' `packbits`, zarrs' `zfp` and zarr-python 3's `numcodecs.zfpy`. The first one in a chain
-/// is its array→bytes codec; a `packbits` after it is numcodecs' bool filter (its v2 place) and
-/// a `zfpy` after it a compressor (numcodecs' own v2 use).
+/// True for the names of array→bytes codecs: the first one in a chain is its array→bytes codec.
 pub(crate) fn is_array_to_bytes(name: &str) -> bool {
-    matches!(name, "bytes" | "endian" | "packbits" | "numcodecs.zfpy") || zfp::is_zfp(name)
+    kinds(name).any(|k| matches!(k, Kind::ArrayToBytes(_)))
 }
 
-/// The array→bytes codec of a chain.
-pub(crate) enum Serializer {
-    /// `bytes` (`endian`): the stored elements, in their byte order.
-    InPlace(Box<dyn ArrayToBytes>),
-    /// A codec whose stored form has its own size (`packbits`, `zfp`, `zfpy`): it decodes into the
-    /// little-endian elements the way a bytes→bytes codec does.
-    Decoder(Box<dyn BytesToBytes>),
-}
-
-/// True for codecs that can only be array→array: `transpose`, zarr-extensions' `scale_offset`
-/// and `cast_value`, and filters named the way zarr-python 3 names its array→array filters
-/// (`numcodecs.delta`, ...).
+/// True for codecs that can only be array→array: the array→array codecs, and filters named the
+/// way zarr-python 3 names its array→array filters (`numcodecs.delta`, ...).
 pub(crate) fn is_array_to_array_only(name: &str) -> bool {
-    matches!(name, "transpose" | "scale_offset" | "cast_value")
+    kinds(name).any(|k| matches!(k, Kind::ArrayToArray(_)))
         || name
             .strip_prefix("numcodecs.")
-            .is_some_and(|id| FILTERS.contains(&id))
+            .is_some_and(|id| kinds(id).any(|k| matches!(k, Kind::Filter(_))))
 }
 
 /// The error for a codec zarrfs does not implement, with the reason where one is known.
@@ -105,50 +148,25 @@ fn unsupported(spec: &CodecSpec) -> CodecError {
     CodecError::unsupported(&spec.name, reason)
 }
 
-/// Builds a filter; `elem` gives the defaults for a missing `dtype`.
-fn build_filter(spec: &CodecSpec, elem: &StoredElem) -> Result<Box<dyn Filter>, CodecError> {
-    Ok(match base(&spec.name) {
-        "delta" => Box::new(Delta::build(spec, elem)?),
-        "fixedscaleoffset" => Box::new(FixedScaleOffset::build(spec, elem)?),
-        "quantize" => Box::new(quantize::build(spec, elem)?),
-        "bitround" => Box::new(BitRound::new(&spec.name)),
-        "astype" => Box::new(Cast::build_astype(spec, elem)?),
-        "packbits" => Box::new(PackBits::new(&spec.name)),
-        "categorize" => Box::new(Categorize::build(spec)?),
-        _ => return Err(unsupported(spec)),
-    })
-}
-
-/// Builds an array→array codec for chunks of `decoded` form; returns it and its encoded form.
-pub(crate) fn build_array_to_array(
-    spec: &CodecSpec,
-    decoded: &ChunkRepr,
-) -> Result<(Box<dyn ArrayToArray>, ChunkRepr), CodecError> {
+/// Builds a codec placed before the array→bytes codec, for chunks of `decoded` form; returns it
+/// and its encoded form.
+pub(crate) fn build_array_to_array(spec: &CodecSpec, decoded: &ChunkRepr) -> Built<Placed> {
     let id = base(&spec.name);
-    match id {
-        "transpose" => {
-            let (codec, encoded) = Transpose::build(spec, decoded)?;
-            return Ok((Box::new(codec), encoded));
+    for kind in kinds(id) {
+        match kind {
+            Kind::ArrayToArray(build) => return build(spec, decoded),
+            Kind::Filter(build) => {
+                let elem = StoredElem {
+                    dtype: decoded.dtype.clone(),
+                    big_endian: false,
+                };
+                let (codec, encoded) = FilterArray::build(build(spec, &elem)?, decoded)?;
+                return Ok((Box::new(codec), encoded));
+            }
+            _ => {}
         }
-        "scale_offset" => {
-            let (codec, encoded) = ScaleOffset::build(spec, decoded)?;
-            return Ok((Box::new(codec), encoded));
-        }
-        "cast_value" => {
-            let (codec, encoded) = CastValue::build(spec, decoded)?;
-            return Ok((Box::new(codec), encoded));
-        }
-        _ => {}
     }
-    if FILTERS.contains(&id) {
-        let elem = StoredElem {
-            dtype: decoded.dtype.clone(),
-            big_endian: false,
-        };
-        let (codec, encoded) = FilterArray::build(build_filter(spec, &elem)?, decoded)?;
-        return Ok((Box::new(codec), encoded));
-    }
-    if BYTES_TO_BYTES.contains(&id) {
+    if kinds(id).any(|k| matches!(k, Kind::BytesToBytes(_))) {
         return Err(CodecError::bad_config(
             &spec.name,
             "a bytes→bytes codec cannot come before the array→bytes codec",
@@ -157,62 +175,54 @@ pub(crate) fn build_array_to_array(
     Err(unsupported(spec))
 }
 
-/// Builds the array→bytes codec for chunks of `repr` form.
+/// Builds the array→bytes codec (named as [`is_array_to_bytes`] says) for chunks of `repr` form.
 pub(crate) fn build_array_to_bytes(
     spec: &CodecSpec,
     repr: &ChunkRepr,
-) -> Result<Serializer, CodecError> {
-    Ok(match spec.name.as_str() {
-        "packbits" => Serializer::Decoder(Box::new(BitPack::build(spec, &repr.dtype)?)),
-        "numcodecs.zfpy" => Serializer::Decoder(Box::new(Zfpy::build(spec, &repr.dtype)?)),
-        name if zfp::is_zfp(name) => Serializer::Decoder(Box::new(Zfp::build(spec, repr)?)),
-        _ => Serializer::InPlace(Box::new(Bytes::build(spec, &repr.dtype)?)),
-    })
+) -> Built<Box<dyn ArrayToBytes>> {
+    kinds(&spec.name)
+        .find_map(|k| match k {
+            Kind::ArrayToBytes(build) => Some(build(spec, repr)),
+            _ => None,
+        })
+        .unwrap_or_else(|| Err(unsupported(spec)))
 }
 
-/// Builds a bytes→bytes codec; `elem` is what the array→bytes codec stored.
+/// Builds a codec placed after the array→bytes codec; `elem` is what that codec stored.
 pub(crate) fn build_bytes_to_bytes(
     spec: &CodecSpec,
     elem: &StoredElem,
-) -> Result<Box<dyn BytesToBytes>, CodecError> {
-    let name = spec.name.as_str();
-    Ok(match base(name) {
-        "gzip" => Box::new(Gzip::new(name)),
-        "zlib" => Box::new(Zlib::new(name)),
-        "zstd" => Box::new(Zstd::new(name)),
-        "blosc" => Box::new(Blosc::new(name)),
-        "lz4" => Box::new(Lz4::new(name)),
-        "bz2" => Box::new(Bz2::new(name)),
-        "base64" => Box::new(Base64::new(name)),
-        "crc32c" => Box::new(crc32c::build(spec)?),
-        "crc32" => Box::new(crc32::build(spec)?),
-        "adler32" => Box::new(adler32::build(spec)?),
-        "fletcher32" => Box::new(fletcher32::build(spec)?),
-        "jenkins_lookup3" => Box::new(jenkins_lookup3::build(spec)?),
-        "shuffle" => Box::new(Shuffle::build(spec, elem)?),
-        "lzma" => Box::new(lzma::build(spec)?),
-        "pcodec" => Box::new(pcodec::build(spec, elem)?),
-        // numcodecs refuses big-endian arrays ("Unknown dtype: >f8"): zfpy's values are native.
-        "zfpy" if elem.big_endian => {
-            return Err(CodecError::bad_config(
-                name,
-                "zfpy holds little-endian values, not the big-endian dtype",
-            ))
+) -> Built<Box<dyn BytesToBytes>> {
+    let id = base(&spec.name);
+    for kind in kinds(id) {
+        if let Kind::BytesToBytes(build) | Kind::Filter(build) = kind {
+            return build(spec, elem);
         }
-        "zfpy" => Box::new(Zfpy::build(spec, &elem.dtype)?),
-        id if FILTERS.contains(&id) => Box::new(FilterBytes(build_filter(spec, elem)?)),
-        id if matches!(
-            id,
-            "transpose" | "bytes" | "endian" | "scale_offset" | "cast_value"
-        ) || zfp::is_zfp(id) =>
-        {
-            return Err(CodecError::bad_config(
-                name,
-                "an array codec cannot come after the array→bytes codec",
-            ))
-        }
-        _ => return Err(unsupported(spec)),
-    })
+    }
+    if kinds(id).any(|k| matches!(k, Kind::ArrayToArray(_) | Kind::ArrayToBytes(_))) {
+        return Err(CodecError::bad_config(
+            &spec.name,
+            "an array codec cannot come after the array→bytes codec",
+        ));
+    }
+    Err(unsupported(spec))
+}
+
+/// Builds the first codec of a chain of variable-length elements.
+pub(crate) fn build_object(spec: &CodecSpec) -> Built<ObjectCodec> {
+    let object = kinds(base(&spec.name)).find_map(|k| match k {
+        Kind::Object(build) => Some(build),
+        _ => None,
+    });
+    match object {
+        Some(build) => build(spec),
+        None if base(&spec.name) == "pickle" => Err(unsupported(spec)),
+        None => Err(CodecError::unsupported(
+            &spec.name,
+            "variable-length elements need vlen-utf8, vlen-bytes, vlen-array, json2 or msgpack2 \
+             as their first codec",
+        )),
+    }
 }
 
 #[cfg(test)]
@@ -231,8 +241,13 @@ mod tests {
             shape: vec![4],
             dtype: DataType::Float(8),
         };
-        for id in BYTES_TO_BYTES.iter().chain(FILTERS) {
-            let config = match *id {
+        let listed = CODECS.iter().filter_map(|(names, kind)| match kind {
+            Kind::BytesToBytes(_) => Some((names[0], false)),
+            Kind::Filter(_) => Some((names[0], true)),
+            _ => None,
+        });
+        for (id, filter) in listed {
+            let config = match id {
                 "fixedscaleoffset" => json!({"scale": 1, "offset": 0}),
                 "astype" => json!({"encode_dtype": "<f4"}),
                 "categorize" => json!({"labels": [], "dtype": "<U2"}),
@@ -242,10 +257,10 @@ mod tests {
                 let spec = CodecSpec::new(name.clone(), config.clone());
                 assert!(build_bytes_to_bytes(&spec, &elem).is_ok(), "{name}");
                 let as_array = build_array_to_array(&spec, &repr);
-                if matches!(*id, "categorize" | "packbits") {
+                if matches!(id, "categorize" | "packbits") {
                     assert!(as_array.is_err(), "{name} on a float array");
                 } else {
-                    assert_eq!(as_array.is_ok(), FILTERS.contains(id), "{name}");
+                    assert_eq!(as_array.is_ok(), filter, "{name}");
                 }
             }
         }

@@ -187,3 +187,31 @@ fn positions(len: usize, max: usize) -> impl Iterator<Item = usize> {
     let step = len.div_ceil(max.max(1)).max(1);
     (0..len).step_by(step)
 }
+
+/// Every vector of every group (one group per codec, and `pipeline` for whole chains) decodes
+/// to the bytes its writer's reader gave.
+#[test]
+fn every_vector_decodes() {
+    let mut groups: Vec<&str> = cases().iter().map(|c| c.group.as_str()).collect();
+    groups.sort_unstable();
+    groups.dedup();
+    assert!(groups.len() > 20, "groups: {groups:?}");
+    for group in groups {
+        run_group(group);
+    }
+}
+
+/// Damaged compressed vectors fail (checksummed ones in their codec's file).
+#[test]
+fn damaged_compressed_inputs_fail() {
+    for name in [
+        "bz2_l9",
+        "gzip_l1",
+        "zlib_l9",
+        "blosc_lz4_shuffle",
+        "blosc_v3_zstd_bitshuffle_bs512",
+        "blosc_clevel0_memcpy",
+    ] {
+        damaged_inputs_fail(name);
+    }
+}

@@ -8,7 +8,8 @@ use serde_json::Value;
 #[derive(Clone, Debug, PartialEq)]
 pub struct CodecSpec {
     /// Codec name: a v3 name (`bytes`, `transpose`, `gzip`, `sharding_indexed`, ...), a numcodecs id
-    /// (`zlib`, `shuffle`, `delta`, ...) or a `numcodecs.*` name.
+    /// (`zlib`, `shuffle`, `delta`, ...) or a `numcodecs.*` name, as written in the metadata; the
+    /// codec stage's table says what each one is.
     pub name: String,
     /// The codec's configuration object (`{}` when absent).
     pub config: Value,

@@ -1,0 +1,367 @@
+//! zarr-extensions' `cast_value` array→array codec: elements stored converted to `data_type`.
+//! Decoding converts each stored value back to the array's type by the spec's ordered rules:
+//! `scalar_map.decode` first, then an exact conversion, then `rounding` (`nearest-even`,
+//! `towards-zero`, `towards-positive`, `towards-negative`, `nearest-away`) and `out_of_range`
+//! (`clamp`, `wrap`, or absent: an error). NaN and infinities propagate between float types
+//! and are an error into integers unless mapped.
+
+use super::scalar::{int_range, numeric, only_keys, scalar, wide};
+use crate::codec::config::{bad, get_str};
+use crate::codec::numtype::{Kind, NumType, Value};
+use crate::codec::{ArrayToArray, ChunkRepr, CodecError};
+use crate::meta::CodecSpec;
+use half::f16;
+
+/// How a value between two representable ones is rounded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Rounding {
+    NearestEven,
+    TowardsZero,
+    TowardsPositive,
+    TowardsNegative,
+    NearestAway,
+}
+
+/// What happens to a value beyond the target's range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum OutOfRange {
+    Error,
+    Clamp,
+    Wrap,
+}
+
+/// The `cast_value` codec: stored as `stored`, decoded into `array`.
+pub(crate) struct CastValue {
+    name: String,
+    stored: NumType,
+    array: NumType,
+    rounding: Rounding,
+    out_of_range: OutOfRange,
+    /// `scalar_map.decode`: a stored value and the array element it decodes to (first wins).
+    decode_map: Vec<(Value, Vec<u8>)>,
+}
+
+impl CastValue {
+    /// From a config with `data_type` and optional `rounding`, `out_of_range`, `scalar_map`,
+    /// for chunks of `decoded` form; returns the codec and the stored form.
+    pub fn build(spec: &CodecSpec, decoded: &ChunkRepr) -> Result<(Self, ChunkRepr), CodecError> {
+        only_keys(
+            spec,
+            &["data_type", "rounding", "out_of_range", "scalar_map"],
+        )?;
+        let array = numeric(spec, NumType::from_data_type(&decoded.dtype, false))?;
+        let type_name = match spec.config.get("data_type") {
+            Some(serde_json::Value::String(s)) => s.as_str(),
+            Some(serde_json::Value::Object(o)) => o
+                .get("name")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or(""),
+            _ => return Err(bad(spec, "missing 'data_type'")),
+        };
+        let stored = numeric(
+            spec,
+            NumType::parse(type_name).filter(|_| !type_name.starts_with(['<', '>', '|'])),
+        )
+        .map_err(|_| {
+            bad(
+                spec,
+                format!("casts to the integer and float types of Zarr v3, not {type_name:?}"),
+            )
+        })?;
+        let rounding = match get_str(spec, "rounding")?.unwrap_or("nearest-even") {
+            "nearest-even" => Rounding::NearestEven,
+            "towards-zero" => Rounding::TowardsZero,
+            "towards-positive" => Rounding::TowardsPositive,
+            "towards-negative" => Rounding::TowardsNegative,
+            "nearest-away" => Rounding::NearestAway,
+            other => return Err(bad(spec, format!("unknown rounding {other:?}"))),
+        };
+        let out_of_range = match get_str(spec, "out_of_range")? {
+            None => OutOfRange::Error,
+            Some("clamp") => OutOfRange::Clamp,
+            Some("wrap") if stored.kind != Kind::Float => OutOfRange::Wrap,
+            Some(other) => return Err(bad(spec, format!("out_of_range {other:?} not allowed"))),
+        };
+        let mut decode_map = Vec::new();
+        let entries = spec.config.pointer("/scalar_map/decode");
+        for entry in entries.and_then(|e| e.as_array()).into_iter().flatten() {
+            let pair = entry
+                .as_array()
+                .filter(|p| p.len() == 2)
+                .ok_or_else(|| bad(spec, format!("scalar_map entry {entry} is not a pair")))?;
+            let key = scalar(spec, stored, &pair[0])?;
+            let mut value = vec![0; array.size];
+            array.write(scalar(spec, array, &pair[1])?, &mut value);
+            if !decode_map.iter().any(|(k, _)| same(*k, key)) {
+                decode_map.push((key, value));
+            }
+        }
+        let codec = CastValue {
+            name: spec.name.clone(),
+            stored,
+            array,
+            rounding,
+            out_of_range,
+            decode_map,
+        };
+        let encoded = ChunkRepr {
+            shape: decoded.shape.clone(),
+            dtype: stored.data_type(),
+        };
+        Ok((codec, encoded))
+    }
+
+    /// Writes `v` converted to the array's type into `out`.
+    fn convert(&self, v: Value, out: &mut [u8]) -> Result<(), String> {
+        if let Some((_, bytes)) = self.decode_map.iter().find(|(k, _)| same(*k, v)) {
+            out.copy_from_slice(bytes);
+            return Ok(());
+        }
+        match self.array.kind {
+            Kind::Float => {
+                let bits = to_float(v.to_f64(), self.array.size, self.rounding)
+                    .or_else(|| match self.out_of_range {
+                        OutOfRange::Error => None,
+                        _ => Some(float_bits(
+                            self.array.size,
+                            v.to_f64().signum() * f64::INFINITY,
+                        )),
+                    })
+                    .ok_or_else(|| format!("{v:?} is beyond the range of the array's type"))?;
+                self.array.write_bits(bits, out);
+            }
+            _ => {
+                let i = match (wide(v), v) {
+                    (Some(i), _) => i,
+                    (None, Value::F(f)) if f.is_finite() => round(f, self.rounding) as i128,
+                    _ => {
+                        return Err(format!(
+                            "{v:?} has no integer value and no scalar_map entry"
+                        ))
+                    }
+                };
+                let (lo, hi) = int_range(self.array);
+                let i = match self.out_of_range {
+                    _ if (lo..=hi).contains(&i) => i,
+                    OutOfRange::Clamp => i.clamp(lo, hi),
+                    OutOfRange::Wrap => {
+                        let span = hi - lo + 1;
+                        (i - lo).rem_euclid(span) + lo
+                    }
+                    OutOfRange::Error => {
+                        return Err(format!("{i} is beyond the range of the array's type"))
+                    }
+                };
+                self.array.write_bits(i as u64, out);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// True when a `scalar_map` key matches a value (NaN matches NaN).
+fn same(key: Value, v: Value) -> bool {
+    match (key, v) {
+        (Value::F(a), Value::F(b)) => a == b || (a.is_nan() && b.is_nan()),
+        _ => match (wide(key), wide(v)) {
+            (Some(a), Some(b)) => a == b,
+            _ => key.to_f64() == v.to_f64(),
+        },
+    }
+}
+
+/// `f` rounded to an integer.
+fn round(f: f64, mode: Rounding) -> f64 {
+    match mode {
+        Rounding::NearestEven => f.round_ties_even(),
+        Rounding::TowardsZero => f.trunc(),
+        Rounding::TowardsPositive => f.ceil(),
+        Rounding::TowardsNegative => f.floor(),
+        Rounding::NearestAway => f.round(),
+    }
+}
+
+/// The bits of the float of `size` bytes nearest `f` (ties to even).
+fn float_bits(size: usize, f: f64) -> u64 {
+    match size {
+        2 => u64::from(f16::from_f64(f).to_bits()),
+        4 => u64::from((f as f32).to_bits()),
+        _ => f.to_bits(),
+    }
+}
+
+/// The value of the float of `size` bytes with `bits`.
+fn float_value(size: usize, bits: u64) -> f64 {
+    match size {
+        2 => f16::from_bits(bits as u16).to_f64(),
+        4 => f64::from(f32::from_bits(bits as u32)),
+        _ => f64::from_bits(bits),
+    }
+}
+
+/// The next float of `size` bytes after `bits`, upwards or downwards.
+fn step(size: usize, bits: u64, up: bool) -> u64 {
+    let sign = 1u64 << (8 * size - 1);
+    if bits & !sign == 0 {
+        return if up { 1 } else { sign | 1 };
+    }
+    if (bits & sign != 0) == up {
+        bits - 1
+    } else {
+        bits + 1
+    }
+}
+
+/// The bits of `f` in the float of `size` bytes, rounded by `mode`; `None` when a finite `f`
+/// is beyond that type's finite range.
+fn to_float(f: f64, size: usize, mode: Rounding) -> Option<u64> {
+    let near = float_bits(size, f);
+    let nv = float_value(size, near);
+    if nv == f || f.is_nan() || f.is_infinite() {
+        return Some(near);
+    }
+    let max = match size {
+        2 => f64::from(f16::MAX),
+        4 => f64::from(f32::MAX),
+        _ => f64::MAX,
+    };
+    if f.abs() > max {
+        return None;
+    }
+    let (lo, hi) = if nv < f {
+        (near, step(size, near, true))
+    } else {
+        (step(size, near, false), near)
+    };
+    let (lv, hv) = (float_value(size, lo), float_value(size, hi));
+    Some(match mode {
+        Rounding::NearestEven => near,
+        Rounding::TowardsPositive => hi,
+        Rounding::TowardsNegative => lo,
+        Rounding::TowardsZero if f > 0.0 => lo,
+        Rounding::TowardsZero => hi,
+        Rounding::NearestAway if f - lv == hv - f => {
+            if f > 0.0 {
+                hi
+            } else {
+                lo
+            }
+        }
+        Rounding::NearestAway => near,
+    })
+}
+
+impl ArrayToArray for CastValue {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<(), CodecError> {
+        let (es, ds) = (self.stored.size, self.array.size);
+        for (src, dst) in encoded.chunks_exact(es).zip(out.chunks_exact_mut(ds)) {
+            self.convert(self.stored.read(src), dst)
+                .map_err(|e| CodecError::corrupt(&self.name, e))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::meta::DataType;
+    use serde_json::json;
+
+    fn codec(array: DataType, config: serde_json::Value) -> Result<CastValue, CodecError> {
+        let repr = ChunkRepr {
+            shape: vec![1],
+            dtype: array,
+        };
+        CastValue::build(&CodecSpec::new("cast_value", config), &repr).map(|(c, _)| c)
+    }
+
+    fn decode(c: &CastValue, stored: &[u8]) -> Result<Vec<u8>, CodecError> {
+        let mut out = vec![0; stored.len() / c.stored.size * c.array.size];
+        c.decode(stored, &mut out).map(|()| out)
+    }
+
+    #[test]
+    fn scalar_map_then_exact_values() {
+        let c = codec(
+            DataType::Float(8),
+            json!({"data_type": "int16", "scalar_map": {"decode": [[-32768, "NaN"], [-32768, 1]]}}),
+        )
+        .unwrap();
+        let out = decode(&c, &[0x00, 0x80, 0x05, 0x00]).unwrap();
+        assert!(f64::from_le_bytes(out[..8].try_into().unwrap()).is_nan());
+        assert_eq!(out[8..], 5f64.to_le_bytes());
+    }
+
+    #[test]
+    fn rounding_and_range_into_integers() {
+        let f = |v: f32| v.to_le_bytes();
+        let zero = codec(
+            DataType::Int(1),
+            json!({"data_type": "float32", "rounding": "towards-zero", "out_of_range": "clamp"}),
+        )
+        .unwrap();
+        assert_eq!(decode(&zero, &f(-1.9)).unwrap(), [0xff]);
+        assert_eq!(decode(&zero, &f(200.0)).unwrap(), [127]);
+        assert!(decode(&zero, &f(f32::NAN)).is_err());
+        let wrap = codec(
+            DataType::Int(1),
+            json!({"data_type": "int16", "out_of_range": "wrap"}),
+        )
+        .unwrap();
+        assert_eq!(decode(&wrap, &200i16.to_le_bytes()).unwrap(), [200]);
+        assert_eq!(decode(&wrap, &(-129i16).to_le_bytes()).unwrap(), [127]);
+        let clamp = codec(
+            DataType::UInt(1),
+            json!({"data_type": "float32", "out_of_range": "clamp", "rounding": "nearest-away"}),
+        )
+        .unwrap();
+        assert_eq!(decode(&clamp, &f(2.5)).unwrap(), [3]);
+        assert_eq!(decode(&clamp, &f(-7.0)).unwrap(), [0]);
+        let strict = codec(DataType::UInt(1), json!({"data_type": "int16"})).unwrap();
+        assert!(decode(&strict, &[0, 1]).is_err());
+        assert_eq!(decode(&strict, &[255, 0]).unwrap(), [255]);
+    }
+
+    #[test]
+    fn rounding_into_narrower_floats() {
+        let third = (1.0f64 / 3.0).to_le_bytes();
+        let up = codec(
+            DataType::Float(4),
+            json!({"data_type": "float64", "rounding": "towards-positive"}),
+        )
+        .unwrap();
+        let got = f32::from_le_bytes(decode(&up, &third).unwrap().try_into().unwrap());
+        assert!(f64::from(got) > 1.0 / 3.0 && got.next_down() < (1.0 / 3.0) as f32 + 1e-9);
+        let strict = codec(DataType::Float(2), json!({"data_type": "float64"})).unwrap();
+        assert!(decode(&strict, &1e6f64.to_le_bytes()).is_err());
+        let clamp = codec(
+            DataType::Float(2),
+            json!({"data_type": "float64", "out_of_range": "clamp"}),
+        )
+        .unwrap();
+        assert_eq!(
+            decode(&clamp, &(-1e6f64).to_le_bytes()).unwrap(),
+            [0x00, 0xfc]
+        );
+    }
+
+    #[test]
+    fn config_is_checked() {
+        let t = DataType::Float(4);
+        assert!(codec(t.clone(), json!({})).is_err());
+        assert!(codec(t.clone(), json!({"data_type": "<i2"})).is_err());
+        assert!(codec(t.clone(), json!({"data_type": "bool"})).is_err());
+        assert!(codec(
+            t.clone(),
+            json!({"data_type": "float16", "out_of_range": "wrap"})
+        )
+        .is_err());
+        assert!(codec(t.clone(), json!({"data_type": "int8", "extra": 1})).is_err());
+        assert!(codec(t, json!({"data_type": "int8", "rounding": "up"})).is_err());
+    }
+}

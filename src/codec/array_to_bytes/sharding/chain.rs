@@ -1,0 +1,146 @@
+//! Chains around `sharding_indexed`: finding it in a codec chain, the array→array codecs before
+//! it, and [`ChunkDecoder`], which decodes a whole chunk held in memory whether it is a plain
+//! chunk or a shard (the inner chunks of a shard may themselves be shards).
+
+use super::ShardingCodec;
+use crate::codec::registry::build_array_to_array;
+use crate::codec::{ArrayToArray, ChunkRepr, CodecError, Pipeline};
+use crate::meta::{CodecSpec, DataType};
+
+/// The codec name of sharding.
+pub(crate) const SHARDING: &str = "sharding_indexed";
+
+/// Splits `codecs` at `sharding_indexed` into the array→array codecs before it and its spec;
+/// `None` when the chain has no sharding codec. Codecs after it would transform whole shards,
+/// which would defeat reading inner chunks by range, so they are refused.
+pub(crate) fn split_at_sharding(
+    codecs: &[CodecSpec],
+) -> Result<Option<(&[CodecSpec], &CodecSpec)>, CodecError> {
+    let Some(at) = codecs.iter().position(|c| c.name == SHARDING) else {
+        return Ok(None);
+    };
+    if let Some(after) = codecs.get(at + 1) {
+        return Err(CodecError::unsupported(
+            SHARDING,
+            &format!(
+                "codec '{}' after sharding_indexed would transform whole shards",
+                after.name
+            ),
+        ));
+    }
+    Ok(Some((&codecs[..at], &codecs[at])))
+}
+
+/// Array→array codecs in chain order, each with the byte length of its decoded form.
+pub(crate) struct ArrayChain(Vec<(Box<dyn ArrayToArray>, usize)>);
+
+impl ArrayChain {
+    /// Builds `specs` for chunks of `decoded` form; returns the chain and the encoded form.
+    /// Codecs that change the element type are refused: the fill value of absent inner chunks
+    /// is only known in the array's own type.
+    pub fn build(
+        specs: &[CodecSpec],
+        decoded: &ChunkRepr,
+    ) -> Result<(Self, ChunkRepr), CodecError> {
+        let mut repr = decoded.clone();
+        let mut codecs = Vec::with_capacity(specs.len());
+        for spec in specs {
+            let (codec, encoded) = build_array_to_array(spec, &repr)?;
+            if encoded.dtype != repr.dtype {
+                return Err(CodecError::unsupported(
+                    &spec.name,
+                    "a codec before sharding_indexed must not change the data type",
+                ));
+            }
+            codecs.push((codec, repr.byte_len(&spec.name)?));
+            repr = encoded;
+        }
+        Ok((ArrayChain(codecs), repr))
+    }
+
+    /// Decodes data in the chain's encoded form back to its decoded form (last codec first).
+    pub fn decode(&self, mut data: Vec<u8>) -> Result<Vec<u8>, CodecError> {
+        for (codec, len) in self.0.iter().rev() {
+            let mut out = vec![0u8; *len];
+            codec.decode(&data, &mut out)?;
+            data = out;
+        }
+        Ok(data)
+    }
+}
+
+/// Decodes one whole encoded chunk held in memory: through a [`Pipeline`], or — for a chain
+/// holding `sharding_indexed` — through the sharding codec, then the array→array codecs before it.
+pub(crate) enum ChunkDecoder {
+    /// A chain without sharding.
+    Plain(Pipeline),
+    /// A chain whose array→bytes codec is `sharding_indexed`.
+    Sharded {
+        /// The array→array codecs before the sharding codec.
+        before: ArrayChain,
+        /// The sharding codec, built for the shard as those codecs leave it.
+        codec: Box<ShardingCodec>,
+    },
+}
+
+impl ChunkDecoder {
+    /// The decoder of `codecs` for chunks of `shape` elements of `dtype`; `fill` (one element)
+    /// fills the inner chunks a shard does not hold.
+    pub fn new(
+        codecs: &[CodecSpec],
+        dtype: &DataType,
+        fill: &[u8],
+        shape: &[u64],
+    ) -> Result<Self, CodecError> {
+        let Some((before, spec)) = split_at_sharding(codecs)? else {
+            return Pipeline::new(codecs, dtype, shape).map(ChunkDecoder::Plain);
+        };
+        let decoded = ChunkRepr {
+            shape: shape.to_vec(),
+            dtype: dtype.clone(),
+        };
+        let (before, shard) = ArrayChain::build(before, &decoded)?;
+        let codec = Box::new(ShardingCodec::build(spec, &shard, fill)?);
+        Ok(ChunkDecoder::Sharded { before, codec })
+    }
+
+    /// Decodes one chunk: C order, little-endian, of exactly the chunk's size.
+    pub fn decode(&self, encoded: &[u8]) -> Result<Vec<u8>, CodecError> {
+        match self {
+            ChunkDecoder::Plain(pipeline) => pipeline.decode(encoded),
+            ChunkDecoder::Sharded { before, codec } => before.decode(codec.decode(encoded)?),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn spec(name: &str) -> CodecSpec {
+        CodecSpec::new(name, json!({}))
+    }
+
+    #[test]
+    fn splits_at_the_sharding_codec() {
+        let t = CodecSpec::new("transpose", json!({"order": [1, 0]}));
+        assert_eq!(split_at_sharding(&[spec("bytes")]), Ok(None));
+        let chain = [t.clone(), spec(SHARDING)];
+        let (before, at) = split_at_sharding(&chain).unwrap().unwrap();
+        assert_eq!((before, at), (&[t][..], &chain[1]));
+        let err = split_at_sharding(&[spec(SHARDING), spec("gzip")]).unwrap_err();
+        assert!(err.to_string().contains("'gzip' after sharding"), "{err}");
+    }
+
+    #[test]
+    fn type_changing_codecs_before_sharding_are_refused() {
+        let astype = CodecSpec::new("astype", json!({"encode_dtype": "<f4"}));
+        let repr = ChunkRepr {
+            shape: vec![4],
+            dtype: DataType::Float(8),
+        };
+        let err = ArrayChain::build(&[astype], &repr).err().unwrap();
+        assert!(matches!(err, CodecError::Unsupported(_)), "{err}");
+    }
+}

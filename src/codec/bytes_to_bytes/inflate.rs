@@ -1,0 +1,124 @@
+//! One-call inflate of gzip and zlib data with libdeflate, which decodes a whole buffer faster
+//! than a streaming inflater (BENCHMARKS.md, "Reading the numbers"). Anything it cannot settle
+//! alone (data after the first member, output that does not fit, damage) goes back to the
+//! caller's streaming decoder, which handles concatenated members and words the error.
+
+use libdeflate_sys as ffi;
+use std::cell::RefCell;
+use std::ptr::NonNull;
+
+/// The container around the deflate data.
+#[derive(Clone, Copy)]
+pub(crate) enum Container {
+    /// RFC 1952.
+    Gzip,
+    /// RFC 1950.
+    Zlib,
+}
+
+/// A libdeflate decompressor, freed on drop.
+struct Decompressor(NonNull<ffi::libdeflate_decompressor>);
+
+impl Drop for Decompressor {
+    fn drop(&mut self) {
+        // SAFETY: allocated by libdeflate_alloc_decompressor and freed once.
+        unsafe { ffi::libdeflate_free_decompressor(self.0.as_ptr()) }
+    }
+}
+
+thread_local! {
+    /// One decompressor per thread, reused across chunks.
+    static DECOMPRESSOR: RefCell<Option<Decompressor>> = const { RefCell::new(None) };
+}
+
+/// Inflates `encoded`, one complete member with nothing after it, into `out`; returns the
+/// bytes written, or `None` when the streaming decoder must decide.
+pub(crate) fn inflate_whole(container: Container, encoded: &[u8], out: &mut [u8]) -> Option<usize> {
+    DECOMPRESSOR.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let d = match &mut *slot {
+            Some(d) => d,
+            // SAFETY: allocation has no preconditions; NULL (out of memory) gives None.
+            empty => empty.insert(Decompressor(NonNull::new(unsafe {
+                ffi::libdeflate_alloc_decompressor()
+            })?)),
+        };
+        let (mut used, mut written) = (0usize, 0usize);
+        let decompress = match container {
+            Container::Gzip => ffi::libdeflate_gzip_decompress_ex,
+            Container::Zlib => ffi::libdeflate_zlib_decompress_ex,
+        };
+        // SAFETY: the pointers and lengths describe `encoded` and `out`, which outlive the call;
+        // libdeflate writes only inside `out` and reports the input used and output written.
+        let result = unsafe {
+            decompress(
+                d.0.as_ptr(),
+                encoded.as_ptr().cast(),
+                encoded.len(),
+                out.as_mut_ptr().cast(),
+                out.len(),
+                &mut used,
+                &mut written,
+            )
+        };
+        (result == ffi::libdeflate_result_LIBDEFLATE_SUCCESS && used == encoded.len())
+            .then_some(written)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use flate2::write::{GzEncoder, ZlibEncoder};
+    use flate2::Compression;
+    use std::io::Write;
+
+    fn gzip(data: &[u8]) -> Vec<u8> {
+        let mut e = GzEncoder::new(Vec::new(), Compression::default());
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
+    }
+
+    #[test]
+    fn whole_members_inflate_and_the_rest_is_left_to_the_caller() {
+        let data: Vec<u8> = (0..10_000u32)
+            .flat_map(|i| (i % 251).to_le_bytes())
+            .collect();
+        let mut out = vec![0u8; data.len()];
+        let gz = gzip(&data);
+        assert_eq!(
+            inflate_whole(Container::Gzip, &gz, &mut out),
+            Some(data.len())
+        );
+        assert_eq!(out, data);
+        let mut z = ZlibEncoder::new(Vec::new(), Compression::default());
+        z.write_all(&data).unwrap();
+        let z = z.finish().unwrap();
+        out.fill(0);
+        assert_eq!(
+            inflate_whole(Container::Zlib, &z, &mut out),
+            Some(data.len())
+        );
+        assert_eq!(out, data);
+        let two = [gzip(&data[..100]), gzip(&data[100..])].concat();
+        assert_eq!(
+            inflate_whole(Container::Gzip, &two, &mut out),
+            None,
+            "second member"
+        );
+        assert_eq!(
+            inflate_whole(Container::Gzip, &gz, &mut out[..10]),
+            None,
+            "too big"
+        );
+        assert_eq!(
+            inflate_whole(Container::Gzip, &gz[..gz.len() - 1], &mut out),
+            None
+        );
+        assert_eq!(
+            inflate_whole(Container::Zlib, &gz, &mut out),
+            None,
+            "wrong container"
+        );
+    }
+}

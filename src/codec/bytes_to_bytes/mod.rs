@@ -1,0 +1,23 @@
+//! Bytes→bytes codecs: compressors (`gzip`, `zlib`, `zstd`, `blosc`, `lz4`, `bz2`, `lzma`,
+//! `pcodec`), checksums (`crc32c`, `crc32`, `adler32`, `fletcher32`, `jenkins_lookup3`, framed by
+//! [`checksum`]) and byte rearrangements (`shuffle`, `base64`). They see the array→bytes codec's
+//! output, so a decoder is told the stored element type ([`super::StoredElem`]) where it needs it.
+
+pub(crate) mod adler32;
+pub(crate) mod base64;
+pub(crate) mod blosc;
+pub(crate) mod bz2;
+mod checksum;
+pub(crate) mod crc32;
+pub(crate) mod crc32c;
+pub(crate) mod fletcher32;
+pub(crate) mod gzip;
+mod inflate;
+pub(crate) mod jenkins_lookup3;
+pub(crate) mod lz4;
+pub(crate) mod lzma;
+pub(crate) mod pcodec;
+pub(crate) mod shuffle;
+mod stream;
+pub(crate) mod zlib;
+pub(crate) mod zstd;

@@ -1,0 +1,51 @@
+//! numcodecs `bitround`: lossy rounding of float mantissas that keeps the type, so decoding is
+//! the identity.
+
+use super::Elements;
+use crate::codec::{BytesToBytes, CodecError, Size};
+
+/// The `bitround` filter, under the name it was configured with (its `keepbits` does not matter for
+/// decoding).
+pub(crate) struct BitRound(pub String);
+
+impl BytesToBytes for BitRound {
+    fn name(&self) -> &str {
+        &self.0
+    }
+
+    fn encoded_size(&self, decoded: Size) -> Size {
+        decoded
+    }
+
+    fn elements(&self) -> Option<Elements> {
+        Some(Elements {
+            decoded: None,
+            encoded: None,
+        })
+    }
+
+    fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize, CodecError> {
+        let dst = out.get_mut(..encoded.len()).ok_or_else(|| {
+            CodecError::corrupt(
+                &self.0,
+                format!("{} bytes exceed the expected size", encoded.len()),
+            )
+        })?;
+        dst.copy_from_slice(encoded);
+        Ok(encoded.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identity_within_size() {
+        let b = BitRound("bitround".into());
+        let mut out = [0u8; 4];
+        assert_eq!(b.decode(&[1, 2, 3, 4], &mut out), Ok(4));
+        assert_eq!(out, [1, 2, 3, 4]);
+        assert!(b.decode(&[0; 5], &mut out).is_err());
+    }
+}
