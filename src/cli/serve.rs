@@ -161,6 +161,9 @@ fn mount(p: Prepared) -> Result<Mounted, String> {
     if p.options.no_previews {
         view.hide_previews();
     }
+    if let Some(counts) = &p.requests {
+        view.show_requests(counts.clone());
+    }
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     view.set_read_policy(if p.requests.is_some() {
         ReadPolicy::remote(REMOTE_IN_FLIGHT)
@@ -169,9 +172,8 @@ fn mount(p: Prepared) -> Result<Mounted, String> {
     });
     let view = Arc::new(view);
     log::info!(
-        "{}: {} files, loaded in {:.3} s",
+        "{}: root loaded in {:.3} s; every other group is loaded when first listed",
         p.location,
-        view.len(),
         started.elapsed().as_secs_f64()
     );
     // SAFETY: getuid/getgid cannot fail.
