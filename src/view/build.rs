@@ -100,7 +100,8 @@ impl View {
         let mut kept = Vec::with_capacity(children.len());
         for node in &children {
             let bytes = json_bytes(&node.document);
-            kept.push(self.keep(node, &bytes));
+            let zom = self.keep(node, &bytes);
+            kept.push(zom);
             let name = node.name();
             if name.len() > NAME_MAX {
                 log::warn!(
@@ -112,7 +113,6 @@ impl View {
             let mtime = self.mtime_of(node);
             match node.kind {
                 NodeKind::Group => {
-                    let zom = *kept.last().unwrap_or(&0);
                     let xattrs = group_xattrs(node, self.version);
                     let child = Dir::of(Group {
                         path: node.path.as_str().into(),
