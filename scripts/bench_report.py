@@ -449,6 +449,14 @@ NOTES = """\
   buffers so that a stream touches little fresh memory.
 * zarr-python's own times vary a lot from run to run on a shared machine (it decodes with a thread
   pool); the best of the repetitions is used on both sides.
+* Figures behind the daemon's memory and decoder choices, taken on this VM while building them
+  (not by `scripts/bench.sh`): a fresh 4 MiB buffer costs 1,024 page faults with 4 KiB pages
+  (1.3 ms to touch) and two with huge pages (0.07 ms), against 3 ms to decode a 4 MiB frame,
+  hence the allocator of 2 MiB-aligned blocks (`huge_pages`); on a VM whose balloon reports free
+  memory to the host, getting a freed huge page back costs 4–10 ms per 4 MiB, hence the memory it
+  keeps ready; a fresh 1.6 MB fetch buffer costs 400 page faults, about as long as decoding the
+  chunk it holds, hence reused fetch buffers; libdeflate's one-call inflate decodes a whole gzip or
+  zlib buffer about 1.5× faster than a streaming inflater.
 """
 
 METHOD = """\

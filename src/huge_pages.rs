@@ -1,17 +1,21 @@
 //! The daemon's memory allocator: the system one, except that blocks of 2 MiB or more (decoded
 //! chunks, selection buffers, fetched objects) are mapped on their own, aligned to 2 MiB and
 //! marked for transparent huge pages. A fresh 4 MiB chunk buffer then costs two page faults
-//! instead of 1,024 (measured: 0.07 ms instead of 1.3 ms to touch it), which is a third of a
-//! frame's decode time.
+//! instead of 1,024, a cost comparable to decoding the chunk (figures in BENCHMARKS.md,
+//! "Reading the numbers").
 //!
 //! A first touch can still be slow: on a VM whose balloon reports free memory to the host, the
 //! host takes back free huge pages about a second after they are freed, and getting one back
-//! costs 4 to 10 ms per 4 MiB (decoding a 4 MiB frame takes 3 ms). So the allocator keeps some
+//! costs more than decoding into it. So the allocator keeps some
 //! memory ready: [`keep_ready`] maps and touches it once, off the read path, and freed blocks
 //! refill it before anything goes back to the kernel. A huge block is then assembled from ready
 //! 2 MiB pieces by moving their page tables (`mremap`), without copying or faulting.
 
+use rustix::mm::{
+    madvise, mmap_anonymous, mremap_fixed, munmap, Advice, MapFlags, MremapFlags, ProtFlags,
+};
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::ffi::c_void;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -37,6 +41,8 @@ struct Ready {
     keep: usize,
 }
 
+/// A std `Mutex`, not parking_lot's like the rest of the crate: this is the global allocator,
+/// and parking_lot's slow path may allocate.
 static READY: Mutex<Ready> = Mutex::new(Ready {
     pieces: [0; READY_MAX],
     len: 0,
@@ -86,7 +92,7 @@ pub fn keep_ready(bytes: usize) {
     drop(r);
     if off < len {
         // SAFETY: the part of the fresh mapping no piece was taken from.
-        unsafe { libc::munmap(at.add(off).cast(), len - off) };
+        let _ = unsafe { munmap(at.add(off).cast(), len - off) };
     }
 }
 
@@ -94,7 +100,7 @@ pub fn keep_ready(bytes: usize) {
 fn touch(at: *mut u8, len: usize) {
     // SAFETY: `at..at + len` is a fresh writable mapping of ours.
     unsafe {
-        if libc::madvise(at.cast(), len, libc::MADV_POPULATE_WRITE) != 0 {
+        if madvise(at.cast(), len, Advice::LinuxPopulateWrite).is_err() {
             for off in (0..len).step_by(PAGE) {
                 ptr::write_volatile(at.add(off), 0);
             }
@@ -119,28 +125,21 @@ fn map(size: usize) -> *mut u8 {
     };
     // SAFETY: a fresh anonymous private mapping; only its own parts are unmapped below.
     unsafe {
-        let at = libc::mmap(
-            ptr::null_mut(),
-            span,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        );
-        if at == libc::MAP_FAILED {
+        let rw = ProtFlags::READ | ProtFlags::WRITE;
+        let Ok(at) = mmap_anonymous(ptr::null_mut(), span, rw, MapFlags::PRIVATE) else {
             return ptr::null_mut();
-        }
+        };
         let start = at as usize;
         let aligned = start.next_multiple_of(HUGE);
         if aligned > start {
-            libc::munmap(at, aligned - start);
+            let _ = munmap(at, aligned - start);
         }
         let tail = start + span - (aligned + len);
         if tail > 0 {
-            libc::munmap((aligned + len) as *mut libc::c_void, tail);
+            let _ = munmap((aligned + len) as *mut c_void, tail);
         }
         // Advice only: without transparent huge pages the block works the same.
-        libc::madvise(aligned as *mut libc::c_void, len, libc::MADV_HUGEPAGE);
+        let _ = madvise(aligned as *mut c_void, len, Advice::LinuxHugepage);
         aligned as *mut u8
     }
 }
@@ -166,28 +165,17 @@ fn take(size: usize, zeroed: bool) -> *mut u8 {
         // SAFETY: `piece` is a ready piece nobody else holds; `to` lies in the fresh mapping,
         // whose untouched pages there the move replaces.
         unsafe {
-            let moved = libc::mremap(
-                piece as *mut libc::c_void,
-                HUGE,
-                HUGE,
-                libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED,
-                to as *mut libc::c_void,
-            );
-            if moved == libc::MAP_FAILED {
+            let (piece, to) = (piece as *mut c_void, to as *mut c_void);
+            let moved = mremap_fixed(piece, HUGE, HUGE, MremapFlags::MAYMOVE, to);
+            if moved.is_err() {
                 // Put fresh memory back where the move may have unmapped it; drop the piece.
-                libc::munmap(piece as *mut libc::c_void, HUGE);
-                let fixed = libc::mmap(
-                    to as *mut libc::c_void,
-                    HUGE,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED,
-                    -1,
-                    0,
-                );
-                if fixed == libc::MAP_FAILED {
-                    libc::munmap(at.cast(), mapped_len(size));
+                let _ = munmap(piece, HUGE);
+                let rw = ProtFlags::READ | ProtFlags::WRITE;
+                let fixed = mmap_anonymous(to, HUGE, rw, MapFlags::PRIVATE | MapFlags::FIXED);
+                if fixed.is_err() {
+                    let _ = munmap(at.cast(), mapped_len(size));
                     for &left in &taken[i + 1..n] {
-                        libc::munmap(left as *mut libc::c_void, HUGE);
+                        let _ = munmap(left as *mut c_void, HUGE);
                     }
                     return ptr::null_mut();
                 }
@@ -215,7 +203,7 @@ fn give(at: *mut u8, size: usize) {
     }
     if kept < len {
         // SAFETY: the part of the block no piece was kept from.
-        unsafe { libc::munmap(at.add(kept).cast(), len - kept) };
+        let _ = unsafe { munmap(at.add(kept).cast(), len - kept) };
     }
 }
 

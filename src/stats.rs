@@ -5,10 +5,10 @@
 //! misses, evictions, bytes, entries) live with each cache and are added by the view. Adding a
 //! plain counter is one line in the `counters!` list below.
 
+use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 use std::time::Instant;
 
 macro_rules! counters {
@@ -109,7 +109,7 @@ impl Stats {
         let out = f();
         let nanos = start.elapsed().as_nanos() as u64;
         if let Ok(v) = &out {
-            let mut codecs = self.codecs.lock().unwrap_or_else(|p| p.into_inner());
+            let mut codecs = self.codecs.lock();
             let work = codecs.entry(codec.to_string()).or_default();
             work.calls += 1;
             work.bytes_out += bytes(v) as u64;
@@ -120,7 +120,7 @@ impl Stats {
 
     /// Counts one error of `kind`.
     pub fn error(&self, kind: &str) {
-        let mut errors = self.errors.lock().unwrap_or_else(|p| p.into_inner());
+        let mut errors = self.errors.lock();
         *errors.entry(kind.to_string()).or_default() += 1;
     }
 
@@ -143,7 +143,7 @@ impl Stats {
             })
             .collect();
         out.insert("read_sizes".into(), Value::Object(sizes));
-        let codecs = self.codecs.lock().unwrap_or_else(|p| p.into_inner());
+        let codecs = self.codecs.lock();
         let decode: Map<String, Value> = codecs
             .iter()
             .map(|(name, w)| {
@@ -154,7 +154,7 @@ impl Stats {
             })
             .collect();
         out.insert("decode".into(), Value::Object(decode));
-        let errors = self.errors.lock().unwrap_or_else(|p| p.into_inner());
+        let errors = self.errors.lock();
         out.insert("errors".into(), json!(*errors));
         out
     }

@@ -1,6 +1,6 @@
 //! The manual stays true: the README's quick start runs word for word and `man zarrfs` works
 //! after it, the README's examples on the demo store run (the manual's fstab lines are mounted
-//! by tests/fstab.rs), every command-line option is documented in both forms, and every link between the documents
+//! by tests/fuse/fstab.rs), every command-line option is documented in both forms, and every link between the documents
 //! resolves. Scripts run in a private mount namespace (`unshare -m`) with tmpfs on /usr/local and
 //! /var/cache, so installing and caching touch nothing outside; the binary under test is
 //! installed (`ZARRFS_BIN`), so no release build is made.

@@ -7,14 +7,16 @@ use super::owned::{
 };
 use super::sums::Sums;
 use super::{Held, Identity};
+use parking_lot::Mutex;
+use rustix::fs::{copy_file_range, flock, FlockOperation};
+use rustix::io::Errno;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Write};
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::time::SystemTime;
 
 /// A directory of backing files shared by any number of mounts.
@@ -33,8 +35,7 @@ pub struct BackingDir {
 /// `--cache-dir` given without a directory: `$XDG_CACHE_HOME/zarrfs`, else
 /// `$HOME/.cache/zarrfs`; for root, `/var/cache/zarrfs`.
 pub fn default_dir() -> PathBuf {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } == 0 {
+    if rustix::process::geteuid().is_root() {
         return PathBuf::from("/var/cache/zarrfs");
     }
     match std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
@@ -46,20 +47,13 @@ pub fn default_dir() -> PathBuf {
 
 /// 10% of the free space of the filesystem holding `dir`.
 pub fn default_budget(dir: &Path) -> io::Result<u64> {
-    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
-        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-    // SAFETY: statvfs into a zeroed struct with a valid path.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(st.f_bavail as u64 * st.f_frsize as u64 / 10)
+    let st = rustix::fs::statvfs(dir)?;
+    Ok(st.f_bavail * st.f_frsize / 10)
 }
 
 /// Takes `file`'s exclusive flock without waiting; false when another holds it.
 fn try_lock(file: &File) -> bool {
-    // SAFETY: flock on an open descriptor.
-    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
+    flock(file, FlockOperation::NonBlockingLockExclusive).is_ok()
 }
 
 impl BackingDir {
@@ -145,7 +139,7 @@ impl BackingDir {
     /// Registers `held`, which holds the backing file of `id`: this process's eviction of the
     /// array empties it.
     pub fn hold(&self, id: &Identity, held: &Arc<Held>) {
-        let mut all = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        let mut all = self.held.lock();
         all.retain(|_, slots| {
             slots.retain(|s| s.strong_count() > 0);
             !slots.is_empty()
@@ -158,9 +152,9 @@ impl BackingDir {
     /// Lets go of the backing files of `key` this process holds (see [`BackingDir::hold`]);
     /// one being attached right now is skipped (its next attach sees it removed).
     fn let_go(&self, key: &str) {
-        let all = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        let all = self.held.lock();
         for held in all.get(key).into_iter().flatten().filter_map(Weak::upgrade) {
-            if let Ok(mut slot) = held.try_lock() {
+            if let Some(mut slot) = held.try_lock() {
                 slot.take_if(|f| f.key() == key);
             }
         }
@@ -311,7 +305,7 @@ impl BackingDir {
             map,
             data,
             sum,
-            lock: std::sync::Mutex::new(Some(lock)),
+            lock: parking_lot::Mutex::new(Some(lock)),
         };
         Ok(BackingFile::partial(
             self.clone(),
@@ -384,7 +378,7 @@ impl BackingDir {
     /// more bytes fit the budget. Arrays whose lock another holds (being written) and `keep`
     /// stay. Each is removed under its lock, the lock file last.
     fn make_room(&self, need: u64, keep: &str) {
-        let _one = self.evicting.lock().unwrap_or_else(|p| p.into_inner());
+        let _one = self.evicting.lock();
         let Ok(entries) = std::fs::read_dir(&self.root) else {
             return;
         };
@@ -462,40 +456,22 @@ fn verified(file: &File, size: u64, sums: &Path) -> Result<(), String> {
 fn copy_range(from: &File, to: &mut File, size: u64) -> io::Result<()> {
     let mut done = 0u64;
     while done < size {
-        let mut at = done as libc::loff_t;
+        let mut at = done;
         let want = (size - done).min(1 << 30) as usize;
-        // SAFETY: both descriptors are open; the input offset is ours, the output offset is
-        // the file position.
-        let n = unsafe {
-            libc::copy_file_range(
-                from.as_raw_fd(),
-                &mut at,
-                to.as_raw_fd(),
-                std::ptr::null_mut(),
-                want,
-                0,
-            )
-        };
-        match n {
-            0 => return Err(io::ErrorKind::UnexpectedEof.into()),
-            n if n > 0 => done += n as u64,
-            _ => {
-                let e = io::Error::last_os_error();
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                if done == 0 && FALLBACK.contains(&e.raw_os_error().unwrap_or(0)) {
-                    return copy_buffered(from, to, size);
-                }
-                return Err(e);
-            }
+        // The input offset is ours, the output offset is the file position.
+        match copy_file_range(from, Some(&mut at), &*to, None, want) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => done += n as u64,
+            Err(Errno::INTR) => continue,
+            Err(e) if done == 0 && FALLBACK.contains(&e) => return copy_buffered(from, to, size),
+            Err(e) => return Err(e.into()),
         }
     }
     Ok(())
 }
 
 /// Errors of `copy_file_range` that mean "not here": copy through a buffer instead.
-const FALLBACK: [i32; 4] = [libc::EXDEV, libc::ENOSYS, libc::EINVAL, libc::EOPNOTSUPP];
+const FALLBACK: [Errno; 4] = [Errno::XDEV, Errno::NOSYS, Errno::INVAL, Errno::OPNOTSUPP];
 
 fn copy_buffered(from: &File, to: &mut File, size: u64) -> io::Result<()> {
     let copied = io::copy(&mut io::Read::take(from, size), to)?;

@@ -5,13 +5,15 @@ use super::dir::BackingDir;
 use super::owned::write_synced;
 use super::sums::Sums;
 use super::BLOCK;
+use parking_lot::Mutex;
+use rustix::fs::FallocateFlags;
+use rustix::io::Errno;
 use std::fs::File;
 use std::io;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -67,11 +69,6 @@ pub struct BackingFile {
     npy: Arc<OnceLock<File>>,
     /// Writes `KEY.npy` off the open path.
     npy_job: Mutex<Option<JoinHandle<()>>>,
-}
-
-/// Locks `m`, whatever a panicking holder left behind.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl BackingFile {
@@ -193,7 +190,7 @@ impl BackingFile {
             let _ = self.npy.set(done);
             return self.npy.get()?.try_clone().ok();
         }
-        let mut job = lock(&self.npy_job);
+        let mut job = self.npy_job.lock();
         if job.is_some() {
             return None;
         }
@@ -233,7 +230,7 @@ impl BackingFile {
         if from >= to {
             return Vec::new();
         }
-        let state = lock(&self.shared.state);
+        let state = self.shared.state.lock();
         let Some(map) = &state.map else {
             return vec![(from, to, true)];
         };
@@ -258,7 +255,7 @@ impl BackingFile {
     /// fails.
     pub fn read_into(&self, from: u64, to: u64, out: &mut Vec<u8>) -> io::Result<()> {
         let s = &self.shared;
-        if lock(&s.state).sums.is_none() {
+        if s.state.lock().sums.is_none() {
             // Complete, and checked whole when attached.
             let at = out.len();
             out.resize(at + (to - from) as usize, 0);
@@ -272,7 +269,7 @@ impl BackingFile {
         let (first, end) = (from / BLOCK, (to.div_ceil(BLOCK) * BLOCK).min(s.size));
         let mut blocks = vec![0; (end - first * BLOCK) as usize];
         s.file.read_exact_at(&mut blocks, first * BLOCK)?;
-        let mut state = lock(&s.state);
+        let mut state = s.state.lock();
         let state = &mut *state;
         if let Some(bad) = state.sums.as_ref().and_then(|m| m.mismatch(first, &blocks)) {
             if let Some(map) = state.map.as_mut() {
@@ -311,7 +308,7 @@ impl BackingFile {
         } else {
             end / BLOCK
         };
-        let mut guard = lock(&s.state);
+        let mut guard = s.state.lock();
         let state = &mut *guard;
         // Once full, the file is being published: nothing more to record.
         let (Some(map), Some(sums)) =
@@ -343,7 +340,7 @@ impl BackingFile {
     /// Runs `job` on a thread of its own after the previous one; unless `always`, not while
     /// the previous one runs.
     fn in_background(&self, always: bool, name: &str, job: fn(&Shared)) {
-        let mut slot = lock(&self.syncing);
+        let mut slot = self.syncing.lock();
         if !always && slot.as_ref().is_some_and(|h| !h.is_finished()) {
             return;
         }
@@ -362,7 +359,7 @@ impl Shared {
     /// was written; a block that fails is marked absent and the file removed from the
     /// directory, with a log line.
     fn check_whole(&self) -> bool {
-        let Some(sums) = lock(&self.state).sums.clone() else {
+        let Some(sums) = self.state.lock().sums.clone() else {
             return true;
         };
         let bad = match sums.verify(&self.file, self.size) {
@@ -370,7 +367,7 @@ impl Shared {
             Ok(Some(b)) => b,
             Err(_) => 0,
         };
-        if let Some(map) = lock(&self.state).map.as_mut() {
+        if let Some(map) = self.state.lock().map.as_mut() {
             map.unset(bad);
         }
         log::warn!(
@@ -389,7 +386,7 @@ impl Shared {
     fn save_if(&self, due: impl Fn(&State) -> bool) {
         let Some(w) = &self.writing else { return };
         let saving = {
-            let mut state = lock(&self.state);
+            let mut state = self.state.lock();
             match (&state.map, &state.sums) {
                 (Some(map), Some(sums)) if due(&state) && self.dir.writable() => {
                     let mut saving = sums.to_bytes();
@@ -417,7 +414,7 @@ impl Shared {
     /// lock is let go.
     fn publish(&self) {
         let Some(w) = &self.writing else { return };
-        let sums = lock(&self.state).sums.as_ref().map(Sums::to_bytes);
+        let sums = self.state.lock().sums.as_ref().map(Sums::to_bytes);
         let synced = self
             .file
             .sync_all()
@@ -427,7 +424,7 @@ impl Shared {
             Ok(()) => {
                 let _ = std::fs::remove_file(&w.map);
                 self.complete.store(true, Ordering::Release);
-                lock(&w.lock).take();
+                w.lock.lock().take();
                 log::info!(
                     "{}: decoded completely into {}",
                     self.label,
@@ -444,7 +441,7 @@ impl Drop for BackingFile {
     /// save.
     fn drop(&mut self) {
         for job in [&mut self.syncing, &mut self.npy_job] {
-            if let Some(handle) = job.get_mut().unwrap_or_else(|p| p.into_inner()).take() {
+            if let Some(handle) = job.get_mut().take() {
                 let _ = handle.join();
             }
         }
@@ -455,14 +452,8 @@ impl Drop for BackingFile {
 /// Allocates `len` bytes of `file` from `offset` before they are written, which spares the file
 /// system reserving them page by page as they are copied in (where it cannot, writing does).
 fn allocate(file: &File, offset: u64, len: u64) -> io::Result<()> {
-    // SAFETY: fallocate on an open descriptor.
-    let r = unsafe { libc::fallocate(file.as_raw_fd(), 0, offset as i64, len as i64) };
-    if r == 0 {
-        return Ok(());
-    }
-    let e = io::Error::last_os_error();
-    match e.raw_os_error() {
-        Some(libc::EOPNOTSUPP | libc::ENOSYS) => Ok(()),
-        _ => Err(e),
+    match rustix::fs::fallocate(file, FallocateFlags::empty(), offset, len) {
+        Ok(()) | Err(Errno::OPNOTSUPP | Errno::NOSYS) => Ok(()),
+        Err(e) => Err(e.into()),
     }
 }

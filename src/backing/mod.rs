@@ -46,7 +46,7 @@ pub use file::BackingFile;
 /// Where a file of a mount keeps its backing file: registered with [`BackingDir::hold`], it is
 /// emptied when this process evicts the array, so that the file's disk space is freed as soon
 /// as its last reader is done.
-pub type Held = std::sync::Mutex<Option<std::sync::Arc<BackingFile>>>;
+pub type Held = parking_lot::Mutex<Option<std::sync::Arc<BackingFile>>>;
 pub use identity::Identity;
 
 /// Bytes per block of the presence bitmap.

@@ -4,6 +4,8 @@
 //! file planted there (a link to another file, a file of another user) is never served nor
 //! written through: it is removed, and the array decoded again.
 
+use rustix::fs::{Access, OFlags};
+use rustix::io::Errno;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
@@ -11,8 +13,7 @@ use std::path::Path;
 
 /// The daemon's effective user.
 fn euid() -> u32 {
-    // SAFETY: geteuid cannot fail.
-    unsafe { libc::geteuid() }
+    rustix::process::geteuid().as_raw()
 }
 
 /// Creates `root` (mode 0700) or checks that it is a directory of the daemon's user that no
@@ -54,11 +55,7 @@ pub fn claim_dir(root: &Path) -> io::Result<()> {
 /// True when the daemon may create files in `root` (false on a read-only file system or
 /// directory).
 pub fn writable_dir(root: &Path) -> bool {
-    let Ok(c) = std::ffi::CString::new(root.as_os_str().as_encoded_bytes()) else {
-        return false;
-    };
-    // SAFETY: access with a valid path.
-    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+    rustix::fs::access(root, Access::WRITE_OK).is_ok()
 }
 
 /// Opens the existing file `path` (for writing too with `write`) without following a link:
@@ -68,13 +65,15 @@ pub fn open_owned(path: &Path, write: bool) -> io::Result<Option<File>> {
     let opened = OpenOptions::new()
         .read(true)
         .write(write)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .custom_flags(open_flags(
+            OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        ))
         .open(path);
     let file = match opened {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         // A link (ELOOP) or a FIFO without a writer (ENXIO).
-        Err(e) if matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENXIO)) => {
+        Err(e) if matches!(Errno::from_io_error(&e), Some(Errno::LOOP | Errno::NXIO)) => {
             discard(path, "a link or special file");
             return Ok(None);
         }
@@ -105,6 +104,11 @@ pub fn open_or_create(path: &Path) -> io::Result<File> {
     }
 }
 
+/// `flags` as `OpenOptionsExt::custom_flags` takes them.
+fn open_flags(flags: OFlags) -> i32 {
+    flags.bits() as i32
+}
+
 /// Creates `path` afresh (mode 0600, `O_EXCL`: never through a link), removing what is there.
 pub fn create_fresh(path: &Path) -> io::Result<File> {
     match std::fs::remove_file(path) {
@@ -120,7 +124,7 @@ fn create_new(path: &Path) -> io::Result<File> {
         .write(true)
         .create_new(true)
         .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .custom_flags(open_flags(OFlags::NOFOLLOW | OFlags::CLOEXEC))
         .open(path)
 }
 

@@ -156,11 +156,11 @@ impl Options {
 }
 
 /// Parses `--threads`: a mount with no thread would never answer.
-fn parse_threads(text: &str) -> Result<usize, String> {
+fn parse_threads(text: &str) -> Result<usize, super::error::OptionError> {
     match text.parse() {
-        Ok(0) => Err("a mount needs at least one thread".into()),
+        Ok(0) => Err(super::error::OptionError::NoThreads),
         Ok(n) => Ok(n),
-        Err(_) => Err(format!("{text:?} is not a number of threads")),
+        Err(_) => Err(super::error::OptionError::Threads(text.to_string())),
     }
 }
 

@@ -1,9 +1,11 @@
 //! Daemonizing like sshfs: the parent returns only once the child's mount answers, and prints
 //! the child's error if it fails.
 
+use rustix::pipe::{pipe_with, PipeFlags};
+use rustix::process::{chdir, setsid, waitpid, Pid, WaitOptions};
+use rustix::stdio::{dup2_stderr, dup2_stdin, dup2_stdout};
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd};
 use std::path::Path;
 
 /// The child's end of the readiness pipe.
@@ -25,14 +27,18 @@ impl Ready {
                 .ok()
         });
         let _ = self.pipe.write_all(b"ok\n");
-        redirect("/dev/null", &[0, 1]);
+        if let Some(null) = dev_null() {
+            let _ = dup2_stdin(&null);
+            let _ = dup2_stdout(&null);
+        }
         match log {
-            // SAFETY: dup2 on valid descriptors.
-            Some(f) => unsafe {
-                libc::dup2(f.as_raw_fd(), 2);
-            },
+            Some(f) => {
+                let _ = dup2_stderr(&f);
+            }
             None => {
-                redirect("/dev/null", &[2]);
+                if let Some(null) = dev_null() {
+                    let _ = dup2_stderr(&null);
+                }
                 super::logging::use_syslog();
             }
         }
@@ -46,44 +52,39 @@ impl Ready {
     }
 }
 
-fn redirect(path: &str, fds: &[i32]) {
-    if let Ok(f) = std::fs::OpenOptions::new()
+/// /dev/null, open for reading and writing.
+fn dev_null() -> Option<File> {
+    std::fs::OpenOptions::new()
         .read(true)
         .write(true)
-        .open(path)
-    {
-        for &fd in fds {
-            // SAFETY: dup2 on valid descriptors.
-            unsafe { libc::dup2(f.as_raw_fd(), fd) };
-        }
-    }
+        .open("/dev/null")
+        .ok()
 }
 
 /// Forks. The child starts a new session and runs `work`, which must call [`Ready::succeed`] or
 /// [`Ready::fail`]; its return value is the child's exit code. The parent waits for the verdict
 /// and returns the process exit code. Call before any thread is started.
 pub fn daemonize(work: impl FnOnce(Ready) -> i32) -> i32 {
-    let mut fds = [0i32; 2];
-    // SAFETY: fds is a valid array of two ints.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        eprintln!("zarrfs: pipe: {}", std::io::Error::last_os_error());
-        return 1;
-    }
+    let (reader, writer) = match pipe_with(PipeFlags::CLOEXEC) {
+        Ok(ends) => ends,
+        Err(e) => {
+            eprintln!("zarrfs: pipe: {}", std::io::Error::from(e));
+            return 1;
+        }
+    };
+    let (mut reader, writer) = (File::from(reader), File::from(writer));
+    // libc, not rustix: rustix forks only as `runtime::kernel_fork`, for language runtimes (it
+    // skips libc's fork handlers, which the allocator and stdio rely on).
     // SAFETY: fork before any thread exists; both sides own their ends of the pipe.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         eprintln!("zarrfs: fork: {}", std::io::Error::last_os_error());
         return 1;
     }
-    // SAFETY: each descriptor is owned by exactly one File from here on.
-    let (mut reader, writer) = unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) };
     if pid == 0 {
         drop(reader);
-        // SAFETY: plain syscalls in the child.
-        unsafe {
-            libc::setsid();
-            libc::chdir(c"/".as_ptr());
-        }
+        let _ = setsid();
+        let _ = chdir("/");
         let code = work(Ready { pipe: writer });
         std::process::exit(code);
     }
@@ -97,9 +98,11 @@ pub fn daemonize(work: impl FnOnce(Ready) -> i32) -> i32 {
             1
         }
         None => {
-            let mut status = 0;
-            // SAFETY: waiting for our own child.
-            unsafe { libc::waitpid(pid, &mut status, 0) };
+            let waited = Pid::from_raw(pid).map(|p| waitpid(Some(p), WaitOptions::empty()));
+            let status = match waited {
+                Some(Ok(Some((_, status)))) => status.as_raw(),
+                _ => 0,
+            };
             eprintln!(
                 "zarrfs: the background process ended before the mount was ready (status {status})"
             );

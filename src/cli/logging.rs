@@ -20,6 +20,7 @@ impl Write for Sink {
             let text = String::from_utf8_lossy(buf);
             for line in text.lines().filter(|l| !l.is_empty()) {
                 if let Ok(c) = CString::new(line.replace('\0', " ")) {
+                    // libc: syslog(3) is a library call, not a syscall rustix wraps.
                     // SAFETY: both pointers are valid NUL-terminated strings for the call.
                     unsafe { libc::syslog(libc::LOG_WARNING, c"%s".as_ptr(), c.as_ptr()) };
                 }
@@ -71,6 +72,7 @@ pub fn fallback_file(mountpoint: &Path) -> Option<PathBuf> {
 
 /// Sends further log records to syslog (ident `zarrfs`).
 pub fn use_syslog() {
+    // libc: openlog(3) is a library call, not a syscall rustix wraps.
     // SAFETY: the ident is a static C string that lives for the whole process.
     unsafe { libc::openlog(c"zarrfs".as_ptr(), libc::LOG_PID, libc::LOG_DAEMON) };
     TO_SYSLOG.store(true, Ordering::Relaxed);

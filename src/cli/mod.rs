@@ -2,6 +2,7 @@
 
 mod args;
 mod daemon;
+mod error;
 mod generate;
 mod logging;
 mod mount_error;
@@ -16,6 +17,7 @@ mod size;
 mod unmount;
 
 pub use args::{Generated, MountArgs, Options, UnmountArgs};
+pub use error::{MountError, OptionError, UnmountError};
 pub use mount_options::{parse_mount_options, MountOptions};
 pub use size::parse_size;
 pub use unmount::unmount;
@@ -57,6 +59,7 @@ pub fn main() -> i32 {
     // Keep the daemon's memory near the cache budget: few malloc arenas, and decoded chunks
     // (1 MiB and more) in their own mappings, returned to the system when evicted instead of
     // lingering in a per-thread arena.
+    // libc: mallopt(3) tunes glibc's malloc, not a syscall rustix wraps.
     // SAFETY: mallopt before any thread is started.
     unsafe {
         libc::mallopt(libc::M_ARENA_MAX, 2);
@@ -84,7 +87,7 @@ pub struct Prepared {
     options: Options,
 }
 
-fn prepare(store: &str, mountpoint: &Path, options: &Options) -> Result<Prepared, String> {
+fn prepare(store: &str, mountpoint: &Path, options: &Options) -> Result<Prepared, MountError> {
     let (store, location, requests) = open_store(store, options)?;
     let mount_options = parse_mount_options(&options.mount_options, &location)?;
     for notice in &mount_options.notices {
@@ -93,7 +96,7 @@ fn prepare(store: &str, mountpoint: &Path, options: &Options) -> Result<Prepared
     let mut options = options.clone();
     // The daemon changes to /: a relative log file is taken from here.
     if let Some(file) = &options.log_file {
-        let absolute = std::path::absolute(file).map_err(|e| format!("--log-file: {e}"))?;
+        let absolute = std::path::absolute(file).map_err(MountError::LogFile)?;
         options.log_file = Some(absolute);
     }
     // Last, as it may create the mount point.
@@ -116,8 +119,11 @@ type Opened = (
 );
 
 /// Opens the store: a local path (canonicalized) or a URL; a remote store counts its requests.
-fn open_store(arg: &str, o: &Options) -> Result<Opened, String> {
-    let failed = |e: &dyn std::fmt::Display| format!("cannot open store {arg}: {e}");
+fn open_store(arg: &str, o: &Options) -> Result<Opened, MountError> {
+    let failed = |e: Box<dyn std::error::Error + Send + Sync>| MountError::Store {
+        store: arg.to_string(),
+        cause: e,
+    };
     let remote = crate::store::RemoteOptions {
         endpoint: o.endpoint.clone(),
         region: o.region.clone(),
@@ -128,13 +134,13 @@ fn open_store(arg: &str, o: &Options) -> Result<Opened, String> {
     };
     if !arg.contains("://") {
         let location = std::fs::canonicalize(arg)
-            .map_err(|e| failed(&e))?
+            .map_err(|e| failed(e.into()))?
             .to_string_lossy()
             .into_owned();
-        let store = crate::store::open_with(&location, &remote).map_err(|e| failed(&e))?;
+        let store = crate::store::open_with(&location, &remote).map_err(|e| failed(e.into()))?;
         return Ok((store, location, None));
     }
-    let store = crate::store::open_with(arg, &remote).map_err(|e| failed(&e))?;
+    let store = crate::store::open_with(arg, &remote).map_err(|e| failed(e.into()))?;
     let location = crate::store::display_url(arg);
     if !crate::store::is_remote(arg) {
         return Ok((store, location, None));

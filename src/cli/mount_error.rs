@@ -1,6 +1,7 @@
 //! Saying why the kernel refused a mount, and what to do about it.
 
-use std::ffi::CString;
+use rustix::fs::{access, Access};
+use rustix::io::Errno;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
@@ -11,13 +12,12 @@ const DEV_FUSE: &str = "/dev/fuse";
 /// what is not permitted (the /dev/fuse device, the missing fusermount3) and how to fix it.
 pub fn explain(e: &std::io::Error, mountpoint: &Path) -> String {
     let base = format!("cannot mount on {}: {e}", mountpoint.display());
-    let denied =
-        e.kind() == std::io::ErrorKind::PermissionDenied || e.raw_os_error() == Some(libc::EPERM);
+    let denied = e.kind() == std::io::ErrorKind::PermissionDenied
+        || Errno::from_io_error(e) == Some(Errno::PERM);
     if !denied {
         return base;
     }
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } == 0 {
+    if rustix::process::geteuid().is_root() {
         return format!(
             "{base} (root may not mount here: in a container, it needs the /dev/fuse device and \
              the SYS_ADMIN capability)"
@@ -47,9 +47,7 @@ pub fn explain(e: &std::io::Error, mountpoint: &Path) -> String {
 
 /// True when this process may read and write `path`.
 fn accessible(path: &str) -> bool {
-    let c = CString::new(path).expect("no NUL in a constant path");
-    // SAFETY: c is a valid NUL-terminated path.
-    unsafe { libc::access(c.as_ptr(), libc::R_OK | libc::W_OK) == 0 }
+    access(path, Access::READ_OK | Access::WRITE_OK).is_ok()
 }
 
 /// True when `tool` is an executable file in one of $PATH's directories.
@@ -67,7 +65,7 @@ mod tests {
 
     #[test]
     fn other_errors_are_passed_through() {
-        let e = std::io::Error::from_raw_os_error(libc::ENOENT);
+        let e = std::io::Error::from(Errno::NOENT);
         let said = explain(&e, Path::new("/m"));
         assert!(
             said.starts_with("cannot mount on /m: No such file"),

@@ -2,6 +2,7 @@
 //! FUSE filesystems take them. zarrfs's own options written as `-o name=value` are turned into
 //! command-line options before this (see `option_list`).
 
+use super::error::OptionError;
 use fuser::{MountOption, SessionACL};
 
 /// Mount options and the access rule they ask for.
@@ -32,7 +33,7 @@ const KNOWN: &str = "allow_other, allow_root, default_permissions, auto_unmount,
 /// Parses comma-separated `-o` lists. The mount is always read-only: `rw` mounts read-only with
 /// a notice, as mount(8) does for a write-protected device. A later option overrides an earlier
 /// one (`dev` after the default `nodev`).
-pub fn parse_mount_options(lists: &[String], fsname: &str) -> Result<MountOptions, String> {
+pub fn parse_mount_options(lists: &[String], fsname: &str) -> Result<MountOptions, OptionError> {
     let mut options = vec![MountOption::RO, MountOption::NoDev, MountOption::NoSuid];
     let mut acl = SessionACL::Owner;
     let mut notices = Vec::new();
@@ -81,18 +82,15 @@ pub fn parse_mount_options(lists: &[String], fsname: &str) -> Result<MountOption
             o if o.starts_with("max_read=") => {
                 let value = &o["max_read=".len()..];
                 if value.parse::<u32>().map_or(true, |n| n == 0) {
-                    return Err(format!(
-                        "option {o:?}: max_read takes a number of bytes, such as 1048576"
-                    ));
+                    return Err(OptionError::MaxRead(o.to_string()));
                 }
                 MountOption::CUSTOM(o.to_string())
             }
             other => {
-                return Err(format!(
-                    "unknown option {other:?}: not a zarrfs option (see zarrfs --help; write \
-                     --cache-size 2G as -o cache_size=2G) nor a mount option zarrfs knows \
-                     ({KNOWN})"
-                ))
+                return Err(OptionError::UnknownMountOption {
+                    option: other.to_string(),
+                    known: KNOWN,
+                })
             }
         };
         options.retain(|o| !overrides(&parsed, o));
@@ -199,7 +197,9 @@ mod tests {
             ("kernel_cache", "unknown option \"kernel_cache\""),
             ("max_read=lots", "number of bytes"),
         ] {
-            let err = parse_mount_options(&[list.into()], "s").unwrap_err();
+            let err = parse_mount_options(&[list.into()], "s")
+                .unwrap_err()
+                .to_string();
             assert!(err.contains(says), "{list}: {err}");
         }
     }

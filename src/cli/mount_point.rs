@@ -1,6 +1,7 @@
 //! The mount point: checked free (not a live or dead zarrfs mount), created when missing, and
 //! removed again if zarrfs created it and the mount fails.
 
+use super::error::MountError;
 use super::mount_table;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
@@ -17,30 +18,27 @@ pub struct MountPoint {
 impl MountPoint {
     /// Checks that `given` can take a new mount, creating it if it is missing and its parent
     /// exists. Refuses a mount point that already carries a zarrfs mount, live or dead.
-    pub fn claim(given: &Path) -> Result<MountPoint, String> {
-        let shown = given.display();
+    pub fn claim(given: &Path) -> Result<MountPoint, MountError> {
         let mut created = false;
         match std::fs::metadata(given) {
             Err(e) if mount_table::is_dead_mount_error(&e) => return Err(dead_mount(given)),
             Err(e)
                 if e.kind() == ErrorKind::NotFound && mount_table::parent_dir(given).is_dir() =>
             {
-                std::fs::create_dir(given).map_err(|e| format!("mount point {shown}: {e}"))?;
+                std::fs::create_dir(given).map_err(|e| unusable(given, e))?;
                 created = true;
             }
             _ => {}
         }
-        let path = std::fs::canonicalize(given).map_err(|e| format!("mount point {shown}: {e}"))?;
+        let path = std::fs::canonicalize(given).map_err(|e| unusable(given, e))?;
         if !path.is_dir() {
-            return Err(format!("mount point {shown} is not a directory"));
+            return Err(MountError::NotADirectory(given.to_path_buf()));
         }
         if !mount_table::answers(&path) {
             return Err(dead_mount(given));
         }
         if mount_table::mounted_at(&path).is_some_and(|m| m.is_zarrfs()) {
-            return Err(format!(
-                "{shown}: already mounted by zarrfs; unmount it first: zarrfs unmount {shown}"
-            ));
+            return Err(MountError::AlreadyMounted(given.to_path_buf()));
         }
         Ok(MountPoint { path, created })
     }
@@ -53,22 +51,22 @@ impl MountPoint {
     }
 }
 
+fn unusable(given: &Path, cause: std::io::Error) -> MountError {
+    MountError::MountPoint {
+        path: given.to_path_buf(),
+        cause,
+    }
+}
+
 /// What to say about a mount point whose FUSE daemon is gone (ENOTCONN).
-fn dead_mount(given: &Path) -> String {
-    let shown = given.display();
+fn dead_mount(given: &Path) -> MountError {
     let zarrfs = mount_table::resolve(given)
         .ok()
         .and_then(|p| mount_table::mounted_at(&p))
         .is_some_and(|m| m.is_zarrfs());
     if zarrfs {
-        format!(
-            "{shown}: Transport endpoint is not connected: a zarrfs mount whose daemon died is \
-             still there; clean it with `zarrfs unmount {shown}`, then mount again"
-        )
+        MountError::DeadZarrfsMount(given.to_path_buf())
     } else {
-        format!(
-            "{shown}: Transport endpoint is not connected: a FUSE mount whose daemon died is \
-             still there; clean it with `fusermount3 -u {shown}` (or `umount {shown}` as root)"
-        )
+        MountError::DeadFuseMount(given.to_path_buf())
     }
 }

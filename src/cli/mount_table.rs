@@ -1,6 +1,7 @@
 //! The kernel's table of mounts (`/proc/self/mountinfo`): what is mounted on a path, and whether
 //! zarrfs mounted it.
 
+use rustix::io::Errno;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
@@ -60,18 +61,15 @@ pub fn parent_dir(path: &Path) -> &Path {
 /// True when the filesystem at `path` answers; false when it is a FUSE mount whose daemon is
 /// gone (statfs always asks the daemon, where stat may be answered from cached attributes).
 pub fn answers(path: &Path) -> bool {
-    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) else {
-        return true;
-    };
-    // SAFETY: statfs into a zeroed struct with a valid path.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    let status = unsafe { libc::statfs(c.as_ptr(), &mut st) };
-    status == 0 || !is_dead_mount_error(&std::io::Error::last_os_error())
+    match rustix::fs::statfs(path) {
+        Ok(_) => true,
+        Err(e) => !is_dead_mount_error(&e.into()),
+    }
 }
 
 /// True for the error a FUSE mount gives once its daemon is gone.
 pub fn is_dead_mount_error(e: &std::io::Error) -> bool {
-    e.raw_os_error() == Some(libc::ENOTCONN) || e.kind() == ErrorKind::NotConnected
+    Errno::from_io_error(e) == Some(Errno::NOTCONN) || e.kind() == ErrorKind::NotConnected
 }
 
 /// Parses `36 35 98:0 /root /mnt opts [optional...] - fstype source superopts`.

@@ -2,11 +2,12 @@
 //! mount(8) and /etc/fstab pass them: each becomes the command-line option of the same name,
 //! looked up in the clap definition, so the two spellings cannot drift apart.
 
+use super::error::OptionError;
 use clap::Command;
 
 /// `argv` with every zarrfs option inside a `-o` list moved out as `--name[=value]` (`_` or `-`
 /// in the name); what is left of each list stays a `-o` list of mount options.
-pub fn expand(argv: Vec<String>, cmd: &Command) -> Result<Vec<String>, String> {
+pub fn expand(argv: Vec<String>, cmd: &Command) -> Result<Vec<String>, OptionError> {
     let mut args = argv.into_iter();
     let mut out: Vec<String> = args.next().into_iter().collect();
     let mut moved = Vec::new();
@@ -48,7 +49,7 @@ pub fn expand(argv: Vec<String>, cmd: &Command) -> Result<Vec<String>, String> {
 }
 
 /// `--name[=value]` when `item` (`name` or `name=value`) names a long option of `cmd`.
-fn own_option(cmd: &Command, item: &str) -> Result<Option<String>, String> {
+fn own_option(cmd: &Command, item: &str) -> Result<Option<String>, OptionError> {
     let (name, value) = match item.split_once('=') {
         Some((n, v)) => (n, Some(v)),
         None => (item, None),
@@ -66,13 +67,16 @@ fn own_option(cmd: &Command, item: &str) -> Result<Option<String>, String> {
                 .get_value_names()
                 .and_then(|n| n.first())
                 .map_or("VALUE".to_string(), |n| n.to_string());
-            Err(format!(
-                "option {item:?} needs a value: write -o {name}={value_name}"
-            ))
+            Err(OptionError::ValueMissing {
+                item: item.to_string(),
+                name: name.to_string(),
+                value_name,
+            })
         }
-        (false, Some(_)) => Err(format!(
-            "option {item:?}: {name} is a switch and takes no value: write -o {name}"
-        )),
+        (false, Some(_)) => Err(OptionError::SwitchWithValue {
+            item: item.to_string(),
+            name: name.to_string(),
+        }),
     }
 }
 
@@ -82,7 +86,7 @@ mod tests {
     use crate::cli::MountArgs;
     use clap::CommandFactory;
 
-    fn expanded(args: &[&str]) -> Result<Vec<String>, String> {
+    fn expanded(args: &[&str]) -> Result<Vec<String>, OptionError> {
         let argv = std::iter::once("zarrfs")
             .chain(args.iter().copied())
             .map(String::from)
@@ -140,9 +144,13 @@ mod tests {
 
     #[test]
     fn says_what_is_wrong_with_a_zarrfs_option() {
-        let err = expanded(&["-o", "cache_size", "s", "m"]).unwrap_err();
+        let err = expanded(&["-o", "cache_size", "s", "m"])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("cache_size=SIZE"), "{err}");
-        let err = expanded(&["-o", "anonymous=yes", "s", "m"]).unwrap_err();
+        let err = expanded(&["-o", "anonymous=yes", "s", "m"])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("takes no value"), "{err}");
         // Past `--` nothing is an option.
         let got = expanded(&["--", "-o", "x"]).unwrap();

@@ -8,8 +8,7 @@ use std::path::{Path, PathBuf};
 /// The directory of pid files (and of log files when there is no syslog): /run/zarrfs as root,
 /// else a per-user temporary directory.
 pub fn dir() -> PathBuf {
-    // SAFETY: geteuid cannot fail.
-    let uid = unsafe { libc::geteuid() };
+    let uid = rustix::process::geteuid().as_raw();
     if uid == 0 {
         PathBuf::from("/run/zarrfs")
     } else {

@@ -1,7 +1,7 @@
 //! The mount command's progress line while a remote hierarchy is scanned.
 
 use crate::store::RequestCounts;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,8 +23,7 @@ impl Progress {
     /// Starts reporting the requests counted in `counts`.
     pub fn start(counts: Arc<RequestCounts>, location: &str) -> Progress {
         let (tx, rx) = mpsc::channel::<()>();
-        // SAFETY: isatty on a descriptor number has no preconditions.
-        let terminal = unsafe { libc::isatty(2) } == 1;
+        let terminal = std::io::stderr().is_terminal();
         let (c, loc) = (counts.clone(), location.to_string());
         let thread = std::thread::Builder::new()
             .name("progress".into())

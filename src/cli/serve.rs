@@ -1,10 +1,12 @@
 //! Loading the hierarchy, mounting, waiting for a signal or an unmount.
 
 use super::daemon::Ready;
+use super::error::MountError;
 use super::unmount::{detach, Refusal};
 use super::Prepared;
 use crate::fuse::ZarrFs;
 use crate::view::ReadPolicy;
+use rustix::process::{getgid, getpid, getuid, kill_process, Signal};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -17,6 +19,9 @@ const READY_TIMEOUT: Duration = Duration::from_secs(30);
 const REMOTE_IN_FLIGHT: usize = 16;
 
 /// Signals that end the mount, plus SIGUSR1 which the session thread sends when it ends.
+///
+/// Signal sets, masks and waits stay libc calls: rustix has them only in `runtime`, on the
+/// kernel's signal set, for language runtimes that replace libc.
 fn signal_set() -> libc::sigset_t {
     // SAFETY: sigset operations on a local set.
     unsafe {
@@ -56,8 +61,9 @@ impl LoadingSignals {
                     }
                     if flag.load(Ordering::SeqCst) {
                         // Loaded meanwhile: the serving thread's wait takes it.
-                        // SAFETY: signalling our own process.
-                        unsafe { libc::kill(libc::getpid(), sig) };
+                        if let Some(again) = Signal::from_named_raw(sig) {
+                            let _ = kill_process(getpid(), again);
+                        }
                         return;
                     }
                     log::warn!("signal {sig} while the store was loading: not mounted, exiting");
@@ -92,7 +98,7 @@ pub fn serve(p: Prepared, ready: Option<Ready>) -> i32 {
         Err(e) => {
             mountpoint.release();
             match ready {
-                Some(r) => r.fail(&e),
+                Some(r) => r.fail(&e.to_string()),
                 None => eprintln!("zarrfs: {e}"),
             }
             return 1;
@@ -132,7 +138,7 @@ struct Mounted {
     _pid_file: Option<super::pidfile::PidFile>,
 }
 
-fn mount(p: Prepared) -> Result<Mounted, String> {
+fn mount(p: Prepared) -> Result<Mounted, MountError> {
     let started = Instant::now();
     let loading = LoadingSignals::watch(p.mountpoint.clone());
     let progress = p
@@ -147,13 +153,14 @@ fn mount(p: Prepared) -> Result<Mounted, String> {
         &crate::meta::LoadOptions {
             consolidated: !p.options.no_consolidated,
         },
-    )?;
+    )
+    .map_err(MountError::Hierarchy)?;
     drop(progress);
     if let Some(dir) = p.options.cache_dir() {
         match crate::backing::BackingDir::open(&dir, p.options.cache_dir_size) {
             Ok(backing) => view.set_backing_dir(backing, store, &p.location),
             Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-                return Err(format!("cache dir {}: {e}", dir.display()));
+                return Err(MountError::CacheDir { dir, cause: e });
             }
             Err(e) => log::warn!("cache dir {}: {e}; serving without it", dir.display()),
         }
@@ -176,8 +183,7 @@ fn mount(p: Prepared) -> Result<Mounted, String> {
         p.location,
         started.elapsed().as_secs_f64()
     );
-    // SAFETY: getuid/getgid cannot fail.
-    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    let (uid, gid) = (getuid().as_raw(), getgid().as_raw());
     // Remote reads are bounded by the store's time bound; local ones wait for the disk.
     let read_timeout = p
         .requests
@@ -193,16 +199,16 @@ fn mount(p: Prepared) -> Result<Mounted, String> {
     let mountpoint = p.mountpoint.path;
     drop(loading);
     let session = fuser::Session::new(fs, &mountpoint, &config)
-        .map_err(|e| super::mount_error::explain(&e, &mountpoint))?;
+        .map_err(|e| MountError::Refused(super::mount_error::explain(&e, &mountpoint)))?;
     let thread = std::thread::Builder::new()
         .name("fuse".into())
         .spawn(move || {
             let result = session.run();
-            // SAFETY: wakes the main thread's sigwait.
-            unsafe { libc::kill(libc::getpid(), libc::SIGUSR1) };
+            // Wakes the main thread's sigwait.
+            let _ = kill_process(getpid(), Signal::USR1);
             result
         })
-        .map_err(|e| format!("cannot start the session thread: {e}"))?;
+        .map_err(MountError::SessionThread)?;
     if let Err(e) = wait_until_mounted(&mountpoint) {
         let _ = detach(&mountpoint, false);
         return Err(e);
@@ -221,7 +227,7 @@ fn mount(p: Prepared) -> Result<Mounted, String> {
 /// Waits until the mount table shows the FUSE mount on `mountpoint` (the kernel holds every
 /// request until the session has answered INIT). The mount itself is not asked: see
 /// [`super::pidfile::device_of`].
-fn wait_until_mounted(mountpoint: &Path) -> Result<(), String> {
+fn wait_until_mounted(mountpoint: &Path) -> Result<(), MountError> {
     let deadline = Instant::now() + READY_TIMEOUT;
     loop {
         if super::mount_table::mounted_at(mountpoint).is_some_and(|m| m.fstype.starts_with("fuse"))
@@ -229,10 +235,10 @@ fn wait_until_mounted(mountpoint: &Path) -> Result<(), String> {
             return Ok(());
         }
         if Instant::now() > deadline {
-            return Err(format!(
-                "{} did not appear in the mount table within {READY_TIMEOUT:?}",
-                mountpoint.display()
-            ));
+            return Err(MountError::NeverMounted {
+                path: mountpoint.to_path_buf(),
+                waited: READY_TIMEOUT,
+            });
         }
         std::thread::sleep(Duration::from_millis(10));
     }

@@ -1,7 +1,9 @@
 //! Human byte sizes: `512M`, `2G`, `1.5GiB`, `1000000`.
 
+use super::error::OptionError;
+
 /// Parses a size with an optional binary unit suffix (K, M, G, T; `B`/`iB` allowed).
-pub fn parse_size(text: &str) -> Result<u64, String> {
+pub fn parse_size(text: &str) -> Result<u64, OptionError> {
     let t = text.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -9,7 +11,7 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     let (number, unit) = t.split_at(split);
     let value: f64 = number
         .parse()
-        .map_err(|_| format!("invalid size {text:?} (examples: 512M, 2G, 1048576)"))?;
+        .map_err(|_| OptionError::Size(text.to_string()))?;
     let unit = unit.trim().to_ascii_uppercase();
     let shift = match unit.trim_end_matches("IB").trim_end_matches('B') {
         "" => 0,
@@ -17,11 +19,11 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         "M" => 20,
         "G" => 30,
         "T" => 40,
-        _ => return Err(format!("invalid size unit in {text:?} (use K, M, G or T)")),
+        _ => return Err(OptionError::SizeUnit(text.to_string())),
     };
     let bytes = value * (1u64 << shift) as f64;
     if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 {
-        return Err(format!("size {text:?} is out of range"));
+        return Err(OptionError::SizeOutOfRange(text.to_string()));
     }
     Ok(bytes as u64)
 }
@@ -30,13 +32,10 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
 const MIN_READ_AHEAD: u64 = 4096;
 
 /// Parses `--read-ahead`: a size of at least one page (4K).
-pub fn parse_read_ahead(text: &str) -> Result<u64, String> {
+pub fn parse_read_ahead(text: &str) -> Result<u64, OptionError> {
     let bytes = parse_size(text)?;
     if bytes < MIN_READ_AHEAD {
-        return Err(format!(
-            "{text:?} is less than one page, which turns readahead off; use at least 4K \
-             (128K suits random access, 1M or more sequential reads)"
-        ));
+        return Err(OptionError::ReadAheadBelowPage(text.to_string()));
     }
     Ok(bytes)
 }
@@ -47,7 +46,10 @@ mod tests {
 
     #[test]
     fn read_ahead_is_at_least_a_page() {
-        assert!(parse_read_ahead("3").unwrap_err().contains("at least 4K"));
+        assert!(parse_read_ahead("3")
+            .unwrap_err()
+            .to_string()
+            .contains("at least 4K"));
         assert!(parse_read_ahead("4095").is_err());
         assert_eq!(parse_read_ahead("4K").unwrap(), 4096);
         assert_eq!(parse_read_ahead("1M").unwrap(), 1 << 20);

@@ -1,7 +1,9 @@
 //! `zarrfs unmount MOUNTPOINT`, and detaching a mount (also on SIGINT/SIGTERM).
 
+use super::error::UnmountError;
 use super::{mount_table, pidfile};
-use std::ffi::CString;
+use rustix::io::Errno;
+use rustix::mount::{unmount as unmount_syscall, UnmountFlags};
 use std::io::ErrorKind;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
@@ -25,24 +27,26 @@ pub enum Refusal {
 /// Unmounts the zarrfs mount at `mountpoint` (umount2(2) as root, else through
 /// fusermount3/fusermount) and waits for its daemon to exit, so the mount point is free for reuse
 /// at once. Refuses what zarrfs did not mount. A dead mount (its daemon killed) is cleaned too.
-pub fn unmount(mountpoint: &Path) -> Result<(), String> {
-    let shown = mountpoint.display();
-    let path = mount_table::resolve(mountpoint).map_err(|e| format!("{shown}: {e}"))?;
-    let entry =
-        mount_table::mounted_at(&path).ok_or_else(|| format!("{shown}: not a mount point"))?;
+pub fn unmount(mountpoint: &Path) -> Result<(), UnmountError> {
+    let given = || mountpoint.to_path_buf();
+    let path = mount_table::resolve(mountpoint).map_err(|cause| UnmountError::Resolve {
+        path: given(),
+        cause,
+    })?;
+    let entry = mount_table::mounted_at(&path).ok_or_else(|| UnmountError::NotMounted(given()))?;
     if !entry.is_zarrfs() {
-        return Err(format!(
-            "{shown}: not a zarrfs mount (its type is {}); zarrfs unmounts only its own mounts",
-            entry.fstype
-        ));
+        return Err(UnmountError::NotZarrfs {
+            path: given(),
+            fstype: entry.fstype,
+        });
     }
     let daemon = pidfile::daemon_of(&entry.dev);
     detach_soon(&path).map_err(|refusal| match refusal {
-        Refusal::Busy => format!(
-            "{shown}: busy (a process has a file open or its working directory in it); \
-             try again once it has left, or detach it lazily with `umount -l {shown}`"
-        ),
-        Refusal::Failed(cause) => format!("{shown}: {cause}"),
+        Refusal::Busy => UnmountError::Busy(given()),
+        Refusal::Failed(cause) => UnmountError::Failed {
+            path: given(),
+            cause,
+        },
     })?;
     match daemon {
         Some(pid) => {
@@ -86,19 +90,20 @@ fn running(pid: i32) -> bool {
 /// Detaches the mount at `mountpoint`; `lazy` detaches it even while busy (MNT_DETACH: it
 /// disappears from the tree at once and is released when its last user leaves).
 pub fn detach(mountpoint: &Path, lazy: bool) -> Result<(), Refusal> {
-    let c = CString::new(mountpoint.as_os_str().as_bytes())
-        .map_err(|_| Refusal::Failed("bad path".into()))?;
-    let flags = if lazy { libc::MNT_DETACH } else { 0 };
-    // SAFETY: c is a valid NUL-terminated path.
-    if unsafe { libc::umount2(c.as_ptr(), flags) } == 0 {
-        return Ok(());
+    if mountpoint.as_os_str().as_bytes().contains(&0) {
+        return Err(Refusal::Failed("bad path".into()));
     }
-    let err = std::io::Error::last_os_error();
-    match err.raw_os_error() {
-        Some(libc::EPERM) => fusermount(mountpoint, lazy),
-        Some(libc::EBUSY) => Err(Refusal::Busy),
-        Some(libc::EINVAL) => Err(Refusal::Failed("not a mount point".into())),
-        _ => Err(Refusal::Failed(err.to_string())),
+    let flags = if lazy {
+        UnmountFlags::DETACH
+    } else {
+        UnmountFlags::empty()
+    };
+    match unmount_syscall(mountpoint, flags) {
+        Ok(()) => Ok(()),
+        Err(Errno::PERM) => fusermount(mountpoint, lazy),
+        Err(Errno::BUSY) => Err(Refusal::Busy),
+        Err(Errno::INVAL) => Err(Refusal::Failed("not a mount point".into())),
+        Err(e) => Err(Refusal::Failed(std::io::Error::from(e).to_string())),
     }
 }
 

@@ -1,5 +1,5 @@
-//! One-call inflate of gzip and zlib data with libdeflate, which decodes a whole buffer about
-//! 1.5× faster than a streaming inflater. Anything it cannot settle alone (data after the first
+//! One-call inflate of gzip and zlib data with libdeflate, which decodes a whole buffer faster
+//! than a streaming inflater. Anything it cannot settle alone (data after the first
 //! member, output that does not fit, damage) goes back to the caller's streaming decoder, which
 //! handles concatenated members and words the error.
 

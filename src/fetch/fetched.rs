@@ -1,6 +1,6 @@
 //! Fetched objects in reused memory: the buffers of finished fetches are kept for the next
-//! ones, so a fetch writes into pages already mapped (a fresh 1.6 MB buffer costs 400 page
-//! faults, about as long as decoding the chunk it holds).
+//! ones, so a fetch writes into pages already mapped (the page faults of a fresh buffer cost
+//! about as much as decoding the chunk it holds).
 
 use std::ops::Deref;
 use std::sync::Mutex;

@@ -9,8 +9,9 @@
 //! by [`ReadPool::close`] when the daemon ends with readers still waiting.
 
 use fuser::Errno;
+use parking_lot::{Condvar, Mutex};
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 /// Most workers at once.
@@ -59,12 +60,6 @@ struct Inner<R> {
     timeout: Option<Duration>,
 }
 
-impl<R> Inner<R> {
-    fn lock(&self) -> MutexGuard<'_, State<R>> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
 /// The pool of read workers.
 pub struct ReadPool<R: ErrorReply> {
     inner: Arc<Inner<R>>,
@@ -81,7 +76,12 @@ pub struct Ticket<R: ErrorReply> {
 impl<R: ErrorReply> Ticket<R> {
     /// The reply, if nobody answered it yet.
     pub fn take(&self) -> Option<R> {
-        self.inner.lock().pending.remove(&self.id).map(|p| p.reply)
+        self.inner
+            .state
+            .lock()
+            .pending
+            .remove(&self.id)
+            .map(|p| p.reply)
     }
 }
 
@@ -127,7 +127,7 @@ impl<R: ErrorReply> ReadPool<R> {
 
     /// Runs `job` for the read `read` on a worker; `job` answers `reply` through its ticket.
     pub fn submit(&self, reply: R, read: ReadOf, job: impl FnOnce(Ticket<R>) + Send + 'static) {
-        let mut st = self.inner.lock();
+        let mut st = self.inner.state.lock();
         if let Some(errno) = st.closed {
             drop(st);
             return reply.error(errno);
@@ -161,7 +161,7 @@ impl<R: ErrorReply> ReadPool<R> {
             .spawn(move || work(&inner));
         if let Err(e) = spawned {
             log::warn!("cannot start a read worker: {e}");
-            let mut st = self.inner.lock();
+            let mut st = self.inner.state.lock();
             st.workers -= 1;
             // With no worker at all, this thread does the work itself.
             if st.workers == 0 {
@@ -178,7 +178,7 @@ impl<R: ErrorReply> ReadPool<R> {
     /// cut off when the daemon ends.
     pub fn close(&self, errno: Errno) {
         let pending: Vec<R> = {
-            let mut st = self.inner.lock();
+            let mut st = self.inner.state.lock();
             st.closed = Some(errno);
             st.pending.drain().map(|(_, p)| p.reply).collect()
         };
@@ -191,20 +191,16 @@ impl<R: ErrorReply> ReadPool<R> {
 
 /// A worker: runs jobs until it has been idle for [`IDLE_EXIT`].
 fn work<R: ErrorReply>(inner: &Inner<R>) {
-    let mut st = inner.lock();
+    let mut st = inner.state.lock();
     loop {
         if let Some(job) = st.jobs.pop_front() {
             drop(st);
             job();
-            st = inner.lock();
+            st = inner.state.lock();
             continue;
         }
         st.idle += 1;
-        let (next, waited) = inner
-            .work
-            .wait_timeout(st, IDLE_EXIT)
-            .unwrap_or_else(|p| p.into_inner());
-        st = next;
+        let waited = inner.work.wait_for(&mut st, IDLE_EXIT);
         st.idle -= 1;
         if waited.timed_out() && st.jobs.is_empty() {
             st.workers -= 1;
@@ -222,7 +218,7 @@ fn enforce_deadlines<R: ErrorReply>(pool: Weak<Inner<R>>) {
         };
         let now = Instant::now();
         let overdue: Vec<Pending<R>> = {
-            let mut st = inner.lock();
+            let mut st = inner.state.lock();
             let ids: Vec<u64> = st
                 .pending
                 .iter()
@@ -268,7 +264,7 @@ mod tests {
         for i in 0..64 {
             let stalled = stalled.clone();
             pool.submit(Answer(tx.clone()), (i, 0, 1), move |ticket| {
-                let _ = stalled.lock().unwrap().recv();
+                let _ = stalled.lock().recv();
                 assert!(ticket.take().is_none(), "answered at the deadline already");
             });
         }
@@ -280,7 +276,10 @@ mod tests {
         assert_eq!(rx.recv_timeout(Duration::from_secs(5)), Ok(Ok(7)));
         assert!(started.elapsed() < Duration::from_millis(300));
         for _ in 0..64 {
-            assert_eq!(rx.recv_timeout(Duration::from_secs(5)), Ok(Err(libc::EIO)));
+            assert_eq!(
+                rx.recv_timeout(Duration::from_secs(5)),
+                Ok(Err(rustix::io::Errno::IO.raw_os_error()))
+            );
         }
         let waited = started.elapsed();
         assert!(
@@ -301,12 +300,12 @@ mod tests {
         pool.close(Errno::ENOTCONN);
         assert_eq!(
             rx.recv_timeout(Duration::from_secs(5)),
-            Ok(Err(libc::ENOTCONN))
+            Ok(Err(rustix::io::Errno::NOTCONN.raw_os_error()))
         );
         pool.submit(Answer(tx.clone()), (2, 0, 1), |_| unreachable!());
         assert_eq!(
             rx.recv_timeout(Duration::from_secs(5)),
-            Ok(Err(libc::ENOTCONN))
+            Ok(Err(rustix::io::Errno::NOTCONN.raw_os_error()))
         );
     }
 
@@ -318,6 +317,9 @@ mod tests {
             let _ticket = ticket;
             let _ = std::panic::catch_unwind(|| panic!("bug"));
         });
-        assert_eq!(rx.recv_timeout(Duration::from_secs(5)), Ok(Err(libc::EIO)));
+        assert_eq!(
+            rx.recv_timeout(Duration::from_secs(5)),
+            Ok(Err(rustix::io::Errno::IO.raw_os_error()))
+        );
     }
 }

@@ -3,7 +3,8 @@
 //! the mount command daemonizes (threads do not survive fork) and blocks its signals.
 
 use super::{Entry, Object, ObjectMeta, Store, StoreError};
-use std::sync::{Mutex, OnceLock};
+use parking_lot::Mutex;
+use std::sync::OnceLock;
 use std::time::SystemTime;
 
 /// How the store is opened.
@@ -30,7 +31,7 @@ impl Deferred {
 
     fn inner(&self) -> Result<&dyn Store, StoreError> {
         let opened = self.store.get_or_init(|| {
-            let open = self.open.lock().unwrap_or_else(|p| p.into_inner()).take();
+            let open = self.open.lock().take();
             match open {
                 Some(open) => open().map_err(|e| e.to_string()),
                 None => Err(format!("{}: opening failed", self.describe)),

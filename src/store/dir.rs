@@ -2,13 +2,14 @@
 
 use super::safe_open::{self, kind, open_beneath, Opened};
 use super::{accept_name, check_key, Entry, EntryKind, Object, ObjectMeta, Store, StoreError};
+use parking_lot::Mutex;
 use rustix::fs::{fstat, statat, AtFlags, FileType, OFlags, Stat};
+use rustix::io::Errno;
 use std::collections::HashMap;
 use std::io::ErrorKind;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::SystemTime;
 
 /// Keys are paths below a root directory, opened once: every key is resolved beneath that
@@ -65,7 +66,7 @@ impl DirStore {
     fn open(&self, key: &str, flags: OFlags) -> Result<Option<OwnedFd>, StoreError> {
         check_key(key)?;
         match open_beneath(self.dir.as_fd(), key, flags) {
-            Err(e) if e.raw_os_error() == Some(libc::EXDEV) => {
+            Err(e) if Errno::from_io_error(&e) == Some(Errno::XDEV) => {
                 Err(StoreError::BadKey(key.to_string()))
             }
             r => absent_as_none(r, key),
@@ -94,15 +95,17 @@ impl DirStore {
     /// Why the link `name` in the listed directory `dir` (whose key is `prefix`; the link's key
     /// is `key`) is skipped, if it is; else the status of its target.
     fn refuse_link(&self, prefix: &str, key: &str) -> Result<Stat, String> {
-        let stat = self.stat_through(key).map_err(|e| match e.raw_os_error() {
-            Some(libc::EXDEV) => {
-                "a link to outside the store (or with an absolute target): links must stay \
+        let stat = self
+            .stat_through(key)
+            .map_err(|e| match Errno::from_io_error(&e) {
+                Some(Errno::XDEV) => {
+                    "a link to outside the store (or with an absolute target): links must stay \
                  inside it"
-                    .to_string()
-            }
-            Some(libc::ENOENT) => "a dangling link".to_string(),
-            _ => format!("an unresolvable link ({e})"),
-        })?;
+                        .to_string()
+                }
+                Some(Errno::NOENT) => "a dangling link".to_string(),
+                _ => format!("an unresolvable link ({e})"),
+            })?;
         if kind(&stat) != FileType::Directory {
             return Ok(stat);
         }
@@ -120,7 +123,7 @@ impl DirStore {
             }
             ancestor = (!a.is_empty()).then(|| a.rsplit_once('/').map_or("", |(p, _)| p));
         }
-        let mut linked = self.linked.lock().unwrap_or_else(|p| p.into_inner());
+        let mut linked = self.linked.lock();
         match linked.get(&id) {
             Some(first) if first != key => Err(format!(
                 "a second link to the directory already shown as {first:?}"

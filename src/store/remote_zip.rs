@@ -4,8 +4,9 @@
 
 use super::zip::{ZipBytes, ZipStore};
 use super::{Entry, Object, ObjectMeta, Store, StoreError};
+use parking_lot::Mutex;
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::SystemTime;
 
 /// Reads below this size go through the block cache (the `zip` crate reads the central
@@ -44,12 +45,12 @@ impl ObjectBytes {
                 .find(|(i, _)| *i == index)
                 .map(|(_, b)| b.clone())
         };
-        if let Some(b) = cached(&self.blocks.lock().unwrap_or_else(|p| p.into_inner())) {
+        if let Some(b) = cached(&self.blocks.lock()) {
             return Ok(b);
         }
         let start = index * BLOCK;
         let b = Arc::new(self.range(start, BLOCK.min(self.size - start))?);
-        let mut blocks = self.blocks.lock().unwrap_or_else(|p| p.into_inner());
+        let mut blocks = self.blocks.lock();
         if blocks.len() == BLOCKS_KEPT {
             blocks.pop_front();
         }

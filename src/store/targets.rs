@@ -11,9 +11,10 @@ use super::references::Recorded;
 use super::{
     check_key, DirStore, ObjectMeta, ObjectStoreBackend, RemoteOptions, Store, StoreError,
 };
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// One place targets may be read from: a URL prefix (`file:///dir`, `s3://bucket/prefix`, ...).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -149,7 +150,7 @@ impl Targets {
         };
         check_key(&key)
             .map_err(|_| StoreError::Invalid(format!("{full}: not a plain path below {root}")))?;
-        let mut stores = self.stores.lock().unwrap_or_else(|p| p.into_inner());
+        let mut stores = self.stores.lock();
         if let Some(store) = stores.get(&root) {
             return Ok((store.clone(), key, full));
         }

@@ -6,12 +6,13 @@
 //! through the `zip` crate under a lock.
 
 use super::{accept_key, check_key, Entry, EntryKind, Object, ObjectMeta, Store, StoreError};
+use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use zip::{CompressionMethod, ZipArchive};
 
@@ -182,7 +183,7 @@ impl ZipStore {
                 .map_err(|e| StoreError::io(format!("{}:{key}", self.what), e))?;
             return Ok(buf);
         }
-        let mut archive = self.archive.lock().unwrap_or_else(|p| p.into_inner());
+        let mut archive = self.archive.lock();
         let member = archive
             .by_index(m.index)
             .map_err(|e| StoreError::Invalid(format!("{}:{key}: {e}", self.what)))?;

@@ -61,7 +61,7 @@ pub(super) struct ArrayBacking {
 impl ArrayBacking {
     /// The backing file, when attached.
     pub fn get(&self) -> Option<Arc<BackingFile>> {
-        self.file.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.file.lock().clone()
     }
 
     /// Attaches the backing file with identity `id` (of the file `label`) unless attached
@@ -71,7 +71,7 @@ impl ArrayBacking {
     /// size; `None` when not known yet: then only a complete backing file is attached, of the
     /// size it has.
     pub fn attach(&self, backing: &Backing, id: &Identity, label: &str, size: Option<u64>) {
-        let mut slot = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        let mut slot = self.file.lock();
         if slot.as_ref().is_none_or(|f| f.removed()) {
             *slot = match size {
                 Some(size) => backing.dir.attach(id, size, label),

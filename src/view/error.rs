@@ -2,6 +2,7 @@
 
 use crate::cache::{ChunkError, Panicked};
 use crate::fetch::{FetchCause, FetchError};
+use rustix::io::Errno;
 
 /// Why a view call failed; each maps to one errno.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,14 +49,15 @@ impl ViewError {
     /// The errno this error stands for.
     pub fn errno(self) -> i32 {
         match self {
-            ViewError::NotFound => libc::ENOENT,
-            ViewError::NotDir => libc::ENOTDIR,
-            ViewError::IsDir => libc::EISDIR,
-            ViewError::NoAttribute => libc::ENODATA,
-            ViewError::NoNamespace => libc::EOPNOTSUPP,
-            ViewError::TooSmall => libc::ERANGE,
-            ViewError::Io(_) => libc::EIO,
+            ViewError::NotFound => Errno::NOENT,
+            ViewError::NotDir => Errno::NOTDIR,
+            ViewError::IsDir => Errno::ISDIR,
+            ViewError::NoAttribute => Errno::NODATA,
+            ViewError::NoNamespace => Errno::OPNOTSUPP,
+            ViewError::TooSmall => Errno::RANGE,
+            ViewError::Io(_) => Errno::IO,
         }
+        .raw_os_error()
     }
 }
 

@@ -10,8 +10,9 @@ use super::{View, ViewError};
 use crate::codec::NumType;
 use crate::meta::{ArrayMeta, DataType};
 use lru::LruCache;
+use parking_lot::Mutex;
 use std::num::NonZeroUsize;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// Longest side of a preview, in pixels.
 pub const MAX_SIDE: u64 = 1024;
@@ -161,7 +162,7 @@ impl View {
 
     /// The size of preview `p` if it has been rendered and is still kept, else 0.
     pub(super) fn rendered_size(&self, p: u32) -> u64 {
-        let rendered = self.rendered.lock().unwrap_or_else(|e| e.into_inner());
+        let rendered = self.rendered.lock();
         rendered
             .peek(&p)
             .and_then(Option::as_ref)
@@ -171,7 +172,7 @@ impl View {
     /// The PNG of preview `p`, rendered now unless kept; `Err` (EIO) when its data cannot be
     /// read.
     pub(super) fn preview_png(&self, p: u32) -> Result<Arc<[u8]>, ViewError> {
-        let lock = || self.rendered.lock().unwrap_or_else(|e| e.into_inner());
+        let lock = || self.rendered.lock();
         if let Some(kept) = lock().get(&p) {
             return kept.clone().ok_or(ViewError::Io(super::IoCause::Corrupt));
         }

@@ -24,9 +24,10 @@ use crate::backing::BackingFile;
 use crate::cache::{ChunkCache, ChunkData};
 use crate::codec::vlen;
 use crate::meta::DataType;
+use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::mpsc::{channel, Sender};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 
 /// Arrays with at most this many elements are scanned on the thread that first needs a size.
 pub const SYNC_SCAN_MAX: u64 = 1 << 16;
@@ -120,7 +121,7 @@ impl Sizer {
     }
 
     fn submit(&self, file: Arc<VlenFile>) {
-        let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+        let mut queue = self.queue.lock();
         let sender = queue.get_or_insert_with(|| {
             let (tx, rx) = channel::<Arc<VlenFile>>();
             let cache = self.cache.clone();
@@ -282,22 +283,18 @@ impl VlenFile {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Scan> {
-        self.scan.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// Reads every chunk and builds the index, unless another thread does or did; the outcome
     /// is kept and every waiter woken.
     fn run_scan(&self, cache: &ChunkCache) -> Result<Arc<TextIndex>, ViewError> {
         {
-            let mut scan = self.lock();
+            let mut scan = self.scan.lock();
             match &*scan {
                 Scan::Done(outcome) => return outcome.clone(),
                 Scan::Running | Scan::NotStarted => *scan = Scan::Running,
             }
         }
         let outcome = self.build_index(cache);
-        *self.lock() = Scan::Done(outcome.clone());
+        *self.scan.lock() = Scan::Done(outcome.clone());
         self.scanned.notify_all();
         outcome
     }
@@ -344,7 +341,7 @@ impl VlenFile {
 
     /// The index, for a read: scanned on this thread if nobody has started, else waited for.
     fn index(&self, cache: &ChunkCache) -> Result<Arc<TextIndex>, ViewError> {
-        let mut scan = self.lock();
+        let mut scan = self.scan.lock();
         loop {
             match &*scan {
                 Scan::Done(outcome) => return outcome.clone(),
@@ -353,7 +350,7 @@ impl VlenFile {
                     return self.run_scan(cache);
                 }
                 Scan::Running => {
-                    scan = self.scanned.wait(scan).unwrap_or_else(|p| p.into_inner());
+                    self.scanned.wait(&mut scan);
                 }
             }
         }
@@ -366,7 +363,7 @@ impl VlenFile {
         cache: &ChunkCache,
         sizer: &Sizer,
     ) -> Result<Option<Arc<TextIndex>>, ViewError> {
-        let mut scan = self.lock();
+        let mut scan = self.scan.lock();
         match &*scan {
             Scan::Done(outcome) => outcome.clone().map(Some),
             Scan::Running => Ok(None),
@@ -396,7 +393,7 @@ impl VlenFile {
         if !matches!(self.elements, Elements::Whole) {
             return;
         }
-        let size = match (&*self.lock(), part) {
+        let size = match (&*self.scan.lock(), part) {
             (Scan::Done(Ok(index)), Part::Text) => Some(index.text_size),
             (Scan::Done(Ok(index)), Part::Npy) => Some(self.npy_total(index)),
             _ => None,

@@ -12,9 +12,10 @@ use icechunk_format::manifest::{Checksum, ChunkPayload, Manifest, ManifestRef};
 use icechunk_format::snapshot::{NodeData, Snapshot};
 use icechunk_format::{ChunkIndices, IcechunkFormatErrorKind, NodeId};
 use lru::LruCache;
+use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::num::NonZeroUsize;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// Manifests kept parsed.
 const MANIFESTS_KEPT: usize = 16;
@@ -105,7 +106,7 @@ impl SnapshotCatalog {
 
     fn manifest(&self, id: &str) -> Result<Arc<Manifest>, StoreError> {
         let cached = |m: &mut LruCache<String, Arc<Manifest>>| m.get(id).cloned();
-        if let Some(m) = cached(&mut self.manifests.lock().unwrap_or_else(|p| p.into_inner())) {
+        if let Some(m) = cached(&mut self.manifests.lock()) {
             return Ok(m);
         }
         let key = format!("manifests/{id}");
@@ -115,10 +116,7 @@ impl SnapshotCatalog {
         let manifest = icechunk_format::serializers::deserialize_manifest(version, buffer)
             .map_err(|e| files::corrupt(repo, &key, e))?;
         let manifest = Arc::new(manifest);
-        self.manifests
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .put(id.to_string(), manifest.clone());
+        self.manifests.lock().put(id.to_string(), manifest.clone());
         Ok(manifest)
     }
 }

@@ -8,12 +8,13 @@
 use crate::store::references::{listed_size, Catalog, Reference};
 use crate::store::{accept_key, list_sized, Entry, Store, StoreError};
 use lru::LruCache;
+use parking_lot::Mutex;
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::record::Field;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// The largest `.zmetadata` or record file read (a hostile one is not allocated in full).
 const MAX_FILE: u64 = 1 << 30;
@@ -106,7 +107,7 @@ impl ParquetCatalog {
 
     /// The rows of record file `file`, read on first use; an absent file has none.
     fn record(&self, file: &str) -> Result<Arc<Vec<Row>>, StoreError> {
-        let mut records = self.records.lock().unwrap_or_else(|p| p.into_inner());
+        let mut records = self.records.lock();
         if let Some(rows) = records.get(file) {
             return Ok(rows.clone());
         }
@@ -117,7 +118,7 @@ impl ParquetCatalog {
             })?),
             None => Arc::new(Vec::new()),
         };
-        let mut records = self.records.lock().unwrap_or_else(|p| p.into_inner());
+        let mut records = self.records.lock();
         records.put(file.to_string(), rows.clone());
         Ok(rows)
     }

@@ -5,7 +5,7 @@
 //! /usr/local/bin: mount(8) runs helpers with the system PATH, so this is where an installed
 //! zarrfs is found. Whatever the namespace holds goes with it when the script ends.
 
-mod common;
+use crate::common;
 
 use common::mount::{describe, root_fuse_ready, run_within};
 use common::{expected_bytes, load_manifest, StoreCase};

@@ -2,7 +2,7 @@
 //! arguments, unmounting only zarrfs mounts, double and dead mounts, the mount point a failed
 //! mount created, where the daemon logs, `-o subtype=`, and a user who may not open /dev/fuse.
 
-mod common;
+use crate::common;
 
 use common::mount::{force_unmount, is_fuse_mount, root_fuse_ready, run_within};
 use std::io::Read;

@@ -2,7 +2,7 @@
 //! (s3s-fs) and over plain HTTP (nginx), and faults (503s, a hung server, a killed server) give
 //! retries or EIO within the store's time bound while the rest of the mount keeps answering.
 
-mod common;
+use crate::common;
 
 use common::mount::{eio, is_fuse_mount, ls_names, read_direct, timed, unmount, Mount, Unmounted};
 use common::servers::{self, Server};

@@ -1,6 +1,6 @@
 //! Ordinary tools on a mount: dd, od, cp, numpy; and the mount is read-only (EROFS).
 
-mod common;
+use crate::common;
 
 use common::mount::{python, timed, Mount};
 use common::{expected_bytes, load_manifest, StoreCase};

@@ -1,7 +1,7 @@
 //! `--cache-dir` through real FUSE mounts: passthrough (or copying) of complete arrays across
 //! remounts, two mounts sharing a directory, a daemon killed mid-write, a full disk.
 
-mod common;
+use crate::common;
 
 use common::float_store::{expected, files, write_store, N};
 use common::mount::{timed, Mount};

@@ -1,7 +1,7 @@
 //! Every fixture store, read through the view (no FUSE): listings, bytes of `A` and `A.npy`
 //! at many offsets, `A.json` and `.group.json` fields, and the error cases.
 
-mod common;
+use crate::common;
 
 #[test]
 fn every_fixture_reads_exactly_through_the_view() {

@@ -3,7 +3,7 @@
 //! included (absolute, and relative `vcc://` ones through the repository's containers; the view
 //! too for the repositories); a target in another bucket is EIO unless allowed.
 
-mod common;
+use crate::common;
 
 use common::servers;
 use common::{load_manifest, StoreCase};

@@ -1,6 +1,6 @@
 //! The command line: daemonizing with truthful readiness, unmounting, signals, errors.
 
-mod common;
+use crate::common;
 
 use common::mount::{fuse_ready, is_fuse_mount, Mount, Unmounted};
 use std::path::Path;

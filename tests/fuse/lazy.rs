@@ -4,7 +4,7 @@
 //! metadata the mount and every listing cost one level's requests. What was loaded is read from
 //! `.zarrfs/stats` (`metadata.groups_loaded`; `store.requests`, the store's request counter).
 
-mod common;
+use crate::common;
 
 use common::mount::{timed, Mount};
 use common::servers;
@@ -108,6 +108,9 @@ fn local_mount() -> (tempfile::TempDir, Mount) {
 
 #[test]
 fn a_groups_children_appear_at_its_first_listing() {
+    if !common::mount::fuse_ready() {
+        return;
+    }
     let (_store, m) = local_mount();
     // Reading the statistics loads the root only.
     assert_eq!(groups_loaded(&m), 1);
@@ -144,6 +147,9 @@ fn a_groups_children_appear_at_its_first_listing() {
 
 #[test]
 fn a_lookup_of_a_deep_path_loads_only_its_ancestors() {
+    if !common::mount::fuse_ready() {
+        return;
+    }
     let (_store, m) = local_mount();
     assert_eq!(read(m.join("deep/d1/d2/d3/x")).unwrap(), values(9));
     // The root, deep, d1, d2 and d3: none of the `side` groups, none of `g0..`.
@@ -154,6 +160,9 @@ fn a_lookup_of_a_deep_path_loads_only_its_ancestors() {
 
 #[test]
 fn concurrent_first_lookups_of_a_group_load_it_once() {
+    if !common::mount::fuse_ready() {
+        return;
+    }
     let (_store, m) = local_mount();
     let path = m.join("g5/a2");
     let start = Arc::new(Barrier::new(8));
@@ -175,6 +184,9 @@ fn concurrent_first_lookups_of_a_group_load_it_once() {
 
 #[test]
 fn a_broken_group_leaves_the_rest_readable() {
+    if !common::mount::fuse_ready() {
+        return;
+    }
     let (_store, m) = local_mount();
     let missing = read(m.join("bad/hidden")).unwrap_err();
     assert_eq!(missing.kind(), std::io::ErrorKind::NotFound);
@@ -200,6 +212,9 @@ fn requests(mount: &Mount) -> u64 {
 
 #[test]
 fn a_remote_tree_without_consolidated_metadata_loads_one_level_per_listing() {
+    if !common::mount::fuse_ready() {
+        return;
+    }
     let store = tempfile::tempdir().unwrap();
     let tree_dir = store.path().join("tree");
     tree(&tree_dir);

@@ -4,7 +4,7 @@
 //! daemon ends gets "Transport endpoint is not connected". The server is nginx behind the
 //! fault proxy, told to hold every answer.
 
-mod common;
+use crate::common;
 use common::mount::{fuse_ready, timed, Mount};
 use common::servers::{self, Server};
 use common::{expected_bytes, load_manifest, StoreCase};

@@ -2,7 +2,7 @@
 //! 6's JSON schemas and compared with each fixture's known structure, extended attributes with
 //! size probing, and the `df` totals.
 
-mod common;
+use crate::common;
 
 use common::{load_manifest, StoreCase};
 use serde_json::{json, Value};

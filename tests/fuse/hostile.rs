@@ -1,7 +1,7 @@
 //! A few hostile stores through a real FUSE mount: the daemon mounts them (no stack overflow, no
 //! hang), lists each name once, fails the bad reads with EIO and serves the healthy bytes.
 
-mod common;
+use crate::common;
 
 /// What the root of a store holding one good array lists.
 const ROOT_LISTING: [&str; 10] = [

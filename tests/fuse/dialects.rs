@@ -1,6 +1,6 @@
 //! Every dialect fixture mounted with real FUSE and compared byte for byte.
 
-mod common;
+use crate::common;
 
 #[test]
 fn every_dialect_reads_exactly_through_fuse() {

@@ -3,7 +3,7 @@
 //! fail alone (EIO or absent, with a log line) without blocking the mount or growing memory.
 //! Mounted by root with `-o allow_other`, read and attacked as `nobody` with `setpriv`.
 
-mod common;
+use crate::common;
 use common::mount::{root_fuse_ready, timed, Mount};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! Every dialect fixture (sharding, NCZarr generations, v3 drafts, consolidated metadata,
 //! variable-length strings, names), read through the view and compared byte for byte.
 
-mod common;
+use crate::common;
 
 #[test]
 fn every_dialect_reads_exactly_through_the_view() {

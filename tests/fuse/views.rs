@@ -1,7 +1,7 @@
 //! The tool-facing views through a real mount: `getfattr -d` and `os.getxattr` on arrays and
 //! groups, EROFS on `setfattr`, `.zom.json` readable, and `df`'s totals.
 
-mod common;
+use crate::common;
 
 use common::mount::{timed, Mount};
 use common::{load_manifest, npy_header_len, StoreCase};

@@ -1,7 +1,7 @@
 //! Every fixture store mounted with real FUSE: `find` and `ls -lR` list the hierarchy, and
 //! `A`, `A.npy`, `A.json` and `.group.json` read byte-exact, whole, at odd offsets and by mmap.
 
-mod common;
+use crate::common;
 
 #[test]
 fn every_fixture_reads_exactly_through_fuse() {

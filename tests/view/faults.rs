@@ -2,7 +2,7 @@
 //! the reads that meet them with EIO and the right cause, never a panic or a hang; errors are
 //! not kept, so the same read succeeds once the fault is gone; other files keep reading.
 
-mod synth;
+use crate::synth;
 
 use std::sync::mpsc::channel;
 use std::sync::Arc;

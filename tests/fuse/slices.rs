@@ -3,7 +3,7 @@
 //! for every healthy fixed-size array of every fixture store; invalid names are ENOENT and say
 //! why in the log.
 
-mod common;
+use crate::common;
 
 use common::mount::{python, timed, Mount};
 use common::{all_fixture_cases, load_manifest};

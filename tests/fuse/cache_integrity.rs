@@ -4,7 +4,7 @@
 //! from S3 for a listed chunk (through the fault proxy), and `--cache-dir-size` within one
 //! live mount.
 
-mod common;
+use crate::common;
 
 use common::float_store::{expected, file_with_ext, files, write_store, N};
 use common::mount::{timed, Mount};

@@ -1,7 +1,7 @@
 //! A 100 GB array mounts and reads through FUSE, and the daemon's memory stays near the cache
 //! budget however much is read.
 
-mod common;
+use crate::common;
 
 use common::mount::{timed, Mount};
 use std::io::Read;

@@ -1,0 +1,117 @@
+//! What the command line refuses and why: an option value, the store, the mount point, the
+//! mount, an unmount. Each message is the one line `zarrfs:` prints.
+
+use std::path::PathBuf;
+
+/// An option value or `-o` list the command line refuses.
+#[derive(Debug, thiserror::Error)]
+pub enum OptionError {
+    #[error("invalid size {0:?} (examples: 512M, 2G, 1048576)")]
+    Size(String),
+    #[error("invalid size unit in {0:?} (use K, M, G or T)")]
+    SizeUnit(String),
+    #[error("size {0:?} is out of range")]
+    SizeOutOfRange(String),
+    #[error(
+        "{0:?} is less than one page, which turns readahead off; use at least 4K \
+         (128K suits random access, 1M or more sequential reads)"
+    )]
+    ReadAheadBelowPage(String),
+    #[error("a mount needs at least one thread")]
+    NoThreads,
+    #[error("{0:?} is not a number of threads")]
+    Threads(String),
+    #[error("option {0:?}: max_read takes a number of bytes, such as 1048576")]
+    MaxRead(String),
+    #[error(
+        "unknown option {option:?}: not a zarrfs option (see zarrfs --help; write \
+         --cache-size 2G as -o cache_size=2G) nor a mount option zarrfs knows ({known})"
+    )]
+    UnknownMountOption { option: String, known: &'static str },
+    #[error("option {item:?} needs a value: write -o {name}={value_name}")]
+    ValueMissing {
+        item: String,
+        name: String,
+        value_name: String,
+    },
+    #[error("option {item:?}: {name} is a switch and takes no value: write -o {name}")]
+    SwitchWithValue { item: String, name: String },
+}
+
+/// Why nothing was mounted.
+#[derive(Debug, thiserror::Error)]
+pub enum MountError {
+    #[error(transparent)]
+    Option(#[from] OptionError),
+    #[error("cannot open store {store}: {cause}")]
+    Store {
+        store: String,
+        cause: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The hierarchy could not be loaded (the view's own words).
+    #[error("{0}")]
+    Hierarchy(String),
+    #[error("--log-file: {0}")]
+    LogFile(std::io::Error),
+    #[error("mount point {}: {cause}", .path.display())]
+    MountPoint {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    #[error("mount point {} is not a directory", .0.display())]
+    NotADirectory(PathBuf),
+    #[error(
+        "{shown}: Transport endpoint is not connected: a zarrfs mount whose daemon died is \
+         still there; clean it with `zarrfs unmount {shown}`, then mount again",
+        shown = .0.display()
+    )]
+    DeadZarrfsMount(PathBuf),
+    #[error(
+        "{shown}: Transport endpoint is not connected: a FUSE mount whose daemon died is \
+         still there; clean it with `fusermount3 -u {shown}` (or `umount {shown}` as root)",
+        shown = .0.display()
+    )]
+    DeadFuseMount(PathBuf),
+    #[error(
+        "{shown}: already mounted by zarrfs; unmount it first: zarrfs unmount {shown}",
+        shown = .0.display()
+    )]
+    AlreadyMounted(PathBuf),
+    #[error("cache dir {}: {cause}", .dir.display())]
+    CacheDir { dir: PathBuf, cause: std::io::Error },
+    /// The kernel refused the mount (explained by `mount_error::explain`).
+    #[error("{0}")]
+    Refused(String),
+    #[error("cannot start the session thread: {0}")]
+    SessionThread(std::io::Error),
+    #[error("{} did not appear in the mount table within {waited:?}", .path.display())]
+    NeverMounted {
+        path: PathBuf,
+        waited: std::time::Duration,
+    },
+}
+
+/// Why `zarrfs unmount` did not unmount.
+#[derive(Debug, thiserror::Error)]
+pub enum UnmountError {
+    #[error("{}: {cause}", .path.display())]
+    Resolve {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    #[error("{}: not a mount point", .0.display())]
+    NotMounted(PathBuf),
+    #[error(
+        "{}: not a zarrfs mount (its type is {fstype}); zarrfs unmounts only its own mounts",
+        .path.display()
+    )]
+    NotZarrfs { path: PathBuf, fstype: String },
+    #[error(
+        "{shown}: busy (a process has a file open or its working directory in it); \
+         try again once it has left, or detach it lazily with `umount -l {shown}`",
+        shown = .0.display()
+    )]
+    Busy(PathBuf),
+    #[error("{}: {cause}", .path.display())]
+    Failed { path: PathBuf, cause: String },
+}

@@ -1,0 +1,22 @@
+//! The view driven directly (no FUSE): the filesystem minus the kernel, in one binary, a module
+//! per operation or feature.
+//!
+//! - [`reads`]: every fixture store's listings, bytes of `A` and `A.npy` at many offsets,
+//!   `A.json` and `.group.json`; [`dialects`]: every dialect fixture the same way.
+//! - [`slices`]: selection files against a model of numpy's basic indexing.
+//! - [`tools`]: `.zom.json`, extended attributes, the `df` totals.
+//! - [`streaming`]: drop-behind for sequential readers.
+//! - [`errors`], [`faults`]: bad input and injected store faults fail only what they touch.
+
+#[path = "../common/mod.rs"]
+mod common;
+#[path = "../synth/mod.rs"]
+mod synth;
+
+mod dialects;
+mod errors;
+mod faults;
+mod reads;
+mod slices;
+mod streaming;
+mod tools;
