@@ -22,10 +22,11 @@ use super::node::{ArrayMeta, Node, NodeKind};
 use super::v3_draft::EntryPoint;
 use super::{consolidated, nczarr, v2, v3, v3_draft, MetaError};
 use crate::store::{accept_name, EntryKind, Store, StoreError};
+use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 /// The deepest node shown, in levels below the root; deeper nodes are left out with one
@@ -198,7 +199,7 @@ impl<'a> Tree<'a> {
                 return Err(MetaError::NoMetadata(what));
             }
         }
-        *tree.root_children.lock().unwrap_or_else(|p| p.into_inner()) = Some(children);
+        *tree.root_children.lock() = Some(children);
         Ok(tree)
     }
 
@@ -213,11 +214,7 @@ impl<'a> Tree<'a> {
     /// shown without children, with a warning.
     pub fn children(&self, path: &str, document: &Map<String, Value>) -> Vec<Node> {
         if path.is_empty() {
-            let first = self
-                .root_children
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .take();
+            let first = self.root_children.lock().take();
             if let Some(children) = first {
                 return children;
             }
