@@ -604,6 +604,7 @@ mod tests {
         parallelism: usize,
         in_flight: AtomicUsize,
         peak: AtomicUsize,
+        total: AtomicUsize,
     }
 
     impl Gauge {
@@ -613,11 +614,13 @@ mod tests {
                 parallelism,
                 in_flight: AtomicUsize::new(0),
                 peak: AtomicUsize::new(0),
+                total: AtomicUsize::new(0),
             }
         }
 
         /// One request: overlapping ones are counted, and each waits a little, as on a network.
         fn request<T>(&self, f: impl FnOnce() -> T) -> T {
+            self.total.fetch_add(1, Ordering::SeqCst);
             let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
             self.peak.fetch_max(now, Ordering::SeqCst);
             std::thread::sleep(Duration::from_millis(1));
@@ -702,6 +705,38 @@ mod tests {
         assert!(paths.contains(&"g03/imp6/v3") && paths.contains(&"nc/x"));
         assert!(!paths.contains(&"nc/hidden") && !paths.contains(&"g00/bad"));
         assert!(paths.windows(2).all(|w| w[0] < w[1]), "sorted, each once");
+    }
+
+    #[test]
+    fn a_tree_loads_a_group_when_asked_and_only_that_group() {
+        let store = Gauge::new(wide_tree(), 4);
+        let requests = || store.total.load(Ordering::SeqCst);
+        let tree = Tree::open(StoreRef::Borrowed(&store), &LoadOptions::default()).unwrap();
+        let opened = requests();
+        let root = tree.children("", &tree.root().document);
+        assert_eq!(requests(), opened, "the root's children were read at open");
+        let names: Vec<&str> = root.iter().map(|n| n.path.as_str()).collect();
+        assert_eq!(names.len(), 13, "{names:?}");
+        assert_eq!(names[..2], ["g00", "g01"]);
+        // One group: its listing and its children's documents, nothing deeper.
+        let group = |path: &str| {
+            let before = requests();
+            let doc = &root.iter().find(|n| n.path == path).unwrap().document;
+            let children = tree.children(path, doc);
+            (children, requests() - before)
+        };
+        let (g00, cost) = group("g00");
+        let (_, same) = group("g01");
+        assert_eq!(cost, same);
+        let paths: Vec<&str> = g00.iter().map(|n| n.path.as_str()).collect();
+        assert_eq!(paths.len(), 14, "{paths:?}");
+        assert!(paths.contains(&"g00/a0") && paths.contains(&"g00/imp6"));
+        assert!(!paths.iter().any(|p| p.matches('/').count() > 1));
+        // An implicit group shows because a node lies below it, found when it is listed.
+        let imp = &g00.iter().find(|n| n.path == "g00/imp6").unwrap().document;
+        let below = tree.children("g00/imp6", imp);
+        assert_eq!(below.len(), 1);
+        assert_eq!(below[0].path, "g00/imp6/v3");
     }
 
     #[test]
