@@ -526,6 +526,37 @@ section_scale() {
         unmount_fs
         wait "$FG_PID" || true
     done
+    scale_s3 "${SCALE_GROUPS%% *}"
+}
+
+# The smallest scale tree over S3 without consolidated metadata (loopback s3s-fs): the time from
+# starting the mount command to the first answered `ls` of the root, and to the end of a full
+# `find`, with the store's requests counted at each point (.zarrfs/stats).
+# Requests the store of the mount on $MNT has made so far.
+store_requests() {
+    "$PYTHON" -c 'import json, sys; print(json.load(open(sys.argv[1]))["store"]["requests"])' "$MNT/.zarrfs/stats"
+}
+
+scale_s3() { # GROUPS
+    local g=$1 root=$BENCH_DIR/s3scale nodes t0 r
+    nodes=$((1 + g + g * 100))
+    rm -rf "$root"
+    mkdir -p "$root/bench"
+    link_tree "$BENCH_DIR/meta-tree-${g}x100/tree.zarr" "$root/bench/tree.zarr"
+    start_s3 "$root"
+    for r in $(seq "$REPS"); do
+        t0=$EPOCHREALTIME
+        mount_fs s3://bench/tree.zarr --endpoint "$S3_EP"
+        timeout -k 5 "$TMO" ls "$MNT" > /dev/null
+        rec "scale.s3.$nodes.first_ls" "$(since "$t0")"
+        rec "scale.s3.$nodes.first_ls.requests" "$(store_requests)"
+        timeout -k 5 "$TMO" find "$MNT" > /dev/null
+        rec "scale.s3.$nodes.find" "$(since "$t0")"
+        rec "scale.s3.$nodes.find.requests" "$(store_requests)"
+        unmount_fs
+    done
+    log "scale over S3, $nodes nodes: $(grep -P '^scale\.s3\.' "$RESULTS" | tail -n4 | tr '\t\n' '= ')"
+    stop_s3
 }
 
 # Peak RSS of the daemon against --cache-size, reading more than the cache holds.
@@ -566,9 +597,29 @@ link_tree() { cp -al "$1" "$2" 2>/dev/null || cp -r "$1" "$2"; }
 # stderr, before the daemon detaches).
 mount_requests() { sed -n 's/.*: scanned in .*: \([0-9]*\) requests.*/\1/p' "$RUN/mount-v.log" | tail -n1; }
 
-section_remote() {
-    local root=$BENCH_DIR/s3root port ep r cold s t0 pid kind store
+start_s3() { # ROOT: serves ROOT (one bucket per directory) with s3s-fs; sets S3_EP and S3_PID
+    local port r
     command -v s3s-fs >/dev/null || die "s3s-fs is missing: cargo install s3s-fs --version 0.14.1 --features binary"
+    port=$(free_port)
+    s3s-fs --host 127.0.0.1 --port "$port" --access-key "$S3_KEY" --secret-key "$S3_SECRET" "$1" \
+        >"$RUN/s3s-fs.log" 2>&1 &
+    S3_PID=$!
+    echo "$S3_PID" >> "$RUN/pids"
+    S3_EP=http://127.0.0.1:$port
+    for r in $(seq 500); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+        sleep 0.02
+    done
+    export AWS_ACCESS_KEY_ID=$S3_KEY AWS_SECRET_ACCESS_KEY=$S3_SECRET AWS_REGION=us-east-1
+}
+
+stop_s3() {
+    kill "$S3_PID" 2>/dev/null || true
+    wait "$S3_PID" 2>/dev/null || true
+}
+
+section_remote() {
+    local root=$BENCH_DIR/s3root ep r cold s t0 kind store
     "$PYTHON" -c 'import obstore' 2>/dev/null || die "$PYTHON needs obstore (pip install obstore)"
     rm -rf "$root"
     mkdir -p "$root/bench/arrays.zarr"
@@ -577,17 +628,8 @@ section_remote() {
     link_tree "$TSTORE" "$root/bench/tree.zarr"
     cp -r "$TSTORE" "$root/bench/tree-consolidated.zarr"
     py "$SCRIPTS/bench_data.py" consolidate "$root/bench/tree-consolidated.zarr"
-    port=$(free_port)
-    s3s-fs --host 127.0.0.1 --port "$port" --access-key "$S3_KEY" --secret-key "$S3_SECRET" "$root" \
-        >"$RUN/s3s-fs.log" 2>&1 &
-    pid=$!
-    echo "$pid" >> "$RUN/pids"
-    ep=http://127.0.0.1:$port
-    for r in $(seq 500); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
-        sleep 0.02
-    done
-    export AWS_ACCESS_KEY_ID=$S3_KEY AWS_SECRET_ACCESS_KEY=$S3_SECRET AWS_REGION=us-east-1
+    start_s3 "$root"
+    ep=$S3_EP
     for r in $(seq "$REPS"); do
         cold_prep "$root/bench/arrays.zarr/zstd"
         mount_fs s3://bench/arrays.zarr --endpoint "$ep"
@@ -621,8 +663,7 @@ section_remote() {
         done
         log "remote mount rep $r: $(grep -P '^remote\.mount\.(listed|consolidated)\t' "$RESULTS" | tail -n2 | tr '\t\n' '= ')"
     done
-    kill "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
+    stop_s3
 }
 
 # 8. Decode once (--cache-dir): reads served from backing files, and the machine's limit for a

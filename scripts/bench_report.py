@@ -247,6 +247,15 @@ def rows(r, p):
                 f"{mib:.0f} MiB", f"{float(hwm) / n:.2f} KiB/node", None, "≤ 256 MiB", mib <= 256)
         for tool, key in (("`find`", "find"), ("`ls -lR`", "lslr")):
             walk_row(f"{tool} of a fresh mount, {n} nodes", f"scale.{n}.{key}", f"scale.{n}.{key}.store")
+    s3_sizes = sorted({int(k.split(".")[2]) for k in r.v if k.startswith("scale.s3.") and k.split(".")[2].isdigit()})
+    for n in s3_sizes:
+        first, walk = r.min(f"scale.s3.{n}.first_ls"), r.min(f"scale.s3.{n}.find")
+        q1, q2 = r.first(f"scale.s3.{n}.first_ls.requests"), r.first(f"scale.s3.{n}.find.requests")
+        if first is not None and walk is not None:
+            add("6 metadata", f"S3 without consolidated metadata, {n} nodes: mount + first answered `ls` of the root "
+                f"({q1} requests) vs mount + full `find` ({q2} requests), from the mount command's start",
+                fmt_time(first), fmt_time(walk), first / walk if walk else None, "—", None,
+                med=(f"scale.s3.{n}.first_ls", f"scale.s3.{n}.find", True))
 
     # 7. remote (loopback S3 server)
     z, b, loc = rate("remote.full.zstd.cold"), rate("remote.full.zstd.zarr"), rate("full.zstd.cold")

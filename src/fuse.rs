@@ -427,14 +427,16 @@ impl Filesystem for ZarrFs {
             || match self.view.readdir(ino.0, offset) {
                 Ok(entries) => {
                     for e in entries {
-                        let Ok(attr) = self.view.getattr(e.ino) else {
+                        let Ok((attr, exact)) = self.view.listed_attr(e.ino) else {
                             continue;
                         };
+                        // A size not measured yet: the kernel asks again when it needs it.
+                        let ttl = if exact { TTL } else { Duration::ZERO };
                         if reply.add(
                             INodeNo(e.ino),
                             e.next_offset,
                             &e.name,
-                            &TTL,
+                            &ttl,
                             &self.file_attr(&attr),
                             Generation(0),
                         ) {

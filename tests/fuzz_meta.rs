@@ -1,7 +1,7 @@
 //! Mutation fuzzing of the metadata parsers: every metadata document of the fixture stores
 //! (`.zarray`, `.zgroup`, `.zattrs`, `.zmetadata`, `zarr.json`, NCZarr's), mutated byte-wise
 //! and as JSON (leaves set to extreme numbers, hostile names and types, keys renamed), loaded with
-//! `meta::load_hierarchy` and rendered by the view, whose files are then stat'ed and read.
+//! `meta::Tree` and rendered by the view, whose files are then stat'ed and read.
 //! Nothing may panic, and no allocation may exceed the bound. See `fuzz_support`.
 
 mod fuzz_support;
@@ -13,7 +13,7 @@ use serde_json::Value;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use zarrfs::cache::ChunkCache;
-use zarrfs::meta::{load_hierarchy, LoadOptions};
+use zarrfs::meta::{LoadOptions, StoreRef, Tree};
 use zarrfs::store::{MemoryStore, Store};
 use zarrfs::view::{FileKind, View};
 
@@ -150,7 +150,7 @@ fn corpus() -> Vec<Case> {
     cases
 }
 
-/// Where a finding was made: parsing the metadata (`meta::load_hierarchy`), or rendering and
+/// Where a finding was made: parsing the metadata (`meta::Tree`), or rendering and
 /// reading it (the view and everything under it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Stage {
@@ -180,11 +180,17 @@ fn check(case: &Case, input: &[u8], consolidated: bool) -> Result<(), (Stage, St
     }
     let store: Arc<dyn Store> = Arc::new(store);
     let loaded = watch(Stage::Meta, || {
-        load_hierarchy(store.as_ref(), &LoadOptions { consolidated }).ok()
+        Tree::open(
+            StoreRef::Shared(store.clone()),
+            &LoadOptions { consolidated },
+        )
+        .ok()
     })?;
-    let Some(h) = loaded else { return Ok(()) };
+    let Some(tree) = loaded else { return Ok(()) };
     watch(Stage::View, || {
-        let view = View::build(&h, store, Arc::new(ChunkCache::new(16 << 20)), "root");
+        let view = View::build(tree, store, Arc::new(ChunkCache::new(16 << 20)), "root");
+        // Every group loaded (df's totals load the whole tree), so every inode exists.
+        view.totals();
         for ino in 1..=view.len() as u64 {
             if view.direct_io(ino) {
                 continue;

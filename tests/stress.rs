@@ -9,7 +9,7 @@ mod synth;
 
 use std::sync::Arc;
 use zarrfs::cache::ChunkCache;
-use zarrfs::meta::{load_hierarchy, LoadOptions};
+use zarrfs::meta::{LoadOptions, StoreRef, Tree};
 use zarrfs::store::{DirStore, Store};
 use zarrfs::view::{ReadPolicy, View};
 
@@ -34,8 +34,8 @@ impl Rng {
 }
 
 fn view_of(store: Arc<dyn Store>, cache: u64) -> View {
-    let h = load_hierarchy(store.as_ref(), &LoadOptions::default()).unwrap();
-    let mut view = View::build(&h, store, Arc::new(ChunkCache::new(cache)), "root");
+    let tree = Tree::open(StoreRef::Shared(store.clone()), &LoadOptions::default()).unwrap();
+    let mut view = View::build(tree, store, Arc::new(ChunkCache::new(cache)), "root");
     view.set_read_policy(ReadPolicy::local(2));
     view
 }

@@ -168,6 +168,9 @@ fn mount(p: Prepared) -> Result<Mounted, MountError> {
     if p.options.no_previews {
         view.hide_previews();
     }
+    if let Some(counts) = &p.requests {
+        view.show_requests(counts.clone());
+    }
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     view.set_read_policy(if p.requests.is_some() {
         ReadPolicy::remote(REMOTE_IN_FLIGHT)
@@ -176,9 +179,8 @@ fn mount(p: Prepared) -> Result<Mounted, MountError> {
     });
     let view = Arc::new(view);
     log::info!(
-        "{}: {} files, loaded in {:.3} s",
+        "{}: root loaded in {:.3} s; every other group is loaded when first listed",
         p.location,
-        view.len(),
         started.elapsed().as_secs_f64()
     );
     let (uid, gid) = (getuid().as_raw(), getgid().as_raw());

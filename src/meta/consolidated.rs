@@ -2,7 +2,7 @@
 //! `zarr.json`. When present, the hierarchy is read from it in one request instead of one per
 //! node: [`Consolidated`] overlays the consolidated documents on the store for the walk.
 
-use super::MetaError;
+use super::{MetaError, StoreRef};
 use crate::store::{accept_key, list_map, too_large, Entry, Object, ObjectMeta, Store, StoreError};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -13,7 +13,7 @@ const METADATA_NAMES: [&str; 4] = [".zarray", ".zgroup", ".zattrs", "zarr.json"]
 
 /// The store as the consolidated metadata describes it.
 pub struct Consolidated<'a> {
-    inner: &'a dyn Store,
+    inner: StoreRef<'a>,
     objects: BTreeMap<String, Vec<u8>>,
 }
 
@@ -26,7 +26,7 @@ const V3_SOURCE: &str = "zarr.json consolidated_metadata";
 
 /// Reads the consolidated metadata of `store`, if it has any. Keys that would leave the store
 /// (`../x/.zarray`, `/abs/.zgroup`, the empty path) are left out, one warning each.
-pub fn open(store: &dyn Store) -> Result<Option<Consolidated<'_>>, MetaError> {
+pub fn open(store: StoreRef<'_>) -> Result<Option<Consolidated<'_>>, MetaError> {
     let mut objects = BTreeMap::new();
     if let Some(object) = store.get_bounded(".zmetadata", MAX_CONSOLIDATED_BYTES)? {
         let doc: Value =
@@ -139,6 +139,10 @@ impl Store for Consolidated<'_> {
 mod tests {
     use super::*;
     use crate::store::MemoryStore;
+
+    fn open(s: &MemoryStore) -> Result<Option<Consolidated<'_>>, MetaError> {
+        super::open(StoreRef::Borrowed(s))
+    }
 
     #[test]
     fn v2_documents_come_from_zmetadata() {

@@ -1,24 +1,28 @@
-//! Walks a store and parses every node it finds, whatever the dialect: Zarr v2 (with NCZarr),
-//! Zarr v3, the v3 drafts, with or without consolidated metadata.
+//! Finds and parses the nodes of a store, whatever the dialect: Zarr v2 (with NCZarr), Zarr
+//! v3, the v3 drafts, with or without consolidated metadata.
 //!
-//! There is one walk for every dialect: iterative (a queue, no recursion), visiting each path
-//! once, at most [`MAX_DEPTH`] levels deep. A [`Layout`] says where a dialect keeps a node's
-//! metadata and how a group's children are found: NCZarr's own lists where a group has them
-//! (no listing request; as in netCDF-c, a child the lists omit is not shown), else a listing of
-//! the store. A store that cannot list (plain HTTP) is walked from its metadata alone:
+//! A [`Tree`] loads one group's children at a time, when they are first asked for: a mount
+//! answers once its root is known, and a group costs its requests only when it is listed or
+//! looked up. A [`Layout`] says where a dialect keeps a node's metadata and how a group's
+//! children are found: NCZarr's own lists where a group has them (no listing request; as in
+//! netCDF-c, a child the lists omit is not shown), else a listing of the store. Consolidated
+//! metadata is read once, at [`Tree::open`], and the nodes parsed from it as their groups are
+//! loaded. A store that cannot list (plain HTTP) is walked from its metadata alone:
 //! consolidated metadata, NCZarr lists, or a root that is itself an array. Every child name,
-//! whatever its source, passes [`accept_name`] first.
+//! whatever its source, passes [`accept_name`] first; nodes deeper than [`MAX_DEPTH`] levels
+//! are left out.
 //!
-//! The walk goes level by level: the groups of one level are listed, then their new children
-//! probed, each batch on up to [`Store::parallelism`] threads (many for remote stores, where
-//! every request waits a round trip); the results are then taken in order, so the outcome is
-//! the same as one request at a time. Every metadata object is read with a size bound
-//! ([`MAX_DOCUMENT_BYTES`]).
+//! A group's children are probed on up to [`Store::parallelism`] threads at once (many for
+//! remote stores, where every request waits a round trip); the results are taken in order, so
+//! the outcome is the same as one request at a time. Every metadata object is read with a size
+//! bound ([`MAX_DOCUMENT_BYTES`]). [`load_hierarchy`] loads every group of a tree.
 
+use super::consolidated::Consolidated;
 use super::node::{ArrayMeta, Node, NodeKind};
 use super::v3_draft::EntryPoint;
 use super::{consolidated, nczarr, v2, v3, v3_draft, MetaError};
 use crate::store::{accept_name, EntryKind, Store, StoreError};
+use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -56,6 +60,25 @@ pub struct Hierarchy {
     pub nodes: Vec<Node>,
 }
 
+/// The store a tree reads: borrowed for one walk ([`load_hierarchy`]), shared for a mount.
+#[derive(Clone)]
+pub enum StoreRef<'a> {
+    /// A store the caller keeps.
+    Borrowed(&'a dyn Store),
+    /// A store the tree keeps too.
+    Shared(Arc<dyn Store>),
+}
+
+impl<'a> std::ops::Deref for StoreRef<'a> {
+    type Target = dyn Store + 'a;
+    fn deref(&self) -> &(dyn Store + 'a) {
+        match self {
+            StoreRef::Borrowed(s) => *s,
+            StoreRef::Shared(s) => s.as_ref(),
+        }
+    }
+}
+
 /// A parsed metadata object and its modification time.
 type JsonObject = (Map<String, Value>, Option<SystemTime>);
 
@@ -74,47 +97,205 @@ enum Layout {
     Draft(EntryPoint),
 }
 
-/// The walk over one store.
-struct Walker<'a> {
-    store: &'a dyn Store,
-    layout: Layout,
-    /// Set when some group's children could not be listed because the store cannot list.
-    cannot_list: AtomicBool,
+/// Where the metadata is read: the store, or the consolidated documents laid over it.
+enum Source<'a> {
+    Store(StoreRef<'a>),
+    Consolidated(Consolidated<'a>),
 }
 
-/// A group waiting for its children to be found.
-struct Pending {
-    path: String,
-    depth: usize,
-    document: Map<String, Value>,
+/// The nodes of one store, loaded group by group as they are asked for.
+pub struct Tree<'a> {
+    source: Source<'a>,
+    layout: Layout,
+    root: Node,
+    /// The root's children, loaded by [`Tree::open`], until [`Tree::children`] hands them out.
+    root_children: Mutex<Option<Vec<Node>>>,
 }
 
 /// Loads the whole hierarchy of `store`. Fails only when the root itself cannot be read or
 /// nothing is found; nodes whose metadata is malformed are left out with a warning, and arrays
 /// whose metadata is unusable are kept with the error in [`NodeKind::Array`].
 pub fn load_hierarchy(store: &dyn Store, opts: &LoadOptions) -> Result<Hierarchy, MetaError> {
-    if let Ok(Some((root, _))) = read_json(store, "zarr.json") {
-        if let Some(entry) = v3_draft::entry_point(&root)? {
-            return Walker::new(store, Layout::Draft(entry)).run();
+    let tree = Tree::open(StoreRef::Borrowed(store), opts)?;
+    let mut nodes = vec![tree.root().clone()];
+    let mut next = 0;
+    while next < nodes.len() {
+        if matches!(nodes[next].kind, NodeKind::Group) {
+            let children = tree.children(&nodes[next].path, &nodes[next].document);
+            nodes.extend(children);
+        }
+        next += 1;
+    }
+    nodes.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(Hierarchy { nodes })
+}
+
+impl<'a> Tree<'a> {
+    /// Opens the tree of `store`: reads its root and, for a group, the root's children (so an
+    /// empty store fails here). Fails only when the root itself cannot be read or nothing is
+    /// found.
+    pub fn open(store: StoreRef<'a>, opts: &LoadOptions) -> Result<Tree<'a>, MetaError> {
+        if let Ok(Some((root, _))) = read_json(&*store, "zarr.json") {
+            if let Some(entry) = v3_draft::entry_point(&root)? {
+                return Tree::start(Source::Store(store), Layout::Draft(entry));
+            }
+        }
+        let overlay = if opts.consolidated {
+            consolidated::open(store.clone()).unwrap_or_else(|e| {
+                log::warn!("{}: consolidated metadata ignored: {e}", store.describe());
+                None
+            })
+        } else {
+            None
+        };
+        let source = match overlay {
+            Some(c) => {
+                log::info!("{}: using consolidated metadata", store.describe());
+                Source::Consolidated(c)
+            }
+            None => Source::Store(store),
+        };
+        let nczarr_gen1 = match &source {
+            Source::Store(s) => s.head(nczarr::GEN1_SUPERBLOCK)?,
+            Source::Consolidated(c) => c.head(nczarr::GEN1_SUPERBLOCK)?,
+        }
+        .is_some();
+        Tree::start(source, Layout::Zarr { nczarr_gen1 })
+    }
+
+    /// Reads the root and its children.
+    fn start(source: Source<'a>, layout: Layout) -> Result<Tree<'a>, MetaError> {
+        let mut tree = Tree {
+            source,
+            layout,
+            root: implicit_group("", None),
+            root_children: Mutex::new(None),
+        };
+        // A root whose metadata is unusable is shown as an implicit group, so that its healthy
+        // children still show; the error is returned only when nothing else is found.
+        let (root, root_error) = match tree.probe("") {
+            Ok(root) => (root, None),
+            Err(e) => {
+                log::warn!("/: metadata ignored: {e}");
+                (None, Some(e))
+            }
+        };
+        let root_explicit = root.is_some();
+        tree.root = root.unwrap_or_else(|| implicit_group("", Some(tree.store().mtime())));
+        if !matches!(tree.root.kind, NodeKind::Group) {
+            return Ok(tree);
+        }
+        let cannot_list = AtomicBool::new(false);
+        let children = tree.load("", &tree.root.document, &cannot_list);
+        if children.is_empty() {
+            let what = tree.store().describe();
+            if let Some(e) = root_error {
+                return Err(e);
+            }
+            if cannot_list.load(Ordering::Relaxed) {
+                return Err(MetaError::CannotList(what));
+            }
+            if !root_explicit {
+                return Err(MetaError::NoMetadata(what));
+            }
+        }
+        *tree.root_children.lock() = Some(children);
+        Ok(tree)
+    }
+
+    /// The root node.
+    pub fn root(&self) -> &Node {
+        &self.root
+    }
+
+    /// The children of the group at `path` whose document is `document`, sorted by name:
+    /// listed and probed now (the root's were at [`Tree::open`]). Children whose metadata is
+    /// unusable are left out, with a warning naming them; a group that cannot be listed is
+    /// shown without children, with a warning.
+    pub fn children(&self, path: &str, document: &Map<String, Value>) -> Vec<Node> {
+        if path.is_empty() {
+            let first = self.root_children.lock().take();
+            if let Some(children) = first {
+                return children;
+            }
+        }
+        self.load(path, document, &AtomicBool::new(false))
+    }
+
+    fn store(&self) -> &dyn Store {
+        match &self.source {
+            Source::Store(s) => &**s,
+            Source::Consolidated(c) => c,
         }
     }
-    let overlay = if opts.consolidated {
-        consolidated::open(store).unwrap_or_else(|e| {
-            log::warn!("{}: consolidated metadata ignored: {e}", store.describe());
-            None
-        })
-    } else {
-        None
-    };
-    if overlay.is_some() {
-        log::info!("{}: using consolidated metadata", store.describe());
+
+    /// Lists and probes the children of the group at `path`; sets `cannot_list` when the
+    /// store cannot list them.
+    fn load(&self, path: &str, doc: &Map<String, Value>, cannot_list: &AtomicBool) -> Vec<Node> {
+        let depth = if path.is_empty() {
+            0
+        } else {
+            path.split('/').count()
+        };
+        let mut seen = HashSet::new();
+        let listed: Vec<Child> = self
+            .list(path, doc, cannot_list)
+            .into_iter()
+            .filter(|c| seen.insert(c.name.clone()))
+            .collect();
+        if depth >= MAX_DEPTH {
+            for child in listed {
+                let path = join(path, &child.name);
+                log::warn!("{}", MetaError::TooDeep { path });
+            }
+            return Vec::new();
+        }
+        let found = parallel_map(&listed, self.store().parallelism(), |child| {
+            let path = join(path, &child.name);
+            match self.probe(&path) {
+                // Paths with no metadata: implicit groups, shown when a node lies below them.
+                Ok(None) => Ok(self
+                    .has_node_below(&path, depth + 1)
+                    .then(|| implicit_group(&path, child.mtime))),
+                other => other,
+            }
+        });
+        let mut nodes = Vec::new();
+        for (child, result) in listed.iter().zip(found) {
+            match result {
+                Err(e) => log::warn!("{}: left out: {e}", join(path, &child.name)),
+                Ok(Some(node)) => nodes.push(node),
+                Ok(None) => {}
+            }
+        }
+        nodes.sort_by(|a, b| a.path.cmp(&b.path));
+        nodes
     }
-    let source: &dyn Store = match &overlay {
-        Some(c) => c,
-        None => store,
-    };
-    let nczarr_gen1 = source.head(nczarr::GEN1_SUPERBLOCK)?.is_some();
-    Walker::new(source, Layout::Zarr { nczarr_gen1 }).run()
+
+    /// True when a node with usable metadata lies below the path `path` (at `depth`), which
+    /// has none of its own.
+    fn has_node_below(&self, path: &str, depth: usize) -> bool {
+        let mut level = vec![path.to_string()];
+        for depth in depth..MAX_DEPTH {
+            let mut next = Vec::new();
+            for prefix in &level {
+                let quiet = AtomicBool::new(false);
+                for child in self.list(prefix, &Map::new(), &quiet) {
+                    let path = join(prefix, &child.name);
+                    match self.probe(&path) {
+                        Ok(Some(_)) => return true,
+                        Ok(None) if depth + 1 < MAX_DEPTH => next.push(path),
+                        _ => {}
+                    }
+                }
+            }
+            if next.is_empty() {
+                break;
+            }
+            level = next;
+        }
+        false
+    }
 }
 
 fn join(prefix: &str, name: &str) -> String {
@@ -164,7 +345,7 @@ fn kind(value: &Value) -> &'static str {
 
 /// `f` applied to every item, on up to `workers` threads at once, the results in the items'
 /// order.
-fn parallel_map<T: Sync, R: Send>(
+pub fn parallel_map<T: Sync, R: Send>(
     items: &[T],
     workers: usize,
     f: impl Fn(&T) -> R + Sync,
@@ -227,117 +408,10 @@ fn found(
     })
 }
 
-impl<'a> Walker<'a> {
-    fn new(store: &'a dyn Store, layout: Layout) -> Self {
-        Walker {
-            store,
-            layout,
-            cannot_list: AtomicBool::new(false),
-        }
-    }
-
-    /// Walks from the root, level by level, and returns the nodes sorted by path.
-    fn run(self) -> Result<Hierarchy, MetaError> {
-        // A root whose metadata is unusable is shown as an implicit group, so that its healthy
-        // children still show; the error is returned only when nothing else is found.
-        let (root, root_error) = match self.probe("") {
-            Ok(root) => (root, None),
-            Err(e) => {
-                log::warn!("/: metadata ignored: {e}");
-                (None, Some(e))
-            }
-        };
-        let root_explicit = root.is_some();
-        let root = root.unwrap_or_else(|| implicit_group("", Some(self.store.mtime())));
-        let mut level = Vec::new();
-        if matches!(root.kind, NodeKind::Group) {
-            level.push(Pending {
-                path: String::new(),
-                depth: 0,
-                document: root.document.clone(),
-            });
-        }
-        let mut nodes = vec![root];
-        // Paths with no metadata: implicit groups, shown when a node lies below them.
-        let mut implicit: Vec<(String, Option<SystemTime>)> = Vec::new();
-        let mut visited: HashSet<String> = HashSet::new();
-        let workers = self.store.parallelism();
-        while !level.is_empty() {
-            let listed = parallel_map(&level, workers, |g| self.children(&g.path, &g.document));
-            // The new paths of this level, in the order a one-at-a-time walk meets them.
-            let mut probed: Vec<(Pending, Option<SystemTime>)> = Vec::new();
-            for (group, children) in level.iter().zip(listed) {
-                for child in children {
-                    let path = join(&group.path, &child.name);
-                    if !visited.insert(path.clone()) {
-                        continue;
-                    }
-                    if group.depth >= MAX_DEPTH {
-                        log::warn!("{}", MetaError::TooDeep { path });
-                        continue;
-                    }
-                    let pending = Pending {
-                        path,
-                        depth: group.depth + 1,
-                        document: Map::new(),
-                    };
-                    probed.push((pending, child.mtime));
-                }
-            }
-            let found = parallel_map(&probed, workers, |(p, _)| self.probe(&p.path));
-            level = Vec::new();
-            for ((mut pending, mtime), result) in probed.into_iter().zip(found) {
-                match result {
-                    Err(e) => log::warn!("{}: left out: {e}", pending.path),
-                    Ok(Some(node)) => {
-                        if matches!(node.kind, NodeKind::Group) {
-                            pending.document = node.document.clone();
-                            level.push(pending);
-                        }
-                        nodes.push(node);
-                    }
-                    Ok(None) => {
-                        implicit.push((pending.path.clone(), mtime));
-                        level.push(pending);
-                    }
-                }
-            }
-        }
-        if nodes.len() == 1 && matches!(nodes[0].kind, NodeKind::Group) {
-            let what = self.store.describe();
-            if let Some(e) = root_error {
-                return Err(e);
-            }
-            if self.cannot_list.load(Ordering::Relaxed) {
-                return Err(MetaError::CannotList(what));
-            }
-            if !root_explicit {
-                return Err(MetaError::NoMetadata(what));
-            }
-        }
-        let mut ancestors: HashSet<String> = HashSet::new();
-        for node in &nodes {
-            let mut p = node.path.as_str();
-            while let Some((parent, _)) = p.rsplit_once('/') {
-                if !ancestors.insert(parent.to_string()) {
-                    break;
-                }
-                p = parent;
-            }
-        }
-        nodes.extend(
-            implicit
-                .into_iter()
-                .filter(|(p, _)| ancestors.contains(p))
-                .map(|(p, mtime)| implicit_group(&p, mtime)),
-        );
-        nodes.sort_by(|a, b| a.path.cmp(&b.path));
-        Ok(Hierarchy { nodes })
-    }
-
+impl Tree<'_> {
     /// The children of the group at `path` whose document is `doc`, names checked. Failures are
     /// logged: the group is then shown without children.
-    fn children(&self, path: &str, doc: &Map<String, Value>) -> Vec<Child> {
+    fn list(&self, path: &str, doc: &Map<String, Value>, cannot_list: &AtomicBool) -> Vec<Child> {
         let (source, listed) = match &self.layout {
             Layout::Zarr { .. } => {
                 let gen1 = self.gen1(path, nczarr::GEN1_GROUP);
@@ -350,11 +424,11 @@ impl<'a> Walker<'a> {
                             .collect();
                         (source, Ok(children))
                     }
-                    None => (self.store.describe(), self.listed(path, None)),
+                    None => (self.store().describe(), self.listed(path, None)),
                 }
             }
             Layout::Draft(entry) => (
-                self.store.describe(),
+                self.store().describe(),
                 self.listed(&v3_draft::children_prefix(path), Some(entry)),
             ),
         };
@@ -364,7 +438,7 @@ impl<'a> Walker<'a> {
                 .filter(|c| accept_name(&source, &c.name))
                 .collect(),
             Err(StoreError::CannotList(_)) => {
-                self.cannot_list.store(true, Ordering::Relaxed);
+                cannot_list.store(true, Ordering::Relaxed);
                 Vec::new()
             }
             Err(e) => {
@@ -379,7 +453,7 @@ impl<'a> Walker<'a> {
     fn listed(&self, prefix: &str, entry: Option<&EntryPoint>) -> Result<Vec<Child>, StoreError> {
         let mut seen = HashSet::new();
         Ok(self
-            .store
+            .store()
             .list_dir(prefix)?
             .iter()
             .filter_map(|e| match entry {
@@ -403,7 +477,7 @@ impl<'a> Walker<'a> {
     }
 
     fn read(&self, path: &str, name: &str) -> Result<Option<JsonObject>, MetaError> {
-        read_json(self.store, &join(path, name))
+        read_json(self.store(), &join(path, name))
     }
 
     /// The attributes of a v2 node (`{}` when absent or unreadable).
@@ -436,7 +510,7 @@ impl<'a> Walker<'a> {
 
     fn probe_draft(&self, path: &str, entry: &EntryPoint) -> Result<Option<Node>, MetaError> {
         if let Some((doc, mtime)) =
-            read_json(self.store, &v3_draft::meta_key(entry, path, "array"))?
+            read_json(self.store(), &v3_draft::meta_key(entry, path, "array"))?
         {
             let meta = checked(v3_draft::parse_array(&doc, path));
             return Ok(found(
@@ -446,7 +520,7 @@ impl<'a> Walker<'a> {
                 mtime,
             ));
         }
-        let group = read_json(self.store, &v3_draft::meta_key(entry, path, "group"))?;
+        let group = read_json(self.store(), &v3_draft::meta_key(entry, path, "group"))?;
         Ok(match group {
             Some((doc, mtime)) => found(path, NodeKind::Group, v3_draft::document(&doc), mtime),
             // The draft root is a group even without a document.
@@ -530,6 +604,7 @@ mod tests {
         parallelism: usize,
         in_flight: AtomicUsize,
         peak: AtomicUsize,
+        total: AtomicUsize,
     }
 
     impl Gauge {
@@ -539,11 +614,13 @@ mod tests {
                 parallelism,
                 in_flight: AtomicUsize::new(0),
                 peak: AtomicUsize::new(0),
+                total: AtomicUsize::new(0),
             }
         }
 
         /// One request: overlapping ones are counted, and each waits a little, as on a network.
         fn request<T>(&self, f: impl FnOnce() -> T) -> T {
+            self.total.fetch_add(1, Ordering::SeqCst);
             let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
             self.peak.fetch_max(now, Ordering::SeqCst);
             std::thread::sleep(Duration::from_millis(1));
@@ -631,6 +708,38 @@ mod tests {
     }
 
     #[test]
+    fn a_tree_loads_a_group_when_asked_and_only_that_group() {
+        let store = Gauge::new(wide_tree(), 4);
+        let requests = || store.total.load(Ordering::SeqCst);
+        let tree = Tree::open(StoreRef::Borrowed(&store), &LoadOptions::default()).unwrap();
+        let opened = requests();
+        let root = tree.children("", &tree.root().document);
+        assert_eq!(requests(), opened, "the root's children were read at open");
+        let names: Vec<&str> = root.iter().map(|n| n.path.as_str()).collect();
+        assert_eq!(names.len(), 13, "{names:?}");
+        assert_eq!(names[..2], ["g00", "g01"]);
+        // One group: its listing and its children's documents, nothing deeper.
+        let group = |path: &str| {
+            let before = requests();
+            let doc = &root.iter().find(|n| n.path == path).unwrap().document;
+            let children = tree.children(path, doc);
+            (children, requests() - before)
+        };
+        let (g00, cost) = group("g00");
+        let (_, same) = group("g01");
+        assert_eq!(cost, same);
+        let paths: Vec<&str> = g00.iter().map(|n| n.path.as_str()).collect();
+        assert_eq!(paths.len(), 14, "{paths:?}");
+        assert!(paths.contains(&"g00/a0") && paths.contains(&"g00/imp6"));
+        assert!(!paths.iter().any(|p| p.matches('/').count() > 1));
+        // An implicit group shows because a node lies below it, found when it is listed.
+        let imp = &g00.iter().find(|n| n.path == "g00/imp6").unwrap().document;
+        let below = tree.children("g00/imp6", imp);
+        assert_eq!(below.len(), 1);
+        assert_eq!(below[0].path, "g00/imp6/v3");
+    }
+
+    #[test]
     fn oversized_metadata_is_refused_unread() {
         let dir = tempfile::tempdir().unwrap();
         let write = |key: &str, bytes: &[u8]| {
@@ -657,7 +766,7 @@ mod tests {
             Err(MetaError::TooLarge(m)) if m.contains(&format!("{} bytes", MAX_DOCUMENT_BYTES + 1))
         ));
         assert!(matches!(
-            consolidated::open(&store),
+            consolidated::open(StoreRef::Borrowed(&store)),
             Err(MetaError::TooLarge(_))
         ));
         // The consolidated metadata is ignored, the listing walked, the big node left out.

@@ -1,6 +1,7 @@
 //! One node model for every dialect: Zarr v2, Zarr v3, the v3 drafts and NCZarr.
 //!
-//! Parsing is pure (bytes in, model out); [`load_hierarchy`] walks a store and parses every node.
+//! Parsing is pure (bytes in, model out); a [`Tree`] finds a store's nodes group by group, as
+//! they are asked for, and [`load_hierarchy`] loads them all.
 
 mod chunk_grid;
 mod chunk_keys;
@@ -26,7 +27,10 @@ pub use consolidated::MAX_CONSOLIDATED_BYTES;
 pub use dtype::{py_str, py_tuple, DataType, Field, MAX_ELEMENT_BYTES};
 pub use error::MetaError;
 pub use fill::parse_fill;
-pub use hierarchy::{load_hierarchy, Hierarchy, LoadOptions, MAX_DEPTH, MAX_DOCUMENT_BYTES};
+pub use hierarchy::{
+    load_hierarchy, parallel_map, Hierarchy, LoadOptions, StoreRef, Tree, MAX_DEPTH,
+    MAX_DOCUMENT_BYTES,
+};
 pub use lenient_json::parse as parse_json;
 pub use node::{ArrayMeta, Node, NodeKind, MAX_CHUNK_BYTES};
 pub use numpy_dtype::NumpyType;

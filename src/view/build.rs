@@ -1,22 +1,24 @@
-//! Building the tree of files from a loaded hierarchy.
+//! The tree of files, made group by group: a directory's entries are made the first time it is
+//! listed or looked up, from its group's children as the [`Tree`] loads them, and kept (the
+//! mount is a snapshot). Concurrent first uses of one directory make it once.
 
 use super::array_file::Unreadable;
 use super::chunk_source::ChunkSource;
-use super::netcdf::model::NcType;
-use super::netcdf::ncstream::{NcStreamFile, Source, Strings};
 use super::preview::{rendered_cache, Preview};
 use super::read_policy::ReadPolicy;
 use super::vlen_file::Sizer;
 use super::xattrs::{array_xattrs, group_xattrs, Xattrs};
 use super::zom::{store_version, ZOM_FILE};
 use super::zom_files::ZomFiles;
-use super::{ArrayFile, Content, Dir, Inode, IoCause, Layout, View, VlenFile, ROOT_INO};
+use super::{
+    ArrayFile, Content, Dir, Group, Inode, IoCause, Layout, Listing, View, VlenFile, ROOT_INO,
+};
 use crate::cache::ChunkCache;
 use crate::fetch::ChunkReader;
-use crate::meta::{ArrayMeta, DataType, Hierarchy, MetaError, Node, NodeKind};
+use crate::meta::{ArrayMeta, MetaError, Node, NodeKind, Tree};
 use crate::store::Store;
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::SystemTime;
 
 /// Longest file name most filesystems and tools accept, in bytes.
@@ -25,9 +27,8 @@ const NAME_MAX: usize = 255;
 /// The file holding a group's metadata inside its directory.
 pub const GROUP_SIDECAR: &str = ".group.json";
 
-/// A file to add to a directory once every real node is in place.
+/// A file to add to the directory once its nodes are in place (a node's name wins).
 struct Sidecar {
-    dir: u64,
     name: String,
     content: Content,
     mtime: SystemTime,
@@ -35,20 +36,12 @@ struct Sidecar {
     xattrs: Option<Xattrs>,
 }
 
-struct Builder {
-    inodes: Vec<Inode>,
-    arrays: Vec<ArrayFile>,
-    vlen: Vec<Arc<VlenFile>>,
-    ncstreams: Vec<NcStreamFile>,
+/// The entries of one directory as they are made.
+struct Entries<'v> {
+    view: &'v View,
+    dir: u64,
+    listing: Listing,
     sidecars: Vec<Sidecar>,
-    previews: Vec<Preview>,
-    xattrs: HashMap<u64, Xattrs>,
-    /// The `.zom.json` files, rendered on first use.
-    zoms: ZomFiles,
-    /// The Zarr version of the store (2 or 3), for `user.zarr.format`.
-    version: u8,
-    store: Arc<dyn Store>,
-    cache: Arc<ChunkCache>,
 }
 
 /// Pretty-printed JSON with a trailing newline.
@@ -58,59 +51,97 @@ fn json_bytes(doc: &serde_json::Map<String, serde_json::Value>) -> Arc<[u8]> {
     Arc::from(text)
 }
 
-impl Builder {
-    fn push(&mut self, parent: u64, content: Content, mtime: SystemTime) -> u64 {
-        self.inodes.push(Inode {
+/// How a node is named in messages.
+fn shown(path: &str) -> &str {
+    if path.is_empty() {
+        "/"
+    } else {
+        path
+    }
+}
+
+impl View {
+    fn push(
+        &self,
+        parent: u64,
+        content: Content,
+        mtime: SystemTime,
+        xattrs: Option<Xattrs>,
+    ) -> u64 {
+        let index = self.inodes.push(Inode {
             parent,
             content,
             mtime,
+            xattrs,
         });
-        self.inodes.len() as u64
+        index as u64 + 1
     }
 
-    fn dir_mut(&mut self, ino: u64) -> &mut Dir {
-        match &mut self.inodes[(ino - 1) as usize].content {
-            Content::Dir(d) => d,
-            _ => unreachable!("entries are only added to directories"),
+    /// Keeps `node` for the `.zom.json` files; returns its number there.
+    fn keep(&self, node: &Node, doc: &Arc<[u8]>) -> u32 {
+        let array = match &node.kind {
+            NodeKind::Group => None,
+            NodeKind::Array(meta) => Some(meta.as_ref().ok().cloned()),
+        };
+        self.zoms
+            .keep(&node.path, &node.document, doc.clone(), array)
+    }
+
+    /// The entries of directory `ino` (`dir`), made now: its group's children, loaded from the
+    /// store, then its sidecars.
+    pub(super) fn make_listing(&self, ino: u64, dir: &Dir) -> Listing {
+        let Some(group) = &dir.group else {
+            return Listing::default();
+        };
+        let mut e = Entries::new(self, ino);
+        let doc = self.zoms.document(group.zom);
+        e.group_sidecars(group);
+        let children = self.tree.children(&group.path, &doc);
+        let mut kept = Vec::with_capacity(children.len());
+        for node in &children {
+            let bytes = json_bytes(&node.document);
+            let zom = self.keep(node, &bytes);
+            kept.push(zom);
+            let name = node.name();
+            if name.len() > NAME_MAX {
+                log::warn!(
+                    "{}: left out: the name is longer than {NAME_MAX} bytes",
+                    node.path
+                );
+                continue;
+            }
+            let mtime = self.mtime_of(node);
+            match node.kind {
+                NodeKind::Group => {
+                    let xattrs = group_xattrs(node, self.version);
+                    let child = Dir::of(Group {
+                        path: node.path.as_str().into(),
+                        zom,
+                        mtime,
+                    });
+                    let child = self.push(ino, Content::Dir(child), mtime, Some(xattrs));
+                    e.link(name, child);
+                }
+                NodeKind::Array(_) => e.add_array(name, node, bytes, mtime),
+            }
+        }
+        self.zoms.set_children(group.zom, kept);
+        self.groups_loaded.fetch_add(1, Ordering::Relaxed);
+        self.log_loaded(children.len());
+        e.finish()
+    }
+
+    /// Counts `n` nodes loaded, logging the count at every ten thousand.
+    fn log_loaded(&self, n: usize) {
+        const EVERY: usize = 10_000;
+        let before = self.loaded.fetch_add(n, Ordering::Relaxed);
+        if (before + n) / EVERY > before / EVERY {
+            log::info!("{} nodes loaded", before + n);
         }
     }
 
-    /// Adds `name` to `dir` unless taken; returns false when it was taken.
-    fn link(&mut self, dir: u64, name: &str, ino: u64) -> bool {
-        let d = self.dir_mut(dir);
-        if d.by_name.contains_key(name) {
-            return false;
-        }
-        d.by_name.insert(name.to_string(), ino);
-        d.entries.push((name.to_string(), ino));
-        true
-    }
-
-    /// Queues the `.group.json` of the group `node` shown as directory `dir`.
-    /// Also queues its `.zom.json` and sets the directory's extended attributes.
-    fn add_group_sidecar(
-        &mut self,
-        dir: u64,
-        node: &Node,
-        kept: u32,
-        doc: Arc<[u8]>,
-        mtime: SystemTime,
-    ) {
-        self.sidecars.push(Sidecar {
-            dir,
-            name: GROUP_SIDECAR.into(),
-            content: Content::Json(doc),
-            mtime,
-            xattrs: None,
-        });
-        self.sidecars.push(Sidecar {
-            dir,
-            name: ZOM_FILE.into(),
-            content: Content::Zom(self.zoms.add_file(kept)),
-            mtime,
-            xattrs: None,
-        });
-        self.xattrs.insert(dir, group_xattrs(node, self.version));
+    fn mtime_of(&self, node: &Node) -> SystemTime {
+        node.mtime.unwrap_or(self.store_mtime)
     }
 
     /// The chunks of array number `id` at `path`, or why they cannot be read: the codec chain
@@ -150,13 +181,51 @@ impl Builder {
             layout: Arc::new(layout),
         })
     }
+}
+
+impl<'v> Entries<'v> {
+    fn new(view: &'v View, dir: u64) -> Self {
+        Entries {
+            view,
+            dir,
+            listing: Listing::default(),
+            sidecars: Vec::new(),
+        }
+    }
+
+    /// Adds `name` unless taken; returns false when it was taken.
+    fn link(&mut self, name: &str, ino: u64) -> bool {
+        if self.listing.by_name.contains_key(name) {
+            return false;
+        }
+        self.listing.by_name.insert(name.to_string(), ino);
+        self.listing.entries.push((name.to_string(), ino));
+        true
+    }
+
+    fn sidecar(&mut self, name: String, content: Content, mtime: SystemTime) {
+        self.sidecars.push(Sidecar {
+            name,
+            content,
+            mtime,
+            xattrs: None,
+        });
+    }
+
+    /// Queues the group's `.group.json` and `.zom.json`.
+    fn group_sidecars(&mut self, group: &Group) {
+        let doc = self.view.zoms.json(group.zom);
+        self.sidecar(GROUP_SIDECAR.into(), Content::Json(doc), group.mtime);
+        self.sidecar(ZOM_FILE.into(), Content::Zom(group.zom), group.mtime);
+    }
 
     /// Adds an array's data file under `name` and queues its `.json` and `.npy` sidecars.
-    fn add_array(&mut self, dir: u64, name: &str, node: &Node, doc: Arc<[u8]>, mtime: SystemTime) {
+    fn add_array(&mut self, name: &str, node: &Node, doc: Arc<[u8]>, mtime: SystemTime) {
+        let view = self.view;
         // One number space for both kinds: it keys the shared chunk cache.
-        let id = (self.arrays.len() + self.vlen.len()) as u32;
+        let id = view.next_array_id.fetch_add(1, Ordering::Relaxed);
         let (meta, source) = match &node.kind {
-            NodeKind::Array(Ok(meta)) => (Some(meta), self.source(id, &node.path, meta)),
+            NodeKind::Array(Ok(meta)) => (Some(meta), view.source(id, &node.path, meta)),
             NodeKind::Array(Err(e)) => (
                 None,
                 Err(Unreadable {
@@ -170,254 +239,57 @@ impl Builder {
             NodeKind::Group => unreachable!("add_array takes arrays"),
         };
         if let Err(u) = &source {
-            let shown = if node.path.is_empty() {
-                "/"
-            } else {
-                &node.path
-            };
-            log::warn!("{shown}: data cannot be read: {}", u.reason);
+            log::warn!("{}: data cannot be read: {}", shown(&node.path), u.reason);
         }
-        let xattrs = array_xattrs(node, meta.map(|m| m.as_ref()), self.version);
+        let xattrs = array_xattrs(node, meta.map(|m| m.as_ref()), view.version);
         let (data, npy) = match source {
             Ok(source) if source.reader.meta().dtype.is_variable() => {
-                let k = self.vlen.len() as u32;
-                self.vlen
+                let k = view
+                    .vlen
                     .push(Arc::new(VlenFile::new(&node.path, source, doc.clone())));
-                (Content::Text(k), Content::TextNpy(k))
+                (Content::Text(k as u32), Content::TextNpy(k as u32))
             }
             other => {
-                let k = self.arrays.len() as u32;
                 let meta = meta.map(|m| m.as_ref());
                 let preview = meta
-                    .filter(|_| other.is_ok())
-                    .and_then(|m| Preview::of(k, &node.path, m));
-                if let Some(preview) = preview {
-                    self.sidecars.push(Sidecar {
-                        dir,
-                        name: format!("{name}.png"),
-                        content: Content::Preview(self.previews.len() as u32),
-                        mtime,
-                        xattrs: None,
-                    });
-                    self.previews.push(preview);
+                    .filter(|_| other.is_ok() && view.previews_shown)
+                    .and_then(|m| Preview::of(0, &node.path, m));
+                let array = ArrayFile::new(&node.path, meta, other, doc.clone());
+                let k = view.arrays.push(array) as u32;
+                if let Some(mut preview) = preview {
+                    preview.array = k;
+                    let p = view.previews.push(preview) as u32;
+                    self.sidecar(format!("{name}.png"), Content::Preview(p), mtime);
                 }
-                self.arrays
-                    .push(ArrayFile::new(&node.path, meta, other, doc.clone()));
                 (Content::Data(k), Content::Npy(k))
             }
         };
-        let ino = self.push(dir, data, mtime);
-        self.link(dir, name, ino);
-        self.xattrs.insert(ino, xattrs.clone());
+        let ino = view.push(self.dir, data, mtime, Some(xattrs.clone()));
+        self.link(name, ino);
+        self.sidecar(format!("{name}.json"), Content::Json(doc), mtime);
         self.sidecars.push(Sidecar {
-            dir,
-            name: format!("{name}.json"),
-            content: Content::Json(doc),
-            mtime,
-            xattrs: None,
-        });
-        self.sidecars.push(Sidecar {
-            dir,
             name: format!("{name}.npy"),
             content: npy,
             mtime,
             xattrs: Some(xattrs),
         });
     }
-}
 
-impl Builder {
-    /// Queues the netCDF files of every group directory in `dirs` (see [`super::netcdf`]).
-    fn add_netcdf_sidecars(
-        &mut self,
-        hierarchy: &Hierarchy,
-        dirs: &HashMap<&str, u64>,
-        root_name: &str,
-    ) {
-        let Some(dataset) = super::netcdf::model::dataset(hierarchy, root_name) else {
-            return;
-        };
-        let metas: HashMap<&str, &ArrayMeta> = hierarchy
-            .nodes
-            .iter()
-            .filter_map(|n| match &n.kind {
-                NodeKind::Array(Ok(meta)) => Some((n.path.as_str(), meta.as_ref())),
-                _ => None,
-            })
-            .collect();
-        let mut sources = HashMap::new();
-        for var in dataset.all_vars() {
-            let (parent, name) = match var.path.rsplit_once('/') {
-                Some(split) => split,
-                // The array at the store root, shown as `root_name`.
-                None if var.path.is_empty() => ("", root_name),
-                None => ("", var.path.as_str()),
-            };
-            let Some(&dir) = dirs.get(parent) else {
-                continue;
-            };
-            let file = match &self.inodes[(dir - 1) as usize].content {
-                Content::Dir(d) => d.by_name.get(name).copied(),
-                _ => None,
-            };
-            let (Some(ino), Some(meta)) = (file, metas.get(var.path.as_str())) else {
-                continue;
-            };
-            // An array whose element count overflows cannot be read: left out of the stream.
-            let Some(count) = meta.element_count() else {
-                continue;
-            };
-            let source = match self.inodes[(ino - 1) as usize].content {
-                // An array that cannot be read is declared in the stream, its values left out.
-                Content::Data(k) if self.arrays[k as usize].check_readable().is_err() => continue,
-                Content::Data(k) => match (var.ty, &meta.dtype) {
-                    (Some(NcType::String), DataType::Bytes(_) | DataType::Unicode(_)) => {
-                        Source::Strings {
-                            strings: Strings::Fixed {
-                                array: k,
-                                width: meta.dtype.size(),
-                                utf32: matches!(meta.dtype, DataType::Unicode(_)),
-                            },
-                            count,
-                        }
-                    }
-                    _ => Source::Values {
-                        array: k,
-                        bytes: self.arrays[k as usize].data_size(),
-                    },
-                },
-                Content::Text(k) => Source::Strings {
-                    strings: Strings::Vlen(k),
-                    count,
-                },
-                _ => continue,
-            };
-            sources.insert(var.path.clone(), source);
+    /// Links the queued sidecars (the netCDF files last, the statistics directory first in the
+    /// root) and sorts the entries.
+    fn finish(mut self) -> Listing {
+        let view = self.view;
+        let mtime = view.inodes[(self.dir - 1) as usize].mtime;
+        self.sidecar(super::netcdf::CDL_SIDECAR.into(), Content::Cdl, mtime);
+        self.sidecar(
+            super::netcdf::NCSTREAM_SIDECAR.into(),
+            Content::NcStream,
+            mtime,
+        );
+        if self.dir == ROOT_INO {
+            self.add_stats_dir();
         }
-        for (&path, &dir) in dirs {
-            let Some(group) = dataset.find(path) else {
-                continue;
-            };
-            let name = if path.is_empty() {
-                root_name
-            } else {
-                &group.name
-            };
-            let cdl = super::netcdf::cdl::header(group, name);
-            let mtime = self.inodes[(dir - 1) as usize].mtime;
-            self.sidecars.push(Sidecar {
-                dir,
-                name: super::netcdf::CDL_SIDECAR.into(),
-                content: Content::Cdl(Arc::from(cdl.into_bytes())),
-                mtime,
-                xattrs: None,
-            });
-            self.sidecars.push(Sidecar {
-                dir,
-                name: super::netcdf::NCSTREAM_SIDECAR.into(),
-                content: Content::NcStream(self.ncstreams.len() as u32),
-                mtime,
-                xattrs: None,
-            });
-            self.ncstreams.push(NcStreamFile::new(group, &sources));
-        }
-    }
-}
-
-impl View {
-    /// Builds the view of `hierarchy`. `root_name` names the files of an array at the store root.
-    pub fn build(
-        hierarchy: &Hierarchy,
-        store: Arc<dyn Store>,
-        cache: Arc<ChunkCache>,
-        root_name: &str,
-    ) -> View {
-        let store_mtime = store.mtime();
-        let mut b = Builder {
-            inodes: Vec::new(),
-            arrays: Vec::new(),
-            vlen: Vec::new(),
-            ncstreams: Vec::new(),
-            sidecars: Vec::new(),
-            previews: Vec::new(),
-            xattrs: HashMap::new(),
-            zoms: ZomFiles::new(store_version(hierarchy)),
-            version: store_version(hierarchy),
-            store,
-            cache: cache.clone(),
-        };
-        let mut dirs: HashMap<&str, u64> = HashMap::new();
-        let mtime_of = |n: &Node| n.mtime.unwrap_or(store_mtime);
-
-        let root = b.push(ROOT_INO, Content::Dir(Dir::default()), store_mtime);
-        for node in &hierarchy.nodes {
-            // One copy of the document for every file that shows it.
-            let doc = json_bytes(&node.document);
-            let array = match &node.kind {
-                NodeKind::Group => None,
-                NodeKind::Array(meta) => Some(meta.as_ref().ok().cloned()),
-            };
-            let kept = b.zoms.keep(&node.path, &node.document, doc.clone(), array);
-            if node.path.is_empty() {
-                match node.kind {
-                    NodeKind::Group => {
-                        dirs.insert("", root);
-                        b.add_group_sidecar(root, node, kept, doc, mtime_of(node));
-                    }
-                    NodeKind::Array(_) => {
-                        // Its netCDF view shows it as the root group's one variable.
-                        dirs.insert("", root);
-                        b.add_array(root, root_name, node, doc, mtime_of(node));
-                    }
-                }
-                continue;
-            }
-            let (parent_path, name) = node.path.rsplit_once('/').unwrap_or(("", &node.path));
-            let Some(&parent) = dirs.get(parent_path) else {
-                continue; // Its parent was left out.
-            };
-            if name.len() > NAME_MAX {
-                log::warn!(
-                    "{}: left out: the name is longer than {NAME_MAX} bytes",
-                    node.path
-                );
-                continue;
-            }
-            match node.kind {
-                NodeKind::Group => {
-                    let ino = b.push(parent, Content::Dir(Dir::default()), mtime_of(node));
-                    b.link(parent, name, ino);
-                    dirs.insert(&node.path, ino);
-                    b.add_group_sidecar(ino, node, kept, doc, mtime_of(node));
-                }
-                NodeKind::Array(_) => b.add_array(parent, name, node, doc, mtime_of(node)),
-            }
-        }
-        // What the store says of the version it shows (an Icechunk snapshot), on the root.
-        let about = b.store.about();
-        if !about.is_empty() {
-            let mut list = b.xattrs.get(&root).map(|x| x.to_vec()).unwrap_or_default();
-            list.extend(
-                about
-                    .into_iter()
-                    .map(|(name, value)| (format!("user.zarrfs.{name}"), value.into_bytes())),
-            );
-            b.xattrs.insert(root, Arc::from(list));
-        }
-        b.add_netcdf_sidecars(hierarchy, &dirs, root_name);
-        let (dir, stats) = super::stats_file::contents();
-        let zarrfs = b.push(root, dir, store_mtime);
-        if b.link(root, super::ZARRFS_DIR, zarrfs) {
-            let file = b.push(zarrfs, stats, store_mtime);
-            b.link(zarrfs, super::STATS_FILE, file);
-        } else {
-            log::warn!(
-                "/{}: a node has this name, so statistics are not shown",
-                super::ZARRFS_DIR
-            );
-            b.inodes.pop();
-        }
-        for car in std::mem::take(&mut b.sidecars) {
+        for car in std::mem::take(&mut self.sidecars) {
             if car.name.len() > NAME_MAX {
                 log::warn!(
                     "{}: sidecar left out: its name is longer than {NAME_MAX} bytes",
@@ -425,31 +297,73 @@ impl View {
                 );
                 continue;
             }
-            let ino = b.push(car.dir, car.content, car.mtime);
-            if !b.link(car.dir, &car.name, ino) {
+            if self.listing.by_name.contains_key(&car.name) {
                 log::warn!(
                     "{}: a node has this name, so it is shown instead of the sidecar",
                     car.name
                 );
-                b.inodes.pop();
-            } else if let Some(x) = car.xattrs {
-                b.xattrs.insert(ino, x);
+                continue;
             }
+            let ino = view.push(self.dir, car.content, car.mtime, car.xattrs);
+            self.link(&car.name, ino);
         }
-        for ino in 1..=b.inodes.len() as u64 {
-            if let Content::Dir(d) = &mut b.inodes[(ino - 1) as usize].content {
-                d.entries.sort();
-            }
+        self.listing.entries.sort();
+        self.listing
+    }
+
+    /// Adds `.zarrfs/stats` to the root, unless a node has the name.
+    fn add_stats_dir(&mut self) {
+        let view = self.view;
+        if self.listing.by_name.contains_key(super::ZARRFS_DIR) {
+            log::warn!(
+                "/{}: a node has this name, so statistics are not shown",
+                super::ZARRFS_DIR
+            );
+            return;
         }
-        View {
-            inodes: b.inodes,
-            arrays: b.arrays,
-            vlen: b.vlen,
-            ncstreams: b.ncstreams,
-            previews: b.previews,
+        let (dir, stats) = super::stats_file::contents();
+        let zarrfs = view.push(ROOT_INO, dir, view.store_mtime, None);
+        let file = view.push(zarrfs, stats, view.store_mtime, None);
+        let mut listing = Listing::default();
+        listing.by_name.insert(super::STATS_FILE.into(), file);
+        listing.entries.push((super::STATS_FILE.into(), file));
+        if let Content::Dir(d) = &view.inodes[(zarrfs - 1) as usize].content {
+            let _ = d.listing.set(listing);
+        }
+        self.link(super::ZARRFS_DIR, zarrfs);
+    }
+}
+
+impl View {
+    /// The view of the tree `tree` of `store`, made group by group as it is used.
+    /// `root_name` names the files of an array at the store root.
+    pub fn build(
+        tree: Tree<'static>,
+        store: Arc<dyn Store>,
+        cache: Arc<ChunkCache>,
+        root_name: &str,
+    ) -> View {
+        let store_mtime = store.mtime();
+        let root = tree.root().clone();
+        let version = store_version(&root.document);
+        let view = View {
+            inodes: boxcar::Vec::new(),
+            arrays: boxcar::Vec::new(),
+            vlen: boxcar::Vec::new(),
+            previews: boxcar::Vec::new(),
+            previews_shown: true,
             rendered: rendered_cache(),
-            xattrs: b.xattrs,
-            zoms: b.zoms,
+            zoms: ZomFiles::new(version),
+            netcdf: OnceLock::new(),
+            tree,
+            store,
+            store_mtime,
+            version,
+            root_name: root_name.to_string(),
+            next_array_id: AtomicU32::new(0),
+            groups_loaded: Default::default(),
+            loaded: Default::default(),
+            requests: None,
             sizer: Sizer::new(cache.clone()),
             cache,
             policy: ReadPolicy::local(0),
@@ -459,6 +373,43 @@ impl View {
             next_handle: Default::default(),
             backing: None,
             slices: Default::default(),
+        };
+        let doc = json_bytes(&root.document);
+        let zom = view.keep(&root, &doc);
+        let mut xattrs = match root.kind {
+            NodeKind::Group => group_xattrs(&root, version).to_vec(),
+            NodeKind::Array(_) => Vec::new(),
+        };
+        // What the store says of the version it shows (an Icechunk snapshot), on the root.
+        xattrs.extend(
+            view.store
+                .about()
+                .into_iter()
+                .map(|(name, value)| (format!("user.zarrfs.{name}"), value.into_bytes())),
+        );
+        let xattrs = (!xattrs.is_empty()).then(|| Arc::from(xattrs));
+        let group = matches!(root.kind, NodeKind::Group).then(|| Group {
+            path: "".into(),
+            zom,
+            mtime: view.mtime_of(&root),
+        });
+        let is_group = group.is_some();
+        let dir = match group {
+            Some(group) => Dir::of(group),
+            None => Box::default(),
+        };
+        view.push(ROOT_INO, Content::Dir(dir), store_mtime, xattrs);
+        if !is_group {
+            // An array at the root: its files, named `root_name`, and the netCDF files that
+            // show it as the root group's one variable.
+            let mut e = Entries::new(&view, ROOT_INO);
+            e.add_array(root_name, &root, doc, view.mtime_of(&root));
+            view.log_loaded(1);
+            let listing = e.finish();
+            if let Content::Dir(d) = &view.inodes[0].content {
+                let _ = d.listing.set(listing);
+            }
         }
+        view
     }
 }

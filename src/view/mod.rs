@@ -44,14 +44,17 @@ pub use zom::ZOM_FILE;
 
 use crate::backing::BackingDir;
 use crate::cache::{ChunkCache, Prefetcher};
-use crate::meta::LoadOptions;
+use crate::meta::{LoadOptions, StoreRef, Tree};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
 
 /// Where a read that can answer before it is done hands its bytes (see [`View::read_answer`]).
 pub type SendBytes<'a> = &'a mut dyn FnMut(&[u8]);
+
+/// Groups loaded at once when a whole subtree is.
+const SUBTREE_WORKERS: usize = 8;
 
 /// Inode number of the mount root.
 pub const ROOT_INO: u64 = 1;
@@ -94,19 +97,19 @@ pub struct DirEntry {
 
 /// What an inode holds.
 enum Content {
-    Dir(Dir),
+    Dir(Box<Dir>),
     /// The elements of array number N.
     Data(u32),
     /// NPY header plus the elements of array number N.
     Npy(u32),
     /// A JSON sidecar.
     Json(Arc<[u8]>),
-    /// A group's `.zom.json`, number N of [`zom_files::ZomFiles`].
+    /// A group's `.zom.json`: the group's node number N in [`zom_files::ZomFiles`].
     Zom(u32),
-    /// A group's CDL header (`.header.cdl`).
-    Cdl(Arc<[u8]>),
-    /// A group's subtree as ncstream number N (`.ncstream`).
-    NcStream(u32),
+    /// The CDL header (`.header.cdl`) of the group shown by the parent directory.
+    Cdl,
+    /// The subtree of the group shown by the parent directory as ncstream (`.ncstream`).
+    NcStream,
     /// Variable-length array number N as text.
     Text(u32),
     /// Variable-length array number N as a fixed-width NPY file.
@@ -117,8 +120,35 @@ enum Content {
     Preview(u32),
 }
 
+/// A directory: its entries, made at its first use.
 #[derive(Default)]
 struct Dir {
+    /// The group it shows (none for `.zarrfs` and for the root of a store that is an array).
+    group: Option<Group>,
+    listing: OnceLock<Listing>,
+}
+
+impl Dir {
+    fn of(group: Group) -> Box<Dir> {
+        Box::new(Dir {
+            group: Some(group),
+            listing: OnceLock::new(),
+        })
+    }
+}
+
+/// The group a directory shows, as needed to load its children.
+struct Group {
+    path: Box<str>,
+    /// Its node number in [`zom_files::ZomFiles`], which keeps its document.
+    zom: u32,
+    /// The modification time of its metadata.
+    mtime: SystemTime,
+}
+
+/// The entries of a directory, sorted by name.
+#[derive(Default)]
+struct Listing {
     entries: Vec<(String, u64)>,
     by_name: HashMap<String, u64>,
 }
@@ -127,21 +157,38 @@ struct Inode {
     parent: u64,
     content: Content,
     mtime: SystemTime,
+    /// Extended attributes (none for most sidecars).
+    xattrs: Option<Xattrs>,
 }
 
-/// The whole mounted tree.
+/// The whole mounted tree, made group by group as it is used.
 pub struct View {
-    inodes: Vec<Inode>,
-    arrays: Vec<ArrayFile>,
-    vlen: Vec<Arc<VlenFile>>,
-    ncstreams: Vec<netcdf::ncstream::NcStreamFile>,
+    inodes: boxcar::Vec<Inode>,
+    arrays: boxcar::Vec<ArrayFile>,
+    vlen: boxcar::Vec<Arc<VlenFile>>,
     /// Arrays with a picture, and the pictures rendered.
-    previews: Vec<preview::Preview>,
+    previews: boxcar::Vec<preview::Preview>,
+    previews_shown: bool,
     rendered: preview::Rendered,
-    /// Extended attributes, by inode (inodes without any are absent).
-    xattrs: HashMap<u64, Xattrs>,
-    /// The `.zom.json` files, rendered on first use.
+    /// Every node's document, and the `.zom.json` files, rendered on first use.
     zoms: zom_files::ZomFiles,
+    /// The `.header.cdl` and `.ncstream` files, made at the first use of one.
+    netcdf: OnceLock<netcdf::files::NetcdfFiles>,
+    /// Where the nodes come from, group by group.
+    tree: Tree<'static>,
+    store: Arc<dyn crate::store::Store>,
+    store_mtime: SystemTime,
+    /// The Zarr version of the store (2 or 3), for `user.zarr.format` and the ZOM.
+    version: u8,
+    /// The name of the files of an array at the store root.
+    root_name: String,
+    /// The next number keying an array's chunks in the cache.
+    next_array_id: AtomicU32,
+    /// Groups whose children were loaded, and nodes loaded, so far (for the log and stats).
+    groups_loaded: AtomicUsize,
+    loaded: AtomicUsize,
+    /// The store's request counts, when it counts them (remote stores).
+    requests: Option<Arc<crate::store::RequestCounts>>,
     /// Scans large variable-length arrays for their sizes.
     sizer: Sizer,
     cache: Arc<ChunkCache>,
@@ -166,10 +213,31 @@ impl View {
             .ok_or(ViewError::NotFound)
     }
 
-    fn dir(&self, ino: u64) -> Result<&Dir, ViewError> {
+    /// The entries of directory `ino`, made now if this is its first use.
+    fn dir(&self, ino: u64) -> Result<&Listing, ViewError> {
         match &self.inode(ino)?.content {
-            Content::Dir(d) => Ok(d),
+            Content::Dir(d) => Ok(d.listing.get_or_init(|| self.make_listing(ino, d))),
             _ => Err(ViewError::NotDir),
+        }
+    }
+
+    /// Makes every directory below `ino` (and `ino`), for the files that show a whole subtree:
+    /// level by level, the groups of a level on up to [`SUBTREE_WORKERS`] threads (each also
+    /// probes its children in parallel on a remote store).
+    fn load_subtree(&self, ino: u64) {
+        let workers = self.store.parallelism().min(SUBTREE_WORKERS);
+        let mut level = vec![ino];
+        while !level.is_empty() {
+            let listed = crate::meta::parallel_map(&level, workers, |&dir| {
+                let Ok(listing) = self.dir(dir) else {
+                    return Vec::new();
+                };
+                let groups = listing.entries.iter().map(|(_, i)| *i).filter(|&i| {
+                    matches!(&self.inodes[(i - 1) as usize].content, Content::Dir(d) if d.group.is_some())
+                });
+                groups.collect()
+            });
+            level = listed.into_iter().flatten().collect();
         }
     }
 
@@ -178,14 +246,14 @@ impl View {
         &self.cache
     }
 
-    /// Number of inodes.
+    /// Number of inodes made so far.
     pub fn len(&self) -> usize {
-        self.inodes.len()
+        self.inodes.count()
     }
 
     /// True when the view holds nothing but its root.
     pub fn is_empty(&self) -> bool {
-        self.inodes.len() <= 1
+        self.inodes.count() <= 1
     }
 
     /// The inode at `path` below the root (`a/b.json`; `""` is the root).
@@ -203,33 +271,53 @@ impl View {
         }
     }
 
-    /// Attributes of `ino`.
+    /// Attributes of `ino`. Directories show one link: counting their subdirectories would
+    /// load them.
     pub fn getattr(&self, ino: u64) -> Result<Attr, ViewError> {
+        self.attr(ino, true).map(|(attr, _)| attr)
+    }
+
+    /// Attributes of `ino` as a directory listing hands them out (readdirplus): as
+    /// [`View::getattr`], except that the size of a file showing a whole subtree (`.zom.json`,
+    /// `.header.cdl`, `.ncstream`) is not measured here, which would load the subtree; then
+    /// the size is 0 and the second value false, and the kernel must ask again.
+    pub fn listed_attr(&self, ino: u64) -> Result<(Attr, bool), ViewError> {
+        self.attr(ino, false)
+    }
+
+    fn attr(&self, ino: u64, measure: bool) -> Result<(Attr, bool), ViewError> {
         if is_slice(ino) {
-            return self.slice_attr(ino);
+            return self.slice_attr(ino).map(|a| (a, true));
         }
         let inode = self.inode(ino)?;
-        let (kind, size, nlink) = match &inode.content {
-            Content::Dir(d) => {
-                let subdirs = d
-                    .entries
-                    .iter()
-                    .filter(|(_, i)| {
-                        matches!(self.inodes[(*i - 1) as usize].content, Content::Dir(_))
-                    })
-                    .count();
-                (FileKind::Directory, 0, 2 + subdirs as u32)
+        let mut exact = true;
+        let mut unless_measured = |size: Option<u64>| {
+            exact = size.is_some();
+            size.unwrap_or(0)
+        };
+        let (kind, size) = match &inode.content {
+            Content::Dir(_) => (FileKind::Directory, 0),
+            Content::Data(a) => (FileKind::File, self.arrays[*a as usize].data_size()),
+            Content::Npy(a) => (FileKind::File, self.arrays[*a as usize].npy_size()),
+            Content::Json(bytes) => (FileKind::File, bytes.len() as u64),
+            Content::Zom(z) => {
+                let size = match measure {
+                    true => Some(self.zom_size(*z, inode.parent)),
+                    false => self.zoms.measured_size(*z),
+                };
+                (FileKind::File, unless_measured(size))
             }
-            Content::Data(a) => (FileKind::File, self.arrays[*a as usize].data_size(), 1),
-            Content::Npy(a) => (FileKind::File, self.arrays[*a as usize].npy_size(), 1),
-            Content::Json(bytes) | Content::Cdl(bytes) => (FileKind::File, bytes.len() as u64, 1),
-            Content::Zom(z) => (FileKind::File, self.zoms.size(*z), 1),
+            Content::Cdl => {
+                let files = self.netcdf_files(measure);
+                let size = files.map(|f| f.cdl(inode.parent).len() as u64);
+                (FileKind::File, unless_measured(size))
+            }
             // A stream holding strings is measured on first use (see `netcdf::ncstream`).
-            Content::NcStream(s) => (
-                FileKind::File,
-                self.ncstreams[*s as usize].size(self).unwrap_or(0),
-                1,
-            ),
+            Content::NcStream => {
+                let files = self.netcdf_files(measure);
+                let size = files.map(|f| f.stream_size(self, inode.parent));
+                (FileKind::File, unless_measured(size))
+            }
             // Sizes of variable-length arrays cost a scan: see `vlen_file`. An unreadable one
             // shows size 0; reading it fails with EIO.
             Content::Text(a) => (
@@ -237,28 +325,48 @@ impl View {
                 self.vlen[*a as usize]
                     .text_size(&self.cache, &self.sizer)
                     .unwrap_or(0),
-                1,
             ),
             Content::TextNpy(a) => (
                 FileKind::File,
                 self.vlen[*a as usize]
                     .npy_size(&self.cache, &self.sizer)
                     .unwrap_or(0),
-                1,
             ),
             // Its size now; reads are served with direct I/O, so a longer version is read whole.
-            Content::Stats => (FileKind::File, self.stats_json().len() as u64, 1),
+            Content::Stats => (FileKind::File, self.stats_json().len() as u64),
             // Rendered when opened, not here (`ls -l` must not decode pictures): 0 until then,
             // and reads are served with direct I/O.
-            Content::Preview(p) => (FileKind::File, self.rendered_size(*p), 1),
+            Content::Preview(p) => (FileKind::File, self.rendered_size(*p)),
         };
-        Ok(Attr {
+        let attr = Attr {
             ino,
             kind,
             size,
             mtime: inode.mtime,
-            nlink,
-        })
+            nlink: 1,
+        };
+        Ok((attr, exact))
+    }
+
+    /// The size of the `.zom.json` of group node `z`, shown in directory `dir`: its subtree
+    /// is loaded first, unless measured before.
+    fn zom_size(&self, z: u32, dir: u64) -> u64 {
+        if let Some(size) = self.zoms.measured_size(z) {
+            return size;
+        }
+        self.load_subtree(dir);
+        self.zoms.size(z)
+    }
+
+    /// The netCDF files, made now (from the whole tree) when `make`, else only if made before.
+    fn netcdf_files(&self, make: bool) -> Option<&netcdf::files::NetcdfFiles> {
+        if !make {
+            return self.netcdf.get();
+        }
+        Some(self.netcdf.get_or_init(|| {
+            self.load_subtree(ROOT_INO);
+            netcdf::files::NetcdfFiles::new(self)
+        }))
     }
 
     /// Entries of directory `ino` from position `offset` on (0 is `.`, 1 is `..`).
@@ -283,6 +391,11 @@ impl View {
                 next_offset: pos as u64 + 1,
             })
             .collect())
+    }
+
+    /// Shows `counts`, the store's request counts, in `.zarrfs/stats`.
+    pub fn show_requests(&mut self, counts: Arc<crate::store::RequestCounts>) {
+        self.requests = Some(counts);
     }
 
     /// Reads ahead as `policy` says: its windows, and its workers (none when 0).
@@ -374,7 +487,7 @@ impl View {
         match content {
             Content::Dir(_) => Err(ViewError::IsDir),
             // Variable-length files open at once; a read waits for their scan (see `vlen_file`).
-            Content::Json(_) | Content::Zom(_) | Content::Cdl(_) | Content::NcStream(_) => Ok(0),
+            Content::Json(_) | Content::Zom(_) | Content::Cdl | Content::NcStream => Ok(0),
             Content::Text(a) | Content::TextNpy(a) => {
                 if let Some(backing) = &self.backing {
                     self.vlen[*a as usize].attach_backing(backing, vlen_part(content));
@@ -469,18 +582,26 @@ impl View {
         if is_slice(ino) {
             return self.read_slice(ino, offset, len, out, send);
         }
-        let content = &self.inode(ino)?.content;
+        let inode = self.inode(ino)?;
+        let content = &inode.content;
         match content {
             Content::Dir(_) => Err(ViewError::IsDir),
             Content::Stats => {
                 extend_range(&self.stats_snapshot(fh), offset, len, out);
                 Ok(())
             }
-            Content::Json(bytes) | Content::Cdl(bytes) => {
+            Content::Json(bytes) => {
                 extend_range(bytes, offset, len, out);
                 Ok(())
             }
+            Content::Cdl => {
+                let files = self.netcdf_files(true);
+                let cdl = files.map(|f| f.cdl(inode.parent)).unwrap_or_default();
+                extend_range(&cdl, offset, len, out);
+                Ok(())
+            }
             Content::Zom(z) => {
+                self.zom_size(*z, inode.parent);
                 extend_range(&self.zoms.bytes(*z), offset, len, out);
                 Ok(())
             }
@@ -499,7 +620,10 @@ impl View {
                 let into_reply = self.track_read(fh, array, data_offset, len);
                 array.read_npy(&self.cache, offset, len, into_reply, out)
             }
-            Content::NcStream(s) => self.ncstreams[*s as usize].read(self, offset, len, out),
+            Content::NcStream => match self.netcdf_files(true) {
+                Some(files) => files.read_stream(self, inode.parent, offset, len, out),
+                None => Ok(()),
+            },
             Content::Text(a) | Content::TextNpy(a) => {
                 let (backing, part) = (self.backing.as_ref(), vlen_part(content));
                 out.extend(self.vlen[*a as usize].read(&self.cache, backing, part, offset, len)?);
@@ -572,18 +696,18 @@ pub fn open(location: &str, cache_bytes: u64, load: &LoadOptions) -> Result<View
     from_store(Arc::from(store), location, cache_bytes, load)
 }
 
-/// Loads the hierarchy of an opened store and builds its view.
+/// Opens the tree of an opened store (its root and the root's children) and builds its view,
+/// which loads every other group at its first use.
 pub fn from_store(
     store: Arc<dyn crate::store::Store>,
     location: &str,
     cache_bytes: u64,
     load: &LoadOptions,
 ) -> Result<View, String> {
-    let hierarchy = crate::meta::load_hierarchy(store.as_ref(), load).map_err(|e| e.to_string())?;
-    log::info!("{location}: {} nodes", hierarchy.nodes.len());
+    let tree = Tree::open(StoreRef::Shared(store.clone()), load).map_err(|e| e.to_string())?;
     let cache = Arc::new(ChunkCache::new(cache_bytes));
     Ok(View::build(
-        &hierarchy,
+        tree,
         store,
         cache,
         &crate::store::stem(location),

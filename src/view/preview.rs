@@ -6,7 +6,7 @@
 //! chunks of that slice through the chunk cache, and kept in a small LRU. Arrays whose first
 //! slice needs more than [`MAX_DECODE`] bytes of decoded chunks have none.
 
-use super::{Content, View, ViewError};
+use super::{View, ViewError};
 use crate::codec::NumType;
 use crate::meta::{ArrayMeta, DataType};
 use lru::LruCache;
@@ -25,7 +25,7 @@ pub const MAX_DECODE: u64 = 512 << 20;
 /// What a preview needs of its array.
 pub(super) struct Preview {
     /// The array's number in the view's list of arrays, and its path (for messages).
-    array: u32,
+    pub(super) array: u32,
     path: String,
     dtype: DataType,
     /// Rows and columns of the slice.
@@ -155,20 +155,9 @@ fn encode(width: u32, height: u32, pixels: &[u8]) -> Result<Vec<u8>, png::Encodi
 }
 
 impl View {
-    /// Takes every `A.png` out of its directory (`--no-previews`).
+    /// Shows no `A.png` files (`--no-previews`); called before the view is used.
     pub fn hide_previews(&mut self) {
-        let is_preview: Vec<bool> = self
-            .inodes
-            .iter()
-            .map(|i| matches!(i.content, Content::Preview(_)))
-            .collect();
-        for inode in &mut self.inodes {
-            if let Content::Dir(d) = &mut inode.content {
-                d.entries
-                    .retain(|(_, ino)| !is_preview[(*ino - 1) as usize]);
-                d.by_name.retain(|_, ino| !is_preview[(*ino - 1) as usize]);
-            }
-        }
+        self.previews_shown = false;
     }
 
     /// The size of preview `p` if it has been rendered and is still kept, else 0.

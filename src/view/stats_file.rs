@@ -2,7 +2,7 @@
 //! every open (the file is served with direct I/O, so `cat` and `watch` see fresh values); the
 //! reads of one open see one consistent text.
 
-use super::{Content, Dir, View};
+use super::{Content, View};
 use crate::stats::STATS;
 use serde_json::json;
 use std::collections::HashMap;
@@ -16,7 +16,7 @@ pub const STATS_FILE: &str = "stats";
 
 /// The `.zarrfs` directory and its `stats` file, to add at the root.
 pub(super) fn contents() -> (Content, Content) {
-    (Content::Dir(Dir::default()), Content::Stats)
+    (Content::Dir(Box::default()), Content::Stats)
 }
 
 impl View {
@@ -35,6 +35,19 @@ impl View {
                 "evictions": cache.evictions,
             }),
         );
+        doc.insert(
+            "metadata".into(),
+            json!({
+                "groups_loaded": self.groups_loaded.load(Ordering::Relaxed),
+                "nodes_loaded": self.loaded.load(Ordering::Relaxed),
+            }),
+        );
+        if let Some(counts) = &self.requests {
+            doc.insert(
+                "store".into(),
+                json!({"requests": counts.requests(), "objects": counts.objects()}),
+            );
+        }
         if let Some(dir) = self.backing_dir() {
             doc.insert(
                 "cache_dir".into(),

@@ -20,19 +20,21 @@ impl Totals {
 }
 
 impl View {
-    /// The mount's totals for `df`: nothing is free on a read-only snapshot.
+    /// The mount's totals for `df`: nothing is free on a read-only snapshot. The whole tree
+    /// is loaded first (at the first call).
     pub fn totals(&self) -> Totals {
+        self.load_subtree(super::ROOT_INO);
         let data_bytes = self
             .inodes
             .iter()
-            .filter_map(|i| match i.content {
+            .filter_map(|(_, i)| match i.content {
                 Content::Data(a) => Some(self.arrays[a as usize].data_size()),
                 _ => None,
             })
             .fold(0u64, u64::saturating_add);
         Totals {
             data_bytes,
-            files: self.inodes.len() as u64,
+            files: self.inodes.count() as u64,
         }
     }
 }

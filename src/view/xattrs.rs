@@ -95,8 +95,7 @@ pub fn group_xattrs(node: &Node, version: u8) -> Xattrs {
 
 impl View {
     fn xattrs_of(&self, ino: u64) -> Result<Option<&Xattrs>, ViewError> {
-        self.inode(ino)?;
-        Ok(self.xattrs.get(&ino))
+        Ok(self.inode(ino)?.xattrs.as_ref())
     }
 
     /// The names of `ino`'s extended attributes, each ended by a NUL, for a `size`-byte buffer.

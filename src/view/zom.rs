@@ -5,7 +5,7 @@
 //! form (data type names, `chunk_grid`, `chunk_key_encoding` and `codecs` as named
 //! configurations) from their parsed metadata.
 
-use crate::meta::{ArrayMeta, DataType, Hierarchy, KeyStyle};
+use crate::meta::{ArrayMeta, DataType, KeyStyle};
 use serde_json::{json, Map, Value};
 
 /// The name of the ZOM file in every group directory.
@@ -41,13 +41,9 @@ const V3_ARRAY_KEYS: &[&str] = &[
 ];
 
 /// The Zarr version whose ZOM describes a store: 2 for v2 and NCZarr, 3 for v3 and the drafts,
-/// as its root node's document says.
-pub fn store_version(hierarchy: &Hierarchy) -> u8 {
-    let root = hierarchy.nodes.first().map(|n| &n.document);
-    match root
-        .and_then(|d| d.get("zarr_format"))
-        .and_then(Value::as_u64)
-    {
+/// as its root node's document `root` says.
+pub fn store_version(root: &Map<String, Value>) -> u8 {
+    match root.get("zarr_format").and_then(Value::as_u64) {
         Some(2) => 2,
         _ => 3,
     }

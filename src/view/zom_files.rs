@@ -4,9 +4,10 @@
 //! and a ZOM is written out node by node, each document parsed only while it is written: its
 //! size (for `stat`) is measured that way and kept for every group on the way (so a walk
 //! measures each node once), its bytes made when read and kept for the few files read last.
+//! Nodes are kept as their groups are loaded; a ZOM is measured once its group's subtree is.
 
 use super::zom::{array_node, group_node};
-use crate::meta::ArrayMeta;
+use crate::meta::{ArrayMeta, Hierarchy, MetaError, Node, NodeKind};
 use serde_json::{Map, Value};
 use std::io::Write;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -24,21 +25,18 @@ struct Kept {
     document: Arc<[u8]>,
     /// `None` for a group; `Some` for an array, holding its metadata where parsed.
     array: Option<Option<Arc<ArrayMeta>>>,
+    /// The size of its ZOM at nesting 0 and its line breaks (every level deeper adds two
+    /// bytes per line break), once measured.
+    size: OnceLock<(u64, u64)>,
+    /// A group's children, last name first (the ZOM's order), once its group is loaded.
+    children: OnceLock<Box<[u32]>>,
 }
 
-/// Every node of the hierarchy, and the `.zom.json` files measured or made so far.
+/// Every node loaded so far, and the `.zom.json` files measured or made so far.
 pub struct ZomFiles {
     version: u8,
-    nodes: Vec<Kept>,
-    /// The children of every node, by node number, last name first (the ZOM's order); made
-    /// at the first use.
-    children: OnceLock<Vec<Vec<u32>>>,
-    /// The size of every group's ZOM at nesting 0 and its line breaks (every level deeper
-    /// adds two bytes per line break), by node number, once measured.
-    sizes: Vec<OnceLock<(u64, u64)>>,
-    /// One per `.zom.json`: the number of its group's node.
-    files: Vec<u32>,
-    /// The files made last, newest last.
+    nodes: boxcar::Vec<Kept>,
+    /// The files made last (by group node), newest last.
     made: Mutex<Vec<(u32, Arc<[u8]>)>>,
 }
 
@@ -69,21 +67,17 @@ impl ZomFiles {
     pub fn new(version: u8) -> Self {
         ZomFiles {
             version,
-            nodes: Vec::new(),
-            children: OnceLock::new(),
-            sizes: Vec::new(),
-            files: Vec::new(),
+            nodes: boxcar::Vec::new(),
             made: Mutex::new(Vec::new()),
         }
     }
 
-    /// Keeps the node at `path` (every node is kept, parents before children) whose document
-    /// is `parsed` and, as its `.json` sidecar shows it, `document`; `array` is `None` for a
-    /// group, else the array's metadata where parsed. An array's ZOM is measured now, from
-    /// `parsed`, so that measuring a group parses only the documents of groups. Returns the
-    /// node's number.
+    /// Keeps the node at `path` whose document is `parsed` and, as its `.json` sidecar shows
+    /// it, `document`; `array` is `None` for a group, else the array's metadata where parsed.
+    /// An array's ZOM is measured now, from `parsed`, so that measuring a group parses only the
+    /// documents of groups. Returns the node's number.
     pub fn keep(
-        &mut self,
+        &self,
         path: &str,
         parsed: &Map<String, Value>,
         document: Arc<[u8]>,
@@ -93,33 +87,44 @@ impl ZomFiles {
         if let Some(meta) = &array {
             size.get_or_init(|| counted(|sink| self.write_array(parsed, meta.as_deref(), 0, sink)));
         }
-        self.nodes.push(Kept {
+        let index = self.nodes.push(Kept {
             path: path.into(),
             document,
             array,
+            size,
+            children: OnceLock::new(),
         });
-        self.sizes.push(size);
-        (self.nodes.len() - 1) as u32
+        index as u32
     }
 
-    /// Adds the `.zom.json` of group node `node`; returns its number.
-    pub fn add_file(&mut self, node: u32) -> u32 {
-        self.files.push(node);
-        (self.files.len() - 1) as u32
+    /// Sets the children of group node `node`, once its group is loaded.
+    pub fn set_children(&self, node: u32, mut children: Vec<u32>) {
+        children.sort_by(|a, b| self.name(*b).cmp(self.name(*a)));
+        let _ = self.nodes[node as usize]
+            .children
+            .set(children.into_boxed_slice());
     }
 
-    /// The size of `.zom.json` number `k`, measured at the first call (with the subgroups'
-    /// sizes, so each node is measured once whatever the order of the calls).
-    pub fn size(&self, k: u32) -> u64 {
-        match self.files.get(k as usize) {
-            Some(&node) => self.measured(node).0 + 1,
-            None => 0,
-        }
+    /// The document of node `node`, as its `.json` sidecar shows it.
+    pub fn json(&self, node: u32) -> Arc<[u8]> {
+        self.nodes[node as usize].document.clone()
+    }
+
+    /// The size of group node `node`'s `.zom.json`, measured at the first call (with the
+    /// subgroups' sizes, so each node is measured once whatever the order of the calls).
+    /// The group's subtree must be loaded.
+    pub fn size(&self, node: u32) -> u64 {
+        self.measured(node).0 + 1
+    }
+
+    /// The size of group node `node`'s `.zom.json` if measured before.
+    pub fn measured_size(&self, node: u32) -> Option<u64> {
+        self.nodes[node as usize].size.get().map(|(b, _)| b + 1)
     }
 
     /// The size of node `node`'s ZOM at nesting 0, and its line breaks.
     fn measured(&self, node: u32) -> (u64, u64) {
-        *self.sizes[node as usize].get_or_init(|| {
+        *self.nodes[node as usize].size.get_or_init(|| {
             counted(|sink| match &self.nodes[node as usize].array {
                 None => self.write(node, sink),
                 Some(meta) => {
@@ -128,6 +133,28 @@ impl ZomFiles {
                 }
             })
         })
+    }
+
+    /// Every node kept, parsed again, sorted by path (for the netCDF files).
+    pub fn hierarchy(&self) -> Hierarchy {
+        let mut nodes: Vec<Node> = self
+            .nodes
+            .iter()
+            .map(|(i, kept)| Node {
+                path: kept.path.to_string(),
+                kind: match &kept.array {
+                    None => NodeKind::Group,
+                    Some(Some(meta)) => NodeKind::Array(Ok(meta.clone())),
+                    Some(None) => {
+                        NodeKind::Array(Err(MetaError::Unsupported("metadata unusable".into())))
+                    }
+                },
+                document: self.document(i as u32),
+                mtime: None,
+            })
+            .collect();
+        nodes.sort_by(|a, b| a.path.cmp(&b.path));
+        Hierarchy { nodes }
     }
 
     /// Writes the ZOM of the array whose document is `doc` at nesting `depth`.
@@ -143,14 +170,11 @@ impl ZomFiles {
         let _ = write_value(&Value::Object(zom), depth, out);
     }
 
-    /// The contents of `.zom.json` number `k`, made now unless among the files made last
-    /// (concurrent first reads make it once).
-    pub fn bytes(&self, k: u32) -> Arc<[u8]> {
-        let Some(&node) = self.files.get(k as usize) else {
-            return Arc::from(Vec::new());
-        };
+    /// The contents of group node `node`'s `.zom.json`, made now unless among the files made
+    /// last (concurrent first reads make it once). The group's subtree must be loaded.
+    pub fn bytes(&self, node: u32) -> Arc<[u8]> {
         let mut made = self.made.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(i) = made.iter().position(|(f, _)| *f == k) {
+        if let Some(i) = made.iter().position(|(f, _)| *f == node) {
             let entry = made.remove(i);
             made.push(entry.clone());
             return entry.1;
@@ -167,7 +191,7 @@ impl ZomFiles {
         if made.len() >= KEPT_FILES {
             made.remove(0);
         }
-        made.push((k, bytes.clone()));
+        made.push((node, bytes.clone()));
         bytes
     }
 
@@ -190,29 +214,8 @@ impl ZomFiles {
         }
     }
 
-    fn children(&self) -> &[Vec<u32>] {
-        self.children.get_or_init(|| {
-            let index: std::collections::HashMap<&str, u32> = self
-                .nodes
-                .iter()
-                .enumerate()
-                .map(|(i, n)| (&*n.path, i as u32))
-                .collect();
-            let mut children = vec![Vec::new(); self.nodes.len()];
-            for (i, n) in self.nodes.iter().enumerate().skip(1) {
-                let parent = n.path.rsplit_once('/').map_or("", |(p, _)| p);
-                match index.get(parent) {
-                    Some(&p) if self.nodes[p as usize].array.is_none() => {
-                        children[p as usize].push(i as u32)
-                    }
-                    _ => {}
-                }
-            }
-            for list in &mut children {
-                list.sort_by(|a, b| self.name(*b).cmp(self.name(*a)));
-            }
-            children
-        })
+    fn children(&self, node: u32) -> &[u32] {
+        self.nodes[node as usize].children.get().map_or(&[], |c| c)
     }
 
     fn name(&self, node: u32) -> &str {
@@ -220,7 +223,8 @@ impl ZomFiles {
         path.rsplit('/').next().unwrap_or("")
     }
 
-    fn document(&self, node: u32) -> Map<String, Value> {
+    /// The document of node `node`, parsed.
+    pub fn document(&self, node: u32) -> Map<String, Value> {
         serde_json::from_slice(&self.nodes[node as usize].document).unwrap_or_default()
     }
 
@@ -238,7 +242,7 @@ impl ZomFiles {
             if key != "members" {
                 return write_value(value, depth + 1, out);
             }
-            let children = self.children()[node as usize].iter();
+            let children = self.children(node).iter();
             let members = children.map(|&child| (self.name(child), child));
             write_object(out, depth + 1, members, |out, _, child| {
                 match (&self.nodes[child as usize].array, &mut *out) {
@@ -325,12 +329,7 @@ mod tests {
         text
     }
 
-    fn keep(
-        z: &mut ZomFiles,
-        path: &str,
-        doc: Value,
-        array: Option<Option<Arc<ArrayMeta>>>,
-    ) -> u32 {
+    fn keep(z: &ZomFiles, path: &str, doc: Value, array: Option<Option<Arc<ArrayMeta>>>) -> u32 {
         let Value::Object(parsed) = &doc else {
             panic!("{doc} is not an object")
         };
@@ -338,26 +337,29 @@ mod tests {
     }
 
     /// A v3 tree: the root, a group `g` holding arrays `b` and `a` and a group `sub` holding
-    /// array `é`; an array `z` at the root whose metadata could not be parsed.
+    /// array `é`; an array `z` at the root whose metadata could not be parsed. Its groups are
+    /// loaded in the order a walk from the root meets them.
     fn tree() -> (ZomFiles, u32, u32) {
         let array = |n: u32| json!({"zarr_format": 3, "node_type": "array", "shape": [n], "attributes": {"n": n, "text": "two\nlines"}});
         let group =
             |t: &str| json!({"zarr_format": 3, "node_type": "group", "attributes": {"title": t}});
-        let mut z = ZomFiles::new(3);
-        let root = keep(&mut z, "", group("root"), None);
-        let g = keep(&mut z, "g", group("g"), None);
-        keep(&mut z, "g/a", array(1), Some(None));
-        keep(&mut z, "g/b", array(2), Some(None));
-        keep(&mut z, "g/sub", group(""), None);
-        keep(&mut z, "g/sub/é", array(3), Some(None));
-        keep(&mut z, "z", array(4), Some(None));
+        let z = ZomFiles::new(3);
+        let root = keep(&z, "", group("root"), None);
+        let g = keep(&z, "g", group("g"), None);
+        let last = keep(&z, "z", array(4), Some(None));
+        z.set_children(root, vec![g, last]);
+        let a = keep(&z, "g/a", array(1), Some(None));
+        let b = keep(&z, "g/b", array(2), Some(None));
+        let sub = keep(&z, "g/sub", group(""), None);
+        z.set_children(g, vec![a, b, sub]);
+        let e = keep(&z, "g/sub/é", array(3), Some(None));
+        z.set_children(sub, vec![e]);
         (z, root, g)
     }
 
     #[test]
     fn a_zom_is_written_as_serde_json_prints_the_whole_tree() {
-        let (mut z, root, g) = tree();
-        let (root_file, g_file) = (z.add_file(root), z.add_file(g));
+        let (z, root, g) = tree();
         let array = |n: u32| json!({"zarr_format": 3, "node_type": "array", "attributes": {"n": n, "text": "two\nlines"}, "shape": [n]});
         // Members last name first, as a map filled from the leaves up keeps them.
         let sub = json!({"zarr_format": 3, "node_type": "group", "attributes": {"title": ""},
@@ -366,25 +368,25 @@ mod tests {
             "members": {"sub": sub, "b": array(2), "a": array(1)}});
         let root_zom = json!({"zarr_format": 3, "node_type": "group", "attributes": {"title": "root"},
             "members": {"z": array(4), "g": g_zom.clone()}});
-        assert_eq!(z.size(g_file), pretty(&g_zom).len() as u64);
-        assert_eq!(&*z.bytes(g_file), pretty(&g_zom).as_slice());
-        assert_eq!(&*z.bytes(root_file), pretty(&root_zom).as_slice());
-        assert_eq!(z.size(root_file), pretty(&root_zom).len() as u64);
+        assert_eq!(z.measured_size(g), None);
+        assert_eq!(z.size(g), pretty(&g_zom).len() as u64);
+        assert_eq!(z.measured_size(g), Some(z.size(g)));
+        assert_eq!(&*z.bytes(g), pretty(&g_zom).as_slice());
+        assert_eq!(&*z.bytes(root), pretty(&root_zom).as_slice());
+        assert_eq!(z.size(root), pretty(&root_zom).len() as u64);
         // Measured the other way round: the root first, its subgroups measured on the way.
-        let (mut z, root, g) = tree();
-        let (root_file, g_file) = (z.add_file(root), z.add_file(g));
-        assert_eq!(z.size(root_file), pretty(&root_zom).len() as u64);
-        assert_eq!(z.size(g_file), pretty(&g_zom).len() as u64);
+        let (z, root, g) = tree();
+        assert_eq!(z.size(root), pretty(&root_zom).len() as u64);
+        assert_eq!(z.measured_size(g), Some(pretty(&g_zom).len() as u64));
     }
 
     #[test]
     fn nothing_is_made_before_a_read_and_concurrent_first_reads_make_it_once() {
-        let (mut z, root, _) = tree();
-        let file = z.add_file(root);
-        let size = z.size(file);
+        let (z, root, _) = tree();
+        let size = z.size(root);
         assert!(z.made.lock().unwrap().is_empty(), "stat keeps no bytes");
         let all: Vec<Arc<[u8]>> = std::thread::scope(|s| {
-            let threads: Vec<_> = (0..8).map(|_| s.spawn(|| z.bytes(file))).collect();
+            let threads: Vec<_> = (0..8).map(|_| s.spawn(|| z.bytes(root))).collect();
             threads.into_iter().map(|t| t.join().unwrap()).collect()
         });
         assert!(
@@ -397,14 +399,17 @@ mod tests {
 
     #[test]
     fn only_the_files_read_last_are_kept() {
-        let (mut z, root, _) = tree();
-        let files: Vec<u32> = (0..KEPT_FILES + 2).map(|_| z.add_file(root)).collect();
-        let first = z.bytes(files[0]);
-        for &f in &files[1..] {
-            z.bytes(f);
+        let z = ZomFiles::new(3);
+        let group = json!({"zarr_format": 3, "node_type": "group", "attributes": {}});
+        let groups: Vec<u32> = (0..KEPT_FILES + 2)
+            .map(|i| keep(&z, &format!("g{i}"), group.clone(), None))
+            .collect();
+        let first = z.bytes(groups[0]);
+        for &g in &groups[1..] {
+            z.bytes(g);
         }
         let kept: Vec<u32> = z.made.lock().unwrap().iter().map(|(f, _)| *f).collect();
-        assert_eq!(kept, files[2..]);
-        assert_eq!(z.bytes(files[0]), first, "made again the same");
+        assert_eq!(kept, groups[2..]);
+        assert_eq!(z.bytes(groups[0]), first, "made again the same");
     }
 }

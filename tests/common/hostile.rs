@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Once};
 use std::time::SystemTime;
 use zarrfs::cache::ChunkCache;
-use zarrfs::meta::{load_hierarchy, Hierarchy, LoadOptions, MetaError, NodeKind};
+use zarrfs::meta::{load_hierarchy, LoadOptions, MetaError, NodeKind, StoreRef, Tree};
 use zarrfs::store::{Entry, MemoryStore, Object, ObjectMeta, Store, StoreError};
 use zarrfs::view::{View, ViewError};
 
@@ -105,12 +105,9 @@ pub fn error_variant(e: &MetaError) -> String {
 
 /// Loads the hierarchy of `store` and builds its view, as a mount does.
 pub fn view_of(store: Arc<dyn Store>) -> Result<View, MetaError> {
-    let h = load_hierarchy(store.as_ref(), &LoadOptions::default())?;
-    Ok(build(&h, store))
-}
-
-fn build(h: &Hierarchy, store: Arc<dyn Store>) -> View {
-    View::build(h, store, Arc::new(ChunkCache::new(CACHE_BYTES)), "root")
+    let tree = Tree::open(StoreRef::Shared(store.clone()), &LoadOptions::default())?;
+    let cache = Arc::new(ChunkCache::new(CACHE_BYTES));
+    Ok(View::build(tree, store, cache, "root"))
 }
 
 /// The whole file at `path`, read as `cat` would.
@@ -259,7 +256,7 @@ impl Case {
                 errors.push(format!("node {path:?}: {got}, expected {want}"));
             }
         }
-        let view = build(&h, store);
+        let view = view_of(store).expect("loaded above");
         for path in self.strings("show") {
             if let Err(e) = view.resolve(path) {
                 errors.push(format!("{path:?} does not show: {e:?}"));

@@ -8,6 +8,8 @@
 //! - [`tools`]: dd, od, cp, numpy on a mount; read-only (EROFS).
 //! - [`views`]: extended attributes, `.zom.json`, `df`'s totals.
 //! - [`hostile`]: hostile stores mount, list and fail only the bad reads.
+//! - [`lazy`]: groups loaded at their first listing or lookup, once; one level per listing over
+//!   S3.
 //! - [`memory`]: a 100 GB array reads within the cache budget.
 //! - [`cache_dir`], [`cache_integrity`]: `--cache-dir` across remounts and shared mounts, and
 //!   never a wrong byte from it.
@@ -33,6 +35,7 @@ mod cli;
 mod dialects;
 mod fstab;
 mod hostile;
+mod lazy;
 mod lifecycle;
 mod memory;
 mod reads;

@@ -2,8 +2,7 @@
 //! codecs and types give EIO for that node only, and healthy neighbours keep reading.
 
 use std::sync::Arc;
-use zarrfs::cache::ChunkCache;
-use zarrfs::meta::{load_hierarchy, LoadOptions};
+use zarrfs::meta::LoadOptions;
 use zarrfs::store::MemoryStore;
 use zarrfs::view::{IoCause, View, ViewError};
 
@@ -25,8 +24,7 @@ fn view_of(store: MemoryStore) -> View {
 
 fn view_with_cache(store: MemoryStore, cache_bytes: u64) -> View {
     let store: Arc<dyn zarrfs::store::Store> = Arc::new(store);
-    let h = load_hierarchy(store.as_ref(), &LoadOptions::default()).unwrap();
-    View::build(&h, store, Arc::new(ChunkCache::new(cache_bytes)), "root")
+    zarrfs::view::from_store(store, "root", cache_bytes, &LoadOptions::default()).unwrap()
 }
 
 fn io(cause: IoCause) -> ViewError {

@@ -7,15 +7,13 @@ use crate::synth;
 use std::sync::mpsc::channel;
 use std::sync::Arc;
 use std::time::Duration;
-use zarrfs::cache::ChunkCache;
 use zarrfs::fetch::{ChunkReader, FetchCause, Uncached};
 use zarrfs::meta::{load_hierarchy, LoadOptions, NodeKind};
 use zarrfs::store::{Fault, FaultyStore, MemoryStore, Store};
 use zarrfs::view::{IoCause, ReadPolicy, View, ViewError};
 
 fn view_of(store: Arc<dyn Store>, cache: u64) -> View {
-    let h = load_hierarchy(store.as_ref(), &LoadOptions::default()).unwrap();
-    let mut view = View::build(&h, store, Arc::new(ChunkCache::new(cache)), "root");
+    let mut view = zarrfs::view::from_store(store, "root", cache, &LoadOptions::default()).unwrap();
     view.set_read_policy(ReadPolicy::local(2));
     view
 }

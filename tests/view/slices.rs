@@ -3,8 +3,7 @@
 
 use proptest::prelude::*;
 use std::sync::Arc;
-use zarrfs::cache::ChunkCache;
-use zarrfs::meta::{load_hierarchy, DataType, LoadOptions};
+use zarrfs::meta::{DataType, LoadOptions};
 use zarrfs::store::MemoryStore;
 use zarrfs::view::{npy_header, ReadPolicy, View, ViewError};
 
@@ -163,8 +162,7 @@ fn stored_array(
         }
     }
     let store: Arc<dyn zarrfs::store::Store> = Arc::new(s);
-    let h = load_hierarchy(store.as_ref(), &LoadOptions::default()).unwrap();
-    let view = View::build(&h, store, Arc::new(ChunkCache::new(cache)), "root");
+    let view = zarrfs::view::from_store(store, "root", cache, &LoadOptions::default()).unwrap();
     (view, expected)
 }
 
@@ -440,8 +438,8 @@ fn noise_planes(
         s.insert(format!("b/c/{i}/0"), z);
     }
     let store: Arc<dyn zarrfs::store::Store> = Arc::new(s);
-    let h = load_hierarchy(store.as_ref(), &LoadOptions::default()).unwrap();
-    let mut view = View::build(&h, store, Arc::new(ChunkCache::new(16 << 20)), "root");
+    let mut view =
+        zarrfs::view::from_store(store, "root", 16 << 20, &LoadOptions::default()).unwrap();
     view.set_read_policy(ReadPolicy::local(2));
     (view, data)
 }
@@ -655,8 +653,7 @@ fn strings(shape: [u64; 2], chunks: [u64; 2]) -> (View, Vec<String>) {
         }
     }
     let store: Arc<dyn zarrfs::store::Store> = Arc::new(s);
-    let h = load_hierarchy(store.as_ref(), &LoadOptions::default()).unwrap();
-    let view = View::build(&h, store, Arc::new(ChunkCache::new(64 << 20)), "root");
+    let view = zarrfs::view::from_store(store, "root", 64 << 20, &LoadOptions::default()).unwrap();
     (view, expected)
 }
 

@@ -2,8 +2,7 @@
 //! those bytes); O_DIRECT and out-of-order readers keep theirs.
 
 use std::sync::Arc;
-use zarrfs::cache::ChunkCache;
-use zarrfs::meta::{load_hierarchy, LoadOptions};
+use zarrfs::meta::LoadOptions;
 use zarrfs::store::MemoryStore;
 use zarrfs::view::View;
 
@@ -34,8 +33,7 @@ fn view() -> View {
         }
     }
     let store: Arc<dyn zarrfs::store::Store> = Arc::new(s);
-    let h = load_hierarchy(store.as_ref(), &LoadOptions::default()).unwrap();
-    View::build(&h, store, Arc::new(ChunkCache::new(64 * MIB)), "a")
+    zarrfs::view::from_store(store, "a", 64 * MIB, &LoadOptions::default()).unwrap()
 }
 
 fn expected(offset: u64, len: u64) -> Vec<u8> {

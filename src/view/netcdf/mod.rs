@@ -3,6 +3,7 @@
 //! `.ncstream` ([`ncstream`]), its subtree in netCDF-Java's streaming format.
 
 pub mod cdl;
+pub mod files;
 pub mod model;
 pub mod ncstream;
 pub mod proto;
