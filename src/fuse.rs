@@ -9,7 +9,9 @@ use fuser::{
     ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr,
     Request,
 };
+use parking_lot::Mutex;
 use reads::ReadPool;
+use rustix::fs::OFlags;
 use std::any::Any;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -17,7 +19,7 @@ use std::ffi::OsStr;
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 /// How long the kernel may keep names and attributes: the mount is a read-only snapshot.
@@ -85,7 +87,7 @@ impl ZarrFs {
     /// unless the inode is open through the page cache, else through the daemon (which copies
     /// from the backing file where it can).
     fn answer_open(&self, ino: u64, fh: u64, reply: ReplyOpen) {
-        let mut opens = self.opens.lock().unwrap_or_else(|p| p.into_inner());
+        let mut opens = self.opens.lock();
         if let Some(reply) = self.open_passthrough(&mut opens, ino, fh, reply) {
             opens.opened_cached(ino);
             drop(opens);
@@ -314,11 +316,11 @@ impl Filesystem for ZarrFs {
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        if flags.acc_mode() != OpenAccMode::O_RDONLY || flags.0 & libc::O_TRUNC != 0 {
+        if flags.acc_mode() != OpenAccMode::O_RDONLY || flags.0 & OFlags::TRUNC.bits() as i32 != 0 {
             return reply.error(Errno::EROFS);
         }
         guarded("open", format_args!("inode {ino}"), || {
-            let opened = if flags.0 & libc::O_DIRECT != 0 {
+            let opened = if flags.0 & OFlags::DIRECT.bits() as i32 != 0 {
                 self.view.open_direct(ino.0)
             } else {
                 self.view.open(ino.0)
@@ -368,10 +370,7 @@ impl Filesystem for ZarrFs {
     ) {
         guarded("release", format_args!("inode {ino}"), || {
             self.view.release(fh.0);
-            self.opens
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .released(ino.0, fh.0);
+            self.opens.lock().released(ino.0, fh.0);
             reply.ok();
         })
     }

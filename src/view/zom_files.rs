@@ -8,9 +8,10 @@
 
 use super::zom::{array_node, group_node};
 use crate::meta::{ArrayMeta, Hierarchy, MetaError, Node, NodeKind};
+use parking_lot::Mutex;
 use serde_json::{Map, Value};
 use std::io::Write;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 /// Subtrees at least this large say in the log when their ZOM is made.
 const LOGGED_NODES: usize = 10_000;
@@ -173,7 +174,7 @@ impl ZomFiles {
     /// The contents of group node `node`'s `.zom.json`, made now unless among the files made
     /// last (concurrent first reads make it once). The group's subtree must be loaded.
     pub fn bytes(&self, node: u32) -> Arc<[u8]> {
-        let mut made = self.made.lock().unwrap_or_else(|p| p.into_inner());
+        let mut made = self.made.lock();
         if let Some(i) = made.iter().position(|(f, _)| *f == node) {
             let entry = made.remove(i);
             made.push(entry.clone());
@@ -384,7 +385,7 @@ mod tests {
     fn nothing_is_made_before_a_read_and_concurrent_first_reads_make_it_once() {
         let (z, root, _) = tree();
         let size = z.size(root);
-        assert!(z.made.lock().unwrap().is_empty(), "stat keeps no bytes");
+        assert!(z.made.lock().is_empty(), "stat keeps no bytes");
         let all: Vec<Arc<[u8]>> = std::thread::scope(|s| {
             let threads: Vec<_> = (0..8).map(|_| s.spawn(|| z.bytes(root))).collect();
             threads.into_iter().map(|t| t.join().unwrap()).collect()
@@ -394,7 +395,7 @@ mod tests {
             "made more than once"
         );
         assert_eq!(all[0].len() as u64, size);
-        assert_eq!(z.made.lock().unwrap().len(), 1);
+        assert_eq!(z.made.lock().len(), 1);
     }
 
     #[test]
@@ -408,7 +409,7 @@ mod tests {
         for &g in &groups[1..] {
             z.bytes(g);
         }
-        let kept: Vec<u32> = z.made.lock().unwrap().iter().map(|(f, _)| *f).collect();
+        let kept: Vec<u32> = z.made.lock().iter().map(|(f, _)| *f).collect();
         assert_eq!(kept, groups[2..]);
         assert_eq!(z.bytes(groups[0]), first, "made again the same");
     }

@@ -14,9 +14,10 @@
 use super::model::{Attribute, Group, NcType, Values, Variable};
 use super::proto;
 use crate::view::{IoCause, View, ViewError};
+use parking_lot::{Mutex, MutexGuard};
 use prost::Message;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 const MAGIC_START: [u8; 4] = *b"CDFS";
 const MAGIC_HEADER: [u8; 4] = [0xad, 0xec, 0xce, 0xda];
@@ -345,8 +346,8 @@ impl NcStreamFile {
         file
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Arc<Layout>>> {
-        self.layout.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> MutexGuard<'_, Option<Arc<Layout>>> {
+        self.layout.lock()
     }
 
     /// The offsets of every piece; `strings(strings, count)` gives a string piece's checkpoints
