@@ -320,14 +320,23 @@ section_column() {
     cold_pair col.pixel zstd ":,$((Y / 3)),$((X / 2 + 3))" memmap "$T,$Y,$X"
 }
 
-# 8. Selection files (`A[SEL]`, slices by name) against zarr-python's a[sel], cold.
+# 8. Selection files (`A[SEL]`, slices by name) against zarr-python's a[sel], cold. Each kind
+# aligned on the 8x256x256 chunks and not: a pixel series and a column at a chunk's first row
+# and column and inside; a frame of the frame-chunked stack and of the 8x256x256 one; the
+# sub-block of exactly 8 chunks and one cutting 18; and a band of whole rows, each row crossing
+# the 4 chunks of X.
 section_slice() {
-    local t=$((TS / 2 + 1)) t0=$((T / 4))
+    local t=$((TS / 2 + 1)) t0=$((T / 4)) ta=8
+    [ "$T" -ge 24 ] || ta=0
     cold_pair slice.pixel zstd ":,$((Y / 3)),$((X / 2 + 3))" slice "$T,$Y,$X"
+    cold_pair slice.pixel_aligned zstd ":,$((Y / 4)),$((X / 2))" slice "$T,$Y,$X"
     cold_pair slice.column zstd ":,:,$((X / 2 + 3))" slice "$T,$Y,$X"
+    cold_pair slice.column_aligned zstd ":,:,$((X / 2))" slice "$T,$Y,$X"
     cold_pair slice.frame stack/by_frame "$t" slice "$TS,$Y,$X"
     cold_pair slice.frame_block stack/by_block "$t" slice "$TS,$Y,$X"
     cold_pair slice.block zstd "$t0:$((t0 + 16)),200:712,300:812" slice "$T,$Y,$X"
+    cold_pair slice.block_aligned zstd "$ta:$((ta + 16)),$((Y / 4)):$((3 * Y / 4)),$((X / 4)):$((3 * X / 4))" slice "$T,$Y,$X"
+    cold_pair slice.rows zstd "$t0:$((t0 + 8)),300:400,:" slice "$T,$Y,$X"
 }
 
 # 4. Random 4 KiB preads, timed per call by a small C program.

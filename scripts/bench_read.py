@@ -7,7 +7,7 @@
     bench_read.py decode ARRAY_PATH [--threads N]  (numcodecs: decode every chunk, no FUSE)
     bench_read.py aggregate JSON_FILE...           (parallel readers: total bytes / wall time)
 
-SEL is numpy-like: ":" (everything), "5", "16:32", ":,:,515", ":,300,515". --method slice reads
+SEL is numpy-like: ":" (everything), "5", "16:32", ":,:,515", ":,300,515", "0:64,100:900:7". --method slice reads
 the selection file FILE[SEL] of the mount (zarrfs's slices by name) whole with np.fromfile; its
 warm-up reads the selection file of the first element, FILE[0,0,0].
 
@@ -45,8 +45,7 @@ def parse_sel(text):
         if part == ":" or part == "":
             out.append(slice(None))
         elif ":" in part:
-            a, b = part.split(":")
-            out.append(slice(int(a) if a else None, int(b) if b else None))
+            out.append(slice(*(int(v) if v else None for v in part.split(":"))))
         else:
             out.append(int(part))
     return tuple(out)

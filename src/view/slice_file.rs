@@ -11,6 +11,7 @@ use super::selection_buffer::{SelectionBuffer, MAX_SLOTS};
 use super::{npy_header, SendBytes, ViewError};
 use crate::cache::{ChunkCache, ChunkId, Job, Prefetcher};
 use crate::meta::ArrayMeta;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -39,8 +40,9 @@ pub struct SliceFile {
     opened: AtomicBool,
     /// The selection gathered in memory, while the view keeps it (see [`SliceFile::hold_buffer`]).
     buffer: Mutex<Option<Arc<SelectionBuffer>>>,
-    /// True when the selection is made of whole chunks (it is then never gathered).
-    whole_chunks: bool,
+    /// True when the selection is whole chunks, each one run of it (frames of frame-sized
+    /// chunks, say): reads are sent straight from each chunk, and it is never gathered.
+    runs_of_chunks: bool,
 }
 
 /// The selected elements of one row of a selection inside one chunk.
@@ -86,6 +88,34 @@ fn chunks_along(sel: &AxisSel, cs: u64) -> Vec<u64> {
     out
 }
 
+/// True when the selection `axes` of an array of `shape` in chunks of `chunk_shape` (touching
+/// `axis_chunks` along each axis) is made of whole chunks that are each one run of it: every
+/// axis selected whole chunks in order, and every axis before the last one crossing chunks
+/// holds one selected index per chunk. Rows of whole chunks that cross several chunks (a
+/// chunk-aligned sub-block) are not: each chunk is then a set of row pieces.
+fn runs_of_whole_chunks(
+    axes: &[AxisSel],
+    chunk_shape: &[u64],
+    shape: &[u64],
+    axis_chunks: &[Vec<u64>],
+) -> bool {
+    let whole = axes
+        .iter()
+        .zip(chunk_shape)
+        .zip(shape)
+        .all(|((a, &cs), &n)| {
+            a.step == 1 && a.start % cs == 0 && (a.count % cs == 0 || a.start + a.count == n)
+        });
+    let last_crossing = axis_chunks.iter().rposition(|c| c.len() > 1);
+    whole
+        && last_crossing.is_none_or(|k| {
+            axes[..k]
+                .iter()
+                .zip(chunk_shape)
+                .all(|(a, &cs)| a.count.min(cs) == 1)
+        })
+}
+
 impl SliceFile {
     /// The selection `sel` (named `name`) of array number `array`, whose chunks are `source`;
     /// `source_path` is the array's path in the store.
@@ -118,20 +148,12 @@ impl SliceFile {
             .zip(&chunk_shape)
             .map(|(&s, &c)| s.div_ceil(c))
             .collect();
-        // Whole chunks in order: the selection is a run of the chunks' decoded bytes each, which
-        // gathering would only copy once more.
-        let whole_chunks = axes
-            .iter()
-            .zip(&chunk_shape)
-            .zip(&shape)
-            .all(|((a, &cs), &n)| {
-                a.step == 1 && a.start % cs == 0 && (a.count % cs == 0 || a.start + a.count == n)
-            });
-        let axis_chunks = axes
+        let axis_chunks: Vec<Vec<u64>> = axes
             .iter()
             .zip(&chunk_shape)
             .map(|(a, &c)| chunks_along(a, c))
             .collect();
+        let runs_of_chunks = runs_of_whole_chunks(&axes, &chunk_shape, &shape, &axis_chunks);
         let elem_size = (meta.dtype.size() as u64).max(1);
         let out_shape = sel.shape();
         let json = serde_json::json!({
@@ -156,7 +178,7 @@ impl SliceFile {
             queued: AtomicU64::new(0),
             opened: AtomicBool::new(false),
             buffer: Mutex::new(None),
-            whole_chunks,
+            runs_of_chunks,
         }
     }
 
@@ -366,31 +388,23 @@ impl SliceFile {
             .div_ceil(row)
             .saturating_mul(row)
             .min(self.data_size / es);
-        let mut ok = true;
-        let mut wait = |chunk: u64, need: u64| {
-            ok = ok
-                && self
-                    .slot_of(chunk)
-                    .is_some_and(|slot| buffer.wait_for(self, source, cache, slot, need));
-        };
-        // The chunk of the pieces walked last, and how far into it they end.
-        let mut last: Option<(u64, u64)> = None;
+        // Per chunk, in the order the pieces meet them, how far into it they end: each chunk
+        // is waited for once, however many rows cross it.
+        let mut needs: Vec<(u64, u64)> = Vec::new();
+        let mut at: HashMap<u64, usize> = HashMap::new();
         self.walk(e0, e1, |chunk, first, n, step| {
             let need = (first + (n - 1) * step + 1) * es;
-            match &mut last {
-                Some((c, k)) if *c == chunk => *k = need.max(*k),
-                _ => {
-                    if let Some((c, k)) = last.replace((chunk, need)) {
-                        wait(c, k);
-                    }
-                }
-            }
+            let i = *at.entry(chunk).or_insert_with(|| {
+                needs.push((chunk, 0));
+                needs.len() - 1
+            });
+            needs[i].1 = needs[i].1.max(need);
             Ok(())
         })?;
-        if let Some((c, k)) = last {
-            wait(c, k);
-        }
-        Ok(ok)
+        Ok(needs.into_iter().all(|(chunk, need)| {
+            self.slot_of(chunk)
+                .is_some_and(|slot| buffer.wait_for(self, source, cache, slot, need))
+        }))
     }
 
     /// Bytes of one element.
@@ -477,13 +491,14 @@ impl SliceFile {
     }
 
     /// Makes the buffer gathering the selection in memory, unless one is held, the selection is
-    /// larger than `max` bytes (or spans too many chunks), or it is made of whole chunks (read
-    /// through the cache, they are copied once); returns it when made.
+    /// larger than `max` bytes (or spans too many chunks), or it is whole chunks that are each
+    /// one run of it (sent straight from the chunks, they are never copied); returns it when
+    /// made.
     pub(super) fn hold_buffer(&self, max: u64) -> Option<Arc<SelectionBuffer>> {
         let mut held = self.buffer.lock().unwrap_or_else(|p| p.into_inner());
         let slots = self.slot_count();
         let small = self.data_size > 0 && self.data_size <= max && slots <= MAX_SLOTS;
-        if held.is_some() || !small || self.whole_chunks {
+        if held.is_some() || !small || self.runs_of_chunks {
             return None;
         }
         let buffer = Arc::new(SelectionBuffer::new(self.data_size, slots));

@@ -87,6 +87,93 @@ fn selections_of_every_fixture_array_match_numpy() {
     assert!(total > 50, "only {total} selections checked");
 }
 
+/// Checks, for (mounted file, expected .npy, array metadata JSON) triples, selections cut on the
+/// array's chunk grid: a sub-block of whole chunks, two along each axis where the array has
+/// them (each row then crosses two chunks), and blocks that cut every chunk they touch, with
+/// rows across all the chunks of the last axis, contiguous and strided.
+const CROSSING: &str = r#"
+import sys, json, numpy as np
+args = sys.argv[1:]
+checked = 0
+for f, exp, meta in zip(args[::3], args[1::3], args[2::3]):
+    want = np.load(exp)
+    meta = json.loads(meta)
+    grid = (meta.get("chunk_grid") or {}).get("configuration") or {}
+    cs = meta.get("chunks") or grid.get("chunk_shape")
+    if want.dtype.hasobject or not isinstance(cs, list) or len(cs) != want.ndim or want.ndim < 2:
+        continue
+    if not all(isinstance(c, int) for c in cs) or want.shape[-1] <= cs[-1]:
+        continue
+    dtype = np.load(f + "[...].npy", mmap_mode="r").dtype
+    aligned, cut, strided = [], [], []
+    for n, c in zip(want.shape, cs):
+        a = c if n >= 3 * c else 0
+        aligned.append(f"{a}:{min(a + 2 * c, n)}")
+        cut.append(f"1:{n - 1}" if n > 2 else ":")
+    strided = cut[:-1] + ["1::3"]
+    for s in (aligned, cut, strided):
+        s = ",".join(s)
+        ref = np.ascontiguousarray(eval("want[" + s + "]")).astype(dtype)
+        raw = f + "[" + s + "]"
+        with open(raw, "rb") as r:
+            got = r.read()
+        assert got == ref.tobytes(), (raw, len(got), ref.nbytes)
+        assert np.fromfile(raw, dtype=dtype).tobytes() == ref.tobytes(), raw
+        assert np.load(raw + ".npy").tobytes() == ref.tobytes(), raw
+        checked += 1
+print(checked)
+"#;
+
+#[test]
+fn selections_whose_rows_cross_chunks_match_numpy_aligned_or_not() {
+    if !common::mount::fuse_ready() {
+        return;
+    }
+    let mut total = 0;
+    for case in all_fixture_cases() {
+        let options: Vec<&str> = case.options.iter().map(String::as_str).collect();
+        let args: Vec<String> = case
+            .healthy_arrays()
+            .filter(|n| n.text.is_none())
+            .filter_map(|n| {
+                let (npy, json) = (n.npy.as_ref()?, n.json.as_ref()?);
+                Some([case.file_of(n), npy.display().to_string(), json.to_string()])
+            })
+            .flatten()
+            .collect();
+        if args.is_empty() {
+            continue;
+        }
+        let mount = Mount::new(&case.store, &options);
+        let args = args
+            .chunks(3)
+            .flat_map(|a| {
+                [
+                    mount.join(&a[0]).display().to_string(),
+                    a[1].clone(),
+                    a[2].clone(),
+                ]
+            })
+            .collect();
+        let out = python(CROSSING, args);
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            case.name,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        total += String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse::<u32>()
+            .unwrap();
+    }
+    eprintln!("{total} chunk-crossing selections checked");
+    assert!(
+        total > 100,
+        "only {total} chunk-crossing selections checked"
+    );
+}
+
 #[test]
 fn dimension_names_cp_and_errors_on_a_mount() {
     if !common::mount::fuse_ready() {

@@ -104,6 +104,23 @@ fn stored_array(
     codec: Codec,
     cache: u64,
 ) -> (View, Vec<Vec<u8>>) {
+    let (s, expected) = array_store(shape, chunks, ty, missing, codec);
+    (view_of(Arc::new(s), cache), expected)
+}
+
+/// A view of the hierarchy in `store`, with a cache of `cache` bytes.
+fn view_of(store: Arc<dyn zarrfs::store::Store>, cache: u64) -> View {
+    zarrfs::view::from_store(store, "root", cache, &LoadOptions::default()).unwrap()
+}
+
+/// The store of [`stored_array`] and the expected elements.
+fn array_store(
+    shape: &[u64],
+    chunks: &[u64],
+    ty: Ty,
+    missing: &[u64],
+    codec: Codec,
+) -> (MemoryStore, Vec<Vec<u8>>) {
     let names: Vec<String> = (0..shape.len()).map(|i| format!("\"d{i}\"")).collect();
     let mut s = MemoryStore::new();
     s.insert(
@@ -161,9 +178,7 @@ fn stored_array(
             s.insert(key, codec.encode(buf));
         }
     }
-    let store: Arc<dyn zarrfs::store::Store> = Arc::new(s);
-    let view = zarrfs::view::from_store(store, "root", cache, &LoadOptions::default()).unwrap();
-    (view, expected)
+    (s, expected)
 }
 
 /// One item of a selection, as the test writes it.
@@ -374,6 +389,77 @@ proptest! {
             serde_json::from_slice(&read_all(&view, &format!("a[{text}].json"), 4096)).unwrap();
         prop_assert_eq!(&json["shape"], &serde_json::json!(shape));
         prop_assert_eq!(&json["source"], "a");
+    }
+}
+
+#[test]
+fn each_chunk_of_a_selection_is_decoded_once_per_read() {
+    // Zstd chunks of 2x4x4 f32 in a 6x12x12 array; selections whose rows each cross several
+    // chunks: 12 whole chunks (a chunk-aligned sub-block), cut chunks, a band of rows across
+    // the whole last axis, a strided band. Gathered in memory (large cache) or read through a
+    // cache that holds their chunks but not them gathered, with read-ahead on and off: one
+    // read of the whole file fetches, and so decodes, each chunk it touches exactly once
+    // (regular chunks: one decode is one store request); gathered, reads of any size do too,
+    // all of them together.
+    let (shape, chunks) = ([6u64, 12, 12], [2u64, 4, 4]);
+    for (sel, touched) in [
+        ("0:6,4:12,0:8", 12),
+        ("1:6,3:11,2:11", 27),
+        ("1:6,3:8,:", 18),
+        ("0:6,:,::2", 27),
+    ] {
+        let items = sel
+            .split(',')
+            .map(|p| {
+                let v: Vec<Option<i64>> = p.split(':').map(|x| x.parse().ok()).collect();
+                Item::Slice(v[0], v[1], v.get(2).copied().flatten())
+            })
+            .collect();
+        for (cache, gathered) in [(1u64 << 20, true), (4096, false)] {
+            for read_ahead in [0, 2] {
+                let (store, expected) = array_store(&shape, &chunks, Ty::F32, &[], Codec::Zstd);
+                let (store, counts) = zarrfs::store::CountingStore::new(Box::new(store));
+                let mut view = view_of(Arc::new(store), cache);
+                view.set_read_policy(ReadPolicy::local(read_ahead));
+                let case = Case {
+                    shape: shape.to_vec(),
+                    chunks: chunks.to_vec(),
+                    ty: Ty::F32,
+                    missing: Vec::new(),
+                    items: Vec::clone(&items),
+                    form: 0,
+                    read_size: 0,
+                    prefetch: read_ahead > 0,
+                    codec: Codec::Zstd,
+                    cache,
+                    warm: 0,
+                };
+                let (_, _, want) = model(&case, &expected);
+                assert!(
+                    want.len() as u64 > cache / 4 || gathered,
+                    "a[{sel}] is gathered"
+                );
+                let steps: &[u32] = if gathered {
+                    &[1 << 20, 100]
+                } else {
+                    &[1 << 20]
+                };
+                for &step in steps {
+                    // A fresh file for each: nothing is left from an earlier read.
+                    let suffix = if step == 100 { ".npy" } else { "" };
+                    let name = format!("a[{sel}]{suffix}");
+                    let before = counts.requests();
+                    let got = read_all(&view, &name, step);
+                    let header = got.len() - want.len();
+                    assert!(got[header..] == want[..], "{name} in reads of {step}");
+                    assert_eq!(
+                        counts.requests() - before,
+                        touched,
+                        "{name} in reads of {step}: cache {cache}, read-ahead {read_ahead}"
+                    );
+                }
+            }
+        }
     }
 }
 
