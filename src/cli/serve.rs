@@ -3,8 +3,8 @@
 use super::daemon::Ready;
 use super::unmount::{detach, Refusal};
 use super::Prepared;
+use crate::cache::read_ahead::ReadPolicy;
 use crate::fuse::ZarrFs;
-use crate::view::ReadPolicy;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -12,9 +12,6 @@ use std::time::{Duration, Instant};
 
 /// How long a fresh mount may take to answer before we give up.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
-/// Chunk requests a remote store has in flight while reading ahead (loopback S3 peaks at 8-16 in
-/// flight; more cover higher latency).
-const REMOTE_IN_FLIGHT: usize = 16;
 
 /// Signals that end the mount, plus SIGUSR1 which the session thread sends when it ends.
 fn signal_set() -> libc::sigset_t {
@@ -140,6 +137,7 @@ fn mount(p: Prepared) -> Result<Mounted, String> {
         .clone()
         .map(|c| super::progress::Progress::start(c, &p.location));
     let store: Arc<dyn crate::store::Store> = Arc::from(p.store);
+    let latency = store.latency();
     let mut view = crate::view::from_store(
         store.clone(),
         &p.location,
@@ -162,11 +160,7 @@ fn mount(p: Prepared) -> Result<Mounted, String> {
         view.hide_previews();
     }
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-    view.set_read_policy(if p.requests.is_some() {
-        ReadPolicy::remote(REMOTE_IN_FLIGHT)
-    } else {
-        ReadPolicy::local(cores)
-    });
+    view.set_read_policy(ReadPolicy::for_store(latency, cores));
     let view = Arc::new(view);
     log::info!(
         "{}: {} files, loaded in {:.3} s",
@@ -177,10 +171,8 @@ fn mount(p: Prepared) -> Result<Mounted, String> {
     // SAFETY: getuid/getgid cannot fail.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
     // Remote reads are bounded by the store's time bound; local ones wait for the disk.
-    let read_timeout = p
-        .requests
-        .is_some()
-        .then(|| Duration::from_secs(p.options.timeout));
+    let read_timeout =
+        (latency == crate::store::Latency::Network).then(|| Duration::from_secs(p.options.timeout));
     let fs = ZarrFs::new(view, uid, gid, read_timeout);
     let readers = fs.readers();
     let mut config = fuser::Config::default();

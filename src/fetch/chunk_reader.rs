@@ -15,6 +15,22 @@ use std::sync::Arc;
 /// Slack on top of twice the largest form of a chunk, for an encoded object's size bound.
 const OBJECT_SLACK: u64 = 64 << 10;
 
+/// A chunk's stored bytes, fetched apart from their decoding (see [`ChunkReader::fetch`]), so
+/// that requests can wait on the network while other threads decode.
+pub struct Encoded(Option<Fetched>);
+
+impl Encoded {
+    /// Bytes fetched (0 for an absent chunk).
+    pub fn len(&self) -> usize {
+        self.0.as_deref().map_or(0, <[u8]>::len)
+    }
+
+    /// True when nothing was fetched (the chunk is absent).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 /// How an array's read chunks are decoded.
 enum Decoder {
     /// Each stored chunk is one read chunk, decoded whole.
@@ -231,17 +247,61 @@ impl ChunkReader {
         self.chunk_bytes.saturating_add(index)
     }
 
-    /// Fetches and decodes the read chunk at grid index `idx` (in the grid of
+    /// Fetches the stored bytes of the read chunk at `idx` without decoding them, for one of
+    /// the loads below to decode later (`encoded`). `Ok(None)` when this array fetches and
+    /// decodes in one step (sharded, rectilinear or variable-length: their loads fetch what
+    /// they decode). Errors and panics as for [`ChunkReader::load`].
+    pub fn fetch(&self, idx: &[u64]) -> Result<Option<Encoded>, FetchError> {
+        if !self.fetches_apart() {
+            return Ok(None);
+        }
+        let key = self.meta.chunk_keys.key(idx);
+        guarded(|| {
+            self.fetch_object(&key)
+                .map(|bytes| Some(Encoded(bytes)))
+                .map_err(|e| e.context(self.key_context(&key)))
+        })
+        .map_err(|e| self.name_panic(e, idx))
+    }
+
+    /// True when [`ChunkReader::fetch`] fetches apart from decoding.
+    fn fetches_apart(&self) -> bool {
+        matches!(self.decoder, Decoder::Whole(_))
+            && self.meta.grid == ChunkGrid::Regular
+            && !self.meta.dtype.is_variable()
+    }
+
+    /// What errors about the chunk object `key` are prefixed with.
+    fn key_context(&self, key: &str) -> String {
+        format!("{}: chunk {key}", self.display_path())
+    }
+
+    /// The stored chunk `key`: `encoded` when it was fetched ahead, else fetched now.
+    fn stored(&self, key: &str, encoded: Option<Encoded>) -> Result<Option<Fetched>, FetchError> {
+        match encoded {
+            Some(Encoded(bytes)) => Ok(bytes),
+            None => self.fetch_object(key),
+        }
+    }
+
+    /// Fetches (unless `encoded` holds its bytes already: see [`ChunkReader::fetch`]) and
+    /// decodes the read chunk at grid index `idx` (in the grid of
     /// [`ChunkReader::read_chunk_shape`]): exactly that shape's size in bytes, or `Ok(None)` when
     /// the store has none (it reads as the fill value). Errors name the node and the key.
     /// A panic below (in the store or a decoder) becomes a [`FetchCause::Panicked`] error.
-    pub fn load(&self, idx: &[u64], ctx: &dyn FetchContext) -> Result<Option<Vec<u8>>, FetchError> {
-        guarded(|| self.load_unguarded(idx, ctx)).map_err(|e| self.name_panic(e, idx))
+    pub fn load(
+        &self,
+        idx: &[u64],
+        encoded: Option<Encoded>,
+        ctx: &dyn FetchContext,
+    ) -> Result<Option<Vec<u8>>, FetchError> {
+        guarded(|| self.load_unguarded(idx, encoded, ctx)).map_err(|e| self.name_panic(e, idx))
     }
 
     fn load_unguarded(
         &self,
         idx: &[u64],
+        encoded: Option<Encoded>,
         ctx: &dyn FetchContext,
     ) -> Result<Option<Vec<u8>>, FetchError> {
         let pipeline = match &self.decoder {
@@ -263,8 +323,8 @@ impl ChunkReader {
             return self.load_part(idx, ctx);
         }
         let key = self.meta.chunk_keys.key(idx);
-        let context = |e: FetchError| e.context(format!("{}: chunk {key}", self.display_path()));
-        let Some(encoded) = self.fetch_object(&key).map_err(context)? else {
+        let context = |e: FetchError| e.context(self.key_context(&key));
+        let Some(encoded) = self.stored(&key, encoded).map_err(context)? else {
             return Ok(None);
         };
         if self.meta.dtype.is_variable() {
@@ -292,7 +352,7 @@ impl ChunkReader {
         let read = &self.meta.chunk_shape;
         let (chunk, offset, stored) = self.meta.grid.stored_chunk(idx, read);
         let key = self.meta.chunk_keys.key(&chunk);
-        let context = |e: FetchError| e.context(format!("{}: chunk {key}", self.display_path()));
+        let context = |e: FetchError| e.context(self.key_context(&key));
         let mut decode = || {
             let Some(encoded) = self.fetch_object(&key).map_err(context)? else {
                 return Ok(None);
@@ -311,15 +371,27 @@ impl ChunkReader {
         Ok(Some(buf))
     }
 
-    /// Decodes the stored chunk at `idx` straight into `out` (exactly one decoded chunk), with no
-    /// intermediate buffer and no caching. `Ok(None)` when this array cannot do that (sharded or
-    /// variable-length); `Ok(Some(false))` when the chunk is absent (it reads as fill value).
-    /// A panic below becomes a [`FetchCause::Panicked`] error, as for [`ChunkReader::load`].
-    pub fn load_into(&self, idx: &[u64], out: &mut [u8]) -> Result<Option<bool>, FetchError> {
-        guarded(|| self.load_into_unguarded(idx, out)).map_err(|e| self.name_panic(e, idx))
+    /// Decodes the stored chunk at `idx` (fetched ahead into `encoded`, or now) straight into
+    /// `out` (exactly one decoded chunk), with no intermediate buffer and no caching. `Ok(None)`
+    /// when this array cannot do that (sharded or variable-length); `Ok(Some(false))` when the
+    /// chunk is absent (it reads as fill value). A panic below becomes a
+    /// [`FetchCause::Panicked`] error, as for [`ChunkReader::load`].
+    pub fn load_into(
+        &self,
+        idx: &[u64],
+        encoded: Option<Encoded>,
+        out: &mut [u8],
+    ) -> Result<Option<bool>, FetchError> {
+        guarded(|| {
+            self.decode_stored(idx, out.len(), encoded, |pipeline, bytes| {
+                pipeline.decode_into(bytes, out)
+            })
+        })
+        .map_err(|e| self.name_panic(e, idx))
     }
 
-    /// Decodes at least the first `need` bytes of the stored chunk at `idx` into `out` (room for
+    /// Decodes at least the first `need` bytes of the stored chunk at `idx` (fetched ahead into
+    /// `encoded`, or now) into `out` (room for
     /// one decoded chunk), calling `progress` with the bytes decoded so far as they come (see
     /// [`Pipeline::decode_prefix`]); no caching. `Ok(None)` when this array cannot do that
     /// (sharded or variable-length); `Ok(Some(false))` when the chunk is absent (fill value).
@@ -327,12 +399,13 @@ impl ChunkReader {
     pub fn load_prefix(
         &self,
         idx: &[u64],
+        encoded: Option<Encoded>,
         out: &mut DecodeTarget,
         need: usize,
         progress: &mut dyn FnMut(&[u8]),
     ) -> Result<Option<bool>, FetchError> {
         guarded(|| {
-            self.decode_stored(idx, out.len(), |pipeline, encoded| {
+            self.decode_stored(idx, out.len(), encoded, |pipeline, encoded| {
                 pipeline.decode_prefix(encoded, out, need, progress)
             })
         })
@@ -363,16 +436,10 @@ impl ChunkReader {
         match &self.decoder {
             Decoder::Whole(_) => {
                 let key = self.meta.chunk_keys.key(idx);
-                e.context(format!("{}: chunk {key}", self.display_path()))
+                e.context(self.key_context(&key))
             }
             Decoder::Sharded(_) => e.context(format!("{}: chunk {idx:?}", self.display_path())),
         }
-    }
-
-    fn load_into_unguarded(&self, idx: &[u64], out: &mut [u8]) -> Result<Option<bool>, FetchError> {
-        self.decode_stored(idx, out.len(), |pipeline, encoded| {
-            pipeline.decode_into(encoded, out)
-        })
     }
 
     /// Runs `decode` on the pipeline and the stored chunk at `idx`, whose decoded form must be
@@ -382,6 +449,7 @@ impl ChunkReader {
         &self,
         idx: &[u64],
         len: usize,
+        encoded: Option<Encoded>,
         decode: impl FnOnce(&Pipeline, &[u8]) -> Result<(), CodecError>,
     ) -> Result<Option<bool>, FetchError> {
         let Decoder::Whole(pipeline) = &self.decoder else {
@@ -392,8 +460,8 @@ impl ChunkReader {
             return Ok(None);
         }
         let key = self.meta.chunk_keys.key(idx);
-        let context = |e: FetchError| e.context(format!("{}: chunk {key}", self.display_path()));
-        let Some(encoded) = self.fetch_object(&key).map_err(context)? else {
+        let context = |e: FetchError| e.context(self.key_context(&key));
+        let Some(encoded) = self.stored(&key, encoded).map_err(context)? else {
             return Ok(Some(false));
         };
         decode(pipeline, &encoded).map_err(|e| context(e.into()))?;

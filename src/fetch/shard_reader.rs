@@ -275,7 +275,7 @@ mod tests {
             let size = (index_len(4) + 4 * 12) as u64;
             let (index_at, data_at) = if at_start { (0, 68) } else { (size - 68, 0) };
             let ctx = Keeping::default();
-            let data = reader.load(&[0, 1], &ctx).unwrap().unwrap();
+            let data = reader.load(&[0, 1], None, &ctx).unwrap().unwrap();
             assert_eq!(*data, inner_chunk(0, 1));
             let key = "arr/c/0/0".to_string();
             assert_eq!(
@@ -283,7 +283,7 @@ mod tests {
                 vec![(key.clone(), index_at, 68), (key.clone(), data_at + 12, 12)]
             );
             assert_eq!(
-                reader.load(&[1, 0], &ctx).unwrap().unwrap(),
+                reader.load(&[1, 0], None, &ctx).unwrap().unwrap(),
                 inner_chunk(1, 0)
             );
             assert_eq!(
@@ -291,7 +291,7 @@ mod tests {
                 vec![(key, data_at + 24, 12)],
                 "the index is cached"
             );
-            assert_eq!(reader.load(&[3, 1], &ctx), Ok(None), "absent shard");
+            assert_eq!(reader.load(&[3, 1], None, &ctx), Ok(None), "absent shard");
             // One request finds it absent (a suffix read starts with `head`, not recorded).
             let absent = "arr/c/1/0".to_string();
             let expected = if at_start {
@@ -312,10 +312,10 @@ mod tests {
         };
         let (reader, _) = reader(&full_shard(), true, past);
         assert_eq!(
-            reader.load(&[0, 0], &Uncached).unwrap().unwrap(),
+            reader.load(&[0, 0], None, &Uncached).unwrap().unwrap(),
             inner_chunk(0, 0)
         );
-        let err = reader.load(&[1, 1], &Uncached).unwrap_err();
+        let err = reader.load(&[1, 1], None, &Uncached).unwrap_err();
         assert_eq!(err.cause, FetchCause::Corrupt);
         assert!(err.message.contains("truncated shard"), "{err}");
     }
@@ -325,9 +325,9 @@ mod tests {
         let mut chunks = full_shard();
         chunks[2] = None;
         let (reader, _) = reader(&chunks, false, |s| s);
-        assert_eq!(reader.load(&[1, 0], &Uncached), Ok(None));
+        assert_eq!(reader.load(&[1, 0], None, &Uncached), Ok(None));
         assert_eq!(
-            reader.load(&[1, 1], &Uncached).unwrap().unwrap(),
+            reader.load(&[1, 1], None, &Uncached).unwrap().unwrap(),
             inner_chunk(1, 1)
         );
     }
@@ -355,7 +355,10 @@ mod tests {
         ];
         for (expected, damage) in cases {
             let (reader, _) = reader(&full_shard(), false, damage);
-            let err = reader.load(&[0, 1], &Uncached).unwrap_err().to_string();
+            let err = reader
+                .load(&[0, 1], None, &Uncached)
+                .unwrap_err()
+                .to_string();
             assert!(err.starts_with("arr: shard arr/c/0/0: "), "{err}");
             assert!(err.contains(expected), "{err}");
         }

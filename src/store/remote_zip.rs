@@ -3,7 +3,7 @@
 //! byte range, as from a local zip.
 
 use super::zip::{ZipBytes, ZipStore};
-use super::{Entry, Object, ObjectMeta, Store, StoreError};
+use super::{Entry, Latency, Object, ObjectMeta, Store, StoreError};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
@@ -137,6 +137,10 @@ impl Store for RemoteZip {
 
     fn parallelism(&self) -> usize {
         self.store.parallelism()
+    }
+
+    fn latency(&self) -> Latency {
+        self.store.latency()
     }
 
     fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError> {

@@ -1,60 +1,78 @@
-//! The read policy, in one place: how far ahead of a reader to decode (look-ahead windows that
-//! grow with a run of reads in order), how many workers decode ahead, and which chunks a
-//! sequential reader is done with (drop-behind).
-//!
-//! [`ReadPolicy`] holds the numbers; [`ReadPolicy::local`] suits local disks, and a store with
-//! network latency passes a smaller first window, a larger cap and more workers in flight
-//! ([`ReadPolicy::remote`]), like mountpoint-s3's prefetcher.
+//! How far ahead of a reader to load (look-ahead windows that grow with a run of reads in
+//! order), with how many fetches and decoders, and which chunks a sequential reader is done
+//! with (drop-behind): decided from what the store says it is ([`Latency`]), nowhere else.
 
-mod drop_behind;
-mod stream;
+use super::drop_behind::DropBehind;
+use super::stream::{Prediction, Stream};
+use super::Limits;
+use crate::store::Latency;
 
-pub use drop_behind::DropBehind;
-pub use stream::{Prediction, Stream};
-
-/// Prefetch jobs that may wait per worker with [`ReadPolicy::local`].
-const LOCAL_QUEUE_PER_WORKER: usize = 16;
+/// Fetches in flight for a store with network latency: enough to hide 100-200 ms per request
+/// at a few hundred MB/s (object storage answers many requests at once).
+const NETWORK_FETCHES: usize = 64;
+/// Largest look-ahead window for a store with network latency (also at most a quarter of the
+/// cache).
+const NETWORK_WINDOW: u64 = 1 << 30;
 
 /// How a mount reads ahead.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReadPolicy {
+    /// What the store said it is.
+    pub latency: Latency,
     /// Smallest look-ahead window of a confirmed sequential reader, in bytes.
     pub min_window: u64,
     /// Largest look-ahead window, in bytes; it is also capped at a quarter of the cache budget.
     pub max_window: u64,
-    /// Threads decoding ahead (0: no prefetch).
-    pub workers: usize,
-    /// Prefetch jobs that may wait (more are dropped, not queued).
-    pub queue_depth: usize,
-    /// Whether a page-cached read may decode a whole chunk straight into its reply, keeping no
-    /// decoded copy: for local stores, where decoding again is cheap; not for remote ones,
-    /// where it costs a request and the chunk cache must keep serving when the server is down.
-    pub decode_into_reply: bool,
+    /// Fetchers and decoders (no fetcher: no read-ahead).
+    pub limits: Limits,
 }
 
 impl ReadPolicy {
-    /// For local stores: windows from 8 MiB up to a quarter of the cache (two bands of chunks
-    /// where that is more), `workers` threads (one per core), 16 jobs queued per worker.
+    /// [`ReadPolicy::for_store`] for a local store with `workers` fetchers (0: no read-ahead).
     pub fn local(workers: usize) -> Self {
-        ReadPolicy {
-            min_window: 8 << 20,
-            max_window: u64::MAX,
-            workers,
-            queue_depth: LOCAL_QUEUE_PER_WORKER * workers.max(1),
-            decode_into_reply: true,
+        Self::for_store(Latency::Local, workers)
+    }
+
+    /// The policy for a store of `latency` on a machine of `cores` cores, with a cache of
+    /// `budget` bytes.
+    ///
+    /// Local stores: windows from 8 MiB up to a quarter of the cache (two bands of chunks where
+    /// that is more), one fetcher per core decoding what it fetched.
+    ///
+    /// Network latency: a window that grows with the run (see [`Stream::record`]) up to
+    /// 1 GiB and a quarter of the cache whatever the chunk grid (latency, not the grid, decides
+    /// how much must be asked for ahead), [`NETWORK_FETCHES`] fetches in flight with at most a
+    /// quarter of the cache in their bytes, and one decoder per core.
+    pub fn for_store(latency: Latency, cores: usize) -> Self {
+        match latency {
+            Latency::Local => ReadPolicy {
+                latency,
+                min_window: 8 << 20,
+                max_window: u64::MAX,
+                limits: Limits {
+                    fetchers: cores,
+                    decoders: 0,
+                    bytes_in_flight: u64::MAX,
+                },
+            },
+            Latency::Network => ReadPolicy {
+                latency,
+                min_window: 8 << 20,
+                max_window: NETWORK_WINDOW,
+                limits: Limits {
+                    fetchers: NETWORK_FETCHES,
+                    decoders: cores.max(1),
+                    bytes_in_flight: u64::MAX,
+                },
+            },
         }
     }
 
-    /// For stores with network latency: a window starting at 2 MiB that doubles with the run
-    /// (see [`Stream::record`]) up to 256 MiB (and a quarter of the cache), and `in_flight`
-    /// workers each waiting on one request.
-    pub fn remote(in_flight: usize) -> Self {
-        ReadPolicy {
-            min_window: 2 << 20,
-            max_window: 256 << 20,
-            workers: in_flight,
-            queue_depth: 4 * in_flight.max(1),
-            decode_into_reply: false,
+    /// The limits for a cache of `budget` bytes: bytes in flight at most a quarter of it.
+    pub fn limits(&self, budget: u64) -> Limits {
+        Limits {
+            bytes_in_flight: self.limits.bytes_in_flight.min(budget / 4),
+            ..self.limits
         }
     }
 
@@ -62,7 +80,11 @@ impl ReadPolicy {
     /// `natural` bytes, with a cache of `budget` bytes.
     pub fn window(&self, natural: u64, budget: u64) -> u64 {
         let cap = self.max_window.min(budget / 4).max(self.min_window);
-        natural.clamp(self.min_window, cap)
+        let wanted = match self.latency {
+            Latency::Local => natural,
+            Latency::Network => cap,
+        };
+        wanted.clamp(self.min_window, cap)
     }
 }
 
@@ -125,7 +147,7 @@ mod tests {
 
     #[test]
     fn windows_stay_between_the_policy_bounds_and_a_quarter_of_the_cache() {
-        let local = ReadPolicy::local(2);
+        let local = ReadPolicy::for_store(Latency::Local, 2);
         assert_eq!(local.window(1 << 20, 1 << 30), 8 << 20);
         assert_eq!(local.window(100 << 20, 1 << 30), 100 << 20);
         assert_eq!(local.window(1 << 40, 1 << 30), 256 << 20);
@@ -134,10 +156,15 @@ mod tests {
             8 << 20,
             "never below the minimum"
         );
-        let remote = ReadPolicy::remote(32);
-        assert_eq!(remote.window(1 << 20, 1 << 30), 2 << 20);
-        assert_eq!(remote.window(1 << 40, 1 << 40), 256 << 20);
-        assert_eq!(remote.queue_depth, 128);
+        let remote = ReadPolicy::for_store(Latency::Network, 2);
+        assert_eq!(
+            remote.window(1 << 20, 1 << 30),
+            256 << 20,
+            "latency, not the grid"
+        );
+        assert_eq!(remote.window(1 << 40, 1 << 40), 1 << 30);
+        assert_eq!(remote.limits(1 << 30).bytes_in_flight, 256 << 20);
+        assert_eq!((remote.limits.fetchers, remote.limits.decoders), (64, 2));
     }
 
     #[test]

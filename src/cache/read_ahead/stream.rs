@@ -22,6 +22,9 @@ pub struct Stream {
     first: bool,
     /// Where the current run of reads in order began.
     run_start: u64,
+    /// Where the ranges predicted for the current run end: a later prediction starts there,
+    /// so every read asks only for what no earlier one did.
+    predicted: u64,
 }
 
 /// Byte ranges predicted to be read next.
@@ -66,6 +69,7 @@ impl Stream {
             let ahead = end
                 .saturating_add(window / FIRST_READ_FRACTION)
                 .min(first_limit);
+            self.predicted = ahead;
             return if ahead > end {
                 Prediction::Range(end, ahead)
             } else {
@@ -82,6 +86,7 @@ impl Stream {
             self.sequential_hits + 1
         } else {
             self.run_start = offset;
+            self.predicted = 0;
             0
         };
         self.stride_hits = match (stride, self.stride) {
@@ -98,10 +103,13 @@ impl Stream {
                 .last_end
                 .saturating_sub(self.run_start)
                 .saturating_mul(2);
-            return Prediction::Range(
-                self.last_end,
-                self.last_end.saturating_add(window.min(ramp)),
-            );
+            let from = self.last_end.max(self.predicted);
+            let to = self.last_end.saturating_add(window.min(ramp));
+            if to <= from {
+                return Prediction::None;
+            }
+            self.predicted = to;
+            return Prediction::Range(from, to);
         }
         match self.stride {
             Some(s) if self.stride_hits >= CONFIRM && s > 0 => {
@@ -139,15 +147,21 @@ mod tests {
             s.record(2 << 20, 1 << 20, 8 << 20, u64::MAX),
             Prediction::Range(3 << 20, 9 << 20)
         );
-        // Out-of-order readahead requests keep it sequential.
+        // Out-of-order readahead requests keep it sequential; each prediction starts where
+        // the last one ended.
         assert_eq!(
             s.record(5 << 20, 1 << 20, 8 << 20, u64::MAX),
-            Prediction::Range(6 << 20, 14 << 20)
+            Prediction::Range(9 << 20, 14 << 20)
         );
-        assert!(matches!(
+        assert_eq!(
             s.record(4 << 20, 1 << 20, 8 << 20, u64::MAX),
-            Prediction::Range(..)
-        ));
+            Prediction::None,
+            "nothing new to ask for"
+        );
+        assert_eq!(
+            s.record(6 << 20, 1 << 20, 8 << 20, u64::MAX),
+            Prediction::Range(14 << 20, 15 << 20)
+        );
         // A jump starts a new run, which ramps up again.
         s.record(100 << 20, 1 << 20, 8 << 20, u64::MAX);
         s.record(101 << 20, 1 << 20, 8 << 20, u64::MAX);
