@@ -247,28 +247,72 @@ impl ChunkReader {
         self.chunk_bytes.saturating_add(index)
     }
 
-    /// Fetches the stored bytes of the read chunk at `idx` without decoding them, for one of
-    /// the loads below to decode later (`encoded`). `Ok(None)` when this array fetches and
-    /// decodes in one step (sharded, rectilinear or variable-length: their loads fetch what
-    /// they decode). Errors and panics as for [`ChunkReader::load`].
-    pub fn fetch(&self, idx: &[u64]) -> Result<Option<Encoded>, FetchError> {
-        if !self.fetches_apart() {
-            return Ok(None);
+    /// Fetches the stored bytes of the read chunks at `idxs` without decoding them, for one of
+    /// the loads below to decode later (`encoded`): each `Ok(None)` when this array fetches and
+    /// decodes in one step (rectilinear or variable-length chunk objects: their loads fetch
+    /// what they decode). Inner chunks of a shard that lie near each other come in one request
+    /// (see [`super::shard_reader::COALESCE_GAP`]). Errors and panics as for
+    /// [`ChunkReader::load`]; `ctx` keeps the shard indexes.
+    pub fn fetch(
+        &self,
+        idxs: &[Vec<u64>],
+        ctx: &dyn FetchContext,
+    ) -> Vec<Result<Option<Encoded>, FetchError>> {
+        let fetched = guarded(|| Ok(self.fetch_unguarded(idxs, ctx)));
+        match fetched {
+            Ok(all) => all,
+            Err(e) => idxs
+                .iter()
+                .map(|idx| Err(self.name_panic(e.clone(), idx)))
+                .collect(),
         }
-        let key = self.meta.chunk_keys.key(idx);
-        guarded(|| {
-            self.fetch_object(&key)
-                .map(|bytes| Some(Encoded(bytes)))
-                .map_err(|e| e.context(self.key_context(&key)))
-        })
-        .map_err(|e| self.name_panic(e, idx))
     }
 
-    /// True when [`ChunkReader::fetch`] fetches apart from decoding.
-    fn fetches_apart(&self) -> bool {
+    fn fetch_unguarded(
+        &self,
+        idxs: &[Vec<u64>],
+        ctx: &dyn FetchContext,
+    ) -> Vec<Result<Option<Encoded>, FetchError>> {
+        match &self.decoder {
+            Decoder::Sharded(shards) => {
+                let keys = (&self.meta.chunk_keys, &self.listed);
+                shards
+                    .fetch(&*self.store, keys, idxs, self.max_object, ctx)
+                    .into_iter()
+                    .map(|got| {
+                        got.map(|bytes| Some(Encoded(bytes.map(Fetched::from_vec))))
+                            .map_err(|e| e.context(self.display_path()))
+                    })
+                    .collect()
+            }
+            Decoder::Whole(_) if self.decodes_whole_into() => idxs
+                .iter()
+                .map(|idx| {
+                    let key = self.meta.chunk_keys.key(idx);
+                    self.fetch_object(&key)
+                        .map(|bytes| Some(Encoded(bytes)))
+                        .map_err(|e| e.context(self.key_context(&key)))
+                })
+                .collect(),
+            Decoder::Whole(_) => idxs.iter().map(|_| Ok(None)).collect(),
+        }
+    }
+
+    /// True when a stored chunk decodes straight into memory it is given (see
+    /// [`ChunkReader::load_into`]): whole chunk objects of a regular grid, fixed-size elements.
+    pub fn decodes_whole_into(&self) -> bool {
         matches!(self.decoder, Decoder::Whole(_))
             && self.meta.grid == ChunkGrid::Regular
             && !self.meta.dtype.is_variable()
+    }
+
+    /// The shard holding read chunk `idx`, for a sharded array (whose nearby inner chunks are
+    /// best fetched together: see [`ChunkReader::fetch`]); `None` otherwise.
+    pub fn shard_of(&self, idx: &[u64]) -> Option<Vec<u64>> {
+        match &self.decoder {
+            Decoder::Sharded(shards) => shards.shard_of(idx),
+            Decoder::Whole(_) => None,
+        }
     }
 
     /// What errors about the chunk object `key` are prefixed with.
@@ -308,13 +352,14 @@ impl ChunkReader {
             Decoder::Whole(pipeline) => pipeline,
             Decoder::Sharded(shards) => {
                 let keys = &self.meta.chunk_keys;
+                let encoded = encoded.map(|Encoded(bytes)| bytes.map(Fetched::into_vec));
                 return shards
                     .load(
                         &*self.store,
                         (keys, &self.listed),
                         idx,
                         self.max_object,
-                        ctx,
+                        (encoded, ctx),
                     )
                     .map_err(|e| e.context(self.display_path()));
             }
@@ -455,8 +500,7 @@ impl ChunkReader {
         let Decoder::Whole(pipeline) = &self.decoder else {
             return Ok(None);
         };
-        let rectilinear = self.meta.grid != ChunkGrid::Regular;
-        if rectilinear || self.meta.dtype.is_variable() || pipeline.decoded_len() != len {
+        if !self.decodes_whole_into() || pipeline.decoded_len() != len {
             return Ok(None);
         }
         let key = self.meta.chunk_keys.key(idx);

@@ -311,7 +311,7 @@ impl ArrayFile {
             array: source.id,
             index: run.chunk,
         };
-        if !whole || cache.contains(id) {
+        if !whole || !source.reader.decodes_whole_into() || cache.contains(id) {
             return Ok(false);
         }
         // Bytes the read-ahead fetched are decoded here; a chunk it was loading is in the

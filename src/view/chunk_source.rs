@@ -64,8 +64,27 @@ pub(super) struct ChunkSource {
 
 /// The read-ahead loads chunks the way readers do, from bytes it fetched apart.
 impl Source for ChunkSource {
-    fn fetch(&self, index: u64) -> Result<Option<Encoded>, FetchError> {
-        self.reader.fetch(&self.layout.chunk_coords(index))
+    fn fetch(
+        &self,
+        cache: &ChunkCache,
+        indexes: &[u64],
+    ) -> Vec<Result<Option<Encoded>, FetchError>> {
+        let ctx = CacheContext {
+            cache,
+            array: self.id,
+        };
+        let idxs: Vec<Vec<u64>> = indexes
+            .iter()
+            .map(|&i| self.layout.chunk_coords(i))
+            .collect();
+        self.reader.fetch(&idxs, &ctx)
+    }
+
+    fn group(&self, index: u64) -> Option<u64> {
+        let shard = self.reader.shard_of(&self.layout.chunk_coords(index))?;
+        Some(shard.iter().fold(0u64, |at, &i| {
+            at.wrapping_mul(0x100_0000_01b3).wrapping_add(i)
+        }))
     }
 
     fn load(&self, cache: &ChunkCache, index: u64, encoded: Option<Encoded>) {

@@ -286,6 +286,8 @@ impl View {
     /// Reads ahead as `policy` says: its windows, and its workers (none without fetchers).
     pub fn set_read_policy(&mut self, policy: ReadPolicy) {
         self.policy = policy;
+        // The workers of an earlier policy stop first.
+        self.prefetcher = None;
         let limits = policy.limits(self.cache.budget());
         self.prefetcher =
             (limits.fetchers > 0).then(|| ReadAhead::start(self.cache.clone(), limits));

@@ -13,6 +13,10 @@ use std::time::Duration;
 
 /// Most chunks queued or loading at once; more are refused (and counted), never dropped unseen.
 pub(super) const MAX_QUEUED: usize = 4096;
+/// Most chunks fetched together (nearby inner chunks of one shard)...
+const MAX_BATCH: usize = 64;
+/// ...looked for this far down the queue.
+const BATCH_LOOKAHEAD: usize = 256;
 
 /// Where one chunk of the read-ahead is.
 enum Phase {
@@ -45,7 +49,8 @@ struct State {
     in_flight: u64,
     /// Fetches under way.
     fetching: usize,
-    closed: bool,
+    /// Bumped by [`Ledger::close`]: workers started before leave.
+    generation: u64,
 }
 
 /// The read-ahead's chunks and the queues of its workers.
@@ -144,13 +149,21 @@ impl Ledger {
         }
     }
 
-    /// The next fetch for a fetcher, waiting while there is none or the bytes in flight would
-    /// pass `limits` (a fetch always starts when nothing else is in flight); `None` once closed.
-    pub(super) fn next_fetch(&self, limits: &Limits) -> Option<Job> {
+    /// The current generation of workers (see [`Ledger::close`]).
+    pub(super) fn generation(&self) -> u64 {
+        self.lock().generation
+    }
+
+    /// The next fetch for a fetcher of `generation`, waiting while there is none or the bytes
+    /// in flight would pass `limits` (a fetch always starts when nothing else is in flight):
+    /// the chunk first in the queue, and with decoders (a store with latency) the queued chunks
+    /// of its group (its shard: see [`super::Source::group`]) that fit. `None` once its
+    /// generation is closed.
+    pub(super) fn next_fetch(&self, limits: &Limits, generation: u64) -> Option<Vec<Job>> {
         let mut state = self.lock();
         let mut waited = false;
         loop {
-            if state.closed {
+            if state.generation != generation {
                 return None;
             }
             while let Some(&id) = state.to_fetch.front() {
@@ -174,7 +187,11 @@ impl Ledger {
                     };
                     state.in_flight += bytes;
                     state.fetching += 1;
-                    return Some(job);
+                    let mut batch = vec![job];
+                    if limits.decoders > 0 {
+                        take_group(&mut state, &mut batch, limits);
+                    }
+                    return Some(batch);
                 }
                 if !waited {
                     waited = true;
@@ -191,11 +208,12 @@ impl Ledger {
         }
     }
 
-    /// The next fetched chunk for a decoder, waiting while there is none; `None` once closed.
-    pub(super) fn next_decode(&self) -> Option<(Job, Encoded)> {
+    /// The next fetched chunk for a decoder of `generation`, waiting while there is none;
+    /// `None` once its generation is closed.
+    pub(super) fn next_decode(&self, generation: u64) -> Option<(Job, Encoded)> {
         let mut state = self.lock();
         loop {
-            if state.closed {
+            if state.generation != generation {
                 return None;
             }
             while let Some(id) = state.to_decode.pop_front() {
@@ -257,10 +275,45 @@ impl Ledger {
         self.changed.notify_all();
     }
 
-    /// Stops the workers (they return from [`Ledger::next_fetch`] and [`Ledger::next_decode`]).
+    /// Stops the workers started so far (they return from [`Ledger::next_fetch`] and
+    /// [`Ledger::next_decode`]); what they queued stays, for readers to take over or later
+    /// workers to load.
     pub(super) fn close(&self) {
-        self.lock().closed = true;
+        self.lock().generation += 1;
         self.changed.notify_all();
+    }
+}
+
+/// Adds to `batch` (one job, already fetching) the queued chunks of its array and group found
+/// near the front of the queue, while their bytes fit in `limits`.
+fn take_group(state: &mut State, batch: &mut Vec<Job>, limits: &Limits) {
+    let first = &batch[0];
+    let Some(group) = first.source.group(first.id.index) else {
+        return;
+    };
+    let array = first.id.array;
+    let mut mates = Vec::new();
+    for &id in state.to_fetch.iter().take(BATCH_LOOKAHEAD) {
+        if mates.len() + 1 >= MAX_BATCH {
+            break;
+        }
+        let Some(Phase::Queued(job)) = state.phases.get(&id) else {
+            continue;
+        };
+        if id.array != array || job.source.group(id.index) != Some(group) {
+            continue;
+        }
+        if state.in_flight.saturating_add(job.bytes) > limits.bytes_in_flight {
+            break;
+        }
+        state.in_flight += job.bytes;
+        mates.push((id, job.bytes));
+    }
+    for (id, bytes) in mates {
+        if let Some(Phase::Queued(job)) = state.phases.insert(id, Phase::Fetching(bytes)) {
+            state.fetching += 1;
+            batch.push(job);
+        }
     }
 }
 

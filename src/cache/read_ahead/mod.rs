@@ -27,9 +27,21 @@ use std::sync::Arc;
 
 /// One array's chunks, as the read-ahead loads them.
 pub trait Source: Send + Sync {
-    /// Fetches chunk `index`'s stored bytes without decoding them (waiting on the store);
-    /// `Ok(None)` when the array fetches and decodes in one step.
-    fn fetch(&self, index: u64) -> Result<Option<Encoded>, FetchError>;
+    /// Fetches the stored bytes of chunks `indexes` without decoding them (waiting on the
+    /// store; nearby chunks of one group in one request), one answer per chunk: `Ok(None)` when
+    /// the array fetches and decodes in one step. Shard indexes are kept in `cache`.
+    fn fetch(
+        &self,
+        cache: &ChunkCache,
+        indexes: &[u64],
+    ) -> Vec<Result<Option<Encoded>, FetchError>>;
+
+    /// Chunks of one array with the same group (a shard) are worth fetching together; `None`:
+    /// each alone.
+    fn group(&self, index: u64) -> Option<u64> {
+        let _ = index;
+        None
+    }
 
     /// Loads chunk `index` into `cache`, decoding `encoded` when given (else fetching it too).
     /// Errors are left for the reader of the chunk to meet (and report).
@@ -62,8 +74,12 @@ impl Job {
 struct Run(std::sync::Mutex<Option<Box<dyn FnOnce() + Send>>>);
 
 impl Source for Run {
-    fn fetch(&self, _index: u64) -> Result<Option<Encoded>, FetchError> {
-        Ok(None)
+    fn fetch(
+        &self,
+        _cache: &ChunkCache,
+        indexes: &[u64],
+    ) -> Vec<Result<Option<Encoded>, FetchError>> {
+        indexes.iter().map(|_| Ok(None)).collect()
     }
 
     fn load(&self, _cache: &ChunkCache, _index: u64, _encoded: Option<Encoded>) {
@@ -95,17 +111,18 @@ impl ReadAhead {
     /// Starts the workers `limits` asks for, loading into `cache` (whose [`Ledger`] they work
     /// from).
     pub fn start(cache: Arc<ChunkCache>, limits: Limits) -> Self {
+        let generation = cache.ledger().generation();
         for i in 0..limits.fetchers.max(1) {
             let cache = cache.clone();
             let _ = std::thread::Builder::new()
                 .name(format!("fetch-{i}"))
-                .spawn(move || fetcher(&cache, &limits));
+                .spawn(move || fetcher(&cache, &limits, generation));
         }
         for i in 0..limits.decoders {
             let cache = cache.clone();
             let _ = std::thread::Builder::new()
                 .name(format!("decode-{i}"))
-                .spawn(move || decoder(&cache));
+                .spawn(move || decoder(&cache, generation));
         }
         ReadAhead { cache }
     }
@@ -150,34 +167,39 @@ impl Drop for Done<'_> {
     }
 }
 
-fn fetcher(cache: &ChunkCache, limits: &Limits) {
+fn fetcher(cache: &ChunkCache, limits: &Limits, generation: u64) {
     let ledger = cache.ledger();
-    while let Some(job) = ledger.next_fetch(limits) {
-        add(&STATS.counters.prefetch_loads, 1);
-        let done = Done { cache, id: job.id };
-        let fetched = catch_unwind(AssertUnwindSafe(|| job.source.fetch(job.id.index)));
-        let encoded = match fetched {
-            Ok(Ok(encoded)) => encoded,
-            Ok(Err(e)) => {
-                log::debug!("read-ahead: {e}");
-                continue;
-            }
-            Err(_) => continue,
+    while let Some(batch) = ledger.next_fetch(limits, generation) {
+        add(&STATS.counters.prefetch_loads, batch.len() as u64);
+        let dones: Vec<Done> = batch.iter().map(|job| Done { cache, id: job.id }).collect();
+        let indexes: Vec<u64> = batch.iter().map(|job| job.id.index).collect();
+        let fetched = catch_unwind(AssertUnwindSafe(|| batch[0].source.fetch(cache, &indexes)));
+        let Ok(fetched) = fetched.map_err(|_| log::debug!("read-ahead: a fetch panicked")) else {
+            continue;
         };
-        match ledger.fetched(job, encoded, limits.decoders > 0) {
-            Some((job, encoded)) => {
-                let _ = catch_unwind(AssertUnwindSafe(|| {
-                    job.source.load(cache, job.id.index, encoded)
-                }));
+        for ((job, got), done) in batch.into_iter().zip(fetched).zip(dones) {
+            let encoded = match got {
+                Ok(encoded) => encoded,
+                Err(e) => {
+                    log::debug!("read-ahead: {e}");
+                    continue;
+                }
+            };
+            match ledger.fetched(job, encoded, limits.decoders > 0) {
+                Some((job, encoded)) => {
+                    let _ = catch_unwind(AssertUnwindSafe(|| {
+                        job.source.load(cache, job.id.index, encoded)
+                    }));
+                }
+                // The decoders have it now.
+                None => std::mem::forget(done),
             }
-            // The decoders have it now.
-            None => std::mem::forget(done),
         }
     }
 }
 
-fn decoder(cache: &ChunkCache) {
-    while let Some((job, encoded)) = cache.ledger().next_decode() {
+fn decoder(cache: &ChunkCache, generation: u64) {
+    while let Some((job, encoded)) = cache.ledger().next_decode(generation) {
         let _done = Done { cache, id: job.id };
         let _ = catch_unwind(AssertUnwindSafe(|| {
             job.source.load(cache, job.id.index, Some(encoded))
