@@ -391,7 +391,7 @@ impl View {
                     array.attach_backing(backing);
                 }
                 let fh = self.next_handle.fetch_add(1, Ordering::Relaxed) + 1;
-                let state = ReaderState::new(page_cached);
+                let state = self.policy.reader(page_cached);
                 self.lock_handles().insert(fh, state);
                 Ok(fh)
             }

@@ -10,6 +10,9 @@ use crate::store::Latency;
 /// Fetches in flight for a store with network latency: enough to hide 100-200 ms per request
 /// at a few hundred MB/s (object storage answers many requests at once).
 const NETWORK_FETCHES: usize = 64;
+/// How many times its run a reader of a store with network latency looks ahead: each round trip
+/// the window can grow ninefold, so a few round trips reach the whole window.
+const NETWORK_RAMP: u64 = 8;
 /// Largest look-ahead window for a store with network latency (also at most a quarter of the
 /// cache).
 const NETWORK_WINDOW: u64 = 1 << 30;
@@ -23,6 +26,9 @@ pub struct ReadPolicy {
     pub min_window: u64,
     /// Largest look-ahead window, in bytes; it is also capped at a quarter of the cache budget.
     pub max_window: u64,
+    /// How many times its run of reads in order a reader looks ahead (the window grows with
+    /// the run until it reaches `max_window`).
+    pub ramp: u64,
     /// Fetchers and decoders (no fetcher: no read-ahead).
     pub limits: Limits,
 }
@@ -49,6 +55,7 @@ impl ReadPolicy {
                 latency,
                 min_window: 8 << 20,
                 max_window: u64::MAX,
+                ramp: 2,
                 limits: Limits {
                     fetchers: cores,
                     decoders: 0,
@@ -59,6 +66,7 @@ impl ReadPolicy {
                 latency,
                 min_window: 8 << 20,
                 max_window: NETWORK_WINDOW,
+                ramp: NETWORK_RAMP,
                 limits: Limits {
                     fetchers: NETWORK_FETCHES,
                     decoders: cores.max(1),
@@ -66,6 +74,11 @@ impl ReadPolicy {
                 },
             },
         }
+    }
+
+    /// The state of a new reader (`page_cached`: the kernel caches what it reads).
+    pub fn reader(&self, page_cached: bool) -> ReaderState {
+        ReaderState::new(page_cached, self.ramp)
     }
 
     /// The limits for a cache of `budget` bytes: bytes in flight at most a quarter of it.
@@ -97,10 +110,11 @@ pub struct ReaderState {
 }
 
 impl ReaderState {
-    /// A reader whose reads the kernel caches (`page_cached`), so drop-behind applies.
-    pub fn new(page_cached: bool) -> Self {
+    /// A reader whose reads the kernel caches (`page_cached`), so drop-behind applies, looking
+    /// ahead `ramp` times its run (see [`Stream::record`]).
+    fn new(page_cached: bool, ramp: u64) -> Self {
         ReaderState {
-            stream: Stream::default(),
+            stream: Stream::new(ramp),
             behind: page_cached.then(DropBehind::default),
         }
     }
@@ -171,7 +185,7 @@ mod tests {
     fn only_page_cached_sequential_readers_drop_behind() {
         let mib = 1 << 20;
         for cached in [true, false] {
-            let mut r = ReaderState::new(cached);
+            let mut r = ReadPolicy::local(2).reader(cached);
             let mut passed = Vec::new();
             for k in 0..12 {
                 let (_, p) = r.after_read(k * mib, mib, 8 * mib, u64::MAX, [(k, (k + 1) * mib)]);

@@ -11,8 +11,10 @@ const CONFIRM: u32 = 2;
 const FIRST_READ_FRACTION: u64 = 4;
 
 /// What one open file has been doing.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Stream {
+    /// How many times what has been read in order to look ahead.
+    ramp: u64,
     last_offset: Option<u64>,
     last_end: u64,
     stride: Option<i128>,
@@ -44,6 +46,21 @@ pub enum Prediction {
 }
 
 impl Stream {
+    /// A reader not seen yet, whose look-ahead will be `ramp` times its run of reads in order.
+    pub fn new(ramp: u64) -> Self {
+        Stream {
+            ramp,
+            last_offset: None,
+            last_end: 0,
+            stride: None,
+            sequential_hits: 0,
+            stride_hits: 0,
+            first: false,
+            run_start: 0,
+            predicted: 0,
+        }
+    }
+
     /// True once reads in order are confirmed (and until the pattern breaks).
     pub fn is_sequential(&self) -> bool {
         self.sequential_hits >= CONFIRM
@@ -56,8 +73,8 @@ impl Stream {
 
     /// Records a read of `len` bytes at `offset`; predicts what comes next within `window` bytes.
     /// A first read only looks ahead up to `first_limit` (the end of the chunks it touches), so a
-    /// reader of one frame does not pay for decoding the next. Reads in order look ahead twice as
-    /// far as they have come, up to `window` (like the kernel's readahead ramp), so one large
+    /// reader of one frame does not pay for decoding the next. Reads in order look ahead `ramp`
+    /// times as far as they have come, up to `window` (like the kernel's readahead ramp), so one large
     /// read, which arrives as several requests, does not set off decoding far beyond itself.
     pub fn record(&mut self, offset: u64, len: u64, window: u64, first_limit: u64) -> Prediction {
         let end = offset.saturating_add(len);
@@ -102,7 +119,7 @@ impl Stream {
             let ramp = self
                 .last_end
                 .saturating_sub(self.run_start)
-                .saturating_mul(2);
+                .saturating_mul(self.ramp);
             let from = self.last_end.max(self.predicted);
             let to = self.last_end.saturating_add(window.min(ramp));
             if to <= from {
@@ -133,7 +150,7 @@ mod tests {
 
     #[test]
     fn sequential_reads_predict_the_next_window() {
-        let mut s = Stream::default();
+        let mut s = Stream::new(2);
         assert_eq!(
             s.record(0, 1 << 20, 8 << 20, u64::MAX),
             Prediction::Range(1 << 20, 3 << 20)
@@ -173,7 +190,7 @@ mod tests {
 
     #[test]
     fn constant_strides_predict_the_next_reads() {
-        let mut s = Stream::default();
+        let mut s = Stream::new(2);
         let row = 100 << 20;
         for k in 0..4 {
             s.record(k * row + 40, 4096, 64 << 10, u64::MAX);
@@ -191,7 +208,7 @@ mod tests {
 
     #[test]
     fn random_reads_predict_nothing() {
-        let mut s = Stream::default();
+        let mut s = Stream::new(2);
         s.record(1 << 30, 4096, 8 << 20, u64::MAX);
         for off in [900u64 << 20, 3 << 20, 700 << 20, 11 << 20, 400 << 20] {
             assert_eq!(s.record(off, 4096, 8 << 20, u64::MAX), Prediction::None);
