@@ -403,13 +403,12 @@ impl ArrayFile {
         let Ok(source) = &self.source else { return };
         let shared = Arc::new(source.clone());
         let bytes = source.reader.cached_bytes_per_chunk().max(1);
-        let job = |chunk: u64| Job {
-            id: ChunkId {
+        let job = |chunk: u64| {
+            let id = ChunkId {
                 array: source.id,
                 index: chunk,
-            },
-            bytes,
-            source: shared.clone(),
+            };
+            Job::chunk(id, bytes, shared.clone())
         };
         if urgent {
             // Each goes to the front: the last first, so they leave in order.

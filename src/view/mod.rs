@@ -533,13 +533,13 @@ impl View {
             .policy
             .window(array.read_ahead_bytes(), self.cache.budget());
         let ends = now.iter().map(|&c| (c, array.chunk_end_byte(c)));
+        let first_limit = (0..self.policy.first_bands).fold(offset, |at, _| array.band_end(at));
         let (prediction, passed, page_cached) = {
             let mut handles = self.lock_handles();
             let Some(state) = handles.get_mut(&fh) else {
                 return true;
             };
-            let (prediction, passed) =
-                state.after_read(offset, len, window, array.band_end(offset), ends);
+            let (prediction, passed) = state.after_read(offset, len, window, first_limit, ends);
             (prediction, passed, state.page_cached())
         };
         array.discard(&self.cache, &passed);

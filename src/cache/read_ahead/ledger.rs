@@ -3,7 +3,7 @@
 //! reader who needs a chunk finds out whether to wait for it, take its fetched bytes, or load it
 //! itself.
 
-use super::{Job, Limits};
+use super::{Job, Key, Limits};
 use crate::cache::ChunkId;
 use crate::fetch::Encoded;
 use crate::stats::{add, STATS};
@@ -40,11 +40,11 @@ pub enum Claim {
 
 #[derive(Default)]
 struct State {
-    phases: HashMap<ChunkId, Phase>,
+    phases: HashMap<Key, Phase>,
     /// Chunks to fetch, in order; an id whose phase is no longer `Queued` is skipped.
-    to_fetch: VecDeque<ChunkId>,
+    to_fetch: VecDeque<Key>,
     /// Fetched chunks to decode, in order of arrival.
-    to_decode: VecDeque<ChunkId>,
+    to_decode: VecDeque<Key>,
     /// Bytes of the chunks being fetched or waiting to be decoded.
     in_flight: u64,
     /// Fetches under way.
@@ -75,7 +75,7 @@ impl Ledger {
     /// is queued or loading already, or too many are queued (counted and logged).
     pub(super) fn queue(&self, job: Job, urgent: bool) -> bool {
         let mut state = self.lock();
-        let id = job.id;
+        let id = job.key();
         if let Some(phase) = state.phases.get(&id) {
             // A queued chunk a read now waits for moves to the front (its old place is skipped).
             if urgent && matches!(phase, Phase::Queued(_)) {
@@ -90,7 +90,7 @@ impl Ledger {
             add(&STATS.counters.prefetch_refused, 1);
             log::debug!(
                 "read-ahead: {MAX_QUEUED} chunks queued; chunk {} not queued",
-                id.index
+                id.id.index
             );
             return false;
         }
@@ -105,9 +105,12 @@ impl Ledger {
         true
     }
 
-    /// True when `id` is queued or loading here.
+    /// True when chunk `id` is queued or loading here.
     pub fn holds(&self, id: ChunkId) -> bool {
-        self.lock().phases.contains_key(&id)
+        self.lock().phases.contains_key(&Key {
+            id,
+            claimable: true,
+        })
     }
 
     /// Chunks queued or loading.
@@ -125,6 +128,10 @@ impl Ledger {
     /// for the reader to decode; for one being fetched or decoded, the reader waits until that
     /// is over (its own chunk, nothing else), then loads it (from the cache, normally).
     pub fn claim(&self, id: ChunkId) -> Claim {
+        let id = Key {
+            id,
+            claimable: true,
+        };
         let mut state = self.lock();
         loop {
             match state.phases.get(&id) {
@@ -200,7 +207,7 @@ impl Ledger {
                         "read-ahead: {} bytes in flight, {} fetches; chunk {} waits",
                         state.in_flight,
                         state.fetching,
-                        id.index
+                        id.id.index
                     );
                 }
             }
@@ -244,7 +251,7 @@ impl Ledger {
     ) -> Option<(Job, Option<Encoded>)> {
         let mut state = self.lock();
         state.fetching = state.fetching.saturating_sub(1);
-        let id = job.id;
+        let id = job.key();
         match encoded {
             Some(encoded) if to_decoders => {
                 state.phases.insert(id, Phase::Fetched(job, encoded));
@@ -265,7 +272,7 @@ impl Ledger {
 
     /// The read-ahead is done with chunk `id` (loaded, failed, or given up): readers waiting
     /// for it go on. Bytes still counted for it (a failed fetch) are released.
-    pub(super) fn done(&self, id: ChunkId) {
+    pub(super) fn done(&self, id: Key) {
         let mut state = self.lock();
         if let Some(Phase::Fetching(bytes)) = state.phases.remove(&id) {
             state.in_flight = state.in_flight.saturating_sub(bytes);
@@ -291,7 +298,7 @@ fn take_group(state: &mut State, batch: &mut Vec<Job>, limits: &Limits) {
     let Some(group) = first.source.group(first.id.index) else {
         return;
     };
-    let array = first.id.array;
+    let first = first.key();
     let mut mates = Vec::new();
     for &id in state.to_fetch.iter().take(BATCH_LOOKAHEAD) {
         if mates.len() + 1 >= MAX_BATCH {
@@ -300,7 +307,8 @@ fn take_group(state: &mut State, batch: &mut Vec<Job>, limits: &Limits) {
         let Some(Phase::Queued(job)) = state.phases.get(&id) else {
             continue;
         };
-        if id.array != array || job.source.group(id.index) != Some(group) {
+        let (same, index) = (id.claimable == first.claimable, id.id.index);
+        if !same || id.id.array != first.id.array || job.source.group(index) != Some(group) {
             continue;
         }
         if state.in_flight.saturating_add(job.bytes) > limits.bytes_in_flight {
@@ -330,11 +338,25 @@ mod tests {
         ChunkId { array: 7, index }
     }
 
+    /// Counts the chunks it loads.
+    struct Counting(Arc<AtomicU32>);
+
+    impl super::super::Source for Counting {
+        fn fetch(
+            &self,
+            _cache: &ChunkCache,
+            indexes: &[u64],
+        ) -> Vec<Result<Option<Encoded>, crate::fetch::FetchError>> {
+            indexes.iter().map(|_| Ok(None)).collect()
+        }
+
+        fn load(&self, _cache: &ChunkCache, _index: u64, _encoded: Option<Encoded>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
     fn counting(id: ChunkId, runs: &Arc<AtomicU32>) -> Job {
-        let runs = runs.clone();
-        Job::run(id, 1, move || {
-            runs.fetch_add(1, Ordering::SeqCst);
-        })
+        Job::chunk(id, 1, Arc::new(Counting(runs.clone())))
     }
 
     #[test]
@@ -352,6 +374,24 @@ mod tests {
         assert!(!ledger.queue(counting(id(u64::MAX), &runs), false));
         assert!(refused() > before, "a refusal is counted");
         assert_eq!(ledger.len(), MAX_QUEUED);
+    }
+
+    #[test]
+    fn other_work_on_a_chunk_is_neither_taken_over_nor_waited_for_by_its_readers() {
+        let ledger = Ledger::default();
+        let runs = Arc::new(AtomicU32::new(0));
+        let counted = runs.clone();
+        let fill = Job::run(id(3), 1, move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+        });
+        assert!(ledger.queue(fill, false));
+        assert!(!ledger.holds(id(3)));
+        assert!(matches!(ledger.claim(id(3)), Claim::Load));
+        assert_eq!(ledger.len(), 1, "still queued for a worker");
+        assert!(
+            ledger.queue(counting(id(3), &runs), false),
+            "a load of it is apart"
+        );
     }
 
     #[test]

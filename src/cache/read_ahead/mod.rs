@@ -56,16 +56,46 @@ pub struct Job {
     pub bytes: u64,
     /// Where it comes from.
     pub source: Arc<dyn Source>,
+    /// False for other work on the chunk ([`Job::run`]), which readers of the chunk neither
+    /// take over nor wait for.
+    claimable: bool,
+}
+
+/// What the ledger files a job under: its chunk, and whether it loads the chunk into the cache
+/// (readers may claim it) or does other work with it.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+struct Key {
+    id: ChunkId,
+    claimable: bool,
 }
 
 impl Job {
-    /// A job that loads by running `run` (fetching and decoding in one step): for work other
-    /// than a plain chunk of the cache, e.g. filling a selection's buffer.
+    /// A job loading chunk `id` of `source` into the cache.
+    pub fn chunk(id: ChunkId, bytes: u64, source: Arc<dyn Source>) -> Self {
+        Job {
+            id,
+            bytes,
+            source,
+            claimable: true,
+        }
+    }
+
+    /// A job that runs `run` (fetching and decoding in one step) for chunk `id`: other work
+    /// than loading it into the cache, e.g. filling a selection's buffer from it (which may
+    /// itself load the chunk: readers of the chunk do not wait for this job).
     pub fn run(id: ChunkId, bytes: u64, run: impl FnOnce() + Send + 'static) -> Self {
         Job {
             id,
             bytes,
             source: Arc::new(Run(std::sync::Mutex::new(Some(Box::new(run))))),
+            claimable: false,
+        }
+    }
+
+    fn key(&self) -> Key {
+        Key {
+            id: self.id,
+            claimable: self.claimable,
         }
     }
 }
@@ -152,17 +182,17 @@ impl Drop for ReadAhead {
     }
 }
 
-/// Tells the ledger a chunk is done with when dropped, also when a load panics.
+/// Tells the ledger a job is done with when dropped, also when a load panics.
 struct Done<'a> {
     cache: &'a ChunkCache,
-    id: ChunkId,
+    key: Key,
 }
 
 impl Drop for Done<'_> {
     fn drop(&mut self) {
-        self.cache.ledger().done(self.id);
-        if self.cache.contains(self.id) {
-            self.cache.mark_prefetched(self.id);
+        self.cache.ledger().done(self.key);
+        if self.cache.contains(self.key.id) {
+            self.cache.mark_prefetched(self.key.id);
         }
     }
 }
@@ -171,7 +201,13 @@ fn fetcher(cache: &ChunkCache, limits: &Limits, generation: u64) {
     let ledger = cache.ledger();
     while let Some(batch) = ledger.next_fetch(limits, generation) {
         add(&STATS.counters.prefetch_loads, batch.len() as u64);
-        let dones: Vec<Done> = batch.iter().map(|job| Done { cache, id: job.id }).collect();
+        let dones: Vec<Done> = batch
+            .iter()
+            .map(|job| Done {
+                cache,
+                key: job.key(),
+            })
+            .collect();
         let indexes: Vec<u64> = batch.iter().map(|job| job.id.index).collect();
         let fetched = catch_unwind(AssertUnwindSafe(|| batch[0].source.fetch(cache, &indexes)));
         let Ok(fetched) = fetched.map_err(|_| log::debug!("read-ahead: a fetch panicked")) else {
@@ -200,7 +236,10 @@ fn fetcher(cache: &ChunkCache, limits: &Limits, generation: u64) {
 
 fn decoder(cache: &ChunkCache, generation: u64) {
     while let Some((job, encoded)) = cache.ledger().next_decode(generation) {
-        let _done = Done { cache, id: job.id };
+        let _done = Done {
+            cache,
+            key: job.key(),
+        };
         let _ = catch_unwind(AssertUnwindSafe(|| {
             job.source.load(cache, job.id.index, Some(encoded))
         }));

@@ -29,6 +29,13 @@ pub struct ReadPolicy {
     /// How many times its run of reads in order a reader looks ahead (the window grows with
     /// the run until it reaches `max_window`).
     pub ramp: u64,
+    /// How many bands of chunks (from the one it reads) a first read looks ahead at most: one
+    /// for local stores (a reader of one frame does not pay for the next), two over the
+    /// network (the next band is a round trip away when the reader gets there).
+    pub first_bands: u32,
+    /// Whether the look-ahead also doubles with every read in order (over the network, so
+    /// that it hides the latency within a few reads).
+    pub doubling: bool,
     /// Fetchers and decoders (no fetcher: no read-ahead).
     pub limits: Limits,
 }
@@ -56,6 +63,8 @@ impl ReadPolicy {
                 min_window: 8 << 20,
                 max_window: u64::MAX,
                 ramp: 2,
+                first_bands: 1,
+                doubling: false,
                 limits: Limits {
                     fetchers: cores,
                     decoders: 0,
@@ -67,6 +76,8 @@ impl ReadPolicy {
                 min_window: 8 << 20,
                 max_window: NETWORK_WINDOW,
                 ramp: NETWORK_RAMP,
+                first_bands: 2,
+                doubling: true,
                 limits: Limits {
                     fetchers: NETWORK_FETCHES,
                     decoders: cores.max(1),
@@ -78,7 +89,7 @@ impl ReadPolicy {
 
     /// The state of a new reader (`page_cached`: the kernel caches what it reads).
     pub fn reader(&self, page_cached: bool) -> ReaderState {
-        ReaderState::new(page_cached, self.ramp)
+        ReaderState::new(page_cached, Stream::new(self.ramp, self.doubling))
     }
 
     /// The limits for a cache of `budget` bytes: bytes in flight at most a quarter of it.
@@ -111,10 +122,10 @@ pub struct ReaderState {
 
 impl ReaderState {
     /// A reader whose reads the kernel caches (`page_cached`), so drop-behind applies, looking
-    /// ahead `ramp` times its run (see [`Stream::record`]).
-    fn new(page_cached: bool, ramp: u64) -> Self {
+    /// ahead as `stream` does (see [`Stream::record`]).
+    fn new(page_cached: bool, stream: Stream) -> Self {
         ReaderState {
-            stream: Stream::new(ramp),
+            stream,
             behind: page_cached.then(DropBehind::default),
         }
     }

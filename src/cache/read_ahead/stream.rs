@@ -15,6 +15,8 @@ const FIRST_READ_FRACTION: u64 = 4;
 pub struct Stream {
     /// How many times what has been read in order to look ahead.
     ramp: u64,
+    /// Whether the look-ahead also doubles with every read in order.
+    doubling: bool,
     last_offset: Option<u64>,
     last_end: u64,
     stride: Option<i128>,
@@ -46,10 +48,12 @@ pub enum Prediction {
 }
 
 impl Stream {
-    /// A reader not seen yet, whose look-ahead will be `ramp` times its run of reads in order.
-    pub fn new(ramp: u64) -> Self {
+    /// A reader not seen yet, whose look-ahead will be `ramp` times its run of reads in order,
+    /// and with `doubling` at least twice what it was at the read before.
+    pub fn new(ramp: u64, doubling: bool) -> Self {
         Stream {
             ramp,
+            doubling,
             last_offset: None,
             last_end: 0,
             stride: None,
@@ -74,8 +78,11 @@ impl Stream {
     /// Records a read of `len` bytes at `offset`; predicts what comes next within `window` bytes.
     /// A first read only looks ahead up to `first_limit` (the end of the chunks it touches), so a
     /// reader of one frame does not pay for decoding the next. Reads in order look ahead `ramp`
-    /// times as far as they have come, up to `window` (like the kernel's readahead ramp), so one large
-    /// read, which arrives as several requests, does not set off decoding far beyond itself.
+    /// times as far as they have come, up to `window` (like the kernel's readahead ramp), so one
+    /// large read, which arrives as several requests, does not set off decoding far beyond
+    /// itself; with `doubling`, at least twice as far ahead as the read before looked (as
+    /// mountpoint-s3 does: a reader waiting for its first chunks still gets the whole window
+    /// asked for within a few reads).
     pub fn record(&mut self, offset: u64, len: u64, window: u64, first_limit: u64) -> Prediction {
         let end = offset.saturating_add(len);
         self.first = self.last_offset.is_none();
@@ -120,8 +127,14 @@ impl Stream {
                 .last_end
                 .saturating_sub(self.run_start)
                 .saturating_mul(self.ramp);
+            let ahead = self.predicted.saturating_sub(self.last_end);
+            let grown = if self.doubling {
+                ahead.saturating_mul(2)
+            } else {
+                0
+            };
             let from = self.last_end.max(self.predicted);
-            let to = self.last_end.saturating_add(window.min(ramp));
+            let to = self.last_end.saturating_add(window.min(ramp.max(grown)));
             if to <= from {
                 return Prediction::None;
             }
@@ -150,7 +163,7 @@ mod tests {
 
     #[test]
     fn sequential_reads_predict_the_next_window() {
-        let mut s = Stream::new(2);
+        let mut s = Stream::new(2, false);
         assert_eq!(
             s.record(0, 1 << 20, 8 << 20, u64::MAX),
             Prediction::Range(1 << 20, 3 << 20)
@@ -189,8 +202,29 @@ mod tests {
     }
 
     #[test]
+    fn a_doubling_look_ahead_doubles_with_every_read_in_order() {
+        let mut s = Stream::new(2, true);
+        let mib = 1 << 20;
+        assert_eq!(
+            s.record(0, mib, 64 * mib, 8 * mib),
+            Prediction::Range(mib, 8 * mib)
+        );
+        s.record(mib, mib, 64 * mib, u64::MAX);
+        // 5 MiB were ahead of the reader (3 to 8): now 10.
+        assert_eq!(
+            s.record(2 * mib, mib, 64 * mib, u64::MAX),
+            Prediction::Range(8 * mib, 13 * mib)
+        );
+        // 9 ahead: now 18.
+        assert_eq!(
+            s.record(3 * mib, mib, 64 * mib, u64::MAX),
+            Prediction::Range(13 * mib, 22 * mib)
+        );
+    }
+
+    #[test]
     fn constant_strides_predict_the_next_reads() {
-        let mut s = Stream::new(2);
+        let mut s = Stream::new(2, false);
         let row = 100 << 20;
         for k in 0..4 {
             s.record(k * row + 40, 4096, 64 << 10, u64::MAX);
@@ -208,7 +242,7 @@ mod tests {
 
     #[test]
     fn random_reads_predict_nothing() {
-        let mut s = Stream::new(2);
+        let mut s = Stream::new(2, false);
         s.record(1 << 30, 4096, 8 << 20, u64::MAX);
         for off in [900u64 << 20, 3 << 20, 700 << 20, 11 << 20, 400 << 20] {
             assert_eq!(s.record(off, 4096, 8 << 20, u64::MAX), Prediction::None);
