@@ -606,6 +606,56 @@ link_tree() { cp -al "$1" "$2" 2>/dev/null || cp -r "$1" "$2"; }
 # stderr, before the daemon detaches).
 mount_requests() { sed -n 's/.*: scanned in .*: \([0-9]*\) requests.*/\1/p' "$RUN/mount-v.log" | tail -n1; }
 
+# Latencies (ms) the delay proxy adds for the remote read rows; 0 goes straight to s3s-fs.
+REMOTE_DELAYS="0 100 200"
+
+# Starts scripts/delay_proxy.py in front of the S3 server on port $1, holding every response
+# $2 ms; sets PROXY_PORT and PROXY_PID.
+start_proxy() {
+    local r
+    PROXY_PORT=$(free_port)
+    "$PYTHON" "$SCRIPTS/delay_proxy.py" --listen "$PROXY_PORT" --to "127.0.0.1:$1" --delay-ms "$2" \
+        >>"$RUN/delay-proxy.log" 2>&1 &
+    PROXY_PID=$!
+    echo "$PROXY_PID" >> "$RUN/pids"
+    for r in $(seq 500); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$PROXY_PORT") 2>/dev/null && return 0
+        sleep 0.02
+    done
+    die "the delay proxy did not start (log: $RUN/delay-proxy.log)"
+}
+
+stop_proxy() {
+    kill "$PROXY_PID" 2>/dev/null || true
+    wait "$PROXY_PID" 2>/dev/null || true
+}
+
+# One repetition of the remote read rows at endpoint $1, recorded under $2 (e.g.
+# remote.d100.zstd): zarrfs's cold dd, zarr-python + obstore with its default settings and with
+# 64 requests in flight, and a plain fetch of the same chunk objects, 64 in flight, no decoding.
+# $3 = 1 checks zarrfs's bytes.
+remote_read_rows() {
+    local ep=$1 key=$2 check=$3 cold s s64 f
+    cold_prep "$BENCH_DIR/s3root/bench/arrays.zarr/zstd"
+    mount_fs s3://bench/arrays.zarr --endpoint "$ep"
+    cold=$(dd_secs "$MNT/zstd"); rec "$key.cold" "$cold"
+    if [ "$check" = 1 ]; then
+        if cmp -s "$MNT/zstd" "$RAW"; then rec "check.$key" ok
+        else rec "check.$key" "\"MISMATCH: zstd over S3 differs from raw.bin\""; fi
+    fi
+    unmount_fs
+    s=$(py "$SCRIPTS/bench_read.py" zarr s3://bench/arrays.zarr/zstd : --warmup s3://bench/arrays.zarr/zstd \
+        --endpoint "$ep" | jget seconds)
+    rec "$key.zarr" "$s"
+    s64=$(py "$SCRIPTS/bench_read.py" zarr s3://bench/arrays.zarr/zstd : --warmup s3://bench/arrays.zarr/zstd \
+        --endpoint "$ep" --concurrency 64 | jget seconds)
+    rec "$key.zarr64" "$s64"
+    f=$(py "$SCRIPTS/bench_read.py" fetch s3://bench/arrays.zarr/zstd/c/ --endpoint "$ep" --in-flight 64 \
+        | jget seconds)
+    rec "$key.fetch64" "$f"
+    log "$key: zarrfs cold $cold s; zarr-python + obstore $s s (64 in flight: $s64 s); plain fetch $f s"
+}
+
 start_s3() { # ROOT: serves ROOT (one bucket per directory) with s3s-fs; sets S3_EP and S3_PID
     local port r
     command -v s3s-fs >/dev/null || die "s3s-fs is missing: cargo install s3s-fs --version 0.14.1 --features binary"
@@ -628,7 +678,7 @@ stop_s3() {
 }
 
 section_remote() {
-    local root=$BENCH_DIR/s3root ep r cold s t0 kind store
+    local root=$BENCH_DIR/s3root ep r t0 kind store delay key
     "$PYTHON" -c 'import obstore' 2>/dev/null || die "$PYTHON needs obstore (pip install obstore)"
     rm -rf "$root"
     mkdir -p "$root/bench/arrays.zarr"
@@ -639,19 +689,19 @@ section_remote() {
     py "$SCRIPTS/bench_data.py" consolidate "$root/bench/tree-consolidated.zarr"
     start_s3 "$root"
     ep=$S3_EP
+    for delay in $REMOTE_DELAYS; do
+        if [ "$delay" = 0 ]; then key=remote.full.zstd; else key=remote.d$delay.zstd; fi
+        [ "$delay" = 0 ] || start_proxy "${S3_EP##*:}" "$delay"
+        for r in $(seq "$REPS"); do
+            if [ "$delay" = 0 ]; then
+                remote_read_rows "$ep" "$key" "$([ "$r" = 1 ] && echo 1)"
+            else
+                remote_read_rows "http://127.0.0.1:$PROXY_PORT" "$key" "$([ "$r" = 1 ] && echo 1)"
+            fi
+        done
+        [ "$delay" = 0 ] || stop_proxy
+    done
     for r in $(seq "$REPS"); do
-        cold_prep "$root/bench/arrays.zarr/zstd"
-        mount_fs s3://bench/arrays.zarr --endpoint "$ep"
-        cold=$(dd_secs "$MNT/zstd"); rec remote.full.zstd.cold "$cold"
-        if [ "$r" = 1 ]; then
-            if cmp -s "$MNT/zstd" "$RAW"; then rec check.remote.full.zstd ok
-            else rec check.remote.full.zstd "\"MISMATCH: zstd over S3 differs from raw.bin\""; fi
-        fi
-        unmount_fs
-        s=$(py "$SCRIPTS/bench_read.py" zarr s3://bench/arrays.zarr/zstd : --warmup s3://bench/arrays.zarr/zstd \
-            --endpoint "$ep" | jget seconds)
-        rec remote.full.zstd.zarr "$s"
-        log "remote full zstd rep $r: zarrfs cold $cold s; zarr-python + obstore $s s"
         for kind in consolidated listed; do
             # Without consolidated metadata the walk makes a request per node (32 in flight): once.
             [ "$kind" = listed ] && [ "$r" != 1 ] && continue

@@ -2,6 +2,9 @@
 """Timed reads for scripts/bench.sh: one measurement per process, one JSON line on stdout.
 
     bench_read.py zarr  ARRAY_PATH SEL [--warmup OTHER_ARRAY] [--barrier DIR] [--endpoint URL]
+                        [--concurrency N]
+    bench_read.py fetch s3://BUCKET/PREFIX --endpoint URL [--in-flight N]
+                        (every object under PREFIX fetched whole, N at once, not decoded)
     bench_read.py file  FILE SEL --shape T,Y,X [--method memmap|read|slice] [--warmup] [--barrier DIR]
     bench_read.py list  GROUP_PATH                 (zarr-python: open a hierarchy, list every node)
     bench_read.py decode ARRAY_PATH [--threads N]  (numcodecs: decode every chunk, no FUSE)
@@ -24,6 +27,9 @@ starting, so that parallel readers start together.
 
 An ARRAY_PATH s3://bucket/key is read through zarr's ObjectStore on obstore's S3Store, at the
 S3-compatible server --endpoint URL, with credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY.
+--concurrency N sets zarr's async.concurrency (requests in flight; zarr's default otherwise).
+fetch lists PREFIX first (not timed), then times fetching every object with N requests in
+flight (default 64) through obstore: the network-side limit of a cold read, with no decoding.
 
 Output: {"seconds", "bytes", "sum" (float64 sum of the values, to compare the two sides),
 "start", "end" (time.monotonic(), comparable across processes)}.
@@ -93,6 +99,10 @@ def open_array(path, endpoint):
 
 def cmd_zarr(args):
     sel = parse_sel(args.sel)
+    if args.concurrency:
+        import zarr
+
+        zarr.config.set({"async.concurrency": args.concurrency})
     if args.warmup:
         w = open_array(args.warmup, args.endpoint)
         w[(0,) * w.ndim]
@@ -102,6 +112,32 @@ def cmd_zarr(args):
     x = a[sel]
     t1 = time.monotonic()
     emit(t0, t1, np.asarray(x))
+
+
+def cmd_fetch(args):
+    import asyncio
+
+    import obstore
+    from obstore.store import S3Store
+
+    bucket, _, prefix = args.prefix[len("s3://"):].partition("/")
+    s3 = S3Store(bucket, endpoint=args.endpoint, client_options={"allow_http": True})
+    keys = [m["path"] for batch in obstore.list(s3, prefix=prefix) for m in batch]
+
+    async def fetch_all():
+        gate = asyncio.Semaphore(args.in_flight)
+
+        async def one(key):
+            async with gate:
+                got = await obstore.get_async(s3, key)
+                return len(await got.bytes_async())
+
+        return sum(await asyncio.gather(*(one(k) for k in keys)))
+
+    t0 = time.monotonic()
+    total = asyncio.run(fetch_all())
+    t1 = time.monotonic()
+    print(json.dumps({"seconds": t1 - t0, "bytes": total, "objects": len(keys)}))
 
 
 def contiguous_range(shape, sel):
@@ -209,6 +245,11 @@ def main():
     z.add_argument("--warmup")
     z.add_argument("--barrier")
     z.add_argument("--endpoint")
+    z.add_argument("--concurrency", type=int)
+    fe = sub.add_parser("fetch")
+    fe.add_argument("prefix")
+    fe.add_argument("--endpoint", required=True)
+    fe.add_argument("--in-flight", type=int, default=64)
     f = sub.add_parser("file")
     f.add_argument("path")
     f.add_argument("sel")
@@ -224,8 +265,8 @@ def main():
     ag = sub.add_parser("aggregate")
     ag.add_argument("files", nargs="+")
     args = p.parse_args()
-    {"zarr": cmd_zarr, "file": cmd_file, "list": cmd_list, "decode": cmd_decode,
-     "aggregate": cmd_aggregate}[args.cmd](args)
+    {"zarr": cmd_zarr, "fetch": cmd_fetch, "file": cmd_file, "list": cmd_list,
+     "decode": cmd_decode, "aggregate": cmd_aggregate}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -276,6 +276,28 @@ def rows(r, p):
         add("7 remote", "cold `dd bs=1M` over S3, zstd, vs zarrfs's own cold read of the local store",
             fmt_rate(z), fmt_rate(loc), z / loc, "≥ 0.8", z / loc >= 0.8,
             med=("remote.full.zstd.cold", "full.zstd.cold", False))
+    # The latency knob: the same cold read through the delay proxy, against zarr-python + obstore
+    # (its default settings, and 64 requests in flight) and a plain 64-in-flight fetch.
+    for delay in (0, 100, 200):
+        key = "remote.full.zstd" if delay == 0 else f"remote.d{delay}.zstd"
+        z = rate(f"{key}.cold")
+        if z is None:
+            continue
+        where = "over S3" if delay == 0 else f"over S3 + {delay} ms per response (delay proxy)"
+        for base, what, target in (
+            ("zarr", "zarr-python + obstore (default settings)", 1.5),
+            ("zarr64", "zarr-python + obstore with 64 requests in flight", None),
+            ("fetch64", "a plain fetch of the chunk objects, 64 in flight, no decoding", 0.8),
+        ):
+            b = rate(f"{key}.{base}")
+            if b is None or (delay == 0 and base == "zarr"):
+                continue
+            ratio = z / b
+            add("7 remote", f"cold `dd bs=1M` {where}, zstd, vs {what}",
+                fmt_rate(z), fmt_rate(b), ratio,
+                "—" if target is None or delay == 0 else f"≥ {target}",
+                None if target is None or delay == 0 else ratio >= target,
+                med=(f"{key}.cold", f"{key}.{base}", False))
     for kind, label in (("consolidated", "with consolidated metadata"), ("listed", "without (listing)")):
         t, base = r.min(f"remote.mount.{kind}"), r.min("meta.mount")
         if t is None:
@@ -521,7 +543,14 @@ run mean much.
 * **Remote**: s3s-fs 0.14 on 127.0.0.1 serves hard links to the same store files (its objects are
   plain files, kept in the page cache as for the local cold reads). zarrfs mounts `s3://bench/...`
   with `--endpoint`; zarr-python 3 reads the same bucket through `zarr.storage.ObjectStore` on
-  obstore's `S3Store` (default settings), timed as in the full read. Mount times are for the tree
+  obstore's `S3Store` (default settings), timed as in the full read. **Latency**: the same reads
+  again through `scripts/delay_proxy.py`, a TCP proxy in front of s3s-fs that holds every byte of
+  every response 100 or 200 ms before passing it on, at the pace it came (bandwidth kept; requests
+  pass at once), as over a distant link (`tc netem` is not available on the VM). Each delay is
+  measured against zarr-python + obstore with its default settings and with
+  `async.concurrency` 64, and against the network-side limit: `bench_read.py fetch`, obstore
+  fetching every chunk object of the array whole, 64 requests in flight, without decoding (the
+  listing before it is not timed). Mount times are for the tree
   above, once as written (found by listing, measured once: one request per node) and once after
   `zarr.consolidate_metadata`; the request counts come from the mount's progress log line.
 * **Slices**: the selection files of zarrfs (`A[SEL]`, read whole with `np.fromfile` of the

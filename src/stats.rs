@@ -41,10 +41,15 @@ counters! {
     reads,
     /// Bytes those reads returned.
     read_bytes,
-    /// Read-ahead jobs the workers ran (each loads a chunk unless a reader got there first).
+    /// Read-ahead fetches the workers started (each loads a chunk unless a reader takes it
+    /// over).
     prefetch_loads,
-    /// Read-ahead requests skipped because the chunk was already cached or loading.
+    /// Read-ahead requests skipped because the chunk was already cached, queued or loading.
     prefetch_skipped,
+    /// Read-ahead requests refused because the queue was full (logged at debug level).
+    prefetch_refused,
+    /// Times a fetcher waited because the bytes in flight were at their bound.
+    prefetch_waits,
     /// Reads of chunks the read-ahead workers had loaded.
     prefetch_hits,
 }

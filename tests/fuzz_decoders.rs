@@ -170,7 +170,9 @@ fn cases_of(root: &Path) -> Vec<Case> {
 fn check(case: &Case, input: &[u8]) -> Option<String> {
     *case.store.swap.lock().unwrap() = Some((case.key.clone(), input.to_vec()));
     take_largest_allocation();
-    let outcome = catch_unwind(AssertUnwindSafe(|| case.reader.load(&case.idx, &Uncached)));
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        case.reader.load(&case.idx, None, &Uncached)
+    }));
     let largest = take_largest_allocation();
     *case.store.swap.lock().unwrap() = None;
     match outcome {

@@ -8,10 +8,11 @@ mod common;
 mod synth;
 
 use std::sync::Arc;
+use zarrfs::cache::read_ahead::ReadPolicy;
 use zarrfs::cache::ChunkCache;
 use zarrfs::meta::{LoadOptions, StoreRef, Tree};
 use zarrfs::store::{DirStore, Store};
-use zarrfs::view::{ReadPolicy, View};
+use zarrfs::view::View;
 
 const THREADS: u64 = 8;
 const READS_PER_THREAD: u64 = 4000;

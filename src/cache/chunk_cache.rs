@@ -2,6 +2,7 @@
 //! byte budget, so `--cache-size` bounds them together.
 
 use super::flight_lru::{CacheStats, FlightLru};
+use super::read_ahead::Ledger;
 use super::{BufferPool, ChunkData, ChunkError, GrowingChunk};
 use crate::codec::{DecodeTarget, ShardIndex};
 use crate::stats::{add, STATS};
@@ -61,6 +62,8 @@ pub struct ChunkCache {
     any_prefetched: AtomicBool,
     /// The chunks being decoded front to back, whose decoded part readers may use already.
     growing: Mutex<HashMap<ChunkId, Arc<GrowingChunk>>>,
+    /// The chunks the read-ahead has queued or is loading.
+    ledger: Ledger,
 }
 
 /// Unlists a growing chunk when its load returns (or panics), releasing its readers.
@@ -111,7 +114,14 @@ impl ChunkCache {
             prefetched: Mutex::default(),
             any_prefetched: AtomicBool::new(false),
             growing: Mutex::default(),
+            ledger: Ledger::default(),
         }
+    }
+
+    /// The chunks the read-ahead has queued or is loading: a reader asks it before loading a
+    /// chunk itself (see [`Ledger::claim`]).
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
     }
 
     /// Spare buffers for decoding into.
@@ -135,7 +145,7 @@ impl ChunkCache {
         self.lru.stats()
     }
 
-    /// True when the chunk is cached or being loaded (prefetch uses this to skip work).
+    /// True when the chunk is cached or being loaded (the read-ahead uses this to skip work).
     pub fn contains(&self, id: ChunkId) -> bool {
         self.lru.contains(&Key::Chunk(id))
     }

@@ -5,13 +5,12 @@ mod buffer_pool;
 mod chunk_cache;
 mod flight_lru;
 mod growing;
-mod prefetch;
+pub mod read_ahead;
 
 pub use buffer_pool::BufferPool;
 pub use chunk_cache::{ChunkCache, ChunkId, ShardIndexData};
 pub use flight_lru::CacheStats;
 pub use growing::GrowingChunk;
-pub use prefetch::{Job, Prefetcher};
 
 use std::error::Error;
 use std::fmt;

@@ -142,7 +142,7 @@ fn open_store(arg: &str, o: &Options) -> Result<Opened, MountError> {
     }
     let store = crate::store::open_with(arg, &remote).map_err(|e| failed(e.into()))?;
     let location = crate::store::display_url(arg);
-    if !crate::store::is_remote(arg) {
+    if store.latency() == crate::store::Latency::Local {
         return Ok((store, location, None));
     }
     let (counted, counts) = crate::store::CountingStore::new(store);

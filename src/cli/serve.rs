@@ -4,8 +4,8 @@ use super::daemon::Ready;
 use super::error::MountError;
 use super::unmount::{detach, Refusal};
 use super::Prepared;
+use crate::cache::read_ahead::ReadPolicy;
 use crate::fuse::ZarrFs;
-use crate::view::ReadPolicy;
 use rustix::process::{getgid, getpid, getuid, kill_process, Signal};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,9 +14,6 @@ use std::time::{Duration, Instant};
 
 /// How long a fresh mount may take to answer before we give up.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
-/// Chunk requests a remote store has in flight while reading ahead (loopback S3 peaks at 8-16 in
-/// flight; more cover higher latency).
-const REMOTE_IN_FLIGHT: usize = 16;
 
 /// Signals that end the mount, plus SIGUSR1 which the session thread sends when it ends.
 ///
@@ -146,6 +143,7 @@ fn mount(p: Prepared) -> Result<Mounted, MountError> {
         .clone()
         .map(|c| super::progress::Progress::start(c, &p.location));
     let store: Arc<dyn crate::store::Store> = Arc::from(p.store);
+    let latency = store.latency();
     let mut view = crate::view::from_store(
         store.clone(),
         &p.location,
@@ -172,11 +170,7 @@ fn mount(p: Prepared) -> Result<Mounted, MountError> {
         view.show_requests(counts.clone());
     }
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-    view.set_read_policy(if p.requests.is_some() {
-        ReadPolicy::remote(REMOTE_IN_FLIGHT)
-    } else {
-        ReadPolicy::local(cores)
-    });
+    view.set_read_policy(ReadPolicy::for_store(latency, cores));
     let view = Arc::new(view);
     log::info!(
         "{}: root loaded in {:.3} s; every other group is loaded when first listed",
@@ -185,10 +179,8 @@ fn mount(p: Prepared) -> Result<Mounted, MountError> {
     );
     let (uid, gid) = (getuid().as_raw(), getgid().as_raw());
     // Remote reads are bounded by the store's time bound; local ones wait for the disk.
-    let read_timeout = p
-        .requests
-        .is_some()
-        .then(|| Duration::from_secs(p.options.timeout));
+    let read_timeout =
+        (latency == crate::store::Latency::Network).then(|| Duration::from_secs(p.options.timeout));
     let fs = ZarrFs::new(view, uid, gid, read_timeout);
     let readers = fs.readers();
     let mut config = fuser::Config::default();

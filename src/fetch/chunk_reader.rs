@@ -15,6 +15,22 @@ use std::sync::Arc;
 /// Slack on top of twice the largest form of a chunk, for an encoded object's size bound.
 const OBJECT_SLACK: u64 = 64 << 10;
 
+/// A chunk's stored bytes, fetched apart from their decoding (see [`ChunkReader::fetch`]), so
+/// that requests can wait on the network while other threads decode.
+pub struct Encoded(Option<Fetched>);
+
+impl Encoded {
+    /// Bytes fetched (0 for an absent chunk).
+    pub fn len(&self) -> usize {
+        self.0.as_deref().map_or(0, <[u8]>::len)
+    }
+
+    /// True when nothing was fetched (the chunk is absent).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 /// How an array's read chunks are decoded.
 enum Decoder {
     /// Each stored chunk is one read chunk, decoded whole.
@@ -231,30 +247,119 @@ impl ChunkReader {
         self.chunk_bytes.saturating_add(index)
     }
 
-    /// Fetches and decodes the read chunk at grid index `idx` (in the grid of
+    /// Fetches the stored bytes of the read chunks at `idxs` without decoding them, for one of
+    /// the loads below to decode later (`encoded`): each `Ok(None)` when this array fetches and
+    /// decodes in one step (rectilinear or variable-length chunk objects: their loads fetch
+    /// what they decode). Inner chunks of a shard that lie near each other come in one request
+    /// (see [`super::shard_reader::COALESCE_GAP`]). Errors and panics as for
+    /// [`ChunkReader::load`]; `ctx` keeps the shard indexes.
+    pub fn fetch(
+        &self,
+        idxs: &[Vec<u64>],
+        ctx: &dyn FetchContext,
+    ) -> Vec<Result<Option<Encoded>, FetchError>> {
+        let fetched = guarded(|| Ok(self.fetch_unguarded(idxs, ctx)));
+        match fetched {
+            Ok(all) => all,
+            Err(e) => idxs
+                .iter()
+                .map(|idx| Err(self.name_panic(e.clone(), idx)))
+                .collect(),
+        }
+    }
+
+    fn fetch_unguarded(
+        &self,
+        idxs: &[Vec<u64>],
+        ctx: &dyn FetchContext,
+    ) -> Vec<Result<Option<Encoded>, FetchError>> {
+        match &self.decoder {
+            Decoder::Sharded(shards) => {
+                let keys = (&self.meta.chunk_keys, &self.listed);
+                shards
+                    .fetch(&*self.store, keys, idxs, self.max_object, ctx)
+                    .into_iter()
+                    .map(|got| {
+                        got.map(|bytes| Some(Encoded(bytes.map(Fetched::from_vec))))
+                            .map_err(|e| e.context(self.display_path()))
+                    })
+                    .collect()
+            }
+            Decoder::Whole(_) if self.decodes_whole_into() => idxs
+                .iter()
+                .map(|idx| {
+                    let key = self.meta.chunk_keys.key(idx);
+                    self.fetch_object(&key)
+                        .map(|bytes| Some(Encoded(bytes)))
+                        .map_err(|e| e.context(self.key_context(&key)))
+                })
+                .collect(),
+            Decoder::Whole(_) => idxs.iter().map(|_| Ok(None)).collect(),
+        }
+    }
+
+    /// True when a stored chunk decodes straight into memory it is given (see
+    /// [`ChunkReader::load_into`]): whole chunk objects of a regular grid, fixed-size elements.
+    pub fn decodes_whole_into(&self) -> bool {
+        matches!(self.decoder, Decoder::Whole(_))
+            && self.meta.grid == ChunkGrid::Regular
+            && !self.meta.dtype.is_variable()
+    }
+
+    /// The shard holding read chunk `idx`, for a sharded array (whose nearby inner chunks are
+    /// best fetched together: see [`ChunkReader::fetch`]); `None` otherwise.
+    pub fn shard_of(&self, idx: &[u64]) -> Option<Vec<u64>> {
+        match &self.decoder {
+            Decoder::Sharded(shards) => shards.shard_of(idx),
+            Decoder::Whole(_) => None,
+        }
+    }
+
+    /// What errors about the chunk object `key` are prefixed with.
+    fn key_context(&self, key: &str) -> String {
+        format!("{}: chunk {key}", self.display_path())
+    }
+
+    /// The stored chunk `key`: `encoded` when it was fetched ahead, else fetched now.
+    fn stored(&self, key: &str, encoded: Option<Encoded>) -> Result<Option<Fetched>, FetchError> {
+        match encoded {
+            Some(Encoded(bytes)) => Ok(bytes),
+            None => self.fetch_object(key),
+        }
+    }
+
+    /// Fetches (unless `encoded` holds its bytes already: see [`ChunkReader::fetch`]) and
+    /// decodes the read chunk at grid index `idx` (in the grid of
     /// [`ChunkReader::read_chunk_shape`]): exactly that shape's size in bytes, or `Ok(None)` when
     /// the store has none (it reads as the fill value). Errors name the node and the key.
     /// A panic below (in the store or a decoder) becomes a [`FetchCause::Panicked`] error.
-    pub fn load(&self, idx: &[u64], ctx: &dyn FetchContext) -> Result<Option<Vec<u8>>, FetchError> {
-        guarded(|| self.load_unguarded(idx, ctx)).map_err(|e| self.name_panic(e, idx))
+    pub fn load(
+        &self,
+        idx: &[u64],
+        encoded: Option<Encoded>,
+        ctx: &dyn FetchContext,
+    ) -> Result<Option<Vec<u8>>, FetchError> {
+        guarded(|| self.load_unguarded(idx, encoded, ctx)).map_err(|e| self.name_panic(e, idx))
     }
 
     fn load_unguarded(
         &self,
         idx: &[u64],
+        encoded: Option<Encoded>,
         ctx: &dyn FetchContext,
     ) -> Result<Option<Vec<u8>>, FetchError> {
         let pipeline = match &self.decoder {
             Decoder::Whole(pipeline) => pipeline,
             Decoder::Sharded(shards) => {
                 let keys = &self.meta.chunk_keys;
+                let encoded = encoded.map(|Encoded(bytes)| bytes.map(Fetched::into_vec));
                 return shards
                     .load(
                         &*self.store,
                         (keys, &self.listed),
                         idx,
                         self.max_object,
-                        ctx,
+                        (encoded, ctx),
                     )
                     .map_err(|e| e.context(self.display_path()));
             }
@@ -263,8 +368,8 @@ impl ChunkReader {
             return self.load_part(idx, ctx);
         }
         let key = self.meta.chunk_keys.key(idx);
-        let context = |e: FetchError| e.context(format!("{}: chunk {key}", self.display_path()));
-        let Some(encoded) = self.fetch_object(&key).map_err(context)? else {
+        let context = |e: FetchError| e.context(self.key_context(&key));
+        let Some(encoded) = self.stored(&key, encoded).map_err(context)? else {
             return Ok(None);
         };
         if self.meta.dtype.is_variable() {
@@ -292,7 +397,7 @@ impl ChunkReader {
         let read = &self.meta.chunk_shape;
         let (chunk, offset, stored) = self.meta.grid.stored_chunk(idx, read);
         let key = self.meta.chunk_keys.key(&chunk);
-        let context = |e: FetchError| e.context(format!("{}: chunk {key}", self.display_path()));
+        let context = |e: FetchError| e.context(self.key_context(&key));
         let mut decode = || {
             let Some(encoded) = self.fetch_object(&key).map_err(context)? else {
                 return Ok(None);
@@ -311,15 +416,27 @@ impl ChunkReader {
         Ok(Some(buf))
     }
 
-    /// Decodes the stored chunk at `idx` straight into `out` (exactly one decoded chunk), with no
-    /// intermediate buffer and no caching. `Ok(None)` when this array cannot do that (sharded or
-    /// variable-length); `Ok(Some(false))` when the chunk is absent (it reads as fill value).
-    /// A panic below becomes a [`FetchCause::Panicked`] error, as for [`ChunkReader::load`].
-    pub fn load_into(&self, idx: &[u64], out: &mut [u8]) -> Result<Option<bool>, FetchError> {
-        guarded(|| self.load_into_unguarded(idx, out)).map_err(|e| self.name_panic(e, idx))
+    /// Decodes the stored chunk at `idx` (fetched ahead into `encoded`, or now) straight into
+    /// `out` (exactly one decoded chunk), with no intermediate buffer and no caching. `Ok(None)`
+    /// when this array cannot do that (sharded or variable-length); `Ok(Some(false))` when the
+    /// chunk is absent (it reads as fill value). A panic below becomes a
+    /// [`FetchCause::Panicked`] error, as for [`ChunkReader::load`].
+    pub fn load_into(
+        &self,
+        idx: &[u64],
+        encoded: Option<Encoded>,
+        out: &mut [u8],
+    ) -> Result<Option<bool>, FetchError> {
+        guarded(|| {
+            self.decode_stored(idx, out.len(), encoded, |pipeline, bytes| {
+                pipeline.decode_into(bytes, out)
+            })
+        })
+        .map_err(|e| self.name_panic(e, idx))
     }
 
-    /// Decodes at least the first `need` bytes of the stored chunk at `idx` into `out` (room for
+    /// Decodes at least the first `need` bytes of the stored chunk at `idx` (fetched ahead into
+    /// `encoded`, or now) into `out` (room for
     /// one decoded chunk), calling `progress` with the bytes decoded so far as they come (see
     /// [`Pipeline::decode_prefix`]); no caching. `Ok(None)` when this array cannot do that
     /// (sharded or variable-length); `Ok(Some(false))` when the chunk is absent (fill value).
@@ -327,12 +444,13 @@ impl ChunkReader {
     pub fn load_prefix(
         &self,
         idx: &[u64],
+        encoded: Option<Encoded>,
         out: &mut DecodeTarget,
         need: usize,
         progress: &mut dyn FnMut(&[u8]),
     ) -> Result<Option<bool>, FetchError> {
         guarded(|| {
-            self.decode_stored(idx, out.len(), |pipeline, encoded| {
+            self.decode_stored(idx, out.len(), encoded, |pipeline, encoded| {
                 pipeline.decode_prefix(encoded, out, need, progress)
             })
         })
@@ -363,16 +481,10 @@ impl ChunkReader {
         match &self.decoder {
             Decoder::Whole(_) => {
                 let key = self.meta.chunk_keys.key(idx);
-                e.context(format!("{}: chunk {key}", self.display_path()))
+                e.context(self.key_context(&key))
             }
             Decoder::Sharded(_) => e.context(format!("{}: chunk {idx:?}", self.display_path())),
         }
-    }
-
-    fn load_into_unguarded(&self, idx: &[u64], out: &mut [u8]) -> Result<Option<bool>, FetchError> {
-        self.decode_stored(idx, out.len(), |pipeline, encoded| {
-            pipeline.decode_into(encoded, out)
-        })
     }
 
     /// Runs `decode` on the pipeline and the stored chunk at `idx`, whose decoded form must be
@@ -382,18 +494,18 @@ impl ChunkReader {
         &self,
         idx: &[u64],
         len: usize,
+        encoded: Option<Encoded>,
         decode: impl FnOnce(&Pipeline, &[u8]) -> Result<(), CodecError>,
     ) -> Result<Option<bool>, FetchError> {
         let Decoder::Whole(pipeline) = &self.decoder else {
             return Ok(None);
         };
-        let rectilinear = self.meta.grid != ChunkGrid::Regular;
-        if rectilinear || self.meta.dtype.is_variable() || pipeline.decoded_len() != len {
+        if !self.decodes_whole_into() || pipeline.decoded_len() != len {
             return Ok(None);
         }
         let key = self.meta.chunk_keys.key(idx);
-        let context = |e: FetchError| e.context(format!("{}: chunk {key}", self.display_path()));
-        let Some(encoded) = self.fetch_object(&key).map_err(context)? else {
+        let context = |e: FetchError| e.context(self.key_context(&key));
+        let Some(encoded) = self.stored(&key, encoded).map_err(context)? else {
             return Ok(Some(false));
         };
         decode(pipeline, &encoded).map_err(|e| context(e.into()))?;

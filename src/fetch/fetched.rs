@@ -29,6 +29,18 @@ impl Fetched {
     }
 }
 
+impl Fetched {
+    /// Bytes fetched elsewhere (a part of a larger fetch).
+    pub fn from_vec(bytes: Vec<u8>) -> Self {
+        Fetched(bytes)
+    }
+
+    /// The bytes, no longer kept for reuse.
+    pub fn into_vec(mut self) -> Vec<u8> {
+        std::mem::take(&mut self.0)
+    }
+}
+
 impl Deref for Fetched {
     type Target = [u8];
 

@@ -63,45 +63,142 @@ impl ShardReader {
     }
 
     /// Fetches and decodes the inner chunk at read-grid index `idx` of the array whose shards
-    /// `keys` names; `Ok(None)` when its shard (checked against `listed`) or its index entry
-    /// is absent. Inner chunks stored in more than `max_len` bytes are refused unread.
+    /// `keys` names (unless `encoded` holds its stored bytes, fetched ahead by
+    /// [`ShardReader::fetch`]); `Ok(None)` when its shard (checked against `listed`) or its
+    /// index entry is absent. Inner chunks stored in more than `max_len` bytes are refused unread.
     pub fn load(
         &self,
         store: &dyn Store,
-        (keys, listed): (&ChunkKeys, &Listed),
+        keys: (&ChunkKeys, &Listed),
         idx: &[u64],
         max_len: u64,
-        ctx: &dyn FetchContext,
+        (encoded, ctx): (Option<Option<Vec<u8>>>, &dyn FetchContext),
     ) -> Result<Option<Vec<u8>>, FetchError> {
-        let Some((array, shard, inner)) = self.locate(idx) else {
-            return Err(FetchError::new(
-                FetchCause::Corrupt,
-                format!("inner chunk {idx:?} lies in no shard of the grid"),
-            ));
+        let stored = match encoded {
+            Some(stored) => stored,
+            None => self
+                .fetch(store, keys, &[idx.to_vec()], max_len, ctx)
+                .pop()
+                .unwrap_or(Ok(None))?,
         };
-        let key = keys.key(&shard);
-        let context = |e: FetchError| e.context(format!("shard {key}"));
-        let index = ctx
-            .shard_index(&key, &mut || {
-                listed.confirm(store, &key, || load_index(array, store, &key))
-            })
-            .map_err(context)?;
-        let Some(range) = index.and_then(|index| index.get(inner)) else {
+        let Some(bytes) = stored else {
             return Ok(None);
         };
-        let context = |e: FetchError| context(e.context(format!("inner chunk {inner}")));
-        let len = range.end - range.start;
-        if len > max_len {
-            return Err(context(FetchError::new(
-                FetchCause::Oversized,
-                format!("{len} bytes, more than any encoding of it takes ({max_len}); not read"),
-            )));
-        }
-        let bytes = read_exact(store, &key, range.start, len).map_err(context)?;
+        let (array, shard, inner) = self.place(idx)?;
+        let context = |e: FetchError| {
+            e.context(format!("inner chunk {inner}"))
+                .context(format!("shard {}", keys.0.key(&shard)))
+        };
         let decoded = array.decode_inner(&bytes).map_err(|e| context(e.into()))?;
         Ok(Some(decoded))
     }
+
+    /// [`ShardReader::locate`], or an error naming the chunk that lies in no shard.
+    fn place(&self, idx: &[u64]) -> Result<(&ShardedArray, Vec<u64>, usize), FetchError> {
+        self.locate(idx).ok_or_else(|| {
+            FetchError::new(
+                FetchCause::Corrupt,
+                format!("inner chunk {idx:?} lies in no shard of the grid"),
+            )
+        })
+    }
+
+    /// The shard holding inner chunk `idx`, as the read-ahead groups chunks to fetch together.
+    pub fn shard_of(&self, idx: &[u64]) -> Option<Vec<u64>> {
+        self.locate(idx).map(|(_, shard, _)| shard)
+    }
+
+    /// The stored bytes of the inner chunks at `idxs` (each `Ok(None)` when absent, as for
+    /// [`ShardReader::load`]), with one ranged request for inner chunks of one shard that lie
+    /// near each other (at most [`COALESCE_GAP`] apart, [`COALESCE_MAX`] in one request), as
+    /// zarr-python and object_store coalesce.
+    pub fn fetch(
+        &self,
+        store: &dyn Store,
+        (keys, listed): (&ChunkKeys, &Listed),
+        idxs: &[Vec<u64>],
+        max_len: u64,
+        ctx: &dyn FetchContext,
+    ) -> Vec<Result<Option<Vec<u8>>, FetchError>> {
+        let mut out: Vec<Result<Option<Vec<u8>>, FetchError>> =
+            idxs.iter().map(|_| Ok(None)).collect();
+        // Where each wanted inner chunk lies: (shard key, byte range, position in `idxs`).
+        let mut wanted: Vec<(String, std::ops::Range<u64>, usize, usize)> = Vec::new();
+        for (at, idx) in idxs.iter().enumerate() {
+            let (array, shard, inner) = match self.place(idx) {
+                Ok(place) => place,
+                Err(e) => {
+                    out[at] = Err(e);
+                    continue;
+                }
+            };
+            let key = keys.key(&shard);
+            let context = |e: FetchError| e.context(format!("shard {key}"));
+            let index = ctx
+                .shard_index(&key, &mut || {
+                    listed.confirm(store, &key, || load_index(array, store, &key))
+                })
+                .map_err(context);
+            let range = match index {
+                Ok(index) => index.and_then(|index| index.get(inner)),
+                Err(e) => {
+                    out[at] = Err(e);
+                    continue;
+                }
+            };
+            let Some(range) = range else { continue };
+            let len = range.end - range.start;
+            if len > max_len {
+                out[at] = Err(context(
+                    FetchError::new(
+                        FetchCause::Oversized,
+                        format!(
+                            "{len} bytes, more than any encoding of it takes ({max_len}); not read"
+                        ),
+                    )
+                    .context(format!("inner chunk {inner}")),
+                ));
+                continue;
+            }
+            wanted.push((key, range, at, inner));
+        }
+        wanted.sort_by(|a, b| (&a.0, a.1.start).cmp(&(&b.0, b.1.start)));
+        let mut rest = wanted.as_slice();
+        while let Some((key, first, ..)) = rest.first() {
+            let (start, mut end, mut n) = (first.start, first.end, 1);
+            while let Some((k, r, ..)) = rest.get(n) {
+                let near = k == key && r.start <= end.saturating_add(COALESCE_GAP);
+                if !near || r.end.max(end) - start > COALESCE_MAX {
+                    break;
+                }
+                end = end.max(r.end);
+                n += 1;
+            }
+            let (run, later) = rest.split_at(n);
+            rest = later;
+            match read_exact(store, key, start, end - start) {
+                Ok(bytes) => {
+                    for (_, r, at, _) in run {
+                        let part = (r.start - start) as usize..(r.end - start) as usize;
+                        out[*at] = Ok(Some(bytes[part].to_vec()));
+                    }
+                }
+                Err(e) => {
+                    for (_, _, at, inner) in run {
+                        let e = e.clone().context(format!("inner chunk {inner}"));
+                        out[*at] = Err(e.context(format!("shard {key}")));
+                    }
+                }
+            }
+        }
+        out
+    }
 }
+
+/// Inner chunks of one shard at most this far apart are fetched in one request...
+pub const COALESCE_GAP: u64 = 1 << 20;
+/// ...of at most this many bytes.
+pub const COALESCE_MAX: u64 = 16 << 20;
 
 /// Reads and decodes the index of shard `key` (read as `array` says); `None` when the shard is absent.
 fn load_index(array: &ShardedArray, store: &dyn Store, key: &str) -> Result<Index, FetchError> {
@@ -275,7 +372,7 @@ mod tests {
             let size = (index_len(4) + 4 * 12) as u64;
             let (index_at, data_at) = if at_start { (0, 68) } else { (size - 68, 0) };
             let ctx = Keeping::default();
-            let data = reader.load(&[0, 1], &ctx).unwrap().unwrap();
+            let data = reader.load(&[0, 1], None, &ctx).unwrap().unwrap();
             assert_eq!(*data, inner_chunk(0, 1));
             let key = "arr/c/0/0".to_string();
             assert_eq!(
@@ -283,7 +380,7 @@ mod tests {
                 vec![(key.clone(), index_at, 68), (key.clone(), data_at + 12, 12)]
             );
             assert_eq!(
-                reader.load(&[1, 0], &ctx).unwrap().unwrap(),
+                reader.load(&[1, 0], None, &ctx).unwrap().unwrap(),
                 inner_chunk(1, 0)
             );
             assert_eq!(
@@ -291,7 +388,7 @@ mod tests {
                 vec![(key, data_at + 24, 12)],
                 "the index is cached"
             );
-            assert_eq!(reader.load(&[3, 1], &ctx), Ok(None), "absent shard");
+            assert_eq!(reader.load(&[3, 1], None, &ctx), Ok(None), "absent shard");
             // One request finds it absent (a suffix read starts with `head`, not recorded).
             let absent = "arr/c/1/0".to_string();
             let expected = if at_start {
@@ -304,6 +401,38 @@ mod tests {
     }
 
     #[test]
+    fn nearby_inner_chunks_are_fetched_in_one_request_and_decode_as_loaded_alone() {
+        // Inner chunks 0, 1 and 3 of the shard (2 absent): one request from the first to the
+        // last, the gap included; each decodes to its own bytes.
+        let mut chunks = full_shard();
+        chunks[2] = None;
+        let (reader, store) = reader(&chunks, false, |s| s);
+        let ctx = Keeping::default();
+        let idxs = vec![vec![0, 0], vec![0, 1], vec![1, 0], vec![1, 1], vec![3, 0]];
+        let fetched = reader.fetch(&idxs, &ctx);
+        let reads = store.take();
+        assert_eq!(reads.len(), 2, "the index, then one range: {reads:?}");
+        assert_eq!((reads[1].1, reads[1].2), (0, 36), "{reads:?}");
+        let expected = [
+            Some(inner_chunk(0, 0)),
+            Some(inner_chunk(0, 1)),
+            None,
+            Some(inner_chunk(1, 1)),
+            None,
+        ];
+        for ((idx, got), want) in idxs.iter().zip(fetched).zip(expected) {
+            let encoded = got.unwrap().expect("fetched apart");
+            let decoded = reader.load(idx, Some(encoded), &Uncached).unwrap();
+            assert_eq!(decoded, want, "{idx:?}");
+        }
+        assert_eq!(
+            store.take(),
+            vec![],
+            "decoding fetched bytes makes no request"
+        );
+    }
+
+    #[test]
     fn an_index_at_the_start_reaching_past_the_end_fails_at_the_read() {
         let past = |mut s: Vec<u8>| {
             let entries = [(68, 12), (80, 12), (92, 12), (104, 100)];
@@ -312,10 +441,10 @@ mod tests {
         };
         let (reader, _) = reader(&full_shard(), true, past);
         assert_eq!(
-            reader.load(&[0, 0], &Uncached).unwrap().unwrap(),
+            reader.load(&[0, 0], None, &Uncached).unwrap().unwrap(),
             inner_chunk(0, 0)
         );
-        let err = reader.load(&[1, 1], &Uncached).unwrap_err();
+        let err = reader.load(&[1, 1], None, &Uncached).unwrap_err();
         assert_eq!(err.cause, FetchCause::Corrupt);
         assert!(err.message.contains("truncated shard"), "{err}");
     }
@@ -325,9 +454,9 @@ mod tests {
         let mut chunks = full_shard();
         chunks[2] = None;
         let (reader, _) = reader(&chunks, false, |s| s);
-        assert_eq!(reader.load(&[1, 0], &Uncached), Ok(None));
+        assert_eq!(reader.load(&[1, 0], None, &Uncached), Ok(None));
         assert_eq!(
-            reader.load(&[1, 1], &Uncached).unwrap().unwrap(),
+            reader.load(&[1, 1], None, &Uncached).unwrap().unwrap(),
             inner_chunk(1, 1)
         );
     }
@@ -355,7 +484,10 @@ mod tests {
         ];
         for (expected, damage) in cases {
             let (reader, _) = reader(&full_shard(), false, damage);
-            let err = reader.load(&[0, 1], &Uncached).unwrap_err().to_string();
+            let err = reader
+                .load(&[0, 1], None, &Uncached)
+                .unwrap_err()
+                .to_string();
             assert!(err.starts_with("arr: shard arr/c/0/0: "), "{err}");
             assert!(err.contains(expected), "{err}");
         }

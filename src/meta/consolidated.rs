@@ -126,6 +126,10 @@ impl Store for Consolidated<'_> {
         self.inner.parallelism()
     }
 
+    fn latency(&self) -> crate::store::Latency {
+        self.inner.latency()
+    }
+
     fn mtime(&self) -> SystemTime {
         self.inner.mtime()
     }

@@ -1,7 +1,7 @@
 //! A store wrapper that counts the requests made through it, for the mount command's progress
 //! line while a remote hierarchy is scanned.
 
-use super::{Entry, Object, ObjectMeta, Store, StoreError};
+use super::{Entry, Latency, Object, ObjectMeta, Store, StoreError};
 use crate::stats::add;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -74,6 +74,17 @@ impl Store for CountingStore {
         self.inner.get_range(key, start, len)
     }
 
+    fn get_range_into(
+        &self,
+        key: &str,
+        start: u64,
+        len: u64,
+        buf: &mut Vec<u8>,
+    ) -> Result<bool, StoreError> {
+        self.counts.request();
+        self.inner.get_range_into(key, start, len, buf)
+    }
+
     fn get_suffix(&self, key: &str, len: u64) -> Result<Option<(Vec<u8>, u64)>, StoreError> {
         self.counts.request();
         self.inner.get_suffix(key, len)
@@ -99,6 +110,10 @@ impl Store for CountingStore {
 
     fn parallelism(&self) -> usize {
         self.inner.parallelism()
+    }
+
+    fn latency(&self) -> Latency {
+        self.inner.latency()
     }
 
     fn mtime(&self) -> SystemTime {

@@ -2,7 +2,7 @@
 //! requests, and requests start the network runtime, whose threads must not be started before
 //! the mount command daemonizes (threads do not survive fork) and blocks its signals.
 
-use super::{Entry, Object, ObjectMeta, Store, StoreError};
+use super::{Entry, Latency, Object, ObjectMeta, Store, StoreError};
 use parking_lot::Mutex;
 use std::sync::OnceLock;
 use std::time::SystemTime;
@@ -89,6 +89,11 @@ impl Store for Deferred {
 
     fn parallelism(&self) -> usize {
         self.inner().map_or(4, |s| s.parallelism())
+    }
+
+    /// Known without opening: what is deferred is always a remote store.
+    fn latency(&self) -> Latency {
+        Latency::Network
     }
 
     fn mtime(&self) -> SystemTime {

@@ -1,7 +1,7 @@
 //! A store that injects faults into another, for tests: errors, short reads, corrupted bytes
 //! and latency, on the keys a rule names, on every call or every Nth.
 
-use super::{Entry, Object, ObjectMeta, Store, StoreError};
+use super::{Entry, Latency, Object, ObjectMeta, Store, StoreError};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -133,6 +133,21 @@ impl Store for FaultyStore {
             .map(|b| damage.apply(b)))
     }
 
+    fn get_range_into(
+        &self,
+        key: &str,
+        start: u64,
+        len: u64,
+        buf: &mut Vec<u8>,
+    ) -> Result<bool, StoreError> {
+        let damage = self.inject(key)?;
+        let present = self.inner.get_range_into(key, start, len, buf)?;
+        if present {
+            *buf = damage.apply(std::mem::take(buf));
+        }
+        Ok(present)
+    }
+
     fn get_suffix(&self, key: &str, len: u64) -> Result<Option<(Vec<u8>, u64)>, StoreError> {
         let damage = self.inject(key)?;
         Ok(self
@@ -161,6 +176,10 @@ impl Store for FaultyStore {
 
     fn parallelism(&self) -> usize {
         self.inner.parallelism()
+    }
+
+    fn latency(&self) -> Latency {
+        self.inner.latency()
     }
 
     fn mtime(&self) -> SystemTime {

@@ -79,6 +79,16 @@ pub struct Object {
     pub mtime: Option<SystemTime>,
 }
 
+/// How long a store takes to answer one request, as far as reading ahead is concerned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Latency {
+    /// A local file system (or memory): a request costs little more than the bytes it moves.
+    Local,
+    /// A network round trip per request (object storage, HTTP): many requests must be in
+    /// flight at once to keep the link busy.
+    Network,
+}
+
 /// A read-only key-value store.
 pub trait Store: Send + Sync {
     /// The whole value of `key` (one request), or `None` when the key is absent.
@@ -149,6 +159,11 @@ pub trait Store: Send + Sync {
     /// for stores whose answers depend on the order of the calls (directories with links).
     fn parallelism(&self) -> usize {
         4
+    }
+
+    /// How far away the store's bytes are: the read-ahead sizes its requests in flight by it.
+    fn latency(&self) -> Latency {
+        Latency::Local
     }
 
     /// Modification time of the store as a whole (its root).
@@ -282,11 +297,6 @@ fn starts_like_json(file: &std::fs::File) -> bool {
     let mut head = [0u8; 64];
     let n = file.read_at(&mut head, 0).unwrap_or(0);
     head[..n].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
-}
-
-/// True when `location` names a remote store (a URL other than `file://`).
-pub fn is_remote(location: &str) -> bool {
-    location.contains("://") && !location.starts_with("file://")
 }
 
 /// A store URL as shown to the user and named in the mount: without its `#mode=` fragment and

@@ -10,7 +10,9 @@
 
 use super::client::RemoteOptions;
 use super::location::Location;
-use super::{check_key, too_large, Entry, EntryKind, Object, ObjectMeta, Store, StoreError};
+use super::{
+    check_key, too_large, Entry, EntryKind, Latency, Object, ObjectMeta, Store, StoreError,
+};
 use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
 use std::future::Future;
@@ -339,6 +341,10 @@ impl Store for ObjectStoreBackend {
 
     fn parallelism(&self) -> usize {
         WALK_PARALLELISM
+    }
+
+    fn latency(&self) -> Latency {
+        Latency::Network
     }
 
     fn mtime(&self) -> SystemTime {

@@ -3,7 +3,7 @@
 //! or through [`Targets`].
 
 use super::targets::Targets;
-use super::{Entry, Object, ObjectMeta, Store, StoreError};
+use super::{Entry, Latency, Object, ObjectMeta, Store, StoreError};
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -176,6 +176,10 @@ impl Store for ReferenceStore {
 
     fn parallelism(&self) -> usize {
         self.home.parallelism().max(4)
+    }
+
+    fn latency(&self) -> Latency {
+        self.home.latency()
     }
 
     fn mtime(&self) -> SystemTime {

@@ -3,7 +3,7 @@
 //! byte range, as from a local zip.
 
 use super::zip::{ZipBytes, ZipStore};
-use super::{Entry, Object, ObjectMeta, Store, StoreError};
+use super::{Entry, Latency, Object, ObjectMeta, Store, StoreError};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::sync::{Arc, OnceLock};
@@ -138,6 +138,10 @@ impl Store for RemoteZip {
 
     fn parallelism(&self) -> usize {
         self.store.parallelism()
+    }
+
+    fn latency(&self) -> Latency {
+        self.store.latency()
     }
 
     fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError> {

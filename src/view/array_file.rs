@@ -6,14 +6,15 @@ use super::chunk_source::ChunkSource;
 use super::error::chunk_failed;
 use super::held_chunks::HeldChunks;
 use super::npy::read_after_header;
-use super::read_policy::Prediction;
 use super::{npy_header, IoCause, SendBytes, ViewError};
-use crate::cache::{ChunkCache, ChunkId, Job, Prefetcher};
+use crate::cache::read_ahead::{Job, Prediction, ReadAhead};
+use crate::cache::{ChunkCache, ChunkId};
 use crate::meta::ArrayMeta;
 use std::sync::Arc;
 
-/// Most chunks one prediction queues.
-pub(super) const MAX_PREFETCH_CHUNKS: usize = 64;
+/// Most chunks one prediction queues (a prediction starts where the last one ended, so this
+/// bounds one read's work, not the window).
+pub(super) const MAX_PREFETCH_CHUNKS: usize = 256;
 /// Chunks one read keeps at hand (its runs alternate between the chunks of a row).
 const MAX_HELD_CHUNKS: usize = 8;
 
@@ -306,18 +307,23 @@ impl ArrayFile {
             && run.len == source.layout.chunk_len()
             && from == run.start * self.elem_size
             && to == (run.start + run.len) * self.elem_size;
-        if !whole
-            || cache.contains(ChunkId {
-                array: source.id,
-                index: run.chunk,
-            })
-        {
+        let id = ChunkId {
+            array: source.id,
+            index: run.chunk,
+        };
+        if !whole || !source.reader.decodes_whole_into() || cache.contains(id) {
+            return Ok(false);
+        }
+        // Bytes the read-ahead fetched are decoded here; a chunk it was loading is in the
+        // cache now.
+        let encoded = source.claim(cache, run.chunk);
+        if encoded.is_none() && cache.contains(id) {
             return Ok(false);
         }
         let at = out.len();
         out.resize(at + (to - from) as usize, 0);
         let coords = source.layout.chunk_coords(run.chunk);
-        match source.reader.load_into(&coords, &mut out[at..]) {
+        match source.reader.load_into(&coords, encoded, &mut out[at..]) {
             Ok(Some(true)) => Ok(true),
             Ok(Some(false)) => {
                 out.truncate(at);
@@ -391,22 +397,28 @@ impl ArrayFile {
         }
     }
 
-    /// Queues `chunks` for decoding on the worker pool, front to back where the codec allows
-    /// (readers use each chunk's decoded part meanwhile: see [`ChunkSource::chunk_growing`]).
-    pub fn prefetch(&self, pool: &Prefetcher, cache: &Arc<ChunkCache>, chunks: &[u64]) {
+    /// Queues `chunks` for the read-ahead, in order (`urgent`: a read waits for them, so they
+    /// go before anything queued).
+    pub fn prefetch(&self, pool: &ReadAhead, chunks: &[u64], urgent: bool) {
         let Ok(source) = &self.source else { return };
-        for &chunk in chunks {
+        let shared = Arc::new(source.clone());
+        let bytes = source.reader.cached_bytes_per_chunk().max(1);
+        let job = |chunk: u64| {
             let id = ChunkId {
                 array: source.id,
                 index: chunk,
             };
-            let (source, cache) = (source.clone(), cache.clone());
-            pool.submit(Job {
-                id,
-                run: Box::new(move || {
-                    let _ = source.chunk_growing(&cache, chunk);
-                }),
-            });
+            Job::chunk(id, bytes, shared.clone())
+        };
+        if urgent {
+            // Each goes to the front: the last first, so they leave in order.
+            for &chunk in chunks.iter().rev() {
+                pool.submit_urgent(job(chunk));
+            }
+        } else {
+            for &chunk in chunks {
+                pool.submit(job(chunk));
+            }
         }
     }
 }

@@ -5,7 +5,6 @@
 use super::array_file::Unreadable;
 use super::chunk_source::ChunkSource;
 use super::preview::{rendered_cache, Preview};
-use super::read_policy::ReadPolicy;
 use super::vlen_file::Sizer;
 use super::xattrs::{array_xattrs, group_xattrs, Xattrs};
 use super::zom::{store_version, ZOM_FILE};
@@ -13,6 +12,7 @@ use super::zom_files::ZomFiles;
 use super::{
     ArrayFile, Content, Dir, Group, Inode, IoCause, Layout, Listing, View, VlenFile, ROOT_INO,
 };
+use crate::cache::read_ahead::ReadPolicy;
 use crate::cache::ChunkCache;
 use crate::fetch::ChunkReader;
 use crate::meta::{ArrayMeta, MetaError, Node, NodeKind, Tree};

@@ -2,8 +2,11 @@
 //! and keeps the shard indexes the fetch stage reads, within the same budget.
 
 use super::{Layout, SendBytes};
+use crate::cache::read_ahead::{Claim, Source};
 use crate::cache::{ChunkCache, ChunkData, ChunkError, ChunkId};
-use crate::fetch::{ChunkReader, FetchCause, FetchContext, FetchError, Index, StoredChunk};
+use crate::fetch::{
+    ChunkReader, Encoded, FetchCause, FetchContext, FetchError, Index, StoredChunk,
+};
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -59,30 +62,77 @@ pub(super) struct ChunkSource {
     pub layout: Arc<Layout>,
 }
 
+/// The read-ahead loads chunks the way readers do, from bytes it fetched apart.
+impl Source for ChunkSource {
+    fn fetch(
+        &self,
+        cache: &ChunkCache,
+        indexes: &[u64],
+    ) -> Vec<Result<Option<Encoded>, FetchError>> {
+        let ctx = CacheContext {
+            cache,
+            array: self.id,
+        };
+        let idxs: Vec<Vec<u64>> = indexes
+            .iter()
+            .map(|&i| self.layout.chunk_coords(i))
+            .collect();
+        self.reader.fetch(&idxs, &ctx)
+    }
+
+    fn group(&self, index: u64) -> Option<u64> {
+        let shard = self.reader.shard_of(&self.layout.chunk_coords(index))?;
+        Some(shard.iter().fold(0u64, |at, &i| {
+            at.wrapping_mul(0x100_0000_01b3).wrapping_add(i)
+        }))
+    }
+
+    fn load(&self, cache: &ChunkCache, index: u64, encoded: Option<Encoded>) {
+        let _ = self.load_growing(cache, index, encoded, &mut |_| {});
+    }
+}
+
 impl ChunkSource {
-    /// Chunk `chunk` (linear index in the read grid), from the cache or fetched into it.
-    pub fn chunk(&self, cache: &ChunkCache, chunk: u64) -> Result<ChunkData, ChunkError> {
-        let id = ChunkId {
+    fn id(&self, chunk: u64) -> ChunkId {
+        ChunkId {
             array: self.id,
             index: chunk,
-        };
-        cache.get_or_load(id, || {
+        }
+    }
+
+    /// What a reader about to load chunk `chunk` gets from the read-ahead: the chunk's bytes
+    /// when it fetched them (the reader decodes them), else nothing, after waiting for a fetch
+    /// or decode of it under way (see [`crate::cache::read_ahead::Ledger::claim`]).
+    pub fn claim(&self, cache: &ChunkCache, chunk: u64) -> Option<Encoded> {
+        match cache.ledger().claim(self.id(chunk)) {
+            Claim::Load => None,
+            Claim::Decode(encoded) => Some(encoded),
+        }
+    }
+
+    /// Chunk `chunk` (linear index in the read grid), from the cache or fetched into it.
+    pub fn chunk(&self, cache: &ChunkCache, chunk: u64) -> Result<ChunkData, ChunkError> {
+        let encoded = self.claim(cache, chunk);
+        self.load_cached(cache, chunk, encoded)
+    }
+
+    /// [`ChunkSource::chunk`] decoding `encoded` when given.
+    fn load_cached(
+        &self,
+        cache: &ChunkCache,
+        chunk: u64,
+        encoded: Option<Encoded>,
+    ) -> Result<ChunkData, ChunkError> {
+        cache.get_or_load(self.id(chunk), || {
             let ctx = CacheContext {
                 cache,
                 array: self.id,
             };
             self.reader
-                .load(&self.layout.chunk_coords(chunk), &ctx)
+                .load(&self.layout.chunk_coords(chunk), encoded, &ctx)
                 .map(|data| data.map(Arc::new))
                 .map_err(ChunkError::new)
         })
-    }
-
-    /// Chunk `chunk` like [`ChunkSource::chunk`], decoded front to back when its codec allows
-    /// that at no cost, so that readers may use its first bytes meanwhile (through
-    /// [`ChunkCache::growing`]).
-    pub fn chunk_growing(&self, cache: &ChunkCache, chunk: u64) -> Result<ChunkData, ChunkError> {
-        self.load_growing(cache, chunk, &mut |_| {})
     }
 
     /// Hands bytes `range` of chunk `chunk` to `send`: from the cache; from the chunk another
@@ -97,18 +147,15 @@ impl ChunkSource {
         range: Range<usize>,
         send: SendBytes,
     ) -> Result<bool, ChunkError> {
-        let id = ChunkId {
-            array: self.id,
-            index: chunk,
-        };
-        if let Some(growing) = cache.growing(id) {
+        if let Some(growing) = cache.growing(self.id(chunk)) {
             if let Some(bytes) = growing.wait(range.end).and_then(|d| d.get(range.clone())) {
                 send(bytes);
                 return Ok(true);
             }
         }
         let mut pending = Some(send);
-        let data = self.load_growing(cache, chunk, &mut |done| {
+        let encoded = self.claim(cache, chunk);
+        let data = self.load_growing(cache, chunk, encoded, &mut |done| {
             if let (Some(bytes), Some(send)) = (done.get(range.clone()), pending.as_mut()) {
                 send(bytes);
                 pending = None;
@@ -126,28 +173,30 @@ impl ChunkSource {
         }
     }
 
-    /// [`ChunkSource::chunk_growing`], calling `watch` with the decoded part as it grows when
+    /// Chunk `chunk` into the cache (decoding `encoded` when given), front to back when its
+    /// codec allows that at no cost, so that readers may use its first bytes meanwhile
+    /// (through [`ChunkCache::growing`]); calls `watch` with the decoded part as it grows when
     /// this call decodes the chunk.
     fn load_growing(
         &self,
         cache: &ChunkCache,
         chunk: u64,
+        encoded: Option<Encoded>,
         watch: &mut dyn FnMut(&[u8]),
     ) -> Result<ChunkData, ChunkError> {
         let Some(len) = self.reader.progressive_len() else {
-            return self.chunk(cache, chunk);
-        };
-        let id = ChunkId {
-            array: self.id,
-            index: chunk,
+            return self.load_cached(cache, chunk, encoded);
         };
         let coords = self.layout.chunk_coords(chunk);
-        cache.get_or_load_growing(id, len, |target, progress| {
+        cache.get_or_load_growing(self.id(chunk), len, |target, progress| {
             let mut report = |done: &[u8]| {
                 progress(done);
                 watch(done);
             };
-            match self.reader.load_prefix(&coords, target, len, &mut report) {
+            match self
+                .reader
+                .load_prefix(&coords, encoded, target, len, &mut report)
+            {
                 Ok(Some(present)) => Ok(present),
                 Ok(None) => Err(ChunkError::new(FetchError::new(
                     FetchCause::BadConfig,

@@ -14,7 +14,6 @@ mod layout;
 pub mod netcdf;
 mod npy;
 mod preview;
-mod read_policy;
 mod selection;
 mod selection_buffer;
 mod selection_bytes;
@@ -31,8 +30,6 @@ use array_file::ArrayFile;
 pub use error::{IoCause, ViewError};
 pub use layout::{Layout, Run};
 pub use npy::npy_header;
-pub use read_policy::ReadPolicy;
-use read_policy::{Prediction, ReaderState};
 use slice_table::{is_slice, SliceTable};
 pub use stats_file::{STATS_FILE, ZARRFS_DIR};
 pub use totals::Totals;
@@ -43,7 +40,8 @@ use xattrs::Xattrs;
 pub use zom::ZOM_FILE;
 
 use crate::backing::BackingDir;
-use crate::cache::{ChunkCache, Prefetcher};
+use crate::cache::read_ahead::{Prediction, ReadAhead, ReadPolicy, ReaderState};
+use crate::cache::ChunkCache;
 use crate::meta::{LoadOptions, StoreRef, Tree};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -193,7 +191,7 @@ pub struct View {
     sizer: Sizer,
     cache: Arc<ChunkCache>,
     policy: ReadPolicy,
-    prefetcher: Option<Prefetcher>,
+    prefetcher: Option<ReadAhead>,
     /// Every open data file, by file handle.
     handles: Mutex<HashMap<u64, ReaderState>>,
     /// The `.zarrfs/stats` text each open handle reads, made when it was opened.
@@ -398,11 +396,14 @@ impl View {
         self.requests = Some(counts);
     }
 
-    /// Reads ahead as `policy` says: its windows, and its workers (none when 0).
+    /// Reads ahead as `policy` says: its windows, and its workers (none without fetchers).
     pub fn set_read_policy(&mut self, policy: ReadPolicy) {
         self.policy = policy;
-        self.prefetcher = (policy.workers > 0)
-            .then(|| Prefetcher::new(self.cache.clone(), policy.workers, policy.queue_depth));
+        // The workers of an earlier policy stop first.
+        self.prefetcher = None;
+        let limits = policy.limits(self.cache.budget());
+        self.prefetcher =
+            (limits.fetchers > 0).then(|| ReadAhead::start(self.cache.clone(), limits));
     }
 
     /// Writes decoded arrays into, and serves them from, `dir` (see [`crate::backing`]);
@@ -503,7 +504,7 @@ impl View {
                     array.attach_backing(backing);
                 }
                 let fh = self.next_handle.fetch_add(1, Ordering::Relaxed) + 1;
-                let state = ReaderState::new(page_cached);
+                let state = self.policy.reader(page_cached);
                 self.lock_handles().insert(fh, state);
                 Ok(fh)
             }
@@ -632,44 +633,44 @@ impl View {
         }
     }
 
-    /// Records a read of `array`'s data (`offset` into `A`) through handle `fh`; queues on the
-    /// worker pool the other chunks this read needs (so they decode in parallel with the first)
-    /// and the chunks the read policy predicts; drops the chunks a sequential reader passed.
+    /// Records a read of `array`'s data (`offset` into `A`) through handle `fh`; queues for the
+    /// read-ahead the other chunks this read needs, first (so they load in parallel with the
+    /// first), and the chunks the read policy predicts; drops the chunks a sequential reader
+    /// passed.
     ///
     /// Returns whether this read may decode whole chunks straight into its reply without keeping
-    /// them (see [`ArrayFile::read_data`]): the policy allows it and the kernel caches what the
-    /// handle reads (an `O_DIRECT` handle has only the chunk cache).
+    /// them (see [`ArrayFile::read_data`]): when the kernel caches what the handle reads (an
+    /// `O_DIRECT` handle has only the chunk cache), whatever the store.
     fn track_read(&self, fh: u64, array: &ArrayFile, offset: u64, len: u64) -> bool {
-        let allowed = self.policy.decode_into_reply;
         // A complete backing file serves every byte: nothing to decode ahead or drop behind.
         if array.complete_backing().is_some() {
-            return allowed;
+            return true;
         }
         let now = array.chunks_for(&Prediction::Range(offset, offset.saturating_add(len)));
         if let (Some(pool), [_, rest @ ..]) = (&self.prefetcher, now.as_slice()) {
-            array.prefetch(pool, &self.cache, rest);
+            array.prefetch(pool, rest, true);
         }
         if fh == 0 {
-            return allowed;
+            return true;
         }
         let window = self
             .policy
             .window(array.read_ahead_bytes(), self.cache.budget());
         let ends = now.iter().map(|&c| (c, array.chunk_end_byte(c)));
+        let first_limit = (0..self.policy.first_bands).fold(offset, |at, _| array.band_end(at));
         let (prediction, passed, page_cached) = {
             let mut handles = self.lock_handles();
             let Some(state) = handles.get_mut(&fh) else {
-                return allowed;
+                return true;
             };
-            let (prediction, passed) =
-                state.after_read(offset, len, window, array.band_end(offset), ends);
+            let (prediction, passed) = state.after_read(offset, len, window, first_limit, ends);
             (prediction, passed, state.page_cached())
         };
         array.discard(&self.cache, &passed);
         if let Some(pool) = &self.prefetcher {
-            array.prefetch(pool, &self.cache, &array.chunks_for(&prediction));
+            array.prefetch(pool, &array.chunks_for(&prediction), false);
         }
-        allowed && page_cached
+        page_cached
     }
 }
 

@@ -177,6 +177,7 @@ impl SelectionBuffer {
             let (mut next, mut bad, mut gather) = (0, false, Vec::new());
             let loaded = source.reader.load_prefix(
                 &coords,
+                None,
                 &mut DecodeTarget::new(&mut scratch),
                 need,
                 &mut |data| {

@@ -9,7 +9,8 @@ use super::npy::read_after_header;
 use super::selection::{AxisSel, Selection};
 use super::selection_buffer::{SelectionBuffer, MAX_SLOTS};
 use super::{npy_header, SendBytes, ViewError};
-use crate::cache::{ChunkCache, ChunkId, Job, Prefetcher};
+use crate::cache::read_ahead::{Job, ReadAhead};
+use crate::cache::{ChunkCache, ChunkId};
 use crate::meta::ArrayMeta;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -525,7 +526,7 @@ impl SliceFile {
     pub fn prefetch_from(
         self: &Arc<Self>,
         array: &ArrayFile,
-        pool: &Prefetcher,
+        pool: &ReadAhead,
         cache: &Arc<ChunkCache>,
         offset: u64,
         again: bool,
@@ -564,13 +565,13 @@ impl SliceFile {
                     array: source.id,
                     index: self.walk_chunk(slot),
                 };
-                let run = Box::new(move || buffer.fill(&file, &source, &cache, slot));
-                pool.submit(Job { id, run });
+                let run = move || buffer.fill(&file, &source, &cache, slot);
+                pool.submit(Job::run(id, chunk_bytes, run));
             }
             return;
         }
         let chunks: Vec<u64> = walked.map(|w| self.walk_chunk(w)).collect();
-        array.prefetch(pool, cache, &chunks);
+        array.prefetch(pool, &chunks, false);
     }
 
     /// The linear index of the chunk at position `w` of the C-order walk over `axis_chunks`.

@@ -7,10 +7,11 @@ use crate::synth;
 use std::sync::mpsc::channel;
 use std::sync::Arc;
 use std::time::Duration;
+use zarrfs::cache::read_ahead::ReadPolicy;
 use zarrfs::fetch::{ChunkReader, FetchCause, Uncached};
 use zarrfs::meta::{load_hierarchy, LoadOptions, NodeKind};
 use zarrfs::store::{Fault, FaultyStore, MemoryStore, Store};
-use zarrfs::view::{IoCause, ReadPolicy, View, ViewError};
+use zarrfs::view::{IoCause, View, ViewError};
 
 fn view_of(store: Arc<dyn Store>, cache: u64) -> View {
     let mut view = zarrfs::view::from_store(store, "root", cache, &LoadOptions::default()).unwrap();
@@ -108,13 +109,15 @@ fn fetch_errors_name_the_node_and_the_key() {
         };
         ChunkReader::new(store.clone(), path, meta.clone()).unwrap()
     };
-    let err = reader("zstd").load(&[0, 1], &Uncached).unwrap_err();
+    let err = reader("zstd").load(&[0, 1], None, &Uncached).unwrap_err();
     assert_eq!(err.cause, FetchCause::Store);
     assert!(
         err.message.starts_with("zstd: chunk zstd/c/0/1: ") && err.message.contains("injected"),
         "{err}"
     );
-    let err = reader("sharded").load(&[0, 0], &Uncached).unwrap_err();
+    let err = reader("sharded")
+        .load(&[0, 0], None, &Uncached)
+        .unwrap_err();
     assert_eq!(err.cause, FetchCause::Store, "{err}");
     assert!(
         err.message.starts_with("sharded: shard sharded/c/0/0: ")

@@ -5,7 +5,8 @@
 //!   `A.json` and `.group.json`; [`dialects`]: every dialect fixture the same way.
 //! - [`slices`]: selection files against a model of numpy's basic indexing.
 //! - [`tools`]: `.zom.json`, extended attributes, the `df` totals.
-//! - [`streaming`]: drop-behind for sequential readers.
+//! - [`streaming`]: drop-behind for sequential readers; [`read_ahead`]: the read-ahead over a
+//!   store with latency (each chunk requested once, a read waits only for its own chunks).
 //! - [`errors`], [`faults`]: bad input and injected store faults fail only what they touch.
 
 #[path = "../common/mod.rs"]
@@ -16,6 +17,7 @@ mod synth;
 mod dialects;
 mod errors;
 mod faults;
+mod read_ahead;
 mod reads;
 mod slices;
 mod streaming;

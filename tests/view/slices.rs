@@ -3,9 +3,10 @@
 
 use proptest::prelude::*;
 use std::sync::Arc;
+use zarrfs::cache::read_ahead::ReadPolicy;
 use zarrfs::meta::{DataType, LoadOptions};
 use zarrfs::store::MemoryStore;
-use zarrfs::view::{npy_header, ReadPolicy, View, ViewError};
+use zarrfs::view::{npy_header, View, ViewError};
 
 /// A data type of the test arrays: zarr name, zarrfs type, bytes of element number `k`.
 #[derive(Clone, Copy, Debug)]

@@ -221,7 +221,7 @@ fn each_string(
                     &view.cache,
                     at * w,
                     n * w,
-                    view.policy.decode_into_reply,
+                    true,
                     &mut buf,
                 )?;
                 if buf.len() as u64 != n * w {
@@ -445,7 +445,7 @@ impl NcStreamFile {
                         &view.cache,
                         lo,
                         hi - lo,
-                        view.policy.decode_into_reply,
+                        true,
                         &mut buf,
                     )?;
                     if buf.len() as u64 != hi - lo {

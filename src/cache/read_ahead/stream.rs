@@ -11,8 +11,12 @@ const CONFIRM: u32 = 2;
 const FIRST_READ_FRACTION: u64 = 4;
 
 /// What one open file has been doing.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Stream {
+    /// How many times what has been read in order to look ahead.
+    ramp: u64,
+    /// Whether the look-ahead also doubles with every read in order.
+    doubling: bool,
     last_offset: Option<u64>,
     last_end: u64,
     stride: Option<i128>,
@@ -22,6 +26,9 @@ pub struct Stream {
     first: bool,
     /// Where the current run of reads in order began.
     run_start: u64,
+    /// Where the ranges predicted for the current run end: a later prediction starts there,
+    /// so every read asks only for what no earlier one did.
+    predicted: u64,
 }
 
 /// Byte ranges predicted to be read next.
@@ -41,6 +48,23 @@ pub enum Prediction {
 }
 
 impl Stream {
+    /// A reader not seen yet, whose look-ahead will be `ramp` times its run of reads in order,
+    /// and with `doubling` at least twice what it was at the read before.
+    pub fn new(ramp: u64, doubling: bool) -> Self {
+        Stream {
+            ramp,
+            doubling,
+            last_offset: None,
+            last_end: 0,
+            stride: None,
+            sequential_hits: 0,
+            stride_hits: 0,
+            first: false,
+            run_start: 0,
+            predicted: 0,
+        }
+    }
+
     /// True once reads in order are confirmed (and until the pattern breaks).
     pub fn is_sequential(&self) -> bool {
         self.sequential_hits >= CONFIRM
@@ -53,9 +77,12 @@ impl Stream {
 
     /// Records a read of `len` bytes at `offset`; predicts what comes next within `window` bytes.
     /// A first read only looks ahead up to `first_limit` (the end of the chunks it touches), so a
-    /// reader of one frame does not pay for decoding the next. Reads in order look ahead twice as
-    /// far as they have come, up to `window` (like the kernel's readahead ramp), so one large
-    /// read, which arrives as several requests, does not set off decoding far beyond itself.
+    /// reader of one frame does not pay for decoding the next. Reads in order look ahead `ramp`
+    /// times as far as they have come, up to `window` (like the kernel's readahead ramp), so one
+    /// large read, which arrives as several requests, does not set off decoding far beyond
+    /// itself; with `doubling`, at least twice as far ahead as the read before looked (as
+    /// mountpoint-s3 does: a reader waiting for its first chunks still gets the whole window
+    /// asked for within a few reads).
     pub fn record(&mut self, offset: u64, len: u64, window: u64, first_limit: u64) -> Prediction {
         let end = offset.saturating_add(len);
         self.first = self.last_offset.is_none();
@@ -66,6 +93,7 @@ impl Stream {
             let ahead = end
                 .saturating_add(window / FIRST_READ_FRACTION)
                 .min(first_limit);
+            self.predicted = ahead;
             return if ahead > end {
                 Prediction::Range(end, ahead)
             } else {
@@ -82,6 +110,7 @@ impl Stream {
             self.sequential_hits + 1
         } else {
             self.run_start = offset;
+            self.predicted = 0;
             0
         };
         self.stride_hits = match (stride, self.stride) {
@@ -97,11 +126,20 @@ impl Stream {
             let ramp = self
                 .last_end
                 .saturating_sub(self.run_start)
-                .saturating_mul(2);
-            return Prediction::Range(
-                self.last_end,
-                self.last_end.saturating_add(window.min(ramp)),
-            );
+                .saturating_mul(self.ramp);
+            let ahead = self.predicted.saturating_sub(self.last_end);
+            let grown = if self.doubling {
+                ahead.saturating_mul(2)
+            } else {
+                0
+            };
+            let from = self.last_end.max(self.predicted);
+            let to = self.last_end.saturating_add(window.min(ramp.max(grown)));
+            if to <= from {
+                return Prediction::None;
+            }
+            self.predicted = to;
+            return Prediction::Range(from, to);
         }
         match self.stride {
             Some(s) if self.stride_hits >= CONFIRM && s > 0 => {
@@ -125,7 +163,7 @@ mod tests {
 
     #[test]
     fn sequential_reads_predict_the_next_window() {
-        let mut s = Stream::default();
+        let mut s = Stream::new(2, false);
         assert_eq!(
             s.record(0, 1 << 20, 8 << 20, u64::MAX),
             Prediction::Range(1 << 20, 3 << 20)
@@ -139,15 +177,21 @@ mod tests {
             s.record(2 << 20, 1 << 20, 8 << 20, u64::MAX),
             Prediction::Range(3 << 20, 9 << 20)
         );
-        // Out-of-order readahead requests keep it sequential.
+        // Out-of-order readahead requests keep it sequential; each prediction starts where
+        // the last one ended.
         assert_eq!(
             s.record(5 << 20, 1 << 20, 8 << 20, u64::MAX),
-            Prediction::Range(6 << 20, 14 << 20)
+            Prediction::Range(9 << 20, 14 << 20)
         );
-        assert!(matches!(
+        assert_eq!(
             s.record(4 << 20, 1 << 20, 8 << 20, u64::MAX),
-            Prediction::Range(..)
-        ));
+            Prediction::None,
+            "nothing new to ask for"
+        );
+        assert_eq!(
+            s.record(6 << 20, 1 << 20, 8 << 20, u64::MAX),
+            Prediction::Range(14 << 20, 15 << 20)
+        );
         // A jump starts a new run, which ramps up again.
         s.record(100 << 20, 1 << 20, 8 << 20, u64::MAX);
         s.record(101 << 20, 1 << 20, 8 << 20, u64::MAX);
@@ -158,8 +202,29 @@ mod tests {
     }
 
     #[test]
+    fn a_doubling_look_ahead_doubles_with_every_read_in_order() {
+        let mut s = Stream::new(2, true);
+        let mib = 1 << 20;
+        assert_eq!(
+            s.record(0, mib, 64 * mib, 8 * mib),
+            Prediction::Range(mib, 8 * mib)
+        );
+        s.record(mib, mib, 64 * mib, u64::MAX);
+        // 5 MiB were ahead of the reader (3 to 8): now 10.
+        assert_eq!(
+            s.record(2 * mib, mib, 64 * mib, u64::MAX),
+            Prediction::Range(8 * mib, 13 * mib)
+        );
+        // 9 ahead: now 18.
+        assert_eq!(
+            s.record(3 * mib, mib, 64 * mib, u64::MAX),
+            Prediction::Range(13 * mib, 22 * mib)
+        );
+    }
+
+    #[test]
     fn constant_strides_predict_the_next_reads() {
-        let mut s = Stream::default();
+        let mut s = Stream::new(2, false);
         let row = 100 << 20;
         for k in 0..4 {
             s.record(k * row + 40, 4096, 64 << 10, u64::MAX);
@@ -177,7 +242,7 @@ mod tests {
 
     #[test]
     fn random_reads_predict_nothing() {
-        let mut s = Stream::default();
+        let mut s = Stream::new(2, false);
         s.record(1 << 30, 4096, 8 << 20, u64::MAX);
         for off in [900u64 << 20, 3 << 20, 700 << 20, 11 << 20, 400 << 20] {
             assert_eq!(s.record(off, 4096, 8 << 20, u64::MAX), Prediction::None);

@@ -1,0 +1,423 @@
+//! The one record of read-ahead work: one entry per chunk from the moment it is queued until it
+//! is in the cache (or given up), so a chunk queued or loading is never queued again, and a
+//! reader who needs a chunk finds out whether to wait for it, take its fetched bytes, or load it
+//! itself.
+
+use super::{Job, Key, Limits};
+use crate::cache::ChunkId;
+use crate::fetch::Encoded;
+use crate::stats::{add, STATS};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+/// Most chunks queued or loading at once; more are refused (and counted), never dropped unseen.
+pub(super) const MAX_QUEUED: usize = 4096;
+/// Most chunks fetched together (nearby inner chunks of one shard)...
+const MAX_BATCH: usize = 64;
+/// ...looked for this far down the queue.
+const BATCH_LOOKAHEAD: usize = 256;
+
+/// Where one chunk of the read-ahead is.
+enum Phase {
+    /// Waiting for a fetcher.
+    Queued(Job),
+    /// A fetcher waits on the store for it (`bytes` counted in flight).
+    Fetching(u64),
+    /// Fetched, waiting for a decoder (`bytes` counted in flight).
+    Fetched(Job, Encoded),
+    /// Being decoded into the cache.
+    Decoding,
+}
+
+/// What a reader of a chunk should do (see [`Ledger::claim`]).
+pub enum Claim {
+    /// Load it as usual: the read-ahead does not have it (any more).
+    Load,
+    /// Decode these bytes, fetched for it by the read-ahead.
+    Decode(Encoded),
+}
+
+#[derive(Default)]
+struct State {
+    phases: HashMap<Key, Phase>,
+    /// Chunks to fetch, in order; an id whose phase is no longer `Queued` is skipped.
+    to_fetch: VecDeque<Key>,
+    /// Fetched chunks to decode, in order of arrival.
+    to_decode: VecDeque<Key>,
+    /// Bytes of the chunks being fetched or waiting to be decoded.
+    in_flight: u64,
+    /// Fetches under way.
+    fetching: usize,
+    /// Bumped by [`Ledger::close`]: workers started before leave.
+    generation: u64,
+}
+
+/// The read-ahead's chunks and the queues of its workers.
+#[derive(Default)]
+pub struct Ledger {
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+impl Ledger {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn wait<'a>(&self, guard: MutexGuard<'a, State>, at_most: Duration) -> MutexGuard<'a, State> {
+        self.changed
+            .wait_timeout(guard, at_most)
+            .map_or_else(|p| p.into_inner().0, |(g, _)| g)
+    }
+
+    /// Queues `job` (at the front with `urgent`: chunks a read waits for). False when its chunk
+    /// is queued or loading already, or too many are queued (counted and logged).
+    pub(super) fn queue(&self, job: Job, urgent: bool) -> bool {
+        let mut state = self.lock();
+        let id = job.key();
+        if let Some(phase) = state.phases.get(&id) {
+            // A queued chunk a read now waits for moves to the front (its old place is skipped).
+            if urgent && matches!(phase, Phase::Queued(_)) {
+                state.to_fetch.push_front(id);
+                drop(state);
+                self.changed.notify_all();
+            }
+            add(&STATS.counters.prefetch_skipped, 1);
+            return false;
+        }
+        if state.phases.len() >= MAX_QUEUED {
+            add(&STATS.counters.prefetch_refused, 1);
+            log::debug!(
+                "read-ahead: {MAX_QUEUED} chunks queued; chunk {} not queued",
+                id.id.index
+            );
+            return false;
+        }
+        state.phases.insert(id, Phase::Queued(job));
+        if urgent {
+            state.to_fetch.push_front(id);
+        } else {
+            state.to_fetch.push_back(id);
+        }
+        drop(state);
+        self.changed.notify_all();
+        true
+    }
+
+    /// True when chunk `id` is queued or loading here.
+    pub fn holds(&self, id: ChunkId) -> bool {
+        self.lock().phases.contains_key(&Key {
+            id,
+            claimable: true,
+        })
+    }
+
+    /// Chunks queued or loading.
+    pub fn len(&self) -> usize {
+        self.lock().phases.len()
+    }
+
+    /// True when nothing is queued or loading.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// What a reader who needs chunk `id` now should do. A queued chunk is taken out of the
+    /// queue (the reader loads it at once, behind no other work); a fetched one is handed over
+    /// for the reader to decode; for one being fetched or decoded, the reader waits until that
+    /// is over (its own chunk, nothing else), then loads it (from the cache, normally).
+    pub fn claim(&self, id: ChunkId) -> Claim {
+        let id = Key {
+            id,
+            claimable: true,
+        };
+        let mut state = self.lock();
+        loop {
+            match state.phases.get(&id) {
+                None => return Claim::Load,
+                Some(Phase::Queued(_)) => {
+                    state.phases.remove(&id);
+                    return Claim::Load;
+                }
+                Some(Phase::Fetched(..)) => {
+                    let Some(Phase::Fetched(job, encoded)) = state.phases.remove(&id) else {
+                        unreachable!("matched above")
+                    };
+                    state.in_flight = state.in_flight.saturating_sub(job.bytes);
+                    drop(state);
+                    self.changed.notify_all();
+                    return Claim::Decode(encoded);
+                }
+                Some(Phase::Fetching(_) | Phase::Decoding) => {
+                    state = self.wait(state, Duration::from_millis(100));
+                }
+            }
+        }
+    }
+
+    /// The current generation of workers (see [`Ledger::close`]).
+    pub(super) fn generation(&self) -> u64 {
+        self.lock().generation
+    }
+
+    /// The next fetch for a fetcher of `generation`, waiting while there is none or the bytes
+    /// in flight would pass `limits` (a fetch always starts when nothing else is in flight):
+    /// the chunk first in the queue, and with decoders (a store with latency) the queued chunks
+    /// of its group (its shard: see [`super::Source::group`]) that fit. `None` once its
+    /// generation is closed.
+    pub(super) fn next_fetch(&self, limits: &Limits, generation: u64) -> Option<Vec<Job>> {
+        let mut state = self.lock();
+        let mut waited = false;
+        loop {
+            if state.generation != generation {
+                return None;
+            }
+            while let Some(&id) = state.to_fetch.front() {
+                if matches!(state.phases.get(&id), Some(Phase::Queued(_))) {
+                    break;
+                }
+                state.to_fetch.pop_front();
+            }
+            if let Some(&id) = state.to_fetch.front() {
+                let bytes = match state.phases.get(&id) {
+                    Some(Phase::Queued(job)) => job.bytes,
+                    _ => unreachable!("the front is queued"),
+                };
+                let fits = state.in_flight.saturating_add(bytes) <= limits.bytes_in_flight
+                    || state.in_flight == 0;
+                if fits {
+                    state.to_fetch.pop_front();
+                    let Some(Phase::Queued(job)) = state.phases.insert(id, Phase::Fetching(bytes))
+                    else {
+                        unreachable!("the front is queued")
+                    };
+                    state.in_flight += bytes;
+                    state.fetching += 1;
+                    let mut batch = vec![job];
+                    if limits.decoders > 0 {
+                        take_group(&mut state, &mut batch, limits);
+                    }
+                    return Some(batch);
+                }
+                if !waited {
+                    waited = true;
+                    add(&STATS.counters.prefetch_waits, 1);
+                    log::debug!(
+                        "read-ahead: {} bytes in flight, {} fetches; chunk {} waits",
+                        state.in_flight,
+                        state.fetching,
+                        id.id.index
+                    );
+                }
+            }
+            state = self.wait(state, Duration::from_secs(1));
+        }
+    }
+
+    /// The next fetched chunk for a decoder of `generation`, waiting while there is none;
+    /// `None` once its generation is closed.
+    pub(super) fn next_decode(&self, generation: u64) -> Option<(Job, Encoded)> {
+        let mut state = self.lock();
+        loop {
+            if state.generation != generation {
+                return None;
+            }
+            while let Some(id) = state.to_decode.pop_front() {
+                if !matches!(state.phases.get(&id), Some(Phase::Fetched(..))) {
+                    continue;
+                }
+                let Some(Phase::Fetched(job, encoded)) = state.phases.insert(id, Phase::Decoding)
+                else {
+                    unreachable!("matched above")
+                };
+                state.in_flight = state.in_flight.saturating_sub(job.bytes);
+                drop(state);
+                self.changed.notify_all();
+                return Some((job, encoded));
+            }
+            state = self.wait(state, Duration::from_secs(1));
+        }
+    }
+
+    /// A fetcher's fetch of `job` is over. With `to_decoders` and bytes fetched, they wait for
+    /// a decoder (`None` returned); else the fetcher loads the chunk itself, from the bytes it
+    /// fetched or fetching them in the load (an array that fetches and decodes in one step).
+    pub(super) fn fetched(
+        &self,
+        job: Job,
+        encoded: Option<Encoded>,
+        to_decoders: bool,
+    ) -> Option<(Job, Option<Encoded>)> {
+        let mut state = self.lock();
+        state.fetching = state.fetching.saturating_sub(1);
+        let id = job.key();
+        match encoded {
+            Some(encoded) if to_decoders => {
+                state.phases.insert(id, Phase::Fetched(job, encoded));
+                state.to_decode.push_back(id);
+                drop(state);
+                self.changed.notify_all();
+                None
+            }
+            encoded => {
+                state.in_flight = state.in_flight.saturating_sub(job.bytes);
+                state.phases.insert(id, Phase::Decoding);
+                drop(state);
+                self.changed.notify_all();
+                Some((job, encoded))
+            }
+        }
+    }
+
+    /// The read-ahead is done with chunk `id` (loaded, failed, or given up): readers waiting
+    /// for it go on. Bytes still counted for it (a failed fetch) are released.
+    pub(super) fn done(&self, id: Key) {
+        let mut state = self.lock();
+        if let Some(Phase::Fetching(bytes)) = state.phases.remove(&id) {
+            state.in_flight = state.in_flight.saturating_sub(bytes);
+            state.fetching = state.fetching.saturating_sub(1);
+        }
+        drop(state);
+        self.changed.notify_all();
+    }
+
+    /// Stops the workers started so far (they return from [`Ledger::next_fetch`] and
+    /// [`Ledger::next_decode`]); what they queued stays, for readers to take over or later
+    /// workers to load.
+    pub(super) fn close(&self) {
+        self.lock().generation += 1;
+        self.changed.notify_all();
+    }
+}
+
+/// Adds to `batch` (one job, already fetching) the queued chunks of its array and group found
+/// near the front of the queue, while their bytes fit in `limits`.
+fn take_group(state: &mut State, batch: &mut Vec<Job>, limits: &Limits) {
+    let first = &batch[0];
+    let Some(group) = first.source.group(first.id.index) else {
+        return;
+    };
+    let first = first.key();
+    let mut mates = Vec::new();
+    for &id in state.to_fetch.iter().take(BATCH_LOOKAHEAD) {
+        if mates.len() + 1 >= MAX_BATCH {
+            break;
+        }
+        let Some(Phase::Queued(job)) = state.phases.get(&id) else {
+            continue;
+        };
+        let (same, index) = (id.claimable == first.claimable, id.id.index);
+        if !same || id.id.array != first.id.array || job.source.group(index) != Some(group) {
+            continue;
+        }
+        if state.in_flight.saturating_add(job.bytes) > limits.bytes_in_flight {
+            break;
+        }
+        state.in_flight += job.bytes;
+        mates.push((id, job.bytes));
+    }
+    for (id, bytes) in mates {
+        if let Some(Phase::Queued(job)) = state.phases.insert(id, Phase::Fetching(bytes)) {
+            state.fetching += 1;
+            batch.push(job);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Job, Limits, ReadAhead};
+    use super::*;
+    use crate::cache::ChunkCache;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    fn id(index: u64) -> ChunkId {
+        ChunkId { array: 7, index }
+    }
+
+    /// Counts the chunks it loads.
+    struct Counting(Arc<AtomicU32>);
+
+    impl super::super::Source for Counting {
+        fn fetch(
+            &self,
+            _cache: &ChunkCache,
+            indexes: &[u64],
+        ) -> Vec<Result<Option<Encoded>, crate::fetch::FetchError>> {
+            indexes.iter().map(|_| Ok(None)).collect()
+        }
+
+        fn load(&self, _cache: &ChunkCache, _index: u64, _encoded: Option<Encoded>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn counting(id: ChunkId, runs: &Arc<AtomicU32>) -> Job {
+        Job::chunk(id, 1, Arc::new(Counting(runs.clone())))
+    }
+
+    #[test]
+    fn a_chunk_is_queued_once_and_a_full_queue_refuses_where_it_is_counted() {
+        let ledger = Ledger::default();
+        let runs = Arc::new(AtomicU32::new(0));
+        assert!(ledger.queue(counting(id(0), &runs), false));
+        assert!(!ledger.queue(counting(id(0), &runs), false), "queued twice");
+        assert!(!ledger.queue(counting(id(0), &runs), true), "queued twice");
+        for i in 1..MAX_QUEUED as u64 {
+            assert!(ledger.queue(counting(id(i), &runs), false));
+        }
+        let refused = || STATS.counters.prefetch_refused.load(Ordering::Relaxed);
+        let before = refused();
+        assert!(!ledger.queue(counting(id(u64::MAX), &runs), false));
+        assert!(refused() > before, "a refusal is counted");
+        assert_eq!(ledger.len(), MAX_QUEUED);
+    }
+
+    #[test]
+    fn other_work_on_a_chunk_is_neither_taken_over_nor_waited_for_by_its_readers() {
+        let ledger = Ledger::default();
+        let runs = Arc::new(AtomicU32::new(0));
+        let counted = runs.clone();
+        let fill = Job::run(id(3), 1, move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+        });
+        assert!(ledger.queue(fill, false));
+        assert!(!ledger.holds(id(3)));
+        assert!(matches!(ledger.claim(id(3)), Claim::Load));
+        assert_eq!(ledger.len(), 1, "still queued for a worker");
+        assert!(
+            ledger.queue(counting(id(3), &runs), false),
+            "a load of it is apart"
+        );
+    }
+
+    #[test]
+    fn every_queued_chunk_is_loaded_by_a_worker_or_taken_by_a_reader() {
+        let cache = Arc::new(ChunkCache::new(1 << 20));
+        let runs = Arc::new(AtomicU32::new(0));
+        for i in 0..100 {
+            assert!(cache.ledger().queue(counting(id(i), &runs), i % 2 == 0));
+        }
+        // Readers take ten queued chunks over before any worker runs.
+        for i in 0..10 {
+            assert!(matches!(cache.ledger().claim(id(i * 10)), Claim::Load));
+            assert!(!cache.ledger().holds(id(i * 10)));
+        }
+        let limits = Limits {
+            fetchers: 3,
+            decoders: 2,
+            bytes_in_flight: 2,
+        };
+        let pool = ReadAhead::start(cache.clone(), limits);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !cache.ledger().is_empty() {
+            assert!(Instant::now() < deadline, "read-ahead work was lost");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(runs.load(Ordering::SeqCst), 90, "each chunk once");
+        drop(pool);
+    }
+}

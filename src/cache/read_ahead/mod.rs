@@ -1,0 +1,247 @@
+//! Reading ahead, in one place: which chunks a reader will need next ([`ReaderState`], from its
+//! reads so far and the chunk grid), how far ahead and with how many requests in flight
+//! ([`ReadPolicy`], from what the store says it is), the one record of queued and loading chunks
+//! ([`Ledger`]: a chunk is never queued twice, and a reader never waits behind other work), and
+//! the workers ([`ReadAhead`]).
+//!
+//! Fetching is apart from decoding: fetchers wait on the store, as many at once as the store is
+//! worth (dozens for object storage) and as the bytes in flight allow, and hand what they fetched
+//! to decoders, one per core; each finished fetch lets the next queued chunk start, without
+//! waiting for a reader. For a local store fetching costs little more than the bytes it moves,
+//! so a fetcher decodes what it fetched itself.
+
+mod drop_behind;
+mod ledger;
+mod policy;
+mod stream;
+
+pub use ledger::{Claim, Ledger};
+pub use policy::{ReadPolicy, ReaderState};
+pub use stream::Prediction;
+
+use super::{ChunkCache, ChunkId};
+use crate::fetch::{Encoded, FetchError};
+use crate::stats::{add, STATS};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+/// One array's chunks, as the read-ahead loads them.
+pub trait Source: Send + Sync {
+    /// Fetches the stored bytes of chunks `indexes` without decoding them (waiting on the
+    /// store; nearby chunks of one group in one request), one answer per chunk: `Ok(None)` when
+    /// the array fetches and decodes in one step. Shard indexes are kept in `cache`.
+    fn fetch(
+        &self,
+        cache: &ChunkCache,
+        indexes: &[u64],
+    ) -> Vec<Result<Option<Encoded>, FetchError>>;
+
+    /// Chunks of one array with the same group (a shard) are worth fetching together; `None`:
+    /// each alone.
+    fn group(&self, index: u64) -> Option<u64> {
+        let _ = index;
+        None
+    }
+
+    /// Loads chunk `index` into `cache`, decoding `encoded` when given (else fetching it too).
+    /// Errors are left for the reader of the chunk to meet (and report).
+    fn load(&self, cache: &ChunkCache, index: u64, encoded: Option<Encoded>);
+}
+
+/// One chunk to load ahead.
+pub struct Job {
+    /// The chunk.
+    pub id: ChunkId,
+    /// Bytes it takes while fetched and not yet decoded (counted against the bytes in flight).
+    pub bytes: u64,
+    /// Where it comes from.
+    pub source: Arc<dyn Source>,
+    /// False for other work on the chunk ([`Job::run`]), which readers of the chunk neither
+    /// take over nor wait for.
+    claimable: bool,
+}
+
+/// What the ledger files a job under: its chunk, and whether it loads the chunk into the cache
+/// (readers may claim it) or does other work with it.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+struct Key {
+    id: ChunkId,
+    claimable: bool,
+}
+
+impl Job {
+    /// A job loading chunk `id` of `source` into the cache.
+    pub fn chunk(id: ChunkId, bytes: u64, source: Arc<dyn Source>) -> Self {
+        Job {
+            id,
+            bytes,
+            source,
+            claimable: true,
+        }
+    }
+
+    /// A job that runs `run` (fetching and decoding in one step) for chunk `id`: other work
+    /// than loading it into the cache, e.g. filling a selection's buffer from it (which may
+    /// itself load the chunk: readers of the chunk do not wait for this job).
+    pub fn run(id: ChunkId, bytes: u64, run: impl FnOnce() + Send + 'static) -> Self {
+        Job {
+            id,
+            bytes,
+            source: Arc::new(Run(std::sync::Mutex::new(Some(Box::new(run))))),
+            claimable: false,
+        }
+    }
+
+    fn key(&self) -> Key {
+        Key {
+            id: self.id,
+            claimable: self.claimable,
+        }
+    }
+}
+
+/// The [`Source`] of [`Job::run`]: runs its work once.
+struct Run(std::sync::Mutex<Option<Box<dyn FnOnce() + Send>>>);
+
+impl Source for Run {
+    fn fetch(
+        &self,
+        _cache: &ChunkCache,
+        indexes: &[u64],
+    ) -> Vec<Result<Option<Encoded>, FetchError>> {
+        indexes.iter().map(|_| Ok(None)).collect()
+    }
+
+    fn load(&self, _cache: &ChunkCache, _index: u64, _encoded: Option<Encoded>) {
+        let run = self.0.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(run) = run {
+            run();
+        }
+    }
+}
+
+/// How much read-ahead work runs at once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Fetches in flight at most.
+    pub fetchers: usize,
+    /// Threads decoding what was fetched (0: each fetcher decodes what it fetched).
+    pub decoders: usize,
+    /// Bytes of chunks fetched or being fetched and not yet decoded, at most (one chunk always
+    /// may be).
+    pub bytes_in_flight: u64,
+}
+
+/// The read-ahead workers of one mount.
+pub struct ReadAhead {
+    cache: Arc<ChunkCache>,
+}
+
+impl ReadAhead {
+    /// Starts the workers `limits` asks for, loading into `cache` (whose [`Ledger`] they work
+    /// from).
+    pub fn start(cache: Arc<ChunkCache>, limits: Limits) -> Self {
+        let generation = cache.ledger().generation();
+        for i in 0..limits.fetchers.max(1) {
+            let cache = cache.clone();
+            let _ = std::thread::Builder::new()
+                .name(format!("fetch-{i}"))
+                .spawn(move || fetcher(&cache, &limits, generation));
+        }
+        for i in 0..limits.decoders {
+            let cache = cache.clone();
+            let _ = std::thread::Builder::new()
+                .name(format!("decode-{i}"))
+                .spawn(move || decoder(&cache, generation));
+        }
+        ReadAhead { cache }
+    }
+
+    /// Queues `job` at the back unless its chunk is cached, queued or loading already.
+    pub fn submit(&self, job: Job) {
+        self.queue(job, false);
+    }
+
+    /// Queues `job` like [`ReadAhead::submit`] but at the front: a read waits for it.
+    pub fn submit_urgent(&self, job: Job) {
+        self.queue(job, true);
+    }
+
+    fn queue(&self, job: Job, urgent: bool) {
+        if self.cache.contains(job.id) {
+            add(&STATS.counters.prefetch_skipped, 1);
+            return;
+        }
+        self.cache.ledger().queue(job, urgent);
+    }
+}
+
+impl Drop for ReadAhead {
+    fn drop(&mut self) {
+        self.cache.ledger().close();
+    }
+}
+
+/// Tells the ledger a job is done with when dropped, also when a load panics.
+struct Done<'a> {
+    cache: &'a ChunkCache,
+    key: Key,
+}
+
+impl Drop for Done<'_> {
+    fn drop(&mut self) {
+        self.cache.ledger().done(self.key);
+        if self.cache.contains(self.key.id) {
+            self.cache.mark_prefetched(self.key.id);
+        }
+    }
+}
+
+fn fetcher(cache: &ChunkCache, limits: &Limits, generation: u64) {
+    let ledger = cache.ledger();
+    while let Some(batch) = ledger.next_fetch(limits, generation) {
+        add(&STATS.counters.prefetch_loads, batch.len() as u64);
+        let dones: Vec<Done> = batch
+            .iter()
+            .map(|job| Done {
+                cache,
+                key: job.key(),
+            })
+            .collect();
+        let indexes: Vec<u64> = batch.iter().map(|job| job.id.index).collect();
+        let fetched = catch_unwind(AssertUnwindSafe(|| batch[0].source.fetch(cache, &indexes)));
+        let Ok(fetched) = fetched.map_err(|_| log::debug!("read-ahead: a fetch panicked")) else {
+            continue;
+        };
+        for ((job, got), done) in batch.into_iter().zip(fetched).zip(dones) {
+            let encoded = match got {
+                Ok(encoded) => encoded,
+                Err(e) => {
+                    log::debug!("read-ahead: {e}");
+                    continue;
+                }
+            };
+            match ledger.fetched(job, encoded, limits.decoders > 0) {
+                Some((job, encoded)) => {
+                    let _ = catch_unwind(AssertUnwindSafe(|| {
+                        job.source.load(cache, job.id.index, encoded)
+                    }));
+                }
+                // The decoders have it now.
+                None => std::mem::forget(done),
+            }
+        }
+    }
+}
+
+fn decoder(cache: &ChunkCache, generation: u64) {
+    while let Some((job, encoded)) = cache.ledger().next_decode(generation) {
+        let _done = Done {
+            cache,
+            key: job.key(),
+        };
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            job.source.load(cache, job.id.index, Some(encoded))
+        }));
+    }
+}

@@ -1,0 +1,219 @@
+//! The read-ahead over a store with latency (a [`FaultyStore`] that waits before every chunk
+//! request), through the view's read entry: every chunk is requested once however the reads and
+//! the read-ahead meet, nothing queued is lost, and a read waits for its own chunks only, never
+//! behind the read-ahead's queue or another array's slow requests.
+
+use crate::synth;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+use zarrfs::cache::read_ahead::ReadPolicy;
+use zarrfs::meta::LoadOptions;
+use zarrfs::store::{
+    Entry, Fault, FaultyStore, Latency, MemoryStore, Object, ObjectMeta, Store, StoreError,
+};
+use zarrfs::view::{from_store, View};
+
+/// Counts the data requests (ranges) made per key.
+struct PerKey {
+    inner: FaultyStore,
+    ranges: Mutex<HashMap<String, u32>>,
+}
+
+impl PerKey {
+    fn count(&self, key: &str) {
+        *self
+            .ranges
+            .lock()
+            .unwrap()
+            .entry(key.to_string())
+            .or_default() += 1;
+    }
+
+    /// Requests made for keys under `prefix`.
+    fn total(&self, prefix: &str) -> u32 {
+        let ranges = self.ranges.lock().unwrap();
+        ranges
+            .iter()
+            .filter(|(k, _)| k.starts_with(prefix))
+            .map(|(_, &n)| n)
+            .sum()
+    }
+
+    /// Keys under `prefix` requested more than once.
+    fn repeated(&self, prefix: &str) -> Vec<(String, u32)> {
+        let ranges = self.ranges.lock().unwrap();
+        let mut out: Vec<_> = ranges
+            .iter()
+            .filter(|(k, &n)| k.starts_with(prefix) && n > 1)
+            .map(|(k, &n)| (k.clone(), n))
+            .collect();
+        out.sort();
+        out
+    }
+}
+
+impl Store for PerKey {
+    fn get(&self, key: &str) -> Result<Option<Object>, StoreError> {
+        self.inner.get(key)
+    }
+
+    fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError> {
+        self.count(key);
+        self.inner.get_range(key, start, len)
+    }
+
+    fn get_range_into(
+        &self,
+        key: &str,
+        start: u64,
+        len: u64,
+        buf: &mut Vec<u8>,
+    ) -> Result<bool, StoreError> {
+        self.count(key);
+        self.inner.get_range_into(key, start, len, buf)
+    }
+
+    fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
+        self.inner.head(key)
+    }
+
+    fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
+        self.inner.list_dir(prefix)
+    }
+
+    fn latency(&self) -> Latency {
+        Latency::Network
+    }
+
+    fn mtime(&self) -> SystemTime {
+        self.inner.mtime()
+    }
+
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+}
+
+/// Two zstd arrays of 64 chunks (`slow/`, whose chunk requests wait `delay`, and `fast/`) and
+/// a sharded one (`sharded/`: 4 shards of 8 inner chunks, one shard absent) behind a [`PerKey`]
+/// store, with a view reading ahead as the store's latency says, with
+/// `fetchers` fetches in flight.
+fn setup(delay: Duration, fetchers: usize) -> (View, Arc<PerKey>, Vec<synth::Synth>) {
+    let mut mem = MemoryStore::new();
+    mem.insert("zarr.json", r#"{"zarr_format": 3, "node_type": "group"}"#);
+    let arrays = vec![
+        synth::zstd_u16(&mut mem, 1, "slow", [512, 256], [8, 256]),
+        synth::zstd_u16(&mut mem, 2, "fast", [512, 256], [8, 256]),
+        synth::sharded_u32(&mut mem, 3, "sharded", [128, 256], [32, 256], [4, 256]),
+    ];
+    let faulty = FaultyStore::new(Arc::new(mem)).with("slow/c/", 1, Fault::Latency(delay));
+    let store = Arc::new(PerKey {
+        inner: faulty,
+        ranges: Mutex::default(),
+    });
+    let shared: Arc<dyn Store> = store.clone();
+    let mut view = from_store(shared, "root", 64 << 20, &LoadOptions::default()).unwrap();
+    let mut policy = ReadPolicy::for_store(store.latency(), 2);
+    policy.limits.fetchers = fetchers;
+    view.set_read_policy(policy);
+    (view, store, arrays)
+}
+
+/// Reads all of `path` in order through one handle, `step` bytes at a time.
+fn read_in_order(view: &View, path: &str, step: u32) -> Vec<u8> {
+    let ino = view.resolve(path).unwrap();
+    let fh = view.open(ino).unwrap();
+    let size = view.getattr(ino).unwrap().size;
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < size {
+        view.read_into(ino, fh, at, step, &mut out).unwrap();
+        at += u64::from(step);
+    }
+    view.release(fh);
+    out
+}
+
+fn wait_until_idle(view: &View) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !view.cache().ledger().is_empty() {
+        assert!(Instant::now() < deadline, "read-ahead work never finished");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn every_chunk_is_requested_once_and_no_read_ahead_work_is_lost() {
+    let (view, store, arrays) = setup(Duration::from_millis(20), 64);
+    let view = Arc::new(view);
+    // Two readers at once, one per array, each read two chunks long.
+    let readers: Vec<_> = arrays[..2]
+        .iter()
+        .map(|a| {
+            let (view, path) = (view.clone(), a.path.clone());
+            std::thread::spawn(move || read_in_order(&view, &path, 8192))
+        })
+        .collect();
+    for (reader, array) in readers.into_iter().zip(&arrays) {
+        assert!(reader.join().unwrap() == array.expected, "{}", array.path);
+    }
+    wait_until_idle(&view);
+    for a in &arrays[..2] {
+        assert_eq!(
+            store.repeated(&format!("{}/c/", a.path)),
+            vec![],
+            "{}",
+            a.path
+        );
+    }
+    // The sharded array: at most one request per shard index and per inner chunk (fewer when
+    // nearby inner chunks come together).
+    assert!(read_in_order(&view, "sharded", 8192) == arrays[2].expected);
+    wait_until_idle(&view);
+    let requests = store.total("sharded/c/");
+    assert!(
+        requests <= 4 + 32,
+        "{requests} requests for 4 shards of 8 inner chunks"
+    );
+    // The read-ahead loaded chunks (the readers did not fetch everything themselves).
+    let loads = zarrfs::stats::STATS
+        .counters
+        .prefetch_loads
+        .load(std::sync::atomic::Ordering::Relaxed);
+    assert!(loads > 0, "no read-ahead load");
+}
+
+#[test]
+fn a_read_waits_for_its_own_chunks_not_behind_the_queue_or_a_slow_array() {
+    // One fetcher and 400 ms per slow chunk: the queue a sequential reader sets up takes
+    // about 10 s to drain.
+    let (view, _store, arrays) = setup(Duration::from_millis(400), 1);
+    let slow = view.resolve("slow").unwrap();
+    let fh = view.open(slow).unwrap();
+    let mut out = Vec::new();
+    // Three reads of four chunks each: confirmed in order, the reader has its next 24 chunks
+    // queued (twice the run).
+    for k in 0..3 {
+        view.read_into(slow, fh, k * 16384, 16384, &mut out)
+            .unwrap();
+    }
+    assert!(
+        view.cache().ledger().len() > 15,
+        "the sequential reader did not queue its window ({} queued)",
+        view.cache().ledger().len()
+    );
+    // The last chunk queued, far behind: read at once, not after the queue.
+    let started = Instant::now();
+    let last = view.read(slow, 35 * 4096, 4096).unwrap();
+    assert!(last == arrays[0].expected[35 * 4096..36 * 4096]);
+    let waited = started.elapsed();
+    assert!(waited < Duration::from_secs(4), "waited {waited:?}");
+    // The fast array does not wait for the slow one's requests at all.
+    let started = Instant::now();
+    assert!(read_in_order(&view, "fast", 65536) == arrays[1].expected);
+    let waited = started.elapsed();
+    assert!(waited < Duration::from_secs(8), "waited {waited:?}");
+    view.release(fh);
+}
