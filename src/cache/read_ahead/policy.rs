@@ -135,7 +135,7 @@ impl ReaderState {
         self.behind.is_some()
     }
 
-    /// What a finished fetch of this reader's chunks goes on to queue (see [`Stream::beyond`]).
+    /// What a finished fetch of this reader's chunks goes on to queue (see `Stream::beyond`).
     pub fn beyond(&self, window: u64) -> Prediction {
         self.stream.beyond(window)
     }
