@@ -400,7 +400,34 @@ impl ArrayFile {
     /// Queues `chunks` for the read-ahead, in order (`urgent`: a read waits for them, so they
     /// go before anything queued).
     pub fn prefetch(&self, pool: &ReadAhead, chunks: &[u64], urgent: bool) {
-        let Ok(source) = &self.source else { return };
+        let jobs = self.jobs(chunks);
+        if urgent {
+            // Each goes to the front: the last first, so they leave in order.
+            jobs.into_iter()
+                .rev()
+                .for_each(|job| pool.submit_urgent(job));
+        } else {
+            jobs.into_iter().for_each(|job| pool.submit(job));
+        }
+    }
+
+    /// Queues `ahead`, the chunks reader `reader` is predicted to read next, in order, and
+    /// leaves `beyond` (the rest of its window, less `ahead`) for their finished fetches to
+    /// queue (see [`crate::cache::read_ahead::Continuation`]).
+    pub fn predict(&self, pool: &ReadAhead, reader: u64, ahead: &[u64], beyond: &[u64]) {
+        let then = pool.continuation(reader);
+        let beyond = beyond.iter().filter(|c| !ahead.contains(c)).copied();
+        then.replace(self.jobs(&beyond.collect::<Vec<_>>()));
+        for job in self.jobs(ahead) {
+            pool.submit(job.then(then.clone()));
+        }
+    }
+
+    /// Read-ahead jobs loading `chunks`.
+    fn jobs(&self, chunks: &[u64]) -> Vec<Job> {
+        let Ok(source) = &self.source else {
+            return Vec::new();
+        };
         let shared = Arc::new(source.clone());
         let bytes = source.reader.cached_bytes_per_chunk().max(1);
         let job = |chunk: u64| {
@@ -410,16 +437,7 @@ impl ArrayFile {
             };
             Job::chunk(id, bytes, shared.clone())
         };
-        if urgent {
-            // Each goes to the front: the last first, so they leave in order.
-            for &chunk in chunks.iter().rev() {
-                pool.submit_urgent(job(chunk));
-            }
-        } else {
-            for &chunk in chunks {
-                pool.submit(job(chunk));
-            }
-        }
+        chunks.iter().map(|&chunk| job(chunk)).collect()
     }
 }
 

@@ -514,6 +514,9 @@ impl View {
     /// Forgets file handle `fh`.
     pub fn release(&self, fh: u64) {
         self.lock_handles().remove(&fh);
+        if let Some(pool) = &self.prefetcher {
+            pool.forget(fh);
+        }
         self.forget_stats(fh);
     }
 
@@ -658,17 +661,23 @@ impl View {
             .window(array.read_ahead_bytes(), self.cache.budget());
         let ends = now.iter().map(|&c| (c, array.chunk_end_byte(c)));
         let first_limit = (0..self.policy.first_bands).fold(offset, |at, _| array.band_end(at));
-        let (prediction, passed, page_cached) = {
+        let (prediction, beyond, passed, page_cached) = {
             let mut handles = self.lock_handles();
             let Some(state) = handles.get_mut(&fh) else {
                 return true;
             };
             let (prediction, passed) = state.after_read(offset, len, window, first_limit, ends);
-            (prediction, passed, state.page_cached())
+            (
+                prediction,
+                state.beyond(window),
+                passed,
+                state.page_cached(),
+            )
         };
         array.discard(&self.cache, &passed);
         if let Some(pool) = &self.prefetcher {
-            array.prefetch(pool, &array.chunks_for(&prediction), false);
+            let (ahead, beyond) = (array.chunks_for(&prediction), array.chunks_for(&beyond));
+            array.predict(pool, fh, &ahead, &beyond);
         }
         page_cached
     }

@@ -96,11 +96,16 @@ impl Store for PerKey {
     }
 }
 
-/// Two zstd arrays of 64 chunks (`slow/`, whose chunk requests wait `delay`, and `fast/`) and
+/// Two zstd arrays of 64 chunks (`slow/`, whose chunk requests wait `delay`, its first chunk's
+/// `first` more, and `fast/`) and
 /// a sharded one (`sharded/`: 4 shards of 8 inner chunks, one shard absent) behind a [`PerKey`]
 /// store, with a view reading ahead as the store's latency says, with
 /// `fetchers` fetches in flight.
-fn setup(delay: Duration, fetchers: usize) -> (View, Arc<PerKey>, Vec<synth::Synth>) {
+fn setup(
+    delay: Duration,
+    first: Duration,
+    fetchers: usize,
+) -> (View, Arc<PerKey>, Vec<synth::Synth>) {
     let mut mem = MemoryStore::new();
     mem.insert("zarr.json", r#"{"zarr_format": 3, "node_type": "group"}"#);
     let arrays = vec![
@@ -108,7 +113,9 @@ fn setup(delay: Duration, fetchers: usize) -> (View, Arc<PerKey>, Vec<synth::Syn
         synth::zstd_u16(&mut mem, 2, "fast", [512, 256], [8, 256]),
         synth::sharded_u32(&mut mem, 3, "sharded", [128, 256], [32, 256], [4, 256]),
     ];
-    let faulty = FaultyStore::new(Arc::new(mem)).with("slow/c/", 1, Fault::Latency(delay));
+    let faulty = FaultyStore::new(Arc::new(mem))
+        .with("slow/c/", 1, Fault::Latency(delay))
+        .with("slow/c/0/0", 1, Fault::Latency(first));
     let store = Arc::new(PerKey {
         inner: faulty,
         ranges: Mutex::default(),
@@ -146,7 +153,7 @@ fn wait_until_idle(view: &View) {
 
 #[test]
 fn every_chunk_is_requested_once_and_no_read_ahead_work_is_lost() {
-    let (view, store, arrays) = setup(Duration::from_millis(20), 64);
+    let (view, store, arrays) = setup(Duration::from_millis(20), Duration::ZERO, 64);
     let view = Arc::new(view);
     // Two readers at once, one per array, each read two chunks long.
     let readers: Vec<_> = arrays[..2]
@@ -189,7 +196,7 @@ fn every_chunk_is_requested_once_and_no_read_ahead_work_is_lost() {
 fn a_read_waits_for_its_own_chunks_not_behind_the_queue_or_a_slow_array() {
     // One fetcher and 400 ms per slow chunk: the queue a sequential reader sets up takes
     // about 10 s to drain.
-    let (view, _store, arrays) = setup(Duration::from_millis(400), 1);
+    let (view, _store, arrays) = setup(Duration::from_millis(400), Duration::ZERO, 1);
     let slow = view.resolve("slow").unwrap();
     let fh = view.open(slow).unwrap();
     let mut out = Vec::new();
@@ -216,4 +223,56 @@ fn a_read_waits_for_its_own_chunks_not_behind_the_queue_or_a_slow_array() {
     let waited = started.elapsed();
     assert!(waited < Duration::from_secs(8), "waited {waited:?}");
     view.release(fh);
+}
+
+#[test]
+fn finished_fetches_go_on_with_the_prediction_while_the_reader_waits_for_its_first_chunk() {
+    // Chunk 0 answers after 4 s, the other 63 after 50 ms each.
+    let (view, store, arrays) = setup(Duration::from_millis(50), Duration::from_secs(4), 64);
+    let view = Arc::new(view);
+    let slow = view.resolve("slow").unwrap();
+    let fh = view.open(slow).unwrap();
+    let started = Instant::now();
+    let first = {
+        let view = view.clone();
+        std::thread::spawn(move || {
+            let mut out = Vec::new();
+            view.read_into(slow, fh, 0, 4096, &mut out).unwrap();
+            out
+        })
+    };
+    // Two more reads in order (as the kernel's readahead sends them, while the first waits)
+    // confirm the reader: its prediction reaches chunk 26 of 64, the rest of its window is
+    // left for finished fetches to queue.
+    std::thread::sleep(Duration::from_millis(100));
+    let mut out = Vec::new();
+    for k in 1..3 {
+        view.read_into(slow, fh, k * 4096, 4096, &mut out).unwrap();
+    }
+    assert!(out == arrays[0].expected[4096..3 * 4096]);
+    // No read comes while the first waits, yet the last chunk of the window is requested.
+    while store.total("slow/c/63/") == 0 {
+        assert!(
+            started.elapsed() < Duration::from_millis(3500),
+            "chunk 63 not requested while the reader waited for chunk 0"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(!first.is_finished(), "the first read is still waiting");
+    assert!(first.join().unwrap() == arrays[0].expected[..4096]);
+    // The rest reads right, and every chunk was requested once.
+    let mut at = 3 * 4096;
+    while at < arrays[0].expected.len() as u64 {
+        out.clear();
+        view.read_into(slow, fh, at, 4096, &mut out).unwrap();
+        assert!(
+            out == arrays[0].expected[at as usize..at as usize + 4096],
+            "at {at}"
+        );
+        at += 4096;
+    }
+    view.release(fh);
+    wait_until_idle(&view);
+    assert_eq!(store.repeated("slow/c/"), vec![]);
+    assert_eq!(store.total("slow/c/"), 64);
 }

@@ -8,7 +8,7 @@ use crate::cache::ChunkId;
 use crate::fetch::Encoded;
 use crate::stats::{add, STATS};
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 /// Most chunks queued or loading at once; more are refused (and counted), never dropped unseen.
@@ -38,8 +38,40 @@ pub enum Claim {
     Decode(Encoded),
 }
 
+/// The chunks of one reader's prediction past what its reads queued, in the order it will read
+/// them, within its window: each finished fetch of one of its chunks queues the next ones (see
+/// [`super::Job::then`]), so the read-ahead goes on while the reader waits. Each read of the
+/// reader replaces them.
+#[derive(Default)]
+pub struct Continuation(Mutex<VecDeque<Job>>);
+
+impl Continuation {
+    /// Replaces what is left with `jobs`, in order.
+    pub fn replace(&self, jobs: impl IntoIterator<Item = Job>) {
+        let mut left = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        left.clear();
+        left.extend(jobs);
+    }
+
+    /// The next chunk, itself going on with this continuation; `None` when none is left or
+    /// `ledger` is full (it stays for a later fetch).
+    pub(super) fn next(self: &Arc<Self>, ledger: &Ledger) -> Option<Job> {
+        if ledger.len() >= MAX_QUEUED {
+            return None;
+        }
+        let job = self
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pop_front()?;
+        Some(job.then(self.clone()))
+    }
+}
+
 #[derive(Default)]
 struct State {
+    /// Each reader's [`Continuation`].
+    continuations: HashMap<u64, Arc<Continuation>>,
     phases: HashMap<Key, Phase>,
     /// Chunks to fetch, in order; an id whose phase is no longer `Queued` is skipped.
     to_fetch: VecDeque<Key>,
@@ -103,6 +135,19 @@ impl Ledger {
         drop(state);
         self.changed.notify_all();
         true
+    }
+
+    /// Reader `reader`'s continuation, made at its first use.
+    pub fn continuation(&self, reader: u64) -> Arc<Continuation> {
+        self.lock().continuations.entry(reader).or_default().clone()
+    }
+
+    /// Reader `reader` is gone: what is left of its continuation is not queued.
+    pub fn forget(&self, reader: u64) {
+        let left = self.lock().continuations.remove(&reader);
+        if let Some(left) = left {
+            left.replace([]);
+        }
     }
 
     /// True when chunk `id` is queued or loading here.
@@ -392,6 +437,26 @@ mod tests {
             ledger.queue(counting(id(3), &runs), false),
             "a load of it is apart"
         );
+    }
+
+    #[test]
+    fn a_continuation_queues_its_next_chunks_in_order_each_once() {
+        let cache = ChunkCache::new(1 << 20);
+        let runs = Arc::new(AtomicU32::new(0));
+        let then = cache.ledger().continuation(1);
+        then.replace((0..6).map(|i| counting(id(i), &runs)));
+        assert!(cache.ledger().queue(counting(id(1), &runs), false));
+        // Chunk 1 is queued already: passed over, never queued twice.
+        super::super::go_on(&cache, &then);
+        let held: Vec<u64> = (0..6).filter(|&i| cache.ledger().holds(id(i))).collect();
+        assert_eq!(held, [0, 1, 2]);
+        super::super::go_on(&cache, &then);
+        let held: Vec<u64> = (0..6).filter(|&i| cache.ledger().holds(id(i))).collect();
+        assert_eq!(held, [0, 1, 2, 3, 4]);
+        // The reader is gone: the rest is not queued.
+        cache.ledger().forget(1);
+        super::super::go_on(&cache, &then);
+        assert_eq!(cache.ledger().len(), 5);
     }
 
     #[test]

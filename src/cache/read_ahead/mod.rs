@@ -6,8 +6,8 @@
 //!
 //! Fetching is apart from decoding: fetchers wait on the store, as many at once as the store is
 //! worth (dozens for object storage) and as the bytes in flight allow, and hand what they fetched
-//! to decoders, one per core; each finished fetch lets the next queued chunk start, without
-//! waiting for a reader. For a local store fetching costs little more than the bytes it moves,
+//! to decoders, one per core; each finished fetch lets the next queued chunk start, and queues
+//! the next chunks of its reader's window ([`Continuation`]), without waiting for a reader. For a local store fetching costs little more than the bytes it moves,
 //! so a fetcher decodes what it fetched itself.
 
 mod drop_behind;
@@ -15,7 +15,7 @@ mod ledger;
 mod policy;
 mod stream;
 
-pub use ledger::{Claim, Ledger};
+pub use ledger::{Claim, Continuation, Ledger};
 pub use policy::{ReadPolicy, ReaderState};
 pub use stream::Prediction;
 
@@ -59,6 +59,9 @@ pub struct Job {
     /// False for other work on the chunk ([`Job::run`]), which readers of the chunk neither
     /// take over nor wait for.
     claimable: bool,
+    /// The reader's prediction this chunk belongs to: when its fetch is over, the next chunks
+    /// of it are queued.
+    then: Option<Arc<Continuation>>,
 }
 
 /// What the ledger files a job under: its chunk, and whether it loads the chunk into the cache
@@ -77,6 +80,15 @@ impl Job {
             bytes,
             source,
             claimable: true,
+            then: None,
+        }
+    }
+
+    /// This job, as a chunk of a reader's prediction that goes on with `then`.
+    pub fn then(self, then: Arc<Continuation>) -> Self {
+        Job {
+            then: Some(then),
+            ..self
         }
     }
 
@@ -89,6 +101,7 @@ impl Job {
             bytes,
             source: Arc::new(Run(std::sync::Mutex::new(Some(Box::new(run))))),
             claimable: false,
+            then: None,
         }
     }
 
@@ -167,6 +180,16 @@ impl ReadAhead {
         self.queue(job, true);
     }
 
+    /// The continuation of reader `reader`'s prediction (see [`Continuation`]).
+    pub fn continuation(&self, reader: u64) -> Arc<Continuation> {
+        self.cache.ledger().continuation(reader)
+    }
+
+    /// Reader `reader` is gone: nothing more of its prediction is queued.
+    pub fn forget(&self, reader: u64) {
+        self.cache.ledger().forget(reader);
+    }
+
     fn queue(&self, job: Job, urgent: bool) {
         if self.cache.contains(job.id) {
             add(&STATS.counters.prefetch_skipped, 1);
@@ -179,6 +202,24 @@ impl ReadAhead {
 impl Drop for ReadAhead {
     fn drop(&mut self) {
         self.cache.ledger().close();
+    }
+}
+
+/// How many chunks of a reader's prediction a finished fetch of one of them queues: two, so the
+/// chunks in flight double every round trip until the window or the bytes in flight bound them.
+const NEXT_PER_FETCH: usize = 2;
+
+/// A fetch of a chunk of `then` is over: queues its next chunks (ones cached or queued already
+/// are passed over, never queued twice).
+fn go_on(cache: &ChunkCache, then: &Arc<Continuation>) {
+    let mut queued = 0;
+    while queued < NEXT_PER_FETCH {
+        let Some(job) = then.next(cache.ledger()) else {
+            return;
+        };
+        if !cache.contains(job.id) && cache.ledger().queue(job, false) {
+            queued += 1;
+        }
     }
 }
 
@@ -210,6 +251,9 @@ fn fetcher(cache: &ChunkCache, limits: &Limits, generation: u64) {
             .collect();
         let indexes: Vec<u64> = batch.iter().map(|job| job.id.index).collect();
         let fetched = catch_unwind(AssertUnwindSafe(|| batch[0].source.fetch(cache, &indexes)));
+        for then in batch.iter().filter_map(|job| job.then.as_ref()) {
+            go_on(cache, then);
+        }
         let Ok(fetched) = fetched.map_err(|_| log::debug!("read-ahead: a fetch panicked")) else {
             continue;
         };

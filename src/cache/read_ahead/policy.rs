@@ -135,6 +135,11 @@ impl ReaderState {
         self.behind.is_some()
     }
 
+    /// What a finished fetch of this reader's chunks goes on to queue (see `Stream::beyond`).
+    pub fn beyond(&self, window: u64) -> Prediction {
+        self.stream.beyond(window)
+    }
+
     /// Records a read at `offset` of `len` bytes that touched `now` (chunk, byte where its data
     /// ends; only walked for a page-cached reader); returns what to decode ahead within
     /// `window` (a first read stops at `first_limit`) and the chunks a sequential, page-cached

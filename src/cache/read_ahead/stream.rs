@@ -75,6 +75,19 @@ impl Stream {
         self.sequential_hits > 0 || self.first
     }
 
+    /// The rest of the window of a confirmed sequential reader that doubles its look-ahead (over
+    /// the network), past what its reads have predicted: from there to `window` bytes past its
+    /// last read. Finished fetches of its chunks queue these, without waiting for its next read.
+    pub fn beyond(&self, window: u64) -> Prediction {
+        let from = self.last_end.max(self.predicted);
+        let to = self.last_end.saturating_add(window);
+        if self.doubling && self.is_sequential() && to > from {
+            Prediction::Range(from, to)
+        } else {
+            Prediction::None
+        }
+    }
+
     /// Records a read of `len` bytes at `offset`; predicts what comes next within `window` bytes.
     /// A first read only looks ahead up to `first_limit` (the end of the chunks it touches), so a
     /// reader of one frame does not pay for decoding the next. Reads in order look ahead `ramp`
@@ -219,6 +232,13 @@ mod tests {
         assert_eq!(
             s.record(3 * mib, mib, 64 * mib, u64::MAX),
             Prediction::Range(13 * mib, 22 * mib)
+        );
+        // The rest of the window goes on from there.
+        assert_eq!(s.beyond(64 * mib), Prediction::Range(22 * mib, 68 * mib));
+        assert_eq!(
+            Stream::new(2, false).beyond(64 * mib),
+            Prediction::None,
+            "not confirmed"
         );
     }
 
