@@ -203,6 +203,8 @@ pub struct View {
     backing: Option<backed::Backing>,
     /// Selection files (`A[SEL]`) looked up so far.
     slices: SliceTable,
+    /// Set at the first open of a data file, which readies memory for decoded chunks.
+    memory_readied: std::sync::Once,
 }
 
 impl View {
@@ -481,9 +483,16 @@ impl View {
 
     fn open_handle(&self, ino: u64, page_cached: bool) -> Result<u64, ViewError> {
         if is_slice(ino) {
+            self.ready_memory();
             return self.open_slice(ino);
         }
         let content = &self.inode(ino)?.content;
+        if matches!(
+            content,
+            Content::Data(_) | Content::Npy(_) | Content::Text(_) | Content::TextNpy(_)
+        ) {
+            self.ready_memory();
+        }
         match content {
             Content::Dir(_) => Err(ViewError::IsDir),
             // Variable-length files open at once; a read waits for their scan (see `vlen_file`).
@@ -508,6 +517,13 @@ impl View {
                 Ok(fh)
             }
         }
+    }
+
+    /// At the first open of a data file, has the allocator ready memory for the chunk cache
+    /// (see [`crate::huge_pages::keep_ready_for_cache`]).
+    fn ready_memory(&self) {
+        self.memory_readied
+            .call_once(|| crate::huge_pages::keep_ready_for_cache(self.cache.budget()));
     }
 
     /// Forgets file handle `fh`.
