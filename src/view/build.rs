@@ -2,20 +2,16 @@
 //! listed or looked up, from its group's children as the [`Tree`] loads them, and kept (the
 //! mount is a snapshot). Concurrent first uses of one directory make it once.
 
-use super::array_file::Unreadable;
-use super::chunk_source::ChunkSource;
+use super::array_file::{Sources, Unreadable};
 use super::preview::{rendered_cache, Preview};
 use super::read_policy::ReadPolicy;
 use super::vlen_file::Sizer;
 use super::xattrs::{array_xattrs, group_xattrs, Xattrs};
 use super::zom::{store_version, ZOM_FILE};
 use super::zom_files::ZomFiles;
-use super::{
-    ArrayFile, Content, Dir, Group, Inode, IoCause, Layout, Listing, View, VlenFile, ROOT_INO,
-};
+use super::{ArrayFile, Content, Dir, Group, Inode, IoCause, Listing, View, VlenFile, ROOT_INO};
 use crate::cache::ChunkCache;
-use crate::fetch::ChunkReader;
-use crate::meta::{ArrayMeta, MetaError, Node, NodeKind, Tree};
+use crate::meta::{MetaError, Node, NodeKind, Tree};
 use crate::store::Store;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -143,44 +139,6 @@ impl View {
     fn mtime_of(&self, node: &Node) -> SystemTime {
         node.mtime.unwrap_or(self.store_mtime)
     }
-
-    /// The chunks of array number `id` at `path`, or why they cannot be read: the codec chain
-    /// is unsupported or unusable, the geometry overflows, or one chunk (with its shard index)
-    /// is larger than the whole cache, which would decode it again on every read.
-    fn source(
-        &self,
-        id: u32,
-        path: &str,
-        meta: &Arc<ArrayMeta>,
-    ) -> Result<ChunkSource, Unreadable> {
-        let reader =
-            ChunkReader::new(self.store.clone(), path, meta.clone()).map_err(|e| Unreadable {
-                cause: e.cause.into(),
-                reason: e.message,
-            })?;
-        let reader = reader.limit_decoded(self.cache.budget());
-        let layout =
-            Layout::new(&meta.shape, reader.read_chunk_shape()).map_err(|reason| Unreadable {
-                cause: IoCause::BadConfig,
-                reason,
-            })?;
-        let need = reader.cached_bytes_per_chunk();
-        if !self.cache.fits(need) {
-            return Err(Unreadable {
-                cause: IoCause::TooLargeForCache,
-                reason: format!(
-                    "one chunk takes {need} bytes in the cache, more than its whole budget of {} \
-                     bytes; mount with a larger --cache-size",
-                    self.cache.budget()
-                ),
-            });
-        }
-        Ok(ChunkSource {
-            id,
-            reader: Arc::new(reader),
-            layout: Arc::new(layout),
-        })
-    }
 }
 
 impl<'v> Entries<'v> {
@@ -224,8 +182,8 @@ impl<'v> Entries<'v> {
         let view = self.view;
         // One number space for both kinds: it keys the shared chunk cache.
         let id = view.next_array_id.fetch_add(1, Ordering::Relaxed);
-        let (meta, source) = match &node.kind {
-            NodeKind::Array(Ok(meta)) => (Some(meta), view.source(id, &node.path, meta)),
+        let (meta, recipe) = match &node.kind {
+            NodeKind::Array(Ok(meta)) => (Some(meta), Ok((id, meta.clone()))),
             NodeKind::Array(Err(e)) => (
                 None,
                 Err(Unreadable {
@@ -238,6 +196,9 @@ impl<'v> Entries<'v> {
             ),
             NodeKind::Group => unreachable!("add_array takes arrays"),
         };
+        let source = recipe
+            .clone()
+            .and_then(|(id, meta)| view.sources.make(id, &node.path, &meta));
         if let Err(u) = &source {
             log::warn!("{}: data cannot be read: {}", shown(&node.path), u.reason);
         }
@@ -254,7 +215,11 @@ impl<'v> Entries<'v> {
                 let preview = meta
                     .filter(|_| other.is_ok() && view.previews_shown)
                     .and_then(|m| Preview::of(0, &node.path, m));
-                let array = ArrayFile::new(&node.path, meta, other, doc.clone());
+                // The source was made to say now whether the data can be read; it is made again
+                // when the array is first opened, so that a listed array keeps only its recipe.
+                let recipe = other.and(recipe);
+                let array =
+                    ArrayFile::new(&node.path, meta, recipe, view.sources.clone(), doc.clone());
                 let k = view.arrays.push(array) as u32;
                 if let Some(mut preview) = preview {
                     preview.array = k;
@@ -344,6 +309,10 @@ impl View {
         root_name: &str,
     ) -> View {
         let store_mtime = store.mtime();
+        let sources = Arc::new(Sources {
+            store: store.clone(),
+            cache: cache.clone(),
+        });
         let root = tree.root().clone();
         let version = store_version(&root.document);
         let view = View {
@@ -364,6 +333,7 @@ impl View {
             groups_loaded: Default::default(),
             loaded: Default::default(),
             requests: None,
+            sources,
             sizer: Sizer::new(cache.clone()),
             cache,
             policy: ReadPolicy::local(0),

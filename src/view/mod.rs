@@ -192,6 +192,8 @@ pub struct View {
     /// Scans large variable-length arrays for their sizes.
     sizer: Sizer,
     cache: Arc<ChunkCache>,
+    /// Makes an array's chunk source when it is first opened.
+    sources: Arc<array_file::Sources>,
     policy: ReadPolicy,
     prefetcher: Option<Prefetcher>,
     /// Every open data file, by file handle.
