@@ -57,7 +57,7 @@ pub fn array_xattrs(node: &Node, meta: Option<&ArrayMeta>, version: u8) -> Xattr
     let codecs: Vec<Value> = meta
         .codecs
         .iter()
-        .map(|c| json!({"name": c.name, "configuration": c.config}))
+        .map(|c| json!({"name": c.name, "configuration": *c.config}))
         .collect();
     let fill = doc.get("fill_value").cloned().unwrap_or(Value::Null);
     // A rectilinear grid shows each axis's edge lengths.
