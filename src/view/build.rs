@@ -6,10 +6,12 @@ use super::array_file::{Sources, Unreadable};
 use super::preview::{rendered_cache, Preview};
 use super::read_policy::ReadPolicy;
 use super::vlen_file::Sizer;
-use super::xattrs::{array_xattrs, group_xattrs, Xattrs};
+use super::xattrs::group_xattrs;
 use super::zom::{store_version, ZOM_FILE};
 use super::zom_files::ZomFiles;
-use super::{ArrayFile, Content, Dir, Group, Inode, IoCause, Listing, View, VlenFile, ROOT_INO};
+use super::{
+    ArrayFile, Attrs, Content, Dir, Group, Inode, IoCause, Listing, View, VlenFile, ROOT_INO,
+};
 use crate::cache::ChunkCache;
 use crate::meta::{MetaError, Node, NodeKind, Tree};
 use crate::store::Store;
@@ -29,7 +31,7 @@ struct Sidecar {
     content: Content,
     mtime: SystemTime,
     /// Extended attributes of the sidecar file (an `.npy` carries its array's).
-    xattrs: Option<Xattrs>,
+    xattrs: Attrs,
 }
 
 /// The entries of one directory as they are made.
@@ -57,13 +59,7 @@ fn shown(path: &str) -> &str {
 }
 
 impl View {
-    fn push(
-        &self,
-        parent: u64,
-        content: Content,
-        mtime: SystemTime,
-        xattrs: Option<Xattrs>,
-    ) -> u64 {
+    fn push(&self, parent: u64, content: Content, mtime: SystemTime, xattrs: Attrs) -> u64 {
         let index = self.inodes.push(Inode {
             parent,
             content,
@@ -109,16 +105,15 @@ impl View {
             let mtime = self.mtime_of(node);
             match node.kind {
                 NodeKind::Group => {
-                    let xattrs = group_xattrs(node, self.version);
                     let child = Dir::of(Group {
                         path: node.path.as_str().into(),
                         zom,
                         mtime,
                     });
-                    let child = self.push(ino, Content::Dir(child), mtime, Some(xattrs));
+                    let child = self.push(ino, Content::Dir(child), mtime, Attrs::Node(zom));
                     e.link(name, child);
                 }
-                NodeKind::Array(_) => e.add_array(name, node, bytes, mtime),
+                NodeKind::Array(_) => e.add_array(name, node, zom, bytes, mtime),
             }
         }
         self.zoms.set_children(group.zom, kept);
@@ -166,7 +161,7 @@ impl<'v> Entries<'v> {
             name,
             content,
             mtime,
-            xattrs: None,
+            xattrs: Attrs::None,
         });
     }
 
@@ -177,8 +172,9 @@ impl<'v> Entries<'v> {
         self.sidecar(ZOM_FILE.into(), Content::Zom(group.zom), group.mtime);
     }
 
-    /// Adds an array's data file under `name` and queues its `.json` and `.npy` sidecars.
-    fn add_array(&mut self, name: &str, node: &Node, doc: Arc<[u8]>, mtime: SystemTime) {
+    /// Adds an array's data file under `name` and queues its `.json` and `.npy` sidecars;
+    /// `zom` is its number in [`super::zom_files::ZomFiles`].
+    fn add_array(&mut self, name: &str, node: &Node, zom: u32, doc: Arc<[u8]>, mtime: SystemTime) {
         let view = self.view;
         // One number space for both kinds: it keys the shared chunk cache.
         let id = view.next_array_id.fetch_add(1, Ordering::Relaxed);
@@ -202,7 +198,6 @@ impl<'v> Entries<'v> {
         if let Err(u) = &source {
             log::warn!("{}: data cannot be read: {}", shown(&node.path), u.reason);
         }
-        let xattrs = array_xattrs(node, meta.map(|m| m.as_ref()), view.version);
         let (data, npy) = match source {
             Ok(source) if source.reader.meta().dtype.is_variable() => {
                 let k = view
@@ -229,14 +224,14 @@ impl<'v> Entries<'v> {
                 (Content::Data(k), Content::Npy(k))
             }
         };
-        let ino = view.push(self.dir, data, mtime, Some(xattrs.clone()));
+        let ino = view.push(self.dir, data, mtime, Attrs::Node(zom));
         self.link(name, ino);
         self.sidecar(format!("{name}.json"), Content::Json(doc), mtime);
         self.sidecars.push(Sidecar {
             name: format!("{name}.npy"),
             content: npy,
             mtime,
-            xattrs: Some(xattrs),
+            xattrs: Attrs::Node(zom),
         });
     }
 
@@ -287,8 +282,8 @@ impl<'v> Entries<'v> {
             return;
         }
         let (dir, stats) = super::stats_file::contents();
-        let zarrfs = view.push(ROOT_INO, dir, view.store_mtime, None);
-        let file = view.push(zarrfs, stats, view.store_mtime, None);
+        let zarrfs = view.push(ROOT_INO, dir, view.store_mtime, Attrs::None);
+        let file = view.push(zarrfs, stats, view.store_mtime, Attrs::None);
         let mut listing = Listing::default();
         listing.by_name.insert(super::STATS_FILE.into(), file);
         listing.entries.push((super::STATS_FILE.into(), file));
@@ -348,7 +343,7 @@ impl View {
         let doc = json_bytes(&root.document);
         let zom = view.keep(&root, &doc);
         let mut xattrs = match root.kind {
-            NodeKind::Group => group_xattrs(&root, version).to_vec(),
+            NodeKind::Group => group_xattrs(&root.document, version).to_vec(),
             NodeKind::Array(_) => Vec::new(),
         };
         // What the store says of the version it shows (an Icechunk snapshot), on the root.
@@ -358,7 +353,11 @@ impl View {
                 .into_iter()
                 .map(|(name, value)| (format!("user.zarrfs.{name}"), value.into_bytes())),
         );
-        let xattrs = (!xattrs.is_empty()).then(|| Arc::from(xattrs));
+        let xattrs = if xattrs.is_empty() {
+            Attrs::None
+        } else {
+            Attrs::Made(Arc::from(xattrs))
+        };
         let group = matches!(root.kind, NodeKind::Group).then(|| Group {
             path: "".into(),
             zom,
@@ -374,7 +373,7 @@ impl View {
             // An array at the root: its files, named `root_name`, and the netCDF files that
             // show it as the root group's one variable.
             let mut e = Entries::new(&view, ROOT_INO);
-            e.add_array(root_name, &root, doc, view.mtime_of(&root));
+            e.add_array(root_name, &root, zom, doc, view.mtime_of(&root));
             view.log_loaded(1);
             let listing = e.finish();
             if let Content::Dir(d) = &view.inodes[0].content {

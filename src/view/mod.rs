@@ -153,12 +153,23 @@ struct Listing {
     by_name: HashMap<String, u64>,
 }
 
+/// Where an inode's extended attributes come from.
+enum Attrs {
+    /// It has none.
+    None,
+    /// These, made when its directory was (the root's, with what the store says of itself).
+    Made(Xattrs),
+    /// Those of node N in [`zom_files::ZomFiles`], made from its document at each request, so
+    /// that a listed node keeps none.
+    Node(u32),
+}
+
 struct Inode {
     parent: u64,
     content: Content,
     mtime: SystemTime,
     /// Extended attributes (none for most sidecars).
-    xattrs: Option<Xattrs>,
+    xattrs: Attrs,
 }
 
 /// The whole mounted tree, made group by group as it is used.
