@@ -15,6 +15,7 @@ use super::{
 use crate::cache::ChunkCache;
 use crate::meta::{MetaError, Node, NodeKind, Tree};
 use crate::store::Store;
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::SystemTime;
@@ -39,6 +40,8 @@ struct Entries<'v> {
     view: &'v View,
     dir: u64,
     listing: Listing,
+    /// The names linked so far.
+    taken: HashSet<String>,
     sidecars: Vec<Sidecar>,
 }
 
@@ -142,16 +145,16 @@ impl<'v> Entries<'v> {
             view,
             dir,
             listing: Listing::default(),
+            taken: HashSet::new(),
             sidecars: Vec::new(),
         }
     }
 
     /// Adds `name` unless taken; returns false when it was taken.
     fn link(&mut self, name: &str, ino: u64) -> bool {
-        if self.listing.by_name.contains_key(name) {
+        if !self.taken.insert(name.to_string()) {
             return false;
         }
-        self.listing.by_name.insert(name.to_string(), ino);
         self.listing.entries.push((name.to_string(), ino));
         true
     }
@@ -257,7 +260,7 @@ impl<'v> Entries<'v> {
                 );
                 continue;
             }
-            if self.listing.by_name.contains_key(&car.name) {
+            if self.taken.contains(&car.name) {
                 log::warn!(
                     "{}: a node has this name, so it is shown instead of the sidecar",
                     car.name
@@ -274,7 +277,7 @@ impl<'v> Entries<'v> {
     /// Adds `.zarrfs/stats` to the root, unless a node has the name.
     fn add_stats_dir(&mut self) {
         let view = self.view;
-        if self.listing.by_name.contains_key(super::ZARRFS_DIR) {
+        if self.taken.contains(super::ZARRFS_DIR) {
             log::warn!(
                 "/{}: a node has this name, so statistics are not shown",
                 super::ZARRFS_DIR
@@ -285,7 +288,6 @@ impl<'v> Entries<'v> {
         let zarrfs = view.push(ROOT_INO, dir, view.store_mtime, Attrs::None);
         let file = view.push(zarrfs, stats, view.store_mtime, Attrs::None);
         let mut listing = Listing::default();
-        listing.by_name.insert(super::STATS_FILE.into(), file);
         listing.entries.push((super::STATS_FILE.into(), file));
         if let Content::Dir(d) = &view.inodes[(zarrfs - 1) as usize].content {
             let _ = d.listing.set(listing);

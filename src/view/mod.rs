@@ -146,11 +146,21 @@ struct Group {
     mtime: SystemTime,
 }
 
-/// The entries of a directory, sorted by name.
+/// The entries of a directory, sorted by name (each name kept once: lookups search them).
 #[derive(Default)]
 struct Listing {
     entries: Vec<(String, u64)>,
-    by_name: HashMap<String, u64>,
+}
+
+impl Listing {
+    /// The inode of entry `name`.
+    fn get(&self, name: &str) -> Option<u64> {
+        let at = self
+            .entries
+            .binary_search_by(|(n, _)| n.as_str().cmp(name))
+            .ok()?;
+        Some(self.entries[at].1)
+    }
 }
 
 /// Where an inode's extended attributes come from.
@@ -280,8 +290,8 @@ impl View {
 
     /// The entry `name` in directory `parent`; names of selections (`A[SEL]`) too.
     pub fn lookup(&self, parent: u64, name: &str) -> Result<Attr, ViewError> {
-        match self.dir(parent)?.by_name.get(name) {
-            Some(&ino) => self.getattr(ino),
+        match self.dir(parent)?.get(name) {
+            Some(ino) => self.getattr(ino),
             None => self.lookup_slice(parent, name),
         }
     }
