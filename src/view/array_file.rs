@@ -89,7 +89,10 @@ pub struct ArrayFile {
     source: OnceLock<Result<ChunkSource, Unreadable>>,
     elem_size: u64,
     data_size: u64,
-    header: Vec<u8>,
+    /// The metadata the NPY header is made from, at each use (none for an array without a
+    /// header), and the header's length.
+    npy: Option<Arc<ArrayMeta>>,
+    header_len: u64,
     /// The metadata document as `A.json` shows it (part of the backing file's identity).
     metadata: Arc<[u8]>,
     identity: ArrayIdentity,
@@ -105,18 +108,19 @@ impl ArrayFile {
     /// unknown) shows size 0.
     pub fn new(
         path: &str,
-        meta: Option<&ArrayMeta>,
+        meta: Option<&Arc<ArrayMeta>>,
         recipe: Result<(u32, Arc<ArrayMeta>), Unreadable>,
         sources: Arc<Sources>,
         metadata: Arc<[u8]>,
     ) -> Self {
-        let (elem_size, data_size, header) = match meta.filter(|m| !m.dtype.is_variable()) {
+        let npy = meta.filter(|m| !m.dtype.is_variable()).cloned();
+        let (elem_size, data_size, header_len) = match &npy {
             Some(meta) => (
                 meta.dtype.size() as u64,
                 meta.byte_size().unwrap_or(0),
-                npy_header(&meta.dtype, &meta.shape),
+                npy_header(&meta.dtype, &meta.shape).len() as u64,
             ),
-            None => (1, 0, Vec::new()),
+            None => (1, 0, 0),
         };
         ArrayFile {
             path: path.to_string(),
@@ -125,7 +129,8 @@ impl ArrayFile {
             source: OnceLock::new(),
             elem_size: elem_size.max(1),
             data_size,
-            header,
+            npy,
+            header_len,
             metadata,
             identity: ArrayIdentity::default(),
             backing: ArrayBacking::default(),
@@ -164,7 +169,7 @@ impl ArrayFile {
     /// `A.npy` on local disk once the backing file is complete (see
     /// [`crate::backing::BackingFile::npy_file`]).
     pub fn npy_backing(&self) -> Option<std::fs::File> {
-        self.complete_backing()?.npy_file(&self.header)
+        self.complete_backing()?.npy_file(&self.header())
     }
 
     /// Size of `A`.
@@ -175,12 +180,19 @@ impl ArrayFile {
     /// Size of `A.npy` (at most `u64::MAX`: of an array of nearly 2^64 bytes, the last bytes
     /// are past what a file offset can reach).
     pub fn npy_size(&self) -> u64 {
-        (self.header.len() as u64).saturating_add(self.data_size)
+        self.header_len.saturating_add(self.data_size)
     }
 
     /// Length of the NPY header (where the data starts in `A.npy`).
     pub fn header_len(&self) -> u64 {
-        self.header.len() as u64
+        self.header_len
+    }
+
+    /// The NPY header of `A.npy`, made now.
+    fn header(&self) -> Vec<u8> {
+        self.npy
+            .as_ref()
+            .map_or_else(Vec::new, |m| npy_header(&m.dtype, &m.shape))
     }
 
     /// Where the band of chunks holding byte `offset` of `A` ends (see
@@ -241,7 +253,7 @@ impl ArrayFile {
         out: &mut Vec<u8>,
     ) -> Result<(), ViewError> {
         self.check_readable()?;
-        read_after_header(&self.header, offset, len, out, |at, n, out| {
+        read_after_header(&self.header(), offset, len, out, |at, n, out| {
             self.read_data(cache, at, n, into_reply, out)
         })
     }

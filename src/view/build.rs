@@ -209,7 +209,6 @@ impl<'v> Entries<'v> {
                 (Content::Text(k as u32), Content::TextNpy(k as u32))
             }
             other => {
-                let meta = meta.map(|m| m.as_ref());
                 let preview = meta
                     .filter(|_| other.is_ok() && view.previews_shown)
                     .and_then(|m| Preview::of(0, &node.path, m));
