@@ -60,8 +60,8 @@ fn mark_in_use() {
 }
 
 /// Keeps about `bytes` of memory mapped and touched for the allocator's next huge blocks, and
-/// returns once it is. Does nothing unless [`HugePageAlloc`] is the global allocator. Called
-/// by the daemon once mounted, on a thread of its own.
+/// returns once it is. Does nothing unless [`HugePageAlloc`] is the global allocator. See
+/// [`keep_ready_for_cache`].
 pub fn keep_ready(bytes: usize) {
     let want = (bytes / HUGE).min(READY_MAX);
     if !IN_USE.load(Ordering::Relaxed) {
@@ -93,6 +93,20 @@ pub fn keep_ready(bytes: usize) {
     if off < len {
         // SAFETY: the part of the fresh mapping no piece was taken from.
         let _ = unsafe { munmap(at.add(off).cast(), len - off) };
+    }
+}
+
+/// Has the allocator keep a sixteenth of a chunk cache budget of `cache_bytes` (at most
+/// 64 MiB) touched and ready for decoded chunks, on a thread of its own, so that reads do not
+/// wait for the kernel to back fresh memory. The view calls it when the first data file is
+/// opened, not at mount: a mount that only lists and stats holds none of it.
+pub fn keep_ready_for_cache(cache_bytes: u64) {
+    let bytes = (cache_bytes / 16).min(64 << 20) as usize;
+    let spawned = std::thread::Builder::new()
+        .name("ready-memory".into())
+        .spawn(move || keep_ready(bytes));
+    if let Err(e) = spawned {
+        log::warn!("cannot start the thread that readies memory: {e}");
     }
 }
 

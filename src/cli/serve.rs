@@ -113,19 +113,6 @@ pub fn serve(p: Prepared, ready: Option<Ready>) -> i32 {
     mounted.wait(&set)
 }
 
-/// Has the allocator keep a sixteenth of the cache budget (at most 64 MiB) touched and ready
-/// for decoded chunks, so the first reads of a mount do not wait for the kernel to back fresh
-/// memory (see `huge_pages`); done on a thread of its own.
-fn keep_memory_ready(cache_size: u64) {
-    let bytes = (cache_size / 16).min(64 << 20) as usize;
-    let spawned = std::thread::Builder::new()
-        .name("ready-memory".into())
-        .spawn(move || crate::huge_pages::keep_ready(bytes));
-    if let Err(e) = spawned {
-        log::warn!("cannot start the thread that readies memory: {e}");
-    }
-}
-
 struct Mounted {
     thread: std::thread::JoinHandle<std::io::Result<()>>,
     /// Answered "not connected" when the daemon ends with readers still waiting.
@@ -206,7 +193,6 @@ fn mount(p: Prepared) -> Result<Mounted, MountError> {
         return Err(e);
     }
     set_read_ahead(&mountpoint, p.options.read_ahead);
-    keep_memory_ready(p.options.cache_size);
     let pid_file = super::pidfile::PidFile::create(&mountpoint);
     Ok(Mounted {
         thread,

@@ -202,8 +202,8 @@ mod tests {
         let meta = parse_array(zarray.as_object().unwrap(), "x/").unwrap();
         let names: Vec<_> = meta.codecs.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["transpose", "bytes", "delta", "zlib"]);
-        assert_eq!(meta.codecs[0].config, json!({"order": [1, 0]}));
-        assert_eq!(meta.codecs[1].config, json!({"endian": "big"}));
+        assert_eq!(*meta.codecs[0].config, json!({"order": [1, 0]}));
+        assert_eq!(*meta.codecs[1].config, json!({"endian": "big"}));
         assert_eq!(meta.fill_value, 7i32.to_le_bytes());
         assert_eq!(meta.chunk_keys.key(&[1, 0]), "x/1/0");
     }

@@ -371,7 +371,7 @@ mod tests {
             3
         );
         assert_eq!(
-            meta.codecs[1].config,
+            *meta.codecs[1].config,
             json!({"first_bit": 1, "last_bit": 3})
         );
     }

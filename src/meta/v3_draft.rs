@@ -210,7 +210,7 @@ mod tests {
         let m = parse_array(d2019.as_object().unwrap(), "sub/a").unwrap();
         let names: Vec<_> = m.codecs.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["transpose", "bytes", "gzip"]);
-        assert_eq!(m.codecs[1].config, json!({"endian": "big"}));
+        assert_eq!(*m.codecs[1].config, json!({"endian": "big"}));
         assert_eq!(m.chunk_keys.key(&[1, 0]), "data/root/sub/a/c1/0");
         let d2022 = json!({
             "shape": [5], "data_type": "int32", "fill_value": 0,

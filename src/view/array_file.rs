@@ -6,11 +6,13 @@ use super::chunk_source::ChunkSource;
 use super::error::chunk_failed;
 use super::held_chunks::HeldChunks;
 use super::npy::read_after_header;
-use super::{npy_header, IoCause, SendBytes, ViewError};
+use super::{npy_header, IoCause, Layout, SendBytes, ViewError};
 use crate::cache::read_ahead::{Job, Prediction, ReadAhead};
 use crate::cache::{ChunkCache, ChunkId};
+use crate::fetch::ChunkReader;
 use crate::meta::ArrayMeta;
-use std::sync::Arc;
+use crate::store::Store;
+use std::sync::{Arc, OnceLock};
 
 /// Most chunks one prediction queues (a prediction starts where the last one ended, so this
 /// bounds one read's work, not the window).
@@ -27,15 +29,70 @@ pub struct Unreadable {
     pub reason: String,
 }
 
+/// Makes the chunk sources of a view's arrays, from its store and for its cache.
+pub struct Sources {
+    /// The store the chunks are read from.
+    pub store: Arc<dyn Store>,
+    /// The cache they are decoded into.
+    pub cache: Arc<ChunkCache>,
+}
+
+impl Sources {
+    /// The chunks of array number `id` at `path`, or why they cannot be read: the codec chain
+    /// is unsupported or unusable, the geometry overflows, or one chunk (with its shard index)
+    /// is larger than the whole cache, which would decode it again on every read.
+    pub fn make(
+        &self,
+        id: u32,
+        path: &str,
+        meta: &Arc<ArrayMeta>,
+    ) -> Result<ChunkSource, Unreadable> {
+        let reader =
+            ChunkReader::new(self.store.clone(), path, meta.clone()).map_err(|e| Unreadable {
+                cause: e.cause.into(),
+                reason: e.message,
+            })?;
+        let reader = reader.limit_decoded(self.cache.budget());
+        let layout =
+            Layout::new(&meta.shape, reader.read_chunk_shape()).map_err(|reason| Unreadable {
+                cause: IoCause::BadConfig,
+                reason,
+            })?;
+        let need = reader.cached_bytes_per_chunk();
+        if !self.cache.fits(need) {
+            return Err(Unreadable {
+                cause: IoCause::TooLargeForCache,
+                reason: format!(
+                    "one chunk takes {need} bytes in the cache, more than its whole budget of {} \
+                     bytes; mount with a larger --cache-size",
+                    self.cache.budget()
+                ),
+            });
+        }
+        Ok(ChunkSource {
+            id,
+            reader: Arc::new(reader),
+            layout: Arc::new(layout),
+        })
+    }
+}
+
 /// One array as files: its chunks, geometry and NPY header.
 pub struct ArrayFile {
     path: String,
-    /// `Err` holds why the data cannot be read (unsupported codec or data type, bad metadata,
-    /// chunks too large for the cache).
-    source: Result<ChunkSource, Unreadable>,
+    /// What its chunk source is made from: its number (keying its chunks in the cache) and
+    /// metadata; `Err` holds why the data cannot be read (unsupported codec or data type, bad
+    /// metadata, chunks too large for the cache).
+    recipe: Result<(u32, Arc<ArrayMeta>), Unreadable>,
+    sources: Arc<Sources>,
+    /// The chunk source (codec chain, chunk reader, geometry), made at first use.
+    source: OnceLock<Result<ChunkSource, Unreadable>>,
     elem_size: u64,
     data_size: u64,
-    header: Vec<u8>,
+    /// The metadata the NPY header is made from, at each use (none for an array without a
+    /// header), and the header's length.
+    npy: Option<Arc<ArrayMeta>>,
+    header_len: u64,
     /// The metadata document as `A.json` shows it (part of the backing file's identity).
     metadata: Arc<[u8]>,
     identity: ArrayIdentity,
@@ -43,40 +100,56 @@ pub struct ArrayFile {
 }
 
 impl ArrayFile {
-    /// The files of the array at `path`, readable when `source` is Ok. Their sizes come from
+    /// The files of the array at `path`, readable when `recipe` is Ok (its chunk source is
+    /// made from it by `sources` at first use). Their sizes come from
     /// `meta` whenever it could be parsed, so an array zarrfs cannot decode still shows its real
     /// size (and fails with EIO when opened) instead of looking empty; only an array whose
     /// metadata could not be parsed at all (e.g. an unknown data type: the item size is
     /// unknown) shows size 0.
     pub fn new(
         path: &str,
-        meta: Option<&ArrayMeta>,
-        source: Result<ChunkSource, Unreadable>,
+        meta: Option<&Arc<ArrayMeta>>,
+        recipe: Result<(u32, Arc<ArrayMeta>), Unreadable>,
+        sources: Arc<Sources>,
         metadata: Arc<[u8]>,
     ) -> Self {
-        let (elem_size, data_size, header) = match meta.filter(|m| !m.dtype.is_variable()) {
+        let npy = meta.filter(|m| !m.dtype.is_variable()).cloned();
+        let (elem_size, data_size, header_len) = match &npy {
             Some(meta) => (
                 meta.dtype.size() as u64,
                 meta.byte_size().unwrap_or(0),
-                npy_header(&meta.dtype, &meta.shape),
+                npy_header(&meta.dtype, &meta.shape).len() as u64,
             ),
-            None => (1, 0, Vec::new()),
+            None => (1, 0, 0),
         };
         ArrayFile {
             path: path.to_string(),
-            source,
+            recipe,
+            sources,
+            source: OnceLock::new(),
             elem_size: elem_size.max(1),
             data_size,
-            header,
+            npy,
+            header_len,
             metadata,
             identity: ArrayIdentity::default(),
             backing: ArrayBacking::default(),
         }
     }
 
+    /// The chunk source, made now at the first call.
+    fn source(&self) -> Result<&ChunkSource, &Unreadable> {
+        self.source
+            .get_or_init(|| match &self.recipe {
+                Ok((id, meta)) => self.sources.make(*id, &self.path, meta),
+                Err(u) => Err(u.clone()),
+            })
+            .as_ref()
+    }
+
     /// Attaches the array's backing file in `backing` (see [`crate::backing`]).
     pub fn attach_backing(&self, backing: &Backing) {
-        let Ok(source) = &self.source else { return };
+        let Ok(source) = self.source() else { return };
         if self.data_size > 0 {
             let label = self.display_path();
             let names = (self.path.as_str(), label);
@@ -96,7 +169,7 @@ impl ArrayFile {
     /// `A.npy` on local disk once the backing file is complete (see
     /// [`crate::backing::BackingFile::npy_file`]).
     pub fn npy_backing(&self) -> Option<std::fs::File> {
-        self.complete_backing()?.npy_file(&self.header)
+        self.complete_backing()?.npy_file(&self.header())
     }
 
     /// Size of `A`.
@@ -107,18 +180,25 @@ impl ArrayFile {
     /// Size of `A.npy` (at most `u64::MAX`: of an array of nearly 2^64 bytes, the last bytes
     /// are past what a file offset can reach).
     pub fn npy_size(&self) -> u64 {
-        (self.header.len() as u64).saturating_add(self.data_size)
+        self.header_len.saturating_add(self.data_size)
     }
 
     /// Length of the NPY header (where the data starts in `A.npy`).
     pub fn header_len(&self) -> u64 {
-        self.header.len() as u64
+        self.header_len
+    }
+
+    /// The NPY header of `A.npy`, made now.
+    fn header(&self) -> Vec<u8> {
+        self.npy
+            .as_ref()
+            .map_or_else(Vec::new, |m| npy_header(&m.dtype, &m.shape))
     }
 
     /// Where the band of chunks holding byte `offset` of `A` ends (see
     /// [`super::Layout::band_len`]).
     pub fn band_end(&self, offset: u64) -> u64 {
-        let Ok(source) = &self.source else {
+        let Ok(source) = self.source() else {
             return self.data_size;
         };
         let band = source
@@ -132,7 +212,7 @@ impl ArrayFile {
     /// How far ahead of a sequential reader to decode, in bytes of `A`: two bands of chunks
     /// (see [`super::Layout::band_len`]) and at least four chunks.
     pub fn read_ahead_bytes(&self) -> u64 {
-        let Ok(source) = &self.source else { return 0 };
+        let Ok(source) = self.source() else { return 0 };
         let l = &source.layout;
         l.band_len()
             .saturating_mul(2)
@@ -142,7 +222,7 @@ impl ArrayFile {
 
     /// The chunks, when the data can be read; else logs why and fails with EIO.
     pub(super) fn readable(&self) -> Result<&ChunkSource, ViewError> {
-        self.source.as_ref().map_err(|u| {
+        self.source().map_err(|u| {
             log::error!("{}: data cannot be read: {}", self.display_path(), u.reason);
             ViewError::Io(u.cause)
         })
@@ -173,7 +253,7 @@ impl ArrayFile {
         out: &mut Vec<u8>,
     ) -> Result<(), ViewError> {
         self.check_readable()?;
-        read_after_header(&self.header, offset, len, out, |at, n, out| {
+        read_after_header(&self.header(), offset, len, out, |at, n, out| {
             self.read_data(cache, at, n, into_reply, out)
         })
     }
@@ -347,7 +427,7 @@ impl ArrayFile {
     pub fn chunks_for(&self, prediction: &Prediction) -> Vec<u64> {
         let es = self.elem_size;
         let mut chunks: Vec<u64> = Vec::new();
-        let Ok(source) = &self.source else {
+        let Ok(source) = self.source() else {
             return chunks;
         };
         let add_range = |from: u64, to: u64, chunks: &mut Vec<u64>| {
@@ -381,14 +461,13 @@ impl ArrayFile {
 
     /// Where chunk `chunk`'s last byte ends `A`.
     pub fn chunk_end_byte(&self, chunk: u64) -> u64 {
-        self.source
-            .as_ref()
+        self.source()
             .map_or(0, |s| s.layout.chunk_end(chunk) * self.elem_size)
     }
 
     /// Drops `chunks` from the cache.
     pub fn discard(&self, cache: &ChunkCache, chunks: &[u64]) {
-        let Ok(source) = &self.source else { return };
+        let Ok(source) = self.source() else { return };
         for &index in chunks {
             cache.discard(ChunkId {
                 array: source.id,
@@ -425,7 +504,7 @@ impl ArrayFile {
 
     /// Read-ahead jobs loading `chunks`.
     fn jobs(&self, chunks: &[u64]) -> Vec<Job> {
-        let Ok(source) = &self.source else {
+        let Ok(source) = self.source() else {
             return Vec::new();
         };
         let shared = Arc::new(source.clone());

@@ -2,21 +2,20 @@
 //! listed or looked up, from its group's children as the [`Tree`] loads them, and kept (the
 //! mount is a snapshot). Concurrent first uses of one directory make it once.
 
-use super::array_file::Unreadable;
-use super::chunk_source::ChunkSource;
+use super::array_file::{Sources, Unreadable};
 use super::preview::{rendered_cache, Preview};
 use super::vlen_file::Sizer;
-use super::xattrs::{array_xattrs, group_xattrs, Xattrs};
+use super::xattrs::group_xattrs;
 use super::zom::{store_version, ZOM_FILE};
 use super::zom_files::ZomFiles;
 use super::{
-    ArrayFile, Content, Dir, Group, Inode, IoCause, Layout, Listing, View, VlenFile, ROOT_INO,
+    ArrayFile, Attrs, Content, Dir, Group, Inode, IoCause, Listing, View, VlenFile, ROOT_INO,
 };
 use crate::cache::read_ahead::ReadPolicy;
 use crate::cache::ChunkCache;
-use crate::fetch::ChunkReader;
-use crate::meta::{ArrayMeta, MetaError, Node, NodeKind, Tree};
+use crate::meta::{MetaError, Node, NodeKind, Tree};
 use crate::store::Store;
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::SystemTime;
@@ -33,7 +32,7 @@ struct Sidecar {
     content: Content,
     mtime: SystemTime,
     /// Extended attributes of the sidecar file (an `.npy` carries its array's).
-    xattrs: Option<Xattrs>,
+    xattrs: Attrs,
 }
 
 /// The entries of one directory as they are made.
@@ -41,6 +40,8 @@ struct Entries<'v> {
     view: &'v View,
     dir: u64,
     listing: Listing,
+    /// The names linked so far.
+    taken: HashSet<String>,
     sidecars: Vec<Sidecar>,
 }
 
@@ -61,13 +62,7 @@ fn shown(path: &str) -> &str {
 }
 
 impl View {
-    fn push(
-        &self,
-        parent: u64,
-        content: Content,
-        mtime: SystemTime,
-        xattrs: Option<Xattrs>,
-    ) -> u64 {
+    fn push(&self, parent: u64, content: Content, mtime: SystemTime, xattrs: Attrs) -> u64 {
         let index = self.inodes.push(Inode {
             parent,
             content,
@@ -113,16 +108,15 @@ impl View {
             let mtime = self.mtime_of(node);
             match node.kind {
                 NodeKind::Group => {
-                    let xattrs = group_xattrs(node, self.version);
                     let child = Dir::of(Group {
                         path: node.path.as_str().into(),
                         zom,
                         mtime,
                     });
-                    let child = self.push(ino, Content::Dir(child), mtime, Some(xattrs));
+                    let child = self.push(ino, Content::Dir(child), mtime, Attrs::Node(zom));
                     e.link(name, child);
                 }
-                NodeKind::Array(_) => e.add_array(name, node, bytes, mtime),
+                NodeKind::Array(_) => e.add_array(name, node, zom, bytes, mtime),
             }
         }
         self.zoms.set_children(group.zom, kept);
@@ -143,44 +137,6 @@ impl View {
     fn mtime_of(&self, node: &Node) -> SystemTime {
         node.mtime.unwrap_or(self.store_mtime)
     }
-
-    /// The chunks of array number `id` at `path`, or why they cannot be read: the codec chain
-    /// is unsupported or unusable, the geometry overflows, or one chunk (with its shard index)
-    /// is larger than the whole cache, which would decode it again on every read.
-    fn source(
-        &self,
-        id: u32,
-        path: &str,
-        meta: &Arc<ArrayMeta>,
-    ) -> Result<ChunkSource, Unreadable> {
-        let reader =
-            ChunkReader::new(self.store.clone(), path, meta.clone()).map_err(|e| Unreadable {
-                cause: e.cause.into(),
-                reason: e.message,
-            })?;
-        let reader = reader.limit_decoded(self.cache.budget());
-        let layout =
-            Layout::new(&meta.shape, reader.read_chunk_shape()).map_err(|reason| Unreadable {
-                cause: IoCause::BadConfig,
-                reason,
-            })?;
-        let need = reader.cached_bytes_per_chunk();
-        if !self.cache.fits(need) {
-            return Err(Unreadable {
-                cause: IoCause::TooLargeForCache,
-                reason: format!(
-                    "one chunk takes {need} bytes in the cache, more than its whole budget of {} \
-                     bytes; mount with a larger --cache-size",
-                    self.cache.budget()
-                ),
-            });
-        }
-        Ok(ChunkSource {
-            id,
-            reader: Arc::new(reader),
-            layout: Arc::new(layout),
-        })
-    }
 }
 
 impl<'v> Entries<'v> {
@@ -189,16 +145,16 @@ impl<'v> Entries<'v> {
             view,
             dir,
             listing: Listing::default(),
+            taken: HashSet::new(),
             sidecars: Vec::new(),
         }
     }
 
     /// Adds `name` unless taken; returns false when it was taken.
     fn link(&mut self, name: &str, ino: u64) -> bool {
-        if self.listing.by_name.contains_key(name) {
+        if !self.taken.insert(name.to_string()) {
             return false;
         }
-        self.listing.by_name.insert(name.to_string(), ino);
         self.listing.entries.push((name.to_string(), ino));
         true
     }
@@ -208,7 +164,7 @@ impl<'v> Entries<'v> {
             name,
             content,
             mtime,
-            xattrs: None,
+            xattrs: Attrs::None,
         });
     }
 
@@ -219,13 +175,14 @@ impl<'v> Entries<'v> {
         self.sidecar(ZOM_FILE.into(), Content::Zom(group.zom), group.mtime);
     }
 
-    /// Adds an array's data file under `name` and queues its `.json` and `.npy` sidecars.
-    fn add_array(&mut self, name: &str, node: &Node, doc: Arc<[u8]>, mtime: SystemTime) {
+    /// Adds an array's data file under `name` and queues its `.json` and `.npy` sidecars;
+    /// `zom` is its number in [`super::zom_files::ZomFiles`].
+    fn add_array(&mut self, name: &str, node: &Node, zom: u32, doc: Arc<[u8]>, mtime: SystemTime) {
         let view = self.view;
         // One number space for both kinds: it keys the shared chunk cache.
         let id = view.next_array_id.fetch_add(1, Ordering::Relaxed);
-        let (meta, source) = match &node.kind {
-            NodeKind::Array(Ok(meta)) => (Some(meta), view.source(id, &node.path, meta)),
+        let (meta, recipe) = match &node.kind {
+            NodeKind::Array(Ok(meta)) => (Some(meta), Ok((id, meta.clone()))),
             NodeKind::Array(Err(e)) => (
                 None,
                 Err(Unreadable {
@@ -238,10 +195,12 @@ impl<'v> Entries<'v> {
             ),
             NodeKind::Group => unreachable!("add_array takes arrays"),
         };
+        let source = recipe
+            .clone()
+            .and_then(|(id, meta)| view.sources.make(id, &node.path, &meta));
         if let Err(u) = &source {
             log::warn!("{}: data cannot be read: {}", shown(&node.path), u.reason);
         }
-        let xattrs = array_xattrs(node, meta.map(|m| m.as_ref()), view.version);
         let (data, npy) = match source {
             Ok(source) if source.reader.meta().dtype.is_variable() => {
                 let k = view
@@ -250,11 +209,14 @@ impl<'v> Entries<'v> {
                 (Content::Text(k as u32), Content::TextNpy(k as u32))
             }
             other => {
-                let meta = meta.map(|m| m.as_ref());
                 let preview = meta
                     .filter(|_| other.is_ok() && view.previews_shown)
                     .and_then(|m| Preview::of(0, &node.path, m));
-                let array = ArrayFile::new(&node.path, meta, other, doc.clone());
+                // The source was made to say now whether the data can be read; it is made again
+                // when the array is first opened, so that a listed array keeps only its recipe.
+                let recipe = other.and(recipe);
+                let array =
+                    ArrayFile::new(&node.path, meta, recipe, view.sources.clone(), doc.clone());
                 let k = view.arrays.push(array) as u32;
                 if let Some(mut preview) = preview {
                     preview.array = k;
@@ -264,14 +226,14 @@ impl<'v> Entries<'v> {
                 (Content::Data(k), Content::Npy(k))
             }
         };
-        let ino = view.push(self.dir, data, mtime, Some(xattrs.clone()));
+        let ino = view.push(self.dir, data, mtime, Attrs::Node(zom));
         self.link(name, ino);
         self.sidecar(format!("{name}.json"), Content::Json(doc), mtime);
         self.sidecars.push(Sidecar {
             name: format!("{name}.npy"),
             content: npy,
             mtime,
-            xattrs: Some(xattrs),
+            xattrs: Attrs::Node(zom),
         });
     }
 
@@ -297,7 +259,7 @@ impl<'v> Entries<'v> {
                 );
                 continue;
             }
-            if self.listing.by_name.contains_key(&car.name) {
+            if self.taken.contains(&car.name) {
                 log::warn!(
                     "{}: a node has this name, so it is shown instead of the sidecar",
                     car.name
@@ -314,7 +276,7 @@ impl<'v> Entries<'v> {
     /// Adds `.zarrfs/stats` to the root, unless a node has the name.
     fn add_stats_dir(&mut self) {
         let view = self.view;
-        if self.listing.by_name.contains_key(super::ZARRFS_DIR) {
+        if self.taken.contains(super::ZARRFS_DIR) {
             log::warn!(
                 "/{}: a node has this name, so statistics are not shown",
                 super::ZARRFS_DIR
@@ -322,10 +284,9 @@ impl<'v> Entries<'v> {
             return;
         }
         let (dir, stats) = super::stats_file::contents();
-        let zarrfs = view.push(ROOT_INO, dir, view.store_mtime, None);
-        let file = view.push(zarrfs, stats, view.store_mtime, None);
+        let zarrfs = view.push(ROOT_INO, dir, view.store_mtime, Attrs::None);
+        let file = view.push(zarrfs, stats, view.store_mtime, Attrs::None);
         let mut listing = Listing::default();
-        listing.by_name.insert(super::STATS_FILE.into(), file);
         listing.entries.push((super::STATS_FILE.into(), file));
         if let Content::Dir(d) = &view.inodes[(zarrfs - 1) as usize].content {
             let _ = d.listing.set(listing);
@@ -344,6 +305,10 @@ impl View {
         root_name: &str,
     ) -> View {
         let store_mtime = store.mtime();
+        let sources = Arc::new(Sources {
+            store: store.clone(),
+            cache: cache.clone(),
+        });
         let root = tree.root().clone();
         let version = store_version(&root.document);
         let view = View {
@@ -364,6 +329,7 @@ impl View {
             groups_loaded: Default::default(),
             loaded: Default::default(),
             requests: None,
+            sources,
             sizer: Sizer::new(cache.clone()),
             cache,
             policy: ReadPolicy::local(0),
@@ -373,11 +339,12 @@ impl View {
             next_handle: Default::default(),
             backing: None,
             slices: Default::default(),
+            memory_readied: std::sync::Once::new(),
         };
         let doc = json_bytes(&root.document);
         let zom = view.keep(&root, &doc);
         let mut xattrs = match root.kind {
-            NodeKind::Group => group_xattrs(&root, version).to_vec(),
+            NodeKind::Group => group_xattrs(&root.document, version).to_vec(),
             NodeKind::Array(_) => Vec::new(),
         };
         // What the store says of the version it shows (an Icechunk snapshot), on the root.
@@ -387,7 +354,11 @@ impl View {
                 .into_iter()
                 .map(|(name, value)| (format!("user.zarrfs.{name}"), value.into_bytes())),
         );
-        let xattrs = (!xattrs.is_empty()).then(|| Arc::from(xattrs));
+        let xattrs = if xattrs.is_empty() {
+            Attrs::None
+        } else {
+            Attrs::Made(Arc::from(xattrs))
+        };
         let group = matches!(root.kind, NodeKind::Group).then(|| Group {
             path: "".into(),
             zom,
@@ -403,7 +374,7 @@ impl View {
             // An array at the root: its files, named `root_name`, and the netCDF files that
             // show it as the root group's one variable.
             let mut e = Entries::new(&view, ROOT_INO);
-            e.add_array(root_name, &root, doc, view.mtime_of(&root));
+            e.add_array(root_name, &root, zom, doc, view.mtime_of(&root));
             view.log_loaded(1);
             let listing = e.finish();
             if let Content::Dir(d) = &view.inodes[0].content {

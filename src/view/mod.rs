@@ -144,11 +144,32 @@ struct Group {
     mtime: SystemTime,
 }
 
-/// The entries of a directory, sorted by name.
+/// The entries of a directory, sorted by name (each name kept once: lookups search them).
 #[derive(Default)]
 struct Listing {
     entries: Vec<(String, u64)>,
-    by_name: HashMap<String, u64>,
+}
+
+impl Listing {
+    /// The inode of entry `name`.
+    fn get(&self, name: &str) -> Option<u64> {
+        let at = self
+            .entries
+            .binary_search_by(|(n, _)| n.as_str().cmp(name))
+            .ok()?;
+        Some(self.entries[at].1)
+    }
+}
+
+/// Where an inode's extended attributes come from.
+enum Attrs {
+    /// It has none.
+    None,
+    /// These, made when its directory was (the root's, with what the store says of itself).
+    Made(Xattrs),
+    /// Those of node N in [`zom_files::ZomFiles`], made from its document at each request, so
+    /// that a listed node keeps none.
+    Node(u32),
 }
 
 struct Inode {
@@ -156,7 +177,7 @@ struct Inode {
     content: Content,
     mtime: SystemTime,
     /// Extended attributes (none for most sidecars).
-    xattrs: Option<Xattrs>,
+    xattrs: Attrs,
 }
 
 /// The whole mounted tree, made group by group as it is used.
@@ -190,6 +211,8 @@ pub struct View {
     /// Scans large variable-length arrays for their sizes.
     sizer: Sizer,
     cache: Arc<ChunkCache>,
+    /// Makes an array's chunk source when it is first opened.
+    sources: Arc<array_file::Sources>,
     policy: ReadPolicy,
     prefetcher: Option<ReadAhead>,
     /// Every open data file, by file handle.
@@ -201,6 +224,8 @@ pub struct View {
     backing: Option<backed::Backing>,
     /// Selection files (`A[SEL]`) looked up so far.
     slices: SliceTable,
+    /// Set at the first open of a data file, which readies memory for decoded chunks.
+    memory_readied: std::sync::Once,
 }
 
 impl View {
@@ -263,8 +288,8 @@ impl View {
 
     /// The entry `name` in directory `parent`; names of selections (`A[SEL]`) too.
     pub fn lookup(&self, parent: u64, name: &str) -> Result<Attr, ViewError> {
-        match self.dir(parent)?.by_name.get(name) {
-            Some(&ino) => self.getattr(ino),
+        match self.dir(parent)?.get(name) {
+            Some(ino) => self.getattr(ino),
             None => self.lookup_slice(parent, name),
         }
     }
@@ -482,9 +507,16 @@ impl View {
 
     fn open_handle(&self, ino: u64, page_cached: bool) -> Result<u64, ViewError> {
         if is_slice(ino) {
+            self.ready_memory();
             return self.open_slice(ino);
         }
         let content = &self.inode(ino)?.content;
+        if matches!(
+            content,
+            Content::Data(_) | Content::Npy(_) | Content::Text(_) | Content::TextNpy(_)
+        ) {
+            self.ready_memory();
+        }
         match content {
             Content::Dir(_) => Err(ViewError::IsDir),
             // Variable-length files open at once; a read waits for their scan (see `vlen_file`).
@@ -509,6 +541,13 @@ impl View {
                 Ok(fh)
             }
         }
+    }
+
+    /// At the first open of a data file, has the allocator ready memory for the chunk cache
+    /// (see [`crate::huge_pages::keep_ready_for_cache`]).
+    fn ready_memory(&self) {
+        self.memory_readied
+            .call_once(|| crate::huge_pages::keep_ready_for_cache(self.cache.budget()));
     }
 
     /// Forgets file handle `fh`.

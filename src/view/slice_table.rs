@@ -145,7 +145,7 @@ impl View {
         }
         let (array_name, text, suffix) = split_name(name).ok_or(ViewError::NotFound)?;
         let dir = self.dir(parent)?;
-        let array_ino = *dir.by_name.get(array_name).ok_or(ViewError::NotFound)?;
+        let array_ino = dir.get(array_name).ok_or(ViewError::NotFound)?;
         let inode = self.inode(array_ino)?;
         let (k, source, path) = match inode.content {
             Content::Data(k) => {
@@ -160,9 +160,8 @@ impl View {
         };
         let meta = source.reader.meta();
         let dims = match dir
-            .by_name
             .get(&format!("{array_name}.json"))
-            .and_then(|&i| self.inode(i).ok())
+            .and_then(|i| self.inode(i).ok())
             .map(|i| &i.content)
         {
             Some(Content::Json(bytes)) => dimension_names(bytes, meta.shape.len()),

@@ -2,9 +2,9 @@
 //! format and attributes on its directory. Read-only; `listxattr`/`getxattr` size probing is
 //! answered by [`sized`].
 
-use super::{View, ViewError};
-use crate::meta::{ArrayMeta, ChunkGrid, Node};
-use serde_json::{json, Value};
+use super::{Attrs, View, ViewError};
+use crate::meta::{ArrayMeta, ChunkGrid};
+use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
 /// The extended attributes of one inode: names and values, in listing order.
@@ -41,8 +41,7 @@ fn format(version: u8) -> (String, Vec<u8>) {
 
 /// The attributes of an array's files in a store of Zarr `version`. An array whose metadata could not be parsed has only
 /// its format.
-pub fn array_xattrs(node: &Node, meta: Option<&ArrayMeta>, version: u8) -> Xattrs {
-    let doc = &node.document;
+pub fn array_xattrs(doc: &Map<String, Value>, meta: Option<&ArrayMeta>, version: u8) -> Xattrs {
     let Some(meta) = meta else {
         return Arc::from(vec![format(version)]);
     };
@@ -57,7 +56,7 @@ pub fn array_xattrs(node: &Node, meta: Option<&ArrayMeta>, version: u8) -> Xattr
     let codecs: Vec<Value> = meta
         .codecs
         .iter()
-        .map(|c| json!({"name": c.name, "configuration": c.config}))
+        .map(|c| json!({"name": c.name, "configuration": *c.config}))
         .collect();
     let fill = doc.get("fill_value").cloned().unwrap_or(Value::Null);
     // A rectilinear grid shows each axis's edge lengths.
@@ -81,12 +80,8 @@ pub fn array_xattrs(node: &Node, meta: Option<&ArrayMeta>, version: u8) -> Xattr
 }
 
 /// The attributes of a group's directory.
-pub fn group_xattrs(node: &Node, version: u8) -> Xattrs {
-    let attributes = node
-        .document
-        .get("attributes")
-        .cloned()
-        .unwrap_or_else(|| json!({}));
+pub fn group_xattrs(doc: &Map<String, Value>, version: u8) -> Xattrs {
+    let attributes = doc.get("attributes").cloned().unwrap_or_else(|| json!({}));
     Arc::from(vec![
         format(version),
         ("user.zarr.attributes".into(), text(&attributes)),
@@ -94,8 +89,18 @@ pub fn group_xattrs(node: &Node, version: u8) -> Xattrs {
 }
 
 impl View {
-    fn xattrs_of(&self, ino: u64) -> Result<Option<&Xattrs>, ViewError> {
-        Ok(self.inode(ino)?.xattrs.as_ref())
+    fn xattrs_of(&self, ino: u64) -> Result<Option<Xattrs>, ViewError> {
+        Ok(match &self.inode(ino)?.xattrs {
+            Attrs::None => None,
+            Attrs::Made(x) => Some(x.clone()),
+            Attrs::Node(zom) => {
+                let doc = self.zoms.document(*zom);
+                Some(match self.zoms.array(*zom) {
+                    None => group_xattrs(&doc, self.version),
+                    Some(meta) => array_xattrs(&doc, meta.as_deref(), self.version),
+                })
+            }
+        })
     }
 
     /// The names of `ino`'s extended attributes, each ended by a NUL, for a `size`-byte buffer.
@@ -111,13 +116,12 @@ impl View {
     /// The value of `ino`'s extended attribute `name`, for a `size`-byte buffer.
     pub fn getxattr(&self, ino: u64, name: &str, size: u32) -> Result<XattrReply, ViewError> {
         if !name.starts_with("user.") {
-            self.xattrs_of(ino)?;
+            self.inode(ino)?;
             return Err(ViewError::NoNamespace);
         }
         let value = self
             .xattrs_of(ino)?
-            .and_then(|x| x.iter().find(|(n, _)| n == name))
-            .map(|(_, v)| v.clone())
+            .and_then(|x| x.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone()))
             .ok_or(ViewError::NoAttribute)?;
         sized(value, size)
     }

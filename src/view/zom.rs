@@ -157,7 +157,7 @@ fn draft_array(doc: &Map<String, Value>, meta: &ArrayMeta) -> Map<String, Value>
     let codecs: Vec<Value> = meta
         .codecs
         .iter()
-        .map(|c| json!({"name": c.name, "configuration": c.config}))
+        .map(|c| json!({"name": c.name, "configuration": *c.config}))
         .collect();
     let mut out = Map::new();
     out.insert("shape".into(), json!(meta.shape));

@@ -106,6 +106,11 @@ impl ZomFiles {
             .set(children.into_boxed_slice());
     }
 
+    /// `None` for a group node; for an array node, its metadata where parsed.
+    pub fn array(&self, node: u32) -> Option<Option<Arc<ArrayMeta>>> {
+        self.nodes[node as usize].array.clone()
+    }
+
     /// The document of node `node`, as its `.json` sidecar shows it.
     pub fn json(&self, node: u32) -> Arc<[u8]> {
         self.nodes[node as usize].document.clone()

@@ -45,10 +45,7 @@ impl NetcdfFiles {
             let Some(&dir) = dirs.get(parent) else {
                 continue;
             };
-            let file = view
-                .dir(dir)
-                .ok()
-                .and_then(|d| d.by_name.get(name).copied());
+            let file = view.dir(dir).ok().and_then(|d| d.get(name));
             let (Some(ino), Some(meta)) = (file, metas.get(var.path.as_str())) else {
                 continue;
             };

@@ -230,6 +230,7 @@ mod tests {
     use super::*;
     use crate::codec::array_to_bytes::sharding::testutil::{index, shard, spec};
     use serde_json::json;
+    use std::sync::Arc;
 
     /// The `rows`×`cols` block at (`y`, `x`) of the 2-D `u16` array whose element (i, j) is
     /// `i * 100 + j`, little-endian.
@@ -310,7 +311,7 @@ mod tests {
         let inner = spec(&[1, 2], json!(["bytes"]), true);
         let outer = spec(
             &[2, 4],
-            json!([{"name": inner.name, "configuration": inner.config}]),
+            json!([{"name": inner.name, "configuration": *inner.config}]),
             false,
         );
         let sub_shards = [0, 2]
@@ -349,13 +350,13 @@ mod tests {
         );
         assert!(build(spec(&[2], json!(["bytes"]), false)).contains("does not divide"));
         let mut bad = spec(&[2, 2], json!(["bytes"]), false);
-        bad.config["index_location"] = json!("middle");
+        Arc::make_mut(&mut bad.config)["index_location"] = json!("middle");
         assert!(build(bad).contains("middle"));
         let mut bad = spec(&[2, 2], json!(["bytes"]), false);
-        bad.config["codecs"] = json!([17]);
+        Arc::make_mut(&mut bad.config)["codecs"] = json!([17]);
         assert!(build(bad).contains("must be a list of codecs"));
         let mut bad = spec(&[2, 2], json!(["bytes"]), false);
-        bad.config["chunk_shape"] = json!([0, 2]);
+        Arc::make_mut(&mut bad.config)["chunk_shape"] = json!([0, 2]);
         assert!(build(bad).contains("positive integers"));
     }
 
