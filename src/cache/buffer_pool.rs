@@ -1,7 +1,7 @@
 //! Buffers of evicted chunks, kept for the next decode of the same size: decoding into memory
 //! that is already mapped saves the page faults and zeroing of a fresh allocation.
 
-use std::sync::Mutex;
+use parking_lot::Mutex;
 
 /// A bounded stack of spare buffers.
 pub struct BufferPool {
@@ -21,7 +21,7 @@ impl BufferPool {
     /// A buffer of exactly `len` bytes: a spare one of that length (old contents), or a new one
     /// (zeros).
     pub fn take(&self, len: usize) -> Vec<u8> {
-        let mut spare = self.spare.lock().unwrap_or_else(|p| p.into_inner());
+        let mut spare = self.spare.lock();
         match spare.iter().position(|b| b.len() == len) {
             Some(i) => spare.swap_remove(i),
             None => vec![0; len],
@@ -30,7 +30,7 @@ impl BufferPool {
 
     /// Keeps `buf` for reuse, unless the pool is full.
     pub fn give(&self, buf: Vec<u8>) {
-        let mut spare = self.spare.lock().unwrap_or_else(|p| p.into_inner());
+        let mut spare = self.spare.lock();
         let held: usize = spare.iter().map(Vec::len).sum();
         if held + buf.len() <= self.max_bytes {
             spare.push(buf);

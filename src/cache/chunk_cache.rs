@@ -6,10 +6,10 @@ use super::read_ahead::Ledger;
 use super::{BufferPool, ChunkData, ChunkError, GrowingChunk};
 use crate::codec::{DecodeTarget, ShardIndex};
 use crate::stats::{add, STATS};
+use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::sync::Mutex;
 
 /// Bytes charged per cached entry on top of its data (bookkeeping, absent-chunk markers).
 const ENTRY_OVERHEAD: u64 = 96;
@@ -150,8 +150,8 @@ impl ChunkCache {
         self.lru.contains(&Key::Chunk(id))
     }
 
-    fn lock_prefetched(&self) -> std::sync::MutexGuard<'_, HashSet<ChunkId>> {
-        self.prefetched.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock_prefetched(&self) -> parking_lot::MutexGuard<'_, HashSet<ChunkId>> {
+        self.prefetched.lock()
     }
 
     /// Notes that the read-ahead workers loaded chunk `id`: the next reader of it is a hit.
@@ -186,8 +186,8 @@ impl ChunkCache {
         }
     }
 
-    fn lock_growing(&self) -> std::sync::MutexGuard<'_, HashMap<ChunkId, Arc<GrowingChunk>>> {
-        self.growing.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock_growing(&self) -> parking_lot::MutexGuard<'_, HashMap<ChunkId, Arc<GrowingChunk>>> {
+        self.growing.lock()
     }
 
     /// The chunk `id` like [`ChunkCache::get_or_load`], `len` bytes decoded by `decode` front to

@@ -2,8 +2,8 @@
 //! ones, so a fetch writes into pages already mapped (the page faults of a fresh buffer cost
 //! about as much as decoding the chunk it holds).
 
+use parking_lot::Mutex;
 use std::ops::Deref;
-use std::sync::Mutex;
 
 /// Largest buffer kept (larger ones are mapped with huge pages anyway)...
 const SPARE_MAX: usize = 4 << 20;
@@ -12,8 +12,8 @@ const SPARES: usize = 8;
 
 static SPARE: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
 
-fn spares() -> std::sync::MutexGuard<'static, Vec<Vec<u8>>> {
-    SPARE.lock().unwrap_or_else(|p| p.into_inner())
+fn spares() -> parking_lot::MutexGuard<'static, Vec<Vec<u8>>> {
+    SPARE.lock()
 }
 
 /// The bytes of one fetched object; the buffer is kept for another fetch when dropped.

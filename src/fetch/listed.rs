@@ -7,9 +7,10 @@
 
 use super::{FetchCause, FetchError};
 use crate::store::{EntryKind, Store};
+use parking_lot::Mutex;
 use std::collections::HashSet;
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 /// The pauses before each new ask for a listed object the store answered as absent.
@@ -36,7 +37,7 @@ impl Listed {
     /// Records the keys the listing showed (the first listing counts); true when one of them
     /// was answered absent before (read as the fill value).
     pub fn set(&self, keys: HashSet<String>) -> bool {
-        let early = self.early.lock().unwrap_or_else(|p| p.into_inner());
+        let early = self.early.lock();
         let (absent, overflowed) = &*early;
         let doubtful =
             !keys.is_empty() && (*overflowed || keys.iter().any(|k| absent.contains(&hash(k))));
@@ -46,7 +47,7 @@ impl Listed {
     /// Whether `key` is listed; when the listing is not known yet, remembers that `key` was
     /// answered absent.
     fn listed(&self, key: &str) -> bool {
-        let mut early = self.early.lock().unwrap_or_else(|p| p.into_inner());
+        let mut early = self.early.lock();
         match self.keys.get() {
             Some(keys) => keys.contains(key),
             None => {

@@ -43,9 +43,10 @@ use crate::backing::BackingDir;
 use crate::cache::read_ahead::{Prediction, ReadAhead, ReadPolicy, ReaderState};
 use crate::cache::ChunkCache;
 use crate::meta::{LoadOptions, StoreRef, Tree};
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::SystemTime;
 
 /// Where a read that can answer before it is done hands its bytes (see [`View::read_answer`]).
@@ -559,8 +560,8 @@ impl View {
         self.forget_stats(fh);
     }
 
-    fn lock_handles(&self) -> std::sync::MutexGuard<'_, HashMap<u64, ReaderState>> {
-        self.handles.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock_handles(&self) -> parking_lot::MutexGuard<'_, HashMap<u64, ReaderState>> {
+        self.handles.lock()
     }
 
     /// Up to `size` bytes of file `ino` from `offset` (fewer at the end of the file).

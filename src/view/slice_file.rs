@@ -12,9 +12,10 @@ use super::{npy_header, SendBytes, ViewError};
 use crate::cache::read_ahead::{Job, ReadAhead};
 use crate::cache::{ChunkCache, ChunkId};
 use crate::meta::ArrayMeta;
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// Chunks one read keeps at hand (its rows cross the chunks of the selection's last axis).
 const MAX_HELD_CHUNKS: usize = 64;
@@ -496,7 +497,7 @@ impl SliceFile {
     /// one run of it (sent straight from the chunks, they are never copied); returns it when
     /// made.
     pub(super) fn hold_buffer(&self, max: u64) -> Option<Arc<SelectionBuffer>> {
-        let mut held = self.buffer.lock().unwrap_or_else(|p| p.into_inner());
+        let mut held = self.buffer.lock();
         let slots = self.slot_count();
         let small = self.data_size > 0 && self.data_size <= max && slots <= MAX_SLOTS;
         if held.is_some() || !small || self.runs_of_chunks {
@@ -509,14 +510,11 @@ impl SliceFile {
 
     /// Lets the buffer go (reads under way keep it until they are done).
     pub(super) fn drop_buffer(&self) {
-        *self.buffer.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        *self.buffer.lock() = None;
     }
 
     fn buffer(&self) -> Option<Arc<SelectionBuffer>> {
-        self.buffer
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.buffer.lock().clone()
     }
 
     /// Queues for decoding the selection's chunks from the one holding byte `offset` of

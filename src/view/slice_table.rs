@@ -6,8 +6,9 @@ use super::selection::{split_name, Selection};
 use super::slice_file::SliceFile;
 use super::vlen_file::{Part, VlenFile};
 use super::{Attr, Content, FileKind, SendBytes, View, ViewError};
+use parking_lot::{Mutex, MutexGuard};
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 /// Inode numbers of selection files start here (the tree's own inodes are numbered from 1).
@@ -53,7 +54,7 @@ pub struct SliceTable {
 
 impl SliceTable {
     fn lock(&self) -> MutexGuard<'_, Table> {
-        self.table.lock().unwrap_or_else(|p| p.into_inner())
+        self.table.lock()
     }
 
     fn get(&self, ino: u64) -> Option<SliceEntry> {
@@ -98,7 +99,7 @@ impl SliceTable {
         let Some(buffer) = file.hold_buffer(max) else {
             return;
         };
-        let mut held = self.buffered.lock().unwrap_or_else(|p| p.into_inner());
+        let mut held = self.buffered.lock();
         let (files, bytes) = &mut *held;
         *bytes += buffer.len();
         files.push_back(file.clone());

@@ -4,10 +4,11 @@
 
 use super::{Content, View};
 use crate::stats::STATS;
+use parking_lot::MutexGuard;
 use serde_json::json;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, MutexGuard};
+use std::sync::Arc;
 
 /// The directory at the mount root holding zarrfs's own files.
 pub const ZARRFS_DIR: &str = ".zarrfs";
@@ -63,7 +64,7 @@ impl View {
     }
 
     fn lock_snapshots(&self) -> MutexGuard<'_, HashMap<u64, Arc<[u8]>>> {
-        self.snapshots.lock().unwrap_or_else(|p| p.into_inner())
+        self.snapshots.lock()
     }
 
     /// Opens `.zarrfs/stats`: its text now, kept for the handle's reads.

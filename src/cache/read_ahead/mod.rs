@@ -7,8 +7,9 @@
 //! Fetching is apart from decoding: fetchers wait on the store, as many at once as the store is
 //! worth (dozens for object storage) and as the bytes in flight allow, and hand what they fetched
 //! to decoders, one per core; each finished fetch lets the next queued chunk start, and queues
-//! the next chunks of its reader's window ([`Continuation`]), without waiting for a reader. For a local store fetching costs little more than the bytes it moves,
-//! so a fetcher decodes what it fetched itself.
+//! the next chunks of its reader's window ([`Continuation`]), without waiting for a reader. For
+//! a local store fetching costs little more than the bytes it moves, so a fetcher decodes what
+//! it fetched itself.
 
 mod drop_behind;
 mod ledger;
@@ -99,7 +100,7 @@ impl Job {
         Job {
             id,
             bytes,
-            source: Arc::new(Run(std::sync::Mutex::new(Some(Box::new(run))))),
+            source: Arc::new(Run(parking_lot::Mutex::new(Some(Box::new(run))))),
             claimable: false,
             then: None,
         }
@@ -114,7 +115,7 @@ impl Job {
 }
 
 /// The [`Source`] of [`Job::run`]: runs its work once.
-struct Run(std::sync::Mutex<Option<Box<dyn FnOnce() + Send>>>);
+struct Run(parking_lot::Mutex<Option<Box<dyn FnOnce() + Send>>>);
 
 impl Source for Run {
     fn fetch(
@@ -126,7 +127,7 @@ impl Source for Run {
     }
 
     fn load(&self, _cache: &ChunkCache, _index: u64, _encoded: Option<Encoded>) {
-        let run = self.0.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let run = self.0.lock().take();
         if let Some(run) = run {
             run();
         }
