@@ -2,6 +2,7 @@
 
 mod reads;
 
+use crate::memory;
 use crate::view::{Attr, FileKind, View, ViewError, XattrReply};
 use fuser::{
     BackingId, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
@@ -13,7 +14,6 @@ use parking_lot::Mutex;
 use reads::ReadPool;
 use rustix::fs::OFlags;
 use std::any::Any;
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::panic::AssertUnwindSafe;
@@ -220,26 +220,25 @@ fn answer_read(
     (ino, fh, offset, size): (u64, u64, u64, u32),
     take: impl Fn() -> Option<ReplyData>,
 ) {
-    // One reply buffer per thread, reused: no allocation per request.
-    thread_local!(static BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) });
     let target = format_args!("inode {ino}, {size} bytes at {offset}");
     guarded("read", target, || {
-        BUF.with_borrow_mut(|buf| {
-            buf.clear();
-            let mut send = |bytes: &[u8]| {
+        // A spare reply buffer, emptied: no allocation per request.
+        let mut buf = memory::buffers().take(size as usize);
+        buf.clear();
+        let mut send = |bytes: &[u8]| {
+            if let Some(r) = take() {
+                r.data(bytes)
+            }
+        };
+        match view.read_answer(ino, fh, offset, size, &mut buf, &mut send) {
+            Ok(()) => send(&buf),
+            Err(e) => {
                 if let Some(r) = take() {
-                    r.data(bytes)
-                }
-            };
-            match view.read_answer(ino, fh, offset, size, buf, &mut send) {
-                Ok(()) => send(buf),
-                Err(e) => {
-                    if let Some(r) = take() {
-                        r.error(errno(e))
-                    }
+                    r.error(errno(e))
                 }
             }
-        })
+        }
+        memory::buffers().give(buf);
     })
 }
 

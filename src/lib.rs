@@ -2,7 +2,7 @@
 //!
 //! Data flows through one module each, each using only those before it:
 //! [`store`] → [`meta`] → [`codec`] → [`fetch`] → [`cache`] → [`backing`] → [`view`] → [`fuse`] and [`cli`].
-//! [`stats`] counts what they do, for `.zarrfs/stats`; [`huge_pages`] is the daemon's allocator.
+//! [`stats`] counts what they do, for `.zarrfs/stats`; [`memory`] allocates and reuses their buffers.
 
 pub mod backing;
 pub mod cache;
@@ -10,7 +10,7 @@ pub mod cli;
 pub mod codec;
 pub mod fetch;
 pub mod fuse;
-pub mod huge_pages;
+pub mod memory;
 pub mod meta;
 pub mod stats;
 pub mod store;

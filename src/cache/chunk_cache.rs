@@ -3,8 +3,9 @@
 
 use super::flight_lru::{CacheStats, FlightLru};
 use super::read_ahead::Ledger;
-use super::{BufferPool, ChunkData, ChunkError, GrowingChunk};
+use super::{ChunkData, ChunkError, GrowingChunk};
 use crate::codec::{DecodeTarget, ShardIndex};
+use crate::memory::{self, Buffers};
 use crate::stats::{add, STATS};
 use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
@@ -45,16 +46,12 @@ enum Entry {
 
 type Outcome = Result<ChunkData, ChunkError>;
 
-/// Spare buffers kept for decoding: at most this fraction of the cache budget...
-const POOL_FRACTION: u64 = 8;
-/// ...and at most this many bytes.
-const POOL_MAX: u64 = 64 << 20;
-
 /// Decoded chunks and shard indexes bounded by one byte budget, with the buffers of evicted
 /// chunks kept for reuse.
 pub struct ChunkCache {
     lru: FlightLru<Key, Entry>,
-    pool: Arc<BufferPool>,
+    /// Where the buffers of evicted chunks go, and new ones come from.
+    buffers: &'static Buffers,
     /// Chunks the read-ahead workers loaded that no reader has asked for yet (bounded by
     /// [`PREFETCHED_MAX`]), to count read-ahead hits.
     prefetched: Mutex<HashSet<ChunkId>>,
@@ -96,21 +93,22 @@ fn charge(entry: &Entry) -> u64 {
 impl ChunkCache {
     /// A cache holding at most `budget` bytes of decoded chunks and shard indexes.
     pub fn new(budget: u64) -> Self {
-        let pool = Arc::new(BufferPool::new(
-            (budget / POOL_FRACTION).min(POOL_MAX) as usize
-        ));
-        let spare = pool.clone();
+        memory::size_for_cache(budget);
+        Self::with_buffers(budget, memory::buffers())
+    }
+
+    fn with_buffers(budget: u64, buffers: &'static Buffers) -> Self {
         let lru = FlightLru::new(budget, charge).on_evict(move |entry: Entry| {
             // Only a buffer no reader still holds can be reused.
             if let Entry::Chunk(Some(data)) = entry {
                 if let Ok(buf) = Arc::try_unwrap(data) {
-                    spare.give(buf);
+                    buffers.give(buf);
                 }
             }
         });
         ChunkCache {
             lru,
-            pool,
+            buffers,
             prefetched: Mutex::default(),
             any_prefetched: AtomicBool::new(false),
             growing: Mutex::default(),
@@ -125,8 +123,8 @@ impl ChunkCache {
     }
 
     /// Spare buffers for decoding into.
-    pub fn pool(&self) -> &BufferPool {
-        &self.pool
+    pub fn buffers(&self) -> &'static Buffers {
+        self.buffers
     }
 
     /// The byte budget.
@@ -200,7 +198,7 @@ impl ChunkCache {
         decode: impl FnOnce(&mut DecodeTarget, &mut dyn FnMut(&[u8])) -> Result<bool, ChunkError>,
     ) -> Outcome {
         self.get_or_load(id, || {
-            let chunk = Arc::new(GrowingChunk::new(self.pool.take(len)));
+            let chunk = Arc::new(GrowingChunk::new(self.buffers.take(len)));
             self.lock_growing().insert(id, chunk.clone());
             let listed = Unlist {
                 cache: self,
@@ -298,19 +296,16 @@ mod tests {
 
     #[test]
     fn discarded_chunks_leave_and_their_buffers_are_recycled() {
-        let cache = ChunkCache::new(1 << 20);
+        let buffers = Box::leak(Box::new(Buffers::new(1 << 20)));
+        let cache = ChunkCache::with_buffers(1 << 20, buffers);
         cache.get_or_load(id(1), || data(1000)).unwrap();
         let held = cache.get_or_load(id(2), || data(1000)).unwrap();
         cache.discard(id(1));
         cache.discard(id(2));
         assert_eq!(cache.stats().used, 0);
         assert!(!cache.contains(id(1)) && !cache.contains(id(2)));
-        assert_eq!(
-            cache.pool().take(1000),
-            vec![7; 1000],
-            "1's buffer is recycled"
-        );
-        assert_eq!(cache.pool().take(1000), vec![0; 1000], "2's is still held");
+        assert_eq!(buffers.take(1000), vec![7; 1000], "1's buffer is recycled");
+        assert_eq!(buffers.take(1000), vec![0; 1000], "2's is still held");
         drop(held);
     }
 

@@ -1,13 +1,11 @@
 //! Decoded chunks and shard indexes: one LRU shared by every reader, bounded by one byte budget,
 //! loading each entry once however many readers want it at the same time.
 
-mod buffer_pool;
 mod chunk_cache;
 mod flight_lru;
 mod growing;
 pub mod read_ahead;
 
-pub use buffer_pool::BufferPool;
 pub use chunk_cache::{ChunkCache, ChunkId, ShardIndexData};
 pub use flight_lru::CacheStats;
 pub use growing::GrowingChunk;

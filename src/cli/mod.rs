@@ -56,15 +56,7 @@ pub fn main() -> i32 {
         return 2;
     };
     logging::init(args.options.verbose);
-    // Keep the daemon's memory near the cache budget: few malloc arenas, and decoded chunks
-    // (1 MiB and more) in their own mappings, returned to the system when evicted instead of
-    // lingering in a per-thread arena.
-    // libc: mallopt(3) tunes glibc's malloc, not a syscall rustix wraps.
-    // SAFETY: mallopt before any thread is started.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 2);
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
-    }
+    crate::memory::tune_malloc();
     match prepare(store, mountpoint, &args.options) {
         Ok(prepared) if args.options.foreground => serve::serve(prepared, None),
         Ok(prepared) => daemon::daemonize(|ready| serve::serve(prepared, Some(ready))),

@@ -1,35 +1,25 @@
-//! Fetched objects in reused memory: the buffers of finished fetches are kept for the next
-//! ones, so a fetch writes into pages already mapped (the page faults of a fresh buffer cost
-//! about as much as decoding the chunk it holds).
+//! Fetched objects in reused memory: a fetch writes into a spare buffer (see
+//! [`crate::memory::buffers`]), given back when the fetched bytes are dropped.
 
-use parking_lot::Mutex;
 use std::ops::Deref;
 
-/// Largest buffer kept (larger ones are mapped with huge pages anyway)...
-const SPARE_MAX: usize = 4 << 20;
-/// ...and how many: about one per thread that fetches at the same time.
-const SPARES: usize = 8;
-
-static SPARE: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
-
-fn spares() -> parking_lot::MutexGuard<'static, Vec<Vec<u8>>> {
-    SPARE.lock()
-}
+/// The room asked of a spare for a fetch, whose length is known only once it is read.
+const EXPECTED: usize = 1 << 20;
 
 /// The bytes of one fetched object; the buffer is kept for another fetch when dropped.
 pub(super) struct Fetched(Vec<u8>);
 
 impl Fetched {
-    /// Fills a spare buffer (or a new one) with `fill` (false: the object is absent).
+    /// Fills a spare buffer (or a new one), emptied first, with `fill` (false: the object is
+    /// absent).
     pub fn with<E>(fill: impl FnOnce(&mut Vec<u8>) -> Result<bool, E>) -> Result<Option<Self>, E> {
-        let mut buf = spares().pop().unwrap_or_default();
+        let mut buf = crate::memory::buffers().take(EXPECTED);
+        buf.clear();
         let present = fill(&mut buf);
         let fetched = Fetched(buf);
         Ok(present?.then_some(fetched))
     }
-}
 
-impl Fetched {
     /// Bytes fetched elsewhere (a part of a larger fetch).
     pub fn from_vec(bytes: Vec<u8>) -> Self {
         Fetched(bytes)
@@ -51,11 +41,7 @@ impl Deref for Fetched {
 
 impl Drop for Fetched {
     fn drop(&mut self) {
-        let buf = std::mem::take(&mut self.0);
-        let mut spare = spares();
-        if buf.capacity() <= SPARE_MAX && spare.len() < SPARES {
-            spare.push(buf);
-        }
+        crate::memory::buffers().give(std::mem::take(&mut self.0));
     }
 }
 
@@ -66,7 +52,6 @@ mod tests {
     #[test]
     fn holds_what_was_fetched_or_nothing() {
         let first = Fetched::with(|b| {
-            b.clear();
             b.extend_from_slice(b"abc");
             Ok::<_, ()>(true)
         })
@@ -75,7 +60,7 @@ mod tests {
         assert_eq!(&*first, b"abc");
         drop(first);
         let second = Fetched::with(|b| {
-            b.clear();
+            assert!(b.is_empty(), "a reused buffer comes empty");
             b.push(7);
             Ok::<_, ()>(true)
         });

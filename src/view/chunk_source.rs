@@ -18,11 +18,11 @@ struct CacheContext<'a> {
 
 impl FetchContext for CacheContext<'_> {
     fn buffer(&self, len: usize) -> Vec<u8> {
-        self.cache.pool().take(len)
+        self.cache.buffers().take(len)
     }
 
     fn recycle(&self, buf: Vec<u8>) {
-        self.cache.pool().give(buf)
+        self.cache.buffers().give(buf)
     }
 
     fn shard_index(

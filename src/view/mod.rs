@@ -545,10 +545,10 @@ impl View {
     }
 
     /// At the first open of a data file, has the allocator ready memory for the chunk cache
-    /// (see [`crate::huge_pages::keep_ready_for_cache`]).
+    /// (see [`crate::memory::keep_ready_for_cache`]).
     fn ready_memory(&self) {
         self.memory_readied
-            .call_once(|| crate::huge_pages::keep_ready_for_cache(self.cache.budget()));
+            .call_once(|| crate::memory::keep_ready_for_cache(self.cache.budget()));
     }
 
     /// Forgets file handle `fh`.

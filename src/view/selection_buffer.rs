@@ -173,7 +173,7 @@ impl SelectionBuffer {
         };
         if !cache.contains(id) {
             let coords = source.layout.chunk_coords(chunk);
-            let mut scratch = cache.pool().take(file.chunk_bytes() as usize);
+            let mut scratch = cache.buffers().take(file.chunk_bytes() as usize);
             let (mut next, mut bad, mut gather) = (0, false, Vec::new());
             let loaded = source.reader.load_prefix(
                 &coords,
@@ -194,7 +194,7 @@ impl SelectionBuffer {
                     }
                 },
             );
-            cache.pool().give(scratch);
+            cache.buffers().give(scratch);
             match loaded {
                 Ok(Some(true)) => return (!bad && next == rows.len()).then_some(()),
                 Ok(Some(false)) => return self.copy_fill(file, source, &rows),

@@ -6,8 +6,7 @@
 
 use std::ptr::NonNull;
 
-/// One selection's bytes (one allocation: of huge pages when large, see
-/// [`crate::huge_pages`]).
+/// One selection's bytes (one allocation: of huge pages when large, see [`crate::memory`]).
 pub(super) struct SelectionBytes {
     /// The memory, accessed only through `start`.
     _buf: Vec<u8>,

@@ -1,4 +1,4 @@
-//! The daemon's memory allocator: the system one, except that blocks of 2 MiB or more (decoded
+//! The daemon's allocator: the system one, except that blocks of 2 MiB or more (decoded
 //! chunks, selection buffers, fetched objects) are mapped on their own, aligned to 2 MiB and
 //! marked for transparent huge pages. A fresh 4 MiB chunk buffer then costs two page faults
 //! instead of 1,024, a cost comparable to decoding the chunk (figures in BENCHMARKS.md,
@@ -61,8 +61,8 @@ fn mark_in_use() {
 
 /// Keeps about `bytes` of memory mapped and touched for the allocator's next huge blocks, and
 /// returns once it is. Does nothing unless [`HugePageAlloc`] is the global allocator. See
-/// [`keep_ready_for_cache`].
-pub fn keep_ready(bytes: usize) {
+/// [`super::keep_ready_for_cache`].
+pub(super) fn keep_ready(bytes: usize) {
     let want = (bytes / HUGE).min(READY_MAX);
     if !IN_USE.load(Ordering::Relaxed) {
         return;
@@ -93,20 +93,6 @@ pub fn keep_ready(bytes: usize) {
     if off < len {
         // SAFETY: the part of the fresh mapping no piece was taken from.
         let _ = unsafe { munmap(at.add(off).cast(), len - off) };
-    }
-}
-
-/// Has the allocator keep a sixteenth of a chunk cache budget of `cache_bytes` (at most
-/// 64 MiB) touched and ready for decoded chunks, on a thread of its own, so that reads do not
-/// wait for the kernel to back fresh memory. The view calls it when the first data file is
-/// opened, not at mount: a mount that only lists and stats holds none of it.
-pub fn keep_ready_for_cache(cache_bytes: u64) {
-    let bytes = (cache_bytes / 16).min(64 << 20) as usize;
-    let spawned = std::thread::Builder::new()
-        .name("ready-memory".into())
-        .spawn(move || keep_ready(bytes));
-    if let Err(e) = spawned {
-        log::warn!("cannot start the thread that readies memory: {e}");
     }
 }
 

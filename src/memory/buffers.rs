@@ -1,0 +1,154 @@
+//! Large buffers kept for reuse: writing into memory that is already mapped saves the page
+//! faults of a fresh allocation, which cost about as much as decoding a chunk.
+
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Spare buffers within one byte budget (counted by capacity).
+pub struct Buffers {
+    spare: Mutex<Spare>,
+    budget: AtomicUsize,
+}
+
+#[derive(Default)]
+struct Spare {
+    bufs: Vec<Vec<u8>>,
+    /// The capacity of `bufs`, summed.
+    held: usize,
+}
+
+impl Buffers {
+    /// Buffers holding at most `budget` bytes of spares.
+    pub const fn new(budget: usize) -> Self {
+        Buffers {
+            spare: Mutex::new(Spare {
+                bufs: Vec::new(),
+                held: 0,
+            }),
+            budget: AtomicUsize::new(budget),
+        }
+    }
+
+    /// Holds at most `budget` bytes of spares from now on (the excess is freed).
+    pub fn set_budget(&self, budget: usize) {
+        self.budget.store(budget, Ordering::Relaxed);
+        let mut spare = self.spare.lock();
+        while spare.held > budget {
+            let Some(buf) = spare.bufs.pop() else { break };
+            spare.held -= buf.capacity();
+        }
+    }
+
+    /// A buffer of `len` bytes: the spare with the least room that has enough, or a new one.
+    /// A spare keeps the bytes it held (zeros past them): the caller overwrites all it reads,
+    /// or clears it and appends.
+    pub fn take(&self, len: usize) -> Vec<u8> {
+        let reused = {
+            let mut spare = self.spare.lock();
+            let fit = spare
+                .bufs
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| b.capacity() >= len)
+                .min_by_key(|(_, b)| b.capacity())
+                .map(|(i, _)| i);
+            fit.map(|i| {
+                let buf = spare.bufs.swap_remove(i);
+                spare.held -= buf.capacity();
+                buf
+            })
+        };
+        match reused {
+            Some(mut buf) => {
+                buf.resize(len, 0);
+                buf
+            }
+            None => vec![0; len],
+        }
+    }
+
+    /// Keeps `buf` for reuse, unless that would exceed the budget.
+    pub fn give(&self, buf: Vec<u8>) {
+        let room = buf.capacity();
+        if room == 0 {
+            return;
+        }
+        let budget = self.budget.load(Ordering::Relaxed);
+        let mut spare = self.spare.lock();
+        if spare.held + room <= budget {
+            spare.held += room;
+            spare.bufs.push(buf);
+        }
+    }
+
+    /// Bytes held in spares.
+    pub fn held(&self) -> usize {
+        self.spare.lock().held
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reuses_the_buffer_given_back() {
+        let buffers = Buffers::new(1 << 20);
+        let a = buffers.take(4000);
+        let at = a.as_ptr();
+        buffers.give(a);
+        let b = buffers.take(4000);
+        assert_eq!(b.as_ptr(), at, "the spare comes back");
+        assert_eq!(buffers.held(), 0);
+        let fresh = buffers.take(4000);
+        assert_ne!(fresh.as_ptr(), at, "none spare: a new one");
+        assert_eq!(fresh, vec![0; 4000]);
+    }
+
+    #[test]
+    fn takes_the_smallest_spare_that_fits() {
+        let buffers = Buffers::new(1 << 20);
+        let (big, small) = (vec![1u8; 8000], vec![2u8; 3000]);
+        let (big_at, small_at) = (big.as_ptr(), small.as_ptr());
+        buffers.give(big);
+        buffers.give(small);
+        let (first, second) = (buffers.take(2000), buffers.take(2000));
+        assert_eq!((first.as_ptr(), second.as_ptr()), (small_at, big_at));
+        assert_eq!(buffers.held(), 0);
+    }
+
+    #[test]
+    fn holds_no_more_than_its_budget() {
+        let buffers = Buffers::new(10_000);
+        buffers.give(Vec::with_capacity(6000));
+        buffers.give(Vec::with_capacity(6000));
+        assert_eq!(buffers.held(), 6000, "the second did not fit");
+        buffers.give(Vec::with_capacity(4000));
+        assert_eq!(buffers.held(), 10_000);
+        buffers.set_budget(5000);
+        assert!(buffers.held() <= 5000, "a smaller budget frees the excess");
+        buffers.set_budget(0);
+        assert_eq!(buffers.held(), 0);
+        buffers.give(vec![1; 10]);
+        assert_eq!(buffers.held(), 0);
+    }
+
+    #[test]
+    fn a_reused_buffer_shows_no_bytes_beyond_what_it_held() {
+        let buffers = Buffers::new(1 << 20);
+        let mut a = Vec::with_capacity(100);
+        a.extend_from_slice(&[9; 10]);
+        buffers.give(a);
+        // Grown within its capacity: the part it never held reads as zeros.
+        let b = buffers.take(50);
+        assert_eq!(b.capacity(), 100);
+        assert_eq!(&b[..10], &[9; 10]);
+        assert_eq!(&b[10..], &[0; 40]);
+        buffers.give(b);
+        // Cleared for appending, as fetches and replies use it: nothing of before is seen.
+        let mut c = buffers.take(0);
+        assert!(c.is_empty() && c.capacity() == 100);
+        c.extend_from_slice(b"abc");
+        assert_eq!(c, b"abc");
+    }
+}
