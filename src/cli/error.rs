@@ -1,6 +1,9 @@
 //! What the command line refuses and why: an option value, the store, the mount point, the
 //! mount, an unmount. Each message is the one line `zarrfs:` prints.
 
+use super::unmount::Refusal;
+use crate::meta::MetaError;
+use crate::store::StoreError;
 use std::path::PathBuf;
 
 /// An option value or `-o` list the command line refuses.
@@ -44,13 +47,15 @@ pub enum MountError {
     #[error(transparent)]
     Option(#[from] OptionError),
     #[error("cannot open store {store}: {cause}")]
-    Store {
+    Store { store: String, cause: StoreError },
+    /// A local store's path could not be made absolute.
+    #[error("cannot open store {store}: {cause}")]
+    StorePath {
         store: String,
-        cause: Box<dyn std::error::Error + Send + Sync>,
+        cause: std::io::Error,
     },
-    /// The hierarchy could not be loaded (the view's own words).
-    #[error("{0}")]
-    Hierarchy(String),
+    #[error(transparent)]
+    Hierarchy(#[from] MetaError),
     #[error("--log-file: {0}")]
     LogFile(std::io::Error),
     #[error("mount point {}: {cause}", .path.display())]
@@ -80,8 +85,11 @@ pub enum MountError {
     #[error("cache dir {}: {cause}", .dir.display())]
     CacheDir { dir: PathBuf, cause: std::io::Error },
     /// The kernel refused the mount (explained by `mount_error::explain`).
-    #[error("{0}")]
-    Refused(String),
+    #[error("{}", super::mount_error::explain(.cause, .mountpoint))]
+    Refused {
+        mountpoint: PathBuf,
+        cause: std::io::Error,
+    },
     #[error("cannot start the session thread: {0}")]
     SessionThread(std::io::Error),
     #[error("{} did not appear in the mount table within {waited:?}", .path.display())]
@@ -113,5 +121,5 @@ pub enum UnmountError {
     )]
     Busy(PathBuf),
     #[error("{}: {cause}", .path.display())]
-    Failed { path: PathBuf, cause: String },
+    Failed { path: PathBuf, cause: Refusal },
 }

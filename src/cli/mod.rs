@@ -112,9 +112,9 @@ type Opened = (
 
 /// Opens the store: a local path (canonicalized) or a URL; a remote store counts its requests.
 fn open_store(arg: &str, o: &Options) -> Result<Opened, MountError> {
-    let failed = |e: Box<dyn std::error::Error + Send + Sync>| MountError::Store {
+    let failed = |cause| MountError::Store {
         store: arg.to_string(),
-        cause: e,
+        cause,
     };
     let remote = crate::store::RemoteOptions {
         endpoint: o.endpoint.clone(),
@@ -126,13 +126,16 @@ fn open_store(arg: &str, o: &Options) -> Result<Opened, MountError> {
     };
     if !arg.contains("://") {
         let location = std::fs::canonicalize(arg)
-            .map_err(|e| failed(e.into()))?
+            .map_err(|cause| MountError::StorePath {
+                store: arg.to_string(),
+                cause,
+            })?
             .to_string_lossy()
             .into_owned();
-        let store = crate::store::open_with(&location, &remote).map_err(|e| failed(e.into()))?;
+        let store = crate::store::open_with(&location, &remote).map_err(failed)?;
         return Ok((store, location, None));
     }
-    let store = crate::store::open_with(arg, &remote).map_err(|e| failed(e.into()))?;
+    let store = crate::store::open_with(arg, &remote).map_err(failed)?;
     let location = crate::store::display_url(arg);
     if store.latency() == crate::store::Latency::Local {
         return Ok((store, location, None));

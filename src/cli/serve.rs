@@ -138,8 +138,7 @@ fn mount(p: Prepared) -> Result<Mounted, MountError> {
         &crate::meta::LoadOptions {
             consolidated: !p.options.no_consolidated,
         },
-    )
-    .map_err(MountError::Hierarchy)?;
+    )?;
     drop(progress);
     if let Some(dir) = p.options.cache_dir() {
         match crate::backing::BackingDir::open(&dir, p.options.cache_dir_size) {
@@ -177,8 +176,11 @@ fn mount(p: Prepared) -> Result<Mounted, MountError> {
     config.clone_fd = true;
     let mountpoint = p.mountpoint.path;
     drop(loading);
-    let session = fuser::Session::new(fs, &mountpoint, &config)
-        .map_err(|e| MountError::Refused(super::mount_error::explain(&e, &mountpoint)))?;
+    let session =
+        fuser::Session::new(fs, &mountpoint, &config).map_err(|cause| MountError::Refused {
+            mountpoint: mountpoint.clone(),
+            cause,
+        })?;
     let thread = std::thread::Builder::new()
         .name("fuse".into())
         .spawn(move || {
@@ -266,7 +268,7 @@ impl Mounted {
                 Err(Refusal::Busy) => {
                     let outcome = match detach(&self.mountpoint, true) {
                         Ok(()) => "detached it lazily (umount -l)".to_string(),
-                        Err(e) => format!("could not detach it either ({e:?})"),
+                        Err(e) => format!("could not detach it either ({e})"),
                     };
                     log::warn!(
                         "{shown} is still busy: {outcome} and exiting; processes still using \
@@ -275,7 +277,7 @@ impl Mounted {
                     self.readers.cut_off();
                     return 1;
                 }
-                Err(Refusal::Failed(e)) => log::error!("unmounting {shown}: {e}"),
+                Err(e) => log::error!("unmounting {shown}: {e}"),
             }
         }
         match self.thread.join() {

@@ -16,12 +16,32 @@ const DAEMON_EXIT_TIMEOUT: Duration = Duration::from_secs(10);
 const BUSY_GRACE: Duration = Duration::from_secs(1);
 
 /// Why a mount was not detached.
-#[derive(Debug, PartialEq)]
+#[derive(Debug, thiserror::Error)]
 pub enum Refusal {
     /// A process has a file open or its working directory in the mount (EBUSY).
+    #[error("busy")]
     Busy,
-    /// Any other cause, in words.
-    Failed(String),
+    /// The path holds a NUL byte.
+    #[error("bad path")]
+    BadPath,
+    /// Nothing is mounted there (EINVAL).
+    #[error("not a mount point")]
+    NotMountPoint,
+    /// umount2(2) failed otherwise.
+    #[error(transparent)]
+    Failed(std::io::Error),
+    /// fusermount3 (or fusermount) said why it failed.
+    #[error("{tool}: {said}")]
+    HelperRefused { tool: &'static str, said: String },
+    /// fusermount3 (or fusermount) could not be run.
+    #[error("{tool}: {cause}")]
+    HelperFailed {
+        tool: &'static str,
+        cause: std::io::Error,
+    },
+    /// Not root, and no fusermount3 or fusermount on the PATH.
+    #[error("not permitted, and no fusermount3 to ask (Debian package fuse3)")]
+    NoHelper,
 }
 
 /// Unmounts the zarrfs mount at `mountpoint` (umount2(2) as root, else through
@@ -43,7 +63,7 @@ pub fn unmount(mountpoint: &Path) -> Result<(), UnmountError> {
     let daemon = pidfile::daemon_of(&entry.dev);
     detach_soon(&path).map_err(|refusal| match refusal {
         Refusal::Busy => UnmountError::Busy(given()),
-        Refusal::Failed(cause) => UnmountError::Failed {
+        cause => UnmountError::Failed {
             path: given(),
             cause,
         },
@@ -91,7 +111,7 @@ fn running(pid: i32) -> bool {
 /// disappears from the tree at once and is released when its last user leaves).
 pub fn detach(mountpoint: &Path, lazy: bool) -> Result<(), Refusal> {
     if mountpoint.as_os_str().as_bytes().contains(&0) {
-        return Err(Refusal::Failed("bad path".into()));
+        return Err(Refusal::BadPath);
     }
     let flags = if lazy {
         UnmountFlags::DETACH
@@ -102,8 +122,8 @@ pub fn detach(mountpoint: &Path, lazy: bool) -> Result<(), Refusal> {
         Ok(()) => Ok(()),
         Err(Errno::PERM) => fusermount(mountpoint, lazy),
         Err(Errno::BUSY) => Err(Refusal::Busy),
-        Err(Errno::INVAL) => Err(Refusal::Failed("not a mount point".into())),
-        Err(e) => Err(Refusal::Failed(std::io::Error::from(e).to_string())),
+        Err(Errno::INVAL) => Err(Refusal::NotMountPoint),
+        Err(e) => Err(Refusal::Failed(e.into())),
     }
 }
 
@@ -122,14 +142,15 @@ fn fusermount(mountpoint: &Path, lazy: bool) -> Result<(), Refusal> {
                 return Err(if said.contains("busy") {
                     Refusal::Busy
                 } else {
-                    Refusal::Failed(format!("{tool}: {}", said.trim()))
+                    Refusal::HelperRefused {
+                        tool,
+                        said: said.trim().to_string(),
+                    }
                 });
             }
             Err(e) if e.kind() == ErrorKind::NotFound => continue,
-            Err(e) => return Err(Refusal::Failed(format!("{tool}: {e}"))),
+            Err(cause) => return Err(Refusal::HelperFailed { tool, cause }),
         }
     }
-    Err(Refusal::Failed(
-        "not permitted, and no fusermount3 to ask (Debian package fuse3)".into(),
-    ))
+    Err(Refusal::NoHelper)
 }

@@ -18,12 +18,12 @@
 //! bound ([`MAX_DOCUMENT_BYTES`]). [`load_hierarchy`] loads every group of a tree.
 
 use super::consolidated::Consolidated;
-use super::node::{ArrayMeta, Node, NodeKind};
+use super::node::{ArrayMeta, Dimensions, Node, NodeKind};
 use super::v3_draft::EntryPoint;
 use super::{consolidated, nczarr, v2, v3, v3_draft, MetaError};
 use crate::store::{accept_name, EntryKind, Store, StoreError};
 use parking_lot::Mutex;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -390,6 +390,7 @@ fn implicit_group(path: &str, mtime: Option<SystemTime>) -> Node {
         path: path.to_string(),
         kind: NodeKind::Group,
         document: v2::group_document(&Map::new(), Map::new()),
+        dimensions: Dimensions::default(),
         mtime,
     }
 }
@@ -398,12 +399,14 @@ fn found(
     path: &str,
     kind: NodeKind,
     document: Map<String, Value>,
+    dimensions: Dimensions,
     mtime: Option<SystemTime>,
 ) -> Option<Node> {
     Some(Node {
         path: path.to_string(),
         kind,
         document,
+        dimensions,
         mtime,
     })
 }
@@ -517,16 +520,19 @@ impl Tree<'_> {
                 path,
                 NodeKind::Array(meta),
                 v3_draft::document(&doc),
+                v3::dimensions(&doc),
                 mtime,
             ));
         }
         let group = read_json(self.store(), &v3_draft::meta_key(entry, path, "group"))?;
+        let group_node = |doc: &Map<String, Value>, mtime| {
+            let dims = v3::dimensions(doc);
+            found(path, NodeKind::Group, v3_draft::document(doc), dims, mtime)
+        };
         Ok(match group {
-            Some((doc, mtime)) => found(path, NodeKind::Group, v3_draft::document(&doc), mtime),
+            Some((doc, mtime)) => group_node(&doc, mtime),
             // The draft root is a group even without a document.
-            None if path.is_empty() => {
-                found(path, NodeKind::Group, v3_draft::document(&Map::new()), None)
-            }
+            None if path.is_empty() => group_node(&Map::new(), None),
             None => None,
         })
     }
@@ -538,14 +544,22 @@ impl Tree<'_> {
             format!("{path}/")
         };
         if let Some((doc, mtime)) = self.read(path, "zarr.json")? {
+            let dims = v3::dimensions(&doc);
             return match doc.get("node_type").and_then(Value::as_str) {
-                Some("group") => Ok(found(path, NodeKind::Group, v3::document(&doc), mtime)),
+                Some("group") => Ok(found(
+                    path,
+                    NodeKind::Group,
+                    v3::document(&doc),
+                    dims,
+                    mtime,
+                )),
                 Some("array") => {
                     let meta = checked(v3::parse_array(&doc, &prefix));
                     Ok(found(
                         path,
                         NodeKind::Array(meta),
                         v3::document(&doc),
+                        dims,
                         mtime,
                     ))
                 }
@@ -559,35 +573,22 @@ impl Tree<'_> {
             };
         }
         if let Some((zarray, mtime)) = self.read(path, ".zarray")? {
-            let attrs = self.attrs(path);
             let gen1 = self.gen1(path, nczarr::GEN1_VAR);
-            let var = nczarr::variable(&zarray, &attrs, gen1.as_ref());
-            let zarray = match &var {
-                Some(v) => nczarr::served_zarray(&zarray, v),
-                None => zarray,
-            };
-            let dimension_names = match &var {
-                Some(v) => Some(v.dimension_names.clone()),
-                None => nczarr::xarray_dimensions(&attrs),
-            };
-            let meta = checked(v2::parse_array(&zarray, &prefix));
-            let mut doc = v2::array_document(&zarray, attrs);
-            if let Some(names) = dimension_names {
-                doc.entry("dimension_names").or_insert(json!(names));
-            }
-            return Ok(found(path, NodeKind::Array(meta), doc, mtime));
+            let (meta, doc, dims) = v2::array(zarray, self.attrs(path), gen1.as_ref(), &prefix);
+            return Ok(found(
+                path,
+                NodeKind::Array(checked(meta)),
+                doc,
+                dims,
+                mtime,
+            ));
         }
         let Some((zgroup, mtime)) = self.read(path, ".zgroup")? else {
             return Ok(None);
         };
-        let attrs = self.attrs(path);
         let gen1 = self.gen1(path, nczarr::GEN1_GROUP);
-        let dims = nczarr::group_dimensions(&zgroup, &attrs, gen1.as_ref());
-        let mut doc = v2::group_document(&zgroup, attrs);
-        if let Some(dims) = dims {
-            doc.entry("dimensions").or_insert(Value::Object(dims));
-        }
-        Ok(found(path, NodeKind::Group, doc, mtime))
+        let (doc, dims) = v2::group(&zgroup, self.attrs(path), gen1.as_ref());
+        Ok(found(path, NodeKind::Group, doc, dims, mtime))
     }
 }
 

@@ -22,6 +22,8 @@ pub struct NcVar {
     /// The variable's dimension names as netCDF and xarray show them (`x`, `y`): the last part
     /// of each fully qualified reference (`/x`, `/g/y`), which stays in the NCZarr metadata.
     pub dimension_names: Vec<String>,
+    /// The fully qualified references themselves (`/g/x`).
+    pub references: Vec<String>,
     /// A netCDF scalar: stored with shape `[1]`, served 0-d.
     pub scalar: bool,
 }
@@ -40,17 +42,19 @@ pub fn variable(
         .get("dimension_references")
         .or_else(|| info.get("dimrefs"))
         .and_then(Value::as_array);
-    let dimension_names = refs
+    let references: Vec<String> = refs
         .into_iter()
         .flatten()
-        .filter_map(|r| r.as_str().map(short_name))
+        .filter_map(|r| r.as_str().map(String::from))
         .collect();
+    let dimension_names = references.iter().map(|r| short_name(r)).collect();
     let scalar = info.get("storage").and_then(Value::as_str) == Some("scalar")
         || info
             .get("scalar")
             .is_some_and(|s| s.as_u64() == Some(1) || s.as_bool() == Some(true));
     Some(NcVar {
         dimension_names,
+        references,
         scalar,
     })
 }
@@ -147,16 +151,6 @@ pub fn child_names(
     )
 }
 
-/// The xarray convention for dimension names of plain Zarr v2 arrays.
-pub fn xarray_dimensions(attrs: &Map<String, Value>) -> Option<Vec<String>> {
-    attrs
-        .get("_ARRAY_DIMENSIONS")?
-        .as_array()?
-        .iter()
-        .map(|d| d.as_str().map(String::from))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -175,6 +169,7 @@ mod tests {
         let gen4 =
             obj(json!({"_nczarr_array": {"dimension_references": ["/a", "/g/b"], "scalar": 1}}));
         let v = variable(&Map::new(), &gen4, None).unwrap();
+        assert_eq!(v.references, ["/a", "/g/b"]);
         assert_eq!(
             (v.dimension_names, v.scalar),
             (vec!["a".into(), "b".into()], true)
@@ -188,8 +183,8 @@ mod tests {
         let s = served_zarray(
             &z,
             &NcVar {
-                dimension_names: vec![],
                 scalar: true,
+                ..NcVar::default()
             },
         );
         assert_eq!(

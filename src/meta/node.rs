@@ -85,6 +85,8 @@ pub struct Node {
     pub kind: NodeKind,
     /// The node as a Zarr Object Model document (what its `.json` sidecar shows).
     pub document: Map<String, Value>,
+    /// The dimensions its metadata declares.
+    pub dimensions: Dimensions,
     /// Modification time of the node's metadata, where the store knows it.
     pub mtime: Option<SystemTime>,
 }
@@ -93,5 +95,46 @@ impl Node {
     /// The last path segment (`""` for the root).
     pub fn name(&self) -> &str {
         self.path.rsplit('/').next().unwrap_or("")
+    }
+}
+
+/// The dimensions a node's metadata declares, parsed with the node so that no view reads them
+/// from JSON again.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Dimensions {
+    /// An array's dimension names, one per axis as its metadata lists them (`None` for an axis
+    /// without a name): v3 `dimension_names`, the `_ARRAY_DIMENSIONS` attribute (xarray's
+    /// convention in v2, GDAL's in v3 drafts), or for NCZarr the last part of each dimension
+    /// reference. `None` when none are named.
+    pub names: Option<Vec<Option<String>>>,
+    /// NCZarr: an array's dimension references as written, fully qualified (`/g/x`).
+    pub nczarr_references: Option<Vec<String>>,
+    /// NCZarr: the shared dimensions a group defines, name and length.
+    pub nczarr_shared: Option<Vec<(String, u64)>>,
+}
+
+impl Dimensions {
+    /// An array's dimensions named by `names` (a list of names and nulls; anything else names
+    /// none, and an entry that is not text names no axis).
+    pub fn named(names: Option<&Value>) -> Dimensions {
+        Dimensions {
+            names: names
+                .and_then(Value::as_array)
+                .map(|list| list.iter().map(|n| n.as_str().map(String::from)).collect()),
+            ..Dimensions::default()
+        }
+    }
+
+    /// True when the metadata is NCZarr's (shared dimensions or dimension references).
+    pub fn is_nczarr(&self) -> bool {
+        self.nczarr_references.is_some() || self.nczarr_shared.is_some()
+    }
+
+    /// The name of each of `rank` axes: the names when there is one per axis, else none.
+    pub fn axis_names(&self, rank: usize) -> Vec<Option<String>> {
+        match &self.names {
+            Some(names) if names.len() == rank => names.clone(),
+            _ => vec![None; rank],
+        }
     }
 }

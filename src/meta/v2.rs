@@ -1,7 +1,7 @@
 //! Zarr v2: `.zarray`, `.zgroup`, `.zattrs`.
 
-use super::node::ArrayMeta;
-use super::{numpy_dtype, parse_fill, ChunkKeys, CodecSpec, DataType, KeyStyle, MetaError};
+use super::node::{ArrayMeta, Dimensions};
+use super::{nczarr, numpy_dtype, parse_fill, ChunkKeys, CodecSpec, DataType, KeyStyle, MetaError};
 use serde_json::{json, Map, Value};
 
 /// The most dimensions an array may have (numpy's limit).
@@ -47,6 +47,68 @@ pub fn array_document(
     }
     doc.insert("attributes".into(), Value::Object(attributes));
     doc
+}
+
+/// A v2 group as served, from its `.zgroup`, its attributes and, in a netCDF-c 4.8 store, its
+/// `.nczgroup` (`gen1`): its document (NCZarr's shared dimensions shown as `dimensions`) and
+/// its dimensions.
+pub fn group(
+    zgroup: &Map<String, Value>,
+    attributes: Map<String, Value>,
+    gen1: Option<&Map<String, Value>>,
+) -> (Map<String, Value>, Dimensions) {
+    let shared = nczarr::group_dimensions(zgroup, &attributes, gen1);
+    let mut doc = group_document(zgroup, attributes);
+    let mut dimensions = Dimensions::default();
+    if let Some(shared) = shared {
+        dimensions.nczarr_shared = Some(
+            shared
+                .iter()
+                .filter_map(|(name, len)| Some((name.clone(), len.as_u64()?)))
+                .collect(),
+        );
+        doc.entry("dimensions").or_insert(Value::Object(shared));
+    }
+    (doc, dimensions)
+}
+
+/// A v2 array as served, from its `.zarray`, its attributes and, in a netCDF-c 4.8 store, its
+/// `.nczvar` (`gen1`): its metadata (chunk keys under `prefix`), its document (NCZarr's
+/// changes applied, dimension names shown as `dimension_names`) and its dimensions.
+pub fn array(
+    zarray: Map<String, Value>,
+    attributes: Map<String, Value>,
+    gen1: Option<&Map<String, Value>>,
+    prefix: &str,
+) -> (Result<ArrayMeta, MetaError>, Map<String, Value>, Dimensions) {
+    let var = nczarr::variable(&zarray, &attributes, gen1);
+    let (zarray, dimensions) = match var {
+        Some(var) => {
+            let dimensions = Dimensions {
+                names: Some(var.dimension_names.iter().cloned().map(Some).collect()),
+                nczarr_references: Some(var.references.clone()),
+                nczarr_shared: None,
+            };
+            (nczarr::served_zarray(&zarray, &var), dimensions)
+        }
+        None => {
+            let dimensions = Dimensions::named(attributes.get("_ARRAY_DIMENSIONS"));
+            (zarray, dimensions)
+        }
+    };
+    let meta = parse_array(&zarray, prefix);
+    let mut doc = array_document(&zarray, attributes);
+    // Shown only when every axis has a name, as xarray writes them.
+    let names = dimensions.names.as_ref().and_then(|names| {
+        names
+            .iter()
+            .map(Option::as_deref)
+            .collect::<Option<Vec<&str>>>()
+    });
+    if let Some(names) = names {
+        doc.entry("dimension_names").or_insert(json!(names));
+    }
+    (meta, doc, dimensions)
 }
 
 /// Parses a `.zarray` document of the array whose chunk keys start with `prefix`.
@@ -206,6 +268,46 @@ mod tests {
         assert_eq!(*meta.codecs[1].config, json!({"endian": "big"}));
         assert_eq!(meta.fill_value, 7i32.to_le_bytes());
         assert_eq!(meta.chunk_keys.key(&[1, 0]), "x/1/0");
+    }
+
+    fn obj(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn dimensions_of_xarray_and_nczarr_arrays() {
+        let zarray = obj(json!({"shape": [2, 3], "chunks": [2, 3], "dtype": "<i4"}));
+        let attrs = obj(json!({"_ARRAY_DIMENSIONS": ["y", "x"]}));
+        let (_, doc, dims) = array(zarray.clone(), attrs, None, "");
+        assert_eq!(dims.names, Some(vec![Some("y".into()), Some("x".into())]));
+        assert!(!dims.is_nczarr());
+        assert_eq!(doc["dimension_names"], json!(["y", "x"]));
+        // A name that is not text names no axis, and the document shows none.
+        let attrs = obj(json!({"_ARRAY_DIMENSIONS": ["y", 5]}));
+        let (_, doc, dims) = array(zarray.clone(), attrs, None, "");
+        assert_eq!(dims.axis_names(2), [Some("y".into()), None]);
+        assert!(!doc.contains_key("dimension_names"));
+        let attrs = obj(json!({"_nczarr_array": {"dimension_references": ["/g/y", "/x"]}}));
+        let (_, doc, dims) = array(zarray, attrs, None, "");
+        assert_eq!(
+            dims.nczarr_references,
+            Some(vec!["/g/y".into(), "/x".into()])
+        );
+        assert_eq!(dims.axis_names(2), [Some("y".into()), Some("x".into())]);
+        assert_eq!(doc["dimension_names"], json!(["y", "x"]));
+    }
+
+    #[test]
+    fn shared_dimensions_of_nczarr_groups() {
+        let attrs = obj(json!({"_nczarr_group": {"dimensions": {"t": {"size": 4}, "x": 3}}}));
+        let (doc, dims) = group(&Map::new(), attrs, None);
+        assert_eq!(
+            dims.nczarr_shared,
+            Some(vec![("t".into(), 4), ("x".into(), 3)])
+        );
+        assert_eq!(doc["dimensions"], json!({"t": 4, "x": 3}));
+        let (doc, dims) = group(&Map::new(), Map::new(), None);
+        assert_eq!((doc.get("dimensions"), dims.is_nczarr()), (None, false));
     }
 
     #[test]

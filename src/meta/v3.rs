@@ -1,7 +1,7 @@
 //! Zarr v3: one `zarr.json` per node.
 
 use super::dtype::{check_element_size, time_type, Field};
-use super::node::ArrayMeta;
+use super::node::{ArrayMeta, Dimensions};
 use super::v2::dims;
 use super::{parse_fill, ChunkGrid, ChunkKeys, CodecSpec, DataType, KeyStyle, MetaError};
 use serde_json::{json, Map, Value};
@@ -16,6 +16,22 @@ pub fn document(doc: &Map<String, Value>) -> Map<String, Value> {
         .collect();
     out.entry("attributes").or_insert_with(|| json!({}));
     out
+}
+
+/// The dimensions of a v3 (or v3 draft) node: an array's `dimension_names`, else the
+/// `_ARRAY_DIMENSIONS` attribute (GDAL writes it in v3 drafts). Names written as fully
+/// qualified paths (`/g/x`) are NCZarr's dimension references, as netCDF-c writes them.
+pub fn dimensions(doc: &Map<String, Value>) -> Dimensions {
+    let names = doc.get("dimension_names").or_else(|| {
+        doc.get("attributes")
+            .and_then(|a| a.get("_ARRAY_DIMENSIONS"))
+    });
+    let mut dimensions = Dimensions::named(names);
+    let names = dimensions.names.iter().flatten().flatten();
+    if names.clone().any(|n| n.starts_with('/')) {
+        dimensions.nczarr_references = Some(names.cloned().collect());
+    }
+    dimensions
 }
 
 /// The served element type of a v3 `data_type`: a name, or a named configuration (zarr-python
@@ -341,6 +357,23 @@ pub fn named(value: &Value) -> Result<(String, Map<String, Value>), MetaError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dimension_names_and_references() {
+        let dims = |v: Value| dimensions(v.as_object().unwrap());
+        let named = dims(json!({"dimension_names": ["t", null]}));
+        assert_eq!(named.names, Some(vec![Some("t".into()), None]));
+        assert!(!named.is_nczarr());
+        // GDAL's v3 drafts name them in the attributes.
+        let gdal = dims(json!({"attributes": {"_ARRAY_DIMENSIONS": ["X"]}}));
+        assert_eq!(gdal.axis_names(1), [Some("X".into())]);
+        let nczarr = dims(json!({"dimension_names": ["/g/t", "x"]}));
+        assert_eq!(
+            nczarr.nczarr_references,
+            Some(vec!["/g/t".into(), "x".into()])
+        );
+        assert_eq!(dims(json!({})), Dimensions::default());
+    }
 
     #[test]
     fn parses_a_v3_array() {

@@ -54,9 +54,9 @@ impl Sources {
             })?;
         let reader = reader.limit_decoded(self.cache.budget());
         let layout =
-            Layout::new(&meta.shape, reader.read_chunk_shape()).map_err(|reason| Unreadable {
+            Layout::new(&meta.shape, reader.read_chunk_shape()).map_err(|e| Unreadable {
                 cause: IoCause::BadConfig,
-                reason,
+                reason: e.to_string(),
             })?;
         let need = reader.cached_bytes_per_chunk();
         if !self.cache.fits(need) {

@@ -2,7 +2,47 @@
 
 use crate::cache::{ChunkError, Panicked};
 use crate::fetch::{FetchCause, FetchError};
+use crate::meta::MetaError;
+use crate::store::StoreError;
 use rustix::io::Errno;
+
+/// Why a view could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// The store could not be opened.
+    #[error("cannot open store {location}: {cause}")]
+    Store {
+        /// The location given.
+        location: String,
+        /// What the store said.
+        #[source]
+        cause: StoreError,
+    },
+    /// Its hierarchy could not be loaded.
+    #[error(transparent)]
+    Hierarchy(#[from] MetaError),
+}
+
+/// Why an array's shape cannot be read in its chunk grid.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum GridError {
+    /// The chunk shape has another rank, or an empty axis.
+    #[error("chunk shape {chunk_shape:?} does not tile shape {shape:?}")]
+    NotTiled {
+        /// The array's shape.
+        shape: Vec<u64>,
+        /// Its chunk shape.
+        chunk_shape: Vec<u64>,
+    },
+    /// A count of elements or chunks does not fit in 64 bits.
+    #[error("shape {shape:?} in chunks of {chunk_shape:?} overflows 64-bit counts")]
+    Overflow {
+        /// The array's shape.
+        shape: Vec<u64>,
+        /// Its chunk shape.
+        chunk_shape: Vec<u64>,
+    },
+}
 
 /// Why a view call failed; each maps to one errno.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,5 +1,7 @@
 //! Maps a range of elements of an array file (C order) to runs inside chunks.
 
+use super::GridError;
+
 /// One stretch of consecutive elements that is consecutive in one chunk as well.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Run {
@@ -29,11 +31,11 @@ impl Layout {
     /// The layout of an array of `shape` in chunks of `chunk_shape`. Every count and product
     /// the layout uses later (elements, elements per chunk, chunks, the grid's extent along each
     /// axis) is checked here, so none can overflow afterwards; an error says which one does.
-    pub fn new(shape: &[u64], chunk_shape: &[u64]) -> Result<Self, String> {
+    pub fn new(shape: &[u64], chunk_shape: &[u64]) -> Result<Self, GridError> {
+        let shapes = || (shape.to_vec(), chunk_shape.to_vec());
         if shape.len() != chunk_shape.len() || chunk_shape.contains(&0) {
-            return Err(format!(
-                "chunk shape {chunk_shape:?} does not tile shape {shape:?}"
-            ));
+            let (shape, chunk_shape) = shapes();
+            return Err(GridError::NotTiled { shape, chunk_shape });
         }
         let product = |v: &[u64]| v.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d));
         let grid: Vec<u64> = shape
@@ -49,9 +51,8 @@ impl Layout {
                 .zip(chunk_shape)
                 .all(|(&g, &c)| g.checked_mul(c).is_some());
         if !fits {
-            return Err(format!(
-                "shape {shape:?} in chunks of {chunk_shape:?} overflows 64-bit counts"
-            ));
+            let (shape, chunk_shape) = shapes();
+            return Err(GridError::Overflow { shape, chunk_shape });
         }
         let mut merge_axis = shape.len().saturating_sub(1);
         while merge_axis > 0 && chunk_shape[merge_axis] == shape[merge_axis] {
@@ -431,10 +432,13 @@ mod tests {
             (vec![u64::MAX, u64::MAX], vec![1, u64::MAX]),
         ] {
             let err = Layout::new(&shape, &chunks).unwrap_err();
-            assert!(err.contains("overflows"), "{err}");
+            assert!(matches!(err, GridError::Overflow { .. }), "{err}");
+            assert!(err.to_string().contains("overflows"), "{err}");
         }
-        assert!(Layout::new(&[4], &[0]).is_err());
-        assert!(Layout::new(&[4], &[]).is_err());
+        let not_tiled =
+            |s: &[u64], c: &[u64]| matches!(Layout::new(s, c), Err(GridError::NotTiled { .. }));
+        assert!(not_tiled(&[4], &[0]));
+        assert!(not_tiled(&[4], &[]));
         assert_eq!(Layout::new(&[0, 3], &[2, 2]).unwrap().len(), 0);
     }
 }

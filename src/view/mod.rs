@@ -27,7 +27,7 @@ mod zom;
 mod zom_files;
 
 use array_file::ArrayFile;
-pub use error::{IoCause, ViewError};
+pub use error::{GridError, IoCause, OpenError, ViewError};
 pub use layout::{Layout, Run};
 pub use npy::npy_header;
 use slice_table::{is_slice, SliceTable};
@@ -42,7 +42,7 @@ pub use zom::ZOM_FILE;
 use crate::backing::BackingDir;
 use crate::cache::read_ahead::{Prediction, ReadAhead, ReadPolicy, ReaderState};
 use crate::cache::ChunkCache;
-use crate::meta::{LoadOptions, StoreRef, Tree};
+use crate::meta::{LoadOptions, MetaError, StoreRef, Tree};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -740,10 +740,12 @@ fn extend_range(bytes: &[u8], offset: u64, len: u64, out: &mut Vec<u8>) {
 
 /// Opens the store at `location`, loads its hierarchy and builds the view: the whole mount minus
 /// FUSE. An array at the store root is named after the store's file name.
-pub fn open(location: &str, cache_bytes: u64, load: &LoadOptions) -> Result<View, String> {
-    let store =
-        crate::store::open(location).map_err(|e| format!("cannot open store {location}: {e}"))?;
-    from_store(Arc::from(store), location, cache_bytes, load)
+pub fn open(location: &str, cache_bytes: u64, load: &LoadOptions) -> Result<View, OpenError> {
+    let store = crate::store::open(location).map_err(|cause| OpenError::Store {
+        location: location.to_string(),
+        cause,
+    })?;
+    Ok(from_store(Arc::from(store), location, cache_bytes, load)?)
 }
 
 /// Opens the tree of an opened store (its root and the root's children) and builds its view,
@@ -753,8 +755,8 @@ pub fn from_store(
     location: &str,
     cache_bytes: u64,
     load: &LoadOptions,
-) -> Result<View, String> {
-    let tree = Tree::open(StoreRef::Shared(store.clone()), load).map_err(|e| e.to_string())?;
+) -> Result<View, MetaError> {
+    let tree = Tree::open(StoreRef::Shared(store.clone()), load)?;
     let cache = Arc::new(ChunkCache::new(cache_bytes));
     Ok(View::build(
         tree,

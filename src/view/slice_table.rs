@@ -5,7 +5,7 @@
 use super::selection::{split_name, Selection};
 use super::slice_file::SliceFile;
 use super::vlen_file::{Part, VlenFile};
-use super::{Attr, Content, FileKind, SendBytes, View, ViewError};
+use super::{Attr, Attrs, Content, FileKind, SendBytes, View, ViewError};
 use parking_lot::{Mutex, MutexGuard};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -116,26 +116,6 @@ pub(super) fn is_slice(ino: u64) -> bool {
     ino >= SLICE_INO_BASE
 }
 
-/// The dimension names in an array's `A.json` (`dimension_names`, which the metadata stage
-/// fills for every dialect that names dimensions).
-fn dimension_names(json: &[u8], rank: usize) -> Vec<Option<String>> {
-    let doc: serde_json::Value = serde_json::from_slice(json).unwrap_or_default();
-    let names = doc
-        .get("dimension_names")
-        .and_then(|v| v.as_array())
-        .map(|a| {
-            a.iter()
-                .map(|n| n.as_str().map(str::to_string))
-                .collect::<Vec<_>>()
-        })
-        .unwrap_or_default();
-    if names.len() == rank {
-        names
-    } else {
-        vec![None; rank]
-    }
-}
-
 impl View {
     /// The selection file `name` in directory `parent`, made on first lookup. Names that are
     /// not selections of an array there are not found; an invalid selection is not found
@@ -160,12 +140,8 @@ impl View {
             _ => return Err(ViewError::NotFound),
         };
         let meta = source.reader.meta();
-        let dims = match dir
-            .get(&format!("{array_name}.json"))
-            .and_then(|i| self.inode(i).ok())
-            .map(|i| &i.content)
-        {
-            Some(Content::Json(bytes)) => dimension_names(bytes, meta.shape.len()),
+        let dims = match inode.xattrs {
+            Attrs::Node(zom) => self.zoms.dimensions(zom).axis_names(meta.shape.len()),
             _ => vec![None; meta.shape.len()],
         };
         let shown = format!("{path}[{text}]");

@@ -3,7 +3,7 @@
 //! answered by [`sized`].
 
 use super::{Attrs, View, ViewError};
-use crate::meta::{ArrayMeta, ChunkGrid};
+use crate::meta::{ArrayMeta, ChunkGrid, Dimensions};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
@@ -39,20 +39,19 @@ fn format(version: u8) -> (String, Vec<u8>) {
     ("user.zarr.format".into(), version.to_string().into_bytes())
 }
 
-/// The attributes of an array's files in a store of Zarr `version`. An array whose metadata could not be parsed has only
+/// The attributes of an array's files in a store of Zarr `version`, its metadata `meta` and
+/// `dimensions` and its document `doc`. An array whose metadata could not be parsed has only
 /// its format.
-pub fn array_xattrs(doc: &Map<String, Value>, meta: Option<&ArrayMeta>, version: u8) -> Xattrs {
+pub fn array_xattrs(
+    doc: &Map<String, Value>,
+    meta: Option<&ArrayMeta>,
+    dimensions: &Dimensions,
+    version: u8,
+) -> Xattrs {
     let Some(meta) = meta else {
         return Arc::from(vec![format(version)]);
     };
-    let dimension_names = doc
-        .get("dimension_names")
-        .or_else(|| {
-            doc.get("attributes")
-                .and_then(|a| a.get("_ARRAY_DIMENSIONS"))
-        })
-        .cloned()
-        .unwrap_or(Value::Null);
+    let dimension_names = json!(dimensions.names);
     let codecs: Vec<Value> = meta
         .codecs
         .iter()
@@ -97,7 +96,10 @@ impl View {
                 let doc = self.zoms.document(*zom);
                 Some(match self.zoms.array(*zom) {
                     None => group_xattrs(&doc, self.version),
-                    Some(meta) => array_xattrs(&doc, meta.as_deref(), self.version),
+                    Some(meta) => {
+                        let dims = self.zoms.dimensions(*zom);
+                        array_xattrs(&doc, meta.as_deref(), dims, self.version)
+                    }
                 })
             }
         })

@@ -7,7 +7,7 @@
 //! Nodes are kept as their groups are loaded; a ZOM is measured once its group's subtree is.
 
 use super::zom::{array_node, group_node};
-use crate::meta::{ArrayMeta, Hierarchy, MetaError, Node, NodeKind};
+use crate::meta::{ArrayMeta, Dimensions, Hierarchy, MetaError, Node, NodeKind};
 use parking_lot::Mutex;
 use serde_json::{Map, Value};
 use std::io::Write;
@@ -19,6 +19,13 @@ const LOGGED_NODES: usize = 10_000;
 /// How many made files are kept for reads that follow.
 const KEPT_FILES: usize = 4;
 
+/// The dimensions of a node whose metadata declares none.
+static NO_DIMENSIONS: Dimensions = Dimensions {
+    names: None,
+    nczarr_references: None,
+    nczarr_shared: None,
+};
+
 /// One node as kept for its ancestors' ZOMs.
 struct Kept {
     path: Box<str>,
@@ -26,6 +33,8 @@ struct Kept {
     document: Arc<[u8]>,
     /// `None` for a group; `Some` for an array, holding its metadata where parsed.
     array: Option<Option<Arc<ArrayMeta>>>,
+    /// The dimensions its metadata declares; `None` when it declares none.
+    dimensions: Option<Box<Dimensions>>,
     /// The size of its ZOM at nesting 0 and its line breaks (every level deeper adds two
     /// bytes per line break), once measured.
     size: OnceLock<(u64, u64)>,
@@ -74,8 +83,8 @@ impl ZomFiles {
     }
 
     /// Keeps the node at `path` whose document is `parsed` and, as its `.json` sidecar shows
-    /// it, `document`; `array` is `None` for a group, else the array's metadata where parsed.
-    /// An array's ZOM is measured now, from `parsed`, so that measuring a group parses only the
+    /// it, `document`; `array` is `None` for a group, else the array's metadata where parsed;
+    /// `dimensions` are those its metadata declares. An array's ZOM is measured now, from `parsed`, so that measuring a group parses only the
     /// documents of groups. Returns the node's number.
     pub fn keep(
         &self,
@@ -83,15 +92,18 @@ impl ZomFiles {
         parsed: &Map<String, Value>,
         document: Arc<[u8]>,
         array: Option<Option<Arc<ArrayMeta>>>,
+        dimensions: &Dimensions,
     ) -> u32 {
         let size = OnceLock::new();
         if let Some(meta) = &array {
             size.get_or_init(|| counted(|sink| self.write_array(parsed, meta.as_deref(), 0, sink)));
         }
+        let dimensions = (*dimensions != NO_DIMENSIONS).then(|| Box::new(dimensions.clone()));
         let index = self.nodes.push(Kept {
             path: path.into(),
             document,
             array,
+            dimensions,
             size,
             children: OnceLock::new(),
         });
@@ -109,6 +121,14 @@ impl ZomFiles {
     /// `None` for a group node; for an array node, its metadata where parsed.
     pub fn array(&self, node: u32) -> Option<Option<Arc<ArrayMeta>>> {
         self.nodes[node as usize].array.clone()
+    }
+
+    /// The dimensions the metadata of node `node` declares.
+    pub fn dimensions(&self, node: u32) -> &Dimensions {
+        self.nodes[node as usize]
+            .dimensions
+            .as_deref()
+            .unwrap_or(&NO_DIMENSIONS)
     }
 
     /// The document of node `node`, as its `.json` sidecar shows it.
@@ -156,6 +176,7 @@ impl ZomFiles {
                     }
                 },
                 document: self.document(i as u32),
+                dimensions: self.dimensions(i as u32).clone(),
                 mtime: None,
             })
             .collect();
@@ -339,7 +360,26 @@ mod tests {
         let Value::Object(parsed) = &doc else {
             panic!("{doc} is not an object")
         };
-        z.keep(path, parsed, Arc::from(pretty(&doc)), array)
+        z.keep(path, parsed, Arc::from(pretty(&doc)), array, &NO_DIMENSIONS)
+    }
+
+    #[test]
+    fn each_node_keeps_its_dimensions() {
+        let z = ZomFiles::new(2);
+        let doc = json!({"zarr_format": 2, "attributes": {}});
+        let bytes: Arc<[u8]> = Arc::from(pretty(&doc));
+        let parsed = doc.as_object().unwrap();
+        let shared = Dimensions {
+            nczarr_shared: Some(vec![("x".into(), 3)]),
+            ..Dimensions::default()
+        };
+        let root = z.keep("", parsed, bytes.clone(), None, &shared);
+        let plain = z.keep("g", parsed, bytes, None, &Dimensions::default());
+        assert_eq!(*z.dimensions(root), shared);
+        assert_eq!(*z.dimensions(plain), Dimensions::default());
+        let nodes = z.hierarchy().nodes;
+        assert_eq!(nodes[0].dimensions, shared);
+        assert_eq!(nodes[1].dimensions, Dimensions::default());
     }
 
     /// A v3 tree: the root, a group `g` holding arrays `b` and `a` and a group `sub` holding

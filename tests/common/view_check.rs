@@ -56,7 +56,10 @@ pub fn check_store(case: &StoreCase) -> Vec<String> {
     };
     let opened = zarrfs::store::open_with(location, &remote)
         .map_err(|e| e.to_string())
-        .and_then(|s| view::from_store(std::sync::Arc::from(s), location, 64 << 20, &load));
+        .and_then(|s| {
+            view::from_store(std::sync::Arc::from(s), location, 64 << 20, &load)
+                .map_err(|e| e.to_string())
+        });
     let view = match opened {
         Ok(v) => v,
         Err(e) => return vec![format!("{}: cannot open: {e}", case.name)],

@@ -438,25 +438,11 @@ fn nczarr_var_order(doc: &Map<String, Value>) -> Option<Vec<String>> {
     )
 }
 
-fn is_nczarr(h: &Hierarchy) -> bool {
-    h.nodes.iter().any(|n| match n.kind {
-        NodeKind::Group => n.document.get("dimensions").is_some_and(Value::is_object),
-        NodeKind::Array(_) => n
-            .document
-            .get("dimension_names")
-            .and_then(Value::as_array)
-            .is_some_and(|d| {
-                d.iter()
-                    .any(|s| s.as_str().is_some_and(|s| s.starts_with('/')))
-            }),
-    })
-}
-
 /// The netCDF dataset of `hierarchy`: its root group; for a store whose root is an array, a
 /// root group holding that one variable, named `root_name` (netCDF-c itself shows such a
 /// store as an empty dataset). `None` when the store has no root node.
 pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Group> {
-    let nczarr = is_nczarr(hierarchy);
+    let nczarr = hierarchy.nodes.iter().any(|n| n.dimensions.is_nczarr());
     let mut groups: Vec<Group> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut orders: HashMap<String, Vec<String>> = HashMap::new();
@@ -469,16 +455,13 @@ pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Group> {
                     continue;
                 }
                 let dims = node
-                    .document
-                    .get("dimensions")
-                    .and_then(Value::as_object)
-                    .into_iter()
+                    .dimensions
+                    .nczarr_shared
+                    .iter()
                     .flatten()
-                    .filter_map(|(name, len)| {
-                        Some(Dimension {
-                            name: name.clone(),
-                            len: len.as_u64()?,
-                        })
+                    .map(|(name, len)| Dimension {
+                        name: name.clone(),
+                        len: *len,
                     })
                     .collect();
                 if let Some(order) = nczarr_var_order(&node.document) {
@@ -566,11 +549,6 @@ pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Group> {
                 continue;
             };
             let attrs = attributes_of(node);
-            let named = attrs
-                .get("_ARRAY_DIMENSIONS")
-                .or_else(|| node.document.get("dimension_names"))
-                .and_then(Value::as_array)
-                .filter(|d| d.len() == meta.shape.len());
             let dims = if nczarr {
                 nczarr_dims(node, &meta.shape, gpath, |g, name| {
                     index
@@ -578,11 +556,12 @@ pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Group> {
                         .is_some_and(|&i| groups[i].dims.iter().any(|d| d.name == name))
                 })
             } else {
+                let names = node.dimensions.axis_names(meta.shape.len());
                 meta.shape
                     .iter()
-                    .enumerate()
-                    .map(|(i, &len)| {
-                        let wanted = named.and_then(|d| d[i].as_str()).filter(|s| !s.is_empty());
+                    .zip(&names)
+                    .map(|(&len, name)| {
+                        let wanted = name.as_deref().filter(|s| !s.is_empty());
                         pure_zarr_dim(&mut groups, &index, gpath, wanted, len)
                     })
                     .collect()
@@ -685,23 +664,20 @@ fn anonymous_dim(len: u64) -> String {
     format!("_Anonymous_Dim_{len}")
 }
 
-/// An NCZarr variable's dimensions, from its dimension names: fully qualified (`/g/x`), or short
-/// (`x`, as `A.json` shows them), found as netCDF scopes them: in the variable's group `gpath`
-/// or the nearest ancestor that `defines` that name.
+/// An NCZarr variable's dimensions, from its dimension references (`/g/x`, found in that
+/// group), or for a variable without any, its dimension names (`x`, found as netCDF scopes
+/// them: in the variable's group `gpath` or the nearest ancestor that `defines` that name).
 fn nczarr_dims(
     node: &Node,
     shape: &[u64],
     gpath: &str,
     defines: impl Fn(&str, &str) -> bool,
 ) -> Vec<DimRef> {
-    let refs: Vec<String> = node
-        .document
-        .get("dimension_names")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|v| v.as_str().map(String::from))
-        .collect();
+    let dims = &node.dimensions;
+    let refs: Vec<String> = match &dims.nczarr_references {
+        Some(refs) => refs.clone(),
+        None => dims.names.iter().flatten().flatten().cloned().collect(),
+    };
     let scope = |name: &str| {
         let mut g = gpath;
         loop {
