@@ -539,15 +539,10 @@ impl Tree<'_> {
         };
         if let Some((doc, mtime)) = self.read(path, "zarr.json")? {
             return match doc.get("node_type").and_then(Value::as_str) {
-                Some("group") => Ok(found(path, NodeKind::Group, v3::document(&doc), mtime)),
+                Some("group") => Ok(found(path, NodeKind::Group, v3::document(doc), mtime)),
                 Some("array") => {
                     let meta = checked(v3::parse_array(&doc, &prefix));
-                    Ok(found(
-                        path,
-                        NodeKind::Array(meta),
-                        v3::document(&doc),
-                        mtime,
-                    ))
+                    Ok(found(path, NodeKind::Array(meta), v3::document(doc), mtime))
                 }
                 _ => Err(MetaError::field(
                     "node_type",

@@ -73,26 +73,21 @@ impl ZomFiles {
         }
     }
 
-    /// Keeps the node at `path` whose document is `parsed` and, as its `.json` sidecar shows
-    /// it, `document`; `array` is `None` for a group, else the array's metadata where parsed.
-    /// An array's ZOM is measured now, from `parsed`, so that measuring a group parses only the
-    /// documents of groups. Returns the node's number.
+    /// Keeps the node at `path` whose document, as its `.json` sidecar shows it, is
+    /// `document`; `array` is `None` for a group, else the array's metadata where parsed.
+    /// Nothing is measured here: a walk that never reads a ZOM pays nothing for it. Returns
+    /// the node's number.
     pub fn keep(
         &self,
         path: &str,
-        parsed: &Map<String, Value>,
         document: Arc<[u8]>,
         array: Option<Option<Arc<ArrayMeta>>>,
     ) -> u32 {
-        let size = OnceLock::new();
-        if let Some(meta) = &array {
-            size.get_or_init(|| counted(|sink| self.write_array(parsed, meta.as_deref(), 0, sink)));
-        }
         let index = self.nodes.push(Kept {
             path: path.into(),
             document,
             array,
-            size,
+            size: OnceLock::new(),
             children: OnceLock::new(),
         });
         index as u32
@@ -336,10 +331,8 @@ mod tests {
     }
 
     fn keep(z: &ZomFiles, path: &str, doc: Value, array: Option<Option<Arc<ArrayMeta>>>) -> u32 {
-        let Value::Object(parsed) = &doc else {
-            panic!("{doc} is not an object")
-        };
-        z.keep(path, parsed, Arc::from(pretty(&doc)), array)
+        assert!(doc.is_object(), "{doc} is not an object");
+        z.keep(path, Arc::from(pretty(&doc)), array)
     }
 
     /// A v3 tree: the root, a group `g` holding arrays `b` and `a` and a group `sub` holding
