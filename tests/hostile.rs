@@ -117,11 +117,44 @@ fn links_fanning_out_level_after_level_do_not_make_the_walk_exponential() {
     assert_eq!(read_all(&view, "d0/l1/good").unwrap(), GOOD);
     assert_eq!(read_all(&view, "d39/good").unwrap(), GOOD);
     assert_eq!(view.resolve("d0/l2"), Err(ViewError::NotFound));
-    // Groups are listed as they are used: `d0/l1` was, so its link to d2 is the first met.
-    assert_eq!(read_all(&view, "d0/l1/l1/good").unwrap(), GOOD);
-    assert_eq!(view.resolve("d0/l1/l2"), Err(ViewError::NotFound));
+    assert_eq!(view.resolve("d0/l1/l1"), Err(ViewError::NotFound));
     let logs = captured_logs().join("\n");
     assert!(logs.contains("already shown as \"d0/l1\""), "{logs}");
+}
+
+#[test]
+fn which_linked_directory_shows_does_not_depend_on_the_order_of_use() {
+    // d0..d5, each holding two links to the next; a mount lists groups in the order a user
+    // uses them, so two users who go different ways must see the same tree.
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    std::fs::write(root.join(".zgroup"), GROUP).unwrap();
+    for i in 0..6 {
+        let d = root.join(format!("d{i}"));
+        write_good(&d.join("good"));
+        std::fs::write(d.join(".zgroup"), GROUP).unwrap();
+        if i > 0 {
+            for l in ["l1", "l2"] {
+                symlink(format!("../d{i}"), root.join(format!("d{}/{l}", i - 1))).unwrap();
+            }
+        }
+    }
+    let paths: Vec<String> = (0..6)
+        .flat_map(|i| ["l1", "l2", "l1/l1", "l1/l2", "l1/good"].map(|p| format!("d{i}/{p}")))
+        .collect();
+    let shown = |first: &[&str]| {
+        let view = dir_view(root);
+        for path in first {
+            let _ = view.resolve(path);
+        }
+        let shown: Vec<&String> = paths.iter().filter(|p| view.resolve(p).is_ok()).collect();
+        shown.into_iter().cloned().collect::<Vec<_>>()
+    };
+    let deep_first = shown(&["d0/l1/l1/good", "d0/l1/l2", "d1/l1"]);
+    let shallow_first = shown(&["d5/good", "d4/l1", "d1/l1/good", "d0/l1"]);
+    assert_eq!(deep_first, shallow_first);
+    assert!(deep_first.contains(&"d0/l1/good".to_string()));
+    assert!(!deep_first.contains(&"d0/l1/l1".to_string()));
 }
 
 #[test]

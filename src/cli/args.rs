@@ -114,6 +114,10 @@ pub struct Options {
     /// Do not show A.png pictures of arrays.
     #[arg(long)]
     pub no_previews: bool,
+    /// Load a group only when it is listed or looked up, not the few groups a walk (find,
+    /// ls -R) visits next, ahead of it.
+    #[arg(long)]
+    pub no_look_ahead: bool,
     /// S3-compatible server to use instead of AWS (MinIO, Ceph, s3s), path-style; http:// is
     /// allowed. Also an Azure endpoint (Azurite) for az://. [default: AWS_ENDPOINT_URL]
     #[arg(long, value_name = "URL")]

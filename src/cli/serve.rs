@@ -158,6 +158,9 @@ fn mount(p: Prepared) -> Result<Mounted, MountError> {
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     view.set_read_policy(ReadPolicy::for_store(latency, cores));
     let view = Arc::new(view);
+    if !p.options.no_look_ahead {
+        view.look_ahead();
+    }
     log::info!(
         "{}: root loaded in {:.3} s; every other group is loaded when first listed",
         p.location,

@@ -546,22 +546,10 @@ impl Tree<'_> {
         if let Some((doc, mtime)) = self.read(path, "zarr.json")? {
             let dims = v3::dimensions(&doc);
             return match doc.get("node_type").and_then(Value::as_str) {
-                Some("group") => Ok(found(
-                    path,
-                    NodeKind::Group,
-                    v3::document(&doc),
-                    dims,
-                    mtime,
-                )),
+                Some("group") => Ok(found(path, NodeKind::Group, v3::document(doc), dims, mtime)),
                 Some("array") => {
                     let meta = checked(v3::parse_array(&doc, &prefix));
-                    Ok(found(
-                        path,
-                        NodeKind::Array(meta),
-                        v3::document(&doc),
-                        dims,
-                        mtime,
-                    ))
+                    Ok(found(path, NodeKind::Array(meta), v3::document(doc), dims, mtime))
                 }
                 _ => Err(MetaError::field(
                     "node_type",

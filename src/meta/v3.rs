@@ -8,14 +8,10 @@ use serde_json::{json, Map, Value};
 
 /// The Zarr Object Model document of a v3 node: its `zarr.json` without consolidated metadata,
 /// with `attributes` always present.
-pub fn document(doc: &Map<String, Value>) -> Map<String, Value> {
-    let mut out: Map<String, Value> = doc
-        .iter()
-        .filter(|(k, _)| k.as_str() != "consolidated_metadata")
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    out.entry("attributes").or_insert_with(|| json!({}));
-    out
+pub fn document(mut doc: Map<String, Value>) -> Map<String, Value> {
+    doc.shift_remove("consolidated_metadata");
+    doc.entry("attributes").or_insert_with(|| json!({}));
+    doc
 }
 
 /// The dimensions of a v3 (or v3 draft) node: an array's `dimension_names`, else the

@@ -2,7 +2,6 @@
 
 use super::safe_open::{self, kind, open_beneath, Opened};
 use super::{accept_name, check_key, Entry, EntryKind, Object, ObjectMeta, Store, StoreError};
-use parking_lot::Mutex;
 use rustix::fs::{fstat, statat, AtFlags, FileType, OFlags, Stat};
 use rustix::io::Errno;
 use std::collections::HashMap;
@@ -26,15 +25,19 @@ use std::time::SystemTime;
 ///   link swapped in after the mount is refused the same way;
 /// - a link to a directory that is the listed directory or one of its ancestors: a cycle, which
 ///   would make the hierarchy infinite;
-/// - a second link to a directory already reached through another link (the directory is
-///   identified by device and inode): links that fan out level after level would otherwise
-///   make the walk exponential. The first link met, in the walk's breadth-first order, shows it.
+/// - a link to a directory met inside a directory that was itself reached through a link:
+///   links that fan out level after level would otherwise make the walk exponential. A link
+///   shows its target's subtree with the links inside it left out;
+/// - a second link, in one directory, to a directory another link of that directory shows (the
+///   directory is identified by device and inode): the first by name shows it.
+///
+/// Each rule looks only at the listed directory and its path, never at what was listed
+/// before, so a listing shows the same whatever order directories are listed in (a mount loads
+/// groups in the order they are used).
 pub struct DirStore {
     root: PathBuf,
     /// The root directory, opened once.
     dir: OwnedFd,
-    /// Directories reached through a link, by (device, inode), with the key that showed them.
-    linked: Mutex<HashMap<(u64, u64), String>>,
     mtime: SystemTime,
 }
 
@@ -58,7 +61,6 @@ impl DirStore {
             root: root.to_path_buf(),
             mtime: opened.mtime().unwrap_or(SystemTime::UNIX_EPOCH),
             dir: opened.file.into(),
-            linked: Mutex::new(HashMap::new()),
         })
     }
 
@@ -92,9 +94,36 @@ impl DirStore {
         Ok(fstat(open_beneath(self.dir.as_fd(), key, OFlags::PATH)?)?)
     }
 
-    /// Why the link `name` in the listed directory `dir` (whose key is `prefix`; the link's key
-    /// is `key`) is skipped, if it is; else the status of its target.
-    fn refuse_link(&self, prefix: &str, key: &str) -> Result<Stat, String> {
+    /// True when a component of the key `prefix` is a symbolic link: the directory was
+    /// reached through a link.
+    fn through_link(&self, prefix: &str) -> bool {
+        let mut parent = String::new();
+        for name in prefix.split('/').filter(|n| !n.is_empty()) {
+            let is_link = open_beneath(self.dir.as_fd(), &parent, OFlags::PATH)
+                .and_then(|fd| Ok(statat(fd, name, AtFlags::SYMLINK_NOFOLLOW)?))
+                .is_ok_and(|stat| kind(&stat) == FileType::Symlink);
+            if is_link {
+                return true;
+            }
+            if !parent.is_empty() {
+                parent.push('/');
+            }
+            parent.push_str(name);
+        }
+        false
+    }
+
+    /// Why the link at `key` in the listed directory (key `prefix`) is skipped, if it is; else
+    /// the status of its target. `linked` holds the directories other links of the listing
+    /// show, by (device, inode); `through_link` says whether the listed directory was reached
+    /// through a link.
+    fn refuse_link(
+        &self,
+        prefix: &str,
+        key: &str,
+        linked: &mut HashMap<(u64, u64), String>,
+        through_link: &mut dyn FnMut() -> bool,
+    ) -> Result<Stat, String> {
         let stat = self
             .stat_through(key)
             .map_err(|e| match Errno::from_io_error(&e) {
@@ -123,12 +152,16 @@ impl DirStore {
             }
             ancestor = (!a.is_empty()).then(|| a.rsplit_once('/').map_or("", |(p, _)| p));
         }
-        let mut linked = self.linked.lock();
+        if through_link() {
+            return Err(format!(
+                "a link inside {prefix:?}, which is itself reached through a link: links are \
+                 followed one level"
+            ));
+        }
         match linked.get(&id) {
-            Some(first) if first != key => Err(format!(
+            Some(first) => Err(format!(
                 "a second link to the directory already shown as {first:?}"
             )),
-            Some(_) => Ok(stat),
             None => {
                 linked.insert(id, key.to_string());
                 Ok(stat)
@@ -137,7 +170,15 @@ impl DirStore {
     }
 
     /// The listing entry of `name` in the directory `dir` (key `prefix`), or why it is skipped.
-    fn entry(&self, dir: &OwnedFd, prefix: &str, name: &str) -> Result<Entry, String> {
+    /// `linked` and `through_link` are as [`DirStore::refuse_link`] takes them.
+    fn entry(
+        &self,
+        dir: &OwnedFd,
+        prefix: &str,
+        name: &str,
+        linked: &mut HashMap<(u64, u64), String>,
+        through_link: &mut dyn FnMut() -> bool,
+    ) -> Result<Entry, String> {
         let stat = statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).map_err(|e| e.to_string())?;
         let stat = if kind(&stat) == FileType::Symlink {
             let key = if prefix.is_empty() {
@@ -145,7 +186,7 @@ impl DirStore {
             } else {
                 format!("{prefix}/{name}")
             };
-            self.refuse_link(prefix, &key)?
+            self.refuse_link(prefix, &key, linked, through_link)?
         } else {
             stat
         };
@@ -238,7 +279,7 @@ impl Store for DirStore {
         let source = self.root.display().to_string();
         let listing =
             rustix::fs::Dir::read_from(&fd).map_err(|e| StoreError::io(prefix, e.into()))?;
-        let mut out = Vec::new();
+        let mut names = Vec::new();
         for item in listing {
             let item = item.map_err(|e| StoreError::io(prefix, e.into()))?;
             let raw = item.file_name().to_bytes();
@@ -252,10 +293,18 @@ impl Store for DirStore {
                 );
                 continue;
             };
-            if !accept_name(&source, name) {
-                continue;
+            if accept_name(&source, name) {
+                names.push(name.to_string());
             }
-            match self.entry(&fd, prefix, name) {
+        }
+        // By name, so that of two links to one directory the same one shows every time.
+        names.sort();
+        let mut linked = HashMap::new();
+        let mut through_link = None;
+        let mut through_link = || *through_link.get_or_insert_with(|| self.through_link(prefix));
+        let mut out = Vec::new();
+        for name in &names {
+            match self.entry(&fd, prefix, name, &mut linked, &mut through_link) {
                 Ok(entry) => out.push(entry),
                 Err(why) => {
                     let path = self.root.join(prefix).join(name);
@@ -263,14 +312,12 @@ impl Store for DirStore {
                 }
             }
         }
-        out.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(out)
     }
 
-    /// One request at a time: of several links to one directory, the first listed is shown,
-    /// so the walk must list in its own order to show the same paths every time.
+    /// A few requests at once: they are system calls, so as many as there are cores.
     fn parallelism(&self) -> usize {
-        1
+        std::thread::available_parallelism().map_or(2, |n| n.get().min(4))
     }
 
     fn mtime(&self) -> SystemTime {
@@ -314,9 +361,8 @@ mod tests {
         assert_eq!(names(&s, ""), ["a", "inside"]);
         assert_eq!(names(&s, "a"), ["b"]);
         assert_eq!(names(&s, "a/b"), ["x"]);
-        // Reached another way, `loop` is no cycle yet; one level further it is.
-        assert_eq!(names(&s, "inside"), ["loop", "x"]);
-        assert_eq!(names(&s, "inside/loop/b"), ["x"]);
+        // Inside a directory reached through a link, links are not followed.
+        assert_eq!(names(&s, "inside"), ["x"]);
         assert_eq!(s.get("inside/x").unwrap().unwrap().bytes, b"x");
         // Keys named by metadata rather than listings are refused too.
         assert!(matches!(s.get("out/secret"), Err(StoreError::BadKey(_))));
@@ -337,15 +383,15 @@ mod tests {
                 symlink(format!("../d{}", i + 1), root.join(format!("d{i}/{l}"))).unwrap();
             }
         }
+        // In any order: d0/l1 (which is d1) first, then d1, then d0.
         let s = DirStore::new(root).unwrap();
-        // In the walk's breadth-first order: d0 and d1 first, then d0/l1 (which is d1).
-        assert_eq!(names(&s, "d0"), ["l1"]);
-        assert_eq!(names(&s, "d1"), ["l1"]);
-        assert_eq!(names(&s, "d0"), ["l1"], "listing again shows the same");
         assert_eq!(
             names(&s, "d0/l1"),
             Vec::<String>::new(),
-            "d2 is shown as d1/l1"
+            "links inside d0/l1 are not followed"
         );
+        assert_eq!(names(&s, "d1"), ["l1"]);
+        assert_eq!(names(&s, "d0"), ["l1"]);
+        assert_eq!(names(&s, "d0"), ["l1"], "listing again shows the same");
     }
 }

@@ -78,13 +78,7 @@ impl View {
             NodeKind::Group => None,
             NodeKind::Array(meta) => Some(meta.as_ref().ok().cloned()),
         };
-        self.zoms.keep(
-            &node.path,
-            &node.document,
-            doc.clone(),
-            array,
-            &node.dimensions,
-        )
+        self.zoms.keep(&node.path, doc.clone(), array, &node.dimensions)
     }
 
     /// The entries of directory `ino` (`dir`), made now: its group's children, loaded from the
@@ -119,13 +113,14 @@ impl View {
                         mtime,
                     });
                     let child = self.push(ino, Content::Dir(child), mtime, Attrs::Node(zom));
-                    e.link(name, child);
+                    if e.link(name, child) {
+                        e.listing.subgroups.push(child);
+                    }
                 }
                 NodeKind::Array(_) => e.add_array(name, node, zom, bytes, mtime),
             }
         }
         self.zoms.set_children(group.zom, kept);
-        self.groups_loaded.fetch_add(1, Ordering::Relaxed);
         self.log_loaded(children.len());
         e.finish()
     }
@@ -332,7 +327,9 @@ impl View {
             root_name: root_name.to_string(),
             next_array_id: AtomicU32::new(0),
             groups_loaded: Default::default(),
+            groups_ahead: Default::default(),
             loaded: Default::default(),
+            ahead: OnceLock::new(),
             requests: None,
             sources,
             sizer: Sizer::new(cache.clone()),

@@ -11,6 +11,7 @@ mod chunk_source;
 mod error;
 mod held_chunks;
 mod layout;
+mod look_ahead;
 pub mod netcdf;
 mod npy;
 mod preview;
@@ -45,7 +46,7 @@ use crate::cache::ChunkCache;
 use crate::meta::{LoadOptions, MetaError, StoreRef, Tree};
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::SystemTime;
 
@@ -119,19 +120,23 @@ enum Content {
     Preview(u32),
 }
 
-/// A directory: its entries, made at its first use.
+/// A directory: its entries, made at its first use (or before, see [`look_ahead`]).
 #[derive(Default)]
 struct Dir {
     /// The group it shows (none for `.zarrfs` and for the root of a store that is an array).
     group: Option<Group>,
     listing: OnceLock<Listing>,
+    /// Set at its first use by a request.
+    used: AtomicBool,
+    /// Set when it was queued to be made ahead of its use.
+    queued: AtomicBool,
 }
 
 impl Dir {
     fn of(group: Group) -> Box<Dir> {
         Box::new(Dir {
             group: Some(group),
-            listing: OnceLock::new(),
+            ..Dir::default()
         })
     }
 }
@@ -149,6 +154,8 @@ struct Group {
 #[derive(Default)]
 struct Listing {
     entries: Vec<(String, u64)>,
+    /// The directories of its subgroups, by inode (which is name order).
+    subgroups: Vec<u64>,
 }
 
 impl Listing {
@@ -204,9 +211,13 @@ pub struct View {
     root_name: String,
     /// The next number keying an array's chunks in the cache.
     next_array_id: AtomicU32,
-    /// Groups whose children were loaded, and nodes loaded, so far (for the log and stats).
+    /// Groups whose children were loaded, and nodes loaded, so far (for the log and stats):
+    /// groups that requests used, and groups made ahead of their first use.
     groups_loaded: AtomicUsize,
+    groups_ahead: AtomicUsize,
     loaded: AtomicUsize,
+    /// Loads the groups a walk visits next, when started (see [`View::look_ahead`]).
+    ahead: OnceLock<look_ahead::LookAhead>,
     /// The store's request counts, when it counts them (remote stores).
     requests: Option<Arc<crate::store::RequestCounts>>,
     /// Scans large variable-length arrays for their sizes.
@@ -240,7 +251,11 @@ impl View {
     /// The entries of directory `ino`, made now if this is its first use.
     fn dir(&self, ino: u64) -> Result<&Listing, ViewError> {
         match &self.inode(ino)?.content {
-            Content::Dir(d) => Ok(d.listing.get_or_init(|| self.make_listing(ino, d))),
+            Content::Dir(d) => {
+                let listing = d.listing.get_or_init(|| self.make_listing(ino, d));
+                self.used(ino, d);
+                Ok(listing)
+            }
             _ => Err(ViewError::NotDir),
         }
     }

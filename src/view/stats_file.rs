@@ -40,6 +40,7 @@ impl View {
             "metadata".into(),
             json!({
                 "groups_loaded": self.groups_loaded.load(Ordering::Relaxed),
+                "groups_loaded_ahead": self.groups_ahead.load(Ordering::Relaxed),
                 "nodes_loaded": self.loaded.load(Ordering::Relaxed),
             }),
         );

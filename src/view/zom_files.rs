@@ -82,29 +82,24 @@ impl ZomFiles {
         }
     }
 
-    /// Keeps the node at `path` whose document is `parsed` and, as its `.json` sidecar shows
-    /// it, `document`; `array` is `None` for a group, else the array's metadata where parsed;
-    /// `dimensions` are those its metadata declares. An array's ZOM is measured now, from `parsed`, so that measuring a group parses only the
-    /// documents of groups. Returns the node's number.
+    /// Keeps the node at `path` whose document, as its `.json` sidecar shows it, is
+    /// `document`; `array` is `None` for a group, else the array's metadata where parsed;
+    /// `dimensions` are those its metadata declares. Nothing is measured here: a walk that
+    /// never reads a ZOM pays nothing for it. Returns the node's number.
     pub fn keep(
         &self,
         path: &str,
-        parsed: &Map<String, Value>,
         document: Arc<[u8]>,
         array: Option<Option<Arc<ArrayMeta>>>,
         dimensions: &Dimensions,
     ) -> u32 {
-        let size = OnceLock::new();
-        if let Some(meta) = &array {
-            size.get_or_init(|| counted(|sink| self.write_array(parsed, meta.as_deref(), 0, sink)));
-        }
         let dimensions = (*dimensions != NO_DIMENSIONS).then(|| Box::new(dimensions.clone()));
         let index = self.nodes.push(Kept {
             path: path.into(),
             document,
             array,
             dimensions,
-            size,
+            size: OnceLock::new(),
             children: OnceLock::new(),
         });
         index as u32
@@ -357,10 +352,8 @@ mod tests {
     }
 
     fn keep(z: &ZomFiles, path: &str, doc: Value, array: Option<Option<Arc<ArrayMeta>>>) -> u32 {
-        let Value::Object(parsed) = &doc else {
-            panic!("{doc} is not an object")
-        };
-        z.keep(path, parsed, Arc::from(pretty(&doc)), array, &NO_DIMENSIONS)
+        assert!(doc.is_object(), "{doc} is not an object");
+        z.keep(path, Arc::from(pretty(&doc)), array, &NO_DIMENSIONS)
     }
 
     #[test]
@@ -368,13 +361,12 @@ mod tests {
         let z = ZomFiles::new(2);
         let doc = json!({"zarr_format": 2, "attributes": {}});
         let bytes: Arc<[u8]> = Arc::from(pretty(&doc));
-        let parsed = doc.as_object().unwrap();
         let shared = Dimensions {
             nczarr_shared: Some(vec![("x".into(), 3)]),
             ..Dimensions::default()
         };
-        let root = z.keep("", parsed, bytes.clone(), None, &shared);
-        let plain = z.keep("g", parsed, bytes, None, &Dimensions::default());
+        let root = z.keep("", bytes.clone(), None, &shared);
+        let plain = z.keep("g", bytes, None, &Dimensions::default());
         assert_eq!(*z.dimensions(root), shared);
         assert_eq!(*z.dimensions(plain), Dimensions::default());
         let nodes = z.hierarchy().nodes;

@@ -1,8 +1,10 @@
 //! Groups are loaded when first used, through real FUSE mounts: a group's children appear at
 //! its first listing, a deep lookup loads only the path's groups, concurrent first lookups load
 //! a group once, a broken group leaves the rest readable, and over S3 without consolidated
-//! metadata the mount and every listing cost one level's requests. What was loaded is read from
-//! `.zarrfs/stats` (`metadata.groups_loaded`; `store.requests`, the store's request counter).
+//! metadata the mount and every listing cost one level's requests (with `--no-look-ahead`);
+//! by default the groups a walk visits next are loaded ahead, a bounded few, in the background.
+//! What was loaded is read from `.zarrfs/stats` (`metadata.groups_loaded`, the groups requests
+//! used; `metadata.groups_loaded_ahead`; `store.requests`, the store's request counter).
 
 use crate::common;
 
@@ -220,7 +222,11 @@ fn a_remote_tree_without_consolidated_metadata_loads_one_level_per_listing() {
     tree(&tree_dir);
     let server = servers::s3_server(&[("lazy", std::slice::from_ref(&tree_dir))]);
     servers::s3_credentials_env();
-    let m = Mount::new(Path::new("s3://lazy/tree"), &["--endpoint", &server.url]);
+    // Requests are counted per listing: no groups loaded ahead of use.
+    let m = Mount::new(
+        Path::new("s3://lazy/tree"),
+        &["--endpoint", &server.url, "--no-look-ahead"],
+    );
     let mounted = requests(&m);
     let root = names(m.path().to_path_buf());
     assert_eq!(requests(&m), mounted, "the root was listed at mount");
@@ -258,4 +264,61 @@ fn a_remote_tree_without_consolidated_metadata_loads_one_level_per_listing() {
     let walked = requests(&m);
     assert!(mounted * 4 < walked, "mount {mounted}, walk {walked}");
     assert_eq!(read(m.join("g5/sub/s1")).unwrap(), values(551));
+}
+
+fn groups_ahead(mount: &Mount) -> u64 {
+    stats(mount)["metadata"]["groups_loaded_ahead"]
+        .as_u64()
+        .unwrap()
+}
+
+/// Reads the statistics until `done` holds of them (at most 20 s), then once more after a
+/// pause, so that nothing still loading is missed; returns the last.
+fn settled(mount: &Mount, done: impl Fn(&Value) -> bool) -> Value {
+    let start = std::time::Instant::now();
+    while !done(&stats(mount)) {
+        assert!(start.elapsed().as_secs() < 20, "{}", stats(mount));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    stats(mount)
+}
+
+#[test]
+fn the_groups_a_walk_visits_next_are_loaded_ahead_and_no_further() {
+    if !common::mount::fuse_ready() {
+        return;
+    }
+    let store = tempfile::tempdir().unwrap();
+    let tree_dir = store.path().join("tree");
+    tree(&tree_dir);
+    let server = servers::s3_server(&[("ahead", std::slice::from_ref(&tree_dir))]);
+    servers::s3_credentials_env();
+    let m = Mount::new(Path::new("s3://ahead/tree"), &["--endpoint", &server.url]);
+    // Reading the statistics uses the root: its eight groups (deep, g0..g5, gbroken; `bad`
+    // is left out) load in the background, and nothing below them.
+    let ahead = settled(&m, |s| s["metadata"]["groups_loaded_ahead"] == 8);
+    assert_eq!(ahead["metadata"]["groups_loaded"], 1, "{ahead}");
+    let loaded = ahead["store"]["requests"].as_u64().unwrap();
+    let mut listed = 0;
+    for g in 0..GROUPS {
+        listed += names(m.join(&format!("g{g}"))).len();
+    }
+    assert_eq!(listed, GROUPS * (3 * ARRAYS + 5));
+    // Their use queued their own subgroups (each `sub`), one level below what was used.
+    let after = settled(&m, |s| {
+        s["metadata"]["groups_loaded_ahead"] == 8 + GROUPS as u64
+    });
+    assert_eq!(
+        after["metadata"]["groups_loaded"],
+        1 + GROUPS as u64,
+        "{after}"
+    );
+    assert!(after["store"]["requests"].as_u64().unwrap() > loaded);
+    let before = requests(&m);
+    assert_eq!(names(m.join("g2/sub")).len(), 2 * 3 + 4);
+    assert_eq!(requests(&m), before, "g2/sub was loaded ahead");
+    // `deep` was loaded but never used: nothing below it was.
+    assert_eq!(groups_ahead(&m), 8 + GROUPS as u64);
+    assert_eq!(read(m.join("deep/d1/d2/d3/x")).unwrap(), values(9));
 }
