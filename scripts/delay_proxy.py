@@ -6,82 +6,119 @@ trip through it takes DELAY_MS longer, as over a distant link. Requests pass at 
     delay_proxy.py --listen PORT --to HOST:PORT --delay-ms D
 
 Used by scripts/bench.sh (the remote section) in front of a loopback S3 server. Standard library
-only. Prints "ready" on stdout once listening; stops on SIGTERM/SIGINT.
+only, on asyncio's transports (no stream objects, one timer per connection): the proxy should
+cost both sides of a measurement as little CPU as it can, since it shares the machine with them.
+Prints "ready" on stdout once listening; stops on SIGTERM/SIGINT.
 """
 
 import argparse
 import asyncio
+import collections
 import signal
 import sys
-import time
 
-CHUNK = 256 << 10
-
-
-async def pump_now(reader, writer):
-    """Client to server: passed on as it comes."""
-    try:
-        while data := await reader.read(CHUNK):
-            writer.write(data)
-            await writer.drain()
-    except (ConnectionError, asyncio.CancelledError):
-        pass
-    finally:
-        try:
-            writer.write_eof()
-        except (OSError, RuntimeError):
-            pass
+# A transport that holds more than this unsent pauses the one feeding it.
+HIGH_WATER = 8 << 20
 
 
-async def pump_late(reader, writer, delay):
-    """Server to client: each piece leaves `delay` seconds after it arrived."""
-    queue = asyncio.Queue()
+class Side(asyncio.Protocol):
+    """One end of a proxied connection: what it receives goes to `peer`, at once (client to
+    server) or `delay` seconds later (server to client)."""
 
-    async def receive():
-        try:
-            while data := await reader.read(CHUNK):
-                queue.put_nowait((time.monotonic() + delay, data))
-        except (ConnectionError, asyncio.CancelledError):
-            pass
-        queue.put_nowait((time.monotonic() + delay, b""))
+    def __init__(self, loop, delay):
+        self.loop = loop
+        self.delay = delay
+        self.transport = None
+        self.peer = None
+        # (due time, bytes) waiting to be passed on; b"" stands for the end of the stream.
+        self.held = collections.deque()
+        self.timer = None
+        self.early = []
 
-    receiving = asyncio.create_task(receive())
-    try:
-        while True:
-            due, data = await queue.get()
-            wait = due - time.monotonic()
-            if wait > 0:
-                await asyncio.sleep(wait)
-            if not data:
-                break
-            writer.write(data)
-            await writer.drain()
-    except (ConnectionError, asyncio.CancelledError):
-        pass
-    finally:
-        receiving.cancel()
-        writer.close()
+    def connection_made(self, transport):
+        self.transport = transport
+        transport.set_write_buffer_limits(high=HIGH_WATER)
+
+    def data_received(self, data):
+        self.forward(data)
+
+    def eof_received(self):
+        self.forward(b"")
+        return True
+
+    def connection_lost(self, exc):
+        self.forward(b"")
+
+    def forward(self, data):
+        if self.peer is None or self.peer.transport is None:
+            self.early.append(data)
+            return
+        if not self.delay:
+            self.pass_on(data)
+            return
+        self.held.append((self.loop.time() + self.delay, data))
+        if self.timer is None:
+            self.timer = self.loop.call_at(self.held[0][0], self.release)
+
+    def release(self):
+        self.timer = None
+        now = self.loop.time()
+        while self.held and self.held[0][0] <= now:
+            self.pass_on(self.held.popleft()[1])
+        if self.held:
+            self.timer = self.loop.call_at(self.held[0][0], self.release)
+
+    def pass_on(self, data):
+        out = self.peer.transport
+        if out.is_closing():
+            return
+        if data:
+            out.write(data)
+        else:
+            # The end of one direction ends the connection (HTTP needs no half-close); close()
+            # sends what is buffered first.
+            out.close()
+
+    def joined(self, peer):
+        """`peer` is connected: what arrived before goes on."""
+        self.peer = peer
+        for data in self.early:
+            self.forward(data)
+        self.early = []
+
+    # Back-pressure: a peer that cannot keep up pauses this side's reading.
+    def pause_writing(self):
+        if self.peer is not None and self.peer.transport is not None:
+            self.peer.transport.pause_reading()
+
+    def resume_writing(self):
+        if self.peer is not None and self.peer.transport is not None:
+            self.peer.transport.resume_reading()
 
 
 async def serve(args):
     host, _, port = args.to.rpartition(":")
     delay = args.delay_ms / 1000
-
-    async def handle(client_reader, client_writer):
-        try:
-            server_reader, server_writer = await asyncio.open_connection(host, int(port))
-        except OSError:
-            client_writer.close()
-            return
-        await asyncio.gather(
-            pump_now(client_reader, server_writer),
-            pump_late(server_reader, client_writer, delay),
-        )
-        server_writer.close()
-
-    server = await asyncio.start_server(handle, "127.0.0.1", args.listen, backlog=1024)
-    stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+
+    def accepted():
+        client = Side(loop, 0)
+
+        async def connect():
+            try:
+                _, server = await loop.create_connection(lambda: Side(loop, delay), host, int(port))
+            except OSError:
+                client.transport.close()
+                return
+            # Server bytes go to the client late; client bytes to the server at once.
+            server.joined(client)
+            client.joined(server)
+
+        loop.create_task(connect())
+        return client
+
+    server = await loop.create_server(accepted, "127.0.0.1", args.listen, backlog=1024)
+    stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     print("ready", flush=True)
