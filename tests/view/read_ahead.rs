@@ -143,6 +143,18 @@ fn read_in_order(view: &View, path: &str, step: u32) -> Vec<u8> {
     out
 }
 
+/// Reads `ino` through handle `fh` from `at` to its end, 4 KiB at a time, comparing each read
+/// with `expected`.
+fn assert_reads_on(view: &View, ino: u64, fh: u64, mut at: u64, expected: &[u8]) {
+    let mut out = Vec::new();
+    while at < expected.len() as u64 {
+        out.clear();
+        view.read_into(ino, fh, at, 4096, &mut out).unwrap();
+        assert!(out == expected[at as usize..at as usize + 4096], "at {at}");
+        at += 4096;
+    }
+}
+
 fn wait_until_idle(view: &View) {
     let deadline = Instant::now() + Duration::from_secs(30);
     while !view.cache().ledger().is_empty() {
@@ -261,16 +273,7 @@ fn finished_fetches_go_on_with_the_prediction_while_the_reader_waits_for_its_fir
     assert!(!first.is_finished(), "the first read is still waiting");
     assert!(first.join().unwrap() == arrays[0].expected[..4096]);
     // The rest reads right, and every chunk was requested once.
-    let mut at = 3 * 4096;
-    while at < arrays[0].expected.len() as u64 {
-        out.clear();
-        view.read_into(slow, fh, at, 4096, &mut out).unwrap();
-        assert!(
-            out == arrays[0].expected[at as usize..at as usize + 4096],
-            "at {at}"
-        );
-        at += 4096;
-    }
+    assert_reads_on(&view, slow, fh, 3 * 4096, &arrays[0].expected);
     view.release(fh);
     wait_until_idle(&view);
     assert_eq!(store.repeated("slow/c/"), vec![]);
@@ -301,16 +304,7 @@ fn a_first_read_at_the_start_of_a_data_file_over_the_network_asks_for_the_whole_
     wait_until_idle(&view);
     assert_eq!(store.repeated("slow/c/"), vec![]);
     // Every chunk reads right, from the cache.
-    let mut at = 4096;
-    while at < arrays[0].expected.len() as u64 {
-        out.clear();
-        view.read_into(slow, fh, at, 4096, &mut out).unwrap();
-        assert!(
-            out == arrays[0].expected[at as usize..at as usize + 4096],
-            "at {at}"
-        );
-        at += 4096;
-    }
+    assert_reads_on(&view, slow, fh, 4096, &arrays[0].expected);
     assert_eq!(store.total("slow/c/"), 64);
     view.release(fh);
     // A first read elsewhere looks ahead as before: its own bands, not the whole window.
