@@ -143,6 +143,18 @@ fn read_in_order(view: &View, path: &str, step: u32) -> Vec<u8> {
     out
 }
 
+/// Reads `ino` through handle `fh` from `at` to its end, 4 KiB at a time, comparing each read
+/// with `expected`.
+fn assert_reads_on(view: &View, ino: u64, fh: u64, mut at: u64, expected: &[u8]) {
+    let mut out = Vec::new();
+    while at < expected.len() as u64 {
+        out.clear();
+        view.read_into(ino, fh, at, 4096, &mut out).unwrap();
+        assert!(out == expected[at as usize..at as usize + 4096], "at {at}");
+        at += 4096;
+    }
+}
+
 fn wait_until_idle(view: &View) {
     let deadline = Instant::now() + Duration::from_secs(30);
     while !view.cache().ledger().is_empty() {
@@ -261,18 +273,49 @@ fn finished_fetches_go_on_with_the_prediction_while_the_reader_waits_for_its_fir
     assert!(!first.is_finished(), "the first read is still waiting");
     assert!(first.join().unwrap() == arrays[0].expected[..4096]);
     // The rest reads right, and every chunk was requested once.
-    let mut at = 3 * 4096;
-    while at < arrays[0].expected.len() as u64 {
-        out.clear();
-        view.read_into(slow, fh, at, 4096, &mut out).unwrap();
-        assert!(
-            out == arrays[0].expected[at as usize..at as usize + 4096],
-            "at {at}"
-        );
-        at += 4096;
-    }
+    assert_reads_on(&view, slow, fh, 3 * 4096, &arrays[0].expected);
     view.release(fh);
     wait_until_idle(&view);
     assert_eq!(store.repeated("slow/c/"), vec![]);
     assert_eq!(store.total("slow/c/"), 64);
+}
+
+#[test]
+fn a_first_read_at_the_start_of_a_data_file_over_the_network_asks_for_the_whole_window() {
+    // 64 chunks of 4 KiB, well inside the window (a quarter of the 64 MiB cache); each chunk
+    // request waits 50 ms.
+    let (view, store, arrays) = setup(Duration::from_millis(50), Duration::ZERO, 64);
+    let slow = view.resolve("slow").unwrap();
+    let fh = view.open(slow).unwrap();
+    let mut out = Vec::new();
+    view.read_into(slow, fh, 0, 4096, &mut out).unwrap();
+    assert!(out == arrays[0].expected[..4096]);
+    // No further read: the whole file is requested, each chunk once, by the first read's
+    // prediction alone (not one round trip of growth after another).
+    let started = Instant::now();
+    while store.total("slow/c/") < 64 {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{} of 64 chunks requested after one read at offset 0",
+            store.total("slow/c/")
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    wait_until_idle(&view);
+    assert_eq!(store.repeated("slow/c/"), vec![]);
+    // Every chunk reads right, from the cache.
+    assert_reads_on(&view, slow, fh, 4096, &arrays[0].expected);
+    assert_eq!(store.total("slow/c/"), 64);
+    view.release(fh);
+    // A first read elsewhere looks ahead as before: its own bands, not the whole window.
+    let fast = view.resolve("fast").unwrap();
+    let fh = view.open(fast).unwrap();
+    view.read_into(fast, fh, 32 * 4096, 4096, &mut out).unwrap();
+    wait_until_idle(&view);
+    assert!(
+        store.total("fast/c/") < 16,
+        "{} chunks requested after one read in the middle",
+        store.total("fast/c/")
+    );
+    view.release(fh);
 }

@@ -85,11 +85,19 @@ struct State {
     generation: u64,
 }
 
-/// The read-ahead's chunks and the queues of its workers.
+/// The read-ahead's chunks and the queues of its workers. Each kind of waiter has its own
+/// condition variable, woken one at a time for one piece of work: dozens of idle fetchers are
+/// not all woken for every chunk queued (on a busy machine, that alone delayed each request by
+/// milliseconds).
 #[derive(Default)]
 pub struct Ledger {
     state: Mutex<State>,
+    /// Readers waiting for a chunk being fetched or decoded.
     changed: Condvar,
+    /// Fetchers waiting for a queued chunk, or for room in the bytes in flight.
+    fetch_ready: Condvar,
+    /// Decoders waiting for a fetched chunk.
+    decode_ready: Condvar,
 }
 
 impl Ledger {
@@ -97,9 +105,12 @@ impl Ledger {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn wait<'a>(&self, guard: MutexGuard<'a, State>, at_most: Duration) -> MutexGuard<'a, State> {
-        self.changed
-            .wait_timeout(guard, at_most)
+    fn wait<'a>(
+        on: &Condvar,
+        guard: MutexGuard<'a, State>,
+        at_most: Duration,
+    ) -> MutexGuard<'a, State> {
+        on.wait_timeout(guard, at_most)
             .map_or_else(|p| p.into_inner().0, |(g, _)| g)
     }
 
@@ -112,8 +123,6 @@ impl Ledger {
             // A queued chunk a read now waits for moves to the front (its old place is skipped).
             if urgent && matches!(phase, Phase::Queued(_)) {
                 state.to_fetch.push_front(id);
-                drop(state);
-                self.changed.notify_all();
             }
             add(&STATS.counters.prefetch_skipped, 1);
             return false;
@@ -133,7 +142,7 @@ impl Ledger {
             state.to_fetch.push_back(id);
         }
         drop(state);
-        self.changed.notify_all();
+        self.fetch_ready.notify_one();
         true
     }
 
@@ -191,11 +200,11 @@ impl Ledger {
                     };
                     state.in_flight = state.in_flight.saturating_sub(job.bytes);
                     drop(state);
-                    self.changed.notify_all();
+                    self.fetch_ready.notify_one();
                     return Claim::Decode(encoded);
                 }
                 Some(Phase::Fetching(_) | Phase::Decoding) => {
-                    state = self.wait(state, Duration::from_millis(100));
+                    state = Self::wait(&self.changed, state, Duration::from_millis(100));
                 }
             }
         }
@@ -243,6 +252,12 @@ impl Ledger {
                     if limits.decoders > 0 {
                         take_group(&mut state, &mut batch, limits);
                     }
+                    // More queued: the next idle fetcher looks at it (one at a time).
+                    let more = !state.to_fetch.is_empty();
+                    drop(state);
+                    if more {
+                        self.fetch_ready.notify_one();
+                    }
                     return Some(batch);
                 }
                 if !waited {
@@ -256,7 +271,7 @@ impl Ledger {
                     );
                 }
             }
-            state = self.wait(state, Duration::from_secs(1));
+            state = Self::wait(&self.fetch_ready, state, Duration::from_secs(1));
         }
     }
 
@@ -278,10 +293,10 @@ impl Ledger {
                 };
                 state.in_flight = state.in_flight.saturating_sub(job.bytes);
                 drop(state);
-                self.changed.notify_all();
+                self.fetch_ready.notify_one();
                 return Some((job, encoded));
             }
-            state = self.wait(state, Duration::from_secs(1));
+            state = Self::wait(&self.decode_ready, state, Duration::from_secs(1));
         }
     }
 
@@ -302,6 +317,8 @@ impl Ledger {
                 state.phases.insert(id, Phase::Fetched(job, encoded));
                 state.to_decode.push_back(id);
                 drop(state);
+                self.decode_ready.notify_one();
+                // A reader waiting for it takes it over.
                 self.changed.notify_all();
                 None
             }
@@ -309,7 +326,7 @@ impl Ledger {
                 state.in_flight = state.in_flight.saturating_sub(job.bytes);
                 state.phases.insert(id, Phase::Decoding);
                 drop(state);
-                self.changed.notify_all();
+                self.fetch_ready.notify_one();
                 Some((job, encoded))
             }
         }
@@ -319,12 +336,19 @@ impl Ledger {
     /// for it go on. Bytes still counted for it (a failed fetch) are released.
     pub(super) fn done(&self, id: Key) {
         let mut state = self.lock();
-        if let Some(Phase::Fetching(bytes)) = state.phases.remove(&id) {
-            state.in_flight = state.in_flight.saturating_sub(bytes);
-            state.fetching = state.fetching.saturating_sub(1);
-        }
+        let released = match state.phases.remove(&id) {
+            Some(Phase::Fetching(bytes)) => {
+                state.in_flight = state.in_flight.saturating_sub(bytes);
+                state.fetching = state.fetching.saturating_sub(1);
+                true
+            }
+            _ => false,
+        };
         drop(state);
         self.changed.notify_all();
+        if released {
+            self.fetch_ready.notify_one();
+        }
     }
 
     /// Stops the workers started so far (they return from [`Ledger::next_fetch`] and
@@ -333,6 +357,8 @@ impl Ledger {
     pub(super) fn close(&self) {
         self.lock().generation += 1;
         self.changed.notify_all();
+        self.fetch_ready.notify_all();
+        self.decode_ready.notify_all();
     }
 }
 

@@ -90,7 +90,10 @@ impl Stream {
 
     /// Records a read of `len` bytes at `offset`; predicts what comes next within `window` bytes.
     /// A first read only looks ahead up to `first_limit` (the end of the chunks it touches), so a
-    /// reader of one frame does not pay for decoding the next. Reads in order look ahead `ramp`
+    /// reader of one frame does not pay for decoding the next; with `doubling` (over the
+    /// network), a first read at the start of the file asks for the whole window at once: such
+    /// a reader most likely reads on, and each round trip spent growing the window would cost
+    /// the store's latency (100-200 ms for object storage). Reads in order look ahead `ramp`
     /// times as far as they have come, up to `window` (like the kernel's readahead ramp), so one
     /// large read, which arrives as several requests, does not set off decoding far beyond
     /// itself; with `doubling`, at least twice as far ahead as the read before looked (as
@@ -103,9 +106,12 @@ impl Stream {
             self.last_offset = Some(offset);
             self.last_end = end;
             self.run_start = offset;
-            let ahead = end
-                .saturating_add(window / FIRST_READ_FRACTION)
-                .min(first_limit);
+            let ahead = if self.doubling && offset == 0 {
+                end.saturating_add(window)
+            } else {
+                end.saturating_add(window / FIRST_READ_FRACTION)
+                    .min(first_limit)
+            };
             self.predicted = ahead;
             return if ahead > end {
                 Prediction::Range(end, ahead)
@@ -218,27 +224,47 @@ mod tests {
     fn a_doubling_look_ahead_doubles_with_every_read_in_order() {
         let mut s = Stream::new(2, true);
         let mib = 1 << 20;
+        // A reader starting in the middle of the file (at 100 MiB).
+        let at = |n: u64| (100 + n) * mib;
         assert_eq!(
-            s.record(0, mib, 64 * mib, 8 * mib),
-            Prediction::Range(mib, 8 * mib)
+            s.record(at(0), mib, 64 * mib, at(8)),
+            Prediction::Range(at(1), at(8))
         );
-        s.record(mib, mib, 64 * mib, u64::MAX);
+        s.record(at(1), mib, 64 * mib, u64::MAX);
         // 5 MiB were ahead of the reader (3 to 8): now 10.
         assert_eq!(
-            s.record(2 * mib, mib, 64 * mib, u64::MAX),
-            Prediction::Range(8 * mib, 13 * mib)
+            s.record(at(2), mib, 64 * mib, u64::MAX),
+            Prediction::Range(at(8), at(13))
         );
         // 9 ahead: now 18.
         assert_eq!(
-            s.record(3 * mib, mib, 64 * mib, u64::MAX),
-            Prediction::Range(13 * mib, 22 * mib)
+            s.record(at(3), mib, 64 * mib, u64::MAX),
+            Prediction::Range(at(13), at(22))
         );
         // The rest of the window goes on from there.
-        assert_eq!(s.beyond(64 * mib), Prediction::Range(22 * mib, 68 * mib));
+        assert_eq!(s.beyond(64 * mib), Prediction::Range(at(22), at(68)));
         assert_eq!(
             Stream::new(2, false).beyond(64 * mib),
             Prediction::None,
             "not confirmed"
+        );
+    }
+
+    #[test]
+    fn over_the_network_a_first_read_at_the_start_of_a_file_opens_the_whole_window() {
+        let mib = 1 << 20;
+        assert_eq!(
+            Stream::new(8, true).record(0, mib, 256 * mib, 64 * mib),
+            Prediction::Range(mib, 257 * mib)
+        );
+        // Elsewhere, or for a local store, a first read looks ahead as far as its bands.
+        assert_eq!(
+            Stream::new(8, true).record(mib, mib, 256 * mib, 64 * mib),
+            Prediction::Range(2 * mib, 64 * mib)
+        );
+        assert_eq!(
+            Stream::new(2, false).record(0, mib, 256 * mib, 64 * mib),
+            Prediction::Range(mib, 64 * mib)
         );
     }
 
