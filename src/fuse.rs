@@ -223,8 +223,7 @@ fn answer_read(
     let target = format_args!("inode {ino}, {size} bytes at {offset}");
     guarded("read", target, || {
         // A spare reply buffer, emptied: no allocation per request.
-        let mut buf = memory::buffers().take(size as usize);
-        buf.clear();
+        let mut buf = memory::buffers().take_empty(size as usize);
         let mut send = |bytes: &[u8]| {
             if let Some(r) = take() {
                 r.data(bytes)

@@ -3,9 +3,6 @@
 
 use std::ops::Deref;
 
-/// The room asked of a spare for a fetch, whose length is known only once it is read.
-const EXPECTED: usize = 1 << 20;
-
 /// The bytes of one fetched object; the buffer is kept for another fetch when dropped.
 pub(super) struct Fetched(Vec<u8>);
 
@@ -13,8 +10,8 @@ impl Fetched {
     /// Fills a spare buffer (or a new one), emptied first, with `fill` (false: the object is
     /// absent).
     pub fn with<E>(fill: impl FnOnce(&mut Vec<u8>) -> Result<bool, E>) -> Result<Option<Self>, E> {
-        let mut buf = crate::memory::buffers().take(EXPECTED);
-        buf.clear();
+        // Any spare: the length is known only once the object is read.
+        let mut buf = crate::memory::buffers().take_empty(0);
         let present = fill(&mut buf);
         let fetched = Fetched(buf);
         Ok(present?.then_some(fetched))

@@ -39,32 +39,43 @@ impl Buffers {
         }
     }
 
-    /// A buffer of `len` bytes: the spare with the least room that has enough, or a new one.
-    /// A spare keeps the bytes it held (zeros past them): the caller overwrites all it reads,
-    /// or clears it and appends.
+    /// A buffer of `len` bytes: the spare with the least room that has enough, or a new one
+    /// (zeros). A spare keeps the bytes it held (zeros past them): the caller overwrites all
+    /// of it before anyone reads it.
     pub fn take(&self, len: usize) -> Vec<u8> {
-        let reused = {
-            let mut spare = self.spare.lock();
-            let fit = spare
-                .bufs
-                .iter()
-                .enumerate()
-                .filter(|(_, b)| b.capacity() >= len)
-                .min_by_key(|(_, b)| b.capacity())
-                .map(|(i, _)| i);
-            fit.map(|i| {
-                let buf = spare.bufs.swap_remove(i);
-                spare.held -= buf.capacity();
-                buf
-            })
-        };
-        match reused {
+        match self.spare_with_room(len) {
             Some(mut buf) => {
                 buf.resize(len, 0);
                 buf
             }
             None => vec![0; len],
         }
+    }
+
+    /// An empty buffer to append to: the spare with the least room that holds `room` bytes,
+    /// or a new one with that room.
+    pub fn take_empty(&self, room: usize) -> Vec<u8> {
+        match self.spare_with_room(room) {
+            Some(mut buf) => {
+                buf.clear();
+                buf
+            }
+            None => Vec::with_capacity(room),
+        }
+    }
+
+    fn spare_with_room(&self, room: usize) -> Option<Vec<u8>> {
+        let mut spare = self.spare.lock();
+        let fit = spare
+            .bufs
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.capacity() >= room)
+            .min_by_key(|(_, b)| b.capacity())
+            .map(|(i, _)| i)?;
+        let buf = spare.bufs.swap_remove(fit);
+        spare.held -= buf.capacity();
+        Some(buf)
     }
 
     /// Keeps `buf` for reuse, unless that would exceed the budget.
@@ -145,8 +156,8 @@ mod tests {
         assert_eq!(&b[..10], &[9; 10]);
         assert_eq!(&b[10..], &[0; 40]);
         buffers.give(b);
-        // Cleared for appending, as fetches and replies use it: nothing of before is seen.
-        let mut c = buffers.take(0);
+        // Empty for appending, as fetches and replies use it: nothing of before is seen.
+        let mut c = buffers.take_empty(60);
         assert!(c.is_empty() && c.capacity() == 100);
         c.extend_from_slice(b"abc");
         assert_eq!(c, b"abc");
