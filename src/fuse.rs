@@ -197,7 +197,7 @@ fn name_str(name: &OsStr) -> Option<&str> {
 /// Runs one request's `handler`. A panic inside it must not end the fuser thread (the mount would
 /// slowly stop answering): it is caught and logged once, naming `op` and its `target`, and the
 /// kernel gets EIO, which the unanswered reply sends as the unwinding drops it.
-fn guarded(op: &str, target: std::fmt::Arguments<'_>, handler: impl FnOnce()) {
+fn catch_panic_as_eio(op: &str, target: std::fmt::Arguments<'_>, handler: impl FnOnce()) {
     if let Err(payload) = std::panic::catch_unwind(AssertUnwindSafe(handler)) {
         log::error!("{}", panic_report(op, target, payload.as_ref()));
     }
@@ -221,7 +221,7 @@ fn answer_read(
     take: impl Fn() -> Option<ReplyData>,
 ) {
     let target = format_args!("inode {ino}, {size} bytes at {offset}");
-    guarded("read", target, || {
+    catch_panic_as_eio("read", target, || {
         // A spare reply buffer, emptied: no allocation per request.
         let mut buf = memory::buffers().take_empty(size as usize);
         let mut send = |bytes: &[u8]| {
@@ -291,7 +291,7 @@ impl Filesystem for ZarrFs {
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        guarded(
+        catch_panic_as_eio(
             "lookup",
             format_args!("{name:?} in inode {parent}"),
             || match name_str(name)
@@ -305,7 +305,7 @@ impl Filesystem for ZarrFs {
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        guarded("getattr", format_args!("inode {ino}"), || {
+        catch_panic_as_eio("getattr", format_args!("inode {ino}"), || {
             match self.view.getattr(ino.0) {
                 Ok(a) => reply.attr(&TTL, &self.file_attr(&a)),
                 Err(e) => reply.error(errno(e)),
@@ -317,7 +317,7 @@ impl Filesystem for ZarrFs {
         if flags.acc_mode() != OpenAccMode::O_RDONLY || flags.0 & OFlags::TRUNC.bits() as i32 != 0 {
             return reply.error(Errno::EROFS);
         }
-        guarded("open", format_args!("inode {ino}"), || {
+        catch_panic_as_eio("open", format_args!("inode {ino}"), || {
             let opened = if flags.0 & OFlags::DIRECT.bits() as i32 != 0 {
                 self.view.open_direct(ino.0)
             } else {
@@ -366,7 +366,7 @@ impl Filesystem for ZarrFs {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        guarded("release", format_args!("inode {ino}"), || {
+        catch_panic_as_eio("release", format_args!("inode {ino}"), || {
             self.view.release(fh.0);
             self.opens.lock().released(ino.0, fh.0);
             reply.ok();
@@ -374,7 +374,7 @@ impl Filesystem for ZarrFs {
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        guarded("opendir", format_args!("inode {ino}"), || {
+        catch_panic_as_eio("opendir", format_args!("inode {ino}"), || {
             match self.view.getattr(ino.0) {
                 Ok(a) if a.kind == FileKind::Directory => {
                     reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE)
@@ -393,7 +393,7 @@ impl Filesystem for ZarrFs {
         offset: u64,
         mut reply: ReplyDirectory,
     ) {
-        guarded(
+        catch_panic_as_eio(
             "readdir",
             format_args!("inode {ino} from {offset}"),
             || match self.view.readdir(ino.0, offset) {
@@ -418,7 +418,7 @@ impl Filesystem for ZarrFs {
         offset: u64,
         mut reply: ReplyDirectoryPlus,
     ) {
-        guarded(
+        catch_panic_as_eio(
             "readdirplus",
             format_args!("inode {ino} from {offset}"),
             || match self.view.readdir(ino.0, offset) {
@@ -448,7 +448,7 @@ impl Filesystem for ZarrFs {
     }
 
     fn statfs(&self, _req: &Request, ino: INodeNo, reply: ReplyStatfs) {
-        guarded("statfs", format_args!("inode {ino}"), || {
+        catch_panic_as_eio("statfs", format_args!("inode {ino}"), || {
             let totals = self.view.totals();
             let blocks = totals.blocks(MAX_READAHEAD);
             reply.statfs(
@@ -465,7 +465,7 @@ impl Filesystem for ZarrFs {
     }
 
     fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
-        guarded("getxattr", format_args!("inode {ino} {name:?}"), || {
+        catch_panic_as_eio("getxattr", format_args!("inode {ino} {name:?}"), || {
             let answer = match name_str(name) {
                 Some(n) => self.view.getxattr(ino.0, n, size),
                 None => Err(ViewError::NoAttribute),
@@ -475,7 +475,7 @@ impl Filesystem for ZarrFs {
     }
 
     fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
-        guarded("listxattr", format_args!("inode {ino}"), || {
+        catch_panic_as_eio("listxattr", format_args!("inode {ino}"), || {
             reply_xattr(self.view.listxattr(ino.0, size), reply)
         })
     }
@@ -614,7 +614,7 @@ mod tests {
         let answered = AtomicBool::new(false);
         let reply = Reply(&answered);
         let inode = 7;
-        guarded("read", format_args!("inode {inode}"), move || {
+        catch_panic_as_eio("read", format_args!("inode {inode}"), move || {
             let _owned = reply;
             let chunks: Vec<u64> = Vec::new();
             let _ = chunks[inode];
@@ -622,7 +622,7 @@ mod tests {
         assert!(answered.load(Ordering::SeqCst), "the reply was not dropped");
         // The thread lives on and the next request runs normally.
         let mut ran = false;
-        guarded("getattr", format_args!("inode 1"), || ran = true);
+        catch_panic_as_eio("getattr", format_args!("inode 1"), || ran = true);
         assert!(ran);
     }
 

@@ -312,7 +312,8 @@ fn a_string_array_is_cached_as_text_and_npy_and_a_changed_chunk_makes_them_stale
     let changed = string_store::expected_changed();
     assert_ne!(changed, text);
     let location = store.path().to_str().unwrap();
-    let uncached = zarrfs::view::open(location, 64 << 20, &LoadOptions::default()).unwrap();
+    let uncached =
+        zarrfs::view::from_location(location, 64 << 20, &LoadOptions::default()).unwrap();
     let changed_npy = read_whole(&uncached, "strings.npy").0;
     assert_ne!(changed_npy, npy);
     let dir3 = BackingDir::open(cache.path(), Some(1 << 30)).unwrap();

@@ -10,7 +10,7 @@ use zarrfs::meta::LoadOptions;
 use zarrfs::view::View;
 
 fn open(store: &Path) -> View {
-    zarrfs::view::open(store.to_str().unwrap(), 64 << 20, &LoadOptions::default()).unwrap()
+    zarrfs::view::from_location(store.to_str().unwrap(), 64 << 20, &LoadOptions::default()).unwrap()
 }
 
 /// The whole file at `path` in `view`.

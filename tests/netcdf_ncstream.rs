@@ -83,7 +83,8 @@ fn every_fixture_group_streams_its_values() {
             let load = LoadOptions {
                 consolidated: !case.options.iter().any(|o| o == "--no-consolidated"),
             };
-            let view = zarrfs::view::open(case.store.to_str().unwrap(), 64 << 20, &load).unwrap();
+            let view =
+                zarrfs::view::from_location(case.store.to_str().unwrap(), 64 << 20, &load).unwrap();
             // Groups, and a root array (the root group's one variable, named `root_name`).
             let root_array = case.root_name.is_some();
             for group in case

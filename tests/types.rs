@@ -70,7 +70,8 @@ fn rectilinear_slices_read_exactly_through_the_view() {
         ("sharded", 2, (3, 12, 4), (0, 8, 3)),
     ] {
         let (store, data, shape) = rectilinear_case(array);
-        let view = zarrfs::view::open(store.to_str().unwrap(), 64 << 20, &options).unwrap();
+        let view =
+            zarrfs::view::from_location(store.to_str().unwrap(), 64 << 20, &options).unwrap();
         let name = format!(
             "{array}[{}:{}:{},{}:{}:{}]",
             rows.0, rows.1, rows.2, cols.0, cols.1, cols.2
@@ -79,7 +80,7 @@ fn rectilinear_slices_read_exactly_through_the_view() {
         assert_eq!(read_all(&view, &name), want, "{name}");
     }
     let (store, data, _) = rectilinear_case("runs");
-    let view = zarrfs::view::open(store.to_str().unwrap(), 64 << 20, &options).unwrap();
+    let view = zarrfs::view::from_location(store.to_str().unwrap(), 64 << 20, &options).unwrap();
     let want: Vec<u8> = (3..17)
         .step_by(3)
         .flat_map(|i| data[i * 8..i * 8 + 8].to_vec())
@@ -93,7 +94,7 @@ fn rectilinear_slices_read_exactly_through_the_view() {
 fn rectilinear_arrays_show_in_the_netcdf_views() {
     let (store, data, _) = rectilinear_case("grid2d");
     let options = zarrfs::meta::LoadOptions::default();
-    let view = zarrfs::view::open(store.to_str().unwrap(), 64 << 20, &options).unwrap();
+    let view = zarrfs::view::from_location(store.to_str().unwrap(), 64 << 20, &options).unwrap();
     let cdl = String::from_utf8(read_all(&view, ".header.cdl")).unwrap();
     assert!(
         cdl.contains("\tint grid2d(_Anonymous_Dim_10, _Anonymous_Dim_7) ;"),

@@ -52,7 +52,7 @@ fn nczarr_headers_match_netcdf_c() {
         let expected = std::fs::read_to_string(dir.join(cdl)).unwrap();
         let path = dir.join(store["store"].as_str().unwrap());
         let options = zarrfs::meta::LoadOptions::default();
-        let view = zarrfs::view::open(path.to_str().unwrap(), 64 << 20, &options).unwrap();
+        let view = zarrfs::view::from_location(path.to_str().unwrap(), 64 << 20, &options).unwrap();
         let ino = view.resolve(".header.cdl").unwrap();
         let size = view.getattr(ino).unwrap().size;
         let got = String::from_utf8(view.read(ino, 0, size as u32).unwrap()).unwrap();

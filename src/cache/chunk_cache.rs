@@ -5,6 +5,7 @@ use super::flight_lru::{CacheStats, FlightLru};
 use super::read_ahead::Ledger;
 use super::{ChunkData, ChunkError, GrowingChunk};
 use crate::codec::{DecodeTarget, ShardIndex};
+use crate::fetch::ShardIndexIfStored;
 use crate::memory::{self, Buffers};
 use crate::stats::{add, STATS};
 use parking_lot::Mutex;
@@ -24,9 +25,6 @@ pub struct ChunkId {
     pub index: u64,
 }
 
-/// A shard's decoded index: `None` when the store holds no such shard.
-pub type ShardIndexData = Option<Arc<ShardIndex>>;
-
 /// What the cache holds under one key.
 #[derive(Clone, Debug, Hash, PartialEq, Eq)]
 enum Key {
@@ -41,7 +39,7 @@ enum Key {
 #[derive(Clone)]
 enum Entry {
     Chunk(ChunkData),
-    Index(ShardIndexData),
+    Index(ShardIndexIfStored),
 }
 
 type Outcome = Result<ChunkData, ChunkError>;
@@ -226,8 +224,8 @@ impl ChunkCache {
         &self,
         array: u32,
         key: &str,
-        load: impl FnOnce() -> Result<ShardIndexData, ChunkError>,
-    ) -> Result<ShardIndexData, ChunkError> {
+        load: impl FnOnce() -> Result<ShardIndexIfStored, ChunkError>,
+    ) -> Result<ShardIndexIfStored, ChunkError> {
         let entry = self.lru.get_or_load(
             Key::Index(array, Arc::from(key)),
             || format!("shard {key}: index decoder panicked"),
@@ -350,7 +348,7 @@ mod tests {
         assert!(cache.growing(id(2)).is_none());
     }
 
-    fn index(entries: usize) -> Result<ShardIndexData, ChunkError> {
+    fn index(entries: usize) -> Result<ShardIndexIfStored, ChunkError> {
         let decoded = vec![0u8; 16 * entries];
         Ok(Some(Arc::new(ShardIndex::parse(&decoded, 0).unwrap())))
     }

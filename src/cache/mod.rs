@@ -6,7 +6,7 @@ mod flight_lru;
 mod growing;
 pub mod read_ahead;
 
-pub use chunk_cache::{ChunkCache, ChunkId, ShardIndexData};
+pub use chunk_cache::{ChunkCache, ChunkId};
 pub use flight_lru::CacheStats;
 pub use growing::GrowingChunk;
 

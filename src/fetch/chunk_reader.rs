@@ -100,7 +100,7 @@ fn rectilinear_shards(meta: &ArrayMeta, array: ShardedArray) -> Result<ShardRead
 
 /// Runs `load`, turning a panic (in a decoder, or in the store below) into an error: a bug
 /// there fails one read, never a thread.
-fn guarded<T>(load: impl FnOnce() -> Result<T, FetchError>) -> Result<T, FetchError> {
+fn catch_panic_as_error<T>(load: impl FnOnce() -> Result<T, FetchError>) -> Result<T, FetchError> {
     catch_unwind(AssertUnwindSafe(load))
         .unwrap_or_else(|_| Err(FetchError::new(FetchCause::Panicked, "panicked")))
 }
@@ -258,7 +258,7 @@ impl ChunkReader {
         idxs: &[Vec<u64>],
         ctx: &dyn FetchContext,
     ) -> Vec<Result<Option<Encoded>, FetchError>> {
-        let fetched = guarded(|| Ok(self.fetch_unguarded(idxs, ctx)));
+        let fetched = catch_panic_as_error(|| Ok(self.fetch_unguarded(idxs, ctx)));
         match fetched {
             Ok(all) => all,
             Err(e) => idxs
@@ -339,7 +339,8 @@ impl ChunkReader {
         encoded: Option<Encoded>,
         ctx: &dyn FetchContext,
     ) -> Result<Option<Vec<u8>>, FetchError> {
-        guarded(|| self.load_unguarded(idx, encoded, ctx)).map_err(|e| self.name_panic(e, idx))
+        catch_panic_as_error(|| self.load_unguarded(idx, encoded, ctx))
+            .map_err(|e| self.name_panic(e, idx))
     }
 
     fn load_unguarded(
@@ -427,7 +428,7 @@ impl ChunkReader {
         encoded: Option<Encoded>,
         out: &mut [u8],
     ) -> Result<Option<bool>, FetchError> {
-        guarded(|| {
+        catch_panic_as_error(|| {
             self.decode_stored(idx, out.len(), encoded, |pipeline, bytes| {
                 pipeline.decode_into(bytes, out)
             })
@@ -449,7 +450,7 @@ impl ChunkReader {
         need: usize,
         progress: &mut dyn FnMut(&[u8]),
     ) -> Result<Option<bool>, FetchError> {
-        guarded(|| {
+        catch_panic_as_error(|| {
             self.decode_stored(idx, out.len(), encoded, |pipeline, encoded| {
                 pipeline.decode_prefix(encoded, out, need, progress)
             })

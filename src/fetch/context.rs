@@ -1,6 +1,6 @@
 //! What a fetch borrows from the stages above it.
 
-use super::{FetchError, Index};
+use super::{FetchError, ShardIndexIfStored};
 use std::sync::Arc;
 
 /// A decoded stored chunk: `None` when the store holds no such chunk (it reads as the fill
@@ -19,8 +19,8 @@ pub trait FetchContext {
     fn shard_index(
         &self,
         key: &str,
-        load: &mut dyn FnMut() -> Result<Index, FetchError>,
-    ) -> Result<Index, FetchError>;
+        load: &mut dyn FnMut() -> Result<ShardIndexIfStored, FetchError>,
+    ) -> Result<ShardIndexIfStored, FetchError>;
     /// The decoded stored chunk `key` of a rectilinear grid, which holds several read chunks:
     /// kept from before, or from `load`, which is run at most once however many readers ask at
     /// the same time. Keeps nothing unless the lender does: runs `load`.
@@ -46,8 +46,8 @@ impl FetchContext for Uncached {
     fn shard_index(
         &self,
         _key: &str,
-        load: &mut dyn FnMut() -> Result<Index, FetchError>,
-    ) -> Result<Index, FetchError> {
+        load: &mut dyn FnMut() -> Result<ShardIndexIfStored, FetchError>,
+    ) -> Result<ShardIndexIfStored, FetchError> {
         load()
     }
 }

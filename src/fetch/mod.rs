@@ -18,4 +18,4 @@ use crate::codec::ShardIndex;
 use std::sync::Arc;
 
 /// A shard's decoded index: `None` when the store holds no such shard.
-pub type Index = Option<Arc<ShardIndex>>;
+pub type ShardIndexIfStored = Option<Arc<ShardIndex>>;

@@ -3,7 +3,7 @@
 //! [`FetchContext`]), then one ranged read per inner chunk. A whole shard is never read.
 
 use super::listed::Listed;
-use super::{FetchCause, FetchContext, FetchError, Index};
+use super::{FetchCause, FetchContext, FetchError, ShardIndexIfStored};
 use crate::codec::ShardedArray;
 use crate::meta::{ChunkGrid, ChunkKeys};
 use crate::stats::STATS;
@@ -201,7 +201,11 @@ pub const COALESCE_GAP: u64 = 1 << 20;
 pub const COALESCE_MAX: u64 = 16 << 20;
 
 /// Reads and decodes the index of shard `key` (read as `array` says); `None` when the shard is absent.
-fn load_index(array: &ShardedArray, store: &dyn Store, key: &str) -> Result<Index, FetchError> {
+fn load_index(
+    array: &ShardedArray,
+    store: &dyn Store,
+    key: &str,
+) -> Result<ShardIndexIfStored, FetchError> {
     let (len, at_start) = array.index_place();
     let fetched = if at_start {
         // The shard's size is not known: entries past its end show when read (truncated).
@@ -246,7 +250,9 @@ fn read_exact(store: &dyn Store, key: &str, start: u64, len: u64) -> Result<Vec<
 #[cfg(test)]
 mod tests {
     use crate::codec::sharding_testutil::{index, index_len, shard, spec};
-    use crate::fetch::{ChunkReader, FetchCause, FetchContext, FetchError, Index, Uncached};
+    use crate::fetch::{
+        ChunkReader, FetchCause, FetchContext, FetchError, ShardIndexIfStored, Uncached,
+    };
     use crate::meta::{ArrayMeta, ChunkKeys, DataType, KeyStyle};
     use crate::store::{Entry, MemoryStore, Object, ObjectMeta, Store, StoreError};
     use serde_json::json;
@@ -297,7 +303,7 @@ mod tests {
 
     /// Keeps every shard index it is given, like the cache does.
     #[derive(Default)]
-    struct Keeping(Mutex<HashMap<String, Index>>);
+    struct Keeping(Mutex<HashMap<String, ShardIndexIfStored>>);
 
     impl FetchContext for Keeping {
         fn buffer(&self, len: usize) -> Vec<u8> {
@@ -307,8 +313,8 @@ mod tests {
         fn shard_index(
             &self,
             key: &str,
-            load: &mut dyn FnMut() -> Result<Index, FetchError>,
-        ) -> Result<Index, FetchError> {
+            load: &mut dyn FnMut() -> Result<ShardIndexIfStored, FetchError>,
+        ) -> Result<ShardIndexIfStored, FetchError> {
             if let Some(index) = self.0.lock().unwrap().get(key) {
                 return Ok(index.clone());
             }

@@ -3,7 +3,7 @@
 //!
 //! A [`Tree`] loads one group's children at a time, when they are first asked for: a mount
 //! answers once its root is known, and a group costs its requests only when it is listed or
-//! looked up. A [`Layout`] says where a dialect keeps a node's metadata and how a group's
+//! looked up. A [`MetadataKeys`] says where a dialect keeps a node's metadata and how a group's
 //! children are found: NCZarr's own lists where a group has them (no listing request; as in
 //! netCDF-c, a child the lists omit is not shown), else a listing of the store. Consolidated
 //! metadata is read once, at [`Tree::open`], and the nodes parsed from it as their groups are
@@ -89,7 +89,7 @@ struct Child {
 }
 
 /// Where a dialect keeps its metadata.
-enum Layout {
+enum MetadataKeys {
     /// Zarr v2 and v3: metadata objects under the node's own prefix. `nczarr_gen1`: the store
     /// has netCDF-c 4.8's `.nczarr` superblock, so `.nczvar`/`.nczgroup` are read too.
     Zarr { nczarr_gen1: bool },
@@ -106,7 +106,7 @@ enum Source<'a> {
 /// The nodes of one store, loaded group by group as they are asked for.
 pub struct Tree<'a> {
     source: Source<'a>,
-    layout: Layout,
+    layout: MetadataKeys,
     root: Node,
     /// The root's children, loaded by [`Tree::open`], until [`Tree::children`] hands them out.
     root_children: Mutex<Option<Vec<Node>>>,
@@ -137,7 +137,7 @@ impl<'a> Tree<'a> {
     pub fn open(store: StoreRef<'a>, opts: &LoadOptions) -> Result<Tree<'a>, MetaError> {
         if let Ok(Some((root, _))) = read_json(&*store, "zarr.json") {
             if let Some(entry) = v3_draft::entry_point(&root)? {
-                return Tree::start(Source::Store(store), Layout::Draft(entry));
+                return Tree::start(Source::Store(store), MetadataKeys::Draft(entry));
             }
         }
         let overlay = if opts.consolidated {
@@ -160,11 +160,11 @@ impl<'a> Tree<'a> {
             Source::Consolidated(c) => c.head(nczarr::GEN1_SUPERBLOCK)?,
         }
         .is_some();
-        Tree::start(source, Layout::Zarr { nczarr_gen1 })
+        Tree::start(source, MetadataKeys::Zarr { nczarr_gen1 })
     }
 
     /// Reads the root and its children.
-    fn start(source: Source<'a>, layout: Layout) -> Result<Tree<'a>, MetaError> {
+    fn start(source: Source<'a>, layout: MetadataKeys) -> Result<Tree<'a>, MetaError> {
         let mut tree = Tree {
             source,
             layout,
@@ -416,7 +416,7 @@ impl Tree<'_> {
     /// logged: the group is then shown without children.
     fn list(&self, path: &str, doc: &Map<String, Value>, cannot_list: &AtomicBool) -> Vec<Child> {
         let (source, listed) = match &self.layout {
-            Layout::Zarr { .. } => {
+            MetadataKeys::Zarr { .. } => {
                 let gen1 = self.gen1(path, nczarr::GEN1_GROUP);
                 match nczarr::child_names(doc, gen1.as_ref()) {
                     Some(names) => {
@@ -430,7 +430,7 @@ impl Tree<'_> {
                     None => (self.store().describe(), self.listed(path, None)),
                 }
             }
-            Layout::Draft(entry) => (
+            MetadataKeys::Draft(entry) => (
                 self.store().describe(),
                 self.listed(&v3_draft::children_prefix(path), Some(entry)),
             ),
@@ -497,7 +497,7 @@ impl Tree<'_> {
 
     /// A gen-1 NCZarr object (`.nczvar`, `.nczgroup`) when the store is gen 1.
     fn gen1(&self, path: &str, name: &str) -> Option<Map<String, Value>> {
-        if !matches!(self.layout, Layout::Zarr { nczarr_gen1: true }) {
+        if !matches!(self.layout, MetadataKeys::Zarr { nczarr_gen1: true }) {
             return None;
         }
         self.read(path, name).ok().flatten().map(|(m, _)| m)
@@ -506,8 +506,8 @@ impl Tree<'_> {
     /// The node at `path`: `None` when it has no metadata, `Err` when its metadata is unusable.
     fn probe(&self, path: &str) -> Result<Option<Node>, MetaError> {
         match &self.layout {
-            Layout::Zarr { .. } => self.probe_zarr(path),
-            Layout::Draft(entry) => self.probe_draft(path, entry),
+            MetadataKeys::Zarr { .. } => self.probe_zarr(path),
+            MetadataKeys::Draft(entry) => self.probe_draft(path, entry),
         }
     }
 
@@ -549,7 +549,13 @@ impl Tree<'_> {
                 Some("group") => Ok(found(path, NodeKind::Group, v3::document(doc), dims, mtime)),
                 Some("array") => {
                     let meta = checked(v3::parse_array(&doc, &prefix));
-                    Ok(found(path, NodeKind::Array(meta), v3::document(doc), dims, mtime))
+                    Ok(found(
+                        path,
+                        NodeKind::Array(meta),
+                        v3::document(doc),
+                        dims,
+                        mtime,
+                    ))
                 }
                 _ => Err(MetaError::field(
                     "node_type",

@@ -6,7 +6,7 @@ use super::chunk_source::ChunkSource;
 use super::error::chunk_failed;
 use super::held_chunks::HeldChunks;
 use super::npy::read_after_header;
-use super::{npy_header, IoCause, Layout, SendBytes, ViewError};
+use super::{npy_header, GridGeometry, IoCause, SendBytes, ViewError};
 use crate::cache::read_ahead::{Job, Prediction, ReadAhead};
 use crate::cache::{ChunkCache, ChunkId};
 use crate::fetch::ChunkReader;
@@ -54,7 +54,7 @@ impl Sources {
             })?;
         let reader = reader.limit_decoded(self.cache.budget());
         let layout =
-            Layout::new(&meta.shape, reader.read_chunk_shape()).map_err(|e| Unreadable {
+            GridGeometry::new(&meta.shape, reader.read_chunk_shape()).map_err(|e| Unreadable {
                 cause: IoCause::BadConfig,
                 reason: e.to_string(),
             })?;
@@ -196,7 +196,7 @@ impl ArrayFile {
     }
 
     /// Where the band of chunks holding byte `offset` of `A` ends (see
-    /// [`super::Layout::band_len`]).
+    /// [`super::GridGeometry::band_len`]).
     pub fn band_end(&self, offset: u64) -> u64 {
         let Ok(source) = self.source() else {
             return self.data_size;
@@ -210,7 +210,7 @@ impl ArrayFile {
     }
 
     /// How far ahead of a sequential reader to decode, in bytes of `A`: two bands of chunks
-    /// (see [`super::Layout::band_len`]) and at least four chunks.
+    /// (see [`super::GridGeometry::band_len`]) and at least four chunks.
     pub fn read_ahead_bytes(&self) -> u64 {
         let Ok(source) = self.source() else { return 0 };
         let l = &source.layout;

@@ -78,7 +78,8 @@ impl View {
             NodeKind::Group => None,
             NodeKind::Array(meta) => Some(meta.as_ref().ok().cloned()),
         };
-        self.zoms.keep(&node.path, doc.clone(), array, &node.dimensions)
+        self.zoms
+            .keep(&node.path, doc.clone(), array, &node.dimensions)
     }
 
     /// The entries of directory `ino` (`dir`), made now: its group's children, loaded from the

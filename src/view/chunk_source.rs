@@ -1,11 +1,11 @@
 //! Where the view gets decoded chunks: through the cache, which runs the fetch stage on a miss
 //! and keeps the shard indexes the fetch stage reads, within the same budget.
 
-use super::{Layout, SendBytes};
+use super::{GridGeometry, SendBytes};
 use crate::cache::read_ahead::{Claim, Source};
 use crate::cache::{ChunkCache, ChunkData, ChunkError, ChunkId};
 use crate::fetch::{
-    ChunkReader, Encoded, FetchCause, FetchContext, FetchError, Index, StoredChunk,
+    ChunkReader, Encoded, FetchCause, FetchContext, FetchError, ShardIndexIfStored, StoredChunk,
 };
 use std::ops::Range;
 use std::sync::Arc;
@@ -28,8 +28,8 @@ impl FetchContext for CacheContext<'_> {
     fn shard_index(
         &self,
         key: &str,
-        load: &mut dyn FnMut() -> Result<Index, FetchError>,
-    ) -> Result<Index, FetchError> {
+        load: &mut dyn FnMut() -> Result<ShardIndexIfStored, FetchError>,
+    ) -> Result<ShardIndexIfStored, FetchError> {
         self.cache
             .get_or_load_index(self.array, key, || load().map_err(ChunkError::new))
             .map_err(fetch_error)
@@ -59,7 +59,7 @@ fn fetch_error(e: ChunkError) -> FetchError {
 pub(super) struct ChunkSource {
     pub id: u32,
     pub reader: Arc<ChunkReader>,
-    pub layout: Arc<Layout>,
+    pub layout: Arc<GridGeometry>,
 }
 
 /// The read-ahead loads chunks the way readers do, from bytes it fetched apart.

@@ -17,7 +17,7 @@ pub struct Run {
 
 /// The geometry of an array split into a regular chunk grid.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Layout {
+pub struct GridGeometry {
     shape: Vec<u64>,
     chunk_shape: Vec<u64>,
     grid: Vec<u64>,
@@ -27,7 +27,7 @@ pub struct Layout {
     inner: u64,
 }
 
-impl Layout {
+impl GridGeometry {
     /// The layout of an array of `shape` in chunks of `chunk_shape`. Every count and product
     /// the layout uses later (elements, elements per chunk, chunks, the grid's extent along each
     /// axis) is checked here, so none can overflow afterwards; an error says which one does.
@@ -59,7 +59,7 @@ impl Layout {
             merge_axis -= 1;
         }
         let inner = shape.iter().skip(merge_axis + 1).product();
-        Ok(Layout {
+        Ok(GridGeometry {
             shape: shape.to_vec(),
             chunk_shape: chunk_shape.to_vec(),
             grid,
@@ -220,9 +220,9 @@ struct Position {
     within: Vec<u64>,
 }
 
-/// Iterator over the runs of a range of elements (see [`Layout::runs`]).
+/// Iterator over the runs of a range of elements (see [`GridGeometry::runs`]).
 pub struct Runs<'a> {
-    layout: &'a Layout,
+    layout: &'a GridGeometry,
     e: u64,
     end: u64,
     pos: Option<Position>,
@@ -345,7 +345,7 @@ mod tests {
     proptest! {
         #[test]
         fn runs_match_the_naive_model((shape, chunks) in shapes(), a in 0u64..2000, b in 0u64..2000) {
-            let layout = Layout::new(&shape, &chunks).unwrap();
+            let layout = GridGeometry::new(&shape, &chunks).unwrap();
             let n = layout.len();
             let (start, end) = ((a % (n + 1)).min(b % (n + 1)), (a % (n + 1)).max(b % (n + 1)));
             let mut next = start;
@@ -362,7 +362,7 @@ mod tests {
 
         #[test]
         fn chunks_in_are_the_chunks_of_the_runs((shape, chunks) in shapes(), a in 0u64..2000, b in 0u64..2000) {
-            let layout = Layout::new(&shape, &chunks).unwrap();
+            let layout = GridGeometry::new(&shape, &chunks).unwrap();
             let n = layout.len();
             let (start, end) = ((a % (n + 1)).min(b % (n + 1)), (a % (n + 1)).max(b % (n + 1)));
             let mut expected: Vec<u64> = layout.runs(start, end).map(|r| r.chunk).collect();
@@ -383,7 +383,7 @@ mod tests {
 
         #[test]
         fn chunk_end_is_one_past_the_last_element_of_the_chunk((shape, chunks) in shapes()) {
-            let layout = Layout::new(&shape, &chunks).unwrap();
+            let layout = GridGeometry::new(&shape, &chunks).unwrap();
             let mut last = std::collections::HashMap::new();
             for e in 0..layout.len() {
                 last.insert(locate(&shape, &chunks, e).0, e + 1);
@@ -396,12 +396,12 @@ mod tests {
 
     #[test]
     fn whole_rows_merge_when_chunks_span_trailing_axes() {
-        let layout = Layout::new(&[4, 3, 5], &[2, 3, 5]).unwrap();
+        let layout = GridGeometry::new(&[4, 3, 5], &[2, 3, 5]).unwrap();
         assert_eq!(
             layout.runs(0, 60).map(|r| r.len).collect::<Vec<_>>(),
             vec![30, 30]
         );
-        let layout = Layout::new(&[4, 5], &[2, 2]).unwrap();
+        let layout = GridGeometry::new(&[4, 5], &[2, 2]).unwrap();
         assert_eq!(
             layout
                 .runs(0, 5)
@@ -410,7 +410,7 @@ mod tests {
             vec![(0, 2), (1, 2), (2, 1)]
         );
         assert_eq!(layout.chunk_coords(5), vec![1, 2]);
-        let scalar = Layout::new(&[], &[]).unwrap();
+        let scalar = GridGeometry::new(&[], &[]).unwrap();
         assert_eq!(
             scalar.runs(0, 1).collect::<Vec<_>>(),
             vec![Run {
@@ -431,14 +431,15 @@ mod tests {
             (vec![half + 1], vec![half]),
             (vec![u64::MAX, u64::MAX], vec![1, u64::MAX]),
         ] {
-            let err = Layout::new(&shape, &chunks).unwrap_err();
+            let err = GridGeometry::new(&shape, &chunks).unwrap_err();
             assert!(matches!(err, GridError::Overflow { .. }), "{err}");
             assert!(err.to_string().contains("overflows"), "{err}");
         }
-        let not_tiled =
-            |s: &[u64], c: &[u64]| matches!(Layout::new(s, c), Err(GridError::NotTiled { .. }));
+        let not_tiled = |s: &[u64], c: &[u64]| {
+            matches!(GridGeometry::new(s, c), Err(GridError::NotTiled { .. }))
+        };
         assert!(not_tiled(&[4], &[0]));
         assert!(not_tiled(&[4], &[]));
-        assert_eq!(Layout::new(&[0, 3], &[2, 2]).unwrap().len(), 0);
+        assert_eq!(GridGeometry::new(&[0, 3], &[2, 2]).unwrap().len(), 0);
     }
 }

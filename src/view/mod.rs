@@ -29,7 +29,7 @@ mod zom_files;
 
 use array_file::ArrayFile;
 pub use error::{GridError, IoCause, OpenError, ViewError};
-pub use layout::{Layout, Run};
+pub use layout::{GridGeometry, Run};
 pub use npy::npy_header;
 use slice_table::{is_slice, SliceTable};
 pub use stats_file::{STATS_FILE, ZARRFS_DIR};
@@ -755,7 +755,11 @@ fn extend_range(bytes: &[u8], offset: u64, len: u64, out: &mut Vec<u8>) {
 
 /// Opens the store at `location`, loads its hierarchy and builds the view: the whole mount minus
 /// FUSE. An array at the store root is named after the store's file name.
-pub fn open(location: &str, cache_bytes: u64, load: &LoadOptions) -> Result<View, OpenError> {
+pub fn from_location(
+    location: &str,
+    cache_bytes: u64,
+    load: &LoadOptions,
+) -> Result<View, OpenError> {
     let store = crate::store::open(location).map_err(|cause| OpenError::Store {
         location: location.to_string(),
         cause,

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use zarrfs::view::{self, View, ViewError, XattrReply};
 
 fn open(case: &StoreCase) -> View {
-    view::open(
+    view::from_location(
         case.store.to_str().unwrap(),
         64 << 20,
         &zarrfs::meta::LoadOptions {

@@ -12,7 +12,7 @@
 //! clamps to the type's range (negative values to 0 for `uint32`/`uint64`). Datetimes and
 //! timedeltas are coded as their int64 counts.
 
-use super::zfp_stream::{self, Layout, Mode, Scalar};
+use super::zfp_stream::{self, FieldSource, Mode, Scalar};
 use crate::codec::config::{bad, field, get_f64, get_str, get_usize};
 use crate::codec::{ArrayToBytes, ChunkRepr, CodecError, Size};
 use crate::meta::{CodecSpec, DataType};
@@ -92,7 +92,7 @@ impl Zfp {
                 )
             })?;
         repr.count(&spec.name)?;
-        let layout = Layout::Known {
+        let layout = FieldSource::Known {
             mode,
             shape: &shape,
         };
@@ -194,7 +194,7 @@ impl ArrayToBytes for Zfp {
                 out.len()
             )));
         }
-        let layout = Layout::Known {
+        let layout = FieldSource::Known {
             mode: self.mode,
             shape: &self.shape,
         };

@@ -59,7 +59,7 @@ pub(super) enum Mode {
 }
 
 /// Where the decoder learns the field and the mode.
-pub(super) enum Layout<'a> {
+pub(super) enum FieldSource<'a> {
     /// From the stream's full header (numcodecs' `zfpy`).
     Header,
     /// From the codec's metadata (zarrs' `zfp`): the mode and the chunk shape, C order, 1 to 4
@@ -90,7 +90,7 @@ const HEADER_BITS: usize = 32 + 52 + 64;
 
 impl Reader {
     /// Opens `words` (which must outlive the reader) and sets field and mode from `layout`.
-    fn open(words: &mut [u64], layout: &Layout, ty: Scalar) -> Option<(Reader, Params)> {
+    fn open(words: &mut [u64], layout: &FieldSource, ty: Scalar) -> Option<(Reader, Params)> {
         // SAFETY: the buffer is valid for `len * 8` bytes while the reader lives; each object
         // is checked for null and freed once, in `drop`; the setters only write the objects.
         unsafe {
@@ -108,14 +108,14 @@ impl Reader {
                 return None;
             }
             match layout {
-                Layout::Header => {
+                FieldSource::Header => {
                     let read =
                         zfp::zfp_read_header(reader.stream, reader.field, zfp::ZFP_HEADER_FULL);
                     if read == 0 {
                         return None;
                     }
                 }
-                Layout::Known { mode, shape } => reader.set(*mode, shape, ty)?,
+                FieldSource::Known { mode, shape } => reader.set(*mode, shape, ty)?,
             }
             let s = &*reader.stream;
             let params = Params {
@@ -231,7 +231,7 @@ fn words(encoded: &[u8], bits: usize) -> Vec<u64> {
 /// Errors say why the stream is corrupt.
 pub(super) fn decode(
     encoded: &[u8],
-    layout: &Layout,
+    layout: &FieldSource,
     ty: Scalar,
     count: usize,
 ) -> Result<Vec<u64>, String> {
@@ -285,7 +285,7 @@ pub(super) fn decode(
 }
 
 /// The most bytes a stream laid out as `layout` (a known field and mode) can take.
-pub(super) fn max_stream_len(layout: &Layout, ty: Scalar) -> Option<usize> {
+pub(super) fn max_stream_len(layout: &FieldSource, ty: Scalar) -> Option<usize> {
     let mut head = words(&[], HEADER_BITS + 64);
     let (_, params) = Reader::open(&mut head, layout, ty)?;
     Some(params.max_bits()?.div_ceil(8))

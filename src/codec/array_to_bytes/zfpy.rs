@@ -4,7 +4,7 @@
 //! `zfp-sys-cc` crate, through [`super::zfp_stream`], which also bounds what it reads). zfpy
 //! stores a C-order array with zfp's x axis last, so the decoded field is the chunk in C order.
 
-use super::zfp_stream::{self, Layout, Scalar};
+use super::zfp_stream::{self, FieldSource, Scalar};
 use crate::codec::config::bad;
 use crate::codec::{ArrayToBytes, BytesToBytes, CodecError, Size};
 use crate::meta::{CodecSpec, DataType};
@@ -61,7 +61,7 @@ impl ArrayToBytes for Zfpy {
                 ),
             ));
         }
-        let values = zfp_stream::decode(encoded, &Layout::Header, self.ty, out.len() / size)
+        let values = zfp_stream::decode(encoded, &FieldSource::Header, self.ty, out.len() / size)
             .map_err(|why| CodecError::corrupt(&self.name, why))?;
         zfp_stream::copy_le(&values, size, out);
         Ok(out.len())

@@ -75,7 +75,7 @@ enum Piece {
 }
 
 /// Where each piece starts, and the checkpoints (element, byte in the piece) of string pieces.
-struct Layout {
+struct PieceOffsets {
     starts: Vec<u64>,
     size: u64,
     marks: HashMap<usize, Vec<(u64, u64)>>,
@@ -85,7 +85,7 @@ struct Layout {
 pub struct NcStreamFile {
     pieces: Vec<Piece>,
     /// Measured on first use (at once when there are no strings); kept once known.
-    layout: Mutex<Option<Arc<Layout>>>,
+    layout: Mutex<Option<Arc<PieceOffsets>>>,
 }
 
 fn data_type(ty: NcType) -> proto::DataType {
@@ -346,7 +346,7 @@ impl NcStreamFile {
         file
     }
 
-    fn lock(&self) -> MutexGuard<'_, Option<Arc<Layout>>> {
+    fn lock(&self) -> MutexGuard<'_, Option<Arc<PieceOffsets>>> {
         self.layout.lock()
     }
 
@@ -355,8 +355,8 @@ impl NcStreamFile {
     fn measure(
         &self,
         strings: impl Fn(Strings, u64) -> Result<(Vec<(u64, u64)>, u64), ViewError>,
-    ) -> Result<Layout, ViewError> {
-        let mut layout = Layout {
+    ) -> Result<PieceOffsets, ViewError> {
+        let mut layout = PieceOffsets {
             starts: Vec::with_capacity(self.pieces.len()),
             size: 0,
             marks: HashMap::new(),
@@ -378,7 +378,7 @@ impl NcStreamFile {
     }
 
     /// The layout, measured now if not yet known.
-    fn layout(&self, view: &View) -> Result<Arc<Layout>, ViewError> {
+    fn layout(&self, view: &View) -> Result<Arc<PieceOffsets>, ViewError> {
         if let Some(layout) = self.lock().as_ref() {
             return Ok(layout.clone());
         }
