@@ -96,13 +96,11 @@ fn a_symlink_cycle_does_not_hang_the_walk() {
     assert!(logs.contains("self1") && logs.contains("cycle"), "{logs}");
 }
 
-#[test]
-fn links_fanning_out_level_after_level_do_not_make_the_walk_exponential() {
-    // d0..d39 at the root, each holding two links to the next (and an array): 2^40 paths.
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path();
+/// Groups d0..d{n-1} under a root group, each with an array `good` and (but the last) two
+/// links, `l1` and `l2`, to the next.
+fn fanned_links(root: &Path, n: usize) {
     std::fs::write(root.join(".zgroup"), GROUP).unwrap();
-    for i in 0..40 {
+    for i in 0..n {
         let d = root.join(format!("d{i}"));
         write_good(&d.join("good"));
         std::fs::write(d.join(".zgroup"), GROUP).unwrap();
@@ -112,6 +110,14 @@ fn links_fanning_out_level_after_level_do_not_make_the_walk_exponential() {
             }
         }
     }
+}
+
+#[test]
+fn links_fanning_out_level_after_level_do_not_make_the_walk_exponential() {
+    // d0..d39 at the root, each holding two links to the next (and an array): 2^40 paths.
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    fanned_links(root, 40);
     capture_logs();
     let view = dir_view(root);
     assert_eq!(read_all(&view, "d0/l1/good").unwrap(), GOOD);
@@ -128,17 +134,7 @@ fn which_linked_directory_shows_does_not_depend_on_the_order_of_use() {
     // uses them, so two users who go different ways must see the same tree.
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
-    std::fs::write(root.join(".zgroup"), GROUP).unwrap();
-    for i in 0..6 {
-        let d = root.join(format!("d{i}"));
-        write_good(&d.join("good"));
-        std::fs::write(d.join(".zgroup"), GROUP).unwrap();
-        if i > 0 {
-            for l in ["l1", "l2"] {
-                symlink(format!("../d{i}"), root.join(format!("d{}/{l}", i - 1))).unwrap();
-            }
-        }
-    }
+    fanned_links(root, 6);
     let paths: Vec<String> = (0..6)
         .flat_map(|i| ["l1", "l2", "l1/l1", "l1/l2", "l1/good"].map(|p| format!("d{i}/{p}")))
         .collect();
