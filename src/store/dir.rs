@@ -25,9 +25,10 @@ use std::time::SystemTime;
 ///   link swapped in after the mount is refused the same way;
 /// - a link to a directory that is the listed directory or one of its ancestors: a cycle, which
 ///   would make the hierarchy infinite;
-/// - a link to a directory met inside a directory that was itself reached through a link:
-///   links that fan out level after level would otherwise make the walk exponential. A link
-///   shows its target's subtree with the links inside it left out;
+/// - a link to a directory met inside a directory that was itself reached through a link,
+///   unless it leads back up to a directory holding the listed one (by its real path): links
+///   that fan out level after level would otherwise make the walk exponential. A path crosses
+///   at most two links, and the second only back up, where the cycle rule ends it;
 /// - a second link, in one directory, to a directory another link of that directory shows (the
 ///   directory is identified by device and inode): the first by name shows it.
 ///
@@ -94,35 +95,72 @@ impl DirStore {
         Ok(fstat(open_beneath(self.dir.as_fd(), key, OFlags::PATH)?)?)
     }
 
-    /// True when a component of the key `prefix` is a symbolic link: the directory was
-    /// reached through a link.
-    fn through_link(&self, prefix: &str) -> bool {
+    /// How many components of the key `prefix` are symbolic links, counted up to two: the
+    /// links the listed directory was reached through.
+    fn links_on_path(&self, prefix: &str) -> usize {
         let mut parent = String::new();
+        let mut links = 0;
         for name in prefix.split('/').filter(|n| !n.is_empty()) {
             let is_link = open_beneath(self.dir.as_fd(), &parent, OFlags::PATH)
                 .and_then(|fd| Ok(statat(fd, name, AtFlags::SYMLINK_NOFOLLOW)?))
                 .is_ok_and(|stat| kind(&stat) == FileType::Symlink);
-            if is_link {
-                return true;
+            links += usize::from(is_link);
+            if links == 2 {
+                break;
             }
             if !parent.is_empty() {
                 parent.push('/');
             }
             parent.push_str(name);
         }
+        links
+    }
+
+    /// True when the directory `id` (device, inode) holds the directory at key `prefix` in
+    /// the file system, whatever links the key goes through: it is met going up from it by
+    /// `..`, below the store's root.
+    fn holds(&self, prefix: &str, id: (u64, u64)) -> bool {
+        let Ok(root) = fstat(&self.dir) else {
+            return false;
+        };
+        let Ok(mut dir) = open_beneath(self.dir.as_fd(), prefix, OFlags::PATH) else {
+            return false;
+        };
+        // A store is far less deep than this; the bound only guards a changing tree.
+        for _ in 0..4096 {
+            let Ok(parent) = rustix::fs::openat(
+                &dir,
+                "..",
+                OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                rustix::fs::Mode::empty(),
+            ) else {
+                return false;
+            };
+            let Ok(stat) = fstat(&parent) else {
+                return false;
+            };
+            let at = (stat.st_dev, stat.st_ino);
+            if at == id {
+                return true;
+            }
+            if at == (root.st_dev, root.st_ino) {
+                return false;
+            }
+            dir = parent;
+        }
         false
     }
 
     /// Why the link at `key` in the listed directory (key `prefix`) is skipped, if it is; else
     /// the status of its target. `linked` holds the directories other links of the listing
-    /// show, by (device, inode); `through_link` says whether the listed directory was reached
-    /// through a link.
+    /// show, by (device, inode); `links_on_path` counts the links the listed directory was
+    /// reached through.
     fn refuse_link(
         &self,
         prefix: &str,
         key: &str,
         linked: &mut HashMap<(u64, u64), String>,
-        through_link: &mut dyn FnMut() -> bool,
+        links_on_path: &mut dyn FnMut() -> usize,
     ) -> Result<Stat, String> {
         let stat = self
             .stat_through(key)
@@ -152,10 +190,15 @@ impl DirStore {
             }
             ancestor = (!a.is_empty()).then(|| a.rsplit_once('/').map_or("", |(p, _)| p));
         }
-        if through_link() {
+        let followed = match links_on_path() {
+            0 => true,
+            1 => self.holds(prefix, id),
+            _ => false,
+        };
+        if !followed {
             return Err(format!(
-                "a link inside {prefix:?}, which is itself reached through a link: links are \
-                 followed one level"
+                "a link inside {prefix:?}, which is itself reached through a link: a path \
+                 crosses one link, and a second only back up to a directory holding it"
             ));
         }
         match linked.get(&id) {
@@ -170,14 +213,14 @@ impl DirStore {
     }
 
     /// The listing entry of `name` in the directory `dir` (key `prefix`), or why it is skipped.
-    /// `linked` and `through_link` are as [`DirStore::refuse_link`] takes them.
+    /// `linked` and `links_on_path` are as [`DirStore::refuse_link`] takes them.
     fn entry(
         &self,
         dir: &OwnedFd,
         prefix: &str,
         name: &str,
         linked: &mut HashMap<(u64, u64), String>,
-        through_link: &mut dyn FnMut() -> bool,
+        links_on_path: &mut dyn FnMut() -> usize,
     ) -> Result<Entry, String> {
         let stat = statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).map_err(|e| e.to_string())?;
         let stat = if kind(&stat) == FileType::Symlink {
@@ -186,7 +229,7 @@ impl DirStore {
             } else {
                 format!("{prefix}/{name}")
             };
-            self.refuse_link(prefix, &key, linked, through_link)?
+            self.refuse_link(prefix, &key, linked, links_on_path)?
         } else {
             stat
         };
@@ -300,11 +343,11 @@ impl Store for DirStore {
         // By name, so that of two links to one directory the same one shows every time.
         names.sort();
         let mut linked = HashMap::new();
-        let mut through_link = None;
-        let mut through_link = || *through_link.get_or_insert_with(|| self.through_link(prefix));
+        let mut links_on_path = None;
+        let mut links_on_path = || *links_on_path.get_or_insert_with(|| self.links_on_path(prefix));
         let mut out = Vec::new();
         for name in &names {
-            match self.entry(&fd, prefix, name, &mut linked, &mut through_link) {
+            match self.entry(&fd, prefix, name, &mut linked, &mut links_on_path) {
                 Ok(entry) => out.push(entry),
                 Err(why) => {
                     let path = self.root.join(prefix).join(name);
@@ -361,8 +404,9 @@ mod tests {
         assert_eq!(names(&s, ""), ["a", "inside"]);
         assert_eq!(names(&s, "a"), ["b"]);
         assert_eq!(names(&s, "a/b"), ["x"]);
-        // Inside a directory reached through a link, links are not followed.
-        assert_eq!(names(&s, "inside"), ["x"]);
+        // Reached another way, `loop` is no cycle yet; one level further it is.
+        assert_eq!(names(&s, "inside"), ["loop", "x"]);
+        assert_eq!(names(&s, "inside/loop/b"), ["x"]);
         assert_eq!(s.get("inside/x").unwrap().unwrap().bytes, b"x");
         // Keys named by metadata rather than listings are refused too.
         assert!(matches!(s.get("out/secret"), Err(StoreError::BadKey(_))));
@@ -383,15 +427,47 @@ mod tests {
                 symlink(format!("../d{}", i + 1), root.join(format!("d{i}/{l}"))).unwrap();
             }
         }
-        // In any order: d0/l1 (which is d1) first, then d1, then d0.
         let s = DirStore::new(root).unwrap();
+        // In the walk's breadth-first order: d0 and d1 first, then d0/l1 (which is d1).
+        assert_eq!(names(&s, "d0"), ["l1"]);
+        assert_eq!(names(&s, "d1"), ["l1"]);
+        assert_eq!(names(&s, "d0"), ["l1"], "listing again shows the same");
         assert_eq!(
             names(&s, "d0/l1"),
             Vec::<String>::new(),
-            "links inside d0/l1 are not followed"
+            "d2 is shown as d1/l1"
         );
-        assert_eq!(names(&s, "d1"), ["l1"]);
-        assert_eq!(names(&s, "d0"), ["l1"]);
-        assert_eq!(names(&s, "d0"), ["l1"], "listing again shows the same");
+    }
+
+    #[test]
+    fn which_links_show_does_not_depend_on_the_order_of_listing() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for i in 0..4 {
+            std::fs::create_dir(root.join(format!("d{i}"))).unwrap();
+        }
+        for i in 0..3 {
+            for l in ["l1", "l2"] {
+                symlink(format!("../d{}", i + 1), root.join(format!("d{i}/{l}"))).unwrap();
+            }
+        }
+        symlink("..", root.join("d1/up")).unwrap();
+        symlink("../d0", root.join("d1/back")).unwrap();
+        let walk = |order: &[&str]| {
+            let s = DirStore::new(root).unwrap();
+            order
+                .iter()
+                .map(|p| (p.to_string(), names(&s, p)))
+                .collect::<HashMap<_, _>>()
+        };
+        let order = ["d0/l1/l1", "d0/l1", "d1", "d0", "d0/l1/back"];
+        let reversed: Vec<&str> = order.iter().rev().copied().collect();
+        let shown = walk(&order);
+        assert_eq!(shown, walk(&reversed));
+        // d0/l1 is d1 reached through a link: its links to d2 lead sideways, not up; `back`
+        // (d0) and `up` (the root) are directories its key passes through: cycles.
+        assert_eq!(shown["d0/l1"], Vec::<String>::new());
+        assert_eq!(shown["d1"], ["back", "l1"]);
+        assert_eq!(shown["d0"], ["l1"]);
     }
 }
