@@ -633,18 +633,19 @@ stop_proxy() {
 # The plain 64-in-flight fetch of the zstd chunk objects at endpoint $1 (JSON). obstore has been
 # seen to abort (exit 134) once in a while behind the delay proxy: such a run is logged and
 # repeated once.
+# With $2 = --decode zstd, each object is decoded as it arrives (no FUSE).
 plain_fetch() {
-    py "$SCRIPTS/bench_read.py" fetch s3://bench/arrays.zarr/zstd/c/ --endpoint "$1" --in-flight 64 \
+    py "$SCRIPTS/bench_read.py" fetch s3://bench/arrays.zarr/zstd/c/ --endpoint "$1" --in-flight 64 ${2:-} \
         || { log "plain fetch at $1 failed; once more"; \
-             py "$SCRIPTS/bench_read.py" fetch s3://bench/arrays.zarr/zstd/c/ --endpoint "$1" --in-flight 64; }
+             py "$SCRIPTS/bench_read.py" fetch s3://bench/arrays.zarr/zstd/c/ --endpoint "$1" --in-flight 64 ${2:-}; }
 }
 
 # One repetition of the remote read rows at endpoint $1, recorded under $2 (e.g.
 # remote.d100.zstd): zarrfs's cold dd, zarr-python + obstore with its default settings and with
-# 64 requests in flight, and a plain fetch of the same chunk objects, 64 in flight, no decoding.
-# $3 = 1 checks zarrfs's bytes.
+# 64 requests in flight, and a plain fetch of the same chunk objects, 64 in flight, without and
+# with decoding. $3 = 1 checks zarrfs's bytes.
 remote_read_rows() {
-    local ep=$1 key=$2 check=$3 cold s s64 f
+    local ep=$1 key=$2 check=$3 cold s s64 f fd
     cold_prep "$BENCH_DIR/s3root/bench/arrays.zarr/zstd"
     mount_fs s3://bench/arrays.zarr --endpoint "$ep"
     cold=$(dd_secs "$MNT/zstd"); rec "$key.cold" "$cold"
@@ -661,7 +662,10 @@ remote_read_rows() {
     rec "$key.zarr64" "$s64"
     f=$(plain_fetch "$ep" | jget seconds)
     rec "$key.fetch64" "$f"
-    log "$key: zarrfs cold $cold s; zarr-python + obstore $s s (64 in flight: $s64 s); plain fetch $f s"
+    cold_prep "$BENCH_DIR/s3root/bench/arrays.zarr/zstd"
+    fd=$(plain_fetch "$ep" "--decode zstd" | jget seconds)
+    rec "$key.fetchdec64" "$fd"
+    log "$key: zarrfs cold $cold s; zarr-python + obstore $s s (64 in flight: $s64 s); plain fetch $f s (decoding: $fd s)"
 }
 
 start_s3() { # ROOT: serves ROOT (one bucket per directory) with s3s-fs; sets S3_EP and S3_PID

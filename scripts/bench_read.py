@@ -4,7 +4,9 @@
     bench_read.py zarr  ARRAY_PATH SEL [--warmup OTHER_ARRAY] [--barrier DIR] [--endpoint URL]
                         [--concurrency N]
     bench_read.py fetch s3://BUCKET/PREFIX --endpoint URL [--in-flight N]
-                        (every object under PREFIX fetched whole, N at once, not decoded)
+                        [--decode zstd|blosc|gzip]
+                        (every object under PREFIX fetched whole, N at once, not decoded;
+                        with --decode, each decoded as it arrives on a thread per core)
     bench_read.py file  FILE SEL --shape T,Y,X [--method memmap|read|slice] [--warmup] [--barrier DIR]
     bench_read.py list  GROUP_PATH                 (zarr-python: open a hierarchy, list every node)
     bench_read.py decode ARRAY_PATH [--threads N]  (numcodecs: decode every chunk, no FUSE)
@@ -30,6 +32,8 @@ S3-compatible server --endpoint URL, with credentials from AWS_ACCESS_KEY_ID/AWS
 --concurrency N sets zarr's async.concurrency (requests in flight; zarr's default otherwise).
 fetch lists PREFIX first (not timed), then times fetching every object with N requests in
 flight (default 64) through obstore: the network-side limit of a cold read, with no decoding.
+With --decode, each object is also decoded as it arrives, on a pool of one thread per core: the
+machine's limit for any reader that fetches and decodes (zarrfs adds FUSE on top).
 
 Output: {"seconds", "bytes", "sum" (float64 sum of the values, to compare the two sides),
 "start", "end" (time.monotonic(), comparable across processes)}.
@@ -124,13 +128,25 @@ def cmd_fetch(args):
     s3 = S3Store(bucket, endpoint=args.endpoint, client_options={"allow_http": True})
     keys = [m["path"] for batch in obstore.list(s3, prefix=prefix) for m in batch]
 
+    decode = None
+    if args.decode:
+        import numcodecs
+        from concurrent.futures import ThreadPoolExecutor
+
+        codec = {"zstd": numcodecs.Zstd, "blosc": numcodecs.Blosc, "gzip": numcodecs.GZip}[args.decode]()
+        pool = ThreadPoolExecutor(os.cpu_count())
+        decode = lambda body: len(codec.decode(body))
+
     async def fetch_all():
         gate = asyncio.Semaphore(args.in_flight)
 
         async def one(key):
             async with gate:
                 got = await obstore.get_async(s3, key)
-                return len(await got.bytes_async())
+                body = await got.bytes_async()
+            if decode is None:
+                return len(body)
+            return await asyncio.get_running_loop().run_in_executor(pool, decode, memoryview(body))
 
         return sum(await asyncio.gather(*(one(k) for k in keys)))
 
@@ -250,6 +266,7 @@ def main():
     fe.add_argument("prefix")
     fe.add_argument("--endpoint", required=True)
     fe.add_argument("--in-flight", type=int, default=64)
+    fe.add_argument("--decode", choices=["zstd", "blosc", "gzip"])
     f = sub.add_parser("file")
     f.add_argument("path")
     f.add_argument("sel")

@@ -277,7 +277,8 @@ def rows(r, p):
             fmt_rate(z), fmt_rate(loc), z / loc, "≥ 0.8", z / loc >= 0.8,
             med=("remote.full.zstd.cold", "full.zstd.cold", False))
     # The latency knob: the same cold read through the delay proxy, against zarr-python + obstore
-    # (its default settings, and 64 requests in flight) and a plain 64-in-flight fetch.
+    # (its default settings, and 64 requests in flight), a plain 64-in-flight fetch, and that
+    # fetch decoding what it gets: the machine's limit for any reader that decodes.
     for delay in (0, 100, 200):
         key = "remote.full.zstd" if delay == 0 else f"remote.d{delay}.zstd"
         z = rate(f"{key}.cold")
@@ -288,6 +289,7 @@ def rows(r, p):
             ("zarr", "zarr-python + obstore (default settings)", 1.5),
             ("zarr64", "zarr-python + obstore with 64 requests in flight", None),
             ("fetch64", "a plain fetch of the chunk objects, 64 in flight, no decoding", 0.8),
+            ("fetchdec64", "the same fetch decoding each object as it arrives (no FUSE)", None),
         ):
             b = rate(f"{key}.{base}")
             if b is None or (delay == 0 and base == "zarr"):
