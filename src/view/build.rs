@@ -3,8 +3,11 @@
 //! mount is a snapshot). Concurrent first uses of one directory make it once.
 
 use super::array_file::{Sources, Unreadable};
+use super::kinds::{
+    BytesFile, CdlFile, DataFile, NcStreamFile, NpyFile, PreviewFile, TextFile, ZomFile,
+};
 use super::preview::{rendered_cache, Preview};
-use super::vlen_file::Sizer;
+use super::vlen_file::{Part, Sizer};
 use super::xattrs::group_xattrs;
 use super::zom::{store_version, ZOM_FILE};
 use super::zom_files::ZomFiles;
@@ -172,8 +175,16 @@ impl<'v> Entries<'v> {
     /// Queues the group's `.group.json` and `.zom.json`.
     fn group_sidecars(&mut self, group: &Group) {
         let doc = self.view.zoms.json(group.zom);
-        self.sidecar(GROUP_SIDECAR.into(), Content::Json(doc), group.mtime);
-        self.sidecar(ZOM_FILE.into(), Content::Zom(group.zom), group.mtime);
+        self.sidecar(
+            GROUP_SIDECAR.into(),
+            Content::Json(BytesFile(doc)),
+            group.mtime,
+        );
+        self.sidecar(
+            ZOM_FILE.into(),
+            Content::Zom(ZomFile(group.zom)),
+            group.mtime,
+        );
     }
 
     /// Adds an array's data file under `name` and queues its `.json` and `.npy` sidecars;
@@ -207,7 +218,16 @@ impl<'v> Entries<'v> {
                 let k = view
                     .vlen
                     .push(Arc::new(VlenFile::new(&node.path, source, doc.clone())));
-                (Content::Text(k as u32), Content::TextNpy(k as u32))
+                (
+                    Content::Text(TextFile {
+                        vlen: k as u32,
+                        part: Part::Text,
+                    }),
+                    Content::Text(TextFile {
+                        vlen: k as u32,
+                        part: Part::Npy,
+                    }),
+                )
             }
             other => {
                 let preview = meta
@@ -222,14 +242,18 @@ impl<'v> Entries<'v> {
                 if let Some(mut preview) = preview {
                     preview.array = k;
                     let p = view.previews.push(preview) as u32;
-                    self.sidecar(format!("{name}.png"), Content::Preview(p), mtime);
+                    self.sidecar(
+                        format!("{name}.png"),
+                        Content::Preview(PreviewFile(p)),
+                        mtime,
+                    );
                 }
-                (Content::Data(k), Content::Npy(k))
+                (Content::Data(DataFile(k)), Content::Npy(NpyFile(k)))
             }
         };
         let ino = view.push(self.dir, data, mtime, Attrs::Node(zom));
         self.link(name, ino);
-        self.sidecar(format!("{name}.json"), Content::Json(doc), mtime);
+        self.sidecar(format!("{name}.json"), Content::Json(BytesFile(doc)), mtime);
         self.sidecars.push(Sidecar {
             name: format!("{name}.npy"),
             content: npy,
@@ -243,10 +267,14 @@ impl<'v> Entries<'v> {
     fn finish(mut self) -> Listing {
         let view = self.view;
         let mtime = view.inodes[(self.dir - 1) as usize].mtime;
-        self.sidecar(super::netcdf::CDL_SIDECAR.into(), Content::Cdl, mtime);
+        self.sidecar(
+            super::netcdf::CDL_SIDECAR.into(),
+            Content::Cdl(CdlFile),
+            mtime,
+        );
         self.sidecar(
             super::netcdf::NCSTREAM_SIDECAR.into(),
-            Content::NcStream,
+            Content::NcStream(NcStreamFile),
             mtime,
         );
         if self.dir == ROOT_INO {

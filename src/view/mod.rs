@@ -10,6 +10,7 @@ mod build;
 mod chunk_source;
 mod error;
 mod held_chunks;
+mod kinds;
 mod layout;
 mod look_ahead;
 pub mod netcdf;
@@ -29,13 +30,17 @@ mod zom_files;
 
 use array_file::ArrayFile;
 pub use error::{GridError, IoCause, OpenError, ViewError};
+use kinds::{
+    BytesFile, CdlFile, DataFile, NcStreamFile, NpyFile, PreviewFile, ReadAt, ServedFile,
+    StatsFile, TextFile, ZomFile,
+};
 pub use layout::{GridGeometry, Run};
 pub use npy::npy_header;
 use slice_table::{is_slice, SliceTable};
 pub use stats_file::{STATS_FILE, ZARRFS_DIR};
 pub use totals::Totals;
 pub use vlen_file::SYNC_SCAN_MAX;
-use vlen_file::{Part, Sizer, VlenFile};
+use vlen_file::{Sizer, VlenFile};
 pub use xattrs::XattrReply;
 use xattrs::Xattrs;
 pub use zom::ZOM_FILE;
@@ -46,7 +51,7 @@ use crate::cache::ChunkCache;
 use crate::meta::{LoadOptions, MetaError, StoreRef, Tree};
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize};
 use std::sync::{Arc, OnceLock};
 use std::time::SystemTime;
 
@@ -95,29 +100,38 @@ pub struct DirEntry {
     pub next_offset: u64,
 }
 
-/// What an inode holds.
+/// What an inode holds: a directory, or a file of one of the kinds in [`kinds`].
 enum Content {
     Dir(Box<Dir>),
-    /// The elements of array number N.
-    Data(u32),
-    /// NPY header plus the elements of array number N.
-    Npy(u32),
+    Data(DataFile),
+    Npy(NpyFile),
     /// A JSON sidecar.
-    Json(Arc<[u8]>),
-    /// A group's `.zom.json`: the group's node number N in [`zom_files::ZomFiles`].
-    Zom(u32),
-    /// The CDL header (`.header.cdl`) of the group shown by the parent directory.
-    Cdl,
-    /// The subtree of the group shown by the parent directory as ncstream (`.ncstream`).
-    NcStream,
-    /// Variable-length array number N as text.
-    Text(u32),
-    /// Variable-length array number N as a fixed-width NPY file.
-    TextNpy(u32),
-    /// The live counters (`.zarrfs/stats`).
-    Stats,
-    /// Preview number N as a PNG picture.
-    Preview(u32),
+    Json(BytesFile),
+    Zom(ZomFile),
+    Cdl(CdlFile),
+    NcStream(NcStreamFile),
+    /// A variable-length array's text or NPY file.
+    Text(TextFile),
+    Stats(StatsFile),
+    Preview(PreviewFile),
+}
+
+impl Content {
+    /// The file it is; `None` for a directory.
+    fn file(&self) -> Option<&dyn ServedFile> {
+        Some(match self {
+            Content::Dir(_) => return None,
+            Content::Data(f) => f,
+            Content::Npy(f) => f,
+            Content::Json(f) => f,
+            Content::Zom(f) => f,
+            Content::Cdl(f) => f,
+            Content::NcStream(f) => f,
+            Content::Text(f) => f,
+            Content::Stats(f) => f,
+            Content::Preview(f) => f,
+        })
+    }
 }
 
 /// A directory: its entries, made at its first use (or before, see [`look_ahead`]).
@@ -325,66 +339,42 @@ impl View {
     }
 
     fn attr(&self, ino: u64, measure: bool) -> Result<(Attr, bool), ViewError> {
-        if is_slice(ino) {
-            return self.slice_attr(ino).map(|a| (a, true));
-        }
-        let inode = self.inode(ino)?;
-        let mut exact = true;
-        let mut unless_measured = |size: Option<u64>| {
-            exact = size.is_some();
-            size.unwrap_or(0)
-        };
-        let (kind, size) = match &inode.content {
-            Content::Dir(_) => (FileKind::Directory, 0),
-            Content::Data(a) => (FileKind::File, self.arrays[*a as usize].data_size()),
-            Content::Npy(a) => (FileKind::File, self.arrays[*a as usize].npy_size()),
-            Content::Json(bytes) => (FileKind::File, bytes.len() as u64),
-            Content::Zom(z) => {
-                let size = match measure {
-                    true => Some(self.zom_size(*z, inode.parent)),
-                    false => self.zoms.measured_size(*z),
-                };
-                (FileKind::File, unless_measured(size))
-            }
-            Content::Cdl => {
-                let files = self.netcdf_files(measure);
-                let size = files.map(|f| f.cdl(inode.parent).len() as u64);
-                (FileKind::File, unless_measured(size))
-            }
-            // A stream holding strings is measured on first use (see `netcdf::ncstream`).
-            Content::NcStream => {
-                let files = self.netcdf_files(measure);
-                let size = files.map(|f| f.stream_size(self, inode.parent));
-                (FileKind::File, unless_measured(size))
-            }
-            // Sizes of variable-length arrays cost a scan: see `vlen_file`. An unreadable one
-            // shows size 0; reading it fails with EIO.
-            Content::Text(a) => (
-                FileKind::File,
-                self.vlen[*a as usize]
-                    .text_size(&self.cache, &self.sizer)
-                    .unwrap_or(0),
-            ),
-            Content::TextNpy(a) => (
-                FileKind::File,
-                self.vlen[*a as usize]
-                    .npy_size(&self.cache, &self.sizer)
-                    .unwrap_or(0),
-            ),
-            // Its size now; reads are served with direct I/O, so a longer version is read whole.
-            Content::Stats => (FileKind::File, self.stats_json().len() as u64),
-            // Rendered when opened, not here (`ls -l` must not decode pictures): 0 until then,
-            // and reads are served with direct I/O.
-            Content::Preview(p) => (FileKind::File, self.rendered_size(*p)),
-        };
-        let attr = Attr {
+        let attr = |kind, size, mtime| Attr {
             ino,
             kind,
             size,
-            mtime: inode.mtime,
+            mtime,
             nlink: 1,
         };
-        Ok((attr, exact))
+        if let Ok(inode) = self.inode(ino) {
+            if let Content::Dir(_) = inode.content {
+                return Ok((attr(FileKind::Directory, 0, inode.mtime), true));
+            }
+        }
+        self.with_file(ino, |file, dir, mtime| {
+            let size = file.size(self, dir, measure);
+            Ok((
+                attr(FileKind::File, size.unwrap_or(0), mtime),
+                size.is_some(),
+            ))
+        })
+    }
+
+    /// Hands file `ino` (a selection file too), the inode of its directory and its
+    /// modification time to `f`; a directory is [`ViewError::IsDir`].
+    fn with_file<R>(
+        &self,
+        ino: u64,
+        f: impl FnOnce(&dyn ServedFile, u64, SystemTime) -> Result<R, ViewError>,
+    ) -> Result<R, ViewError> {
+        if is_slice(ino) {
+            // Selection files need no directory.
+            let entry = self.slice(ino)?;
+            return f(&entry, 0, entry.mtime);
+        }
+        let inode = self.inode(ino)?;
+        let file = inode.content.file().ok_or(ViewError::IsDir)?;
+        f(file, inode.parent, inode.mtime)
     }
 
     /// The size of the `.zom.json` of group node `z`, shown in directory `dir`: its subtree
@@ -472,40 +462,16 @@ impl View {
     /// open after completion; `None` until then). The kernel may read it directly (FUSE
     /// passthrough).
     pub fn passthrough_file(&self, ino: u64) -> Option<std::fs::File> {
-        match self.inode(ino).ok()?.content {
-            Content::Data(a) => self.arrays[a as usize]
-                .complete_backing()?
-                .passthrough()?
-                .try_clone()
-                .ok(),
-            Content::Npy(a) => self.arrays[a as usize].npy_backing(),
-            Content::Text(a) => self.vlen[a as usize]
-                .complete_backing(Part::Text)?
-                .passthrough()?
-                .try_clone()
-                .ok(),
-            Content::TextNpy(a) => self.vlen[a as usize]
-                .complete_backing(Part::Npy)?
-                .passthrough()?
-                .try_clone()
-                .ok(),
-            _ => None,
-        }
+        self.with_file(ino, |file, _, _| Ok(file.passthrough(self)))
+            .ok()
+            .flatten()
     }
 
-    /// True when `ino` must be served with direct I/O (`FOPEN_DIRECT_IO`): the text and NPY
-    /// files of large variable-length arrays (and of large selections of them), whose size `stat` may show as 0 while it is being
-    /// computed (see [`VlenFile`]), reads must not stop at that size; `.zarrfs/stats`, whose
-    /// content changes with every read; and `A.png`, whose size is known once it is rendered.
+    /// True when `ino` must be served with direct I/O (`FOPEN_DIRECT_IO`), as its kind says
+    /// (see [`kinds::ServedFile::direct_io`]).
     pub fn direct_io(&self, ino: u64) -> bool {
-        if is_slice(ino) {
-            return self.slice_direct_io(ino);
-        }
-        match self.inode(ino).map(|i| &i.content) {
-            Ok(Content::Text(a) | Content::TextNpy(a)) => self.vlen[*a as usize].size_may_lag(),
-            Ok(Content::Stats | Content::Preview(_)) => true,
-            _ => false,
-        }
+        self.with_file(ino, |file, _, _| Ok(file.direct_io(self)))
+            .unwrap_or(false)
     }
 
     /// Opens `ino` for reading through the kernel's page cache and returns a file handle (0
@@ -522,41 +488,7 @@ impl View {
     }
 
     fn open_handle(&self, ino: u64, page_cached: bool) -> Result<u64, ViewError> {
-        if is_slice(ino) {
-            self.ready_memory();
-            return self.open_slice(ino);
-        }
-        let content = &self.inode(ino)?.content;
-        if matches!(
-            content,
-            Content::Data(_) | Content::Npy(_) | Content::Text(_) | Content::TextNpy(_)
-        ) {
-            self.ready_memory();
-        }
-        match content {
-            Content::Dir(_) => Err(ViewError::IsDir),
-            // Variable-length files open at once; a read waits for their scan (see `vlen_file`).
-            Content::Json(_) | Content::Zom(_) | Content::Cdl | Content::NcStream => Ok(0),
-            Content::Text(a) | Content::TextNpy(a) => {
-                if let Some(backing) = &self.backing {
-                    self.vlen[*a as usize].attach_backing(backing, vlen_part(content));
-                }
-                Ok(0)
-            }
-            Content::Stats => Ok(self.open_stats()),
-            Content::Preview(p) => self.preview_png(*p).map(|_| 0),
-            Content::Data(a) | Content::Npy(a) => {
-                let array = &self.arrays[*a as usize];
-                array.check_readable()?;
-                if let Some(backing) = &self.backing {
-                    array.attach_backing(backing);
-                }
-                let fh = self.next_handle.fetch_add(1, Ordering::Relaxed) + 1;
-                let state = self.policy.reader(page_cached);
-                self.lock_handles().insert(fh, state);
-                Ok(fh)
-            }
-        }
+        self.with_file(ino, |file, _, _| file.open(self, page_cached))
     }
 
     /// At the first open of a data file, has the allocator ready memory for the chunk cache
@@ -638,57 +570,8 @@ impl View {
         send: SendBytes,
     ) -> Result<(), ViewError> {
         let len = u64::from(size);
-        if is_slice(ino) {
-            return self.read_slice(ino, offset, len, out, send);
-        }
-        let inode = self.inode(ino)?;
-        let content = &inode.content;
-        match content {
-            Content::Dir(_) => Err(ViewError::IsDir),
-            Content::Stats => {
-                extend_range(&self.stats_snapshot(fh), offset, len, out);
-                Ok(())
-            }
-            Content::Json(bytes) => {
-                extend_range(bytes, offset, len, out);
-                Ok(())
-            }
-            Content::Cdl => {
-                let files = self.netcdf_files(true);
-                let cdl = files.map(|f| f.cdl(inode.parent)).unwrap_or_default();
-                extend_range(&cdl, offset, len, out);
-                Ok(())
-            }
-            Content::Zom(z) => {
-                self.zom_size(*z, inode.parent);
-                extend_range(&self.zoms.bytes(*z), offset, len, out);
-                Ok(())
-            }
-            Content::Preview(p) => {
-                extend_range(&self.preview_png(*p)?, offset, len, out);
-                Ok(())
-            }
-            Content::Data(a) => {
-                let array = &self.arrays[*a as usize];
-                let into_reply = self.track_read(fh, array, offset, len);
-                array.answer_data(&self.cache, offset, len, into_reply, out, Some(send))
-            }
-            Content::Npy(a) => {
-                let array = &self.arrays[*a as usize];
-                let data_offset = offset.saturating_sub(array.header_len());
-                let into_reply = self.track_read(fh, array, data_offset, len);
-                array.read_npy(&self.cache, offset, len, into_reply, out)
-            }
-            Content::NcStream => match self.netcdf_files(true) {
-                Some(files) => files.read_stream(self, inode.parent, offset, len, out),
-                None => Ok(()),
-            },
-            Content::Text(a) | Content::TextNpy(a) => {
-                let (backing, part) = (self.backing.as_ref(), vlen_part(content));
-                out.extend(self.vlen[*a as usize].read(&self.cache, backing, part, offset, len)?);
-                Ok(())
-            }
-        }
+        let read = ReadAt { fh, offset, len };
+        self.with_file(ino, |file, dir, _| file.read(self, dir, read, out, send))
     }
 
     /// Records a read of `array`'s data (`offset` into `A`) through handle `fh`; queues for the
@@ -736,21 +619,6 @@ impl View {
         }
         page_cached
     }
-}
-
-/// Which file of a variable-length array `content` (`Text` or `TextNpy`) is.
-fn vlen_part(content: &Content) -> Part {
-    match content {
-        Content::Text(_) => Part::Text,
-        _ => Part::Npy,
-    }
-}
-
-/// Appends up to `len` bytes of `bytes` from `offset` to `out`.
-fn extend_range(bytes: &[u8], offset: u64, len: u64, out: &mut Vec<u8>) {
-    let start = (offset.min(bytes.len() as u64)) as usize;
-    let end = (offset.saturating_add(len).min(bytes.len() as u64)) as usize;
-    out.extend_from_slice(&bytes[start..end]);
 }
 
 /// Opens the store at `location`, loads its hierarchy and builds the view: the whole mount minus

@@ -2,12 +2,14 @@
 //! `A`. They are not listed (the namespace is infinite); a lookup parses the name and gives the
 //! file an inode, kept in a bounded table so that repeated lookups give the same inode.
 
+use super::kinds::{BytesFile, ReadAt, ServedFile};
 use super::selection::{split_name, Selection};
 use super::slice_file::SliceFile;
 use super::vlen_file::{Part, VlenFile};
-use super::{Attr, Attrs, Content, FileKind, SendBytes, View, ViewError};
+use super::{Attr, Attrs, Content, DataFile, SendBytes, TextFile, View, ViewError};
 use parking_lot::{Mutex, MutexGuard};
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -31,9 +33,9 @@ enum Body {
 
 /// One selection file.
 #[derive(Clone)]
-struct SliceEntry {
+pub(super) struct SliceEntry {
     body: Body,
-    mtime: SystemTime,
+    pub(super) mtime: SystemTime,
 }
 
 #[derive(Default)]
@@ -129,11 +131,14 @@ impl View {
         let array_ino = dir.get(array_name).ok_or(ViewError::NotFound)?;
         let inode = self.inode(array_ino)?;
         let (k, source, path) = match inode.content {
-            Content::Data(k) => {
+            Content::Data(DataFile(k)) => {
                 let array = &self.arrays[k as usize];
                 (k, array.readable()?, array.display_path())
             }
-            Content::Text(k) => {
+            Content::Text(TextFile {
+                vlen: k,
+                part: Part::Text,
+            }) => {
                 let vlen = &self.vlen[k as usize];
                 (k, vlen.source(), vlen.shown())
             }
@@ -174,100 +179,86 @@ impl View {
         self.getattr(ino)
     }
 
-    fn slice(&self, ino: u64) -> Result<SliceEntry, ViewError> {
+    /// Selection file `ino`.
+    pub(super) fn slice(&self, ino: u64) -> Result<SliceEntry, ViewError> {
         self.slices.get(ino).ok_or(ViewError::NotFound)
     }
+}
 
-    /// Attributes of selection file `ino`.
-    pub(super) fn slice_attr(&self, ino: u64) -> Result<Attr, ViewError> {
-        let e = self.slice(ino)?;
-        let size = match &e.body {
+impl ServedFile for SliceEntry {
+    /// Sizes of large selections of variable-length arrays are found in the background: see
+    /// `vlen_file`.
+    fn size(&self, view: &View, _dir: u64, _measure: bool) -> Option<u64> {
+        Some(match &self.body {
             Body::Data(f) => f.data_size(),
             Body::Npy(f) => f.npy_size(),
-            // Sizes of large selections are found in the background: see `vlen_file`.
-            Body::Vlen(v, false) => v.text_size(&self.cache, &self.sizer).unwrap_or(0),
-            Body::Vlen(v, true) => v.npy_size(&self.cache, &self.sizer).unwrap_or(0),
+            Body::Vlen(v, false) => v.text_size(&view.cache, &view.sizer).unwrap_or(0),
+            Body::Vlen(v, true) => v.npy_size(&view.cache, &view.sizer).unwrap_or(0),
             Body::Bytes(b) => b.len() as u64,
-        };
-        Ok(Attr {
-            ino,
-            kind: FileKind::File,
-            size,
-            mtime: e.mtime,
-            nlink: 1,
         })
     }
 
-    /// True when selection file `ino` is served with direct I/O: the selections of numbers
-    /// (a selection is read about once, so the kernel's page cache would only cost a copy and
-    /// its pages, and replies go straight into the reader's buffer as its chunks decode), and
-    /// large selections of variable-length arrays, whose size `stat` shows as 0 until known.
-    pub(super) fn slice_direct_io(&self, ino: u64) -> bool {
-        match self.slice(ino).map(|e| e.body) {
-            Ok(Body::Data(_) | Body::Npy(_)) => true,
-            Ok(Body::Vlen(v, _)) => v.size_may_lag(),
-            _ => false,
-        }
-    }
-
-    /// Opens selection file `ino`: queues the first of its chunks for decoding (the first open
-    /// after the lookup finds them queued; a later one queues them again: they may have left
-    /// the cache since).
-    pub(super) fn open_slice(&self, ino: u64) -> Result<u64, ViewError> {
-        let (Body::Data(f) | Body::Npy(f)) = self.slice(ino)?.body else {
+    /// Queues the first of its chunks for decoding (the first open after the lookup finds
+    /// them queued; a later one queues them again: they may have left the cache since).
+    fn open(&self, view: &View, _page_cached: bool) -> Result<u64, ViewError> {
+        view.ready_memory();
+        let (Body::Data(f) | Body::Npy(f)) = &self.body else {
             return Ok(0);
         };
-        let array = &self.arrays[f.array as usize];
+        let array = &view.arrays[f.array as usize];
         array.check_readable()?;
-        self.slices.hold_buffer(&f, self.cache.budget() / 4);
-        if let Some(pool) = &self.prefetcher {
+        view.slices.hold_buffer(f, view.cache.budget() / 4);
+        if let Some(pool) = &view.prefetcher {
             let again = !f.first_open();
-            f.prefetch_from(array, pool, &self.cache, 0, again);
+            f.prefetch_from(array, pool, &view.cache, 0, again);
         }
-        Ok(self
-            .next_handle
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-            + 1)
+        Ok(view.next_handle.fetch_add(1, Ordering::Relaxed) + 1)
     }
 
-    /// Up to `len` bytes of selection file `ino` from `offset`, appended to `out` or handed to
-    /// `send` (see [`View::read_answer`]), queueing the chunks from there on for decoding in
-    /// parallel.
-    pub(super) fn read_slice(
+    /// Queues the chunks from the read on for decoding in parallel.
+    fn read(
         &self,
-        ino: u64,
-        offset: u64,
-        len: u64,
+        view: &View,
+        dir: u64,
+        read: ReadAt,
         out: &mut Vec<u8>,
         send: SendBytes,
     ) -> Result<(), ViewError> {
-        let (f, npy) = match self.slice(ino)?.body {
-            Body::Bytes(bytes) => {
-                super::extend_range(&bytes, offset, len, out);
-                return Ok(());
-            }
+        let (f, npy) = match &self.body {
+            Body::Bytes(bytes) => return BytesFile(bytes.clone()).read(view, dir, read, out, send),
             Body::Vlen(v, npy) => {
-                let part = if npy { Part::Npy } else { Part::Text };
-                out.extend(v.read(&self.cache, None, part, offset, len)?);
+                let part = if *npy { Part::Npy } else { Part::Text };
+                out.extend(v.read(&view.cache, None, part, read.offset, read.len)?);
                 return Ok(());
             }
             Body::Data(f) => (f, false),
             Body::Npy(f) => (f, true),
         };
-        let array = &self.arrays[f.array as usize];
+        let array = &view.arrays[f.array as usize];
         let source = array.readable()?;
-        if let Some(pool) = &self.prefetcher {
-            let data_offset = if npy {
-                offset.saturating_sub(f.header_len())
-            } else {
-                offset
+        if let Some(pool) = &view.prefetcher {
+            let data_offset = match npy {
+                true => read.offset.saturating_sub(f.header_len()),
+                false => read.offset,
             };
-            f.prefetch_from(array, pool, &self.cache, data_offset, false);
+            f.prefetch_from(array, pool, &view.cache, data_offset, false);
         }
-        if npy {
-            f.read_npy(source, &self.cache, offset, len, out, send)
-        } else {
-            f.read_data(source, &self.cache, offset, len, out, Some(send))
+        let (offset, len) = (read.offset, read.len);
+        match npy {
+            true => f.read_npy(source, &view.cache, offset, len, out, send),
+            false => f.read_data(source, &view.cache, offset, len, out, Some(send)),
+        }
+    }
+
+    /// The selections of numbers (a selection is read about once, so the kernel's page cache
+    /// would only cost a copy and its pages, and replies go straight into the reader's buffer
+    /// as its chunks decode), and large selections of variable-length arrays, whose size
+    /// `stat` shows as 0 until known.
+    fn direct_io(&self, _view: &View) -> bool {
+        match &self.body {
+            Body::Data(_) | Body::Npy(_) => true,
+            Body::Vlen(v, _) => v.size_may_lag(),
+            Body::Bytes(_) => false,
         }
     }
 }

@@ -2,7 +2,7 @@
 //! every open (the file is served with direct I/O, so `cat` and `watch` see fresh values); the
 //! reads of one open see one consistent text.
 
-use super::{Content, View};
+use super::{Content, StatsFile, View};
 use crate::stats::STATS;
 use parking_lot::MutexGuard;
 use serde_json::json;
@@ -17,7 +17,7 @@ pub const STATS_FILE: &str = "stats";
 
 /// The `.zarrfs` directory and its `stats` file, to add at the root.
 pub(super) fn contents() -> (Content, Content) {
-    (Content::Dir(Box::default()), Content::Stats)
+    (Content::Dir(Box::default()), Content::Stats(StatsFile))
 }
 
 impl View {

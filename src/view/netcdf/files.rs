@@ -5,7 +5,8 @@
 use super::model::NcType;
 use super::ncstream::{NcStreamFile, Source, Strings};
 use crate::meta::{ArrayMeta, DataType, NodeKind};
-use crate::view::{Content, View, ViewError, ROOT_INO};
+use crate::view::vlen_file::Part;
+use crate::view::{Content, DataFile, TextFile, View, ViewError, ROOT_INO};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -55,8 +56,10 @@ impl NetcdfFiles {
             };
             let source = match view.inodes[(ino - 1) as usize].content {
                 // An array that cannot be read is declared in the stream, its values left out.
-                Content::Data(k) if view.arrays[k as usize].check_readable().is_err() => continue,
-                Content::Data(k) => match (var.ty, &meta.dtype) {
+                Content::Data(DataFile(k)) if view.arrays[k as usize].check_readable().is_err() => {
+                    continue
+                }
+                Content::Data(DataFile(k)) => match (var.ty, &meta.dtype) {
                     (Some(NcType::String), DataType::Bytes(_) | DataType::Unicode(_)) => {
                         Source::Strings {
                             strings: Strings::Fixed {
@@ -72,7 +75,10 @@ impl NetcdfFiles {
                         bytes: view.arrays[k as usize].data_size(),
                     },
                 },
-                Content::Text(k) => Source::Strings {
+                Content::Text(TextFile {
+                    vlen: k,
+                    part: Part::Text,
+                }) => Source::Strings {
                     strings: Strings::Vlen(k),
                     count,
                 },

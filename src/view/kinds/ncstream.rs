@@ -1,0 +1,29 @@
+//! `.ncstream`: the subtree of the group shown by the file's directory as an ncstream (see
+//! `netcdf`). A stream holding strings is measured on first use.
+
+use super::{ReadAt, ServedFile};
+use crate::view::{SendBytes, View, ViewError};
+
+/// The ncstream of its directory's group.
+pub(in crate::view) struct NcStreamFile;
+
+impl ServedFile for NcStreamFile {
+    fn size(&self, view: &View, dir: u64, measure: bool) -> Option<u64> {
+        let files = view.netcdf_files(measure)?;
+        Some(files.stream_size(view, dir))
+    }
+
+    fn read(
+        &self,
+        view: &View,
+        dir: u64,
+        read: ReadAt,
+        out: &mut Vec<u8>,
+        _send: SendBytes,
+    ) -> Result<(), ViewError> {
+        match view.netcdf_files(true) {
+            Some(files) => files.read_stream(view, dir, read.offset, read.len, out),
+            None => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,35 @@
+//! `.zarrfs/stats`: the live counters (see `stats_file`).
+
+use super::{extend_range, ReadAt, ServedFile};
+use crate::view::{SendBytes, View, ViewError};
+
+/// The counters file.
+pub(in crate::view) struct StatsFile;
+
+impl ServedFile for StatsFile {
+    /// Its size now; a longer text later is read whole, with direct I/O.
+    fn size(&self, view: &View, _dir: u64, _measure: bool) -> Option<u64> {
+        Some(view.stats_json().len() as u64)
+    }
+
+    fn open(&self, view: &View, _page_cached: bool) -> Result<u64, ViewError> {
+        Ok(view.open_stats())
+    }
+
+    fn read(
+        &self,
+        view: &View,
+        _dir: u64,
+        read: ReadAt,
+        out: &mut Vec<u8>,
+        _send: SendBytes,
+    ) -> Result<(), ViewError> {
+        extend_range(&view.stats_snapshot(read.fh), read, out);
+        Ok(())
+    }
+
+    /// Its content changes with every open.
+    fn direct_io(&self, _view: &View) -> bool {
+        true
+    }
+}

@@ -1,0 +1,58 @@
+//! A variable-length array's files: its elements as text (`A`) or as a fixed-width NPY file
+//! (`A.npy`). Their sizes cost a scan (see `vlen_file`): an unreadable array shows size 0 and
+//! its reads fail with EIO.
+
+use super::{ReadAt, ServedFile};
+use crate::view::vlen_file::Part;
+use crate::view::{SendBytes, View, ViewError};
+
+/// One file of variable-length array number `vlen` of the view.
+pub(in crate::view) struct TextFile {
+    pub vlen: u32,
+    pub part: Part,
+}
+
+impl ServedFile for TextFile {
+    fn size(&self, view: &View, _dir: u64, _measure: bool) -> Option<u64> {
+        let vlen = &view.vlen[self.vlen as usize];
+        let size = match self.part {
+            Part::Text => vlen.text_size(&view.cache, &view.sizer),
+            Part::Npy => vlen.npy_size(&view.cache, &view.sizer),
+        };
+        Some(size.unwrap_or(0))
+    }
+
+    /// Opens at once; a read waits for the scan.
+    fn open(&self, view: &View, _page_cached: bool) -> Result<u64, ViewError> {
+        view.ready_memory();
+        if let Some(backing) = &view.backing {
+            view.vlen[self.vlen as usize].attach_backing(backing, self.part);
+        }
+        Ok(0)
+    }
+
+    fn read(
+        &self,
+        view: &View,
+        _dir: u64,
+        read: ReadAt,
+        out: &mut Vec<u8>,
+        _send: SendBytes,
+    ) -> Result<(), ViewError> {
+        let vlen = &view.vlen[self.vlen as usize];
+        let (backing, part) = (view.backing.as_ref(), self.part);
+        out.extend(vlen.read(&view.cache, backing, part, read.offset, read.len)?);
+        Ok(())
+    }
+
+    /// Large ones: `stat` may show 0 while the size is being found, and reads must not stop
+    /// there.
+    fn direct_io(&self, view: &View) -> bool {
+        view.vlen[self.vlen as usize].size_may_lag()
+    }
+
+    fn passthrough(&self, view: &View) -> Option<std::fs::File> {
+        let backing = view.vlen[self.vlen as usize].complete_backing(self.part)?;
+        backing.passthrough()?.try_clone().ok()
+    }
+}

@@ -1,0 +1,29 @@
+//! A group's `.zom.json` (see `zom_files`): its subtree is loaded when it is first measured.
+
+use super::{extend_range, ReadAt, ServedFile};
+use crate::view::{SendBytes, View, ViewError};
+
+/// The `.zom.json` of group node N in the view's `ZomFiles`.
+pub(in crate::view) struct ZomFile(pub u32);
+
+impl ServedFile for ZomFile {
+    fn size(&self, view: &View, dir: u64, measure: bool) -> Option<u64> {
+        match measure {
+            true => Some(view.zom_size(self.0, dir)),
+            false => view.zoms.measured_size(self.0),
+        }
+    }
+
+    fn read(
+        &self,
+        view: &View,
+        dir: u64,
+        read: ReadAt,
+        out: &mut Vec<u8>,
+        _send: SendBytes,
+    ) -> Result<(), ViewError> {
+        view.zom_size(self.0, dir);
+        extend_range(&view.zoms.bytes(self.0), read, out);
+        Ok(())
+    }
+}
