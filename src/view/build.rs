@@ -3,9 +3,7 @@
 //! mount is a snapshot). Concurrent first uses of one directory make it once.
 
 use super::array_file::{Sources, Unreadable};
-use super::kinds::{
-    BytesFile, CdlFile, DataFile, NcStreamFile, NpyFile, PreviewFile, TextFile, ZomFile,
-};
+use super::kinds::{ArrayPart, BytesFile, CdlFile, NcStreamFile, PreviewFile, TextFile, ZomFile};
 use super::preview::{rendered_cache, Preview};
 use super::vlen_file::{Part, Sizer};
 use super::xattrs::group_xattrs;
@@ -248,7 +246,16 @@ impl<'v> Entries<'v> {
                         mtime,
                     );
                 }
-                (Content::Data(DataFile(k)), Content::Npy(NpyFile(k)))
+                (
+                    Content::Array(ArrayPart {
+                        array: k,
+                        npy: false,
+                    }),
+                    Content::Array(ArrayPart {
+                        array: k,
+                        npy: true,
+                    }),
+                )
             }
         };
         let ino = view.push(self.dir, data, mtime, Attrs::Node(zom));

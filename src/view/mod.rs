@@ -31,8 +31,8 @@ mod zom_files;
 use array_file::ArrayFile;
 pub use error::{GridError, IoCause, OpenError, ViewError};
 use kinds::{
-    BytesFile, CdlFile, DataFile, NcStreamFile, NpyFile, PreviewFile, ReadAt, ServedFile,
-    StatsFile, TextFile, ZomFile,
+    ArrayPart, BytesFile, CdlFile, NcStreamFile, PreviewFile, ReadAt, Reply, ServedFile, StatsFile,
+    TextFile, ZomFile,
 };
 pub use layout::{GridGeometry, Run};
 pub use npy::npy_header;
@@ -103,8 +103,8 @@ pub struct DirEntry {
 /// What an inode holds: a directory, or a file of one of the kinds in [`kinds`].
 enum Content {
     Dir(Box<Dir>),
-    Data(DataFile),
-    Npy(NpyFile),
+    /// An array's data or NPY file.
+    Array(ArrayPart),
     /// A JSON sidecar.
     Json(BytesFile),
     Zom(ZomFile),
@@ -121,8 +121,7 @@ impl Content {
     fn file(&self) -> Option<&dyn ServedFile> {
         Some(match self {
             Content::Dir(_) => return None,
-            Content::Data(f) => f,
-            Content::Npy(f) => f,
+            Content::Array(f) => f,
             Content::Json(f) => f,
             Content::Zom(f) => f,
             Content::Cdl(f) => f,
@@ -571,7 +570,8 @@ impl View {
     ) -> Result<(), ViewError> {
         let len = u64::from(size);
         let read = ReadAt { fh, offset, len };
-        self.with_file(ino, |file, dir, _| file.read(self, dir, read, out, send))
+        let reply = Reply { out, send };
+        self.with_file(ino, |file, dir, _| file.read(self, dir, read, reply))
     }
 
     /// Records a read of `array`'s data (`offset` into `A`) through handle `fh`; queues for the

@@ -2,11 +2,11 @@
 //! `A`. They are not listed (the namespace is infinite); a lookup parses the name and gives the
 //! file an inode, kept in a bounded table so that repeated lookups give the same inode.
 
-use super::kinds::{BytesFile, ReadAt, ServedFile};
+use super::kinds::{BytesFile, ReadAt, Reply, ServedFile};
 use super::selection::{split_name, Selection};
 use super::slice_file::SliceFile;
 use super::vlen_file::{Part, VlenFile};
-use super::{Attr, Attrs, Content, DataFile, SendBytes, TextFile, View, ViewError};
+use super::{ArrayPart, Attr, Attrs, Content, TextFile, View, ViewError};
 use parking_lot::{Mutex, MutexGuard};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering;
@@ -131,7 +131,10 @@ impl View {
         let array_ino = dir.get(array_name).ok_or(ViewError::NotFound)?;
         let inode = self.inode(array_ino)?;
         let (k, source, path) = match inode.content {
-            Content::Data(DataFile(k)) => {
+            Content::Array(ArrayPart {
+                array: k,
+                npy: false,
+            }) => {
                 let array = &self.arrays[k as usize];
                 (k, array.readable()?, array.display_path())
             }
@@ -216,19 +219,14 @@ impl ServedFile for SliceEntry {
     }
 
     /// Queues the chunks from the read on for decoding in parallel.
-    fn read(
-        &self,
-        view: &View,
-        dir: u64,
-        read: ReadAt,
-        out: &mut Vec<u8>,
-        send: SendBytes,
-    ) -> Result<(), ViewError> {
+    fn read(&self, view: &View, dir: u64, read: ReadAt, reply: Reply) -> Result<(), ViewError> {
         let (f, npy) = match &self.body {
-            Body::Bytes(bytes) => return BytesFile(bytes.clone()).read(view, dir, read, out, send),
+            Body::Bytes(bytes) => return BytesFile(bytes.clone()).read(view, dir, read, reply),
             Body::Vlen(v, npy) => {
                 let part = if *npy { Part::Npy } else { Part::Text };
-                out.extend(v.read(&view.cache, None, part, read.offset, read.len)?);
+                reply
+                    .out
+                    .extend(v.read(&view.cache, None, part, read.offset, read.len)?);
                 return Ok(());
             }
             Body::Data(f) => (f, false),
@@ -245,8 +243,15 @@ impl ServedFile for SliceEntry {
         }
         let (offset, len) = (read.offset, read.len);
         match npy {
-            true => f.read_npy(source, &view.cache, offset, len, out, send),
-            false => f.read_data(source, &view.cache, offset, len, out, Some(send)),
+            true => f.read_npy(source, &view.cache, offset, len, reply.out, reply.send),
+            false => f.read_data(
+                source,
+                &view.cache,
+                offset,
+                len,
+                reply.out,
+                Some(reply.send),
+            ),
         }
     }
 

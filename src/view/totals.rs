@@ -28,7 +28,10 @@ impl View {
             .inodes
             .iter()
             .filter_map(|(_, i)| match i.content {
-                Content::Data(super::DataFile(a)) => Some(self.arrays[a as usize].data_size()),
+                Content::Array(super::ArrayPart {
+                    array: a,
+                    npy: false,
+                }) => Some(self.arrays[a as usize].data_size()),
                 _ => None,
             })
             .fold(0u64, u64::saturating_add);

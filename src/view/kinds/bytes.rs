@@ -1,7 +1,7 @@
 //! Bytes made once: a JSON sidecar (`A.json`, `.group.json`), a selection's `.json`.
 
-use super::{ReadAt, ServedFile};
-use crate::view::{SendBytes, View, ViewError};
+use super::{ReadAt, Reply, ServedFile};
+use crate::view::{View, ViewError};
 use std::sync::Arc;
 
 /// Bytes made once: a JSON sidecar, a selection's `.json`.
@@ -12,15 +12,8 @@ impl ServedFile for BytesFile {
         Some(self.0.len() as u64)
     }
 
-    fn read(
-        &self,
-        _view: &View,
-        _dir: u64,
-        read: ReadAt,
-        out: &mut Vec<u8>,
-        _send: SendBytes,
-    ) -> Result<(), ViewError> {
-        extend_range(&self.0, read, out);
+    fn read(&self, _view: &View, _dir: u64, read: ReadAt, reply: Reply) -> Result<(), ViewError> {
+        extend_range(&self.0, read, reply.out);
         Ok(())
     }
 }

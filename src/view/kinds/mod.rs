@@ -3,21 +3,19 @@
 //! `vlen_file`, `netcdf`, `zom_files`, `preview`, `stats_file`); selections (`slice_table`)
 //! implement it too. A new kind of file is one module here and one variant of `Content`.
 
+mod array;
 mod bytes;
 mod cdl;
-mod data;
 mod ncstream;
-mod npy;
 mod preview;
 mod stats;
 mod text;
 mod zom;
 
+pub(super) use array::ArrayPart;
 pub(super) use bytes::{extend_range, BytesFile};
 pub(super) use cdl::CdlFile;
-pub(super) use data::DataFile;
 pub(super) use ncstream::NcStreamFile;
-pub(super) use npy::NpyFile;
 pub(super) use preview::PreviewFile;
 pub(super) use stats::StatsFile;
 pub(super) use text::TextFile;
@@ -33,6 +31,13 @@ pub(super) struct ReadAt {
     pub len: u64,
 }
 
+/// Where a read's bytes go: appended to `out`, or handed to `send` once by a read that can
+/// answer before it is done (see [`View::read_answer`]).
+pub(super) struct Reply<'a> {
+    pub out: &'a mut Vec<u8>,
+    pub send: SendBytes<'a>,
+}
+
 /// A kind of file of the tree.
 pub(super) trait ServedFile {
     /// Its size; `dir` is the inode of its directory. Without `measure`, `None` when
@@ -45,16 +50,8 @@ pub(super) trait ServedFile {
         Ok(0)
     }
 
-    /// Reads `read` (`dir` as for `size`), appending to `out` or handing the bytes to `send` once (see
-    /// [`View::read_answer`]).
-    fn read(
-        &self,
-        view: &View,
-        dir: u64,
-        read: ReadAt,
-        out: &mut Vec<u8>,
-        send: SendBytes,
-    ) -> Result<(), ViewError>;
+    /// Reads `read` (`dir` as for `size`) into `reply`.
+    fn read(&self, view: &View, dir: u64, read: ReadAt, reply: Reply) -> Result<(), ViewError>;
 
     /// True when it is served with direct I/O (`FOPEN_DIRECT_IO`): its content or size may
     /// change after `stat`.

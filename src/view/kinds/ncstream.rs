@@ -1,8 +1,8 @@
 //! `.ncstream`: the subtree of the group shown by the file's directory as an ncstream (see
 //! `netcdf`). A stream holding strings is measured on first use.
 
-use super::{ReadAt, ServedFile};
-use crate::view::{SendBytes, View, ViewError};
+use super::{ReadAt, Reply, ServedFile};
+use crate::view::{View, ViewError};
 
 /// The ncstream of its directory's group.
 pub(in crate::view) struct NcStreamFile;
@@ -13,16 +13,9 @@ impl ServedFile for NcStreamFile {
         Some(files.stream_size(view, dir))
     }
 
-    fn read(
-        &self,
-        view: &View,
-        dir: u64,
-        read: ReadAt,
-        out: &mut Vec<u8>,
-        _send: SendBytes,
-    ) -> Result<(), ViewError> {
+    fn read(&self, view: &View, dir: u64, read: ReadAt, reply: Reply) -> Result<(), ViewError> {
         match view.netcdf_files(true) {
-            Some(files) => files.read_stream(view, dir, read.offset, read.len, out),
+            Some(files) => files.read_stream(view, dir, read.offset, read.len, reply.out),
             None => Ok(()),
         }
     }

@@ -1,7 +1,7 @@
 //! An array's picture (`A.png`, see `preview`).
 
-use super::{extend_range, ReadAt, ServedFile};
-use crate::view::{SendBytes, View, ViewError};
+use super::{extend_range, ReadAt, Reply, ServedFile};
+use crate::view::{View, ViewError};
 
 /// Preview number N of the view.
 pub(in crate::view) struct PreviewFile(pub u32);
@@ -16,15 +16,8 @@ impl ServedFile for PreviewFile {
         view.preview_png(self.0).map(|_| 0)
     }
 
-    fn read(
-        &self,
-        view: &View,
-        _dir: u64,
-        read: ReadAt,
-        out: &mut Vec<u8>,
-        _send: SendBytes,
-    ) -> Result<(), ViewError> {
-        extend_range(&view.preview_png(self.0)?, read, out);
+    fn read(&self, view: &View, _dir: u64, read: ReadAt, reply: Reply) -> Result<(), ViewError> {
+        extend_range(&view.preview_png(self.0)?, read, reply.out);
         Ok(())
     }
 

@@ -1,7 +1,7 @@
 //! `.zarrfs/stats`: the live counters (see `stats_file`).
 
-use super::{extend_range, ReadAt, ServedFile};
-use crate::view::{SendBytes, View, ViewError};
+use super::{extend_range, ReadAt, Reply, ServedFile};
+use crate::view::{View, ViewError};
 
 /// The counters file.
 pub(in crate::view) struct StatsFile;
@@ -16,15 +16,8 @@ impl ServedFile for StatsFile {
         Ok(view.open_stats())
     }
 
-    fn read(
-        &self,
-        view: &View,
-        _dir: u64,
-        read: ReadAt,
-        out: &mut Vec<u8>,
-        _send: SendBytes,
-    ) -> Result<(), ViewError> {
-        extend_range(&view.stats_snapshot(read.fh), read, out);
+    fn read(&self, view: &View, _dir: u64, read: ReadAt, reply: Reply) -> Result<(), ViewError> {
+        extend_range(&view.stats_snapshot(read.fh), read, reply.out);
         Ok(())
     }
 

@@ -2,9 +2,9 @@
 //! (`A.npy`). Their sizes cost a scan (see `vlen_file`): an unreadable array shows size 0 and
 //! its reads fail with EIO.
 
-use super::{ReadAt, ServedFile};
+use super::{ReadAt, Reply, ServedFile};
 use crate::view::vlen_file::Part;
-use crate::view::{SendBytes, View, ViewError};
+use crate::view::{View, ViewError};
 
 /// One file of variable-length array number `vlen` of the view.
 pub(in crate::view) struct TextFile {
@@ -31,17 +31,12 @@ impl ServedFile for TextFile {
         Ok(0)
     }
 
-    fn read(
-        &self,
-        view: &View,
-        _dir: u64,
-        read: ReadAt,
-        out: &mut Vec<u8>,
-        _send: SendBytes,
-    ) -> Result<(), ViewError> {
+    fn read(&self, view: &View, _dir: u64, read: ReadAt, reply: Reply) -> Result<(), ViewError> {
         let vlen = &view.vlen[self.vlen as usize];
         let (backing, part) = (view.backing.as_ref(), self.part);
-        out.extend(vlen.read(&view.cache, backing, part, read.offset, read.len)?);
+        reply
+            .out
+            .extend(vlen.read(&view.cache, backing, part, read.offset, read.len)?);
         Ok(())
     }
 

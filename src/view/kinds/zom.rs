@@ -1,7 +1,7 @@
 //! A group's `.zom.json` (see `zom_files`): its subtree is loaded when it is first measured.
 
-use super::{extend_range, ReadAt, ServedFile};
-use crate::view::{SendBytes, View, ViewError};
+use super::{extend_range, ReadAt, Reply, ServedFile};
+use crate::view::{View, ViewError};
 
 /// The `.zom.json` of group node N in the view's `ZomFiles`.
 pub(in crate::view) struct ZomFile(pub u32);
@@ -14,16 +14,9 @@ impl ServedFile for ZomFile {
         }
     }
 
-    fn read(
-        &self,
-        view: &View,
-        dir: u64,
-        read: ReadAt,
-        out: &mut Vec<u8>,
-        _send: SendBytes,
-    ) -> Result<(), ViewError> {
+    fn read(&self, view: &View, dir: u64, read: ReadAt, reply: Reply) -> Result<(), ViewError> {
         view.zom_size(self.0, dir);
-        extend_range(&view.zoms.bytes(self.0), read, out);
+        extend_range(&view.zoms.bytes(self.0), read, reply.out);
         Ok(())
     }
 }

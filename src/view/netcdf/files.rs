@@ -6,7 +6,7 @@ use super::model::NcType;
 use super::ncstream::{NcStreamFile, Source, Strings};
 use crate::meta::{ArrayMeta, DataType, NodeKind};
 use crate::view::vlen_file::Part;
-use crate::view::{Content, DataFile, TextFile, View, ViewError, ROOT_INO};
+use crate::view::{ArrayPart, Content, TextFile, View, ViewError, ROOT_INO};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -56,10 +56,14 @@ impl NetcdfFiles {
             };
             let source = match view.inodes[(ino - 1) as usize].content {
                 // An array that cannot be read is declared in the stream, its values left out.
-                Content::Data(DataFile(k)) if view.arrays[k as usize].check_readable().is_err() => {
-                    continue
-                }
-                Content::Data(DataFile(k)) => match (var.ty, &meta.dtype) {
+                Content::Array(ArrayPart {
+                    array: k,
+                    npy: false,
+                }) if view.arrays[k as usize].check_readable().is_err() => continue,
+                Content::Array(ArrayPart {
+                    array: k,
+                    npy: false,
+                }) => match (var.ty, &meta.dtype) {
                     (Some(NcType::String), DataType::Bytes(_) | DataType::Unicode(_)) => {
                         Source::Strings {
                             strings: Strings::Fixed {

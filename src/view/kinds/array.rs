@@ -1,0 +1,58 @@
+//! An array's elements in C order (`A`), and the same as a NumPy file (`A.npy`): a header,
+//! then the data file's bytes.
+
+use super::{ReadAt, Reply, ServedFile};
+use crate::view::{View, ViewError};
+use std::sync::atomic::Ordering;
+
+/// The data file (`npy` false) or NPY file of array number `array` of the view.
+pub(in crate::view) struct ArrayPart {
+    pub array: u32,
+    pub npy: bool,
+}
+
+impl ServedFile for ArrayPart {
+    fn size(&self, view: &View, _dir: u64, _measure: bool) -> Option<u64> {
+        let array = &view.arrays[self.array as usize];
+        Some(match self.npy {
+            true => array.npy_size(),
+            false => array.data_size(),
+        })
+    }
+
+    /// A handle that its reads are tracked by (for reading ahead); an array that cannot be
+    /// read fails here with EIO.
+    fn open(&self, view: &View, page_cached: bool) -> Result<u64, ViewError> {
+        view.ready_memory();
+        let array = &view.arrays[self.array as usize];
+        array.check_readable()?;
+        if let Some(backing) = &view.backing {
+            array.attach_backing(backing);
+        }
+        let fh = view.next_handle.fetch_add(1, Ordering::Relaxed) + 1;
+        let state = view.policy.reader(page_cached);
+        view.handles.lock().insert(fh, state);
+        Ok(fh)
+    }
+
+    fn read(&self, view: &View, _dir: u64, read: ReadAt, reply: Reply) -> Result<(), ViewError> {
+        let array = &view.arrays[self.array as usize];
+        let (offset, len) = (read.offset, read.len);
+        if self.npy {
+            let data_offset = offset.saturating_sub(array.header_len());
+            let into_reply = view.track_read(read.fh, array, data_offset, len);
+            return array.read_npy(&view.cache, offset, len, into_reply, reply.out);
+        }
+        let into_reply = view.track_read(read.fh, array, offset, len);
+        let send = Some(reply.send);
+        array.answer_data(&view.cache, offset, len, into_reply, reply.out, send)
+    }
+
+    fn passthrough(&self, view: &View) -> Option<std::fs::File> {
+        let array = &view.arrays[self.array as usize];
+        if self.npy {
+            return array.npy_backing();
+        }
+        array.complete_backing()?.passthrough()?.try_clone().ok()
+    }
+}
