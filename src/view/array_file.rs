@@ -254,7 +254,7 @@ impl ArrayFile {
     ) -> Result<(), ViewError> {
         self.check_readable()?;
         read_after_header(&self.header(), offset, len, out, |at, n, out| {
-            self.read_data(cache, at, n, into_reply, out)
+            self.read_data(cache, at, n, into_reply, out, None)
         })
     }
 
@@ -262,23 +262,11 @@ impl ArrayFile {
     /// copied from the backing file where it holds them, else decoded (and then written into
     /// the backing file). With `into_reply`, a whole chunk nobody decoded yet may be decoded
     /// straight into `out`, leaving no chunk cache entry: only for readers whose bytes
-    /// something else keeps (the page cache) and stores that are cheap to read again.
+    /// something else keeps (the page cache) and stores that are cheap to read again. With
+    /// `send` (a FUSE reply), a read inside one chunk (not a whole chunk that `into_reply`
+    /// decodes into the reply) goes to `send` instead of `out`, straight from the chunk as it
+    /// decodes (see [`ChunkSource::send_bytes`]), unless a backing file serves it.
     pub fn read_data(
-        &self,
-        cache: &ChunkCache,
-        offset: u64,
-        len: u64,
-        into_reply: bool,
-        out: &mut Vec<u8>,
-    ) -> Result<(), ViewError> {
-        self.answer_data(cache, offset, len, into_reply, out, None)
-    }
-
-    /// [`ArrayFile::read_data`] for a FUSE reply: with `send`, a read inside one chunk (not a
-    /// whole chunk that `into_reply` decodes into the reply) goes to `send` instead of `out`,
-    /// straight from the chunk as it decodes (see [`ChunkSource::send_bytes`]), unless a
-    /// backing file serves it.
-    pub fn answer_data(
         &self,
         cache: &ChunkCache,
         offset: u64,

@@ -45,7 +45,7 @@ impl ServedFile for ArrayPart {
         }
         let into_reply = view.track_read(read.fh, array, offset, len);
         let send = Some(reply.send);
-        array.answer_data(&view.cache, offset, len, into_reply, reply.out, send)
+        array.read_data(&view.cache, offset, len, into_reply, reply.out, send)
     }
 
     fn passthrough(&self, view: &View) -> Option<std::fs::File> {

@@ -223,6 +223,7 @@ fn each_string(
                     n * w,
                     true,
                     &mut buf,
+                    None,
                 )?;
                 if buf.len() as u64 != n * w {
                     return Err(ViewError::Io(IoCause::Store));
@@ -447,6 +448,7 @@ impl NcStreamFile {
                         hi - lo,
                         true,
                         &mut buf,
+                        None,
                     )?;
                     if buf.len() as u64 != hi - lo {
                         return Err(ViewError::Io(IoCause::Store));
