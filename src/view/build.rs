@@ -46,11 +46,21 @@ struct Entries<'v> {
     sidecars: Vec<Sidecar>,
 }
 
-/// Pretty-printed JSON with a trailing newline.
+/// Pretty-printed JSON with a trailing newline, written into a buffer kept per thread (a
+/// walk makes one per node: growing a fresh buffer each time cost more than printing).
 fn json_bytes(doc: &serde_json::Map<String, serde_json::Value>) -> Arc<[u8]> {
-    let mut text = serde_json::to_vec_pretty(doc).unwrap_or_default();
-    text.push(b'\n');
-    Arc::from(text)
+    thread_local!(static TEXT: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) });
+    TEXT.with_borrow_mut(|text| {
+        text.clear();
+        // Writing into a Vec cannot fail, and a map has string keys.
+        let _ = serde_json::to_writer_pretty(&mut *text, doc);
+        text.push(b'\n');
+        let bytes = Arc::from(&text[..]);
+        if text.capacity() > 1 << 20 {
+            *text = Vec::new();
+        }
+        bytes
+    })
 }
 
 /// How a node is named in messages.
