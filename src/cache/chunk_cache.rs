@@ -3,9 +3,10 @@
 
 use super::flight_lru::{CacheStats, FlightLru};
 use super::read_ahead::Ledger;
-use super::{ChunkData, ChunkError, GrowingChunk};
+use super::{ChunkData, ChunkError};
 use crate::codec::{DecodeTarget, ShardIndex};
 use crate::fetch::ShardIndexIfStored;
+use crate::memory::filling::FillingBuffer;
 use crate::memory::{self, Buffers};
 use crate::stats::{add, STATS};
 use parking_lot::Mutex;
@@ -56,22 +57,21 @@ pub struct ChunkCache {
     /// False until the first chunk is marked: readers skip the lock until then.
     any_prefetched: AtomicBool,
     /// The chunks being decoded front to back, whose decoded part readers may use already.
-    growing: Mutex<HashMap<ChunkId, Arc<GrowingChunk>>>,
+    growing: Mutex<HashMap<ChunkId, Arc<FillingBuffer>>>,
     /// The chunks the read-ahead has queued or is loading.
     ledger: Ledger,
 }
 
-/// Unlists a growing chunk when its load returns (or panics), releasing its readers.
+/// Unlists a growing chunk when its load returns (or panics).
 struct Unlist<'a> {
     cache: &'a ChunkCache,
     id: ChunkId,
-    chunk: Arc<GrowingChunk>,
+    chunk: Arc<FillingBuffer>,
 }
 
 impl Drop for Unlist<'_> {
     fn drop(&mut self) {
         self.cache.lock_growing().remove(&self.id);
-        self.chunk.end(false);
     }
 }
 
@@ -182,7 +182,7 @@ impl ChunkCache {
         }
     }
 
-    fn lock_growing(&self) -> parking_lot::MutexGuard<'_, HashMap<ChunkId, Arc<GrowingChunk>>> {
+    fn lock_growing(&self) -> parking_lot::MutexGuard<'_, HashMap<ChunkId, Arc<FillingBuffer>>> {
         self.growing.lock()
     }
 
@@ -196,26 +196,25 @@ impl ChunkCache {
         decode: impl FnOnce(&mut DecodeTarget, &mut dyn FnMut(&[u8])) -> Result<bool, ChunkError>,
     ) -> Outcome {
         self.get_or_load(id, || {
-            let chunk = Arc::new(GrowingChunk::new(self.buffers.take(len)));
+            let chunk = Arc::new(FillingBuffer::new(self.buffers.take(len)));
             self.lock_growing().insert(id, chunk.clone());
             let listed = Unlist {
                 cache: self,
                 id,
                 chunk,
             };
-            let present = decode(&mut listed.chunk.target(), &mut |done| {
-                listed.chunk.publish(done.len())
-            })?;
-            Ok(if present {
-                listed.chunk.end(true)
-            } else {
-                None
-            })
+            // Dropped unfinished (an error, a panic), the filler releases the readers.
+            let mut filler = listed.chunk.claim(0).expect("a new buffer is unclaimed");
+            if !decode(&mut filler.target(), &mut |_| {})? {
+                return Ok(None);
+            }
+            filler.finish();
+            Ok(listed.chunk.whole())
         })
     }
 
     /// Chunk `id` while [`ChunkCache::get_or_load_growing`] decodes it.
-    pub fn growing(&self, id: ChunkId) -> Option<Arc<GrowingChunk>> {
+    pub fn growing(&self, id: ChunkId) -> Option<Arc<FillingBuffer>> {
         self.lock_growing().get(&id).cloned()
     }
 
@@ -330,9 +329,9 @@ mod tests {
         };
         half.wait();
         let growing = cache.growing(id(1)).expect("listed while it decodes");
-        assert_eq!(growing.wait(400).map(<[u8]>::len), Some(500));
+        assert_eq!(growing.wait_prefix(400).map(<[u8]>::len), Some(500));
         go.wait();
-        assert_eq!(growing.wait(1000).unwrap()[999], 2);
+        assert_eq!(growing.wait_prefix(1000).unwrap()[999], 2);
         let whole = loader.join().unwrap().unwrap().unwrap();
         assert!(whole[..500].iter().all(|&b| b == 1) && whole[500..].iter().all(|&b| b == 2));
         assert!(cache.growing(id(1)).is_none(), "unlisted once loaded");

@@ -148,7 +148,10 @@ impl ChunkSource {
         send: SendBytes,
     ) -> Result<bool, ChunkError> {
         if let Some(growing) = cache.growing(self.id(chunk)) {
-            if let Some(bytes) = growing.wait(range.end).and_then(|d| d.get(range.clone())) {
+            if let Some(bytes) = growing
+                .wait_prefix(range.end)
+                .and_then(|d| d.get(range.clone()))
+            {
                 send(bytes);
                 return Ok(true);
             }
