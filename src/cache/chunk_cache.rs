@@ -187,13 +187,13 @@ impl ChunkCache {
     }
 
     /// The chunk `id` like [`ChunkCache::get_or_load`], `len` bytes decoded by `decode` front to
-    /// back into the target it gets, reporting its progress: meanwhile readers may use the
-    /// decoded part through [`ChunkCache::growing`]. `decode` says whether the chunk exists.
+    /// back into the target it gets: meanwhile readers may use the part it reports decoded
+    /// through [`ChunkCache::growing`]. `decode` says whether the chunk exists.
     pub fn get_or_load_growing(
         &self,
         id: ChunkId,
         len: usize,
-        decode: impl FnOnce(&mut DecodeTarget, &mut dyn FnMut(&[u8])) -> Result<bool, ChunkError>,
+        decode: impl FnOnce(&mut DecodeTarget) -> Result<bool, ChunkError>,
     ) -> Outcome {
         self.get_or_load(id, || {
             let chunk = Arc::new(FillingBuffer::new(self.buffers.take(len)));
@@ -205,7 +205,7 @@ impl ChunkCache {
             };
             // Dropped unfinished (an error, a panic), the filler releases the readers.
             let mut filler = listed.chunk.claim(0).expect("a new buffer is unclaimed");
-            if !decode(&mut filler.target(), &mut |_| {})? {
+            if !decode(&mut filler.target())? {
                 return Ok(None);
             }
             filler.finish();
@@ -316,13 +316,13 @@ mod tests {
         let loader = {
             let (cache, half, go) = (cache.clone(), half.clone(), go.clone());
             std::thread::spawn(move || {
-                cache.get_or_load_growing(id(1), 1000, |target, progress| {
+                cache.get_or_load_growing(id(1), 1000, |target| {
                     target.undecoded(0, 500).fill(1);
-                    progress(target.decoded(500));
+                    target.decoded(500);
                     half.wait();
                     go.wait();
                     target.undecoded(500, 1000).fill(2);
-                    progress(target.decoded(1000));
+                    target.decoded(1000);
                     Ok(true)
                 })
             })
@@ -341,7 +341,7 @@ mod tests {
         );
         // A decoder that panics unlists its chunk and releases its readers.
         let err = cache
-            .get_or_load_growing(id(2), 10, |_, _| panic!("boom"))
+            .get_or_load_growing(id(2), 10, |_| panic!("boom"))
             .unwrap_err();
         assert!(err.to_string().contains("panicked"), "{err}");
         assert!(cache.growing(id(2)).is_none());

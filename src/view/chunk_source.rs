@@ -191,14 +191,10 @@ impl ChunkSource {
             return self.load_cached(cache, chunk, encoded);
         };
         let coords = self.layout.chunk_coords(chunk);
-        cache.get_or_load_growing(self.id(chunk), len, |target, progress| {
-            let mut report = |done: &[u8]| {
-                progress(done);
-                watch(done);
-            };
+        cache.get_or_load_growing(self.id(chunk), len, |target| {
             match self
                 .reader
-                .load_prefix(&coords, encoded, target, len, &mut report)
+                .load_prefix(&coords, encoded, target, len, watch)
             {
                 Ok(Some(present)) => Ok(present),
                 Ok(None) => Err(ChunkError::new(FetchError::new(
