@@ -71,7 +71,7 @@ struct Unlist<'a> {
 
 impl Drop for Unlist<'_> {
     fn drop(&mut self) {
-        self.cache.lock_growing().remove(&self.id);
+        self.cache.growing.lock().remove(&self.id);
     }
 }
 
@@ -182,10 +182,6 @@ impl ChunkCache {
         }
     }
 
-    fn lock_growing(&self) -> parking_lot::MutexGuard<'_, HashMap<ChunkId, Arc<FillingBuffer>>> {
-        self.growing.lock()
-    }
-
     /// The chunk `id` like [`ChunkCache::get_or_load`], `len` bytes decoded by `decode` front to
     /// back into the target it gets: meanwhile readers may use the part it reports decoded
     /// through [`ChunkCache::growing`]. `decode` says whether the chunk exists.
@@ -197,7 +193,7 @@ impl ChunkCache {
     ) -> Outcome {
         self.get_or_load(id, || {
             let chunk = Arc::new(FillingBuffer::new(self.buffers.take(len)));
-            self.lock_growing().insert(id, chunk.clone());
+            self.growing.lock().insert(id, chunk.clone());
             let listed = Unlist {
                 cache: self,
                 id,
@@ -215,7 +211,7 @@ impl ChunkCache {
 
     /// Chunk `id` while [`ChunkCache::get_or_load_growing`] decodes it.
     pub fn growing(&self, id: ChunkId) -> Option<Arc<FillingBuffer>> {
-        self.lock_growing().get(&id).cloned()
+        self.growing.lock().get(&id).cloned()
     }
 
     /// The index of shard `key` of array number `array`, kept like a chunk.

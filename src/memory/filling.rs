@@ -76,13 +76,8 @@ impl FillingBuffer {
     }
 
     /// Its length in bytes.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len
-    }
-
-    /// True when it holds no bytes.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 
     /// The writer of `part`, unless someone claimed it before (or there is no such part).
@@ -158,10 +153,9 @@ impl FillingBuffer {
             return None;
         }
         let n = self.marks[0].load(SeqCst).min(self.len);
-        // SAFETY: in bounds and initialized; bytes below the mark are never written again
-        // (`DecodeTarget::undecoded` and `Filler::write` write only past it), and `bytes` keeps
-        // them as long as `self`.
-        Some(unsafe { std::slice::from_raw_parts(self.start.as_ptr(), n) })
+        // SAFETY: initialized; bytes below the mark are never written again (`undecoded`
+        // refuses them; `Filler::write` promises not to).
+        unsafe { self.read(0, n) }
     }
 
     /// The whole buffer, once its one part is complete.
@@ -273,13 +267,8 @@ impl<'a> DecodeTarget<'a> {
     }
 
     /// Its length in bytes.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len
-    }
-
-    /// True when it holds no bytes.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 
     /// How far readers may read: bytes below are never written again.
@@ -294,12 +283,8 @@ impl<'a> DecodeTarget<'a> {
         if let Some(buf) = self.shared {
             buf.advance(0, n);
         }
-        self.first(n)
-    }
-
-    fn first(&self, n: usize) -> &[u8] {
         // SAFETY: in bounds and initialized (a slice, or a buffer made initialized); the
-        // first `n` bytes are no longer written (see `decoded`).
+        // first `n` bytes are no longer written (`undecoded` refuses them).
         unsafe { std::slice::from_raw_parts(self.start.as_ptr(), n) }
     }
 
@@ -318,7 +303,7 @@ impl<'a> DecodeTarget<'a> {
 // no more than that.
 unsafe impl zstd::zstd_safe::WriteBuf for DecodeTarget<'_> {
     fn as_slice(&self) -> &[u8] {
-        self.first(self.filled)
+        self.decoded(self.filled)
     }
 
     fn capacity(&self) -> usize {
@@ -338,47 +323,49 @@ unsafe impl zstd::zstd_safe::WriteBuf for DecodeTarget<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::panic::AssertUnwindSafe;
-    use std::time::Duration;
+    use std::panic::{catch_unwind, AssertUnwindSafe};
 
     /// The byte a writer puts at `i`.
     fn pattern(i: usize) -> u8 {
         (i * 7 % 251) as u8 + 1
     }
 
+    fn is_pattern(bytes: &[u8], from: usize) -> bool {
+        bytes
+            .iter()
+            .enumerate()
+            .all(|(i, &b)| b == pattern(from + i))
+    }
+
     #[test]
     fn readers_see_only_decoded_bytes_as_they_grow() {
-        let buf = Arc::new(FillingBuffer::new(vec![0; 100_000]));
-        let readers: Vec<_> = (0..3)
-            .map(|r| {
-                let buf = buf.clone();
-                std::thread::spawn(move || {
+        let buf = FillingBuffer::new(vec![0; 100_000]);
+        std::thread::scope(|s| {
+            for r in 0..3 {
+                let buf = &buf;
+                s.spawn(move || {
                     let mut seen = 0;
                     while seen < buf.len() {
                         let got = buf.wait_prefix(seen + 1 + r * 10).expect("no failure");
-                        assert!(got.len() > seen, "the mark only moves forward");
-                        assert!(got.iter().enumerate().all(|(i, &b)| b == pattern(i)));
+                        assert!(got.len() > seen && is_pattern(got, 0));
                         seen = got.len();
                     }
-                })
-            })
-            .collect();
-        let mut filler = buf.claim(0).expect("unclaimed");
-        assert!(buf.claim(0).is_none(), "one writer");
-        {
+                });
+            }
+            let mut filler = buf.claim(0).expect("unclaimed");
+            assert!(buf.claim(0).is_none(), "one writer");
             let mut target = filler.target();
             for from in (0..100_000).step_by(997) {
                 let to = (from + 997).min(100_000);
-                for (i, b) in target.undecoded(from, to).iter_mut().enumerate() {
-                    *b = pattern(from + i);
-                }
+                let room = target.undecoded(from, to);
+                room.iter_mut()
+                    .enumerate()
+                    .for_each(|(i, b)| *b = pattern(from + i));
                 assert_eq!(target.decoded(to).len(), to);
             }
-        }
-        filler.finish();
-        readers.into_iter().for_each(|r| r.join().unwrap());
-        let whole = buf.whole().expect("complete");
-        assert!(whole.iter().enumerate().all(|(i, &b)| b == pattern(i)));
+            filler.finish();
+        });
+        assert!(is_pattern(&buf.whole().expect("complete"), 0));
     }
 
     #[test]
@@ -389,9 +376,7 @@ mod tests {
         filler.publish(3);
         assert_eq!(buf.wait_prefix(1).map(<[u8]>::len), Some(6));
         let mut target = filler.target();
-        let rewrite = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            target.undecoded(5, 8);
-        }));
+        let rewrite = catch_unwind(AssertUnwindSafe(|| target.undecoded(5, 8).fill(1)));
         assert!(rewrite.is_err(), "bytes readers may read are not written");
         target.undecoded(6, 10).fill(9);
         assert!(buf.whole().is_none(), "not complete yet");
@@ -399,19 +384,20 @@ mod tests {
 
     #[test]
     fn a_failed_writer_wakes_its_readers_and_keeps_what_was_in() {
-        let buf = Arc::new(FillingBuffer::new(vec![0; 100]));
+        let buf = FillingBuffer::new(vec![0; 100]);
         let filler = buf.claim(0).unwrap();
-        let reader = {
-            let buf = buf.clone();
-            std::thread::spawn(move || buf.wait_prefix(80).is_none())
-        };
-        filler.publish(50);
-        std::thread::sleep(Duration::from_millis(20));
-        drop(filler);
-        assert!(reader.join().unwrap(), "the reader gives up");
+        std::thread::scope(|s| {
+            let reader = s.spawn(|| buf.wait_prefix(80).is_none());
+            filler.publish(50);
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            drop(filler);
+            assert!(reader.join().unwrap(), "the reader gives up");
+        });
         assert_eq!(buf.wait_prefix(40).map(<[u8]>::len), Some(50));
-        assert!(buf.whole().is_none());
-        assert!(buf.claim(0).is_none(), "a failed part is not claimed again");
+        assert!(
+            buf.whole().is_none() && buf.claim(0).is_none(),
+            "failed for good"
+        );
     }
 
     #[test]
@@ -419,16 +405,14 @@ mod tests {
         const PARTS: usize = 8;
         const ROWS: usize = 64;
         const ROW: usize = 32;
-        // Row `r` of part `p` sits at row `r * PARTS + p` of the buffer (interleaved).
-        let buf = Arc::new(FillingBuffer::uninit(PARTS * ROWS * ROW, PARTS));
+        // Row `r` of part `p` is row `r * PARTS + p` of the buffer: the parts interleave.
         let at = |p: usize, r: usize| (r * PARTS + p) * ROW;
+        let buf = FillingBuffer::uninit(PARTS * ROWS * ROW, PARTS);
         std::thread::scope(|s| {
             for p in 0..PARTS {
                 let buf = &buf;
                 s.spawn(move || {
-                    let Some(mut filler) = buf.claim(p) else {
-                        return;
-                    };
+                    let mut filler = buf.claim(p).unwrap();
                     for r in 0..ROWS {
                         let row: Vec<u8> = (0..ROW).map(|i| pattern(at(p, r) + i)).collect();
                         // SAFETY: rows of part `p` are its own, read after the mark passes.
@@ -442,10 +426,7 @@ mod tests {
                         assert!(buf.wait(p, r + 1));
                         // SAFETY: the mark of part `p` covers row `r`, written once.
                         let row = unsafe { buf.read(at(p, r), at(p, r) + ROW).unwrap() };
-                        assert!(row
-                            .iter()
-                            .enumerate()
-                            .all(|(i, &b)| b == pattern(at(p, r) + i)));
+                        assert!(is_pattern(row, at(p, r)));
                     }
                 });
             }

@@ -102,11 +102,7 @@ fn resolve(item: &Item, len: u64, axis: usize) -> Result<AxisSel, SelectionError
     let n = i128::from(len);
     match *item {
         Item::Index(i) => {
-            let at = if i < 0 {
-                n + i128::from(i)
-            } else {
-                i128::from(i)
-            };
+            let at = i128::from(i) + if i < 0 { n } else { 0 };
             if at < 0 || at >= n {
                 return Err(SelectionError::OutOfRange {
                     index: i,
@@ -135,11 +131,7 @@ fn resolve(item: &Item, len: u64, axis: usize) -> Result<AxisSel, SelectionError
                 0
             };
             Ok(AxisSel {
-                start: if count == 0 {
-                    lo.min(n) as u64
-                } else {
-                    lo as u64
-                },
+                start: lo as u64,
                 step,
                 count,
                 dropped: false,

@@ -68,21 +68,11 @@ impl SelectionBuffer {
         self.out.len() as u64
     }
 
-    /// Fills chunk `slot` unless someone started it (a read-ahead job).
+    /// Fills chunk `slot` unless someone started it (a read-ahead job, or a reader).
     pub fn fill(&self, file: &SliceFile, source: &ChunkSource, cache: &ChunkCache, slot: u64) {
-        if let Some(filler) = self.out.claim(slot as usize) {
-            self.fill_claimed(filler, file, source, cache, slot);
-        }
-    }
-
-    fn fill_claimed(
-        &self,
-        mut filler: Filler,
-        file: &SliceFile,
-        source: &ChunkSource,
-        cache: &ChunkCache,
-        slot: u64,
-    ) {
+        let Some(mut filler) = self.out.claim(slot as usize) else {
+            return;
+        };
         let run = || self.decode_and_copy(&mut filler, file, source, cache, slot);
         if catch_unwind(AssertUnwindSafe(run))
             .unwrap_or(None)
@@ -161,9 +151,7 @@ impl SelectionBuffer {
         slot: u64,
         need: u64,
     ) -> bool {
-        if let Some(filler) = self.out.claim(slot as usize) {
-            self.fill_claimed(filler, file, source, cache, slot);
-        }
+        self.fill(file, source, cache, slot);
         self.out.wait(slot as usize, need as usize)
     }
 
