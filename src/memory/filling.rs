@@ -18,11 +18,10 @@ use std::sync::Arc;
 
 /// A part's mark once complete: it serves any need.
 const DONE: usize = usize::MAX;
-/// A part's state: nobody has claimed it...
+/// A part's states: nobody has claimed it, its writer is at work, or its writer gave up (its
+/// mark stays where it was).
 const PENDING: u8 = 0;
-/// ...its writer is at work...
 const RUNNING: u8 = 1;
-/// ...or its writer gave up (its mark stays where it was).
 const FAILED: u8 = 2;
 
 /// A buffer of parts filled by their writers while readers use what is in.
@@ -143,6 +142,11 @@ impl FillingBuffer {
             waits.swap_remove(i);
         }
         mark.load(SeqCst) >= need
+    }
+
+    /// True when the writer of `part` gave up.
+    pub fn failed(&self, part: usize) -> bool {
+        self.states.get(part).map(|s| s.load(SeqCst)) == Some(FAILED)
     }
 
     /// The bytes in of a one-part buffer made initialized, once at least `need` are (fewer

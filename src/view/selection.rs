@@ -30,12 +30,12 @@ pub enum SelectionError {
     NotAnIndex(String),
     #[error("'{0}' has more than two ':'")]
     TooManyColons(String),
-    #[error("'{part}' in '{item}' is not an integer")]
-    NotAnInteger { part: String, item: String },
+    #[error("'{0}' in '{1}' is not an integer")]
+    NotAnInteger(String, String),
     #[error("the step in '{0}' must be at least 1")]
     StepBelowOne(String),
-    #[error("index {index} is out of range for axis {axis} of length {len}")]
-    OutOfRange { index: i64, axis: usize, len: u64 },
+    #[error("index {0} is out of range for axis {1} of length {2}")]
+    OutOfRange(i64, usize, u64),
     #[error("dimension names and positions cannot be mixed")]
     NamesAndPositions,
     #[error("'{0}' is not a dimension name")]
@@ -46,8 +46,8 @@ pub enum SelectionError {
     EllipsisNamed(String),
     #[error("'...' may appear only once")]
     EllipsisTwice,
-    #[error("{given} indices for an array of {rank} dimensions")]
-    TooManyIndices { given: usize, rank: usize },
+    #[error("{0} indices for an array of {1} dimensions")]
+    TooManyIndices(usize, usize),
 }
 
 /// One comma-separated item, before it meets a shape.
@@ -83,10 +83,7 @@ fn parse_item(text: &str) -> Result<Item, SelectionError> {
             None | Some(&"") => Ok(None),
             Some(p) => parse_int(p)
                 .map(Some)
-                .ok_or_else(|| SelectionError::NotAnInteger {
-                    part: p.to_string(),
-                    item: text.into(),
-                }),
+                .ok_or_else(|| SelectionError::NotAnInteger(p.to_string(), text.into())),
         }
     };
     let step = part(2)?;
@@ -104,11 +101,7 @@ fn resolve(item: &Item, len: u64, axis: usize) -> Result<AxisSel, SelectionError
         Item::Index(i) => {
             let at = i128::from(i) + if i < 0 { n } else { 0 };
             if at < 0 || at >= n {
-                return Err(SelectionError::OutOfRange {
-                    index: i,
-                    axis,
-                    len,
-                });
+                return Err(SelectionError::OutOfRange(i, axis, len));
             }
             Ok(AxisSel {
                 start: at as u64,
@@ -197,10 +190,7 @@ impl Selection {
         }
         let given = items.len() - ellipses;
         if given > shape.len() {
-            return Err(SelectionError::TooManyIndices {
-                given,
-                rank: shape.len(),
-            });
+            return Err(SelectionError::TooManyIndices(given, shape.len()));
         }
         let mut axis = 0;
         for item in &items {

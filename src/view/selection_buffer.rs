@@ -152,7 +152,7 @@ impl SelectionBuffer {
         need: u64,
     ) -> bool {
         self.fill(file, source, cache, slot);
-        self.out.wait(slot as usize, need as usize)
+        self.out.wait(slot as usize, need as usize) && !self.out.failed(slot as usize)
     }
 
     /// Bytes `offset..end` of the selection, whose rows the caller has waited for (see
