@@ -3,11 +3,11 @@
 
 use super::{ChunkError, Panicked};
 use lru::LruCache;
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Counters for tests and benchmarks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -26,11 +26,8 @@ pub struct CacheStats {
 
 type Outcome<V> = Result<V, ChunkError>;
 
-/// One load in progress; readers of the same key wait on it.
-struct Flight<V> {
-    outcome: Mutex<Option<Outcome<V>>>,
-    done: Condvar,
-}
+/// One load in progress; readers of the same key wait for its outcome.
+type Flight<V> = OnceLock<Outcome<V>>;
 
 struct Inner<K, V> {
     lru: LruCache<K, V>,
@@ -124,12 +121,9 @@ impl<K: Hash + Eq + Clone, V: Clone> FlightLru<K, V> {
                 let flight = flight.clone();
                 inner.stats.hits += 1;
                 drop(inner);
-                return wait(&flight);
+                return flight.wait().clone();
             }
-            let flight = Arc::new(Flight {
-                outcome: Mutex::new(None),
-                done: Condvar::new(),
-            });
+            let flight = Arc::new(Flight::new());
             inner.inflight.insert(key.clone(), flight.clone());
             inner.stats.loads += 1;
             flight
@@ -166,19 +160,8 @@ impl<K: Hash + Eq + Clone, V: Clone> FlightLru<K, V> {
         if let Some(f) = &self.evicted {
             gone.into_iter().for_each(f);
         }
-        *flight.outcome.lock() = Some(outcome.clone());
-        flight.done.notify_all();
+        let _ = flight.set(outcome.clone());
         outcome
-    }
-}
-
-fn wait<V: Clone>(flight: &Flight<V>) -> Outcome<V> {
-    let mut outcome = flight.outcome.lock();
-    loop {
-        if let Some(o) = outcome.as_ref() {
-            return o.clone();
-        }
-        flight.done.wait(&mut outcome);
     }
 }
 
