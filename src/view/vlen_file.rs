@@ -342,9 +342,7 @@ impl VlenFile {
                     drop(scan);
                     return self.run_scan(cache);
                 }
-                Scan::Running => {
-                    self.scanned.wait(&mut scan);
-                }
+                Scan::Running => self.scanned.wait(&mut scan),
             }
         }
     }
