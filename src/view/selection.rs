@@ -59,10 +59,8 @@ enum Item {
 
 fn parse_int(s: &str) -> Option<i64> {
     let digits = s.strip_prefix('-').unwrap_or(s);
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    s.parse().ok()
+    let decimal = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
+    decimal.then(|| s.parse().ok()).flatten()
 }
 
 fn parse_item(text: &str) -> Result<Item, SelectionError> {
@@ -145,18 +143,14 @@ impl Selection {
         if text.chars().any(char::is_whitespace) {
             return Err(SelectionError::Whitespace);
         }
-        let whole = |len: u64| AxisSel {
+        let whole = |&count: &u64| AxisSel {
             start: 0,
             step: 1,
-            count: len,
+            count,
             dropped: false,
         };
-        let mut axes: Vec<AxisSel> = shape.iter().map(|&len| whole(len)).collect();
-        let raw: Vec<&str> = if text.is_empty() {
-            Vec::new()
-        } else {
-            text.split(',').collect()
-        };
+        let mut axes: Vec<AxisSel> = shape.iter().map(whole).collect();
+        let raw: Vec<&str> = text.split(',').filter(|_| !text.is_empty()).collect();
         let named = raw.iter().filter(|r| r.contains('=')).count();
         if named > 0 {
             if named < raw.len() {
