@@ -1,14 +1,11 @@
-//! The one buffer readers use while writers still fill it, and the only place its unsafe code
-//! lives.
+//! The one buffer readers use while writers still fill it; all its unsafe code is here.
 //!
-//! A [`FillingBuffer`] is split into parts (one for a chunk decoding front to back; one per
-//! chunk for a selection gathered from several). Each part has one writer at a time (a
-//! [`Filler`], claimed once) and a mark that only moves forward: readers wait until a part's
-//! mark reaches what they need, or the part fails. A chunk's writer fills the buffer through
-//! a [`DecodeTarget`], whose decoded bytes become readable as the decoder reports them; writes
-//! are only ever allowed past that point, so readers never see a byte change. A selection's
-//! writers copy rows scattered over the buffer, which only the caller's layout keeps apart:
-//! those writes and reads stay `unsafe` for the caller to vouch for.
+//! A [`FillingBuffer`] has parts (one for a chunk decoded front to back, one per chunk of a
+//! selection), each with one writer (a [`Filler`], claimed once) and a mark that only moves
+//! forward: readers wait until a part's mark reaches their need, or the part fails. A chunk is
+//! decoded through a [`DecodeTarget`]: what the decoder reports decoded becomes readable, and
+//! only what lies past it may be written. A selection's rows are scattered over the buffer and
+//! kept apart by the caller's layout, so those writes and reads stay `unsafe`.
 
 use parking_lot::{Condvar, Mutex};
 use std::marker::PhantomData;

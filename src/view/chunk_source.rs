@@ -93,7 +93,8 @@ impl Source for ChunkSource {
 }
 
 impl ChunkSource {
-    fn id(&self, chunk: u64) -> ChunkId {
+    /// The cache's name of chunk `chunk`.
+    pub(super) fn id(&self, chunk: u64) -> ChunkId {
         ChunkId {
             array: self.id,
             index: chunk,

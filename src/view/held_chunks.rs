@@ -4,7 +4,7 @@
 use super::chunk_source::ChunkSource;
 use super::error::chunk_failed;
 use super::{IoCause, ViewError};
-use crate::cache::{ChunkCache, ChunkData, ChunkId};
+use crate::cache::{ChunkCache, ChunkData};
 use crate::memory::filling::FillingBuffer;
 use std::sync::Arc;
 
@@ -75,19 +75,13 @@ impl HeldChunks {
         let end = at.saturating_add(len);
         let slot = match self.held.iter().rposition(|(c, _)| *c == chunk) {
             Some(slot) => slot,
-            None => {
-                let id = ChunkId {
-                    array: source.id,
-                    index: chunk,
-                };
-                match cache.growing(id) {
-                    Some(growing) => self.hold(chunk, Held::Growing(growing)),
-                    None => {
-                        let data = source.chunk(cache, chunk).map_err(chunk_failed)?;
-                        self.hold(chunk, Held::Whole(data))
-                    }
+            None => match cache.growing(source.id(chunk)) {
+                Some(growing) => self.hold(chunk, Held::Growing(growing)),
+                None => {
+                    let data = source.chunk(cache, chunk).map_err(chunk_failed)?;
+                    self.hold(chunk, Held::Whole(data))
                 }
-            }
+            },
         };
         if let Held::Growing(growing) = &self.held[slot].1 {
             if growing.wait_prefix(end).is_none() {

@@ -10,7 +10,7 @@
 use super::array_file::extend_with_fill;
 use super::chunk_source::ChunkSource;
 use super::slice_file::{Row, SliceFile};
-use crate::cache::{ChunkCache, ChunkId};
+use crate::cache::ChunkCache;
 use crate::codec::DecodeTarget;
 use crate::memory::filling::{Filler, FillingBuffer};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -96,11 +96,7 @@ impl SelectionBuffer {
         let (chunk, rows) = file.slot_rows(slot);
         let last = rows.last()?;
         let need = last.src_end(es as u64) as usize;
-        let id = ChunkId {
-            array: source.id,
-            index: chunk,
-        };
-        if !cache.contains(id) {
+        if !cache.contains(source.id(chunk)) {
             let coords = source.layout.chunk_coords(chunk);
             let mut scratch = cache.buffers().take(file.chunk_bytes() as usize);
             let (mut next, mut bad, mut gather) = (0, false, Vec::new());
