@@ -3,9 +3,10 @@
 
 use super::flight_lru::{CacheStats, FlightLru};
 use super::read_ahead::Ledger;
-use super::{ChunkData, ChunkError, GrowingChunk};
+use super::{ChunkData, ChunkError};
 use crate::codec::{DecodeTarget, ShardIndex};
 use crate::fetch::ShardIndexIfStored;
+use crate::memory::filling::FillingBuffer;
 use crate::memory::{self, Buffers};
 use crate::stats::{add, STATS};
 use parking_lot::Mutex;
@@ -56,22 +57,21 @@ pub struct ChunkCache {
     /// False until the first chunk is marked: readers skip the lock until then.
     any_prefetched: AtomicBool,
     /// The chunks being decoded front to back, whose decoded part readers may use already.
-    growing: Mutex<HashMap<ChunkId, Arc<GrowingChunk>>>,
+    growing: Mutex<HashMap<ChunkId, Arc<FillingBuffer>>>,
     /// The chunks the read-ahead has queued or is loading.
     ledger: Ledger,
 }
 
-/// Unlists a growing chunk when its load returns (or panics), releasing its readers.
+/// Unlists a growing chunk when its load returns (or panics).
 struct Unlist<'a> {
     cache: &'a ChunkCache,
     id: ChunkId,
-    chunk: Arc<GrowingChunk>,
+    chunk: Arc<FillingBuffer>,
 }
 
 impl Drop for Unlist<'_> {
     fn drop(&mut self) {
-        self.cache.lock_growing().remove(&self.id);
-        self.chunk.end(false);
+        self.cache.growing.lock().remove(&self.id);
     }
 }
 
@@ -182,41 +182,36 @@ impl ChunkCache {
         }
     }
 
-    fn lock_growing(&self) -> parking_lot::MutexGuard<'_, HashMap<ChunkId, Arc<GrowingChunk>>> {
-        self.growing.lock()
-    }
-
     /// The chunk `id` like [`ChunkCache::get_or_load`], `len` bytes decoded by `decode` front to
-    /// back into the target it gets, reporting its progress: meanwhile readers may use the
-    /// decoded part through [`ChunkCache::growing`]. `decode` says whether the chunk exists.
+    /// back into the target it gets: meanwhile readers may use the part it reports decoded
+    /// through [`ChunkCache::growing`]. `decode` says whether the chunk exists.
     pub fn get_or_load_growing(
         &self,
         id: ChunkId,
         len: usize,
-        decode: impl FnOnce(&mut DecodeTarget, &mut dyn FnMut(&[u8])) -> Result<bool, ChunkError>,
+        decode: impl FnOnce(&mut DecodeTarget) -> Result<bool, ChunkError>,
     ) -> Outcome {
         self.get_or_load(id, || {
-            let chunk = Arc::new(GrowingChunk::new(self.buffers.take(len)));
-            self.lock_growing().insert(id, chunk.clone());
+            let chunk = Arc::new(FillingBuffer::new(self.buffers.take(len)));
+            self.growing.lock().insert(id, chunk.clone());
             let listed = Unlist {
                 cache: self,
                 id,
                 chunk,
             };
-            let present = decode(&mut listed.chunk.target(), &mut |done| {
-                listed.chunk.publish(done.len())
-            })?;
-            Ok(if present {
-                listed.chunk.end(true)
-            } else {
-                None
-            })
+            // Dropped unfinished (an error, a panic), the filler releases the readers.
+            let mut filler = listed.chunk.claim(0).expect("a new buffer is unclaimed");
+            if !decode(&mut filler.target())? {
+                return Ok(None);
+            }
+            filler.finish();
+            Ok(listed.chunk.whole())
         })
     }
 
     /// Chunk `id` while [`ChunkCache::get_or_load_growing`] decodes it.
-    pub fn growing(&self, id: ChunkId) -> Option<Arc<GrowingChunk>> {
-        self.lock_growing().get(&id).cloned()
+    pub fn growing(&self, id: ChunkId) -> Option<Arc<FillingBuffer>> {
+        self.growing.lock().get(&id).cloned()
     }
 
     /// The index of shard `key` of array number `array`, kept like a chunk.
@@ -317,22 +312,22 @@ mod tests {
         let loader = {
             let (cache, half, go) = (cache.clone(), half.clone(), go.clone());
             std::thread::spawn(move || {
-                cache.get_or_load_growing(id(1), 1000, |target, progress| {
+                cache.get_or_load_growing(id(1), 1000, |target| {
                     target.undecoded(0, 500).fill(1);
-                    progress(target.decoded(500));
+                    target.decoded(500);
                     half.wait();
                     go.wait();
                     target.undecoded(500, 1000).fill(2);
-                    progress(target.decoded(1000));
+                    target.decoded(1000);
                     Ok(true)
                 })
             })
         };
         half.wait();
         let growing = cache.growing(id(1)).expect("listed while it decodes");
-        assert_eq!(growing.wait(400).map(<[u8]>::len), Some(500));
+        assert_eq!(growing.wait_prefix(400).map(<[u8]>::len), Some(500));
         go.wait();
-        assert_eq!(growing.wait(1000).unwrap()[999], 2);
+        assert_eq!(growing.wait_prefix(1000).unwrap()[999], 2);
         let whole = loader.join().unwrap().unwrap().unwrap();
         assert!(whole[..500].iter().all(|&b| b == 1) && whole[500..].iter().all(|&b| b == 2));
         assert!(cache.growing(id(1)).is_none(), "unlisted once loaded");
@@ -342,7 +337,7 @@ mod tests {
         );
         // A decoder that panics unlists its chunk and releases its readers.
         let err = cache
-            .get_or_load_growing(id(2), 10, |_, _| panic!("boom"))
+            .get_or_load_growing(id(2), 10, |_| panic!("boom"))
             .unwrap_err();
         assert!(err.to_string().contains("panicked"), "{err}");
         assert!(cache.growing(id(2)).is_none());

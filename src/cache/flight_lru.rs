@@ -3,10 +3,11 @@
 
 use super::{ChunkError, Panicked};
 use lru::LruCache;
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, OnceLock};
 
 /// Counters for tests and benchmarks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -25,11 +26,8 @@ pub struct CacheStats {
 
 type Outcome<V> = Result<V, ChunkError>;
 
-/// One load in progress; readers of the same key wait on it.
-struct Flight<V> {
-    outcome: Mutex<Option<Outcome<V>>>,
-    done: Condvar,
-}
+/// One load in progress; readers of the same key wait for its outcome.
+type Flight<V> = OnceLock<Outcome<V>>;
 
 struct Inner<K, V> {
     lru: LruCache<K, V>,
@@ -69,10 +67,6 @@ impl<K: Hash + Eq + Clone, V: Clone> FlightLru<K, V> {
         self
     }
 
-    fn lock(&self) -> MutexGuard<'_, Inner<K, V>> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// The byte budget.
     pub fn budget(&self) -> u64 {
         self.budget
@@ -80,7 +74,7 @@ impl<K: Hash + Eq + Clone, V: Clone> FlightLru<K, V> {
 
     /// Current counters.
     pub fn stats(&self) -> CacheStats {
-        let inner = self.lock();
+        let inner = self.inner.lock();
         CacheStats {
             entries: inner.lru.len() as u64,
             ..inner.stats
@@ -89,14 +83,14 @@ impl<K: Hash + Eq + Clone, V: Clone> FlightLru<K, V> {
 
     /// True when `key` is cached or being loaded.
     pub fn contains(&self, key: &K) -> bool {
-        let inner = self.lock();
+        let inner = self.inner.lock();
         inner.lru.contains(key) || inner.inflight.contains_key(key)
     }
 
     /// Drops `key` from the cache (a load under way is left alone); the evict hook gets it.
     pub fn remove(&self, key: &K) {
         let gone = {
-            let mut inner = self.lock();
+            let mut inner = self.inner.lock();
             let gone = inner.lru.pop(key);
             if let Some(v) = &gone {
                 inner.stats.used -= (self.charge)(v);
@@ -117,7 +111,7 @@ impl<K: Hash + Eq + Clone, V: Clone> FlightLru<K, V> {
         load: impl FnOnce() -> Outcome<V>,
     ) -> Outcome<V> {
         let flight = {
-            let mut inner = self.lock();
+            let mut inner = self.inner.lock();
             if let Some(value) = inner.lru.get(&key) {
                 let value = value.clone();
                 inner.stats.hits += 1;
@@ -127,12 +121,9 @@ impl<K: Hash + Eq + Clone, V: Clone> FlightLru<K, V> {
                 let flight = flight.clone();
                 inner.stats.hits += 1;
                 drop(inner);
-                return wait(&flight);
+                return flight.wait().clone();
             }
-            let flight = Arc::new(Flight {
-                outcome: Mutex::new(None),
-                done: Condvar::new(),
-            });
+            let flight = Arc::new(Flight::new());
             inner.inflight.insert(key.clone(), flight.clone());
             inner.stats.loads += 1;
             flight
@@ -143,7 +134,7 @@ impl<K: Hash + Eq + Clone, V: Clone> FlightLru<K, V> {
 
         let mut gone = Vec::new();
         {
-            let mut inner = self.lock();
+            let mut inner = self.inner.lock();
             inner.inflight.remove(&key);
             if let Ok(value) = &outcome {
                 let cost = (self.charge)(value);
@@ -169,19 +160,8 @@ impl<K: Hash + Eq + Clone, V: Clone> FlightLru<K, V> {
         if let Some(f) = &self.evicted {
             gone.into_iter().for_each(f);
         }
-        *flight.outcome.lock().unwrap_or_else(|p| p.into_inner()) = Some(outcome.clone());
-        flight.done.notify_all();
+        let _ = flight.set(outcome.clone());
         outcome
-    }
-}
-
-fn wait<V: Clone>(flight: &Flight<V>) -> Outcome<V> {
-    let mut outcome = flight.outcome.lock().unwrap_or_else(|p| p.into_inner());
-    loop {
-        if let Some(o) = outcome.as_ref() {
-            return o.clone();
-        }
-        outcome = flight.done.wait(outcome).unwrap_or_else(|p| p.into_inner());
     }
 }
 
@@ -219,12 +199,11 @@ mod tests {
     fn evicted_values_are_handed_back() {
         let gone = Arc::new(Mutex::new(Vec::new()));
         let sink = gone.clone();
-        let cache =
-            FlightLru::<u32, u32>::new(16, |_| 8).on_evict(move |v| sink.lock().unwrap().push(v));
+        let cache = FlightLru::<u32, u32>::new(16, |_| 8).on_evict(move |v| sink.lock().push(v));
         for k in 0..4 {
             cache.get_or_load(k, String::new, || Ok(k * 10)).unwrap();
         }
-        assert_eq!(*gone.lock().unwrap(), vec![0, 10]);
+        assert_eq!(*gone.lock(), vec![0, 10]);
         assert!(cache.stats().used <= cache.budget());
     }
 }

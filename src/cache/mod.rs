@@ -3,12 +3,10 @@
 
 mod chunk_cache;
 mod flight_lru;
-mod growing;
 pub mod read_ahead;
 
 pub use chunk_cache::{ChunkCache, ChunkId};
 pub use flight_lru::CacheStats;
-pub use growing::GrowingChunk;
 
 use std::error::Error;
 use std::fmt;

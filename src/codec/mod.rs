@@ -22,7 +22,6 @@ pub(crate) mod array_to_array;
 pub(crate) mod array_to_bytes;
 pub(crate) mod bytes_to_bytes;
 mod config;
-mod decode_target;
 mod error;
 pub(crate) mod filters;
 mod numtype;
@@ -32,11 +31,11 @@ mod registry;
 #[cfg(test)]
 mod testutil;
 
+pub use crate::memory::filling::DecodeTarget;
 #[cfg(test)]
 pub(crate) use array_to_bytes::sharding::testutil as sharding_testutil;
 pub use array_to_bytes::sharding::{ShardIndex, ShardedArray};
 pub use array_to_bytes::vlen;
-pub use decode_target::DecodeTarget;
 pub use error::CodecError;
 pub(crate) use numtype::NumType;
 pub use pipeline::Pipeline;

@@ -10,6 +10,7 @@
 //! - [`tune_malloc`]: glibc's malloc, which the C codec libraries still use.
 
 mod buffers;
+pub mod filling;
 mod huge_pages;
 
 pub use buffers::Buffers;

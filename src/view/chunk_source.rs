@@ -93,7 +93,8 @@ impl Source for ChunkSource {
 }
 
 impl ChunkSource {
-    fn id(&self, chunk: u64) -> ChunkId {
+    /// The cache's name of chunk `chunk`.
+    pub(super) fn id(&self, chunk: u64) -> ChunkId {
         ChunkId {
             array: self.id,
             index: chunk,
@@ -148,7 +149,10 @@ impl ChunkSource {
         send: SendBytes,
     ) -> Result<bool, ChunkError> {
         if let Some(growing) = cache.growing(self.id(chunk)) {
-            if let Some(bytes) = growing.wait(range.end).and_then(|d| d.get(range.clone())) {
+            if let Some(bytes) = growing
+                .wait_prefix(range.end)
+                .and_then(|d| d.get(range.clone()))
+            {
                 send(bytes);
                 return Ok(true);
             }
@@ -188,14 +192,10 @@ impl ChunkSource {
             return self.load_cached(cache, chunk, encoded);
         };
         let coords = self.layout.chunk_coords(chunk);
-        cache.get_or_load_growing(self.id(chunk), len, |target, progress| {
-            let mut report = |done: &[u8]| {
-                progress(done);
-                watch(done);
-            };
+        cache.get_or_load_growing(self.id(chunk), len, |target| {
             match self
                 .reader
-                .load_prefix(&coords, encoded, target, len, &mut report)
+                .load_prefix(&coords, encoded, target, len, watch)
             {
                 Ok(Some(present)) => Ok(present),
                 Ok(None) => Err(ChunkError::new(FetchError::new(

@@ -4,13 +4,14 @@
 use super::chunk_source::ChunkSource;
 use super::error::chunk_failed;
 use super::{IoCause, ViewError};
-use crate::cache::{ChunkCache, ChunkData, ChunkId, GrowingChunk};
+use crate::cache::{ChunkCache, ChunkData};
+use crate::memory::filling::FillingBuffer;
 use std::sync::Arc;
 
 /// A chunk held: decoded, or still being decoded front to back by a read-ahead worker.
 enum Held {
     Whole(ChunkData),
-    Growing(Arc<GrowingChunk>),
+    Growing(Arc<FillingBuffer>),
 }
 
 /// Up to `max` decoded chunks, the oldest dropped first.
@@ -74,22 +75,16 @@ impl HeldChunks {
         let end = at.saturating_add(len);
         let slot = match self.held.iter().rposition(|(c, _)| *c == chunk) {
             Some(slot) => slot,
-            None => {
-                let id = ChunkId {
-                    array: source.id,
-                    index: chunk,
-                };
-                match cache.growing(id) {
-                    Some(growing) => self.hold(chunk, Held::Growing(growing)),
-                    None => {
-                        let data = source.chunk(cache, chunk).map_err(chunk_failed)?;
-                        self.hold(chunk, Held::Whole(data))
-                    }
+            None => match cache.growing(source.id(chunk)) {
+                Some(growing) => self.hold(chunk, Held::Growing(growing)),
+                None => {
+                    let data = source.chunk(cache, chunk).map_err(chunk_failed)?;
+                    self.hold(chunk, Held::Whole(data))
                 }
-            }
+            },
         };
         if let Held::Growing(growing) = &self.held[slot].1 {
-            if growing.wait(end).is_none() {
+            if growing.wait_prefix(end).is_none() {
                 // The decode failed: the cache loads the chunk again, or says why.
                 let data = source.chunk(cache, chunk).map_err(chunk_failed)?;
                 self.held[slot].1 = Held::Whole(data);
@@ -98,7 +93,7 @@ impl HeldChunks {
         let data = match &self.held[slot].1 {
             Held::Whole(None) => return Ok(None),
             Held::Whole(Some(data)) => data.as_slice(),
-            Held::Growing(growing) => growing.wait(end).unwrap_or_default(),
+            Held::Growing(growing) => growing.wait_prefix(end).unwrap_or_default(),
         };
         chunk_bytes(data, at, len, node, chunk).map(Some)
     }

@@ -18,7 +18,6 @@ mod npy;
 mod preview;
 mod selection;
 mod selection_buffer;
-mod selection_bytes;
 mod slice_file;
 mod slice_table;
 mod stats_file;

@@ -21,6 +21,35 @@ pub struct Selection {
     pub axes: Vec<AxisSel>,
 }
 
+/// Why a selection's text does not select from an array.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SelectionError {
+    #[error("whitespace is not allowed in a selection")]
+    Whitespace,
+    #[error("'{0}' is not an index or a dimension name")]
+    NotAnIndex(String),
+    #[error("'{0}' has more than two ':'")]
+    TooManyColons(String),
+    #[error("'{0}' in '{1}' is not an integer")]
+    NotAnInteger(String, String),
+    #[error("the step in '{0}' must be at least 1")]
+    StepBelowOne(String),
+    #[error("index {0} is out of range for axis {1} of length {2}")]
+    OutOfRange(i64, usize, u64),
+    #[error("dimension names and positions cannot be mixed")]
+    NamesAndPositions,
+    #[error("'{0}' is not a dimension name")]
+    NotADimension(String),
+    #[error("dimension '{0}' is selected twice")]
+    SelectedTwice(String),
+    #[error("'{0}': '...' cannot be named")]
+    EllipsisNamed(String),
+    #[error("'...' may appear only once")]
+    EllipsisTwice,
+    #[error("{0} indices for an array of {1} dimensions")]
+    TooManyIndices(usize, usize),
+}
+
 /// One comma-separated item, before it meets a shape.
 enum Item {
     Index(i64),
@@ -30,55 +59,47 @@ enum Item {
 
 fn parse_int(s: &str) -> Option<i64> {
     let digits = s.strip_prefix('-').unwrap_or(s);
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    s.parse().ok()
+    let decimal = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
+    decimal.then(|| s.parse().ok()).flatten()
 }
 
-fn parse_item(text: &str) -> Result<Item, String> {
+fn parse_item(text: &str) -> Result<Item, SelectionError> {
     if text == "..." {
         return Ok(Item::Ellipsis);
     }
     if !text.contains(':') {
         return parse_int(text)
             .map(Item::Index)
-            .ok_or_else(|| format!("'{text}' is not an index or a dimension name"));
+            .ok_or_else(|| SelectionError::NotAnIndex(text.into()));
     }
     let parts: Vec<&str> = text.split(':').collect();
     if parts.len() > 3 {
-        return Err(format!("'{text}' has more than two ':'"));
+        return Err(SelectionError::TooManyColons(text.into()));
     }
-    let part = |i: usize| -> Result<Option<i64>, String> {
+    let part = |i: usize| -> Result<Option<i64>, SelectionError> {
         match parts.get(i) {
             None | Some(&"") => Ok(None),
             Some(p) => parse_int(p)
                 .map(Some)
-                .ok_or_else(|| format!("'{p}' in '{text}' is not an integer")),
+                .ok_or_else(|| SelectionError::NotAnInteger(p.to_string(), text.into())),
         }
     };
     let step = part(2)?;
     if step.is_some_and(|s| s < 1) {
-        return Err(format!("the step in '{text}' must be at least 1"));
+        return Err(SelectionError::StepBelowOne(text.into()));
     }
     Ok(Item::Slice(part(0)?, part(1)?, step))
 }
 
 /// Resolves `item` on an axis of length `len` (axis number `axis`), numpy's way: negative
 /// positions count from the end, slice bounds clip, integers out of range are errors.
-fn resolve(item: &Item, len: u64, axis: usize) -> Result<AxisSel, String> {
+fn resolve(item: &Item, len: u64, axis: usize) -> Result<AxisSel, SelectionError> {
     let n = i128::from(len);
     match *item {
         Item::Index(i) => {
-            let at = if i < 0 {
-                n + i128::from(i)
-            } else {
-                i128::from(i)
-            };
+            let at = i128::from(i) + if i < 0 { n } else { 0 };
             if at < 0 || at >= n {
-                return Err(format!(
-                    "index {i} is out of range for axis {axis} of length {len}"
-                ));
+                return Err(SelectionError::OutOfRange(i, axis, len));
             }
             Ok(AxisSel {
                 start: at as u64,
@@ -101,11 +122,7 @@ fn resolve(item: &Item, len: u64, axis: usize) -> Result<AxisSel, String> {
                 0
             };
             Ok(AxisSel {
-                start: if count == 0 {
-                    lo.min(n) as u64
-                } else {
-                    lo as u64
-                },
+                start: lo as u64,
                 step,
                 count,
                 dropped: false,
@@ -117,27 +134,27 @@ fn resolve(item: &Item, len: u64, axis: usize) -> Result<AxisSel, String> {
 
 impl Selection {
     /// Parses `text` (what is between the brackets of `A[...]`) for an array of `shape` whose
-    /// axes are named `dims` (empty or `None` where unnamed). The error says why, in words.
-    pub fn parse(text: &str, shape: &[u64], dims: &[Option<String>]) -> Result<Self, String> {
+    /// axes are named `dims` (empty or `None` where unnamed).
+    pub fn parse(
+        text: &str,
+        shape: &[u64],
+        dims: &[Option<String>],
+    ) -> Result<Self, SelectionError> {
         if text.chars().any(char::is_whitespace) {
-            return Err("whitespace is not allowed in a selection".into());
+            return Err(SelectionError::Whitespace);
         }
-        let whole = |len: u64| AxisSel {
+        let whole = |&count: &u64| AxisSel {
             start: 0,
             step: 1,
-            count: len,
+            count,
             dropped: false,
         };
-        let mut axes: Vec<AxisSel> = shape.iter().map(|&len| whole(len)).collect();
-        let raw: Vec<&str> = if text.is_empty() {
-            Vec::new()
-        } else {
-            text.split(',').collect()
-        };
+        let mut axes: Vec<AxisSel> = shape.iter().map(whole).collect();
+        let raw: Vec<&str> = text.split(',').filter(|_| !text.is_empty()).collect();
         let named = raw.iter().filter(|r| r.contains('=')).count();
         if named > 0 {
             if named < raw.len() {
-                return Err("dimension names and positions cannot be mixed".into());
+                return Err(SelectionError::NamesAndPositions);
             }
             let mut seen = vec![false; shape.len()];
             for r in raw {
@@ -145,13 +162,13 @@ impl Selection {
                 let axis = dims
                     .iter()
                     .position(|d| d.as_deref().is_some_and(|d| dim_matches(d, name)))
-                    .ok_or_else(|| format!("'{name}' is not a dimension name"))?;
+                    .ok_or_else(|| SelectionError::NotADimension(name.into()))?;
                 if std::mem::replace(&mut seen[axis], true) {
-                    return Err(format!("dimension '{name}' is selected twice"));
+                    return Err(SelectionError::SelectedTwice(name.into()));
                 }
                 let item = parse_item(spec)?;
                 if matches!(item, Item::Ellipsis) {
-                    return Err(format!("'{r}': '...' cannot be named"));
+                    return Err(SelectionError::EllipsisNamed(r.to_string()));
                 }
                 axes[axis] = resolve(&item, shape[axis], axis)?;
             }
@@ -163,14 +180,11 @@ impl Selection {
             .collect::<Result<Vec<_>, _>>()?;
         let ellipses = items.iter().filter(|i| matches!(i, Item::Ellipsis)).count();
         if ellipses > 1 {
-            return Err("'...' may appear only once".into());
+            return Err(SelectionError::EllipsisTwice);
         }
         let given = items.len() - ellipses;
         if given > shape.len() {
-            return Err(format!(
-                "{given} indices for an array of {} dimensions",
-                shape.len()
-            ));
+            return Err(SelectionError::TooManyIndices(given, shape.len()));
         }
         let mut axis = 0;
         for item in &items {
@@ -248,7 +262,8 @@ mod tests {
 
     fn sel(text: &str, shape: &[u64]) -> Result<Vec<(u64, u64, u64, bool)>, String> {
         let dims = [Some("time".into()), Some("/lat".into()), None];
-        Selection::parse(text, shape, &dims[..shape.len().min(3)]).map(|s| {
+        let parsed = Selection::parse(text, shape, &dims[..shape.len().min(3)]);
+        parsed.map_err(|e| e.to_string()).map(|s| {
             s.axes
                 .iter()
                 .map(|a| (a.start, a.step, a.count, a.dropped))

@@ -183,17 +183,10 @@ impl VlenFile {
     pub(super) fn selection(&self, name: String, slice: Arc<SliceFile>, shape: Vec<u64>) -> Self {
         VlenFile {
             path: name,
-            source: self.source.clone(),
-            utf8: self.utf8,
             count: shape.iter().product(),
             shape,
             elements: Elements::Selection(slice),
-            scan: Mutex::new(Scan::NotStarted),
-            scanned: Condvar::new(),
-            metadata: self.metadata.clone(),
-            identity: ArrayIdentity::default(),
-            backing: Default::default(),
-            attached_by_read: Default::default(),
+            ..VlenFile::new("", self.source.clone(), self.metadata.clone())
         }
     }
 
@@ -349,9 +342,7 @@ impl VlenFile {
                     drop(scan);
                     return self.run_scan(cache);
                 }
-                Scan::Running => {
-                    self.scanned.wait(&mut scan);
-                }
+                Scan::Running => self.scanned.wait(&mut scan),
             }
         }
     }
