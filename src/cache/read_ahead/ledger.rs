@@ -8,7 +8,8 @@ use crate::cache::ChunkId;
 use crate::fetch::Encoded;
 use crate::stats::{add, STATS};
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use parking_lot::{Condvar, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Most chunks queued or loading at once; more are refused (and counted), never dropped unseen.
@@ -48,7 +49,7 @@ pub struct Continuation(Mutex<VecDeque<Job>>);
 impl Continuation {
     /// Replaces what is left with `jobs`, in order.
     pub fn replace(&self, jobs: impl IntoIterator<Item = Job>) {
-        let mut left = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut left = self.0.lock();
         left.clear();
         left.extend(jobs);
     }
@@ -59,11 +60,7 @@ impl Continuation {
         if ledger.len() >= MAX_QUEUED {
             return None;
         }
-        let job = self
-            .0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .pop_front()?;
+        let job = self.0.lock().pop_front()?;
         Some(job.then(self.clone()))
     }
 }
@@ -102,16 +99,7 @@ pub struct Ledger {
 
 impl Ledger {
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn wait<'a>(
-        on: &Condvar,
-        guard: MutexGuard<'a, State>,
-        at_most: Duration,
-    ) -> MutexGuard<'a, State> {
-        on.wait_timeout(guard, at_most)
-            .map_or_else(|p| p.into_inner().0, |(g, _)| g)
+        self.state.lock()
     }
 
     /// Queues `job` (at the front with `urgent`: chunks a read waits for). False when its chunk
@@ -204,7 +192,7 @@ impl Ledger {
                     return Claim::Decode(encoded);
                 }
                 Some(Phase::Fetching(_) | Phase::Decoding) => {
-                    state = Self::wait(&self.changed, state, Duration::from_millis(100));
+                    self.changed.wait_for(&mut state, Duration::from_millis(100));
                 }
             }
         }
@@ -271,7 +259,7 @@ impl Ledger {
                     );
                 }
             }
-            state = Self::wait(&self.fetch_ready, state, Duration::from_secs(1));
+            self.fetch_ready.wait_for(&mut state, Duration::from_secs(1));
         }
     }
 
@@ -296,7 +284,7 @@ impl Ledger {
                 self.fetch_ready.notify_one();
                 return Some((job, encoded));
             }
-            state = Self::wait(&self.decode_ready, state, Duration::from_secs(1));
+            self.decode_ready.wait_for(&mut state, Duration::from_secs(1));
         }
     }
 
