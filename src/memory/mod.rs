@@ -5,25 +5,29 @@
 //! writes into memory that is already mapped wherever it can:
 //! - [`buffers`]: the spare buffers of evicted chunks, finished fetches and sent replies,
 //!   within one budget sized by the chunk cache ([`size_for_cache`]);
-//! - the global allocator ([`Allocator`], installed by the binary) and its ready memory
-//!   ([`keep_ready_for_cache`]) for what the spares do not cover;
+//! - the global allocator ([`Allocator`], installed by the binary): jemalloc with transparent
+//!   huge pages, for what the spares do not cover (chosen against an allocator of our own,
+//!   BENCHMARKS.md "Allocator");
 //! - [`tune_malloc`]: glibc's malloc, which the C codec libraries still use.
 
 mod buffers;
-mod huge_pages;
 
 pub use buffers::Buffers;
-pub use huge_pages::HugePageAlloc as Allocator;
+pub use tikv_jemallocator::Jemalloc as Allocator;
 
 /// The spares kept before [`size_for_cache`] is called, and added to the chunks' share after:
 /// room for about eight fetches in flight.
 const FETCH_SHARE: usize = 32 << 20;
 /// The chunks' share of the spare budget: an eighth of the cache budget...
 const CACHE_FRACTION: u64 = 8;
-/// ...and at most this many bytes (also the most memory kept ready).
+/// ...and at most this many bytes.
 const CACHE_SHARE_MAX: u64 = 64 << 20;
-/// The memory kept ready: a sixteenth of the cache budget.
-const READY_FRACTION: u64 = 16;
+
+/// jemalloc's options: transparent huge pages for its mappings (a 4 MiB chunk buffer then
+/// costs two page faults instead of 1,024), and for its own metadata when that pays.
+#[allow(non_upper_case_globals)]
+#[export_name = "_rjem_malloc_conf"]
+pub static malloc_conf: &[u8] = b"thp:always,metadata_thp:auto\0";
 
 static BUFFERS: Buffers = Buffers::new(FETCH_SHARE);
 
@@ -37,20 +41,6 @@ pub fn buffers() -> &'static Buffers {
 pub fn size_for_cache(cache_bytes: u64) {
     let chunks = (cache_bytes / CACHE_FRACTION).min(CACHE_SHARE_MAX) as usize;
     BUFFERS.set_budget(chunks + FETCH_SHARE);
-}
-
-/// Has the allocator keep a sixteenth of a chunk cache budget of `cache_bytes` (at most
-/// 64 MiB) touched and ready for decoded chunks, on a thread of its own, so that reads do not
-/// wait for the kernel to back fresh memory. The view calls it when the first data file is
-/// opened, not at mount: a mount that only lists and stats holds none of it.
-pub fn keep_ready_for_cache(cache_bytes: u64) {
-    let bytes = (cache_bytes / READY_FRACTION).min(CACHE_SHARE_MAX) as usize;
-    let spawned = std::thread::Builder::new()
-        .name("ready-memory".into())
-        .spawn(move || huge_pages::keep_ready(bytes));
-    if let Err(e) = spawned {
-        log::warn!("cannot start the thread that readies memory: {e}");
-    }
 }
 
 /// Keeps the daemon's glibc malloc near the cache budget: few arenas, and blocks of 1 MiB and
