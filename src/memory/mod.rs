@@ -5,10 +5,11 @@
 //! writes into memory that is already mapped wherever it can:
 //! - [`buffers`]: the spare buffers of evicted chunks, finished fetches and sent replies,
 //!   within one budget sized by the chunk cache ([`size_for_cache`]);
-//! - the global allocator ([`Allocator`], installed by the binary): jemalloc with transparent
-//!   huge pages, for what the spares do not cover (chosen against an allocator of our own,
-//!   BENCHMARKS.md "Allocator");
-//! - [`tune_malloc`]: glibc's malloc, which the C codec libraries still use.
+//! - the global allocator ([`Allocator`], installed by the binary): jemalloc, for what the
+//!   spares do not cover, with the options in [`malloc_conf`] (chosen against an allocator of
+//!   our own, BENCHMARKS.md "Allocator");
+//! - [`tune_malloc`]: glibc's malloc, which the C codec libraries still use (the Rust
+//!   allocator's symbols are jemalloc's own, prefixed, so C code keeps calling glibc).
 
 mod buffers;
 
@@ -23,11 +24,20 @@ const CACHE_FRACTION: u64 = 8;
 /// ...and at most this many bytes.
 const CACHE_SHARE_MAX: u64 = 64 << 20;
 
-/// jemalloc's options: transparent huge pages for its mappings (a 4 MiB chunk buffer then
-/// costs two page faults instead of 1,024), and for its own metadata when that pays.
+/// The allocation policy: jemalloc's options, read at its first allocation (the environment
+/// variable `_RJEM_MALLOC_CONF` adds to them, for measuring).
+/// - `oversize_threshold:2097152`: blocks of 2 MiB and more (decoded chunks, fetched objects,
+///   gathered selections) come from one arena of their own that returns freed memory to the
+///   kernel at once (jemalloc's default threshold is 8 MiB, above our 4 MiB chunks). The hot
+///   large buffers are kept by [`buffers`], so the allocator need not keep any; otherwise
+///   each of jemalloc's arenas (four per CPU) holds freed chunks for its 10 s decay time.
+/// - transparent huge pages left at jemalloc's default (not `thp:always`): with them every
+///   arena extent a thread touches becomes resident in 2 MiB pages, which took the daemon's
+///   peak memory over a 96 MiB read with an 8 MiB cache from about 50 MiB to 90–120 MiB,
+///   without a speed gain on the full reads.
 #[allow(non_upper_case_globals)]
 #[export_name = "_rjem_malloc_conf"]
-pub static malloc_conf: &[u8] = b"thp:always,metadata_thp:auto\0";
+pub static malloc_conf: &[u8] = b"oversize_threshold:2097152\0";
 
 static BUFFERS: Buffers = Buffers::new(FETCH_SHARE);
 
