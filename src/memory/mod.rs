@@ -5,26 +5,42 @@
 //! writes into memory that is already mapped wherever it can:
 //! - [`buffers`]: the spare buffers of evicted chunks, finished fetches and sent replies,
 //!   within one budget sized by the chunk cache ([`size_for_cache`]);
-//! - the global allocator ([`Allocator`], installed by the binary) and its ready memory
-//!   ([`keep_ready_for_cache`]) for what the spares do not cover;
-//! - [`tune_malloc`]: glibc's malloc, which the C codec libraries still use.
+//! - the global allocator ([`Allocator`], installed by the binary): jemalloc, for what the
+//!   spares do not cover, with the options in [`malloc_conf`] (chosen against an allocator of
+//!   our own, BENCHMARKS.md "Allocator");
+//! - [`tune_malloc`]: glibc's malloc, which the C codec libraries still use (the Rust
+//!   allocator's symbols are jemalloc's own, prefixed, so C code keeps calling glibc);
+//! - [`filling`]: buffers read while they are written (a chunk as it decodes, a selection as
+//!   its chunks arrive), with their unsafe code in one file.
 
 mod buffers;
 pub mod filling;
-mod huge_pages;
 
 pub use buffers::Buffers;
-pub use huge_pages::HugePageAlloc as Allocator;
+pub use tikv_jemallocator::Jemalloc as Allocator;
 
 /// The spares kept before [`size_for_cache`] is called, and added to the chunks' share after:
 /// room for about eight fetches in flight.
 const FETCH_SHARE: usize = 32 << 20;
 /// The chunks' share of the spare budget: an eighth of the cache budget...
 const CACHE_FRACTION: u64 = 8;
-/// ...and at most this many bytes (also the most memory kept ready).
+/// ...and at most this many bytes.
 const CACHE_SHARE_MAX: u64 = 64 << 20;
-/// The memory kept ready: a sixteenth of the cache budget.
-const READY_FRACTION: u64 = 16;
+
+/// The allocation policy: jemalloc's options, read at its first allocation (the environment
+/// variable `_RJEM_MALLOC_CONF` adds to them, for measuring).
+/// - `oversize_threshold:2097152`: blocks of 2 MiB and more (decoded chunks, fetched objects,
+///   gathered selections) come from one arena of their own that returns freed memory to the
+///   kernel at once (jemalloc's default threshold is 8 MiB, above our 4 MiB chunks). The hot
+///   large buffers are kept by [`buffers`], so the allocator need not keep any; otherwise
+///   each of jemalloc's arenas (four per CPU) holds freed chunks for its 10 s decay time.
+/// - transparent huge pages left at jemalloc's default (not `thp:always`): with them every
+///   arena extent a thread touches becomes resident in 2 MiB pages, which took the daemon's
+///   peak memory over a 96 MiB read with an 8 MiB cache from about 50 MiB to 90–120 MiB,
+///   without a speed gain on the full reads.
+#[allow(non_upper_case_globals)]
+#[export_name = "_rjem_malloc_conf"]
+pub static malloc_conf: &[u8] = b"oversize_threshold:2097152\0";
 
 static BUFFERS: Buffers = Buffers::new(FETCH_SHARE);
 
@@ -38,20 +54,6 @@ pub fn buffers() -> &'static Buffers {
 pub fn size_for_cache(cache_bytes: u64) {
     let chunks = (cache_bytes / CACHE_FRACTION).min(CACHE_SHARE_MAX) as usize;
     BUFFERS.set_budget(chunks + FETCH_SHARE);
-}
-
-/// Has the allocator keep a sixteenth of a chunk cache budget of `cache_bytes` (at most
-/// 64 MiB) touched and ready for decoded chunks, on a thread of its own, so that reads do not
-/// wait for the kernel to back fresh memory. The view calls it when the first data file is
-/// opened, not at mount: a mount that only lists and stats holds none of it.
-pub fn keep_ready_for_cache(cache_bytes: u64) {
-    let bytes = (cache_bytes / READY_FRACTION).min(CACHE_SHARE_MAX) as usize;
-    let spawned = std::thread::Builder::new()
-        .name("ready-memory".into())
-        .spawn(move || huge_pages::keep_ready(bytes));
-    if let Err(e) = spawned {
-        log::warn!("cannot start the thread that readies memory: {e}");
-    }
 }
 
 /// Keeps the daemon's glibc malloc near the cache budget: few arenas, and blocks of 1 MiB and

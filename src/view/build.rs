@@ -387,7 +387,6 @@ impl View {
             next_handle: Default::default(),
             backing: None,
             slices: Default::default(),
-            memory_readied: std::sync::Once::new(),
         };
         let doc = json_bytes(&root.document);
         let zom = view.keep(&root, &doc);

@@ -248,8 +248,6 @@ pub struct View {
     backing: Option<backed::Backing>,
     /// Selection files (`A[SEL]`) looked up so far.
     slices: SliceTable,
-    /// Set at the first open of a data file, which readies memory for decoded chunks.
-    memory_readied: std::sync::Once,
 }
 
 impl View {
@@ -487,13 +485,6 @@ impl View {
 
     fn open_handle(&self, ino: u64, page_cached: bool) -> Result<u64, ViewError> {
         self.with_file(ino, |file, _, _| file.open(self, page_cached))
-    }
-
-    /// At the first open of a data file, has the allocator ready memory for the chunk cache
-    /// (see [`crate::memory::keep_ready_for_cache`]).
-    fn ready_memory(&self) {
-        self.memory_readied
-            .call_once(|| crate::memory::keep_ready_for_cache(self.cache.budget()));
     }
 
     /// Forgets file handle `fh`.

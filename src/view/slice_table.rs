@@ -204,7 +204,6 @@ impl ServedFile for SliceEntry {
     /// Queues the first of its chunks for decoding (the first open after the lookup finds
     /// them queued; a later one queues them again: they may have left the cache since).
     fn open(&self, view: &View, _page_cached: bool) -> Result<u64, ViewError> {
-        view.ready_memory();
         let (Body::Data(f) | Body::Npy(f)) = &self.body else {
             return Ok(0);
         };

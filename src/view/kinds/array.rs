@@ -23,7 +23,6 @@ impl ServedFile for ArrayPart {
     /// A handle that its reads are tracked by (for reading ahead); an array that cannot be
     /// read fails here with EIO.
     fn open(&self, view: &View, page_cached: bool) -> Result<u64, ViewError> {
-        view.ready_memory();
         let array = &view.arrays[self.array as usize];
         array.check_readable()?;
         if let Some(backing) = &view.backing {

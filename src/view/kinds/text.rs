@@ -24,7 +24,6 @@ impl ServedFile for TextFile {
 
     /// Opens at once; a read waits for the scan.
     fn open(&self, view: &View, _page_cached: bool) -> Result<u64, ViewError> {
-        view.ready_memory();
         if let Some(backing) = &view.backing {
             view.vlen[self.vlen as usize].attach_backing(backing, self.part);
         }
