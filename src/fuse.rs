@@ -2,8 +2,7 @@
 
 mod reads;
 
-use crate::memory;
-use crate::view::{Attr, FileKind, View, ViewError, XattrReply};
+use crate::view::{Attr, FileKind, ReadSink, View, ViewError, XattrReply};
 use fuser::{
     BackingId, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
     InitFlags, KernelConfig, OpenAccMode, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory,
@@ -222,23 +221,23 @@ fn answer_read(
 ) {
     let target = format_args!("inode {ino}, {size} bytes at {offset}");
     catch_panic_as_eio("read", target, || {
-        // A spare reply buffer, emptied: no allocation per request.
-        let mut buf = memory::buffers().take_empty(size as usize);
-        let mut send = |bytes: &[u8]| {
+        if let Err(e) = view.read_into(ino, fh, offset, size, &mut ReplySink(&take)) {
             if let Some(r) = take() {
-                r.data(bytes)
-            }
-        };
-        match view.read_answer(ino, fh, offset, size, &mut buf, &mut send) {
-            Ok(()) => send(&buf),
-            Err(e) => {
-                if let Some(r) = take() {
-                    r.error(errno(e))
-                }
+                r.error(errno(e))
             }
         }
-        memory::buffers().give(buf);
     })
+}
+
+/// A read's reply, taken when the bytes are ready unless answered already.
+struct ReplySink<F>(F);
+
+impl<F: Fn() -> Option<ReplyData>> ReadSink for ReplySink<F> {
+    fn answer(&mut self, bytes: &[u8]) {
+        if let Some(r) = (self.0)() {
+            r.data(bytes)
+        }
+    }
 }
 
 fn reply_xattr(answer: Result<XattrReply, ViewError>, reply: ReplyXattr) {

@@ -54,8 +54,27 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize};
 use std::sync::{Arc, OnceLock};
 use std::time::SystemTime;
 
-/// Where a read that can answer before it is done hands its bytes (see [`View::read_answer`]).
+/// Where a read that can answer before it is done hands its bytes (see [`View::read_into`]).
 pub type SendBytes<'a> = &'a mut dyn FnMut(&[u8]);
+
+/// Where a read's bytes go: FUSE's reply, or a buffer (a `Vec<u8>` appends them). Each read
+/// answers once, by one of the two methods.
+pub trait ReadSink {
+    /// Takes the read's bytes, gathered in a buffer, when the read is done.
+    fn answer(&mut self, bytes: &[u8]);
+
+    /// Takes the read's bytes straight from where they were decoded, before the read is done
+    /// (a run inside one chunk, as soon as its bytes are there).
+    fn answer_early(&mut self, bytes: &[u8]) {
+        self.answer(bytes)
+    }
+}
+
+impl ReadSink for Vec<u8> {
+    fn answer(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+}
 
 /// Groups loaded at once when a whole subtree is.
 const SUBTREE_WORKERS: usize = 8;
@@ -500,52 +519,44 @@ impl View {
         self.handles.lock()
     }
 
-    /// Up to `size` bytes of file `ino` from `offset` (fewer at the end of the file).
+    /// Up to `size` bytes of file `ino` from `offset` (fewer at the end of the file), through
+    /// [`View::read_into`].
     pub fn read(&self, ino: u64, offset: u64, size: u32) -> Result<Vec<u8>, ViewError> {
         let mut out = Vec::new();
         self.read_into(ino, 0, offset, size, &mut out)?;
         Ok(out)
     }
 
-    /// Appends up to `size` bytes of file `ino` from `offset` to `out`. `fh` (from
-    /// [`View::open`], or 0) lets sequential and strided readers be served ahead.
+    /// Reads up to `size` bytes of file `ino` from `offset` (fewer at the end of the file) and
+    /// hands them to `sink`, once: the one read entry, for FUSE and for tests. `fh` (from
+    /// [`View::open`], or 0) lets sequential and strided readers be served ahead. A read that
+    /// can answer before it is done (a selection's run inside one chunk, as soon as its bytes
+    /// are decoded) answers then; an error can follow (the chunk failed after the bytes sent
+    /// were decoded): those bytes stand, and the error is returned.
     pub fn read_into(
         &self,
         ino: u64,
         fh: u64,
         offset: u64,
         size: u32,
-        out: &mut Vec<u8>,
+        sink: &mut dyn ReadSink,
     ) -> Result<(), ViewError> {
+        // A spare buffer, emptied: no allocation per request.
+        let mut buf = crate::memory::buffers().take_empty(size as usize);
         let mut sent = None;
-        self.read_answer(ino, fh, offset, size, out, &mut |b| sent = Some(b.to_vec()))?;
-        out.extend(sent.unwrap_or_default());
-        Ok(())
-    }
-
-    /// Up to `size` bytes of file `ino` from `offset`, like [`View::read_into`]: handed to
-    /// `send` (once) by a read that can answer before it is done (a selection's run inside one
-    /// chunk, as soon as its bytes are decoded), else appended to `out`. An error can follow
-    /// `send` (the chunk failed after the bytes sent were decoded): those bytes stand.
-    pub fn read_answer(
-        &self,
-        ino: u64,
-        fh: u64,
-        offset: u64,
-        size: u32,
-        out: &mut Vec<u8>,
-        send: SendBytes,
-    ) -> Result<(), ViewError> {
-        let before = out.len();
-        let mut early = 0;
-        let mut counted = |bytes: &[u8]| {
-            early = bytes.len();
-            send(bytes)
+        let mut send = |bytes: &[u8]| {
+            sent = Some(bytes.len());
+            sink.answer_early(bytes)
         };
-        let result = self.read_content(ino, fh, offset, size, out, &mut counted);
+        let result = self.read_content(ino, fh, offset, size, &mut buf, &mut send);
         if result.is_ok() {
-            crate::stats::STATS.read((out.len() - before + early) as u64);
+            let len = sent.unwrap_or_else(|| {
+                sink.answer(&buf);
+                buf.len()
+            });
+            crate::stats::STATS.read(len as u64);
         }
+        crate::memory::buffers().give(buf);
         result
     }
 

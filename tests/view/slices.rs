@@ -6,7 +6,7 @@ use std::sync::Arc;
 use zarrfs::cache::read_ahead::ReadPolicy;
 use zarrfs::meta::{DataType, LoadOptions};
 use zarrfs::store::MemoryStore;
-use zarrfs::view::{npy_header, View, ViewError};
+use zarrfs::view::{npy_header, ReadSink, View, ViewError};
 
 /// A data type of the test arrays: zarr name, zarrfs type, bytes of element number `k`.
 #[derive(Clone, Copy, Debug)]
@@ -545,6 +545,20 @@ fn a_selection_decoding_part_of_a_chunk_leaves_the_array_whole() {
     assert!(read_all(&view, "b[3]", 1 << 20) == data[3 * plane..]);
 }
 
+/// Keeps apart what a read copies into its buffer (first) and what it answers straight from a
+/// chunk before it is done (second).
+struct Split<'a>(&'a mut Vec<u8>, &'a mut Vec<u8>);
+
+impl ReadSink for Split<'_> {
+    fn answer(&mut self, bytes: &[u8]) {
+        self.0.extend_from_slice(bytes);
+    }
+
+    fn answer_early(&mut self, bytes: &[u8]) {
+        self.1.extend_from_slice(bytes);
+    }
+}
+
 #[test]
 fn a_read_inside_one_chunk_is_answered_straight_from_it() {
     // Chunks of one plane: `b[t]` is a whole chunk, decoded front to back (by the read-ahead
@@ -559,10 +573,8 @@ fn a_read_inside_one_chunk_is_answered_straight_from_it() {
         let mut at = 0;
         while at < plane {
             let (mut out, mut sent) = (Vec::new(), Vec::new());
-            view.read_answer(ino, fh, at as u64, step, &mut out, &mut |b| {
-                sent.extend_from_slice(b)
-            })
-            .unwrap();
+            view.read_into(ino, fh, at as u64, step, &mut Split(&mut out, &mut sent))
+                .unwrap();
             assert!(out.is_empty(), "{name} at {at}: copied, not sent");
             let end = (at + step as usize).min(plane);
             assert!(
@@ -579,7 +591,7 @@ fn a_read_inside_one_chunk_is_answered_straight_from_it() {
         let ino = view.resolve(name).unwrap();
         let fh = view.open(ino).unwrap();
         let (mut out, mut sent) = (Vec::new(), Vec::new());
-        view.read_answer(ino, fh, at, n, &mut out, &mut |b| sent.extend_from_slice(b))
+        view.read_into(ino, fh, at, n, &mut Split(&mut out, &mut sent))
             .unwrap();
         view.release(fh);
         (out, sent)
@@ -606,9 +618,13 @@ fn reads_of_the_array_file_inside_one_chunk_are_sent_from_it_too() {
     let answer = |at: usize, n: usize| {
         let fh = view.open(ino).unwrap();
         let (mut out, mut sent) = (Vec::new(), Vec::new());
-        view.read_answer(ino, fh, at as u64, n as u32, &mut out, &mut |b| {
-            sent.extend_from_slice(b)
-        })
+        view.read_into(
+            ino,
+            fh,
+            at as u64,
+            n as u32,
+            &mut Split(&mut out, &mut sent),
+        )
         .unwrap();
         view.release(fh);
         (out, sent)
@@ -653,7 +669,7 @@ fn a_frame_whose_chunk_ends_corrupt_fails_where_it_is_corrupt_only() {
         let fh = view.open(ino).unwrap();
         let read = |at: u64, n: u32| {
             let (mut out, mut sent) = (Vec::new(), Vec::new());
-            let r = view.read_answer(ino, fh, at, n, &mut out, &mut |b| sent.extend_from_slice(b));
+            let r = view.read_into(ino, fh, at, n, &mut Split(&mut out, &mut sent));
             assert!(out.is_empty());
             (r, sent)
         };

@@ -32,7 +32,7 @@ pub(super) struct ReadAt {
 }
 
 /// Where a read's bytes go: appended to `out`, or handed to `send` once by a read that can
-/// answer before it is done (see [`View::read_answer`]).
+/// answer before it is done (see [`View::read_into`]).
 pub(super) struct Reply<'a> {
     pub out: &'a mut Vec<u8>,
     pub send: SendBytes<'a>,
