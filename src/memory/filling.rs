@@ -55,7 +55,7 @@ impl FillingBuffer {
     /// Room for `len` bytes in `parts` parts, not initialized: every byte is written (through
     /// [`Filler::write`]) before it is read.
     pub fn uninit(len: usize, parts: usize) -> Self {
-        Self::with(Vec::with_capacity(len), len, parts)
+        Self::with(super::buffers::room_for(len), len, parts)
     }
 
     fn with(mut buf: Vec<u8>, len: usize, parts: usize) -> Self {
