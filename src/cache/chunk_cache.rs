@@ -189,7 +189,7 @@ impl ChunkCache {
         &self,
         id: ChunkId,
         len: usize,
-        decode: impl FnOnce(&mut DecodeTarget) -> Result<bool, ChunkError>,
+        decode: impl FnOnce(DecodeTarget) -> Result<bool, ChunkError>,
     ) -> Outcome {
         self.get_or_load(id, || {
             let chunk = Arc::new(FillingBuffer::new(self.buffers.take(len)));
@@ -201,7 +201,7 @@ impl ChunkCache {
             };
             // Dropped unfinished (an error, a panic), the filler releases the readers.
             let mut filler = listed.chunk.claim(0).expect("a new buffer is unclaimed");
-            if !decode(&mut filler.target())? {
+            if !decode(filler.target())? {
                 return Ok(None);
             }
             filler.finish();
@@ -312,7 +312,7 @@ mod tests {
         let loader = {
             let (cache, half, go) = (cache.clone(), half.clone(), go.clone());
             std::thread::spawn(move || {
-                cache.get_or_load_growing(id(1), 1000, |target| {
+                cache.get_or_load_growing(id(1), 1000, |mut target| {
                     target.undecoded(0, 500).fill(1);
                     target.decoded(500);
                     half.wait();

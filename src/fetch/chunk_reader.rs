@@ -5,7 +5,7 @@ use super::fetched::Fetched;
 use super::listed::Listed;
 use super::shard_reader::ShardReader;
 use super::{FetchCause, FetchContext, FetchError};
-use crate::codec::{CodecError, DecodeTarget, Pipeline, ShardIndex, ShardedArray};
+use crate::codec::{CodecError, DecodeTarget, Need, Pipeline, ShardIndex, ShardedArray, Target};
 use crate::meta::{ArrayMeta, ChunkGrid, MAX_CHUNK_BYTES};
 use crate::stats::STATS;
 use crate::store::Store;
@@ -374,11 +374,14 @@ impl ChunkReader {
             return Ok(None);
         };
         if self.meta.dtype.is_variable() {
-            let decoded = pipeline.decode(&encoded).map_err(|e| context(e.into()))?;
+            let mut decoded = Vec::new();
+            pipeline
+                .decode(&encoded, &mut decoded)
+                .map_err(|e| context(e.into()))?;
             return Ok(Some(decoded));
         }
         let mut buf = ctx.buffer(pipeline.decoded_len());
-        match pipeline.decode_into(&encoded, &mut buf) {
+        match pipeline.decode(&encoded, &mut buf) {
             Ok(()) => Ok(Some(buf)),
             Err(e) => {
                 ctx.recycle(buf);
@@ -403,8 +406,9 @@ impl ChunkReader {
             let Some(encoded) = self.fetch_object(&key).map_err(context)? else {
                 return Ok(None);
             };
-            let whole = Pipeline::new(&self.meta.codecs, &self.meta.dtype, &stored)
-                .and_then(|pipeline| pipeline.decode(&encoded))
+            let mut whole = Vec::new();
+            Pipeline::new(&self.meta.codecs, &self.meta.dtype, &stored)
+                .and_then(|pipeline| pipeline.decode(&encoded, &mut whole))
                 .map_err(|e| context(e.into()))?;
             Ok(Some(Arc::new(whole)))
         };
@@ -430,7 +434,7 @@ impl ChunkReader {
     ) -> Result<Option<bool>, FetchError> {
         catch_panic_as_error(|| {
             self.decode_stored(idx, out.len(), encoded, |pipeline, bytes| {
-                pipeline.decode_into(bytes, out)
+                pipeline.decode(bytes, out)
             })
         })
         .map_err(|e| self.name_panic(e, idx))
@@ -439,20 +443,20 @@ impl ChunkReader {
     /// Decodes at least the first `need` bytes of the stored chunk at `idx` (fetched ahead into
     /// `encoded`, or now) into `out` (room for
     /// one decoded chunk), calling `progress` with the bytes decoded so far as they come (see
-    /// [`Pipeline::decode_prefix`]); no caching. `Ok(None)` when this array cannot do that
+    /// [`Pipeline::decode`]); no caching. `Ok(None)` when this array cannot do that
     /// (sharded or variable-length); `Ok(Some(false))` when the chunk is absent (fill value).
     /// A panic below becomes a [`FetchCause::Panicked`] error, as for [`ChunkReader::load`].
     pub fn load_prefix(
         &self,
         idx: &[u64],
         encoded: Option<Encoded>,
-        out: &mut DecodeTarget,
+        out: DecodeTarget,
         need: usize,
         progress: &mut dyn FnMut(&[u8]),
     ) -> Result<Option<bool>, FetchError> {
         catch_panic_as_error(|| {
             self.decode_stored(idx, out.len(), encoded, |pipeline, encoded| {
-                pipeline.decode_prefix(encoded, out, need, progress)
+                pipeline.decode(encoded, Target::Room(out, Need::Front(need, progress)))
             })
         })
         .map_err(|e| self.name_panic(e, idx))

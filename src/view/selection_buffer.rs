@@ -103,7 +103,7 @@ impl SelectionBuffer {
             let loaded = source.reader.load_prefix(
                 &coords,
                 None,
-                &mut DecodeTarget::new(&mut scratch),
+                DecodeTarget::new(&mut scratch),
                 need,
                 &mut |data| {
                     let ready = rows[next..]

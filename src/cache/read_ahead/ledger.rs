@@ -7,8 +7,8 @@ use super::{Job, Key, Limits};
 use crate::cache::ChunkId;
 use crate::fetch::Encoded;
 use crate::stats::{add, STATS};
-use std::collections::{HashMap, VecDeque};
 use parking_lot::{Condvar, Mutex, MutexGuard};
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -192,7 +192,8 @@ impl Ledger {
                     return Claim::Decode(encoded);
                 }
                 Some(Phase::Fetching(_) | Phase::Decoding) => {
-                    self.changed.wait_for(&mut state, Duration::from_millis(100));
+                    self.changed
+                        .wait_for(&mut state, Duration::from_millis(100));
                 }
             }
         }
@@ -259,7 +260,8 @@ impl Ledger {
                     );
                 }
             }
-            self.fetch_ready.wait_for(&mut state, Duration::from_secs(1));
+            self.fetch_ready
+                .wait_for(&mut state, Duration::from_secs(1));
         }
     }
 
@@ -284,7 +286,8 @@ impl Ledger {
                 self.fetch_ready.notify_one();
                 return Some((job, encoded));
             }
-            self.decode_ready.wait_for(&mut state, Duration::from_secs(1));
+            self.decode_ready
+                .wait_for(&mut state, Duration::from_secs(1));
         }
     }
 
