@@ -4,8 +4,10 @@
 use super::{GridGeometry, SendBytes};
 use crate::cache::read_ahead::{Claim, Source};
 use crate::cache::{ChunkCache, ChunkData, ChunkError, ChunkId};
+use crate::codec::{Need, Target};
 use crate::fetch::{
-    ChunkReader, Encoded, FetchCause, FetchContext, FetchError, ShardIndexIfStored, StoredChunk,
+    ChunkReader, Encoded, FetchCause, FetchContext, FetchError, Loaded, ShardIndexIfStored,
+    StoredChunk,
 };
 use std::ops::Range;
 use std::sync::Arc;
@@ -125,15 +127,30 @@ impl ChunkSource {
         encoded: Option<Encoded>,
     ) -> Result<ChunkData, ChunkError> {
         cache.get_or_load(self.id(chunk), || {
-            let ctx = CacheContext {
-                cache,
-                array: self.id,
-            };
-            self.reader
-                .load(&self.layout.chunk_coords(chunk), encoded, &ctx)
-                .map(|data| data.map(Arc::new))
-                .map_err(ChunkError::new)
+            let mut out = Vec::new();
+            match self.load(cache, chunk, encoded, &mut out) {
+                Ok(Loaded::Decoded) => Ok(Some(Arc::new(out))),
+                Ok(_) => Ok(None),
+                Err(e) => Err(ChunkError::new(e)),
+            }
         })
+    }
+
+    /// Chunk `chunk` fetched (unless `encoded` holds its stored bytes) and decoded into
+    /// `target`, lending the reader the cache (see [`ChunkReader::load`]).
+    pub(super) fn load<'a>(
+        &self,
+        cache: &ChunkCache,
+        chunk: u64,
+        encoded: Option<Encoded>,
+        target: impl Into<Target<'a>>,
+    ) -> Result<Loaded, FetchError> {
+        let ctx = CacheContext {
+            cache,
+            array: self.id,
+        };
+        let coords = self.layout.chunk_coords(chunk);
+        self.reader.load(&coords, encoded, target, &ctx)
     }
 
     /// Hands bytes `range` of chunk `chunk` to `send`: from the cache; from the chunk another
@@ -191,14 +208,12 @@ impl ChunkSource {
         let Some(len) = self.reader.progressive_len() else {
             return self.load_cached(cache, chunk, encoded);
         };
-        let coords = self.layout.chunk_coords(chunk);
-        cache.get_or_load_growing(self.id(chunk), len, |target| {
-            match self
-                .reader
-                .load_prefix(&coords, encoded, target, len, watch)
-            {
-                Ok(Some(present)) => Ok(present),
-                Ok(None) => Err(ChunkError::new(FetchError::new(
+        cache.get_or_load_growing(self.id(chunk), len, |room| {
+            let target = Target::Room(room, Need::Front(len, watch));
+            match self.load(cache, chunk, encoded, target) {
+                Ok(Loaded::Decoded) => Ok(true),
+                Ok(Loaded::Absent) => Ok(false),
+                Ok(Loaded::Unsuited) => Err(ChunkError::new(FetchError::new(
                     FetchCause::BadConfig,
                     "the chunk cannot be decoded front to back".to_string(),
                 ))),
