@@ -3,8 +3,8 @@
 
 use super::{GridGeometry, SendBytes};
 use crate::cache::read_ahead::{Claim, Source};
-use crate::cache::{ChunkCache, ChunkData, ChunkError, ChunkId};
-use crate::codec::{Need, Target};
+use crate::cache::{ChunkCache, ChunkData, ChunkError, ChunkId, Keep};
+use crate::codec::Target;
 use crate::fetch::{
     ChunkReader, Encoded, FetchCause, FetchContext, FetchError, Loaded, ShardIndexIfStored,
     StoredChunk,
@@ -116,21 +116,26 @@ impl ChunkSource {
     /// Chunk `chunk` (linear index in the read grid), from the cache or fetched into it.
     pub fn chunk(&self, cache: &ChunkCache, chunk: u64) -> Result<ChunkData, ChunkError> {
         let encoded = self.claim(cache, chunk);
-        self.load_cached(cache, chunk, encoded)
+        self.load_cached(cache, chunk, encoded, Keep::Whole)
     }
 
-    /// [`ChunkSource::chunk`] decoding `encoded` when given.
+    /// Chunk `chunk` from the cache, or loaded into it as `keep` says (decoding `encoded`
+    /// when given).
     fn load_cached(
         &self,
         cache: &ChunkCache,
         chunk: u64,
         encoded: Option<Encoded>,
+        keep: Keep,
     ) -> Result<ChunkData, ChunkError> {
-        cache.get_or_load(self.id(chunk), || {
-            let mut out = Vec::new();
-            match self.load(cache, chunk, encoded, &mut out) {
-                Ok(Loaded::Decoded) => Ok(Some(Arc::new(out))),
-                Ok(_) => Ok(None),
+        cache.get_or_load(self.id(chunk), keep, |target| {
+            match self.load(cache, chunk, encoded, target) {
+                Ok(Loaded::Decoded) => Ok(true),
+                Ok(Loaded::Absent) => Ok(false),
+                Ok(Loaded::Unsuited) => Err(ChunkError::new(FetchError::new(
+                    FetchCause::BadConfig,
+                    "the chunk cannot be decoded front to back".to_string(),
+                ))),
                 Err(e) => Err(ChunkError::new(e)),
             }
         })
@@ -197,7 +202,7 @@ impl ChunkSource {
     /// Chunk `chunk` into the cache (decoding `encoded` when given), front to back when its
     /// codec allows that at no cost, so that readers may use its first bytes meanwhile
     /// (through [`ChunkCache::growing`]); calls `watch` with the decoded part as it grows when
-    /// this call decodes the chunk.
+    /// this call decodes the chunk front to back.
     fn load_growing(
         &self,
         cache: &ChunkCache,
@@ -205,20 +210,10 @@ impl ChunkSource {
         encoded: Option<Encoded>,
         watch: &mut dyn FnMut(&[u8]),
     ) -> Result<ChunkData, ChunkError> {
-        let Some(len) = self.reader.progressive_len() else {
-            return self.load_cached(cache, chunk, encoded);
+        let keep = match self.reader.progressive_len() {
+            Some(len) => Keep::Growing(len, watch),
+            None => Keep::Whole,
         };
-        cache.get_or_load_growing(self.id(chunk), len, |room| {
-            let target = Target::Room(room, Need::Front(len, watch));
-            match self.load(cache, chunk, encoded, target) {
-                Ok(Loaded::Decoded) => Ok(true),
-                Ok(Loaded::Absent) => Ok(false),
-                Ok(Loaded::Unsuited) => Err(ChunkError::new(FetchError::new(
-                    FetchCause::BadConfig,
-                    "the chunk cannot be decoded front to back".to_string(),
-                ))),
-                Err(e) => Err(ChunkError::new(e)),
-            }
-        })
+        self.load_cached(cache, chunk, encoded, keep)
     }
 }
