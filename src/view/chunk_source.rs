@@ -90,7 +90,7 @@ impl Source for ChunkSource {
     }
 
     fn load(&self, cache: &ChunkCache, index: u64, encoded: Option<Encoded>) {
-        let _ = self.load_growing(cache, index, encoded, &mut |_| {});
+        let _ = self.cached(cache, index, encoded, Some(&mut |_| {}));
     }
 }
 
@@ -115,19 +115,24 @@ impl ChunkSource {
 
     /// Chunk `chunk` (linear index in the read grid), from the cache or fetched into it.
     pub fn chunk(&self, cache: &ChunkCache, chunk: u64) -> Result<ChunkData, ChunkError> {
-        let encoded = self.claim(cache, chunk);
-        self.load_cached(cache, chunk, encoded, Keep::Whole)
+        self.cached(cache, chunk, self.claim(cache, chunk), None)
     }
 
-    /// Chunk `chunk` from the cache, or loaded into it as `keep` says (decoding `encoded`
-    /// when given).
-    fn load_cached(
+    /// Chunk `chunk` from the cache, or loaded into it (decoding `encoded` when given). With
+    /// `watch`, front to back when its codec allows that at no cost, so that readers may use
+    /// its first bytes meanwhile (through [`ChunkCache::growing`]), `watch` seeing the decoded
+    /// part grow when this call decodes the chunk so.
+    fn cached(
         &self,
         cache: &ChunkCache,
         chunk: u64,
         encoded: Option<Encoded>,
-        keep: Keep,
+        watch: Option<SendBytes>,
     ) -> Result<ChunkData, ChunkError> {
+        let keep = match (watch, self.reader.progressive_len()) {
+            (Some(watch), Some(len)) => Keep::Growing(len, watch),
+            _ => Keep::Whole,
+        };
         cache.get_or_load(self.id(chunk), keep, |target| {
             match self.load(cache, chunk, encoded, target) {
                 Ok(Loaded::Decoded) => Ok(true),
@@ -181,12 +186,13 @@ impl ChunkSource {
         }
         let mut pending = Some(send);
         let encoded = self.claim(cache, chunk);
-        let data = self.load_growing(cache, chunk, encoded, &mut |done| {
+        let mut watch = |done: &[u8]| {
             if let (Some(bytes), Some(send)) = (done.get(range.clone()), pending.as_mut()) {
                 send(bytes);
                 pending = None;
             }
-        })?;
+        };
+        let data = self.cached(cache, chunk, encoded, Some(&mut watch))?;
         let Some(send) = pending else {
             return Ok(true);
         };
@@ -197,23 +203,5 @@ impl ChunkSource {
             }
             None => Ok(false),
         }
-    }
-
-    /// Chunk `chunk` into the cache (decoding `encoded` when given), front to back when its
-    /// codec allows that at no cost, so that readers may use its first bytes meanwhile
-    /// (through [`ChunkCache::growing`]); calls `watch` with the decoded part as it grows when
-    /// this call decodes the chunk front to back.
-    fn load_growing(
-        &self,
-        cache: &ChunkCache,
-        chunk: u64,
-        encoded: Option<Encoded>,
-        watch: &mut dyn FnMut(&[u8]),
-    ) -> Result<ChunkData, ChunkError> {
-        let keep = match self.reader.progressive_len() {
-            Some(len) => Keep::Growing(len, watch),
-            None => Keep::Whole,
-        };
-        self.load_cached(cache, chunk, encoded, keep)
     }
 }
