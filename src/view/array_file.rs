@@ -390,19 +390,18 @@ impl ArrayFile {
         }
         let at = out.len();
         out.resize(at + (to - from) as usize, 0);
-        match source.load(cache, run.chunk, encoded, &mut out[at..]) {
+        let loaded = source.load(cache, run.chunk, encoded, &mut out[at..]);
+        if !matches!(loaded, Ok(Loaded::Decoded)) {
+            out.truncate(at);
+        }
+        match loaded {
             Ok(Loaded::Decoded) => Ok(true),
             Ok(Loaded::Absent) => {
-                out.truncate(at);
                 extend_with_fill(out, &source.reader.meta().fill_value, from, to - from);
                 Ok(true)
             }
-            Ok(Loaded::Unsuited) => {
-                out.truncate(at);
-                Ok(false)
-            }
+            Ok(Loaded::Unsuited) => Ok(false),
             Err(e) => {
-                out.truncate(at);
                 log::error!("{e}");
                 Err(ViewError::Io(e.cause.into()))
             }
