@@ -345,14 +345,6 @@ impl ChunkReader {
         format!("{}: chunk {key}", self.display_path())
     }
 
-    /// The stored chunk `key`: `encoded` when it was fetched ahead, else fetched now.
-    fn stored(&self, key: &str, encoded: Option<Encoded>) -> Result<Option<Fetched>, FetchError> {
-        match encoded {
-            Some(Encoded(bytes)) => Ok(bytes),
-            None => self.fetch_object(key),
-        }
-    }
-
     /// Fetches (unless `encoded` holds its bytes already: see [`ChunkReader::fetch`]) and
     /// decodes the read chunk at grid index `idx` (in the grid of
     /// [`ChunkReader::read_chunk_shape`]) into `target`: an owned buffer (made exactly that
@@ -429,7 +421,11 @@ impl ChunkReader {
     ) -> Result<Loaded, FetchError> {
         let key = self.meta.chunk_keys.key(idx);
         let context = |e: FetchError| e.context(self.key_context(&key));
-        let Some(encoded) = self.stored(&key, encoded).map_err(context)? else {
+        let stored = match encoded {
+            Some(Encoded(bytes)) => Ok(bytes),
+            None => self.fetch_object(&key),
+        };
+        let Some(encoded) = stored.map_err(context)? else {
             return Ok(Loaded::Absent);
         };
         pipeline
