@@ -372,16 +372,16 @@ impl ChunkReader {
         target: Target,
         ctx: &dyn FetchContext,
     ) -> Result<Loaded, FetchError> {
-        let (pipeline, out) = match (&self.decoder, target) {
+        let (pipeline, target) = match (&self.decoder, target) {
             (Decoder::Whole(pipeline), Target::Room(room, _))
                 if !self.decodes_whole_into() || room.len() != pipeline.decoded_len() =>
             {
                 return Ok(Loaded::Unsuited)
             }
-            (Decoder::Whole(pipeline), Target::Room(room, need)) => {
-                return self.decode_stored(pipeline, idx, encoded, Target::Room(room, need))
+            (Decoder::Whole(_), Target::Owned(out)) if self.meta.grid != ChunkGrid::Regular => {
+                return Ok(Loaded::put(self.load_part(idx, ctx)?, out))
             }
-            (Decoder::Whole(pipeline), Target::Owned(out)) => (pipeline, out),
+            (Decoder::Whole(pipeline), target) => (pipeline, target),
             (Decoder::Sharded(_), Target::Room(..)) => return Ok(Loaded::Unsuited),
             (Decoder::Sharded(shards), Target::Owned(out)) => {
                 let keys = &self.meta.chunk_keys;
@@ -398,27 +398,6 @@ impl ChunkReader {
                 return Ok(Loaded::put(loaded, out));
             }
         };
-        if self.meta.grid != ChunkGrid::Regular {
-            return Ok(Loaded::put(self.load_part(idx, ctx)?, out));
-        }
-        if !self.meta.dtype.is_variable() && out.len() != pipeline.decoded_len() {
-            *out = ctx.buffer(pipeline.decoded_len());
-        }
-        let loaded = self.decode_stored(pipeline, idx, encoded, Target::Owned(out));
-        if loaded.is_err() {
-            ctx.recycle(std::mem::take(out));
-        }
-        loaded
-    }
-
-    /// Decodes the stored chunk at `idx` (fetched ahead into `encoded`, or now) into `target`.
-    fn decode_stored(
-        &self,
-        pipeline: &Pipeline,
-        idx: &[u64],
-        encoded: Option<Encoded>,
-        target: Target,
-    ) -> Result<Loaded, FetchError> {
         let key = self.meta.chunk_keys.key(idx);
         let context = |e: FetchError| e.context(self.key_context(&key));
         let stored = match encoded {
@@ -428,9 +407,20 @@ impl ChunkReader {
         let Some(encoded) = stored.map_err(context)? else {
             return Ok(Loaded::Absent);
         };
-        pipeline
-            .decode(&encoded, target)
-            .map_err(|e| context(e.into()))?;
+        let decoded = match target {
+            // A buffer from the lender, given back when the decode fails.
+            Target::Owned(out) if !self.meta.dtype.is_variable() => {
+                let mut buf = ctx.buffer(pipeline.decoded_len());
+                let decoded = pipeline.decode(&encoded, &mut buf);
+                match decoded {
+                    Ok(()) => *out = buf,
+                    Err(_) => ctx.recycle(buf),
+                }
+                decoded
+            }
+            target => pipeline.decode(&encoded, target),
+        };
+        decoded.map_err(|e| context(e.into()))?;
         Ok(Loaded::Decoded)
     }
 
