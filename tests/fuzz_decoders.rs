@@ -171,7 +171,8 @@ fn check(case: &Case, input: &[u8]) -> Option<String> {
     *case.store.swap.lock().unwrap() = Some((case.key.clone(), input.to_vec()));
     take_largest_allocation();
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        case.reader.load(&case.idx, None, &Uncached)
+        case.reader
+            .load(&case.idx, None, &mut Vec::new(), &Uncached)
     }));
     let largest = take_largest_allocation();
     *case.store.swap.lock().unwrap() = None;

@@ -4,7 +4,7 @@
 use super::flight_lru::{CacheStats, FlightLru};
 use super::read_ahead::Ledger;
 use super::{ChunkData, ChunkError};
-use crate::codec::{DecodeTarget, ShardIndex};
+use crate::codec::{Need, ShardIndex, Target};
 use crate::fetch::ShardIndexIfStored;
 use crate::memory::filling::FillingBuffer;
 use crate::memory::{self, Buffers};
@@ -44,6 +44,15 @@ enum Entry {
 }
 
 type Outcome = Result<ChunkData, ChunkError>;
+
+/// Where [`ChunkCache::get_or_load`] has a chunk loaded.
+pub enum Keep<'w> {
+    /// Into a buffer of the loader's making, kept once loaded.
+    Whole,
+    /// Into a buffer of that many bytes, decoded front to back: meanwhile readers use the part
+    /// decoded (through [`ChunkCache::growing`]), and the watcher sees it grow.
+    Growing(usize, &'w mut dyn FnMut(&[u8])),
+}
 
 /// Decoded chunks and shard indexes bounded by one byte budget, with the buffers of evicted
 /// chunks kept for reuse.
@@ -165,16 +174,22 @@ impl ChunkCache {
         self.lru.remove(&Key::Chunk(id));
     }
 
-    /// The chunk `id`, from the cache, from a load already under way, or by running `load`.
-    /// A panic inside `load` becomes an error for every waiting reader.
-    pub fn get_or_load(&self, id: ChunkId, load: impl FnOnce() -> Outcome) -> Outcome {
+    /// The chunk `id`, from the cache, from a load already under way, or by running `load`
+    /// on the target `keep` says (true: the chunk exists, and is in the target). A panic inside
+    /// `load` becomes an error for every waiting reader.
+    pub fn get_or_load(
+        &self,
+        id: ChunkId,
+        keep: Keep,
+        load: impl FnOnce(Target) -> Result<bool, ChunkError>,
+    ) -> Outcome {
         if self.any_prefetched.load(Ordering::Relaxed) && self.lock_prefetched().remove(&id) {
             add(&STATS.counters.prefetch_hits, 1);
         }
         let entry = self.lru.get_or_load(
             Key::Chunk(id),
             || format!("chunk {}: decoder panicked", id.index),
-            || load().map(Entry::Chunk),
+            || self.load(id, keep, load).map(Entry::Chunk),
         )?;
         match entry {
             Entry::Chunk(data) => Ok(data),
@@ -182,34 +197,37 @@ impl ChunkCache {
         }
     }
 
-    /// The chunk `id` like [`ChunkCache::get_or_load`], `len` bytes decoded by `decode` front to
-    /// back into the target it gets: meanwhile readers may use the part it reports decoded
-    /// through [`ChunkCache::growing`]. `decode` says whether the chunk exists.
-    pub fn get_or_load_growing(
+    /// Runs `load` on the target `keep` says, listing a growing chunk while it decodes.
+    fn load(
         &self,
         id: ChunkId,
-        len: usize,
-        decode: impl FnOnce(&mut DecodeTarget) -> Result<bool, ChunkError>,
+        keep: Keep,
+        load: impl FnOnce(Target) -> Result<bool, ChunkError>,
     ) -> Outcome {
-        self.get_or_load(id, || {
-            let chunk = Arc::new(FillingBuffer::new(self.buffers.take(len)));
-            self.growing.lock().insert(id, chunk.clone());
-            let listed = Unlist {
-                cache: self,
-                id,
-                chunk,
-            };
-            // Dropped unfinished (an error, a panic), the filler releases the readers.
-            let mut filler = listed.chunk.claim(0).expect("a new buffer is unclaimed");
-            if !decode(&mut filler.target())? {
-                return Ok(None);
+        let (len, watch) = match keep {
+            Keep::Whole => {
+                let mut out = Vec::new();
+                return Ok(load(Target::Owned(&mut out))?.then(|| Arc::new(out)));
             }
-            filler.finish();
-            Ok(listed.chunk.whole())
-        })
+            Keep::Growing(len, watch) => (len, watch),
+        };
+        let chunk = Arc::new(FillingBuffer::new(self.buffers.take(len)));
+        self.growing.lock().insert(id, chunk.clone());
+        let listed = Unlist {
+            cache: self,
+            id,
+            chunk,
+        };
+        // Dropped unfinished (an error, a panic), the filler releases the readers.
+        let mut filler = listed.chunk.claim(0).expect("a new buffer is unclaimed");
+        if !load(Target::Room(filler.target(), Need::Front(len, watch)))? {
+            return Ok(None);
+        }
+        filler.finish();
+        Ok(listed.chunk.whole())
     }
 
-    /// Chunk `id` while [`ChunkCache::get_or_load_growing`] decodes it.
+    /// Chunk `id` while [`ChunkCache::get_or_load`] decodes it growing.
     pub fn growing(&self, id: ChunkId) -> Option<Arc<FillingBuffer>> {
         self.growing.lock().get(&id).cloned()
     }
@@ -265,20 +283,33 @@ mod tests {
         Ok(Some(Arc::new(vec![7; n])))
     }
 
+    /// A loader of `n` bytes of 7 into an owned target.
+    fn owned(n: usize) -> impl FnOnce(Target) -> Result<bool, ChunkError> {
+        move |target| match target {
+            Target::Owned(out) => {
+                *out = vec![7; n];
+                Ok(true)
+            }
+            Target::Room(..) => panic!("a whole load"),
+        }
+    }
+
     #[test]
     fn stays_within_its_budget_and_evicts_least_recent() {
         let cache = ChunkCache::new(3 * (1000 + ENTRY_OVERHEAD));
         for i in 0..3 {
-            cache.get_or_load(id(i), || data(1000)).unwrap();
+            cache.get_or_load(id(i), Keep::Whole, owned(1000)).unwrap();
         }
-        cache.get_or_load(id(0), || panic!("0 is cached")).unwrap();
-        cache.get_or_load(id(3), || data(1000)).unwrap();
+        cache
+            .get_or_load(id(0), Keep::Whole, |_| panic!("0 is cached"))
+            .unwrap();
+        cache.get_or_load(id(3), Keep::Whole, owned(1000)).unwrap();
         assert!(cache.stats().used <= cache.budget());
         assert!(cache.contains(id(0)) && !cache.contains(id(1)));
         // Larger than the whole budget: returned, not kept.
         assert_eq!(
             cache
-                .get_or_load(id(9), || data(10_000))
+                .get_or_load(id(9), Keep::Whole, owned(10_000))
                 .unwrap()
                 .unwrap()
                 .len(),
@@ -291,8 +322,8 @@ mod tests {
     fn discarded_chunks_leave_and_their_buffers_are_recycled() {
         let buffers = Box::leak(Box::new(Buffers::new(1 << 20)));
         let cache = ChunkCache::with_buffers(1 << 20, buffers);
-        cache.get_or_load(id(1), || data(1000)).unwrap();
-        let held = cache.get_or_load(id(2), || data(1000)).unwrap();
+        cache.get_or_load(id(1), Keep::Whole, owned(1000)).unwrap();
+        let held = cache.get_or_load(id(2), Keep::Whole, owned(1000)).unwrap();
         cache.discard(id(1));
         cache.discard(id(2));
         assert_eq!(cache.stats().used, 0);
@@ -312,7 +343,10 @@ mod tests {
         let loader = {
             let (cache, half, go) = (cache.clone(), half.clone(), go.clone());
             std::thread::spawn(move || {
-                cache.get_or_load_growing(id(1), 1000, |target| {
+                cache.get_or_load(id(1), Keep::Growing(1000, &mut |_| {}), |target| {
+                    let Target::Room(mut target, _) = target else {
+                        panic!("a growing load")
+                    };
                     target.undecoded(0, 500).fill(1);
                     target.decoded(500);
                     half.wait();
@@ -332,12 +366,14 @@ mod tests {
         assert!(whole[..500].iter().all(|&b| b == 1) && whole[500..].iter().all(|&b| b == 2));
         assert!(cache.growing(id(1)).is_none(), "unlisted once loaded");
         assert_eq!(
-            cache.get_or_load(id(1), || panic!("cached")).unwrap(),
+            cache
+                .get_or_load(id(1), Keep::Whole, |_| panic!("cached"))
+                .unwrap(),
             Some(whole)
         );
         // A decoder that panics unlists its chunk and releases its readers.
         let err = cache
-            .get_or_load_growing(id(2), 10, |_| panic!("boom"))
+            .get_or_load(id(2), Keep::Growing(10, &mut |_| {}), |_| panic!("boom"))
             .unwrap_err();
         assert!(err.to_string().contains("panicked"), "{err}");
         assert!(cache.growing(id(2)).is_none());
@@ -351,13 +387,13 @@ mod tests {
     #[test]
     fn shard_indexes_share_the_budget_with_chunks() {
         let cache = ChunkCache::new(2 * (1000 + ENTRY_OVERHEAD));
-        cache.get_or_load(id(0), || data(1000)).unwrap();
+        cache.get_or_load(id(0), Keep::Whole, owned(1000)).unwrap();
         cache.get_or_load_index(0, "s", || index(60)).unwrap();
         cache
             .get_or_load_index(0, "s", || panic!("the index is cached"))
             .unwrap();
         assert_eq!(cache.stats().used, 1000 + 960 + 2 * ENTRY_OVERHEAD);
-        cache.get_or_load(id(1), || data(1000)).unwrap();
+        cache.get_or_load(id(1), Keep::Whole, owned(1000)).unwrap();
         assert!(cache.stats().used <= cache.budget());
         assert!(!cache.contains(id(0)), "the chunk made room");
         assert_eq!(cache.get_or_load_index(1, "absent", || Ok(None)), Ok(None));
@@ -370,7 +406,7 @@ mod tests {
     #[test]
     fn stored_chunks_are_kept_apart_from_read_chunks_within_the_budget() {
         let cache = ChunkCache::new(2 * (1000 + ENTRY_OVERHEAD));
-        cache.get_or_load(id(0), || data(1000)).unwrap();
+        cache.get_or_load(id(0), Keep::Whole, owned(1000)).unwrap();
         let stored = cache.get_or_load_stored(0, "c/0", || data(1000)).unwrap();
         assert_eq!(stored.unwrap().len(), 1000);
         cache
@@ -385,13 +421,15 @@ mod tests {
     fn errors_and_panics_reach_the_reader_and_are_not_cached() {
         let cache = ChunkCache::new(1 << 20);
         let err = cache
-            .get_or_load(id(1), || {
+            .get_or_load(id(1), Keep::Whole, |_| {
                 Err(ChunkError::new(super::super::Panicked("corrupt".into())))
             })
             .unwrap_err();
         assert_eq!(err.to_string(), "corrupt");
-        let err = cache.get_or_load(id(1), || panic!("boom")).unwrap_err();
+        let err = cache
+            .get_or_load(id(1), Keep::Whole, |_| panic!("boom"))
+            .unwrap_err();
         assert!(err.to_string().contains("panicked"));
-        assert!(cache.get_or_load(id(1), || data(3)).is_ok());
+        assert!(cache.get_or_load(id(1), Keep::Whole, owned(3)).is_ok());
     }
 }

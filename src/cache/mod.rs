@@ -5,7 +5,7 @@ mod chunk_cache;
 mod flight_lru;
 pub mod read_ahead;
 
-pub use chunk_cache::{ChunkCache, ChunkId};
+pub use chunk_cache::{ChunkCache, ChunkId, Keep};
 pub use flight_lru::CacheStats;
 
 use std::error::Error;

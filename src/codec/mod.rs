@@ -1,8 +1,8 @@
 //! Decoding chunks: a codec chain turned into one [`Pipeline`], and the codecs it is made of.
 //!
 //! [`Pipeline::new`] turns a codec chain (Zarr v3 order; the v2 parser maps v2 metadata onto the
-//! same form) into decoders; [`Pipeline::decode`] and [`Pipeline::decode_into`] turn one stored
-//! chunk into its elements: C order, little-endian.
+//! same form) into decoders; [`Pipeline::decode`] turns one stored chunk
+//! into its elements (C order, little-endian) where its [`Target`] says.
 //!
 //! A chain is any number of array→array codecs, one array→bytes codec, then any number of
 //! bytes→bytes codecs; decoding runs it backwards. The codecs are grouped by that kind, one file
@@ -38,7 +38,7 @@ pub use array_to_bytes::sharding::{ShardIndex, ShardedArray};
 pub use array_to_bytes::vlen;
 pub use error::CodecError;
 pub(crate) use numtype::NumType;
-pub use pipeline::Pipeline;
+pub use pipeline::{Need, Pipeline, Target};
 
 use crate::meta::DataType;
 use array_to_bytes::bytes::Bytes;

@@ -67,42 +67,52 @@ impl Pipeline {
         }
     }
 
-    /// Decodes one stored chunk: for fixed-size elements exactly [`Pipeline::decoded_len`]
-    /// bytes, C order, little-endian; for variable-length elements the item index and bytes
-    /// described in [`super::vlen`].
-    pub fn decode(&self, encoded: &[u8]) -> Result<Vec<u8>, CodecError> {
-        match &self.0 {
-            Kind::Fixed(f) => {
-                let mut out = vec![0u8; f.decoded_len];
-                f.decode_into(encoded, &mut out)?;
-                Ok(out)
-            }
-            Kind::Vlen(v) => v.decode(encoded),
-        }
-    }
-
-    /// Decodes into `out` (exactly [`Pipeline::decoded_len`] bytes) at least its first `need`
-    /// bytes, calling `progress` with the bytes decoded so far: step by step, stopping after
-    /// the step that reaches `need`, for `bytes` (little-endian) then zstd, gzip or zlib alone
-    /// (see [`Prefix::pays`]); else whole, then one call. Fixed-size elements only.
-    pub fn decode_prefix(
+    /// Decodes one stored chunk into `target`: for fixed-size elements exactly
+    /// [`Pipeline::decoded_len`] bytes, C order, little-endian; for variable-length elements
+    /// (into an owned buffer only) the item index and bytes described in [`super::vlen`].
+    /// Without array→array codecs the last decompressor writes straight into the target and
+    /// big-endian data is swapped there in place: no extra copy. [`Need::Front`] decodes step
+    /// by step, stopping after the step that reaches its need, for `bytes` (little-endian) then
+    /// zstd, gzip or zlib alone (see [`Prefix::pays`]); else whole, then reports once.
+    pub fn decode<'a>(
         &self,
         encoded: &[u8],
-        out: &mut DecodeTarget,
-        need: usize,
-        progress: &mut dyn FnMut(&[u8]),
+        target: impl Into<Target<'a>>,
     ) -> Result<(), CodecError> {
-        if let Some((kind, name)) = self.stepper(need, out.len()) {
-            let run = || kind.decode(name, encoded, out, need, progress);
+        let (f, mut room, need) = match (&self.0, target.into()) {
+            (Kind::Vlen(v), Target::Owned(out)) => return v.decode(encoded).map(|d| *out = d),
+            (Kind::Vlen(v), Target::Room(..)) => {
+                return Err(CodecError::bad_config(
+                    v.name(),
+                    "variable-length chunks have no fixed size to decode into",
+                ))
+            }
+            (Kind::Fixed(f), Target::Owned(out)) => {
+                if out.len() != f.decoded_len {
+                    *out = vec![0u8; f.decoded_len];
+                }
+                return f.decode_into(encoded, out);
+            }
+            (Kind::Fixed(f), Target::Room(room, need)) => (f, room, need),
+        };
+        let len = room.len();
+        let (need, mut progress) = match need {
+            Need::Whole => (len, None),
+            Need::Front(need, progress) => (need, Some(progress)),
+        };
+        if let (Some(progress), Some((kind, name))) = (&mut progress, self.stepper(need, len)) {
+            let run = || kind.decode(name, encoded, &mut room, need, *progress);
             return STATS.decode(name, run, |_| need);
         }
-        let len = out.len();
-        self.decode_into(encoded, out.undecoded(0, len))?;
-        progress(out.decoded(len));
+        f.decode_into(encoded, room.undecoded(0, len))?;
+        let decoded = room.decoded(len);
+        if let Some(progress) = progress {
+            progress(decoded);
+        }
         Ok(())
     }
 
-    /// True when [`Pipeline::decode_prefix`] of the first `need` of `len` decoded bytes goes
+    /// True when [`Pipeline::decode`] of the first `need` of `len` decoded bytes goes
     /// step by step (else it decodes whole, then reports once).
     pub fn streams(&self, need: usize, len: usize) -> bool {
         self.stepper(need, len).is_some()
@@ -119,18 +129,36 @@ impl Pipeline {
             _ => None,
         }
     }
+}
 
-    /// Same as [`Pipeline::decode`], written into `out` (exactly [`Pipeline::decoded_len`]
-    /// bytes). Without array→array codecs the last decompressor writes straight into `out` and
-    /// big-endian data is swapped there in place: no extra copy. Fixed-size elements only.
-    pub fn decode_into(&self, encoded: &[u8], out: &mut [u8]) -> Result<(), CodecError> {
-        match &self.0 {
-            Kind::Fixed(f) => f.decode_into(encoded, out),
-            Kind::Vlen(v) => Err(CodecError::bad_config(
-                v.name(),
-                "variable-length chunks have no fixed size to decode into",
-            )),
-        }
+/// Where [`Pipeline::decode`] puts a chunk's decoded bytes.
+pub enum Target<'a> {
+    /// This buffer, made exactly the decoded chunk (the only target of variable-length
+    /// elements, whose size the decode finds).
+    Owned(&'a mut Vec<u8>),
+    /// Room for exactly one decoded chunk of fixed-size elements, maybe shared with readers
+    /// (see [`DecodeTarget`]), decoded as far as the [`Need`] says.
+    Room(DecodeTarget<'a>, Need<'a>),
+}
+
+/// How much of a chunk [`Pipeline::decode`] must decode into room.
+pub enum Need<'a> {
+    /// The whole chunk, in one go.
+    Whole,
+    /// At least its first that many bytes, step by step where that pays, the decoded part
+    /// handed to the callback after each step.
+    Front(usize, &'a mut dyn FnMut(&[u8])),
+}
+
+impl<'a> From<&'a mut Vec<u8>> for Target<'a> {
+    fn from(out: &'a mut Vec<u8>) -> Self {
+        Target::Owned(out)
+    }
+}
+
+impl<'a> From<&'a mut [u8]> for Target<'a> {
+    fn from(out: &'a mut [u8]) -> Self {
+        Target::Room(DecodeTarget::new(out), Need::Whole)
     }
 }
 
@@ -322,7 +350,7 @@ impl fmt::Debug for Pipeline {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::testutil;
+    use crate::codec::testutil::{self, decoded};
     use serde_json::json;
 
     #[test]
@@ -390,7 +418,7 @@ mod tests {
                         }
                     }
                 }
-                if let Ok(decoded) = p.decode(&bad) {
+                if let Ok(decoded) = decoded(&p, &bad) {
                     assert_eq!(decoded.len(), p.decoded_len(), "{}", case.name);
                 }
             }
@@ -401,16 +429,16 @@ mod tests {
     fn missing_array_to_bytes_means_little_endian_bytes() {
         let data = i4_data(10);
         let p = Pipeline::new(&[], &DataType::Int(4), &[10]).unwrap();
-        assert_eq!(p.decode(&data).unwrap(), data);
+        assert_eq!(decoded(&p, &data).unwrap(), data);
         let compressed = zstd::bulk::compress(&data, 1).unwrap();
         let p = Pipeline::new(&[spec("zstd", json!({}))], &DataType::Int(4), &[10]).unwrap();
-        assert_eq!(p.decode(&compressed).unwrap(), data);
+        assert_eq!(decoded(&p, &compressed).unwrap(), data);
         let t = [
             spec("transpose", json!({"order": [1, 0]})),
             spec("zstd", json!({})),
         ];
         let p = Pipeline::new(&t, &DataType::Int(4), &[1, 10]).unwrap();
-        assert_eq!(p.decode(&compressed).unwrap(), data);
+        assert_eq!(decoded(&p, &compressed).unwrap(), data);
     }
 
     #[test]
@@ -425,14 +453,11 @@ mod tests {
         ];
         let p = Pipeline::new(&codecs, &DataType::Int(4), &[50]).unwrap();
         assert_eq!(
-            p.decode(&zstd::bulk::compress(&framed, 3).unwrap())
-                .unwrap(),
+            decoded(&p, &zstd::bulk::compress(&framed, 3).unwrap()).unwrap(),
             data
         );
         framed[0] ^= 1;
-        assert!(p
-            .decode(&zstd::bulk::compress(&framed, 3).unwrap())
-            .is_err());
+        assert!(decoded(&p, &zstd::bulk::compress(&framed, 3).unwrap()).is_err());
 
         let twice = zstd::bulk::compress(&zstd::bulk::compress(&data, 3).unwrap(), 3).unwrap();
         let codecs = [
@@ -441,9 +466,9 @@ mod tests {
             spec("zstd", json!({})),
         ];
         let p = Pipeline::new(&codecs, &DataType::Int(4), &[50]).unwrap();
-        assert_eq!(p.decode(&twice).unwrap(), data);
+        assert_eq!(decoded(&p, &twice).unwrap(), data);
         let p = Pipeline::new(&codecs, &DataType::Int(4), &[49]).unwrap();
-        assert!(p.decode(&twice).is_err());
+        assert!(decoded(&p, &twice).is_err());
     }
 
     #[test]
@@ -451,7 +476,10 @@ mod tests {
         let bomb = zstd::bulk::compress(&vec![0u8; 64 << 20], 19).unwrap();
         let codecs = [spec("bytes", json!({})), spec("zstd", json!({}))];
         let p = Pipeline::new(&codecs, &DataType::UInt(1), &[1000]).unwrap();
-        assert!(matches!(p.decode(&bomb), Err(CodecError::Corrupt { .. })));
+        assert!(matches!(
+            decoded(&p, &bomb),
+            Err(CodecError::Corrupt { .. })
+        ));
         let codecs = [
             spec("bytes", json!({})),
             spec("zstd", json!({})),
@@ -459,7 +487,10 @@ mod tests {
         ];
         let p = Pipeline::new(&codecs, &DataType::UInt(1), &[1000]).unwrap();
         let double = zstd::bulk::compress(&bomb, 1).unwrap();
-        assert!(matches!(p.decode(&double), Err(CodecError::Corrupt { .. })));
+        assert!(matches!(
+            decoded(&p, &double),
+            Err(CodecError::Corrupt { .. })
+        ));
     }
 
     #[test]
@@ -503,14 +534,14 @@ mod tests {
         )
         .unwrap();
         assert_eq!(p.decoded_len(), 12);
-        assert!(p.decode(&[0; 11]).is_err());
-        assert!(p.decode(&[0; 13]).is_err());
-        assert!(p.decode_into(&[0; 12], &mut [0; 11]).is_err());
+        assert!(decoded(&p, &[0; 11]).is_err());
+        assert!(decoded(&p, &[0; 13]).is_err());
+        assert!(p.decode(&[0; 12], &mut [0; 11][..]).is_err());
         assert_eq!(
-            p.decode(&[0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3]).unwrap(),
+            decoded(&p, &[0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3]).unwrap(),
             [1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0]
         );
         let empty = Pipeline::new(&[spec("bytes", json!({}))], &DataType::Int(4), &[0]).unwrap();
-        assert_eq!(empty.decode(&[]).unwrap(), Vec::<u8>::new());
+        assert_eq!(decoded(&empty, &[]).unwrap(), Vec::<u8>::new());
     }
 }

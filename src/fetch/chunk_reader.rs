@@ -5,7 +5,7 @@ use super::fetched::Fetched;
 use super::listed::Listed;
 use super::shard_reader::ShardReader;
 use super::{FetchCause, FetchContext, FetchError};
-use crate::codec::{CodecError, DecodeTarget, Pipeline, ShardIndex, ShardedArray};
+use crate::codec::{CodecError, Pipeline, ShardIndex, ShardedArray, Target};
 use crate::meta::{ArrayMeta, ChunkGrid, MAX_CHUNK_BYTES};
 use crate::stats::STATS;
 use crate::store::Store;
@@ -14,6 +14,31 @@ use std::sync::Arc;
 
 /// Slack on top of twice the largest form of a chunk, for an encoded object's size bound.
 const OBJECT_SLACK: u64 = 64 << 10;
+
+/// What [`ChunkReader::load`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Loaded {
+    /// The chunk is decoded into the target.
+    Decoded,
+    /// The store holds no such chunk: it reads as the fill value; the target is left alone.
+    Absent,
+    /// This array's chunks do not decode into that room (see [`ChunkReader::load`]): nothing
+    /// was fetched; an owned buffer takes them.
+    Unsuited,
+}
+
+impl Loaded {
+    /// A chunk loaded into a buffer of its own, put in `out`.
+    fn put(chunk: Option<Vec<u8>>, out: &mut Vec<u8>) -> Self {
+        match chunk {
+            Some(chunk) => {
+                *out = chunk;
+                Loaded::Decoded
+            }
+            None => Loaded::Absent,
+        }
+    }
+}
 
 /// A chunk's stored bytes, fetched apart from their decoding (see [`ChunkReader::fetch`]), so
 /// that requests can wait on the network while other threads decode.
@@ -248,7 +273,7 @@ impl ChunkReader {
     }
 
     /// Fetches the stored bytes of the read chunks at `idxs` without decoding them, for one of
-    /// the loads below to decode later (`encoded`): each `Ok(None)` when this array fetches and
+    /// [`ChunkReader::load`] to decode later (`encoded`): each `Ok(None)` when this array fetches and
     /// decodes in one step (rectilinear or variable-length chunk objects: their loads fetch
     /// what they decode). Inner chunks of a shard that lie near each other come in one request
     /// (see [`super::shard_reader::COALESCE_GAP`]). Errors and panics as for
@@ -299,7 +324,7 @@ impl ChunkReader {
     }
 
     /// True when a stored chunk decodes straight into memory it is given (see
-    /// [`ChunkReader::load_into`]): whole chunk objects of a regular grid, fixed-size elements.
+    /// [`ChunkReader::load`]): whole chunk objects of a regular grid, fixed-size elements.
     pub fn decodes_whole_into(&self) -> bool {
         matches!(self.decoder, Decoder::Whole(_))
             && self.meta.grid == ChunkGrid::Regular
@@ -320,26 +345,23 @@ impl ChunkReader {
         format!("{}: chunk {key}", self.display_path())
     }
 
-    /// The stored chunk `key`: `encoded` when it was fetched ahead, else fetched now.
-    fn stored(&self, key: &str, encoded: Option<Encoded>) -> Result<Option<Fetched>, FetchError> {
-        match encoded {
-            Some(Encoded(bytes)) => Ok(bytes),
-            None => self.fetch_object(key),
-        }
-    }
-
     /// Fetches (unless `encoded` holds its bytes already: see [`ChunkReader::fetch`]) and
     /// decodes the read chunk at grid index `idx` (in the grid of
-    /// [`ChunkReader::read_chunk_shape`]): exactly that shape's size in bytes, or `Ok(None)` when
-    /// the store has none (it reads as the fill value). Errors name the node and the key.
-    /// A panic below (in the store or a decoder) becomes a [`FetchCause::Panicked`] error.
-    pub fn load(
+    /// [`ChunkReader::read_chunk_shape`]) into `target`: an owned buffer (made exactly that
+    /// chunk, for every array), or room for one decoded chunk, decoded whole or front first as
+    /// its [`Need`] says, straight from the stored bytes with no buffer in between (whole chunk
+    /// objects of a regular grid, fixed-size elements: else [`Loaded::Unsuited`]). Errors name
+    /// the node and the key. A panic below (in the store or a decoder) becomes a
+    /// [`FetchCause::Panicked`] error.
+    pub fn load<'a>(
         &self,
         idx: &[u64],
         encoded: Option<Encoded>,
+        target: impl Into<Target<'a>>,
         ctx: &dyn FetchContext,
-    ) -> Result<Option<Vec<u8>>, FetchError> {
-        catch_panic_as_error(|| self.load_unguarded(idx, encoded, ctx))
+    ) -> Result<Loaded, FetchError> {
+        let target = target.into();
+        catch_panic_as_error(|| self.load_unguarded(idx, encoded, target, ctx))
             .map_err(|e| self.name_panic(e, idx))
     }
 
@@ -347,14 +369,24 @@ impl ChunkReader {
         &self,
         idx: &[u64],
         encoded: Option<Encoded>,
+        target: Target,
         ctx: &dyn FetchContext,
-    ) -> Result<Option<Vec<u8>>, FetchError> {
-        let pipeline = match &self.decoder {
-            Decoder::Whole(pipeline) => pipeline,
-            Decoder::Sharded(shards) => {
+    ) -> Result<Loaded, FetchError> {
+        let (pipeline, target) = match (&self.decoder, target) {
+            (Decoder::Whole(pipeline), Target::Room(room, _))
+                if !self.decodes_whole_into() || room.len() != pipeline.decoded_len() =>
+            {
+                return Ok(Loaded::Unsuited)
+            }
+            (Decoder::Whole(_), Target::Owned(out)) if self.meta.grid != ChunkGrid::Regular => {
+                return Ok(Loaded::put(self.load_part(idx, ctx)?, out))
+            }
+            (Decoder::Whole(pipeline), target) => (pipeline, target),
+            (Decoder::Sharded(_), Target::Room(..)) => return Ok(Loaded::Unsuited),
+            (Decoder::Sharded(shards), Target::Owned(out)) => {
                 let keys = &self.meta.chunk_keys;
                 let encoded = encoded.map(|Encoded(bytes)| bytes.map(Fetched::into_vec));
-                return shards
+                let loaded = shards
                     .load(
                         &*self.store,
                         (keys, &self.listed),
@@ -362,29 +394,34 @@ impl ChunkReader {
                         self.max_object,
                         (encoded, ctx),
                     )
-                    .map_err(|e| e.context(self.display_path()));
+                    .map_err(|e| e.context(self.display_path()))?;
+                return Ok(Loaded::put(loaded, out));
             }
         };
-        if self.meta.grid != ChunkGrid::Regular {
-            return self.load_part(idx, ctx);
-        }
         let key = self.meta.chunk_keys.key(idx);
         let context = |e: FetchError| e.context(self.key_context(&key));
-        let Some(encoded) = self.stored(&key, encoded).map_err(context)? else {
-            return Ok(None);
+        let stored = match encoded {
+            Some(Encoded(bytes)) => Ok(bytes),
+            None => self.fetch_object(&key),
         };
-        if self.meta.dtype.is_variable() {
-            let decoded = pipeline.decode(&encoded).map_err(|e| context(e.into()))?;
-            return Ok(Some(decoded));
-        }
-        let mut buf = ctx.buffer(pipeline.decoded_len());
-        match pipeline.decode_into(&encoded, &mut buf) {
-            Ok(()) => Ok(Some(buf)),
-            Err(e) => {
-                ctx.recycle(buf);
-                Err(context(e.into()))
+        let Some(encoded) = stored.map_err(context)? else {
+            return Ok(Loaded::Absent);
+        };
+        let decoded = match target {
+            // A buffer from the lender, given back when the decode fails.
+            Target::Owned(out) if !self.meta.dtype.is_variable() => {
+                let mut buf = ctx.buffer(pipeline.decoded_len());
+                let decoded = pipeline.decode(&encoded, &mut buf);
+                match decoded {
+                    Ok(()) => *out = buf,
+                    Err(_) => ctx.recycle(buf),
+                }
+                decoded
             }
-        }
+            target => pipeline.decode(&encoded, target),
+        };
+        decoded.map_err(|e| context(e.into()))?;
+        Ok(Loaded::Decoded)
     }
 
     /// Read chunk `idx` of a rectilinear grid: the stored chunk holding it, decoded by a
@@ -403,8 +440,9 @@ impl ChunkReader {
             let Some(encoded) = self.fetch_object(&key).map_err(context)? else {
                 return Ok(None);
             };
-            let whole = Pipeline::new(&self.meta.codecs, &self.meta.dtype, &stored)
-                .and_then(|pipeline| pipeline.decode(&encoded))
+            let mut whole = Vec::new();
+            Pipeline::new(&self.meta.codecs, &self.meta.dtype, &stored)
+                .and_then(|pipeline| pipeline.decode(&encoded, &mut whole))
                 .map_err(|e| context(e.into()))?;
             Ok(Some(Arc::new(whole)))
         };
@@ -417,48 +455,7 @@ impl ChunkReader {
         Ok(Some(buf))
     }
 
-    /// Decodes the stored chunk at `idx` (fetched ahead into `encoded`, or now) straight into
-    /// `out` (exactly one decoded chunk), with no intermediate buffer and no caching. `Ok(None)`
-    /// when this array cannot do that (sharded or variable-length); `Ok(Some(false))` when the
-    /// chunk is absent (it reads as fill value). A panic below becomes a
-    /// [`FetchCause::Panicked`] error, as for [`ChunkReader::load`].
-    pub fn load_into(
-        &self,
-        idx: &[u64],
-        encoded: Option<Encoded>,
-        out: &mut [u8],
-    ) -> Result<Option<bool>, FetchError> {
-        catch_panic_as_error(|| {
-            self.decode_stored(idx, out.len(), encoded, |pipeline, bytes| {
-                pipeline.decode_into(bytes, out)
-            })
-        })
-        .map_err(|e| self.name_panic(e, idx))
-    }
-
-    /// Decodes at least the first `need` bytes of the stored chunk at `idx` (fetched ahead into
-    /// `encoded`, or now) into `out` (room for
-    /// one decoded chunk), calling `progress` with the bytes decoded so far as they come (see
-    /// [`Pipeline::decode_prefix`]); no caching. `Ok(None)` when this array cannot do that
-    /// (sharded or variable-length); `Ok(Some(false))` when the chunk is absent (fill value).
-    /// A panic below becomes a [`FetchCause::Panicked`] error, as for [`ChunkReader::load`].
-    pub fn load_prefix(
-        &self,
-        idx: &[u64],
-        encoded: Option<Encoded>,
-        out: &mut DecodeTarget,
-        need: usize,
-        progress: &mut dyn FnMut(&[u8]),
-    ) -> Result<Option<bool>, FetchError> {
-        catch_panic_as_error(|| {
-            self.decode_stored(idx, out.len(), encoded, |pipeline, encoded| {
-                pipeline.decode_prefix(encoded, out, need, progress)
-            })
-        })
-        .map_err(|e| self.name_panic(e, idx))
-    }
-
-    /// The decoded length of a chunk when [`ChunkReader::load_prefix`] of a whole chunk
+    /// The decoded length of a chunk when [`ChunkReader::load`] of a whole chunk front first
     /// decodes it step by step as fast as in one go (zstd), so that readers may use its first
     /// bytes meanwhile; `None` otherwise.
     pub fn progressive_len(&self) -> Option<usize> {
@@ -486,31 +483,6 @@ impl ChunkReader {
             }
             Decoder::Sharded(_) => e.context(format!("{}: chunk {idx:?}", self.display_path())),
         }
-    }
-
-    /// Runs `decode` on the pipeline and the stored chunk at `idx`, whose decoded form must be
-    /// `len` bytes: `Ok(None)` when this array has no such chunks (sharded, or variable-length),
-    /// `Ok(Some(false))` when the chunk is absent.
-    fn decode_stored(
-        &self,
-        idx: &[u64],
-        len: usize,
-        encoded: Option<Encoded>,
-        decode: impl FnOnce(&Pipeline, &[u8]) -> Result<(), CodecError>,
-    ) -> Result<Option<bool>, FetchError> {
-        let Decoder::Whole(pipeline) = &self.decoder else {
-            return Ok(None);
-        };
-        if !self.decodes_whole_into() || pipeline.decoded_len() != len {
-            return Ok(None);
-        }
-        let key = self.meta.chunk_keys.key(idx);
-        let context = |e: FetchError| e.context(self.key_context(&key));
-        let Some(encoded) = self.stored(&key, encoded).map_err(context)? else {
-            return Ok(Some(false));
-        };
-        decode(pipeline, &encoded).map_err(|e| context(e.into()))?;
-        Ok(Some(true))
     }
 
     /// The whole object `key`, refused unread beyond [`ChunkReader::max_object_len`] bytes;

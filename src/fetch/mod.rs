@@ -10,7 +10,7 @@ mod listed;
 mod shard_reader;
 mod sub_chunk;
 
-pub use chunk_reader::{ChunkReader, Encoded};
+pub use chunk_reader::{ChunkReader, Encoded, Loaded};
 pub use context::{FetchContext, StoredChunk, Uncached};
 pub use error::{FetchCause, FetchError};
 

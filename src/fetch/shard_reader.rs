@@ -251,7 +251,8 @@ fn read_exact(store: &dyn Store, key: &str, start: u64, len: u64) -> Result<Vec<
 mod tests {
     use crate::codec::sharding_testutil::{index, index_len, shard, spec};
     use crate::fetch::{
-        ChunkReader, FetchCause, FetchContext, FetchError, ShardIndexIfStored, Uncached,
+        ChunkReader, Encoded, FetchCause, FetchContext, FetchError, Loaded, ShardIndexIfStored,
+        Uncached,
     };
     use crate::meta::{ArrayMeta, ChunkKeys, DataType, KeyStyle};
     use crate::store::{Entry, MemoryStore, Object, ObjectMeta, Store, StoreError};
@@ -370,6 +371,18 @@ mod tests {
             .collect()
     }
 
+    /// Read chunk `idx` loaded into a buffer of its own; `None` when absent.
+    fn load(
+        reader: &ChunkReader,
+        idx: &[u64],
+        encoded: Option<Encoded>,
+        ctx: &dyn FetchContext,
+    ) -> Result<Option<Vec<u8>>, FetchError> {
+        let mut out = Vec::new();
+        let loaded = reader.load(idx, encoded, &mut out, ctx)?;
+        Ok((loaded == Loaded::Decoded).then_some(out))
+    }
+
     #[test]
     fn reads_only_the_index_once_and_the_inner_chunks_asked_for() {
         for at_start in [false, true] {
@@ -378,7 +391,7 @@ mod tests {
             let size = (index_len(4) + 4 * 12) as u64;
             let (index_at, data_at) = if at_start { (0, 68) } else { (size - 68, 0) };
             let ctx = Keeping::default();
-            let data = reader.load(&[0, 1], None, &ctx).unwrap().unwrap();
+            let data = load(&reader, &[0, 1], None, &ctx).unwrap().unwrap();
             assert_eq!(*data, inner_chunk(0, 1));
             let key = "arr/c/0/0".to_string();
             assert_eq!(
@@ -386,7 +399,7 @@ mod tests {
                 vec![(key.clone(), index_at, 68), (key.clone(), data_at + 12, 12)]
             );
             assert_eq!(
-                reader.load(&[1, 0], None, &ctx).unwrap().unwrap(),
+                load(&reader, &[1, 0], None, &ctx).unwrap().unwrap(),
                 inner_chunk(1, 0)
             );
             assert_eq!(
@@ -394,7 +407,7 @@ mod tests {
                 vec![(key, data_at + 24, 12)],
                 "the index is cached"
             );
-            assert_eq!(reader.load(&[3, 1], None, &ctx), Ok(None), "absent shard");
+            assert_eq!(load(&reader, &[3, 1], None, &ctx), Ok(None), "absent shard");
             // One request finds it absent (a suffix read starts with `head`, not recorded).
             let absent = "arr/c/1/0".to_string();
             let expected = if at_start {
@@ -428,7 +441,7 @@ mod tests {
         ];
         for ((idx, got), want) in idxs.iter().zip(fetched).zip(expected) {
             let encoded = got.unwrap().expect("fetched apart");
-            let decoded = reader.load(idx, Some(encoded), &Uncached).unwrap();
+            let decoded = load(&reader, idx, Some(encoded), &Uncached).unwrap();
             assert_eq!(decoded, want, "{idx:?}");
         }
         assert_eq!(
@@ -447,10 +460,10 @@ mod tests {
         };
         let (reader, _) = reader(&full_shard(), true, past);
         assert_eq!(
-            reader.load(&[0, 0], None, &Uncached).unwrap().unwrap(),
+            load(&reader, &[0, 0], None, &Uncached).unwrap().unwrap(),
             inner_chunk(0, 0)
         );
-        let err = reader.load(&[1, 1], None, &Uncached).unwrap_err();
+        let err = load(&reader, &[1, 1], None, &Uncached).unwrap_err();
         assert_eq!(err.cause, FetchCause::Corrupt);
         assert!(err.message.contains("truncated shard"), "{err}");
     }
@@ -460,9 +473,9 @@ mod tests {
         let mut chunks = full_shard();
         chunks[2] = None;
         let (reader, _) = reader(&chunks, false, |s| s);
-        assert_eq!(reader.load(&[1, 0], None, &Uncached), Ok(None));
+        assert_eq!(load(&reader, &[1, 0], None, &Uncached), Ok(None));
         assert_eq!(
-            reader.load(&[1, 1], None, &Uncached).unwrap().unwrap(),
+            load(&reader, &[1, 1], None, &Uncached).unwrap().unwrap(),
             inner_chunk(1, 1)
         );
     }
@@ -490,8 +503,7 @@ mod tests {
         ];
         for (expected, damage) in cases {
             let (reader, _) = reader(&full_shard(), false, damage);
-            let err = reader
-                .load(&[0, 1], None, &Uncached)
+            let err = load(&reader, &[0, 1], None, &Uncached)
                 .unwrap_err()
                 .to_string();
             assert!(err.starts_with("arr: shard arr/c/0/0: "), "{err}");

@@ -9,7 +9,7 @@ use super::npy::read_after_header;
 use super::{npy_header, GridGeometry, IoCause, SendBytes, ViewError};
 use crate::cache::read_ahead::{Job, Prediction, ReadAhead};
 use crate::cache::{ChunkCache, ChunkId};
-use crate::fetch::ChunkReader;
+use crate::fetch::{ChunkReader, Loaded};
 use crate::meta::ArrayMeta;
 use crate::store::Store;
 use std::sync::{Arc, OnceLock};
@@ -390,20 +390,18 @@ impl ArrayFile {
         }
         let at = out.len();
         out.resize(at + (to - from) as usize, 0);
-        let coords = source.layout.chunk_coords(run.chunk);
-        match source.reader.load_into(&coords, encoded, &mut out[at..]) {
-            Ok(Some(true)) => Ok(true),
-            Ok(Some(false)) => {
-                out.truncate(at);
+        let loaded = source.load(cache, run.chunk, encoded, &mut out[at..]);
+        if !matches!(loaded, Ok(Loaded::Decoded)) {
+            out.truncate(at);
+        }
+        match loaded {
+            Ok(Loaded::Decoded) => Ok(true),
+            Ok(Loaded::Absent) => {
                 extend_with_fill(out, &source.reader.meta().fill_value, from, to - from);
                 Ok(true)
             }
-            Ok(None) => {
-                out.truncate(at);
-                Ok(false)
-            }
+            Ok(Loaded::Unsuited) => Ok(false),
             Err(e) => {
-                out.truncate(at);
                 log::error!("{e}");
                 Err(ViewError::Io(e.cause.into()))
             }

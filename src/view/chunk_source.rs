@@ -3,9 +3,11 @@
 
 use super::{GridGeometry, SendBytes};
 use crate::cache::read_ahead::{Claim, Source};
-use crate::cache::{ChunkCache, ChunkData, ChunkError, ChunkId};
+use crate::cache::{ChunkCache, ChunkData, ChunkError, ChunkId, Keep};
+use crate::codec::Target;
 use crate::fetch::{
-    ChunkReader, Encoded, FetchCause, FetchContext, FetchError, ShardIndexIfStored, StoredChunk,
+    ChunkReader, Encoded, FetchCause, FetchContext, FetchError, Loaded, ShardIndexIfStored,
+    StoredChunk,
 };
 use std::ops::Range;
 use std::sync::Arc;
@@ -88,7 +90,7 @@ impl Source for ChunkSource {
     }
 
     fn load(&self, cache: &ChunkCache, index: u64, encoded: Option<Encoded>) {
-        let _ = self.load_growing(cache, index, encoded, &mut |_| {});
+        let _ = self.cached(cache, index, encoded, Some(&mut |_| {}));
     }
 }
 
@@ -113,27 +115,52 @@ impl ChunkSource {
 
     /// Chunk `chunk` (linear index in the read grid), from the cache or fetched into it.
     pub fn chunk(&self, cache: &ChunkCache, chunk: u64) -> Result<ChunkData, ChunkError> {
-        let encoded = self.claim(cache, chunk);
-        self.load_cached(cache, chunk, encoded)
+        self.cached(cache, chunk, self.claim(cache, chunk), None)
     }
 
-    /// [`ChunkSource::chunk`] decoding `encoded` when given.
-    fn load_cached(
+    /// Chunk `chunk` from the cache, or loaded into it (decoding `encoded` when given). With
+    /// `watch`, front to back when its codec allows that at no cost, so that readers may use
+    /// its first bytes meanwhile (through [`ChunkCache::growing`]), `watch` seeing the decoded
+    /// part grow when this call decodes the chunk so.
+    fn cached(
         &self,
         cache: &ChunkCache,
         chunk: u64,
         encoded: Option<Encoded>,
+        watch: Option<SendBytes>,
     ) -> Result<ChunkData, ChunkError> {
-        cache.get_or_load(self.id(chunk), || {
-            let ctx = CacheContext {
-                cache,
-                array: self.id,
-            };
-            self.reader
-                .load(&self.layout.chunk_coords(chunk), encoded, &ctx)
-                .map(|data| data.map(Arc::new))
-                .map_err(ChunkError::new)
+        let keep = match (watch, self.reader.progressive_len()) {
+            (Some(watch), Some(len)) => Keep::Growing(len, watch),
+            _ => Keep::Whole,
+        };
+        cache.get_or_load(self.id(chunk), keep, |target| {
+            match self.load(cache, chunk, encoded, target) {
+                Ok(Loaded::Decoded) => Ok(true),
+                Ok(Loaded::Absent) => Ok(false),
+                Ok(Loaded::Unsuited) => Err(ChunkError::new(FetchError::new(
+                    FetchCause::BadConfig,
+                    "the chunk cannot be decoded front to back".to_string(),
+                ))),
+                Err(e) => Err(ChunkError::new(e)),
+            }
         })
+    }
+
+    /// Chunk `chunk` fetched (unless `encoded` holds its stored bytes) and decoded into
+    /// `target`, lending the reader the cache (see [`ChunkReader::load`]).
+    pub(super) fn load<'a>(
+        &self,
+        cache: &ChunkCache,
+        chunk: u64,
+        encoded: Option<Encoded>,
+        target: impl Into<Target<'a>>,
+    ) -> Result<Loaded, FetchError> {
+        let ctx = CacheContext {
+            cache,
+            array: self.id,
+        };
+        let coords = self.layout.chunk_coords(chunk);
+        self.reader.load(&coords, encoded, target, &ctx)
     }
 
     /// Hands bytes `range` of chunk `chunk` to `send`: from the cache; from the chunk another
@@ -159,12 +186,13 @@ impl ChunkSource {
         }
         let mut pending = Some(send);
         let encoded = self.claim(cache, chunk);
-        let data = self.load_growing(cache, chunk, encoded, &mut |done| {
+        let mut watch = |done: &[u8]| {
             if let (Some(bytes), Some(send)) = (done.get(range.clone()), pending.as_mut()) {
                 send(bytes);
                 pending = None;
             }
-        })?;
+        };
+        let data = self.cached(cache, chunk, encoded, Some(&mut watch))?;
         let Some(send) = pending else {
             return Ok(true);
         };
@@ -175,35 +203,5 @@ impl ChunkSource {
             }
             None => Ok(false),
         }
-    }
-
-    /// Chunk `chunk` into the cache (decoding `encoded` when given), front to back when its
-    /// codec allows that at no cost, so that readers may use its first bytes meanwhile
-    /// (through [`ChunkCache::growing`]); calls `watch` with the decoded part as it grows when
-    /// this call decodes the chunk.
-    fn load_growing(
-        &self,
-        cache: &ChunkCache,
-        chunk: u64,
-        encoded: Option<Encoded>,
-        watch: &mut dyn FnMut(&[u8]),
-    ) -> Result<ChunkData, ChunkError> {
-        let Some(len) = self.reader.progressive_len() else {
-            return self.load_cached(cache, chunk, encoded);
-        };
-        let coords = self.layout.chunk_coords(chunk);
-        cache.get_or_load_growing(self.id(chunk), len, |target| {
-            match self
-                .reader
-                .load_prefix(&coords, encoded, target, len, watch)
-            {
-                Ok(Some(present)) => Ok(present),
-                Ok(None) => Err(ChunkError::new(FetchError::new(
-                    FetchCause::BadConfig,
-                    "the chunk cannot be decoded front to back".to_string(),
-                ))),
-                Err(e) => Err(ChunkError::new(e)),
-            }
-        })
     }
 }

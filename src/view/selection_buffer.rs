@@ -11,7 +11,8 @@ use super::array_file::extend_with_fill;
 use super::chunk_source::ChunkSource;
 use super::slice_file::{Row, SliceFile};
 use crate::cache::ChunkCache;
-use crate::codec::DecodeTarget;
+use crate::codec::{DecodeTarget, Need, Target};
+use crate::fetch::Loaded;
 use crate::memory::filling::{Filler, FillingBuffer};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -97,33 +98,33 @@ impl SelectionBuffer {
         let last = rows.last()?;
         let need = last.src_end(es as u64) as usize;
         if !cache.contains(source.id(chunk)) {
-            let coords = source.layout.chunk_coords(chunk);
             let mut scratch = cache.buffers().take(file.chunk_bytes() as usize);
             let (mut next, mut bad, mut gather) = (0, false, Vec::new());
-            let loaded = source.reader.load_prefix(
-                &coords,
+            let mut copy = |data: &[u8]| {
+                let ready = rows[next..]
+                    .iter()
+                    .take_while(|r| r.src_end(es as u64) as usize <= data.len())
+                    .count();
+                for row in &rows[next..next + ready] {
+                    bad |= copy_row(out, data, row, es, &mut gather).is_none();
+                }
+                next += ready;
+                if ready > 0 && !bad {
+                    out.publish(data.len());
+                }
+            };
+            let room = DecodeTarget::new(&mut scratch);
+            let loaded = source.load(
+                cache,
+                chunk,
                 None,
-                &mut DecodeTarget::new(&mut scratch),
-                need,
-                &mut |data| {
-                    let ready = rows[next..]
-                        .iter()
-                        .take_while(|r| r.src_end(es as u64) as usize <= data.len())
-                        .count();
-                    for row in &rows[next..next + ready] {
-                        bad |= copy_row(out, data, row, es, &mut gather).is_none();
-                    }
-                    next += ready;
-                    if ready > 0 && !bad {
-                        out.publish(data.len());
-                    }
-                },
+                Target::Room(room, Need::Front(need, &mut copy)),
             );
             cache.buffers().give(scratch);
             match loaded {
-                Ok(Some(true)) => return (!bad && next == rows.len()).then_some(()),
-                Ok(Some(false)) => return copy_fill(out, file, source, &rows),
-                Ok(None) => {}
+                Ok(Loaded::Decoded) => return (!bad && next == rows.len()).then_some(()),
+                Ok(Loaded::Absent) => return copy_fill(out, file, source, &rows),
+                Ok(Loaded::Unsuited) => {}
                 Err(_) => return None,
             }
         }

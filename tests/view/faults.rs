@@ -109,14 +109,16 @@ fn fetch_errors_name_the_node_and_the_key() {
         };
         ChunkReader::new(store.clone(), path, meta.clone()).unwrap()
     };
-    let err = reader("zstd").load(&[0, 1], None, &Uncached).unwrap_err();
+    let err = reader("zstd")
+        .load(&[0, 1], None, &mut Vec::new(), &Uncached)
+        .unwrap_err();
     assert_eq!(err.cause, FetchCause::Store);
     assert!(
         err.message.starts_with("zstd: chunk zstd/c/0/1: ") && err.message.contains("injected"),
         "{err}"
     );
     let err = reader("sharded")
-        .load(&[0, 0], None, &Uncached)
+        .load(&[0, 0], None, &mut Vec::new(), &Uncached)
         .unwrap_err();
     assert_eq!(err.cause, FetchCause::Store, "{err}");
     assert!(

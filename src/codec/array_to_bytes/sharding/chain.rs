@@ -107,7 +107,10 @@ impl ChunkDecoder {
     /// Decodes one chunk: C order, little-endian, of exactly the chunk's size.
     pub fn decode(&self, encoded: &[u8]) -> Result<Vec<u8>, CodecError> {
         match self {
-            ChunkDecoder::Plain(pipeline) => pipeline.decode(encoded),
+            ChunkDecoder::Plain(pipeline) => {
+                let mut out = Vec::new();
+                pipeline.decode(encoded, &mut out).map(|()| out)
+            }
             ChunkDecoder::Sharded { before, codec } => before.decode(codec.decode(encoded)?),
         }
     }

@@ -142,7 +142,9 @@ impl ShardingCodec {
     /// Decodes the index (the bytes at [`ShardingCodec::index_range`]) of a shard of
     /// `shard_size` bytes, checking every entry lies inside the shard.
     pub fn decode_index(&self, encoded: &[u8], shard_size: u64) -> Result<ShardIndex, CodecError> {
-        ShardIndex::parse(&self.index.decode(encoded)?, shard_size)
+        let mut index = Vec::new();
+        self.index.decode(encoded, &mut index)?;
+        ShardIndex::parse(&index, shard_size)
     }
 
     /// Decodes one inner chunk.
