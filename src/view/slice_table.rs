@@ -2,7 +2,7 @@
 //! `A`. They are not listed (the namespace is infinite); a lookup parses the name and gives the
 //! file an inode, kept in a bounded table so that repeated lookups give the same inode.
 
-use super::kinds::{BytesFile, ReadAt, Reply, ServedFile};
+use super::kinds::{extend_range, ReadAt, Reply, ServedFile};
 use super::selection::{split_name, Selection};
 use super::slice_file::SliceFile;
 use super::vlen_file::{Part, VlenFile};
@@ -218,9 +218,12 @@ impl ServedFile for SliceEntry {
     }
 
     /// Queues the chunks from the read on for decoding in parallel.
-    fn read(&self, view: &View, dir: u64, read: ReadAt, reply: Reply) -> Result<(), ViewError> {
+    fn read(&self, view: &View, _dir: u64, read: ReadAt, reply: Reply) -> Result<(), ViewError> {
         let (f, npy) = match &self.body {
-            Body::Bytes(bytes) => return BytesFile(bytes.clone()).read(view, dir, read, reply),
+            Body::Bytes(bytes) => {
+                extend_range(bytes, read, reply.out);
+                return Ok(());
+            }
             Body::Vlen(v, npy) => {
                 let part = if *npy { Part::Npy } else { Part::Text };
                 reply

@@ -208,6 +208,17 @@ fn a_broken_group_leaves_the_rest_readable() {
     );
 }
 
+/// The test tree served by an S3 server as `tree` in bucket `bucket`, credentials set; the
+/// directory it was written to goes with the first value.
+fn served_tree(bucket: &str) -> (tempfile::TempDir, servers::Server) {
+    let store = tempfile::tempdir().unwrap();
+    let tree_dir = store.path().join("tree");
+    tree(&tree_dir);
+    let server = servers::s3_server(&[(bucket, std::slice::from_ref(&tree_dir))]);
+    servers::s3_credentials_env();
+    (store, server)
+}
+
 fn requests(mount: &Mount) -> u64 {
     stats(mount)["store"]["requests"].as_u64().unwrap()
 }
@@ -217,11 +228,7 @@ fn a_remote_tree_without_consolidated_metadata_loads_one_level_per_listing() {
     if !common::mount::fuse_ready() {
         return;
     }
-    let store = tempfile::tempdir().unwrap();
-    let tree_dir = store.path().join("tree");
-    tree(&tree_dir);
-    let server = servers::s3_server(&[("lazy", std::slice::from_ref(&tree_dir))]);
-    servers::s3_credentials_env();
+    let (_store, server) = served_tree("lazy");
     // Requests are counted per listing: no groups loaded ahead of use.
     let m = Mount::new(
         Path::new("s3://lazy/tree"),
@@ -289,11 +296,7 @@ fn the_groups_a_walk_visits_next_are_loaded_ahead_and_no_further() {
     if !common::mount::fuse_ready() {
         return;
     }
-    let store = tempfile::tempdir().unwrap();
-    let tree_dir = store.path().join("tree");
-    tree(&tree_dir);
-    let server = servers::s3_server(&[("ahead", std::slice::from_ref(&tree_dir))]);
-    servers::s3_credentials_env();
+    let (_store, server) = served_tree("ahead");
     let m = Mount::new(Path::new("s3://ahead/tree"), &["--endpoint", &server.url]);
     // Reading the statistics uses the root: its eight groups (deep, g0..g5, gbroken; `bad`
     // is left out) load in the background, and nothing below them.
