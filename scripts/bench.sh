@@ -633,11 +633,13 @@ stop_proxy() {
 # The plain 64-in-flight fetch of the zstd chunk objects at endpoint $1 (JSON). obstore has been
 # seen to abort (exit 134) once in a while behind the delay proxy: such a run is logged and
 # repeated once.
-# With $2 = --decode zstd, each object is decoded as it arrives (no FUSE).
+# With $2 = --decode zstd, each object is decoded as it arrives (no FUSE); $3 names other chunk
+# objects (default the zstd array's).
 plain_fetch() {
-    py "$SCRIPTS/bench_read.py" fetch s3://bench/arrays.zarr/zstd/c/ --endpoint "$1" --in-flight 64 ${2:-} \
+    local prefix=${3:-s3://bench/arrays.zarr/zstd/c/}
+    py "$SCRIPTS/bench_read.py" fetch "$prefix" --endpoint "$1" --in-flight 64 ${2:-} \
         || { log "plain fetch at $1 failed; once more"; \
-             py "$SCRIPTS/bench_read.py" fetch s3://bench/arrays.zarr/zstd/c/ --endpoint "$1" --in-flight 64 ${2:-}; }
+             py "$SCRIPTS/bench_read.py" fetch "$prefix" --endpoint "$1" --in-flight 64 ${2:-}; }
 }
 
 # One repetition of the remote read rows at endpoint $1, recorded under $2 (e.g.
@@ -666,6 +668,21 @@ remote_read_rows() {
     fd=$(plain_fetch "$ep" "--decode zstd" | jget seconds)
     rec "$key.fetchdec64" "$fd"
     log "$key: zarrfs cold $cold s; zarr-python + obstore $s s (64 in flight: $s64 s); plain fetch $f s (decoding: $fd s)"
+    # The same volume stored uncompressed: how far zarrfs hides the latency when nothing is
+    # left to decode, against the plain fetch of those objects.
+    key=${key%.zstd}.plain
+    cold_prep "$BENCH_DIR/s3root/bench/plain.zarr/plain"
+    mount_fs s3://bench/plain.zarr --endpoint "$ep"
+    cold=$(dd_secs "$MNT/plain"); rec "$key.cold" "$cold"
+    if [ "$check" = 1 ]; then
+        if cmp -s "$MNT/plain" "$RAW"; then rec "check.$key" ok
+        else rec "check.$key" "\"MISMATCH: the uncompressed array over S3 differs from raw.bin\""; fi
+    fi
+    unmount_fs
+    cold_prep "$BENCH_DIR/s3root/bench/plain.zarr/plain"
+    f=$(plain_fetch "$ep" "" s3://bench/plain.zarr/plain/c/ | jget seconds)
+    rec "$key.fetch64" "$f"
+    log "$key: zarrfs cold $cold s; plain fetch $f s"
 }
 
 start_s3() { # ROOT: serves ROOT (one bucket per directory) with s3s-fs; sets S3_EP and S3_PID
@@ -696,6 +713,8 @@ section_remote() {
     mkdir -p "$root/bench/arrays.zarr"
     cp "$STORE/zarr.json" "$root/bench/arrays.zarr/"
     link_tree "$STORE/zstd" "$root/bench/arrays.zarr/zstd"
+    py "$SCRIPTS/bench_data.py" plain "$BENCH_DIR/plain-${SIZE_MIB}M" --raw "$RAW" --shape "$T,$Y,$X"
+    link_tree "$BENCH_DIR/plain-${SIZE_MIB}M/plain.zarr" "$root/bench/plain.zarr"
     link_tree "$TSTORE" "$root/bench/tree.zarr"
     cp -r "$TSTORE" "$root/bench/tree-consolidated.zarr"
     py "$SCRIPTS/bench_data.py" consolidate "$root/bench/tree-consolidated.zarr"

@@ -300,6 +300,13 @@ def rows(r, p):
                 "—" if target is None or delay == 0 else f"≥ {target}",
                 None if target is None or delay == 0 else ratio >= target,
                 med=(f"{key}.cold", f"{key}.{base}", False))
+        # The same volume uncompressed: the latency hiding alone, with no decoding to share the cores.
+        plain = "remote.full.plain" if delay == 0 else f"remote.d{delay}.plain"
+        z, b = rate(f"{plain}.cold"), rate(f"{plain}.fetch64")
+        if z and b:
+            add("7 remote", f"cold `dd bs=1M` {where}, the same volume uncompressed, vs a plain fetch of "
+                "its chunk objects, 64 in flight", fmt_rate(z), fmt_rate(b), z / b, "—", None,
+                med=(f"{plain}.cold", f"{plain}.fetch64", False))
     for kind, label in (("consolidated", "with consolidated metadata"), ("listed", "without (listing)")):
         t, base = r.min(f"remote.mount.{kind}"), r.min("meta.mount")
         if t is None:
