@@ -8,7 +8,7 @@
 //! from the cache.
 
 use super::array_file::extend_with_fill;
-use super::chunk_source::ChunkSource;
+use super::chunk_source::{ChunkSource, Dest};
 use super::slice_file::{Row, SliceFile};
 use crate::cache::ChunkCache;
 use crate::codec::{DecodeTarget, Need, Target};
@@ -114,12 +114,8 @@ impl SelectionBuffer {
                 }
             };
             let room = DecodeTarget::new(&mut scratch);
-            let loaded = source.load(
-                cache,
-                chunk,
-                None,
-                Target::Room(room, Need::Front(need, &mut copy)),
-            );
+            let target = Target::Room(room, Need::Front(need, &mut copy));
+            let loaded = source.load(cache, chunk, Dest::Room(target, None));
             cache.buffers().give(scratch);
             match loaded {
                 Ok(Loaded::Decoded) => return (!bad && next == rows.len()).then_some(()),
@@ -128,7 +124,9 @@ impl SelectionBuffer {
                 Err(_) => return None,
             }
         }
-        match source.chunk(cache, chunk).ok()? {
+        let mut data = None;
+        source.load(cache, chunk, Dest::Cache(&mut data)).ok()?;
+        match data {
             None => copy_fill(out, file, source, &rows),
             Some(data) => {
                 let mut gather = Vec::new();

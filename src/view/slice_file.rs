@@ -2,7 +2,7 @@
 //! from the chunks that intersect the selection, run by run, without materializing it.
 
 use super::array_file::{extend_with_fill, ArrayFile, MAX_PREFETCH_CHUNKS};
-use super::chunk_source::ChunkSource;
+use super::chunk_source::{ChunkSource, Dest};
 use super::error::chunk_failed;
 use super::held_chunks::HeldChunks;
 use super::npy::read_after_header;
@@ -11,6 +11,7 @@ use super::selection_buffer::{SelectionBuffer, MAX_SLOTS};
 use super::{npy_header, SendBytes, ViewError};
 use crate::cache::read_ahead::{Job, ReadAhead};
 use crate::cache::{ChunkCache, ChunkId};
+use crate::fetch::Loaded;
 use crate::meta::ArrayMeta;
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -276,7 +277,7 @@ impl SliceFile {
     /// Appends bytes `offset..offset+len` of `A[SEL]` to `out` (fewer at the end): per piece
     /// of a row inside one chunk, one copy (step 1) or a strided copy. With `send`, a read
     /// that is one run of one chunk goes to `send` instead, straight from the chunk (see
-    /// [`ChunkSource::send_bytes`]).
+    /// [`Dest::Send`]).
     pub fn read_data(
         &self,
         source: &ChunkSource,
@@ -368,9 +369,8 @@ impl SliceFile {
         };
         let at = (first * es + offset - e0 * es) as usize;
         let range = at..at + (end - offset) as usize;
-        source
-            .send_bytes(cache, chunk, range, send)
-            .map_err(chunk_failed)
+        let sent = source.load(cache, chunk, Dest::Send(range, send));
+        Ok(sent.map_err(chunk_failed)? == Loaded::Decoded)
     }
 
     /// Waits until the selected elements `e0..e1` are in `buffer` (decoding here the chunks

@@ -16,7 +16,6 @@
 
 use super::backed::{read_through, ArrayBacking, ArrayIdentity, Backing};
 use super::chunk_source::ChunkSource;
-use super::error::chunk_failed;
 use super::held_chunks::HeldChunks;
 use super::slice_file::SliceFile;
 use super::{npy_header, IoCause, ViewError};
@@ -198,12 +197,13 @@ impl VlenFile {
         to: u64,
         each: &mut dyn FnMut(Piece<'_>) -> Result<(), ViewError>,
     ) -> Result<(), ViewError> {
+        let mut held = HeldChunks::new(MAX_HELD_CHUNKS);
         match &self.elements {
             Elements::Whole => {
                 for run in self.source.layout.runs(from, to) {
                     each(Piece {
                         start: run.start,
-                        data: &self.chunk(cache, run.chunk)?,
+                        data: &held.get(&self.source, cache, run.chunk)?,
                         first: run.chunk_offset,
                         n: run.len,
                         step: 1,
@@ -212,7 +212,6 @@ impl VlenFile {
                 Ok(())
             }
             Elements::Selection(slice) => {
-                let mut held = HeldChunks::new(MAX_HELD_CHUNKS);
                 let mut start = from;
                 slice.walk(from, to, |chunk, first, n, step| {
                     each(Piece {
@@ -251,10 +250,6 @@ impl VlenFile {
         } else {
             &self.path
         }
-    }
-
-    fn chunk(&self, cache: &ChunkCache, chunk: u64) -> Result<ChunkData, ViewError> {
-        self.source.chunk(cache, chunk).map_err(chunk_failed)
     }
 
     /// Element `k` of a decoded chunk, or the fill value when the chunk is absent.

@@ -2,6 +2,7 @@
 //! then the data file's bytes.
 
 use super::{ReadAt, Reply, ServedFile};
+use crate::view::array_file::DataReply;
 use crate::view::{View, ViewError};
 use std::sync::atomic::Ordering;
 
@@ -37,14 +38,17 @@ impl ServedFile for ArrayPart {
     fn read(&self, view: &View, _dir: u64, read: ReadAt, reply: Reply) -> Result<(), ViewError> {
         let array = &view.arrays[self.array as usize];
         let (offset, len) = (read.offset, read.len);
+        let data_offset = match self.npy {
+            true => offset.saturating_sub(array.header_len()),
+            false => offset,
+        };
+        let into_reply = view.track_read(read.fh, array, data_offset, len);
+        let mut data = DataReply::new(reply.out, into_reply);
         if self.npy {
-            let data_offset = offset.saturating_sub(array.header_len());
-            let into_reply = view.track_read(read.fh, array, data_offset, len);
-            return array.read_npy(&view.cache, offset, len, into_reply, reply.out);
+            return array.read_npy(&view.cache, offset, len, data);
         }
-        let into_reply = view.track_read(read.fh, array, offset, len);
-        let send = Some(reply.send);
-        array.read_data(&view.cache, offset, len, into_reply, reply.out, send)
+        data.early = Some(reply.send);
+        array.read_data(&view.cache, offset, len, data)
     }
 
     fn passthrough(&self, view: &View) -> Option<std::fs::File> {

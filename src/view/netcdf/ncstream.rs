@@ -13,6 +13,7 @@
 
 use super::model::{Attribute, Group, NcType, Values, Variable};
 use super::proto;
+use crate::view::array_file::DataReply;
 use crate::view::{IoCause, View, ViewError};
 use parking_lot::{Mutex, MutexGuard};
 use prost::Message;
@@ -221,9 +222,7 @@ fn each_string(
                     &view.cache,
                     at * w,
                     n * w,
-                    true,
-                    &mut buf,
-                    None,
+                    DataReply::new(&mut buf, true),
                 )?;
                 if buf.len() as u64 != n * w {
                     return Err(ViewError::Io(IoCause::Store));
@@ -446,9 +445,7 @@ impl NcStreamFile {
                         &view.cache,
                         lo,
                         hi - lo,
-                        true,
-                        &mut buf,
-                        None,
+                        DataReply::new(&mut buf, true),
                     )?;
                     if buf.len() as u64 != hi - lo {
                         return Err(ViewError::Io(IoCause::Store));
