@@ -294,9 +294,9 @@ impl SliceFile {
         let es = self.elem_size;
         let (e0, e1) = (offset / es, end.div_ceil(es));
         if let Some(buffer) = self.buffer() {
-            if self.wait_buffered(&buffer, source, cache, e0, e1)? {
-                // In bounds: reads end at the file's size, the buffer's length.
-                let bytes = buffer.bytes(offset, end).unwrap_or_default();
+            // Rows not all in (their chunk failed) are read through the cache, which says why.
+            let ready = self.wait_buffered(&buffer, source, cache, e0, e1)?;
+            if let Some(bytes) = ready.then(|| buffer.bytes(offset, end)).flatten() {
                 match send {
                     Some(send) => send(bytes),
                     None => out.extend_from_slice(bytes),
@@ -503,7 +503,7 @@ impl SliceFile {
         if held.is_some() || !small || self.runs_of_chunks {
             return None;
         }
-        let buffer = Arc::new(SelectionBuffer::new(self.data_size, slots));
+        let buffer = Arc::new(SelectionBuffer::new(self.data_size, slots, self.elem_size));
         *held = Some(buffer.clone());
         Some(buffer)
     }
