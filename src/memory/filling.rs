@@ -230,7 +230,7 @@ impl<'a> Filler<'a> {
     pub fn write(&mut self, at: usize, src: &[u8]) -> Option<()> {
         let units = self.buf.units.as_ref()?;
         let (from, n) = (at / units.size, src.len() / units.size);
-        let whole = at % units.size == 0 && src.len() % units.size == 0;
+        let whole = at.is_multiple_of(units.size) && src.len().is_multiple_of(units.size);
         if !whole || at.checked_add(src.len())? > self.buf.len || !units.claim(from, from + n) {
             return None;
         }
