@@ -177,7 +177,8 @@ impl FillingBuffer {
         let (from, to) = (at / units.size, end.div_ceil(units.size));
         let whole = at <= end && end <= self.len;
         // SAFETY: in bounds; each unit is in, so written once and never again.
-        (whole && units.all_in(from, to)).then(|| unsafe { self.slice(at, end) })
+        let all_in = || bit_words(&units.done, from, to, |w, m| w.load(SeqCst) & m == m);
+        (whole && all_in()).then(|| unsafe { self.slice(at, end) })
     }
 
     /// Bytes `at..end`.
@@ -229,9 +230,17 @@ impl<'a> Filler<'a> {
     /// bounds, not whole units, written before, or not a scattered buffer.
     pub fn write(&mut self, at: usize, src: &[u8]) -> Option<()> {
         let units = self.buf.units.as_ref()?;
-        let (from, n) = (at / units.size, src.len() / units.size);
+        let end = at
+            .checked_add(src.len())
+            .filter(|&end| end <= self.buf.len)?;
+        let (from, to) = (at / units.size, end / units.size);
         let whole = at.is_multiple_of(units.size) && src.len().is_multiple_of(units.size);
-        if !whole || at.checked_add(src.len())? > self.buf.len || !units.claim(from, from + n) {
+        let claim = || {
+            bit_words(&units.claimed, from, to, |w, m| {
+                w.fetch_or(m, SeqCst) & m == 0
+            })
+        };
+        if !whole || !claim() {
             return None;
         }
         // SAFETY: in bounds; the units are this writer's alone (claimed above) and no reader
@@ -240,7 +249,10 @@ impl<'a> Filler<'a> {
             let to = self.buf.start.as_ptr().add(at);
             std::ptr::copy_nonoverlapping(src.as_ptr(), to, src.len());
         }
-        units.put_in(from, from + n);
+        bit_words(&units.done, from, to, |w, m| {
+            w.fetch_or(m, SeqCst);
+            true
+        });
         Some(())
     }
 }
@@ -266,43 +278,27 @@ impl Units {
     fn new(len: usize, size: usize) -> Self {
         let size = size.max(1);
         let words = || (0..len.div_ceil(size).div_ceil(64)).map(|_| AtomicU64::new(0));
+        let (claimed, done) = (words().collect(), words().collect());
         Units {
             size,
-            claimed: words().collect(),
-            done: words().collect(),
+            claimed,
+            done,
         }
-    }
-
-    /// Claims units `from..to` for the caller to write; false when one was claimed before.
-    fn claim(&self, from: usize, to: usize) -> bool {
-        bit_words(from, to).all(|(w, mask)| self.claimed[w].fetch_or(mask, SeqCst) & mask == 0)
-    }
-
-    /// Marks units `from..to` in: written, and readable.
-    fn put_in(&self, from: usize, to: usize) {
-        bit_words(from, to).for_each(|(w, mask)| _ = self.done[w].fetch_or(mask, SeqCst));
-    }
-
-    /// True when units `from..to` are all in (false past the end).
-    fn all_in(&self, from: usize, to: usize) -> bool {
-        bit_words(from, to).all(|(w, mask)| {
-            self.done
-                .get(w)
-                .is_some_and(|d| d.load(SeqCst) & mask == mask)
-        })
     }
 }
 
-/// The words of a bitmap holding bits `from..to`, each with the mask of those bits in it.
-fn bit_words(from: usize, to: usize) -> impl Iterator<Item = (usize, u64)> {
-    let words = if from < to {
-        from / 64..to.div_ceil(64)
-    } else {
-        0..0
-    };
-    words.map(move |w| {
+/// Calls `op` with each word of `bits` holding bits `from..to` and the mask of those bits in it,
+/// while it returns true; false when it did not (or a word is past the end).
+fn bit_words(
+    bits: &[AtomicU64],
+    from: usize,
+    to: usize,
+    op: impl Fn(&AtomicU64, u64) -> bool,
+) -> bool {
+    (from / 64..to.div_ceil(64)).filter(|_| from < to).all(|w| {
         let (lo, hi) = (from.max(w * 64) - w * 64, to.min(w * 64 + 64) - w * 64);
-        (w, (u64::MAX >> (64 - (hi - lo))) << lo)
+        let mask = (u64::MAX >> (64 - (hi - lo))) << lo;
+        bits.get(w).is_some_and(|word| op(word, mask))
     })
 }
 

@@ -5,8 +5,9 @@ use super::backed::{read_through, ArrayBacking, ArrayIdentity, Backing};
 use super::chunk_source::{ChunkSource, Dest};
 use super::error::chunk_failed;
 use super::held_chunks::HeldChunks;
+use super::kinds::Reply;
 use super::npy::read_after_header;
-use super::{npy_header, GridGeometry, IoCause, SendBytes, ViewError};
+use super::{npy_header, GridGeometry, IoCause, ViewError};
 use crate::cache::read_ahead::{Job, Prediction, ReadAhead};
 use crate::cache::{ChunkCache, ChunkId};
 use crate::fetch::{ChunkReader, Loaded};
@@ -74,31 +75,6 @@ impl Sources {
             reader: Arc::new(reader),
             layout: Arc::new(layout),
         })
-    }
-}
-
-/// Where a read of `A` puts its bytes.
-pub(super) struct DataReply<'a> {
-    /// The buffer they are appended to.
-    pub out: &'a mut Vec<u8>,
-    /// Where a read inside one chunk hands them instead, as soon as they are decoded (see
-    /// [`Dest::Send`]): a FUSE reply.
-    pub early: Option<SendBytes<'a>>,
-    /// A whole chunk nobody decoded yet may be decoded straight into `out`, leaving no chunk
-    /// cache entry: only for readers whose bytes something else keeps (the page cache) and
-    /// stores that are cheap to read again.
-    pub into_reply: bool,
-}
-
-impl<'a> DataReply<'a> {
-    /// Into `out` alone (`into_reply` as for [`DataReply::into_reply`]).
-    pub fn new(out: &'a mut Vec<u8>, into_reply: bool) -> Self {
-        let early = None;
-        DataReply {
-            out,
-            early,
-            into_reply,
-        }
     }
 }
 
@@ -273,12 +249,12 @@ impl ArrayFile {
         cache: &ChunkCache,
         offset: u64,
         len: u64,
-        reply: DataReply,
+        reply: Reply,
     ) -> Result<(), ViewError> {
         self.check_readable()?;
         let into_reply = reply.into_reply;
         read_after_header(&self.header(), offset, len, reply.out, |at, n, out| {
-            self.read_data(cache, at, n, DataReply::new(out, into_reply))
+            self.read_data(cache, at, n, Reply::new(out, into_reply))
         })
     }
 
@@ -290,7 +266,7 @@ impl ArrayFile {
         cache: &ChunkCache,
         offset: u64,
         len: u64,
-        reply: DataReply,
+        reply: Reply,
     ) -> Result<(), ViewError> {
         let end = offset.saturating_add(len).min(self.data_size);
         let Some(file) = self.backing.get() else {
@@ -302,7 +278,7 @@ impl ArrayFile {
             &self.path,
             (offset, end),
             reply.out,
-            |from, to, out| self.read_decoded(cache, from, to, DataReply::new(out, into_reply)),
+            |from, to, out| self.read_decoded(cache, from, to, Reply::new(out, into_reply)),
         )
     }
 
@@ -315,12 +291,12 @@ impl ArrayFile {
         cache: &ChunkCache,
         offset: u64,
         end: u64,
-        reply: DataReply,
+        reply: Reply,
     ) -> Result<(), ViewError> {
         let source = self.readable()?;
-        let DataReply {
+        let Reply {
             out,
-            mut early,
+            mut send,
             into_reply,
         } = reply;
         if offset >= end {
@@ -344,7 +320,7 @@ impl ArrayFile {
             let first = std::mem::take(&mut first_run);
             let whole = into_reply && run.chunk_offset == 0 && run.len == source.layout.chunk_len();
             // A read that is one run (not a whole chunk for the reply) is answered from it.
-            if let Some(send) = early.take_if(|_| first && !whole && runs.peek().is_none()) {
+            if let Some(send) = send.take_if(|_| first && !whole && runs.peek().is_none()) {
                 let sent = source.load(cache, run.chunk, Dest::Send(at..at + span.1, send));
                 if sent.map_err(chunk_failed)? == Loaded::Decoded {
                     return Ok(());

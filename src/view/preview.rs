@@ -6,7 +6,6 @@
 //! chunks of that slice through the chunk cache, and kept in a small LRU. Arrays whose first
 //! slice needs more than [`MAX_DECODE`] bytes of decoded chunks have none.
 
-use super::array_file::DataReply;
 use super::{View, ViewError};
 use crate::codec::NumType;
 use crate::meta::{ArrayMeta, DataType};
@@ -193,20 +192,10 @@ impl View {
             let start = r * p.cols * es;
             row.clear();
             if step == 1 {
-                array.read_data(
-                    &self.cache,
-                    start,
-                    p.cols * es,
-                    DataReply::new(&mut row, true),
-                )?;
+                array.read_data(&self.cache, start, p.cols * es, (&mut row).into())?;
             } else {
                 for c in sampled(p.cols, step) {
-                    array.read_data(
-                        &self.cache,
-                        start + c * es,
-                        es,
-                        DataReply::new(&mut row, true),
-                    )?;
+                    array.read_data(&self.cache, start + c * es, es, (&mut row).into())?;
                 }
             }
             values.extend(row.chunks_exact(es as usize).map(|b| {

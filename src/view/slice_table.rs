@@ -245,15 +245,8 @@ impl ServedFile for SliceEntry {
         }
         let (offset, len) = (read.offset, read.len);
         match npy {
-            true => f.read_npy(source, &view.cache, offset, len, reply.out, reply.send),
-            false => f.read_data(
-                source,
-                &view.cache,
-                offset,
-                len,
-                reply.out,
-                Some(reply.send),
-            ),
+            true => f.read_npy(source, &view.cache, offset, len, reply),
+            false => f.read_data(source, &view.cache, offset, len, reply),
         }
     }
 

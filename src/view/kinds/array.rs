@@ -2,7 +2,6 @@
 //! then the data file's bytes.
 
 use super::{ReadAt, Reply, ServedFile};
-use crate::view::array_file::DataReply;
 use crate::view::{View, ViewError};
 use std::sync::atomic::Ordering;
 
@@ -43,12 +42,14 @@ impl ServedFile for ArrayPart {
             false => offset,
         };
         let into_reply = view.track_read(read.fh, array, data_offset, len);
-        let mut data = DataReply::new(reply.out, into_reply);
-        if self.npy {
-            return array.read_npy(&view.cache, offset, len, data);
+        let reply = Reply {
+            into_reply,
+            ..reply
+        };
+        match self.npy {
+            true => array.read_npy(&view.cache, offset, len, reply),
+            false => array.read_data(&view.cache, offset, len, reply),
         }
-        data.early = Some(reply.send);
-        array.read_data(&view.cache, offset, len, data)
     }
 
     fn passthrough(&self, view: &View) -> Option<std::fs::File> {

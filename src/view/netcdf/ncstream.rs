@@ -13,7 +13,6 @@
 
 use super::model::{Attribute, Group, NcType, Values, Variable};
 use super::proto;
-use crate::view::array_file::DataReply;
 use crate::view::{IoCause, View, ViewError};
 use parking_lot::{Mutex, MutexGuard};
 use prost::Message;
@@ -222,7 +221,7 @@ fn each_string(
                     &view.cache,
                     at * w,
                     n * w,
-                    DataReply::new(&mut buf, true),
+                    (&mut buf).into(),
                 )?;
                 if buf.len() as u64 != n * w {
                     return Err(ViewError::Io(IoCause::Store));
@@ -445,7 +444,7 @@ impl NcStreamFile {
                         &view.cache,
                         lo,
                         hi - lo,
-                        DataReply::new(&mut buf, true),
+                        (&mut buf).into(),
                     )?;
                     if buf.len() as u64 != hi - lo {
                         return Err(ViewError::Io(IoCause::Store));
