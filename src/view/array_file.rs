@@ -9,7 +9,7 @@ use super::kinds::Reply;
 use super::npy::read_after_header;
 use super::{npy_header, GridGeometry, IoCause, ViewError};
 use crate::cache::read_ahead::{Job, Prediction, ReadAhead};
-use crate::cache::{ChunkCache, ChunkId};
+use crate::cache::ChunkCache;
 use crate::fetch::{ChunkReader, Loaded};
 use crate::meta::ArrayMeta;
 use crate::store::Store;
@@ -252,9 +252,9 @@ impl ArrayFile {
         reply: Reply,
     ) -> Result<(), ViewError> {
         self.check_readable()?;
-        let into_reply = reply.into_reply;
-        read_after_header(&self.header(), offset, len, reply.out, |at, n, out| {
-            self.read_data(cache, at, n, Reply::new(out, into_reply))
+        let reply = Reply::new(reply.out, reply.into_reply);
+        read_after_header(&self.header(), offset, len, reply, |at, n, reply| {
+            self.read_data(cache, at, n, reply)
         })
     }
 
@@ -424,12 +424,7 @@ impl ArrayFile {
     /// Drops `chunks` from the cache.
     pub fn discard(&self, cache: &ChunkCache, chunks: &[u64]) {
         let Ok(source) = self.source() else { return };
-        for &index in chunks {
-            cache.discard(ChunkId {
-                array: source.id,
-                index,
-            });
-        }
+        chunks.iter().for_each(|&c| cache.discard(source.id(c)));
     }
 
     /// Queues `chunks` for the read-ahead, in order (`urgent`: a read waits for them, so they
@@ -465,14 +460,8 @@ impl ArrayFile {
         };
         let shared = Arc::new(source.clone());
         let bytes = source.reader.cached_bytes_per_chunk().max(1);
-        let job = |chunk: u64| {
-            let id = ChunkId {
-                array: source.id,
-                index: chunk,
-            };
-            Job::chunk(id, bytes, shared.clone())
-        };
-        chunks.iter().map(|&chunk| job(chunk)).collect()
+        let job = |&chunk: &u64| Job::chunk(source.id(chunk), bytes, shared.clone());
+        chunks.iter().map(job).collect()
     }
 }
 

@@ -95,43 +95,40 @@ impl SelectionBuffer {
         let (chunk, rows) = file.slot_rows(slot);
         let last = rows.last()?;
         let need = last.src_end(es as u64) as usize;
+        // Copies the rows that end within the decoded bytes `data` and are not in yet.
+        let (mut next, mut bad, mut gather) = (0, false, Vec::new());
+        let mut copy = |data: &[u8]| {
+            let ready = rows[next..]
+                .iter()
+                .take_while(|r| r.src_end(es as u64) as usize <= data.len())
+                .count();
+            for row in &rows[next..next + ready] {
+                bad |= copy_row(out, data, row, es, &mut gather).is_none();
+            }
+            next += ready;
+            if ready > 0 && !bad {
+                out.publish(data.len());
+            }
+        };
+        let mut data = None;
         if !cache.contains(source.id(chunk)) {
             let mut scratch = cache.buffers().take(file.chunk_bytes() as usize);
-            let (mut next, mut bad, mut gather) = (0, false, Vec::new());
-            let mut copy = |data: &[u8]| {
-                let ready = rows[next..]
-                    .iter()
-                    .take_while(|r| r.src_end(es as u64) as usize <= data.len())
-                    .count();
-                for row in &rows[next..next + ready] {
-                    bad |= copy_row(out, data, row, es, &mut gather).is_none();
-                }
-                next += ready;
-                if ready > 0 && !bad {
-                    out.publish(data.len());
-                }
-            };
             let room = DecodeTarget::new(&mut scratch);
             let target = Target::Room(room, Need::Front(need, &mut copy));
             let loaded = source.load(cache, chunk, Dest::Room(target, None));
             cache.buffers().give(scratch);
-            match loaded {
-                Ok(Loaded::Decoded) => return (!bad && next == rows.len()).then_some(()),
-                Ok(Loaded::Absent) => return copy_fill(out, file, source, &rows),
-                Ok(Loaded::Unsuited) => {}
-                Err(_) => return None,
+            match loaded.ok()? {
+                Loaded::Decoded => return (!bad && next == rows.len()).then_some(()),
+                Loaded::Absent => return copy_fill(out, file, source, &rows),
+                Loaded::Unsuited => {}
             }
         }
-        let mut data = None;
         source.load(cache, chunk, Dest::Cache(&mut data)).ok()?;
-        match data {
-            None => copy_fill(out, file, source, &rows),
-            Some(data) => {
-                let mut gather = Vec::new();
-                rows.iter()
-                    .try_for_each(|row| copy_row(out, &data, row, es, &mut gather))
-            }
-        }
+        let Some(data) = data else {
+            return copy_fill(out, file, source, &rows);
+        };
+        copy(&data);
+        (!bad && next == rows.len()).then_some(())
     }
 
     /// Waits until the rows of chunk `slot` that end within its first `need` decoded bytes are

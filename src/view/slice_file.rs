@@ -11,7 +11,7 @@ use super::selection::{AxisSel, Selection};
 use super::selection_buffer::{SelectionBuffer, MAX_SLOTS};
 use super::{npy_header, ViewError};
 use crate::cache::read_ahead::{Job, ReadAhead};
-use crate::cache::{ChunkCache, ChunkId};
+use crate::cache::ChunkCache;
 use crate::fetch::Loaded;
 use crate::meta::ArrayMeta;
 use parking_lot::Mutex;
@@ -216,11 +216,8 @@ impl SliceFile {
         len: u64,
         reply: Reply,
     ) -> Result<(), ViewError> {
-        if let Some(at) = offset.checked_sub(self.header_len()) {
-            return self.read_data(source, cache, at, len, reply);
-        }
-        read_after_header(&self.header, offset, len, reply.out, |at, n, out| {
-            self.read_data(source, cache, at, n, out.into())
+        read_after_header(&self.header, offset, len, reply, |at, n, reply| {
+            self.read_data(source, cache, at, n, reply)
         })
     }
 
@@ -550,10 +547,7 @@ impl SliceFile {
             for slot in walked {
                 let (file, buffer, source, cache) =
                     (self.clone(), buffer.clone(), source.clone(), cache.clone());
-                let id = ChunkId {
-                    array: source.id,
-                    index: self.walk_chunk(slot),
-                };
+                let id = source.id(self.walk_chunk(slot));
                 let run = move || buffer.fill(&file, &source, &cache, slot);
                 pool.submit(Job::run(id, chunk_bytes, run));
             }
