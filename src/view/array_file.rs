@@ -6,7 +6,6 @@ use super::chunk_source::{ChunkSource, Dest};
 use super::error::chunk_failed;
 use super::held_chunks::HeldChunks;
 use super::kinds::Reply;
-use super::npy::read_after_header;
 use super::{npy_header, GridGeometry, IoCause, ViewError};
 use crate::cache::read_ahead::{Job, Prediction, ReadAhead};
 use crate::cache::ChunkCache;
@@ -190,7 +189,7 @@ impl ArrayFile {
     }
 
     /// The NPY header of `A.npy`, made now.
-    fn header(&self) -> Vec<u8> {
+    pub(super) fn header(&self) -> Vec<u8> {
         self.npy
             .as_ref()
             .map_or_else(Vec::new, |m| npy_header(&m.dtype, &m.shape))
@@ -243,21 +242,6 @@ impl ArrayFile {
         }
     }
 
-    /// Bytes `offset..offset+len` of `A.npy` into `reply` (never answered early).
-    pub fn read_npy(
-        &self,
-        cache: &ChunkCache,
-        offset: u64,
-        len: u64,
-        reply: Reply,
-    ) -> Result<(), ViewError> {
-        self.check_readable()?;
-        let reply = Reply::new(reply.out, reply.into_reply);
-        read_after_header(&self.header(), offset, len, reply, |at, n, reply| {
-            self.read_data(cache, at, n, reply)
-        })
-    }
-
     /// Bytes `offset..offset+len` of `A` (fewer at the end of the file) into `reply`: copied
     /// from the backing file where it holds them, else decoded (and then written into the
     /// backing file).
@@ -294,11 +278,7 @@ impl ArrayFile {
         reply: Reply,
     ) -> Result<(), ViewError> {
         let source = self.readable()?;
-        let Reply {
-            out,
-            mut send,
-            into_reply,
-        } = reply;
+        let (out, mut send) = (reply.out, reply.send);
         if offset >= end {
             return Ok(());
         }
@@ -307,18 +287,19 @@ impl ArrayFile {
         out.reserve((end - offset) as usize);
         // The chunks this read has fetched: runs alternate between a few of them.
         let mut held = HeldChunks::new(MAX_HELD_CHUNKS);
-        let mut runs = source.layout.runs(offset / es, end.div_ceil(es)).peekable();
-        // Only the read's first chunk may be decoded straight into `out`: the view has queued
-        // the others on the read-ahead workers, and the cache waits for their loads instead of
-        // decoding them a second time.
-        let mut first_run = true;
-        while let Some(run) = runs.next() {
+        let runs = source.layout.runs(offset / es, end.div_ceil(es));
+        let mut runs = runs.enumerate().peekable();
+        while let Some((i, run)) = runs.next() {
             let (start, stop) = (run.start * es, (run.start + run.len) * es);
             let (from, to) = (start.max(offset), stop.min(end));
             let at = (run.chunk_offset * es + (from - start)) as usize;
             let span = (at, (to - from) as usize);
-            let first = std::mem::take(&mut first_run);
-            let whole = into_reply && run.chunk_offset == 0 && run.len == source.layout.chunk_len();
+            // Only the read's first chunk may be decoded straight into `out`: the view has queued
+            // the others on the read-ahead workers, and the cache waits for their loads instead
+            // of decoding them a second time.
+            let first = i == 0;
+            let whole =
+                reply.into_reply && run.chunk_offset == 0 && run.len == source.layout.chunk_len();
             // A read that is one run (not a whole chunk for the reply) is answered from it.
             if let Some(send) = send.take_if(|_| first && !whole && runs.peek().is_none()) {
                 let sent = source.load(cache, run.chunk, Dest::Send(at..at + span.1, send));
@@ -326,12 +307,8 @@ impl ArrayFile {
                     return Ok(());
                 }
             }
-            let exact = (from, to) == (start, stop);
-            if first
-                && whole
-                && exact
-                && self.decode_into(cache, source, run.chunk, (from, to), out)?
-            {
+            let into_here = first && whole && (from, to) == (start, stop);
+            if into_here && self.decode_into(cache, source, run.chunk, (from, to), out)? {
                 continue;
             }
             match held.bytes(source, cache, run.chunk, span, self.display_path())? {
@@ -368,11 +345,10 @@ impl ArrayFile {
         if loaded != Ok(Loaded::Decoded) {
             out.truncate(at);
         }
+        let fill = &source.reader.meta().fill_value;
         match loaded.map_err(chunk_failed)? {
             Loaded::Decoded => {}
-            Loaded::Absent => {
-                extend_with_fill(out, &source.reader.meta().fill_value, from, to - from)
-            }
+            Loaded::Absent => extend_with_fill(out, fill, from, to - from),
             Loaded::Unsuited => return Ok(false),
         }
         Ok(true)

@@ -131,22 +131,13 @@ impl ChunkSource {
     /// its bytes went there, `Absent` when the store holds no such chunk (and, for
     /// [`Dest::Send`], when the chunk is shorter: nothing was sent), `Unsuited` when the room of
     /// [`Dest::Room`] does not suit this array's chunks.
-    pub(super) fn load(
-        &self,
-        cache: &ChunkCache,
-        chunk: u64,
-        dest: Dest,
-    ) -> Result<Loaded, ChunkError> {
+    pub fn load(&self, cache: &ChunkCache, chunk: u64, dest: Dest) -> Result<Loaded, ChunkError> {
         let (range, send) = match dest {
             Dest::Cache(slot) => {
                 *slot = self.cached(cache, chunk, self.claim(cache, chunk), None)?;
-                return Ok(loaded(slot.is_some()));
+                return Ok(slot.as_ref().map_or(Loaded::Absent, |_| Loaded::Decoded));
             }
-            Dest::Room(target, encoded) => {
-                return self
-                    .decode(cache, chunk, encoded, target)
-                    .map_err(ChunkError::new)
-            }
+            Dest::Room(target, encoded) => return self.decode(cache, chunk, encoded, target),
             Dest::Send(range, send) => (range, send),
         };
         if let Some(growing) = cache.growing(self.id(chunk)) {
@@ -170,9 +161,8 @@ impl ChunkSource {
         let Some(send) = pending else {
             return Ok(Loaded::Decoded);
         };
-        let bytes = data.as_deref().and_then(|d| d.get(range));
-        bytes.inspect(|bytes| send(bytes));
-        Ok(loaded(bytes.is_some()))
+        let sent = data.as_deref().and_then(|d| d.get(range)).map(send);
+        Ok(sent.map_or(Loaded::Absent, |()| Loaded::Decoded))
     }
 
     /// Chunk `chunk` from the cache, or loaded into it (decoding `encoded` when given). With
@@ -191,14 +181,13 @@ impl ChunkSource {
             _ => Keep::Whole,
         };
         cache.get_or_load(self.id(chunk), keep, |target| {
-            match self.decode(cache, chunk, encoded, target) {
-                Ok(Loaded::Decoded) => Ok(true),
-                Ok(Loaded::Absent) => Ok(false),
-                Ok(Loaded::Unsuited) => Err(ChunkError::new(FetchError::new(
+            match self.decode(cache, chunk, encoded, target)? {
+                Loaded::Decoded => Ok(true),
+                Loaded::Absent => Ok(false),
+                Loaded::Unsuited => Err(ChunkError::new(FetchError::new(
                     FetchCause::BadConfig,
                     "the chunk cannot be decoded front to back".to_string(),
                 ))),
-                Err(e) => Err(ChunkError::new(e)),
             }
         })
     }
@@ -211,20 +200,13 @@ impl ChunkSource {
         chunk: u64,
         encoded: Option<Encoded>,
         target: Target,
-    ) -> Result<Loaded, FetchError> {
+    ) -> Result<Loaded, ChunkError> {
         let ctx = CacheContext {
             cache,
             array: self.id,
         };
         let coords = self.layout.chunk_coords(chunk);
-        self.reader.load(&coords, encoded, target, &ctx)
-    }
-}
-
-/// Decoded there (true), or absent.
-fn loaded(there: bool) -> Loaded {
-    match there {
-        true => Loaded::Decoded,
-        false => Loaded::Absent,
+        let loaded = self.reader.load(&coords, encoded, target, &ctx);
+        loaded.map_err(ChunkError::new)
     }
 }

@@ -93,9 +93,8 @@ impl HeldChunks {
 /// Chunk `chunk` (`None`: absent) from the cache, or loaded into it.
 fn cached(source: &ChunkSource, cache: &ChunkCache, chunk: u64) -> Result<ChunkData, ViewError> {
     let mut data = None;
-    source
-        .load(cache, chunk, Dest::Cache(&mut data))
-        .map_err(chunk_failed)?;
+    let loaded = source.load(cache, chunk, Dest::Cache(&mut data));
+    loaded.map_err(chunk_failed)?;
     Ok(data)
 }
 

@@ -73,10 +73,7 @@ impl SelectionBuffer {
             return;
         };
         let run = || self.decode_and_copy(&mut filler, file, source, cache, slot);
-        if catch_unwind(AssertUnwindSafe(run))
-            .unwrap_or(None)
-            .is_some()
-        {
+        if let Ok(Some(())) = catch_unwind(AssertUnwindSafe(run)) {
             filler.finish();
         }
     }

@@ -6,7 +6,6 @@ use super::chunk_source::{ChunkSource, Dest};
 use super::error::chunk_failed;
 use super::held_chunks::HeldChunks;
 use super::kinds::Reply;
-use super::npy::read_after_header;
 use super::selection::{AxisSel, Selection};
 use super::selection_buffer::{SelectionBuffer, MAX_SLOTS};
 use super::{npy_header, ViewError};
@@ -201,24 +200,14 @@ impl SliceFile {
         &self.json
     }
 
+    /// The NPY header of `A[SEL].npy`.
+    pub fn header(&self) -> &[u8] {
+        &self.header
+    }
+
     /// Length of the NPY header.
     pub fn header_len(&self) -> u64 {
         self.header.len() as u64
-    }
-
-    /// Bytes `offset..offset+len` of `A[SEL].npy` into `reply`: past the header, as
-    /// [`SliceFile::read_data`] reads them.
-    pub fn read_npy(
-        &self,
-        source: &ChunkSource,
-        cache: &ChunkCache,
-        offset: u64,
-        len: u64,
-        reply: Reply,
-    ) -> Result<(), ViewError> {
-        read_after_header(&self.header, offset, len, reply, |at, n, reply| {
-            self.read_data(source, cache, at, n, reply)
-        })
     }
 
     /// Calls `piece(chunk, first, n, step)` for the selected elements `e0..e1` (C order of
