@@ -230,17 +230,10 @@ impl<'a> Filler<'a> {
     /// bounds, not whole units, written before, or not a scattered buffer.
     pub fn write(&mut self, at: usize, src: &[u8]) -> Option<()> {
         let units = self.buf.units.as_ref()?;
-        let end = at
-            .checked_add(src.len())
-            .filter(|&end| end <= self.buf.len)?;
+        let end = at.checked_add(src.len())?;
         let (from, to) = (at / units.size, end / units.size);
         let whole = at.is_multiple_of(units.size) && src.len().is_multiple_of(units.size);
-        let claim = || {
-            bit_words(&units.claimed, from, to, |w, m| {
-                w.fetch_or(m, SeqCst) & m == 0
-            })
-        };
-        if !whole || !claim() {
+        if !whole || end > self.buf.len || !units.claim(from, to) {
             return None;
         }
         // SAFETY: in bounds; the units are this writer's alone (claimed above) and no reader
@@ -284,6 +277,13 @@ impl Units {
             claimed,
             done,
         }
+    }
+
+    /// Claims units `from..to` for one writer; false when one of them was claimed before.
+    fn claim(&self, from: usize, to: usize) -> bool {
+        bit_words(&self.claimed, from, to, |w, m| {
+            w.fetch_or(m, SeqCst) & m == 0
+        })
     }
 }
 

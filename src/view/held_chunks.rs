@@ -90,10 +90,10 @@ impl HeldChunks {
     }
 }
 
-/// Chunk `chunk` (`None`: absent) from the cache, or loaded into it.
-fn cached(source: &ChunkSource, cache: &ChunkCache, chunk: u64) -> Result<ChunkData, ViewError> {
+/// Chunk `c` (`None`: absent) from the cache, or loaded into it.
+pub fn cached(source: &ChunkSource, cache: &ChunkCache, c: u64) -> Result<ChunkData, ViewError> {
     let mut data = None;
-    let loaded = source.load(cache, chunk, Dest::Cache(&mut data));
+    let loaded = source.load(cache, c, Dest::Cache(&mut data));
     loaded.map_err(chunk_failed)?;
     Ok(data)
 }

@@ -16,7 +16,7 @@
 
 use super::backed::{read_through, ArrayBacking, ArrayIdentity, Backing};
 use super::chunk_source::ChunkSource;
-use super::held_chunks::HeldChunks;
+use super::held_chunks::{cached, HeldChunks};
 use super::slice_file::SliceFile;
 use super::{npy_header, IoCause, ViewError};
 use crate::backing::BackingFile;
@@ -197,13 +197,12 @@ impl VlenFile {
         to: u64,
         each: &mut dyn FnMut(Piece<'_>) -> Result<(), ViewError>,
     ) -> Result<(), ViewError> {
-        let mut held = HeldChunks::new(MAX_HELD_CHUNKS);
         match &self.elements {
             Elements::Whole => {
                 for run in self.source.layout.runs(from, to) {
                     each(Piece {
                         start: run.start,
-                        data: &held.get(&self.source, cache, run.chunk)?,
+                        data: &cached(&self.source, cache, run.chunk)?,
                         first: run.chunk_offset,
                         n: run.len,
                         step: 1,
@@ -212,6 +211,7 @@ impl VlenFile {
                 Ok(())
             }
             Elements::Selection(slice) => {
+                let mut held = HeldChunks::new(MAX_HELD_CHUNKS);
                 let mut start = from;
                 slice.walk(from, to, |chunk, first, n, step| {
                     each(Piece {
