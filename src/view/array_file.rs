@@ -2,13 +2,13 @@
 //! ahead of a reader.
 
 use super::backed::{read_through, ArrayBacking, ArrayIdentity, Backing};
-use super::chunk_source::ChunkSource;
+use super::chunk_source::{ChunkSource, Dest};
 use super::error::chunk_failed;
 use super::held_chunks::HeldChunks;
-use super::npy::read_after_header;
-use super::{npy_header, GridGeometry, IoCause, SendBytes, ViewError};
+use super::kinds::Reply;
+use super::{npy_header, GridGeometry, IoCause, ViewError};
 use crate::cache::read_ahead::{Job, Prediction, ReadAhead};
-use crate::cache::{ChunkCache, ChunkId};
+use crate::cache::ChunkCache;
 use crate::fetch::{ChunkReader, Loaded};
 use crate::meta::ArrayMeta;
 use crate::store::Store;
@@ -189,7 +189,7 @@ impl ArrayFile {
     }
 
     /// The NPY header of `A.npy`, made now.
-    fn header(&self) -> Vec<u8> {
+    pub(super) fn header(&self) -> Vec<u8> {
         self.npy
             .as_ref()
             .map_or_else(Vec::new, |m| npy_header(&m.dtype, &m.shape))
@@ -242,92 +242,43 @@ impl ArrayFile {
         }
     }
 
-    /// Appends bytes `offset..offset+len` of `A.npy` to `out` (`into_reply`: as for
-    /// [`ArrayFile::read_data`]).
-    pub fn read_npy(
-        &self,
-        cache: &ChunkCache,
-        offset: u64,
-        len: u64,
-        into_reply: bool,
-        out: &mut Vec<u8>,
-    ) -> Result<(), ViewError> {
-        self.check_readable()?;
-        read_after_header(&self.header(), offset, len, out, |at, n, out| {
-            self.read_data(cache, at, n, into_reply, out, None)
-        })
-    }
-
-    /// Appends bytes `offset..offset+len` of `A` to `out` (fewer at the end of the file):
-    /// copied from the backing file where it holds them, else decoded (and then written into
-    /// the backing file). With `into_reply`, a whole chunk nobody decoded yet may be decoded
-    /// straight into `out`, leaving no chunk cache entry: only for readers whose bytes
-    /// something else keeps (the page cache) and stores that are cheap to read again. With
-    /// `send` (a FUSE reply), a read inside one chunk (not a whole chunk that `into_reply`
-    /// decodes into the reply) goes to `send` instead of `out`, straight from the chunk as it
-    /// decodes (see [`ChunkSource::send_bytes`]), unless a backing file serves it.
+    /// Bytes `offset..offset+len` of `A` (fewer at the end of the file) into `reply`: copied
+    /// from the backing file where it holds them, else decoded (and then written into the
+    /// backing file).
     pub fn read_data(
         &self,
         cache: &ChunkCache,
         offset: u64,
         len: u64,
-        into_reply: bool,
-        out: &mut Vec<u8>,
-        send: Option<SendBytes>,
+        reply: Reply,
     ) -> Result<(), ViewError> {
+        let end = offset.saturating_add(len).min(self.data_size);
         let Some(file) = self.backing.get() else {
-            if let Some(send) = send {
-                if self.send_inside_chunk(cache, offset, len, into_reply, send)? {
-                    return Ok(());
-                }
-            }
-            return self.read_decoded(cache, offset, len, into_reply, out);
+            return self.read_decoded(cache, offset, end, reply);
         };
-        let end = offset.saturating_add(len).min(self.data_size);
-        read_through(&file, &self.path, (offset, end), out, |from, to, out| {
-            self.read_decoded(cache, from, to - from, into_reply, out)
-        })
+        let into_reply = reply.into_reply;
+        read_through(
+            &file,
+            &self.path,
+            (offset, end),
+            reply.out,
+            |from, to, out| self.read_decoded(cache, from, to, Reply::new(out, into_reply)),
+        )
     }
 
-    /// Hands bytes `offset..offset+len` of `A` to `send` when they lie inside one chunk (and
-    /// are not a whole chunk that `into_reply` decodes into the reply instead); false when they
-    /// do not, or the chunk is absent.
-    fn send_inside_chunk(
-        &self,
-        cache: &ChunkCache,
-        offset: u64,
-        len: u64,
-        into_reply: bool,
-        send: SendBytes,
-    ) -> Result<bool, ViewError> {
-        let source = self.readable()?;
-        let end = offset.saturating_add(len).min(self.data_size);
-        let es = self.elem_size;
-        let mut runs = source.layout.runs(offset / es, end.div_ceil(es));
-        let (Some(run), None) = (runs.next(), runs.next()) else {
-            return Ok(false);
-        };
-        if into_reply && run.chunk_offset == 0 && run.len == source.layout.chunk_len() {
-            return Ok(false);
-        }
-        let at = (run.chunk_offset * es + offset - run.start * es) as usize;
-        let range = at..at + (end - offset) as usize;
-        source
-            .send_bytes(cache, run.chunk, range, send)
-            .map_err(chunk_failed)
-    }
-
-    /// Appends bytes `offset..offset+len` of `A` to `out`, decoded from the chunks.
+    /// Bytes `offset..end` of `A` into `reply`, decoded from the chunks run by run: the first
+    /// run straight into the reply when it is a whole chunk nobody decoded yet and
+    /// `into_reply`; a read that is one run (and not such a chunk) answered early from its
+    /// chunk; every other run, and any of those that cannot go so, copied from its chunk.
     fn read_decoded(
         &self,
         cache: &ChunkCache,
         offset: u64,
-        len: u64,
-        into_reply: bool,
-        out: &mut Vec<u8>,
+        end: u64,
+        reply: Reply,
     ) -> Result<(), ViewError> {
         let source = self.readable()?;
-        let end = offset.saturating_add(len).min(self.data_size);
+        let (out, mut send) = (reply.out, reply.send);
         if offset >= end {
             return Ok(());
         }
@@ -336,22 +287,30 @@ impl ArrayFile {
         out.reserve((end - offset) as usize);
         // The chunks this read has fetched: runs alternate between a few of them.
         let mut held = HeldChunks::new(MAX_HELD_CHUNKS);
-        // Only the read's first chunk may be decoded straight into `out`: the view has queued
-        // the others on the read-ahead workers, and the cache waits for their loads instead of
-        // decoding them a second time.
-        let mut first = into_reply;
-        for run in source.layout.runs(offset / es, end.div_ceil(es)) {
-            let may_decode_here = std::mem::take(&mut first);
-            let run_start = run.start * es;
-            let (from, to) = (run_start.max(offset), ((run.start + run.len) * es).min(end));
-            if may_decode_here
-                && !held.contains(run.chunk)
-                && self.decode_whole_into(cache, source, &run, from, to, out)?
-            {
+        let runs = source.layout.runs(offset / es, end.div_ceil(es));
+        let mut runs = runs.enumerate().peekable();
+        while let Some((i, run)) = runs.next() {
+            let (start, stop) = (run.start * es, (run.start + run.len) * es);
+            let (from, to) = (start.max(offset), stop.min(end));
+            let at = (run.chunk_offset * es + (from - start)) as usize;
+            let span = (at, (to - from) as usize);
+            // Only the read's first chunk may be decoded straight into `out`: the view has queued
+            // the others on the read-ahead workers, and the cache waits for their loads instead
+            // of decoding them a second time.
+            let first = i == 0;
+            let whole =
+                reply.into_reply && run.chunk_offset == 0 && run.len == source.layout.chunk_len();
+            // A read that is one run (not a whole chunk for the reply) is answered from it.
+            if let Some(send) = send.take_if(|_| first && !whole && runs.peek().is_none()) {
+                let sent = source.load(cache, run.chunk, Dest::Send(at..at + span.1, send));
+                if sent.map_err(chunk_failed)? == Loaded::Decoded {
+                    return Ok(());
+                }
+            }
+            let into_here = first && whole && (from, to) == (start, stop);
+            if into_here && self.decode_into(cache, source, run.chunk, (from, to), out)? {
                 continue;
             }
-            let at = (run.chunk_offset * es + (from - run_start)) as usize;
-            let span = (at, (to - from) as usize);
             match held.bytes(source, cache, run.chunk, span, self.display_path())? {
                 Some(bytes) => out.extend_from_slice(bytes),
                 None => extend_with_fill(out, fill, from, to - from),
@@ -360,52 +319,39 @@ impl ArrayFile {
         Ok(())
     }
 
-    /// When a read wants a whole chunk that nobody has decoded, decodes it straight into `out`:
-    /// no cache entry, no copy. Returns false when that does not apply.
-    fn decode_whole_into(
+    /// Decodes chunk `chunk`, bytes `from..to` of `A`, straight into `out` when nobody has
+    /// decoded it: no cache entry, no copy. False when that does not apply.
+    fn decode_into(
         &self,
         cache: &ChunkCache,
         source: &ChunkSource,
-        run: &super::Run,
-        from: u64,
-        to: u64,
+        chunk: u64,
+        (from, to): (u64, u64),
         out: &mut Vec<u8>,
     ) -> Result<bool, ViewError> {
-        let whole = run.chunk_offset == 0
-            && run.len == source.layout.chunk_len()
-            && from == run.start * self.elem_size
-            && to == (run.start + run.len) * self.elem_size;
-        let id = ChunkId {
-            array: source.id,
-            index: run.chunk,
-        };
-        if !whole || !source.reader.decodes_whole_into() || cache.contains(id) {
+        if !source.reader.decodes_whole_into() || cache.contains(source.id(chunk)) {
             return Ok(false);
         }
         // Bytes the read-ahead fetched are decoded here; a chunk it was loading is in the
         // cache now.
-        let encoded = source.claim(cache, run.chunk);
-        if encoded.is_none() && cache.contains(id) {
+        let encoded = source.claim(cache, chunk);
+        if encoded.is_none() && cache.contains(source.id(chunk)) {
             return Ok(false);
         }
         let at = out.len();
         out.resize(at + (to - from) as usize, 0);
-        let loaded = source.load(cache, run.chunk, encoded, &mut out[at..]);
-        if !matches!(loaded, Ok(Loaded::Decoded)) {
+        let room = Dest::Room((&mut out[at..]).into(), encoded);
+        let loaded = source.load(cache, chunk, room);
+        if loaded != Ok(Loaded::Decoded) {
             out.truncate(at);
         }
-        match loaded {
-            Ok(Loaded::Decoded) => Ok(true),
-            Ok(Loaded::Absent) => {
-                extend_with_fill(out, &source.reader.meta().fill_value, from, to - from);
-                Ok(true)
-            }
-            Ok(Loaded::Unsuited) => Ok(false),
-            Err(e) => {
-                log::error!("{e}");
-                Err(ViewError::Io(e.cause.into()))
-            }
+        let fill = &source.reader.meta().fill_value;
+        match loaded.map_err(chunk_failed)? {
+            Loaded::Decoded => {}
+            Loaded::Absent => extend_with_fill(out, fill, from, to - from),
+            Loaded::Unsuited => return Ok(false),
         }
+        Ok(true)
     }
 
     /// The chunks behind the predicted byte ranges of `A` (data offsets, not `A.npy`), in order,
@@ -454,12 +400,7 @@ impl ArrayFile {
     /// Drops `chunks` from the cache.
     pub fn discard(&self, cache: &ChunkCache, chunks: &[u64]) {
         let Ok(source) = self.source() else { return };
-        for &index in chunks {
-            cache.discard(ChunkId {
-                array: source.id,
-                index,
-            });
-        }
+        chunks.iter().for_each(|&c| cache.discard(source.id(c)));
     }
 
     /// Queues `chunks` for the read-ahead, in order (`urgent`: a read waits for them, so they
@@ -495,14 +436,8 @@ impl ArrayFile {
         };
         let shared = Arc::new(source.clone());
         let bytes = source.reader.cached_bytes_per_chunk().max(1);
-        let job = |chunk: u64| {
-            let id = ChunkId {
-                array: source.id,
-                index: chunk,
-            };
-            Job::chunk(id, bytes, shared.clone())
-        };
-        chunks.iter().map(|&chunk| job(chunk)).collect()
+        let job = |&chunk: &u64| Job::chunk(source.id(chunk), bytes, shared.clone());
+        chunks.iter().map(job).collect()
     }
 }
 

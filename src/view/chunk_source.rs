@@ -56,6 +56,20 @@ fn fetch_error(e: ChunkError) -> FetchError {
     }
 }
 
+/// Where [`ChunkSource::load`] puts a chunk's decoded bytes.
+pub(super) enum Dest<'a> {
+    /// Into the cache, and into this slot (`None`: absent, all fill value).
+    Cache(&'a mut ChunkData),
+    /// Into the cache, bytes `range` handed to the callback once, as soon as they are
+    /// decoded: from the cache; from the chunk another reader decodes front to back; or
+    /// decoding it here (front to back where its codec allows), the decode then going on to
+    /// the chunk's end.
+    Send(Range<usize>, SendBytes<'a>),
+    /// Straight into the caller's room, leaving no cache entry, decoding the stored bytes
+    /// when given (the read-ahead fetched them: see [`ChunkSource::claim`]).
+    Room(Target<'a>, Option<Encoded>),
+}
+
 /// One array's chunks: its number in the cache, its reader and its read grid.
 #[derive(Clone)]
 pub(super) struct ChunkSource {
@@ -113,9 +127,42 @@ impl ChunkSource {
         }
     }
 
-    /// Chunk `chunk` (linear index in the read grid), from the cache or fetched into it.
-    pub fn chunk(&self, cache: &ChunkCache, chunk: u64) -> Result<ChunkData, ChunkError> {
-        self.cached(cache, chunk, self.claim(cache, chunk), None)
+    /// Loads chunk `chunk` (linear index in the read grid) where `dest` says: `Decoded` when
+    /// its bytes went there, `Absent` when the store holds no such chunk (and, for
+    /// [`Dest::Send`], when the chunk is shorter: nothing was sent), `Unsuited` when the room of
+    /// [`Dest::Room`] does not suit this array's chunks.
+    pub fn load(&self, cache: &ChunkCache, chunk: u64, dest: Dest) -> Result<Loaded, ChunkError> {
+        let (range, send) = match dest {
+            Dest::Cache(slot) => {
+                *slot = self.cached(cache, chunk, self.claim(cache, chunk), None)?;
+                return Ok(slot.as_ref().map_or(Loaded::Absent, |_| Loaded::Decoded));
+            }
+            Dest::Room(target, encoded) => return self.decode(cache, chunk, encoded, target),
+            Dest::Send(range, send) => (range, send),
+        };
+        if let Some(growing) = cache.growing(self.id(chunk)) {
+            if let Some(bytes) = growing
+                .wait_prefix(range.end)
+                .and_then(|d| d.get(range.clone()))
+            {
+                send(bytes);
+                return Ok(Loaded::Decoded);
+            }
+        }
+        let mut pending = Some(send);
+        let encoded = self.claim(cache, chunk);
+        let mut watch = |done: &[u8]| {
+            if let (Some(bytes), Some(send)) = (done.get(range.clone()), pending.as_mut()) {
+                send(bytes);
+                pending = None;
+            }
+        };
+        let data = self.cached(cache, chunk, encoded, Some(&mut watch))?;
+        let Some(send) = pending else {
+            return Ok(Loaded::Decoded);
+        };
+        let sent = data.as_deref().and_then(|d| d.get(range)).map(send);
+        Ok(sent.map_or(Loaded::Absent, |()| Loaded::Decoded))
     }
 
     /// Chunk `chunk` from the cache, or loaded into it (decoding `encoded` when given). With
@@ -134,74 +181,32 @@ impl ChunkSource {
             _ => Keep::Whole,
         };
         cache.get_or_load(self.id(chunk), keep, |target| {
-            match self.load(cache, chunk, encoded, target) {
-                Ok(Loaded::Decoded) => Ok(true),
-                Ok(Loaded::Absent) => Ok(false),
-                Ok(Loaded::Unsuited) => Err(ChunkError::new(FetchError::new(
+            match self.decode(cache, chunk, encoded, target)? {
+                Loaded::Decoded => Ok(true),
+                Loaded::Absent => Ok(false),
+                Loaded::Unsuited => Err(ChunkError::new(FetchError::new(
                     FetchCause::BadConfig,
                     "the chunk cannot be decoded front to back".to_string(),
                 ))),
-                Err(e) => Err(ChunkError::new(e)),
             }
         })
     }
 
     /// Chunk `chunk` fetched (unless `encoded` holds its stored bytes) and decoded into
     /// `target`, lending the reader the cache (see [`ChunkReader::load`]).
-    pub(super) fn load<'a>(
+    fn decode(
         &self,
         cache: &ChunkCache,
         chunk: u64,
         encoded: Option<Encoded>,
-        target: impl Into<Target<'a>>,
-    ) -> Result<Loaded, FetchError> {
+        target: Target,
+    ) -> Result<Loaded, ChunkError> {
         let ctx = CacheContext {
             cache,
             array: self.id,
         };
         let coords = self.layout.chunk_coords(chunk);
-        self.reader.load(&coords, encoded, target, &ctx)
-    }
-
-    /// Hands bytes `range` of chunk `chunk` to `send`: from the cache; from the chunk another
-    /// reader decodes front to back, once they are decoded; or decoding the chunk here (front
-    /// to back where its codec allows), as soon as they are decoded, the decode then going on
-    /// to the chunk's end for the cache. False, and `send` not called, when the chunk is absent
-    /// or shorter.
-    pub fn send_bytes(
-        &self,
-        cache: &ChunkCache,
-        chunk: u64,
-        range: Range<usize>,
-        send: SendBytes,
-    ) -> Result<bool, ChunkError> {
-        if let Some(growing) = cache.growing(self.id(chunk)) {
-            if let Some(bytes) = growing
-                .wait_prefix(range.end)
-                .and_then(|d| d.get(range.clone()))
-            {
-                send(bytes);
-                return Ok(true);
-            }
-        }
-        let mut pending = Some(send);
-        let encoded = self.claim(cache, chunk);
-        let mut watch = |done: &[u8]| {
-            if let (Some(bytes), Some(send)) = (done.get(range.clone()), pending.as_mut()) {
-                send(bytes);
-                pending = None;
-            }
-        };
-        let data = self.cached(cache, chunk, encoded, Some(&mut watch))?;
-        let Some(send) = pending else {
-            return Ok(true);
-        };
-        match data.as_deref().and_then(|d| d.get(range)) {
-            Some(bytes) => {
-                send(bytes);
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        let loaded = self.reader.load(&coords, encoded, target, &ctx);
+        loaded.map_err(ChunkError::new)
     }
 }

@@ -1,7 +1,7 @@
 //! The decoded chunks one read keeps at hand while its pieces alternate between a few of them,
 //! and the one check every copy out of a decoded chunk makes.
 
-use super::chunk_source::ChunkSource;
+use super::chunk_source::{ChunkSource, Dest};
 use super::error::chunk_failed;
 use super::{IoCause, ViewError};
 use crate::cache::{ChunkCache, ChunkData};
@@ -29,11 +29,6 @@ impl HeldChunks {
         }
     }
 
-    /// True when chunk `chunk` is held.
-    pub fn contains(&self, chunk: u64) -> bool {
-        self.held.iter().any(|(c, _)| *c == chunk)
-    }
-
     fn hold(&mut self, chunk: u64, held: Held) -> usize {
         if self.held.len() == self.max {
             self.held.remove(0);
@@ -56,7 +51,7 @@ impl HeldChunks {
         if let Some(data) = whole {
             return Ok(data.clone());
         }
-        let data = source.chunk(cache, chunk).map_err(chunk_failed)?;
+        let data = cached(source, cache, chunk)?;
         self.hold(chunk, Held::Whole(data.clone()));
         Ok(data)
     }
@@ -77,17 +72,13 @@ impl HeldChunks {
             Some(slot) => slot,
             None => match cache.growing(source.id(chunk)) {
                 Some(growing) => self.hold(chunk, Held::Growing(growing)),
-                None => {
-                    let data = source.chunk(cache, chunk).map_err(chunk_failed)?;
-                    self.hold(chunk, Held::Whole(data))
-                }
+                None => self.hold(chunk, Held::Whole(cached(source, cache, chunk)?)),
             },
         };
         if let Held::Growing(growing) = &self.held[slot].1 {
             if growing.wait_prefix(end).is_none() {
                 // The decode failed: the cache loads the chunk again, or says why.
-                let data = source.chunk(cache, chunk).map_err(chunk_failed)?;
-                self.held[slot].1 = Held::Whole(data);
+                self.held[slot].1 = Held::Whole(cached(source, cache, chunk)?);
             }
         }
         let data = match &self.held[slot].1 {
@@ -97,6 +88,14 @@ impl HeldChunks {
         };
         chunk_bytes(data, at, len, node, chunk).map(Some)
     }
+}
+
+/// Chunk `c` (`None`: absent) from the cache, or loaded into it.
+pub fn cached(source: &ChunkSource, cache: &ChunkCache, c: u64) -> Result<ChunkData, ViewError> {
+    let mut data = None;
+    let loaded = source.load(cache, c, Dest::Cache(&mut data));
+    loaded.map_err(chunk_failed)?;
+    Ok(data)
 }
 
 /// Bytes `at..at+len` of decoded chunk `chunk` of `node`; a chunk that decoded to fewer bytes

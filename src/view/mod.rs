@@ -548,7 +548,16 @@ impl View {
             sent = Some(bytes.len());
             sink.answer_early(bytes)
         };
-        let result = self.read_content(ino, fh, offset, size, &mut buf, &mut send);
+        let read = ReadAt {
+            fh,
+            offset,
+            len: u64::from(size),
+        };
+        let reply = Reply {
+            send: Some(&mut send),
+            ..Reply::new(&mut buf, false)
+        };
+        let result = self.with_file(ino, |file, dir, _| file.read(self, dir, read, reply));
         if result.is_ok() {
             let len = sent.unwrap_or_else(|| {
                 sink.answer(&buf);
@@ -558,21 +567,6 @@ impl View {
         }
         crate::memory::buffers().give(buf);
         result
-    }
-
-    fn read_content(
-        &self,
-        ino: u64,
-        fh: u64,
-        offset: u64,
-        size: u32,
-        out: &mut Vec<u8>,
-        send: SendBytes,
-    ) -> Result<(), ViewError> {
-        let len = u64::from(size);
-        let read = ReadAt { fh, offset, len };
-        let reply = Reply { out, send };
-        self.with_file(ino, |file, dir, _| file.read(self, dir, read, reply))
     }
 
     /// Records a read of `array`'s data (`offset` into `A`) through handle `fh`; queues for the

@@ -1,5 +1,7 @@
 //! NPY headers exactly as `numpy.save` writes them, so `A.npy` equals a numpy-saved file.
 
+use super::kinds::Reply;
+use super::ViewError;
 use crate::meta::{py_str, py_tuple, DataType};
 
 const MAGIC: &[u8] = b"\x93NUMPY";
@@ -53,24 +55,27 @@ pub fn npy_header(dtype: &DataType, shape: &[u64]) -> Vec<u8> {
     }
 }
 
-/// Appends bytes `offset..offset+len` of a file made of `header` then data, the data part read
-/// by `data(data_offset, len, out)`.
+/// Bytes `offset..offset+len` of a file made of `header` then data into `reply`, the data
+/// part read by `data(data_offset, len, reply)` (answering early only when it is the whole read).
 pub(super) fn read_after_header(
     header: &[u8],
     offset: u64,
     len: u64,
-    out: &mut Vec<u8>,
-    data: impl FnOnce(u64, u64, &mut Vec<u8>) -> Result<(), super::ViewError>,
-) -> Result<(), super::ViewError> {
+    reply: Reply,
+    data: impl FnOnce(u64, u64, Reply) -> Result<(), ViewError>,
+) -> Result<(), ViewError> {
     let hlen = header.len() as u64;
     if offset >= hlen {
-        return data(offset - hlen, len, out);
+        return data(offset - hlen, len, reply);
     }
+    let Reply {
+        out, into_reply, ..
+    } = reply;
     let head_end = offset.saturating_add(len).min(hlen);
     out.extend_from_slice(&header[offset as usize..head_end as usize]);
     let rest = len - (head_end - offset);
     if rest > 0 {
-        data(0, rest, out)?;
+        data(0, rest, Reply::new(out, into_reply))?;
     }
     Ok(())
 }

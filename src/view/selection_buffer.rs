@@ -8,7 +8,7 @@
 //! from the cache.
 
 use super::array_file::extend_with_fill;
-use super::chunk_source::ChunkSource;
+use super::chunk_source::{ChunkSource, Dest};
 use super::slice_file::{Row, SliceFile};
 use crate::cache::ChunkCache;
 use crate::codec::{DecodeTarget, Need, Target};
@@ -43,24 +43,22 @@ fn copy_row(
         row.n as usize,
         row.step as usize,
     );
-    // SAFETY (both writes): the rows of a slot are its chunk's alone, each written once, and
-    // read only once the slot's mark covers them (see `SelectionBuffer::bytes`).
     if step == 1 {
-        return unsafe { out.write(at, data.get(src..src + n * es)?) };
+        return out.write(at, data.get(src..src + n * es)?);
     }
     let span = data.get(src..row.src_end(es as u64) as usize)?;
     gather.clear();
     for s in span.chunks(step * es) {
         gather.extend_from_slice(&s[..es]);
     }
-    unsafe { out.write(at, gather) }
+    out.write(at, gather)
 }
 
 impl SelectionBuffer {
-    /// Room for `bytes` bytes of selection over `slots` chunks.
-    pub fn new(bytes: u64, slots: u64) -> Self {
+    /// Room for `bytes` bytes of selection over `slots` chunks, elements of `es` bytes.
+    pub fn new(bytes: u64, slots: u64, es: u64) -> Self {
         SelectionBuffer {
-            out: FillingBuffer::uninit(bytes as usize, slots as usize),
+            out: FillingBuffer::uninit(bytes as usize, slots as usize, es as usize),
         }
     }
 
@@ -75,10 +73,7 @@ impl SelectionBuffer {
             return;
         };
         let run = || self.decode_and_copy(&mut filler, file, source, cache, slot);
-        if catch_unwind(AssertUnwindSafe(run))
-            .unwrap_or(None)
-            .is_some()
-        {
+        if let Ok(Some(())) = catch_unwind(AssertUnwindSafe(run)) {
             filler.finish();
         }
     }
@@ -97,45 +92,40 @@ impl SelectionBuffer {
         let (chunk, rows) = file.slot_rows(slot);
         let last = rows.last()?;
         let need = last.src_end(es as u64) as usize;
+        // Copies the rows that end within the decoded bytes `data` and are not in yet.
+        let (mut next, mut bad, mut gather) = (0, false, Vec::new());
+        let mut copy = |data: &[u8]| {
+            let ready = rows[next..]
+                .iter()
+                .take_while(|r| r.src_end(es as u64) as usize <= data.len())
+                .count();
+            for row in &rows[next..next + ready] {
+                bad |= copy_row(out, data, row, es, &mut gather).is_none();
+            }
+            next += ready;
+            if ready > 0 && !bad {
+                out.publish(data.len());
+            }
+        };
+        let mut data = None;
         if !cache.contains(source.id(chunk)) {
             let mut scratch = cache.buffers().take(file.chunk_bytes() as usize);
-            let (mut next, mut bad, mut gather) = (0, false, Vec::new());
-            let mut copy = |data: &[u8]| {
-                let ready = rows[next..]
-                    .iter()
-                    .take_while(|r| r.src_end(es as u64) as usize <= data.len())
-                    .count();
-                for row in &rows[next..next + ready] {
-                    bad |= copy_row(out, data, row, es, &mut gather).is_none();
-                }
-                next += ready;
-                if ready > 0 && !bad {
-                    out.publish(data.len());
-                }
-            };
             let room = DecodeTarget::new(&mut scratch);
-            let loaded = source.load(
-                cache,
-                chunk,
-                None,
-                Target::Room(room, Need::Front(need, &mut copy)),
-            );
+            let target = Target::Room(room, Need::Front(need, &mut copy));
+            let loaded = source.load(cache, chunk, Dest::Room(target, None));
             cache.buffers().give(scratch);
-            match loaded {
-                Ok(Loaded::Decoded) => return (!bad && next == rows.len()).then_some(()),
-                Ok(Loaded::Absent) => return copy_fill(out, file, source, &rows),
-                Ok(Loaded::Unsuited) => {}
-                Err(_) => return None,
+            match loaded.ok()? {
+                Loaded::Decoded => return (!bad && next == rows.len()).then_some(()),
+                Loaded::Absent => return copy_fill(out, file, source, &rows),
+                Loaded::Unsuited => {}
             }
         }
-        match source.chunk(cache, chunk).ok()? {
-            None => copy_fill(out, file, source, &rows),
-            Some(data) => {
-                let mut gather = Vec::new();
-                rows.iter()
-                    .try_for_each(|row| copy_row(out, &data, row, es, &mut gather))
-            }
-        }
+        source.load(cache, chunk, Dest::Cache(&mut data)).ok()?;
+        let Some(data) = data else {
+            return copy_fill(out, file, source, &rows);
+        };
+        copy(&data);
+        (!bad && next == rows.len()).then_some(())
     }
 
     /// Waits until the rows of chunk `slot` that end within its first `need` decoded bytes are
@@ -153,10 +143,9 @@ impl SelectionBuffer {
     }
 
     /// Bytes `offset..end` of the selection, whose rows the caller has waited for (see
-    /// [`SelectionBuffer::wait_for`]); `None` when out of bounds.
+    /// [`SelectionBuffer::wait_for`]); `None` when out of bounds or not all in.
     pub fn bytes(&self, offset: u64, end: u64) -> Option<&[u8]> {
-        // SAFETY: rows are written once, before their slot's mark says they are in; these are.
-        unsafe { self.out.read(offset as usize, end as usize) }
+        self.out.read(offset as usize, end as usize)
     }
 }
 
@@ -168,8 +157,7 @@ fn copy_fill(out: &mut Filler, file: &SliceFile, source: &ChunkSource, rows: &[R
     for row in rows {
         run.clear();
         extend_with_fill(&mut run, fill, 0, row.n * es);
-        // SAFETY: as in `copy_row`.
-        unsafe { out.write(row.out as usize, &run)? };
+        out.write(row.out as usize, &run)?;
     }
     Some(())
 }

@@ -2,15 +2,16 @@
 //! from the chunks that intersect the selection, run by run, without materializing it.
 
 use super::array_file::{extend_with_fill, ArrayFile, MAX_PREFETCH_CHUNKS};
-use super::chunk_source::ChunkSource;
+use super::chunk_source::{ChunkSource, Dest};
 use super::error::chunk_failed;
 use super::held_chunks::HeldChunks;
-use super::npy::read_after_header;
+use super::kinds::Reply;
 use super::selection::{AxisSel, Selection};
 use super::selection_buffer::{SelectionBuffer, MAX_SLOTS};
-use super::{npy_header, SendBytes, ViewError};
+use super::{npy_header, ViewError};
 use crate::cache::read_ahead::{Job, ReadAhead};
-use crate::cache::{ChunkCache, ChunkId};
+use crate::cache::ChunkCache;
+use crate::fetch::Loaded;
 use crate::meta::ArrayMeta;
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -199,28 +200,14 @@ impl SliceFile {
         &self.json
     }
 
+    /// The NPY header of `A[SEL].npy`.
+    pub fn header(&self) -> &[u8] {
+        &self.header
+    }
+
     /// Length of the NPY header.
     pub fn header_len(&self) -> u64 {
         self.header.len() as u64
-    }
-
-    /// Bytes `offset..offset+len` of `A[SEL].npy`, appended to `out` or, past the header,
-    /// handed to `send` as [`SliceFile::read_data`] does.
-    pub fn read_npy(
-        &self,
-        source: &ChunkSource,
-        cache: &ChunkCache,
-        offset: u64,
-        len: u64,
-        out: &mut Vec<u8>,
-        send: SendBytes,
-    ) -> Result<(), ViewError> {
-        if let Some(at) = offset.checked_sub(self.header_len()) {
-            return self.read_data(source, cache, at, len, out, Some(send));
-        }
-        read_after_header(&self.header, offset, len, out, |at, n, out| {
-            self.read_data(source, cache, at, n, out, None)
-        })
     }
 
     /// Calls `piece(chunk, first, n, step)` for the selected elements `e0..e1` (C order of
@@ -273,19 +260,20 @@ impl SliceFile {
         Ok(())
     }
 
-    /// Appends bytes `offset..offset+len` of `A[SEL]` to `out` (fewer at the end): per piece
-    /// of a row inside one chunk, one copy (step 1) or a strided copy. With `send`, a read
-    /// that is one run of one chunk goes to `send` instead, straight from the chunk (see
-    /// [`ChunkSource::send_bytes`]).
+    /// Bytes `offset..offset+len` of `A[SEL]` (fewer at the end) into `reply`: from the buffer
+    /// gathering it, when there is one; else walking its pieces (a row's elements inside one
+    /// chunk), each run of consecutive bytes of one chunk copied at once (or a read that is
+    /// one run answered straight from the chunk: see [`Dest::Send`]), strided pieces element
+    /// by element.
     pub fn read_data(
         &self,
         source: &ChunkSource,
         cache: &ChunkCache,
         offset: u64,
         len: u64,
-        out: &mut Vec<u8>,
-        send: Option<SendBytes>,
+        reply: Reply,
     ) -> Result<(), ViewError> {
+        let Reply { out, mut send, .. } = reply;
         let end = offset.saturating_add(len).min(self.data_size);
         if offset >= end {
             return Ok(());
@@ -293,25 +281,23 @@ impl SliceFile {
         let es = self.elem_size;
         let (e0, e1) = (offset / es, end.div_ceil(es));
         if let Some(buffer) = self.buffer() {
-            if self.wait_buffered(&buffer, source, cache, e0, e1)? {
-                // In bounds: reads end at the file's size, the buffer's length.
-                let bytes = buffer.bytes(offset, end).unwrap_or_default();
+            // Rows not all in (their chunk failed) are read through the cache, which says why.
+            let ready = self.wait_buffered(&buffer, source, cache, e0, e1)?;
+            if let Some(bytes) = ready.then(|| buffer.bytes(offset, end)).flatten() {
                 match send {
                     Some(send) => send(bytes),
                     None => out.extend_from_slice(bytes),
                 }
                 return Ok(());
             }
-        } else if let Some(send) = send {
-            if self.send_one_run(source, cache, offset, end, send)? {
-                return Ok(());
-            }
+            send = None;
         }
         let at = out.len();
         out.reserve(((e1 - e0) * es) as usize);
         let fill = &source.reader.meta().fill_value;
         let mut held = HeldChunks::new(MAX_HELD_CHUNKS);
-        self.walk(e0, e1, |chunk, first, n, step| {
+        // Copies the `n` elements of chunk `chunk` from element `first` on, every `step`-th.
+        let mut copy = |out: &mut Vec<u8>, (chunk, first, n, step): (u64, u64, u64, u64)| {
             let span = ((first * es) as usize, ((n - 1) * step * es + es) as usize);
             let Some(bytes) = held.bytes(source, cache, chunk, span, &self.name)? else {
                 extend_with_fill(out, fill, 0, n * es);
@@ -324,53 +310,44 @@ impl SliceFile {
                     out.extend_from_slice(&el[..es as usize]);
                 }
             }
+            Ok::<_, ViewError>(())
+        };
+        // The run of consecutive elements of one chunk the pieces so far end with.
+        let mut run: Option<(u64, u64, u64)> = None;
+        self.walk(e0, e1, |chunk, first, n, step| {
+            let step = if n == 1 { 1 } else { step };
+            match &mut run {
+                Some((c, f, m)) if step == 1 && *c == chunk && *f + *m == first => *m += n,
+                _ => {
+                    if let Some((c, f, m)) = run.take() {
+                        copy(out, (c, f, m, 1))?;
+                    }
+                    match step {
+                        1 => run = Some((chunk, first, n)),
+                        _ => copy(out, (chunk, first, n, step))?,
+                    }
+                }
+            }
             Ok(())
         })?;
-        let skip = (offset - e0 * es) as usize;
+        let skip = offset - e0 * es;
+        if let Some((chunk, first, n)) = run {
+            // A read that is this one run is answered straight from the chunk.
+            if let Some(send) = send.take_if(|_| out.len() == at) {
+                let from = (first * es + skip) as usize;
+                let range = from..from + (end - offset) as usize;
+                let sent = source.load(cache, chunk, Dest::Send(range, send));
+                if sent.map_err(chunk_failed)? == Loaded::Decoded {
+                    return Ok(());
+                }
+            }
+            copy(out, (chunk, first, n, 1))?;
+        }
         if skip > 0 {
-            out.drain(at..at + skip);
+            out.drain(at..at + skip as usize);
         }
         out.truncate(at + (end - offset) as usize);
         Ok(())
-    }
-
-    /// Hands bytes `offset..end` of `A[SEL]` to `send` when they are one run of one chunk (a
-    /// frame, or part of one); false when they are not, or the chunk is absent.
-    fn send_one_run(
-        &self,
-        source: &ChunkSource,
-        cache: &ChunkCache,
-        offset: u64,
-        end: u64,
-        send: SendBytes,
-    ) -> Result<bool, ViewError> {
-        let es = self.elem_size;
-        let (e0, e1) = (offset / es, end.div_ceil(es));
-        // The chunk, and the first and past-the-last element of the run in it.
-        let mut run: Option<(u64, u64, u64)> = None;
-        let one_run = self.walk(e0, e1, |chunk, first, n, step| {
-            match &mut run {
-                _ if step != 1 && n != 1 => Err(ViewError::NotFound),
-                None => {
-                    run = Some((chunk, first, first + n));
-                    Ok(())
-                }
-                Some((c, _, end)) if *c == chunk && *end == first => {
-                    *end += n;
-                    Ok(())
-                }
-                // Strided, in another chunk, or after a gap: not one run; stop walking.
-                Some(_) => Err(ViewError::NotFound),
-            }
-        });
-        let (Ok(()), Some((chunk, first, _))) = (one_run, run) else {
-            return Ok(false);
-        };
-        let at = (first * es + offset - e0 * es) as usize;
-        let range = at..at + (end - offset) as usize;
-        source
-            .send_bytes(cache, chunk, range, send)
-            .map_err(chunk_failed)
     }
 
     /// Waits until the selected elements `e0..e1` are in `buffer` (decoding here the chunks
@@ -503,7 +480,7 @@ impl SliceFile {
         if held.is_some() || !small || self.runs_of_chunks {
             return None;
         }
-        let buffer = Arc::new(SelectionBuffer::new(self.data_size, slots));
+        let buffer = Arc::new(SelectionBuffer::new(self.data_size, slots, self.elem_size));
         *held = Some(buffer.clone());
         Some(buffer)
     }
@@ -559,10 +536,7 @@ impl SliceFile {
             for slot in walked {
                 let (file, buffer, source, cache) =
                     (self.clone(), buffer.clone(), source.clone(), cache.clone());
-                let id = ChunkId {
-                    array: source.id,
-                    index: self.walk_chunk(slot),
-                };
+                let id = source.id(self.walk_chunk(slot));
                 let run = move || buffer.fill(&file, &source, &cache, slot);
                 pool.submit(Job::run(id, chunk_bytes, run));
             }

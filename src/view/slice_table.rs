@@ -3,6 +3,7 @@
 //! file an inode, kept in a bounded table so that repeated lookups give the same inode.
 
 use super::kinds::{extend_range, ReadAt, Reply, ServedFile};
+use super::npy::read_after_header;
 use super::selection::{split_name, Selection};
 use super::slice_file::SliceFile;
 use super::vlen_file::{Part, VlenFile};
@@ -243,17 +244,10 @@ impl ServedFile for SliceEntry {
             };
             f.prefetch_from(array, pool, &view.cache, data_offset, false);
         }
-        let (offset, len) = (read.offset, read.len);
+        let read_data = |at, n, reply: Reply| f.read_data(source, &view.cache, at, n, reply);
         match npy {
-            true => f.read_npy(source, &view.cache, offset, len, reply.out, reply.send),
-            false => f.read_data(
-                source,
-                &view.cache,
-                offset,
-                len,
-                reply.out,
-                Some(reply.send),
-            ),
+            true => read_after_header(f.header(), read.offset, read.len, reply, read_data),
+            false => read_data(read.offset, read.len, reply),
         }
     }
 

@@ -16,8 +16,7 @@
 
 use super::backed::{read_through, ArrayBacking, ArrayIdentity, Backing};
 use super::chunk_source::ChunkSource;
-use super::error::chunk_failed;
-use super::held_chunks::HeldChunks;
+use super::held_chunks::{cached, HeldChunks};
 use super::slice_file::SliceFile;
 use super::{npy_header, IoCause, ViewError};
 use crate::backing::BackingFile;
@@ -203,7 +202,7 @@ impl VlenFile {
                 for run in self.source.layout.runs(from, to) {
                     each(Piece {
                         start: run.start,
-                        data: &self.chunk(cache, run.chunk)?,
+                        data: &cached(&self.source, cache, run.chunk)?,
                         first: run.chunk_offset,
                         n: run.len,
                         step: 1,
@@ -251,10 +250,6 @@ impl VlenFile {
         } else {
             &self.path
         }
-    }
-
-    fn chunk(&self, cache: &ChunkCache, chunk: u64) -> Result<ChunkData, ViewError> {
-        self.source.chunk(cache, chunk).map_err(chunk_failed)
     }
 
     /// Element `k` of a decoded chunk, or the fill value when the chunk is absent.

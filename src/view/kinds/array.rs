@@ -2,6 +2,7 @@
 //! then the data file's bytes.
 
 use super::{ReadAt, Reply, ServedFile};
+use crate::view::npy::read_after_header;
 use crate::view::{View, ViewError};
 use std::sync::atomic::Ordering;
 
@@ -34,17 +35,19 @@ impl ServedFile for ArrayPart {
         Ok(fh)
     }
 
-    fn read(&self, view: &View, _dir: u64, read: ReadAt, reply: Reply) -> Result<(), ViewError> {
+    fn read(&self, view: &View, _: u64, read: ReadAt, mut reply: Reply) -> Result<(), ViewError> {
         let array = &view.arrays[self.array as usize];
         let (offset, len) = (read.offset, read.len);
-        if self.npy {
-            let data_offset = offset.saturating_sub(array.header_len());
-            let into_reply = view.track_read(read.fh, array, data_offset, len);
-            return array.read_npy(&view.cache, offset, len, into_reply, reply.out);
+        let header = if self.npy { array.header_len() } else { 0 };
+        reply.into_reply = view.track_read(read.fh, array, offset.saturating_sub(header), len);
+        let read_data = |at, n, reply: Reply| array.read_data(&view.cache, at, n, reply);
+        if !self.npy {
+            return read_data(offset, len, reply);
         }
-        let into_reply = view.track_read(read.fh, array, offset, len);
-        let send = Some(reply.send);
-        array.read_data(&view.cache, offset, len, into_reply, reply.out, send)
+        // Never answered early.
+        array.check_readable()?;
+        let reply = Reply::new(reply.out, reply.into_reply);
+        read_after_header(&array.header(), offset, len, reply, read_data)
     }
 
     fn passthrough(&self, view: &View) -> Option<std::fs::File> {

@@ -31,11 +31,36 @@ pub(super) struct ReadAt {
     pub len: u64,
 }
 
-/// Where a read's bytes go: appended to `out`, or handed to `send` once by a read that can
-/// answer before it is done (see [`View::read_into`]).
-pub(super) struct Reply<'a> {
+/// Where a read's bytes go (see [`View::read_into`]).
+pub(in crate::view) struct Reply<'a> {
+    /// The buffer they are appended to.
     pub out: &'a mut Vec<u8>,
-    pub send: SendBytes<'a>,
+    /// Where a read that can answer before it is done (a run inside one chunk) hands them
+    /// instead, once, as soon as they are decoded (see [`super::chunk_source::Dest::Send`]).
+    pub send: Option<SendBytes<'a>>,
+    /// A whole chunk nobody decoded yet may be decoded straight into `out`, leaving no chunk
+    /// cache entry: only for readers whose bytes something else keeps (the page cache) and
+    /// stores that are cheap to read again.
+    pub into_reply: bool,
+}
+
+impl<'a> Reply<'a> {
+    /// Into `out` alone (`into_reply` as [`Reply::into_reply`] says).
+    pub fn new(out: &'a mut Vec<u8>, into_reply: bool) -> Self {
+        let send = None;
+        Reply {
+            out,
+            send,
+            into_reply,
+        }
+    }
+}
+
+/// Into a buffer alone, whole chunks decoded straight into it.
+impl<'a> From<&'a mut Vec<u8>> for Reply<'a> {
+    fn from(out: &'a mut Vec<u8>) -> Self {
+        Reply::new(out, true)
+    }
 }
 
 /// A kind of file of the tree.

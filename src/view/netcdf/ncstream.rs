@@ -221,9 +221,7 @@ fn each_string(
                     &view.cache,
                     at * w,
                     n * w,
-                    true,
-                    &mut buf,
-                    None,
+                    (&mut buf).into(),
                 )?;
                 if buf.len() as u64 != n * w {
                     return Err(ViewError::Io(IoCause::Store));
@@ -446,9 +444,7 @@ impl NcStreamFile {
                         &view.cache,
                         lo,
                         hi - lo,
-                        true,
-                        &mut buf,
-                        None,
+                        (&mut buf).into(),
                     )?;
                     if buf.len() as u64 != hi - lo {
                         return Err(ViewError::Io(IoCause::Store));
