@@ -11,7 +11,6 @@ pub(crate) fn build(spec: &CodecSpec) -> Result<Checksum, CodecError> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::codec::testutil;
     use adler2::adler32_slice as adler32;
 
