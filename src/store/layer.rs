@@ -26,6 +26,11 @@ pub trait Layer: Send + Sync {
     /// A whole object was found by a get.
     fn found(&self) {}
 
+    /// As [`Store::parallelism`]: the inner store's.
+    fn parallelism(&self) -> usize {
+        self.inner().map_or(4, |s| s.parallelism())
+    }
+
     /// As [`Store::latency`]: the inner store's.
     fn latency(&self) -> Latency {
         self.inner().map_or(Latency::Local, |s| s.latency())
@@ -101,7 +106,7 @@ impl<L: Layer> Store for L {
     }
 
     fn parallelism(&self) -> usize {
-        self.inner().map_or(4, |s| s.parallelism())
+        Layer::parallelism(self)
     }
 
     fn latency(&self) -> Latency {
