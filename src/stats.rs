@@ -75,12 +75,7 @@ pub struct Stats {
 }
 
 /// The counters of this process.
-pub static STATS: Stats = Stats {
-    counters: Counters::new(),
-    read_sizes: [const { AtomicU64::new(0) }; BUCKETS],
-    codecs: Mutex::new(BTreeMap::new()),
-    errors: Mutex::new(BTreeMap::new()),
-};
+pub static STATS: Stats = Stats::new();
 
 /// Adds `n` to `counter`.
 pub fn add(counter: &AtomicU64, n: u64) {
@@ -88,6 +83,16 @@ pub fn add(counter: &AtomicU64, n: u64) {
 }
 
 impl Stats {
+    /// Every counter at zero.
+    const fn new() -> Self {
+        Stats {
+            counters: Counters::new(),
+            read_sizes: [const { AtomicU64::new(0) }; BUCKETS],
+            codecs: Mutex::new(BTreeMap::new()),
+            errors: Mutex::new(BTreeMap::new()),
+        }
+    }
+
     /// Counts one read that returned `bytes` bytes.
     pub fn read(&self, bytes: u64) {
         add(&self.counters.reads, 1);
@@ -171,12 +176,7 @@ mod tests {
 
     #[test]
     fn read_sizes_fall_in_power_of_two_buckets() {
-        let s = Stats {
-            counters: Counters::new(),
-            read_sizes: [const { AtomicU64::new(0) }; BUCKETS],
-            codecs: Mutex::new(BTreeMap::new()),
-            errors: Mutex::new(BTreeMap::new()),
-        };
+        let s = Stats::new();
         s.read(1);
         s.read(4096);
         s.read(4097);

@@ -1,14 +1,14 @@
 //! The error type of the codec module.
 
-use std::fmt;
-
 /// Why a chunk could not be decoded, or a chain could not be built.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CodecError {
     /// The chain names a codec zarrfs does not implement: the codec's name, optionally followed
     /// by `": "` and the reason (e.g. `"lzma: no LZMA decoder is built in"`).
+    #[error("unsupported codec {}", unsupported(.0))]
     Unsupported(String),
     /// A codec's configuration is invalid.
+    #[error("{codec}: bad configuration: {reason}")]
     BadConfig {
         /// Name of the codec.
         codec: String,
@@ -16,6 +16,7 @@ pub enum CodecError {
         reason: String,
     },
     /// The encoded bytes are corrupt, truncated or decode to the wrong size.
+    #[error("{codec}: corrupt data: {reason}")]
     Corrupt {
         /// Name of the codec that found the problem.
         codec: String,
@@ -47,22 +48,13 @@ impl CodecError {
     }
 }
 
-impl fmt::Display for CodecError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CodecError::Unsupported(what) => match what.split_once(": ") {
-                Some((name, reason)) => write!(f, "unsupported codec '{name}': {reason}"),
-                None => write!(f, "unsupported codec '{what}'"),
-            },
-            CodecError::BadConfig { codec, reason } => {
-                write!(f, "{codec}: bad configuration: {reason}")
-            }
-            CodecError::Corrupt { codec, reason } => write!(f, "{codec}: corrupt data: {reason}"),
-        }
+/// An [`CodecError::Unsupported`]'s text: `'name'`, then `: reason` where it gives one.
+fn unsupported(what: &str) -> String {
+    match what.split_once(": ") {
+        Some((name, reason)) => format!("'{name}': {reason}"),
+        None => format!("'{what}'"),
     }
 }
-
-impl std::error::Error for CodecError {}
 
 #[cfg(test)]
 mod tests {

@@ -20,9 +20,10 @@ use super::array_to_array::transpose::Transpose;
 use super::array_to_array::{cast_value::CastValue, scale_offset::ScaleOffset};
 use super::array_to_bytes::object::ObjectCodec;
 use super::array_to_bytes::{bitpack::BitPack, bytes::Bytes, zfp::Zfp, zfpy::Zfpy};
+use super::bytes_to_bytes::inflate::{Container, Inflate};
 use super::bytes_to_bytes::{adler32, crc32, crc32c, fletcher32, jenkins_lookup3, lzma, pcodec};
-use super::bytes_to_bytes::{base64::Base64, blosc::Blosc, bz2::Bz2, gzip::Gzip, lz4::Lz4};
-use super::bytes_to_bytes::{shuffle::Shuffle, zlib::Zlib, zstd::Zstd};
+use super::bytes_to_bytes::{base64::Base64, blosc::Blosc, bz2::Bz2, lz4::Lz4};
+use super::bytes_to_bytes::{shuffle::Shuffle, zstd::Zstd};
 use super::filters::FilterArray;
 use super::filters::{astype, delta, fixedscaleoffset, quantize};
 use super::filters::{bitround::BitRound, categorize::Categorize, packbits::PackBits};
@@ -65,8 +66,8 @@ pub(crate) const CODECS: &[(&[&str], Kind)] = &[
     (&["vlen-array"], Kind::Object(ObjectCodec::vlen_array)),
     (&["json2"], Kind::Object(|_| Ok(ObjectCodec::Json))),
     (&["msgpack2"], Kind::Object(|_| Ok(ObjectCodec::MsgPack))),
-    (&["gzip"], Kind::BytesToBytes(|s, _| Ok(Box::new(Gzip(s.name.clone()))))),
-    (&["zlib"], Kind::BytesToBytes(|s, _| Ok(Box::new(Zlib(s.name.clone()))))),
+    (&["gzip"], Kind::BytesToBytes(|s, _| Ok(Box::new(Inflate(s.name.clone(), Container::Gzip))))),
+    (&["zlib"], Kind::BytesToBytes(|s, _| Ok(Box::new(Inflate(s.name.clone(), Container::Zlib))))),
     (&["zstd"], Kind::BytesToBytes(|s, _| Ok(Box::new(Zstd(s.name.clone()))))),
     (&["blosc"], Kind::BytesToBytes(|s, _| Ok(Box::new(Blosc(s.name.clone()))))),
     (&["lz4"], Kind::BytesToBytes(|s, _| Ok(Box::new(Lz4(s.name.clone()))))),

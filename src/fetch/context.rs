@@ -10,17 +10,23 @@ pub type StoredChunk = Option<Arc<Vec<u8>>>;
 /// Decode buffers and a keeper of shard indexes and decoded stored chunks, lent by whoever
 /// caches (the view wires the chunk cache in); [`Uncached`] lends nothing.
 pub trait FetchContext {
-    /// A buffer of exactly `len` bytes to decode into (its old contents are overwritten).
-    fn buffer(&self, len: usize) -> Vec<u8>;
-    /// Takes back a buffer a failed decode did not use.
-    fn recycle(&self, buf: Vec<u8>);
+    /// A buffer of exactly `len` bytes to decode into (its old contents are overwritten): a
+    /// fresh one unless the lender keeps some.
+    fn buffer(&self, len: usize) -> Vec<u8> {
+        vec![0; len]
+    }
+    /// Takes back a buffer a failed decode did not use (dropped unless the lender keeps it).
+    fn recycle(&self, _buf: Vec<u8>) {}
     /// The index of shard `key`: kept from before, or from `load`, which is run at most once
-    /// however many readers ask at the same time.
+    /// however many readers ask at the same time. Keeps nothing unless the lender does: runs
+    /// `load`.
     fn shard_index(
         &self,
-        key: &str,
+        _key: &str,
         load: &mut dyn FnMut() -> Result<ShardIndexIfStored, FetchError>,
-    ) -> Result<ShardIndexIfStored, FetchError>;
+    ) -> Result<ShardIndexIfStored, FetchError> {
+        load()
+    }
     /// The decoded stored chunk `key` of a rectilinear grid, which holds several read chunks:
     /// kept from before, or from `load`, which is run at most once however many readers ask at
     /// the same time. Keeps nothing unless the lender does: runs `load`.
@@ -36,18 +42,4 @@ pub trait FetchContext {
 /// Fresh buffers, no shard index kept: every fetch goes to the store.
 pub struct Uncached;
 
-impl FetchContext for Uncached {
-    fn buffer(&self, len: usize) -> Vec<u8> {
-        vec![0; len]
-    }
-
-    fn recycle(&self, _buf: Vec<u8>) {}
-
-    fn shard_index(
-        &self,
-        _key: &str,
-        load: &mut dyn FnMut() -> Result<ShardIndexIfStored, FetchError>,
-    ) -> Result<ShardIndexIfStored, FetchError> {
-        load()
-    }
-}
+impl FetchContext for Uncached {}

@@ -21,7 +21,8 @@ pub enum FetchCause {
 }
 
 /// A fetch failure: its cause and a message naming node, key and cause.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
 pub struct FetchError {
     /// What went wrong.
     pub cause: FetchCause,
@@ -64,11 +65,3 @@ impl From<crate::store::StoreError> for FetchError {
         FetchError::new(FetchCause::Store, e.to_string())
     }
 }
-
-impl fmt::Display for FetchError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for FetchError {}

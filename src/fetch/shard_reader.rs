@@ -307,10 +307,6 @@ mod tests {
     struct Keeping(Mutex<HashMap<String, ShardIndexIfStored>>);
 
     impl FetchContext for Keeping {
-        fn buffer(&self, len: usize) -> Vec<u8> {
-            vec![0; len]
-        }
-        fn recycle(&self, _buf: Vec<u8>) {}
         fn shard_index(
             &self,
             key: &str,

@@ -13,34 +13,23 @@ pub fn group_document(
     zgroup: &Map<String, Value>,
     attributes: Map<String, Value>,
 ) -> Map<String, Value> {
-    let mut doc = Map::new();
-    doc.insert(
-        "zarr_format".into(),
-        zgroup.get("zarr_format").cloned().unwrap_or(json!(2)),
-    );
-    doc.insert("node_type".into(), json!("group"));
-    for (k, v) in zgroup {
-        if k != "zarr_format" {
-            doc.insert(k.clone(), v.clone());
-        }
-    }
-    doc.insert("attributes".into(), Value::Object(attributes));
-    doc
+    document("group", zgroup, attributes)
 }
 
-/// The Zarr Object Model document of a v2 array: the `.zarray` fields plus `node_type` and
-/// `attributes`.
-pub fn array_document(
-    zarray: &Map<String, Value>,
+/// The Zarr Object Model document of a v2 node of `node_type`: its `.zgroup` or `.zarray`
+/// fields (`zarr_format` first) plus `node_type` and `attributes`.
+fn document(
+    node_type: &str,
+    fields: &Map<String, Value>,
     attributes: Map<String, Value>,
 ) -> Map<String, Value> {
     let mut doc = Map::new();
     doc.insert(
         "zarr_format".into(),
-        zarray.get("zarr_format").cloned().unwrap_or(json!(2)),
+        fields.get("zarr_format").cloned().unwrap_or(json!(2)),
     );
-    doc.insert("node_type".into(), json!("array"));
-    for (k, v) in zarray {
+    doc.insert("node_type".into(), json!(node_type));
+    for (k, v) in fields {
         if k != "zarr_format" {
             doc.insert(k.clone(), v.clone());
         }
@@ -97,7 +86,7 @@ pub fn array(
         }
     };
     let meta = parse_array(&zarray, prefix);
-    let mut doc = array_document(&zarray, attributes);
+    let mut doc = document("array", &zarray, attributes);
     // Shown only when every axis has a name, as xarray writes them.
     let names = dimensions.names.as_ref().and_then(|names| {
         names

@@ -131,32 +131,25 @@ pub fn parse_array(doc: &Map<String, Value>, path: &str) -> Result<ArrayMeta, Me
         Some(other) => return Err(MetaError::Unsupported(format!("chunk separator {other:?}"))),
     };
 
-    let mut listed: Vec<CodecSpec> = Vec::new();
-    if let Some(c) = doc.get("compressor").filter(|c| !c.is_null()) {
-        let uri = c
-            .get("codec")
-            .and_then(Value::as_str)
-            .ok_or_else(|| MetaError::field("codec", "compressor without it"))?;
-        listed.push(CodecSpec::new(
-            codec_name(uri),
-            c.get("configuration").cloned().unwrap_or(json!({})),
-        ));
-    }
-    for c in doc
-        .get("codecs")
-        .and_then(Value::as_array)
+    // The compressor (named by `codec`) comes first, then the `codecs` (named by `type`).
+    let compressor = doc.get("compressor").filter(|c| !c.is_null());
+    let chain = doc.get("codecs").and_then(Value::as_array).into_iter();
+    let named = compressor
+        .map(|c| (c, "codec", "compressor without it"))
         .into_iter()
-        .flatten()
-    {
-        let uri = c
-            .get("type")
-            .and_then(Value::as_str)
-            .ok_or_else(|| MetaError::field("type", "codec without it"))?;
-        listed.push(CodecSpec::new(
-            codec_name(uri),
-            c.get("configuration").cloned().unwrap_or(json!({})),
-        ));
-    }
+        .chain(chain.flatten().map(|c| (c, "type", "codec without it")));
+    let mut listed = named
+        .map(|(c, field, missing)| {
+            let uri = c
+                .get(field)
+                .and_then(Value::as_str)
+                .ok_or_else(|| MetaError::field(field, missing))?;
+            Ok(CodecSpec::new(
+                codec_name(uri),
+                c.get("configuration").cloned().unwrap_or(json!({})),
+            ))
+        })
+        .collect::<Result<Vec<_>, MetaError>>()?;
     let layout = doc
         .get("chunk_memory_layout")
         .and_then(Value::as_str)

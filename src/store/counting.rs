@@ -1,11 +1,10 @@
 //! A store wrapper that counts the requests made through it, for the mount command's progress
 //! line while a remote hierarchy is scanned.
 
-use super::{Entry, Latency, Object, ObjectMeta, Store, StoreError};
+use super::{Layer, Store, StoreError};
 use crate::stats::add;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::SystemTime;
 
 /// Running totals of one store's requests.
 #[derive(Debug, Default)]
@@ -24,21 +23,9 @@ impl RequestCounts {
     pub fn objects(&self) -> u64 {
         self.objects.load(Ordering::Relaxed)
     }
-
-    fn request(&self) {
-        add(&self.requests, 1);
-    }
-
-    /// Counts a whole object when `got` holds one.
-    fn fetched(&self, got: Option<Object>) -> Result<Option<Object>, StoreError> {
-        if got.is_some() {
-            add(&self.objects, 1);
-        }
-        Ok(got)
-    }
 }
 
-/// Passes every call to the wrapped store and counts it.
+/// Passes every call to the wrapped store and counts its requests.
 pub struct CountingStore {
     inner: Box<dyn Store>,
     counts: Arc<RequestCounts>,
@@ -58,70 +45,20 @@ impl CountingStore {
     }
 }
 
-impl Store for CountingStore {
-    fn get(&self, key: &str) -> Result<Option<Object>, StoreError> {
-        self.counts.request();
-        self.counts.fetched(self.inner.get(key)?)
+impl Layer for CountingStore {
+    type Step = ();
+
+    fn inner(&self) -> Result<&dyn Store, StoreError> {
+        Ok(self.inner.as_ref())
     }
 
-    fn get_bounded(&self, key: &str, max: u64) -> Result<Option<Object>, StoreError> {
-        self.counts.request();
-        self.counts.fetched(self.inner.get_bounded(key, max)?)
+    fn before(&self, _key: &str) -> Result<(), StoreError> {
+        add(&self.counts.requests, 1);
+        Ok(())
     }
 
-    fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError> {
-        self.counts.request();
-        self.inner.get_range(key, start, len)
-    }
-
-    fn get_range_into(
-        &self,
-        key: &str,
-        start: u64,
-        len: u64,
-        buf: &mut Vec<u8>,
-    ) -> Result<bool, StoreError> {
-        self.counts.request();
-        self.inner.get_range_into(key, start, len, buf)
-    }
-
-    fn get_suffix(&self, key: &str, len: u64) -> Result<Option<(Vec<u8>, u64)>, StoreError> {
-        self.counts.request();
-        self.inner.get_suffix(key, len)
-    }
-
-    fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
-        self.counts.request();
-        self.inner.head(key)
-    }
-
-    fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
-        self.counts.request();
-        self.inner.list_dir(prefix)
-    }
-
-    fn etag(&self, key: &str) -> Result<Option<String>, StoreError> {
-        self.inner.etag(key)
-    }
-
-    fn about(&self) -> Vec<(String, String)> {
-        self.inner.about()
-    }
-
-    fn parallelism(&self) -> usize {
-        self.inner.parallelism()
-    }
-
-    fn latency(&self) -> Latency {
-        self.inner.latency()
-    }
-
-    fn mtime(&self) -> SystemTime {
-        self.inner.mtime()
-    }
-
-    fn describe(&self) -> String {
-        self.inner.describe()
+    fn found(&self) {
+        add(&self.counts.objects, 1);
     }
 }
 

@@ -1,10 +1,10 @@
 //! A store that injects faults into another, for tests: errors, short reads, corrupted bytes
 //! and latency, on the keys a rule names, on every call or every Nth.
 
-use super::{Entry, Latency, Object, ObjectMeta, Store, StoreError};
+use super::{Layer, Store, StoreError};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 /// One kind of fault.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -39,7 +39,7 @@ pub struct FaultyStore {
 
 /// What a call does to bytes it returns.
 #[derive(Default)]
-struct Damage {
+pub struct Damage {
     short: bool,
     corrupt: bool,
 }
@@ -108,82 +108,19 @@ impl FaultyStore {
     }
 }
 
-impl Store for FaultyStore {
-    fn get(&self, key: &str) -> Result<Option<Object>, StoreError> {
-        let damage = self.inject(key)?;
-        Ok(self.inner.get(key)?.map(|o| Object {
-            bytes: damage.apply(o.bytes),
-            mtime: o.mtime,
-        }))
+impl Layer for FaultyStore {
+    type Step = Damage;
+
+    fn inner(&self) -> Result<&dyn Store, StoreError> {
+        Ok(self.inner.as_ref())
     }
 
-    fn get_bounded(&self, key: &str, max: u64) -> Result<Option<Object>, StoreError> {
-        let damage = self.inject(key)?;
-        Ok(self.inner.get_bounded(key, max)?.map(|o| Object {
-            bytes: damage.apply(o.bytes),
-            mtime: o.mtime,
-        }))
+    fn before(&self, key: &str) -> Result<Damage, StoreError> {
+        self.inject(key)
     }
 
-    fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError> {
-        let damage = self.inject(key)?;
-        Ok(self
-            .inner
-            .get_range(key, start, len)?
-            .map(|b| damage.apply(b)))
-    }
-
-    fn get_range_into(
-        &self,
-        key: &str,
-        start: u64,
-        len: u64,
-        buf: &mut Vec<u8>,
-    ) -> Result<bool, StoreError> {
-        let damage = self.inject(key)?;
-        let present = self.inner.get_range_into(key, start, len, buf)?;
-        if present {
-            *buf = damage.apply(std::mem::take(buf));
-        }
-        Ok(present)
-    }
-
-    fn get_suffix(&self, key: &str, len: u64) -> Result<Option<(Vec<u8>, u64)>, StoreError> {
-        let damage = self.inject(key)?;
-        Ok(self
-            .inner
-            .get_suffix(key, len)?
-            .map(|(b, size)| (damage.apply(b), size)))
-    }
-
-    fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
-        self.inject(key)?;
-        self.inner.head(key)
-    }
-
-    fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
-        self.inject(prefix)?;
-        self.inner.list_dir(prefix)
-    }
-
-    fn etag(&self, key: &str) -> Result<Option<String>, StoreError> {
-        self.inner.etag(key)
-    }
-
-    fn about(&self) -> Vec<(String, String)> {
-        self.inner.about()
-    }
-
-    fn parallelism(&self) -> usize {
-        self.inner.parallelism()
-    }
-
-    fn latency(&self) -> Latency {
-        self.inner.latency()
-    }
-
-    fn mtime(&self) -> SystemTime {
-        self.inner.mtime()
+    fn after(&self, damage: &Damage, bytes: Vec<u8>) -> Vec<u8> {
+        damage.apply(bytes)
     }
 
     fn describe(&self) -> String {

@@ -3,7 +3,7 @@
 //! byte range, as from a local zip.
 
 use super::zip::{ZipBytes, ZipStore};
-use super::{Entry, Latency, Object, ObjectMeta, Store, StoreError};
+use super::{Latency, Layer, Store, StoreError};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::sync::{Arc, OnceLock};
@@ -104,9 +104,14 @@ impl RemoteZip {
             zip: OnceLock::new(),
         }
     }
+}
+
+/// Every call goes to the opened zip, but for what the remote store says of itself.
+impl Layer for RemoteZip {
+    type Step = ();
 
     /// The opened zip (its central directory read on the first call).
-    fn zip(&self) -> Result<&ZipStore, StoreError> {
+    fn inner(&self) -> Result<&dyn Store, StoreError> {
         let opened = self.zip.get_or_init(|| {
             let meta = self
                 .store
@@ -123,17 +128,14 @@ impl RemoteZip {
             let mtime = meta.mtime.unwrap_or(SystemTime::UNIX_EPOCH);
             ZipStore::read(self.url.clone(), Arc::new(bytes), mtime).map_err(|e| e.to_string())
         });
-        opened.as_ref().map_err(|e| StoreError::Invalid(e.clone()))
-    }
-}
-
-impl Store for RemoteZip {
-    fn get(&self, key: &str) -> Result<Option<Object>, StoreError> {
-        self.zip()?.get(key)
+        match opened {
+            Ok(zip) => Ok(zip),
+            Err(e) => Err(StoreError::Invalid(e.clone())),
+        }
     }
 
-    fn get_bounded(&self, key: &str, max: u64) -> Result<Option<Object>, StoreError> {
-        self.zip()?.get_bounded(key, max)
+    fn before(&self, _key: &str) -> Result<(), StoreError> {
+        Ok(())
     }
 
     fn parallelism(&self) -> usize {
@@ -142,18 +144,6 @@ impl Store for RemoteZip {
 
     fn latency(&self) -> Latency {
         self.store.latency()
-    }
-
-    fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError> {
-        self.zip()?.get_range(key, start, len)
-    }
-
-    fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
-        self.zip()?.head(key)
-    }
-
-    fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
-        self.zip()?.list_dir(prefix)
     }
 
     fn mtime(&self) -> SystemTime {

@@ -137,16 +137,9 @@ fn components(path: &str) -> impl DoubleEndedIterator<Item = &str> {
 }
 
 /// What an open descriptor is, when it is not a regular file or a directory.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}, not a regular file: refused")]
 pub struct NotRegular(pub &'static str);
-
-impl std::fmt::Display for NotRegular {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}, not a regular file: refused", self.0)
-    }
-}
-
-impl std::error::Error for NotRegular {}
 
 /// What kind of file `stat` describes.
 pub fn kind(stat: &Stat) -> FileType {

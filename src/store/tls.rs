@@ -37,19 +37,9 @@ impl HttpService for Service {
 }
 
 /// A TLS certificate the client does not trust, and what to do about it.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "TLS certificate not trusted ({0}); not retried. If the server's certificate authority is \
+     one you trust (a private CA, an emulator), name its PEM file in SSL_CERT_FILE"
+)]
 struct CertificateError(String);
-
-impl std::fmt::Display for CertificateError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "TLS certificate not trusted ({}); not retried. If the server's certificate \
-             authority is one you trust (a private CA, an emulator), name its PEM file in \
-             SSL_CERT_FILE",
-            self.0
-        )
-    }
-}
-
-impl std::error::Error for CertificateError {}

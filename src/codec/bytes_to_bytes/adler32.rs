@@ -6,30 +6,13 @@ use crate::meta::CodecSpec;
 
 /// The `adler32` codec (`location`, default `"start"`).
 pub(crate) fn build(spec: &CodecSpec) -> Result<Checksum, CodecError> {
-    Checksum::build(spec, true, true, Box::new(adler32))
-}
-
-/// Adler-32 with zlib's starting value 1.
-fn adler32(data: &[u8]) -> u32 {
-    const MOD: u32 = 65521;
-    // Largest run of bytes whose sums cannot overflow u32 before the modulo.
-    const NMAX: usize = 5552;
-    let (mut a, mut b) = (1u32, 0u32);
-    for block in data.chunks(NMAX) {
-        for &byte in block {
-            a += u32::from(byte);
-            b += a;
-        }
-        a %= MOD;
-        b %= MOD;
-    }
-    (b << 16) | a
+    Checksum::build(spec, true, true, Box::new(adler2::adler32_slice))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::codec::testutil;
+    use adler2::adler32_slice as adler32;
 
     #[test]
     fn known_values() {

@@ -1,8 +1,13 @@
-//! One-call inflate of gzip and zlib data with libdeflate, which decodes a whole buffer faster
-//! than a streaming inflater (BENCHMARKS.md, "Reading the numbers"). Anything it cannot settle
-//! alone (data after the first member, output that does not fit, damage) goes back to the
-//! caller's streaming decoder, which handles concatenated members and words the error.
+//! `gzip` (v3 and numcodecs: gzip members, RFC 1952, concatenated members allowed as Python's
+//! `gzip` module does) and numcodecs `zlib` (RFC 1950: deflate with a header and an Adler-32
+//! trailer). A chunk is inflated in one call with libdeflate, which decodes a whole buffer
+//! faster than a streaming inflater (BENCHMARKS.md, "Reading the numbers"). Anything it cannot
+//! settle alone (data after the first member, output that does not fit, damage) goes to the
+//! streaming decoder, which handles concatenated members and words the error.
 
+use super::stream::read_bounded;
+use crate::codec::{BytesToBytes, CodecError};
+use flate2::bufread::{MultiGzDecoder, ZlibDecoder};
 use libdeflate_sys as ffi;
 use std::cell::RefCell;
 use std::ptr::NonNull;
@@ -14,6 +19,26 @@ pub(crate) enum Container {
     Gzip,
     /// RFC 1950.
     Zlib,
+}
+
+/// The `gzip` or `zlib` codec, under the name it was configured with (its `level` does not
+/// matter for decoding).
+pub(crate) struct Inflate(pub String, pub Container);
+
+impl BytesToBytes for Inflate {
+    fn name(&self) -> &str {
+        &self.0
+    }
+
+    fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize, CodecError> {
+        if let Some(n) = inflate_whole(self.1, encoded, out) {
+            return Ok(n);
+        }
+        match self.1 {
+            Container::Gzip => read_bounded(&self.0, MultiGzDecoder::new(encoded), out),
+            Container::Zlib => read_bounded(&self.0, ZlibDecoder::new(encoded), out),
+        }
+    }
 }
 
 /// A libdeflate decompressor, freed on drop.
