@@ -53,6 +53,10 @@ BENCH_DIR=${BENCH_DIR:-/tmp/zarrfs-bench}
 PYTHON=${PYTHON:-python3}
 REFS_PYTHON=${REFS_PYTHON:-$PYTHON}
 TMO=${BENCH_TIMEOUT:-300}
+# numpy's OpenBLAS starts a worker thread per core at import, which spins for a while waiting for
+# work: on a small machine that takes a core from whatever the reader is timing (zarrfs's daemon,
+# or zarr-python's own decoding). None of the readers here does linear algebra.
+export OPENBLAS_NUM_THREADS=1
 if [ "$QUICK" = 1 ]; then
     SIZE_MIB=${BENCH_SIZE_MIB:-32}
     REPS=${BENCH_REPS:-2}
@@ -631,15 +635,18 @@ stop_proxy() {
 }
 
 # The plain 64-in-flight fetch of the zstd chunk objects at endpoint $1 (JSON). obstore has been
-# seen to abort (exit 134) once in a while behind the delay proxy: such a run is logged and
-# repeated once.
+# seen to abort (exit 134, glibc's message on stderr) now and then behind the delay proxy: such a
+# run is logged and repeated, up to three tries.
 # With $2 = --decode zstd, each object is decoded as it arrives (no FUSE); $3 names other chunk
 # objects (default the zstd array's).
 plain_fetch() {
-    local prefix=${3:-s3://bench/arrays.zarr/zstd/c/}
-    py "$SCRIPTS/bench_read.py" fetch "$prefix" --endpoint "$1" --in-flight 64 ${2:-} \
-        || { log "plain fetch at $1 failed; once more"; \
-             py "$SCRIPTS/bench_read.py" fetch "$prefix" --endpoint "$1" --in-flight 64 ${2:-}; }
+    local prefix=${3:-s3://bench/arrays.zarr/zstd/c/} try
+    for try in 1 2 3; do
+        LIBC_FATAL_STDERR_=1 py "$SCRIPTS/bench_read.py" fetch "$prefix" --endpoint "$1" --in-flight 64 ${2:-} \
+            && return 0
+        log "plain fetch of $prefix at $1 failed (try $try of 3)"
+    done
+    return 1
 }
 
 # One repetition of the remote read rows at endpoint $1, recorded under $2 (e.g.
