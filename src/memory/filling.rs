@@ -4,14 +4,13 @@
 //! selection), each with one writer (a [`Filler`], claimed once) and a mark that only moves
 //! forward: readers wait until a part's mark reaches their need, or the part fails. A chunk is
 //! decoded through a [`DecodeTarget`]: what the decoder reports decoded becomes readable, and
-//! only what lies past it may be written. A selection's rows are scattered over the buffer, a
-//! unit (element) at a time: each unit is claimed by the first writer of it, written once, and
-//! read only once in, as two bitmaps record.
+//! only what lies past it may be written. A selection's rows are scattered over the buffer and
+//! kept apart by the caller's layout, so those writes and reads stay `unsafe`.
 
 use parking_lot::{Condvar, Mutex};
 use std::marker::PhantomData;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering::SeqCst};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 
 /// A part's mark once complete: it serves any need.
@@ -29,8 +28,6 @@ pub struct FillingBuffer {
     bytes: Arc<Vec<u8>>,
     start: NonNull<u8>,
     len: usize,
-    /// Per unit of a scattered buffer ([`FillingBuffer::uninit`]): claimed, and in.
-    units: Option<Units>,
     /// Per part: how far it is in (in the unit its writer and readers agree on).
     marks: Box<[AtomicUsize]>,
     states: Box<[AtomicU8]>,
@@ -43,8 +40,8 @@ pub struct FillingBuffer {
 }
 
 // SAFETY: the bytes are owned; each part has one writer (a claimed `Filler`), writes land only
-// where no reader reads (past the published mark, or units no other writer claimed and no
-// reader reads before they are in), and the marks, states and bitmaps are atomics.
+// where no reader reads (past the published mark, or where an `unsafe` caller vouches), and the
+// marks and states are atomics.
 unsafe impl Send for FillingBuffer {}
 unsafe impl Sync for FillingBuffer {}
 
@@ -52,22 +49,20 @@ impl FillingBuffer {
     /// The bytes of `buf`, as one part (a chunk decoded front to back).
     pub fn new(buf: Vec<u8>) -> Self {
         let len = buf.len();
-        Self::with(buf, len, 1, None)
+        Self::with(buf, len, 1)
     }
 
-    /// Room for `len` bytes in `parts` parts, not initialized, written in units of `unit` bytes
-    /// (through [`Filler::write`]) and read once in (through [`FillingBuffer::read`]).
-    pub fn uninit(len: usize, parts: usize, unit: usize) -> Self {
-        let units = Units::new(len, unit);
-        Self::with(super::buffers::room_for(len), len, parts, Some(units))
+    /// Room for `len` bytes in `parts` parts, not initialized: every byte is written (through
+    /// [`Filler::write`]) before it is read.
+    pub fn uninit(len: usize, parts: usize) -> Self {
+        Self::with(super::buffers::room_for(len), len, parts)
     }
 
-    fn with(mut buf: Vec<u8>, len: usize, parts: usize, units: Option<Units>) -> Self {
+    fn with(mut buf: Vec<u8>, len: usize, parts: usize) -> Self {
         FillingBuffer {
             start: NonNull::new(buf.as_mut_ptr()).unwrap_or(NonNull::dangling()),
             bytes: Arc::new(buf),
             len,
-            units,
             marks: (0..parts).map(|_| AtomicUsize::new(0)).collect(),
             states: (0..parts).map(|_| AtomicU8::new(PENDING)).collect(),
             wake_at: AtomicUsize::new(usize::MAX),
@@ -160,8 +155,8 @@ impl FillingBuffer {
         }
         let n = self.marks[0].load(SeqCst).min(self.len);
         // SAFETY: initialized; bytes below the mark are never written again (`undecoded`
-        // refuses them; `Filler::write` writes only scattered buffers).
-        Some(unsafe { self.slice(0, n) })
+        // refuses them; `Filler::write` promises not to).
+        unsafe { self.read(0, n) }
     }
 
     /// The whole buffer, once its one part is complete.
@@ -170,24 +165,17 @@ impl FillingBuffer {
         (complete && self.bytes.len() == self.len).then(|| self.bytes.clone())
     }
 
-    /// Bytes `at..end` of a scattered buffer, once every unit they touch is in (readers wait
-    /// for that on the marks of the parts writing them); `None` before, or out of bounds.
-    pub fn read(&self, at: usize, end: usize) -> Option<&[u8]> {
-        let units = self.units.as_ref()?;
-        let (from, to) = (at / units.size, end.div_ceil(units.size));
-        let whole = at <= end && end <= self.len;
-        // SAFETY: in bounds; each unit is in, so written once and never again.
-        let all_in = || bit_words(&units.done, from, to, |w, m| w.load(SeqCst) & m == m);
-        (whole && all_in()).then(|| unsafe { self.slice(at, end) })
-    }
-
-    /// Bytes `at..end`.
+    /// Bytes `at..end`; `None` when out of bounds.
     ///
     /// # Safety
-    /// In bounds, written, and not written while the slice lives.
-    unsafe fn slice(&self, at: usize, end: usize) -> &[u8] {
-        // SAFETY: as the caller says.
-        unsafe { std::slice::from_raw_parts(self.start.as_ptr().add(at), end - at) }
+    /// Every one of them has been written, and no writer may write them while the slice lives
+    /// (the parts whose marks cover them say so).
+    pub unsafe fn read(&self, at: usize, end: usize) -> Option<&[u8]> {
+        if at > end || end > self.len {
+            return None;
+        }
+        // SAFETY: in bounds; written and left alone, says the caller.
+        Some(unsafe { std::slice::from_raw_parts(self.start.as_ptr().add(at), end - at) })
     }
 }
 
@@ -225,27 +213,20 @@ impl<'a> Filler<'a> {
         }
     }
 
-    /// Writes `src` at byte `at` of a scattered buffer, whole units that nobody has written
-    /// (readers may read them once the part's mark says so); `None` when it cannot: out of
-    /// bounds, not whole units, written before, or not a scattered buffer.
-    pub fn write(&mut self, at: usize, src: &[u8]) -> Option<()> {
-        let units = self.buf.units.as_ref()?;
-        let end = at.checked_add(src.len())?;
-        let (from, to) = (at / units.size, end / units.size);
-        let whole = at.is_multiple_of(units.size) && src.len().is_multiple_of(units.size);
-        if !whole || end > self.buf.len || !units.claim(from, to) {
+    /// Writes `src` at byte `at`; `None` when out of bounds.
+    ///
+    /// # Safety
+    /// No other writer writes these bytes, and no reader reads them before the part's mark
+    /// says they are in.
+    pub unsafe fn write(&mut self, at: usize, src: &[u8]) -> Option<()> {
+        if at.checked_add(src.len())? > self.buf.len {
             return None;
         }
-        // SAFETY: in bounds; the units are this writer's alone (claimed above) and no reader
-        // reads them before they are in.
+        // SAFETY: in bounds; nobody else touches these bytes, says the caller.
         unsafe {
             let to = self.buf.start.as_ptr().add(at);
             std::ptr::copy_nonoverlapping(src.as_ptr(), to, src.len());
         }
-        bit_words(&units.done, from, to, |w, m| {
-            w.fetch_or(m, SeqCst);
-            true
-        });
         Some(())
     }
 }
@@ -257,49 +238,6 @@ impl Drop for Filler<'_> {
             self.buf.wake(DONE);
         }
     }
-}
-
-/// Which units of a scattered buffer a writer has claimed, and which are in: a bit each.
-struct Units {
-    /// Bytes per unit.
-    size: usize,
-    claimed: Box<[AtomicU64]>,
-    done: Box<[AtomicU64]>,
-}
-
-impl Units {
-    fn new(len: usize, size: usize) -> Self {
-        let size = size.max(1);
-        let words = || (0..len.div_ceil(size).div_ceil(64)).map(|_| AtomicU64::new(0));
-        let (claimed, done) = (words().collect(), words().collect());
-        Units {
-            size,
-            claimed,
-            done,
-        }
-    }
-
-    /// Claims units `from..to` for one writer; false when one of them was claimed before.
-    fn claim(&self, from: usize, to: usize) -> bool {
-        bit_words(&self.claimed, from, to, |w, m| {
-            w.fetch_or(m, SeqCst) & m == 0
-        })
-    }
-}
-
-/// Calls `op` with each word of `bits` holding bits `from..to` and the mask of those bits in it,
-/// while it returns true; false when it did not (or a word is past the end).
-fn bit_words(
-    bits: &[AtomicU64],
-    from: usize,
-    to: usize,
-    op: impl Fn(&AtomicU64, u64) -> bool,
-) -> bool {
-    (from / 64..to.div_ceil(64)).filter(|_| from < to).all(|w| {
-        let (lo, hi) = (from.max(w * 64) - w * 64, to.min(w * 64 + 64) - w * 64);
-        let mask = (u64::MAX >> (64 - (hi - lo))) << lo;
-        bits.get(w).is_some_and(|word| op(word, mask))
-    })
 }
 
 /// Room for one decoded chunk, filled front to back: a plain slice, or a [`FillingBuffer`]
@@ -470,7 +408,7 @@ mod tests {
         const ROW: usize = 32;
         // Row `r` of part `p` is row `r * PARTS + p` of the buffer: the parts interleave.
         let at = |p: usize, r: usize| (r * PARTS + p) * ROW;
-        let buf = FillingBuffer::uninit(PARTS * ROWS * ROW, PARTS, ROW);
+        let buf = FillingBuffer::uninit(PARTS * ROWS * ROW, PARTS);
         std::thread::scope(|s| {
             for p in 0..PARTS {
                 let buf = &buf;
@@ -478,7 +416,8 @@ mod tests {
                     let mut filler = buf.claim(p).unwrap();
                     for r in 0..ROWS {
                         let row: Vec<u8> = (0..ROW).map(|i| pattern(at(p, r) + i)).collect();
-                        filler.write(at(p, r), &row).unwrap();
+                        // SAFETY: rows of part `p` are its own, read after the mark passes.
+                        unsafe { filler.write(at(p, r), &row).unwrap() };
                         filler.publish(r + 1);
                     }
                     filler.finish();
@@ -486,7 +425,8 @@ mod tests {
                 s.spawn(move || {
                     for r in 0..ROWS {
                         assert!(buf.wait(p, r + 1));
-                        let row = buf.read(at(p, r), at(p, r) + ROW).unwrap();
+                        // SAFETY: the mark of part `p` covers row `r`, written once.
+                        let row = unsafe { buf.read(at(p, r), at(p, r) + ROW).unwrap() };
                         assert!(is_pattern(row, at(p, r)));
                     }
                 });
@@ -494,32 +434,7 @@ mod tests {
         });
         assert!(buf.wait(0, usize::MAX), "a finished part serves any need");
         assert!(!buf.wait(PARTS, 0), "no such part");
-        assert!(buf.read(0, buf.len() + 1).is_none(), "out of bounds");
-    }
-
-    #[test]
-    fn a_scattered_unit_is_written_once_and_read_only_once_in() {
-        let buf = FillingBuffer::uninit(64 * 4, 2, 4);
-        let (mut first, mut second) = (buf.claim(0).unwrap(), buf.claim(1).unwrap());
-        assert_eq!(first.write(8, &[1; 8]), Some(()));
-        assert_eq!(
-            buf.read(9, 15),
-            Some(&[1u8; 6][..]),
-            "in, whole units or not"
-        );
-        assert!(buf.read(8, 20).is_none(), "unit 4 is not in");
-        assert!(
-            second.write(12, &[2; 4]).is_none(),
-            "claimed by another writer"
-        );
-        assert!(first.write(8, &[3; 4]).is_none(), "written once");
-        assert!(second.write(2, &[2; 4]).is_none(), "not a whole unit");
-        assert!(second.write(252, &[2; 8]).is_none(), "out of bounds");
-        assert_eq!(second.write(0, &[2; 4]), Some(()));
-        assert_eq!(buf.read(0, 4), Some(&[2u8; 4][..]));
-        let mut whole = FillingBuffer::new(vec![0; 8]);
-        assert!(whole.claim(0).unwrap().write(0, &[1]).is_none() && whole.read(0, 1).is_none());
-        whole = FillingBuffer::uninit(0, 1, 4);
-        assert_eq!(whole.read(0, 0), Some(&[][..]));
+        // SAFETY: out of bounds, nothing is read.
+        assert!(unsafe { buf.read(0, buf.len() + 1) }.is_none());
     }
 }

@@ -43,22 +43,24 @@ fn copy_row(
         row.n as usize,
         row.step as usize,
     );
+    // SAFETY (both writes): the rows of a slot are its chunk's alone, each written once, and
+    // read only once the slot's mark covers them (see `SelectionBuffer::bytes`).
     if step == 1 {
-        return out.write(at, data.get(src..src + n * es)?);
+        return unsafe { out.write(at, data.get(src..src + n * es)?) };
     }
     let span = data.get(src..row.src_end(es as u64) as usize)?;
     gather.clear();
     for s in span.chunks(step * es) {
         gather.extend_from_slice(&s[..es]);
     }
-    out.write(at, gather)
+    unsafe { out.write(at, gather) }
 }
 
 impl SelectionBuffer {
-    /// Room for `bytes` bytes of selection over `slots` chunks, elements of `es` bytes.
-    pub fn new(bytes: u64, slots: u64, es: u64) -> Self {
+    /// Room for `bytes` bytes of selection over `slots` chunks.
+    pub fn new(bytes: u64, slots: u64) -> Self {
         SelectionBuffer {
-            out: FillingBuffer::uninit(bytes as usize, slots as usize, es as usize),
+            out: FillingBuffer::uninit(bytes as usize, slots as usize),
         }
     }
 
@@ -143,9 +145,10 @@ impl SelectionBuffer {
     }
 
     /// Bytes `offset..end` of the selection, whose rows the caller has waited for (see
-    /// [`SelectionBuffer::wait_for`]); `None` when out of bounds or not all in.
+    /// [`SelectionBuffer::wait_for`]); `None` when out of bounds.
     pub fn bytes(&self, offset: u64, end: u64) -> Option<&[u8]> {
-        self.out.read(offset as usize, end as usize)
+        // SAFETY: rows are written once, before their slot's mark says they are in; these are.
+        unsafe { self.out.read(offset as usize, end as usize) }
     }
 }
 
@@ -157,7 +160,8 @@ fn copy_fill(out: &mut Filler, file: &SliceFile, source: &ChunkSource, rows: &[R
     for row in rows {
         run.clear();
         extend_with_fill(&mut run, fill, 0, row.n * es);
-        out.write(row.out as usize, &run)?;
+        // SAFETY: as in `copy_row`.
+        unsafe { out.write(row.out as usize, &run)? };
     }
     Some(())
 }

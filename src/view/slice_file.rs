@@ -480,7 +480,7 @@ impl SliceFile {
         if held.is_some() || !small || self.runs_of_chunks {
             return None;
         }
-        let buffer = Arc::new(SelectionBuffer::new(self.data_size, slots, self.elem_size));
+        let buffer = Arc::new(SelectionBuffer::new(self.data_size, slots));
         *held = Some(buffer.clone());
         Some(buffer)
     }
