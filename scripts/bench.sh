@@ -649,20 +649,27 @@ plain_fetch() {
     return 1
 }
 
+# zarrfs's cold dd of array $5 of s3://bench/$4 at endpoint $1, recorded as $2.cold and left in
+# COLD; $3 = 1 checks its bytes against raw.bin.
+remote_cold_dd() {
+    local ep=$1 key=$2 check=$3 store=$4 array=$5
+    cold_prep "$BENCH_DIR/s3root/bench/$store/$array"
+    mount_fs "s3://bench/$store" --endpoint "$ep"
+    COLD=$(dd_secs "$MNT/$array"); rec "$key.cold" "$COLD"
+    if [ "$check" = 1 ]; then
+        if cmp -s "$MNT/$array" "$RAW"; then rec "check.$key" ok
+        else rec "check.$key" "\"MISMATCH: $array over S3 differs from raw.bin\""; fi
+    fi
+    unmount_fs
+}
+
 # One repetition of the remote read rows at endpoint $1, recorded under $2 (e.g.
 # remote.d100.zstd): zarrfs's cold dd, zarr-python + obstore with its default settings and with
 # 64 requests in flight, and a plain fetch of the same chunk objects, 64 in flight, without and
 # with decoding. $3 = 1 checks zarrfs's bytes.
 remote_read_rows() {
-    local ep=$1 key=$2 check=$3 cold s s64 f fd
-    cold_prep "$BENCH_DIR/s3root/bench/arrays.zarr/zstd"
-    mount_fs s3://bench/arrays.zarr --endpoint "$ep"
-    cold=$(dd_secs "$MNT/zstd"); rec "$key.cold" "$cold"
-    if [ "$check" = 1 ]; then
-        if cmp -s "$MNT/zstd" "$RAW"; then rec "check.$key" ok
-        else rec "check.$key" "\"MISMATCH: zstd over S3 differs from raw.bin\""; fi
-    fi
-    unmount_fs
+    local ep=$1 key=$2 check=$3 s s64 f fd
+    remote_cold_dd "$ep" "$key" "$check" arrays.zarr zstd
     s=$(py "$SCRIPTS/bench_read.py" zarr s3://bench/arrays.zarr/zstd : --warmup s3://bench/arrays.zarr/zstd \
         --endpoint "$ep" | jget seconds)
     rec "$key.zarr" "$s"
@@ -674,22 +681,15 @@ remote_read_rows() {
     cold_prep "$BENCH_DIR/s3root/bench/arrays.zarr/zstd"
     fd=$(plain_fetch "$ep" "--decode zstd" | jget seconds)
     rec "$key.fetchdec64" "$fd"
-    log "$key: zarrfs cold $cold s; zarr-python + obstore $s s (64 in flight: $s64 s); plain fetch $f s (decoding: $fd s)"
+    log "$key: zarrfs cold $COLD s; zarr-python + obstore $s s (64 in flight: $s64 s); plain fetch $f s (decoding: $fd s)"
     # The same volume stored uncompressed: how far zarrfs hides the latency when nothing is
     # left to decode, against the plain fetch of those objects.
     key=${key%.zstd}.plain
-    cold_prep "$BENCH_DIR/s3root/bench/plain.zarr/plain"
-    mount_fs s3://bench/plain.zarr --endpoint "$ep"
-    cold=$(dd_secs "$MNT/plain"); rec "$key.cold" "$cold"
-    if [ "$check" = 1 ]; then
-        if cmp -s "$MNT/plain" "$RAW"; then rec "check.$key" ok
-        else rec "check.$key" "\"MISMATCH: the uncompressed array over S3 differs from raw.bin\""; fi
-    fi
-    unmount_fs
+    remote_cold_dd "$ep" "$key" "$check" plain.zarr plain
     cold_prep "$BENCH_DIR/s3root/bench/plain.zarr/plain"
     f=$(plain_fetch "$ep" "" s3://bench/plain.zarr/plain/c/ | jget seconds)
     rec "$key.fetch64" "$f"
-    log "$key: zarrfs cold $cold s; plain fetch $f s"
+    log "$key: zarrfs cold $COLD s; plain fetch $f s"
 }
 
 start_s3() { # ROOT: serves ROOT (one bucket per directory) with s3s-fs; sets S3_EP and S3_PID
