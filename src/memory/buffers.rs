@@ -95,13 +95,29 @@ impl Buffers {
         }
     }
 
+    /// An empty buffer with room for `room` bytes and at most twice that: a spare, or a new
+    /// one. For buffers held a while, which should not pin a much larger spare.
+    pub fn take_about(&self, room: usize) -> Vec<u8> {
+        match self.spare_with_room_up_to(room, room.saturating_mul(2)) {
+            Some(mut buf) => {
+                buf.clear();
+                buf
+            }
+            None => room_for(room),
+        }
+    }
+
     fn spare_with_room(&self, room: usize) -> Option<Vec<u8>> {
+        self.spare_with_room_up_to(room, usize::MAX)
+    }
+
+    fn spare_with_room_up_to(&self, room: usize, most: usize) -> Option<Vec<u8>> {
         let mut spare = self.spare.lock();
         let fit = spare
             .bufs
             .iter()
             .enumerate()
-            .filter(|(_, b)| b.capacity() >= room)
+            .filter(|(_, b)| (room..=most).contains(&b.capacity()))
             .min_by_key(|(_, b)| b.capacity())
             .map(|(i, _)| i)?;
         let buf = spare.bufs.swap_remove(fit);
@@ -157,6 +173,26 @@ mod tests {
         let (first, second) = (buffers.take(2000), buffers.take(2000));
         assert_eq!((first.as_ptr(), second.as_ptr()), (small_at, big_at));
         assert_eq!(buffers.held(), 0);
+    }
+
+    #[test]
+    fn takes_about_the_room_asked_for() {
+        let buffers = Buffers::new(1 << 20);
+        let (big, near) = (
+            Vec::<u8>::with_capacity(9000),
+            Vec::<u8>::with_capacity(5000),
+        );
+        let near_at = near.as_ptr();
+        buffers.give(big);
+        assert_eq!(
+            buffers.take_about(4000).capacity(),
+            4000,
+            "9000 is more than twice"
+        );
+        buffers.give(near);
+        let got = buffers.take_about(4000);
+        assert_eq!((got.as_ptr(), got.len()), (near_at, 0));
+        assert_eq!(buffers.held(), 9000);
     }
 
     #[test]

@@ -53,9 +53,10 @@ impl FillingBuffer {
     }
 
     /// Room for `len` bytes in `parts` parts, not initialized: every byte is written (through
-    /// [`Filler::write`]) before it is read.
+    /// [`Filler::write`]) before it is read. The room is a spare buffer of about that size when
+    /// there is one, and goes back to the spares when the buffer is dropped.
     pub fn uninit(len: usize, parts: usize) -> Self {
-        Self::with(super::buffers::room_for(len), len, parts)
+        Self::with(super::buffers().take_about(len), len, parts)
     }
 
     fn with(mut buf: Vec<u8>, len: usize, parts: usize) -> Self {
@@ -176,6 +177,18 @@ impl FillingBuffer {
         }
         // SAFETY: in bounds; written and left alone, says the caller.
         Some(unsafe { std::slice::from_raw_parts(self.start.as_ptr().add(at), end - at) })
+    }
+}
+
+/// The least room a dropped buffer must have to be kept as a spare.
+const SPARE_MIN: usize = 1 << 20;
+
+/// A buffer nobody else holds (a selection let go, a chunk that failed) becomes a spare.
+impl Drop for FillingBuffer {
+    fn drop(&mut self) {
+        if let Some(buf) = Arc::get_mut(&mut self.bytes).filter(|b| b.capacity() >= SPARE_MIN) {
+            super::buffers().give(std::mem::take(buf));
+        }
     }
 }
 

@@ -3,8 +3,8 @@
 //! Decoded chunks, fetched objects and FUSE replies are buffers of a megabyte or more. Fresh
 //! memory costs a page fault per page, about as much as decoding a chunk, so the read path
 //! writes into memory that is already mapped wherever it can:
-//! - [`buffers`]: the spare buffers of evicted chunks, finished fetches and sent replies,
-//!   within one budget sized by the chunk cache ([`size_for_cache`]);
+//! - [`buffers`]: the spare buffers of evicted chunks, finished fetches, sent replies and
+//!   gathered selections let go, within one budget sized by the chunk cache ([`size_for_cache`]);
 //! - the global allocator ([`Allocator`], installed by the binary): jemalloc, for what the
 //!   spares do not cover, with the options in [`malloc_conf`] (chosen against an allocator of
 //!   our own, BENCHMARKS.md "Allocator");

@@ -96,17 +96,19 @@ impl SliceTable {
 }
 
 impl SliceTable {
-    /// Lets `file` gather its selection in memory when it fits in `max` bytes, letting the
-    /// oldest buffers go so that all together stay within `max`.
-    fn hold_buffer(&self, file: &Arc<SliceFile>, max: u64) {
-        let Some(buffer) = file.hold_buffer(max) else {
+    /// Lets `file` gather its selection in memory when it fits in a quarter of the cache
+    /// budget `cache`, then lets the oldest buffers go until those kept fit in a sixteenth (the
+    /// newest is always kept). A buffer let go returns its memory to the spares, so the next
+    /// selection is gathered in memory already mapped instead of fresh pages.
+    fn hold_buffer(&self, file: &Arc<SliceFile>, cache: u64) {
+        let Some(buffer) = file.hold_buffer(cache / 4) else {
             return;
         };
         let mut held = self.buffered.lock();
         let (files, bytes) = &mut *held;
         *bytes += buffer.len();
         files.push_back(file.clone());
-        while *bytes > max {
+        while *bytes > cache / 16 && files.len() > 1 {
             let Some(old) = files.pop_front() else { break };
             *bytes = bytes.saturating_sub(old.data_size());
             old.drop_buffer();
@@ -170,7 +172,7 @@ impl View {
         };
         // Decoding starts at lookup: it runs while the caller opens the file and sets up its read.
         if let Body::Data(f) | Body::Npy(f) = &body {
-            self.slices.hold_buffer(f, self.cache.budget() / 4);
+            self.slices.hold_buffer(f, self.cache.budget());
         }
         if let (Body::Data(f) | Body::Npy(f), Some(pool)) = (&body, &self.prefetcher) {
             f.prefetch_from(&self.arrays[k as usize], pool, &self.cache, 0, true);
@@ -210,7 +212,7 @@ impl ServedFile for SliceEntry {
         };
         let array = &view.arrays[f.array as usize];
         array.check_readable()?;
-        view.slices.hold_buffer(f, view.cache.budget() / 4);
+        view.slices.hold_buffer(f, view.cache.budget());
         if let Some(pool) = &view.prefetcher {
             let again = !f.first_open();
             f.prefetch_from(array, pool, &view.cache, 0, again);

@@ -465,6 +465,31 @@ fn each_chunk_of_a_selection_is_decoded_once_per_read() {
 }
 
 #[test]
+fn gathered_selections_kept_stay_within_a_sixteenth_of_the_cache_the_newest_always() {
+    // f32 64x64 in 8x8 chunks, a cache of 64 KiB: selections of up to 16 KiB are gathered,
+    // and those kept after use fit in 4 KiB together, the newest whatever its size. Bands of
+    // 24 rows (6 KiB, 24 chunks each): a band let go decodes its chunks again when read again,
+    // the one kept does not.
+    let (shape, chunks) = ([64u64, 64], [8u64, 8]);
+    let (store, expected) = array_store(&shape, &chunks, Ty::F32, &[], Codec::Raw);
+    let (store, counts) = zarrfs::store::CountingStore::new(Box::new(store));
+    let view = view_of(Arc::new(store), 64 << 10);
+    let band = |rows: std::ops::Range<usize>| -> Vec<u8> {
+        expected[rows.start * 64..rows.end * 64].concat()
+    };
+    let read = |name: &str, want: Vec<u8>| {
+        let before = counts.requests();
+        assert!(read_all(&view, name, 4096) == want, "{name}");
+        counts.requests() - before
+    };
+    assert_eq!(read("a[0:24,:]", band(0..24)), 24);
+    assert_eq!(read("a[24:48,:]", band(24..48)), 24);
+    assert_eq!(read("a[24:48,:]", band(24..48)), 0, "the newest is kept");
+    assert_eq!(read("a[0:24,:]", band(0..24)), 24, "the oldest was let go");
+    assert_eq!(read("a[0:24,:]", band(0..24)), 0, "and is kept again");
+}
+
+#[test]
 fn a_name_looked_up_twice_is_the_same_inode_and_is_not_listed() {
     let (view, _) = array(&[4, 5], &[2, 2], Ty::F32, &[]);
     let a = view.resolve("a[1:3,::2]").unwrap();
