@@ -72,11 +72,6 @@ impl FillingBuffer {
         }
     }
 
-    /// Its length in bytes.
-    pub(crate) fn len(&self) -> usize {
-        self.len
-    }
-
     /// The writer of `part`, unless someone claimed it before (or there is no such part).
     pub fn claim(&self, part: usize) -> Option<Filler<'_>> {
         let state = self.states.get(part)?;
@@ -359,7 +354,7 @@ mod tests {
                 let buf = &buf;
                 s.spawn(move || {
                     let mut seen = 0;
-                    while seen < buf.len() {
+                    while seen < buf.len {
                         let got = buf.wait_prefix(seen + 1 + r * 10).expect("no failure");
                         assert!(got.len() > seen && is_pattern(got, 0));
                         seen = got.len();
@@ -448,6 +443,6 @@ mod tests {
         assert!(buf.wait(0, usize::MAX), "a finished part serves any need");
         assert!(!buf.wait(PARTS, 0), "no such part");
         // SAFETY: out of bounds, nothing is read.
-        assert!(unsafe { buf.read(0, buf.len() + 1) }.is_none());
+        assert!(unsafe { buf.read(0, buf.len + 1) }.is_none());
     }
 }

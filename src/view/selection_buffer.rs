@@ -64,11 +64,6 @@ impl SelectionBuffer {
         }
     }
 
-    /// Bytes held.
-    pub fn len(&self) -> u64 {
-        self.out.len() as u64
-    }
-
     /// Fills chunk `slot` unless someone started it (a read-ahead job, or a reader).
     pub fn fill(&self, file: &SliceFile, source: &ChunkSource, cache: &ChunkCache, slot: u64) {
         let Some(mut filler) = self.out.claim(slot as usize) else {

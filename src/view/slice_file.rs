@@ -469,20 +469,29 @@ impl SliceFile {
         }
     }
 
-    /// Makes the buffer gathering the selection in memory, unless one is held, the selection is
-    /// larger than `max` bytes (or spans too many chunks), or it is whole chunks that are each
-    /// one run of it (sent straight from the chunks, they are never copied); returns it when
-    /// made.
-    pub(super) fn hold_buffer(&self, max: u64) -> Option<Arc<SelectionBuffer>> {
-        let mut held = self.buffer.lock();
-        let slots = self.slot_count();
-        let small = self.data_size > 0 && self.data_size <= max && slots <= MAX_SLOTS;
-        if held.is_some() || !small || self.runs_of_chunks {
-            return None;
+    /// True when the selection would be gathered in memory by [`SliceFile::hold_buffer`]: no
+    /// buffer is held, it is at most `max` bytes over few enough chunks, and it is not whole
+    /// chunks that are each one run of it (those are sent straight from the chunks).
+    pub(super) fn may_hold_buffer(&self, max: u64) -> bool {
+        let small = self.data_size > 0 && self.data_size <= max;
+        small && self.slot_count() <= MAX_SLOTS && !self.runs_of_chunks && self.buffer().is_none()
+    }
+
+    /// Makes the buffer gathering the selection in memory when [`SliceFile::may_hold_buffer`];
+    /// true when made.
+    pub(super) fn hold_buffer(&self, max: u64) -> bool {
+        if !self.may_hold_buffer(max) {
+            return false;
         }
-        let buffer = Arc::new(SelectionBuffer::new(self.data_size, slots));
-        *held = Some(buffer.clone());
-        Some(buffer)
+        let mut held = self.buffer.lock();
+        if held.is_some() {
+            return false;
+        }
+        *held = Some(Arc::new(SelectionBuffer::new(
+            self.data_size,
+            self.slot_count(),
+        )));
+        true
     }
 
     /// Lets the buffer go (reads under way keep it until they are done).

@@ -97,21 +97,24 @@ impl SliceTable {
 
 impl SliceTable {
     /// Lets `file` gather its selection in memory when it fits in a quarter of the cache
-    /// budget `cache`, then lets the oldest buffers go until those kept fit in a sixteenth (the
-    /// newest is always kept). A buffer let go returns its memory to the spares, so the next
-    /// selection is gathered in memory already mapped instead of fresh pages.
+    /// budget `cache`, letting the oldest buffers go first so that those kept fit in a
+    /// sixteenth with it (it is kept whatever its size). A buffer let go returns its memory to
+    /// the spares, so this selection is gathered in memory already mapped, not fresh pages.
     fn hold_buffer(&self, file: &Arc<SliceFile>, cache: u64) {
-        let Some(buffer) = file.hold_buffer(cache / 4) else {
+        let (largest, kept) = (cache / 4, cache / 16);
+        if !file.may_hold_buffer(largest) {
             return;
-        };
+        }
         let mut held = self.buffered.lock();
         let (files, bytes) = &mut *held;
-        *bytes += buffer.len();
-        files.push_back(file.clone());
-        while *bytes > cache / 16 && files.len() > 1 {
+        while *bytes + file.data_size() > kept {
             let Some(old) = files.pop_front() else { break };
             *bytes = bytes.saturating_sub(old.data_size());
             old.drop_buffer();
+        }
+        if file.hold_buffer(largest) {
+            *bytes += file.data_size();
+            files.push_back(file.clone());
         }
     }
 }
