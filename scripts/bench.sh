@@ -341,6 +341,17 @@ section_slice() {
     cold_pair slice.block zstd "$t0:$((t0 + 16)),200:712,300:812" slice "$T,$Y,$X"
     cold_pair slice.block_aligned zstd "$ta:$((ta + 16)),$((Y / 4)):$((3 * Y / 4)),$((X / 4)):$((3 * X / 4))" slice "$T,$Y,$X"
     cold_pair slice.rows zstd "$t0:$((t0 + 8)),300:400,:" slice "$T,$Y,$X"
+    # The array read block by block in one mount (one zarr-python process): chunk-aligned
+    # sub-blocks of 16 planes and a quarter of each plane (8 whole chunks each), one after
+    # another, as a tiled processing loop does.
+    local blocks="" tb q y x
+    for ((tb = 0; tb == 0 || tb + 16 <= T; tb += 16)); do
+        for q in 0 1 2 3; do
+            y=$((q / 2 * Y / 2)) x=$((q % 2 * X / 2))
+            blocks+="${blocks:+;}$tb:$((tb + 16)),$y:$((y + Y / 2)),$x:$((x + X / 2))"
+        done
+    done
+    cold_pair slice.blocks_series zstd "$blocks" slice "$T,$Y,$X"
 }
 
 # 4. Random 4 KiB preads, timed per call by a small C program.

@@ -180,6 +180,8 @@ def rows(r, p):
           "slice.block_aligned.zarrfs", "slice.block_aligned.zarr", tgt=1.3)
     speed("8 slices", "row band file `zstd[t0:t0+8,300:400,:]` (rows across 4 chunks), cold, vs zarr-python",
           "slice.rows.zarrfs", "slice.rows.zarr", tgt=1.3)
+    speed("8 slices", "the array block by block: aligned sub-blocks `zstd[t:t+16,…]` (8 whole chunks each) "
+          "one after another in one mount, cold, vs zarr-python in one process", "slice.blocks_series.zarrfs", "slice.blocks_series.zarr", tgt=1.3)
 
     # 4. random 4 KiB preads
     base = r.best_json("rand.pagecache", "iops")
