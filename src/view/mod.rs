@@ -509,6 +509,7 @@ impl View {
     /// Forgets file handle `fh`.
     pub fn release(&self, fh: u64) {
         self.lock_handles().remove(&fh);
+        self.slices.release(fh);
         if let Some(pool) = &self.prefetcher {
             pool.forget(fh);
         }

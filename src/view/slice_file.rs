@@ -15,7 +15,7 @@ use crate::fetch::Loaded;
 use crate::meta::ArrayMeta;
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Chunks one read keeps at hand (its rows cross the chunks of the selection's last axis).
@@ -41,6 +41,8 @@ pub struct SliceFile {
     queued: AtomicU64,
     /// Whether the file has been opened since it was looked up.
     opened: AtomicBool,
+    /// Its open file handles.
+    handles: AtomicU32,
     /// The selection gathered in memory, while the view keeps it (see [`SliceFile::hold_buffer`]).
     buffer: Mutex<Option<Arc<SelectionBuffer>>>,
     /// True when the selection is whole chunks, each one run of it (frames of frame-sized
@@ -180,6 +182,7 @@ impl SliceFile {
             json: Arc::from(json),
             queued: AtomicU64::new(0),
             opened: AtomicBool::new(false),
+            handles: AtomicU32::new(0),
             buffer: Mutex::new(None),
             runs_of_chunks,
         }
@@ -570,5 +573,18 @@ impl SliceFile {
     /// True at the first call: the first open after the lookup, which queued the first chunks.
     pub fn first_open(&self) -> bool {
         !self.opened.swap(true, Ordering::Relaxed)
+    }
+
+    /// Counts a handle opened (`true`) or released (`false`).
+    pub(super) fn count_handle(&self, opened: bool) {
+        match opened {
+            true => self.handles.fetch_add(1, Ordering::Relaxed),
+            false => self.handles.fetch_sub(1, Ordering::Relaxed),
+        };
+    }
+
+    /// True while a handle of the file is open.
+    pub(super) fn is_open(&self) -> bool {
+        self.handles.load(Ordering::Relaxed) > 0
     }
 }

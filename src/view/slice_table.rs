@@ -53,6 +53,8 @@ pub struct SliceTable {
     table: Mutex<Table>,
     /// The selection files holding their selection in memory, oldest first, and those bytes.
     buffered: Mutex<(VecDeque<Arc<SliceFile>>, u64)>,
+    /// The selection files open, by handle.
+    open: Mutex<HashMap<u64, Arc<SliceFile>>>,
 }
 
 impl SliceTable {
@@ -97,24 +99,47 @@ impl SliceTable {
 
 impl SliceTable {
     /// Lets `file` gather its selection in memory when it fits in a quarter of the cache
-    /// budget `cache`, letting the oldest buffers go first so that those kept fit in a
-    /// sixteenth with it (it is kept whatever its size). A buffer let go returns its memory to
-    /// the spares, so this selection is gathered in memory already mapped, not fresh pages.
+    /// budget `cache`. The oldest buffers are let go first: those of files no handle has open,
+    /// until what stays fits in a sixteenth of the cache with this one, then, if need be, any,
+    /// until all fit in the quarter. A buffer let go returns its memory to the spares, so this
+    /// selection is gathered in memory already mapped, not fresh pages.
     fn hold_buffer(&self, file: &Arc<SliceFile>, cache: u64) {
-        let (largest, kept) = (cache / 4, cache / 16);
+        let (largest, kept, size) = (cache / 4, cache / 16, file.data_size());
         if !file.may_hold_buffer(largest) {
             return;
         }
         let mut held = self.buffered.lock();
         let (files, bytes) = &mut *held;
-        while *bytes + file.data_size() > kept {
+        let mut at = 0;
+        while *bytes + size > kept && at < files.len() {
+            if files[at].is_open() {
+                at += 1;
+            } else if let Some(old) = files.remove(at) {
+                *bytes = bytes.saturating_sub(old.data_size());
+                old.drop_buffer();
+            }
+        }
+        while *bytes + size > largest {
             let Some(old) = files.pop_front() else { break };
             *bytes = bytes.saturating_sub(old.data_size());
             old.drop_buffer();
         }
         if file.hold_buffer(largest) {
-            *bytes += file.data_size();
+            *bytes += size;
             files.push_back(file.clone());
+        }
+    }
+
+    /// Handle `fh` of `file` is open.
+    fn opened(&self, fh: u64, file: &Arc<SliceFile>) {
+        file.count_handle(true);
+        self.open.lock().insert(fh, file.clone());
+    }
+
+    /// Handle `fh` is released (nothing when it is not a selection file's).
+    pub(super) fn release(&self, fh: u64) {
+        if let Some(file) = self.open.lock().remove(&fh) {
+            file.count_handle(false);
         }
     }
 }
@@ -220,7 +245,9 @@ impl ServedFile for SliceEntry {
             let again = !f.first_open();
             f.prefetch_from(array, pool, &view.cache, 0, again);
         }
-        Ok(view.next_handle.fetch_add(1, Ordering::Relaxed) + 1)
+        let fh = view.next_handle.fetch_add(1, Ordering::Relaxed) + 1;
+        view.slices.opened(fh, f);
+        Ok(fh)
     }
 
     /// Queues the chunks from the read on for decoding in parallel.

@@ -490,6 +490,37 @@ fn gathered_selections_kept_stay_within_a_sixteenth_of_the_cache_the_newest_alwa
 }
 
 #[test]
+fn an_open_selection_keeps_its_gathered_buffer_while_others_are_gathered() {
+    // As above (bands of 6 KiB; a cache of 64 KiB keeps 4 KiB of them after use): a band still
+    // open keeps its buffer while another is gathered, and is let go once released.
+    let (shape, chunks) = ([64u64, 64], [8u64, 8]);
+    let (store, expected) = array_store(&shape, &chunks, Ty::F32, &[], Codec::Raw);
+    let (store, counts) = zarrfs::store::CountingStore::new(Box::new(store));
+    let view = view_of(Arc::new(store), 64 << 10);
+    let band = |rows: std::ops::Range<usize>| -> Vec<u8> {
+        expected[rows.start * 64..rows.end * 64].concat()
+    };
+    let a = view.resolve("a[0:24,:]").unwrap();
+    let fh = view.open(a).unwrap();
+    let read_open = || {
+        let (before, mut out) = (counts.requests(), Vec::new());
+        for at in [0, 4096] {
+            view.read_into(a, fh, at, 4096, &mut out).unwrap();
+        }
+        assert!(out == band(0..24), "a[0:24,:] through its open handle");
+        counts.requests() - before
+    };
+    assert_eq!(read_open(), 24);
+    assert!(read_all(&view, "a[24:48,:]", 4096) == band(24..48));
+    assert_eq!(read_open(), 0, "kept while open");
+    view.release(fh);
+    assert!(read_all(&view, "a[40:64,:]", 4096) == band(40..64));
+    let before = counts.requests();
+    assert!(read_all(&view, "a[0:24,:]", 4096) == band(0..24));
+    assert_eq!(counts.requests() - before, 24, "let go once released");
+}
+
+#[test]
 fn a_name_looked_up_twice_is_the_same_inode_and_is_not_listed() {
     let (view, _) = array(&[4, 5], &[2, 2], Ty::F32, &[]);
     let a = view.resolve("a[1:3,::2]").unwrap();
