@@ -1,6 +1,7 @@
 //! Daemonizing like sshfs: the parent returns only once the child's mount answers, and prints
 //! the child's error if it fails.
 
+use nix::unistd::{fork, ForkResult};
 use rustix::pipe::{pipe_with, PipeFlags};
 use rustix::process::{chdir, setsid, waitpid, Pid, WaitOptions};
 use rustix::stdio::{dup2_stderr, dup2_stdin, dup2_stdout};
@@ -73,21 +74,23 @@ pub fn daemonize(work: impl FnOnce(Ready) -> i32) -> i32 {
         }
     };
     let (mut reader, writer) = (File::from(reader), File::from(writer));
-    // libc, not rustix: rustix forks only as `runtime::kernel_fork`, for language runtimes (it
-    // skips libc's fork handlers, which the allocator and stdio rely on).
+    // nix, not rustix: rustix forks only as `runtime::kernel_fork`, for language runtimes (it
+    // skips libc's fork handlers, which the allocator and stdio rely on); nix calls libc's fork.
     // SAFETY: fork before any thread exists; both sides own their ends of the pipe.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        eprintln!("zarrfs: fork: {}", std::io::Error::last_os_error());
-        return 1;
-    }
-    if pid == 0 {
-        drop(reader);
-        let _ = setsid();
-        let _ = chdir("/");
-        let code = work(Ready { pipe: writer });
-        std::process::exit(code);
-    }
+    let child = match unsafe { fork() } {
+        Ok(ForkResult::Parent { child }) => child,
+        Ok(ForkResult::Child) => {
+            drop(reader);
+            let _ = setsid();
+            let _ = chdir("/");
+            let code = work(Ready { pipe: writer });
+            std::process::exit(code);
+        }
+        Err(e) => {
+            eprintln!("zarrfs: fork: {}", std::io::Error::from(e));
+            return 1;
+        }
+    };
     drop(writer);
     let mut verdict = String::new();
     let _ = reader.read_to_string(&mut verdict);
@@ -98,7 +101,8 @@ pub fn daemonize(work: impl FnOnce(Ready) -> i32) -> i32 {
             1
         }
         None => {
-            let waited = Pid::from_raw(pid).map(|p| waitpid(Some(p), WaitOptions::empty()));
+            let waited =
+                Pid::from_raw(child.as_raw()).map(|p| waitpid(Some(p), WaitOptions::empty()));
             let status = match waited {
                 Some(Ok(Some((_, status)))) => status.as_raw(),
                 _ => 0,

@@ -1,6 +1,6 @@
 //! Logging to stderr, and once daemonized to a log file or syslog.
 
-use std::ffi::CString;
+use nix::syslog::{openlog, syslog, Facility, LogFlags, Severity};
 use std::io::Write;
 use std::os::unix::net::{UnixDatagram, UnixStream};
 use std::path::{Path, PathBuf};
@@ -19,11 +19,8 @@ impl Write for Sink {
         if TO_SYSLOG.load(Ordering::Relaxed) {
             let text = String::from_utf8_lossy(buf);
             for line in text.lines().filter(|l| !l.is_empty()) {
-                if let Ok(c) = CString::new(line.replace('\0', " ")) {
-                    // libc: syslog(3) is a library call, not a syscall rustix wraps.
-                    // SAFETY: both pointers are valid NUL-terminated strings for the call.
-                    unsafe { libc::syslog(libc::LOG_WARNING, c"%s".as_ptr(), c.as_ptr()) };
-                }
+                // nix: syslog(3) is a library call, not a syscall rustix wraps.
+                let _ = syslog(Severity::LOG_WARNING, &line.replace('\0', " "));
             }
             Ok(buf.len())
         } else {
@@ -72,8 +69,6 @@ pub fn fallback_file(mountpoint: &Path) -> Option<PathBuf> {
 
 /// Sends further log records to syslog (ident `zarrfs`).
 pub fn use_syslog() {
-    // libc: openlog(3) is a library call, not a syscall rustix wraps.
-    // SAFETY: the ident is a static C string that lives for the whole process.
-    unsafe { libc::openlog(c"zarrfs".as_ptr(), libc::LOG_PID, libc::LOG_DAEMON) };
+    let _ = openlog(Some(c"zarrfs"), LogFlags::LOG_PID, Facility::LOG_DAEMON);
     TO_SYSLOG.store(true, Ordering::Relaxed);
 }

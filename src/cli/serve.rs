@@ -6,79 +6,95 @@ use super::unmount::{detach, Refusal};
 use super::Prepared;
 use crate::cache::read_ahead::ReadPolicy;
 use crate::fuse::ZarrFs;
-use rustix::process::{getgid, getpid, getuid, kill_process, Signal};
+use nix::sys::pthread::pthread_kill;
+use nix::sys::signal::{kill, SigSet, Signal};
+use nix::unistd::getpid;
+use rustix::process::{getgid, getuid};
+use std::os::unix::thread::JoinHandleExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// How long a fresh mount may take to answer before we give up.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Signals that end the mount, plus SIGUSR1 which the session thread sends when it ends.
-///
-/// Signal sets, masks and waits stay libc calls: rustix has them only in `runtime`, on the
-/// kernel's signal set, for language runtimes that replace libc.
-fn signal_set() -> libc::sigset_t {
-    // SAFETY: sigset operations on a local set.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGUSR1] {
-            libc::sigaddset(&mut set, s);
-        }
-        set
+fn signal_set() -> SigSet {
+    let mut set = SigSet::empty();
+    for s in [
+        Signal::SIGINT,
+        Signal::SIGTERM,
+        Signal::SIGHUP,
+        Signal::SIGUSR1,
+    ] {
+        set.add(s);
     }
+    set
 }
 
 /// While the store loads nothing is mounted yet: a signal then ends the process at once, so a
 /// store that never answers cannot hold the mount command (the signals stay blocked, as the
 /// threads started meanwhile must not take them once the mount is up).
-struct LoadingSignals(Arc<AtomicBool>);
+///
+/// Dropping it marks the loading done and wakes the watching thread with a SIGUSR1 sent to that
+/// thread alone (no session runs yet to send one to the process). The kernel hands a thread the
+/// signals sent to it before those sent to the process, so a signal sent to the process as the
+/// loading ends stays pending, or is sent again, for the serving thread's wait (a SIGUSR1 from
+/// outside in that instant is taken for the wake-up).
+struct LoadingSignals {
+    done: Arc<AtomicBool>,
+    /// Joined on drop; until then its id stays valid for the wake-up, even if it has not run yet.
+    watcher: Option<JoinHandle<()>>,
+}
 
 impl LoadingSignals {
     /// Watches for the signals of [`signal_set`] until dropped; removes `mountpoint` if zarrfs
-    /// created it before exiting.
+    /// created it before exiting. Call with those signals blocked: the watcher inherits the mask,
+    /// so its wake-up waits for it while it starts.
     fn watch(mountpoint: super::mount_point::MountPoint) -> Self {
         let done = Arc::new(AtomicBool::new(false));
         let flag = done.clone();
         let spawned = std::thread::Builder::new()
             .name("loading-signals".into())
             .spawn(move || {
-                let set = signal_set();
-                let tick = libc::timespec {
-                    tv_sec: 0,
-                    tv_nsec: 20_000_000,
-                };
-                while !flag.load(Ordering::SeqCst) {
-                    // SAFETY: waiting for signals of a valid set, with a valid timeout.
-                    let sig = unsafe { libc::sigtimedwait(&set, std::ptr::null_mut(), &tick) };
-                    if sig <= 0 {
-                        continue;
-                    }
-                    if flag.load(Ordering::SeqCst) {
-                        // Loaded meanwhile: the serving thread's wait takes it.
-                        if let Some(again) = Signal::from_named_raw(sig) {
-                            let _ = kill_process(getpid(), again);
-                        }
+                // Returns at once if dropped before it started: the wake-up is already pending.
+                let sig = match signal_set().wait() {
+                    Ok(sig) => sig,
+                    Err(e) => {
+                        log::warn!("cannot wait for signals while the store loads: {e}");
                         return;
                     }
-                    log::warn!("signal {sig} while the store was loading: not mounted, exiting");
-                    eprintln!("zarrfs: signal {sig} while the store was loading: not mounted");
-                    mountpoint.release();
-                    std::process::exit(1);
+                };
+                if flag.load(Ordering::SeqCst) {
+                    // Loaded meanwhile: SIGUSR1 is the wake-up; another signal goes back to the
+                    // process, for the serving thread's wait.
+                    if sig != Signal::SIGUSR1 {
+                        let _ = kill(getpid(), sig);
+                    }
+                    return;
                 }
+                let sig = sig as i32;
+                log::warn!("signal {sig} while the store was loading: not mounted, exiting");
+                eprintln!("zarrfs: signal {sig} while the store was loading: not mounted");
+                mountpoint.release();
+                std::process::exit(1);
             });
-        if let Err(e) = spawned {
-            log::warn!("cannot watch for signals while the store loads: {e}");
-        }
-        LoadingSignals(done)
+        let watcher = spawned
+            .inspect_err(|e| log::warn!("cannot watch for signals while the store loads: {e}"))
+            .ok();
+        LoadingSignals { done, watcher }
     }
 }
 
 impl Drop for LoadingSignals {
     fn drop(&mut self) {
-        self.0.store(true, Ordering::SeqCst);
+        self.done.store(true, Ordering::SeqCst);
+        if let Some(watcher) = self.watcher.take() {
+            let _ = pthread_kill(watcher.as_pthread_t(), Signal::SIGUSR1);
+            let _ = watcher.join();
+        }
     }
 }
 
@@ -86,8 +102,9 @@ impl Drop for LoadingSignals {
 /// of the mount to the waiting parent.
 pub fn serve(p: Prepared, ready: Option<Ready>) -> i32 {
     let set = signal_set();
-    // SAFETY: blocking signals in this (only) thread; threads spawned later inherit the mask.
-    unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+    // In this (only) thread; threads spawned later inherit the mask. Fails only for an invalid
+    // `how`.
+    let _ = set.thread_block();
     let log_file = p.options.log_file.clone();
     let (location, mountpoint) = (p.location.clone(), p.mountpoint.clone());
     let mounted = match mount(p) {
@@ -189,7 +206,7 @@ fn mount(p: Prepared) -> Result<Mounted, MountError> {
         .spawn(move || {
             let result = session.run();
             // Wakes the main thread's sigwait.
-            let _ = kill_process(getpid(), Signal::USR1);
+            let _ = kill(getpid(), Signal::SIGUSR1);
             result
         })
         .map_err(MountError::SessionThread)?;
@@ -247,16 +264,16 @@ impl Mounted {
     /// Blocks until a signal asks to stop (then unmounts) or the mount goes away. A busy mount
     /// is not unmounted; the next signal tries again and, if it is still busy, detaches it
     /// lazily and ends the process.
-    fn wait(self, set: &libc::sigset_t) -> i32 {
+    fn wait(self, set: &SigSet) -> i32 {
         let shown = self.mountpoint.display();
         let mut refused = false;
-        let mut sig = 0;
         loop {
-            // SAFETY: waiting for signals of a valid set.
-            unsafe { libc::sigwait(set, &mut sig) };
-            if sig == libc::SIGUSR1 {
-                break;
-            }
+            // sigwait fails only for an invalid set (then logged as signal 0).
+            let sig = match set.wait() {
+                Ok(Signal::SIGUSR1) => break,
+                Ok(sig) => sig as i32,
+                Err(_) => 0,
+            };
             log::info!("signal {sig}: unmounting {shown}");
             match detach(&self.mountpoint, false) {
                 Ok(()) => break,
