@@ -14,11 +14,12 @@ use parking_lot::Mutex;
 use reads::ReadPool;
 use rustix::fs::OFlags;
 use std::any::Any;
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How long the kernel may keep names and attributes: the mount is a read-only snapshot.
@@ -42,28 +43,55 @@ pub struct ZarrFs {
     opens: Mutex<OpenModes>,
 }
 
-#[derive(Default)]
-struct OpenModes {
-    /// Passthrough opens: each file handle's backing id, shared per inode.
-    by_handle: HashMap<u64, Arc<BackingId>>,
-    by_inode: HashMap<u64, Weak<BackingId>>,
+/// How the open files of each inode are served. Counted per inode, not per file handle: the
+/// view numbers some handles 0, and a release of one must not touch another file's state.
+struct OpenModes<B = BackingId> {
+    /// Inodes open with passthrough: the backing id, held while any of their handles is open
+    /// (the kernel looks the id up in the opener's context, after the reply: closed before
+    /// that, the open fails with EIO), and how many handles.
+    passthrough: HashMap<u64, (B, u32)>,
     /// Open handles of each inode served through the daemon and the page cache.
     cached: HashMap<u64, u32>,
 }
 
-impl OpenModes {
+impl<B> Default for OpenModes<B> {
+    fn default() -> Self {
+        OpenModes {
+            passthrough: HashMap::new(),
+            cached: HashMap::new(),
+        }
+    }
+}
+
+impl<B> OpenModes<B> {
     fn opened_cached(&mut self, ino: u64) {
         *self.cached.entry(ino).or_default() += 1;
     }
 
-    fn released(&mut self, ino: u64, fh: u64) {
-        if self.by_handle.remove(&fh).is_some() {
-            self.by_inode.retain(|_, id| id.strong_count() > 0);
-        } else if let Some(n) = self.cached.get_mut(&ino) {
-            *n -= 1;
-            if *n == 0 {
-                self.cached.remove(&ino);
-            }
+    /// One more handle of `ino` with passthrough, through its backing id: the one its open
+    /// handles share, else the one `open` makes (`None`: `open` failed).
+    fn opened_passthrough(&mut self, ino: u64, open: impl FnOnce() -> Option<B>) -> Option<&B> {
+        let (id, n) = match self.passthrough.entry(ino) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => e.insert((open()?, 0)),
+        };
+        *n += 1;
+        Some(id)
+    }
+
+    /// A handle of `ino` is released: the last one with passthrough lets its backing id go.
+    fn released(&mut self, ino: u64) {
+        let count = match self.passthrough.get_mut(&ino) {
+            Some((_, n)) => n,
+            None => match self.cached.get_mut(&ino) {
+                Some(n) => n,
+                None => return,
+            },
+        };
+        *count = count.saturating_sub(1);
+        if *count == 0 {
+            self.passthrough.remove(&ino);
+            self.cached.remove(&ino);
         }
     }
 }
@@ -94,7 +122,9 @@ impl ZarrFs {
         }
     }
 
-    /// Answers with passthrough when it applies; else gives `reply` back.
+    /// Answers with passthrough when it applies (the inode's files are open with passthrough
+    /// already, or it has a complete backing file and none open through the page cache); else
+    /// gives `reply` back.
     fn open_passthrough(
         &self,
         ids: &mut OpenModes,
@@ -102,36 +132,38 @@ impl ZarrFs {
         fh: u64,
         reply: ReplyOpen,
     ) -> Option<ReplyOpen> {
-        if !self.passthrough.load(Ordering::Relaxed) || ids.cached.contains_key(&ino) {
+        let shared = ids.passthrough.contains_key(&ino);
+        if !shared && (!self.passthrough.load(Ordering::Relaxed) || ids.cached.contains_key(&ino)) {
             return Some(reply);
         }
-        let Some(file) = self.view.passthrough_file(ino) else {
-            return Some(reply);
+        let file = match shared {
+            true => None,
+            false => match self.view.passthrough_file(ino) {
+                Some(file) => Some(file),
+                None => return Some(reply),
+            },
         };
-        let id = match ids.by_inode.get(&ino).and_then(Weak::upgrade) {
-            Some(id) => id,
-            None => match reply.open_backing(&file) {
-                Ok(id) => {
-                    let id = Arc::new(id);
-                    ids.by_inode.insert(ino, Arc::downgrade(&id));
-                    id
-                }
-                Err(e) => {
+        let opened = ids.opened_passthrough(ino, || {
+            let file = file?;
+            reply
+                .open_backing(&file)
+                .map_err(|e| {
                     self.passthrough.store(false, Ordering::Relaxed);
                     log::warn!(
                         "FUSE passthrough refused ({e}): complete arrays are copied from \
                          their backing files instead"
                     );
-                    return Some(reply);
-                }
-            },
+                })
+                .ok()
+        });
+        let Some(id) = opened else {
+            return Some(reply);
         };
-        ids.by_handle.insert(fh, id.clone());
         if let Some(dir) = self.view.backing_dir() {
             dir.count_passthrough();
         }
         log::info!("inode {ino}: opened with passthrough");
-        reply.opened_passthrough(FileHandle(fh), FopenFlags::empty(), &id);
+        reply.opened_passthrough(FileHandle(fh), FopenFlags::empty(), id);
         None
     }
 
@@ -367,7 +399,7 @@ impl Filesystem for ZarrFs {
     ) {
         catch_panic_as_eio("release", format_args!("inode {ino}"), || {
             self.view.release(fh.0);
-            self.opens.lock().released(ino.0, fh.0);
+            self.opens.lock().released(ino.0);
             reply.ok();
         })
     }
@@ -483,6 +515,33 @@ impl Filesystem for ZarrFs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_release_lets_go_only_its_own_inodes_backing_id() {
+        // File handles are not unique (the view numbers some 0): opens are counted per inode.
+        let mut modes = OpenModes::<u32>::default();
+        assert_eq!(modes.opened_passthrough(4, || Some(40)), Some(&40));
+        assert_eq!(modes.opened_passthrough(14, || Some(140)), Some(&140));
+        let again = modes.opened_passthrough(14, || panic!("the inode's id is shared"));
+        assert_eq!(again, Some(&140));
+        modes.opened_cached(5);
+        // Inode 4's release comes after inode 14's opens: 14 keeps its id.
+        modes.released(4);
+        assert_eq!(modes.passthrough.get(&4), None);
+        assert_eq!(modes.passthrough.get(&14), Some(&(140, 2)));
+        modes.released(5);
+        assert!(modes.cached.is_empty());
+        modes.released(14);
+        assert_eq!(modes.passthrough.get(&14), Some(&(140, 1)));
+        modes.released(14);
+        assert!(modes.passthrough.is_empty());
+        assert_eq!(
+            modes.opened_passthrough(4, || None),
+            None,
+            "a failed open holds nothing"
+        );
+        assert!(modes.passthrough.is_empty());
+    }
 
     /// Stands for a fuser reply: answers (here: records) when dropped unanswered.
     struct Reply<'a>(&'a AtomicBool);
