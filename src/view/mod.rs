@@ -544,9 +544,12 @@ impl View {
     ) -> Result<(), ViewError> {
         // A spare buffer, emptied: no allocation per request.
         let mut buf = crate::memory::buffers().take_empty(size as usize);
-        let mut sent = None;
+        // Each read is counted before it is answered: `.zarrfs/stats` read right after it
+        // shows it.
+        let mut sent = false;
         let mut send = |bytes: &[u8]| {
-            sent = Some(bytes.len());
+            sent = true;
+            crate::stats::STATS.read(bytes.len() as u64);
             sink.answer_early(bytes)
         };
         let read = ReadAt {
@@ -559,12 +562,9 @@ impl View {
             ..Reply::new(&mut buf, false)
         };
         let result = self.with_file(ino, |file, dir, _| file.read(self, dir, read, reply));
-        if result.is_ok() {
-            let len = sent.unwrap_or_else(|| {
-                sink.answer(&buf);
-                buf.len()
-            });
-            crate::stats::STATS.read(len as u64);
+        if result.is_ok() && !sent {
+            crate::stats::STATS.read(buf.len() as u64);
+            sink.answer(&buf);
         }
         crate::memory::buffers().give(buf);
         result
