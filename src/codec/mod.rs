@@ -99,6 +99,14 @@ impl Size {
         }
     }
 
+    /// The size `f` gives for this size's bound, as exact or as bounded as this one.
+    pub fn map(self, f: impl FnOnce(usize) -> usize) -> Size {
+        match self {
+            Size::Exact(n) => Size::Exact(f(n)),
+            Size::AtMost(n) => Size::AtMost(f(n)),
+        }
+    }
+
     /// An upper bound for the compressed form of data of this size (generous: it only caps
     /// allocations for chains that compress twice).
     pub fn compressed_bound(self) -> Size {
@@ -120,6 +128,16 @@ impl Size {
             _ => Ok(()),
         }
     }
+}
+
+/// The first `n` bytes of a decoder's output `out`; more than `out` holds is corrupt data.
+pub(crate) fn out_prefix<'a>(
+    codec: &str,
+    out: &'a mut [u8],
+    n: usize,
+) -> Result<&'a mut [u8], CodecError> {
+    out.get_mut(..n)
+        .ok_or_else(|| CodecError::corrupt(codec, format!("{n} bytes exceed the expected size")))
 }
 
 /// An array→array codec (`transpose`, numcodecs filters before the array→bytes codec).

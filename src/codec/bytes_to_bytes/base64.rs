@@ -13,11 +13,7 @@ impl BytesToBytes for Base64 {
     }
 
     fn encoded_size(&self, decoded: Size) -> Size {
-        let n = decoded.max().div_ceil(3).saturating_mul(4);
-        match decoded {
-            Size::Exact(_) => Size::Exact(n),
-            Size::AtMost(_) => Size::AtMost(n),
-        }
+        decoded.map(|n| n.div_ceil(3).saturating_mul(4))
     }
 
     fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize, CodecError> {

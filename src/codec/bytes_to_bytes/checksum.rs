@@ -2,7 +2,7 @@
 //! or after it. Decoding verifies it and hands the payload on without copying.
 
 use crate::codec::config::{bad, get_str};
-use crate::codec::{BytesToBytes, CodecError, Size};
+use crate::codec::{out_prefix, BytesToBytes, CodecError, Size};
 use crate::meta::CodecSpec;
 use std::ops::Range;
 
@@ -46,22 +46,13 @@ impl BytesToBytes for Checksum {
     }
 
     fn encoded_size(&self, decoded: Size) -> Size {
-        match decoded {
-            Size::Exact(n) => Size::Exact(n.saturating_add(4)),
-            Size::AtMost(n) => Size::AtMost(n.saturating_add(4)),
-        }
+        decoded.map(|n| n.saturating_add(4))
     }
 
     fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize, CodecError> {
         let range = self.verify(encoded)?;
         let payload = &encoded[range];
-        let dst = out.get_mut(..payload.len()).ok_or_else(|| {
-            CodecError::corrupt(
-                &self.name,
-                format!("{} bytes exceed the expected size", payload.len()),
-            )
-        })?;
-        dst.copy_from_slice(payload);
+        out_prefix(&self.name, out, payload.len())?.copy_from_slice(payload);
         Ok(payload.len())
     }
 

@@ -4,7 +4,7 @@
 //! (HDF5's rule; numcodecs never writes them).
 
 use crate::codec::config::get_usize;
-use crate::codec::{BytesToBytes, CodecError, Size, StoredElem};
+use crate::codec::{out_prefix, BytesToBytes, CodecError, Size, StoredElem};
 use crate::meta::CodecSpec;
 
 /// The `shuffle` codec.
@@ -37,12 +37,12 @@ impl BytesToBytes for Shuffle {
     }
 
     fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize, CodecError> {
-        let n = encoded.len();
-        let dst = out.get_mut(..n).ok_or_else(|| {
-            CodecError::corrupt(&self.name, format!("{n} bytes exceed the expected size"))
-        })?;
-        unshuffle(encoded, dst, self.elementsize);
-        Ok(n)
+        unshuffle(
+            encoded,
+            out_prefix(&self.name, out, encoded.len())?,
+            self.elementsize,
+        );
+        Ok(encoded.len())
     }
 }
 

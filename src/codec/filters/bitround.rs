@@ -2,7 +2,7 @@
 //! the identity.
 
 use super::Elements;
-use crate::codec::{BytesToBytes, CodecError, Size};
+use crate::codec::{out_prefix, BytesToBytes, CodecError, Size};
 
 /// The `bitround` filter, under the name it was configured with (its `keepbits` does not matter for
 /// decoding).
@@ -25,13 +25,7 @@ impl BytesToBytes for BitRound {
     }
 
     fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize, CodecError> {
-        let dst = out.get_mut(..encoded.len()).ok_or_else(|| {
-            CodecError::corrupt(
-                &self.0,
-                format!("{} bytes exceed the expected size", encoded.len()),
-            )
-        })?;
-        dst.copy_from_slice(encoded);
+        out_prefix(&self.0, out, encoded.len())?.copy_from_slice(encoded);
         Ok(encoded.len())
     }
 }
