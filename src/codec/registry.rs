@@ -21,8 +21,8 @@ use super::array_to_array::{cast_value::CastValue, scale_offset::ScaleOffset};
 use super::array_to_bytes::object::ObjectCodec;
 use super::array_to_bytes::{bitpack::BitPack, bytes::Bytes, zfp::Zfp, zfpy::Zfpy};
 use super::bytes_to_bytes::inflate::{Container, Inflate};
-use super::bytes_to_bytes::{adler32, crc32, crc32c, fletcher32, jenkins_lookup3, lzma, pcodec};
 use super::bytes_to_bytes::{base64::Base64, blosc::Blosc, bz2::Bz2, lz4::Lz4};
+use super::bytes_to_bytes::{checksum, fletcher32, jenkins_lookup3, lzma, pcodec};
 use super::bytes_to_bytes::{shuffle::Shuffle, zstd::Zstd};
 use super::filters::FilterArray;
 use super::filters::{astype, delta, fixedscaleoffset, quantize};
@@ -74,9 +74,9 @@ pub(crate) const CODECS: &[(&[&str], Kind)] = &[
     (&["bz2"], Kind::BytesToBytes(|s, _| Ok(Box::new(Bz2(s.name.clone()))))),
     (&["base64"], Kind::BytesToBytes(|s, _| Ok(Box::new(Base64(s.name.clone()))))),
     (&["lzma"], Kind::BytesToBytes(|s, _| Ok(Box::new(lzma::build(s)?)))),
-    (&["crc32c"], Kind::BytesToBytes(|s, _| Ok(Box::new(crc32c::build(s)?)))),
-    (&["crc32"], Kind::BytesToBytes(|s, _| Ok(Box::new(crc32::build(s)?)))),
-    (&["adler32"], Kind::BytesToBytes(|s, _| Ok(Box::new(adler32::build(s)?)))),
+    (&["crc32c"], Kind::BytesToBytes(|s, _| Ok(Box::new(checksum::crc32c(s)?)))),
+    (&["crc32"], Kind::BytesToBytes(|s, _| Ok(Box::new(checksum::crc32(s)?)))),
+    (&["adler32"], Kind::BytesToBytes(|s, _| Ok(Box::new(checksum::adler32(s)?)))),
     (&["fletcher32"], Kind::BytesToBytes(|s, _| Ok(Box::new(fletcher32::build(s)?)))),
     (&["jenkins_lookup3"], Kind::BytesToBytes(|s, _| Ok(Box::new(jenkins_lookup3::build(s)?)))),
     (&["shuffle"], Kind::BytesToBytes(|s, e| Ok(Box::new(Shuffle::build(s, e)?)))),

@@ -1,5 +1,7 @@
-//! Framing shared by the checksum codecs: a 4-byte little-endian checksum of the payload, before
-//! or after it. Decoding verifies it and hands the payload on without copying.
+//! The checksum codecs: a 4-byte little-endian checksum of the payload, before or after it.
+//! Decoding verifies it and hands the payload on without copying. The codecs whose checksum a
+//! crate computes are built here (`crc32c`, `crc32`, `adler32`); `fletcher32` and
+//! `jenkins_lookup3` compute their own, in their files.
 
 use crate::codec::config::{bad, get_str};
 use crate::codec::{out_prefix, BytesToBytes, CodecError, Size};
@@ -38,6 +40,28 @@ impl Checksum {
             sum,
         })
     }
+}
+
+/// `crc32c` (v3) and numcodecs `crc32c`: CRC-32C (Castagnoli), by default after the payload.
+pub(crate) fn crc32c(spec: &CodecSpec) -> Result<Checksum, CodecError> {
+    Checksum::build(spec, false, true, Box::new(::crc32c::crc32c))
+}
+
+/// numcodecs `crc32`: zlib's CRC-32 (ISO-HDLC), by default before the payload.
+pub(crate) fn crc32(spec: &CodecSpec) -> Result<Checksum, CodecError> {
+    Checksum::build(spec, true, true, Box::new(crc32_of))
+}
+
+/// numcodecs `adler32`: zlib's Adler-32, by default before the payload.
+pub(crate) fn adler32(spec: &CodecSpec) -> Result<Checksum, CodecError> {
+    Checksum::build(spec, true, true, Box::new(adler2::adler32_slice))
+}
+
+/// CRC-32 as zlib computes it.
+fn crc32_of(data: &[u8]) -> u32 {
+    let mut crc = flate2::Crc::new();
+    crc.update(data);
+    crc.sum()
 }
 
 impl BytesToBytes for Checksum {
@@ -93,7 +117,30 @@ impl Checksum {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::codec::testutil;
     use serde_json::json;
+
+    #[test]
+    fn known_values() {
+        assert_eq!(crc32_of(b"123456789"), 0xcbf4_3926);
+        let adler32 = adler2::adler32_slice;
+        assert_eq!(adler32(b""), 1);
+        assert_eq!(adler32(b"Wikipedia"), 0x11e6_0398);
+        assert_eq!(adler32(&[0xff; 100_000]), 0x149a_302c);
+    }
+
+    #[test]
+    fn flips_are_detected() {
+        for name in [
+            "crc32c__u1",
+            "crc32__u1",
+            "crc32_locationend_u1",
+            "adler32__u1",
+        ] {
+            testutil::flips_detected(name, 1005);
+        }
+        testutil::damaged_inputs_fail("crc32c__u1");
+    }
 
     fn xor_sum() -> ChecksumFn {
         Box::new(|d: &[u8]| d.iter().map(|&b| u32::from(b)).sum())

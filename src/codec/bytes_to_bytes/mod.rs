@@ -3,13 +3,10 @@
 //! [`checksum`]) and byte rearrangements (`shuffle`, `base64`). They see the array→bytes codec's
 //! output, so a decoder is told the stored element type ([`super::StoredElem`]) where it needs it.
 
-pub(crate) mod adler32;
 pub(crate) mod base64;
 pub(crate) mod blosc;
 pub(crate) mod bz2;
-mod checksum;
-pub(crate) mod crc32;
-pub(crate) mod crc32c;
+pub(crate) mod checksum;
 pub(crate) mod fletcher32;
 pub(crate) mod inflate;
 pub(crate) mod jenkins_lookup3;
