@@ -108,9 +108,8 @@ impl NumType {
             Kind::Float => matches!(size, 2 | 4 | 8),
         };
         valid.then_some(NumType {
-            kind,
-            size,
             big_endian: big_endian && size > 1,
+            ..NumType::le(kind, size)
         })
     }
 
@@ -124,9 +123,8 @@ impl NumType {
             _ => return None,
         };
         Some(NumType {
-            kind,
-            size,
             big_endian: big_endian && size > 1,
+            ..NumType::le(kind, size)
         })
     }
 
@@ -159,9 +157,7 @@ impl NumType {
                 Value::I(((bits << shift) as i64) >> shift)
             }
             (Kind::UInt, _) => Value::U(bits),
-            (Kind::Float, 2) => Value::F(f16::from_bits(bits as u16).to_f64()),
-            (Kind::Float, 4) => Value::F(f64::from(f32::from_bits(bits as u32))),
-            (Kind::Float, _) => Value::F(f64::from_bits(bits)),
+            (Kind::Float, n) => Value::F(float_value(n, bits)),
         }
     }
 
@@ -175,9 +171,8 @@ impl NumType {
                 other => other.to_bits() != 0,
             }),
             (Kind::Int | Kind::UInt, _) => value.to_bits(),
-            (Kind::Float, 2) => u64::from(f16::from_f64(value.to_f64()).to_bits()),
             (Kind::Float, 4) => u64::from(to_f32(value).to_bits()),
-            (Kind::Float, _) => value.to_f64().to_bits(),
+            (Kind::Float, n) => float_bits(n, value.to_f64()),
         };
         self.write_bits(bits, bytes);
     }
@@ -237,6 +232,24 @@ pub(crate) fn to_f32(value: Value) -> f32 {
     }
 }
 
+/// The bits of the float of `size` bytes nearest `f` (ties to even).
+pub(crate) fn float_bits(size: usize, f: f64) -> u64 {
+    match size {
+        2 => u64::from(f16::from_f64(f).to_bits()),
+        4 => u64::from((f as f32).to_bits()),
+        _ => f.to_bits(),
+    }
+}
+
+/// The value of the float of `size` bytes with `bits`.
+pub(crate) fn float_value(size: usize, bits: u64) -> f64 {
+    match size {
+        2 => f16::from_bits(bits as u16).to_f64(),
+        4 => f64::from(f32::from_bits(bits as u32)),
+        _ => f64::from_bits(bits),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -247,9 +260,8 @@ mod tests {
         assert_eq!(
             NumType::parse(">f8"),
             Some(NumType {
-                kind: Kind::Float,
-                size: 8,
-                big_endian: true
+                big_endian: true,
+                ..NumType::le(Kind::Float, 8)
             })
         );
         assert_eq!(NumType::parse(">u1"), Some(NumType::le(Kind::UInt, 1)));

@@ -7,7 +7,7 @@
 
 use super::scalar::{int_range, numeric, only_keys, scalar, wide};
 use crate::codec::config::{bad, get_str};
-use crate::codec::numtype::{Kind, NumType, Value};
+use crate::codec::numtype::{float_bits, float_value, Kind, NumType, Value};
 use crate::codec::{ArrayToArray, ChunkRepr, CodecError};
 use crate::meta::CodecSpec;
 use half::f16;
@@ -178,24 +178,6 @@ fn round(f: f64, mode: Rounding) -> f64 {
         Rounding::TowardsPositive => f.ceil(),
         Rounding::TowardsNegative => f.floor(),
         Rounding::NearestAway => f.round(),
-    }
-}
-
-/// The bits of the float of `size` bytes nearest `f` (ties to even).
-fn float_bits(size: usize, f: f64) -> u64 {
-    match size {
-        2 => u64::from(f16::from_f64(f).to_bits()),
-        4 => u64::from((f as f32).to_bits()),
-        _ => f.to_bits(),
-    }
-}
-
-/// The value of the float of `size` bytes with `bits`.
-fn float_value(size: usize, bits: u64) -> f64 {
-    match size {
-        2 => f16::from_bits(bits as u16).to_f64(),
-        4 => f64::from(f32::from_bits(bits as u32)),
-        _ => f64::from_bits(bits),
     }
 }
 
