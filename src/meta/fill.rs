@@ -26,11 +26,7 @@ pub fn parse_fill(
         DataType::String | DataType::VarBytes => match value {
             Value::String(s) => Ok(s.as_bytes().to_vec()),
             Value::Number(_) => Ok(Vec::new()),
-            Value::Array(items) => items
-                .iter()
-                .map(|b| b.as_u64().and_then(|b| u8::try_from(b).ok()))
-                .collect::<Option<Vec<u8>>>()
-                .ok_or_else(bad),
+            Value::Array(_) => byte_list(value).ok_or_else(bad),
             _ => Err(bad()),
         },
         DataType::Bool => match value {
@@ -87,13 +83,7 @@ pub fn parse_fill(
             _ => Err(bad()),
         },
         DataType::Raw(n) if value.is_array() => {
-            let bytes: Option<Vec<u8>> = value
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|b| b.as_u64().and_then(|b| u8::try_from(b).ok()))
-                .collect();
-            bytes.filter(|b| b.len() == *n).ok_or_else(bad)
+            byte_list(value).filter(|b| b.len() == *n).ok_or_else(bad)
         }
         DataType::Bytes(_) | DataType::Raw(_) | DataType::Structured(_) => {
             let Value::String(text) = value else {
@@ -114,6 +104,12 @@ pub fn parse_fill(
             Ok(raw)
         }
     }
+}
+
+/// A JSON list of bytes (`[1, 255]`).
+fn byte_list(value: &Value) -> Option<Vec<u8>> {
+    let items = value.as_array()?.iter();
+    items.map(|b| u8::try_from(b.as_u64()?).ok()).collect()
 }
 
 /// An integer fill value, also accepting integral floats (`0.0`) that some writers produce.
@@ -164,43 +160,30 @@ mod tests {
 
     #[test]
     fn numbers_and_specials() {
-        assert_eq!(
-            parse_fill(&json!(-2), &DataType::Int(2), &[]).unwrap(),
-            vec![0xfe, 0xff]
-        );
-        assert_eq!(
-            parse_fill(&json!(255), &DataType::UInt(1), &[]).unwrap(),
-            vec![255]
-        );
-        assert!(parse_fill(&json!(256), &DataType::UInt(1), &[]).is_err());
-        assert_eq!(
-            parse_fill(&json!(u64::MAX), &DataType::UInt(8), &[]).unwrap(),
-            vec![255; 8]
-        );
-        assert_eq!(
-            parse_fill(&json!("NaN"), &DataType::Float(4), &[]).unwrap(),
-            f32::NAN.to_le_bytes()
-        );
-        assert_eq!(
-            parse_fill(&json!("-Infinity"), &DataType::Float(2), &[]).unwrap(),
-            vec![0x00, 0xfc]
-        );
-        assert_eq!(
-            parse_fill(&json!("0x7fc00001"), &DataType::Float(4), &[]).unwrap(),
-            vec![1, 0, 0xc0, 0x7f]
-        );
-        assert_eq!(
-            parse_fill(&json!([1.0, -1.0]), &DataType::Complex(8), &[]).unwrap()[4..],
-            (-1f32).to_le_bytes()
-        );
-        assert_eq!(
-            parse_fill(&json!(null), &DataType::Float(8), &[]).unwrap(),
-            vec![0; 8]
-        );
-        assert_eq!(
-            parse_fill(&json!(true), &DataType::Bool, &[]).unwrap(),
-            vec![1]
-        );
+        let fill = |v: &Value, t: DataType| parse_fill(v, &t, &[]);
+        for (value, dtype, expected) in [
+            (json!(-2), DataType::Int(2), vec![0xfe, 0xff]),
+            (json!(255), DataType::UInt(1), vec![255]),
+            (json!(u64::MAX), DataType::UInt(8), vec![255; 8]),
+            (
+                json!("NaN"),
+                DataType::Float(4),
+                f32::NAN.to_le_bytes().to_vec(),
+            ),
+            (json!("-Infinity"), DataType::Float(2), vec![0x00, 0xfc]),
+            (
+                json!("0x7fc00001"),
+                DataType::Float(4),
+                vec![1, 0, 0xc0, 0x7f],
+            ),
+            (json!(null), DataType::Float(8), vec![0; 8]),
+            (json!(true), DataType::Bool, vec![1]),
+        ] {
+            assert_eq!(fill(&value, dtype).unwrap(), expected, "{value}");
+        }
+        assert!(fill(&json!(256), DataType::UInt(1)).is_err());
+        let complex = fill(&json!([1.0, -1.0]), DataType::Complex(8)).unwrap();
+        assert_eq!(complex[4..], (-1f32).to_le_bytes());
     }
 
     #[test]
@@ -218,17 +201,13 @@ mod tests {
 
     #[test]
     fn base64_and_strings() {
-        assert_eq!(
-            parse_fill(&json!("YWI="), &DataType::Bytes(3), &[]).unwrap(),
-            b"ab\0"
-        );
-        assert_eq!(
-            parse_fill(&json!("AAAAAQ=="), &DataType::Raw(4), &[(0, 4)]).unwrap(),
-            vec![1, 0, 0, 0]
-        );
-        assert_eq!(
-            parse_fill(&json!("é"), &DataType::Unicode(2), &[]).unwrap(),
-            vec![0xe9, 0, 0, 0, 0, 0, 0, 0]
-        );
+        for (value, dtype, big_units, expected) in [
+            ("YWI=", DataType::Bytes(3), &[][..], &b"ab\0"[..]),
+            ("AAAAAQ==", DataType::Raw(4), &[(0, 4)], &[1, 0, 0, 0]),
+            ("é", DataType::Unicode(2), &[], &[0xe9, 0, 0, 0, 0, 0, 0, 0]),
+        ] {
+            let fill = parse_fill(&json!(value), &dtype, big_units).unwrap();
+            assert_eq!(fill, expected, "{value}");
+        }
     }
 }
