@@ -109,41 +109,29 @@ mod tests {
         let data: Vec<u8> = (0..10_000u32)
             .flat_map(|i| (i % 251).to_le_bytes())
             .collect();
-        let mut out = vec![0u8; data.len()];
+        let n = data.len();
+        let mut out = vec![0u8; n];
         let gz = gzip(&data);
-        assert_eq!(
-            inflate_whole(Container::Gzip, &gz, &mut out),
-            Some(data.len())
-        );
-        assert_eq!(out, data);
         let mut z = ZlibEncoder::new(Vec::new(), Compression::default());
         z.write_all(&data).unwrap();
         let z = z.finish().unwrap();
-        out.fill(0);
-        assert_eq!(
-            inflate_whole(Container::Zlib, &z, &mut out),
-            Some(data.len())
-        );
-        assert_eq!(out, data);
+        for (container, encoded) in [(Container::Gzip, &gz), (Container::Zlib, &z)] {
+            out.fill(0);
+            assert_eq!(inflate_whole(container, encoded, &mut out), Some(n));
+            assert_eq!(out, data);
+        }
         let two = [gzip(&data[..100]), gzip(&data[100..])].concat();
-        assert_eq!(
-            inflate_whole(Container::Gzip, &two, &mut out),
-            None,
-            "second member"
-        );
-        assert_eq!(
-            inflate_whole(Container::Gzip, &gz, &mut out[..10]),
-            None,
-            "too big"
-        );
-        assert_eq!(
-            inflate_whole(Container::Gzip, &gz[..gz.len() - 1], &mut out),
-            None
-        );
-        assert_eq!(
-            inflate_whole(Container::Zlib, &gz, &mut out),
-            None,
-            "wrong container"
-        );
+        for (container, encoded, room, why) in [
+            (Container::Gzip, &two[..], n, "second member"),
+            (Container::Gzip, &gz[..], 10, "too big"),
+            (Container::Gzip, &gz[..gz.len() - 1], n, "truncated"),
+            (Container::Zlib, &gz[..], n, "wrong container"),
+        ] {
+            assert_eq!(
+                inflate_whole(container, encoded, &mut out[..room]),
+                None,
+                "{why}"
+            );
+        }
     }
 }

@@ -351,15 +351,15 @@ mod tests {
             "{err}"
         );
         assert!(build(spec(&[2], json!(["bytes"]), false)).contains("does not divide"));
-        let mut bad = spec(&[2, 2], json!(["bytes"]), false);
-        Arc::make_mut(&mut bad.config)["index_location"] = json!("middle");
-        assert!(build(bad).contains("middle"));
-        let mut bad = spec(&[2, 2], json!(["bytes"]), false);
-        Arc::make_mut(&mut bad.config)["codecs"] = json!([17]);
-        assert!(build(bad).contains("must be a list of codecs"));
-        let mut bad = spec(&[2, 2], json!(["bytes"]), false);
-        Arc::make_mut(&mut bad.config)["chunk_shape"] = json!([0, 2]);
-        assert!(build(bad).contains("positive integers"));
+        for (key, value, expected) in [
+            ("index_location", json!("middle"), "middle"),
+            ("codecs", json!([17]), "must be a list of codecs"),
+            ("chunk_shape", json!([0, 2]), "positive integers"),
+        ] {
+            let mut bad = spec(&[2, 2], json!(["bytes"]), false);
+            Arc::make_mut(&mut bad.config)[key] = value;
+            assert!(build(bad).contains(expected), "{key}");
+        }
     }
 
     #[test]
