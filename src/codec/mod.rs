@@ -56,6 +56,11 @@ pub(crate) struct ChunkRepr {
 }
 
 impl ChunkRepr {
+    /// A chunk of `shape` holding `dtype` elements.
+    pub fn new(shape: Vec<u64>, dtype: DataType) -> Self {
+        ChunkRepr { shape, dtype }
+    }
+
     /// Number of elements.
     pub fn count(&self, codec: &str) -> Result<usize, CodecError> {
         self.shape
@@ -80,6 +85,16 @@ pub(crate) struct StoredElem {
     pub dtype: DataType,
     /// True if the elements are stored big-endian.
     pub big_endian: bool,
+}
+
+impl StoredElem {
+    /// Elements of `dtype` stored little-endian.
+    pub fn le(dtype: DataType) -> Self {
+        StoredElem {
+            dtype,
+            big_endian: false,
+        }
+    }
 }
 
 /// How many bytes a bytes→bytes decoder must produce.

@@ -157,10 +157,7 @@ pub(crate) fn build_array_to_array(spec: &CodecSpec, decoded: &ChunkRepr) -> Bui
         match kind {
             Kind::ArrayToArray(build) => return build(spec, decoded),
             Kind::Filter(build) => {
-                let elem = StoredElem {
-                    dtype: decoded.dtype.clone(),
-                    big_endian: false,
-                };
+                let elem = StoredElem::le(decoded.dtype.clone());
                 let (codec, encoded) = FilterArray::build(build(spec, &elem)?, decoded)?;
                 return Ok((Box::new(codec), encoded));
             }
@@ -234,14 +231,8 @@ mod tests {
 
     #[test]
     fn every_listed_name_builds_in_its_position() {
-        let elem = StoredElem {
-            dtype: DataType::Float(8),
-            big_endian: false,
-        };
-        let repr = ChunkRepr {
-            shape: vec![4],
-            dtype: DataType::Float(8),
-        };
+        let elem = StoredElem::le(DataType::Float(8));
+        let repr = ChunkRepr::new(vec![4], DataType::Float(8));
         let listed = CODECS.iter().filter_map(|(names, kind)| match kind {
             Kind::BytesToBytes(_) => Some((names[0], false)),
             Kind::Filter(_) => Some((names[0], true)),
@@ -270,10 +261,8 @@ mod tests {
     #[test]
     fn zfpy_refuses_big_endian_dtypes() {
         let spec = CodecSpec::new("zfpy", json!({"mode": 4, "tolerance": -1}));
-        let mut elem = StoredElem {
-            dtype: DataType::Float(8),
-            big_endian: true,
-        };
+        let mut elem = StoredElem::le(DataType::Float(8));
+        elem.big_endian = true;
         let built = build_bytes_to_bytes(&spec, &elem);
         assert!(matches!(built, Err(CodecError::BadConfig { .. })));
         elem.big_endian = false;
@@ -282,10 +271,7 @@ mod tests {
 
     #[test]
     fn unknown_and_unimplemented_names_are_unsupported() {
-        let elem = StoredElem {
-            dtype: DataType::Int(4),
-            big_endian: false,
-        };
+        let elem = StoredElem::le(DataType::Int(4));
         for name in ["foo", "sharding_indexed", "vlen-utf8", "pickle"] {
             let err = build_bytes_to_bytes(&CodecSpec::new(name, json!({})), &elem).err();
             match err {

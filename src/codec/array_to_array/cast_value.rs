@@ -104,10 +104,7 @@ impl CastValue {
             out_of_range,
             decode_map,
         };
-        let encoded = ChunkRepr {
-            shape: decoded.shape.clone(),
-            dtype: stored.data_type(),
-        };
+        let encoded = ChunkRepr::new(decoded.shape.clone(), stored.data_type());
         Ok((codec, encoded))
     }
 
@@ -255,10 +252,7 @@ mod tests {
     use serde_json::json;
 
     fn codec(array: DataType, config: serde_json::Value) -> Result<CastValue, CodecError> {
-        let repr = ChunkRepr {
-            shape: vec![1],
-            dtype: array,
-        };
+        let repr = ChunkRepr::new(vec![1], array);
         CastValue::build(&CodecSpec::new("cast_value", config), &repr).map(|(c, _)| c)
     }
 

@@ -97,10 +97,7 @@ mod tests {
     use serde_json::json;
 
     fn codec(dtype: DataType, config: serde_json::Value) -> Result<ScaleOffset, CodecError> {
-        let repr = ChunkRepr {
-            shape: vec![2],
-            dtype,
-        };
+        let repr = ChunkRepr::new(vec![2], dtype);
         ScaleOffset::build(&CodecSpec::new("scale_offset", config), &repr).map(|(c, _)| c)
     }
 

@@ -47,10 +47,10 @@ impl Transpose {
                 _ => dims.push((len, stride)),
             }
         }
-        let encoded = ChunkRepr {
-            shape: order.iter().map(|&a| decoded.shape[a]).collect(),
-            dtype: decoded.dtype.clone(),
-        };
+        let encoded = ChunkRepr::new(
+            order.iter().map(|&a| decoded.shape[a]).collect(),
+            decoded.dtype.clone(),
+        );
         Ok((
             Transpose {
                 elem_size: decoded.dtype.size(),
@@ -230,10 +230,7 @@ mod tests {
         ];
         for es in [1usize, 2, 3, 4, 8, 16] {
             for &(shape, order) in cases {
-                let repr = ChunkRepr {
-                    shape: shape.to_vec(),
-                    dtype: DataType::Raw(es),
-                };
+                let repr = ChunkRepr::new(shape.to_vec(), DataType::Raw(es));
                 let spec = CodecSpec::new("transpose", json!({ "order": order }));
                 let (t, enc) = Transpose::build(&spec, &repr).unwrap();
                 assert_eq!(
@@ -256,10 +253,7 @@ mod tests {
 
     #[test]
     fn order_is_validated() {
-        let repr = ChunkRepr {
-            shape: vec![2, 3],
-            dtype: DataType::Int(4),
-        };
+        let repr = ChunkRepr::new(vec![2, 3], DataType::Int(4));
         for order in [
             json!([0]),
             json!([0, 0]),

@@ -40,10 +40,7 @@ impl VlenPipeline {
             .iter()
             .try_fold(1usize, |acc, &d| acc.checked_mul(usize::try_from(d).ok()?))
             .ok_or_else(|| CodecError::bad_config(&first.name, "chunk shape too large"))?;
-        let elem = StoredElem {
-            dtype: DataType::UInt(1),
-            big_endian: false,
-        };
+        let elem = StoredElem::le(DataType::UInt(1));
         let bytes_to_bytes = rest
             .iter()
             .map(|spec| build_bytes_to_bytes(spec, &elem))

@@ -232,11 +232,10 @@ mod tests {
     }
 
     fn build(config: Value, dtype: DataType, shape: &[u64]) -> Result<Zfp, CodecError> {
-        let repr = ChunkRepr {
-            shape: shape.to_vec(),
-            dtype,
-        };
-        Zfp::build(&CodecSpec::new("zfp", config), &repr)
+        Zfp::build(
+            &CodecSpec::new("zfp", config),
+            &ChunkRepr::new(shape.to_vec(), dtype),
+        )
     }
 
     /// One chunk per mode and promotion, within the codec's size bound, decodes; damaged it

@@ -42,10 +42,7 @@ mod tests {
 
     #[test]
     fn casts_and_defaults_decode_dtype() {
-        let elem = StoredElem {
-            dtype: DataType::Int(4),
-            big_endian: false,
-        };
+        let elem = StoredElem::le(DataType::Int(4));
         let spec = CodecSpec::new("astype", json!({"encode_dtype": "|i1"}));
         let c = build(&spec, &elem).unwrap();
         let mut out = [0u8; 8];

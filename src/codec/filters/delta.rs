@@ -94,10 +94,7 @@ mod tests {
     use serde_json::json;
 
     fn delta(config: serde_json::Value) -> Numeric {
-        let elem = StoredElem {
-            dtype: DataType::Int(4),
-            big_endian: false,
-        };
+        let elem = StoredElem::le(DataType::Int(4));
         build(&CodecSpec::new("delta", config), &elem).unwrap()
     }
 
@@ -124,10 +121,7 @@ mod tests {
             Err(CodecError::Corrupt { .. })
         ));
         let bad = CodecSpec::new("delta", json!({"dtype": "<U2"}));
-        let elem = StoredElem {
-            dtype: DataType::Int(4),
-            big_endian: false,
-        };
+        let elem = StoredElem::le(DataType::Int(4));
         assert!(matches!(
             build(&bad, &elem),
             Err(CodecError::BadConfig { .. })

@@ -64,10 +64,7 @@ mod tests {
 
     #[test]
     fn decodes_and_requires_scale_and_offset() {
-        let elem = StoredElem {
-            dtype: DataType::Float(8),
-            big_endian: false,
-        };
+        let elem = StoredElem::le(DataType::Float(8));
         let spec = CodecSpec::new(
             "fixedscaleoffset",
             json!({"scale": 10, "offset": 1000, "astype": "u1"}),

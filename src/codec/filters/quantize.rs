@@ -29,19 +29,13 @@ mod tests {
 
     #[test]
     fn rejects_integer_types() {
-        let elem = StoredElem {
-            dtype: DataType::Int(4),
-            big_endian: false,
-        };
+        let elem = StoredElem::le(DataType::Int(4));
         let spec = CodecSpec::new("quantize", json!({"digits": 2}));
         assert!(matches!(
             build(&spec, &elem),
             Err(CodecError::BadConfig { .. })
         ));
-        let elem = StoredElem {
-            dtype: DataType::Float(8),
-            big_endian: false,
-        };
+        let elem = StoredElem::le(DataType::Float(8));
         assert!(build(&spec, &elem).is_ok());
     }
 }

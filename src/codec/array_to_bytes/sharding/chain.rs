@@ -95,10 +95,7 @@ impl ChunkDecoder {
         let Some((before, spec)) = split_at_sharding(codecs)? else {
             return Pipeline::new(codecs, dtype, shape).map(ChunkDecoder::Plain);
         };
-        let decoded = ChunkRepr {
-            shape: shape.to_vec(),
-            dtype: dtype.clone(),
-        };
+        let decoded = ChunkRepr::new(shape.to_vec(), dtype.clone());
         let (before, shard) = ArrayChain::build(before, &decoded)?;
         let codec = Box::new(ShardingCodec::build(spec, &shard, fill)?);
         Ok(ChunkDecoder::Sharded { before, codec })
@@ -139,10 +136,7 @@ mod tests {
     #[test]
     fn type_changing_codecs_before_sharding_are_refused() {
         let astype = CodecSpec::new("astype", json!({"encode_dtype": "<f4"}));
-        let repr = ChunkRepr {
-            shape: vec![4],
-            dtype: DataType::Float(8),
-        };
+        let repr = ChunkRepr::new(vec![4], DataType::Float(8));
         let err = ArrayChain::build(&[astype], &repr).err().unwrap();
         assert!(matches!(err, CodecError::Unsupported(_)), "{err}");
     }

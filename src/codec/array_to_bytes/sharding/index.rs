@@ -87,10 +87,7 @@ pub(crate) fn encoded_index_len(
     let decoded = chunks.checked_mul(ENTRY_BYTES).ok_or_else(|| {
         CodecError::bad_config("sharding_indexed", "the shard index size overflows")
     })?;
-    let elem = StoredElem {
-        dtype: DataType::UInt(8),
-        big_endian: false,
-    };
+    let elem = StoredElem::le(DataType::UInt(8));
     let mut size = Size::Exact(decoded);
     for spec in index_codecs {
         if is_array_to_bytes(&spec.name) || spec.name == "transpose" {

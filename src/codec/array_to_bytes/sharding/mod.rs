@@ -255,10 +255,7 @@ mod tests {
     }
 
     fn codec(at_start: bool) -> ShardingCodec {
-        let repr = ChunkRepr {
-            shape: vec![4, 4],
-            dtype: DataType::UInt(2),
-        };
+        let repr = ChunkRepr::new(vec![4, 4], DataType::UInt(2));
         let spec = spec(&[2, 2], json!(["bytes"]), at_start);
         ShardingCodec::build(&spec, &repr, &7u16.to_le_bytes()).unwrap()
     }
@@ -335,10 +332,7 @@ mod tests {
 
     #[test]
     fn bad_configurations_are_refused() {
-        let repr = ChunkRepr {
-            shape: vec![4, 6],
-            dtype: DataType::UInt(2),
-        };
+        let repr = ChunkRepr::new(vec![4, 6], DataType::UInt(2));
         let build = |spec: CodecSpec| {
             ShardingCodec::build(&spec, &repr, &[0, 0])
                 .err()
@@ -364,10 +358,7 @@ mod tests {
 
     #[test]
     fn absent_codec_lists_take_zarr_python_defaults() {
-        let repr = ChunkRepr {
-            shape: vec![4, 4],
-            dtype: DataType::UInt(2),
-        };
+        let repr = ChunkRepr::new(vec![4, 4], DataType::UInt(2));
         let spec = CodecSpec::new(SHARDING, json!({"chunk_shape": [2, 2]}));
         let codec = ShardingCodec::build(&spec, &repr, &[0, 0]).unwrap();
         assert_eq!(

@@ -51,10 +51,10 @@ impl ShardedArray {
             ));
         }
         let perm = permutation(before, shard_shape.len())?;
-        let shard = ChunkRepr {
-            shape: perm.iter().map(|&a| shard_shape[a]).collect(),
-            dtype: dtype.clone(),
-        };
+        let shard = ChunkRepr::new(
+            perm.iter().map(|&a| shard_shape[a]).collect(),
+            dtype.clone(),
+        );
         let codec = ShardingCodec::build(spec, &shard, fill)?;
         let mut read_shape = vec![0; perm.len()];
         let mut per_shard = vec![0; perm.len()];
@@ -62,10 +62,7 @@ impl ShardedArray {
             read_shape[a] = codec.inner_shape()[i];
             per_shard[a] = codec.grid()[i];
         }
-        let chunk = ChunkRepr {
-            shape: read_shape.clone(),
-            dtype: dtype.clone(),
-        };
+        let chunk = ChunkRepr::new(read_shape.clone(), dtype.clone());
         let (before, _) = ArrayChain::build(before, &chunk)?;
         Ok(Some(ShardedArray {
             codec,
@@ -121,10 +118,7 @@ impl ShardedArray {
 /// The axis permutation the `transpose` codecs `specs` apply together, found by letting them
 /// transpose a shape whose extents are the axis numbers (plus one).
 fn permutation(specs: &[CodecSpec], ndim: usize) -> Result<Vec<usize>, CodecError> {
-    let mut labels = ChunkRepr {
-        shape: (1..=ndim as u64).collect(),
-        dtype: DataType::UInt(1),
-    };
+    let mut labels = ChunkRepr::new((1..=ndim as u64).collect(), DataType::UInt(1));
     for spec in specs {
         labels = build_array_to_array(spec, &labels)?.1;
     }
