@@ -1,7 +1,7 @@
 //! numcodecs `astype`: stores elements converted to `encode_dtype`; decoding converts them back
 //! to `decode_dtype` with numpy's casting rules.
 
-use super::{Numeric, Op};
+use super::{numtype_or_stored, Numeric, Op};
 use crate::codec::config::{bad, get_numtype};
 use crate::codec::numtype::NumType;
 use crate::codec::{CodecError, StoredElem};
@@ -11,11 +11,7 @@ use crate::meta::CodecSpec;
 pub(crate) fn build(spec: &CodecSpec, elem: &StoredElem) -> Result<Numeric, CodecError> {
     let from =
         get_numtype(spec, "encode_dtype")?.ok_or_else(|| bad(spec, "missing 'encode_dtype'"))?;
-    let to = match get_numtype(spec, "decode_dtype")? {
-        Some(t) => t,
-        None => NumType::from_data_type(&elem.dtype, elem.big_endian)
-            .ok_or_else(|| bad(spec, "needs a numeric 'decode_dtype'"))?,
-    };
+    let to = numtype_or_stored(spec, "decode_dtype", elem, "needs a numeric 'decode_dtype'")?;
     Ok(Numeric::new(spec, to, from, Op::Cast))
 }
 

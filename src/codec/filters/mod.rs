@@ -66,11 +66,7 @@ impl Numeric {
     /// From a config's `dtype` (default: the array's element type) and `astype` (default:
     /// `dtype`).
     pub fn from_config(spec: &CodecSpec, elem: &StoredElem, op: Op) -> Result<Self, CodecError> {
-        let dtype = match get_numtype(spec, "dtype")? {
-            Some(t) => t,
-            None => NumType::from_data_type(&elem.dtype, elem.big_endian)
-                .ok_or_else(|| bad(spec, "needs a numeric 'dtype'"))?,
-        };
+        let dtype = numtype_or_stored(spec, "dtype", elem, "needs a numeric 'dtype'")?;
         let astype = get_numtype(spec, "astype")?.unwrap_or(dtype);
         Ok(Numeric::new(spec, dtype, astype, op))
     }
@@ -106,6 +102,19 @@ impl BytesToBytes for Numeric {
         }
         Ok(count * ds)
     }
+}
+
+/// The numeric type the config's `key` names, by default the stored elements' own; `missing` is
+/// the error when neither is one.
+pub(crate) fn numtype_or_stored(
+    spec: &CodecSpec,
+    key: &str,
+    elem: &StoredElem,
+    missing: &str,
+) -> Result<NumType, CodecError> {
+    get_numtype(spec, key)?
+        .or_else(|| NumType::from_data_type(&elem.dtype, elem.big_endian))
+        .ok_or_else(|| bad(spec, missing))
 }
 
 /// [`BytesToBytes::encoded_size`] of a filter whose encoded form of `n` decoded bytes (whole

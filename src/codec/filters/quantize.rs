@@ -1,19 +1,15 @@
 //! numcodecs `quantize`: lossy rounding of floats. Decoding is the identity, apart from the cast
 //! from `astype` back to `dtype`.
 
-use super::{Numeric, Op};
+use super::{numtype_or_stored, Numeric, Op};
 use crate::codec::config::{bad, get_numtype};
-use crate::codec::numtype::{Kind, NumType};
+use crate::codec::numtype::Kind;
 use crate::codec::{CodecError, StoredElem};
 use crate::meta::CodecSpec;
 
 /// `quantize` from a config with `dtype` (default: the array's) and optional `astype`.
 pub(crate) fn build(spec: &CodecSpec, elem: &StoredElem) -> Result<Numeric, CodecError> {
-    let dtype = match get_numtype(spec, "dtype")? {
-        Some(t) => t,
-        None => NumType::from_data_type(&elem.dtype, elem.big_endian)
-            .ok_or_else(|| bad(spec, "needs a float 'dtype'"))?,
-    };
+    let dtype = numtype_or_stored(spec, "dtype", elem, "needs a float 'dtype'")?;
     let astype = get_numtype(spec, "astype")?.unwrap_or(dtype);
     if dtype.kind != Kind::Float || astype.kind != Kind::Float {
         return Err(bad(spec, "only floating point types are supported"));
