@@ -251,21 +251,20 @@ pub fn py_tuple<T: std::fmt::Display>(items: &[T]) -> String {
 mod tests {
     use super::*;
 
+    fn field(name: &str, dtype: DataType, shape: Vec<usize>, offset: usize) -> Field {
+        Field {
+            name: name.into(),
+            dtype,
+            shape,
+            offset,
+        }
+    }
+
     #[test]
     fn sizes_and_swap_units() {
         let s = DataType::Structured(vec![
-            Field {
-                name: "a".into(),
-                dtype: DataType::Int(4),
-                shape: vec![],
-                offset: 0,
-            },
-            Field {
-                name: "b".into(),
-                dtype: DataType::Complex(8),
-                shape: vec![2],
-                offset: 4,
-            },
+            field("a", DataType::Int(4), vec![], 0),
+            field("b", DataType::Complex(8), vec![2], 4),
         ]);
         assert_eq!(s.size(), 20);
         assert_eq!(
@@ -285,18 +284,8 @@ mod tests {
     #[test]
     fn npy_descr_matches_numpy() {
         let s = DataType::Structured(vec![
-            Field {
-                name: "x".into(),
-                dtype: DataType::Int(4),
-                shape: vec![],
-                offset: 0,
-            },
-            Field {
-                name: "y".into(),
-                dtype: DataType::Float(8),
-                shape: vec![2],
-                offset: 4,
-            },
+            field("x", DataType::Int(4), vec![], 0),
+            field("y", DataType::Float(8), vec![2], 4),
         ]);
         assert_eq!(s.npy_descr(), "[('x', '<i4'), ('y', '<f8', (2,))]");
         assert_eq!(DataType::Bool.npy_descr(), "|b1");
