@@ -264,7 +264,7 @@ pub fn parse_array(doc: &Map<String, Value>, prefix: &str) -> Result<ArrayMeta, 
     }
     let codecs = codec_list
         .iter()
-        .map(|c| named(c).map(|(name, config)| CodecSpec::new(name, Value::Object(config))))
+        .map(CodecSpec::from_v3)
         .collect::<Result<Vec<_>, _>>()?;
     if let Some(Value::Array(t)) = doc.get("storage_transformers") {
         if let Some(first) = t.first() {
@@ -319,6 +319,14 @@ fn set_bit_width(codecs: &mut [Value], bits: u32, low_bits: Option<u32>) {
             }
             _ => {}
         }
+    }
+}
+
+impl CodecSpec {
+    /// A v3 codec entry: a name, or `{"name": .., "configuration": {..}}`.
+    pub fn from_v3(value: &Value) -> Result<Self, MetaError> {
+        let (name, config) = named(value)?;
+        Ok(CodecSpec::new(name, Value::Object(config)))
     }
 }
 

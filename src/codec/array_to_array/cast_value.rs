@@ -328,16 +328,18 @@ mod tests {
 
     #[test]
     fn config_is_checked() {
-        let t = DataType::Float(4);
-        assert!(codec(t.clone(), json!({})).is_err());
-        assert!(codec(t.clone(), json!({"data_type": "<i2"})).is_err());
-        assert!(codec(t.clone(), json!({"data_type": "bool"})).is_err());
-        assert!(codec(
-            t.clone(),
-            json!({"data_type": "float16", "out_of_range": "wrap"})
-        )
-        .is_err());
-        assert!(codec(t.clone(), json!({"data_type": "int8", "extra": 1})).is_err());
-        assert!(codec(t, json!({"data_type": "int8", "rounding": "up"})).is_err());
+        for config in [
+            json!({}),
+            json!({"data_type": "<i2"}),
+            json!({"data_type": "bool"}),
+            json!({"data_type": "float16", "out_of_range": "wrap"}),
+            json!({"data_type": "int8", "extra": 1}),
+            json!({"data_type": "int8", "rounding": "up"}),
+        ] {
+            assert!(
+                codec(DataType::Float(4), config.clone()).is_err(),
+                "{config}"
+            );
+        }
     }
 }

@@ -36,26 +36,8 @@ pub(crate) fn parse_codecs(spec: &CodecSpec, key: &str) -> Result<Vec<CodecSpec>
             format!("'{key}' must be a list of codecs, got {value}"),
         )
     };
-    value
-        .as_array()
-        .ok_or_else(err)?
-        .iter()
-        .map(|c| match c {
-            Value::String(name) => Some(CodecSpec::new(
-                name.clone(),
-                Value::Object(Default::default()),
-            )),
-            Value::Object(obj) => {
-                let name = obj.get("name")?.as_str()?;
-                let config = match obj.get("configuration") {
-                    None | Some(Value::Null) => Value::Object(Default::default()),
-                    Some(c @ Value::Object(_)) => c.clone(),
-                    Some(_) => return None,
-                };
-                Some(CodecSpec::new(name, config))
-            }
-            _ => None,
-        })
-        .collect::<Option<Vec<_>>>()
-        .ok_or_else(err)
+    let list = value.as_array().ok_or_else(err)?;
+    list.iter()
+        .map(|c| CodecSpec::from_v3(c).map_err(|_| err()))
+        .collect()
 }
