@@ -25,6 +25,15 @@ pub struct ChunkKeys {
 }
 
 impl ChunkKeys {
+    /// Keys under `prefix` in `style`, indices joined by `separator`.
+    pub fn new(prefix: impl Into<String>, style: KeyStyle, separator: char) -> Self {
+        ChunkKeys {
+            prefix: prefix.into(),
+            style,
+            separator,
+        }
+    }
+
     /// The store key of the chunk at grid index `idx`.
     pub fn key(&self, idx: &[u64]) -> String {
         let mut key = self.prefix.clone();
@@ -53,11 +62,7 @@ mod tests {
     use super::*;
 
     fn keys(style: KeyStyle, separator: char) -> ChunkKeys {
-        ChunkKeys {
-            prefix: "a/b/".into(),
-            style,
-            separator,
-        }
+        ChunkKeys::new("a/b/", style, separator)
     }
 
     #[test]

@@ -168,11 +168,7 @@ pub fn parse_array(zarray: &Map<String, Value>, prefix: &str) -> Result<ArrayMet
         dtype: ty.dtype,
         fill_value,
         codecs,
-        chunk_keys: ChunkKeys {
-            prefix: prefix.to_string(),
-            style: KeyStyle::V2,
-            separator,
-        },
+        chunk_keys: ChunkKeys::new(prefix, KeyStyle::V2, separator),
     })
 }
 

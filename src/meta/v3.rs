@@ -209,12 +209,8 @@ pub fn parse_array(doc: &Map<String, Value>, prefix: &str) -> Result<ArrayMeta, 
         other => return Err(MetaError::Unsupported(format!("chunk grid {other:?}"))),
     };
 
-    let chunk_keys = match doc.get("chunk_key_encoding") {
-        None => ChunkKeys {
-            prefix: prefix.into(),
-            style: KeyStyle::Default,
-            separator: '/',
-        },
+    let (style, separator) = match doc.get("chunk_key_encoding") {
+        None => (KeyStyle::Default, '/'),
         Some(enc) => {
             let (name, config) = named(enc)?;
             let (style, default_sep) = match name.as_str() {
@@ -236,11 +232,7 @@ pub fn parse_array(doc: &Map<String, Value>, prefix: &str) -> Result<ArrayMeta, 
                     )))
                 }
             };
-            ChunkKeys {
-                prefix: prefix.into(),
-                style,
-                separator,
-            }
+            (style, separator)
         }
     };
 
@@ -280,7 +272,7 @@ pub fn parse_array(doc: &Map<String, Value>, prefix: &str) -> Result<ArrayMeta, 
         dtype,
         fill_value,
         codecs,
-        chunk_keys,
+        chunk_keys: ChunkKeys::new(prefix, style, separator),
     })
 }
 

@@ -180,11 +180,7 @@ pub fn parse_array(doc: &Map<String, Value>, path: &str) -> Result<ArrayMeta, Me
         dtype: ty.dtype,
         fill_value,
         codecs,
-        chunk_keys: ChunkKeys {
-            prefix,
-            style: KeyStyle::Draft,
-            separator,
-        },
+        chunk_keys: ChunkKeys::new(prefix, KeyStyle::Draft, separator),
     })
 }
 
