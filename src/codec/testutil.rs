@@ -221,3 +221,41 @@ fn damaged_compressed_inputs_fail() {
         damaged_inputs_fail(name);
     }
 }
+
+/// Hand-made inputs of the small codecs: what each decodes to (into a buffer of `room` bytes),
+/// and what it refuses (`None`).
+#[test]
+fn small_codecs_decode_hand_made_inputs() {
+    use super::bytes_to_bytes::base64::Base64;
+    use super::filters::{bitround::BitRound, packbits::PackBits};
+    use super::BytesToBytes;
+    let base64 = Base64("base64".into());
+    let bitround = BitRound("bitround".into());
+    let packbits = PackBits("packbits".into());
+    let cases: [(&dyn BytesToBytes, &[u8], usize, Option<&[u8]>); 12] = [
+        (&base64, b"AQID", 3, Some(&[1, 2, 3])),
+        (&base64, b"AQI", 3, None),
+        (&base64, b"A!ID", 3, None),
+        (&base64, b"AQIDBA==", 3, None),
+        (&bitround, &[1, 2, 3, 4], 4, Some(&[1, 2, 3, 4])),
+        (&bitround, &[0; 5], 4, None),
+        (&packbits, &[4, 0b1001_0000], 4, Some(&[1, 0, 0, 1])),
+        (&packbits, &[], 4, None),
+        (&packbits, &[8, 0], 4, None),
+        (&packbits, &[1], 4, None),
+        (&packbits, &[0, 0xff], 4, None),
+        (&packbits, &[0], 4, Some(&[])),
+    ];
+    for (codec, input, room, expected) in cases {
+        let mut out = vec![9u8; room];
+        let got = codec.decode(input, &mut out);
+        let what = format!("{} of {input:?}", codec.name());
+        match expected {
+            Some(bytes) => {
+                assert_eq!(got, Ok(bytes.len()), "{what}");
+                assert_eq!(&out[..bytes.len()], bytes, "{what}");
+            }
+            None => assert!(got.is_err(), "{what}"),
+        }
+    }
+}

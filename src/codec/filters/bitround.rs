@@ -29,17 +29,3 @@ impl BytesToBytes for BitRound {
         Ok(encoded.len())
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn identity_within_size() {
-        let b = BitRound("bitround".into());
-        let mut out = [0u8; 4];
-        assert_eq!(b.decode(&[1, 2, 3, 4], &mut out), Ok(4));
-        assert_eq!(out, [1, 2, 3, 4]);
-        assert!(b.decode(&[0; 5], &mut out).is_err());
-    }
-}

@@ -58,21 +58,3 @@ impl BytesToBytes for PackBits {
         Ok(n)
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn unpacks_and_rejects_bad_padding() {
-        let p = PackBits("packbits".into());
-        let mut out = [9u8; 4];
-        assert_eq!(p.decode(&[4, 0b1001_0000], &mut out), Ok(4));
-        assert_eq!(out, [1, 0, 0, 1]);
-        assert!(p.decode(&[], &mut out).is_err());
-        assert!(p.decode(&[8, 0], &mut out).is_err());
-        assert!(p.decode(&[1], &mut out).is_err());
-        assert!(p.decode(&[0, 0xff], &mut out).is_err());
-        assert_eq!(p.decode(&[0], &mut out), Ok(0));
-    }
-}
