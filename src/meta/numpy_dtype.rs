@@ -44,31 +44,27 @@ fn parse_str(s: &str) -> Result<NumpyType, MetaError> {
         .next()
         .ok_or_else(|| MetaError::DataType(format!("empty data type {s:?}")))?;
     let digits = &rest[kind.len_utf8()..];
-    if matches!(kind, 'M' | 'm') {
-        let dtype = parse_time(kind == 'm', digits).ok_or_else(unsupported)??;
-        let big_units = if order == '>' {
-            vec![(0, 8)]
-        } else {
-            Vec::new()
-        };
-        return Ok(NumpyType { dtype, big_units });
-    }
-    // Sizes are checked before anything is allocated for them: `>U4611686018427387904` would
-    // overflow, `>U1000000000` would ask for gigabytes of fill value and byte-swap units.
-    let n: u64 = digits.parse().map_err(|_| unsupported())?;
-    let bytes = if kind == 'U' { n.saturating_mul(4) } else { n };
-    check_element_size(bytes, s)?;
-    let n = n as usize;
-    let dtype = match (kind, n) {
-        ('b', 1) => DataType::Bool,
-        ('i', 1 | 2 | 4 | 8) => DataType::Int(n),
-        ('u', 1 | 2 | 4 | 8) => DataType::UInt(n),
-        ('f', 2 | 4 | 8) => DataType::Float(n),
-        ('c', 8 | 16) => DataType::Complex(n),
-        ('S', _) => DataType::Bytes(n),
-        ('U', _) => DataType::Unicode(n),
-        ('V', _) => DataType::Raw(n),
-        _ => return Err(unsupported()),
+    let dtype = if matches!(kind, 'M' | 'm') {
+        parse_time(kind == 'm', digits).ok_or_else(unsupported)??
+    } else {
+        // Sizes are checked before anything is allocated for them: `>U4611686018427387904`
+        // would overflow, `>U1000000000` would ask for gigabytes of fill value and byte-swap
+        // units.
+        let n: u64 = digits.parse().map_err(|_| unsupported())?;
+        let bytes = if kind == 'U' { n.saturating_mul(4) } else { n };
+        check_element_size(bytes, s)?;
+        let n = n as usize;
+        match (kind, n) {
+            ('b', 1) => DataType::Bool,
+            ('i', 1 | 2 | 4 | 8) => DataType::Int(n),
+            ('u', 1 | 2 | 4 | 8) => DataType::UInt(n),
+            ('f', 2 | 4 | 8) => DataType::Float(n),
+            ('c', 8 | 16) => DataType::Complex(n),
+            ('S', _) => DataType::Bytes(n),
+            ('U', _) => DataType::Unicode(n),
+            ('V', _) => DataType::Raw(n),
+            _ => return Err(unsupported()),
+        }
     };
     let big_units = if order == '>' {
         dtype.swap_units()
