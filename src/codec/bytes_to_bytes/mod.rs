@@ -1,7 +1,8 @@
 //! Bytes→bytes codecs: compressors (`gzip`, `zlib`, `zstd`, `blosc`, `lz4`, `bz2`, `lzma`,
-//! `pcodec`), checksums (`crc32c`, `crc32`, `adler32`, `fletcher32`, `jenkins_lookup3`, framed by
-//! [`checksum`]) and byte rearrangements (`shuffle`, `base64`). They see the array→bytes codec's
-//! output, so a decoder is told the stored element type ([`super::StoredElem`]) where it needs it.
+//! `pcodec`), checksums (all framed by [`checksum`], where `crc32c`, `crc32` and `adler32` are
+//! built; `fletcher32` and `jenkins_lookup3` in files of their own) and byte rearrangements
+//! (`shuffle`, `base64`). They see the array→bytes codec's output, so a decoder is told the
+//! stored element type ([`super::StoredElem`]) where it needs it.
 
 pub(crate) mod base64;
 pub(crate) mod blosc;
