@@ -232,7 +232,9 @@ fn small_codecs_decode_hand_made_inputs() {
     let base64 = Base64("base64".into());
     let bitround = BitRound("bitround".into());
     let packbits = PackBits("packbits".into());
-    let cases: [(&dyn BytesToBytes, &[u8], usize, Option<&[u8]>); 12] = [
+    /// A codec, an input, the output room, and what it decodes to.
+    type HandMade<'a> = (&'a dyn BytesToBytes, &'a [u8], usize, Option<&'a [u8]>);
+    let cases: [HandMade; 12] = [
         (&base64, b"AQID", 3, Some(&[1, 2, 3])),
         (&base64, b"AQI", 3, None),
         (&base64, b"A!ID", 3, None),
