@@ -113,10 +113,7 @@ fn decode_unsized(
 
 /// Decodes one encoded chunk that must hold `items` elements.
 pub fn decode(codec: &str, encoded: &[u8], items: usize) -> Result<Vec<u8>, CodecError> {
-    let corrupt = |reason: String| CodecError::Corrupt {
-        codec: codec.to_string(),
-        reason,
-    };
+    let corrupt = |reason: String| CodecError::corrupt(codec, reason);
     let read_u32 = |at: usize| -> Result<usize, CodecError> {
         encoded
             .get(at..at + 4)
