@@ -40,11 +40,10 @@ impl JsonCatalog {
             return Ok(JsonCatalog { refs });
         }
         let empty = serde_json::Map::new();
-        let templates = match doc.get("templates") {
-            Some(Value::Object(t)) => Templates::new(t),
-            _ => Templates::new(&empty),
-        }
-        .map_err(&bad)?;
+        let templates = Templates::new(match doc.get("templates") {
+            Some(Value::Object(t)) => t,
+            _ => &empty,
+        });
         if let Some(Value::Object(listed)) = doc.remove("refs") {
             for (key, value) in listed {
                 let r = reference(value, &mut urls, Some(&templates)).map_err(&bad)?;

@@ -54,3 +54,11 @@ fn reference_store(
         location.to_string(),
     ))
 }
+
+/// A JSON value as text: a string as it is, anything else as JSON (fsspec accepts both).
+fn text(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}

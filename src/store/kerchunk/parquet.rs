@@ -61,10 +61,7 @@ impl ParquetCatalog {
             .iter()
             .filter(|(key, _)| accept_key(what, key))
             .map(|(key, value)| {
-                let text = match value {
-                    Value::String(s) => s.clone().into_bytes(),
-                    other => other.to_string().into_bytes(),
-                };
+                let text = super::text(value).into_bytes();
                 (key.clone(), Reference::Inline(Arc::from(text)))
             })
             .collect();
