@@ -173,6 +173,8 @@ impl Catalog for SnapshotCatalog {
         };
         let id = manifest_ref.object_id.to_string();
         let manifest = self.manifest(&id)?;
+        let corrupt =
+            |why: String| files::corrupt(self.repo.as_ref(), &format!("manifests/{id}"), why);
         let payload = match manifest.get_chunk_payload(&array.id, &coords) {
             Ok(p) => p,
             Err(e)
@@ -183,13 +185,7 @@ impl Catalog for SnapshotCatalog {
             {
                 return Ok(None)
             }
-            Err(e) => {
-                return Err(files::corrupt(
-                    self.repo.as_ref(),
-                    &format!("manifests/{id}"),
-                    e,
-                ))
-            }
+            Err(e) => return Err(corrupt(e.to_string())),
         };
         Ok(Some(match payload {
             ChunkPayload::Inline(bytes) => Reference::Inline(Arc::from(&bytes[..])),
@@ -207,13 +203,7 @@ impl Catalog for SnapshotCatalog {
                 }),
             },
             // ChunkPayload is non-exhaustive: a kind of chunk a later format adds.
-            _ => {
-                return Err(files::corrupt(
-                    self.repo.as_ref(),
-                    &format!("manifests/{id}"),
-                    "unknown chunk payload",
-                ))
-            }
+            _ => return Err(corrupt("unknown chunk payload".into())),
         }))
     }
 
