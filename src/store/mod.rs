@@ -301,6 +301,13 @@ fn starts_like_json(file: &std::fs::File) -> bool {
     head[..n].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
 }
 
+/// The names `store` lists under `prefix`, for tests.
+#[cfg(test)]
+pub(crate) fn listed_names(store: &dyn Store, prefix: &str) -> Vec<String> {
+    let listed = store.list_dir(prefix).unwrap();
+    listed.into_iter().map(|e| e.name).collect()
+}
+
 /// A store URL as shown to the user and named in the mount: without its `#mode=` fragment and
 /// trailing `/`.
 pub fn display_url(location: &str) -> String {

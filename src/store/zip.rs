@@ -316,6 +316,7 @@ impl Store for ZipStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::listed_names as names;
     use std::io::Write;
 
     fn zip_of(names: &[&str]) -> ZipStore {
@@ -349,14 +350,6 @@ mod tests {
         fn size(&self) -> std::io::Result<u64> {
             Ok(self.0.len() as u64)
         }
-    }
-
-    fn names(z: &ZipStore, prefix: &str) -> Vec<String> {
-        z.list_dir(prefix)
-            .unwrap()
-            .into_iter()
-            .map(|e| e.name)
-            .collect()
     }
 
     #[test]
