@@ -1,7 +1,9 @@
 //! A store in a local directory.
 
 use super::safe_open::{self, kind, open_beneath, Opened};
-use super::{accept_name, check_key, Entry, EntryKind, Object, ObjectMeta, Store, StoreError};
+use super::{
+    accept_name, check_key, join_key, Entry, EntryKind, Object, ObjectMeta, Store, StoreError,
+};
 use rustix::fs::{fstat, statat, AtFlags, FileType, OFlags, Stat};
 use rustix::io::Errno;
 use std::collections::HashMap;
@@ -224,12 +226,7 @@ impl DirStore {
     ) -> Result<Entry, String> {
         let stat = statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).map_err(|e| e.to_string())?;
         let stat = if kind(&stat) == FileType::Symlink {
-            let key = if prefix.is_empty() {
-                name.to_string()
-            } else {
-                format!("{prefix}/{name}")
-            };
-            self.refuse_link(prefix, &key, linked, links_on_path)?
+            self.refuse_link(prefix, &join_key(prefix, name), linked, links_on_path)?
         } else {
             stat
         };

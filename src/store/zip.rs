@@ -267,11 +267,7 @@ impl Store for ZipStore {
 
     fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
         check_key(prefix)?;
-        let base = if prefix.is_empty() {
-            String::new()
-        } else {
-            format!("{prefix}/")
-        };
+        let base = super::join_key(prefix, "");
         // Every folder holding a member is in `dirs`: the members here are the objects.
         let mut out: BTreeMap<String, Entry> = BTreeMap::new();
         for (name, m) in self.members.range(base.clone()..) {

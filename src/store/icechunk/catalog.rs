@@ -6,7 +6,7 @@
 use super::containers::Containers;
 use super::files;
 use crate::store::references::{listed_size, Catalog, Recorded, Reference};
-use crate::store::{accept_key, list_sized, Entry, Store, StoreError};
+use crate::store::{accept_key, join_key, list_sized, Entry, Store, StoreError};
 use icechunk_format::format_constants::FileTypeBin;
 use icechunk_format::manifest::{Checksum, ChunkPayload, Manifest, ManifestRef};
 use icechunk_format::snapshot::{NodeData, Snapshot};
@@ -55,11 +55,7 @@ impl SnapshotCatalog {
         for node in snapshot.iter() {
             let node = node.map_err(|e| files::corrupt(repo.as_ref(), "snapshot", e))?;
             let path = node.path.to_string().trim_matches('/').to_string();
-            let key = if path.is_empty() {
-                "zarr.json".to_string()
-            } else {
-                format!("{path}/zarr.json")
-            };
+            let key = join_key(&path, "zarr.json");
             if !accept_key(&what, &key) {
                 continue;
             }
