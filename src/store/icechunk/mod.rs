@@ -10,7 +10,6 @@ mod version;
 pub use version::is_repository;
 
 use super::references::ReferenceStore;
-use super::targets::Targets;
 use super::{RemoteOptions, Store, StoreError};
 use icechunk_format::format_constants::FileTypeBin;
 use std::sync::Arc;
@@ -52,9 +51,5 @@ pub fn open(
         &snapshot,
         containers::Containers::load(repo.as_ref())?,
     )?;
-    let targets = Targets::new(location, remote)?;
-    Ok(
-        ReferenceStore::new(Box::new(catalog), repo, targets, location.to_string())
-            .with_about(about),
-    )
+    Ok(ReferenceStore::new(Box::new(catalog), repo, location, remote)?.with_about(about))
 }
