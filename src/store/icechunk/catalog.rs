@@ -18,7 +18,7 @@ use std::num::NonZeroUsize;
 use std::sync::Arc;
 
 /// Manifests kept parsed.
-const MANIFESTS_KEPT: usize = 16;
+const MANIFESTS_KEPT: NonZeroUsize = NonZeroUsize::new(16).unwrap();
 
 /// One array of the snapshot.
 struct ArrayNode {
@@ -77,9 +77,7 @@ impl SnapshotCatalog {
             repo,
             metadata,
             arrays,
-            manifests: Mutex::new(LruCache::new(
-                NonZeroUsize::new(MANIFESTS_KEPT).unwrap_or(NonZeroUsize::MIN),
-            )),
+            manifests: Mutex::new(LruCache::new(MANIFESTS_KEPT)),
             containers,
         })
     }
