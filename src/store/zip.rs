@@ -237,16 +237,15 @@ impl Store for ZipStore {
 
     fn get_bounded(&self, key: &str, max: u64) -> Result<Option<Object>, StoreError> {
         check_key(key)?;
-        match self.members.get(key) {
-            Some(m) => Ok(Some(Object {
-                bytes: {
-                    super::too_large(key, m.size, max)?;
-                    self.read_member(key, m, 0, u64::MAX)?
-                },
-                mtime: m.mtime,
-            })),
-            None => Ok(None),
-        }
+        let Some(m) = self.members.get(key) else {
+            return Ok(None);
+        };
+        super::too_large(key, m.size, max)?;
+        let bytes = self.read_member(key, m, 0, u64::MAX)?;
+        Ok(Some(Object {
+            bytes,
+            mtime: m.mtime,
+        }))
     }
 
     fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError> {
