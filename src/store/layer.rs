@@ -14,7 +14,7 @@ pub trait Layer: Send + Sync {
     fn inner(&self) -> Result<&dyn Store, StoreError>;
 
     /// Runs before each request (get, range, suffix, head, listing) on `key`, a listing's
-    /// prefix; an error fails the request unmade. None unless overridden.
+    /// prefix; an error fails the request unmade. By default it does nothing.
     fn before(&self, key: &str) -> Result<Self::Step, StoreError> {
         let _ = key;
         Ok(Self::Step::default())
