@@ -8,11 +8,10 @@ use super::owned::{
 use super::sums::Sums;
 use super::{Held, Identity};
 use parking_lot::Mutex;
-use rustix::fs::{copy_file_range, flock, FlockOperation};
-use rustix::io::Errno;
+use rustix::fs::{flock, FlockOperation};
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{self, Write};
+use std::io::{self, Seek, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -191,7 +190,7 @@ impl BackingDir {
     /// one, or one to write (resumed where a previous writer left off), or `None` when another
     /// mount is writing it, writing is off, or it does not fit the budget.
     pub fn attach(self: &Arc<Self>, id: &Identity, size: u64, label: &str) -> Option<BackingFile> {
-        if let Some(done) = self.complete(id, size, label) {
+        if let Some(done) = self.complete(id, Some(size), label) {
             return Some(done);
         }
         if !self.writable() || size > self.budget {
@@ -202,7 +201,7 @@ impl BackingDir {
             return None;
         };
         // The writer before us may just have finished.
-        if let Some(done) = self.complete(id, size, label) {
+        if let Some(done) = self.complete(id, Some(size), label) {
             return Some(done);
         }
         self.make_room(size, id.key());
@@ -218,17 +217,13 @@ impl BackingDir {
     /// The complete backing file with identity `id`, whatever its size (for a file whose size
     /// is known only once it is complete, e.g. the text of a variable-length array).
     pub fn attach_complete(self: &Arc<Self>, id: &Identity, label: &str) -> Option<BackingFile> {
-        self.complete_of(id, None, label)
-    }
-
-    fn complete(self: &Arc<Self>, id: &Identity, size: u64, label: &str) -> Option<BackingFile> {
-        self.complete_of(id, Some(size), label)
+        self.complete(id, None, label)
     }
 
     /// The complete backing file with identity `id`, when it exists, has `size` bytes (when
     /// given) and every block matches its checksum in `KEY.sum` (read whole here: this runs at
     /// the array's first open in a mount). One that does not is removed, with a log line.
-    fn complete_of(
+    fn complete(
         self: &Arc<Self>,
         id: &Identity,
         size: Option<u64>,
@@ -254,10 +249,11 @@ impl BackingDir {
         // The mtime orders the LRU.
         let _ = file.set_modified(SystemTime::now());
         log::info!("{label}: served from backing file {}", path.display());
-        Some(BackingFile::complete(
+        Some(BackingFile::new(
             self.clone(),
             file,
             size,
+            None,
             id.key(),
             label,
         ))
@@ -287,7 +283,7 @@ impl BackingDir {
                 let (sums, bits) = Sums::parse(size, &bytes)?;
                 Some((Bitmap::from_bytes(size, bits.to_vec())?, sums))
             });
-        let written = match resumed {
+        let (written, sums) = match resumed {
             Some(written) => {
                 log::info!("{label}: resuming backing file {}", part.display());
                 written
@@ -307,12 +303,11 @@ impl BackingDir {
             sum,
             lock: parking_lot::Mutex::new(Some(lock)),
         };
-        Ok(BackingFile::partial(
+        Ok(BackingFile::new(
             self.clone(),
             file,
             size,
-            written,
-            writing,
+            Some((written, sums, writing)),
             id.key(),
             label,
         ))
@@ -452,30 +447,10 @@ fn verified(file: &File, size: u64, sums: &Path) -> Result<(), String> {
 }
 
 /// Copies the first `size` bytes of `from` to the end of `to`: in the kernel
-/// (`copy_file_range`), else through a buffer.
-fn copy_range(from: &File, to: &mut File, size: u64) -> io::Result<()> {
-    let mut done = 0u64;
-    while done < size {
-        let mut at = done;
-        let want = (size - done).min(1 << 30) as usize;
-        // The input offset is ours, the output offset is the file position.
-        match copy_file_range(from, Some(&mut at), &*to, None, want) {
-            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-            Ok(n) => done += n as u64,
-            Err(Errno::INTR) => continue,
-            Err(e) if done == 0 && FALLBACK.contains(&e) => return copy_buffered(from, to, size),
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(())
-}
-
-/// Errors of `copy_file_range` that mean "not here": copy through a buffer instead.
-const FALLBACK: [Errno; 4] = [Errno::XDEV, Errno::NOSYS, Errno::INVAL, Errno::OPNOTSUPP];
-
-fn copy_buffered(from: &File, to: &mut File, size: u64) -> io::Result<()> {
-    let copied = io::copy(&mut io::Read::take(from, size), to)?;
-    if copied != size {
+/// (`copy_file_range`, which `io::copy` uses between files), else through a buffer.
+fn copy_range(mut from: &File, to: &mut File, size: u64) -> io::Result<()> {
+    from.rewind()?;
+    if io::copy(&mut io::Read::take(from, size), to)? != size {
         return Err(io::ErrorKind::UnexpectedEof.into());
     }
     Ok(())

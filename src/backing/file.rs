@@ -72,32 +72,10 @@ pub struct BackingFile {
 }
 
 impl BackingFile {
-    /// A complete backing file (`KEY.data`).
-    pub(super) fn complete(
-        dir: Arc<BackingDir>,
-        file: File,
-        size: u64,
-        key: &str,
-        label: &str,
-    ) -> Self {
-        Self::new(dir, file, size, None, key, label)
-    }
-
-    /// A file being written (`KEY.part`): `map` says which blocks are present, `sums` their
-    /// checksums.
-    pub(super) fn partial(
-        dir: Arc<BackingDir>,
-        file: File,
-        size: u64,
-        (map, sums): (Bitmap, Sums),
-        writing: Writing,
-        key: &str,
-        label: &str,
-    ) -> Self {
-        Self::new(dir, file, size, Some((map, sums, writing)), key, label)
-    }
-
-    fn new(
+    /// A backing file: complete (`KEY.data`) when `partial` is `None`, else being written
+    /// (`KEY.part`), with the bitmap of which blocks are present, their checksums and where
+    /// it is written.
+    pub(super) fn new(
         dir: Arc<BackingDir>,
         file: File,
         size: u64,

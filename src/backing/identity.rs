@@ -1,6 +1,6 @@
 //! What a backing file is valid for.
 
-use crate::store::{EntryKind, Store, StoreError};
+use crate::store::{join_key, EntryKind, Store, StoreError};
 use std::collections::HashSet;
 use std::time::UNIX_EPOCH;
 
@@ -66,11 +66,7 @@ fn list_objects(
         let mut entries = store.list_dir(&dir)?;
         entries.sort_by(|a, b| a.name.cmp(&b.name));
         for e in entries {
-            let key = if dir.is_empty() {
-                e.name.clone()
-            } else {
-                format!("{dir}/{}", e.name)
-            };
+            let key = join_key(&dir, &e.name);
             match e.kind {
                 EntryKind::Prefix => pending.push(key),
                 EntryKind::Object(size) => {

@@ -28,20 +28,16 @@ impl Ready {
                 .ok()
         });
         let _ = self.pipe.write_all(b"ok\n");
-        if let Some(null) = dev_null() {
-            let _ = dup2_stdin(&null);
-            let _ = dup2_stdout(&null);
+        let null = dev_null();
+        if let Some(null) = &null {
+            let _ = dup2_stdin(null);
+            let _ = dup2_stdout(null);
         }
-        match log {
-            Some(f) => {
-                let _ = dup2_stderr(&f);
-            }
-            None => {
-                if let Some(null) = dev_null() {
-                    let _ = dup2_stderr(&null);
-                }
-                super::logging::use_syslog();
-            }
+        if let Some(stderr) = log.as_ref().or(null.as_ref()) {
+            let _ = dup2_stderr(stderr);
+        }
+        if log.is_none() {
+            super::logging::use_syslog();
         }
     }
 

@@ -113,19 +113,13 @@ pub fn parse_mount_options(lists: &[String], fsname: &str) -> Result<MountOption
 /// kernel takes one).
 fn overrides(new: &MountOption, old: &MountOption) -> bool {
     use MountOption::*;
-    new == old
-        || (is_subtype(new) && is_subtype(old))
-        || matches!(
-            (new, old),
-            (Dev, NoDev)
-                | (NoDev, Dev)
-                | (Suid, NoSuid)
-                | (NoSuid, Suid)
-                | (Exec, NoExec)
-                | (NoExec, Exec)
-                | (Atime, NoAtime)
-                | (NoAtime, Atime)
+    let opposite = |a, b| {
+        matches!(
+            (a, b),
+            (&Dev, &NoDev) | (&Suid, &NoSuid) | (&Exec, &NoExec) | (&Atime, &NoAtime)
         )
+    };
+    new == old || (is_subtype(new) && is_subtype(old)) || opposite(new, old) || opposite(old, new)
 }
 
 fn is_subtype(option: &MountOption) -> bool {

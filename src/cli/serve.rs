@@ -22,16 +22,8 @@ const READY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Signals that end the mount, plus SIGUSR1 which the session thread sends when it ends.
 fn signal_set() -> SigSet {
-    let mut set = SigSet::empty();
-    for s in [
-        Signal::SIGINT,
-        Signal::SIGTERM,
-        Signal::SIGHUP,
-        Signal::SIGUSR1,
-    ] {
-        set.add(s);
-    }
-    set
+    use Signal::{SIGHUP, SIGINT, SIGTERM, SIGUSR1};
+    SigSet::from_iter([SIGINT, SIGTERM, SIGHUP, SIGUSR1])
 }
 
 /// While the store loads nothing is mounted yet: a signal then ends the process at once, so a

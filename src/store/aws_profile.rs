@@ -41,13 +41,11 @@ pub fn parse(credentials: &str, config: &str, name: &str) -> Option<Profile> {
     } else {
         format!("profile {name}")
     };
-    let mut pairs = section(config, &in_config);
-    let from_credentials = section(credentials, name);
-    if pairs.is_none() && from_credentials.is_none() {
+    let (config, credentials) = (section(config, &in_config), section(credentials, name));
+    if config.is_none() && credentials.is_none() {
         return None;
     }
-    let mut all = pairs.take().unwrap_or_default();
-    all.extend(from_credentials.unwrap_or_default());
+    let all: Vec<_> = config.into_iter().chain(credentials).flatten().collect();
     let get = |key: &str| {
         all.iter()
             .rev()

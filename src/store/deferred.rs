@@ -47,10 +47,6 @@ impl Layer for Deferred {
         }
     }
 
-    fn before(&self, _key: &str) -> Result<(), StoreError> {
-        Ok(())
-    }
-
     /// Known without opening: what is deferred is always a remote store.
     fn latency(&self) -> Latency {
         Latency::Network

@@ -1,7 +1,9 @@
 //! A store in a local directory.
 
 use super::safe_open::{self, kind, open_beneath, Opened};
-use super::{accept_name, check_key, Entry, EntryKind, Object, ObjectMeta, Store, StoreError};
+use super::{
+    accept_name, check_key, join_key, Entry, EntryKind, Object, ObjectMeta, Store, StoreError,
+};
 use rustix::fs::{fstat, statat, AtFlags, FileType, OFlags, Stat};
 use rustix::io::Errno;
 use std::collections::HashMap;
@@ -224,12 +226,7 @@ impl DirStore {
     ) -> Result<Entry, String> {
         let stat = statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).map_err(|e| e.to_string())?;
         let stat = if kind(&stat) == FileType::Symlink {
-            let key = if prefix.is_empty() {
-                name.to_string()
-            } else {
-                format!("{prefix}/{name}")
-            };
-            self.refuse_link(prefix, &key, linked, links_on_path)?
+            self.refuse_link(prefix, &join_key(prefix, name), linked, links_on_path)?
         } else {
             stat
         };
@@ -377,12 +374,22 @@ mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
 
-    fn names(s: &DirStore, prefix: &str) -> Vec<String> {
-        s.list_dir(prefix)
-            .unwrap()
-            .into_iter()
-            .map(|e| e.name)
-            .collect()
+    use crate::store::listed_names as names;
+
+    /// `d0..d{n-1}` in a fresh directory, each but the last holding two links, `l1` and `l2`,
+    /// to the next.
+    fn linked_dirs(n: usize) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..n {
+            std::fs::create_dir(dir.path().join(format!("d{i}"))).unwrap();
+        }
+        for i in 0..n - 1 {
+            for l in ["l1", "l2"] {
+                let link = dir.path().join(format!("d{i}/{l}"));
+                symlink(format!("../d{}", i + 1), link).unwrap();
+            }
+        }
+        dir
     }
 
     #[test]
@@ -417,17 +424,8 @@ mod tests {
     #[test]
     fn a_directory_is_followed_through_one_link_only() {
         // d0..d29, each holding two links to the next: 2^30 paths, one copy of each directory.
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path();
-        for i in 0..30 {
-            std::fs::create_dir(root.join(format!("d{i}"))).unwrap();
-        }
-        for i in 0..29 {
-            for l in ["l1", "l2"] {
-                symlink(format!("../d{}", i + 1), root.join(format!("d{i}/{l}"))).unwrap();
-            }
-        }
-        let s = DirStore::new(root).unwrap();
+        let dir = linked_dirs(30);
+        let s = DirStore::new(dir.path()).unwrap();
         // In the walk's breadth-first order: d0 and d1 first, then d0/l1 (which is d1).
         assert_eq!(names(&s, "d0"), ["l1"]);
         assert_eq!(names(&s, "d1"), ["l1"]);
@@ -441,16 +439,8 @@ mod tests {
 
     #[test]
     fn which_links_show_does_not_depend_on_the_order_of_listing() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = linked_dirs(4);
         let root = dir.path();
-        for i in 0..4 {
-            std::fs::create_dir(root.join(format!("d{i}"))).unwrap();
-        }
-        for i in 0..3 {
-            for l in ["l1", "l2"] {
-                symlink(format!("../d{}", i + 1), root.join(format!("d{i}/{l}"))).unwrap();
-            }
-        }
         symlink("..", root.join("d1/up")).unwrap();
         symlink("../d0", root.join("d1/back")).unwrap();
         let walk = |order: &[&str]| {

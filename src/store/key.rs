@@ -24,6 +24,15 @@ pub fn check_name(name: &str) -> Result<(), StoreError> {
     }
 }
 
+/// The key of `name` below `prefix` (`""` for the root): `prefix/name`, or `name` itself.
+pub fn join_key(prefix: &str, name: &str) -> String {
+    if prefix.is_empty() {
+        name.to_string()
+    } else {
+        format!("{prefix}/{name}")
+    }
+}
+
 /// True when `key` names an object or node (not the empty root key) that [`check_key`] accepts;
 /// otherwise logs one warning naming `source` and the key.
 pub fn accept_key(source: &str, key: &str) -> bool {

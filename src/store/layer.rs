@@ -8,14 +8,17 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// A store over another one; it is a [`Store`] that forwards every method to [`Layer::inner`].
 pub trait Layer: Send + Sync {
     /// What the step before a request hands to the bytes the request reads.
-    type Step;
+    type Step: Default;
 
     /// The store under this one.
     fn inner(&self) -> Result<&dyn Store, StoreError>;
 
     /// Runs before each request (get, range, suffix, head, listing) on `key`, a listing's
-    /// prefix; an error fails the request unmade.
-    fn before(&self, key: &str) -> Result<Self::Step, StoreError>;
+    /// prefix; an error fails the request unmade. By default it does nothing.
+    fn before(&self, key: &str) -> Result<Self::Step, StoreError> {
+        let _ = key;
+        Ok(Self::Step::default())
+    }
 
     /// The bytes a read returns, after the step before it (as they are, unless overridden).
     fn after(&self, step: &Self::Step, bytes: Vec<u8>) -> Vec<u8> {

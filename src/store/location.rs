@@ -238,6 +238,14 @@ mod tests {
             path: PathBuf::from(p),
             kind,
         };
+        let gcs = |bucket: &str, prefix: &str| Location::Gcs {
+            bucket: bucket.into(),
+            prefix: prefix.into(),
+        };
+        let azure = |url: &str, prefix: &str| Location::Azure {
+            url: url.into(),
+            prefix: prefix.into(),
+        };
         let cases = [
             ("data/x.zarr", local("data/x.zarr", LocalKind::Any)),
             ("/d/x.zip", local("/d/x.zip", LocalKind::Any)),
@@ -265,33 +273,15 @@ mod tests {
                 "http://127.0.0.1:9000/b/k/x.zarr#mode=nczarr,s3",
                 s3("b", "k/x.zarr", Some("http://127.0.0.1:9000"), None),
             ),
-            (
-                "gs://b/p",
-                Location::Gcs {
-                    bucket: "b".into(),
-                    prefix: "p".into(),
-                },
-            ),
+            ("gs://b/p", gcs("b", "p")),
             (
                 "https://storage.googleapis.com/b/p#mode=zarr,gs3",
-                Location::Gcs {
-                    bucket: "b".into(),
-                    prefix: "p".into(),
-                },
+                gcs("b", "p"),
             ),
-            (
-                "az://c/p/x.zarr",
-                Location::Azure {
-                    url: "az://c/p/x.zarr".into(),
-                    prefix: "p/x.zarr".into(),
-                },
-            ),
+            ("az://c/p/x.zarr", azure("az://c/p/x.zarr", "p/x.zarr")),
             (
                 "abfs://c@acct.dfs.core.windows.net/p",
-                Location::Azure {
-                    url: "abfs://c@acct.dfs.core.windows.net/p".into(),
-                    prefix: "p".into(),
-                },
+                azure("abfs://c@acct.dfs.core.windows.net/p", "p"),
             ),
             (
                 "https://h.org/data/x.zarr/#mode=nczarr",

@@ -1,6 +1,8 @@
 //! An in-memory store, for tests and for building stores programmatically.
 
-use super::{accept_name, check_key, Entry, EntryKind, Object, ObjectMeta, Store, StoreError};
+use super::{
+    accept_name, check_key, join_key, Entry, EntryKind, Object, ObjectMeta, Store, StoreError,
+};
 use std::collections::BTreeMap;
 use std::time::SystemTime;
 
@@ -36,11 +38,7 @@ pub fn list_sized<V>(
     prefix: &str,
     size: impl Fn(&V) -> u64,
 ) -> Vec<Entry> {
-    let base = if prefix.is_empty() {
-        String::new()
-    } else {
-        format!("{prefix}/")
-    };
+    let base = join_key(prefix, "");
     let mut out: BTreeMap<String, EntryKind> = BTreeMap::new();
     for (key, value) in items.range(base.clone()..) {
         let Some(rest) = key.strip_prefix(&base) else {

@@ -29,7 +29,7 @@ pub use counting::{CountingStore, RequestCounts};
 pub use dir::DirStore;
 pub use error::StoreError;
 pub use faulty::{Fault, FaultyStore};
-pub use key::{accept_key, accept_name, check_key, check_name};
+pub use key::{accept_key, accept_name, check_key, check_name, join_key};
 pub use layer::Layer;
 pub use location::{LocalKind, Location};
 pub use memory::{list_map, list_sized, MemoryStore};
@@ -299,6 +299,13 @@ fn starts_like_json(file: &std::fs::File) -> bool {
     let mut head = [0u8; 64];
     let n = file.read_at(&mut head, 0).unwrap_or(0);
     head[..n].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+}
+
+/// The names `store` lists under `prefix`, for tests.
+#[cfg(test)]
+pub(crate) fn listed_names(store: &dyn Store, prefix: &str) -> Vec<String> {
+    let listed = store.list_dir(prefix).unwrap();
+    listed.into_iter().map(|e| e.name).collect()
 }
 
 /// A store URL as shown to the user and named in the mount: without its `#mode=` fragment and

@@ -3,7 +3,7 @@
 //! or through [`Targets`].
 
 use super::targets::Targets;
-use super::{Entry, Latency, Object, ObjectMeta, Store, StoreError};
+use super::{Entry, Latency, Object, ObjectMeta, RemoteOptions, Store, StoreError};
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -58,20 +58,21 @@ pub struct ReferenceStore {
 }
 
 impl ReferenceStore {
-    /// Keys of `catalog`, kept in `home`, pointing at `targets`; shown as `describe`.
+    /// Keys of `catalog`, kept in `home` at `location` (a path or URL), pointing at targets
+    /// beside them or where `remote` allows.
     pub fn new(
         catalog: Box<dyn Catalog>,
         home: Arc<dyn Store>,
-        targets: Targets,
-        describe: String,
-    ) -> Self {
-        ReferenceStore {
+        location: &str,
+        remote: &RemoteOptions,
+    ) -> Result<Self, StoreError> {
+        Ok(ReferenceStore {
             catalog,
             home,
-            targets,
-            describe,
+            targets: Targets::new(location, remote)?,
+            describe: location.to_string(),
             about: Vec::new(),
-        }
+        })
     }
 
     /// The store, saying `about` of the version it shows.

@@ -134,10 +134,6 @@ impl Layer for RemoteZip {
         }
     }
 
-    fn before(&self, _key: &str) -> Result<(), StoreError> {
-        Ok(())
-    }
-
     fn parallelism(&self) -> usize {
         self.store.parallelism()
     }

@@ -16,25 +16,17 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// One place targets may be read from: a URL prefix (`file:///dir`, `s3://bucket/prefix`, ...).
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Place {
-    prefix: String,
-}
-
-impl Place {
-    /// True when `url` is `prefix` or below it.
-    fn holds(&self, url: &str) -> bool {
-        let p = self.prefix.as_str();
-        url.strip_prefix(p)
-            .is_some_and(|rest| rest.is_empty() || p.ends_with('/') || rest.starts_with('/'))
-    }
+/// True when `url` is the place `prefix` (a URL prefix targets may be read from: `file:///dir`,
+/// `s3://bucket/prefix`, ...) or below it.
+fn holds(prefix: &str, url: &str) -> bool {
+    url.strip_prefix(prefix)
+        .is_some_and(|rest| rest.is_empty() || prefix.ends_with('/') || rest.starts_with('/'))
 }
 
 /// The targets a reference set or repository may read, and the stores that read them.
 pub struct Targets {
     /// Where the references are, first; then the allowed prefixes.
-    places: Vec<Place>,
+    places: Vec<String>,
     /// What relative target paths are relative to (a URL, no trailing `/`).
     base: String,
     remote: RemoteOptions,
@@ -137,15 +129,15 @@ impl Targets {
     /// The store reading the target `url`, the key of the target in it, and the URL as shown.
     fn open(&self, url: &str) -> Result<(Arc<dyn Store>, String, String), StoreError> {
         let full = as_url(url, &self.base)?;
-        let Some(place) = self.places.iter().find(|p| p.holds(&full)) else {
+        let Some(place) = self.places.iter().find(|p| holds(p, &full)) else {
             return Err(StoreError::Invalid(format!(
                 "{full}: the references point outside the places they may read ({}); \
                  allow it with --allow-target PREFIX",
-                self.places[0].prefix
+                self.places[0]
             )));
         };
         let (root, key) = match full.strip_prefix("file://") {
-            Some(path) => local_root(&place.prefix, path)?,
+            Some(path) => local_root(place, path)?,
             None => root_of(&full).ok_or_else(|| bad_url(&full))?,
         };
         check_key(&key)
@@ -246,15 +238,13 @@ fn root_of(url: &str) -> Option<(String, String)> {
 }
 
 /// A local place as written and with its links resolved (references may name either).
-fn local_forms(prefix: &str) -> Vec<Place> {
-    let mut out = vec![Place {
-        prefix: prefix.to_string(),
-    }];
+fn local_forms(prefix: &str) -> Vec<String> {
+    let mut out = vec![prefix.to_string()];
     if let Some(path) = prefix.strip_prefix("file://") {
         if let Ok(real) = std::fs::canonicalize(path) {
             let real = format!("file://{}", real.display());
             if real != prefix {
-                out.push(Place { prefix: real });
+                out.push(real);
             }
         }
     }
@@ -350,7 +340,7 @@ mod tests {
         let place = |url: &str| {
             t.places
                 .iter()
-                .any(|p| p.holds(&as_url(url, &t.base).unwrap()))
+                .any(|p| holds(p, &as_url(url, &t.base).unwrap()))
         };
         assert!(place("s3://bucket/other/x.nc"));
         assert!(place("s3a://bucket/x.nc"));

@@ -13,7 +13,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 use zip::{CompressionMethod, ZipArchive};
 
 struct Member {
@@ -225,25 +225,9 @@ fn strip_folder<V>(map: BTreeMap<String, V>, folder: &str) -> BTreeMap<String, V
 
 /// Converts a zip (MS-DOS) timestamp, taken as UTC, to a `SystemTime`.
 fn zip_time(t: zip::DateTime) -> Option<SystemTime> {
-    let (y, m, d) = (
-        i64::from(t.year()),
-        i64::from(t.month()),
-        i64::from(t.day()),
-    );
-    // Days from the civil date (Howard Hinnant's algorithm).
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * ((m + 9) % 12) + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let secs = days * 86_400
-        + i64::from(t.hour()) * 3600
-        + i64::from(t.minute()) * 60
-        + i64::from(t.second());
-    u64::try_from(secs)
-        .ok()
-        .map(|s| SystemTime::UNIX_EPOCH + Duration::from_secs(s))
+    let day = chrono::NaiveDate::from_ymd_opt(t.year().into(), t.month().into(), t.day().into())?;
+    let time = day.and_hms_opt(t.hour().into(), t.minute().into(), t.second().into())?;
+    Some(time.and_utc().into())
 }
 
 impl Store for ZipStore {
@@ -253,16 +237,15 @@ impl Store for ZipStore {
 
     fn get_bounded(&self, key: &str, max: u64) -> Result<Option<Object>, StoreError> {
         check_key(key)?;
-        match self.members.get(key) {
-            Some(m) => Ok(Some(Object {
-                bytes: {
-                    super::too_large(key, m.size, max)?;
-                    self.read_member(key, m, 0, u64::MAX)?
-                },
-                mtime: m.mtime,
-            })),
-            None => Ok(None),
-        }
+        let Some(m) = self.members.get(key) else {
+            return Ok(None);
+        };
+        super::too_large(key, m.size, max)?;
+        let bytes = self.read_member(key, m, 0, u64::MAX)?;
+        Ok(Some(Object {
+            bytes,
+            mtime: m.mtime,
+        }))
     }
 
     fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError> {
@@ -283,31 +266,22 @@ impl Store for ZipStore {
 
     fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
         check_key(prefix)?;
-        let base = if prefix.is_empty() {
-            String::new()
-        } else {
-            format!("{prefix}/")
-        };
+        let base = super::join_key(prefix, "");
+        // Every folder holding a member is in `dirs`: the members here are the objects.
         let mut out: BTreeMap<String, Entry> = BTreeMap::new();
         for (name, m) in self.members.range(base.clone()..) {
             let Some(rest) = name.strip_prefix(&base) else {
                 break;
             };
-            let entry = match rest.split_once('/') {
-                Some((dir, _)) => Entry {
-                    name: dir.to_string(),
-                    kind: EntryKind::Prefix,
-                    mtime: None,
-                    tag: None,
-                },
-                None => Entry {
+            if !rest.contains('/') {
+                let entry = Entry {
                     name: rest.to_string(),
                     kind: EntryKind::Object(m.size),
                     mtime: m.mtime,
                     tag: None,
-                },
-            };
-            out.entry(entry.name.clone()).or_insert(entry);
+                };
+                out.insert(entry.name.clone(), entry);
+            }
         }
         for dir in self.dirs.range(base.clone()..).map(|(d, _)| d) {
             let Some(rest) = dir.strip_prefix(&base) else {
@@ -337,6 +311,7 @@ impl Store for ZipStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::listed_names as names;
     use std::io::Write;
 
     fn zip_of(names: &[&str]) -> ZipStore {
@@ -372,14 +347,6 @@ mod tests {
         }
     }
 
-    fn names(z: &ZipStore, prefix: &str) -> Vec<String> {
-        z.list_dir(prefix)
-            .unwrap()
-            .into_iter()
-            .map(|e| e.name)
-            .collect()
-    }
-
     #[test]
     fn one_top_folder_holding_a_store_is_the_root() {
         let z = zip_of(&[
@@ -403,6 +370,7 @@ mod tests {
 
     #[test]
     fn zip_times_are_utc_seconds() {
+        use std::time::Duration;
         let t = zip::DateTime::from_date_and_time(2024, 3, 1, 12, 30, 10).unwrap();
         // 2024-03-01T12:30:10Z
         assert_eq!(

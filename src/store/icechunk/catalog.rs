@@ -6,7 +6,7 @@
 use super::containers::Containers;
 use super::files;
 use crate::store::references::{listed_size, Catalog, Recorded, Reference};
-use crate::store::{accept_key, list_sized, Entry, Store, StoreError};
+use crate::store::{accept_key, join_key, list_sized, Entry, Store, StoreError};
 use icechunk_format::format_constants::FileTypeBin;
 use icechunk_format::manifest::{Checksum, ChunkPayload, Manifest, ManifestRef};
 use icechunk_format::snapshot::{NodeData, Snapshot};
@@ -18,7 +18,7 @@ use std::num::NonZeroUsize;
 use std::sync::Arc;
 
 /// Manifests kept parsed.
-const MANIFESTS_KEPT: usize = 16;
+const MANIFESTS_KEPT: NonZeroUsize = NonZeroUsize::new(16).unwrap();
 
 /// One array of the snapshot.
 struct ArrayNode {
@@ -55,11 +55,7 @@ impl SnapshotCatalog {
         for node in snapshot.iter() {
             let node = node.map_err(|e| files::corrupt(repo.as_ref(), "snapshot", e))?;
             let path = node.path.to_string().trim_matches('/').to_string();
-            let key = if path.is_empty() {
-                "zarr.json".to_string()
-            } else {
-                format!("{path}/zarr.json")
-            };
+            let key = join_key(&path, "zarr.json");
             if !accept_key(&what, &key) {
                 continue;
             }
@@ -81,9 +77,7 @@ impl SnapshotCatalog {
             repo,
             metadata,
             arrays,
-            manifests: Mutex::new(LruCache::new(
-                NonZeroUsize::new(MANIFESTS_KEPT).unwrap_or(NonZeroUsize::MIN),
-            )),
+            manifests: Mutex::new(LruCache::new(MANIFESTS_KEPT)),
             containers,
         })
     }
@@ -173,6 +167,8 @@ impl Catalog for SnapshotCatalog {
         };
         let id = manifest_ref.object_id.to_string();
         let manifest = self.manifest(&id)?;
+        let corrupt =
+            |why: String| files::corrupt(self.repo.as_ref(), &format!("manifests/{id}"), why);
         let payload = match manifest.get_chunk_payload(&array.id, &coords) {
             Ok(p) => p,
             Err(e)
@@ -183,13 +179,7 @@ impl Catalog for SnapshotCatalog {
             {
                 return Ok(None)
             }
-            Err(e) => {
-                return Err(files::corrupt(
-                    self.repo.as_ref(),
-                    &format!("manifests/{id}"),
-                    e,
-                ))
-            }
+            Err(e) => return Err(corrupt(e.to_string())),
         };
         Ok(Some(match payload {
             ChunkPayload::Inline(bytes) => Reference::Inline(Arc::from(&bytes[..])),
@@ -207,13 +197,7 @@ impl Catalog for SnapshotCatalog {
                 }),
             },
             // ChunkPayload is non-exhaustive: a kind of chunk a later format adds.
-            _ => {
-                return Err(files::corrupt(
-                    self.repo.as_ref(),
-                    &format!("manifests/{id}"),
-                    "unknown chunk payload",
-                ))
-            }
+            _ => return Err(corrupt("unknown chunk payload".into())),
         }))
     }
 

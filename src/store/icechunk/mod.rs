@@ -10,7 +10,6 @@ mod version;
 pub use version::is_repository;
 
 use super::references::ReferenceStore;
-use super::targets::Targets;
 use super::{RemoteOptions, Store, StoreError};
 use icechunk_format::format_constants::FileTypeBin;
 use std::sync::Arc;
@@ -33,16 +32,14 @@ pub fn open(
         .flushed_at()
         .map(|t| t.to_rfc3339())
         .unwrap_or_default();
-    let about = vec![
-        ("icechunk.ref".to_string(), name.to_string()),
-        ("icechunk.snapshot".to_string(), id.to_string()),
-        ("icechunk.message".to_string(), snapshot.message()),
-        ("icechunk.time".to_string(), flushed),
-        (
-            "icechunk.spec_version".to_string(),
-            (spec as u8).to_string(),
-        ),
-    ];
+    let about = [
+        ("icechunk.ref", name.to_string()),
+        ("icechunk.snapshot", id.to_string()),
+        ("icechunk.message", snapshot.message()),
+        ("icechunk.time", flushed),
+        ("icechunk.spec_version", (spec as u8).to_string()),
+    ]
+    .map(|(fact, value)| (fact.to_string(), value));
     log::info!(
         "{location}: Icechunk snapshot {id} ({name}): {:?}",
         snapshot.message()
@@ -52,9 +49,5 @@ pub fn open(
         &snapshot,
         containers::Containers::load(repo.as_ref())?,
     )?;
-    let targets = Targets::new(location, remote)?;
-    Ok(
-        ReferenceStore::new(Box::new(catalog), repo, targets, location.to_string())
-            .with_about(about),
-    )
+    Ok(ReferenceStore::new(Box::new(catalog), repo, location, remote)?.with_about(about.into()))
 }

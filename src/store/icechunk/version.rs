@@ -15,14 +15,13 @@ pub const DEFAULT_BRANCH: &str = "main";
 pub fn resolve(repo: &dyn Store, name: &str) -> Result<SnapshotId, StoreError> {
     let (branches, tags) = match files::read(repo, "repo", FileTypeBin::RepoInfo)? {
         Some((version, buffer)) => {
+            let corrupt = |e: icechunk_format::IcechunkFormatError| files::corrupt(repo, "repo", e);
             let info = icechunk_format::serializers::deserialize_repo_info(version, buffer)
-                .map_err(|e| files::corrupt(repo, "repo", e))?;
-            let named = |list: Result<Vec<(String, SnapshotId)>, _>| {
-                list.map_err(|e: icechunk_format::IcechunkFormatError| {
-                    files::corrupt(repo, "repo", e)
-                })
-            };
-            (named(pairs(info.branches()))?, named(pairs(info.tags()))?)
+                .map_err(corrupt)?;
+            let owned = |(name, id): (&str, SnapshotId)| (name.to_string(), id);
+            let branches = info.branches().map_err(corrupt)?.map(owned).collect();
+            let tags = info.tags().map_err(corrupt)?.map(owned).collect();
+            (branches, tags)
         }
         None => (v1_refs(repo, "branch.")?, v1_refs(repo, "tag.")?),
     };
@@ -53,12 +52,6 @@ pub fn resolve(repo: &dyn Store, name: &str) -> Result<SnapshotId, StoreError> {
         names(&branches),
         names(&tags)
     )))
-}
-
-fn pairs<'a>(
-    it: Result<impl Iterator<Item = (&'a str, SnapshotId)>, icechunk_format::IcechunkFormatError>,
-) -> Result<Vec<(String, SnapshotId)>, icechunk_format::IcechunkFormatError> {
-    Ok(it?.map(|(n, id)| (n.to_string(), id)).collect())
 }
 
 /// The spec v1 references whose directory names start with `kind` (`branch.` or `tag.`).

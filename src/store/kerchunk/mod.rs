@@ -7,8 +7,7 @@ mod templates;
 
 pub use self::parquet::is_reference_index;
 
-use super::references::{Catalog, ReferenceStore};
-use super::targets::Targets;
+use super::references::ReferenceStore;
 use super::{RemoteOptions, Store, StoreError};
 use std::sync::Arc;
 
@@ -26,7 +25,7 @@ pub fn open_json(
         .get_bounded(key, MAX_JSON)?
         .ok_or_else(|| StoreError::Invalid(format!("{location}: not found")))?;
     let catalog = json::JsonCatalog::parse(location, &bytes.bytes)?;
-    reference_store(Box::new(catalog), home, location, remote)
+    ReferenceStore::new(Box::new(catalog), home, location, remote)
 }
 
 /// The Parquet reference directory `home`, found at `location`.
@@ -36,21 +35,13 @@ pub fn open_parquet(
     remote: &RemoteOptions,
 ) -> Result<ReferenceStore, StoreError> {
     let catalog = parquet::ParquetCatalog::open(home.clone(), location)?;
-    reference_store(Box::new(catalog), home, location, remote)
+    ReferenceStore::new(Box::new(catalog), home, location, remote)
 }
 
-/// The store of `catalog`, kept in `home` at `location`, its targets allowed by `remote`.
-fn reference_store(
-    catalog: Box<dyn Catalog>,
-    home: Arc<dyn Store>,
-    location: &str,
-    remote: &RemoteOptions,
-) -> Result<ReferenceStore, StoreError> {
-    let targets = Targets::new(location, remote)?;
-    Ok(ReferenceStore::new(
-        catalog,
-        home,
-        targets,
-        location.to_string(),
-    ))
+/// A JSON value as text: a string as it is, anything else as JSON (fsspec accepts both).
+fn text(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
 }

@@ -19,7 +19,7 @@ use std::sync::Arc;
 /// The largest `.zmetadata` or record file read (a hostile one is not allocated in full).
 const MAX_FILE: u64 = 1 << 30;
 /// Record files kept decoded.
-const RECORDS_KEPT: usize = 64;
+const RECORDS_KEPT: NonZeroUsize = NonZeroUsize::new(64).unwrap();
 
 /// One row of a record file: what one chunk refers to.
 type Row = Option<Reference>;
@@ -61,10 +61,7 @@ impl ParquetCatalog {
             .iter()
             .filter(|(key, _)| accept_key(what, key))
             .map(|(key, value)| {
-                let text = match value {
-                    Value::String(s) => s.clone().into_bytes(),
-                    other => other.to_string().into_bytes(),
-                };
+                let text = super::text(value).into_bytes();
                 (key.clone(), Reference::Inline(Arc::from(text)))
             })
             .collect();
@@ -73,9 +70,7 @@ impl ParquetCatalog {
             what: what.to_string(),
             metadata,
             record_size,
-            records: Mutex::new(LruCache::new(
-                NonZeroUsize::new(RECORDS_KEPT).unwrap_or(NonZeroUsize::MIN),
-            )),
+            records: Mutex::new(LruCache::new(RECORDS_KEPT)),
         })
     }
 
@@ -125,13 +120,12 @@ impl ParquetCatalog {
 }
 
 /// The references of one record file, in row order.
-fn rows(bytes: &[u8]) -> Result<Vec<Row>, String> {
-    let reader = SerializedFileReader::new(bytes::Bytes::copy_from_slice(bytes))
-        .map_err(|e| e.to_string())?;
+fn rows(bytes: &[u8]) -> Result<Vec<Row>, Box<dyn std::error::Error>> {
+    let reader = SerializedFileReader::new(bytes::Bytes::copy_from_slice(bytes))?;
     let mut out = Vec::new();
     let mut urls: BTreeMap<String, Arc<str>> = BTreeMap::new();
-    for row in reader.get_row_iter(None).map_err(|e| e.to_string())? {
-        let row = row.map_err(|e| e.to_string())?;
+    for row in reader.get_row_iter(None)? {
+        let row = row?;
         let (mut path, mut offset, mut size, mut raw) = (None, 0u64, 0u64, None);
         for (name, field) in row.get_column_iter() {
             let number = || match field {

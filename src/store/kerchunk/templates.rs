@@ -33,14 +33,11 @@ pub type Generated = (String, String, Option<(u64, u64)>);
 
 impl Templates {
     /// The templates of a reference set's `templates` object.
-    pub fn new(templates: &Map<String, serde_json::Value>) -> Result<Self, String> {
+    pub fn new(templates: &Map<String, serde_json::Value>) -> Self {
         let mut env = environment();
         let mut values = BTreeMap::new();
         for (name, value) in templates {
-            let text = match value {
-                serde_json::Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
+            let text = super::text(value);
             if !text.contains("{{") {
                 values.insert(name.clone(), Value::from(text));
                 continue;
@@ -59,7 +56,7 @@ impl Templates {
                 })
             });
         }
-        Ok(Templates { env, values })
+        Templates { env, values }
     }
 
     /// `text` rendered with the templates (and nothing else).
@@ -73,10 +70,7 @@ impl Templates {
     pub fn generate(&self, gen: &serde_json::Value) -> Result<Vec<Generated>, String> {
         let field = |name: &str| {
             gen.get(name)
-                .map(|v| match v {
-                    serde_json::Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                })
+                .map(super::text)
                 .ok_or_else(|| format!("a gen entry has no {name:?}"))
         };
         let (key, url) = (field("key")?, field("url")?);
@@ -186,7 +180,7 @@ mod tests {
     #[test]
     fn renders_plain_and_function_templates() {
         let t = json!({"u": "server.org/path", "f": "{{ c }}-x"});
-        let t = Templates::new(t.as_object().unwrap()).unwrap();
+        let t = Templates::new(t.as_object().unwrap());
         assert_eq!(
             t.render("http://{{u}}/a").unwrap(),
             "http://server.org/path/a"
@@ -205,7 +199,7 @@ mod tests {
 
     #[test]
     fn generates_the_product_of_the_dimensions_in_order() {
-        let t = Templates::new(json!({"u": "h"}).as_object().unwrap()).unwrap();
+        let t = Templates::new(json!({"u": "h"}).as_object().unwrap());
         let gen = json!({
             "key": "v/{{i}}.{{j}}", "url": "s3://{{u}}/f{{i}}",
             "offset": "{{ (j + 1) * 100 }}", "length": "10",
