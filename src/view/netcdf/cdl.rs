@@ -137,28 +137,18 @@ pub fn format_float(v: f64, digits: usize, suffix: &str) -> String {
     let sci = format!("{:.*e}", digits - 1, v);
     let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
-    let text = if exp < -4 || exp >= digits as i32 {
-        let m = trim_zeros(if mantissa.contains('.') {
-            mantissa.to_string()
-        } else {
-            format!("{mantissa}.")
-        });
+    // `%#g`: a decimal point always, trailing zeros dropped.
+    let point = |s: &str| match s.contains('.') {
+        true => s.trim_end_matches('0').to_string(),
+        false => format!("{s}."),
+    };
+    if exp < -4 || exp >= digits as i32 {
         let sign = if exp < 0 { '-' } else { '+' };
-        format!("{m}e{sign}{:02}", exp.abs())
+        format!("{}e{sign}{:02}{suffix}", point(mantissa), exp.abs())
     } else {
         let decimals = (digits as i32 - 1 - exp).max(0) as usize;
-        let fixed = format!("{v:.decimals$}");
-        trim_zeros(if fixed.contains('.') {
-            fixed
-        } else {
-            format!("{fixed}.")
-        })
-    };
-    format!("{text}{suffix}")
-}
-
-fn trim_zeros(s: String) -> String {
-    s.trim_end_matches('0').to_string()
+        format!("{}{suffix}", point(&format!("{v:.decimals$}")))
+    }
 }
 
 /// A CDL string literal as ncdump writes it: quoted, with C escapes.

@@ -249,6 +249,11 @@ impl Group {
     }
 }
 
+/// The path of the group holding the node at `path` (`""`: the root).
+fn parent(path: &str) -> &str {
+    path.rsplit_once('/').map_or("", |p| p.0)
+}
+
 /// True when group path `path` is `top` or below it.
 pub fn within(path: &str, top: &str) -> bool {
     top.is_empty() || path == top || path.starts_with(&format!("{top}/"))
@@ -361,56 +366,41 @@ fn typed_value(name: &str, value: &Value, declared: Option<NcType>) -> Attribute
         Value::Array(a) => a.iter().collect(),
         v => vec![v],
     };
-    let text = |s: String| Attribute {
+    let attribute = |ty, values| Attribute {
         name: name.into(),
-        ty: NcType::Char,
-        values: Values::Text(s),
+        ty,
+        values,
     };
+    let text = || attribute(NcType::Char, Values::Text(json_text(value)));
     let inferred = match list.first() {
         Some(Value::Number(n)) if n.is_f64() => Some(NcType::Double),
         Some(Value::Bool(_)) => Some(NcType::UByte),
         Some(v @ Value::Number(_)) => as_int(v).map(NcType::infer_int),
         _ => None,
     };
-    let ty = match declared.or(inferred) {
-        Some(t) => t,
-        None => return text(json_text(value)),
+    let Some(ty) = declared.or(inferred) else {
+        return text();
     };
-    let numbers = || -> Option<Vec<&Value>> {
-        (!list.is_empty() && list.iter().all(|v| v.is_number() || v.is_boolean()))
-            .then(|| list.clone())
+    let numbers = !list.is_empty() && list.iter().all(|v| v.is_number() || v.is_boolean());
+    let values = match ty {
+        NcType::Char => None,
+        NcType::String => Some(Values::Strings(list.iter().map(|v| json_text(v)).collect())),
+        _ if !numbers => None,
+        NcType::Float | NcType::Double => Some(Values::Floats(
+            list.iter()
+                .map(|v| match v {
+                    Value::Bool(b) => f64::from(u8::from(*b)),
+                    v => v.as_f64().unwrap_or(f64::NAN),
+                })
+                .collect(),
+        )),
+        _ => list
+            .iter()
+            .map(|v| as_int(v))
+            .collect::<Option<_>>()
+            .map(Values::Ints),
     };
-    match ty {
-        NcType::Char => text(json_text(value)),
-        NcType::String => Attribute {
-            name: name.into(),
-            ty,
-            values: Values::Strings(list.iter().map(|v| json_text(v)).collect()),
-        },
-        NcType::Float | NcType::Double => match numbers() {
-            Some(vs) => Attribute {
-                name: name.into(),
-                ty,
-                values: Values::Floats(
-                    vs.iter()
-                        .map(|v| match v {
-                            Value::Bool(b) => f64::from(u8::from(*b)),
-                            v => v.as_f64().unwrap_or(f64::NAN),
-                        })
-                        .collect(),
-                ),
-            },
-            None => text(json_text(value)),
-        },
-        _ => match numbers().and_then(|vs| vs.iter().map(|v| as_int(v)).collect()) {
-            Some(ints) => Attribute {
-                name: name.into(),
-                ty,
-                values: Values::Ints(ints),
-            },
-            None => text(json_text(value)),
-        },
-    }
+    values.map_or_else(text, |values| attribute(ty, values))
 }
 
 fn zarr_type_name(node: &Node) -> String {
@@ -450,8 +440,7 @@ pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Group> {
     for node in &hierarchy.nodes {
         match node.kind {
             NodeKind::Group => {
-                let parent = node.path.rsplit_once('/').map_or("", |p| p.0);
-                if !node.path.is_empty() && !index.contains_key(parent) {
+                if !node.path.is_empty() && !index.contains_key(parent(&node.path)) {
                     continue;
                 }
                 let dims = node
@@ -486,32 +475,18 @@ pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Group> {
             return None;
         }
         index.insert(String::new(), groups.len());
-        groups.push(Group {
-            name: String::new(),
-            path: String::new(),
-            dims: Vec::new(),
-            vars: Vec::new(),
-            attrs: Vec::new(),
-            groups: Vec::new(),
-        });
+        groups.push(Group::default());
     }
     // Variables, group by group, in netCDF's order.
-    let parent_of = |p: &str| {
-        p.rsplit_once('/')
-            .map_or(String::new(), |x| x.0.to_string())
-    };
-    let mut by_group: HashMap<String, Vec<&Node>> = HashMap::new();
+    let mut by_group: HashMap<&str, Vec<&Node>> = HashMap::new();
     for node in arrays {
-        by_group
-            .entry(parent_of(&node.path))
-            .or_default()
-            .push(node);
+        by_group.entry(parent(&node.path)).or_default().push(node);
     }
     for list in by_group.values_mut() {
         list.sort_by_key(|n| n.path.clone());
     }
     for (path, list) in by_group.iter_mut() {
-        if let Some(order) = orders.get(path) {
+        if let Some(order) = orders.get(*path) {
             list.sort_by_key(|n| {
                 order
                     .iter()
@@ -521,27 +496,20 @@ pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Group> {
         }
     }
     // Walk the groups depth first (the order netCDF-c defines pure Zarr dimensions in).
-    let mut walk: Vec<String> = Vec::new();
     let mut children: HashMap<String, Vec<String>> = HashMap::new();
-    for g in &groups {
-        if !g.path.is_empty() {
-            children
-                .entry(parent_of(&g.path))
-                .or_default()
-                .push(g.path.clone());
-        }
+    for g in groups.iter().filter(|g| !g.path.is_empty()) {
+        let siblings = children.entry(parent(&g.path).to_string()).or_default();
+        siblings.push(g.path.clone());
     }
+    children.values_mut().for_each(|kids| kids.sort());
+    let mut walk: Vec<String> = Vec::new();
     let mut stack = vec![String::new()];
     while let Some(p) = stack.pop() {
-        if let Some(kids) = children.get(&p) {
-            let mut kids = kids.clone();
-            kids.sort();
-            stack.extend(kids.into_iter().rev());
-        }
+        stack.extend(children.get(&p).into_iter().flatten().rev().cloned());
         walk.push(p);
     }
     for gpath in &walk {
-        let Some(list) = by_group.get(gpath) else {
+        let Some(list) = by_group.get(gpath.as_str()) else {
             continue;
         };
         for node in list {
@@ -601,10 +569,8 @@ pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Group> {
         children: &HashMap<String, Vec<String>>,
     ) -> Option<Group> {
         let mut g = slots[*index.get(path)?].take()?;
-        let mut kids = children.get(path).cloned().unwrap_or_default();
-        kids.sort();
+        let kids = children.get(path).into_iter().flatten();
         g.groups = kids
-            .iter()
             .filter_map(|k| nest(k, slots, index, children))
             .collect();
         Some(g)
@@ -680,12 +646,10 @@ fn nczarr_dims(
     };
     let scope = |name: &str| {
         let mut g = gpath;
-        loop {
-            if defines(g, name) || g.is_empty() {
-                return g.to_string();
-            }
-            g = g.rsplit_once('/').map_or("", |p| p.0);
+        while !defines(g, name) && !g.is_empty() {
+            g = parent(g);
         }
+        g.to_string()
     };
     shape
         .iter()

@@ -14,7 +14,7 @@
 use super::model::{Attribute, Group, NcType, Values, Variable};
 use super::proto;
 use crate::view::{IoCause, View, ViewError};
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::Mutex;
 use prost::Message;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -179,11 +179,6 @@ fn escape(name: &str) -> String {
     out
 }
 
-/// `bytes` as a length-delimited protobuf message (varint length, then the message).
-fn delimited(message: &impl Message) -> Vec<u8> {
-    message.encode_length_delimited_to_vec()
-}
-
 fn varint(n: u64) -> Vec<u8> {
     let mut out = Vec::new();
     prost::encoding::encode_varint(n, &mut out);
@@ -194,6 +189,23 @@ fn varint(n: u64) -> Vec<u8> {
 fn frame_into(out: &mut Vec<u8>, item: &[u8]) {
     prost::encoding::encode_varint(item.len() as u64, out);
     out.extend_from_slice(item);
+}
+
+/// Bytes `offset..offset+len` of array file `array` into `buf` (cleared first); EIO when the
+/// file ends before.
+fn read_exactly(
+    view: &View,
+    array: u32,
+    offset: u64,
+    len: u64,
+    buf: &mut Vec<u8>,
+) -> Result<(), ViewError> {
+    buf.clear();
+    view.arrays[array as usize].read_data(&view.cache, offset, len, buf.into())?;
+    match buf.len() as u64 == len {
+        true => Ok(()),
+        false => Err(ViewError::Io(IoCause::Store)),
+    }
 }
 
 /// Calls `each` with string elements `from..to` of `strings`, as UTF-8 (or raw) bytes.
@@ -216,16 +228,7 @@ fn each_string(
             let (mut at, mut buf, mut text) = (from, Vec::new(), String::new());
             while at < to {
                 let n = step.min(to - at);
-                buf.clear();
-                view.arrays[array as usize].read_data(
-                    &view.cache,
-                    at * w,
-                    n * w,
-                    (&mut buf).into(),
-                )?;
-                if buf.len() as u64 != n * w {
-                    return Err(ViewError::Io(IoCause::Store));
-                }
+                read_exactly(view, array, at * w, n * w, &mut buf)?;
                 for cell in buf.chunks_exact(w as usize) {
                     if utf32 {
                         text.clear();
@@ -261,7 +264,7 @@ impl NcStreamFile {
         let mut pieces = Vec::new();
         let mut prefix = MAGIC_START.to_vec();
         prefix.extend_from_slice(&MAGIC_HEADER);
-        prefix.extend(delimited(&header));
+        prefix.extend(header.encode_length_delimited_to_vec());
         pieces.push(Piece::Bytes(prefix));
         let mut size = 0u64;
         for var in standalone.all_vars() {
@@ -298,7 +301,7 @@ impl NcStreamFile {
                 version: 3,
             };
             let mut framing = MAGIC_DATA.to_vec();
-            framing.extend(delimited(&data));
+            framing.extend(data.encode_length_delimited_to_vec());
             match source {
                 Source::Values { array, bytes } if ty != NcType::String => {
                     framing.extend(varint(bytes));
@@ -340,13 +343,9 @@ impl NcStreamFile {
         {
             // No string piece: the measure of strings is never asked for.
             let layout = file.measure(|_, _| Ok((Vec::new(), 0)));
-            *file.lock() = layout.ok().map(Arc::new);
+            *file.layout.lock() = layout.ok().map(Arc::new);
         }
         file
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Option<Arc<PieceOffsets>>> {
-        self.layout.lock()
     }
 
     /// The offsets of every piece; `strings(strings, count)` gives a string piece's checkpoints
@@ -378,7 +377,7 @@ impl NcStreamFile {
 
     /// The layout, measured now if not yet known.
     fn layout(&self, view: &View) -> Result<Arc<PieceOffsets>, ViewError> {
-        if let Some(layout) = self.lock().as_ref() {
+        if let Some(layout) = self.layout.lock().as_ref() {
             return Ok(layout.clone());
         }
         let layout = Arc::new(self.measure(|strings, count| {
@@ -400,7 +399,7 @@ impl NcStreamFile {
             }
             Ok((marks, at))
         })?);
-        *self.lock() = Some(layout.clone());
+        *self.layout.lock() = Some(layout.clone());
         Ok(layout)
     }
 
@@ -440,15 +439,7 @@ impl NcStreamFile {
                     let e = *elem as u64;
                     let (lo, hi) = (from / e * e, to.div_ceil(e) * e);
                     let mut buf = Vec::with_capacity((hi - lo) as usize);
-                    view.arrays[*array as usize].read_data(
-                        &view.cache,
-                        lo,
-                        hi - lo,
-                        (&mut buf).into(),
-                    )?;
-                    if buf.len() as u64 != hi - lo {
-                        return Err(ViewError::Io(IoCause::Store));
-                    }
+                    read_exactly(view, *array, lo, hi - lo, &mut buf)?;
                     for value in buf.chunks_exact_mut(*elem) {
                         value.reverse();
                     }
