@@ -3,7 +3,9 @@
 //! mount is a snapshot). Concurrent first uses of one directory make it once.
 
 use super::array_file::{Sources, Unreadable};
-use super::kinds::{ArrayPart, BytesFile, CdlFile, NcStreamFile, PreviewFile, TextFile, ZomFile};
+use super::kinds::{
+    ArrayPart, BytesFile, CdlFile, NcStreamFile, PreviewFile, StatsFile, TextFile, ZomFile,
+};
 use super::preview::{rendered_cache, Preview};
 use super::vlen_file::{Part, Sizer};
 use super::xattrs::group_xattrs;
@@ -64,7 +66,7 @@ fn json_bytes(doc: &serde_json::Map<String, serde_json::Value>) -> Arc<[u8]> {
 }
 
 /// How a node is named in messages.
-fn shown(path: &str) -> &str {
+pub(super) fn shown(path: &str) -> &str {
     if path.is_empty() {
         "/"
     } else {
@@ -223,19 +225,10 @@ impl<'v> Entries<'v> {
         }
         let (data, npy) = match source {
             Ok(source) if source.reader.meta().dtype.is_variable() => {
-                let k = view
-                    .vlen
-                    .push(Arc::new(VlenFile::new(&node.path, source, doc.clone())));
-                (
-                    Content::Text(TextFile {
-                        vlen: k as u32,
-                        part: Part::Text,
-                    }),
-                    Content::Text(TextFile {
-                        vlen: k as u32,
-                        part: Part::Npy,
-                    }),
-                )
+                let file = Arc::new(VlenFile::new(&node.path, source, doc.clone()));
+                let vlen = view.vlen.push(file) as u32;
+                let part = |part| Content::Text(TextFile { vlen, part });
+                (part(Part::Text), part(Part::Npy))
             }
             other => {
                 let preview = meta
@@ -256,16 +249,8 @@ impl<'v> Entries<'v> {
                         mtime,
                     );
                 }
-                (
-                    Content::Array(ArrayPart {
-                        array: k,
-                        npy: false,
-                    }),
-                    Content::Array(ArrayPart {
-                        array: k,
-                        npy: true,
-                    }),
-                )
+                let part = |npy| Content::Array(ArrayPart { array: k, npy });
+                (part(false), part(true))
             }
         };
         let ino = view.push(self.dir, data, mtime, Attrs::Node(zom));
@@ -329,8 +314,9 @@ impl<'v> Entries<'v> {
             );
             return;
         }
-        let (dir, stats) = super::stats_file::contents();
+        let dir = Content::Dir(Box::default());
         let zarrfs = view.push(ROOT_INO, dir, view.store_mtime, Attrs::None);
+        let stats = Content::Stats(StatsFile);
         let file = view.push(zarrfs, stats, view.store_mtime, Attrs::None);
         let mut listing = Listing::default();
         listing.entries.push((super::STATS_FILE.into(), file));

@@ -244,12 +244,9 @@ impl VlenFile {
         })
     }
 
+    /// The path as logs show it.
     pub(super) fn shown(&self) -> &str {
-        if self.path.is_empty() {
-            "/"
-        } else {
-            &self.path
-        }
+        super::build::shown(&self.path)
     }
 
     /// Element `k` of a decoded chunk, or the fill value when the chunk is absent.

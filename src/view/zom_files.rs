@@ -259,7 +259,7 @@ impl ZomFiles {
         written: &mut usize,
     ) -> std::io::Result<()> {
         *written += 1;
-        let zom = group_node(&self.document(node), Map::new(), self.version);
+        let zom = group_node(&self.document(node), self.version);
         write_object(out, depth, zom.iter(), |out, key, value| {
             if key != "members" {
                 return write_value(value, depth + 1, out);
