@@ -6,6 +6,7 @@ use super::array_file::{Sources, Unreadable};
 use super::kinds::{
     ArrayPart, BytesFile, CdlFile, NcStreamFile, PreviewFile, StatsFile, TextFile, ZomFile,
 };
+use super::netcdf::{CDL_SIDECAR, NCSTREAM_SIDECAR};
 use super::preview::{rendered_cache, Preview};
 use super::vlen_file::{Part, Sizer};
 use super::xattrs::group_xattrs;
@@ -173,9 +174,9 @@ impl<'v> Entries<'v> {
         true
     }
 
-    fn sidecar(&mut self, name: String, content: Content, mtime: SystemTime) {
+    fn sidecar(&mut self, name: impl Into<String>, content: Content, mtime: SystemTime) {
         self.sidecars.push(Sidecar {
-            name,
+            name: name.into(),
             content,
             mtime,
             xattrs: Attrs::None,
@@ -185,16 +186,8 @@ impl<'v> Entries<'v> {
     /// Queues the group's `.group.json` and `.zom.json`.
     fn group_sidecars(&mut self, group: &Group) {
         let doc = self.view.zoms.json(group.zom);
-        self.sidecar(
-            GROUP_SIDECAR.into(),
-            Content::Json(BytesFile(doc)),
-            group.mtime,
-        );
-        self.sidecar(
-            ZOM_FILE.into(),
-            Content::Zom(ZomFile(group.zom)),
-            group.mtime,
-        );
+        self.sidecar(GROUP_SIDECAR, Content::Json(BytesFile(doc)), group.mtime);
+        self.sidecar(ZOM_FILE, Content::Zom(ZomFile(group.zom)), group.mtime);
     }
 
     /// Adds an array's data file under `name` and queues its `.json` and `.npy` sidecars;
@@ -243,11 +236,8 @@ impl<'v> Entries<'v> {
                 if let Some(mut preview) = preview {
                     preview.array = k;
                     let p = view.previews.push(preview) as u32;
-                    self.sidecar(
-                        format!("{name}.png"),
-                        Content::Preview(PreviewFile(p)),
-                        mtime,
-                    );
+                    let png = Content::Preview(PreviewFile(p));
+                    self.sidecar(format!("{name}.png"), png, mtime);
                 }
                 let part = |npy| Content::Array(ArrayPart { array: k, npy });
                 (part(false), part(true))
@@ -269,16 +259,8 @@ impl<'v> Entries<'v> {
     fn finish(mut self) -> Listing {
         let view = self.view;
         let mtime = view.inodes[(self.dir - 1) as usize].mtime;
-        self.sidecar(
-            super::netcdf::CDL_SIDECAR.into(),
-            Content::Cdl(CdlFile),
-            mtime,
-        );
-        self.sidecar(
-            super::netcdf::NCSTREAM_SIDECAR.into(),
-            Content::NcStream(NcStreamFile),
-            mtime,
-        );
+        self.sidecar(CDL_SIDECAR, Content::Cdl(CdlFile), mtime);
+        self.sidecar(NCSTREAM_SIDECAR, Content::NcStream(NcStreamFile), mtime);
         if self.dir == ROOT_INO {
             self.add_stats_dir();
         }

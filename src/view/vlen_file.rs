@@ -17,6 +17,7 @@
 use super::backed::{read_through, ArrayBacking, ArrayIdentity, Backing};
 use super::chunk_source::ChunkSource;
 use super::held_chunks::{cached, HeldChunks};
+use super::kinds::overlap;
 use super::slice_file::SliceFile;
 use super::{npy_header, IoCause, ViewError};
 use crate::backing::BackingFile;
@@ -524,9 +525,7 @@ impl VlenFile {
             if at + n > offset && at < end {
                 line.clear();
                 escape_into(&mut line, item);
-                let a = offset.saturating_sub(at) as usize;
-                let b = ((end - at) as usize).min(line.len());
-                out.extend_from_slice(&line[a..b]);
+                out.extend_from_slice(overlap(&line, at, offset, end));
             }
             at += n;
             Ok(())
@@ -544,9 +543,7 @@ impl VlenFile {
             return Ok(out);
         }
         let hlen = index.header.len() as u64;
-        if offset < hlen {
-            out.extend_from_slice(&index.header[offset as usize..end.min(hlen) as usize]);
-        }
+        out.extend_from_slice(overlap(&index.header, 0, offset, end));
         let w = self.npy_width(&index) as u64;
         let (from, to) = (offset.max(hlen) - hlen, end.saturating_sub(hlen));
         if from >= to {
@@ -566,8 +563,7 @@ impl VlenFile {
                 cell.extend_from_slice(item);
             }
             cell.resize(w as usize, 0);
-            let (a, b) = (from.max(at) - at, to.min(at + w) - at);
-            out.extend_from_slice(&cell[a as usize..b as usize]);
+            out.extend_from_slice(overlap(&cell, at, from, to));
             at += w;
             Ok(())
         })?;

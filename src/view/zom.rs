@@ -113,20 +113,22 @@ fn unparsed_draft_array(doc: &Map<String, Value>) -> Map<String, Value> {
     );
     let grid = doc.get("chunk_grid");
     let chunk_shape = grid.and_then(|g| g.get("chunk_shape")).cloned();
-    let separator = grid
-        .and_then(|g| g.get("separator"))
-        .cloned()
-        .unwrap_or(json!("/"));
-    out.insert(
-        "chunk_grid".into(),
-        json!({"name": "regular", "configuration": {"chunk_shape": chunk_shape}}),
-    );
-    out.insert(
-        "chunk_key_encoding".into(),
-        json!({"name": "default", "configuration": {"separator": separator}}),
-    );
-    out.insert("codecs".into(), json!([]));
+    let separator = grid.and_then(|g| g.get("separator")).cloned();
+    out.extend(object(json!({
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": chunk_shape}},
+        "chunk_key_encoding":
+            {"name": "default", "configuration": {"separator": separator.unwrap_or(json!("/"))}},
+        "codecs": [],
+    })));
     out
+}
+
+/// The entries of a JSON object (none for other JSON).
+fn object(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
 }
 
 /// The entries of `doc` named in `keys`, in that order.
@@ -151,7 +153,7 @@ fn draft_array(doc: &Map<String, Value>, meta: &ArrayMeta) -> Map<String, Value>
         KeyStyle::Default | KeyStyle::Draft => "default",
     };
     let field = |key| doc.get(key).cloned().unwrap_or(Value::Null);
-    let zom = json!({
+    object(json!({
         "shape": meta.shape,
         "data_type": v3_data_type(&meta.dtype),
         "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": meta.chunk_shape}},
@@ -159,11 +161,7 @@ fn draft_array(doc: &Map<String, Value>, meta: &ArrayMeta) -> Map<String, Value>
         "fill_value": field("fill_value"),
         "codecs": codecs(meta),
         "dimension_names": field("dimension_names"),
-    });
-    match zom {
-        Value::Object(out) => out,
-        _ => Map::new(),
-    }
+    }))
 }
 
 /// An array's codecs as named configurations.

@@ -13,32 +13,20 @@ use crate::meta::{DataType, Hierarchy, Node, NodeKind};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 
-/// A netCDF atomic type.
+/// A netCDF atomic type: `NC_BYTE`, `NC_CHAR`, ... without the `NC_`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NcType {
-    /// NC_BYTE
     Byte,
-    /// NC_CHAR
     Char,
-    /// NC_SHORT
     Short,
-    /// NC_INT
     Int,
-    /// NC_INT64
     Int64,
-    /// NC_UBYTE
     UByte,
-    /// NC_USHORT
     UShort,
-    /// NC_UINT
     UInt,
-    /// NC_UINT64
     UInt64,
-    /// NC_FLOAT
     Float,
-    /// NC_DOUBLE
     Double,
-    /// NC_STRING
     String,
 }
 

@@ -13,6 +13,7 @@
 
 use super::model::{Attribute, Group, NcType, Values, Variable};
 use super::proto;
+use crate::view::kinds::overlap;
 use crate::view::{IoCause, View, ViewError};
 use parking_lot::Mutex;
 use prost::Message;
@@ -169,14 +170,7 @@ fn group(g: &Group, name: &str) -> proto::Group {
 
 /// A name as netCDF-Java writes it in a full name: `.` and `\` escaped with a backslash.
 fn escape(name: &str) -> String {
-    let mut out = String::new();
-    for c in name.chars() {
-        if c == '.' || c == '\\' {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
+    name.replace('\\', "\\\\").replace('.', "\\.")
 }
 
 fn varint(n: u64) -> Vec<u8> {
@@ -443,7 +437,7 @@ impl NcStreamFile {
                     for value in buf.chunks_exact_mut(*elem) {
                         value.reverse();
                     }
-                    out.extend_from_slice(&buf[(from - lo) as usize..(to - lo) as usize]);
+                    out.extend_from_slice(overlap(&buf, lo, from, to));
                 }
                 Piece::Strings { strings, count } => {
                     let marks = &layout.marks[&i];
@@ -465,10 +459,7 @@ fn read_strings(
     to: u64,
     out: &mut Vec<u8>,
 ) -> Result<(), ViewError> {
-    let head = varint(count);
-    if from < head.len() as u64 {
-        out.extend_from_slice(&head[from as usize..(to as usize).min(head.len())]);
-    }
+    out.extend_from_slice(overlap(&varint(count), 0, from, to));
     let mark = marks.partition_point(|&(_, b)| b <= from).saturating_sub(1);
     let (mut element, mut at) = marks[mark];
     let mut framed = Vec::new();
@@ -477,13 +468,8 @@ fn read_strings(
         each_string(view, strings, element, next, &mut |item| {
             framed.clear();
             frame_into(&mut framed, item);
-            let n = framed.len() as u64;
-            if at + n > from && at < to {
-                let a = from.saturating_sub(at) as usize;
-                let b = ((to - at) as usize).min(framed.len());
-                out.extend_from_slice(&framed[a..b]);
-            }
-            at += n;
+            out.extend_from_slice(overlap(&framed, at, from, to));
+            at += framed.len() as u64;
         })?;
         element = next;
     }
