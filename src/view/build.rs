@@ -358,9 +358,10 @@ impl View {
         };
         let doc = json_bytes(&root.document);
         let zom = view.keep(&root, &doc);
-        let mut xattrs = match root.kind {
-            NodeKind::Group => group_xattrs(&root.document, version).to_vec(),
-            NodeKind::Array(_) => Vec::new(),
+        let is_group = matches!(root.kind, NodeKind::Group);
+        let mut xattrs = match is_group {
+            true => group_xattrs(&root.document, version).to_vec(),
+            false => Vec::new(),
         };
         // What the store says of the version it shows (an Icechunk snapshot), on the root.
         xattrs.extend(
@@ -374,16 +375,12 @@ impl View {
         } else {
             Attrs::Made(Arc::from(xattrs))
         };
-        let group = matches!(root.kind, NodeKind::Group).then(|| Group {
+        let group = is_group.then(|| Group {
             path: "".into(),
             zom,
             mtime: view.mtime_of(&root),
         });
-        let is_group = group.is_some();
-        let dir = match group {
-            Some(group) => Dir::of(group),
-            None => Box::default(),
-        };
+        let dir = group.map_or_else(Box::default, Dir::of);
         view.push(ROOT_INO, Content::Dir(dir), store_mtime, xattrs);
         if !is_group {
             // An array at the root: its files, named `root_name`, and the netCDF files that

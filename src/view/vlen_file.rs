@@ -229,8 +229,8 @@ impl VlenFile {
         }
     }
 
-    /// Calls `each` with elements `from..to` in order (the fill value for absent chunks).
-    fn items(
+    /// Calls `each` with elements `from..to` in C order (the fill value for absent chunks).
+    pub(super) fn items(
         &self,
         cache: &ChunkCache,
         from: u64,
@@ -443,20 +443,6 @@ impl VlenFile {
     /// The chunks this array is read from.
     pub(super) fn source(&self) -> &ChunkSource {
         &self.source
-    }
-
-    /// Calls `each` with elements `from..to` in C order (the fill value for absent chunks).
-    pub fn each_item(
-        &self,
-        cache: &ChunkCache,
-        from: u64,
-        to: u64,
-        each: &mut dyn FnMut(&[u8]),
-    ) -> Result<(), ViewError> {
-        self.items(cache, from, to, &mut |item| {
-            each(item);
-            Ok(())
-        })
     }
 
     /// Bytes `offset..offset+len` of `part`: copied from its backing file in `backing`

@@ -14,9 +14,9 @@ impl ServedFile for NcStreamFile {
     }
 
     fn read(&self, view: &View, dir: u64, read: ReadAt, reply: Reply) -> Result<(), ViewError> {
-        match view.netcdf_files(true) {
-            Some(files) => files.read_stream(view, dir, read.offset, read.len, reply.out),
-            None => Ok(()),
-        }
+        let files = view.netcdf_files(true);
+        files.map_or(Ok(()), |f| {
+            f.read_stream(view, dir, read.offset, read.len, reply.out)
+        })
     }
 }

@@ -208,10 +208,10 @@ fn each_string(
     strings: Strings,
     from: u64,
     to: u64,
-    each: &mut dyn FnMut(&[u8]),
+    each: &mut dyn FnMut(&[u8]) -> Result<(), ViewError>,
 ) -> Result<(), ViewError> {
     match strings {
-        Strings::Vlen(k) => view.vlen[k as usize].each_item(&view.cache, from, to, each),
+        Strings::Vlen(k) => view.vlen[k as usize].items(&view.cache, from, to, each),
         Strings::Fixed {
             array,
             width,
@@ -231,10 +231,10 @@ fn each_string(
                                 .map(|u| u32::from_le_bytes([u[0], u[1], u[2], u[3]]))
                                 .map(|u| char::from_u32(u).unwrap_or('\u{fffd}')),
                         );
-                        each(text.trim_end_matches('\0').as_bytes());
+                        each(text.trim_end_matches('\0').as_bytes())?;
                     } else {
                         let end = cell.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
-                        each(&cell[..end]);
+                        each(&cell[..end])?;
                     }
                 }
                 at += n;
@@ -385,6 +385,7 @@ impl NcStreamFile {
                     framed.clear();
                     frame_into(&mut framed, item);
                     at = at.saturating_add(framed.len() as u64);
+                    Ok(())
                 })?;
                 from = to;
                 if from < count {
@@ -470,6 +471,7 @@ fn read_strings(
             frame_into(&mut framed, item);
             out.extend_from_slice(overlap(&framed, at, from, to));
             at += framed.len() as u64;
+            Ok(())
         })?;
         element = next;
     }
