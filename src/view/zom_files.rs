@@ -148,10 +148,7 @@ impl ZomFiles {
         *self.nodes[node as usize].size.get_or_init(|| {
             counted(|sink| match &self.nodes[node as usize].array {
                 None => self.write(node, sink),
-                Some(meta) => {
-                    let doc = self.document(node);
-                    self.write_array(&doc, meta.as_deref(), 0, sink)
-                }
+                Some(_) => self.write_array(node, 0, sink),
             })
         })
     }
@@ -179,15 +176,11 @@ impl ZomFiles {
         Hierarchy { nodes }
     }
 
-    /// Writes the ZOM of the array whose document is `doc` at nesting `depth`.
-    fn write_array(
-        &self,
-        doc: &Map<String, Value>,
-        meta: Option<&ArrayMeta>,
-        depth: usize,
-        out: &mut Sink,
-    ) {
-        let zom = array_node(doc, meta, self.version);
+    /// Writes the ZOM of array node `node` at nesting `depth`.
+    fn write_array(&self, node: u32, depth: usize, out: &mut Sink) {
+        let meta = self.nodes[node as usize].array.as_ref();
+        let meta = meta.and_then(Option::as_deref);
+        let zom = array_node(&self.document(node), meta, self.version);
         // Writing to a sink cannot fail.
         let _ = write_value(&Value::Object(zom), depth, out);
     }
@@ -275,10 +268,9 @@ impl ZomFiles {
                         *breaks += n;
                     }
                     (None, Sink::Bytes(_)) => self.write_group(child, depth + 2, out, written)?,
-                    (Some(meta), Sink::Bytes(_)) => {
+                    (Some(_), Sink::Bytes(_)) => {
                         *written += 1;
-                        let doc = self.document(child);
-                        self.write_array(&doc, meta.as_deref(), depth + 2, out);
+                        self.write_array(child, depth + 2, out);
                     }
                 }
                 Ok(())

@@ -6,7 +6,7 @@ use super::model::NcType;
 use super::ncstream::{NcStreamFile, Source, Strings};
 use crate::meta::{ArrayMeta, DataType, NodeKind};
 use crate::view::vlen_file::Part;
-use crate::view::{ArrayPart, Content, TextFile, View, ViewError, ROOT_INO};
+use crate::view::{ArrayPart, Content, TextFile, View, ROOT_INO};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -109,24 +109,9 @@ impl NetcdfFiles {
         self.cdl.get(&dir).cloned().unwrap_or_default()
     }
 
-    /// The size of the `.ncstream` of the group shown by directory `dir` (0 when it cannot be
-    /// measured; reading it then fails).
-    pub(in crate::view) fn stream_size(&self, view: &View, dir: u64) -> u64 {
-        let stream = self.streams.get(&dir);
-        stream.and_then(|s| s.size(view).ok()).unwrap_or(0)
-    }
-
-    /// Up to `len` bytes from `offset` of the `.ncstream` of the group shown by `dir`.
-    pub(in crate::view) fn read_stream(
-        &self,
-        view: &View,
-        dir: u64,
-        offset: u64,
-        len: u64,
-        out: &mut Vec<u8>,
-    ) -> Result<(), ViewError> {
-        let stream = self.streams.get(&dir);
-        stream.map_or(Ok(()), |s| s.read(view, offset, len, out))
+    /// The `.ncstream` of the group shown by directory `dir`.
+    pub(in crate::view) fn stream(&self, dir: u64) -> Option<&NcStreamFile> {
+        self.streams.get(&dir)
     }
 }
 

@@ -268,14 +268,6 @@ pub fn split_fqn(fqn: &str) -> (String, String) {
     (group, name)
 }
 
-fn attributes_of(node: &Node) -> Map<String, Value> {
-    node.document
-        .get("attributes")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default()
-}
-
 /// True for attributes netCDF keeps to itself (not shown by `ncdump -h`).
 fn is_internal(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
@@ -294,8 +286,10 @@ fn attr_types(attrs: &Map<String, Value>) -> Map<String, Value> {
 }
 
 /// The typed attributes of one node.
-fn typed_attributes(attrs: &Map<String, Value>) -> Vec<Attribute> {
-    let types = attr_types(attrs);
+fn typed_attributes(node: &Node) -> Vec<Attribute> {
+    let attrs = node.document.get("attributes").and_then(Value::as_object);
+    let attrs = attrs.cloned().unwrap_or_default();
+    let types = attr_types(&attrs);
     attrs
         .iter()
         .filter(|(name, _)| !is_internal(name))
@@ -450,7 +444,7 @@ pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Group> {
                     path: node.path.clone(),
                     dims,
                     vars: Vec::new(),
-                    attrs: typed_attributes(&attributes_of(node)),
+                    attrs: typed_attributes(node),
                     groups: Vec::new(),
                 });
             }
@@ -504,7 +498,6 @@ pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Group> {
             let NodeKind::Array(Ok(meta)) = &node.kind else {
                 continue;
             };
-            let attrs = attributes_of(node);
             let dims = if nczarr {
                 nczarr_dims(node, &meta.shape, gpath, |g, name| {
                     index
@@ -532,7 +525,7 @@ pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Group> {
                 ty: NcType::of(&meta.dtype),
                 zarr_type: zarr_type_name(node),
                 dims,
-                attrs: typed_attributes(&attrs),
+                attrs: typed_attributes(node),
             };
             let g = &mut groups[index[gpath.as_str()]];
             match var.ty {

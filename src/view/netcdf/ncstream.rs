@@ -113,32 +113,33 @@ fn attribute(a: &Attribute) -> proto::Attribute {
         data_type: data_type(a.ty) as i32,
         ..Default::default()
     };
-    match &a.values {
+    let len = match &a.values {
         Values::Text(s) => {
-            out.len = s.len() as u32;
             out.data = s.as_bytes().to_vec();
+            s.len()
         }
         Values::Strings(list) => {
-            out.len = list.len() as u32;
             out.sdata = list.clone();
+            list.len()
         }
         Values::Ints(list) => {
-            out.len = list.len() as u32;
             for &v in list {
                 let be = (v as u64).to_be_bytes();
                 out.data.extend_from_slice(&be[8 - a.ty.size()..]);
             }
+            list.len()
         }
         Values::Floats(list) => {
-            out.len = list.len() as u32;
             for &v in list {
                 match a.ty {
                     NcType::Float => out.data.extend_from_slice(&(v as f32).to_be_bytes()),
                     _ => out.data.extend_from_slice(&v.to_be_bytes()),
                 }
             }
+            list.len()
         }
-    }
+    };
+    out.len = len as u32;
     out
 }
 
