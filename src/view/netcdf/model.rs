@@ -403,11 +403,8 @@ fn nczarr_var_order(doc: &Map<String, Value>) -> Option<Vec<String>> {
         .get("vars")
         .or_else(|| info.get("arrays"))?
         .as_array()?;
-    Some(
-        list.iter()
-            .filter_map(|v| v.as_str().map(String::from))
-            .collect(),
-    )
+    let names = list.iter().filter_map(Value::as_str);
+    Some(names.map(String::from).collect())
 }
 
 /// The netCDF dataset of `hierarchy`: its root group; for a store whose root is an array, a
@@ -464,18 +461,11 @@ pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Group> {
     for node in arrays {
         by_group.entry(parent(&node.path)).or_default().push(node);
     }
-    for list in by_group.values_mut() {
-        list.sort_by_key(|n| n.path.clone());
-    }
     for (path, list) in by_group.iter_mut() {
-        if let Some(order) = orders.get(*path) {
-            list.sort_by_key(|n| {
-                order
-                    .iter()
-                    .position(|o| o == n.name())
-                    .unwrap_or(usize::MAX)
-            });
-        }
+        // Those the NCZarr order names first, in that order; the others by path.
+        let order = orders.get(*path).map_or(&[][..], Vec::as_slice);
+        let rank = |n: &Node| order.iter().position(|o| o == n.name());
+        list.sort_by_key(|n| (rank(n).unwrap_or(usize::MAX), n.path.clone()));
     }
     // Walk the groups depth first (the order netCDF-c defines pure Zarr dimensions in).
     let mut children: HashMap<String, Vec<String>> = HashMap::new();
