@@ -8,16 +8,18 @@
 
 use super::zom::{array_node, group_node};
 use crate::meta::{ArrayMeta, Dimensions, Hierarchy, MetaError, Node, NodeKind};
+use lru::LruCache;
 use parking_lot::Mutex;
 use serde_json::{Map, Value};
 use std::io::Write;
+use std::num::NonZeroUsize;
 use std::sync::{Arc, OnceLock};
 
 /// Subtrees at least this large say in the log when their ZOM is made.
 const LOGGED_NODES: usize = 10_000;
 
 /// How many made files are kept for reads that follow.
-const KEPT_FILES: usize = 4;
+const KEPT_FILES: NonZeroUsize = NonZeroUsize::new(4).unwrap();
 
 /// The dimensions of a node whose metadata declares none.
 static NO_DIMENSIONS: Dimensions = Dimensions {
@@ -46,8 +48,8 @@ struct Kept {
 pub struct ZomFiles {
     version: u8,
     nodes: boxcar::Vec<Kept>,
-    /// The files made last (by group node), newest last.
-    made: Mutex<Vec<(u32, Arc<[u8]>)>>,
+    /// The files made last, by group node.
+    made: Mutex<LruCache<u32, Arc<[u8]>>>,
 }
 
 /// Where a ZOM is written: its bytes, or only their count (and that of line breaks).
@@ -78,7 +80,7 @@ impl ZomFiles {
         ZomFiles {
             version,
             nodes: boxcar::Vec::new(),
-            made: Mutex::new(Vec::new()),
+            made: Mutex::new(LruCache::new(KEPT_FILES)),
         }
     }
 
@@ -189,24 +191,17 @@ impl ZomFiles {
     /// last (concurrent first reads make it once). The group's subtree must be loaded.
     pub fn bytes(&self, node: u32) -> Arc<[u8]> {
         let mut made = self.made.lock();
-        if let Some(i) = made.iter().position(|(f, _)| *f == node) {
-            let entry = made.remove(i);
-            made.push(entry.clone());
-            return entry.1;
+        if let Some(bytes) = made.get(&node) {
+            return bytes.clone();
         }
         let mut sink = Sink::Bytes(Vec::new());
         self.write(node, &mut sink);
-        let bytes: Arc<[u8]> = match sink {
-            Sink::Bytes(mut out) => {
-                out.push(b'\n');
-                Arc::from(out)
-            }
-            Sink::Count { .. } => Arc::from(Vec::new()),
+        let Sink::Bytes(mut out) = sink else {
+            return Arc::default();
         };
-        if made.len() >= KEPT_FILES {
-            made.remove(0);
-        }
-        made.push((node, bytes.clone()));
+        out.push(b'\n');
+        let bytes: Arc<[u8]> = Arc::from(out);
+        made.put(node, bytes.clone());
         bytes
     }
 
@@ -309,10 +304,10 @@ fn counted(write: impl FnOnce(&mut Sink)) -> (u64, u64) {
         breaks: 0,
     };
     write(&mut sink);
-    match sink {
-        Sink::Count { bytes, breaks } => (bytes, breaks),
-        Sink::Bytes(_) => (0, 0),
-    }
+    let Sink::Count { bytes, breaks } = sink else {
+        return (0, 0);
+    };
+    (bytes, breaks)
 }
 
 fn indent(depth: usize) -> String {
@@ -431,14 +426,14 @@ mod tests {
     fn only_the_files_read_last_are_kept() {
         let z = ZomFiles::new(3);
         let group = json!({"zarr_format": 3, "node_type": "group", "attributes": {}});
-        let groups: Vec<u32> = (0..KEPT_FILES + 2)
+        let groups: Vec<u32> = (0..KEPT_FILES.get() + 2)
             .map(|i| keep(&z, &format!("g{i}"), group.clone(), None))
             .collect();
         let first = z.bytes(groups[0]);
         for &g in &groups[1..] {
             z.bytes(g);
         }
-        let kept: Vec<u32> = z.made.lock().iter().map(|(f, _)| *f).collect();
+        let kept: Vec<u32> = z.made.lock().iter().rev().map(|(f, _)| *f).collect();
         assert_eq!(kept, groups[2..]);
         assert_eq!(z.bytes(groups[0]), first, "made again the same");
     }
