@@ -47,10 +47,9 @@ pub(in crate::view) struct Reply<'a> {
 impl<'a> Reply<'a> {
     /// Into `out` alone (`into_reply` as [`Reply::into_reply`] says).
     pub fn new(out: &'a mut Vec<u8>, into_reply: bool) -> Self {
-        let send = None;
         Reply {
             out,
-            send,
+            send: None,
             into_reply,
         }
     }

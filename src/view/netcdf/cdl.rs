@@ -28,12 +28,9 @@ fn dim_name(d: &DimRef, scope: &[&Group], top_path: &str) -> String {
             escape_name(&d.name)
         }
         _ => {
-            let mut fqn = String::new();
-            for part in d.group.split('/').filter(|p| !p.is_empty()) {
-                let _ = write!(fqn, "/{}", escape_name(part));
-            }
-            let _ = write!(fqn, "/{}", escape_name(&d.name));
-            fqn
+            let parts = d.group.split('/').filter(|p| !p.is_empty());
+            let parts = parts.chain([d.name.as_str()]);
+            parts.map(|p| format!("/{}", escape_name(p))).collect()
         }
     }
 }
