@@ -46,7 +46,7 @@ fn body(g: &Group, top_path: &str, scope: &[&Group], level: usize, out: &mut Str
     if !g.vars.is_empty() {
         let _ = writeln!(out, "{ind}variables:");
         for v in &g.vars {
-            let ty = v.ty.map_or("", NcType::cdl_name);
+            let ty = v.ty.cdl_name();
             let _ = write!(out, "{ind}\t{ty} {}", escape_name(&v.name));
             if !v.dims.is_empty() {
                 let names: Vec<String> = v

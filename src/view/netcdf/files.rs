@@ -60,7 +60,7 @@ impl NetcdfFiles {
                     npy: false,
                 }) if view.arrays[k as usize].check_readable().is_ok() => {
                     match (var.ty, &meta.dtype) {
-                        (Some(NcType::String), DataType::Bytes(_) | DataType::Unicode(_)) => {
+                        (NcType::String, DataType::Bytes(_) | DataType::Unicode(_)) => {
                             Source::Strings {
                                 strings: Strings::Fixed {
                                     array: k,

@@ -165,10 +165,8 @@ pub struct Variable {
     pub name: String,
     /// Path of its array node.
     pub path: String,
-    /// Its netCDF type; `None` when the Zarr type has no netCDF equivalent.
-    pub ty: Option<NcType>,
-    /// The Zarr type's name, for variables left out.
-    pub zarr_type: String,
+    /// Its netCDF type (a Zarr type without one leaves the variable out).
+    pub ty: NcType,
     /// Its dimensions.
     pub dims: Vec<DimRef>,
     /// Its attributes.
@@ -505,30 +503,30 @@ pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Group> {
                     })
                     .collect()
             };
-            let var = Variable {
-                name: if node.path.is_empty() {
-                    root_name.into()
-                } else {
-                    node.name().into()
-                },
-                path: node.path.clone(),
-                ty: NcType::of(&meta.dtype),
-                zarr_type: zarr_type_name(node),
-                dims,
-                attrs: typed_attributes(node),
+            let name = match node.path.is_empty() {
+                true => root_name.to_string(),
+                false => node.name().to_string(),
             };
             let g = &mut groups[index[gpath.as_str()]];
-            match var.ty {
-                Some(_) => g.vars.push(var),
-                None => g.attrs.push(Attribute {
+            // A variable left out still defines its dimensions (above).
+            let Some(ty) = NcType::of(&meta.dtype) else {
+                g.attrs.push(Attribute {
                     name: "comment".into(),
                     ty: NcType::Char,
                     values: Values::Text(format!(
-                        "variable {} left out: Zarr type {} has no netCDF equivalent",
-                        var.name, var.zarr_type
+                        "variable {name} left out: Zarr type {} has no netCDF equivalent",
+                        zarr_type_name(node)
                     )),
-                }),
-            }
+                });
+                continue;
+            };
+            g.vars.push(Variable {
+                name,
+                path: node.path.clone(),
+                ty,
+                dims,
+                attrs: typed_attributes(node),
+            });
         }
     }
     // Nest the groups, children in depth-first order.

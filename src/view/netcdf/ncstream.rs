@@ -153,7 +153,7 @@ fn dimension(name: &str, length: u64) -> proto::Dimension {
 fn variable(v: &Variable) -> proto::Variable {
     proto::Variable {
         name: v.name.clone(),
-        data_type: v.ty.map_or(0, |t| data_type(t) as i32),
+        data_type: data_type(v.ty) as i32,
         shape: v.dims.iter().map(|d| dimension(&d.name, d.len)).collect(),
         atts: v.attrs.iter().map(attribute).collect(),
     }
@@ -263,7 +263,7 @@ impl NcStreamFile {
         pieces.push(Piece::Bytes(prefix));
         let mut size = 0u64;
         for var in standalone.all_vars() {
-            let (Some(ty), Some(&source)) = (var.ty, sources.get(&var.path)) else {
+            let (ty, Some(&source)) = (var.ty, sources.get(&var.path)) else {
                 continue;
             };
             let relative = var
