@@ -3,7 +3,10 @@
 //! mount is a snapshot). Concurrent first uses of one directory make it once.
 
 use super::array_file::{Sources, Unreadable};
-use super::kinds::{ArrayPart, BytesFile, CdlFile, NcStreamFile, PreviewFile, TextFile, ZomFile};
+use super::kinds::{
+    ArrayPart, BytesFile, CdlFile, NcStreamFile, PreviewFile, StatsFile, TextFile, ZomFile,
+};
+use super::netcdf::{CDL_SIDECAR, NCSTREAM_SIDECAR};
 use super::preview::{rendered_cache, Preview};
 use super::vlen_file::{Part, Sizer};
 use super::xattrs::group_xattrs;
@@ -64,7 +67,7 @@ fn json_bytes(doc: &serde_json::Map<String, serde_json::Value>) -> Arc<[u8]> {
 }
 
 /// How a node is named in messages.
-fn shown(path: &str) -> &str {
+pub(super) fn shown(path: &str) -> &str {
     if path.is_empty() {
         "/"
     } else {
@@ -171,9 +174,9 @@ impl<'v> Entries<'v> {
         true
     }
 
-    fn sidecar(&mut self, name: String, content: Content, mtime: SystemTime) {
+    fn sidecar(&mut self, name: impl Into<String>, content: Content, mtime: SystemTime) {
         self.sidecars.push(Sidecar {
-            name,
+            name: name.into(),
             content,
             mtime,
             xattrs: Attrs::None,
@@ -183,16 +186,8 @@ impl<'v> Entries<'v> {
     /// Queues the group's `.group.json` and `.zom.json`.
     fn group_sidecars(&mut self, group: &Group) {
         let doc = self.view.zoms.json(group.zom);
-        self.sidecar(
-            GROUP_SIDECAR.into(),
-            Content::Json(BytesFile(doc)),
-            group.mtime,
-        );
-        self.sidecar(
-            ZOM_FILE.into(),
-            Content::Zom(ZomFile(group.zom)),
-            group.mtime,
-        );
+        self.sidecar(GROUP_SIDECAR, Content::Json(BytesFile(doc)), group.mtime);
+        self.sidecar(ZOM_FILE, Content::Zom(ZomFile(group.zom)), group.mtime);
     }
 
     /// Adds an array's data file under `name` and queues its `.json` and `.npy` sidecars;
@@ -223,19 +218,10 @@ impl<'v> Entries<'v> {
         }
         let (data, npy) = match source {
             Ok(source) if source.reader.meta().dtype.is_variable() => {
-                let k = view
-                    .vlen
-                    .push(Arc::new(VlenFile::new(&node.path, source, doc.clone())));
-                (
-                    Content::Text(TextFile {
-                        vlen: k as u32,
-                        part: Part::Text,
-                    }),
-                    Content::Text(TextFile {
-                        vlen: k as u32,
-                        part: Part::Npy,
-                    }),
-                )
+                let file = Arc::new(VlenFile::new(&node.path, source, doc.clone()));
+                let vlen = view.vlen.push(file) as u32;
+                let part = |part| Content::Text(TextFile { vlen, part });
+                (part(Part::Text), part(Part::Npy))
             }
             other => {
                 let preview = meta
@@ -250,22 +236,11 @@ impl<'v> Entries<'v> {
                 if let Some(mut preview) = preview {
                     preview.array = k;
                     let p = view.previews.push(preview) as u32;
-                    self.sidecar(
-                        format!("{name}.png"),
-                        Content::Preview(PreviewFile(p)),
-                        mtime,
-                    );
+                    let png = Content::Preview(PreviewFile(p));
+                    self.sidecar(format!("{name}.png"), png, mtime);
                 }
-                (
-                    Content::Array(ArrayPart {
-                        array: k,
-                        npy: false,
-                    }),
-                    Content::Array(ArrayPart {
-                        array: k,
-                        npy: true,
-                    }),
-                )
+                let part = |npy| Content::Array(ArrayPart { array: k, npy });
+                (part(false), part(true))
             }
         };
         let ino = view.push(self.dir, data, mtime, Attrs::Node(zom));
@@ -284,16 +259,8 @@ impl<'v> Entries<'v> {
     fn finish(mut self) -> Listing {
         let view = self.view;
         let mtime = view.inodes[(self.dir - 1) as usize].mtime;
-        self.sidecar(
-            super::netcdf::CDL_SIDECAR.into(),
-            Content::Cdl(CdlFile),
-            mtime,
-        );
-        self.sidecar(
-            super::netcdf::NCSTREAM_SIDECAR.into(),
-            Content::NcStream(NcStreamFile),
-            mtime,
-        );
+        self.sidecar(CDL_SIDECAR, Content::Cdl(CdlFile), mtime);
+        self.sidecar(NCSTREAM_SIDECAR, Content::NcStream(NcStreamFile), mtime);
         if self.dir == ROOT_INO {
             self.add_stats_dir();
         }
@@ -329,8 +296,9 @@ impl<'v> Entries<'v> {
             );
             return;
         }
-        let (dir, stats) = super::stats_file::contents();
+        let dir = Content::Dir(Box::default());
         let zarrfs = view.push(ROOT_INO, dir, view.store_mtime, Attrs::None);
+        let stats = Content::Stats(StatsFile);
         let file = view.push(zarrfs, stats, view.store_mtime, Attrs::None);
         let mut listing = Listing::default();
         listing.entries.push((super::STATS_FILE.into(), file));
@@ -390,9 +358,10 @@ impl View {
         };
         let doc = json_bytes(&root.document);
         let zom = view.keep(&root, &doc);
-        let mut xattrs = match root.kind {
-            NodeKind::Group => group_xattrs(&root.document, version).to_vec(),
-            NodeKind::Array(_) => Vec::new(),
+        let is_group = matches!(root.kind, NodeKind::Group);
+        let mut xattrs = match is_group {
+            true => group_xattrs(&root.document, version).to_vec(),
+            false => Vec::new(),
         };
         // What the store says of the version it shows (an Icechunk snapshot), on the root.
         xattrs.extend(
@@ -406,16 +375,12 @@ impl View {
         } else {
             Attrs::Made(Arc::from(xattrs))
         };
-        let group = matches!(root.kind, NodeKind::Group).then(|| Group {
+        let group = is_group.then(|| Group {
             path: "".into(),
             zom,
             mtime: view.mtime_of(&root),
         });
-        let is_group = group.is_some();
-        let dir = match group {
-            Some(group) => Dir::of(group),
-            None => Box::default(),
-        };
+        let dir = group.map_or_else(Box::default, Dir::of);
         view.push(ROOT_INO, Content::Dir(dir), store_mtime, xattrs);
         if !is_group {
             // An array at the root: its files, named `root_name`, and the netCDF files that

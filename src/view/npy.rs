@@ -36,11 +36,8 @@ pub fn npy_header(dtype: &DataType, shape: &[u64]) -> Vec<u8> {
         let mut out = Vec::with_capacity(MAGIC.len() + 2 + len_bytes + total);
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&[major, 0]);
-        if len_bytes == 2 {
-            out.extend_from_slice(&(total as u16).to_le_bytes());
-        } else {
-            out.extend_from_slice(&(total as u32).to_le_bytes());
-        }
+        // The length in `len_bytes` bytes: version 1 (2 bytes) is chosen only where it fits.
+        out.extend_from_slice(&(total as u32).to_le_bytes()[..len_bytes]);
         out.extend_from_slice(&body);
         out.extend(std::iter::repeat_n(b' ', pad));
         out.push(b'\n');

@@ -17,7 +17,7 @@ use std::sync::Arc;
 /// Longest side of a preview, in pixels.
 pub const MAX_SIDE: u64 = 1024;
 /// Rendered previews kept (each at most about 1 MiB).
-const KEPT: usize = 16;
+const KEPT: NonZeroUsize = NonZeroUsize::new(16).unwrap();
 /// The most decoded chunk bytes a preview may need: an array whose first slice lies in more
 /// chunks than that has no picture (rendering happens at `stat`, which must stay quick).
 pub const MAX_DECODE: u64 = 512 << 20;
@@ -39,7 +39,7 @@ pub(super) type Rendered = Mutex<LruCache<u32, Option<Arc<[u8]>>>>;
 
 /// An empty cache of rendered previews.
 pub(super) fn rendered_cache() -> Rendered {
-    Mutex::new(LruCache::new(NonZeroUsize::new(KEPT).expect("non-zero")))
+    Mutex::new(LruCache::new(KEPT))
 }
 
 impl Preview {

@@ -2,11 +2,9 @@
 //! every open (the file is served with direct I/O, so `cat` and `watch` see fresh values); the
 //! reads of one open see one consistent text.
 
-use super::{Content, StatsFile, View};
+use super::View;
 use crate::stats::STATS;
-use parking_lot::MutexGuard;
 use serde_json::json;
-use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -14,11 +12,6 @@ use std::sync::Arc;
 pub const ZARRFS_DIR: &str = ".zarrfs";
 /// The statistics file in [`ZARRFS_DIR`].
 pub const STATS_FILE: &str = "stats";
-
-/// The `.zarrfs` directory and its `stats` file, to add at the root.
-pub(super) fn contents() -> (Content, Content) {
-    (Content::Dir(Box::default()), Content::Stats(StatsFile))
-}
 
 impl View {
     /// The current counters as pretty JSON with a trailing newline.
@@ -64,26 +57,22 @@ impl View {
         text
     }
 
-    fn lock_snapshots(&self) -> MutexGuard<'_, HashMap<u64, Arc<[u8]>>> {
-        self.snapshots.lock()
-    }
-
     /// Opens `.zarrfs/stats`: its text now, kept for the handle's reads.
     pub(super) fn open_stats(&self) -> u64 {
         let fh = self.next_handle.fetch_add(1, Ordering::Relaxed) + 1;
         let text = Arc::from(self.stats_json());
-        self.lock_snapshots().insert(fh, text);
+        self.snapshots.lock().insert(fh, text);
         fh
     }
 
     /// The text handle `fh` reads (a fresh one for reads without a handle).
     pub(super) fn stats_snapshot(&self, fh: u64) -> Arc<[u8]> {
-        let kept = self.lock_snapshots().get(&fh).cloned();
+        let kept = self.snapshots.lock().get(&fh).cloned();
         kept.unwrap_or_else(|| Arc::from(self.stats_json()))
     }
 
     /// Forgets the text of handle `fh`.
     pub(super) fn forget_stats(&self, fh: u64) {
-        self.lock_snapshots().remove(&fh);
+        self.snapshots.lock().remove(&fh);
     }
 }

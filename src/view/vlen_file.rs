@@ -17,6 +17,7 @@
 use super::backed::{read_through, ArrayBacking, ArrayIdentity, Backing};
 use super::chunk_source::ChunkSource;
 use super::held_chunks::{cached, HeldChunks};
+use super::kinds::overlap;
 use super::slice_file::SliceFile;
 use super::{npy_header, IoCause, ViewError};
 use crate::backing::BackingFile;
@@ -228,8 +229,8 @@ impl VlenFile {
         }
     }
 
-    /// Calls `each` with elements `from..to` in order (the fill value for absent chunks).
-    fn items(
+    /// Calls `each` with elements `from..to` in C order (the fill value for absent chunks).
+    pub(super) fn items(
         &self,
         cache: &ChunkCache,
         from: u64,
@@ -244,12 +245,9 @@ impl VlenFile {
         })
     }
 
+    /// The path as logs show it.
     pub(super) fn shown(&self) -> &str {
-        if self.path.is_empty() {
-            "/"
-        } else {
-            &self.path
-        }
+        super::build::shown(&self.path)
     }
 
     /// Element `k` of a decoded chunk, or the fill value when the chunk is absent.
@@ -447,20 +445,6 @@ impl VlenFile {
         &self.source
     }
 
-    /// Calls `each` with elements `from..to` in C order (the fill value for absent chunks).
-    pub fn each_item(
-        &self,
-        cache: &ChunkCache,
-        from: u64,
-        to: u64,
-        each: &mut dyn FnMut(&[u8]),
-    ) -> Result<(), ViewError> {
-        self.items(cache, from, to, &mut |item| {
-            each(item);
-            Ok(())
-        })
-    }
-
     /// Bytes `offset..offset+len` of `part`: copied from its backing file in `backing`
     /// (attached once the size is known) where it holds them, else decoded (and then written
     /// into the backing file).
@@ -527,9 +511,7 @@ impl VlenFile {
             if at + n > offset && at < end {
                 line.clear();
                 escape_into(&mut line, item);
-                let a = offset.saturating_sub(at) as usize;
-                let b = ((end - at) as usize).min(line.len());
-                out.extend_from_slice(&line[a..b]);
+                out.extend_from_slice(overlap(&line, at, offset, end));
             }
             at += n;
             Ok(())
@@ -547,9 +529,7 @@ impl VlenFile {
             return Ok(out);
         }
         let hlen = index.header.len() as u64;
-        if offset < hlen {
-            out.extend_from_slice(&index.header[offset as usize..end.min(hlen) as usize]);
-        }
+        out.extend_from_slice(overlap(&index.header, 0, offset, end));
         let w = self.npy_width(&index) as u64;
         let (from, to) = (offset.max(hlen) - hlen, end.saturating_sub(hlen));
         if from >= to {
@@ -569,8 +549,7 @@ impl VlenFile {
                 cell.extend_from_slice(item);
             }
             cell.resize(w as usize, 0);
-            let (a, b) = (from.max(at) - at, to.min(at + w) - at);
-            out.extend_from_slice(&cell[a as usize..b as usize]);
+            out.extend_from_slice(overlap(&cell, at, from, to));
             at += w;
             Ok(())
         })?;

@@ -52,11 +52,6 @@ pub fn array_xattrs(
         return Arc::from(vec![format(version)]);
     };
     let dimension_names = json!(dimensions.names);
-    let codecs: Vec<Value> = meta
-        .codecs
-        .iter()
-        .map(|c| json!({"name": c.name, "configuration": *c.config}))
-        .collect();
     let fill = doc.get("fill_value").cloned().unwrap_or(Value::Null);
     // A rectilinear grid shows each axis's edge lengths.
     let chunks = match &meta.grid {
@@ -72,7 +67,7 @@ pub fn array_xattrs(
         ("user.zarr.chunks".into(), text(&chunks)),
         ("user.zarr.dimension_names".into(), text(&dimension_names)),
         ("user.zarr.fill_value".into(), text(&fill)),
-        ("user.zarr.codecs".into(), text(&Value::Array(codecs))),
+        ("user.zarr.codecs".into(), text(&super::zom::codecs(meta))),
         format(version),
     ];
     Arc::from(list)

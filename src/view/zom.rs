@@ -49,12 +49,8 @@ pub fn store_version(root: &Map<String, Value>) -> u8 {
     }
 }
 
-/// A group's ZOM with `members`.
-pub(super) fn group_node(
-    doc: &Map<String, Value>,
-    members: Map<String, Value>,
-    version: u8,
-) -> Map<String, Value> {
+/// A group's ZOM, its `members` left empty for the caller to write.
+pub(super) fn group_node(doc: &Map<String, Value>, version: u8) -> Map<String, Value> {
     let attributes = attributes(doc);
     let mut out = Map::new();
     if version == 2 {
@@ -64,7 +60,7 @@ pub(super) fn group_node(
         out.insert("node_type".into(), json!("group"));
     }
     out.insert("attributes".into(), attributes);
-    out.insert("members".into(), Value::Object(members));
+    out.insert("members".into(), json!({}));
     out
 }
 
@@ -117,20 +113,22 @@ fn unparsed_draft_array(doc: &Map<String, Value>) -> Map<String, Value> {
     );
     let grid = doc.get("chunk_grid");
     let chunk_shape = grid.and_then(|g| g.get("chunk_shape")).cloned();
-    let separator = grid
-        .and_then(|g| g.get("separator"))
-        .cloned()
-        .unwrap_or(json!("/"));
-    out.insert(
-        "chunk_grid".into(),
-        json!({"name": "regular", "configuration": {"chunk_shape": chunk_shape}}),
-    );
-    out.insert(
-        "chunk_key_encoding".into(),
-        json!({"name": "default", "configuration": {"separator": separator}}),
-    );
-    out.insert("codecs".into(), json!([]));
+    let separator = grid.and_then(|g| g.get("separator")).cloned();
+    out.extend(object(json!({
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": chunk_shape}},
+        "chunk_key_encoding":
+            {"name": "default", "configuration": {"separator": separator.unwrap_or(json!("/"))}},
+        "codecs": [],
+    })));
     out
+}
+
+/// The entries of a JSON object (none for other JSON).
+fn object(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
 }
 
 /// The entries of `doc` named in `keys`, in that order.
@@ -154,32 +152,25 @@ fn draft_array(doc: &Map<String, Value>, meta: &ArrayMeta) -> Map<String, Value>
         KeyStyle::V2 => "v2",
         KeyStyle::Default | KeyStyle::Draft => "default",
     };
-    let codecs: Vec<Value> = meta
-        .codecs
-        .iter()
-        .map(|c| json!({"name": c.name, "configuration": *c.config}))
-        .collect();
-    let mut out = Map::new();
-    out.insert("shape".into(), json!(meta.shape));
-    out.insert("data_type".into(), json!(v3_data_type(&meta.dtype)));
-    out.insert(
-        "chunk_grid".into(),
-        json!({"name": "regular", "configuration": {"chunk_shape": meta.chunk_shape}}),
-    );
-    out.insert(
-        "chunk_key_encoding".into(),
-        json!({"name": encoding, "configuration": {"separator": separator}}),
-    );
-    out.insert(
-        "fill_value".into(),
-        doc.get("fill_value").cloned().unwrap_or(Value::Null),
-    );
-    out.insert("codecs".into(), Value::Array(codecs));
-    out.insert(
-        "dimension_names".into(),
-        doc.get("dimension_names").cloned().unwrap_or(Value::Null),
-    );
-    out
+    let field = |key| doc.get(key).cloned().unwrap_or(Value::Null);
+    object(json!({
+        "shape": meta.shape,
+        "data_type": v3_data_type(&meta.dtype),
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": meta.chunk_shape}},
+        "chunk_key_encoding": {"name": encoding, "configuration": {"separator": separator}},
+        "fill_value": field("fill_value"),
+        "codecs": codecs(meta),
+        "dimension_names": field("dimension_names"),
+    }))
+}
+
+/// An array's codecs as named configurations.
+pub(super) fn codecs(meta: &ArrayMeta) -> Value {
+    let list = meta.codecs.iter();
+    Value::Array(
+        list.map(|c| json!({"name": c.name, "configuration": *c.config}))
+            .collect(),
+    )
 }
 
 /// The final v3 name of a data type (`float32`); numpy's form for types v3 has no name for.

@@ -8,16 +8,18 @@
 
 use super::zom::{array_node, group_node};
 use crate::meta::{ArrayMeta, Dimensions, Hierarchy, MetaError, Node, NodeKind};
+use lru::LruCache;
 use parking_lot::Mutex;
 use serde_json::{Map, Value};
 use std::io::Write;
+use std::num::NonZeroUsize;
 use std::sync::{Arc, OnceLock};
 
 /// Subtrees at least this large say in the log when their ZOM is made.
 const LOGGED_NODES: usize = 10_000;
 
 /// How many made files are kept for reads that follow.
-const KEPT_FILES: usize = 4;
+const KEPT_FILES: NonZeroUsize = NonZeroUsize::new(4).unwrap();
 
 /// The dimensions of a node whose metadata declares none.
 static NO_DIMENSIONS: Dimensions = Dimensions {
@@ -46,8 +48,8 @@ struct Kept {
 pub struct ZomFiles {
     version: u8,
     nodes: boxcar::Vec<Kept>,
-    /// The files made last (by group node), newest last.
-    made: Mutex<Vec<(u32, Arc<[u8]>)>>,
+    /// The files made last, by group node.
+    made: Mutex<LruCache<u32, Arc<[u8]>>>,
 }
 
 /// Where a ZOM is written: its bytes, or only their count (and that of line breaks).
@@ -78,7 +80,7 @@ impl ZomFiles {
         ZomFiles {
             version,
             nodes: boxcar::Vec::new(),
-            made: Mutex::new(Vec::new()),
+            made: Mutex::new(LruCache::new(KEPT_FILES)),
         }
     }
 
@@ -148,10 +150,7 @@ impl ZomFiles {
         *self.nodes[node as usize].size.get_or_init(|| {
             counted(|sink| match &self.nodes[node as usize].array {
                 None => self.write(node, sink),
-                Some(meta) => {
-                    let doc = self.document(node);
-                    self.write_array(&doc, meta.as_deref(), 0, sink)
-                }
+                Some(_) => self.write_array(node, 0, sink),
             })
         })
     }
@@ -179,15 +178,11 @@ impl ZomFiles {
         Hierarchy { nodes }
     }
 
-    /// Writes the ZOM of the array whose document is `doc` at nesting `depth`.
-    fn write_array(
-        &self,
-        doc: &Map<String, Value>,
-        meta: Option<&ArrayMeta>,
-        depth: usize,
-        out: &mut Sink,
-    ) {
-        let zom = array_node(doc, meta, self.version);
+    /// Writes the ZOM of array node `node` at nesting `depth`.
+    fn write_array(&self, node: u32, depth: usize, out: &mut Sink) {
+        let meta = self.nodes[node as usize].array.as_ref();
+        let meta = meta.and_then(Option::as_deref);
+        let zom = array_node(&self.document(node), meta, self.version);
         // Writing to a sink cannot fail.
         let _ = write_value(&Value::Object(zom), depth, out);
     }
@@ -196,24 +191,17 @@ impl ZomFiles {
     /// last (concurrent first reads make it once). The group's subtree must be loaded.
     pub fn bytes(&self, node: u32) -> Arc<[u8]> {
         let mut made = self.made.lock();
-        if let Some(i) = made.iter().position(|(f, _)| *f == node) {
-            let entry = made.remove(i);
-            made.push(entry.clone());
-            return entry.1;
+        if let Some(bytes) = made.get(&node) {
+            return bytes.clone();
         }
         let mut sink = Sink::Bytes(Vec::new());
         self.write(node, &mut sink);
-        let bytes: Arc<[u8]> = match sink {
-            Sink::Bytes(mut out) => {
-                out.push(b'\n');
-                Arc::from(out)
-            }
-            Sink::Count { .. } => Arc::from(Vec::new()),
+        let Sink::Bytes(mut out) = sink else {
+            return Arc::default();
         };
-        if made.len() >= KEPT_FILES {
-            made.remove(0);
-        }
-        made.push((node, bytes.clone()));
+        out.push(b'\n');
+        let bytes: Arc<[u8]> = Arc::from(out);
+        made.put(node, bytes.clone());
         bytes
     }
 
@@ -259,7 +247,7 @@ impl ZomFiles {
         written: &mut usize,
     ) -> std::io::Result<()> {
         *written += 1;
-        let zom = group_node(&self.document(node), Map::new(), self.version);
+        let zom = group_node(&self.document(node), self.version);
         write_object(out, depth, zom.iter(), |out, key, value| {
             if key != "members" {
                 return write_value(value, depth + 1, out);
@@ -275,10 +263,9 @@ impl ZomFiles {
                         *breaks += n;
                     }
                     (None, Sink::Bytes(_)) => self.write_group(child, depth + 2, out, written)?,
-                    (Some(meta), Sink::Bytes(_)) => {
+                    (Some(_), Sink::Bytes(_)) => {
                         *written += 1;
-                        let doc = self.document(child);
-                        self.write_array(&doc, meta.as_deref(), depth + 2, out);
+                        self.write_array(child, depth + 2, out);
                     }
                 }
                 Ok(())
@@ -317,10 +304,10 @@ fn counted(write: impl FnOnce(&mut Sink)) -> (u64, u64) {
         breaks: 0,
     };
     write(&mut sink);
-    match sink {
-        Sink::Count { bytes, breaks } => (bytes, breaks),
-        Sink::Bytes(_) => (0, 0),
-    }
+    let Sink::Count { bytes, breaks } = sink else {
+        return (0, 0);
+    };
+    (bytes, breaks)
 }
 
 fn indent(depth: usize) -> String {
@@ -439,14 +426,14 @@ mod tests {
     fn only_the_files_read_last_are_kept() {
         let z = ZomFiles::new(3);
         let group = json!({"zarr_format": 3, "node_type": "group", "attributes": {}});
-        let groups: Vec<u32> = (0..KEPT_FILES + 2)
+        let groups: Vec<u32> = (0..KEPT_FILES.get() + 2)
             .map(|i| keep(&z, &format!("g{i}"), group.clone(), None))
             .collect();
         let first = z.bytes(groups[0]);
         for &g in &groups[1..] {
             z.bytes(g);
         }
-        let kept: Vec<u32> = z.made.lock().iter().map(|(f, _)| *f).collect();
+        let kept: Vec<u32> = z.made.lock().iter().rev().map(|(f, _)| *f).collect();
         assert_eq!(kept, groups[2..]);
         assert_eq!(z.bytes(groups[0]), first, "made again the same");
     }

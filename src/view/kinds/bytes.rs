@@ -20,8 +20,13 @@ impl ServedFile for BytesFile {
 
 /// Appends the bytes of `bytes` that `read` covers to `out`.
 pub(in crate::view) fn extend_range(bytes: &[u8], read: ReadAt, out: &mut Vec<u8>) {
-    let size = bytes.len() as u64;
-    let start = read.offset.min(size) as usize;
-    let end = read.offset.saturating_add(read.len).min(size) as usize;
-    out.extend_from_slice(&bytes[start..end]);
+    let end = read.offset.saturating_add(read.len);
+    out.extend_from_slice(overlap(bytes, 0, read.offset, end));
+}
+
+/// The part of `bytes`, standing at byte `at` of a file, that lies in bytes `from..to` of it.
+pub(in crate::view) fn overlap(bytes: &[u8], at: u64, from: u64, to: u64) -> &[u8] {
+    let inside = |x: u64| x.saturating_sub(at).min(bytes.len() as u64) as usize;
+    let end = inside(to);
+    &bytes[inside(from).min(end)..end]
 }

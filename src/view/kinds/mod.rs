@@ -13,7 +13,7 @@ mod text;
 mod zom;
 
 pub(super) use array::ArrayPart;
-pub(super) use bytes::{extend_range, BytesFile};
+pub(super) use bytes::{extend_range, overlap, BytesFile};
 pub(super) use cdl::CdlFile;
 pub(super) use ncstream::NcStreamFile;
 pub(super) use preview::PreviewFile;
@@ -47,10 +47,9 @@ pub(in crate::view) struct Reply<'a> {
 impl<'a> Reply<'a> {
     /// Into `out` alone (`into_reply` as [`Reply::into_reply`] says).
     pub fn new(out: &'a mut Vec<u8>, into_reply: bool) -> Self {
-        let send = None;
         Reply {
             out,
-            send,
+            send: None,
             into_reply,
         }
     }

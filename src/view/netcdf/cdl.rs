@@ -28,12 +28,9 @@ fn dim_name(d: &DimRef, scope: &[&Group], top_path: &str) -> String {
             escape_name(&d.name)
         }
         _ => {
-            let mut fqn = String::new();
-            for part in d.group.split('/').filter(|p| !p.is_empty()) {
-                let _ = write!(fqn, "/{}", escape_name(part));
-            }
-            let _ = write!(fqn, "/{}", escape_name(&d.name));
-            fqn
+            let parts = d.group.split('/').filter(|p| !p.is_empty());
+            let parts = parts.chain([d.name.as_str()]);
+            parts.map(|p| format!("/{}", escape_name(p))).collect()
         }
     }
 }
@@ -49,7 +46,7 @@ fn body(g: &Group, top_path: &str, scope: &[&Group], level: usize, out: &mut Str
     if !g.vars.is_empty() {
         let _ = writeln!(out, "{ind}variables:");
         for v in &g.vars {
-            let ty = v.ty.map_or("", NcType::cdl_name);
+            let ty = v.ty.cdl_name();
             let _ = write!(out, "{ind}\t{ty} {}", escape_name(&v.name));
             if !v.dims.is_empty() {
                 let names: Vec<String> = v
@@ -137,28 +134,18 @@ pub fn format_float(v: f64, digits: usize, suffix: &str) -> String {
     let sci = format!("{:.*e}", digits - 1, v);
     let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
-    let text = if exp < -4 || exp >= digits as i32 {
-        let m = trim_zeros(if mantissa.contains('.') {
-            mantissa.to_string()
-        } else {
-            format!("{mantissa}.")
-        });
+    // `%#g`: a decimal point always, trailing zeros dropped.
+    let point = |s: &str| match s.contains('.') {
+        true => s.trim_end_matches('0').to_string(),
+        false => format!("{s}."),
+    };
+    if exp < -4 || exp >= digits as i32 {
         let sign = if exp < 0 { '-' } else { '+' };
-        format!("{m}e{sign}{:02}", exp.abs())
+        format!("{}e{sign}{:02}{suffix}", point(mantissa), exp.abs())
     } else {
         let decimals = (digits as i32 - 1 - exp).max(0) as usize;
-        let fixed = format!("{v:.decimals$}");
-        trim_zeros(if fixed.contains('.') {
-            fixed
-        } else {
-            format!("{fixed}.")
-        })
-    };
-    format!("{text}{suffix}")
-}
-
-fn trim_zeros(s: String) -> String {
-    s.trim_end_matches('0').to_string()
+        format!("{}{suffix}", point(&format!("{v:.decimals$}")))
+    }
 }
 
 /// A CDL string literal as ncdump writes it: quoted, with C escapes.

@@ -6,7 +6,7 @@ use super::model::NcType;
 use super::ncstream::{NcStreamFile, Source, Strings};
 use crate::meta::{ArrayMeta, DataType, NodeKind};
 use crate::view::vlen_file::Part;
-use crate::view::{ArrayPart, Content, TextFile, View, ViewError, ROOT_INO};
+use crate::view::{ArrayPart, Content, TextFile, View, ROOT_INO};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -55,30 +55,27 @@ impl NetcdfFiles {
                 continue;
             };
             let source = match view.inodes[(ino - 1) as usize].content {
-                // An array that cannot be read is declared in the stream, its values left out.
                 Content::Array(ArrayPart {
                     array: k,
                     npy: false,
-                }) if view.arrays[k as usize].check_readable().is_err() => continue,
-                Content::Array(ArrayPart {
-                    array: k,
-                    npy: false,
-                }) => match (var.ty, &meta.dtype) {
-                    (Some(NcType::String), DataType::Bytes(_) | DataType::Unicode(_)) => {
-                        Source::Strings {
-                            strings: Strings::Fixed {
-                                array: k,
-                                width: meta.dtype.size(),
-                                utf32: matches!(meta.dtype, DataType::Unicode(_)),
-                            },
-                            count,
+                }) if view.arrays[k as usize].check_readable().is_ok() => {
+                    match (var.ty, &meta.dtype) {
+                        (NcType::String, DataType::Bytes(_) | DataType::Unicode(_)) => {
+                            Source::Strings {
+                                strings: Strings::Fixed {
+                                    array: k,
+                                    width: meta.dtype.size(),
+                                    utf32: matches!(meta.dtype, DataType::Unicode(_)),
+                                },
+                                count,
+                            }
                         }
+                        _ => Source::Values {
+                            array: k,
+                            bytes: view.arrays[k as usize].data_size(),
+                        },
                     }
-                    _ => Source::Values {
-                        array: k,
-                        bytes: view.arrays[k as usize].data_size(),
-                    },
-                },
+                }
                 Content::Text(TextFile {
                     vlen: k,
                     part: Part::Text,
@@ -86,6 +83,7 @@ impl NetcdfFiles {
                     strings: Strings::Vlen(k),
                     count,
                 },
+                // An array that cannot be read is declared in the stream, its values left out.
                 _ => continue,
             };
             sources.insert(var.path.clone(), source);
@@ -108,32 +106,12 @@ impl NetcdfFiles {
 
     /// The `.header.cdl` of the group shown by directory `dir`.
     pub(in crate::view) fn cdl(&self, dir: u64) -> Arc<[u8]> {
-        self.cdl
-            .get(&dir)
-            .cloned()
-            .unwrap_or_else(|| Arc::from(Vec::new()))
+        self.cdl.get(&dir).cloned().unwrap_or_default()
     }
 
-    /// The size of the `.ncstream` of the group shown by directory `dir` (0 when it cannot be
-    /// measured; reading it then fails).
-    pub(in crate::view) fn stream_size(&self, view: &View, dir: u64) -> u64 {
-        let stream = self.streams.get(&dir);
-        stream.and_then(|s| s.size(view).ok()).unwrap_or(0)
-    }
-
-    /// Up to `len` bytes from `offset` of the `.ncstream` of the group shown by `dir`.
-    pub(in crate::view) fn read_stream(
-        &self,
-        view: &View,
-        dir: u64,
-        offset: u64,
-        len: u64,
-        out: &mut Vec<u8>,
-    ) -> Result<(), ViewError> {
-        match self.streams.get(&dir) {
-            Some(stream) => stream.read(view, offset, len, out),
-            None => Ok(()),
-        }
+    /// The `.ncstream` of the group shown by directory `dir`.
+    pub(in crate::view) fn stream(&self, dir: u64) -> Option<&NcStreamFile> {
+        self.streams.get(&dir)
     }
 }
 

@@ -13,32 +13,20 @@ use crate::meta::{DataType, Hierarchy, Node, NodeKind};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 
-/// A netCDF atomic type.
+/// A netCDF atomic type: `NC_BYTE`, `NC_CHAR`, ... without the `NC_`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NcType {
-    /// NC_BYTE
     Byte,
-    /// NC_CHAR
     Char,
-    /// NC_SHORT
     Short,
-    /// NC_INT
     Int,
-    /// NC_INT64
     Int64,
-    /// NC_UBYTE
     UByte,
-    /// NC_USHORT
     UShort,
-    /// NC_UINT
     UInt,
-    /// NC_UINT64
     UInt64,
-    /// NC_FLOAT
     Float,
-    /// NC_DOUBLE
     Double,
-    /// NC_STRING
     String,
 }
 
@@ -177,10 +165,8 @@ pub struct Variable {
     pub name: String,
     /// Path of its array node.
     pub path: String,
-    /// Its netCDF type; `None` when the Zarr type has no netCDF equivalent.
-    pub ty: Option<NcType>,
-    /// The Zarr type's name, for variables left out.
-    pub zarr_type: String,
+    /// Its netCDF type (a Zarr type without one leaves the variable out).
+    pub ty: NcType,
     /// Its dimensions.
     pub dims: Vec<DimRef>,
     /// Its attributes.
@@ -249,6 +235,11 @@ impl Group {
     }
 }
 
+/// The path of the group holding the node at `path` (`""`: the root).
+fn parent(path: &str) -> &str {
+    path.rsplit_once('/').map_or("", |p| p.0)
+}
+
 /// True when group path `path` is `top` or below it.
 pub fn within(path: &str, top: &str) -> bool {
     top.is_empty() || path == top || path.starts_with(&format!("{top}/"))
@@ -275,14 +266,6 @@ pub fn split_fqn(fqn: &str) -> (String, String) {
     (group, name)
 }
 
-fn attributes_of(node: &Node) -> Map<String, Value> {
-    node.document
-        .get("attributes")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default()
-}
-
 /// True for attributes netCDF keeps to itself (not shown by `ncdump -h`).
 fn is_internal(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
@@ -301,8 +284,10 @@ fn attr_types(attrs: &Map<String, Value>) -> Map<String, Value> {
 }
 
 /// The typed attributes of one node.
-fn typed_attributes(attrs: &Map<String, Value>) -> Vec<Attribute> {
-    let types = attr_types(attrs);
+fn typed_attributes(node: &Node) -> Vec<Attribute> {
+    let attrs = node.document.get("attributes").and_then(Value::as_object);
+    let attrs = attrs.cloned().unwrap_or_default();
+    let types = attr_types(&attrs);
     attrs
         .iter()
         .filter(|(name, _)| !is_internal(name))
@@ -361,56 +346,41 @@ fn typed_value(name: &str, value: &Value, declared: Option<NcType>) -> Attribute
         Value::Array(a) => a.iter().collect(),
         v => vec![v],
     };
-    let text = |s: String| Attribute {
+    let attribute = |ty, values| Attribute {
         name: name.into(),
-        ty: NcType::Char,
-        values: Values::Text(s),
+        ty,
+        values,
     };
+    let text = || attribute(NcType::Char, Values::Text(json_text(value)));
     let inferred = match list.first() {
         Some(Value::Number(n)) if n.is_f64() => Some(NcType::Double),
         Some(Value::Bool(_)) => Some(NcType::UByte),
         Some(v @ Value::Number(_)) => as_int(v).map(NcType::infer_int),
         _ => None,
     };
-    let ty = match declared.or(inferred) {
-        Some(t) => t,
-        None => return text(json_text(value)),
+    let Some(ty) = declared.or(inferred) else {
+        return text();
     };
-    let numbers = || -> Option<Vec<&Value>> {
-        (!list.is_empty() && list.iter().all(|v| v.is_number() || v.is_boolean()))
-            .then(|| list.clone())
+    let numbers = !list.is_empty() && list.iter().all(|v| v.is_number() || v.is_boolean());
+    let values = match ty {
+        NcType::Char => None,
+        NcType::String => Some(Values::Strings(list.iter().map(|v| json_text(v)).collect())),
+        _ if !numbers => None,
+        NcType::Float | NcType::Double => Some(Values::Floats(
+            list.iter()
+                .map(|v| match v {
+                    Value::Bool(b) => f64::from(u8::from(*b)),
+                    v => v.as_f64().unwrap_or(f64::NAN),
+                })
+                .collect(),
+        )),
+        _ => list
+            .iter()
+            .map(|v| as_int(v))
+            .collect::<Option<_>>()
+            .map(Values::Ints),
     };
-    match ty {
-        NcType::Char => text(json_text(value)),
-        NcType::String => Attribute {
-            name: name.into(),
-            ty,
-            values: Values::Strings(list.iter().map(|v| json_text(v)).collect()),
-        },
-        NcType::Float | NcType::Double => match numbers() {
-            Some(vs) => Attribute {
-                name: name.into(),
-                ty,
-                values: Values::Floats(
-                    vs.iter()
-                        .map(|v| match v {
-                            Value::Bool(b) => f64::from(u8::from(*b)),
-                            v => v.as_f64().unwrap_or(f64::NAN),
-                        })
-                        .collect(),
-                ),
-            },
-            None => text(json_text(value)),
-        },
-        _ => match numbers().and_then(|vs| vs.iter().map(|v| as_int(v)).collect()) {
-            Some(ints) => Attribute {
-                name: name.into(),
-                ty,
-                values: Values::Ints(ints),
-            },
-            None => text(json_text(value)),
-        },
-    }
+    values.map_or_else(text, |values| attribute(ty, values))
 }
 
 fn zarr_type_name(node: &Node) -> String {
@@ -431,11 +401,8 @@ fn nczarr_var_order(doc: &Map<String, Value>) -> Option<Vec<String>> {
         .get("vars")
         .or_else(|| info.get("arrays"))?
         .as_array()?;
-    Some(
-        list.iter()
-            .filter_map(|v| v.as_str().map(String::from))
-            .collect(),
-    )
+    let names = list.iter().filter_map(Value::as_str);
+    Some(names.map(String::from).collect())
 }
 
 /// The netCDF dataset of `hierarchy`: its root group; for a store whose root is an array, a
@@ -450,8 +417,7 @@ pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Group> {
     for node in &hierarchy.nodes {
         match node.kind {
             NodeKind::Group => {
-                let parent = node.path.rsplit_once('/').map_or("", |p| p.0);
-                if !node.path.is_empty() && !index.contains_key(parent) {
+                if !node.path.is_empty() && !index.contains_key(parent(&node.path)) {
                     continue;
                 }
                 let dims = node
@@ -473,7 +439,7 @@ pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Group> {
                     path: node.path.clone(),
                     dims,
                     vars: Vec::new(),
-                    attrs: typed_attributes(&attributes_of(node)),
+                    attrs: typed_attributes(node),
                     groups: Vec::new(),
                 });
             }
@@ -486,69 +452,40 @@ pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Group> {
             return None;
         }
         index.insert(String::new(), groups.len());
-        groups.push(Group {
-            name: String::new(),
-            path: String::new(),
-            dims: Vec::new(),
-            vars: Vec::new(),
-            attrs: Vec::new(),
-            groups: Vec::new(),
-        });
+        groups.push(Group::default());
     }
     // Variables, group by group, in netCDF's order.
-    let parent_of = |p: &str| {
-        p.rsplit_once('/')
-            .map_or(String::new(), |x| x.0.to_string())
-    };
-    let mut by_group: HashMap<String, Vec<&Node>> = HashMap::new();
+    let mut by_group: HashMap<&str, Vec<&Node>> = HashMap::new();
     for node in arrays {
-        by_group
-            .entry(parent_of(&node.path))
-            .or_default()
-            .push(node);
-    }
-    for list in by_group.values_mut() {
-        list.sort_by_key(|n| n.path.clone());
+        by_group.entry(parent(&node.path)).or_default().push(node);
     }
     for (path, list) in by_group.iter_mut() {
-        if let Some(order) = orders.get(path) {
-            list.sort_by_key(|n| {
-                order
-                    .iter()
-                    .position(|o| o == n.name())
-                    .unwrap_or(usize::MAX)
-            });
-        }
+        // Those the NCZarr order names first, in that order; the others by path.
+        let order = orders.get(*path).map_or(&[][..], Vec::as_slice);
+        let rank = |n: &Node| order.iter().position(|o| o == n.name());
+        list.sort_by_key(|n| (rank(n).unwrap_or(usize::MAX), n.path.clone()));
     }
     // Walk the groups depth first (the order netCDF-c defines pure Zarr dimensions in).
-    let mut walk: Vec<String> = Vec::new();
     let mut children: HashMap<String, Vec<String>> = HashMap::new();
-    for g in &groups {
-        if !g.path.is_empty() {
-            children
-                .entry(parent_of(&g.path))
-                .or_default()
-                .push(g.path.clone());
-        }
+    for g in groups.iter().filter(|g| !g.path.is_empty()) {
+        let siblings = children.entry(parent(&g.path).to_string()).or_default();
+        siblings.push(g.path.clone());
     }
+    children.values_mut().for_each(|kids| kids.sort());
+    let mut walk: Vec<String> = Vec::new();
     let mut stack = vec![String::new()];
     while let Some(p) = stack.pop() {
-        if let Some(kids) = children.get(&p) {
-            let mut kids = kids.clone();
-            kids.sort();
-            stack.extend(kids.into_iter().rev());
-        }
+        stack.extend(children.get(&p).into_iter().flatten().rev().cloned());
         walk.push(p);
     }
     for gpath in &walk {
-        let Some(list) = by_group.get(gpath) else {
+        let Some(list) = by_group.get(gpath.as_str()) else {
             continue;
         };
         for node in list {
             let NodeKind::Array(Ok(meta)) = &node.kind else {
                 continue;
             };
-            let attrs = attributes_of(node);
             let dims = if nczarr {
                 nczarr_dims(node, &meta.shape, gpath, |g, name| {
                     index
@@ -566,30 +503,30 @@ pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Group> {
                     })
                     .collect()
             };
-            let var = Variable {
-                name: if node.path.is_empty() {
-                    root_name.into()
-                } else {
-                    node.name().into()
-                },
-                path: node.path.clone(),
-                ty: NcType::of(&meta.dtype),
-                zarr_type: zarr_type_name(node),
-                dims,
-                attrs: typed_attributes(&attrs),
+            let name = match node.path.is_empty() {
+                true => root_name.to_string(),
+                false => node.name().to_string(),
             };
             let g = &mut groups[index[gpath.as_str()]];
-            match var.ty {
-                Some(_) => g.vars.push(var),
-                None => g.attrs.push(Attribute {
+            // A variable left out still defines its dimensions (above).
+            let Some(ty) = NcType::of(&meta.dtype) else {
+                g.attrs.push(Attribute {
                     name: "comment".into(),
                     ty: NcType::Char,
                     values: Values::Text(format!(
-                        "variable {} left out: Zarr type {} has no netCDF equivalent",
-                        var.name, var.zarr_type
+                        "variable {name} left out: Zarr type {} has no netCDF equivalent",
+                        zarr_type_name(node)
                     )),
-                }),
-            }
+                });
+                continue;
+            };
+            g.vars.push(Variable {
+                name,
+                path: node.path.clone(),
+                ty,
+                dims,
+                attrs: typed_attributes(node),
+            });
         }
     }
     // Nest the groups, children in depth-first order.
@@ -601,10 +538,8 @@ pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Group> {
         children: &HashMap<String, Vec<String>>,
     ) -> Option<Group> {
         let mut g = slots[*index.get(path)?].take()?;
-        let mut kids = children.get(path).cloned().unwrap_or_default();
-        kids.sort();
+        let kids = children.get(path).into_iter().flatten();
         g.groups = kids
-            .iter()
             .filter_map(|k| nest(k, slots, index, children))
             .collect();
         Some(g)
@@ -680,12 +615,10 @@ fn nczarr_dims(
     };
     let scope = |name: &str| {
         let mut g = gpath;
-        loop {
-            if defines(g, name) || g.is_empty() {
-                return g.to_string();
-            }
-            g = g.rsplit_once('/').map_or("", |p| p.0);
+        while !defines(g, name) && !g.is_empty() {
+            g = parent(g);
         }
+        g.to_string()
     };
     shape
         .iter()

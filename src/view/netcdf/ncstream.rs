@@ -13,8 +13,9 @@
 
 use super::model::{Attribute, Group, NcType, Values, Variable};
 use super::proto;
+use crate::view::kinds::overlap;
 use crate::view::{IoCause, View, ViewError};
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::Mutex;
 use prost::Message;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -112,32 +113,33 @@ fn attribute(a: &Attribute) -> proto::Attribute {
         data_type: data_type(a.ty) as i32,
         ..Default::default()
     };
-    match &a.values {
+    let len = match &a.values {
         Values::Text(s) => {
-            out.len = s.len() as u32;
             out.data = s.as_bytes().to_vec();
+            s.len()
         }
         Values::Strings(list) => {
-            out.len = list.len() as u32;
             out.sdata = list.clone();
+            list.len()
         }
         Values::Ints(list) => {
-            out.len = list.len() as u32;
             for &v in list {
                 let be = (v as u64).to_be_bytes();
                 out.data.extend_from_slice(&be[8 - a.ty.size()..]);
             }
+            list.len()
         }
         Values::Floats(list) => {
-            out.len = list.len() as u32;
             for &v in list {
                 match a.ty {
                     NcType::Float => out.data.extend_from_slice(&(v as f32).to_be_bytes()),
                     _ => out.data.extend_from_slice(&v.to_be_bytes()),
                 }
             }
+            list.len()
         }
-    }
+    };
+    out.len = len as u32;
     out
 }
 
@@ -151,7 +153,7 @@ fn dimension(name: &str, length: u64) -> proto::Dimension {
 fn variable(v: &Variable) -> proto::Variable {
     proto::Variable {
         name: v.name.clone(),
-        data_type: v.ty.map_or(0, |t| data_type(t) as i32),
+        data_type: data_type(v.ty) as i32,
         shape: v.dims.iter().map(|d| dimension(&d.name, d.len)).collect(),
         atts: v.attrs.iter().map(attribute).collect(),
     }
@@ -169,19 +171,7 @@ fn group(g: &Group, name: &str) -> proto::Group {
 
 /// A name as netCDF-Java writes it in a full name: `.` and `\` escaped with a backslash.
 fn escape(name: &str) -> String {
-    let mut out = String::new();
-    for c in name.chars() {
-        if c == '.' || c == '\\' {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// `bytes` as a length-delimited protobuf message (varint length, then the message).
-fn delimited(message: &impl Message) -> Vec<u8> {
-    message.encode_length_delimited_to_vec()
+    name.replace('\\', "\\\\").replace('.', "\\.")
 }
 
 fn varint(n: u64) -> Vec<u8> {
@@ -196,16 +186,33 @@ fn frame_into(out: &mut Vec<u8>, item: &[u8]) {
     out.extend_from_slice(item);
 }
 
+/// Bytes `offset..offset+len` of array file `array` into `buf` (cleared first); EIO when the
+/// file ends before.
+fn read_exactly(
+    view: &View,
+    array: u32,
+    offset: u64,
+    len: u64,
+    buf: &mut Vec<u8>,
+) -> Result<(), ViewError> {
+    buf.clear();
+    view.arrays[array as usize].read_data(&view.cache, offset, len, buf.into())?;
+    match buf.len() as u64 == len {
+        true => Ok(()),
+        false => Err(ViewError::Io(IoCause::Store)),
+    }
+}
+
 /// Calls `each` with string elements `from..to` of `strings`, as UTF-8 (or raw) bytes.
 fn each_string(
     view: &View,
     strings: Strings,
     from: u64,
     to: u64,
-    each: &mut dyn FnMut(&[u8]),
+    each: &mut dyn FnMut(&[u8]) -> Result<(), ViewError>,
 ) -> Result<(), ViewError> {
     match strings {
-        Strings::Vlen(k) => view.vlen[k as usize].each_item(&view.cache, from, to, each),
+        Strings::Vlen(k) => view.vlen[k as usize].items(&view.cache, from, to, each),
         Strings::Fixed {
             array,
             width,
@@ -216,16 +223,7 @@ fn each_string(
             let (mut at, mut buf, mut text) = (from, Vec::new(), String::new());
             while at < to {
                 let n = step.min(to - at);
-                buf.clear();
-                view.arrays[array as usize].read_data(
-                    &view.cache,
-                    at * w,
-                    n * w,
-                    (&mut buf).into(),
-                )?;
-                if buf.len() as u64 != n * w {
-                    return Err(ViewError::Io(IoCause::Store));
-                }
+                read_exactly(view, array, at * w, n * w, &mut buf)?;
                 for cell in buf.chunks_exact(w as usize) {
                     if utf32 {
                         text.clear();
@@ -234,10 +232,10 @@ fn each_string(
                                 .map(|u| u32::from_le_bytes([u[0], u[1], u[2], u[3]]))
                                 .map(|u| char::from_u32(u).unwrap_or('\u{fffd}')),
                         );
-                        each(text.trim_end_matches('\0').as_bytes());
+                        each(text.trim_end_matches('\0').as_bytes())?;
                     } else {
                         let end = cell.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
-                        each(&cell[..end]);
+                        each(&cell[..end])?;
                     }
                 }
                 at += n;
@@ -261,11 +259,11 @@ impl NcStreamFile {
         let mut pieces = Vec::new();
         let mut prefix = MAGIC_START.to_vec();
         prefix.extend_from_slice(&MAGIC_HEADER);
-        prefix.extend(delimited(&header));
+        prefix.extend(header.encode_length_delimited_to_vec());
         pieces.push(Piece::Bytes(prefix));
         let mut size = 0u64;
         for var in standalone.all_vars() {
-            let (Some(ty), Some(&source)) = (var.ty, sources.get(&var.path)) else {
+            let (ty, Some(&source)) = (var.ty, sources.get(&var.path)) else {
                 continue;
             };
             let relative = var
@@ -298,7 +296,7 @@ impl NcStreamFile {
                 version: 3,
             };
             let mut framing = MAGIC_DATA.to_vec();
-            framing.extend(delimited(&data));
+            framing.extend(data.encode_length_delimited_to_vec());
             match source {
                 Source::Values { array, bytes } if ty != NcType::String => {
                     framing.extend(varint(bytes));
@@ -340,13 +338,9 @@ impl NcStreamFile {
         {
             // No string piece: the measure of strings is never asked for.
             let layout = file.measure(|_, _| Ok((Vec::new(), 0)));
-            *file.lock() = layout.ok().map(Arc::new);
+            *file.layout.lock() = layout.ok().map(Arc::new);
         }
         file
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Option<Arc<PieceOffsets>>> {
-        self.layout.lock()
     }
 
     /// The offsets of every piece; `strings(strings, count)` gives a string piece's checkpoints
@@ -378,7 +372,7 @@ impl NcStreamFile {
 
     /// The layout, measured now if not yet known.
     fn layout(&self, view: &View) -> Result<Arc<PieceOffsets>, ViewError> {
-        if let Some(layout) = self.lock().as_ref() {
+        if let Some(layout) = self.layout.lock().as_ref() {
             return Ok(layout.clone());
         }
         let layout = Arc::new(self.measure(|strings, count| {
@@ -392,6 +386,7 @@ impl NcStreamFile {
                     framed.clear();
                     frame_into(&mut framed, item);
                     at = at.saturating_add(framed.len() as u64);
+                    Ok(())
                 })?;
                 from = to;
                 if from < count {
@@ -400,7 +395,7 @@ impl NcStreamFile {
             }
             Ok((marks, at))
         })?);
-        *self.lock() = Some(layout.clone());
+        *self.layout.lock() = Some(layout.clone());
         Ok(layout)
     }
 
@@ -440,19 +435,11 @@ impl NcStreamFile {
                     let e = *elem as u64;
                     let (lo, hi) = (from / e * e, to.div_ceil(e) * e);
                     let mut buf = Vec::with_capacity((hi - lo) as usize);
-                    view.arrays[*array as usize].read_data(
-                        &view.cache,
-                        lo,
-                        hi - lo,
-                        (&mut buf).into(),
-                    )?;
-                    if buf.len() as u64 != hi - lo {
-                        return Err(ViewError::Io(IoCause::Store));
-                    }
+                    read_exactly(view, *array, lo, hi - lo, &mut buf)?;
                     for value in buf.chunks_exact_mut(*elem) {
                         value.reverse();
                     }
-                    out.extend_from_slice(&buf[(from - lo) as usize..(to - lo) as usize]);
+                    out.extend_from_slice(overlap(&buf, lo, from, to));
                 }
                 Piece::Strings { strings, count } => {
                     let marks = &layout.marks[&i];
@@ -474,10 +461,7 @@ fn read_strings(
     to: u64,
     out: &mut Vec<u8>,
 ) -> Result<(), ViewError> {
-    let head = varint(count);
-    if from < head.len() as u64 {
-        out.extend_from_slice(&head[from as usize..(to as usize).min(head.len())]);
-    }
+    out.extend_from_slice(overlap(&varint(count), 0, from, to));
     let mark = marks.partition_point(|&(_, b)| b <= from).saturating_sub(1);
     let (mut element, mut at) = marks[mark];
     let mut framed = Vec::new();
@@ -486,13 +470,9 @@ fn read_strings(
         each_string(view, strings, element, next, &mut |item| {
             framed.clear();
             frame_into(&mut framed, item);
-            let n = framed.len() as u64;
-            if at + n > from && at < to {
-                let a = from.saturating_sub(at) as usize;
-                let b = ((to - at) as usize).min(framed.len());
-                out.extend_from_slice(&framed[a..b]);
-            }
-            at += n;
+            out.extend_from_slice(overlap(&framed, at, from, to));
+            at += framed.len() as u64;
+            Ok(())
         })?;
         element = next;
     }

@@ -1,33 +1,21 @@
 //! The ncstream messages zarrfs writes, from netCDF-Java's `ncStream.proto`
 //! (cdm/core/src/main/proto/ncStream.proto): the same field numbers, declared with prost.
 
-/// `DataType` of ncStream.proto.
+/// `DataType` of ncStream.proto, its values named as there (`LONG` is 64-bit).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, prost::Enumeration)]
 #[repr(i32)]
 pub enum DataType {
-    /// CHAR
     Char = 0,
-    /// BYTE
     Byte = 1,
-    /// SHORT
     Short = 2,
-    /// INT
     Int = 3,
-    /// LONG (64-bit)
     Long = 4,
-    /// FLOAT
     Float = 5,
-    /// DOUBLE
     Double = 6,
-    /// STRING
     String = 7,
-    /// UBYTE
     Ubyte = 14,
-    /// USHORT
     Ushort = 15,
-    /// UINT
     Uint = 16,
-    /// ULONG
     Ulong = 17,
 }
 
