@@ -201,10 +201,7 @@ impl FixedPipeline {
         let serializer =
             serializer.unwrap_or_else(|| CodecSpec::new("bytes", serde_json::json!({})));
 
-        let mut repr = ChunkRepr {
-            shape: chunk_shape.to_vec(),
-            dtype: dtype.clone(),
-        };
+        let mut repr = ChunkRepr::new(chunk_shape.to_vec(), dtype.clone());
         let decoded_len = repr.byte_len("pipeline")?;
         let mut array_to_array = Vec::new();
         for spec in &codecs[..split] {
@@ -215,13 +212,10 @@ impl FixedPipeline {
 
         let serialized_len = repr.byte_len(&serializer.name)?;
         let mut bytes_to_bytes = Vec::with_capacity(rest.len());
-        let big_endian = serializer.config.get("endian").and_then(|e| e.as_str()) == Some("big");
         let array_to_bytes = build_array_to_bytes(&serializer, &repr)?;
         let mut size = array_to_bytes.encoded_size(Size::Exact(serialized_len));
-        let elem = StoredElem {
-            dtype: repr.dtype,
-            big_endian,
-        };
+        let mut elem = StoredElem::le(repr.dtype);
+        elem.big_endian = serializer.config.get("endian").and_then(|e| e.as_str()) == Some("big");
         for spec in rest {
             let codec = build_bytes_to_bytes(spec, &elem)?;
             let encoded = codec.encoded_size(size);

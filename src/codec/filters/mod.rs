@@ -198,7 +198,7 @@ impl FilterArray {
         } else {
             vec![enc_count as u64]
         };
-        Ok((FilterArray(filter), ChunkRepr { shape, dtype }))
+        Ok((FilterArray(filter), ChunkRepr::new(shape, dtype)))
     }
 }
 
