@@ -8,7 +8,7 @@ use super::{FetchCause, FetchContext, FetchError};
 use crate::codec::{CodecError, Pipeline, ShardIndex, ShardedArray, Target};
 use crate::meta::{ArrayMeta, ChunkGrid, MAX_CHUNK_BYTES};
 use crate::stats::STATS;
-use crate::store::Store;
+use crate::store::{shown_key, Store};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
@@ -512,10 +512,6 @@ impl ChunkReader {
     }
 
     fn display_path(&self) -> &str {
-        if self.path.is_empty() {
-            "/"
-        } else {
-            &self.path
-        }
+        shown_key(&self.path)
     }
 }

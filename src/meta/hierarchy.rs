@@ -21,7 +21,7 @@ use super::consolidated::Consolidated;
 use super::node::{ArrayMeta, Dimensions, Node, NodeKind};
 use super::v3_draft::EntryPoint;
 use super::{consolidated, nczarr, v2, v3, v3_draft, MetaError};
-use crate::store::{accept_name, EntryKind, Store, StoreError};
+use crate::store::{accept_name, join_key, shown_key, EntryKind, Store, StoreError};
 use parking_lot::Mutex;
 use serde_json::{Map, Value};
 use std::collections::HashSet;
@@ -245,13 +245,13 @@ impl<'a> Tree<'a> {
             .collect();
         if depth >= MAX_DEPTH {
             for child in listed {
-                let path = join(path, &child.name);
+                let path = join_key(path, &child.name);
                 log::warn!("{}", MetaError::TooDeep { path });
             }
             return Vec::new();
         }
         let found = parallel_map(&listed, self.store().parallelism(), |child| {
-            let path = join(path, &child.name);
+            let path = join_key(path, &child.name);
             match self.probe(&path) {
                 // Paths with no metadata: implicit groups, shown when a node lies below them.
                 Ok(None) => Ok(self
@@ -263,7 +263,7 @@ impl<'a> Tree<'a> {
         let mut nodes = Vec::new();
         for (child, result) in listed.iter().zip(found) {
             match result {
-                Err(e) => log::warn!("{}: left out: {e}", join(path, &child.name)),
+                Err(e) => log::warn!("{}: left out: {e}", join_key(path, &child.name)),
                 Ok(Some(node)) => nodes.push(node),
                 Ok(None) => {}
             }
@@ -281,7 +281,7 @@ impl<'a> Tree<'a> {
             for prefix in &level {
                 let quiet = AtomicBool::new(false);
                 for child in self.list(prefix, &Map::new(), &quiet) {
-                    let path = join(prefix, &child.name);
+                    let path = join_key(prefix, &child.name);
                     match self.probe(&path) {
                         Ok(Some(_)) => return true,
                         Ok(None) if depth + 1 < MAX_DEPTH => next.push(path),
@@ -295,14 +295,6 @@ impl<'a> Tree<'a> {
             level = next;
         }
         false
-    }
-}
-
-fn join(prefix: &str, name: &str) -> String {
-    if prefix.is_empty() {
-        name.to_string()
-    } else {
-        format!("{prefix}/{name}")
     }
 }
 
@@ -420,7 +412,7 @@ impl Tree<'_> {
                 let gen1 = self.gen1(path, nczarr::GEN1_GROUP);
                 match nczarr::child_names(doc, gen1.as_ref()) {
                     Some(names) => {
-                        let source = format!("{}: NCZarr group list", self.shown(path));
+                        let source = format!("{}: NCZarr group list", shown_key(path));
                         let children = names
                             .into_iter()
                             .map(|name| Child { name, mtime: None })
@@ -445,7 +437,7 @@ impl Tree<'_> {
                 Vec::new()
             }
             Err(e) => {
-                log::warn!("{}: children not listed: {e}", self.shown(path));
+                log::warn!("{}: children not listed: {e}", shown_key(path));
                 Vec::new()
             }
         }
@@ -471,16 +463,8 @@ impl Tree<'_> {
             .collect())
     }
 
-    fn shown(&self, path: &str) -> String {
-        if path.is_empty() {
-            "/".into()
-        } else {
-            path.to_string()
-        }
-    }
-
     fn read(&self, path: &str, name: &str) -> Result<Option<JsonObject>, MetaError> {
-        read_json(self.store(), &join(path, name))
+        read_json(self.store(), &join_key(path, name))
     }
 
     /// The attributes of a v2 node (`{}` when absent or unreadable).
@@ -489,7 +473,7 @@ impl Tree<'_> {
             Ok(Some((a, _))) => a,
             Ok(None) => Map::new(),
             Err(e) => {
-                log::warn!("{}: attributes ignored: {e}", self.shown(path));
+                log::warn!("{}: attributes ignored: {e}", shown_key(path));
                 Map::new()
             }
         }
@@ -561,7 +545,7 @@ impl Tree<'_> {
                     "node_type",
                     format!(
                         "{}: missing or not \"group\" or \"array\"",
-                        join(path, "zarr.json")
+                        join_key(path, "zarr.json")
                     ),
                 )),
             };

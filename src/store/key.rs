@@ -24,6 +24,15 @@ pub fn check_name(name: &str) -> Result<(), StoreError> {
     }
 }
 
+/// How a key or node path is named in messages: `/` for the root (the empty key).
+pub fn shown_key(key: &str) -> &str {
+    if key.is_empty() {
+        "/"
+    } else {
+        key
+    }
+}
+
 /// The key of `name` below `prefix` (`""` for the root): `prefix/name`, or `name` itself.
 pub fn join_key(prefix: &str, name: &str) -> String {
     if prefix.is_empty() {

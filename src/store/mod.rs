@@ -29,7 +29,7 @@ pub use counting::{CountingStore, RequestCounts};
 pub use dir::DirStore;
 pub use error::StoreError;
 pub use faulty::{Fault, FaultyStore};
-pub use key::{accept_key, accept_name, check_key, check_name, join_key};
+pub use key::{accept_key, accept_name, check_key, check_name, join_key, shown_key};
 pub use layer::Layer;
 pub use location::{LocalKind, Location};
 pub use memory::{list_map, list_sized, MemoryStore};

@@ -11,7 +11,7 @@ use crate::cache::read_ahead::{Job, Prediction, ReadAhead};
 use crate::cache::ChunkCache;
 use crate::fetch::{ChunkReader, Loaded};
 use crate::meta::ArrayMeta;
-use crate::store::Store;
+use crate::store::{shown_key, Store};
 use std::sync::{Arc, OnceLock};
 
 /// Most chunks one prediction queues (a prediction starts where the last one ended, so this
@@ -235,11 +235,7 @@ impl ArrayFile {
 
     /// The path as logs show it.
     pub fn display_path(&self) -> &str {
-        if self.path.is_empty() {
-            "/"
-        } else {
-            &self.path
-        }
+        shown_key(&self.path)
     }
 
     /// Bytes `offset..offset+len` of `A` (fewer at the end of the file) into `reply`: copied

@@ -18,7 +18,7 @@ use super::{
 use crate::cache::read_ahead::ReadPolicy;
 use crate::cache::ChunkCache;
 use crate::meta::{MetaError, Node, NodeKind, Tree};
-use crate::store::Store;
+use crate::store::{shown_key, Store};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -64,15 +64,6 @@ fn json_bytes(doc: &serde_json::Map<String, serde_json::Value>) -> Arc<[u8]> {
         }
         bytes
     })
-}
-
-/// How a node is named in messages.
-pub(super) fn shown(path: &str) -> &str {
-    if path.is_empty() {
-        "/"
-    } else {
-        path
-    }
 }
 
 impl View {
@@ -214,7 +205,11 @@ impl<'v> Entries<'v> {
             .clone()
             .and_then(|(id, meta)| view.sources.make(id, &node.path, &meta));
         if let Err(u) = &source {
-            log::warn!("{}: data cannot be read: {}", shown(&node.path), u.reason);
+            log::warn!(
+                "{}: data cannot be read: {}",
+                shown_key(&node.path),
+                u.reason
+            );
         }
         let (data, npy) = match source {
             Ok(source) if source.reader.meta().dtype.is_variable() => {

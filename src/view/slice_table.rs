@@ -174,7 +174,7 @@ impl View {
                 part: Part::Text,
             }) => {
                 let vlen = &self.vlen[k as usize];
-                (k, vlen.source(), vlen.shown())
+                (k, vlen.source(), vlen.display_path())
             }
             _ => return Err(ViewError::NotFound),
         };

@@ -24,6 +24,7 @@ use crate::backing::BackingFile;
 use crate::cache::{ChunkCache, ChunkData};
 use crate::codec::vlen;
 use crate::meta::DataType;
+use crate::store::shown_key;
 use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::mpsc::{channel, Sender};
@@ -246,8 +247,8 @@ impl VlenFile {
     }
 
     /// The path as logs show it.
-    pub(super) fn shown(&self) -> &str {
-        super::build::shown(&self.path)
+    pub(super) fn display_path(&self) -> &str {
+        shown_key(&self.path)
     }
 
     /// Element `k` of a decoded chunk, or the fill value when the chunk is absent.
@@ -255,7 +256,7 @@ impl VlenFile {
         match data {
             None => Ok(&self.source.reader.meta().fill_value),
             Some(buf) => vlen::item(buf, k as usize).ok_or_else(|| {
-                log::error!("{}: decoded chunk lacks element {k}", self.shown());
+                log::error!("{}: decoded chunk lacks element {k}", self.display_path());
                 ViewError::Io(IoCause::Corrupt)
             }),
         }
@@ -382,7 +383,7 @@ impl VlenFile {
             (Scan::Done(Ok(index)), Part::Npy) => Some(self.npy_total(index)),
             _ => None,
         };
-        let label = self.shown();
+        let label = self.display_path();
         let names = (self.path.as_str(), label);
         let reader = &self.source.reader;
         if let Some(id) = self.identity.get(backing, names, &self.metadata, reader) {
@@ -475,7 +476,7 @@ impl VlenFile {
         let end = offset.saturating_add(len).min(file.size());
         read_through(
             &file,
-            self.shown(),
+            self.display_path(),
             (offset, end),
             &mut out,
             |from, to, out| {
