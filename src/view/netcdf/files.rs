@@ -3,7 +3,7 @@
 //! dimensions live in the root group), so the whole tree is loaded first.
 
 use super::model::NcType;
-use super::ncstream::{NcStreamFile, Source, Strings};
+use super::ncstream::{NcStreamLayout, Source, Strings};
 use crate::meta::{ArrayMeta, DataType, NodeKind};
 use crate::view::vlen_file::Part;
 use crate::view::{ArrayPart, Content, TextFile, View, ROOT_INO};
@@ -14,7 +14,7 @@ use std::sync::Arc;
 #[derive(Default)]
 pub struct NetcdfFiles {
     cdl: HashMap<u64, Arc<[u8]>>,
-    streams: HashMap<u64, NcStreamFile>,
+    streams: HashMap<u64, NcStreamLayout>,
 }
 
 impl NetcdfFiles {
@@ -99,7 +99,8 @@ impl NetcdfFiles {
             };
             let cdl = super::cdl::header(group, name);
             out.cdl.insert(dir, Arc::from(cdl.into_bytes()));
-            out.streams.insert(dir, NcStreamFile::new(group, &sources));
+            out.streams
+                .insert(dir, NcStreamLayout::new(group, &sources));
         }
         out
     }
@@ -110,7 +111,7 @@ impl NetcdfFiles {
     }
 
     /// The `.ncstream` of the group shown by directory `dir`.
-    pub(in crate::view) fn stream(&self, dir: u64) -> Option<&NcStreamFile> {
+    pub(in crate::view) fn stream(&self, dir: u64) -> Option<&NcStreamLayout> {
         self.streams.get(&dir)
     }
 }

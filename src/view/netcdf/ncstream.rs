@@ -83,7 +83,7 @@ struct PieceOffsets {
 }
 
 /// The layout of one `.ncstream` file.
-pub struct NcStreamFile {
+pub struct NcStreamLayout {
     pieces: Vec<Piece>,
     /// Measured on first use (at once when there are no strings); kept once known.
     layout: Mutex<Option<Arc<PieceOffsets>>>,
@@ -245,11 +245,11 @@ fn each_string(
     }
 }
 
-impl NcStreamFile {
+impl NcStreamLayout {
     /// The stream of `top` (a group of the dataset, shown as the stream's root). `sources` maps
     /// a variable's node path to where its values are read; variables without one are declared
     /// in the header, their values not sent.
-    pub fn new(top: &Group, sources: &HashMap<String, Source>) -> NcStreamFile {
+    pub fn new(top: &Group, sources: &HashMap<String, Source>) -> NcStreamLayout {
         let standalone = top.standalone();
         let header = proto::Header {
             location: top.path.clone(),
@@ -327,7 +327,7 @@ impl NcStreamFile {
             }
         }
         pieces.push(Piece::Bytes(MAGIC_END.to_vec()));
-        let file = NcStreamFile {
+        let file = NcStreamLayout {
             pieces,
             layout: Mutex::new(None),
         };
