@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 use zarrfs::fetch::{ChunkReader, FetchCause, Uncached};
 use zarrfs::meta::{load_hierarchy, LoadOptions, NodeKind};
-use zarrfs::store::{DirStore, Entry, Object, ObjectMeta, Store, StoreError};
+use zarrfs::store::{too_large, DirStore, Entry, Object, ObjectMeta, Store, StoreError};
 
 /// The cache budget the readers are built for.
 const CACHE_SIZE: u64 = 64 << 20;
@@ -37,10 +37,13 @@ impl Swapped {
 }
 
 impl Store for Swapped {
-    fn get(&self, key: &str) -> Result<Option<Object>, StoreError> {
+    fn get_bounded(&self, key: &str, max: u64) -> Result<Option<Object>, StoreError> {
         match self.value(key) {
-            Some(bytes) => Ok(Some(Object { bytes, mtime: None })),
-            None => self.inner.get(key),
+            Some(bytes) => {
+                too_large(key, bytes.len() as u64, max)?;
+                Ok(Some(Object { bytes, mtime: None }))
+            }
+            None => self.inner.get_bounded(key, max),
         }
     }
     fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError> {

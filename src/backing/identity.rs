@@ -108,7 +108,7 @@ mod tests {
     struct OneChunk(Option<&'static str>);
 
     impl Store for OneChunk {
-        fn get(&self, _: &str) -> Result<Option<Object>, StoreError> {
+        fn get_bounded(&self, _: &str, _: u64) -> Result<Option<Object>, StoreError> {
             Ok(None)
         }
         fn get_range(&self, _: &str, _: u64, _: u64) -> Result<Option<Vec<u8>>, StoreError> {

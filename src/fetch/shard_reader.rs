@@ -275,9 +275,9 @@ mod tests {
     }
 
     impl Store for Recording {
-        fn get(&self, key: &str) -> Result<Option<Object>, StoreError> {
+        fn get_bounded(&self, key: &str, max: u64) -> Result<Option<Object>, StoreError> {
             self.reads.lock().unwrap().push((key.into(), 0, u64::MAX));
-            self.inner.get(key)
+            self.inner.get_bounded(key, max)
         }
         fn get_range(
             &self,

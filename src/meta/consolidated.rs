@@ -81,22 +81,12 @@ fn is_metadata(key: &str) -> bool {
 }
 
 impl Store for Consolidated<'_> {
-    fn get(&self, key: &str) -> Result<Option<Object>, StoreError> {
-        match self.objects.get(key) {
-            Some(v) => Ok(Some(Object {
-                bytes: v.clone(),
-                mtime: None,
-            })),
-            None if is_metadata(key) => Ok(None),
-            None => self.inner.get(key),
-        }
-    }
-
     fn get_bounded(&self, key: &str, max: u64) -> Result<Option<Object>, StoreError> {
         match self.objects.get(key) {
             Some(v) => {
                 too_large(key, v.len() as u64, max)?;
-                self.get(key)
+                let bytes = v.clone();
+                Ok(Some(Object { bytes, mtime: None }))
             }
             None if is_metadata(key) => Ok(None),
             None => self.inner.get_bounded(key, max),

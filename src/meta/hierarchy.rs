@@ -610,8 +610,8 @@ mod tests {
     }
 
     impl Store for Gauge {
-        fn get(&self, key: &str) -> Result<Option<Object>, StoreError> {
-            self.request(|| self.inner.get(key))
+        fn get_bounded(&self, key: &str, max: u64) -> Result<Option<Object>, StoreError> {
+            self.request(|| self.inner.get_bounded(key, max))
         }
         fn get_range(&self, key: &str, s: u64, n: u64) -> Result<Option<Vec<u8>>, StoreError> {
             self.request(|| self.inner.get_range(key, s, n))

@@ -258,10 +258,6 @@ fn absent_as_none<T>(r: std::io::Result<T>, key: &str) -> Result<Option<T>, Stor
 }
 
 impl Store for DirStore {
-    fn get(&self, key: &str) -> Result<Option<Object>, StoreError> {
-        self.get_bounded(key, u64::MAX)
-    }
-
     fn get_bounded(&self, key: &str, max: u64) -> Result<Option<Object>, StoreError> {
         let Some(opened) = self.open_value(key)? else {
             return Ok(None);

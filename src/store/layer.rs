@@ -51,12 +51,6 @@ pub trait Layer: Send + Sync {
 }
 
 impl<L: Layer> Store for L {
-    fn get(&self, key: &str) -> Result<Option<Object>, StoreError> {
-        let step = self.before(key)?;
-        let got = self.inner()?.get(key)?;
-        Ok(got.map(|o| whole(self, &step, o)))
-    }
-
     fn get_bounded(&self, key: &str, max: u64) -> Result<Option<Object>, StoreError> {
         let step = self.before(key)?;
         let got = self.inner()?.get_bounded(key, max)?;

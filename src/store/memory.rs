@@ -61,12 +61,14 @@ pub fn list_sized<V>(
 }
 
 impl Store for MemoryStore {
-    fn get(&self, key: &str) -> Result<Option<Object>, StoreError> {
+    fn get_bounded(&self, key: &str, max: u64) -> Result<Option<Object>, StoreError> {
         check_key(key)?;
-        Ok(self.items.get(key).map(|bytes| Object {
-            bytes: bytes.clone(),
-            mtime: None,
-        }))
+        let Some(bytes) = self.items.get(key) else {
+            return Ok(None);
+        };
+        super::too_large(key, bytes.len() as u64, max)?;
+        let bytes = bytes.clone();
+        Ok(Some(Object { bytes, mtime: None }))
     }
 
     fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError> {

@@ -94,18 +94,15 @@ pub enum Latency {
 /// A read-only key-value store.
 pub trait Store: Send + Sync {
     /// The whole value of `key` (one request), or `None` when the key is absent.
-    fn get(&self, key: &str) -> Result<Option<Object>, StoreError>;
+    fn get(&self, key: &str) -> Result<Option<Object>, StoreError> {
+        self.get_bounded(key, u64::MAX)
+    }
 
     /// The whole value of `key` like [`Store::get`], unless it is larger than `max` bytes: then
-    /// [`StoreError::TooLarge`], decided before the value is read (one request, as `get`).
-    /// Metadata objects are read this way, so that a hostile one is never allocated in full.
-    fn get_bounded(&self, key: &str, max: u64) -> Result<Option<Object>, StoreError> {
-        let got = self.get(key)?;
-        if let Some(o) = &got {
-            too_large(key, o.bytes.len() as u64, max)?;
-        }
-        Ok(got)
-    }
+    /// [`StoreError::TooLarge`], decided before the value is read where the store can (one
+    /// request, as `get`). Metadata objects are read this way, so that a hostile one is never
+    /// allocated in full.
+    fn get_bounded(&self, key: &str, max: u64) -> Result<Option<Object>, StoreError>;
 
     /// `len` bytes of `key` from `start` (fewer at the end of the value), or `None` when absent.
     fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError>;

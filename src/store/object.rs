@@ -231,10 +231,6 @@ fn mtime(meta: &object_store::ObjectMeta) -> Option<SystemTime> {
 const WALK_PARALLELISM: usize = 32;
 
 impl Store for ObjectStoreBackend {
-    fn get(&self, key: &str) -> Result<Option<Object>, StoreError> {
-        self.get_bounded(key, u64::MAX)
-    }
-
     /// The size the response's headers announce is checked before its body is read.
     fn get_bounded(&self, key: &str, max: u64) -> Result<Option<Object>, StoreError> {
         let (path, inner) = (self.path(key)?, self.inner.clone());

@@ -135,7 +135,7 @@ impl ReferenceStore {
 }
 
 impl Store for ReferenceStore {
-    fn get(&self, key: &str) -> Result<Option<Object>, StoreError> {
+    fn get_bounded(&self, key: &str, max: u64) -> Result<Option<Object>, StoreError> {
         let Some(reference) = self.catalog.lookup(key)? else {
             return Ok(None);
         };
@@ -147,6 +147,7 @@ impl Store for ReferenceStore {
             } => self.targets.read_whole(url)?,
             other => self.read(other, 0, u64::MAX)?,
         };
+        super::too_large(key, bytes.len() as u64, max)?;
         Ok(Some(Object { bytes, mtime: None }))
     }
 

@@ -231,10 +231,6 @@ fn zip_time(t: zip::DateTime) -> Option<SystemTime> {
 }
 
 impl Store for ZipStore {
-    fn get(&self, key: &str) -> Result<Option<Object>, StoreError> {
-        self.get_bounded(key, u64::MAX)
-    }
-
     fn get_bounded(&self, key: &str, max: u64) -> Result<Option<Object>, StoreError> {
         check_key(key)?;
         let Some(m) = self.members.get(key) else {

@@ -131,8 +131,8 @@ pub fn read_all(view: &View, path: &str) -> Result<Vec<u8>, ViewError> {
 pub struct NoListStore(pub MemoryStore);
 
 impl Store for NoListStore {
-    fn get(&self, key: &str) -> Result<Option<Object>, StoreError> {
-        self.0.get(key)
+    fn get_bounded(&self, key: &str, max: u64) -> Result<Option<Object>, StoreError> {
+        self.0.get_bounded(key, max)
     }
 
     fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError> {

@@ -55,8 +55,8 @@ impl PerKey {
 }
 
 impl Store for PerKey {
-    fn get(&self, key: &str) -> Result<Option<Object>, StoreError> {
-        self.inner.get(key)
+    fn get_bounded(&self, key: &str, max: u64) -> Result<Option<Object>, StoreError> {
+        self.inner.get_bounded(key, max)
     }
 
     fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError> {
