@@ -26,8 +26,8 @@ enum Body {
     Data(Arc<SliceFile>),
     /// The NPY header plus the selected elements.
     Npy(Arc<SliceFile>),
-    /// A selection of a variable-length array: its text (`A[SEL]`) or NPY file (`.npy`: true).
-    Vlen(Arc<VlenFile>, bool),
+    /// A selection of a variable-length array: its text (`A[SEL]`) or NPY file (`.npy`).
+    Vlen(Arc<VlenFile>, Part),
     /// The `.json` document.
     Bytes(Arc<[u8]>),
 }
@@ -193,7 +193,12 @@ impl View {
             (_, ".json") => Body::Bytes(file.json().clone()),
             (Content::Text(_), _) => {
                 let vlen = self.vlen[k as usize].selection(shown, file, sel.shape());
-                Body::Vlen(Arc::new(vlen), suffix == ".npy")
+                let part = if suffix == ".npy" {
+                    Part::Npy
+                } else {
+                    Part::Text
+                };
+                Body::Vlen(Arc::new(vlen), part)
             }
             (_, ".npy") => Body::Npy(file),
             _ => Body::Data(file),
@@ -226,8 +231,7 @@ impl ServedFile for SliceEntry {
         Some(match &self.body {
             Body::Data(f) => f.data_size(),
             Body::Npy(f) => f.npy_size(),
-            Body::Vlen(v, false) => v.text_size(&view.cache, &view.sizer).unwrap_or(0),
-            Body::Vlen(v, true) => v.npy_size(&view.cache, &view.sizer).unwrap_or(0),
+            Body::Vlen(v, part) => v.size(*part, &view.cache, &view.sizer).unwrap_or(0),
             Body::Bytes(b) => b.len() as u64,
         })
     }
@@ -257,11 +261,10 @@ impl ServedFile for SliceEntry {
                 extend_range(bytes, read, reply.out);
                 return Ok(());
             }
-            Body::Vlen(v, npy) => {
-                let part = if *npy { Part::Npy } else { Part::Text };
+            Body::Vlen(v, part) => {
                 reply
                     .out
-                    .extend(v.read(&view.cache, None, part, read.offset, read.len)?);
+                    .extend(v.read(&view.cache, None, *part, read.offset, read.len)?);
                 return Ok(());
             }
             Body::Data(f) => (f, false),

@@ -378,9 +378,8 @@ impl VlenFile {
         if !matches!(self.elements, Elements::Whole) {
             return;
         }
-        let size = match (&*self.scan.lock(), part) {
-            (Scan::Done(Ok(index)), Part::Text) => Some(index.text_size),
-            (Scan::Done(Ok(index)), Part::Npy) => Some(self.npy_total(index)),
+        let size = match &*self.scan.lock() {
+            Scan::Done(Ok(index)) => Some(self.scanned_size(index, part)),
             _ => None,
         };
         let label = self.display_path();
@@ -402,35 +401,31 @@ impl VlenFile {
             .filter(|f| f.is_complete())
     }
 
-    /// Size of the text file `A` as `stat` shows it: 0 while a large array is being scanned
-    /// (known at once when its backing file is complete).
-    pub fn text_size(
+    /// Size of file `part` as `stat` shows it: 0 while a large array is being scanned (known
+    /// at once when its backing file is complete).
+    pub fn size(
         self: &Arc<Self>,
+        part: Part,
         cache: &ChunkCache,
         sizer: &Sizer,
     ) -> Result<u64, ViewError> {
-        if let Some(file) = self.complete_backing(Part::Text) {
+        if let Some(file) = self.complete_backing(part) {
             return Ok(file.size());
         }
         Ok(self
             .known_index(cache, sizer)?
-            .map_or(0, |index| index.text_size))
+            .map_or(0, |index| self.scanned_size(&index, part)))
     }
 
-    /// Size of `A.npy` as `stat` shows it: 0 while a large array is being scanned (known at
-    /// once when its backing file is complete).
-    pub fn npy_size(self: &Arc<Self>, cache: &ChunkCache, sizer: &Sizer) -> Result<u64, ViewError> {
-        if let Some(file) = self.complete_backing(Part::Npy) {
-            return Ok(file.size());
+    /// Size of file `part` as the scan found it.
+    fn scanned_size(&self, index: &TextIndex, part: Part) -> u64 {
+        match part {
+            Part::Text => index.text_size,
+            Part::Npy => {
+                let cells = self.count.saturating_mul(self.npy_width(index) as u64);
+                (index.header.len() as u64).saturating_add(cells)
+            }
         }
-        Ok(self
-            .known_index(cache, sizer)?
-            .map_or(0, |index| self.npy_total(&index)))
-    }
-
-    fn npy_total(&self, index: &TextIndex) -> u64 {
-        let cells = self.count.saturating_mul(self.npy_width(index) as u64);
-        (index.header.len() as u64).saturating_add(cells)
     }
 
     fn npy_width(&self, index: &TextIndex) -> usize {
@@ -523,7 +518,7 @@ impl VlenFile {
     /// Bytes `offset..offset+len` of `A.npy`, decoded.
     fn decode_npy(&self, cache: &ChunkCache, offset: u64, len: u64) -> Result<Vec<u8>, ViewError> {
         let index = self.index(cache)?;
-        let total = self.npy_total(&index);
+        let total = self.scanned_size(&index, Part::Npy);
         let end = offset.saturating_add(len).min(total);
         let mut out = Vec::new();
         if offset >= end {

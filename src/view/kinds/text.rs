@@ -15,11 +15,7 @@ pub(in crate::view) struct TextFile {
 impl ServedFile for TextFile {
     fn size(&self, view: &View, _dir: u64, _measure: bool) -> Option<u64> {
         let vlen = &view.vlen[self.vlen as usize];
-        let size = match self.part {
-            Part::Text => vlen.text_size(&view.cache, &view.sizer),
-            Part::Npy => vlen.npy_size(&view.cache, &view.sizer),
-        };
-        Some(size.unwrap_or(0))
+        Some(vlen.size(self.part, &view.cache, &view.sizer).unwrap_or(0))
     }
 
     /// Opens at once; a read waits for the scan.
