@@ -174,9 +174,9 @@ impl ZarrFs {
     }
 
     fn file_attr(&self, a: &Attr) -> FileAttr {
-        let (kind, perm) = match a.kind {
-            FileKind::Directory => (FileType::Directory, 0o555),
-            FileKind::File => (FileType::RegularFile, 0o444),
+        let perm = match a.kind {
+            FileKind::Directory => 0o555,
+            FileKind::File => 0o444,
         };
         FileAttr {
             ino: INodeNo(a.ino),
@@ -186,7 +186,7 @@ impl ZarrFs {
             mtime: a.mtime,
             ctime: a.mtime,
             crtime: a.mtime,
-            kind,
+            kind: file_type(a.kind),
             perm,
             nlink: a.nlink,
             uid: self.uid,
@@ -219,10 +219,6 @@ fn file_type(kind: FileKind) -> FileType {
         FileKind::Directory => FileType::Directory,
         FileKind::File => FileType::RegularFile,
     }
-}
-
-fn name_str(name: &OsStr) -> Option<&str> {
-    name.to_str()
 }
 
 /// Runs one request's `handler`. A panic inside it must not end the fuser thread (the mount would
@@ -325,7 +321,8 @@ impl Filesystem for ZarrFs {
         catch_panic_as_eio(
             "lookup",
             format_args!("{name:?} in inode {parent}"),
-            || match name_str(name)
+            || match name
+                .to_str()
                 .ok_or(ViewError::NotFound)
                 .and_then(|n| self.view.lookup(parent.0, n))
             {
@@ -497,7 +494,7 @@ impl Filesystem for ZarrFs {
 
     fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
         catch_panic_as_eio("getxattr", format_args!("inode {ino} {name:?}"), || {
-            let answer = match name_str(name) {
+            let answer = match name.to_str() {
                 Some(n) => self.view.getxattr(ino.0, n, size),
                 None => Err(ViewError::NoAttribute),
             };
