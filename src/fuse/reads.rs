@@ -217,16 +217,10 @@ fn enforce_deadlines<R: ErrorReply>(pool: Weak<Inner<R>>) {
             return;
         };
         let now = Instant::now();
-        let overdue: Vec<Pending<R>> = {
-            let mut st = inner.state.lock();
-            let ids: Vec<u64> = st
-                .pending
-                .iter()
-                .filter(|(_, p)| p.deadline.is_some_and(|d| d <= now))
-                .map(|(id, _)| *id)
-                .collect();
-            ids.iter().filter_map(|id| st.pending.remove(id)).collect()
-        };
+        let overdue: Vec<Pending<R>> = (inner.state.lock().pending)
+            .extract_if(|_, p| p.deadline.is_some_and(|d| d <= now))
+            .map(|(_, p)| p)
+            .collect();
         for p in overdue {
             let (ino, offset, size) = p.read;
             log::warn!(
