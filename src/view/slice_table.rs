@@ -8,7 +8,7 @@ use super::selection::{split_name, Selection};
 use super::slice_file::SliceFile;
 use super::vlen_file::{Part, VlenFile};
 use super::{ArrayPart, Attr, Attrs, Content, TextFile, View, ViewError};
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -58,16 +58,13 @@ pub struct SliceTable {
 }
 
 impl SliceTable {
-    fn lock(&self) -> MutexGuard<'_, Table> {
-        self.table.lock()
-    }
-
     fn get(&self, ino: u64) -> Option<SliceEntry> {
-        self.lock().by_ino.get(&ino).map(|(e, _)| e.clone())
+        self.table.lock().by_ino.get(&ino).map(|(e, _)| e.clone())
     }
 
     fn find(&self, parent: u64, name: &str) -> Option<u64> {
-        self.lock()
+        self.table
+            .lock()
             .by_name
             .get(&(parent, name.to_string()))
             .copied()
@@ -76,7 +73,7 @@ impl SliceTable {
     /// Remembers `entry` as `name` in `parent` (unless another lookup just did) and returns
     /// its inode.
     fn insert(&self, parent: u64, name: &str, entry: SliceEntry) -> u64 {
-        let mut t = self.lock();
+        let mut t = self.table.lock();
         let key = (parent, name.to_string());
         if let Some(&ino) = t.by_name.get(&key) {
             return ino;
@@ -95,9 +92,7 @@ impl SliceTable {
         t.order.push_back(ino);
         ino
     }
-}
 
-impl SliceTable {
     /// Lets `file` gather its selection in memory when it fits in a quarter of the cache
     /// budget `cache`. The oldest buffers are let go first: those of files no handle has open,
     /// until what stays fits in a sixteenth of the cache with this one, then, if need be, any,
@@ -206,9 +201,9 @@ impl View {
         // Decoding starts at lookup: it runs while the caller opens the file and sets up its read.
         if let Body::Data(f) | Body::Npy(f) = &body {
             self.slices.hold_buffer(f, self.cache.budget());
-        }
-        if let (Body::Data(f) | Body::Npy(f), Some(pool)) = (&body, &self.prefetcher) {
-            f.prefetch_from(&self.arrays[k as usize], pool, &self.cache, 0, true);
+            if let Some(pool) = &self.prefetcher {
+                f.prefetch_from(&self.arrays[k as usize], pool, &self.cache, 0, true);
+            }
         }
         let entry = SliceEntry {
             body,
