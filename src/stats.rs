@@ -130,8 +130,7 @@ impl Stats {
 
     /// Counts one error of `kind`.
     pub fn error(&self, kind: &str) {
-        let mut errors = self.errors.lock();
-        *errors.entry(kind.to_string()).or_default() += 1;
+        *self.errors.lock().entry(kind.to_string()).or_default() += 1;
     }
 
     /// Everything as one JSON object.
