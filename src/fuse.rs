@@ -81,12 +81,9 @@ impl<B> OpenModes<B> {
 
     /// A handle of `ino` is released: the last one with passthrough lets its backing id go.
     fn released(&mut self, ino: u64) {
-        let count = match self.passthrough.get_mut(&ino) {
-            Some((_, n)) => n,
-            None => match self.cached.get_mut(&ino) {
-                Some(n) => n,
-                None => return,
-            },
+        let passthrough = self.passthrough.get_mut(&ino).map(|(_, n)| n);
+        let Some(count) = passthrough.or_else(|| self.cached.get_mut(&ino)) else {
+            return;
         };
         *count = count.saturating_sub(1);
         if *count == 0 {
