@@ -528,38 +528,27 @@ impl Tree<'_> {
             format!("{path}/")
         };
         if let Some((doc, mtime)) = self.read(path, "zarr.json")? {
-            let dims = v3::dimensions(&doc);
-            return match doc.get("node_type").and_then(Value::as_str) {
-                Some("group") => Ok(found(path, NodeKind::Group, v3::document(doc), dims, mtime)),
-                Some("array") => {
-                    let meta = checked(v3::parse_array(&doc, &prefix));
-                    Ok(found(
-                        path,
-                        NodeKind::Array(meta),
-                        v3::document(doc),
-                        dims,
-                        mtime,
+            let kind = match doc.get("node_type").and_then(Value::as_str) {
+                Some("group") => NodeKind::Group,
+                Some("array") => NodeKind::Array(checked(v3::parse_array(&doc, &prefix))),
+                _ => {
+                    return Err(MetaError::field(
+                        "node_type",
+                        format!(
+                            "{}: missing or not \"group\" or \"array\"",
+                            join_key(path, "zarr.json")
+                        ),
                     ))
                 }
-                _ => Err(MetaError::field(
-                    "node_type",
-                    format!(
-                        "{}: missing or not \"group\" or \"array\"",
-                        join_key(path, "zarr.json")
-                    ),
-                )),
             };
+            let dims = v3::dimensions(&doc);
+            return Ok(found(path, kind, v3::document(doc), dims, mtime));
         }
         if let Some((zarray, mtime)) = self.read(path, ".zarray")? {
             let gen1 = self.gen1(path, nczarr::GEN1_VAR);
             let (meta, doc, dims) = v2::array(zarray, self.attrs(path), gen1.as_ref(), &prefix);
-            return Ok(found(
-                path,
-                NodeKind::Array(checked(meta)),
-                doc,
-                dims,
-                mtime,
-            ));
+            let kind = NodeKind::Array(checked(meta));
+            return Ok(found(path, kind, doc, dims, mtime));
         }
         let Some((zgroup, mtime)) = self.read(path, ".zgroup")? else {
             return Ok(None);
