@@ -9,7 +9,7 @@
 //! (the mount is a snapshot, each directory made once whoever comes first), and a user's
 //! request for a directory a worker is making waits for it instead of making it again.
 
-use super::{Content, Dir, View};
+use super::{Dir, View};
 use parking_lot::Mutex;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{channel, Sender};
@@ -65,7 +65,7 @@ impl View {
             return;
         };
         let mut next: Vec<u64> = self.subgroups(ino).iter().take(WINDOW).copied().collect();
-        let parent = self.inodes[(ino - 1) as usize].parent;
+        let parent = self.known(ino).parent;
         if parent != ino {
             let siblings = self.subgroups(parent);
             let after = siblings.partition_point(|&s| s <= ino);
@@ -73,7 +73,7 @@ impl View {
         }
         let queue = ahead.queue.lock();
         for ino in next {
-            if let Content::Dir(d) = &self.inodes[(ino - 1) as usize].content {
+            if let Some(d) = self.known_dir(ino) {
                 if d.listing.get().is_none() && !d.queued.swap(true, Ordering::Relaxed) {
                     let _ = queue.send(ino);
                 }
@@ -83,10 +83,8 @@ impl View {
 
     /// The directories of groups in directory `ino`, by inode (which is name order), if made.
     fn subgroups(&self, ino: u64) -> &[u64] {
-        match &self.inodes[(ino - 1) as usize].content {
-            Content::Dir(d) => d.listing.get().map_or(&[], |l| &l.subgroups),
-            _ => &[],
-        }
+        let listing = self.known_dir(ino).and_then(|d| d.listing.get());
+        listing.map_or(&[], |l| &l.subgroups)
     }
 }
 
@@ -99,7 +97,7 @@ fn work(view: &Weak<View>, queue: &Mutex<std::sync::mpsc::Receiver<u64>>) {
         let Some(view) = view.upgrade() else {
             return;
         };
-        if let Content::Dir(d) = &view.inodes[(ino - 1) as usize].content {
+        if let Some(d) = view.known_dir(ino) {
             let mut made = false;
             d.listing.get_or_init(|| {
                 made = true;
