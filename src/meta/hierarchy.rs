@@ -103,6 +103,15 @@ enum Source<'a> {
     Consolidated(Consolidated<'a>),
 }
 
+impl Source<'_> {
+    fn store(&self) -> &dyn Store {
+        match self {
+            Source::Store(s) => &**s,
+            Source::Consolidated(c) => c,
+        }
+    }
+}
+
 /// The nodes of one store, loaded group by group as they are asked for.
 pub struct Tree<'a> {
     source: Source<'a>,
@@ -155,11 +164,7 @@ impl<'a> Tree<'a> {
             }
             None => Source::Store(store),
         };
-        let nczarr_gen1 = match &source {
-            Source::Store(s) => s.head(nczarr::GEN1_SUPERBLOCK)?,
-            Source::Consolidated(c) => c.head(nczarr::GEN1_SUPERBLOCK)?,
-        }
-        .is_some();
+        let nczarr_gen1 = source.store().head(nczarr::GEN1_SUPERBLOCK)?.is_some();
         Tree::start(source, MetadataKeys::Zarr { nczarr_gen1 })
     }
 
@@ -223,10 +228,7 @@ impl<'a> Tree<'a> {
     }
 
     fn store(&self) -> &dyn Store {
-        match &self.source {
-            Source::Store(s) => &**s,
-            Source::Consolidated(c) => c,
-        }
+        self.source.store()
     }
 
     /// Lists and probes the children of the group at `path`; sets `cannot_list` when the
