@@ -12,7 +12,7 @@
 use super::{Dir, View};
 use parking_lot::Mutex;
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::{channel, Sender};
+use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Weak};
 
 /// How many subgroups of a directory, and siblings after it, are loaded ahead.
@@ -23,7 +23,7 @@ const MAX_WORKERS: usize = 4;
 
 /// The queue of directories to make, read by the workers.
 pub(super) struct LookAhead {
-    queue: Mutex<Sender<u64>>,
+    queue: Sender<u64>,
 }
 
 impl View {
@@ -32,13 +32,7 @@ impl View {
     /// is dropped.
     pub fn look_ahead(self: &Arc<Self>) {
         let (send, receive) = channel::<u64>();
-        if self
-            .ahead
-            .set(LookAhead {
-                queue: Mutex::new(send),
-            })
-            .is_err()
-        {
+        if self.ahead.set(LookAhead { queue: send }).is_err() {
             return;
         }
         let receive = Arc::new(Mutex::new(receive));
@@ -71,11 +65,10 @@ impl View {
             let after = siblings.partition_point(|&s| s <= ino);
             next.extend(siblings[after..].iter().take(WINDOW));
         }
-        let queue = ahead.queue.lock();
         for ino in next {
             if let Some(d) = self.known_dir(ino) {
                 if d.listing.get().is_none() && !d.queued.swap(true, Ordering::Relaxed) {
-                    let _ = queue.send(ino);
+                    let _ = ahead.queue.send(ino);
                 }
             }
         }
@@ -89,7 +82,7 @@ impl View {
 }
 
 /// A worker: makes the queued directories until the view is gone.
-fn work(view: &Weak<View>, queue: &Mutex<std::sync::mpsc::Receiver<u64>>) {
+fn work(view: &Weak<View>, queue: &Mutex<Receiver<u64>>) {
     loop {
         let Ok(ino) = queue.lock().recv() else {
             return;
