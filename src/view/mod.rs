@@ -520,16 +520,12 @@ impl View {
 
     /// Forgets file handle `fh`.
     pub fn release(&self, fh: u64) {
-        self.lock_handles().remove(&fh);
+        self.handles.lock().remove(&fh);
         self.slices.release(fh);
         if let Some(pool) = &self.prefetcher {
             pool.forget(fh);
         }
         self.forget_stats(fh);
-    }
-
-    fn lock_handles(&self) -> parking_lot::MutexGuard<'_, HashMap<u64, ReaderState>> {
-        self.handles.lock()
     }
 
     /// Up to `size` bytes of file `ino` from `offset` (fewer at the end of the file), through
@@ -608,7 +604,7 @@ impl View {
         let ends = now.iter().map(|&c| (c, array.chunk_end_byte(c)));
         let first_limit = (0..self.policy.first_bands).fold(offset, |at, _| array.band_end(at));
         let (prediction, beyond, passed, page_cached) = {
-            let mut handles = self.lock_handles();
+            let mut handles = self.handles.lock();
             let Some(state) = handles.get_mut(&fh) else {
                 return true;
             };
