@@ -524,11 +524,8 @@ impl Tree<'_> {
     }
 
     fn probe_zarr(&self, path: &str) -> Result<Option<Node>, MetaError> {
-        let prefix = if path.is_empty() {
-            String::new()
-        } else {
-            format!("{path}/")
-        };
+        // `path/`, or nothing at the root.
+        let prefix = join_key(path, "");
         if let Some((doc, mtime)) = self.read(path, "zarr.json")? {
             let kind = match doc.get("node_type").and_then(Value::as_str) {
                 Some("group") => NodeKind::Group,
