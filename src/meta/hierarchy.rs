@@ -103,6 +103,15 @@ enum Source<'a> {
     Consolidated(Consolidated<'a>),
 }
 
+impl Source<'_> {
+    fn store(&self) -> &dyn Store {
+        match self {
+            Source::Store(s) => &**s,
+            Source::Consolidated(c) => c,
+        }
+    }
+}
+
 /// The nodes of one store, loaded group by group as they are asked for.
 pub struct Tree<'a> {
     source: Source<'a>,
@@ -155,11 +164,7 @@ impl<'a> Tree<'a> {
             }
             None => Source::Store(store),
         };
-        let nczarr_gen1 = match &source {
-            Source::Store(s) => s.head(nczarr::GEN1_SUPERBLOCK)?,
-            Source::Consolidated(c) => c.head(nczarr::GEN1_SUPERBLOCK)?,
-        }
-        .is_some();
+        let nczarr_gen1 = source.store().head(nczarr::GEN1_SUPERBLOCK)?.is_some();
         Tree::start(source, MetadataKeys::Zarr { nczarr_gen1 })
     }
 
@@ -223,10 +228,7 @@ impl<'a> Tree<'a> {
     }
 
     fn store(&self) -> &dyn Store {
-        match &self.source {
-            Source::Store(s) => &**s,
-            Source::Consolidated(c) => c,
-        }
+        self.source.store()
     }
 
     /// Lists and probes the children of the group at `path`; sets `cannot_list` when the
@@ -522,44 +524,30 @@ impl Tree<'_> {
     }
 
     fn probe_zarr(&self, path: &str) -> Result<Option<Node>, MetaError> {
-        let prefix = if path.is_empty() {
-            String::new()
-        } else {
-            format!("{path}/")
-        };
+        // `path/`, or nothing at the root.
+        let prefix = join_key(path, "");
         if let Some((doc, mtime)) = self.read(path, "zarr.json")? {
-            let dims = v3::dimensions(&doc);
-            return match doc.get("node_type").and_then(Value::as_str) {
-                Some("group") => Ok(found(path, NodeKind::Group, v3::document(doc), dims, mtime)),
-                Some("array") => {
-                    let meta = checked(v3::parse_array(&doc, &prefix));
-                    Ok(found(
-                        path,
-                        NodeKind::Array(meta),
-                        v3::document(doc),
-                        dims,
-                        mtime,
+            let kind = match doc.get("node_type").and_then(Value::as_str) {
+                Some("group") => NodeKind::Group,
+                Some("array") => NodeKind::Array(checked(v3::parse_array(&doc, &prefix))),
+                _ => {
+                    return Err(MetaError::field(
+                        "node_type",
+                        format!(
+                            "{}: missing or not \"group\" or \"array\"",
+                            join_key(path, "zarr.json")
+                        ),
                     ))
                 }
-                _ => Err(MetaError::field(
-                    "node_type",
-                    format!(
-                        "{}: missing or not \"group\" or \"array\"",
-                        join_key(path, "zarr.json")
-                    ),
-                )),
             };
+            let dims = v3::dimensions(&doc);
+            return Ok(found(path, kind, v3::document(doc), dims, mtime));
         }
         if let Some((zarray, mtime)) = self.read(path, ".zarray")? {
             let gen1 = self.gen1(path, nczarr::GEN1_VAR);
             let (meta, doc, dims) = v2::array(zarray, self.attrs(path), gen1.as_ref(), &prefix);
-            return Ok(found(
-                path,
-                NodeKind::Array(checked(meta)),
-                doc,
-                dims,
-                mtime,
-            ));
+            let kind = NodeKind::Array(checked(meta));
+            return Ok(found(path, kind, doc, dims, mtime));
         }
         let Some((zgroup, mtime)) = self.read(path, ".zgroup")? else {
             return Ok(None);

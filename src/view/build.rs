@@ -253,7 +253,7 @@ impl<'v> Entries<'v> {
     /// root) and sorts the entries.
     fn finish(mut self) -> Listing {
         let view = self.view;
-        let mtime = view.inodes[(self.dir - 1) as usize].mtime;
+        let mtime = view.known(self.dir).mtime;
         self.sidecar(CDL_SIDECAR, Content::Cdl(CdlFile), mtime);
         self.sidecar(NCSTREAM_SIDECAR, Content::NcStream(NcStreamFile), mtime);
         if self.dir == ROOT_INO {
@@ -297,7 +297,7 @@ impl<'v> Entries<'v> {
         let file = view.push(zarrfs, stats, view.store_mtime, Attrs::None);
         let mut listing = Listing::default();
         listing.entries.push((super::STATS_FILE.into(), file));
-        if let Content::Dir(d) = &view.inodes[(zarrfs - 1) as usize].content {
+        if let Some(d) = view.known_dir(zarrfs) {
             let _ = d.listing.set(listing);
         }
         self.link(super::ZARRFS_DIR, zarrfs);
@@ -384,7 +384,7 @@ impl View {
             e.add_array(root_name, &root, zom, doc, view.mtime_of(&root));
             view.log_loaded(1);
             let listing = e.finish();
-            if let Content::Dir(d) = &view.inodes[0].content {
+            if let Some(d) = view.known_dir(ROOT_INO) {
                 let _ = d.listing.set(listing);
             }
         }

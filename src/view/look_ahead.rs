@@ -9,10 +9,10 @@
 //! (the mount is a snapshot, each directory made once whoever comes first), and a user's
 //! request for a directory a worker is making waits for it instead of making it again.
 
-use super::{Content, Dir, View};
+use super::{Dir, View};
 use parking_lot::Mutex;
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::{channel, Sender};
+use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Weak};
 
 /// How many subgroups of a directory, and siblings after it, are loaded ahead.
@@ -23,7 +23,7 @@ const MAX_WORKERS: usize = 4;
 
 /// The queue of directories to make, read by the workers.
 pub(super) struct LookAhead {
-    queue: Mutex<Sender<u64>>,
+    queue: Sender<u64>,
 }
 
 impl View {
@@ -32,13 +32,7 @@ impl View {
     /// is dropped.
     pub fn look_ahead(self: &Arc<Self>) {
         let (send, receive) = channel::<u64>();
-        if self
-            .ahead
-            .set(LookAhead {
-                queue: Mutex::new(send),
-            })
-            .is_err()
-        {
+        if self.ahead.set(LookAhead { queue: send }).is_err() {
             return;
         }
         let receive = Arc::new(Mutex::new(receive));
@@ -65,17 +59,16 @@ impl View {
             return;
         };
         let mut next: Vec<u64> = self.subgroups(ino).iter().take(WINDOW).copied().collect();
-        let parent = self.inodes[(ino - 1) as usize].parent;
+        let parent = self.known(ino).parent;
         if parent != ino {
             let siblings = self.subgroups(parent);
             let after = siblings.partition_point(|&s| s <= ino);
             next.extend(siblings[after..].iter().take(WINDOW));
         }
-        let queue = ahead.queue.lock();
         for ino in next {
-            if let Content::Dir(d) = &self.inodes[(ino - 1) as usize].content {
+            if let Some(d) = self.known_dir(ino) {
                 if d.listing.get().is_none() && !d.queued.swap(true, Ordering::Relaxed) {
-                    let _ = queue.send(ino);
+                    let _ = ahead.queue.send(ino);
                 }
             }
         }
@@ -83,15 +76,13 @@ impl View {
 
     /// The directories of groups in directory `ino`, by inode (which is name order), if made.
     fn subgroups(&self, ino: u64) -> &[u64] {
-        match &self.inodes[(ino - 1) as usize].content {
-            Content::Dir(d) => d.listing.get().map_or(&[], |l| &l.subgroups),
-            _ => &[],
-        }
+        let listing = self.known_dir(ino).and_then(|d| d.listing.get());
+        listing.map_or(&[], |l| &l.subgroups)
     }
 }
 
 /// A worker: makes the queued directories until the view is gone.
-fn work(view: &Weak<View>, queue: &Mutex<std::sync::mpsc::Receiver<u64>>) {
+fn work(view: &Weak<View>, queue: &Mutex<Receiver<u64>>) {
     loop {
         let Ok(ino) = queue.lock().recv() else {
             return;
@@ -99,7 +90,7 @@ fn work(view: &Weak<View>, queue: &Mutex<std::sync::mpsc::Receiver<u64>>) {
         let Some(view) = view.upgrade() else {
             return;
         };
-        if let Content::Dir(d) = &view.inodes[(ino - 1) as usize].content {
+        if let Some(d) = view.known_dir(ino) {
             let mut made = false;
             d.listing.get_or_init(|| {
                 made = true;

@@ -277,6 +277,19 @@ impl View {
             .ok_or(ViewError::NotFound)
     }
 
+    /// Inode `ino`, a number this view handed out.
+    fn known(&self, ino: u64) -> &Inode {
+        &self.inodes[(ino - 1) as usize]
+    }
+
+    /// Directory `ino`, a number this view handed out; `None` when it is a file.
+    fn known_dir(&self, ino: u64) -> Option<&Dir> {
+        match &self.known(ino).content {
+            Content::Dir(d) => Some(d),
+            _ => None,
+        }
+    }
+
     /// The entries of directory `ino`, made now if this is its first use.
     fn dir(&self, ino: u64) -> Result<&Listing, ViewError> {
         match &self.inode(ino)?.content {
@@ -300,9 +313,9 @@ impl View {
                 let Ok(listing) = self.dir(dir) else {
                     return Vec::new();
                 };
-                let groups = listing.entries.iter().map(|(_, i)| *i).filter(|&i| {
-                    matches!(&self.inodes[(i - 1) as usize].content, Content::Dir(d) if d.group.is_some())
-                });
+                let groups = listing.entries.iter().map(|(_, i)| *i);
+                let groups =
+                    groups.filter(|&i| self.known_dir(i).is_some_and(|d| d.group.is_some()));
                 groups.collect()
             });
             level = listed.into_iter().flatten().collect();
@@ -419,17 +432,16 @@ impl View {
         let parent = self.inode(ino)?.parent;
         let dots = [(".", ino), ("..", parent)];
         let all = dots
-            .iter()
-            .map(|&(n, i)| (n, i))
+            .into_iter()
             .chain(dir.entries.iter().map(|(n, i)| (n.as_str(), *i)));
         Ok(all
             .enumerate()
             .skip(offset as usize)
             .map(|(pos, (name, ino))| DirEntry {
                 ino,
-                kind: match self.inodes[(ino - 1) as usize].content {
-                    Content::Dir(_) => FileKind::Directory,
-                    _ => FileKind::File,
+                kind: match self.known_dir(ino) {
+                    Some(_) => FileKind::Directory,
+                    None => FileKind::File,
                 },
                 name: name.to_string(),
                 next_offset: pos as u64 + 1,
@@ -508,16 +520,12 @@ impl View {
 
     /// Forgets file handle `fh`.
     pub fn release(&self, fh: u64) {
-        self.lock_handles().remove(&fh);
+        self.handles.lock().remove(&fh);
         self.slices.release(fh);
         if let Some(pool) = &self.prefetcher {
             pool.forget(fh);
         }
         self.forget_stats(fh);
-    }
-
-    fn lock_handles(&self) -> parking_lot::MutexGuard<'_, HashMap<u64, ReaderState>> {
-        self.handles.lock()
     }
 
     /// Up to `size` bytes of file `ino` from `offset` (fewer at the end of the file), through
@@ -596,7 +604,7 @@ impl View {
         let ends = now.iter().map(|&c| (c, array.chunk_end_byte(c)));
         let first_limit = (0..self.policy.first_bands).fold(offset, |at, _| array.band_end(at));
         let (prediction, beyond, passed, page_cached) = {
-            let mut handles = self.lock_handles();
+            let mut handles = self.handles.lock();
             let Some(state) = handles.get_mut(&fh) else {
                 return true;
             };
