@@ -54,7 +54,7 @@ impl NetcdfFiles {
             let Some(count) = meta.element_count() else {
                 continue;
             };
-            let source = match view.inodes[(ino - 1) as usize].content {
+            let source = match view.known(ino).content {
                 Content::Array(ArrayPart {
                     array: k,
                     npy: false,
@@ -126,7 +126,7 @@ fn group_dirs(view: &View) -> HashMap<String, u64> {
             continue;
         };
         for &(_, child) in &listing.entries {
-            if let Content::Dir(d) = &view.inodes[(child - 1) as usize].content {
+            if let Some(d) = view.known_dir(child) {
                 if let Some(group) = &d.group {
                     dirs.insert(group.path.to_string(), child);
                     level.push(child);
