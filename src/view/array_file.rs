@@ -330,7 +330,7 @@ impl ArrayFile {
         }
         // Bytes the read-ahead fetched are decoded here; a chunk it was loading is in the
         // cache now.
-        let encoded = source.claim(cache, chunk);
+        let (_reading, encoded) = source.claim(cache, chunk);
         if encoded.is_none() && cache.contains(source.id(chunk)) {
             return Ok(false);
         }

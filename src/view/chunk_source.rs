@@ -2,7 +2,7 @@
 //! and keeps the shard indexes the fetch stage reads, within the same budget.
 
 use super::{GridGeometry, SendBytes};
-use crate::cache::read_ahead::{Claim, Source};
+use crate::cache::read_ahead::{Reading, Source};
 use crate::cache::{ChunkCache, ChunkData, ChunkError, ChunkId, Keep};
 use crate::codec::Target;
 use crate::fetch::{
@@ -117,14 +117,12 @@ impl ChunkSource {
         }
     }
 
-    /// What a reader about to load chunk `chunk` gets from the read-ahead: the chunk's bytes
-    /// when it fetched them (the reader decodes them), else nothing, after waiting for a fetch
-    /// or decode of it under way (see [`crate::cache::read_ahead::Ledger::claim`]).
-    pub fn claim(&self, cache: &ChunkCache, chunk: u64) -> Option<Encoded> {
-        match cache.ledger().claim(self.id(chunk)) {
-            Claim::Load => None,
-            Claim::Decode(encoded) => Some(encoded),
-        }
+    /// What a reader about to load chunk `chunk` gets from the read-ahead: a hold on the chunk
+    /// to keep while loading it, and the chunk's bytes when it fetched them (the reader decodes
+    /// them), after waiting for a fetch or decode of it under way (see
+    /// [`crate::cache::read_ahead::Ledger::claim`]).
+    pub fn claim<'a>(&self, cache: &'a ChunkCache, chunk: u64) -> (Reading<'a>, Option<Encoded>) {
+        cache.ledger().claim(self.id(chunk))
     }
 
     /// Loads chunk `chunk` (linear index in the read grid) where `dest` says: `Decoded` when
@@ -134,7 +132,8 @@ impl ChunkSource {
     pub fn load(&self, cache: &ChunkCache, chunk: u64, dest: Dest) -> Result<Loaded, ChunkError> {
         let (range, send) = match dest {
             Dest::Cache(slot) => {
-                *slot = self.cached(cache, chunk, self.claim(cache, chunk), None)?;
+                let (_reading, encoded) = self.claim(cache, chunk);
+                *slot = self.cached(cache, chunk, encoded, None)?;
                 return Ok(slot.as_ref().map_or(Loaded::Absent, |_| Loaded::Decoded));
             }
             Dest::Room(target, encoded) => return self.decode(cache, chunk, encoded, target),
@@ -150,7 +149,7 @@ impl ChunkSource {
             }
         }
         let mut pending = Some(send);
-        let encoded = self.claim(cache, chunk);
+        let (_reading, encoded) = self.claim(cache, chunk);
         let mut watch = |done: &[u8]| {
             if let (Some(bytes), Some(send)) = (done.get(range.clone()), pending.as_mut()) {
                 send(bytes);

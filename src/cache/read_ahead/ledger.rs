@@ -29,14 +29,27 @@ enum Phase {
     Fetched(Job, Encoded),
     /// Being decoded into the cache.
     Decoding,
+    /// Being loaded by this many readers (see [`Reading`]).
+    Reading(u32),
 }
 
-/// What a reader of a chunk should do (see [`Ledger::claim`]).
-pub enum Claim {
-    /// Load it as usual: the read-ahead does not have it (any more).
-    Load,
-    /// Decode these bytes, fetched for it by the read-ahead.
-    Decode(Encoded),
+/// A reader's hold on a chunk it loads (see [`Ledger::claim`]): until it is dropped, the
+/// read-ahead neither queues the chunk nor fetches it again.
+pub struct Reading<'a> {
+    ledger: &'a Ledger,
+    key: Key,
+}
+
+impl Drop for Reading<'_> {
+    fn drop(&mut self) {
+        let mut state = self.ledger.lock();
+        if let Some(Phase::Reading(readers)) = state.phases.get_mut(&self.key) {
+            *readers -= 1;
+            if *readers == 0 {
+                state.phases.remove(&self.key);
+            }
+        }
+    }
 }
 
 /// The chunks of one reader's prediction past what its reads queued, in the order it will read
@@ -165,35 +178,43 @@ impl Ledger {
         self.len() == 0
     }
 
-    /// What a reader who needs chunk `id` now should do. A queued chunk is taken out of the
-    /// queue (the reader loads it at once, behind no other work); a fetched one is handed over
-    /// for the reader to decode; for one being fetched or decoded, the reader waits until that
-    /// is over (its own chunk, nothing else), then loads it (from the cache, normally).
-    pub fn claim(&self, id: ChunkId) -> Claim {
-        let id = Key {
+    /// What a reader who needs chunk `id` now gets from the read-ahead: the chunk's bytes when
+    /// it fetched them (the reader decodes them), else nothing, and in both cases a hold on the
+    /// chunk for as long as the reader loads it. A queued chunk is taken out of the queue (the
+    /// reader loads it at once, behind no other work); for one being fetched or decoded, the
+    /// reader waits until that is over (its own chunk, nothing else), then loads it (from the
+    /// cache, normally). Readers of one chunk do not wait for each other.
+    pub fn claim(&self, id: ChunkId) -> (Reading<'_>, Option<Encoded>) {
+        let key = Key {
             id,
             claimable: true,
         };
+        let reading = Reading { ledger: self, key };
         let mut state = self.lock();
         loop {
-            match state.phases.get(&id) {
-                None => return Claim::Load,
-                Some(Phase::Queued(_)) => {
-                    state.phases.remove(&id);
-                    return Claim::Load;
+            match state.phases.get_mut(&key) {
+                Some(Phase::Fetching(_) | Phase::Decoding) => {
+                    self.changed
+                        .wait_for(&mut state, Duration::from_millis(100));
+                }
+                Some(Phase::Reading(readers)) => {
+                    *readers += 1;
+                    return (reading, None);
                 }
                 Some(Phase::Fetched(..)) => {
-                    let Some(Phase::Fetched(job, encoded)) = state.phases.remove(&id) else {
+                    let Some(Phase::Fetched(job, encoded)) =
+                        state.phases.insert(key, Phase::Reading(1))
+                    else {
                         unreachable!("matched above")
                     };
                     state.in_flight = state.in_flight.saturating_sub(job.bytes);
                     drop(state);
                     self.fetch_ready.notify_one();
-                    return Claim::Decode(encoded);
+                    return (reading, Some(encoded));
                 }
-                Some(Phase::Fetching(_) | Phase::Decoding) => {
-                    self.changed
-                        .wait_for(&mut state, Duration::from_millis(100));
+                Some(Phase::Queued(_)) | None => {
+                    state.phases.insert(key, Phase::Reading(1));
+                    return (reading, None);
                 }
             }
         }
@@ -448,12 +469,36 @@ mod tests {
         });
         assert!(ledger.queue(fill, false));
         assert!(!ledger.holds(id(3)));
-        assert!(matches!(ledger.claim(id(3)), Claim::Load));
+        assert!(ledger.claim(id(3)).1.is_none());
         assert_eq!(ledger.len(), 1, "still queued for a worker");
         assert!(
             ledger.queue(counting(id(3), &runs), false),
             "a load of it is apart"
         );
+    }
+
+    #[test]
+    fn a_chunk_a_reader_loads_is_not_queued_until_it_is_done() {
+        let ledger = Ledger::default();
+        let runs = Arc::new(AtomicU32::new(0));
+        // Queued, then taken over by a reader; and not known to the ledger, then read.
+        assert!(ledger.queue(counting(id(0), &runs), false));
+        for chunk in [id(0), id(1)] {
+            let first = ledger.claim(chunk);
+            let second = ledger.claim(chunk);
+            assert!(
+                !ledger.queue(counting(chunk, &runs), false),
+                "queued while read"
+            );
+            drop(first);
+            assert!(
+                !ledger.queue(counting(chunk, &runs), true),
+                "queued while read"
+            );
+            drop(second);
+            assert!(!ledger.holds(chunk));
+            assert!(ledger.queue(counting(chunk, &runs), false));
+        }
     }
 
     #[test]
@@ -485,7 +530,9 @@ mod tests {
         }
         // Readers take ten queued chunks over before any worker runs.
         for i in 0..10 {
-            assert!(matches!(cache.ledger().claim(id(i * 10)), Claim::Load));
+            let (reading, encoded) = cache.ledger().claim(id(i * 10));
+            assert!(encoded.is_none());
+            drop(reading);
             assert!(!cache.ledger().holds(id(i * 10)));
         }
         let limits = Limits {

@@ -16,7 +16,7 @@ mod ledger;
 mod policy;
 mod stream;
 
-pub use ledger::{Claim, Continuation, Ledger};
+pub use ledger::{Continuation, Ledger, Reading};
 pub use policy::{ReadPolicy, ReaderState};
 pub use stream::Prediction;
 
