@@ -28,6 +28,8 @@ export LC_ALL=C
 # Neither side uses BLAS: numpy's OpenBLAS threads would only spin at import, on the cores the
 # measured reads need (one per core; measured at a quarter of the machine during a frame read).
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+# The machine's cores (nproc would answer OMP_NUM_THREADS).
+CORES=$(getconf _NPROCESSORS_ONLN)
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 
@@ -173,6 +175,13 @@ daemon_cpu() {
     f=$(daemons_of "$MNT" | head -n1)
     [ -n "$f" ] || { echo 0; return; }
     awk -v hz="$(getconf CLK_TCK)" '{ print ($14 + $15) / hz }' "${f%/cmdline}/stat"
+}
+# The whole machine's busy and total CPU time so far, in clock ticks (/proc/stat).
+machine_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9; exit }' /proc/stat; }
+# Cores of the machine busy between two machine_ticks readings $1 and $2.
+busy_cores() {
+    awk -v a="$1" -v b="$2" -v n="$CORES" 'BEGIN { split(a, x, " "); split(b, y, " ");
+        if (y[2] > x[2]) printf "%.2f", n * (y[1] - x[1]) / (y[2] - x[2]); else print "null" }'
 }
 # Reads files (or whole directories) so that they sit in the page cache.
 warm() { find "$@" -type f -exec cat {} + > /dev/null; }
@@ -666,7 +675,10 @@ remote_cold_dd() {
     local ep=$1 key=$2 check=$3 store=$4 array=$5
     cold_prep "$BENCH_DIR/s3root/bench/$store/$array"
     mount_fs "s3://bench/$store" --endpoint "$ep"
+    local t0
+    t0=$(machine_ticks)
     COLD=$(dd_secs "$MNT/$array"); rec "$key.cold" "$COLD"
+    rec "$key.cold_busy" "$(busy_cores "$t0" "$(machine_ticks)")"
     if [ "$check" = 1 ]; then
         if cmp -s "$MNT/$array" "$RAW"; then rec "check.$key" ok
         else rec "check.$key" "\"MISMATCH: $array over S3 differs from raw.bin\""; fi
@@ -679,7 +691,7 @@ remote_cold_dd() {
 # 64 requests in flight, and a plain fetch of the same chunk objects, 64 in flight, without and
 # with decoding. $3 = 1 checks zarrfs's bytes.
 remote_read_rows() {
-    local ep=$1 key=$2 check=$3 s s64 f fd
+    local ep=$1 key=$2 check=$3 s s64 f fd j
     remote_cold_dd "$ep" "$key" "$check" arrays.zarr zstd
     s=$(py "$SCRIPTS/bench_read.py" zarr s3://bench/arrays.zarr/zstd : --warmup s3://bench/arrays.zarr/zstd \
         --endpoint "$ep" | jget seconds)
@@ -687,8 +699,10 @@ remote_read_rows() {
     s64=$(py "$SCRIPTS/bench_read.py" zarr s3://bench/arrays.zarr/zstd : --warmup s3://bench/arrays.zarr/zstd \
         --endpoint "$ep" --concurrency 64 | jget seconds)
     rec "$key.zarr64" "$s64"
-    f=$(plain_fetch "$ep" | jget seconds)
+    j=$(plain_fetch "$ep")
+    f=$(jget seconds <<<"$j")
     rec "$key.fetch64" "$f"
+    rec "$key.fetch64_busy" "$(jget busy_cores <<<"$j")"
     cold_prep "$BENCH_DIR/s3root/bench/arrays.zarr/zstd"
     fd=$(plain_fetch "$ep" "--decode zstd" | jget seconds)
     rec "$key.fetchdec64" "$fd"
@@ -804,7 +818,7 @@ section_backing() {
                 else rec "check.backing.$codec" "\"MISMATCH: $codec from the cache dir differs from raw.bin\""; fi
             fi
             unmount_fs
-            rec "limit.$codec.decode" "$(py "$SCRIPTS/bench_read.py" decode "$STORE/$codec" --threads "$(nproc)" | jget seconds)"
+            rec "limit.$codec.decode" "$(py "$SCRIPTS/bench_read.py" decode "$STORE/$codec" --threads "$CORES" | jget seconds)"
             log "backing $codec rep $r: first read off $off s, on $first s; warm $warm s; remount $again s"
         done
     done

@@ -34,6 +34,7 @@ S3-compatible server --endpoint URL, with credentials from AWS_ACCESS_KEY_ID/AWS
 --concurrency N sets zarr's async.concurrency (requests in flight; zarr's default otherwise).
 fetch lists PREFIX first (not timed), then times fetching every object with N requests in
 flight (default 64) through obstore: the network-side limit of a cold read, with no decoding.
+It also reports how many of the machine's cores were busy meanwhile (busy_cores, /proc/stat).
 With --decode, each object is also decoded as it arrives, on a pool of one thread per core: the
 machine's limit for any reader that fetches and decodes (zarrfs adds FUSE on top).
 
@@ -120,6 +121,13 @@ def cmd_zarr(args):
     emit(t0, t1, *xs)
 
 
+def machine_ticks():
+    """The whole machine's busy and total CPU time so far, in clock ticks (/proc/stat)."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:9]]
+    return v[0] + v[1] + v[2] + v[5] + v[6] + v[7], sum(v)
+
+
 def cmd_fetch(args):
     import asyncio
 
@@ -152,10 +160,13 @@ def cmd_fetch(args):
 
         return sum(await asyncio.gather(*(one(k) for k in keys)))
 
+    busy0, all0 = machine_ticks()
     t0 = time.monotonic()
     total = asyncio.run(fetch_all())
     t1 = time.monotonic()
-    print(json.dumps({"seconds": t1 - t0, "bytes": total, "objects": len(keys)}))
+    busy1, all1 = machine_ticks()
+    busy = os.cpu_count() * (busy1 - busy0) / (all1 - all0) if all1 > all0 else None
+    print(json.dumps({"seconds": t1 - t0, "bytes": total, "objects": len(keys), "busy_cores": busy}))
 
 
 def contiguous_range(shape, sel):

@@ -65,6 +65,12 @@ class R:
         xs = self.all(k)
         return xs[0] if xs else None
 
+    def at_best(self, k, other):
+        """`other`'s value recorded with the best (smallest) value of `k`, when it is a number."""
+        pairs = [(t, o) for t, o in zip(self.all(k), self.all(other)) if isinstance(t, (int, float))]
+        o = min(pairs, key=lambda p: p[0])[1] if pairs else None
+        return o if isinstance(o, (int, float)) else None
+
     def best_json(self, k, field):
         xs = [x for x in self.all(k) if isinstance(x, dict) and field in x]
         return max(xs, key=lambda x: x[field]) if xs else None
@@ -102,6 +108,10 @@ def rows(r, p):
     def rate(k, n=nbytes):
         t = r.min(k)
         return None if t is None or n is None or t <= 0 else n / t
+
+    def busy_note(k):
+        busy = r.at_best(k, f"{k}_busy")
+        return "" if busy is None else f" (machine {busy:.1f} cores busy)"
 
     def add(sec, name, zv, bv, ratio, target, met, med=None):
         """med = (zarrfs key, baseline key, lower_is_better): adds the ratio of the medians."""
@@ -297,8 +307,13 @@ def rows(r, p):
             if b is None or (delay == 0 and base == "zarr"):
                 continue
             ratio = z / b
+            zs, bs = fmt_rate(z), fmt_rate(b)
+            if base == "fetch64":
+                # How much of the machine each side had to itself: the S3 server and the proxy
+                # run on the same cores.
+                zs, bs = zs + busy_note(f"{key}.cold"), bs + busy_note(f"{key}.fetch64")
             add("7 remote", f"cold `dd bs=1M` {where}, zstd, vs {what}",
-                fmt_rate(z), fmt_rate(b), ratio,
+                zs, bs, ratio,
                 "—" if target is None or delay == 0 else f"≥ {target}",
                 None if target is None or delay == 0 else ratio >= target,
                 med=(f"{key}.cold", f"{key}.{base}", False))
@@ -561,7 +576,10 @@ run mean much.
   measured against zarr-python + obstore with its default settings and with
   `async.concurrency` 64, and against the network-side limit: `bench_read.py fetch`, obstore
   fetching every chunk object of the array whole, 64 requests in flight, without decoding (the
-  listing before it is not timed). Mount times are for the tree
+  listing before it is not timed). "Machine N cores busy" on those rows is the CPU time of the
+  whole machine (`/proc/stat`) over the read's wall time: the S3 server, the proxy and the reader
+  share the cores, so a side that finds them busy cannot go faster by hiding latency better.
+  Mount times are for the tree
   above, once as written (found by listing, measured once: one request per node) and once after
   `zarr.consolidate_metadata`; the request counts come from the mount's progress log line.
 * **Slices**: the selection files of zarrfs (`A[SEL]`, read whole with `np.fromfile` of the
