@@ -2,7 +2,7 @@
 
 use super::daemon::Ready;
 use super::error::MountError;
-use super::unmount::{detach, Refusal};
+use super::unmount::{detach, detach_soon, Refusal};
 use super::Prepared;
 use crate::cache::read_ahead::ReadPolicy;
 use crate::fuse::ZarrFs;
@@ -253,9 +253,10 @@ fn set_read_ahead(mountpoint: &Path, bytes: u64) {
 }
 
 impl Mounted {
-    /// Blocks until a signal asks to stop (then unmounts) or the mount goes away. A busy mount
-    /// is not unmounted; the next signal tries again and, if it is still busy, detaches it
-    /// lazily and ends the process.
+    /// Blocks until a signal asks to stop (then unmounts) or the mount goes away. A mount still
+    /// busy after a moment's retries (as `zarrfs unmount` makes them) is not unmounted; the
+    /// next signal tries again and, if it is still busy, detaches it lazily and ends the
+    /// process.
     fn wait(self, set: &SigSet) -> i32 {
         let shown = self.mountpoint.display();
         let mut refused = false;
@@ -267,7 +268,7 @@ impl Mounted {
                 Err(_) => 0,
             };
             log::info!("signal {sig}: unmounting {shown}");
-            match detach(&self.mountpoint, false) {
+            match detach_soon(&self.mountpoint) {
                 Ok(()) => break,
                 Err(Refusal::Busy) if !refused => {
                     refused = true;

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 
 /// How long `zarrfs unmount` waits for the daemon to finish after the unmount.
 const DAEMON_EXIT_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long a busy mount is tried again before `zarrfs unmount` says it is busy.
+/// How long a busy mount is tried again before an unmount (`zarrfs unmount`, or a signal to the
+/// daemon) gives up on it.
 const BUSY_GRACE: Duration = Duration::from_secs(1);
 
 /// Why a mount was not detached.
@@ -84,7 +85,7 @@ pub fn unmount(mountpoint: &Path) -> Result<(), UnmountError> {
 /// [`detach`], tried again for up to [`BUSY_GRACE`] while the mount is busy: a file closed an
 /// instant ago can still be held by a process that is starting another program (it holds copies
 /// of its parent's files until the new program runs).
-fn detach_soon(path: &Path) -> Result<(), Refusal> {
+pub fn detach_soon(path: &Path) -> Result<(), Refusal> {
     let deadline = Instant::now() + BUSY_GRACE;
     loop {
         match detach(path, false) {

@@ -170,6 +170,51 @@ fn a_second_signal_after_a_busy_refusal_detaches_the_mount_and_ends_the_daemon()
 }
 
 #[test]
+fn a_signal_while_a_file_is_still_open_for_a_moment_unmounts_once_it_is_closed() {
+    if !root_fuse_ready() {
+        return;
+    }
+    let mut scene = Scene::new();
+    let mnt = scene.mnt();
+    let mut daemon = zarrfs()
+        .arg("-f")
+        .arg(demo())
+        .arg(&mnt)
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let said = capture_stderr(&mut daemon);
+    let pid = daemon.id() as i32;
+    scene.children.push(daemon);
+    wait_for("mount", || is_fuse_mount(&mnt));
+    // A process holds a file of the mount for 500 ms (as a child between fork and exec holds
+    // its parent's files), and the signal comes meanwhile.
+    let holder = Command::new("sh")
+        .arg("-c")
+        .arg("exec 3< \"$0\"; sleep 0.5")
+        .arg(mnt.join(".group.json"))
+        .spawn()
+        .unwrap();
+    let fd = PathBuf::from(format!("/proc/{}/fd/3", holder.id()));
+    scene.children.push(holder);
+    wait_for("the file to be open", || fd.exists());
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    let mut status = None;
+    wait_for("the daemon to end after one signal", || {
+        status = scene.children[0].try_wait().unwrap();
+        status.is_some()
+    });
+    assert_eq!(status.unwrap().code(), Some(0), "{}", said.lock().unwrap());
+    assert!(fstype_at(&mnt).is_none(), "still in the mount table");
+    assert!(
+        !said.lock().unwrap().contains("busy"),
+        "{}",
+        said.lock().unwrap()
+    );
+}
+
+#[test]
 fn threads_zero_is_refused_before_anything_is_mounted() {
     if !root_fuse_ready() {
         return;
