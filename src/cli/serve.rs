@@ -294,12 +294,44 @@ impl Mounted {
             }
         }
         match self.thread.join() {
-            Ok(Ok(())) => 0,
-            Ok(Err(e)) => {
-                log::error!("session ended: {e}");
-                1
-            }
+            Ok(ended) => exit_code(ended, || {
+                super::mount_table::resolve(&self.mountpoint)
+                    .is_ok_and(|p| super::mount_table::mounted_at(&p).is_some())
+            }),
             Err(_) => 1,
         }
+    }
+}
+
+/// The daemon's exit status once its session `ended`. An unmount can tear the connection down
+/// while a request is being read, and the kernel then answers that read "connection aborted"
+/// instead of "no device": with the mount gone (`still_mounted` false), that is the normal end.
+fn exit_code(ended: std::io::Result<()>, still_mounted: impl FnOnce() -> bool) -> i32 {
+    match ended {
+        Ok(()) => 0,
+        Err(e) if e.raw_os_error() == Some(libc::ECONNABORTED) && !still_mounted() => {
+            log::debug!("session ended with the unmount: {e}");
+            0
+        }
+        Err(e) => {
+            log::error!("session ended: {e}");
+            1
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::exit_code;
+    use std::io::Error;
+
+    #[test]
+    fn an_aborted_session_is_a_normal_end_only_once_the_mount_is_gone() {
+        let aborted = || Err(Error::from_raw_os_error(libc::ECONNABORTED));
+        let other = || Err(Error::from_raw_os_error(libc::EIO));
+        assert_eq!(exit_code(Ok(()), || true), 0);
+        assert_eq!(exit_code(aborted(), || false), 0);
+        assert_eq!(exit_code(aborted(), || true), 1, "aborted, still mounted");
+        assert_eq!(exit_code(other(), || false), 1);
     }
 }
