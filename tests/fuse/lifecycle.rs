@@ -74,6 +74,25 @@ impl Scene {
         m
     }
 
+    /// Mounts the demo store with `zarrfs -f` (the scene's first child); its pid and what it
+    /// says on stderr.
+    fn mount_foreground(&mut self) -> (i32, Arc<Mutex<String>>) {
+        let mnt = self.mnt();
+        let mut daemon = zarrfs()
+            .arg("-f")
+            .arg(demo())
+            .arg(&mnt)
+            .stdin(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let said = capture_stderr(&mut daemon);
+        let pid = daemon.id() as i32;
+        self.children.push(daemon);
+        wait_for("mount", || is_fuse_mount(&mnt));
+        (pid, said)
+    }
+
     /// Mounts the demo store with the daemon (`zarrfs STORE MNT`).
     fn mount_daemon(&self, args: &[&str]) {
         let out = run(zarrfs().args(args).arg(demo()).arg(self.mnt()));
@@ -124,18 +143,7 @@ fn a_second_signal_after_a_busy_refusal_detaches_the_mount_and_ends_the_daemon()
     }
     let mut scene = Scene::new();
     let mnt = scene.mnt();
-    let mut daemon = zarrfs()
-        .arg("-f")
-        .arg(demo())
-        .arg(&mnt)
-        .stdin(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let said = capture_stderr(&mut daemon);
-    let pid = daemon.id() as i32;
-    scene.children.push(daemon);
-    wait_for("mount", || is_fuse_mount(&mnt));
+    let (pid, said) = scene.mount_foreground();
     let group_json = std::fs::read(mnt.join(".group.json")).unwrap();
     // A process with its working directory in the mount makes it busy.
     let user = Command::new("sleep")
@@ -176,18 +184,7 @@ fn a_signal_while_a_file_is_still_open_for_a_moment_unmounts_once_it_is_closed()
     }
     let mut scene = Scene::new();
     let mnt = scene.mnt();
-    let mut daemon = zarrfs()
-        .arg("-f")
-        .arg(demo())
-        .arg(&mnt)
-        .stdin(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let said = capture_stderr(&mut daemon);
-    let pid = daemon.id() as i32;
-    scene.children.push(daemon);
-    wait_for("mount", || is_fuse_mount(&mnt));
+    let (pid, said) = scene.mount_foreground();
     // A process holds a file of the mount for 500 ms (as a child between fork and exec holds
     // its parent's files), and the signal comes meanwhile.
     let holder = Command::new("sh")
