@@ -67,14 +67,27 @@ impl Continuation {
         left.extend(jobs);
     }
 
-    /// The next chunk, itself going on with this continuation; `None` when none is left or
-    /// `ledger` is full (it stays for a later fetch).
-    pub(super) fn next(self: &Arc<Self>, ledger: &Ledger) -> Option<Job> {
-        if ledger.len() >= MAX_QUEUED {
-            return None;
+    /// Queues the next `count` chunks not cached (`cached`) or queued already, each going on
+    /// with this continuation, while the ledger has room. Taking a chunk and queuing it is one
+    /// step under this continuation's lock: a [`Continuation::replace`] (its reader read on,
+    /// maybe straight past the chunk) waits for it, so a chunk the reader replaced away is
+    /// never queued after it was read.
+    pub(super) fn queue_next(
+        self: &Arc<Self>,
+        ledger: &Ledger,
+        count: usize,
+        cached: impl Fn(ChunkId) -> bool,
+    ) {
+        let mut left = self.0.lock();
+        let mut queued = 0;
+        while queued < count && ledger.len() < MAX_QUEUED {
+            let Some(job) = left.pop_front() else {
+                return;
+            };
+            if ledger.queue(job.then(self.clone()), false, &cached) {
+                queued += 1;
+            }
         }
-        let job = self.0.lock().pop_front()?;
-        Some(job.then(self.clone()))
     }
 }
 
@@ -116,8 +129,11 @@ impl Ledger {
     }
 
     /// Queues `job` (at the front with `urgent`: chunks a read waits for). False when its chunk
-    /// is queued or loading already, or too many are queued (counted and logged).
-    pub(super) fn queue(&self, job: Job, urgent: bool) -> bool {
+    /// is queued or loading already, `cached` says it is in the cache, or too many are queued
+    /// (counted and logged). The cache is asked under the ledger's lock: a load leaves the
+    /// ledger only once its chunk is cached, so a load ending meanwhile is seen one way or the
+    /// other.
+    pub(super) fn queue(&self, job: Job, urgent: bool, cached: impl Fn(ChunkId) -> bool) -> bool {
         let mut state = self.lock();
         let id = job.key();
         if let Some(phase) = state.phases.get(&id) {
@@ -125,6 +141,10 @@ impl Ledger {
             if urgent && matches!(phase, Phase::Queued(_)) {
                 state.to_fetch.push_front(id);
             }
+            add(&STATS.counters.prefetch_skipped, 1);
+            return false;
+        }
+        if cached(id.id) {
             add(&STATS.counters.prefetch_skipped, 1);
             return false;
         }
@@ -417,6 +437,10 @@ mod tests {
     use std::sync::Arc;
     use std::time::Instant;
 
+    fn uncached(_: ChunkId) -> bool {
+        false
+    }
+
     fn id(index: u64) -> ChunkId {
         ChunkId { array: 7, index }
     }
@@ -446,15 +470,21 @@ mod tests {
     fn a_chunk_is_queued_once_and_a_full_queue_refuses_where_it_is_counted() {
         let ledger = Ledger::default();
         let runs = Arc::new(AtomicU32::new(0));
-        assert!(ledger.queue(counting(id(0), &runs), false));
-        assert!(!ledger.queue(counting(id(0), &runs), false), "queued twice");
-        assert!(!ledger.queue(counting(id(0), &runs), true), "queued twice");
+        assert!(ledger.queue(counting(id(0), &runs), false, uncached));
+        assert!(
+            !ledger.queue(counting(id(0), &runs), false, uncached),
+            "queued twice"
+        );
+        assert!(
+            !ledger.queue(counting(id(0), &runs), true, uncached),
+            "queued twice"
+        );
         for i in 1..MAX_QUEUED as u64 {
-            assert!(ledger.queue(counting(id(i), &runs), false));
+            assert!(ledger.queue(counting(id(i), &runs), false, uncached));
         }
         let refused = || STATS.counters.prefetch_refused.load(Ordering::Relaxed);
         let before = refused();
-        assert!(!ledger.queue(counting(id(u64::MAX), &runs), false));
+        assert!(!ledger.queue(counting(id(u64::MAX), &runs), false, uncached));
         assert!(refused() > before, "a refusal is counted");
         assert_eq!(ledger.len(), MAX_QUEUED);
     }
@@ -467,12 +497,12 @@ mod tests {
         let fill = Job::run(id(3), 1, move || {
             counted.fetch_add(1, Ordering::SeqCst);
         });
-        assert!(ledger.queue(fill, false));
+        assert!(ledger.queue(fill, false, uncached));
         assert!(!ledger.holds(id(3)));
         assert!(ledger.claim(id(3)).1.is_none());
         assert_eq!(ledger.len(), 1, "still queued for a worker");
         assert!(
-            ledger.queue(counting(id(3), &runs), false),
+            ledger.queue(counting(id(3), &runs), false, uncached),
             "a load of it is apart"
         );
     }
@@ -482,22 +512,22 @@ mod tests {
         let ledger = Ledger::default();
         let runs = Arc::new(AtomicU32::new(0));
         // Queued, then taken over by a reader; and not known to the ledger, then read.
-        assert!(ledger.queue(counting(id(0), &runs), false));
+        assert!(ledger.queue(counting(id(0), &runs), false, uncached));
         for chunk in [id(0), id(1)] {
             let first = ledger.claim(chunk);
             let second = ledger.claim(chunk);
             assert!(
-                !ledger.queue(counting(chunk, &runs), false),
+                !ledger.queue(counting(chunk, &runs), false, uncached),
                 "queued while read"
             );
             drop(first);
             assert!(
-                !ledger.queue(counting(chunk, &runs), true),
+                !ledger.queue(counting(chunk, &runs), true, uncached),
                 "queued while read"
             );
             drop(second);
             assert!(!ledger.holds(chunk));
-            assert!(ledger.queue(counting(chunk, &runs), false));
+            assert!(ledger.queue(counting(chunk, &runs), false, uncached));
         }
     }
 
@@ -507,7 +537,9 @@ mod tests {
         let runs = Arc::new(AtomicU32::new(0));
         let then = cache.ledger().continuation(1);
         then.replace((0..6).map(|i| counting(id(i), &runs)));
-        assert!(cache.ledger().queue(counting(id(1), &runs), false));
+        assert!(cache
+            .ledger()
+            .queue(counting(id(1), &runs), false, uncached));
         // Chunk 1 is queued already: passed over, never queued twice.
         super::super::go_on(&cache, &then);
         let held: Vec<u64> = (0..6).filter(|&i| cache.ledger().holds(id(i))).collect();
@@ -526,7 +558,9 @@ mod tests {
         let cache = Arc::new(ChunkCache::new(1 << 20));
         let runs = Arc::new(AtomicU32::new(0));
         for i in 0..100 {
-            assert!(cache.ledger().queue(counting(id(i), &runs), i % 2 == 0));
+            assert!(cache
+                .ledger()
+                .queue(counting(id(i), &runs), i % 2 == 0, uncached));
         }
         // Readers take ten queued chunks over before any worker runs.
         for i in 0..10 {
@@ -548,5 +582,76 @@ mod tests {
         }
         assert_eq!(runs.load(Ordering::SeqCst), 90, "each chunk once");
         drop(pool);
+    }
+
+    /// Loads each chunk into the cache, counting the loads per chunk.
+    struct Caching(Arc<Vec<AtomicU32>>);
+
+    impl super::super::Source for Caching {
+        fn fetch(
+            &self,
+            _cache: &ChunkCache,
+            indexes: &[u64],
+        ) -> Vec<Result<Option<Encoded>, crate::fetch::FetchError>> {
+            indexes.iter().map(|_| Ok(None)).collect()
+        }
+
+        fn load(&self, cache: &ChunkCache, index: u64, _encoded: Option<Encoded>) {
+            let _ = cache.get_or_load(id(index), crate::cache::Keep::Whole, |target| {
+                self.0[index as usize].fetch_add(1, Ordering::SeqCst);
+                if let crate::codec::Target::Owned(out) = target {
+                    out.push(1);
+                }
+                Ok(true)
+            });
+        }
+    }
+
+    #[test]
+    fn a_reader_going_on_in_order_never_has_a_chunk_it_passed_loaded_again() {
+        // As the view does for a page-cached reader of whole chunks: before each read, the next
+        // chunk is asked for at the front, the chunks past it become the continuation, and the
+        // chunk passed leaves the cache; a chunk not cached is then read straight into the
+        // reply (no cache entry). Each chunk must be loaded once, by a worker or the reader.
+        const CHUNKS: usize = 20_000;
+        let cache = Arc::new(ChunkCache::new(64 << 20));
+        let loads = Arc::new((0..CHUNKS).map(|_| AtomicU32::new(0)).collect::<Vec<_>>());
+        let source: Arc<dyn super::super::Source> = Arc::new(Caching(loads.clone()));
+        let job = |i: usize| Job::chunk(id(i as u64), 1, source.clone());
+        let limits = Limits {
+            fetchers: 4,
+            decoders: 2,
+            bytes_in_flight: u64::MAX,
+        };
+        let pool = ReadAhead::start(cache.clone(), limits);
+        let then = pool.continuation(1);
+        for r in 0..CHUNKS {
+            then.replace((r + 2..(r + 10).min(CHUNKS)).map(job));
+            if r + 1 < CHUNKS {
+                pool.submit_urgent(job(r + 1).then(then.clone()));
+            }
+            if r > 0 {
+                cache.discard(id(r as u64 - 1));
+            }
+            if !cache.contains(id(r as u64)) {
+                let (reading, _) = cache.ledger().claim(id(r as u64));
+                if !cache.contains(id(r as u64)) {
+                    loads[r].fetch_add(1, Ordering::SeqCst);
+                }
+                drop(reading);
+            }
+        }
+        pool.forget(1);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !cache.ledger().is_empty() {
+            assert!(Instant::now() < deadline, "read-ahead work was lost");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        drop(pool);
+        let twice: Vec<(usize, u32)> = (0..CHUNKS)
+            .map(|i| (i, loads[i].load(Ordering::SeqCst)))
+            .filter(|&(_, n)| n != 1)
+            .collect();
+        assert_eq!(twice, [], "chunks loaded other than once");
     }
 }

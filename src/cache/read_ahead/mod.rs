@@ -192,11 +192,8 @@ impl ReadAhead {
     }
 
     fn queue(&self, job: Job, urgent: bool) {
-        if self.cache.contains(job.id) {
-            add(&STATS.counters.prefetch_skipped, 1);
-            return;
-        }
-        self.cache.ledger().queue(job, urgent);
+        let cache = &self.cache;
+        cache.ledger().queue(job, urgent, |id| cache.contains(id));
     }
 }
 
@@ -213,15 +210,7 @@ const NEXT_PER_FETCH: usize = 2;
 /// A fetch of a chunk of `then` is over: queues its next chunks (ones cached or queued already
 /// are passed over, never queued twice).
 fn go_on(cache: &ChunkCache, then: &Arc<Continuation>) {
-    let mut queued = 0;
-    while queued < NEXT_PER_FETCH {
-        let Some(job) = then.next(cache.ledger()) else {
-            return;
-        };
-        if !cache.contains(job.id) && cache.ledger().queue(job, false) {
-            queued += 1;
-        }
-    }
+    then.queue_next(cache.ledger(), NEXT_PER_FETCH, |id| cache.contains(id));
 }
 
 /// Tells the ledger a job is done with when dropped, also when a load panics.
