@@ -258,8 +258,10 @@ pub struct View {
     sources: Arc<array_file::Sources>,
     policy: ReadPolicy,
     prefetcher: Option<ReadAhead>,
-    /// Every open data file, by file handle.
-    handles: Mutex<HashMap<u64, ReaderState>>,
+    /// Every open data file, by file handle. A handle's state stays locked while a read of it
+    /// queues its prediction, so a concurrent read of the handle never reads a chunk before
+    /// an older prediction queues it (it would be fetched twice).
+    handles: Mutex<HashMap<u64, Arc<Mutex<ReaderState>>>>,
     /// The `.zarrfs/stats` text each open handle reads, made when it was opened.
     snapshots: Mutex<HashMap<u64, Arc<[u8]>>>,
     next_handle: AtomicU64,
@@ -603,25 +605,18 @@ impl View {
             .window(array.read_ahead_bytes(), self.cache.budget());
         let ends = now.iter().map(|&c| (c, array.chunk_end_byte(c)));
         let first_limit = (0..self.policy.first_bands).fold(offset, |at, _| array.band_end(at));
-        let (prediction, beyond, passed, page_cached) = {
-            let mut handles = self.handles.lock();
-            let Some(state) = handles.get_mut(&fh) else {
-                return true;
-            };
-            let (prediction, passed) = state.after_read(offset, len, window, first_limit, ends);
-            (
-                prediction,
-                state.beyond(window),
-                passed,
-                state.page_cached(),
-            )
+        let Some(state) = self.handles.lock().get(&fh).cloned() else {
+            return true;
         };
+        let mut state = state.lock();
+        let (prediction, passed) = state.after_read(offset, len, window, first_limit, ends);
         array.discard(&self.cache, &passed);
         if let Some(pool) = &self.prefetcher {
+            let beyond = state.beyond(window);
             let (ahead, beyond) = (array.chunks_for(&prediction), array.chunks_for(&beyond));
             array.predict(pool, fh, &ahead, &beyond);
         }
-        page_cached
+        state.page_cached()
     }
 }
 

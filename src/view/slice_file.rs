@@ -494,6 +494,8 @@ impl SliceFile {
             self.data_size,
             self.slot_count(),
         )));
+        // Nothing is queued into the new buffer yet (a buffer let go took its work with it).
+        self.queued.store(0, Ordering::Relaxed);
         true
     }
 
@@ -544,12 +546,17 @@ impl SliceFile {
         // A reader behind what was queued (parallel reads of the kernel's read-ahead, or a seek
         // back) queues nothing: what it needs and the cache lost, it decodes itself.
         let walked = first.max(queued)..end;
-        if let (Some(buffer), Ok(source)) = (self.buffer(), array.readable()) {
+        if let (Some(_), Ok(source)) = (self.buffer(), array.readable()) {
             for slot in walked {
-                let (file, buffer, source, cache) =
-                    (self.clone(), buffer.clone(), source.clone(), cache.clone());
+                let (file, source, cache) = (self.clone(), source.clone(), cache.clone());
                 let id = source.id(self.walk_chunk(slot));
-                let run = move || buffer.fill(&file, &source, &cache, slot);
+                // The buffer the file holds when the job runs: one let go and made again
+                // meanwhile is filled all the same.
+                let run = move || {
+                    if let Some(buffer) = file.buffer() {
+                        buffer.fill(&file, &source, &cache, slot);
+                    }
+                };
                 pool.submit(Job::run(id, chunk_bytes, run));
             }
             return;

@@ -165,6 +165,18 @@ fn a_byte_flipped_in_a_complete_backing_file_is_decoded_again() {
     assert!(log.contains("served from backing file"), "{log}");
 }
 
+/// True when a lock file of `dir` is held (by the daemon: it cannot be locked here).
+fn lock_held(dir: &Path) -> bool {
+    use rustix::fs::{flock, FlockOperation};
+    std::fs::read_dir(dir).unwrap().flatten().any(|e| {
+        let is_lock = e.path().extension().is_some_and(|x| x == "lock");
+        let file = is_lock
+            .then(|| std::fs::File::open(e.path()).ok())
+            .flatten();
+        file.is_some_and(|f| flock(&f, FlockOperation::NonBlockingLockExclusive).is_err())
+    })
+}
+
 /// Bytes the files of `dir` take on disk.
 fn disk_use(dir: &Path) -> u64 {
     use std::os::unix::fs::MetadataExt;
@@ -199,11 +211,10 @@ fn the_cache_dir_size_holds_for_arrays_a_live_mount_wrote() {
         assert_eq!(read_all(m.join(&format!("{g}/a"))), expected(1.0));
         let dir = cache.path().to_path_buf();
         timed("publish", move || {
-            while files(&dir, "part") > 0 || files(&dir, "data") == 0 {
+            // The lock is let go just after the rename: the next array may evict this one.
+            while files(&dir, "part") > 0 || files(&dir, "data") == 0 || lock_held(&dir) {
                 std::thread::sleep(std::time::Duration::from_millis(10));
             }
-            // The lock is let go just after the rename.
-            std::thread::sleep(std::time::Duration::from_millis(300));
         });
         assert!(
             disk_use(cache.path()) <= budget,

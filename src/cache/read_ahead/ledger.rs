@@ -414,6 +414,10 @@ fn take_group(state: &mut State, batch: &mut Vec<Job>, limits: &Limits) {
         if !same || id.id.array != first.id.array || job.source.group(index) != Some(group) {
             continue;
         }
+        // A chunk moved to the front is in the queue twice: its bytes are counted once.
+        if mates.iter().any(|&(mate, _)| mate == id) {
+            continue;
+        }
         if state.in_flight.saturating_add(job.bytes) > limits.bytes_in_flight {
             break;
         }
@@ -487,6 +491,53 @@ mod tests {
         assert!(!ledger.queue(counting(id(u64::MAX), &runs), false, uncached));
         assert!(refused() > before, "a refusal is counted");
         assert_eq!(ledger.len(), MAX_QUEUED);
+    }
+
+    /// Chunks of one group (a shard), each with its own index.
+    struct Grouped;
+
+    impl super::super::Source for Grouped {
+        fn fetch(
+            &self,
+            _cache: &ChunkCache,
+            indexes: &[u64],
+        ) -> Vec<Result<Option<Encoded>, crate::fetch::FetchError>> {
+            indexes.iter().map(|_| Ok(None)).collect()
+        }
+
+        fn group(&self, _index: u64) -> Option<u64> {
+            Some(0)
+        }
+
+        fn load(&self, _cache: &ChunkCache, _index: u64, _encoded: Option<Encoded>) {}
+    }
+
+    #[test]
+    fn a_chunk_moved_to_the_front_is_fetched_and_counted_in_flight_once() {
+        let ledger = Ledger::default();
+        let grouped: Arc<dyn super::super::Source> = Arc::new(Grouped);
+        let job = |i| Job::chunk(id(i), 10, grouped.clone());
+        for i in 0..4 {
+            assert!(ledger.queue(job(i), false, uncached));
+        }
+        // A read now waits for chunks 1 to 3: they move to the front, their old places stay.
+        for i in (1..4).rev() {
+            assert!(!ledger.queue(job(i), true, uncached));
+        }
+        let limits = Limits {
+            fetchers: 1,
+            decoders: 1,
+            bytes_in_flight: 1000,
+        };
+        let batch = ledger.next_fetch(&limits, ledger.generation()).unwrap();
+        let mut fetched: Vec<u64> = batch.iter().map(|job| job.id.index).collect();
+        fetched.sort();
+        assert_eq!(fetched, [0, 1, 2, 3]);
+        assert_eq!(ledger.lock().in_flight, 40, "each chunk's bytes once");
+        for job in batch {
+            ledger.done(job.key());
+        }
+        assert_eq!(ledger.lock().in_flight, 0, "all released");
     }
 
     #[test]

@@ -4,7 +4,9 @@
 use super::{ReadAt, Reply, ServedFile};
 use crate::view::npy::read_after_header;
 use crate::view::{View, ViewError};
+use parking_lot::Mutex;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 /// The data file (`npy` false) or NPY file of array number `array` of the view.
 pub(in crate::view) struct ArrayPart {
@@ -31,7 +33,7 @@ impl ServedFile for ArrayPart {
         }
         let fh = view.next_handle.fetch_add(1, Ordering::Relaxed) + 1;
         let state = view.policy.reader(page_cached);
-        view.handles.lock().insert(fh, state);
+        view.handles.lock().insert(fh, Arc::new(Mutex::new(state)));
         Ok(fh)
     }
 
