@@ -319,3 +319,42 @@ fn a_first_read_at_the_start_of_a_data_file_over_the_network_asks_for_the_whole_
     );
     view.release(fh);
 }
+
+#[test]
+fn a_selection_let_go_before_its_open_is_gathered_with_its_queued_work() {
+    // A cache of 32 KiB gathers selections of up to 8 KiB and keeps 2 KiB of them unopened.
+    // `sel[0:16,:]` (2 KiB over 16 chunks) is gathered from its lookup on, its chunks queued
+    // for one worker at 100 ms a request; looking up `sel[16:32,:]` then lets its buffer go,
+    // before it is opened. The work queued for it must fill the buffer its open makes, not
+    // the one let go: each chunk is fetched once, except one a worker was fetching then.
+    let mut mem = MemoryStore::new();
+    mem.insert("zarr.json", r#"{"zarr_format": 3, "node_type": "group"}"#);
+    let sel = synth::zstd_u16(&mut mem, 4, "sel", [64, 64], [8, 8]);
+    let faulty = FaultyStore::new(Arc::new(mem)).with(
+        "sel/c/",
+        1,
+        Fault::Latency(Duration::from_millis(100)),
+    );
+    let store = Arc::new(PerKey {
+        inner: faulty,
+        ranges: Mutex::default(),
+    });
+    let shared: Arc<dyn Store> = store.clone();
+    let mut view = from_store(shared, "root", 32 << 10, &LoadOptions::default()).unwrap();
+    view.set_read_policy(ReadPolicy::local(1));
+    let x = view.resolve("sel[0:16,:]").unwrap();
+    view.resolve("sel[16:32,:]").unwrap();
+    let fh = view.open(x).unwrap();
+    let mut out = Vec::new();
+    for at in (0..2048).step_by(512) {
+        view.read_into(x, fh, at, 512, &mut out).unwrap();
+    }
+    view.release(fh);
+    assert!(out == sel.expected[..2048], "sel[0:16,:]");
+    wait_until_idle(&view);
+    let requests = store.total("sel/c/0/") + store.total("sel/c/1/");
+    assert!(
+        (16..=17).contains(&requests),
+        "{requests} requests for the 16 chunks of sel[0:16,:]"
+    );
+}
