@@ -449,10 +449,17 @@ mod tests {
         ChunkId { array: 7, index }
     }
 
-    /// Counts the chunks it loads.
-    struct Counting(Arc<AtomicU32>);
+    /// What a [`TestSource`] does to load chunk `index` into a cache.
+    type LoadChunk = Box<dyn Fn(&ChunkCache, u64) + Send + Sync>;
 
-    impl super::super::Source for Counting {
+    /// A source for the tests: its chunks fetch and decode in one step (`load`), grouped as
+    /// `group` says.
+    struct TestSource {
+        group: Option<u64>,
+        load: LoadChunk,
+    }
+
+    impl super::super::Source for TestSource {
         fn fetch(
             &self,
             _cache: &ChunkCache,
@@ -461,13 +468,28 @@ mod tests {
             indexes.iter().map(|_| Ok(None)).collect()
         }
 
-        fn load(&self, _cache: &ChunkCache, _index: u64, _encoded: Option<Encoded>) {
-            self.0.fetch_add(1, Ordering::SeqCst);
+        fn group(&self, _index: u64) -> Option<u64> {
+            self.group
+        }
+
+        fn load(&self, cache: &ChunkCache, index: u64, _encoded: Option<Encoded>) {
+            (self.load)(cache, index);
+        }
+    }
+
+    /// A source counting the chunks it loads in `runs`.
+    fn counting_source(runs: &Arc<AtomicU32>) -> TestSource {
+        let runs = runs.clone();
+        TestSource {
+            group: None,
+            load: Box::new(move |_, _| {
+                runs.fetch_add(1, Ordering::SeqCst);
+            }),
         }
     }
 
     fn counting(id: ChunkId, runs: &Arc<AtomicU32>) -> Job {
-        Job::chunk(id, 1, Arc::new(Counting(runs.clone())))
+        Job::chunk(id, 1, Arc::new(counting_source(runs)))
     }
 
     #[test]
@@ -493,29 +515,13 @@ mod tests {
         assert_eq!(ledger.len(), MAX_QUEUED);
     }
 
-    /// Chunks of one group (a shard), each with its own index.
-    struct Grouped;
-
-    impl super::super::Source for Grouped {
-        fn fetch(
-            &self,
-            _cache: &ChunkCache,
-            indexes: &[u64],
-        ) -> Vec<Result<Option<Encoded>, crate::fetch::FetchError>> {
-            indexes.iter().map(|_| Ok(None)).collect()
-        }
-
-        fn group(&self, _index: u64) -> Option<u64> {
-            Some(0)
-        }
-
-        fn load(&self, _cache: &ChunkCache, _index: u64, _encoded: Option<Encoded>) {}
-    }
-
     #[test]
     fn a_chunk_moved_to_the_front_is_fetched_and_counted_in_flight_once() {
         let ledger = Ledger::default();
-        let grouped: Arc<dyn super::super::Source> = Arc::new(Grouped);
+        let grouped: Arc<dyn super::super::Source> = Arc::new(TestSource {
+            group: Some(0),
+            load: Box::new(|_, _| {}),
+        });
         let job = |i| Job::chunk(id(i), 10, grouped.clone());
         for i in 0..4 {
             assert!(ledger.queue(job(i), false, uncached));
@@ -635,29 +641,6 @@ mod tests {
         drop(pool);
     }
 
-    /// Loads each chunk into the cache, counting the loads per chunk.
-    struct Caching(Arc<Vec<AtomicU32>>);
-
-    impl super::super::Source for Caching {
-        fn fetch(
-            &self,
-            _cache: &ChunkCache,
-            indexes: &[u64],
-        ) -> Vec<Result<Option<Encoded>, crate::fetch::FetchError>> {
-            indexes.iter().map(|_| Ok(None)).collect()
-        }
-
-        fn load(&self, cache: &ChunkCache, index: u64, _encoded: Option<Encoded>) {
-            let _ = cache.get_or_load(id(index), crate::cache::Keep::Whole, |target| {
-                self.0[index as usize].fetch_add(1, Ordering::SeqCst);
-                if let crate::codec::Target::Owned(out) = target {
-                    out.push(1);
-                }
-                Ok(true)
-            });
-        }
-    }
-
     #[test]
     fn a_reader_going_on_in_order_never_has_a_chunk_it_passed_loaded_again() {
         // As the view does for a page-cached reader of whole chunks: before each read, the next
@@ -667,7 +650,20 @@ mod tests {
         const CHUNKS: usize = 20_000;
         let cache = Arc::new(ChunkCache::new(64 << 20));
         let loads = Arc::new((0..CHUNKS).map(|_| AtomicU32::new(0)).collect::<Vec<_>>());
-        let source: Arc<dyn super::super::Source> = Arc::new(Caching(loads.clone()));
+        // Loads each chunk into the cache, counting the loads per chunk.
+        let counted = loads.clone();
+        let source: Arc<dyn super::super::Source> = Arc::new(TestSource {
+            group: None,
+            load: Box::new(move |cache, index| {
+                let _ = cache.get_or_load(id(index), crate::cache::Keep::Whole, |target| {
+                    counted[index as usize].fetch_add(1, Ordering::SeqCst);
+                    if let crate::codec::Target::Owned(out) = target {
+                        out.push(1);
+                    }
+                    Ok(true)
+                });
+            }),
+        });
         let job = |i: usize| Job::chunk(id(i as u64), 1, source.clone());
         let limits = Limits {
             fetchers: 4,
