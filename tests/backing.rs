@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::float_store::{expected, file_with_ext, files, write_store, CHUNK, N};
+use common::float_store::{expected, file_with_ext, files, lock_held, write_store, CHUNK, N};
 use common::servers;
 use common::string_store;
 use std::path::Path;
@@ -359,11 +359,11 @@ fn a_byte_flipped_in_a_file_this_mount_completed_is_never_handed_to_the_kernel()
     let v = view(store.path(), &dir);
     assert_eq!(read(&v, 0, (N * 8) as u32), expected(6.0));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while files(cache.path(), "data") == 0 || files(cache.path(), "map") > 0 {
+    // Complete once published: renamed, and its lock let go.
+    while files(cache.path(), "data") == 0 || lock_held(cache.path()) {
         assert!(std::time::Instant::now() < deadline, "never completed");
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    std::thread::sleep(std::time::Duration::from_millis(200));
     use std::os::unix::fs::FileExt;
     let data = std::fs::OpenOptions::new()
         .read(true)

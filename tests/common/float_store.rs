@@ -48,6 +48,19 @@ pub fn files(dir: &Path, ext: &str) -> usize {
         .count()
 }
 
+/// True when a lock file of `dir` is held (by a writer of the cache dir: it cannot be locked
+/// here). A writer lets its lock go once its file is complete.
+pub fn lock_held(dir: &Path) -> bool {
+    use rustix::fs::{flock, FlockOperation};
+    std::fs::read_dir(dir).unwrap().flatten().any(|e| {
+        let is_lock = e.path().extension().is_some_and(|x| x == "lock");
+        let file = is_lock
+            .then(|| std::fs::File::open(e.path()).ok())
+            .flatten();
+        file.is_some_and(|f| flock(&f, FlockOperation::NonBlockingLockExclusive).is_err())
+    })
+}
+
 /// The (first) file in `dir` ending in `.ext`.
 pub fn file_with_ext(dir: &Path, ext: &str) -> std::path::PathBuf {
     std::fs::read_dir(dir)

@@ -76,7 +76,8 @@ impl Server {
                 .unwrap_or_else(|e| {
                     panic!("cannot start {cmd:?}: {e} (run .ci/run to install it)")
                 });
-            let deadline = Instant::now() + Duration::from_secs(20);
+            // Node's Azurite can take a while to start on a slow machine.
+            let deadline = Instant::now() + Duration::from_secs(60);
             loop {
                 if listens(child.id(), port) {
                     return Server {

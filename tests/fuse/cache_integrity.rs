@@ -6,7 +6,7 @@
 
 use crate::common;
 
-use common::float_store::{expected, file_with_ext, files, write_store, N};
+use common::float_store::{expected, file_with_ext, files, lock_held, write_store, N};
 use common::mount::{timed, Mount};
 use common::servers;
 use std::io::Write;
@@ -163,18 +163,6 @@ fn a_byte_flipped_in_a_complete_backing_file_is_decoded_again() {
     assert_eq!(read_all(m.join("a")), expected(4.0));
     let (_, log) = m.stop();
     assert!(log.contains("served from backing file"), "{log}");
-}
-
-/// True when a lock file of `dir` is held (by the daemon: it cannot be locked here).
-fn lock_held(dir: &Path) -> bool {
-    use rustix::fs::{flock, FlockOperation};
-    std::fs::read_dir(dir).unwrap().flatten().any(|e| {
-        let is_lock = e.path().extension().is_some_and(|x| x == "lock");
-        let file = is_lock
-            .then(|| std::fs::File::open(e.path()).ok())
-            .flatten();
-        file.is_some_and(|f| flock(&f, FlockOperation::NonBlockingLockExclusive).is_err())
-    })
 }
 
 /// Bytes the files of `dir` take on disk.
