@@ -494,7 +494,7 @@ impl SliceFile {
             self.data_size,
             self.slot_count(),
         )));
-        // Nothing is queued into the new buffer yet (a buffer let go took its work with it).
+        // Counted as queued anew: what jobs filled into a buffer let go left with it.
         self.queued.store(0, Ordering::Relaxed);
         true
     }

@@ -93,6 +93,17 @@ impl Scene {
         (pid, said)
     }
 
+    /// The exit status of the daemon of [`Scene::mount_foreground`], once it has ended (`what`
+    /// names the wait).
+    fn daemon_exit(&mut self, what: &str) -> std::process::ExitStatus {
+        let mut status = None;
+        wait_for(what, || {
+            status = self.children[0].try_wait().unwrap();
+            status.is_some()
+        });
+        status.unwrap()
+    }
+
     /// Mounts the demo store with the daemon (`zarrfs STORE MNT`).
     fn mount_daemon(&self, args: &[&str]) {
         let out = run(zarrfs().args(args).arg(demo()).arg(self.mnt()));
@@ -166,12 +177,8 @@ fn a_second_signal_after_a_busy_refusal_detaches_the_mount_and_ends_the_daemon()
     assert!(scene.children[0].try_wait().unwrap().is_none());
 
     unsafe { libc::kill(pid, libc::SIGINT) };
-    let mut status = None;
-    wait_for("the daemon to end after the second signal", || {
-        status = scene.children[0].try_wait().unwrap();
-        status.is_some()
-    });
-    assert_eq!(status.unwrap().code(), Some(1));
+    let status = scene.daemon_exit("the daemon to end after the second signal");
+    assert_eq!(status.code(), Some(1));
     let said = said.lock().unwrap().clone();
     assert!(said.contains("detached it lazily"), "{said}");
     assert!(fstype_at(&mnt).is_none(), "still in the mount table");
@@ -197,12 +204,8 @@ fn a_signal_while_a_file_is_still_open_for_a_moment_unmounts_once_it_is_closed()
     scene.children.push(holder);
     wait_for("the file to be open", || fd.exists());
     unsafe { libc::kill(pid, libc::SIGTERM) };
-    let mut status = None;
-    wait_for("the daemon to end after one signal", || {
-        status = scene.children[0].try_wait().unwrap();
-        status.is_some()
-    });
-    assert_eq!(status.unwrap().code(), Some(0), "{}", said.lock().unwrap());
+    let status = scene.daemon_exit("the daemon to end after one signal");
+    assert_eq!(status.code(), Some(0), "{}", said.lock().unwrap());
     assert!(fstype_at(&mnt).is_none(), "still in the mount table");
     assert!(
         !said.lock().unwrap().contains("busy"),
