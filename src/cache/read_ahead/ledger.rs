@@ -68,10 +68,11 @@ impl Continuation {
     }
 
     /// Queues the next `count` chunks not cached (`cached`) or queued already, each going on
-    /// with this continuation, while the ledger has room. Taking a chunk and queuing it is one
-    /// step under this continuation's lock: a [`Continuation::replace`] (its reader read on,
-    /// maybe straight past the chunk) waits for it, so a chunk the reader replaced away is
-    /// never queued after it was read.
+    /// with this continuation, until the ledger is full: a chunk it refuses stays first here,
+    /// for the next finished fetch. Taking a chunk and queuing it is one step under this
+    /// continuation's lock: a [`Continuation::replace`] (its reader read on, maybe straight
+    /// past the chunk) waits for it, so a chunk the reader replaced away is never queued after
+    /// it was read.
     pub(super) fn queue_next(
         self: &Arc<Self>,
         ledger: &Ledger,
@@ -80,15 +81,32 @@ impl Continuation {
     ) {
         let mut left = self.0.lock();
         let mut queued = 0;
-        while queued < count && ledger.len() < MAX_QUEUED {
+        while queued < count {
             let Some(job) = left.pop_front() else {
                 return;
             };
-            if ledger.queue(job.then(self.clone()), false, &cached) {
-                queued += 1;
+            match ledger.queue(job.then(self.clone()), false, &cached) {
+                Queued::Yes => queued += 1,
+                Queued::Skipped => {}
+                Queued::Full(mut job) => {
+                    // Not back with a hold on this continuation: it would keep itself alive.
+                    job.then = None;
+                    left.push_front(job);
+                    return;
+                }
             }
         }
     }
+}
+
+/// What [`Ledger::queue`] did with a job.
+pub(super) enum Queued {
+    /// Queued.
+    Yes,
+    /// Its chunk is cached, queued or loading already: nothing to do.
+    Skipped,
+    /// Refused, the ledger being full (counted and logged): the job, back to its caller.
+    Full(Job),
 }
 
 #[derive(Default)]
@@ -128,12 +146,11 @@ impl Ledger {
         self.state.lock()
     }
 
-    /// Queues `job` (at the front with `urgent`: chunks a read waits for). False when its chunk
-    /// is queued or loading already, `cached` says it is in the cache, or too many are queued
-    /// (counted and logged). The cache is asked under the ledger's lock: a load leaves the
-    /// ledger only once its chunk is cached, so a load ending meanwhile is seen one way or the
-    /// other.
-    pub(super) fn queue(&self, job: Job, urgent: bool, cached: impl Fn(ChunkId) -> bool) -> bool {
+    /// Queues `job` (at the front with `urgent`: chunks a read waits for), unless its chunk is
+    /// queued or loading already or `cached` says it is in the cache, or too many are queued.
+    /// The cache is asked under the ledger's lock: a load leaves the ledger only once its chunk
+    /// is cached, so a load ending meanwhile is seen one way or the other.
+    pub(super) fn queue(&self, job: Job, urgent: bool, cached: impl Fn(ChunkId) -> bool) -> Queued {
         let mut state = self.lock();
         let id = job.key();
         if let Some(phase) = state.phases.get(&id) {
@@ -142,11 +159,11 @@ impl Ledger {
                 state.to_fetch.push_front(id);
             }
             add(&STATS.counters.prefetch_skipped, 1);
-            return false;
+            return Queued::Skipped;
         }
         if cached(id.id) {
             add(&STATS.counters.prefetch_skipped, 1);
-            return false;
+            return Queued::Skipped;
         }
         if state.phases.len() >= MAX_QUEUED {
             add(&STATS.counters.prefetch_refused, 1);
@@ -154,7 +171,7 @@ impl Ledger {
                 "read-ahead: {MAX_QUEUED} chunks queued; chunk {} not queued",
                 id.id.index
             );
-            return false;
+            return Queued::Full(job);
         }
         state.phases.insert(id, Phase::Queued(job));
         if urgent {
@@ -164,7 +181,7 @@ impl Ledger {
         }
         drop(state);
         self.fetch_ready.notify_one();
-        true
+        Queued::Yes
     }
 
     /// Reader `reader`'s continuation, made at its first use.
@@ -445,6 +462,11 @@ mod tests {
         false
     }
 
+    /// Queues `job` with nothing cached; true when it was queued.
+    fn queue(ledger: &Ledger, job: Job, urgent: bool) -> bool {
+        matches!(ledger.queue(job, urgent, uncached), Queued::Yes)
+    }
+
     fn id(index: u64) -> ChunkId {
         ChunkId { array: 7, index }
     }
@@ -496,21 +518,21 @@ mod tests {
     fn a_chunk_is_queued_once_and_a_full_queue_refuses_where_it_is_counted() {
         let ledger = Ledger::default();
         let runs = Arc::new(AtomicU32::new(0));
-        assert!(ledger.queue(counting(id(0), &runs), false, uncached));
+        assert!(queue(&ledger, counting(id(0), &runs), false));
         assert!(
-            !ledger.queue(counting(id(0), &runs), false, uncached),
+            !queue(&ledger, counting(id(0), &runs), false),
             "queued twice"
         );
         assert!(
-            !ledger.queue(counting(id(0), &runs), true, uncached),
+            !queue(&ledger, counting(id(0), &runs), true),
             "queued twice"
         );
         for i in 1..MAX_QUEUED as u64 {
-            assert!(ledger.queue(counting(id(i), &runs), false, uncached));
+            assert!(queue(&ledger, counting(id(i), &runs), false));
         }
         let refused = || STATS.counters.prefetch_refused.load(Ordering::Relaxed);
         let before = refused();
-        assert!(!ledger.queue(counting(id(u64::MAX), &runs), false, uncached));
+        assert!(!queue(&ledger, counting(id(u64::MAX), &runs), false));
         assert!(refused() > before, "a refusal is counted");
         assert_eq!(ledger.len(), MAX_QUEUED);
     }
@@ -524,11 +546,11 @@ mod tests {
         });
         let job = |i| Job::chunk(id(i), 10, grouped.clone());
         for i in 0..4 {
-            assert!(ledger.queue(job(i), false, uncached));
+            assert!(queue(&ledger, job(i), false));
         }
         // A read now waits for chunks 1 to 3: they move to the front, their old places stay.
         for i in (1..4).rev() {
-            assert!(!ledger.queue(job(i), true, uncached));
+            assert!(!queue(&ledger, job(i), true));
         }
         let limits = Limits {
             fetchers: 1,
@@ -554,12 +576,12 @@ mod tests {
         let fill = Job::run(id(3), 1, move || {
             counted.fetch_add(1, Ordering::SeqCst);
         });
-        assert!(ledger.queue(fill, false, uncached));
+        assert!(queue(&ledger, fill, false));
         assert!(!ledger.holds(id(3)));
         assert!(ledger.claim(id(3)).1.is_none());
         assert_eq!(ledger.len(), 1, "still queued for a worker");
         assert!(
-            ledger.queue(counting(id(3), &runs), false, uncached),
+            queue(&ledger, counting(id(3), &runs), false),
             "a load of it is apart"
         );
     }
@@ -569,22 +591,22 @@ mod tests {
         let ledger = Ledger::default();
         let runs = Arc::new(AtomicU32::new(0));
         // Queued, then taken over by a reader; and not known to the ledger, then read.
-        assert!(ledger.queue(counting(id(0), &runs), false, uncached));
+        assert!(queue(&ledger, counting(id(0), &runs), false));
         for chunk in [id(0), id(1)] {
             let first = ledger.claim(chunk);
             let second = ledger.claim(chunk);
             assert!(
-                !ledger.queue(counting(chunk, &runs), false, uncached),
+                !queue(&ledger, counting(chunk, &runs), false),
                 "queued while read"
             );
             drop(first);
             assert!(
-                !ledger.queue(counting(chunk, &runs), true, uncached),
+                !queue(&ledger, counting(chunk, &runs), true),
                 "queued while read"
             );
             drop(second);
             assert!(!ledger.holds(chunk));
-            assert!(ledger.queue(counting(chunk, &runs), false, uncached));
+            assert!(queue(&ledger, counting(chunk, &runs), false));
         }
     }
 
@@ -594,9 +616,7 @@ mod tests {
         let runs = Arc::new(AtomicU32::new(0));
         let then = cache.ledger().continuation(1);
         then.replace((0..6).map(|i| counting(id(i), &runs)));
-        assert!(cache
-            .ledger()
-            .queue(counting(id(1), &runs), false, uncached));
+        assert!(queue(cache.ledger(), counting(id(1), &runs), false));
         // Chunk 1 is queued already: passed over, never queued twice.
         super::super::go_on(&cache, &then);
         let held: Vec<u64> = (0..6).filter(|&i| cache.ledger().holds(id(i))).collect();
@@ -611,13 +631,38 @@ mod tests {
     }
 
     #[test]
+    fn a_chunk_a_full_ledger_refuses_stays_next_in_its_continuation() {
+        let cache = ChunkCache::new(1 << 20);
+        let ledger = cache.ledger();
+        let runs = Arc::new(AtomicU32::new(0));
+        let filler = |i: u64| id(1000 + i);
+        for i in 0..MAX_QUEUED as u64 - 1 {
+            assert!(queue(ledger, counting(filler(i), &runs), false));
+        }
+        let then = ledger.continuation(1);
+        then.replace((0..3).map(|i| counting(id(i), &runs)));
+        // Room for chunk 0 only: chunk 1 is refused and kept, without a hold on `then`.
+        super::super::go_on(&cache, &then);
+        assert!(ledger.holds(id(0)) && !ledger.holds(id(1)));
+        let left: Vec<u64> = then.0.lock().iter().map(|job| job.id.index).collect();
+        assert_eq!(left, [1, 2], "the refused chunk is next");
+        assert!(then.0.lock().iter().all(|job| job.then.is_none()));
+        // Room again: the next finished fetch queues it.
+        ledger.done(Key {
+            id: filler(0),
+            claimable: true,
+        });
+        super::super::go_on(&cache, &then);
+        assert!(ledger.holds(id(1)) && !ledger.holds(id(2)));
+        assert_eq!(ledger.len(), MAX_QUEUED);
+    }
+
+    #[test]
     fn every_queued_chunk_is_loaded_by_a_worker_or_taken_by_a_reader() {
         let cache = Arc::new(ChunkCache::new(1 << 20));
         let runs = Arc::new(AtomicU32::new(0));
         for i in 0..100 {
-            assert!(cache
-                .ledger()
-                .queue(counting(id(i), &runs), i % 2 == 0, uncached));
+            assert!(queue(cache.ledger(), counting(id(i), &runs), i % 2 == 0));
         }
         // Readers take ten queued chunks over before any worker runs.
         for i in 0..10 {
