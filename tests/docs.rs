@@ -154,14 +154,14 @@ fn run_isolated(script: &str) -> Output {
 }
 
 /// One test at a time uses /tmp/zarr-demo, the path the README's examples name.
-static DEMO_MOUNT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+static DEMO_MOUNT: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
 
 #[test]
 fn the_quick_start_runs_word_for_word_and_man_zarrfs_works_after_it() {
     if !root_fuse_ready() {
         return;
     }
-    let _one = DEMO_MOUNT.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = DEMO_MOUNT.lock();
     let out = run_isolated("scripts/quick-start.sh");
     let all = describe(&out);
     assert!(out.status.success(), "{all}");
@@ -214,7 +214,7 @@ fn the_readme_examples_on_the_demo_store_run() {
     if !root_fuse_ready() {
         return;
     }
-    let _one = DEMO_MOUNT.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = DEMO_MOUNT.lock();
     let blocks = demo_blocks();
     assert!(blocks.len() >= 3, "only {} demo blocks", blocks.len());
     for block in blocks {
@@ -302,7 +302,7 @@ fn the_sessions_of_what_the_mount_shows_run_on_the_demo_store() {
     if !root_fuse_ready() {
         return;
     }
-    let _one = DEMO_MOUNT.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = DEMO_MOUNT.lock();
     let examples = sessions("docs/what-the-mount-shows.md");
     assert!(examples.len() >= 8, "only {} sessions", examples.len());
     let work = tempfile::tempdir().unwrap();

@@ -6,14 +6,15 @@
 mod fuzz_support;
 
 use fuzz_support::{fixtures, mutate, run, save_finding, take_largest_allocation, MAX_ALLOCATION};
+use parking_lot::Mutex;
 use std::collections::BTreeSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::SystemTime;
 use zarrfs::fetch::{ChunkReader, FetchCause, Uncached};
 use zarrfs::meta::{load_hierarchy, LoadOptions, NodeKind};
-use zarrfs::store::{too_large, DirStore, Entry, Object, ObjectMeta, Store, StoreError};
+use zarrfs::store::{too_large, DirStore, Entry, Latency, Object, ObjectMeta, Store, StoreError};
 
 /// The cache budget the readers are built for.
 const CACHE_SIZE: u64 = 64 << 20;
@@ -29,7 +30,7 @@ struct Swapped {
 
 impl Swapped {
     fn value(&self, key: &str) -> Option<Vec<u8>> {
-        let swap = self.swap.lock().unwrap();
+        let swap = self.swap.lock();
         swap.as_ref()
             .filter(|(k, _)| k == key)
             .map(|(_, v)| v.clone())
@@ -56,6 +57,30 @@ impl Store for Swapped {
             None => self.inner.get_range(key, start, len),
         }
     }
+    fn get_range_into(
+        &self,
+        key: &str,
+        start: u64,
+        len: u64,
+        buf: &mut Vec<u8>,
+    ) -> Result<bool, StoreError> {
+        if self.value(key).is_none() {
+            return self.inner.get_range_into(key, start, len, buf);
+        }
+        let got = self.get_range(key, start, len)?;
+        let present = got.is_some();
+        *buf = got.unwrap_or_default();
+        Ok(present)
+    }
+    fn get_suffix(&self, key: &str, len: u64) -> Result<Option<(Vec<u8>, u64)>, StoreError> {
+        match self.value(key) {
+            Some(v) => {
+                let start = v.len().saturating_sub(len as usize);
+                Ok(Some((v[start..].to_vec(), v.len() as u64)))
+            }
+            None => self.inner.get_suffix(key, len),
+        }
+    }
     fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
         match self.value(key) {
             Some(v) => Ok(Some(ObjectMeta {
@@ -67,6 +92,18 @@ impl Store for Swapped {
     }
     fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
         self.inner.list_dir(prefix)
+    }
+    fn etag(&self, key: &str) -> Result<Option<String>, StoreError> {
+        self.inner.etag(key)
+    }
+    fn about(&self) -> Vec<(String, String)> {
+        self.inner.about()
+    }
+    fn parallelism(&self) -> usize {
+        self.inner.parallelism()
+    }
+    fn latency(&self) -> Latency {
+        self.inner.latency()
     }
     fn mtime(&self) -> SystemTime {
         self.inner.mtime()
@@ -171,14 +208,14 @@ fn cases_of(root: &Path) -> Vec<Case> {
 
 /// Decodes `input` as the object of `case`; says what went wrong, if anything did.
 fn check(case: &Case, input: &[u8]) -> Option<String> {
-    *case.store.swap.lock().unwrap() = Some((case.key.clone(), input.to_vec()));
+    *case.store.swap.lock() = Some((case.key.clone(), input.to_vec()));
     take_largest_allocation();
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         case.reader
             .load(&case.idx, None, &mut Vec::new(), &Uncached)
     }));
     let largest = take_largest_allocation();
-    *case.store.swap.lock().unwrap() = None;
+    *case.store.swap.lock() = None;
     match outcome {
         Err(_) => Some("panicked".into()),
         Ok(Err(e)) if e.cause == FetchCause::Panicked => Some(format!("decoder panic: {e}")),

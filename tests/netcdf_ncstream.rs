@@ -76,11 +76,11 @@ fn check_with_siphon(cases: &[Case], dir: &std::path::Path) -> bool {
 
 /// Taken by each test: the spare buffers are the process's, so a test reading alongside would
 /// count in the allocation peak of the bounded-memory one.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+static ONE_AT_A_TIME: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
 
 #[test]
 fn every_fixture_group_streams_its_values() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = ONE_AT_A_TIME.lock();
     let tmp = tempfile::tempdir().unwrap();
     let mut cases: Vec<Case> = Vec::new();
     for manifest in ["dialects/manifest.json", "manifest.json"] {
@@ -160,7 +160,7 @@ fn every_fixture_group_streams_its_values() {
 /// array as the stream is read, never gathered whole.
 #[test]
 fn a_large_group_streams_in_bounded_memory() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = ONE_AT_A_TIME.lock();
     const SIDE: u64 = 4096;
     let mut s = zarrfs::store::MemoryStore::new();
     s.insert(".zgroup", r#"{"zarr_format": 2}"#);
@@ -206,7 +206,7 @@ fn a_large_group_streams_in_bounded_memory() {
 /// offsets decode in siphon to the same elements.
 #[test]
 fn many_strings_stream_in_pieces() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = ONE_AT_A_TIME.lock();
     const N: usize = 3000;
     let mut s = zarrfs::store::MemoryStore::new();
     s.insert(".zgroup", r#"{"zarr_format": 2}"#);

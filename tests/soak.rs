@@ -7,10 +7,11 @@ mod common;
 use common::mount::{fuse_ready, Mount};
 use common::servers;
 use common::{expected_bytes, load_manifest, StoreCase};
+use parking_lot::Mutex;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const READERS: usize = 8;
@@ -160,7 +161,7 @@ fn eight_readers_with_a_small_cache_read_only_right_bytes_in_bounded_memory() {
     let started = Instant::now();
     while started.elapsed() < soak_time() {
         std::thread::sleep(Duration::from_millis(250));
-        let mut s = samples.lock().unwrap();
+        let mut s = samples.lock();
         for (i, pid) in pids.iter().enumerate() {
             s[i].push(vm_rss_kib(*pid));
         }
@@ -171,7 +172,7 @@ fn eight_readers_with_a_small_cache_read_only_right_bytes_in_bounded_memory() {
         .flat_map(|r| r.join().unwrap())
         .collect();
     let reads = reads.load(Ordering::Relaxed);
-    let samples = samples.lock().unwrap();
+    let samples = samples.lock();
     for ((m, c), rss) in mounts.iter().zip(samples.iter()) {
         let peak = rss.iter().max().copied().unwrap_or(0);
         let early = rss[..rss.len() / 2].iter().max().copied().unwrap_or(0);

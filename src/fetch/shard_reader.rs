@@ -255,10 +255,11 @@ mod tests {
         Uncached,
     };
     use crate::meta::{ArrayMeta, ChunkKeys, DataType, KeyStyle};
-    use crate::store::{Entry, MemoryStore, Object, ObjectMeta, Store, StoreError};
+    use crate::store::{Entry, Latency, MemoryStore, Object, ObjectMeta, Store, StoreError};
+    use parking_lot::Mutex;
     use serde_json::json;
     use std::collections::HashMap;
-    use std::sync::{Arc, Mutex};
+    use std::sync::Arc;
     use std::time::SystemTime;
 
     /// A memory store that records every read.
@@ -270,13 +271,13 @@ mod tests {
 
     impl Recording {
         fn take(&self) -> Vec<(String, u64, u64)> {
-            std::mem::take(&mut self.reads.lock().unwrap())
+            std::mem::take(&mut self.reads.lock())
         }
     }
 
     impl Store for Recording {
         fn get_bounded(&self, key: &str, max: u64) -> Result<Option<Object>, StoreError> {
-            self.reads.lock().unwrap().push((key.into(), 0, u64::MAX));
+            self.reads.lock().push((key.into(), 0, u64::MAX));
             self.inner.get_bounded(key, max)
         }
         fn get_range(
@@ -285,14 +286,44 @@ mod tests {
             start: u64,
             len: u64,
         ) -> Result<Option<Vec<u8>>, StoreError> {
-            self.reads.lock().unwrap().push((key.into(), start, len));
+            self.reads.lock().push((key.into(), start, len));
             self.inner.get_range(key, start, len)
+        }
+        fn get_range_into(
+            &self,
+            key: &str,
+            start: u64,
+            len: u64,
+            buf: &mut Vec<u8>,
+        ) -> Result<bool, StoreError> {
+            self.reads.lock().push((key.into(), start, len));
+            self.inner.get_range_into(key, start, len, buf)
+        }
+        fn get_suffix(&self, key: &str, len: u64) -> Result<Option<(Vec<u8>, u64)>, StoreError> {
+            let got = self.inner.get_suffix(key, len)?;
+            if let Some((bytes, size)) = &got {
+                let n = bytes.len() as u64;
+                self.reads.lock().push((key.into(), size - n, n));
+            }
+            Ok(got)
         }
         fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
             self.inner.head(key)
         }
         fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
             self.inner.list_dir(prefix)
+        }
+        fn etag(&self, key: &str) -> Result<Option<String>, StoreError> {
+            self.inner.etag(key)
+        }
+        fn about(&self) -> Vec<(String, String)> {
+            self.inner.about()
+        }
+        fn parallelism(&self) -> usize {
+            self.inner.parallelism()
+        }
+        fn latency(&self) -> Latency {
+            self.inner.latency()
         }
         fn mtime(&self) -> SystemTime {
             self.inner.mtime()
@@ -312,11 +343,11 @@ mod tests {
             key: &str,
             load: &mut dyn FnMut() -> Result<ShardIndexIfStored, FetchError>,
         ) -> Result<ShardIndexIfStored, FetchError> {
-            if let Some(index) = self.0.lock().unwrap().get(key) {
+            if let Some(index) = self.0.lock().get(key) {
                 return Ok(index.clone());
             }
             let index = load()?;
-            self.0.lock().unwrap().insert(key.into(), index.clone());
+            self.0.lock().insert(key.into(), index.clone());
             Ok(index)
         }
     }

@@ -97,6 +97,27 @@ impl Store for Consolidated<'_> {
         self.inner.get_range(key, start, len)
     }
 
+    fn get_range_into(
+        &self,
+        key: &str,
+        start: u64,
+        len: u64,
+        buf: &mut Vec<u8>,
+    ) -> Result<bool, StoreError> {
+        self.inner.get_range_into(key, start, len, buf)
+    }
+
+    fn get_suffix(&self, key: &str, len: u64) -> Result<Option<(Vec<u8>, u64)>, StoreError> {
+        match self.objects.get(key) {
+            Some(v) => {
+                let start = v.len().saturating_sub(len as usize);
+                Ok(Some((v[start..].to_vec(), v.len() as u64)))
+            }
+            None if is_metadata(key) => Ok(None),
+            None => self.inner.get_suffix(key, len),
+        }
+    }
+
     fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
         match self.objects.get(key) {
             Some(v) => Ok(Some(ObjectMeta {
@@ -110,6 +131,18 @@ impl Store for Consolidated<'_> {
 
     fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
         Ok(list_map("consolidated metadata", &self.objects, prefix))
+    }
+
+    /// Metadata served from the consolidated document has none of its own.
+    fn etag(&self, key: &str) -> Result<Option<String>, StoreError> {
+        if self.objects.contains_key(key) || is_metadata(key) {
+            return Ok(None);
+        }
+        self.inner.etag(key)
+    }
+
+    fn about(&self) -> Vec<(String, String)> {
+        self.inner.about()
     }
 
     fn parallelism(&self) -> usize {

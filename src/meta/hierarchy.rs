@@ -561,7 +561,7 @@ impl Tree<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{DirStore, Entry, MemoryStore, Object, ObjectMeta};
+    use crate::store::{DirStore, Entry, Latency, MemoryStore, Object, ObjectMeta};
     use std::sync::atomic::AtomicUsize;
     use std::time::Duration;
 
@@ -604,14 +604,35 @@ mod tests {
         fn get_range(&self, key: &str, s: u64, n: u64) -> Result<Option<Vec<u8>>, StoreError> {
             self.request(|| self.inner.get_range(key, s, n))
         }
+        fn get_range_into(
+            &self,
+            key: &str,
+            s: u64,
+            n: u64,
+            buf: &mut Vec<u8>,
+        ) -> Result<bool, StoreError> {
+            self.request(|| self.inner.get_range_into(key, s, n, buf))
+        }
+        fn get_suffix(&self, key: &str, n: u64) -> Result<Option<(Vec<u8>, u64)>, StoreError> {
+            self.request(|| self.inner.get_suffix(key, n))
+        }
         fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
             self.request(|| self.inner.head(key))
         }
         fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
             self.request(|| self.inner.list_dir(prefix))
         }
+        fn etag(&self, key: &str) -> Result<Option<String>, StoreError> {
+            self.inner.etag(key)
+        }
+        fn about(&self) -> Vec<(String, String)> {
+            self.inner.about()
+        }
         fn parallelism(&self) -> usize {
             self.parallelism
+        }
+        fn latency(&self) -> Latency {
+            self.inner.latency()
         }
         fn mtime(&self) -> SystemTime {
             self.inner.mtime()

@@ -57,27 +57,24 @@ fn pread_with(path: &Path, off: u64, len: u64, flags: i32) -> std::io::Result<Ve
 }
 
 fn mmap_bytes(path: &Path) -> std::io::Result<Vec<u8>> {
-    use std::os::fd::AsRawFd;
     let f = std::fs::File::open(path)?;
     let len = f.metadata()?.len() as usize;
     if len == 0 {
         return Ok(Vec::new());
     }
-    // SAFETY: a private read-only mapping of a file we keep open, copied out and unmapped.
+    use rustix::mm::{mmap, munmap, MapFlags, ProtFlags};
+    // SAFETY: a shared read-only mapping of a file we keep open, copied out and unmapped.
     unsafe {
-        let p = libc::mmap(
+        let p = mmap(
             std::ptr::null_mut(),
             len,
-            libc::PROT_READ,
-            libc::MAP_SHARED,
-            f.as_raw_fd(),
+            ProtFlags::READ,
+            MapFlags::SHARED,
+            &f,
             0,
-        );
-        if p == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error());
-        }
+        )?;
         let v = std::slice::from_raw_parts(p as *const u8, len).to_vec();
-        libc::munmap(p, len);
+        let _ = munmap(p, len);
         Ok(v)
     }
 }

@@ -9,7 +9,7 @@ use std::sync::{Arc, Once};
 use std::time::SystemTime;
 use zarrfs::cache::ChunkCache;
 use zarrfs::meta::{load_hierarchy, LoadOptions, MetaError, NodeKind, StoreRef, Tree};
-use zarrfs::store::{Entry, MemoryStore, Object, ObjectMeta, Store, StoreError};
+use zarrfs::store::{Entry, Latency, MemoryStore, Object, ObjectMeta, Store, StoreError};
 use zarrfs::view::{View, ViewError};
 
 /// The decoded-chunk budget of the views under test.
@@ -139,12 +139,42 @@ impl Store for NoListStore {
         self.0.get_range(key, start, len)
     }
 
+    fn get_range_into(
+        &self,
+        key: &str,
+        start: u64,
+        len: u64,
+        buf: &mut Vec<u8>,
+    ) -> Result<bool, StoreError> {
+        self.0.get_range_into(key, start, len, buf)
+    }
+
+    fn get_suffix(&self, key: &str, len: u64) -> Result<Option<(Vec<u8>, u64)>, StoreError> {
+        self.0.get_suffix(key, len)
+    }
+
     fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
         self.0.head(key)
     }
 
     fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
         Err(StoreError::CannotList(format!("http://test/{prefix}")))
+    }
+
+    fn etag(&self, key: &str) -> Result<Option<String>, StoreError> {
+        self.0.etag(key)
+    }
+
+    fn about(&self) -> Vec<(String, String)> {
+        self.0.about()
+    }
+
+    fn parallelism(&self) -> usize {
+        self.0.parallelism()
+    }
+
+    fn latency(&self) -> Latency {
+        self.0.latency()
     }
 
     fn mtime(&self) -> SystemTime {

@@ -1,6 +1,7 @@
 //! Real FUSE mounts of the zarrfs binary, always unmounted, with timeouts instead of hangs.
 
-use std::ffi::CString;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -21,8 +22,7 @@ pub fn fuse_ready() -> bool {
 
 /// Like [`fuse_ready`], for tests that also need root (mounting a tmpfs, namespaces).
 pub fn root_fuse_ready() -> bool {
-    // SAFETY: geteuid cannot fail.
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = rustix::process::geteuid().is_root();
     ready(fuse_missing().or_else(|| (!root).then(|| "not running as root".to_string())))
 }
 
@@ -52,13 +52,12 @@ fn fuse_missing() -> Option<String> {
         std::env::var_os("PATH")
             .is_some_and(|dirs| std::env::split_paths(&dirs).any(|d| d.join(tool).is_file()))
     });
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } == 0 {
+    if rustix::process::geteuid().is_root() {
         return (!has_cap_sys_admin() && !helper)
             .then(|| "root lacks CAP_SYS_ADMIN and there is no fusermount3".into());
     }
-    let dev = CString::new("/dev/fuse").unwrap();
-    if unsafe { libc::access(dev.as_ptr(), libc::R_OK | libc::W_OK) } != 0 {
+    let rw = rustix::fs::Access::READ_OK | rustix::fs::Access::WRITE_OK;
+    if rustix::fs::access("/dev/fuse", rw).is_err() {
         return Some("not root, and /dev/fuse is not readable and writable".into());
     }
     (!helper).then(|| "not root, and no fusermount3 (Debian package fuse3)".into())
@@ -98,8 +97,7 @@ pub fn is_fuse_mount(path: &Path) -> bool {
 
 /// Lazily detaches whatever is mounted on `path`.
 pub fn force_unmount(path: &Path) {
-    let c = CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-    unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
+    let _ = rustix::mount::unmount(path, rustix::mount::UnmountFlags::DETACH);
 }
 
 /// Detaches on drop whatever a test left mounted on its mount point (live or dead).
@@ -178,7 +176,7 @@ impl Mount {
     /// Stops zarrfs with SIGTERM and returns its exit status and stderr.
     pub fn stop(mut self) -> (std::process::ExitStatus, String) {
         let child = self.child.take().unwrap();
-        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
         let out = wait_with_timeout(child, Duration::from_secs(20));
         (
             out.status,
@@ -202,7 +200,7 @@ fn wait_with_timeout(mut child: Child, limit: Duration) -> std::process::Output 
 impl Drop for Mount {
     fn drop(&mut self) {
         if let Some(child) = self.child.take() {
-            unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+            let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
             wait_with_timeout(child, Duration::from_secs(10));
         }
         // Whatever is mounted on our own directory is ours; a dead mount answers nothing, not
@@ -237,7 +235,7 @@ pub fn run_within(cmd: &mut Command, limit: Duration) -> std::process::Output {
     match rx.recv_timeout(limit) {
         Ok(out) => out.unwrap(),
         Err(_) => {
-            unsafe { libc::kill(pid, libc::SIGKILL) };
+            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
             panic!("{cmd:?} did not finish within {limit:?}");
         }
     }

@@ -2,6 +2,8 @@
 //! remounts, two mounts sharing a directory, a daemon killed mid-write, a full disk.
 
 use crate::common;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 
 use common::float_store::{expected, files, write_store, N};
 use common::mount::{timed, Mount};
@@ -104,7 +106,7 @@ fn a_daemon_killed_mid_write_leaves_nothing_that_passes_as_complete() {
         buf
     });
     assert_eq!(head, expected(3.0)[..8192]);
-    unsafe { libc::kill(m.pid() as i32, libc::SIGKILL) };
+    let _ = kill(Pid::from_raw(m.pid() as i32), Signal::SIGKILL);
     drop(m);
     assert_eq!(files(cache.path(), "part"), 1);
     assert_eq!(files(cache.path(), "data"), 0);

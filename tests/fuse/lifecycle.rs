@@ -3,12 +3,15 @@
 //! mount created, where the daemon logs, `-o subtype=`, and a user who may not open /dev/fuse.
 
 use crate::common;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 
 use common::mount::{force_unmount, is_fuse_mount, root_fuse_ready, run_within};
+use parking_lot::Mutex;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How long a zarrfs command may take before the test gives up on it.
@@ -139,9 +142,7 @@ fn capture_stderr(child: &mut Child) -> Arc<Mutex<String>> {
             if n == 0 {
                 break;
             }
-            sink.lock()
-                .unwrap()
-                .push_str(&String::from_utf8_lossy(&buf[..n]));
+            sink.lock().push_str(&String::from_utf8_lossy(&buf[..n]));
         }
     });
     text
@@ -164,22 +165,18 @@ fn a_second_signal_after_a_busy_refusal_detaches_the_mount_and_ends_the_daemon()
         .unwrap();
     scene.children.push(user);
 
-    unsafe { libc::kill(pid, libc::SIGINT) };
-    wait_for("the busy message", || said.lock().unwrap().contains("busy"));
-    assert!(
-        said.lock().unwrap().contains("signal again"),
-        "{}",
-        said.lock().unwrap()
-    );
+    let _ = kill(Pid::from_raw(pid), Signal::SIGINT);
+    wait_for("the busy message", || said.lock().contains("busy"));
+    assert!(said.lock().contains("signal again"), "{}", said.lock());
     // Refused: still mounted, still answering with the same bytes.
     assert!(is_fuse_mount(&mnt));
     assert_eq!(std::fs::read(mnt.join(".group.json")).unwrap(), group_json);
     assert!(scene.children[0].try_wait().unwrap().is_none());
 
-    unsafe { libc::kill(pid, libc::SIGINT) };
+    let _ = kill(Pid::from_raw(pid), Signal::SIGINT);
     let status = scene.daemon_exit("the daemon to end after the second signal");
     assert_eq!(status.code(), Some(1));
-    let said = said.lock().unwrap().clone();
+    let said = said.lock().clone();
     assert!(said.contains("detached it lazily"), "{said}");
     assert!(fstype_at(&mnt).is_none(), "still in the mount table");
 }
@@ -203,15 +200,11 @@ fn a_signal_while_a_file_is_still_open_for_a_moment_unmounts_once_it_is_closed()
     let fd = PathBuf::from(format!("/proc/{}/fd/3", holder.id()));
     scene.children.push(holder);
     wait_for("the file to be open", || fd.exists());
-    unsafe { libc::kill(pid, libc::SIGTERM) };
+    let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
     let status = scene.daemon_exit("the daemon to end after one signal");
-    assert_eq!(status.code(), Some(0), "{}", said.lock().unwrap());
+    assert_eq!(status.code(), Some(0), "{}", said.lock());
     assert!(fstype_at(&mnt).is_none(), "still in the mount table");
-    assert!(
-        !said.lock().unwrap().contains("busy"),
-        "{}",
-        said.lock().unwrap()
-    );
+    assert!(!said.lock().contains("busy"), "{}", said.lock());
 }
 
 #[test]
@@ -306,7 +299,7 @@ fn a_killed_daemon_leaves_a_dead_mount_that_zarrfs_names_and_cleans() {
     let pid = daemon.id() as i32;
     scene.children.push(daemon);
     wait_for("mount", || is_fuse_mount(&mnt));
-    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
     let _ = scene.children[0].wait();
     let err = std::fs::read_dir(&mnt).unwrap_err();
     assert_eq!(err.raw_os_error(), Some(libc::ENOTCONN), "{err}");
@@ -424,7 +417,7 @@ fn without_syslog_the_daemon_logs_to_a_file_and_says_where() {
             .and_then(|(_, p)| p.trim_end_matches(')').parse::<i32>().ok());
         pid.is_some()
     });
-    unsafe { libc::kill(pid.unwrap(), libc::SIGTERM) };
+    let _ = kill(Pid::from_raw(pid.unwrap()), Signal::SIGTERM);
     wait_for("the daemon to end", || {
         !Path::new(&format!("/proc/{}", pid.unwrap())).exists()
             || std::fs::read_to_string(format!("/proc/{}/stat", pid.unwrap()))
@@ -471,8 +464,8 @@ fn read_ahead_below_a_page_is_refused_and_a_valid_one_is_set() {
     let dev = std::fs::metadata(&mnt).unwrap().dev();
     let knob = format!(
         "/sys/class/bdi/{}:{}/read_ahead_kb",
-        libc::major(dev),
-        libc::minor(dev)
+        rustix::fs::major(dev),
+        rustix::fs::minor(dev)
     );
     assert_eq!(std::fs::read_to_string(knob).unwrap().trim(), "8");
     assert!(run(zarrfs().arg("unmount").arg(&mnt)).status.success());

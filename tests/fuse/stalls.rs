@@ -8,6 +8,8 @@ use crate::common;
 use common::mount::{fuse_ready, timed, Mount};
 use common::servers::{self, Server};
 use common::{expected_bytes, load_manifest, StoreCase};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -136,10 +138,9 @@ fn a_reader_cut_off_by_the_second_signal_is_told_the_transport_is_not_connected(
     let pid = mount.pid() as i32;
     // The first signal finds the mount busy (the reader holds a file); the second detaches it
     // and ends the daemon.
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(pid, libc::SIGTERM) };
+    let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
     std::thread::sleep(Duration::from_millis(500));
-    unsafe { libc::kill(pid, libc::SIGTERM) };
+    let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
     let got = timed("the cut-off read", move || reader.join().unwrap());
     assert!(
         matches!(&got, Err(e) if e.raw_os_error() == Some(libc::ENOTCONN)),
@@ -171,8 +172,7 @@ fn a_signal_while_the_store_loads_ends_the_mount_command() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(1000));
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
     let deadline = Instant::now() + Duration::from_secs(20);
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {

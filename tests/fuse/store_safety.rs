@@ -149,9 +149,8 @@ fn links_swapped_in_after_the_mount_never_reach_outside_the_store() {
 /// A FIFO at `path`.
 fn mkfifo(path: &Path) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: a valid path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    let mode = rustix::fs::Mode::from_raw_mode(0o644);
+    rustix::fs::mknodat(rustix::fs::CWD, path, rustix::fs::FileType::Fifo, mode, 0).unwrap();
 }
 
 /// The daemon's resident memory in KiB.
@@ -249,10 +248,13 @@ fn a_device_as_metadata_is_refused_unread() {
     write(&store.join("zero_chunk/zarr.json"), ARRAY.as_bytes());
     std::fs::create_dir_all(store.join("zero_chunk/c")).unwrap();
     for node in ["zero/zarr.json", "zero_chunk/c/0"] {
-        let c = std::ffi::CString::new(store.join(node).as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: a valid path.
-        let made = unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o644, libc::makedev(1, 5)) };
-        assert_eq!(made, 0, "mknod {node}");
+        let (char_device, mode) = (
+            rustix::fs::FileType::CharacterDevice,
+            rustix::fs::Mode::from_raw_mode(0o644),
+        );
+        let dev = rustix::fs::makedev(1, 5);
+        let made = rustix::fs::mknodat(rustix::fs::CWD, store.join(node), char_device, mode, dev);
+        assert!(made.is_ok(), "mknod {node}: {made:?}");
     }
     let mount = Mount::new(&store, &[]);
     assert_eq!(

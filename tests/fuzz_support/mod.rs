@@ -53,12 +53,11 @@ pub fn take_largest_allocation() -> usize {
 /// Caps this test process's address space at 4 GiB, so an input that makes the code under
 /// test allocate without bound aborts this process instead of pressing the machine.
 pub fn cap_memory() {
-    let cap = libc::rlimit {
-        rlim_cur: 4 << 30,
-        rlim_max: libc::RLIM_INFINITY,
+    let cap = rustix::process::Rlimit {
+        current: Some(4 << 30),
+        maximum: None,
     };
-    // SAFETY: setrlimit reads one valid rlimit struct.
-    unsafe { libc::setrlimit(libc::RLIMIT_AS, &cap) };
+    let _ = rustix::process::setrlimit(rustix::process::Resource::As, cap);
 }
 
 /// How long each target runs.

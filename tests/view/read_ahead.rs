@@ -5,8 +5,9 @@
 
 use crate::synth;
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use zarrfs::cache::read_ahead::ReadPolicy;
 use zarrfs::meta::LoadOptions;
@@ -23,17 +24,12 @@ struct PerKey {
 
 impl PerKey {
     fn count(&self, key: &str) {
-        *self
-            .ranges
-            .lock()
-            .unwrap()
-            .entry(key.to_string())
-            .or_default() += 1;
+        *self.ranges.lock().entry(key.to_string()).or_default() += 1;
     }
 
     /// Requests made for keys under `prefix`.
     fn total(&self, prefix: &str) -> u32 {
-        let ranges = self.ranges.lock().unwrap();
+        let ranges = self.ranges.lock();
         ranges
             .iter()
             .filter(|(k, _)| k.starts_with(prefix))
@@ -43,7 +39,7 @@ impl PerKey {
 
     /// Keys under `prefix` requested more than once.
     fn repeated(&self, prefix: &str) -> Vec<(String, u32)> {
-        let ranges = self.ranges.lock().unwrap();
+        let ranges = self.ranges.lock();
         let mut out: Vec<_> = ranges
             .iter()
             .filter(|(k, &n)| k.starts_with(prefix) && n > 1)
@@ -75,6 +71,11 @@ impl Store for PerKey {
         self.inner.get_range_into(key, start, len, buf)
     }
 
+    fn get_suffix(&self, key: &str, len: u64) -> Result<Option<(Vec<u8>, u64)>, StoreError> {
+        self.count(key);
+        self.inner.get_suffix(key, len)
+    }
+
     fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
         self.inner.head(key)
     }
@@ -83,6 +84,19 @@ impl Store for PerKey {
         self.inner.list_dir(prefix)
     }
 
+    fn etag(&self, key: &str) -> Result<Option<String>, StoreError> {
+        self.inner.etag(key)
+    }
+
+    fn about(&self) -> Vec<(String, String)> {
+        self.inner.about()
+    }
+
+    fn parallelism(&self) -> usize {
+        self.inner.parallelism()
+    }
+
+    /// A network store, whatever the store under it: the read-ahead this file tests.
     fn latency(&self) -> Latency {
         Latency::Network
     }
