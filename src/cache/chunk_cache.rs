@@ -129,11 +129,6 @@ impl ChunkCache {
         &self.ledger
     }
 
-    /// Spare buffers for decoding into.
-    pub fn buffers(&self) -> &'static Buffers {
-        self.buffers
-    }
-
     /// The byte budget.
     pub fn budget(&self) -> u64 {
         self.lru.budget()

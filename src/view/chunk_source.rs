@@ -20,11 +20,11 @@ struct CacheContext<'a> {
 
 impl FetchContext for CacheContext<'_> {
     fn buffer(&self, len: usize) -> Vec<u8> {
-        self.cache.buffers().take(len)
+        crate::memory::buffers().take(len)
     }
 
     fn recycle(&self, buf: Vec<u8>) {
-        self.cache.buffers().give(buf)
+        crate::memory::buffers().give(buf)
     }
 
     fn shard_index(

@@ -106,11 +106,11 @@ impl SelectionBuffer {
         };
         let mut data = None;
         if !cache.contains(source.id(chunk)) {
-            let mut scratch = cache.buffers().take(file.chunk_bytes() as usize);
+            let mut scratch = crate::memory::buffers().take(file.chunk_bytes() as usize);
             let room = DecodeTarget::new(&mut scratch);
             let target = Target::Room(room, Need::Front(need, &mut copy));
             let loaded = source.load(cache, chunk, Dest::Room(target, None));
-            cache.buffers().give(scratch);
+            crate::memory::buffers().give(scratch);
             match loaded.ok()? {
                 Loaded::Decoded => return (!bad && next == rows.len()).then_some(()),
                 Loaded::Absent => return copy_fill(out, file, source, &rows),
