@@ -18,6 +18,7 @@
 //! from; `prefix_decode` decodes the start of a compressed chunk progressively; `config`,
 //! `numtype` and `error` serve all codecs.
 
+mod array_chain;
 pub(crate) mod array_to_array;
 pub(crate) mod array_to_bytes;
 pub(crate) mod bytes_to_bytes;

@@ -1,13 +1,13 @@
 //! [`Pipeline`]: a codec chain built for one chunk shape and element type.
 
+use super::array_chain::ArrayChain;
 use super::array_to_bytes::vlen::VlenPipeline;
 use super::prefix_decode::Prefix;
 use super::registry::{
-    base, build_array_to_array, build_array_to_bytes, build_bytes_to_bytes, is_array_to_array_only,
-    is_array_to_bytes,
+    base, build_array_to_bytes, build_bytes_to_bytes, is_array_to_array_only, is_array_to_bytes,
 };
 use super::DecodeTarget;
-use super::{ArrayToArray, ArrayToBytes, BytesToBytes, ChunkRepr, CodecError, Size, StoredElem};
+use super::{ArrayToBytes, BytesToBytes, ChunkRepr, CodecError, Size, StoredElem};
 use crate::meta::{CodecSpec, DataType};
 use crate::stats::STATS;
 use std::fmt;
@@ -164,8 +164,8 @@ impl<'a> From<&'a mut [u8]> for Target<'a> {
 
 /// The chain for fixed-size elements.
 struct FixedPipeline {
-    /// Array→array codecs in chain order, each with the byte length of its decoded form.
-    array_to_array: Vec<(Box<dyn ArrayToArray>, usize)>,
+    /// The array→array codecs.
+    array_to_array: ArrayChain,
     /// The array→bytes codec.
     array_to_bytes: Box<dyn ArrayToBytes>,
     /// Byte length of the array→bytes codec's data.
@@ -201,14 +201,10 @@ impl FixedPipeline {
         let serializer =
             serializer.unwrap_or_else(|| CodecSpec::new("bytes", serde_json::json!({})));
 
-        let mut repr = ChunkRepr::new(chunk_shape.to_vec(), dtype.clone());
-        let decoded_len = repr.byte_len("pipeline")?;
-        let mut array_to_array = Vec::new();
-        for spec in &codecs[..split] {
-            let (codec, encoded) = build_array_to_array(spec, &repr)?;
-            array_to_array.push((codec, repr.byte_len(&spec.name)?));
-            repr = encoded;
-        }
+        let decoded = ChunkRepr::new(chunk_shape.to_vec(), dtype.clone());
+        let decoded_len = decoded.byte_len("pipeline")?;
+        let (array_to_array, repr) =
+            ArrayChain::build(&codecs[..split], &decoded, |_, _, _| Ok(()))?;
 
         let serialized_len = repr.byte_len(&serializer.name)?;
         let mut bytes_to_bytes = Vec::with_capacity(rest.len());
@@ -223,8 +219,7 @@ impl FixedPipeline {
             size = encoded;
         }
         let largest_form = array_to_array
-            .iter()
-            .map(|(_, len)| *len)
+            .form_lens()
             .chain(bytes_to_bytes.iter().map(|(_, size)| size.max()))
             .chain([decoded_len, serialized_len, size.max()])
             .max()
@@ -261,18 +256,12 @@ impl FixedPipeline {
                 ),
             ));
         }
-        let Some(((first, _), rest)) = self.array_to_array.split_first() else {
+        if self.array_to_array.is_empty() {
             return self.decode_serialized(encoded, out);
-        };
-        let mut current = vec![0u8; self.serialized_len];
-        self.decode_serialized(encoded, &mut current)?;
-        for (codec, len) in rest.iter().rev() {
-            let mut next = vec![0u8; *len];
-            STATS.decode(codec.name(), || codec.decode(&current, &mut next), |_| *len)?;
-            current = next;
         }
-        let len = out.len();
-        STATS.decode(first.name(), || first.decode(&current, out), |_| len)
+        let mut serialized = vec![0u8; self.serialized_len];
+        self.decode_serialized(encoded, &mut serialized)?;
+        self.array_to_array.decode_into(&serialized, out)
     }
 
     /// Runs the bytes→bytes codecs last to first, then the array→bytes codec into `target`. A
@@ -324,7 +313,7 @@ impl fmt::Debug for Pipeline {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.0 {
             Kind::Fixed(p) => {
-                let array: Vec<&str> = p.array_to_array.iter().map(|(c, _)| c.name()).collect();
+                let array: Vec<&str> = p.array_to_array.names().collect();
                 let bytes: Vec<&str> = p.bytes_to_bytes.iter().map(|(c, _)| c.name()).collect();
                 f.debug_struct("Pipeline")
                     .field("array_to_array", &array)

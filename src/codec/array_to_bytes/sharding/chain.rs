@@ -3,8 +3,8 @@
 //! chunk or a shard (the inner chunks of a shard may themselves be shards).
 
 use super::ShardingCodec;
-use crate::codec::registry::build_array_to_array;
-use crate::codec::{ArrayToArray, ChunkRepr, CodecError, Pipeline};
+use crate::codec::array_chain::ArrayChain;
+use crate::codec::{ChunkRepr, CodecError, Pipeline};
 use crate::meta::{CodecSpec, DataType};
 
 /// The codec name of sharding.
@@ -31,42 +31,22 @@ pub(crate) fn split_at_sharding(
     Ok(Some((&codecs[..at], &codecs[at])))
 }
 
-/// Array→array codecs in chain order, each with the byte length of its decoded form.
-pub(crate) struct ArrayChain(Vec<(Box<dyn ArrayToArray>, usize)>);
-
-impl ArrayChain {
-    /// Builds `specs` for chunks of `decoded` form; returns the chain and the encoded form.
-    /// Codecs that change the element type are refused: the fill value of absent inner chunks
-    /// is only known in the array's own type.
-    pub fn build(
-        specs: &[CodecSpec],
-        decoded: &ChunkRepr,
-    ) -> Result<(Self, ChunkRepr), CodecError> {
-        let mut repr = decoded.clone();
-        let mut codecs = Vec::with_capacity(specs.len());
-        for spec in specs {
-            let (codec, encoded) = build_array_to_array(spec, &repr)?;
-            if encoded.dtype != repr.dtype {
-                return Err(CodecError::unsupported(
-                    &spec.name,
-                    "a codec before sharding_indexed must not change the data type",
-                ));
-            }
-            codecs.push((codec, repr.byte_len(&spec.name)?));
-            repr = encoded;
+/// The array→array codecs before `sharding_indexed` (`specs`), for chunks of `decoded` form;
+/// returns them and the form of the shard they leave. Codecs that change the element type are
+/// refused: the fill value of absent inner chunks is only known in the array's own type.
+pub(crate) fn before_sharding(
+    specs: &[CodecSpec],
+    decoded: &ChunkRepr,
+) -> Result<(ArrayChain, ChunkRepr), CodecError> {
+    ArrayChain::build(specs, decoded, |spec, decoded, encoded| {
+        if encoded.dtype != decoded.dtype {
+            return Err(CodecError::unsupported(
+                &spec.name,
+                "a codec before sharding_indexed must not change the data type",
+            ));
         }
-        Ok((ArrayChain(codecs), repr))
-    }
-
-    /// Decodes data in the chain's encoded form back to its decoded form (last codec first).
-    pub fn decode(&self, mut data: Vec<u8>) -> Result<Vec<u8>, CodecError> {
-        for (codec, len) in self.0.iter().rev() {
-            let mut out = vec![0u8; *len];
-            codec.decode(&data, &mut out)?;
-            data = out;
-        }
-        Ok(data)
-    }
+        Ok(())
+    })
 }
 
 /// Decodes one whole encoded chunk held in memory: through a [`Pipeline`], or — for a chain
@@ -96,7 +76,7 @@ impl ChunkDecoder {
             return Pipeline::new(codecs, dtype, shape).map(ChunkDecoder::Plain);
         };
         let decoded = ChunkRepr::new(shape.to_vec(), dtype.clone());
-        let (before, shard) = ArrayChain::build(before, &decoded)?;
+        let (before, shard) = before_sharding(before, &decoded)?;
         let codec = Box::new(ShardingCodec::build(spec, &shard, fill)?);
         Ok(ChunkDecoder::Sharded { before, codec })
     }
@@ -137,7 +117,7 @@ mod tests {
     fn type_changing_codecs_before_sharding_are_refused() {
         let astype = CodecSpec::new("astype", json!({"encode_dtype": "<f4"}));
         let repr = ChunkRepr::new(vec![4], DataType::Float(8));
-        let err = ArrayChain::build(&[astype], &repr).err().unwrap();
+        let err = before_sharding(&[astype], &repr).err().unwrap();
         assert!(matches!(err, CodecError::Unsupported(_)), "{err}");
     }
 }

@@ -6,8 +6,9 @@
 //! of the transposed shard is still a box of the array, transposed. Other array→array codecs
 //! change whole shards and are refused.
 
-use super::chain::{split_at_sharding, ArrayChain, SHARDING};
+use super::chain::{before_sharding, split_at_sharding, SHARDING};
 use super::ShardingCodec;
+use crate::codec::array_chain::ArrayChain;
 use crate::codec::registry::build_array_to_array;
 use crate::codec::{ChunkRepr, CodecError, ShardIndex};
 use crate::meta::{CodecSpec, DataType};
@@ -63,7 +64,7 @@ impl ShardedArray {
             per_shard[a] = codec.grid()[i];
         }
         let chunk = ChunkRepr::new(read_shape.clone(), dtype.clone());
-        let (before, _) = ArrayChain::build(before, &chunk)?;
+        let (before, _) = before_sharding(before, &chunk)?;
         Ok(Some(ShardedArray {
             codec,
             perm,
