@@ -8,6 +8,7 @@ use super::object::ObjectCodec;
 use crate::codec::registry::{build_bytes_to_bytes, build_object};
 use crate::codec::{BytesToBytes, CodecError, StoredElem};
 use crate::meta::{CodecSpec, DataType};
+use crate::stats::STATS;
 
 const U64: usize = 8;
 /// First output buffer for a decompressor whose output size is unknown.
@@ -72,9 +73,11 @@ impl VlenPipeline {
                 data = data[payload].to_vec();
                 continue;
             }
-            data = decode_unsized(codec.as_ref(), &data, self.max_serialized)?;
+            let run = || decode_unsized(codec.as_ref(), &data, self.max_serialized);
+            data = STATS.decode(codec.name(), run, Vec::len)?;
         }
-        self.object.decode(&self.name, &data, self.items)
+        let run = || self.object.decode(&self.name, &data, self.items);
+        STATS.decode(&self.name, run, Vec::len)
     }
 }
 
