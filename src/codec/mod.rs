@@ -40,6 +40,7 @@ pub use array_to_bytes::vlen;
 pub use error::CodecError;
 pub(crate) use numtype::NumType;
 pub use pipeline::{Need, Pipeline, Target};
+pub(crate) use prefix_decode::Prefix;
 
 use crate::meta::DataType;
 use array_to_bytes::bytes::Bytes;
@@ -209,6 +210,10 @@ pub(crate) trait BytesToBytes: Send + Sync {
     /// For the numcodecs filters, which zarr-python 3 also places before the array→bytes codec:
     /// the element types they decode between. `None` for codecs that only see bytes.
     fn elements(&self) -> Option<Elements> {
+        None
+    }
+    /// For compressors whose chunks decode front first (see `prefix_decode`): which kind.
+    fn progressive(&self) -> Option<Prefix> {
         None
     }
 }

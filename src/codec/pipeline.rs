@@ -2,12 +2,11 @@
 
 use super::array_chain::ArrayChain;
 use super::array_to_bytes::vlen::VlenPipeline;
-use super::prefix_decode::Prefix;
 use super::registry::{
-    base, build_array_to_bytes, build_bytes_to_bytes, is_array_to_array_only, is_array_to_bytes,
+    build_array_to_bytes, build_bytes_to_bytes, is_array_to_array_only, is_array_to_bytes,
 };
 use super::DecodeTarget;
-use super::{ArrayToBytes, BytesToBytes, ChunkRepr, CodecError, Size, StoredElem};
+use super::{ArrayToBytes, BytesToBytes, ChunkRepr, CodecError, Prefix, Size, StoredElem};
 use crate::meta::{CodecSpec, DataType};
 use crate::stats::STATS;
 use std::fmt;
@@ -228,10 +227,10 @@ impl FixedPipeline {
         // Streaming writes the decompressed bytes as they are: only behind a `bytes` codec
         // that leaves them so (not big-endian, not low bits, not a packing codec).
         let plain = array_to_bytes.in_place().is_some_and(|c| c.is_identity());
-        let streamable = match rest {
-            [only] if array_to_array.is_empty() && plain => {
-                Prefix::of(base(&only.name)).map(|kind| (kind, only.name.clone()))
-            }
+        let streamable = match bytes_to_bytes.as_slice() {
+            [(only, _)] if array_to_array.is_empty() && plain => only
+                .progressive()
+                .map(|kind| (kind, only.name().to_string())),
             _ => None,
         };
         Ok(FixedPipeline {
@@ -351,6 +350,15 @@ mod tests {
         assert!(!streams(big, DataType::Int(2)));
         let packed = spec("packbits", json!({}));
         assert!(!streams(packed, DataType::Bool), "packbits decodes first");
+        let compressor_streams = |name: &str| {
+            let codecs = [spec("bytes", json!({})), spec(name, json!({}))];
+            let p = Pipeline::new(&codecs, &DataType::Int(1), &[64]).unwrap();
+            p.streams(1, 64)
+        };
+        for name in ["numcodecs.zstd", "gzip", "numcodecs.zlib"] {
+            assert!(compressor_streams(name), "{name}");
+        }
+        assert!(!compressor_streams("numcodecs.lz4"), "lz4 decodes whole");
     }
 
     fn spec(name: &str, config: serde_json::Value) -> CodecSpec {

@@ -25,16 +25,6 @@ pub(crate) enum Prefix {
 }
 
 impl Prefix {
-    /// The kind for a codec's base name.
-    pub fn of(base: &str) -> Option<Self> {
-        match base {
-            "zstd" => Some(Prefix::Zstd),
-            "gzip" => Some(Prefix::Gzip),
-            "zlib" => Some(Prefix::Zlib),
-            _ => None,
-        }
-    }
-
     /// True when decoding the first `need` of `len` bytes step by step is worth it: always for
     /// zstd (as fast as a whole decode); for gzip and zlib when it saves a third, since the
     /// whole decode (libdeflate) is faster than the streaming inflater by about that much

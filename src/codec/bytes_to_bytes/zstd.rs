@@ -1,7 +1,7 @@
 //! `zstd` (v3) and numcodecs `zstd`: one or more Zstandard frames. Frame checksums, when
 //! present, are verified by the decoder.
 
-use crate::codec::{BytesToBytes, CodecError};
+use crate::codec::{BytesToBytes, CodecError, Prefix};
 use std::cell::RefCell;
 
 thread_local! {
@@ -23,6 +23,10 @@ impl BytesToBytes for Zstd {
             Ok(Some(n)) => usize::try_from(n).ok(),
             _ => None,
         }
+    }
+
+    fn progressive(&self) -> Option<Prefix> {
+        Some(Prefix::Zstd)
     }
 
     fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize, CodecError> {
