@@ -8,6 +8,10 @@
 //! with its store's requests in flight). Loading ahead never changes what a directory shows
 //! (the mount is a snapshot, each directory made once whoever comes first), and a user's
 //! request for a directory a worker is making waits for it instead of making it again.
+//!
+//! This is apart from the chunks' read-ahead (`cache::read_ahead`): that one schedules chunk
+//! fetches within the cache's byte budget, from readers' offsets; this one makes directories of
+//! the view from metadata, in the order a walk goes.
 
 use super::{Dir, View};
 use parking_lot::Mutex;
