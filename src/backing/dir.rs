@@ -58,7 +58,7 @@ fn try_lock(file: &File) -> bool {
 impl BackingDir {
     /// Uses (and creates, mode 0700) `root`, keeping at most `budget` bytes there (default:
     /// 10% of the free space). `PermissionDenied` when another user owns it or may write into
-    /// it (see [`claim_dir`]). A directory the daemon cannot write into serves the complete
+    /// it (see `claim_dir`). A directory the daemon cannot write into serves the complete
     /// arrays it holds, with a log line.
     pub fn open(root: &Path, budget: Option<u64>) -> io::Result<Arc<Self>> {
         claim_dir(root)?;

@@ -10,10 +10,10 @@
 //! array's identity (see [`Identity`]): when anything about the array changes, the key changes
 //! and the array is decoded again into a new file (the old one ages out of the LRU).
 //!
-//! The directory belongs to the daemon (see [`owned`]): created 0700, or refused when another
+//! The directory belongs to the daemon (see `owned`): created 0700, or refused when another
 //! user owns it or may write into it; every file is opened without following links and
 //! checked on its descriptor. Every block carries a CRC-32C recorded as it is written (see
-//! [`sums`]): blocks of a file being written are checked as they are copied out, a complete
+//! `sums`): blocks of a file being written are checked as they are copied out, a complete
 //! file is checked whole before its first use in a mount, and a block or file that fails is
 //! decoded again. Files of another format version are never read (the version is part of the
 //! key).

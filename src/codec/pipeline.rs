@@ -72,7 +72,7 @@ impl Pipeline {
     /// Without array→array codecs the last decompressor writes straight into the target and
     /// big-endian data is swapped there in place: no extra copy. [`Need::Front`] decodes step
     /// by step, stopping after the step that reaches its need, for `bytes` (little-endian) then
-    /// zstd, gzip or zlib alone (see [`Prefix::pays`]); else whole, then reports once.
+    /// zstd, gzip or zlib alone (see `Prefix::pays`); else whole, then reports once.
     pub fn decode<'a>(
         &self,
         encoded: &[u8],

@@ -276,7 +276,7 @@ impl ChunkReader {
     /// [`ChunkReader::load`] to decode later (`encoded`): each `Ok(None)` when this array fetches and
     /// decodes in one step (rectilinear or variable-length chunk objects: their loads fetch
     /// what they decode). Inner chunks of a shard that lie near each other come in one request
-    /// (see [`super::shard_reader::COALESCE_GAP`]). Errors and panics as for
+    /// (see `super::shard_reader::COALESCE_GAP`). Errors and panics as for
     /// [`ChunkReader::load`]; `ctx` keeps the shard indexes.
     pub fn fetch(
         &self,
@@ -349,7 +349,7 @@ impl ChunkReader {
     /// decodes the read chunk at grid index `idx` (in the grid of
     /// [`ChunkReader::read_chunk_shape`]) into `target`: an owned buffer (made exactly that
     /// chunk, for every array), or room for one decoded chunk, decoded whole or front first as
-    /// its [`Need`] says, straight from the stored bytes with no buffer in between (whole chunk
+    /// its `Need` says, straight from the stored bytes with no buffer in between (whole chunk
     /// objects of a regular grid, fixed-size elements: else [`Loaded::Unsuited`]). Errors name
     /// the node and the key. A panic below (in the store or a decoder) becomes a
     /// [`FetchCause::Panicked`] error.

@@ -25,7 +25,7 @@ impl MemoryStore {
 }
 
 /// The direct children of `prefix` among the keys of a sorted map of values (a memory store,
-/// or metadata documents held in memory). Children whose names [`check_name`] refuses are left
+/// or metadata documents held in memory). Children whose names `check_name` refuses are left
 /// out with a warning naming `source`.
 pub fn list_map(source: &str, items: &BTreeMap<String, Vec<u8>>, prefix: &str) -> Vec<Entry> {
     list_sized(source, items, prefix, |v| v.len() as u64)

@@ -32,7 +32,7 @@ pub(super) struct LookAhead {
 
 impl View {
     /// Starts loading groups ahead of their use (see the module doc), on as many workers as
-    /// the store runs requests at once, at most [`MAX_WORKERS`]. Workers stop once the view
+    /// the store runs requests at once, at most `MAX_WORKERS`. Workers stop once the view
     /// is dropped.
     pub fn look_ahead(self: &Arc<Self>) {
         let (send, receive) = channel::<u64>();

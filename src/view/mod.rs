@@ -497,7 +497,7 @@ impl View {
     }
 
     /// True when `ino` must be served with direct I/O (`FOPEN_DIRECT_IO`), as its kind says
-    /// (see [`kinds::ServedFile::direct_io`]).
+    /// (see `kinds::ServedFile::direct_io`).
     pub fn direct_io(&self, ino: u64) -> bool {
         self.with_file(ino, |file, _, _| Ok(file.direct_io(self)))
             .unwrap_or(false)
@@ -505,7 +505,7 @@ impl View {
 
     /// Opens `ino` for reading through the kernel's page cache and returns a file handle (0
     /// for files that need none); unreadable arrays fail here with EIO. Chunks a sequential
-    /// reader has gone past leave the chunk cache (see [`DropBehind`]).
+    /// reader has gone past leave the chunk cache (see `DropBehind`).
     pub fn open(&self, ino: u64) -> Result<u64, ViewError> {
         self.open_handle(ino, true)
     }

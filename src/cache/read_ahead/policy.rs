@@ -52,9 +52,9 @@ impl ReadPolicy {
     /// Local stores: windows from 8 MiB up to a quarter of the cache (two bands of chunks where
     /// that is more), one fetcher per core decoding what it fetched.
     ///
-    /// Network latency: a window that grows with the run (see [`Stream::record`]) up to
+    /// Network latency: a window that grows with the run (see `Stream::record`) up to
     /// 1 GiB and a quarter of the cache whatever the chunk grid (latency, not the grid, decides
-    /// how much must be asked for ahead), [`NETWORK_FETCHES`] fetches in flight with at most a
+    /// how much must be asked for ahead), `NETWORK_FETCHES` fetches in flight with at most a
     /// quarter of the cache in their bytes, and one decoder per core.
     pub fn for_store(latency: Latency, cores: usize) -> Self {
         match latency {
@@ -122,7 +122,7 @@ pub struct ReaderState {
 
 impl ReaderState {
     /// A reader whose reads the kernel caches (`page_cached`), so drop-behind applies, looking
-    /// ahead as `stream` does (see [`Stream::record`]).
+    /// ahead as `stream` does (see `Stream::record`).
     fn new(page_cached: bool, stream: Stream) -> Self {
         ReaderState {
             stream,

@@ -8,7 +8,7 @@
 //! them): after their data message, the element count as a varint, then per element a varint
 //! byte length and its UTF-8 bytes. Their length is known only after reading every element, so
 //! the stream's layout is measured once, on the first `stat` or read, keeping one checkpoint per
-//! [`MARK`] elements to find a read's bytes; a stream without strings is measured up front. The
+//! `MARK` elements to find a read's bytes; a stream without strings is measured up front. The
 //! first `stat` of a stream holding large string arrays pays for reading them (see docs/what-the-mount-shows.md).
 
 use super::model::{Attribute, Group, NcType, Values, Variable};
