@@ -20,7 +20,7 @@ use zarrfs::store::{too_large, DirStore, Entry, Latency, Object, ObjectMeta, Sto
 const CACHE_SIZE: u64 = 64 << 20;
 
 #[global_allocator]
-static ALLOC: fuzz_support::Counting = fuzz_support::Counting;
+static ALLOC: fuzz_support::CountingAlloc = fuzz_support::CountingAlloc;
 
 /// A directory store whose value under one key is replaced by test bytes.
 struct Swapped {

@@ -18,7 +18,7 @@ use zarrfs::store::{MemoryStore, Store};
 use zarrfs::view::{FileKind, View};
 
 #[global_allocator]
-static ALLOC: fuzz_support::Counting = fuzz_support::Counting;
+static ALLOC: fuzz_support::CountingAlloc = fuzz_support::CountingAlloc;
 
 /// Numbers that break shapes, sizes and counts.
 const NUMBERS: [&str; 9] = [

@@ -1,9 +1,12 @@
 //! Helpers of tests/hostile.rs: the manifest of the hostile corpus and its checks, a store that
 //! cannot list, a log capture and a per-thread allocation counter.
 
+#[path = "counting_alloc.rs"]
+mod counting_alloc;
+pub use counting_alloc::{peak_allocation, CountingAlloc};
+
 use serde_json::Value;
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Once};
 use std::time::SystemTime;
@@ -16,53 +19,7 @@ use zarrfs::view::{View, ViewError};
 const CACHE_BYTES: u64 = 1 << 20;
 
 thread_local! {
-    static LIVE: Cell<isize> = const { Cell::new(0) };
-    static PEAK: Cell<isize> = const { Cell::new(0) };
     static LOGS: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
-}
-
-/// The system allocator, counting the bytes each thread holds and its peak.
-pub struct CountingAlloc;
-
-fn count(delta: isize) {
-    let _ = LIVE.try_with(|live| {
-        let now = live.get() + delta;
-        live.set(now);
-        let _ = PEAK.try_with(|peak| peak.set(peak.get().max(now)));
-    });
-}
-
-// SAFETY: every call is forwarded to the system allocator unchanged; counting allocates nothing.
-unsafe impl GlobalAlloc for CountingAlloc {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count(layout.size() as isize);
-        System.alloc(layout)
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        count(layout.size() as isize);
-        System.alloc_zeroed(layout)
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        count(-(layout.size() as isize));
-        System.dealloc(ptr, layout)
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count(new_size as isize - layout.size() as isize);
-        System.realloc(ptr, layout, new_size)
-    }
-}
-
-/// The most bytes this thread held at once while running `f`, above what it held before.
-pub fn peak_allocation<T>(f: impl FnOnce() -> T) -> usize {
-    let base = LIVE.with(Cell::get);
-    PEAK.with(|p| p.set(base));
-    let out = f();
-    let peak = PEAK.with(Cell::get);
-    drop(out);
-    (peak - base).max(0) as usize
 }
 
 struct Capture;

@@ -6,49 +6,16 @@
 //! `tests/fixtures/fuzz/`, where every input is replayed on every run.
 #![allow(dead_code)]
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
+#[path = "../common/counting_alloc.rs"]
+mod counting_alloc;
+pub use counting_alloc::{take_largest_allocation, CountingAlloc};
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// The largest allocation a decoder or parser may make on fuzzed input: the fixtures' chunks
 /// are small, so anything near this comes from a length read out of hostile bytes.
 pub const MAX_ALLOCATION: usize = 256 << 20;
-
-/// The system allocator, noting the largest single allocation of each thread (tests of one
-/// binary run in parallel: each watches its own thread).
-pub struct Counting;
-
-thread_local! {
-    static LARGEST: Cell<usize> = const { Cell::new(0) };
-}
-
-fn note(size: usize) {
-    let _ = LARGEST.try_with(|l| l.set(l.get().max(size)));
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note(layout.size());
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        note(layout.size());
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note(new_size);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-/// The largest allocation of this thread since the last call, and resets it.
-pub fn take_largest_allocation() -> usize {
-    LARGEST.with(|l| l.replace(0))
-}
 
 /// Caps this test process's address space at 4 GiB, so an input that makes the code under
 /// test allocate without bound aborts this process instead of pressing the machine.
