@@ -76,9 +76,14 @@ enum BadUrl {
     Scheme(String),
 }
 
+/// True when a STORE argument is a local path: it has no `scheme://`.
+pub fn is_local_path(arg: &str) -> bool {
+    !arg.contains("://")
+}
+
 /// Parses a STORE argument. Anything without `scheme://` is a local path.
 pub fn parse(arg: &str) -> Result<Location, StoreError> {
-    if !arg.contains("://") {
+    if is_local_path(arg) {
         return Ok(Location::Local {
             path: PathBuf::from(arg),
             kind: LocalKind::Any,
