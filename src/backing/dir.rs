@@ -432,17 +432,37 @@ fn still_linked(file: &File, path: &Path) -> io::Result<bool> {
 /// The files of one array besides its lock file.
 const ARRAY_FILES: [&str; 7] = ["data", "sum", "part", "map", "npy", "npysum", "npypart"];
 
+/// Why a backing file is not used: the end of a log line naming the file.
+#[derive(Debug, thiserror::Error)]
+enum Unverified {
+    /// Its checksum file could not be read.
+    #[error("has unreadable checksums ({0})")]
+    UnreadableSums(io::Error),
+    /// It has no checksum file.
+    #[error("has no checksums")]
+    NoSums,
+    /// Its checksum file is of another format or size.
+    #[error("has checksums of another format")]
+    OtherFormat,
+    /// A block differs from its checksum.
+    #[error("fails its checksum at block {0}")]
+    Mismatch(u64),
+    /// The file itself could not be read.
+    #[error("cannot be read ({0})")]
+    Unreadable(io::Error),
+}
+
 /// Checks the first `size` bytes of `file` against the checksums saved in `sums`; why not
 /// when they do not match.
-fn verified(file: &File, size: u64, sums: &Path) -> Result<(), String> {
+fn verified(file: &File, size: u64, sums: &Path) -> Result<(), Unverified> {
     let saved = read_owned(sums)
-        .map_err(|e| format!("has unreadable checksums ({e})"))?
-        .ok_or("has no checksums")?;
-    let (sums, _) = Sums::parse(size, &saved).ok_or("has checksums of another format")?;
+        .map_err(Unverified::UnreadableSums)?
+        .ok_or(Unverified::NoSums)?;
+    let (sums, _) = Sums::parse(size, &saved).ok_or(Unverified::OtherFormat)?;
     match sums.verify(file, size) {
         Ok(None) => Ok(()),
-        Ok(Some(b)) => Err(format!("fails its checksum at block {b}")),
-        Err(e) => Err(format!("cannot be read ({e})")),
+        Ok(Some(b)) => Err(Unverified::Mismatch(b)),
+        Err(e) => Err(Unverified::Unreadable(e)),
     }
 }
 

@@ -124,7 +124,7 @@ fn open_store(arg: &str, o: &Options) -> Result<Opened, MountError> {
         version: o.reference.clone(),
         allow_targets: o.allow_target.clone(),
     };
-    if !arg.contains("://") {
+    if crate::store::is_local_path(arg) {
         let location = std::fs::canonicalize(arg)
             .map_err(|cause| MountError::StorePath {
                 store: arg.to_string(),

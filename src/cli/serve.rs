@@ -9,6 +9,7 @@ use crate::fuse::ZarrFs;
 use nix::sys::pthread::pthread_kill;
 use nix::sys::signal::{kill, SigSet, Signal};
 use nix::unistd::getpid;
+use rustix::io::Errno;
 use rustix::process::{getgid, getuid};
 use std::os::unix::thread::JoinHandleExt;
 use std::path::Path;
@@ -309,7 +310,7 @@ impl Mounted {
 fn exit_code(ended: std::io::Result<()>, still_mounted: impl FnOnce() -> bool) -> i32 {
     match ended {
         Ok(()) => 0,
-        Err(e) if e.raw_os_error() == Some(libc::ECONNABORTED) && !still_mounted() => {
+        Err(e) if Errno::from_io_error(&e) == Some(Errno::CONNABORTED) && !still_mounted() => {
             log::debug!("session ended with the unmount: {e}");
             0
         }
@@ -323,12 +324,12 @@ fn exit_code(ended: std::io::Result<()>, still_mounted: impl FnOnce() -> bool) -
 #[cfg(test)]
 mod tests {
     use super::exit_code;
-    use std::io::Error;
+    use rustix::io::Errno;
 
     #[test]
     fn an_aborted_session_is_a_normal_end_only_once_the_mount_is_gone() {
-        let aborted = || Err(Error::from_raw_os_error(libc::ECONNABORTED));
-        let other = || Err(Error::from_raw_os_error(libc::EIO));
+        let aborted = || Err(Errno::CONNABORTED.into());
+        let other = || Err(Errno::IO.into());
         assert_eq!(exit_code(Ok(()), || true), 0);
         assert_eq!(exit_code(aborted(), || false), 0);
         assert_eq!(exit_code(aborted(), || true), 1, "aborted, still mounted");

@@ -1,5 +1,6 @@
 //! Why a chunk could not be fetched or decoded.
 
+use crate::store::StoreError;
 use std::fmt;
 
 /// The kind of failure, for callers that act on it (tests, errno choice, log wording).
@@ -21,13 +22,16 @@ pub enum FetchCause {
 }
 
 /// A fetch failure: its cause and a message naming node, key and cause.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 #[error("{message}")]
 pub struct FetchError {
     /// What went wrong.
     pub cause: FetchCause,
     /// The whole message, starting with the node's path.
     pub message: String,
+    /// The store's own error, when the store failed (its text ends the message).
+    #[source]
+    pub store: Option<StoreError>,
 }
 
 impl FetchError {
@@ -36,17 +40,28 @@ impl FetchError {
         FetchError {
             cause,
             message: message.into(),
+            store: None,
         }
     }
 
     /// The same error with `context` put in front of its message.
     pub fn context(self, context: impl fmt::Display) -> Self {
         FetchError {
-            cause: self.cause,
             message: format!("{context}: {}", self.message),
+            ..self
         }
     }
 }
+
+/// Equal when cause and message are (a store error's text is in the message; `StoreError` has
+/// no equality of its own, as `std::io::Error` has none).
+impl PartialEq for FetchError {
+    fn eq(&self, other: &Self) -> bool {
+        self.cause == other.cause && self.message == other.message
+    }
+}
+
+impl Eq for FetchError {}
 
 impl From<crate::codec::CodecError> for FetchError {
     fn from(e: crate::codec::CodecError) -> Self {
@@ -60,8 +75,12 @@ impl From<crate::codec::CodecError> for FetchError {
     }
 }
 
-impl From<crate::store::StoreError> for FetchError {
-    fn from(e: crate::store::StoreError) -> Self {
-        FetchError::new(FetchCause::Store, e.to_string())
+impl From<StoreError> for FetchError {
+    fn from(e: StoreError) -> Self {
+        FetchError {
+            cause: FetchCause::Store,
+            message: e.to_string(),
+            store: Some(e),
+        }
     }
 }

@@ -35,9 +35,9 @@ const CACHE_SHARE_MAX: u64 = 64 << 20;
 ///   large buffers are kept by [`buffers`], so the allocator need not keep any; otherwise
 ///   each of jemalloc's arenas (four per CPU) holds freed chunks for its 10 s decay time.
 /// - transparent huge pages left at jemalloc's default (not `thp:always`): with them every
-///   arena extent a thread touches becomes resident in 2 MiB pages, which took the daemon's
-///   peak memory over a 96 MiB read with an 8 MiB cache from about 50 MiB to 90–120 MiB,
-///   without a speed gain on the full reads.
+///   arena extent a thread touches becomes resident in 2 MiB pages, which raised the daemon's
+///   peak memory past the bound of a long read through a small cache, without a speed gain on
+///   the full reads (BENCHMARKS.md has the measurements).
 #[allow(non_upper_case_globals)]
 #[export_name = "_rjem_malloc_conf"]
 pub static malloc_conf: &[u8] = b"oversize_threshold:2097152\0";

@@ -3,7 +3,7 @@
 use crate::store::StoreError;
 
 /// Why metadata was refused. Tests match the variant; the text is for logs.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum MetaError {
     /// A metadata object is not valid JSON, or not a JSON object.
     #[error("{key}: malformed JSON: {reason}")]
@@ -61,8 +61,8 @@ pub enum MetaError {
     #[error("{0}: no Zarr metadata found (.zgroup, .zarray or zarr.json)")]
     NoMetadata(String),
     /// The store failed to answer.
-    #[error("{0}")]
-    Store(String),
+    #[error(transparent)]
+    Store(StoreError),
 }
 
 impl MetaError {
@@ -84,7 +84,7 @@ impl From<StoreError> for MetaError {
             },
             StoreError::CannotList(what) => MetaError::CannotList(what),
             too_large @ StoreError::TooLarge { .. } => MetaError::TooLarge(too_large.to_string()),
-            other => MetaError::Store(other.to_string()),
+            other => MetaError::Store(other),
         }
     }
 }

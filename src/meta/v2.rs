@@ -134,7 +134,7 @@ pub fn parse_array(zarray: &Map<String, Value>, prefix: &str) -> Result<ArrayMet
 
     let order = zarray.get("order").and_then(Value::as_str).unwrap_or("C");
     let mut codecs: Vec<CodecSpec> = memory_order(order, shape.len())
-        .map_err(|o| MetaError::field("order", format!("unknown order {o:?}")))?
+        .map_err(|e| MetaError::field("order", e.to_string()))?
         .into_iter()
         .collect();
     // Object arrays: the object codec among the filters is the array→bytes step.
@@ -192,9 +192,14 @@ fn object_type(filters: &[CodecSpec]) -> Result<numpy_dtype::NumpyType, MetaErro
     })
 }
 
+/// A chunk memory order other than `C` and `F`.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown order {0:?}")]
+pub struct UnknownOrder(pub String);
+
 /// The codec that undoes a chunk memory order: `C` needs none, `F` (reversed axes) is a
-/// `transpose` when there are two axes or more. `Err` returns the unknown order.
-pub fn memory_order(order: &str, ndim: usize) -> Result<Option<CodecSpec>, String> {
+/// `transpose` when there are two axes or more.
+pub fn memory_order(order: &str, ndim: usize) -> Result<Option<CodecSpec>, UnknownOrder> {
     match order {
         "C" => Ok(None),
         "F" if ndim > 1 => {
@@ -202,7 +207,7 @@ pub fn memory_order(order: &str, ndim: usize) -> Result<Option<CodecSpec>, Strin
             Ok(Some(CodecSpec::new("transpose", json!({ "order": axes }))))
         }
         "F" => Ok(None),
-        other => Err(other.to_string()),
+        other => Err(UnknownOrder(other.to_string())),
     }
 }
 

@@ -155,7 +155,7 @@ pub fn parse_array(doc: &Map<String, Value>, path: &str) -> Result<ArrayMeta, Me
         .and_then(Value::as_str)
         .unwrap_or("C");
     let mut codecs: Vec<CodecSpec> = v2::memory_order(layout, shape.len())
-        .map_err(|o| MetaError::field("chunk_memory_layout", format!("unknown {o:?}")))?
+        .map_err(|e| MetaError::field("chunk_memory_layout", format!("unknown {:?}", e.0)))?
         .into_iter()
         .collect();
     match listed.iter().position(|c| c.name == "bytes") {

@@ -13,7 +13,8 @@ type Opener = Box<dyn FnOnce() -> Result<Box<dyn Store>, StoreError> + Send>;
 /// Forwards every call to the store `open` returns, opened by the first call.
 pub struct Deferred {
     open: Mutex<Option<Opener>>,
-    store: OnceLock<Result<Box<dyn Store>, String>>,
+    /// The opened store, or why it could not be opened (given to every later call).
+    store: OnceLock<Result<Box<dyn Store>, StoreError>>,
     describe: String,
     opened: SystemTime,
 }
@@ -37,13 +38,16 @@ impl Layer for Deferred {
         let opened = self.store.get_or_init(|| {
             let open = self.open.lock().take();
             match open {
-                Some(open) => open().map_err(|e| e.to_string()),
-                None => Err(format!("{}: opening failed", self.describe)),
+                Some(open) => open(),
+                None => Err(StoreError::Invalid(format!(
+                    "{}: opening failed",
+                    self.describe
+                ))),
             }
         });
         match opened {
             Ok(store) => Ok(store.as_ref()),
-            Err(e) => Err(StoreError::Invalid(e.clone())),
+            Err(e) => Err(e.clone()),
         }
     }
 
@@ -61,5 +65,27 @@ impl Layer for Deferred {
 
     fn describe(&self) -> String {
         self.describe.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_failed_open_gives_every_call_its_own_error() {
+        let d = Deferred::new(
+            "mem://x".into(),
+            Box::new(|| {
+                Err(StoreError::TimedOut {
+                    what: "mem://x".into(),
+                    after: Duration::from_secs(3),
+                })
+            }),
+        );
+        for _ in 0..2 {
+            assert!(matches!(d.get("a"), Err(StoreError::TimedOut { .. })));
+        }
     }
 }

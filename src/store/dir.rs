@@ -1,6 +1,6 @@
 //! A store in a local directory.
 
-use super::safe_open::{self, kind, open_beneath, Opened};
+use super::safe_open::{self, kind, open_beneath, NotRegular, Opened};
 use super::{
     accept_name, check_key, join_key, Entry, EntryKind, Object, ObjectMeta, Store, StoreError,
 };
@@ -163,17 +163,13 @@ impl DirStore {
         key: &str,
         linked: &mut HashMap<(u64, u64), String>,
         links_on_path: &mut dyn FnMut() -> usize,
-    ) -> Result<Stat, String> {
+    ) -> Result<Stat, Skipped> {
         let stat = self
             .stat_through(key)
             .map_err(|e| match Errno::from_io_error(&e) {
-                Some(Errno::XDEV) => {
-                    "a link to outside the store (or with an absolute target): links must stay \
-                 inside it"
-                        .to_string()
-                }
-                Some(Errno::NOENT) => "a dangling link".to_string(),
-                _ => format!("an unresolvable link ({e})"),
+                Some(Errno::XDEV) => Skipped::LinkOut,
+                Some(Errno::NOENT) => Skipped::Dangling,
+                _ => Skipped::Unresolvable(e),
             })?;
         if kind(&stat) != FileType::Directory {
             return Ok(stat);
@@ -186,9 +182,7 @@ impl DirStore {
                 .stat_through(a)
                 .is_ok_and(|m| (m.st_dev, m.st_ino) == id)
             {
-                return Err(
-                    "a link to the directory itself or to one of its parents (a cycle)".into(),
-                );
+                return Err(Skipped::Cycle);
             }
             ancestor = (!a.is_empty()).then(|| a.rsplit_once('/').map_or("", |(p, _)| p));
         }
@@ -198,15 +192,10 @@ impl DirStore {
             _ => false,
         };
         if !followed {
-            return Err(format!(
-                "a link inside {prefix:?}, which is itself reached through a link: a path \
-                 crosses one link, and a second only back up to a directory holding it"
-            ));
+            return Err(Skipped::SecondLink(prefix.to_string()));
         }
         match linked.get(&id) {
-            Some(first) => Err(format!(
-                "a second link to the directory already shown as {first:?}"
-            )),
+            Some(first) => Err(Skipped::Shown(first.clone())),
             None => {
                 linked.insert(id, key.to_string());
                 Ok(stat)
@@ -223,20 +212,18 @@ impl DirStore {
         name: &str,
         linked: &mut HashMap<(u64, u64), String>,
         links_on_path: &mut dyn FnMut() -> usize,
-    ) -> Result<Entry, String> {
-        let stat = statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).map_err(|e| e.to_string())?;
+    ) -> Result<Entry, Skipped> {
+        let stat = statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).map_err(Skipped::Stat)?;
         let stat = if kind(&stat) == FileType::Symlink {
             self.refuse_link(prefix, &join_key(prefix, name), linked, links_on_path)?
         } else {
             stat
         };
+        // Anything but a directory or a regular file is refused here.
+        safe_open::check_type(&stat).map_err(Skipped::Type)?;
         let kind = match kind(&stat) {
             FileType::Directory => EntryKind::Prefix,
-            FileType::RegularFile => EntryKind::Object(stat.st_size.max(0) as u64),
-            _ => {
-                let refusal = safe_open::check_type(&stat).err();
-                return Err(refusal.map_or_else(|| "not a regular file".into(), |e| e.to_string()));
-            }
+            _ => EntryKind::Object(stat.st_size.max(0) as u64),
         };
         Ok(Entry {
             name: name.to_string(),
@@ -245,6 +232,38 @@ impl DirStore {
             tag: None,
         })
     }
+}
+
+/// Why a listing skips an entry (with a warning).
+#[derive(Debug, thiserror::Error)]
+enum Skipped {
+    /// Its status could not be read.
+    #[error("{0}")]
+    Stat(Errno),
+    /// A link leaving the store, or with an absolute target.
+    #[error("a link to outside the store (or with an absolute target): links must stay inside it")]
+    LinkOut,
+    /// A link to nothing.
+    #[error("a dangling link")]
+    Dangling,
+    /// A link whose target could not be read.
+    #[error("an unresolvable link ({0})")]
+    Unresolvable(std::io::Error),
+    /// A link to the listed directory or one of its ancestors.
+    #[error("a link to the directory itself or to one of its parents (a cycle)")]
+    Cycle,
+    /// A link inside the listed directory (key given), itself reached through a link.
+    #[error(
+        "a link inside {0:?}, which is itself reached through a link: a path crosses one link, \
+         and a second only back up to a directory holding it"
+    )]
+    SecondLink(String),
+    /// A second link to a directory the first (name given) already shows.
+    #[error("a second link to the directory already shown as {0:?}")]
+    Shown(String),
+    /// Neither a regular file nor a directory (a FIFO, socket or device).
+    #[error(transparent)]
+    Type(NotRegular),
 }
 
 /// `Ok(None)` for "not there" errors, which a store reports as an absent key.

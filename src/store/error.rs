@@ -1,16 +1,21 @@
 //! Errors of the store layer.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-/// Why a store operation failed.
-#[derive(Debug, thiserror::Error)]
+/// Why a store operation failed. Cheap to clone (an I/O cause is shared), so a store opened
+/// once can give every caller its real error.
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum StoreError {
     /// The key is not acceptable (absolute, `..`, empty segment, NUL).
     #[error("refused key {0:?}: it would leave the store")]
     BadKey(String),
     /// An I/O error reading `what`.
     #[error("{what}: {cause}")]
-    Io { what: String, cause: std::io::Error },
+    Io {
+        what: String,
+        cause: Arc<std::io::Error>,
+    },
     /// The store itself is malformed (a zip without a central directory, ...).
     #[error("{0}")]
     Invalid(String),
@@ -45,7 +50,7 @@ impl StoreError {
     pub fn io(what: impl Into<String>, cause: std::io::Error) -> Self {
         StoreError::Io {
             what: what.into(),
-            cause,
+            cause: Arc::new(cause),
         }
     }
 }

@@ -48,17 +48,54 @@ const FORMAT_WORDS: &[&str] = &[
     "v3",
 ];
 
+/// Why a URL names no store zarrfs can open.
+#[derive(Debug, thiserror::Error)]
+enum BadUrl {
+    /// Not a URL at all.
+    #[error(transparent)]
+    Parse(#[from] url::ParseError),
+    /// A `mode=bytes` fragment.
+    #[error("mode=bytes is for netCDF-4 files, not Zarr stores")]
+    Bytes,
+    /// A mode word zarrfs does not know.
+    #[error("unknown mode word {0:?}")]
+    ModeWord(String),
+    /// `mode=...,file` on a remote URL.
+    #[error("mode word `file` names a local directory: use a file:// URL or a path")]
+    RemoteFile,
+    /// No bucket in the host or the path.
+    #[error("the URL names no bucket")]
+    NoBucket,
+    /// An `amazonaws.com` host without an `s3` part.
+    #[error("{0} is not an S3 host")]
+    NotS3(String),
+    /// A scheme zarrfs does not read.
+    #[error(
+        "unknown scheme {0}:// (use a path, file://, s3://, gs://, az://, abfs:// or http(s)://)"
+    )]
+    Scheme(String),
+}
+
+/// True when a STORE argument is a local path: it has no `scheme://`.
+pub fn is_local_path(arg: &str) -> bool {
+    !arg.contains("://")
+}
+
 /// Parses a STORE argument. Anything without `scheme://` is a local path.
 pub fn parse(arg: &str) -> Result<Location, StoreError> {
-    if !arg.contains("://") {
+    if is_local_path(arg) {
         return Ok(Location::Local {
             path: PathBuf::from(arg),
             kind: LocalKind::Any,
         });
     }
-    let bad = |why: String| StoreError::Invalid(format!("{arg}: {why}"));
-    let url = Url::parse(arg).map_err(|e| bad(e.to_string()))?;
-    let words = mode_words(&url).map_err(bad)?;
+    parse_url(arg).map_err(|why| StoreError::Invalid(format!("{arg}: {why}")))
+}
+
+/// Parses a STORE argument that is a URL.
+fn parse_url(arg: &str) -> Result<Location, BadUrl> {
+    let url = Url::parse(arg)?;
+    let words = mode_words(&url)?;
     let has = |w: &str| words.iter().any(|x| x == w);
     let path = decoded_path(&url);
     let kind = if has("zip") {
@@ -73,26 +110,24 @@ pub fn parse(arg: &str) -> Result<Location, StoreError> {
             path: PathBuf::from(format!("/{path}")),
             kind,
         }),
-        _ if kind == LocalKind::Dir => Err(bad(
-            "mode word `file` names a local directory: use a file:// URL or a path".into(),
-        )),
+        _ if kind == LocalKind::Dir => Err(BadUrl::RemoteFile),
         "s3" | "s3a" => Ok(Location::S3 {
-            bucket: host(&url).map_err(bad)?,
+            bucket: host(&url)?,
             prefix: path,
             endpoint: None,
             region: None,
         }),
         "gs" => Ok(Location::Gcs {
-            bucket: host(&url).map_err(bad)?,
+            bucket: host(&url)?,
             prefix: path,
         }),
         "az" | "adl" | "azure" | "abfs" | "abfss" => Ok(Location::Azure {
             url: without_fragment(&url),
             prefix: path,
         }),
-        "http" | "https" if has("s3") => s3_https(&url, path).map_err(bad),
+        "http" | "https" if has("s3") => s3_https(&url, path),
         "http" | "https" if has("gs3") => {
-            let (bucket, prefix) = split_bucket(&path).map_err(bad)?;
+            let (bucket, prefix) = split_bucket(&path)?;
             Ok(Location::Gcs { bucket, prefix })
         }
         "http" | "https" => {
@@ -102,9 +137,7 @@ pub fn parse(arg: &str) -> Result<Location, StoreError> {
             base.set_path(&trimmed);
             Ok(Location::Http { url: base })
         }
-        other => Err(bad(format!(
-            "unknown scheme {other}:// (use a path, file://, s3://, gs://, az://, abfs:// or http(s)://)"
-        ))),
+        other => Err(BadUrl::Scheme(other.to_string())),
     }
 }
 
@@ -124,7 +157,7 @@ pub fn names_json(arg: &str) -> bool {
 
 /// The words of a netCDF `#mode=a,b,c` fragment (other `key=value` pairs are ignored); refuses
 /// words zarrfs does not know, and `bytes` (netCDF-4 files over HTTP, not Zarr).
-fn mode_words(url: &Url) -> Result<Vec<String>, String> {
+fn mode_words(url: &Url) -> Result<Vec<String>, BadUrl> {
     let Some(fragment) = url.fragment() else {
         return Ok(Vec::new());
     };
@@ -141,9 +174,9 @@ fn mode_words(url: &Url) -> Result<Vec<String>, String> {
     for w in &words {
         match w.as_str() {
             "s3" | "gs3" | "file" | "zip" => {}
-            "bytes" => return Err("mode=bytes is for netCDF-4 files, not Zarr stores".into()),
+            "bytes" => return Err(BadUrl::Bytes),
             w if FORMAT_WORDS.contains(&w) => {}
-            w => return Err(format!("unknown mode word {w:?}")),
+            w => return Err(BadUrl::ModeWord(w.to_string())),
         }
     }
     Ok(words)
@@ -157,11 +190,11 @@ fn decoded_path(url: &Url) -> String {
         .into_owned()
 }
 
-fn host(url: &Url) -> Result<String, String> {
+fn host(url: &Url) -> Result<String, BadUrl> {
     url.host_str()
         .filter(|h| !h.is_empty())
         .map(str::to_string)
-        .ok_or_else(|| "the URL names no bucket".to_string())
+        .ok_or(BadUrl::NoBucket)
 }
 
 fn without_fragment(url: &Url) -> String {
@@ -171,24 +204,24 @@ fn without_fragment(url: &Url) -> String {
 }
 
 /// `bucket/prefix...` → (bucket, prefix).
-fn split_bucket(path: &str) -> Result<(String, String), String> {
+fn split_bucket(path: &str) -> Result<(String, String), BadUrl> {
     let (bucket, prefix) = path.split_once('/').unwrap_or((path, ""));
     if bucket.is_empty() {
-        return Err("the URL names no bucket".into());
+        return Err(BadUrl::NoBucket);
     }
     Ok((bucket.to_string(), prefix.to_string()))
 }
 
 /// netCDF's S3 URLs in https form: `https://s3.<region>.amazonaws.com/bucket/key`,
 /// `https://<bucket>.s3.<region>.amazonaws.com/key`, or any other host as a path-style endpoint.
-fn s3_https(url: &Url, path: String) -> Result<Location, String> {
+fn s3_https(url: &Url, path: String) -> Result<Location, BadUrl> {
     let host = host(url)?;
     if let Some(rest) = host.strip_suffix(".amazonaws.com") {
         let parts: Vec<&str> = rest.split('.').collect();
         let s3_at = parts
             .iter()
             .position(|p| *p == "s3" || p.starts_with("s3-"))
-            .ok_or_else(|| format!("{host} is not an S3 host"))?;
+            .ok_or_else(|| BadUrl::NotS3(host.clone()))?;
         let region = match (parts[s3_at].strip_prefix("s3-"), parts.get(s3_at + 1)) {
             (Some(r), _) => Some(r.to_string()),
             (None, Some(r)) if *r != "dualstack" => Some(r.to_string()),

@@ -23,10 +23,15 @@ use std::time::{Duration, Instant, SystemTime};
 /// Threads of the network runtime: they only wait on sockets, sign requests and gather bodies.
 const RUNTIME_THREADS: usize = 4;
 
+/// Why the network runtime did not start (kept: every later request gets it).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot start the network runtime: {0}")]
+struct NoRuntime(std::io::Error);
+
 /// The runtime every remote store shares, started on first use (after the mount command has
 /// daemonized: threads do not survive fork).
-fn runtime() -> Result<&'static tokio::runtime::Runtime, &'static str> {
-    static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
+fn runtime() -> Result<&'static tokio::runtime::Runtime, &'static NoRuntime> {
+    static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, NoRuntime>> = OnceLock::new();
     RUNTIME
         .get_or_init(|| {
             tokio::runtime::Builder::new_multi_thread()
@@ -34,10 +39,9 @@ fn runtime() -> Result<&'static tokio::runtime::Runtime, &'static str> {
                 .thread_name("zarrfs-net")
                 .enable_all()
                 .build()
-                .map_err(|e| format!("cannot start the network runtime: {e}"))
+                .map_err(NoRuntime)
         })
         .as_ref()
-        .map_err(String::as_str)
 }
 
 /// A bucket, container or URL prefix read through `object_store`.

@@ -34,7 +34,7 @@ impl ObjectBytes {
                 self.url
             ))),
             Ok(None) => Err(std::io::Error::other(format!("{}: gone", self.url))),
-            Err(e) => Err(std::io::Error::other(e.to_string())),
+            Err(e) => Err(std::io::Error::other(e)),
         }
     }
 
@@ -91,7 +91,8 @@ pub struct RemoteZip {
     store: Arc<dyn Store>,
     key: String,
     url: String,
-    zip: OnceLock<Result<ZipStore, String>>,
+    /// The opened zip, or why it could not be opened (given to every later call).
+    zip: OnceLock<Result<ZipStore, StoreError>>,
 }
 
 impl RemoteZip {
@@ -115,9 +116,8 @@ impl Layer for RemoteZip {
         let opened = self.zip.get_or_init(|| {
             let meta = self
                 .store
-                .head(&self.key)
-                .map_err(|e| e.to_string())?
-                .ok_or_else(|| format!("{}: no such object", self.url))?;
+                .head(&self.key)?
+                .ok_or_else(|| StoreError::Invalid(format!("{}: no such object", self.url)))?;
             let bytes = ObjectBytes {
                 store: self.store.clone(),
                 key: self.key.clone(),
@@ -126,11 +126,11 @@ impl Layer for RemoteZip {
                 blocks: Mutex::new(VecDeque::new()),
             };
             let mtime = meta.mtime.unwrap_or(SystemTime::UNIX_EPOCH);
-            ZipStore::read(self.url.clone(), Arc::new(bytes), mtime).map_err(|e| e.to_string())
+            ZipStore::read(self.url.clone(), Arc::new(bytes), mtime)
         });
         match opened {
             Ok(zip) => Ok(zip),
-            Err(e) => Err(StoreError::Invalid(e.clone())),
+            Err(e) => Err(e.clone()),
         }
     }
 
@@ -157,7 +157,7 @@ impl Layer for RemoteZip {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::MemoryStore;
+    use crate::store::{Fault, FaultyStore, MemoryStore};
     use std::io::Write;
 
     #[test]
@@ -192,5 +192,11 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("no such object"));
+        // The remote store's own error, every time (not turned into another kind).
+        let failing = FaultyStore::new(Arc::new(MemoryStore::new())).with("y.zip", 1, Fault::Error);
+        let z = RemoteZip::new(Box::new(failing), "y.zip", "mem://y.zip");
+        for _ in 0..2 {
+            assert!(matches!(z.get("a"), Err(StoreError::Io { .. })));
+        }
     }
 }

@@ -109,7 +109,7 @@ impl CastValue {
     }
 
     /// Writes `v` converted to the array's type into `out`.
-    fn convert(&self, v: Value, out: &mut [u8]) -> Result<(), String> {
+    fn convert(&self, v: Value, out: &mut [u8]) -> Result<(), Unconvertible> {
         if let Some((_, bytes)) = self.decode_map.iter().find(|(k, _)| same(*k, v)) {
             out.copy_from_slice(bytes);
             return Ok(());
@@ -124,18 +124,14 @@ impl CastValue {
                             v.to_f64().signum() * f64::INFINITY,
                         )),
                     })
-                    .ok_or_else(|| format!("{v:?} is beyond the range of the array's type"))?;
+                    .ok_or(Unconvertible::FloatRange(v))?;
                 self.array.write_bits(bits, out);
             }
             _ => {
                 let i = match (wide(v), v) {
                     (Some(i), _) => i,
                     (None, Value::F(f)) if f.is_finite() => round(f, self.rounding) as i128,
-                    _ => {
-                        return Err(format!(
-                            "{v:?} has no integer value and no scalar_map entry"
-                        ))
-                    }
+                    _ => return Err(Unconvertible::NotInteger(v)),
                 };
                 let (lo, hi) = int_range(self.array);
                 let i = match self.out_of_range {
@@ -145,15 +141,27 @@ impl CastValue {
                         let span = hi - lo + 1;
                         (i - lo).rem_euclid(span) + lo
                     }
-                    OutOfRange::Error => {
-                        return Err(format!("{i} is beyond the range of the array's type"))
-                    }
+                    OutOfRange::Error => return Err(Unconvertible::IntRange(i)),
                 };
                 self.array.write_bits(i as u64, out);
             }
         }
         Ok(())
     }
+}
+
+/// Why a stored value has no value of the array's type.
+#[derive(Debug, thiserror::Error)]
+enum Unconvertible {
+    /// A value beyond a float type's range (`out_of_range` absent).
+    #[error("{0:?} is beyond the range of the array's type")]
+    FloatRange(Value),
+    /// NaN or an infinity into an integer type.
+    #[error("{0:?} has no integer value and no scalar_map entry")]
+    NotInteger(Value),
+    /// An integer beyond the integer type's range (`out_of_range` absent).
+    #[error("{0} is beyond the range of the array's type")]
+    IntRange(i128),
 }
 
 /// True when a `scalar_map` key matches a value (NaN matches NaN).
@@ -239,7 +247,7 @@ impl ArrayToArray for CastValue {
         let (es, ds) = (self.stored.size, self.array.size);
         for (src, dst) in encoded.chunks_exact(es).zip(out.chunks_exact_mut(ds)) {
             self.convert(self.stored.read(src), dst)
-                .map_err(|e| CodecError::corrupt(&self.name, e))?;
+                .map_err(|e| CodecError::corrupt(&self.name, e.to_string()))?;
         }
         Ok(())
     }

@@ -40,7 +40,7 @@ impl ScaleOffset {
         Ok((codec, decoded.clone()))
     }
 
-    fn decode_one(&self, x: Value) -> Result<Value, String> {
+    fn decode_one(&self, x: Value) -> Result<Value, Undecodable> {
         if self.ty.kind == Kind::Float {
             let (x, s, o) = (x.to_f64(), self.scale.to_f64(), self.offset.to_f64());
             return Ok(Value::F(match self.ty.size {
@@ -58,12 +58,12 @@ impl ScaleOffset {
             wide(self.offset).unwrap_or(0),
         );
         if x % s != 0 {
-            return Err(format!("{x} is not a multiple of the scale {s}"));
+            return Err(Undecodable::Remainder { x, s });
         }
         let y = x / s + o;
         let (lo, hi) = int_range(self.ty);
         if y < lo || y > hi {
-            return Err(format!("{x} / {s} + {o} does not fit the array's type"));
+            return Err(Undecodable::Range { x, s, o });
         }
         Ok(if self.ty.kind == Kind::Int {
             Value::I(y as i64)
@@ -71,6 +71,17 @@ impl ScaleOffset {
             Value::U(y as u64)
         })
     }
+}
+
+/// Why a stored integer has no value of the array's type.
+#[derive(Debug, thiserror::Error)]
+enum Undecodable {
+    /// `x` is not a multiple of the scale `s`.
+    #[error("{x} is not a multiple of the scale {s}")]
+    Remainder { x: i128, s: i128 },
+    /// `x / s + o` is beyond the array type's range.
+    #[error("{x} / {s} + {o} does not fit the array's type")]
+    Range { x: i128, s: i128, o: i128 },
 }
 
 impl ArrayToArray for ScaleOffset {
@@ -83,7 +94,7 @@ impl ArrayToArray for ScaleOffset {
         for (src, dst) in encoded.chunks_exact(n).zip(out.chunks_exact_mut(n)) {
             let y = self
                 .decode_one(self.ty.read(src))
-                .map_err(|e| CodecError::corrupt(&self.name, e))?;
+                .map_err(|e| CodecError::corrupt(&self.name, e.to_string()))?;
             self.ty.write(y, dst);
         }
         Ok(())

@@ -198,7 +198,8 @@ impl ArrayToBytes for Zfp {
             mode: self.mode,
             shape: &self.shape,
         };
-        let values = zfp_stream::decode(encoded, &layout, self.scalar, count).map_err(corrupt)?;
+        let values = zfp_stream::decode(encoded, &layout, self.scalar, count)
+            .map_err(|e| corrupt(e.to_string()))?;
         let Some(promotion) = self.promoted else {
             zfp_stream::copy_le(&values, size, out);
             return Ok(out.len());

@@ -226,6 +226,39 @@ fn words(encoded: &[u8], bits: usize) -> Vec<u64> {
     words
 }
 
+/// Why a zfp stream is corrupt.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum CorruptStream {
+    /// No header or field libzfp accepts.
+    #[error("no valid zfp header or field")]
+    NoField,
+    /// The stream's type is not the array's.
+    #[error("stream holds zfp type {stream}, the array type {array}")]
+    Type {
+        stream: zfp::zfp_type,
+        array: zfp::zfp_type,
+    },
+    /// The stream's value count is not the chunk's.
+    #[error("stream holds {stream} values, the chunk {chunk}")]
+    Count { stream: usize, chunk: usize },
+    /// Fewer bytes than the blocks take at least.
+    #[error("stream of {len} bytes is shorter than {blocks} blocks of at least {minbits} bits")]
+    Short {
+        len: usize,
+        blocks: usize,
+        minbits: usize,
+    },
+    /// The largest stream the mode allows overflows the size type.
+    #[error("stream size overflows")]
+    Overflow,
+    /// libzfp decoded nothing.
+    #[error("zfp could not decode the stream")]
+    Undecodable,
+    /// Decoding ended before the stream's last word, or after it.
+    #[error("stream of {len} bytes, decoding used {consumed}")]
+    Length { len: usize, consumed: usize },
+}
+
 /// Decodes the zfp stream `encoded`, laid out as `layout` says, holding `count` values of `ty`,
 /// into `out` (`count` values, native byte order, in 64-bit words so every type is aligned).
 /// Errors say why the stream is corrupt.
@@ -234,35 +267,33 @@ pub(super) fn decode(
     layout: &FieldSource,
     ty: Scalar,
     count: usize,
-) -> Result<Vec<u64>, String> {
+) -> Result<Vec<u64>, CorruptStream> {
     let mut head = words(&encoded[..encoded.len().min(32)], HEADER_BITS + 64);
-    let (_, params) = Reader::open(&mut head, layout, ty).ok_or("no valid zfp header or field")?;
+    let (_, params) = Reader::open(&mut head, layout, ty).ok_or(CorruptStream::NoField)?;
     if params.ty != ty.zfp_type() {
-        return Err(format!(
-            "stream holds zfp type {}, the array type {}",
-            params.ty,
-            ty.zfp_type()
-        ));
+        return Err(CorruptStream::Type {
+            stream: params.ty,
+            array: ty.zfp_type(),
+        });
     }
     if params.count != count {
-        return Err(format!(
-            "stream holds {} values, the chunk {count}",
-            params.count
-        ));
+        return Err(CorruptStream::Count {
+            stream: params.count,
+            chunk: count,
+        });
     }
     // Every block fills at least `minbits`: a stream shorter than that is cut (and padding it
     // would allocate what a forged `minbits` asks for).
     if params.blocks.saturating_mul(params.minbits) > encoded.len().saturating_mul(8) {
-        return Err(format!(
-            "stream of {} bytes is shorter than {} blocks of at least {} bits",
-            encoded.len(),
-            params.blocks,
-            params.minbits
-        ));
+        return Err(CorruptStream::Short {
+            len: encoded.len(),
+            blocks: params.blocks,
+            minbits: params.minbits,
+        });
     }
-    let max_bits = params.max_bits().ok_or("stream size overflows")?;
+    let max_bits = params.max_bits().ok_or(CorruptStream::Overflow)?;
     let mut all = words(encoded, max_bits);
-    let (reader, _) = Reader::open(&mut all, layout, ty).ok_or("no valid zfp header or field")?;
+    let (reader, _) = Reader::open(&mut all, layout, ty).ok_or(CorruptStream::NoField)?;
     let mut out = vec![0u64; (count * ty.size()).div_ceil(8)];
     // SAFETY: `out` holds the field's `count` values of its type, contiguous (the field has no
     // strides) and 8-byte aligned, and outlives the call; the input buffer holds every bit the
@@ -272,14 +303,14 @@ pub(super) fn decode(
         zfp::zfp_decompress(reader.stream, reader.field)
     };
     if consumed == 0 {
-        return Err("zfp could not decode the stream".into());
+        return Err(CorruptStream::Undecodable);
     }
     // Both writers end the stream with the word holding its last bit: decoding ends there too.
     if consumed != encoded.len().next_multiple_of(8) {
-        return Err(format!(
-            "stream of {} bytes, decoding used {consumed}",
-            encoded.len()
-        ));
+        return Err(CorruptStream::Length {
+            len: encoded.len(),
+            consumed,
+        });
     }
     Ok(out)
 }

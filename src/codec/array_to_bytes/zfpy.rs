@@ -62,7 +62,7 @@ impl ArrayToBytes for Zfpy {
             ));
         }
         let values = zfp_stream::decode(encoded, &FieldSource::Header, self.ty, out.len() / size)
-            .map_err(|why| CodecError::corrupt(&self.name, why))?;
+            .map_err(|why| CodecError::corrupt(&self.name, why.to_string()))?;
         zfp_stream::copy_le(&values, size, out);
         Ok(out.len())
     }

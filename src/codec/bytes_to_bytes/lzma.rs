@@ -83,22 +83,39 @@ fn raw_filters(spec: &CodecSpec) -> Result<Vec<RawFilter>, CodecError> {
         .collect()
 }
 
+/// Why a filter's Python form is refused.
+#[derive(Debug, thiserror::Error)]
+enum BadFilter {
+    /// An option that is not a 32-bit count.
+    #[error("'{key}' is {value}")]
+    NotACount { key: &'static str, value: Value },
+    /// No numeric `id`.
+    #[error("no numeric 'id'")]
+    NoId,
+    /// A delta distance outside 1..256.
+    #[error("delta 'dist' {0} is not 1..256")]
+    Distance(u32),
+    /// An id liblzma's raw streams do not have.
+    #[error("unknown filter id {0}")]
+    UnknownId(u64),
+}
+
 /// One filter from its Python form `{"id": .., options}`.
-fn raw_filter(f: &Map<String, Value>) -> Result<RawFilter, String> {
-    let num = |key: &str| -> Result<Option<u32>, String> {
+fn raw_filter(f: &Map<String, Value>) -> Result<RawFilter, BadFilter> {
+    let num = |key: &'static str| -> Result<Option<u32>, BadFilter> {
         match f.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(v) => v
                 .as_u64()
                 .and_then(|n| u32::try_from(n).ok())
                 .map(Some)
-                .ok_or_else(|| format!("'{key}' is {v}")),
+                .ok_or_else(|| BadFilter::NotACount {
+                    key,
+                    value: v.clone(),
+                }),
         }
     };
-    let id = f
-        .get("id")
-        .and_then(Value::as_u64)
-        .ok_or_else(|| "no numeric 'id'".to_string())?;
+    let id = f.get("id").and_then(Value::as_u64).ok_or(BadFilter::NoId)?;
     Ok(match id {
         LZMA1 | LZMA2 => RawFilter::Lzma {
             lzma1: id == LZMA1,
@@ -111,7 +128,7 @@ fn raw_filter(f: &Map<String, Value>) -> Result<RawFilter, String> {
         DELTA => {
             let dist = num("dist")?.unwrap_or(1);
             if !(1..=256).contains(&dist) {
-                return Err(format!("delta 'dist' {dist} is not 1..256"));
+                return Err(BadFilter::Distance(dist));
             }
             RawFilter::Props {
                 id,
@@ -127,7 +144,7 @@ fn raw_filter(f: &Map<String, Value>) -> Result<RawFilter, String> {
             };
             RawFilter::Props { id, props }
         }
-        other => return Err(format!("unknown filter id {other}")),
+        other => return Err(BadFilter::UnknownId(other)),
     })
 }
 

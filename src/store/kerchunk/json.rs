@@ -3,7 +3,7 @@
 //! ...}`. A reference is inline data (text, or `base64:` and the data in base64), `[url]` (a
 //! whole file) or `[url, offset, length]`.
 
-use super::templates::Templates;
+use super::templates::{TemplateError, Templates};
 use crate::store::references::{listed_size, Catalog, Reference};
 use crate::store::{accept_key, list_sized, Entry, StoreError};
 use base64::Engine;
@@ -19,11 +19,11 @@ pub struct JsonCatalog {
 impl JsonCatalog {
     /// Parses a reference set; `what` names it in messages.
     pub fn parse(what: &str, bytes: &[u8]) -> Result<Self, StoreError> {
-        let bad = |why: String| StoreError::Invalid(format!("{what}: {why}"));
+        let bad = |why: &dyn std::fmt::Display| StoreError::Invalid(format!("{what}: {why}"));
         let doc: Value = serde_json::from_slice(bytes)
-            .map_err(|e| bad(format!("not a kerchunk reference set (JSON): {e}")))?;
+            .map_err(|e| bad(&format!("not a kerchunk reference set (JSON): {e}")))?;
         let Value::Object(mut doc) = doc else {
-            return Err(bad("not a kerchunk reference set: not a JSON object".into()));
+            return Err(bad(&"not a kerchunk reference set: not a JSON object"));
         };
         let version = doc.get("version").and_then(Value::as_u64);
         let mut refs = BTreeMap::new();
@@ -34,7 +34,7 @@ impl JsonCatalog {
                     what,
                     &mut refs,
                     key,
-                    reference(value, &mut urls, None).map_err(&bad)?,
+                    reference(value, &mut urls, None).map_err(|e| bad(&e))?,
                 );
             }
             return Ok(JsonCatalog { refs });
@@ -46,13 +46,13 @@ impl JsonCatalog {
         });
         if let Some(Value::Object(listed)) = doc.remove("refs") {
             for (key, value) in listed {
-                let r = reference(value, &mut urls, Some(&templates)).map_err(&bad)?;
+                let r = reference(value, &mut urls, Some(&templates)).map_err(|e| bad(&e))?;
                 add(what, &mut refs, key, r);
             }
         }
         if let Some(Value::Array(gens)) = doc.get("gen") {
             for gen in gens {
-                for (key, url, range) in templates.generate(gen).map_err(&bad)? {
+                for (key, url, range) in templates.generate(gen).map_err(|e| bad(&e))? {
                     let url = urls.intern(url);
                     add(
                         what,
@@ -96,7 +96,11 @@ impl Urls {
     }
 
     /// `url` rendered with `templates` when it holds `{{`.
-    fn render(&mut self, url: String, templates: Option<&Templates>) -> Result<Arc<str>, String> {
+    fn render(
+        &mut self,
+        url: String,
+        templates: Option<&Templates>,
+    ) -> Result<Arc<str>, TemplateError> {
         if let Some(known) = self.seen.get(&url) {
             return Ok(known.clone());
         }
@@ -109,12 +113,37 @@ impl Urls {
     }
 }
 
+/// Why a JSON value is not a reference.
+#[derive(Debug, thiserror::Error)]
+enum BadReference {
+    /// Inline data after `base64:` that is not base64.
+    #[error("bad base64 data: {0}")]
+    Base64(base64::DecodeError),
+    /// A list whose first item is not a URL.
+    #[error("a reference list must start with a URL: {0:?}")]
+    NoUrl(Vec<Value>),
+    /// An offset or length that is not a byte count.
+    #[error("reference {parts:?}: item {item} is not a byte count")]
+    NotACount {
+        /// The reference list.
+        parts: Vec<Value>,
+        /// The item's index in it.
+        item: usize,
+    },
+    /// A list of neither one nor three items.
+    #[error("reference {0:?}: expected [url] or [url, offset, length]")]
+    Length(Vec<Value>),
+    /// The URL's template could not be rendered.
+    #[error(transparent)]
+    Template(#[from] TemplateError),
+}
+
 /// The reference one JSON value makes; `None` for `null` (a deleted key).
 fn reference(
     value: Value,
     urls: &mut Urls,
     templates: Option<&Templates>,
-) -> Result<Option<Reference>, String> {
+) -> Result<Option<Reference>, BadReference> {
     let inline = |bytes: Vec<u8>| Ok(Some(Reference::Inline(Arc::from(bytes))));
     match value {
         Value::Null => Ok(None),
@@ -125,32 +154,25 @@ fn reference(
                     base64::engine::GeneralPurposeConfig::new()
                         .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
                 );
-                inline(
-                    engine
-                        .decode(data.trim())
-                        .map_err(|e| format!("bad base64 data: {e}"))?,
-                )
+                inline(engine.decode(data.trim()).map_err(BadReference::Base64)?)
             }
             None => inline(s.into_bytes()),
         },
         Value::Array(parts) => {
             let url = match parts.first() {
                 Some(Value::String(u)) => urls.render(u.clone(), templates)?,
-                _ => return Err(format!("a reference list must start with a URL: {parts:?}")),
+                _ => return Err(BadReference::NoUrl(parts)),
             };
-            let number = |i: usize| {
-                parts[i]
-                    .as_u64()
-                    .ok_or_else(|| format!("reference {parts:?}: item {i} is not a byte count"))
+            let number = |item: usize| {
+                parts[item].as_u64().ok_or_else(|| BadReference::NotACount {
+                    parts: parts.clone(),
+                    item,
+                })
             };
             let range = match parts.len() {
                 1 => None,
                 3 => Some((number(1)?, number(2)?)),
-                _ => {
-                    return Err(format!(
-                        "reference {parts:?}: expected [url] or [url, offset, length]"
-                    ))
-                }
+                _ => return Err(BadReference::Length(parts)),
             };
             Ok(Some(Reference::Target {
                 url,

@@ -31,6 +31,67 @@ pub struct Templates {
 /// One reference a `gen` entry makes: key, URL, and the byte range when it names one.
 pub type Generated = (String, String, Option<(u64, u64)>);
 
+/// Why a template could not be rendered, or a `gen` entry expanded.
+#[derive(Debug, thiserror::Error)]
+pub enum TemplateError {
+    /// `text` could not be rendered.
+    #[error("{text:?}: {cause}")]
+    Render {
+        /// The template text.
+        text: String,
+        /// What minijinja said.
+        cause: minijinja::Error,
+    },
+    /// A `gen` entry lacks a field.
+    #[error("a gen entry has no {0:?}")]
+    NoField(String),
+    /// A `gen` entry lacks its `dimensions` object.
+    #[error("a gen entry has no \"dimensions\" object")]
+    NoDimensions,
+    /// A `gen` entry's product is larger than [`MAX_GENERATED`].
+    #[error("a gen entry makes more than {MAX_GENERATED} references")]
+    TooMany,
+    /// A `gen` template does not compile.
+    #[error("gen {text:?}: {cause}")]
+    Compile {
+        /// The template text.
+        text: String,
+        /// What minijinja said.
+        cause: minijinja::Error,
+    },
+    /// A `gen` template fails to render.
+    #[error("gen: {0}")]
+    Generate(minijinja::Error),
+    /// A rendered offset or length is not a number.
+    #[error("gen: {0:?} is not a byte offset or length")]
+    NotANumber(String),
+    /// A `gen` dimension is malformed.
+    #[error("gen dimension {name}: {why}")]
+    Dimension {
+        /// The dimension's name.
+        name: String,
+        /// What is wrong with it.
+        why: BadDimension,
+    },
+}
+
+/// What is wrong with a `gen` dimension.
+#[derive(Debug, thiserror::Error)]
+pub enum BadDimension {
+    /// A range bound is missing (without default) or not an integer.
+    #[error("bad or missing {0:?}")]
+    Bound(&'static str),
+    /// A range's step is zero or negative.
+    #[error("step must be positive")]
+    Step,
+    /// A range of more than [`MAX_GENERATED`] values.
+    #[error("more than {MAX_GENERATED} values")]
+    TooMany,
+    /// Neither a list nor a range.
+    #[error("neither a list nor a range")]
+    Form,
+}
+
 impl Templates {
     /// The templates of a reference set's `templates` object.
     pub fn new(templates: &Map<String, serde_json::Value>) -> Self {
@@ -60,18 +121,21 @@ impl Templates {
     }
 
     /// `text` rendered with the templates (and nothing else).
-    pub fn render(&self, text: &str) -> Result<String, String> {
+    pub fn render(&self, text: &str) -> Result<String, TemplateError> {
         self.env
             .render_str(text, &self.values)
-            .map_err(|e| format!("{text:?}: {e}"))
+            .map_err(|cause| TemplateError::Render {
+                text: text.to_string(),
+                cause,
+            })
     }
 
     /// The references one `gen` entry makes.
-    pub fn generate(&self, gen: &serde_json::Value) -> Result<Vec<Generated>, String> {
+    pub fn generate(&self, gen: &serde_json::Value) -> Result<Vec<Generated>, TemplateError> {
         let field = |name: &str| {
             gen.get(name)
                 .map(super::text)
-                .ok_or_else(|| format!("a gen entry has no {name:?}"))
+                .ok_or_else(|| TemplateError::NoField(name.to_string()))
         };
         let (key, url) = (field("key")?, field("url")?);
         let range = match (field("offset"), field("length")) {
@@ -82,14 +146,17 @@ impl Templates {
         let total = dims.iter().try_fold(1u64, |n, (_, v)| {
             n.checked_mul(v.len() as u64)
                 .filter(|n| *n <= MAX_GENERATED)
-                .ok_or_else(|| format!("a gen entry makes more than {MAX_GENERATED} references"))
+                .ok_or(TemplateError::TooMany)
         })?;
         fn compile<'e, 's>(
             env: &'e Environment<'static>,
             text: &'s str,
-        ) -> Result<minijinja::Template<'e, 's>, String> {
+        ) -> Result<minijinja::Template<'e, 's>, TemplateError> {
             env.template_from_str(text)
-                .map_err(|e| format!("gen {text:?}: {e}"))
+                .map_err(|cause| TemplateError::Compile {
+                    text: text.to_string(),
+                    cause,
+                })
         }
         let compile = |text| compile(&self.env, text);
         let key_t = compile(&key)?;
@@ -106,12 +173,12 @@ impl Templates {
                 context.insert(name.clone(), values[i].clone());
             }
             let render =
-                |t: &minijinja::Template| t.render(&context).map_err(|e| format!("gen: {e}"));
+                |t: &minijinja::Template| t.render(&context).map_err(TemplateError::Generate);
             let number = |t: &minijinja::Template| {
                 let text = render(t)?;
                 text.trim()
                     .parse::<u64>()
-                    .map_err(|_| format!("gen: {text:?} is not a byte offset or length"))
+                    .map_err(|_| TemplateError::NotANumber(text))
             };
             let range = match &range_t {
                 Some((o, l)) => Some((number(o)?, number(l)?)),
@@ -132,20 +199,26 @@ impl Templates {
 }
 
 /// A gen entry's dimensions: a list of values, or `{start, stop, step}` as Python's `range`.
-fn dimensions(dims: Option<&serde_json::Value>) -> Result<Vec<(String, Vec<Value>)>, String> {
+fn dimensions(
+    dims: Option<&serde_json::Value>,
+) -> Result<Vec<(String, Vec<Value>)>, TemplateError> {
     let Some(serde_json::Value::Object(dims)) = dims else {
-        return Err("a gen entry has no \"dimensions\" object".into());
+        return Err(TemplateError::NoDimensions);
     };
     let mut out = Vec::new();
     for (name, spec) in dims {
+        let bad = |why| TemplateError::Dimension {
+            name: name.clone(),
+            why,
+        };
         let values: Vec<Value> = match spec {
             serde_json::Value::Array(list) => list.iter().map(Value::from_serialize).collect(),
             serde_json::Value::Object(r) => {
-                let int = |k: &str, default: Option<i64>| {
+                let int = |k: &'static str, default: Option<i64>| {
                     r.get(k)
                         .map(|v| v.as_i64().ok_or(()))
                         .unwrap_or(default.ok_or(()))
-                        .map_err(|()| format!("gen dimension {name}: bad or missing {k:?}"))
+                        .map_err(|()| bad(BadDimension::Bound(k)))
                 };
                 let (start, stop, step) = (
                     int("start", Some(0))?,
@@ -153,19 +226,17 @@ fn dimensions(dims: Option<&serde_json::Value>) -> Result<Vec<(String, Vec<Value
                     int("step", Some(1))?,
                 );
                 if step <= 0 {
-                    return Err(format!("gen dimension {name}: step must be positive"));
+                    return Err(bad(BadDimension::Step));
                 }
                 let count = ((stop - start).max(0) as u64).div_ceil(step as u64);
                 if count > MAX_GENERATED {
-                    return Err(format!(
-                        "gen dimension {name}: more than {MAX_GENERATED} values"
-                    ));
+                    return Err(bad(BadDimension::TooMany));
                 }
                 (0..count as i64)
                     .map(|i| Value::from(start + i * step))
                     .collect()
             }
-            _ => return Err(format!("gen dimension {name}: neither a list nor a range")),
+            _ => return Err(bad(BadDimension::Form)),
         };
         out.push((name.clone(), values));
     }
