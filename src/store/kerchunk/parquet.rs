@@ -119,8 +119,19 @@ impl ParquetCatalog {
     }
 }
 
+/// Why a record file could not be read.
+#[derive(Debug, thiserror::Error)]
+enum BadRecord {
+    /// Not a Parquet file arrow-rs can read.
+    #[error(transparent)]
+    Parquet(#[from] parquet::errors::ParquetError),
+    /// An offset or size column that is not a count of bytes.
+    #[error("{0}")]
+    Number(String),
+}
+
 /// The references of one record file, in row order.
-fn rows(bytes: &[u8]) -> Result<Vec<Row>, Box<dyn std::error::Error>> {
+fn rows(bytes: &[u8]) -> Result<Vec<Row>, BadRecord> {
     let reader = SerializedFileReader::new(bytes::Bytes::copy_from_slice(bytes))?;
     let mut out = Vec::new();
     let mut urls: BTreeMap<String, Arc<str>> = BTreeMap::new();
@@ -128,11 +139,14 @@ fn rows(bytes: &[u8]) -> Result<Vec<Row>, Box<dyn std::error::Error>> {
         let row = row?;
         let (mut path, mut offset, mut size, mut raw) = (None, 0u64, 0u64, None);
         for (name, field) in row.get_column_iter() {
+            let negative = |n: i64| BadRecord::Number(format!("{name} {n} is negative"));
             let number = || match field {
-                Field::Long(n) => u64::try_from(*n).map_err(|_| format!("{name} {n} is negative")),
-                Field::Int(n) => u64::try_from(*n).map_err(|_| format!("{name} {n} is negative")),
+                Field::Long(n) => u64::try_from(*n).map_err(|_| negative(*n)),
+                Field::Int(n) => u64::try_from(*n).map_err(|_| negative(i64::from(*n))),
                 Field::Null => Ok(0),
-                other => Err(format!("{name} is {other:?}, not a number")),
+                other => Err(BadRecord::Number(format!(
+                    "{name} is {other:?}, not a number"
+                ))),
             };
             match (name.as_str(), field) {
                 ("path", Field::Str(s)) => path = Some(s.clone()),
