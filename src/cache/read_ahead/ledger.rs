@@ -81,7 +81,9 @@ impl Continuation {
     ) {
         let mut left = self.0.lock();
         let mut queued = 0;
-        while queued < count {
+        // A full ledger stops the walk before a chunk is taken; one that fills meanwhile gives
+        // the chunk back below.
+        while queued < count && ledger.len() < MAX_QUEUED {
             let Some(job) = left.pop_front() else {
                 return;
             };
@@ -631,30 +633,55 @@ mod tests {
     }
 
     #[test]
-    fn a_chunk_a_full_ledger_refuses_stays_next_in_its_continuation() {
-        let cache = ChunkCache::new(1 << 20);
+    fn a_chunk_the_ledger_refuses_as_it_fills_stays_next_in_its_continuation() {
+        let cache = Arc::new(ChunkCache::new(1 << 20));
         let ledger = cache.ledger();
         let runs = Arc::new(AtomicU32::new(0));
-        let filler = |i: u64| id(1000 + i);
+        let key = |id| Key {
+            id,
+            claimable: true,
+        };
+        let filler = |i: u64| id(1 << 40 | i);
         for i in 0..MAX_QUEUED as u64 - 1 {
             assert!(queue(ledger, counting(filler(i), &runs), false));
         }
+        // Another reader's chunks keep the ledger one short of full and full in turn, so that
+        // it fills between a continuation's look at its room and its chunk's queuing.
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let other = {
+            let (cache, runs, stop) = (cache.clone(), runs.clone(), stop.clone());
+            std::thread::spawn(move || {
+                // Its chunks in the ledger: next - (MAX_QUEUED - 1) to next - 1.
+                let mut next = MAX_QUEUED as u64 - 1;
+                while !stop.load(Ordering::Relaxed) {
+                    if queue(cache.ledger(), counting(filler(next), &runs), false) {
+                        std::thread::yield_now();
+                        let oldest = filler(next + 1 - MAX_QUEUED as u64);
+                        cache.ledger().done(key(oldest));
+                        next += 1;
+                    }
+                    std::thread::yield_now();
+                }
+            })
+        };
+        const CHUNKS: u64 = 2_000;
         let then = ledger.continuation(1);
-        then.replace((0..3).map(|i| counting(id(i), &runs)));
-        // Room for chunk 0 only: chunk 1 is refused and kept, without a hold on `then`.
-        super::super::go_on(&cache, &then);
-        assert!(ledger.holds(id(0)) && !ledger.holds(id(1)));
-        let left: Vec<u64> = then.0.lock().iter().map(|job| job.id.index).collect();
-        assert_eq!(left, [1, 2], "the refused chunk is next");
+        then.replace((0..CHUNKS).map(|i| counting(id(i), &runs)));
+        let (mut front, deadline) = (0, Instant::now() + Duration::from_secs(20));
+        while front < CHUNKS && Instant::now() < deadline {
+            super::super::go_on(&cache, &then);
+            let next = then.0.lock().front().map_or(CHUNKS, |job| job.id.index);
+            // Every chunk taken from the continuation is in the ledger: none was dropped.
+            for i in front..next {
+                assert!(ledger.holds(id(i)), "chunk {i} taken, not queued");
+                ledger.done(key(id(i)));
+            }
+            front = next;
+        }
+        stop.store(true, Ordering::Relaxed);
+        other.join().unwrap();
+        assert_eq!(front, CHUNKS, "the continuation went on to its end");
         assert!(then.0.lock().iter().all(|job| job.then.is_none()));
-        // Room again: the next finished fetch queues it.
-        ledger.done(Key {
-            id: filler(0),
-            claimable: true,
-        });
-        super::super::go_on(&cache, &then);
-        assert!(ledger.holds(id(1)) && !ledger.holds(id(2)));
-        assert_eq!(ledger.len(), MAX_QUEUED);
     }
 
     #[test]
