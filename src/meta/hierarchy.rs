@@ -561,7 +561,7 @@ impl Tree<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{DirStore, Entry, Latency, MemoryStore, Object, ObjectMeta};
+    use crate::store::{DirStore, Layer, MemoryStore, Request};
     use std::sync::atomic::AtomicUsize;
     use std::time::Duration;
 
@@ -569,9 +569,23 @@ mod tests {
     struct Gauge {
         inner: MemoryStore,
         parallelism: usize,
+        counts: Arc<Counts>,
+    }
+
+    #[derive(Default)]
+    struct Counts {
         in_flight: AtomicUsize,
         peak: AtomicUsize,
         total: AtomicUsize,
+    }
+
+    /// One request in flight, until dropped.
+    struct InFlight(Arc<Counts>);
+
+    impl Drop for InFlight {
+        fn drop(&mut self) {
+            self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+        }
     }
 
     impl Gauge {
@@ -579,64 +593,32 @@ mod tests {
             Gauge {
                 inner,
                 parallelism,
-                in_flight: AtomicUsize::new(0),
-                peak: AtomicUsize::new(0),
-                total: AtomicUsize::new(0),
+                counts: Arc::default(),
             }
-        }
-
-        /// One request: overlapping ones are counted, and each waits a little, as on a network.
-        fn request<T>(&self, f: impl FnOnce() -> T) -> T {
-            self.total.fetch_add(1, Ordering::SeqCst);
-            let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-            self.peak.fetch_max(now, Ordering::SeqCst);
-            std::thread::sleep(Duration::from_millis(1));
-            let out = f();
-            self.in_flight.fetch_sub(1, Ordering::SeqCst);
-            out
         }
     }
 
-    impl Store for Gauge {
-        fn get_bounded(&self, key: &str, max: u64) -> Result<Option<Object>, StoreError> {
-            self.request(|| self.inner.get_bounded(key, max))
+    impl Layer for Gauge {
+        type Step = Option<InFlight>;
+
+        fn inner(&self) -> Result<&dyn Store, StoreError> {
+            Ok(&self.inner)
         }
-        fn get_range(&self, key: &str, s: u64, n: u64) -> Result<Option<Vec<u8>>, StoreError> {
-            self.request(|| self.inner.get_range(key, s, n))
+
+        /// One request: overlapping ones are counted, and each waits a little, as on a network.
+        fn before(&self, _request: &Request<'_>) -> Result<Option<InFlight>, StoreError> {
+            let counts = &self.counts;
+            counts.total.fetch_add(1, Ordering::SeqCst);
+            let now = counts.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+            counts.peak.fetch_max(now, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(1));
+            Ok(Some(InFlight(counts.clone())))
         }
-        fn get_range_into(
-            &self,
-            key: &str,
-            s: u64,
-            n: u64,
-            buf: &mut Vec<u8>,
-        ) -> Result<bool, StoreError> {
-            self.request(|| self.inner.get_range_into(key, s, n, buf))
-        }
-        fn get_suffix(&self, key: &str, n: u64) -> Result<Option<(Vec<u8>, u64)>, StoreError> {
-            self.request(|| self.inner.get_suffix(key, n))
-        }
-        fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
-            self.request(|| self.inner.head(key))
-        }
-        fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
-            self.request(|| self.inner.list_dir(prefix))
-        }
-        fn etag(&self, key: &str) -> Result<Option<String>, StoreError> {
-            self.inner.etag(key)
-        }
-        fn about(&self) -> Vec<(String, String)> {
-            self.inner.about()
-        }
+
         fn parallelism(&self) -> usize {
             self.parallelism
         }
-        fn latency(&self) -> Latency {
-            self.inner.latency()
-        }
-        fn mtime(&self) -> SystemTime {
-            self.inner.mtime()
-        }
+
         fn describe(&self) -> String {
             format!("gauge({})", self.parallelism)
         }
@@ -681,7 +663,7 @@ mod tests {
                 .iter()
                 .map(|n| (n.path.clone(), Value::Object(n.document.clone())))
                 .collect();
-            (nodes, store.peak.load(Ordering::SeqCst))
+            (nodes, store.counts.peak.load(Ordering::SeqCst))
         };
         let (one, peak_one) = walk(1);
         let (many, peak_many) = walk(16);
@@ -698,7 +680,7 @@ mod tests {
     #[test]
     fn a_tree_loads_a_group_when_asked_and_only_that_group() {
         let store = Gauge::new(wide_tree(), 4);
-        let requests = || store.total.load(Ordering::SeqCst);
+        let requests = || store.counts.total.load(Ordering::SeqCst);
         let tree = Tree::open(StoreRef::Borrowed(&store), &LoadOptions::default()).unwrap();
         let opened = requests();
         let root = tree.children("", &tree.root().document);

@@ -1,7 +1,7 @@
 //! A store wrapper that counts the requests made through it, for the mount command's progress
 //! line while a remote hierarchy is scanned.
 
-use super::{Layer, Store, StoreError};
+use super::{Layer, Request, Store, StoreError};
 use crate::stats::add;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -52,7 +52,7 @@ impl Layer for CountingStore {
         Ok(self.inner.as_ref())
     }
 
-    fn before(&self, _key: &str) -> Result<(), StoreError> {
+    fn before(&self, _request: &Request<'_>) -> Result<(), StoreError> {
         add(&self.counts.requests, 1);
         Ok(())
     }

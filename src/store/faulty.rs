@@ -1,7 +1,7 @@
 //! A store that injects faults into another, for tests: errors, short reads, corrupted bytes
 //! and latency, on the keys a rule names, on every call or every Nth.
 
-use super::{Layer, Store, StoreError};
+use super::{Layer, Request, Store, StoreError};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -115,8 +115,8 @@ impl Layer for FaultyStore {
         Ok(self.inner.as_ref())
     }
 
-    fn before(&self, key: &str) -> Result<Damage, StoreError> {
-        self.inject(key)
+    fn before(&self, request: &Request<'_>) -> Result<Damage, StoreError> {
+        self.inject(request.key())
     }
 
     fn after(&self, damage: &Damage, bytes: Vec<u8>) -> Vec<u8> {

@@ -5,18 +5,44 @@
 use super::{Entry, Latency, Object, ObjectMeta, Store, StoreError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+/// A request a [`Layer`] sees before the store under it is asked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Request<'a> {
+    /// A whole value (get).
+    Get(&'a str),
+    /// `len` bytes of a value from `start`.
+    Range { key: &'a str, start: u64, len: u64 },
+    /// The last `len` bytes of a value.
+    Suffix { key: &'a str, len: u64 },
+    /// A value's size and time.
+    Head(&'a str),
+    /// The children of a prefix.
+    List(&'a str),
+}
+
+impl Request<'_> {
+    /// The key asked for (a listing's prefix).
+    pub fn key(&self) -> &str {
+        match *self {
+            Request::Get(key) | Request::Head(key) | Request::List(key) => key,
+            Request::Range { key, .. } | Request::Suffix { key, .. } => key,
+        }
+    }
+}
+
 /// A store over another one; it is a [`Store`] that forwards every method to [`Layer::inner`].
 pub trait Layer: Send + Sync {
-    /// What the step before a request hands to the bytes the request reads.
+    /// What the step before a request hands to the bytes the request reads; it is dropped once
+    /// the request is over.
     type Step: Default;
 
     /// The store under this one.
     fn inner(&self) -> Result<&dyn Store, StoreError>;
 
-    /// Runs before each request (get, range, suffix, head, listing) on `key`, a listing's
-    /// prefix; an error fails the request unmade. By default it does nothing.
-    fn before(&self, key: &str) -> Result<Self::Step, StoreError> {
-        let _ = key;
+    /// Runs before each request; an error fails the request unmade. By default it does
+    /// nothing.
+    fn before(&self, request: &Request<'_>) -> Result<Self::Step, StoreError> {
+        let _ = request;
         Ok(Self::Step::default())
     }
 
@@ -52,13 +78,13 @@ pub trait Layer: Send + Sync {
 
 impl<L: Layer> Store for L {
     fn get_bounded(&self, key: &str, max: u64) -> Result<Option<Object>, StoreError> {
-        let step = self.before(key)?;
+        let step = self.before(&Request::Get(key))?;
         let got = self.inner()?.get_bounded(key, max)?;
         Ok(got.map(|o| whole(self, &step, o)))
     }
 
     fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError> {
-        let step = self.before(key)?;
+        let step = self.before(&Request::Range { key, start, len })?;
         let got = self.inner()?.get_range(key, start, len)?;
         Ok(got.map(|b| self.after(&step, b)))
     }
@@ -70,7 +96,7 @@ impl<L: Layer> Store for L {
         len: u64,
         buf: &mut Vec<u8>,
     ) -> Result<bool, StoreError> {
-        let step = self.before(key)?;
+        let step = self.before(&Request::Range { key, start, len })?;
         let present = self.inner()?.get_range_into(key, start, len, buf)?;
         if present {
             *buf = self.after(&step, std::mem::take(buf));
@@ -79,18 +105,18 @@ impl<L: Layer> Store for L {
     }
 
     fn get_suffix(&self, key: &str, len: u64) -> Result<Option<(Vec<u8>, u64)>, StoreError> {
-        let step = self.before(key)?;
+        let step = self.before(&Request::Suffix { key, len })?;
         let got = self.inner()?.get_suffix(key, len)?;
         Ok(got.map(|(b, size)| (self.after(&step, b), size)))
     }
 
     fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
-        self.before(key)?;
+        let _step = self.before(&Request::Head(key))?;
         self.inner()?.head(key)
     }
 
     fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
-        self.before(prefix)?;
+        let _step = self.before(&Request::List(prefix))?;
         self.inner()?.list_dir(prefix)
     }
 

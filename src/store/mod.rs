@@ -30,7 +30,7 @@ pub use dir::DirStore;
 pub use error::StoreError;
 pub use faulty::{Fault, FaultyStore};
 pub use key::{accept_key, accept_name, check_key, check_name, join_key, shown_key};
-pub use layer::Layer;
+pub use layer::{Layer, Request};
 pub use location::{is_local_path, LocalKind, Location};
 pub use memory::{list_map, list_sized, MemoryStore};
 pub use object::ObjectStoreBackend;

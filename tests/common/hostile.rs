@@ -12,7 +12,7 @@ use std::sync::{Arc, Once};
 use std::time::SystemTime;
 use zarrfs::cache::ChunkCache;
 use zarrfs::meta::{load_hierarchy, LoadOptions, MetaError, NodeKind, StoreRef, Tree};
-use zarrfs::store::{Entry, Latency, MemoryStore, Object, ObjectMeta, Store, StoreError};
+use zarrfs::store::{Layer, MemoryStore, Request, Store, StoreError};
 use zarrfs::view::{View, ViewError};
 
 /// The decoded-chunk budget of the views under test.
@@ -87,53 +87,24 @@ pub fn read_all(view: &View, path: &str) -> Result<Vec<u8>, ViewError> {
 /// A memory store that cannot list its keys, like a plain HTTP server.
 pub struct NoListStore(pub MemoryStore);
 
-impl Store for NoListStore {
-    fn get_bounded(&self, key: &str, max: u64) -> Result<Option<Object>, StoreError> {
-        self.0.get_bounded(key, max)
+impl Layer for NoListStore {
+    type Step = ();
+
+    fn inner(&self) -> Result<&dyn Store, StoreError> {
+        Ok(&self.0)
     }
 
-    fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError> {
-        self.0.get_range(key, start, len)
-    }
-
-    fn get_range_into(
-        &self,
-        key: &str,
-        start: u64,
-        len: u64,
-        buf: &mut Vec<u8>,
-    ) -> Result<bool, StoreError> {
-        self.0.get_range_into(key, start, len, buf)
-    }
-
-    fn get_suffix(&self, key: &str, len: u64) -> Result<Option<(Vec<u8>, u64)>, StoreError> {
-        self.0.get_suffix(key, len)
-    }
-
-    fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
-        self.0.head(key)
-    }
-
-    fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
-        Err(StoreError::CannotList(format!("http://test/{prefix}")))
-    }
-
-    fn etag(&self, key: &str) -> Result<Option<String>, StoreError> {
-        self.0.etag(key)
-    }
-
-    fn about(&self) -> Vec<(String, String)> {
-        self.0.about()
+    fn before(&self, request: &Request<'_>) -> Result<(), StoreError> {
+        match request {
+            Request::List(prefix) => Err(StoreError::CannotList(format!("http://test/{prefix}"))),
+            _ => Ok(()),
+        }
     }
 
     /// Several requests at once, as over HTTP (the memory store under it says one): the
     /// hierarchy is walked concurrently, as it is from a real server.
     fn parallelism(&self) -> usize {
         4
-    }
-
-    fn latency(&self) -> Latency {
-        self.0.latency()
     }
 
     fn mtime(&self) -> SystemTime {

@@ -8,12 +8,10 @@ use crate::synth;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 use zarrfs::cache::read_ahead::ReadPolicy;
 use zarrfs::meta::LoadOptions;
-use zarrfs::store::{
-    Entry, Fault, FaultyStore, Latency, MemoryStore, Object, ObjectMeta, Store, StoreError,
-};
+use zarrfs::store::{Fault, FaultyStore, Latency, Layer, MemoryStore, Request, Store, StoreError};
 use zarrfs::view::{from_store, View};
 
 /// Counts the data requests (ranges) made per key.
@@ -50,63 +48,24 @@ impl PerKey {
     }
 }
 
-impl Store for PerKey {
-    fn get_bounded(&self, key: &str, max: u64) -> Result<Option<Object>, StoreError> {
-        self.inner.get_bounded(key, max)
+impl Layer for PerKey {
+    type Step = ();
+
+    fn inner(&self) -> Result<&dyn Store, StoreError> {
+        Ok(&self.inner)
     }
 
-    fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError> {
-        self.count(key);
-        self.inner.get_range(key, start, len)
-    }
-
-    fn get_range_into(
-        &self,
-        key: &str,
-        start: u64,
-        len: u64,
-        buf: &mut Vec<u8>,
-    ) -> Result<bool, StoreError> {
-        self.count(key);
-        self.inner.get_range_into(key, start, len, buf)
-    }
-
-    fn get_suffix(&self, key: &str, len: u64) -> Result<Option<(Vec<u8>, u64)>, StoreError> {
-        self.count(key);
-        self.inner.get_suffix(key, len)
-    }
-
-    fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
-        self.inner.head(key)
-    }
-
-    fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
-        self.inner.list_dir(prefix)
-    }
-
-    fn etag(&self, key: &str) -> Result<Option<String>, StoreError> {
-        self.inner.etag(key)
-    }
-
-    fn about(&self) -> Vec<(String, String)> {
-        self.inner.about()
-    }
-
-    fn parallelism(&self) -> usize {
-        self.inner.parallelism()
+    /// Counts the range requests (chunks and shard indexes), not whole gets or heads.
+    fn before(&self, request: &Request<'_>) -> Result<(), StoreError> {
+        if let Request::Range { key, .. } | Request::Suffix { key, .. } = request {
+            self.count(key);
+        }
+        Ok(())
     }
 
     /// A network store, whatever the store under it: the read-ahead this file tests.
     fn latency(&self) -> Latency {
         Latency::Network
-    }
-
-    fn mtime(&self) -> SystemTime {
-        self.inner.mtime()
-    }
-
-    fn describe(&self) -> String {
-        self.inner.describe()
     }
 }
 
@@ -136,7 +95,7 @@ fn setup(
     });
     let shared: Arc<dyn Store> = store.clone();
     let mut view = from_store(shared, "root", 64 << 20, &LoadOptions::default()).unwrap();
-    let mut policy = ReadPolicy::for_store(store.latency(), 2);
+    let mut policy = ReadPolicy::for_store(Store::latency(store.as_ref()), 2);
     policy.limits.fetchers = fetchers;
     view.set_read_policy(policy);
     (view, store, arrays)
