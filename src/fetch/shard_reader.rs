@@ -255,12 +255,11 @@ mod tests {
         Uncached,
     };
     use crate::meta::{ArrayMeta, ChunkKeys, DataType, KeyStyle};
-    use crate::store::{Entry, Latency, MemoryStore, Object, ObjectMeta, Store, StoreError};
+    use crate::store::{Layer, MemoryStore, Request, Store, StoreError};
     use parking_lot::Mutex;
     use serde_json::json;
     use std::collections::HashMap;
     use std::sync::Arc;
-    use std::time::SystemTime;
 
     /// A memory store that records every read.
     #[derive(Default)]
@@ -275,61 +274,29 @@ mod tests {
         }
     }
 
-    impl Store for Recording {
-        fn get_bounded(&self, key: &str, max: u64) -> Result<Option<Object>, StoreError> {
-            self.reads.lock().push((key.into(), 0, u64::MAX));
-            self.inner.get_bounded(key, max)
+    impl Layer for Recording {
+        type Step = ();
+
+        fn inner(&self) -> Result<&dyn Store, StoreError> {
+            Ok(&self.inner)
         }
-        fn get_range(
-            &self,
-            key: &str,
-            start: u64,
-            len: u64,
-        ) -> Result<Option<Vec<u8>>, StoreError> {
-            self.reads.lock().push((key.into(), start, len));
-            self.inner.get_range(key, start, len)
-        }
-        fn get_range_into(
-            &self,
-            key: &str,
-            start: u64,
-            len: u64,
-            buf: &mut Vec<u8>,
-        ) -> Result<bool, StoreError> {
-            self.reads.lock().push((key.into(), start, len));
-            self.inner.get_range_into(key, start, len, buf)
-        }
-        fn get_suffix(&self, key: &str, len: u64) -> Result<Option<(Vec<u8>, u64)>, StoreError> {
-            let got = self.inner.get_suffix(key, len)?;
-            if let Some((bytes, size)) = &got {
-                let n = bytes.len() as u64;
-                self.reads.lock().push((key.into(), size - n, n));
+
+        /// Records gets, ranges and suffixes as (key, start, length); a suffix of an absent
+        /// object is not recorded.
+        fn before(&self, request: &Request<'_>) -> Result<(), StoreError> {
+            let read = match *request {
+                Request::Get(key) => Some((key, 0, u64::MAX)),
+                Request::Range { key, start, len } => Some((key, start, len)),
+                Request::Suffix { key, len } => self.inner.head(key)?.map(|meta| {
+                    let n = len.min(meta.size);
+                    (key, meta.size - n, n)
+                }),
+                Request::Head(_) | Request::List(_) => None,
+            };
+            if let Some((key, start, len)) = read {
+                self.reads.lock().push((key.into(), start, len));
             }
-            Ok(got)
-        }
-        fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
-            self.inner.head(key)
-        }
-        fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
-            self.inner.list_dir(prefix)
-        }
-        fn etag(&self, key: &str) -> Result<Option<String>, StoreError> {
-            self.inner.etag(key)
-        }
-        fn about(&self) -> Vec<(String, String)> {
-            self.inner.about()
-        }
-        fn parallelism(&self) -> usize {
-            self.inner.parallelism()
-        }
-        fn latency(&self) -> Latency {
-            self.inner.latency()
-        }
-        fn mtime(&self) -> SystemTime {
-            self.inner.mtime()
-        }
-        fn describe(&self) -> String {
-            self.inner.describe()
+            Ok(())
         }
     }
 
