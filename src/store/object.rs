@@ -13,8 +13,9 @@ use super::location::Location;
 use super::{
     check_key, too_large, Entry, EntryKind, Latency, Object, ObjectMeta, Store, StoreError,
 };
+use futures::StreamExt;
 use object_store::path::Path;
-use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
+use object_store::{GetOptions, GetRange, GetResult, ObjectStore, ObjectStoreExt};
 use std::future::Future;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, OnceLock};
@@ -161,15 +162,17 @@ impl ObjectStoreBackend {
         })
     }
 
-    /// `len` bytes of `key` from `start`, within `deadline`. A range starting at or past the end
-    /// is refused by servers (416): when the read fails, the object's size tells whether that
-    /// was the cause (then it is an empty read, as for local stores).
+    /// `len` bytes of `key` from `start`, within `deadline`, written into `into`'s memory (its
+    /// contents are dropped). A range starting at or past the end is refused by servers (416):
+    /// when the read fails, the object's size tells whether that was the cause (then it is an
+    /// empty read, as for local stores).
     fn range_until(
         &self,
         key: &str,
         start: u64,
         len: u64,
         deadline: Instant,
+        into: Vec<u8>,
     ) -> Result<Option<Vec<u8>>, StoreError> {
         let path = self.path(key)?;
         if len == 0 {
@@ -181,8 +184,7 @@ impl ObjectStoreBackend {
         };
         let inner = self.inner.clone();
         let got = self.run(key, deadline, async move {
-            let bytes = inner.get_opts(&path, options).await?.bytes().await?;
-            Ok(Vec::from(bytes))
+            body(inner.get_opts(&path, options).await?, into).await
         });
         match got {
             Err(e) if !matches!(e, StoreError::TimedOut { .. }) => {
@@ -207,9 +209,21 @@ impl ObjectStoreBackend {
             return Ok(None);
         };
         let start = meta.size.saturating_sub(len);
-        let bytes = self.range_until(key, start, meta.size - start, deadline)?;
+        let bytes = self.range_until(key, start, meta.size - start, deadline, Vec::new())?;
         Ok(bytes.map(|b| (b, meta.size)))
     }
+}
+
+/// The body of a response, gathered into `into`'s memory (emptied first): a spare buffer
+/// given by the caller is reused instead of fresh pages.
+async fn body(got: GetResult, mut into: Vec<u8>) -> object_store::Result<Vec<u8>> {
+    into.clear();
+    into.reserve((got.range.end - got.range.start) as usize);
+    let mut frames = got.into_stream();
+    while let Some(frame) = frames.next().await {
+        into.extend_from_slice(&frame?);
+    }
+    Ok(into)
 }
 
 /// The error and its sources, one line.
@@ -244,11 +258,8 @@ impl Store for ObjectStoreBackend {
                 return Ok(Err(got.meta.size));
             }
             let mtime = mtime(&got.meta);
-            let bytes = got.bytes().await?;
-            Ok(Ok(Object {
-                bytes: Vec::from(bytes),
-                mtime,
-            }))
+            let bytes = body(got, Vec::new()).await?;
+            Ok(Ok(Object { bytes, mtime }))
         })?;
         match got {
             Some(Err(size)) => too_large(&self.what(key), size, max).map(|()| None),
@@ -258,7 +269,21 @@ impl Store for ObjectStoreBackend {
     }
 
     fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError> {
-        self.range_until(key, start, len, self.deadline())
+        self.range_until(key, start, len, self.deadline(), Vec::new())
+    }
+
+    fn get_range_into(
+        &self,
+        key: &str,
+        start: u64,
+        len: u64,
+        buf: &mut Vec<u8>,
+    ) -> Result<bool, StoreError> {
+        let spare = std::mem::take(buf);
+        let got = self.range_until(key, start, len, self.deadline(), spare)?;
+        let present = got.is_some();
+        *buf = got.unwrap_or_default();
+        Ok(present)
     }
 
     fn get_suffix(&self, key: &str, len: u64) -> Result<Option<(Vec<u8>, u64)>, StoreError> {
@@ -275,7 +300,7 @@ impl Store for ObjectStoreBackend {
         let got = self.run(key, deadline, async move {
             let got = inner.get_opts(&path, options).await?;
             let size = got.meta.size;
-            Ok((Vec::from(got.bytes().await?), size))
+            Ok((body(got, Vec::new()).await?, size))
         });
         match got {
             // An empty suffix, or one longer than the value, which some servers refuse: the

@@ -343,6 +343,21 @@ fn remote_stores_answer_like_the_files_under_many_concurrent_callers() {
                 b"",
                 "{what}: range past the end of {key}"
             );
+            // A spare buffer given to get_range_into is filled in place, not swapped for a
+            // fresh one: the read-ahead's fetches reuse memory this way.
+            let mut spare = Vec::with_capacity(bytes.len() + 64);
+            spare.extend_from_slice(b"left over from an earlier fetch");
+            let memory = spare.as_ptr();
+            assert!(store.get_range_into(key, 0, size + 1, &mut spare).unwrap());
+            assert_eq!(&spare, bytes, "{what}: range into a spare buffer, {key}");
+            assert_eq!(
+                spare.as_ptr(),
+                memory,
+                "{what}: the spare's memory is reused"
+            );
+            assert!(!store
+                .get_range_into("no/such/key", 0, 4, &mut spare)
+                .unwrap());
             let (tail, total) = store.get_suffix(key, 16).unwrap().unwrap();
             assert_eq!(total, size, "{what}: suffix size of {key}");
             assert_eq!(
