@@ -217,8 +217,12 @@ impl ObjectStoreBackend {
 /// The body of a response, gathered into `into`'s memory (emptied first): a spare buffer
 /// given by the caller is reused instead of fresh pages.
 async fn body(got: GetResult, mut into: Vec<u8>) -> object_store::Result<Vec<u8>> {
+    let len = (got.range.end - got.range.start) as usize;
+    if into.capacity() < len {
+        // Growing would copy the old capacity's bytes for nothing.
+        into = Vec::with_capacity(len);
+    }
     into.clear();
-    into.reserve((got.range.end - got.range.start) as usize);
     let mut frames = got.into_stream();
     while let Some(frame) = frames.next().await {
         into.extend_from_slice(&frame?);
