@@ -4,13 +4,15 @@
 //! selection), each with one writer (a [`Filler`], claimed once) and a mark that only moves
 //! forward: readers wait until a part's mark reaches their need, or the part fails. A chunk is
 //! decoded through a [`DecodeTarget`]: what the decoder reports decoded becomes readable, and
-//! only what lies past it may be written. A selection's rows are scattered over the buffer and
-//! kept apart by the caller's layout, so those writes and reads stay `unsafe`.
+//! only what lies past it may be written. A selection's rows are scattered over the buffer: its
+//! units (an element each) are taken by one writer before they are written and marked written
+//! after, and a read is served only where every unit is written.
 
 use parking_lot::{Condvar, Mutex};
 use std::marker::PhantomData;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering::SeqCst};
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release, SeqCst};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize};
 use std::sync::Arc;
 
 /// A part's mark once complete: it serves any need.
@@ -37,11 +39,65 @@ pub struct FillingBuffer {
     /// (part, need) per waiting reader.
     waits: Mutex<Vec<(usize, usize)>>,
     changed: Condvar,
+    /// For a buffer written in scattered pieces ([`FillingBuffer::uninit`]): which units are
+    /// taken and written.
+    units: Option<Units>,
+}
+
+/// Per unit of `grain` bytes of a scattered buffer, a bit in each map: taken (by one writer,
+/// before it writes) and written (after).
+struct Units {
+    grain: usize,
+    taken: Box<[AtomicU64]>,
+    written: Box<[AtomicU64]>,
+}
+
+impl Units {
+    fn new(len: usize, grain: usize) -> Self {
+        let words = len.div_ceil(grain).div_ceil(64);
+        let map = || (0..words).map(|_| AtomicU64::new(0)).collect();
+        Units {
+            grain,
+            taken: map(),
+            written: map(),
+        }
+    }
+
+    /// The words of units `lo..hi`, each with the mask of those units in it.
+    fn words(lo: usize, hi: usize) -> impl Iterator<Item = (usize, u64)> {
+        let end = if lo < hi { hi.div_ceil(64) } else { lo / 64 };
+        (lo / 64..end).map(move |w| {
+            let from = lo.max(w * 64) - w * 64;
+            let to = hi.min(w * 64 + 64) - w * 64;
+            let mask = (u64::MAX >> (64 - (to - from))) << from;
+            (w, mask)
+        })
+    }
+
+    /// Takes units `lo..hi` for one writer; false when any of them was taken before (they
+    /// then stay taken: a layout that overlaps fails both writers).
+    fn take(&self, lo: usize, hi: usize) -> bool {
+        Self::words(lo, hi).fold(true, |free, (w, mask)| {
+            free & (self.taken[w].fetch_or(mask, Relaxed) & mask == 0)
+        })
+    }
+
+    /// Marks units `lo..hi` written (their bytes are in, for any reader that sees it).
+    fn mark_written(&self, lo: usize, hi: usize) {
+        for (w, mask) in Self::words(lo, hi) {
+            self.written[w].fetch_or(mask, Release);
+        }
+    }
+
+    /// True when every unit of `lo..hi` is written.
+    fn all_written(&self, lo: usize, hi: usize) -> bool {
+        Self::words(lo, hi).all(|(w, mask)| self.written[w].load(Acquire) & mask == mask)
+    }
 }
 
 // SAFETY: the bytes are owned; each part has one writer (a claimed `Filler`), writes land only
-// where no reader reads (past the published mark, or where an `unsafe` caller vouches), and the
-// marks and states are atomics.
+// where no reader reads (past the published mark, or in units taken by that writer alone and
+// read only once marked written), and the marks, states and units are atomics.
 unsafe impl Send for FillingBuffer {}
 unsafe impl Sync for FillingBuffer {}
 
@@ -52,11 +108,14 @@ impl FillingBuffer {
         Self::with(buf, len, 1)
     }
 
-    /// Room for `len` bytes in `parts` parts, not initialized: every byte is written (through
-    /// [`Filler::write`]) before it is read. The room is a spare buffer of about that size when
+    /// Room for `len` bytes in `parts` parts, not initialized, written in pieces of whole units
+    /// of `grain` bytes (through [`Filler::write`]) and read where written
+    /// ([`FillingBuffer::read_written`]). The room is a spare buffer of about that size when
     /// there is one, and goes back to the spares when the buffer is dropped.
-    pub fn uninit(len: usize, parts: usize) -> Self {
-        Self::with(super::buffers().take_about(len), len, parts)
+    pub fn uninit(len: usize, parts: usize, grain: usize) -> Self {
+        let mut buf = Self::with(super::buffers().take_about(len), len, parts);
+        buf.units = Some(Units::new(len, grain.max(1)));
+        buf
     }
 
     fn with(mut buf: Vec<u8>, len: usize, parts: usize) -> Self {
@@ -69,6 +128,7 @@ impl FillingBuffer {
             wake_at: AtomicUsize::new(usize::MAX),
             waits: Mutex::default(),
             changed: Condvar::new(),
+            units: None,
         }
     }
 
@@ -151,7 +211,7 @@ impl FillingBuffer {
         }
         let n = self.marks[0].load(SeqCst).min(self.len);
         // SAFETY: initialized; bytes below the mark are never written again (`undecoded`
-        // refuses them; `Filler::write` promises not to).
+        // refuses them; `Filler::write` writes scattered buffers only).
         unsafe { self.read(0, n) }
     }
 
@@ -161,12 +221,26 @@ impl FillingBuffer {
         (complete && self.bytes.len() == self.len).then(|| self.bytes.clone())
     }
 
+    /// Bytes `at..end` of a scattered buffer; `None` when out of bounds, or when any of them
+    /// is not written yet (wait for the parts first).
+    pub fn read_written(&self, at: usize, end: usize) -> Option<&[u8]> {
+        let units = self.units.as_ref()?;
+        if at > end || end > self.len {
+            return None;
+        }
+        if at < end && !units.all_written(at / units.grain, end.div_ceil(units.grain)) {
+            return None;
+        }
+        // SAFETY: every unit touched is written, by the one writer that took it, which writes
+        // it no more.
+        unsafe { self.read(at, end) }
+    }
+
     /// Bytes `at..end`; `None` when out of bounds.
     ///
     /// # Safety
-    /// Every one of them has been written, and no writer may write them while the slice lives
-    /// (the parts whose marks cover them say so).
-    pub unsafe fn read(&self, at: usize, end: usize) -> Option<&[u8]> {
+    /// Every one of them has been written, and no writer may write them while the slice lives.
+    unsafe fn read(&self, at: usize, end: usize) -> Option<&[u8]> {
         if at > end || end > self.len {
             return None;
         }
@@ -221,20 +295,22 @@ impl<'a> Filler<'a> {
         }
     }
 
-    /// Writes `src` at byte `at`; `None` when out of bounds.
-    ///
-    /// # Safety
-    /// No other writer writes these bytes, and no reader reads them before the part's mark
-    /// says they are in.
-    pub unsafe fn write(&mut self, at: usize, src: &[u8]) -> Option<()> {
-        if at.checked_add(src.len())? > self.buf.len {
+    /// Writes `src` at byte `at` of a scattered buffer, whole units only; `None` when out of
+    /// bounds, not in whole units, or when another write took any of these units before.
+    pub fn write(&mut self, at: usize, src: &[u8]) -> Option<()> {
+        let units = self.buf.units.as_ref()?;
+        let end = at.checked_add(src.len())?;
+        let whole = at.is_multiple_of(units.grain) && end.is_multiple_of(units.grain);
+        if end > self.buf.len || !whole || !units.take(at / units.grain, end / units.grain) {
             return None;
         }
-        // SAFETY: in bounds; nobody else touches these bytes, says the caller.
+        // SAFETY: in bounds, and in units this writer alone took, which no reader reads before
+        // they are marked written below.
         unsafe {
             let to = self.buf.start.as_ptr().add(at);
             std::ptr::copy_nonoverlapping(src.as_ptr(), to, src.len());
         }
+        units.mark_written(at / units.grain, end / units.grain);
         Some(())
     }
 }
@@ -416,7 +492,7 @@ mod tests {
         const ROW: usize = 32;
         // Row `r` of part `p` is row `r * PARTS + p` of the buffer: the parts interleave.
         let at = |p: usize, r: usize| (r * PARTS + p) * ROW;
-        let buf = FillingBuffer::uninit(PARTS * ROWS * ROW, PARTS);
+        let buf = FillingBuffer::uninit(PARTS * ROWS * ROW, PARTS, 4);
         std::thread::scope(|s| {
             for p in 0..PARTS {
                 let buf = &buf;
@@ -424,8 +500,7 @@ mod tests {
                     let mut filler = buf.claim(p).unwrap();
                     for r in 0..ROWS {
                         let row: Vec<u8> = (0..ROW).map(|i| pattern(at(p, r) + i)).collect();
-                        // SAFETY: rows of part `p` are its own, read after the mark passes.
-                        unsafe { filler.write(at(p, r), &row).unwrap() };
+                        filler.write(at(p, r), &row).unwrap();
                         filler.publish(r + 1);
                     }
                     filler.finish();
@@ -433,8 +508,7 @@ mod tests {
                 s.spawn(move || {
                     for r in 0..ROWS {
                         assert!(buf.wait(p, r + 1));
-                        // SAFETY: the mark of part `p` covers row `r`, written once.
-                        let row = unsafe { buf.read(at(p, r), at(p, r) + ROW).unwrap() };
+                        let row = buf.read_written(at(p, r), at(p, r) + ROW).unwrap();
                         assert!(is_pattern(row, at(p, r)));
                     }
                 });
@@ -442,7 +516,43 @@ mod tests {
         });
         assert!(buf.wait(0, usize::MAX), "a finished part serves any need");
         assert!(!buf.wait(PARTS, 0), "no such part");
-        // SAFETY: out of bounds, nothing is read.
-        assert!(unsafe { buf.read(0, buf.len + 1) }.is_none());
+        assert!(buf.read_written(0, buf.len + 1).is_none(), "out of bounds");
+    }
+
+    #[test]
+    fn scattered_writes_refuse_what_another_took_and_reads_wait_for_every_unit() {
+        let buf = FillingBuffer::uninit(64, 2, 4);
+        let (mut a, mut b) = (buf.claim(0).unwrap(), buf.claim(1).unwrap());
+        assert_eq!(a.write(8, &[1; 8]), Some(()));
+        assert_eq!(b.write(12, &[2; 8]), None, "overlaps a's units");
+        assert_eq!(
+            b.write(16, &[2; 8]),
+            None,
+            "its first unit was taken by the refused write"
+        );
+        assert_eq!(b.write(30, &[2; 4]), None, "not in whole units");
+        assert_eq!(b.write(60, &[2; 8]), None, "out of bounds");
+        assert_eq!(b.write(24, &[2; 4]), Some(()));
+        assert_eq!(buf.read_written(8, 16), Some(&[1u8; 8][..]));
+        assert_eq!(
+            buf.read_written(9, 14),
+            Some(&[1u8; 5][..]),
+            "any bytes of written units"
+        );
+        assert_eq!(buf.read_written(8, 24), None, "16..20 is not written");
+        assert_eq!(buf.read_written(24, 28), Some(&[2u8; 4][..]));
+        assert_eq!(buf.read_written(0, 0), Some(&[][..]));
+        assert_eq!(
+            buf.read_written(33, 33),
+            Some(&[][..]),
+            "empty, in a unit not written"
+        );
+        let chunk = FillingBuffer::new(vec![0; 8]);
+        let mut writer = chunk.claim(0).unwrap();
+        assert_eq!(
+            writer.write(0, &[1; 4]),
+            None,
+            "a chunk decoded front to back is not scattered"
+        );
     }
 }

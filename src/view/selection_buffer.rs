@@ -43,24 +43,23 @@ fn copy_row(
         row.n as usize,
         row.step as usize,
     );
-    // SAFETY (both writes): the rows of a slot are its chunk's alone, each written once, and
-    // read only once the slot's mark covers them (see `SelectionBuffer::bytes`).
     if step == 1 {
-        return unsafe { out.write(at, data.get(src..src + n * es)?) };
+        return out.write(at, data.get(src..src + n * es)?);
     }
     let span = data.get(src..row.src_end(es as u64) as usize)?;
     gather.clear();
     for s in span.chunks(step * es) {
         gather.extend_from_slice(&s[..es]);
     }
-    unsafe { out.write(at, gather) }
+    out.write(at, gather)
 }
 
 impl SelectionBuffer {
-    /// Room for `bytes` bytes of selection over `slots` chunks.
-    pub fn new(bytes: u64, slots: u64) -> Self {
+    /// Room for `bytes` bytes of selection over `slots` chunks, of elements of `elem_size`
+    /// bytes.
+    pub fn new(bytes: u64, slots: u64, elem_size: u64) -> Self {
         SelectionBuffer {
-            out: FillingBuffer::uninit(bytes as usize, slots as usize),
+            out: FillingBuffer::uninit(bytes as usize, slots as usize, elem_size as usize),
         }
     }
 
@@ -140,10 +139,9 @@ impl SelectionBuffer {
     }
 
     /// Bytes `offset..end` of the selection, whose rows the caller has waited for (see
-    /// [`SelectionBuffer::wait_for`]); `None` when out of bounds.
+    /// [`SelectionBuffer::wait_for`]); `None` when out of bounds or not all in.
     pub fn bytes(&self, offset: u64, end: u64) -> Option<&[u8]> {
-        // SAFETY: rows are written once, before their slot's mark says they are in; these are.
-        unsafe { self.out.read(offset as usize, end as usize) }
+        self.out.read_written(offset as usize, end as usize)
     }
 }
 
@@ -155,8 +153,7 @@ fn copy_fill(out: &mut Filler, file: &SliceFile, source: &ChunkSource, rows: &[R
     for row in rows {
         run.clear();
         extend_with_fill(&mut run, fill, 0, row.n * es);
-        // SAFETY: as in `copy_row`.
-        unsafe { out.write(row.out as usize, &run)? };
+        out.write(row.out as usize, &run)?;
     }
     Some(())
 }

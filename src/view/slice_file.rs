@@ -193,6 +193,13 @@ impl SliceFile {
         self.data_size
     }
 
+    /// Memory the selection takes gathered: its bytes, and two bits per element that say
+    /// which are taken and written (see [`crate::memory::filling`]).
+    pub(super) fn gathered_size(&self) -> u64 {
+        let elements = self.data_size / self.elem_size.max(1);
+        self.data_size + elements.div_ceil(4)
+    }
+
     /// Size of `A[SEL].npy`.
     pub fn npy_size(&self) -> u64 {
         self.header.len() as u64 + self.data_size
@@ -473,10 +480,10 @@ impl SliceFile {
     }
 
     /// True when the selection would be gathered in memory by [`SliceFile::hold_buffer`]: no
-    /// buffer is held, it is at most `max` bytes over few enough chunks, and it is not whole
+    /// buffer is held, it takes at most `max` bytes over few enough chunks, and it is not whole
     /// chunks that are each one run of it (those are sent straight from the chunks).
     pub(super) fn may_hold_buffer(&self, max: u64) -> bool {
-        let small = self.data_size > 0 && self.data_size <= max;
+        let small = self.data_size > 0 && self.gathered_size() <= max;
         small && self.slot_count() <= MAX_SLOTS && !self.runs_of_chunks && self.buffer().is_none()
     }
 
@@ -493,6 +500,7 @@ impl SliceFile {
         *held = Some(Arc::new(SelectionBuffer::new(
             self.data_size,
             self.slot_count(),
+            self.elem_size,
         )));
         // Counted as queued anew: what jobs filled into a buffer let go left with it.
         self.queued.store(0, Ordering::Relaxed);

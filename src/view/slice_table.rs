@@ -93,13 +93,13 @@ impl SliceTable {
         ino
     }
 
-    /// Lets `file` gather its selection in memory when it fits in a quarter of the cache
+    /// Lets `file` gather its selection in memory when it takes at most a quarter of the cache
     /// budget `cache`. The oldest buffers are let go first: those of files no handle has open,
     /// until what stays fits in a sixteenth of the cache with this one, then, if need be, any,
     /// until all fit in the quarter. A buffer let go returns its memory to the spares, so this
     /// selection is gathered in memory already mapped, not fresh pages.
     fn hold_buffer(&self, file: &Arc<SliceFile>, cache: u64) {
-        let (largest, kept, size) = (cache / 4, cache / 16, file.data_size());
+        let (largest, kept, size) = (cache / 4, cache / 16, file.gathered_size());
         if !file.may_hold_buffer(largest) {
             return;
         }
@@ -110,13 +110,13 @@ impl SliceTable {
             if files[at].is_open() {
                 at += 1;
             } else if let Some(old) = files.remove(at) {
-                *bytes = bytes.saturating_sub(old.data_size());
+                *bytes = bytes.saturating_sub(old.gathered_size());
                 old.drop_buffer();
             }
         }
         while *bytes + size > largest {
             let Some(old) = files.pop_front() else { break };
-            *bytes = bytes.saturating_sub(old.data_size());
+            *bytes = bytes.saturating_sub(old.gathered_size());
             old.drop_buffer();
         }
         if file.hold_buffer(largest) {
