@@ -5,7 +5,7 @@ use super::fetched::Fetched;
 use super::listed::Listed;
 use super::shard_reader::ShardReader;
 use super::{FetchCause, FetchContext, FetchError};
-use crate::codec::{CodecError, Pipeline, ShardIndex, ShardedArray, Target};
+use crate::codec::{copy_box, CodecError, Pipeline, ShardIndex, ShardedArray, Target};
 use crate::meta::{ArrayMeta, ChunkGrid, MAX_CHUNK_BYTES};
 use crate::stats::STATS;
 use crate::store::{shown_key, Store};
@@ -434,7 +434,12 @@ impl ChunkReader {
         };
         let mut buf = ctx.buffer(self.chunk_bytes as usize);
         let elem = self.meta.dtype.size();
-        super::sub_chunk::copy_box(&whole, &stored, &offset, read, elem, &mut buf);
+        copy_box(
+            (&whole, &stored, &offset),
+            (&mut buf, read, &[]),
+            read,
+            elem,
+        );
         Ok(Some(buf))
     }
 
