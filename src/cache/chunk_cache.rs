@@ -150,14 +150,10 @@ impl ChunkCache {
         self.lru.contains(&Key::Chunk(id))
     }
 
-    fn lock_prefetched(&self) -> parking_lot::MutexGuard<'_, HashSet<ChunkId>> {
-        self.prefetched.lock()
-    }
-
     /// Notes that the read-ahead workers loaded chunk `id`: the next reader of it is a hit.
     pub fn mark_prefetched(&self, id: ChunkId) {
         self.any_prefetched.store(true, Ordering::Relaxed);
-        let mut set = self.lock_prefetched();
+        let mut set = self.prefetched.lock();
         if set.len() >= PREFETCHED_MAX {
             set.clear();
         }
@@ -178,7 +174,7 @@ impl ChunkCache {
         keep: Keep,
         load: impl FnOnce(Target) -> Result<bool, ChunkError>,
     ) -> Outcome {
-        if self.any_prefetched.load(Ordering::Relaxed) && self.lock_prefetched().remove(&id) {
+        if self.any_prefetched.load(Ordering::Relaxed) && self.prefetched.lock().remove(&id) {
             add(&STATS.counters.prefetch_hits, 1);
         }
         let entry = self.lru.get_or_load(

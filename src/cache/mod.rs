@@ -9,7 +9,6 @@ pub use chunk_cache::{ChunkCache, ChunkId, Keep};
 pub use flight_lru::CacheStats;
 
 use std::error::Error;
-use std::fmt;
 use std::sync::Arc;
 
 /// A decoded chunk: `None` when the store holds no such chunk (it reads as the fill value).
@@ -17,20 +16,14 @@ pub type ChunkData = Option<Arc<Vec<u8>>>;
 
 /// Why an entry could not be loaded; cheap to clone, so every waiting reader gets it. It holds
 /// the loader's own error (see [`ChunkError::downcast_ref`]), or says the loader panicked.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, thiserror::Error)]
+#[error("{0}")]
 pub struct ChunkError(Arc<dyn Error + Send + Sync>);
 
 /// The error of a loader that panicked.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
 pub struct Panicked(pub String);
-
-impl fmt::Display for Panicked {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl Error for Panicked {}
 
 impl ChunkError {
     /// Wraps the loader's error `e`.
@@ -49,11 +42,3 @@ impl PartialEq for ChunkError {
         self.to_string() == other.to_string()
     }
 }
-
-impl fmt::Display for ChunkError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl Error for ChunkError {}

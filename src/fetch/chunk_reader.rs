@@ -5,7 +5,7 @@ use super::fetched::Fetched;
 use super::listed::Listed;
 use super::shard_reader::ShardReader;
 use super::{FetchCause, FetchContext, FetchError};
-use crate::codec::{CodecError, Pipeline, ShardIndex, ShardedArray, Target};
+use crate::codec::{copy_box, CodecError, Pipeline, ShardIndex, ShardedArray, Target};
 use crate::meta::{ArrayMeta, ChunkGrid, MAX_CHUNK_BYTES};
 use crate::stats::STATS;
 use crate::store::{shown_key, Store};
@@ -44,18 +44,6 @@ impl Loaded {
 /// that requests can wait on the network while other threads decode.
 pub struct Encoded(Option<Fetched>);
 
-impl Encoded {
-    /// Bytes fetched (0 for an absent chunk).
-    pub fn len(&self) -> usize {
-        self.0.as_deref().map_or(0, <[u8]>::len)
-    }
-
-    /// True when nothing was fetched (the chunk is absent).
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
 /// How an array's read chunks are decoded.
 enum Decoder {
     /// Each stored chunk is one read chunk, decoded whole.
@@ -72,7 +60,13 @@ pub struct ChunkReader {
     decoder: Decoder,
     /// Bytes of one decoded read chunk (0 for variable-length elements).
     chunk_bytes: u64,
-    /// The largest stored object (or inner chunk range) accepted.
+    /// The largest stored object (whole chunk, or inner chunk range of a shard) this array
+    /// accepts; larger ones are refused before they are read. Twice the largest form the chunk
+    /// takes along its codec chain (decoded, serialized, between bytes codecs: this accounts for
+    /// type-changing filters) plus 64 KiB: no compressor expands data by more than about 1% plus
+    /// a header of at most a few hundred bytes (zstd, lz4, deflate, bzip2, blosc), checksums add
+    /// at most 8 bytes and base64 a third. Variable-length chunks have no such bound and get
+    /// [`MAX_CHUNK_BYTES`].
     max_object: u64,
     /// The objects a listing of the array showed: an absent answer for one of them is a fault.
     listed: Listed,
@@ -239,17 +233,6 @@ impl ChunkReader {
             Decoder::Whole(_) => &self.meta.chunk_shape,
             Decoder::Sharded(shards) => shards.read_chunk_shape(),
         }
-    }
-
-    /// The largest stored object (whole chunk, or inner chunk range of a shard) this array
-    /// accepts; larger ones are refused before they are read. Twice the largest form the chunk
-    /// takes along its codec chain (decoded, serialized, between bytes codecs: this accounts for
-    /// type-changing filters) plus 64 KiB: no compressor expands data by more than about 1% plus
-    /// a header of at most a few hundred bytes (zstd, lz4, deflate, bzip2, blosc), checksums add
-    /// at most 8 bytes and base64 a third. Variable-length chunks have no such bound and get
-    /// [`MAX_CHUNK_BYTES`].
-    pub fn max_object_len(&self) -> u64 {
-        self.max_object
     }
 
     /// Bytes the cache holds per read chunk: the decoded chunk, plus for a sharded array one
@@ -451,7 +434,12 @@ impl ChunkReader {
         };
         let mut buf = ctx.buffer(self.chunk_bytes as usize);
         let elem = self.meta.dtype.size();
-        super::sub_chunk::copy_box(&whole, &stored, &offset, read, elem, &mut buf);
+        copy_box(
+            (&whole, &stored, &offset),
+            (&mut buf, read, &[]),
+            read,
+            elem,
+        );
         Ok(Some(buf))
     }
 
@@ -485,7 +473,7 @@ impl ChunkReader {
         }
     }
 
-    /// The whole object `key`, refused unread beyond [`ChunkReader::max_object_len`] bytes;
+    /// The whole object `key`, refused unread beyond the array's largest object (`max_object`);
     /// an absent answer is checked against the listing (see [`ChunkReader::expect_listed`]).
     fn fetch_object(&self, key: &str) -> Result<Option<Fetched>, FetchError> {
         self.listed

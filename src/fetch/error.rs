@@ -10,8 +10,8 @@ pub enum FetchCause {
     Store,
     /// The stored bytes are corrupt, truncated, or decode to the wrong size.
     Corrupt,
-    /// A stored object is larger than any encoding of its chunk can be (see
-    /// [`crate::fetch::ChunkReader::max_object_len`]); it was not read.
+    /// A stored object is larger than any encoding of its chunk can be (twice the chunk's largest
+    /// form plus 64 KiB, see [`crate::fetch::ChunkReader`]); it was not read.
     Oversized,
     /// The codec chain names a codec zarrfs does not implement.
     Unsupported,

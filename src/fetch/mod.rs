@@ -8,7 +8,6 @@ mod error;
 mod fetched;
 mod listed;
 mod shard_reader;
-mod sub_chunk;
 
 pub use chunk_reader::{ChunkReader, Encoded, Loaded};
 pub use context::{FetchContext, StoredChunk, Uncached};

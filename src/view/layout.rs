@@ -1,6 +1,7 @@
 //! Maps a range of elements of an array file (C order) to runs inside chunks.
 
 use super::GridError;
+use crate::codec::step_in;
 
 /// One stretch of consecutive elements that is consecutive in one chunk as well.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -131,10 +132,10 @@ impl GridGeometry {
                 .zip(&self.chunk_shape)
                 .map(|(r, c)| r.0 / c)
                 .collect();
-            let last: Vec<u64> = b
+            let end: Vec<u64> = b
                 .iter()
                 .zip(&self.chunk_shape)
-                .map(|(r, c)| (r.1 - 1) / c)
+                .map(|(r, c)| r.1.div_ceil(*c))
                 .collect();
             let mut idx = first.clone();
             loop {
@@ -145,12 +146,9 @@ impl GridGeometry {
                     }
                     chunks.push(chunk);
                 }
-                // On to the next chunk index of the box in C order.
-                let Some(ax) = (0..idx.len()).rev().find(|&ax| idx[ax] < last[ax]) else {
+                if !step_in(&mut idx, &first, &end) {
                     break;
-                };
-                idx[ax] += 1;
-                idx[ax + 1..].copy_from_slice(&first[ax + 1..]);
+                }
             }
         }
         chunks

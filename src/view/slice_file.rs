@@ -11,6 +11,7 @@ use super::selection_buffer::{SelectionBuffer, MAX_SLOTS};
 use super::{npy_header, ViewError};
 use crate::cache::read_ahead::{Job, ReadAhead};
 use crate::cache::ChunkCache;
+use crate::codec::step_in;
 use crate::fetch::Loaded;
 use crate::meta::ArrayMeta;
 use parking_lot::Mutex;
@@ -429,16 +430,19 @@ impl SliceFile {
     pub(super) fn slot_rows(&self, slot: u64) -> (u64, Vec<Row>) {
         let rank = self.axes.len();
         let last = rank - 1;
-        // Per axis: the chunk's grid index and the selection indices inside it.
-        let (mut w, mut g, mut range) = (slot, vec![0u64; rank], vec![(0u64, 0u64); rank]);
+        // Per axis: the chunk's grid index and the selection indices `lo..hi` inside it.
+        let (mut w, mut g, mut bounds) = (slot, vec![0u64; rank], vec![0u64; 2 * rank]);
+        let (lo, hi) = bounds.split_at_mut(rank);
         for ax in (0..rank).rev() {
             let n = self.axis_chunks[ax].len() as u64;
             g[ax] = self.axis_chunks[ax][(w % n) as usize];
             w /= n;
             let (a, cs) = (&self.axes[ax], self.chunk_shape[ax]);
-            let lo = (g[ax] * cs).saturating_sub(a.start).div_ceil(a.step);
-            let hi = ((g[ax] + 1) * cs).saturating_sub(a.start).div_ceil(a.step);
-            range[ax] = (lo, hi.min(a.count));
+            lo[ax] = (g[ax] * cs).saturating_sub(a.start).div_ceil(a.step);
+            hi[ax] = ((g[ax] + 1) * cs)
+                .saturating_sub(a.start)
+                .div_ceil(a.step)
+                .min(a.count);
         }
         let linear = (0..rank).fold(0, |l, ax| l * self.grid[ax] + g[ax]);
         let (mut out_stride, mut chunk_stride) = (vec![1u64; rank], vec![1u64; rank]);
@@ -447,10 +451,10 @@ impl SliceFile {
             chunk_stride[ax] = chunk_stride[ax + 1] * self.chunk_shape[ax + 1];
         }
         let mut rows = Vec::new();
-        if range.iter().any(|(lo, hi)| lo >= hi) {
+        if lo.iter().zip(&*hi).any(|(lo, hi)| lo >= hi) {
             return (linear, rows);
         }
-        let mut k: Vec<u64> = range.iter().map(|r| r.0).collect();
+        let mut k = lo.to_vec();
         loop {
             let (mut src, mut out) = (0, 0);
             for ax in 0..rank {
@@ -461,20 +465,11 @@ impl SliceFile {
             rows.push(Row {
                 src: src * self.elem_size,
                 out: out * self.elem_size,
-                n: range[last].1 - range[last].0,
+                n: hi[last] - lo[last],
                 step: self.axes[last].step,
             });
-            let mut ax = last;
-            loop {
-                if ax == 0 {
-                    return (linear, rows);
-                }
-                ax -= 1;
-                k[ax] += 1;
-                if k[ax] < range[ax].1 {
-                    break;
-                }
-                k[ax] = range[ax].0;
+            if !step_in(&mut k[..last], lo, hi) {
+                return (linear, rows);
             }
         }
     }

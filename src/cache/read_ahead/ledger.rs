@@ -7,7 +7,7 @@ use super::{Job, Key, Limits};
 use crate::cache::ChunkId;
 use crate::fetch::Encoded;
 use crate::stats::{add, STATS};
-use parking_lot::{Condvar, Mutex, MutexGuard};
+use parking_lot::{Condvar, Mutex};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
@@ -42,7 +42,7 @@ pub struct Reading<'a> {
 
 impl Drop for Reading<'_> {
     fn drop(&mut self) {
-        let mut state = self.ledger.lock();
+        let mut state = self.ledger.state.lock();
         if let Some(Phase::Reading(readers)) = state.phases.get_mut(&self.key) {
             *readers -= 1;
             if *readers == 0 {
@@ -144,16 +144,12 @@ pub struct Ledger {
 }
 
 impl Ledger {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock()
-    }
-
     /// Queues `job` (at the front with `urgent`: chunks a read waits for), unless its chunk is
     /// queued or loading already or `cached` says it is in the cache, or too many are queued.
     /// The cache is asked under the ledger's lock: a load leaves the ledger only once its chunk
     /// is cached, so a load ending meanwhile is seen one way or the other.
     pub(super) fn queue(&self, job: Job, urgent: bool, cached: impl Fn(ChunkId) -> bool) -> Queued {
-        let mut state = self.lock();
+        let mut state = self.state.lock();
         let id = job.key();
         if let Some(phase) = state.phases.get(&id) {
             // A queued chunk a read now waits for moves to the front (its old place is skipped).
@@ -188,12 +184,13 @@ impl Ledger {
 
     /// Reader `reader`'s continuation, made at its first use.
     pub fn continuation(&self, reader: u64) -> Arc<Continuation> {
-        self.lock().continuations.entry(reader).or_default().clone()
+        let mut state = self.state.lock();
+        state.continuations.entry(reader).or_default().clone()
     }
 
     /// Reader `reader` is gone: what is left of its continuation is not queued.
     pub fn forget(&self, reader: u64) {
-        let left = self.lock().continuations.remove(&reader);
+        let left = self.state.lock().continuations.remove(&reader);
         if let Some(left) = left {
             left.replace([]);
         }
@@ -201,15 +198,12 @@ impl Ledger {
 
     /// True when chunk `id` is queued or loading here.
     pub fn holds(&self, id: ChunkId) -> bool {
-        self.lock().phases.contains_key(&Key {
-            id,
-            claimable: true,
-        })
+        self.state.lock().phases.contains_key(&Key::chunk(id))
     }
 
     /// Chunks queued or loading.
     pub fn len(&self) -> usize {
-        self.lock().phases.len()
+        self.state.lock().phases.len()
     }
 
     /// True when nothing is queued or loading.
@@ -224,12 +218,9 @@ impl Ledger {
     /// reader waits until that is over (its own chunk, nothing else), then loads it (from the
     /// cache, normally). Readers of one chunk do not wait for each other.
     pub fn claim(&self, id: ChunkId) -> (Reading<'_>, Option<Encoded>) {
-        let key = Key {
-            id,
-            claimable: true,
-        };
+        let key = Key::chunk(id);
         let reading = Reading { ledger: self, key };
-        let mut state = self.lock();
+        let mut state = self.state.lock();
         loop {
             match state.phases.get_mut(&key) {
                 Some(Phase::Fetching(_) | Phase::Decoding) => {
@@ -261,7 +252,7 @@ impl Ledger {
 
     /// The current generation of workers (see [`Ledger::close`]).
     pub(super) fn generation(&self) -> u64 {
-        self.lock().generation
+        self.state.lock().generation
     }
 
     /// The next fetch for a fetcher of `generation`, waiting while there is none or the bytes
@@ -270,7 +261,7 @@ impl Ledger {
     /// of its group (its shard: see [`super::Source::group`]) that fit. `None` once its
     /// generation is closed.
     pub(super) fn next_fetch(&self, limits: &Limits, generation: u64) -> Option<Vec<Job>> {
-        let mut state = self.lock();
+        let mut state = self.state.lock();
         let mut waited = false;
         loop {
             if state.generation != generation {
@@ -328,7 +319,7 @@ impl Ledger {
     /// The next fetched chunk for a decoder of `generation`, waiting while there is none;
     /// `None` once its generation is closed.
     pub(super) fn next_decode(&self, generation: u64) -> Option<(Job, Encoded)> {
-        let mut state = self.lock();
+        let mut state = self.state.lock();
         loop {
             if state.generation != generation {
                 return None;
@@ -360,7 +351,7 @@ impl Ledger {
         encoded: Option<Encoded>,
         to_decoders: bool,
     ) -> Option<(Job, Option<Encoded>)> {
-        let mut state = self.lock();
+        let mut state = self.state.lock();
         state.fetching = state.fetching.saturating_sub(1);
         let id = job.key();
         match encoded {
@@ -386,7 +377,7 @@ impl Ledger {
     /// The read-ahead is done with chunk `id` (loaded, failed, or given up): readers waiting
     /// for it go on. Bytes still counted for it (a failed fetch) are released.
     pub(super) fn done(&self, id: Key) {
-        let mut state = self.lock();
+        let mut state = self.state.lock();
         let released = match state.phases.remove(&id) {
             Some(Phase::Fetching(bytes)) => {
                 state.in_flight = state.in_flight.saturating_sub(bytes);
@@ -406,7 +397,7 @@ impl Ledger {
     /// [`Ledger::next_decode`]); what they queued stays, for readers to take over or later
     /// workers to load.
     pub(super) fn close(&self) {
-        self.lock().generation += 1;
+        self.state.lock().generation += 1;
         self.changed.notify_all();
         self.fetch_ready.notify_all();
         self.decode_ready.notify_all();
@@ -471,6 +462,15 @@ mod tests {
 
     fn id(index: u64) -> ChunkId {
         ChunkId { array: 7, index }
+    }
+
+    /// Waits until `ledger` is empty; fails after 20 s (read-ahead work was lost).
+    fn wait_until_empty(ledger: &Ledger) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !ledger.is_empty() {
+            assert!(Instant::now() < deadline, "read-ahead work was lost");
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 
     /// What a [`TestSource`] does to load chunk `index` into a cache.
@@ -563,11 +563,11 @@ mod tests {
         let mut fetched: Vec<u64> = batch.iter().map(|job| job.id.index).collect();
         fetched.sort();
         assert_eq!(fetched, [0, 1, 2, 3]);
-        assert_eq!(ledger.lock().in_flight, 40, "each chunk's bytes once");
+        assert_eq!(ledger.state.lock().in_flight, 40, "each chunk's bytes once");
         for job in batch {
             ledger.done(job.key());
         }
-        assert_eq!(ledger.lock().in_flight, 0, "all released");
+        assert_eq!(ledger.state.lock().in_flight, 0, "all released");
     }
 
     #[test]
@@ -637,10 +637,6 @@ mod tests {
         let cache = Arc::new(ChunkCache::new(1 << 20));
         let ledger = cache.ledger();
         let runs = Arc::new(AtomicU32::new(0));
-        let key = |id| Key {
-            id,
-            claimable: true,
-        };
         let filler = |i: u64| id(1 << 40 | i);
         for i in 0..MAX_QUEUED as u64 - 1 {
             assert!(queue(ledger, counting(filler(i), &runs), false));
@@ -657,7 +653,7 @@ mod tests {
                     if queue(cache.ledger(), counting(filler(next), &runs), false) {
                         std::thread::yield_now();
                         let oldest = filler(next + 1 - MAX_QUEUED as u64);
-                        cache.ledger().done(key(oldest));
+                        cache.ledger().done(Key::chunk(oldest));
                         next += 1;
                     }
                     std::thread::yield_now();
@@ -674,7 +670,7 @@ mod tests {
             // Every chunk taken from the continuation is in the ledger: none was dropped.
             for i in front..next {
                 assert!(ledger.holds(id(i)), "chunk {i} taken, not queued");
-                ledger.done(key(id(i)));
+                ledger.done(Key::chunk(id(i)));
             }
             front = next;
         }
@@ -704,11 +700,7 @@ mod tests {
             bytes_in_flight: 2,
         };
         let pool = ReadAhead::start(cache.clone(), limits);
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !cache.ledger().is_empty() {
-            assert!(Instant::now() < deadline, "read-ahead work was lost");
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        wait_until_empty(cache.ledger());
         assert_eq!(runs.load(Ordering::SeqCst), 90, "each chunk once");
         drop(pool);
     }
@@ -761,11 +753,7 @@ mod tests {
             }
         }
         pool.forget(1);
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !cache.ledger().is_empty() {
-            assert!(Instant::now() < deadline, "read-ahead work was lost");
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        wait_until_empty(cache.ledger());
         drop(pool);
         let twice: Vec<(usize, u32)> = (0..CHUNKS)
             .map(|i| (i, loads[i].load(Ordering::SeqCst)))

@@ -73,6 +73,16 @@ struct Key {
     claimable: bool,
 }
 
+impl Key {
+    /// The key of a job loading chunk `id` into the cache ([`Job::chunk`]).
+    fn chunk(id: ChunkId) -> Self {
+        Key {
+            id,
+            claimable: true,
+        }
+    }
+}
+
 impl Job {
     /// A job loading chunk `id` of `source` into the cache.
     pub fn chunk(id: ChunkId, bytes: u64, source: Arc<dyn Source>) -> Self {

@@ -23,7 +23,7 @@ use self::chain::{ChunkDecoder, SHARDING};
 use self::config::{parse_codecs, parse_shape};
 use self::index::{encoded_index_len, ENTRY_BYTES};
 use crate::codec::config::{bad, get_str};
-use crate::codec::{ChunkRepr, CodecError, Pipeline};
+use crate::codec::{copy_box, step_in, ChunkRepr, CodecError, Pipeline};
 use crate::meta::{CodecSpec, DataType};
 use std::ops::Range;
 
@@ -179,51 +179,12 @@ impl ShardingCodec {
                     .zip(&self.inner_shape)
                     .map(|(c, s)| c * s)
                     .collect();
-                copy_block(
-                    &chunk,
-                    &self.inner_shape,
-                    &mut out,
-                    &self.shard_shape,
-                    &origin,
-                    es,
-                );
+                let (inner, shard) = (&self.inner_shape, &self.shard_shape);
+                copy_box((&chunk, inner, &[]), (&mut out, shard, &origin), inner, es);
             }
-            step(&mut coords, &self.grid);
+            step_in(&mut coords, &[], &self.grid);
         }
         Ok(out)
-    }
-}
-
-/// Advances C-order grid coordinates by one.
-fn step(coords: &mut [u64], grid: &[u64]) {
-    for ax in (0..coords.len()).rev() {
-        coords[ax] += 1;
-        if coords[ax] < grid[ax] {
-            return;
-        }
-        coords[ax] = 0;
-    }
-}
-
-/// Copies the C-order block `src` of shape `block` into the C-order array `out` of shape
-/// `shape`, with the block's first element at `origin`; elements are `es` bytes.
-fn copy_block(src: &[u8], block: &[u64], out: &mut [u8], shape: &[u64], origin: &[u64], es: usize) {
-    let Some((&last, outer)) = block.split_last() else {
-        out.copy_from_slice(src);
-        return;
-    };
-    let row = last as usize * es;
-    let mut pos = vec![0u64; outer.len()];
-    for src_row in src
-        .chunks_exact(row.max(1))
-        .take(outer.iter().product::<u64>() as usize)
-    {
-        let at = shape.iter().enumerate().fold(0u64, |acc, (ax, &n)| {
-            acc * n + origin[ax] + pos.get(ax).copied().unwrap_or(0)
-        });
-        let at = at as usize * es;
-        out[at..at + row].copy_from_slice(src_row);
-        step(&mut pos, outer);
     }
 }
 
