@@ -5,8 +5,8 @@
 //! forward: readers wait until a part's mark reaches their need, or the part fails. A chunk is
 //! decoded through a [`DecodeTarget`]: what the decoder reports decoded becomes readable, and
 //! only what lies past it may be written. A selection's rows are scattered over the buffer: its
-//! units (an element each) are taken by one writer before they are written and marked written
-//! after, and a read is served only where every unit is written.
+//! units (a length all its rows start and end on) are taken by one writer before they are
+//! written and marked written after, and a read is served only where every unit is written.
 
 use parking_lot::{Condvar, Mutex};
 use std::marker::PhantomData;

@@ -92,7 +92,7 @@ impl ChunkGrid {
 }
 
 /// Greatest common divisor.
-fn gcd(a: u64, b: u64) -> u64 {
+pub(crate) fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 {
         a
     } else {

@@ -20,6 +20,7 @@ mod v2;
 mod v3;
 mod v3_draft;
 
+pub(crate) use chunk_grid::gcd;
 pub use chunk_grid::{ChunkGrid, Edges};
 pub use chunk_keys::{ChunkKeys, KeyStyle};
 pub use codec_spec::CodecSpec;

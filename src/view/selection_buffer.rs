@@ -55,11 +55,11 @@ fn copy_row(
 }
 
 impl SelectionBuffer {
-    /// Room for `bytes` bytes of selection over `slots` chunks, of elements of `elem_size`
-    /// bytes.
-    pub fn new(bytes: u64, slots: u64, elem_size: u64) -> Self {
+    /// Room for `bytes` bytes of selection over `slots` chunks, whose rows start and end on
+    /// multiples of `grain` bytes.
+    pub fn new(bytes: u64, slots: u64, grain: u64) -> Self {
         SelectionBuffer {
-            out: FillingBuffer::uninit(bytes as usize, slots as usize, elem_size as usize),
+            out: FillingBuffer::uninit(bytes as usize, slots as usize, grain as usize),
         }
     }
 

@@ -13,6 +13,7 @@ use crate::cache::read_ahead::{Job, ReadAhead};
 use crate::cache::ChunkCache;
 use crate::codec::step_in;
 use crate::fetch::Loaded;
+use crate::meta::gcd;
 use crate::meta::ArrayMeta;
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -194,11 +195,31 @@ impl SliceFile {
         self.data_size
     }
 
-    /// Memory the selection takes gathered: its bytes, and two bits per element that say
-    /// which are taken and written (see [`crate::memory::filling`]).
+    /// Memory the selection takes gathered: its bytes, and two bits per unit of
+    /// [`SliceFile::row_grain`] bytes that say which are taken and written (see
+    /// [`crate::memory::filling`]).
     pub(super) fn gathered_size(&self) -> u64 {
-        let elements = self.data_size / self.elem_size.max(1);
-        self.data_size + elements.div_ceil(4)
+        self.data_size + (self.data_size / self.row_grain()).div_ceil(4)
+    }
+
+    /// The bytes every row of the selection (its part in one chunk) starts and ends on a
+    /// multiple of: rows start where an output line starts or where the last axis crosses into
+    /// a chunk, so the elements between those places, at least one.
+    fn row_grain(&self) -> u64 {
+        let (Some(a), Some(&cs), Some(chunks)) = (
+            self.axes.last(),
+            self.chunk_shape.last(),
+            self.axis_chunks.last(),
+        ) else {
+            return self.elem_size.max(1);
+        };
+        let cuts = chunks.iter().map(|&g| {
+            (g * cs)
+                .saturating_sub(a.start)
+                .div_ceil(a.step)
+                .min(a.count)
+        });
+        cuts.fold(a.count, gcd).max(1) * self.elem_size.max(1)
     }
 
     /// Size of `A[SEL].npy`.
@@ -495,7 +516,7 @@ impl SliceFile {
         *held = Some(Arc::new(SelectionBuffer::new(
             self.data_size,
             self.slot_count(),
-            self.elem_size,
+            self.row_grain(),
         )));
         // Counted as queued anew: what jobs filled into a buffer let go left with it.
         self.queued.store(0, Ordering::Relaxed);
