@@ -75,7 +75,8 @@ impl Units {
     }
 
     /// Takes units `lo..hi` for one writer; false when any of them was taken before (they
-    /// then stay taken: a layout that overlaps fails both writers).
+    /// then stay taken: of two writes that overlap, the later one fails, and both when they
+    /// race).
     fn take(&self, lo: usize, hi: usize) -> bool {
         Self::words(lo, hi).fold(true, |free, (w, mask)| {
             free & (self.taken[w].fetch_or(mask, Relaxed) & mask == 0)
