@@ -214,8 +214,14 @@ impl ObjectStoreBackend {
     }
 }
 
+/// A response whose body runs past the length its headers announced.
+#[derive(Debug, thiserror::Error)]
+#[error("the response's body is longer than the {0} bytes its headers announced")]
+struct LongerThanAnnounced(usize);
+
 /// The body of a response, gathered into `into`'s memory (emptied first): a spare buffer
-/// given by the caller is reused instead of fresh pages.
+/// given by the caller is reused instead of fresh pages. A body longer than announced is
+/// refused as soon as it is.
 async fn body(got: GetResult, mut into: Vec<u8>) -> object_store::Result<Vec<u8>> {
     let len = (got.range.end - got.range.start) as usize;
     if into.capacity() < len {
@@ -225,7 +231,14 @@ async fn body(got: GetResult, mut into: Vec<u8>) -> object_store::Result<Vec<u8>
     into.clear();
     let mut frames = got.into_stream();
     while let Some(frame) = frames.next().await {
-        into.extend_from_slice(&frame?);
+        let frame = frame?;
+        if into.len() + frame.len() > len {
+            return Err(object_store::Error::Generic {
+                store: "HTTP",
+                source: Box::new(LongerThanAnnounced(len)),
+            });
+        }
+        into.extend_from_slice(&frame);
     }
     Ok(into)
 }

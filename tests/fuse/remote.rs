@@ -410,6 +410,74 @@ fn remote_stores_answer_like_the_files_under_many_concurrent_callers() {
     ));
 }
 
+/// A server whose response runs past the length its headers announce (a range of 4 bytes, a
+/// body of 1 MiB) is refused as soon as the body passes the 4 bytes, not read whole.
+#[test]
+fn a_body_longer_than_its_headers_announce_is_refused() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::net::TcpListener;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let stop = Arc::new(AtomicBool::new(false));
+    let server = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                if stop.load(Ordering::SeqCst) {
+                    return;
+                }
+                let Ok(mut conn) = conn else { continue };
+                let mut request = BufReader::new(conn.try_clone().unwrap());
+                let mut line = String::new();
+                let _ = request.read_line(&mut line);
+                let head = line.starts_with("HEAD");
+                let ours = line.split(' ').nth(1) == Some("/s/k");
+                while request.read_line(&mut line).is_ok_and(|n| n > 2) {}
+                let answer = if !ours {
+                    "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                        .to_string()
+                } else if head {
+                    "HTTP/1.1 200 OK\r\nContent-Length: 4\r\nConnection: close\r\n\r\n".to_string()
+                } else {
+                    format!(
+                        "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-3/4\r\n\
+                         Content-Length: {}\r\nConnection: close\r\n\r\n",
+                        1 << 20
+                    )
+                };
+                let _ = conn.write_all(answer.as_bytes());
+                if ours && !head {
+                    let _ = conn.write_all(&vec![b'x'; 1 << 20]);
+                }
+            }
+        })
+    };
+    let store = zarrfs::store::open(&format!("http://127.0.0.1:{port}/s")).unwrap();
+    let got = store.get_range("k", 0, 4);
+    let mut spare = Vec::with_capacity(1 << 21);
+    let into = store.get_range_into("k", 0, 4, &mut spare);
+    stop.store(true, Ordering::SeqCst);
+    let _ = std::net::TcpStream::connect(("127.0.0.1", port));
+    server.join().unwrap();
+    for (what, result) in [
+        ("get_range", got.map(|_| ())),
+        ("get_range_into", into.map(|_| ())),
+    ] {
+        let e = result.expect_err(what);
+        assert!(
+            e.to_string()
+                .contains("longer than the 4 bytes its headers announced"),
+            "{what}: {e}"
+        );
+    }
+    assert!(
+        spare.len() <= 4,
+        "get_range_into kept {} bytes",
+        spare.len()
+    );
+}
+
 /// Store calls made from inside tokio runtimes (a caller's own async code, on a current-thread
 /// runtime and from many tasks of a multi-thread one) answer like any other: a call waits for
 /// its request without entering the store's own runtime from the caller's thread.
