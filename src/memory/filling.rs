@@ -53,9 +53,17 @@ struct Units {
 }
 
 impl Units {
+    /// Words of each map for `len` bytes in units of `grain`.
+    fn words_for(len: usize, grain: usize) -> usize {
+        len.div_ceil(grain.max(1)).div_ceil(64)
+    }
+
     fn new(len: usize, grain: usize) -> Self {
-        let words = len.div_ceil(grain).div_ceil(64);
-        let map = || (0..words).map(|_| AtomicU64::new(0)).collect();
+        let map = || {
+            (0..Self::words_for(len, grain))
+                .map(|_| AtomicU64::new(0))
+                .collect()
+        };
         Units {
             grain,
             taken: map(),
@@ -117,6 +125,14 @@ impl FillingBuffer {
         let mut buf = Self::with(super::buffers().take_about(len), len, parts);
         buf.units = Some(Units::new(len, grain.max(1)));
         buf
+    }
+
+    /// The bytes a buffer made by [`FillingBuffer::uninit`] takes besides its room: each
+    /// part's mark and state, and the units' two maps.
+    pub fn uninit_overhead(len: usize, parts: usize, grain: usize) -> usize {
+        let part = size_of::<AtomicUsize>() + size_of::<AtomicU8>();
+        let maps = 2 * Units::words_for(len, grain) * size_of::<AtomicU64>();
+        parts.saturating_mul(part).saturating_add(maps)
     }
 
     fn with(mut buf: Vec<u8>, len: usize, parts: usize) -> Self {
@@ -523,6 +539,11 @@ mod tests {
     #[test]
     fn scattered_writes_refuse_what_another_took_and_reads_wait_for_every_unit() {
         let buf = FillingBuffer::uninit(64, 2, 4);
+        assert_eq!(
+            FillingBuffer::uninit_overhead(64, 2, 4),
+            2 * 9 + 2 * 8,
+            "two parts' marks and states, and a word per map for 16 units"
+        );
         let (mut a, mut b) = (buf.claim(0).unwrap(), buf.claim(1).unwrap());
         assert_eq!(a.write(8, &[1; 8]), Some(()));
         assert_eq!(b.write(12, &[2; 8]), None, "overlaps a's units");

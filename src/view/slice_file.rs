@@ -13,6 +13,7 @@ use crate::cache::read_ahead::{Job, ReadAhead};
 use crate::cache::ChunkCache;
 use crate::codec::step_in;
 use crate::fetch::Loaded;
+use crate::memory::filling::FillingBuffer;
 use crate::meta::gcd;
 use crate::meta::ArrayMeta;
 use parking_lot::Mutex;
@@ -195,11 +196,12 @@ impl SliceFile {
         self.data_size
     }
 
-    /// Memory the selection takes gathered: its bytes, and two bits per unit of
-    /// [`SliceFile::row_grain`] bytes that say which are taken and written (see
-    /// [`crate::memory::filling`]).
+    /// Memory the selection takes gathered: its bytes and the bookkeeping of its buffer (two
+    /// bits per unit of [`SliceFile::row_grain`] bytes, and each chunk's mark and state).
     pub(super) fn gathered_size(&self) -> u64 {
-        self.data_size + (self.data_size / self.row_grain()).div_ceil(4)
+        let (len, parts) = (self.data_size as usize, self.slot_count() as usize);
+        let overhead = FillingBuffer::uninit_overhead(len, parts, self.row_grain() as usize);
+        self.data_size.saturating_add(overhead as u64)
     }
 
     /// The bytes every row of the selection (its part in one chunk) starts and ends on a
