@@ -14,6 +14,15 @@ pub struct AxisSel {
     pub dropped: bool,
 }
 
+impl AxisSel {
+    /// How many of the selected indices lie before source index `at`.
+    pub fn selected_before(&self, at: u64) -> u64 {
+        at.saturating_sub(self.start)
+            .div_ceil(self.step)
+            .min(self.count)
+    }
+}
+
 /// A selection resolved against a shape: one [`AxisSel`] per source axis.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Selection {

@@ -215,12 +215,7 @@ impl SliceFile {
         ) else {
             return self.elem_size.max(1);
         };
-        let cuts = chunks.iter().map(|&g| {
-            (g * cs)
-                .saturating_sub(a.start)
-                .div_ceil(a.step)
-                .min(a.count)
-        });
+        let cuts = chunks.iter().map(|&g| a.selected_before(g * cs));
         cuts.fold(a.count, gcd).max(1) * self.elem_size.max(1)
     }
 
@@ -461,11 +456,8 @@ impl SliceFile {
             g[ax] = self.axis_chunks[ax][(w % n) as usize];
             w /= n;
             let (a, cs) = (&self.axes[ax], self.chunk_shape[ax]);
-            lo[ax] = (g[ax] * cs).saturating_sub(a.start).div_ceil(a.step);
-            hi[ax] = ((g[ax] + 1) * cs)
-                .saturating_sub(a.start)
-                .div_ceil(a.step)
-                .min(a.count);
+            lo[ax] = a.selected_before(g[ax] * cs);
+            hi[ax] = a.selected_before((g[ax] + 1) * cs);
         }
         let linear = (0..rank).fold(0, |l, ax| l * self.grid[ax] + g[ax]);
         let (mut out_stride, mut chunk_stride) = (vec![1u64; rank], vec![1u64; rank]);
