@@ -13,6 +13,7 @@ use super::location::Location;
 use super::{
     check_key, too_large, Entry, EntryKind, Latency, Object, ObjectMeta, Store, StoreError,
 };
+use crate::memory::{buffers, Buffers};
 use futures::StreamExt;
 use object_store::path::Path;
 use object_store::{GetOptions, GetRange, GetResult, ObjectStore, ObjectStoreExt};
@@ -184,7 +185,7 @@ impl ObjectStoreBackend {
         };
         let inner = self.inner.clone();
         let got = self.run(key, deadline, async move {
-            body(inner.get_opts(&path, options).await?, into).await
+            body(inner.get_opts(&path, options).await?, into, buffers()).await
         });
         match got {
             Err(e) if !matches!(e, StoreError::TimedOut { .. }) => {
@@ -220,13 +221,19 @@ impl ObjectStoreBackend {
 struct LongerThanAnnounced(usize);
 
 /// The body of a response, gathered into `into`'s memory (emptied first): a spare buffer
-/// given by the caller is reused instead of fresh pages. A body longer than announced is
-/// refused as soon as it is.
-async fn body(got: GetResult, mut into: Vec<u8>) -> object_store::Result<Vec<u8>> {
+/// given by the caller is reused instead of fresh pages, or, too small, exchanged for one of
+/// `spares` with room. A body longer than announced is refused as soon as it is.
+async fn body(
+    got: GetResult,
+    mut into: Vec<u8>,
+    spares: &Buffers,
+) -> object_store::Result<Vec<u8>> {
     let len = (got.range.end - got.range.start) as usize;
     if into.capacity() < len {
-        // Growing would copy the old capacity's bytes for nothing.
-        into = Vec::with_capacity(len);
+        // Growing would copy the old capacity's bytes for nothing: the spare is kept for a
+        // smaller body, and one with room taken instead.
+        spares.give(std::mem::take(&mut into));
+        into = spares.take_about(len);
     }
     into.clear();
     let mut frames = got.into_stream();
@@ -275,7 +282,7 @@ impl Store for ObjectStoreBackend {
                 return Ok(Err(got.meta.size));
             }
             let mtime = mtime(&got.meta);
-            let bytes = body(got, Vec::new()).await?;
+            let bytes = body(got, Vec::new(), buffers()).await?;
             Ok(Ok(Object { bytes, mtime }))
         })?;
         match got {
@@ -317,7 +324,7 @@ impl Store for ObjectStoreBackend {
         let got = self.run(key, deadline, async move {
             let got = inner.get_opts(&path, options).await?;
             let size = got.meta.size;
-            Ok((body(got, Vec::new()).await?, size))
+            Ok((body(got, Vec::new(), buffers()).await?, size))
         });
         match got {
             // An empty suffix, or one longer than the value, which some servers refuse: the
@@ -443,5 +450,30 @@ mod tests {
         assert!(err.to_string().contains("--endpoint"), "{err}");
         // An emulator's endpoint for gs:// (fake-gcs-server), plain http allowed.
         assert!(open("gs://bucket/x", &endpoint).is_ok());
+    }
+
+    #[test]
+    fn a_spare_too_small_for_a_body_is_kept_and_one_with_room_taken() {
+        let store = object_store::memory::InMemory::new();
+        let bytes: Vec<u8> = (0..100u8).collect();
+        let rt = runtime().unwrap();
+        let path = Path::from("k");
+        rt.block_on(store.put(&path, bytes.clone().into())).unwrap();
+        let spares = Buffers::new(1 << 20);
+        let (roomy, too_big) = (Vec::with_capacity(150), Vec::with_capacity(1000));
+        let roomy_at = roomy.as_ptr();
+        spares.give(too_big);
+        spares.give(roomy);
+        let small = Vec::with_capacity(10);
+        let got = rt
+            .block_on(async { body(store.get(&path).await.unwrap(), small, &spares).await })
+            .unwrap();
+        assert_eq!(got, bytes);
+        assert_eq!(
+            got.as_ptr(),
+            roomy_at,
+            "the spare with room, not twice too much"
+        );
+        assert_eq!(spares.held(), 1000 + 10, "the small spare is kept");
     }
 }
