@@ -632,13 +632,15 @@ mount_requests() { sed -n 's/.*: scanned in .*: \([0-9]*\) requests.*/\1/p' "$RU
 
 # Latencies (ms) the delay proxy adds for the remote read rows; 0 goes straight to s3s-fs.
 REMOTE_DELAYS="0 100 200"
+# A command prefix for the S3 server and the delay proxy (empty: they share every core).
+SERVER_PIN=()
 
 # Starts scripts/delay_proxy.py in front of the S3 server on port $1, holding every response
 # $2 ms; sets PROXY_PORT and PROXY_PID.
 start_proxy() {
     local r
     PROXY_PORT=$(free_port)
-    "$PYTHON" "$SCRIPTS/delay_proxy.py" --listen "$PROXY_PORT" --to "127.0.0.1:$1" --delay-ms "$2" \
+    "${SERVER_PIN[@]}" "$PYTHON" "$SCRIPTS/delay_proxy.py" --listen "$PROXY_PORT" --to "127.0.0.1:$1" --delay-ms "$2" \
         >>"$RUN/delay-proxy.log" 2>&1 &
     PROXY_PID=$!
     echo "$PROXY_PID" >> "$RUN/pids"
@@ -721,7 +723,7 @@ start_s3() { # ROOT: serves ROOT (one bucket per directory) with s3s-fs; sets S3
     local port r
     command -v s3s-fs >/dev/null || die "s3s-fs is missing: cargo install s3s-fs --version 0.14.1 --features binary"
     port=$(free_port)
-    s3s-fs --host 127.0.0.1 --port "$port" --access-key "$S3_KEY" --secret-key "$S3_SECRET" "$1" \
+    "${SERVER_PIN[@]}" s3s-fs --host 127.0.0.1 --port "$port" --access-key "$S3_KEY" --secret-key "$S3_SECRET" "$1" \
         >"$RUN/s3s-fs.log" 2>&1 &
     S3_PID=$!
     echo "$S3_PID" >> "$RUN/pids"
@@ -736,6 +738,34 @@ start_s3() { # ROOT: serves ROOT (one bucket per directory) with s3s-fs; sets S3
 stop_s3() {
     kill "$S3_PID" 2>/dev/null || true
     wait "$S3_PID" 2>/dev/null || true
+}
+
+# The latency rows again with the S3 server and the delay proxy on the machine's last core and
+# every reader (zarrfs, dd, zarr-python, the plain fetch) on the others: a server elsewhere, as
+# object storage is, instead of one competing with the decoding readers for their cores. Needs
+# two cores or more.
+remote_apart() {
+    local root=$1 last=$((CORES - 1)) delay r key
+    [ "$CORES" -ge 2 ] || { log "remote, server apart: skipped (one core)"; return 0; }
+    SERVER_PIN=(taskset -c "$last")
+    start_s3 "$root"
+    taskset -pc "0-$((last - 1))" $$ > /dev/null
+    for delay in $REMOTE_DELAYS; do
+        [ "$delay" = 0 ] && continue
+        key=remote.apart.d$delay.zstd
+        start_proxy "${S3_EP##*:}" "$delay"
+        for r in $(seq "$REPS"); do
+            remote_cold_dd "http://127.0.0.1:$PROXY_PORT" "$key" "$([ "$r" = 1 ] && echo 1)" arrays.zarr zstd
+            rec "$key.zarr" "$(py "$SCRIPTS/bench_read.py" zarr s3://bench/arrays.zarr/zstd : \
+                --warmup s3://bench/arrays.zarr/zstd --endpoint "http://127.0.0.1:$PROXY_PORT" | jget seconds)"
+            rec "$key.fetch64" "$(plain_fetch "http://127.0.0.1:$PROXY_PORT" | jget seconds)"
+            log "$key (server on core $last, readers on the others): zarrfs cold $COLD s"
+        done
+        stop_proxy
+    done
+    taskset -pc "0-$last" $$ > /dev/null
+    stop_s3
+    SERVER_PIN=()
 }
 
 section_remote() {
@@ -786,6 +816,7 @@ section_remote() {
         log "remote mount rep $r: $(grep -P '^remote\.mount\.(listed|consolidated)\t' "$RESULTS" | tail -n2 | tr '\t\n' '= ')"
     done
     stop_s3
+    remote_apart "$root"
 }
 
 # 8. Decode once (--cache-dir): reads served from backing files, and the machine's limit for a

@@ -324,6 +324,24 @@ def rows(r, p):
             add("7 remote", f"cold `dd bs=1M` {where}, the same volume uncompressed, vs a plain fetch of "
                 "its chunk objects, 64 in flight", fmt_rate(z), fmt_rate(b), z / b, "—", None,
                 med=(f"{plain}.cold", f"{plain}.fetch64", False))
+    # The same reads with the S3 server and the proxy on a core of their own and the readers on
+    # the others (bench.sh remote_apart): a server elsewhere, not competing for the decoding's cores.
+    for delay in (100, 200):
+        key = f"remote.apart.d{delay}.zstd"
+        z = rate(f"{key}.cold")
+        if z is None:
+            continue
+        for base, what, target in (
+            ("fetch64", "a plain fetch of the chunk objects, 64 in flight, no decoding", 0.8),
+            ("zarr", "zarr-python + obstore (default settings)", 1.5),
+        ):
+            b = rate(f"{key}.{base}")
+            if b is None:
+                continue
+            add("7 remote", f"cold `dd bs=1M` over S3 + {delay} ms per response, the S3 server and the "
+                f"proxy on a core of their own (readers on the others), zstd, vs {what}",
+                fmt_rate(z), fmt_rate(b), z / b, f"≥ {target}", z / b >= target,
+                med=(f"{key}.cold", f"{key}.{base}", False))
     for kind, label in (("consolidated", "with consolidated metadata"), ("listed", "without (listing)")):
         t, base = r.min(f"remote.mount.{kind}"), r.min("meta.mount")
         if t is None:
