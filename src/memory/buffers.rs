@@ -1,16 +1,15 @@
 //! Large buffers kept for reuse: writing into memory that is already mapped saves the page
 //! faults of a fresh allocation, which cost about as much as decoding a chunk.
 
+use super::allocator::HUGE_PAGE;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Transparent huge pages' size.
-const HUGE_PAGE: usize = 2 << 20;
-
-/// An empty buffer with room for `room` bytes. A large one is backed by transparent huge pages
-/// where the kernel allows them on request (`madvise` mode): its first touch then costs one
-/// fault per 2 MiB instead of one per 4 KiB, which on a chunk-sized buffer is about as much time
-/// as decoding into it (BENCHMARKS.md, "Allocator"). Only such buffers ask: for all of the
+/// An empty buffer with room for `room` bytes. A large one (placed on a 2 MiB boundary by
+/// [`super::Allocator`]) is backed by transparent huge pages where the kernel allows them on
+/// request (`madvise` mode) over its whole 2 MiB pages: its first touch then costs one fault per
+/// 2 MiB instead of one per 4 KiB, which on a chunk-sized buffer is about as much time as
+/// decoding into it (BENCHMARKS.md, "Allocator"). Only such buffers ask: for all of the
 /// allocator's memory, huge pages made every arena's touched memory resident in 2 MiB pieces.
 pub fn room_for(room: usize) -> Vec<u8> {
     let buf = Vec::with_capacity(room);

@@ -7,17 +7,19 @@
 //!   gathered selections let go, within one budget sized by the chunk cache ([`size_for_cache`]);
 //! - the global allocator ([`Allocator`], installed by the binary): jemalloc, for what the
 //!   spares do not cover, with the options in [`malloc_conf`] (chosen against an allocator of
-//!   our own, BENCHMARKS.md "Allocator");
+//!   our own, BENCHMARKS.md "Allocator") and its blocks of 2 MiB and more on huge-page
+//!   boundaries;
 //! - [`tune_malloc`]: glibc's malloc, which the C codec libraries still use (the Rust
 //!   allocator's symbols are jemalloc's own, prefixed, so C code keeps calling glibc);
 //! - [`filling`]: buffers read while they are written (a chunk as it decodes, a selection as
 //!   its chunks arrive), with their unsafe code in one file.
 
+mod allocator;
 mod buffers;
 pub mod filling;
 
+pub use allocator::Allocator;
 pub use buffers::Buffers;
-pub use tikv_jemallocator::Jemalloc as Allocator;
 
 /// The spares kept before [`size_for_cache`] is called, and added to the chunks' share after:
 /// room for about eight fetches in flight.
