@@ -75,8 +75,8 @@ mod tests {
         assert_eq!(placed(large).align(), HUGE_PAGE);
         assert_eq!(placed(large).size(), HUGE_PAGE);
         let a = Allocator;
-        // SAFETY: blocks allocated, grown across the threshold and back, and freed with the
-        // layouts they have at each step.
+        // SAFETY: blocks allocated, grown and shrunk across the threshold and beyond it, and
+        // freed with the layouts they have at each step.
         unsafe {
             let p = a.alloc(small);
             assert!(!p.is_null());
@@ -89,9 +89,24 @@ mod tests {
             );
             assert_eq!(*q.add(HUGE_PAGE - 2), 7, "the bytes moved with it");
             let big = Layout::from_size_align(3 * HUGE_PAGE, 8).unwrap();
+            q.add(3 * HUGE_PAGE - 1).write(9);
+            let q = a.realloc(q, big, 7 * HUGE_PAGE);
+            assert_eq!(
+                q as usize % HUGE_PAGE,
+                0,
+                "grown while large: still aligned"
+            );
+            assert_eq!((*q, *q.add(3 * HUGE_PAGE - 1)), (7, 9));
+            let bigger = Layout::from_size_align(7 * HUGE_PAGE, 8).unwrap();
+            let q = a.realloc(q, bigger, 3 * HUGE_PAGE);
             let r = a.realloc(q, big, 100);
             assert_eq!(*r.add(99), 7);
             a.dealloc(r, Layout::from_size_align(100, 8).unwrap());
+            for _ in 0..8 {
+                let b = a.alloc(large);
+                assert_eq!(b as usize % HUGE_PAGE, 0);
+                a.dealloc(b, large);
+            }
             let z = a.alloc_zeroed(large);
             assert_eq!(z as usize % HUGE_PAGE, 0);
             assert_eq!(*z.add(HUGE_PAGE - 1), 0);

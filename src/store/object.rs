@@ -222,18 +222,22 @@ struct LongerThanAnnounced(usize);
 
 /// The body of a response, gathered into `into`'s memory (emptied first): a spare buffer
 /// given by the caller is reused instead of fresh pages, or, too small, exchanged for one of
-/// `spares` with room. A body longer than announced is refused as soon as it is.
+/// `spares` with room (at most twice the body). A body longer than announced is refused as
+/// soon as it is.
 async fn body(
     got: GetResult,
     mut into: Vec<u8>,
     spares: &Buffers,
 ) -> object_store::Result<Vec<u8>> {
     let len = (got.range.end - got.range.start) as usize;
-    if into.capacity() < len {
+    if into.capacity() == 0 {
+        // No spare given (a metadata or shard read, not given back): the pool is left alone.
+        into = Vec::with_capacity(len);
+    } else if into.capacity() < len {
         // Growing would copy the old capacity's bytes for nothing: the spare is kept for a
         // smaller body, and one with room taken instead.
-        spares.give(std::mem::take(&mut into));
-        into = spares.take_about(len);
+        let room = spares.take_about(len);
+        spares.give(std::mem::replace(&mut into, room));
     }
     into.clear();
     let mut frames = got.into_stream();
@@ -459,21 +463,38 @@ mod tests {
         let rt = runtime().unwrap();
         let path = Path::from("k");
         rt.block_on(store.put(&path, bytes.clone().into())).unwrap();
+        let read = |into: Vec<u8>, spares: &Buffers| {
+            rt.block_on(async { body(store.get(&path).await.unwrap(), into, spares).await })
+                .unwrap()
+        };
         let spares = Buffers::new(1 << 20);
-        let (roomy, too_big) = (Vec::with_capacity(150), Vec::with_capacity(1000));
-        let roomy_at = roomy.as_ptr();
+        let too_big = Vec::with_capacity(1000);
+        let too_big_at = too_big.as_ptr();
         spares.give(too_big);
-        spares.give(roomy);
-        let small = Vec::with_capacity(10);
-        let got = rt
-            .block_on(async { body(store.get(&path).await.unwrap(), small, &spares).await })
-            .unwrap();
+        let got = read(Vec::with_capacity(10), &spares);
         assert_eq!(got, bytes);
-        assert_eq!(
+        assert_ne!(
             got.as_ptr(),
-            roomy_at,
-            "the spare with room, not twice too much"
+            too_big_at,
+            "a spare over twice the body is not taken"
         );
         assert_eq!(spares.held(), 1000 + 10, "the small spare is kept");
+        let roomy = Vec::with_capacity(150);
+        let roomy_at = roomy.as_ptr();
+        spares.give(roomy);
+        let got = read(Vec::with_capacity(10), &spares);
+        assert_eq!(
+            (got.as_ptr(), &got),
+            (roomy_at, &bytes),
+            "the spare with room"
+        );
+        assert_eq!(spares.held(), 1000 + 10 + 10);
+        let got = read(Vec::new(), &spares);
+        assert_eq!(got, bytes);
+        assert_eq!(
+            spares.held(),
+            1000 + 10 + 10,
+            "no spare given: the pool left alone"
+        );
     }
 }
