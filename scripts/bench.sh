@@ -671,6 +671,15 @@ plain_fetch() {
     return 1
 }
 
+# One untimed read of the zstd array through a newly started server or proxy at endpoint $1:
+# their first connections and requests are slower, which would otherwise fall on whichever
+# reader comes first.
+warm_server() {
+    mount_fs "s3://bench/arrays.zarr" --endpoint "$1"
+    dd_secs "$MNT/zstd" > /dev/null
+    unmount_fs
+}
+
 # zarrfs's cold dd of array $5 of s3://bench/$4 at endpoint $1, recorded as $2.cold and left in
 # COLD; $3 = 1 checks its bytes against raw.bin.
 remote_cold_dd() {
@@ -740,30 +749,38 @@ stop_s3() {
     wait "$S3_PID" 2>/dev/null || true
 }
 
-# The latency rows again with the S3 server and the delay proxy on the machine's last core and
-# every reader (zarrfs, dd, zarr-python, the plain fetch) on the others: a server elsewhere, as
-# object storage is, instead of one competing with the decoding readers for their cores. Needs
-# two cores or more.
+# The latency rows again with the S3 server and the delay proxy on the last core this run may use
+# and every reader (zarrfs, dd, zarr-python, the plain fetch) on the others: a server elsewhere,
+# as object storage is, instead of one competing with the decoding readers for their cores. The
+# section runs in a subshell ($BASHPID), whose children inherit its affinity. Needs two cores.
 remote_apart() {
-    local root=$1 last=$((CORES - 1)) delay r key
-    [ "$CORES" -ge 2 ] || { log "remote, server apart: skipped (one core)"; return 0; }
+    local root=$1 allowed cpus last delay r key ep s f
+    allowed=$(taskset -pc "$BASHPID" | sed 's/.*: //')
+    cpus=$("$PYTHON" -c 'import os; print(" ".join(map(str, sorted(os.sched_getaffinity(0)))))')
+    read -ra cpus <<<"$cpus"
+    [ "${#cpus[@]}" -ge 2 ] || { log "remote, server apart: skipped (one core)"; return 0; }
+    last=${cpus[-1]}
     SERVER_PIN=(taskset -c "$last")
     start_s3 "$root"
-    taskset -pc "0-$((last - 1))" $$ > /dev/null
+    taskset -pc "$(IFS=,; echo "${cpus[*]:0:${#cpus[@]}-1}")" "$BASHPID" > /dev/null
     for delay in $REMOTE_DELAYS; do
         [ "$delay" = 0 ] && continue
         key=remote.apart.d$delay.zstd
         start_proxy "${S3_EP##*:}" "$delay"
+        ep=http://127.0.0.1:$PROXY_PORT
+        warm_server "$ep"
         for r in $(seq "$REPS"); do
-            remote_cold_dd "http://127.0.0.1:$PROXY_PORT" "$key" "$([ "$r" = 1 ] && echo 1)" arrays.zarr zstd
-            rec "$key.zarr" "$(py "$SCRIPTS/bench_read.py" zarr s3://bench/arrays.zarr/zstd : \
-                --warmup s3://bench/arrays.zarr/zstd --endpoint "http://127.0.0.1:$PROXY_PORT" | jget seconds)"
-            rec "$key.fetch64" "$(plain_fetch "http://127.0.0.1:$PROXY_PORT" | jget seconds)"
-            log "$key (server on core $last, readers on the others): zarrfs cold $COLD s"
+            remote_cold_dd "$ep" "$key" "$([ "$r" = 1 ] && echo 1)" arrays.zarr zstd
+            s=$(py "$SCRIPTS/bench_read.py" zarr s3://bench/arrays.zarr/zstd : \
+                --warmup s3://bench/arrays.zarr/zstd --endpoint "$ep" | jget seconds)
+            rec "$key.zarr" "$s"
+            f=$(plain_fetch "$ep" | jget seconds)
+            rec "$key.fetch64" "$f"
+            log "$key (server on CPU $last, readers on the others): zarrfs cold $COLD s; zarr-python + obstore $s s; plain fetch $f s"
         done
         stop_proxy
     done
-    taskset -pc "0-$last" $$ > /dev/null
+    taskset -pc "$allowed" "$BASHPID" > /dev/null
     stop_s3
     SERVER_PIN=()
 }
@@ -785,6 +802,7 @@ section_remote() {
     for delay in $REMOTE_DELAYS; do
         if [ "$delay" = 0 ]; then key=remote.full.zstd; else key=remote.d$delay.zstd; fi
         [ "$delay" = 0 ] || start_proxy "${S3_EP##*:}" "$delay"
+        if [ "$delay" = 0 ]; then warm_server "$ep"; else warm_server "http://127.0.0.1:$PROXY_PORT"; fi
         for r in $(seq "$REPS"); do
             if [ "$delay" = 0 ]; then
                 remote_read_rows "$ep" "$key" "$([ "$r" = 1 ] && echo 1)"
