@@ -140,7 +140,13 @@ impl Stream {
         };
         self.stride = stride;
         self.last_offset = Some(offset);
-        self.last_end = self.last_end.max(end);
+        // Out-of-order requests of one run keep its furthest end; a jump (back to the start
+        // for a second pass, or anywhere else) starts a new run from the read itself.
+        self.last_end = if sequential {
+            self.last_end.max(end)
+        } else {
+            end
+        };
         if self.sequential_hits >= CONFIRM {
             let ramp = self
                 .last_end
@@ -218,6 +224,31 @@ mod tests {
             s.record(102 << 20, 1 << 20, 8 << 20, u64::MAX),
             Prediction::Range(103 << 20, 109 << 20)
         );
+    }
+
+    #[test]
+    fn a_second_pass_from_the_start_is_sequential_again() {
+        let mut s = Stream::new(2, false);
+        let mib = 1 << 20;
+        for k in 0..64 {
+            s.record(k * mib, mib, 8 * mib, u64::MAX);
+        }
+        assert!(s.is_sequential());
+        // Back to the start: a new run, confirmed as soon as it goes on in order.
+        s.record(0, mib, 8 * mib, u64::MAX);
+        assert!(!s.is_sequential());
+        s.record(mib, mib, 8 * mib, u64::MAX);
+        assert_eq!(
+            s.record(2 * mib, mib, 8 * mib, u64::MAX),
+            Prediction::Range(3 * mib, 9 * mib)
+        );
+        // The same after reading the file's tail first.
+        let mut s = Stream::new(2, false);
+        s.record(900 * mib, mib, 8 * mib, u64::MAX);
+        s.record(0, mib, 8 * mib, u64::MAX);
+        s.record(mib, mib, 8 * mib, u64::MAX);
+        s.record(2 * mib, mib, 8 * mib, u64::MAX);
+        assert!(s.is_sequential());
     }
 
     #[test]
