@@ -408,7 +408,7 @@ impl Ledger {
 /// near the front of the queue, while their bytes fit in `limits`.
 fn take_group(state: &mut State, batch: &mut Vec<Job>, limits: &Limits) {
     let first = &batch[0];
-    let Some(group) = first.source.group(first.id.index) else {
+    let Some(group) = group_of(first, first.id.index) else {
         return;
     };
     let first = first.key();
@@ -421,7 +421,7 @@ fn take_group(state: &mut State, batch: &mut Vec<Job>, limits: &Limits) {
             continue;
         };
         let (same, index) = (id.claimable == first.claimable, id.id.index);
-        if !same || id.id.array != first.id.array || job.source.group(index) != Some(group) {
+        if !same || id.id.array != first.id.array || group_of(job, index) != Some(group) {
             continue;
         }
         // A chunk moved to the front is in the queue twice: its bytes are counted once.
@@ -440,6 +440,15 @@ fn take_group(state: &mut State, batch: &mut Vec<Job>, limits: &Limits) {
             batch.push(job);
         }
     }
+}
+
+/// The group of chunk `index` of `job`'s source. It is asked with the first chunk of a batch
+/// already counted as fetching, so a source that panics is taken as grouping nothing: the
+/// batch goes on alone instead of its chunk staying "being fetched" with no fetcher.
+fn group_of(job: &Job, index: u64) -> Option<u64> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job.source.group(index)))
+        .ok()
+        .flatten()
 }
 
 #[cfg(test)]
@@ -479,7 +488,7 @@ mod tests {
     /// A source for the tests: its chunks fetch and decode in one step (`load`), grouped as
     /// `group` says.
     struct TestSource {
-        group: Option<u64>,
+        group: fn(u64) -> Option<u64>,
         load: LoadChunk,
     }
 
@@ -492,8 +501,8 @@ mod tests {
             indexes.iter().map(|_| Ok(None)).collect()
         }
 
-        fn group(&self, _index: u64) -> Option<u64> {
-            self.group
+        fn group(&self, index: u64) -> Option<u64> {
+            (self.group)(index)
         }
 
         fn load(&self, cache: &ChunkCache, index: u64, _encoded: Option<Encoded>) {
@@ -505,7 +514,7 @@ mod tests {
     fn counting_source(runs: &Arc<AtomicU32>) -> TestSource {
         let runs = runs.clone();
         TestSource {
-            group: None,
+            group: |_| None,
             load: Box::new(move |_, _| {
                 runs.fetch_add(1, Ordering::SeqCst);
             }),
@@ -543,7 +552,7 @@ mod tests {
     fn a_chunk_moved_to_the_front_is_fetched_and_counted_in_flight_once() {
         let ledger = Ledger::default();
         let grouped: Arc<dyn super::super::Source> = Arc::new(TestSource {
-            group: Some(0),
+            group: |_| Some(0),
             load: Box::new(|_, _| {}),
         });
         let job = |i| Job::chunk(id(i), 10, grouped.clone());
@@ -567,6 +576,31 @@ mod tests {
         for job in batch {
             ledger.done(job.key());
         }
+        assert_eq!(ledger.state.lock().in_flight, 0, "all released");
+    }
+
+    #[test]
+    fn a_source_whose_grouping_panics_still_has_its_chunks_fetched() {
+        let ledger = Ledger::default();
+        let source: Arc<dyn super::super::Source> = Arc::new(TestSource {
+            group: |index| panic!("no group for chunk {index}"),
+            load: Box::new(|_, _| {}),
+        });
+        for i in 0..2 {
+            assert!(queue(&ledger, Job::chunk(id(i), 10, source.clone()), false));
+        }
+        let limits = Limits {
+            fetchers: 1,
+            decoders: 1,
+            bytes_in_flight: 1000,
+        };
+        for i in 0..2 {
+            let batch = ledger.next_fetch(&limits, ledger.generation()).unwrap();
+            let fetched: Vec<u64> = batch.iter().map(|job| job.id.index).collect();
+            assert_eq!(fetched, [i], "each alone, in order");
+            ledger.done(batch[0].key());
+        }
+        assert!(ledger.is_empty());
         assert_eq!(ledger.state.lock().in_flight, 0, "all released");
     }
 
@@ -717,7 +751,7 @@ mod tests {
         // Loads each chunk into the cache, counting the loads per chunk.
         let counted = loads.clone();
         let source: Arc<dyn super::super::Source> = Arc::new(TestSource {
-            group: None,
+            group: |_| None,
             load: Box::new(move |cache, index| {
                 let _ = cache.get_or_load(id(index), crate::cache::Keep::Whole, |target| {
                     counted[index as usize].fetch_add(1, Ordering::SeqCst);
