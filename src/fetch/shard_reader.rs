@@ -1,6 +1,8 @@
 //! Reading the inner chunks of a sharded array by byte range: the shard's index (one request:
 //! the last bytes of the shard with its size, or its first bytes; decoded once and kept by the
-//! [`FetchContext`]), then one ranged read per inner chunk. A whole shard is never read.
+//! [`FetchContext`]), then ranged reads of the inner chunks: one per chunk for a read, one per
+//! run of nearby chunks for the read-ahead's batches, several in flight at once. A whole shard
+//! is never read.
 
 use super::listed::Listed;
 use super::{FetchCause, FetchContext, FetchError, ShardIndexIfStored};
@@ -8,6 +10,8 @@ use crate::codec::ShardedArray;
 use crate::meta::{ChunkGrid, ChunkKeys};
 use crate::stats::STATS;
 use crate::store::Store;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Reads one sharded array's inner chunks.
@@ -123,7 +127,7 @@ impl ShardReader {
         let mut out: Vec<Result<Option<Vec<u8>>, FetchError>> =
             idxs.iter().map(|_| Ok(None)).collect();
         // Where each wanted inner chunk lies: (shard key, byte range, position in `idxs`).
-        let mut wanted: Vec<(String, std::ops::Range<u64>, usize, usize)> = Vec::new();
+        let mut wanted: Vec<Wanted> = Vec::new();
         for (at, idx) in idxs.iter().enumerate() {
             let (array, shard, inner) = match self.place(idx) {
                 Ok(place) => place,
@@ -163,6 +167,7 @@ impl ShardReader {
             wanted.push((key, range, at, inner));
         }
         wanted.sort_by(|a, b| (&a.0, a.1.start).cmp(&(&b.0, b.1.start)));
+        let mut runs: Vec<&[Wanted]> = Vec::new();
         let mut rest = wanted.as_slice();
         while let Some((key, first, ..)) = rest.first() {
             let (start, mut end, mut n) = (first.start, first.end, 1);
@@ -175,16 +180,24 @@ impl ShardReader {
                 n += 1;
             }
             let (run, later) = rest.split_at(n);
+            runs.push(run);
             rest = later;
-            match read_exact(store, key, start, end - start) {
+        }
+        // The run holding the first chunk asked for (the one a reader may wait for) goes first.
+        if let Some(at) = runs.iter().position(|run| run.iter().any(|w| w.2 == 0)) {
+            runs[..=at].rotate_right(1);
+        }
+        for (run, got) in runs.iter().zip(read_runs(store, &runs)) {
+            let (key, start) = (&run[0].0, run[0].1.start);
+            match got {
                 Ok(bytes) => {
-                    for (_, r, at, _) in run {
+                    for (_, r, at, _) in run.iter() {
                         let part = (r.start - start) as usize..(r.end - start) as usize;
                         out[*at] = Ok(Some(bytes[part].to_vec()));
                     }
                 }
                 Err(e) => {
-                    for (_, _, at, inner) in run {
+                    for (_, _, at, inner) in run.iter() {
                         let e = e.clone().context(format!("inner chunk {inner}"));
                         out[*at] = Err(e.context(format!("shard {key}")));
                     }
@@ -193,6 +206,57 @@ impl ShardReader {
         }
         out
     }
+}
+
+/// An inner chunk to fetch: its shard's key, its byte range there, its position among the
+/// chunks asked for, and its index in the shard.
+type Wanted = (String, std::ops::Range<u64>, usize, usize);
+
+/// The bytes of one run of nearby inner chunks, from its first chunk's start.
+type RunBytes = Result<Vec<u8>, FetchError>;
+
+/// Ranged requests of one batch in flight at once, at most.
+const RUNS_AT_ONCE: usize = 8;
+
+/// The bytes of each run of nearby inner chunks (one ranged request each, from its first
+/// chunk's start to its furthest end), up to [`RUNS_AT_ONCE`] requests at a time and started in
+/// the order given: a batch costs about one round trip, not one per run, and the run of the
+/// chunk a reader may be waiting for (put first by the caller) starts at once.
+fn read_runs(store: &dyn Store, runs: &[&[Wanted]]) -> Vec<RunBytes> {
+    let read = |run: &[Wanted]| {
+        let start = run[0].1.start;
+        let end = run.iter().map(|w| w.1.end).max().unwrap_or(start);
+        read_exact(store, &run[0].0, start, end - start)
+    };
+    if runs.len() <= 1 {
+        return runs.iter().map(|run| read(run)).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let got: Vec<Mutex<Option<RunBytes>>> = runs.iter().map(|_| Mutex::new(None)).collect();
+    let work = || loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        let Some(run) = runs.get(i) else { break };
+        *got[i].lock() = Some(read(run));
+    };
+    std::thread::scope(|scope| {
+        for _ in 1..runs.len().min(RUNS_AT_ONCE) {
+            // A thread that cannot start leaves its share to the others and this one.
+            let _ = std::thread::Builder::new()
+                .name("fetch-range".into())
+                .spawn_scoped(scope, work);
+        }
+        work();
+    });
+    got.into_iter()
+        .map(|slot| {
+            slot.into_inner().unwrap_or_else(|| {
+                Err(FetchError::new(
+                    FetchCause::Store,
+                    "the ranged read was not made",
+                ))
+            })
+        })
+        .collect()
 }
 
 /// Inner chunks of one shard at most this far apart are fetched in one request...
@@ -256,10 +320,11 @@ mod tests {
     };
     use crate::meta::{ArrayMeta, ChunkKeys, DataType, KeyStyle};
     use crate::store::{Layer, MemoryStore, Request, Store, StoreError};
-    use parking_lot::Mutex;
+    use parking_lot::{Condvar, Mutex};
     use serde_json::json;
     use std::collections::HashMap;
     use std::sync::Arc;
+    use std::time::{Duration, Instant};
 
     /// A memory store that records every read.
     #[derive(Default)]
@@ -341,6 +406,11 @@ mod tests {
             .inner
             .insert("arr/c/0/0", stored(shard(chunks, at_start)));
         let store = Arc::new(store);
+        (reader_over(store.clone(), at_start), store)
+    }
+
+    /// The array of [`reader`] over `store`.
+    fn reader_over(store: Arc<dyn Store>, at_start: bool) -> ChunkReader {
         let meta = ArrayMeta {
             shape: vec![8, 6],
             chunk_shape: vec![4, 6],
@@ -354,8 +424,7 @@ mod tests {
                 separator: '/',
             },
         };
-        let reader = ChunkReader::new(store.clone(), "arr", Arc::new(meta)).unwrap();
-        (reader, store)
+        ChunkReader::new(store, "arr", Arc::new(meta)).unwrap()
     }
 
     fn full_shard() -> Vec<Option<Vec<u8>>> {
@@ -443,6 +512,64 @@ mod tests {
             vec![],
             "decoding fetched bytes makes no request"
         );
+    }
+
+    /// A memory store whose ranged reads each wait until two are in flight together; one
+    /// left alone fails after 10 s.
+    #[derive(Default)]
+    struct Pairing {
+        inner: MemoryStore,
+        arrived: Mutex<usize>,
+        both: Condvar,
+    }
+
+    impl Layer for Pairing {
+        type Step = ();
+
+        fn inner(&self) -> Result<&dyn Store, StoreError> {
+            Ok(&self.inner)
+        }
+
+        fn before(&self, request: &Request<'_>) -> Result<(), StoreError> {
+            if !matches!(request, Request::Range { .. }) {
+                return Ok(());
+            }
+            let mut arrived = self.arrived.lock();
+            *arrived += 1;
+            self.both.notify_all();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while *arrived < 2 {
+                if self.both.wait_until(&mut arrived, deadline).timed_out() {
+                    return Err(StoreError::Invalid(
+                        "ranged reads made one at a time".into(),
+                    ));
+                }
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn ranged_reads_of_one_batch_are_in_flight_together() {
+        // One inner chunk in each of the two shards: two requests, made at once.
+        let mut store = Pairing::default();
+        let shard_of = |rows: [u64; 2]| {
+            let chunks: Vec<_> = rows
+                .iter()
+                .flat_map(|&y| [Some(inner_chunk(y, 0)), Some(inner_chunk(y, 1))])
+                .collect();
+            shard(&chunks, false)
+        };
+        store.inner.insert("arr/c/0/0", shard_of([0, 1]));
+        store.inner.insert("arr/c/1/0", shard_of([2, 3]));
+        let reader = reader_over(Arc::new(store), false);
+        let idxs = vec![vec![0, 1], vec![3, 0]];
+        let fetched = reader.fetch(&idxs, &Keeping::default());
+        for (idx, got) in idxs.iter().zip(fetched) {
+            let encoded = got.unwrap().expect("fetched");
+            let decoded = load(&reader, idx, Some(encoded), &Uncached).unwrap();
+            assert_eq!(decoded, Some(inner_chunk(idx[0], idx[1])), "{idx:?}");
+        }
     }
 
     #[test]
