@@ -621,7 +621,8 @@ section_rss() {
 }
 
 # 7. Remote: the zstd array and the tree served by a loopback S3 server (s3s-fs, one bucket per
-# directory of its root, objects are plain files: hard links to the local stores).
+# directory of its root, objects are plain files: hard links to the local stores), and the same
+# volume as one shard, put to the server as objects.
 S3_KEY=zarrfs-bench
 S3_SECRET=zarrfs-bench-secret
 free_port() { "$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
@@ -718,9 +719,17 @@ remote_read_rows() {
     fd=$(plain_fetch "$ep" "--decode zstd" | jget seconds)
     rec "$key.fetchdec64" "$fd"
     log "$key: zarrfs cold $COLD s; zarr-python + obstore $s s (64 in flight: $s64 s); plain fetch $f s (decoding: $fd s)"
+    # The same volume stored as one shard: its inner chunks read by byte ranges, against
+    # zarr-python + obstore reading the same.
+    key=${key%.zstd}.shard
+    remote_cold_dd "$ep" "$key" "$check" sharded.zarr one
+    s=$(py "$SCRIPTS/bench_read.py" zarr s3://bench/sharded.zarr/one : --warmup s3://bench/sharded.zarr/one \
+        --endpoint "$ep" | jget seconds)
+    rec "$key.zarr" "$s"
+    log "$key: zarrfs cold $COLD s; zarr-python + obstore $s s"
     # The same volume stored uncompressed: how far zarrfs hides the latency when nothing is
     # left to decode, against the plain fetch of those objects.
-    key=${key%.zstd}.plain
+    key=${key%.shard}.plain
     remote_cold_dd "$ep" "$key" "$check" plain.zarr plain
     cold_prep "$BENCH_DIR/s3root/bench/plain.zarr/plain"
     f=$(plain_fetch "$ep" "" s3://bench/plain.zarr/plain/c/ | jget seconds)
@@ -797,7 +806,10 @@ section_remote() {
     link_tree "$TSTORE" "$root/bench/tree.zarr"
     cp -r "$TSTORE" "$root/bench/tree-consolidated.zarr"
     py "$SCRIPTS/bench_data.py" consolidate "$root/bench/tree-consolidated.zarr"
+    py "$SCRIPTS/bench_data.py" shard "$BENCH_DIR/shard-${SIZE_MIB}M" --raw "$RAW" --shape "$T,$Y,$X"
     start_s3 "$root"
+    py "$SCRIPTS/bench_data.py" upload "$BENCH_DIR/shard-${SIZE_MIB}M/sharded.zarr" s3://bench/sharded.zarr \
+        --endpoint "$S3_EP"
     ep=$S3_EP
     for delay in $REMOTE_DELAYS; do
         if [ "$delay" = 0 ]; then key=remote.full.zstd; else key=remote.d$delay.zstd; fi

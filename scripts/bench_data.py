@@ -5,6 +5,8 @@
     python3 scripts/bench_data.py tree DIR --groups 100 --arrays 100
     python3 scripts/bench_data.py meta-tree DIR --groups 1000 --arrays 100
     python3 scripts/bench_data.py plain DIR --raw RAW --shape T,Y,X
+    python3 scripts/bench_data.py shard DIR --raw RAW --shape T,Y,X
+    python3 scripts/bench_data.py upload DIR s3://BUCKET/PREFIX --endpoint URL
     python3 scripts/bench_data.py consolidate STORE
 
 `arrays` writes DIR/arrays.zarr (Zarr v3) holding the same noisy float32 volume of shape
@@ -31,6 +33,11 @@ too large to write array by array (the scale section).
 
 `plain` writes DIR/plain.zarr: the volume of RAW (a raw.bin of `arrays`) as the array `plain`,
 uncompressed, same chunks: what moving the bytes through FUSE costs with nothing to decode.
+
+`shard` writes DIR/sharded.zarr: the volume of RAW as the array `one`, stored as a single shard
+of inner chunks 8x256x256 (zstd level 3), read by byte ranges.
+
+`upload` puts the files under DIR to an S3 endpoint, as objects.
 
 `consolidate` adds consolidated metadata to STORE (the remote section mounts the tree both ways).
 
@@ -240,6 +247,43 @@ def make_plain(path, raw, shape):
     print(f"bench_data: wrote {store}")
 
 
+def make_shard(path, raw, shape):
+    """The array of `raw` stored as one shard of inner chunks CHUNKS (zstd): a single object the
+    reader reaches by byte ranges."""
+    params = {"format": FORMAT_VERSION, "shape": list(shape), "raw_size": os.path.getsize(raw)}
+    if not start(path, params):
+        return
+    data = np.memmap(raw, dtype="<f4", mode="r", shape=tuple(shape))
+    store = os.path.join(path, "sharded.zarr")
+    root = zarr.open_group(store, mode="w", zarr_format=3)
+    a = root.create_array(
+        "one", shape=shape, chunks=CHUNKS, shards=shape, dtype="<f4", compressors=ZstdCodec(level=3)
+    )
+    a[...] = data
+    finish(path, params)
+    print(f"bench_data: wrote {store}")
+
+
+def upload(src, url, endpoint):
+    """Puts every file under `src` to `url` (s3://bucket/prefix), as a writer puts objects to
+    object storage: s3s-fs then keeps each object's ETag instead of hashing the whole object on
+    every GET, which on one large shard read by ranges would be most of the server's work."""
+    import obstore
+    from obstore.store import S3Store
+
+    bucket, _, prefix = url[len("s3://"):].partition("/")
+    s3 = S3Store(bucket, endpoint=endpoint, client_options={"allow_http": True})
+    n = 0
+    for d, _, files in os.walk(src):
+        for f in files:
+            local = os.path.join(d, f)
+            key = f"{prefix}/{os.path.relpath(local, src)}"
+            with open(local, "rb") as fh:
+                obstore.put(s3, key, fh.read())
+            n += 1
+    print(f"bench_data: put {n} objects under {url}")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -258,6 +302,14 @@ def main():
     pl.add_argument("dir")
     pl.add_argument("--raw", required=True)
     pl.add_argument("--shape", required=True)
+    sh = sub.add_parser("shard")
+    sh.add_argument("dir")
+    sh.add_argument("--raw", required=True)
+    sh.add_argument("--shape", required=True)
+    u = sub.add_parser("upload")
+    u.add_argument("src")
+    u.add_argument("url")
+    u.add_argument("--endpoint", required=True)
     c = sub.add_parser("consolidate")
     c.add_argument("store")
     args = p.parse_args()
@@ -265,6 +317,10 @@ def main():
         make_arrays(args.dir, args.size_mib)
     elif args.cmd == "plain":
         make_plain(args.dir, args.raw, [int(n) for n in args.shape.split(",")])
+    elif args.cmd == "shard":
+        make_shard(args.dir, args.raw, [int(n) for n in args.shape.split(",")])
+    elif args.cmd == "upload":
+        upload(args.src, args.url, args.endpoint)
     elif args.cmd == "tree":
         make_tree(args.dir, args.groups, args.arrays)
     elif args.cmd == "meta-tree":

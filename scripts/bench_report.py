@@ -317,6 +317,13 @@ def rows(r, p):
                 "—" if target is None or delay == 0 else f"≥ {target}",
                 None if target is None or delay == 0 else ratio >= target,
                 med=(f"{key}.cold", f"{key}.{base}", False))
+        # The same volume as one shard, read by byte ranges.
+        shard = "remote.full.shard" if delay == 0 else f"remote.d{delay}.shard"
+        z, b = rate(f"{shard}.cold"), rate(f"{shard}.zarr")
+        if z and b:
+            add("7 remote", f"cold `dd bs=1M` {where}, the same volume stored as one shard (inner chunks "
+                "8×256×256, zstd), vs zarr-python + obstore (default settings)", fmt_rate(z), fmt_rate(b),
+                z / b, "—", None, med=(f"{shard}.cold", f"{shard}.zarr", False))
         # The same volume uncompressed: the latency hiding alone, with no decoding to share the cores.
         plain = "remote.full.plain" if delay == 0 else f"remote.d{delay}.plain"
         z, b = rate(f"{plain}.cold"), rate(f"{plain}.fetch64")
