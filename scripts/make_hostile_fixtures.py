@@ -488,6 +488,34 @@ def checksum_stores():
           reads=[["flipped", 0, 8, GOOD_HEX[:16]], ["flipped", 8, 2, None]])
 
 
+def trailing_checksum_stores():
+    """Chunks of 384 KiB whose only damage is in the checksum their stream ends with (a zstd
+    frame's content checksum, gzip's CRC-32): not even their first bytes are served, though
+    they decode before the check is reached (random bits, one per byte, so that zstd's first
+    128 KiB block is complete long before the frame's end)."""
+    n = 3 << 17
+    raw = np.random.default_rng(7).integers(0, 2, n, dtype=np.uint8).tobytes()
+    zstd_checked = numcodecs.Zstd(level=3, checksum=True).encode(raw)
+    for name, codec, encoded, last in [
+        ("zstd", {"name": "zstd", "configuration": {"level": 3, "checksum": True}}, zstd_checked, 1),
+        ("gzip", V3_CODECS["gzip"], gzip.compress(raw, 6, mtime=0), 5),
+    ]:
+        s = Store(f"trailing_checksum_{name}_v3")
+        s.put("zarr.json", {"zarr_format": 3, "node_type": "group"})
+        codecs = [{"name": "bytes", "configuration": {"endian": "little"}}, codec]
+        s.good_v3(codecs=codecs)
+        s.put("flipped/zarr.json", v3_array([2 * n], [n], data_type="uint8", codecs=codecs))
+        s.put("flipped/c/0", encoded)
+        damaged = bytearray(encoded)
+        damaged[-last] ^= 1
+        s.put("flipped/c/1", bytes(damaged))
+        first = raw[:8].hex()
+        entry(s, f"a v3 {name} chunk whose trailing checksum does not match: EIO for all of it",
+              eio=["flipped"],
+              reads=[["flipped", 0, 8, first], ["flipped", n, 8, None],
+                     [f"flipped[{n}:{n + 8}]", 0, 8, None], ["flipped[0:8]", 0, 8, first]])
+
+
 def shard(entries, inner, index_crc=True, cut=0):
     """A shard of the inner chunks `inner` (bytes) and an index of `entries` (offset, nbytes)."""
     data = b"".join(inner)
@@ -662,6 +690,7 @@ def main():
     chunk_stores()
     bomb_stores()
     checksum_stores()
+    trailing_checksum_stores()
     shard_stores()
     key_stores()
     name_stores()

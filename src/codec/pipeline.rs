@@ -72,7 +72,8 @@ impl Pipeline {
     /// Without array→array codecs the last decompressor writes straight into the target and
     /// big-endian data is swapped there in place: no extra copy. [`Need::Front`] decodes step
     /// by step, stopping after the step that reaches its need, for `bytes` (little-endian) then
-    /// zstd, gzip or zlib alone (see `Prefix::pays`); else whole, then reports once.
+    /// zstd alone, on a chunk with no content checksum (see `Prefix::pays`); else whole, its
+    /// checksums verified, then reports once.
     pub fn decode<'a>(
         &self,
         encoded: &[u8],
@@ -99,7 +100,8 @@ impl Pipeline {
             Need::Whole => (len, None),
             Need::Front(need, progress) => (need, Some(progress)),
         };
-        if let (Some(progress), Some((kind, name))) = (&mut progress, self.stepper(need, len)) {
+        let stepper = self.stepper(len).filter(|(kind, _)| kind.pays(encoded));
+        if let (Some(progress), Some((kind, name))) = (&mut progress, stepper) {
             let run = || kind.decode(name, encoded, &mut room, need, *progress);
             return STATS.decode(name, run, |_| need);
         }
@@ -111,19 +113,19 @@ impl Pipeline {
         Ok(())
     }
 
-    /// True when [`Pipeline::decode`] of the first `need` of `len` decoded bytes goes
-    /// step by step (else it decodes whole, then reports once).
-    pub fn streams(&self, need: usize, len: usize) -> bool {
-        self.stepper(need, len).is_some()
+    /// True when [`Pipeline::decode`] into room for `len` decoded bytes may go step by step:
+    /// it does for a chunk whose stored bytes end with no checksum (see `Prefix::pays`), and
+    /// else decodes whole, then reports once.
+    pub fn streams(&self, len: usize) -> bool {
+        self.stepper(len).is_some()
     }
 
-    /// The step-by-step decoder (and its codec's name) for the first `need` of `len` bytes.
-    fn stepper(&self, need: usize, len: usize) -> Option<(Prefix, &str)> {
+    /// The step-by-step decoder (and its codec's name) for room of `len` bytes.
+    fn stepper(&self, len: usize) -> Option<(Prefix, &str)> {
         match &self.0 {
             Kind::Fixed(f) if len == f.decoded_len => f
                 .streamable
                 .as_ref()
-                .filter(|(kind, _)| kind.pays(need, len))
                 .map(|(kind, name)| (*kind, name.as_str())),
             _ => None,
         }
@@ -339,9 +341,7 @@ mod tests {
     fn only_plain_bytes_stream() {
         let streams = |serializer: CodecSpec, dtype: DataType| {
             let codecs = [serializer, spec("zstd", json!({}))];
-            Pipeline::new(&codecs, &dtype, &[64])
-                .unwrap()
-                .streams(1, 64)
+            Pipeline::new(&codecs, &dtype, &[64]).unwrap().streams(64)
         };
         assert!(streams(spec("bytes", json!({})), DataType::Int(1)));
         let low_bits = spec("bytes", json!({"low_bits": 4}));
@@ -353,12 +353,50 @@ mod tests {
         let compressor_streams = |name: &str| {
             let codecs = [spec("bytes", json!({})), spec(name, json!({}))];
             let p = Pipeline::new(&codecs, &DataType::Int(1), &[64]).unwrap();
-            p.streams(1, 64)
+            p.streams(64)
         };
-        for name in ["numcodecs.zstd", "gzip", "numcodecs.zlib"] {
-            assert!(compressor_streams(name), "{name}");
+        assert!(compressor_streams("numcodecs.zstd"));
+        for name in ["gzip", "numcodecs.zlib", "numcodecs.lz4"] {
+            assert!(!compressor_streams(name), "{name} decodes whole");
         }
-        assert!(!compressor_streams("numcodecs.lz4"), "lz4 decodes whole");
+    }
+
+    #[test]
+    fn a_chunk_ending_with_a_checksum_is_handed_out_only_once_verified() {
+        let raw: Vec<u8> = (0..1u32 << 20).map(|i| (i * 7 / 3 % 251) as u8).collect();
+        let codecs = [
+            spec("bytes", json!({})),
+            spec("zstd", json!({"checksum": true})),
+        ];
+        let p = Pipeline::new(&codecs, &DataType::UInt(1), &[raw.len() as u64]).unwrap();
+        let mut c = zstd::bulk::Compressor::new(3).unwrap();
+        c.set_parameter(zstd::zstd_safe::CParameter::ChecksumFlag(true))
+            .unwrap();
+        let good = c.compress(&raw).unwrap();
+        let plain = zstd::bulk::compress(&raw, 3).unwrap();
+        let decode = |encoded: &[u8]| {
+            let mut out = vec![0u8; raw.len()];
+            let mut seen = Vec::new();
+            let mut progress = |d: &[u8]| seen.push(d.len());
+            let need = Need::Front(1000, &mut progress);
+            let done = p.decode(encoded, Target::Room(DecodeTarget::new(&mut out), need));
+            (done.map(|()| out), seen)
+        };
+        let (out, seen) = decode(&plain);
+        assert!(
+            seen.iter().all(|&n| n < raw.len()),
+            "unchecked: step by step {seen:?}"
+        );
+        assert_eq!(out.unwrap()[..seen[0]], raw[..seen[0]]);
+        let (out, seen) = decode(&good);
+        assert_eq!(seen, [raw.len()], "checked: handed out whole, once");
+        assert_eq!(out.unwrap(), raw);
+        // A flipped bit the checksum alone can tell: nothing is handed out.
+        let mut bad = good.clone();
+        let at = bad.len() - 2;
+        bad[at] ^= 1;
+        let (out, seen) = decode(&bad);
+        assert!(out.is_err() && seen.is_empty(), "{seen:?}");
     }
 
     fn spec(name: &str, config: serde_json::Value) -> CodecSpec {

@@ -1,36 +1,51 @@
 //! Decoding a compressed chunk progressively, straight into its output buffer, and stopping
 //! once the bytes a reader needs are there: a selection that needs only the first planes of a
 //! chunk decodes only those, and a reader can use the first bytes while the rest are still
-//! decoding.
+//! decoding. Only a stream with no check at its end decodes so: bytes handed out before a
+//! checksum that comes last (gzip's CRC-32, zlib's Adler-32, a zstd frame's content checksum)
+//! would be bytes nothing has verified.
 
 use super::{CodecError, DecodeTarget};
-use flate2::bufread::{MultiGzDecoder, ZlibDecoder};
 use std::cell::RefCell;
-use std::io::{ErrorKind, Read};
 use zstd::zstd_safe::{DCtx, DParameter, InBuffer, OutBuffer, ResetDirective};
 
-/// Decoded bytes per step, about: the inflaters stop there; the zstd decoder is handed the
-/// compressed bytes that make that much at the chunk's mean ratio (it decodes the blocks they
-/// complete, each at most 128 KiB).
+/// Decoded bytes per step, about: the zstd decoder is handed the compressed bytes that make
+/// that much at the chunk's mean ratio (it decodes the blocks they complete, each at most
+/// 128 KiB).
 const STEP: usize = 128 << 10;
 /// The fewest compressed bytes handed to the zstd decoder per step.
 const MIN_ZSTD_STEP: usize = 512;
+/// The magic number of a zstd frame, and of skippable frames (its low 4 bits aside).
+const ZSTD_MAGIC: u32 = 0xFD2F_B528;
+const SKIPPABLE_MAGIC: u32 = 0x184D_2A50;
+/// The content checksum flag of a zstd frame header's descriptor byte.
+const CONTENT_CHECKSUM: u8 = 1 << 2;
 
 /// The compressors whose chunks decode progressively.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Prefix {
     Zstd,
-    Gzip,
-    Zlib,
 }
 
 impl Prefix {
-    /// True when decoding the first `need` of `len` bytes step by step is worth it: always for
-    /// zstd (as fast as a whole decode); for gzip and zlib when it saves a third, since the
-    /// whole decode (libdeflate) is faster than the streaming inflater by about that much
-    /// (BENCHMARKS.md, "Reading the numbers").
-    pub fn pays(self, need: usize, len: usize) -> bool {
-        self == Prefix::Zstd || need.saturating_mul(3) < len.saturating_mul(2)
+    /// True when `encoded` may be decoded step by step, its first bytes used before the rest
+    /// are decoded: when none of its zstd frames ends with a content checksum (else, or when
+    /// its frames cannot be walked, it decodes whole, and its checksums are verified first).
+    pub fn pays(self, encoded: &[u8]) -> bool {
+        let mut rest = encoded;
+        while let Some(magic) = rest.first_chunk::<4>().map(|m| u32::from_le_bytes(*m)) {
+            if magic & !0xF != SKIPPABLE_MAGIC {
+                let checked = rest.get(4).map(|d| d & CONTENT_CHECKSUM != 0);
+                if magic != ZSTD_MAGIC || checked != Some(false) {
+                    return false;
+                }
+            }
+            match zstd::zstd_safe::find_frame_compressed_size(rest) {
+                Ok(n) if n > 0 && n <= rest.len() => rest = &rest[n..],
+                _ => return false,
+            }
+        }
+        rest.is_empty() && !encoded.is_empty()
     }
 
     /// Decodes `encoded` into `out` (the whole decoded chunk's room) until at least `need`
@@ -45,15 +60,6 @@ impl Prefix {
         need: usize,
         progress: &mut dyn FnMut(&[u8]),
     ) -> Result<(), CodecError> {
-        match self {
-            Prefix::Gzip => {
-                return inflate_prefix(name, MultiGzDecoder::new(encoded), out, need, progress)
-            }
-            Prefix::Zlib => {
-                return inflate_prefix(name, ZlibDecoder::new(encoded), out, need, progress)
-            }
-            Prefix::Zstd => {}
-        }
         let corrupt = |e: &str| CodecError::corrupt(name, e.to_string());
         let zstd_err = |code| corrupt(zstd::zstd_safe::get_error_name(code));
         CONTEXT.with(|cell| {
@@ -109,34 +115,6 @@ impl Prefix {
             }
         })
     }
-}
-
-/// [`Prefix::decode`] for an inflater: `need` must be less than `out.len()` (whole chunks
-/// take the whole decode, which checks the length).
-fn inflate_prefix(
-    name: &str,
-    mut reader: impl Read,
-    out: &mut DecodeTarget,
-    need: usize,
-    progress: &mut dyn FnMut(&[u8]),
-) -> Result<(), CodecError> {
-    let mut pos = 0;
-    while pos < need {
-        let end = pos.saturating_add(STEP).min(out.len());
-        match reader.read(out.undecoded(pos, end)) {
-            Ok(0) => {
-                return Err(CodecError::corrupt(
-                    name,
-                    format!("decoded to {pos} bytes, expected {}", out.len()),
-                ))
-            }
-            Ok(n) => pos += n,
-            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            Err(e) => return Err(CodecError::corrupt(name, e.to_string())),
-        }
-        progress(out.decoded(pos));
-    }
-    Ok(())
 }
 
 thread_local! {
@@ -195,32 +173,32 @@ mod tests {
         assert_eq!(out[..reached], raw[..reached]);
     }
 
+    /// `raw` compressed by zstd with a content checksum.
+    fn checked(raw: &[u8]) -> Vec<u8> {
+        let mut c = zstd::bulk::Compressor::new(3).unwrap();
+        c.set_parameter(zstd::zstd_safe::CParameter::ChecksumFlag(true))
+            .unwrap();
+        c.compress(raw).unwrap()
+    }
+
     #[test]
-    fn inflaters_stop_early() {
-        use std::io::Write;
-        let raw = data(1 << 20);
-        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        gz.write_all(&raw).unwrap();
-        let gz = gz.finish().unwrap();
-        let mut zl = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
-        zl.write_all(&raw).unwrap();
-        let zl = zl.finish().unwrap();
-        for (kind, encoded) in [(Prefix::Gzip, gz), (Prefix::Zlib, zl)] {
-            assert_stops_early(kind, &encoded, &raw);
-            let mut out = vec![0u8; raw.len()];
-            let cut = &encoded[..100];
-            assert!(kind
-                .decode(
-                    "z",
-                    cut,
-                    &mut DecodeTarget::new(&mut out),
-                    500_000,
-                    &mut |_| {}
-                )
-                .is_err());
-        }
-        assert!(Prefix::Gzip.pays(100, 300) && !Prefix::Gzip.pays(200, 300));
-        assert!(Prefix::Zstd.pays(300, 300));
+    fn only_frames_without_a_content_checksum_decode_step_by_step() {
+        let raw = data(100_000);
+        let plain = zstd::bulk::compress(&raw, 3).unwrap();
+        assert!(Prefix::Zstd.pays(&plain));
+        assert!(!Prefix::Zstd.pays(&checked(&raw)));
+        let two = [plain.clone(), checked(&raw)].concat();
+        assert!(!Prefix::Zstd.pays(&two), "one checked frame of two");
+        let skippable = [
+            &0x184D_2A5Au32.to_le_bytes()[..],
+            &3u32.to_le_bytes(),
+            b"abc",
+        ]
+        .concat();
+        assert!(Prefix::Zstd.pays(&[skippable, plain.clone()].concat()));
+        assert!(!Prefix::Zstd.pays(&plain[..plain.len() - 1]), "a cut frame");
+        assert!(!Prefix::Zstd.pays(b"not zstd at all"));
+        assert!(!Prefix::Zstd.pays(&[]));
     }
 
     #[test]

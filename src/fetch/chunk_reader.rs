@@ -444,15 +444,15 @@ impl ChunkReader {
     }
 
     /// The decoded length of a chunk when [`ChunkReader::load`] of a whole chunk front first
-    /// decodes it step by step as fast as in one go (zstd), so that readers may use its first
-    /// bytes meanwhile; `None` otherwise.
+    /// may decode it step by step as fast as in one go (zstd, on chunks with no content
+    /// checksum), so that readers may use its first bytes meanwhile; `None` otherwise.
     pub fn progressive_len(&self) -> Option<usize> {
         match &self.decoder {
             Decoder::Whole(p)
                 if !self.meta.dtype.is_variable() && self.meta.grid == ChunkGrid::Regular =>
             {
                 let len = p.decoded_len();
-                p.streams(len, len).then_some(len)
+                p.streams(len).then_some(len)
             }
             _ => None,
         }

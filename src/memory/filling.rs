@@ -193,14 +193,15 @@ impl FillingBuffer {
         }
     }
 
-    /// Waits until the mark of `part` reaches `need`; false when the part failed short of it
-    /// (or does not exist). An unclaimed part is waited for until someone claims and fills it.
+    /// Waits until the mark of `part` reaches `need`; false when the part failed (or does not
+    /// exist): the bytes of a writer that gave up are not used, even below its mark. An
+    /// unclaimed part is waited for until someone claims and fills it.
     pub fn wait(&self, part: usize, need: usize) -> bool {
         let Some(mark) = self.marks.get(part) else {
             return false;
         };
         if mark.load(SeqCst) >= need {
-            return true;
+            return !self.failed(part);
         }
         let mut waits = self.waits.lock();
         waits.push((part, need));
@@ -211,7 +212,7 @@ impl FillingBuffer {
         if let Some(i) = waits.iter().position(|&w| w == (part, need)) {
             waits.swap_remove(i);
         }
-        mark.load(SeqCst) >= need
+        mark.load(SeqCst) >= need && !self.failed(part)
     }
 
     /// True when the writer of `part` gave up.
@@ -220,7 +221,7 @@ impl FillingBuffer {
     }
 
     /// The bytes in of a one-part buffer made initialized, once at least `need` are (fewer
-    /// when it is shorter); `None` when its writer failed short of them.
+    /// when it is shorter); `None` when its writer failed.
     pub fn wait_prefix(&self, need: usize) -> Option<&[u8]> {
         assert!(self.marks.len() == 1 && self.bytes.len() == self.len);
         if !self.wait(0, need.min(self.len)) {
@@ -485,7 +486,7 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_writer_wakes_its_readers_and_keeps_what_was_in() {
+    fn a_failed_writer_wakes_its_readers_and_what_it_wrote_is_not_used() {
         let buf = FillingBuffer::new(vec![0; 100]);
         let filler = buf.claim(0).unwrap();
         std::thread::scope(|s| {
@@ -495,7 +496,7 @@ mod tests {
             drop(filler);
             assert!(reader.join().unwrap(), "the reader gives up");
         });
-        assert_eq!(buf.wait_prefix(40).map(<[u8]>::len), Some(50));
+        assert!(buf.wait_prefix(40).is_none(), "not even below its mark");
         assert!(
             buf.whole().is_none() && buf.claim(0).is_none(),
             "failed for good"

@@ -6,7 +6,7 @@
 //! streaming decoder, which handles concatenated members and words the error.
 
 use super::stream::read_bounded;
-use crate::codec::{BytesToBytes, CodecError, Prefix};
+use crate::codec::{BytesToBytes, CodecError};
 use flate2::bufread::{MultiGzDecoder, ZlibDecoder};
 use libdeflate_sys as ffi;
 use std::cell::RefCell;
@@ -28,13 +28,6 @@ pub(crate) struct Inflate(pub String, pub Container);
 impl BytesToBytes for Inflate {
     fn name(&self) -> &str {
         &self.0
-    }
-
-    fn progressive(&self) -> Option<Prefix> {
-        Some(match self.1 {
-            Container::Gzip => Prefix::Gzip,
-            Container::Zlib => Prefix::Zlib,
-        })
     }
 
     fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize, CodecError> {
