@@ -65,11 +65,12 @@ impl Buffers {
         }
     }
 
-    /// A buffer of `len` bytes: the spare with the least room that has enough, or a new one
-    /// (zeros). A spare keeps the bytes it held (zeros past them): the caller overwrites all
-    /// of it before anyone reads it.
+    /// A buffer of `len` bytes: the spare with the least room that has enough and at most
+    /// twice that (a decoded chunk may stay in the cache a long while, charged for its length:
+    /// it should not pin a much larger spare), or a new one (zeros). A spare keeps the bytes it
+    /// held (zeros past them): the caller overwrites all of it before anyone reads it.
     pub fn take(&self, len: usize) -> Vec<u8> {
-        match self.spare_with_room(len) {
+        match self.spare_with_room_up_to(len, len.saturating_mul(2)) {
             Some(mut buf) => {
                 buf.resize(len, 0);
                 buf
@@ -163,15 +164,18 @@ mod tests {
     }
 
     #[test]
-    fn takes_the_smallest_spare_that_fits() {
+    fn takes_the_smallest_spare_that_fits_and_not_one_over_twice_as_large() {
         let buffers = Buffers::new(1 << 20);
-        let (big, small) = (vec![1u8; 8000], vec![2u8; 3000]);
-        let (big_at, small_at) = (big.as_ptr(), small.as_ptr());
-        buffers.give(big);
-        buffers.give(small);
+        let (big, small, larger) = (vec![1u8; 8000], vec![2u8; 3000], vec![3u8; 3500]);
+        let (small_at, larger_at) = (small.as_ptr(), larger.as_ptr());
+        for buf in [big, small, larger] {
+            buffers.give(buf);
+        }
         let (first, second) = (buffers.take(2000), buffers.take(2000));
-        assert_eq!((first.as_ptr(), second.as_ptr()), (small_at, big_at));
-        assert_eq!(buffers.held(), 0);
+        assert_eq!((first.as_ptr(), second.as_ptr()), (small_at, larger_at));
+        let third = buffers.take(2000);
+        assert_eq!(third.capacity(), 2000, "8000 is more than twice: a new one");
+        assert_eq!(buffers.held(), 8000);
     }
 
     #[test]
