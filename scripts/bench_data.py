@@ -233,33 +233,25 @@ def write_meta_tree(path, store, n_groups, n_arrays):
                 f.write(docs["g/a/zarr.json"])
 
 
-def make_plain(path, raw, shape):
+def make_copy(path, raw, shape, kind):
+    """The volume of `raw` again, as DIR/plain.zarr (uncompressed, chunks CHUNKS) or as
+    DIR/sharded.zarr (one shard of inner chunks CHUNKS, zstd: a single object the reader reaches
+    by byte ranges)."""
     params = {"format": FORMAT_VERSION, "shape": list(shape), "raw_size": os.path.getsize(raw)}
     if not start(path, params):
         return
     data = np.memmap(raw, dtype="<f4", mode="r", shape=tuple(shape))
-    store = os.path.join(path, "plain.zarr")
+    store = os.path.join(path, f"{kind}.zarr")
     root = zarr.open_group(store, mode="w", zarr_format=3)
-    a = root.create_array("plain", shape=shape, chunks=CHUNKS, dtype="<f4", compressors=None)
-    for t in range(0, shape[0], CHUNKS[0]):
-        a[t:t + CHUNKS[0]] = data[t:t + CHUNKS[0]]
-    finish(path, params)
-    print(f"bench_data: wrote {store}")
-
-
-def make_shard(path, raw, shape):
-    """The array of `raw` stored as one shard of inner chunks CHUNKS (zstd): a single object the
-    reader reaches by byte ranges."""
-    params = {"format": FORMAT_VERSION, "shape": list(shape), "raw_size": os.path.getsize(raw)}
-    if not start(path, params):
-        return
-    data = np.memmap(raw, dtype="<f4", mode="r", shape=tuple(shape))
-    store = os.path.join(path, "sharded.zarr")
-    root = zarr.open_group(store, mode="w", zarr_format=3)
-    a = root.create_array(
-        "one", shape=shape, chunks=CHUNKS, shards=shape, dtype="<f4", compressors=ZstdCodec(level=3)
-    )
-    a[...] = data
+    if kind == "plain":
+        a = root.create_array("plain", shape=shape, chunks=CHUNKS, dtype="<f4", compressors=None)
+        for t in range(0, shape[0], CHUNKS[0]):
+            a[t:t + CHUNKS[0]] = data[t:t + CHUNKS[0]]
+    else:
+        a = root.create_array(
+            "one", shape=shape, chunks=CHUNKS, shards=shape, dtype="<f4", compressors=ZstdCodec(level=3)
+        )
+        a[...] = data
     finish(path, params)
     print(f"bench_data: wrote {store}")
 
@@ -298,14 +290,11 @@ def main():
     m.add_argument("dir")
     m.add_argument("--groups", type=int, default=1000)
     m.add_argument("--arrays", type=int, default=100)
-    pl = sub.add_parser("plain")
-    pl.add_argument("dir")
-    pl.add_argument("--raw", required=True)
-    pl.add_argument("--shape", required=True)
-    sh = sub.add_parser("shard")
-    sh.add_argument("dir")
-    sh.add_argument("--raw", required=True)
-    sh.add_argument("--shape", required=True)
+    for name in ("plain", "shard"):
+        copy = sub.add_parser(name)
+        copy.add_argument("dir")
+        copy.add_argument("--raw", required=True)
+        copy.add_argument("--shape", required=True)
     u = sub.add_parser("upload")
     u.add_argument("src")
     u.add_argument("url")
@@ -315,10 +304,9 @@ def main():
     args = p.parse_args()
     if args.cmd == "arrays":
         make_arrays(args.dir, args.size_mib)
-    elif args.cmd == "plain":
-        make_plain(args.dir, args.raw, [int(n) for n in args.shape.split(",")])
-    elif args.cmd == "shard":
-        make_shard(args.dir, args.raw, [int(n) for n in args.shape.split(",")])
+    elif args.cmd in ("plain", "shard"):
+        kind = "plain" if args.cmd == "plain" else "sharded"
+        make_copy(args.dir, args.raw, [int(n) for n in args.shape.split(",")], kind)
     elif args.cmd == "upload":
         upload(args.src, args.url, args.endpoint)
     elif args.cmd == "tree":
