@@ -47,7 +47,7 @@ pub fn parse_fill(
         }
         DataType::Int(n) => {
             let v = int_value(value).ok_or_else(bad)?;
-            let fits = *n == 8 || (v >= -(1i128 << (8 * n - 1)) && v < (1i128 << (8 * n - 1)));
+            let fits = v >= -(1i128 << (8 * n - 1)) && v < (1i128 << (8 * n - 1));
             if !fits {
                 return Err(bad());
             }
@@ -182,6 +182,13 @@ mod tests {
             assert_eq!(fill(&value, dtype).unwrap(), expected, "{value}");
         }
         assert!(fill(&json!(256), DataType::UInt(1)).is_err());
+        let int64 = |v: Value| fill(&v, DataType::Int(8));
+        assert_eq!(int64(json!(i64::MIN)).unwrap(), i64::MIN.to_le_bytes());
+        assert!(
+            int64(json!(1u64 << 63)).is_err(),
+            "past i64::MAX: refused, not wrapped"
+        );
+        assert!(int64(json!(-9.3e18)).is_err());
         let complex = fill(&json!([1.0, -1.0]), DataType::Complex(8)).unwrap();
         assert_eq!(complex[4..], (-1f32).to_le_bytes());
     }
