@@ -162,3 +162,66 @@ fn slices_of_a_parquet_reference_set_read_exactly_through_fuse() {
         temp[3 * 320..]
     );
 }
+
+#[test]
+fn a_reference_whose_offset_passes_2_64_is_refused_not_wrapped() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("nc")).unwrap();
+    let nc = common::fixtures_dir().join("references/nc/day1.nc");
+    std::fs::copy(nc, dir.path().join("nc/day1.nc")).unwrap();
+    // 616 bytes short of 2^64: a part from 980 of it would wrap to byte 364 of the file.
+    let doc = json!({"version": 1, "refs": {
+        ".zgroup": "{\"zarr_format\": 2}",
+        "x": ["nc/day1.nc", u64::MAX - 615, 1000],
+    }});
+    let path = dir.path().join("refs.json");
+    std::fs::write(&path, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let store =
+        zarrfs::store::open_with(path.to_str().unwrap(), &RemoteOptions::default()).unwrap();
+    let got = store.get_range("x", 980, 20);
+    assert!(got.is_err(), "{got:?}");
+}
+
+#[test]
+fn a_parquet_record_file_too_short_for_a_chunk_is_an_error_not_fill() {
+    let dir = tempfile::tempdir().unwrap();
+    let refs = dir.path().join("combined.parq");
+    let fixtures = common::fixtures_dir().join("references");
+    for part in ["combined.parq", "nc"] {
+        for entry in walkdir(&fixtures.join(part)) {
+            let to = dir.path().join(entry.strip_prefix(&fixtures).unwrap());
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::fs::copy(&entry, to).unwrap();
+        }
+    }
+    // Records of 4 chunks where the files hold 3: chunk 3 of `temp` (1.1.0) would be row 3 of
+    // refs.0.parq, which has none.
+    let zmeta = refs.join(".zmetadata");
+    let mut doc: Value = serde_json::from_slice(&std::fs::read(&zmeta).unwrap()).unwrap();
+    doc["record_size"] = json!(4);
+    std::fs::write(&zmeta, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let store =
+        zarrfs::store::open_with(refs.to_str().unwrap(), &RemoteOptions::default()).unwrap();
+    let first = store.get("temp/0.0.0");
+    assert!(
+        matches!(first, Ok(Some(_))),
+        "{:?}",
+        first.map(|o| o.map(|o| o.bytes.len()))
+    );
+    let got = store.get("temp/1.1.0");
+    assert!(got.is_err(), "{:?}", got.map(|o| o.map(|o| o.bytes.len())));
+}
+
+/// Every file under `dir`.
+fn walkdir(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walkdir(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}

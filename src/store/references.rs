@@ -84,6 +84,15 @@ impl ReferenceStore {
     /// `len` bytes from `start` of what `reference` names (fewer at its end).
     fn read(&self, reference: &Reference, start: u64, len: u64) -> Result<Vec<u8>, StoreError> {
         let within = |size: u64| (start.min(size), len.min(size.saturating_sub(start)));
+        // Where a part of a recorded range starts in its object: past 2^64 is no place at all.
+        let at = |offset: u64, s: u64| {
+            offset.checked_add(s).ok_or_else(|| {
+                StoreError::Invalid(format!(
+                    "{}: a reference's offset {offset} is past any object's end",
+                    self.describe
+                ))
+            })
+        };
         match reference {
             Reference::Inline(bytes) => {
                 let (s, n) = within(bytes.len() as u64);
@@ -101,7 +110,7 @@ impl ReferenceStore {
                     None => self.targets.read_part(url, start, len),
                     Some((offset, length)) => {
                         let (s, n) = within(*length);
-                        self.targets.read(url, offset + s, n)
+                        self.targets.read(url, at(*offset, s)?, n)
                     }
                 }
             }
@@ -111,7 +120,7 @@ impl ReferenceStore {
                 length,
             } => {
                 let (s, n) = within(*length);
-                match self.home.get_range(key, offset + s, n)? {
+                match self.home.get_range(key, at(*offset, s)?, n)? {
                     Some(b) if b.len() as u64 == n => Ok(b),
                     _ => Err(StoreError::Invalid(format!(
                         "{}/{key}: missing, or shorter than the {length} bytes from {offset} \

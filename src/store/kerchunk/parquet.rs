@@ -32,7 +32,7 @@ pub struct ParquetCatalog {
     /// Metadata documents by key (`.zgroup`, `VAR/.zarray`, ...), as JSON text.
     metadata: BTreeMap<String, Reference>,
     record_size: u64,
-    records: Mutex<LruCache<String, Arc<Vec<Row>>>>,
+    records: Mutex<LruCache<String, Option<Arc<Vec<Row>>>>>,
 }
 
 /// True when `zmetadata` is the `.zmetadata` of a Parquet reference directory (it has a
@@ -101,17 +101,17 @@ impl ParquetCatalog {
     }
 
     /// The rows of record file `file`, read on first use; an absent file has none.
-    fn record(&self, file: &str) -> Result<Arc<Vec<Row>>, StoreError> {
+    fn record(&self, file: &str) -> Result<Option<Arc<Vec<Row>>>, StoreError> {
         let mut records = self.records.lock();
         if let Some(rows) = records.get(file) {
             return Ok(rows.clone());
         }
         drop(records);
         let rows = match self.home.get_bounded(file, MAX_FILE)? {
-            Some(object) => Arc::new(rows(&object.bytes).map_err(|e| {
+            Some(object) => Some(Arc::new(rows(&object.bytes).map_err(|e| {
                 StoreError::Invalid(format!("{}/{file}: not a reference record: {e}", self.what))
-            })?),
-            None => Arc::new(Vec::new()),
+            })?)),
+            None => None,
         };
         let mut records = self.records.lock();
         records.put(file.to_string(), rows.clone());
@@ -202,11 +202,20 @@ impl Catalog for ParquetCatalog {
             };
         }
         let file = format!("{field}/refs.{}.parq", number / self.record_size);
-        let rows = self.record(&file)?;
-        Ok(rows
-            .get((number % self.record_size) as usize)
-            .cloned()
-            .flatten())
+        // A missing record file holds no chunk (the fill value, as fsspec reads it); one too
+        // short for the chunk is damaged.
+        let Some(rows) = self.record(&file)? else {
+            return Ok(None);
+        };
+        let row = (number % self.record_size) as usize;
+        match rows.get(row) {
+            Some(reference) => Ok(reference.clone()),
+            None => Err(StoreError::Invalid(format!(
+                "{}/{file}: {} rows, none for chunk {chunk} (row {row})",
+                self.what,
+                rows.len()
+            ))),
+        }
     }
 
     fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
