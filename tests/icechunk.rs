@@ -133,6 +133,27 @@ fn an_unknown_ref_is_refused_before_mounting_naming_branches_and_tags() {
     assert!(!common::mount::is_fuse_mount(mountpoint.path()));
 }
 
+#[test]
+fn a_deleted_tag_of_a_spec_v1_repository_does_not_resolve() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    let status = Command::new("cp")
+        .arg("-r")
+        .arg(fixture("repo_v1"))
+        .arg(&repo)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert!(open(&repo, Some("v1")).is_ok());
+    // What icechunk's delete_tag leaves: the tag's ref.json, and a tombstone beside it.
+    std::fs::write(repo.join("refs/tag.v1/ref.json.deleted"), b"").unwrap();
+    let err = open(&repo, Some("v1")).err().unwrap();
+    assert!(
+        err.contains("no branch, tag or snapshot \"v1\"") && err.contains("tags: none"),
+        "{err}"
+    );
+}
+
 /// A copy of the spec v2 repository in which `damage` has changed some files.
 fn damaged(damage: impl Fn(&Path)) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();

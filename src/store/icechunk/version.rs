@@ -64,8 +64,12 @@ fn v1_refs(repo: &dyn Store, kind: &str) -> Result<Vec<(String, SnapshotId)>, St
         if entry.kind != EntryKind::Prefix {
             continue;
         }
-        // `ref.json`; older v1 writers kept versions `ZZZZZZZZ.json`, the newest first.
+        // A deleted tag keeps its `ref.json` beside a tombstone: it no longer resolves.
         let dir = format!("refs/{}", entry.name);
+        if repo.head(&format!("{dir}/ref.json.deleted"))?.is_some() {
+            continue;
+        }
+        // `ref.json`; older v1 writers kept versions `ZZZZZZZZ.json`, the newest first.
         let file = match repo.get(&format!("{dir}/ref.json"))? {
             Some(f) => f,
             None => {
