@@ -103,16 +103,20 @@ impl ReferenceStore {
                 range,
                 recorded,
             } => {
+                let bytes = match range {
+                    None => self.targets.read_part(url, start, len)?,
+                    Some((offset, length)) => {
+                        let (s, n) = within(*length);
+                        self.targets.read(url, at(*offset, s)?, n)?
+                    }
+                };
+                // Checked after the read: a target that changed before the read (or during it)
+                // shows another ETag or a later modification time now, and its bytes are
+                // refused; one checked first could change between the check and the read.
                 if let Some(recorded) = recorded {
                     self.targets.check(url, recorded)?;
                 }
-                match range {
-                    None => self.targets.read_part(url, start, len),
-                    Some((offset, length)) => {
-                        let (s, n) = within(*length);
-                        self.targets.read(url, at(*offset, s)?, n)
-                    }
-                }
+                Ok(bytes)
             }
             Reference::Stored {
                 key,
@@ -208,5 +212,66 @@ pub fn listed_size(reference: &Reference) -> u64 {
         Reference::Inline(bytes) => bytes.len() as u64,
         Reference::Target { range, .. } => range.map_or(0, |(_, length)| length),
         Reference::Stored { length, .. } => *length,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::DirStore;
+    use std::time::Duration;
+
+    /// One key, `x`, referring to what it holds.
+    struct One(Reference);
+
+    impl Catalog for One {
+        fn lookup(&self, key: &str) -> Result<Option<Reference>, StoreError> {
+            Ok((key == "x").then(|| self.0.clone()))
+        }
+
+        fn list_dir(&self, _prefix: &str) -> Result<Vec<Entry>, StoreError> {
+            Ok(Vec::new())
+        }
+    }
+
+    #[test]
+    fn a_virtual_chunk_is_served_only_while_its_file_is_as_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..100).collect();
+        let file = dir.path().join("data.bin");
+        std::fs::write(&file, &data).unwrap();
+        let set_mtime = |secs| {
+            let f = std::fs::File::options().write(true).open(&file).unwrap();
+            f.set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(secs))
+                .unwrap();
+        };
+        set_mtime(1_000_000);
+        let store = |recorded| {
+            let reference = Reference::Target {
+                url: "data.bin".into(),
+                range: Some((10, 20)),
+                recorded: Some(recorded),
+            };
+            let home = Arc::new(DirStore::new(dir.path()).unwrap());
+            let location = dir.path().join("refs.json");
+            let remote = RemoteOptions::default();
+            ReferenceStore::new(
+                Box::new(One(reference)),
+                home,
+                location.to_str().unwrap(),
+                &remote,
+            )
+            .unwrap()
+        };
+        let by_time = store(Recorded::ModifiedBy(1_000_000));
+        assert_eq!(by_time.get("x").unwrap().unwrap().bytes, data[10..30]);
+        assert_eq!(by_time.get_range("x", 5, 5).unwrap().unwrap(), data[15..20]);
+        set_mtime(1_000_001);
+        assert!(
+            by_time.get("x").is_err(),
+            "modified since it was referenced"
+        );
+        let by_tag = store(Recorded::ETag("abc".into()));
+        assert!(by_tag.get("x").is_err(), "a local file has no ETag");
     }
 }
