@@ -196,8 +196,8 @@ impl Catalog for ParquetCatalog {
             if i >= n {
                 return Ok(None);
             }
-            number = match number.checked_mul(*n) {
-                Some(m) => m + i,
+            number = match number.checked_mul(*n).and_then(|m| m.checked_add(*i)) {
+                Some(m) => m,
                 None => return Ok(None),
             };
         }

@@ -138,9 +138,11 @@ impl Templates {
                 .ok_or_else(|| TemplateError::NoField(name.to_string()))
         };
         let (key, url) = (field("key")?, field("url")?);
+        // Both or neither, as fsspec has it: one alone is not a whole-file reference.
         let range = match (field("offset"), field("length")) {
             (Ok(o), Ok(l)) => Some((o, l)),
-            _ => None,
+            (Err(_), Err(_)) => None,
+            (Err(e), Ok(_)) | (Ok(_), Err(e)) => return Err(e),
         };
         let dims = dimensions(gen.get("dimensions"))?;
         let total = dims.iter().try_fold(1u64, |n, (_, v)| {
@@ -228,8 +230,10 @@ fn dimensions(
                 if step <= 0 {
                     return Err(bad(BadDimension::Step));
                 }
-                let count = ((stop - start).max(0) as u64).div_ceil(step as u64);
-                if count > MAX_GENERATED {
+                // i128: a range from i64::MIN to i64::MAX is too long, not empty.
+                let span = (i128::from(stop) - i128::from(start)).max(0) as u128;
+                let count = span.div_ceil(step as u128);
+                if count > u128::from(MAX_GENERATED) {
                     return Err(bad(BadDimension::TooMany));
                 }
                 (0..count as i64)
@@ -286,5 +290,13 @@ mod tests {
         assert_eq!(got, want);
         let huge = json!({"key": "{{i}}", "url": "x", "dimensions": {"i": {"stop": 1u64 << 40}}});
         assert!(t.generate(&huge).is_err());
+        let widest = json!({"key": "{{i}}", "url": "x",
+            "dimensions": {"i": {"start": i64::MIN, "stop": i64::MAX}}});
+        assert!(t.generate(&widest).is_err(), "too many, not none");
+        let half = json!({"key": "{{i}}", "url": "x", "offset": "0", "dimensions": {"i": [0]}});
+        assert!(
+            matches!(t.generate(&half), Err(TemplateError::NoField(f)) if f == "length"),
+            "an offset without a length"
+        );
     }
 }
