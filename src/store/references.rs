@@ -157,8 +157,9 @@ impl Store for ReferenceStore {
                 url,
                 range: None,
                 recorded: None,
-            } => self.targets.read_whole(url)?,
-            other => self.read(other, 0, u64::MAX)?,
+            } => self.targets.read_whole(url, max)?,
+            // One byte past `max` tells a value too large without reading all of it.
+            other => self.read(other, 0, max.saturating_add(1))?,
         };
         super::too_large(key, bytes.len() as u64, max)?;
         Ok(Some(Object { bytes, mtime: None }))
@@ -266,6 +267,11 @@ mod tests {
         let by_time = store(Recorded::ModifiedBy(1_000_000));
         assert_eq!(by_time.get("x").unwrap().unwrap().bytes, data[10..30]);
         assert_eq!(by_time.get_range("x", 5, 5).unwrap().unwrap(), data[15..20]);
+        let large = by_time.get_bounded("x", 19);
+        assert!(
+            matches!(large, Err(StoreError::TooLarge { .. })),
+            "{large:?}"
+        );
         set_mtime(1_000_001);
         assert!(
             by_time.get("x").is_err(),

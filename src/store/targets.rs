@@ -57,10 +57,11 @@ impl Targets {
         })
     }
 
-    /// All of the target `url`; an error when it is absent.
-    pub fn read_whole(&self, url: &str) -> Result<Vec<u8>, StoreError> {
+    /// All of the target `url`, refused unread when its store tells it is larger than `max`;
+    /// an error when it is absent.
+    pub fn read_whole(&self, url: &str, max: u64) -> Result<Vec<u8>, StoreError> {
         let (store, key, shown) = self.open(url)?;
-        match store.get(&key)? {
+        match store.get_bounded(&key, max)? {
             Some(object) => Ok(object.bytes),
             None => Err(missing(&shown)),
         }
@@ -298,21 +299,37 @@ mod tests {
         let inside = root.join("refs/sub/a.nc").display().to_string();
         assert_eq!(t.read(&inside, 2, 3).unwrap(), b"234");
         assert_eq!(t.read("sub/a.nc", 8, 2).unwrap(), b"89");
-        assert_eq!(t.read_whole(&format!("file://{inside}")).unwrap().len(), 10);
+        assert_eq!(
+            t.read_whole(&format!("file://{inside}"), u64::MAX)
+                .unwrap()
+                .len(),
+            10
+        );
+        let large = t.read_whole(&inside, 9).unwrap_err();
+        assert!(
+            matches!(large, StoreError::TooLarge { size: 10, .. }),
+            "{large}"
+        );
         let past = t.read(&inside, 8, 4).unwrap_err().to_string();
         assert!(past.contains("ends at 10"), "{past}");
-        let gone = t.read_whole("sub/none.nc").unwrap_err().to_string();
+        let gone = t
+            .read_whole("sub/none.nc", u64::MAX)
+            .unwrap_err()
+            .to_string();
         assert!(gone.contains("does not exist"), "{gone}");
         let other = root.join("other/b.nc").display().to_string();
-        let refused = t.read_whole(&other).unwrap_err().to_string();
+        let refused = t.read_whole(&other, u64::MAX).unwrap_err().to_string();
         assert!(refused.contains("--allow-target"), "{refused}");
         for escape in ["link", "../secret", "sub/../../secret", "s3://bucket/x"] {
-            assert!(t.read_whole(escape).is_err(), "{escape}");
+            assert!(t.read_whole(escape, u64::MAX).is_err(), "{escape}");
         }
         assert_eq!(t.read("sub/../sub/./a.nc", 0, 1).unwrap(), b"0");
         let allowed = targets(&home, &[&root.join("other").display().to_string()]);
-        assert_eq!(allowed.read_whole(&other).unwrap(), b"abcdef");
-        assert_eq!(allowed.read_whole("../other/b.nc").unwrap(), b"abcdef");
+        assert_eq!(allowed.read_whole(&other, u64::MAX).unwrap(), b"abcdef");
+        assert_eq!(
+            allowed.read_whole("../other/b.nc", u64::MAX).unwrap(),
+            b"abcdef"
+        );
     }
 
     #[test]
