@@ -215,7 +215,15 @@ impl ChunkCache {
             return Ok(None);
         }
         filler.finish();
-        Ok(listed.chunk.whole())
+        // Finished, the buffer is whole; were it not, the chunk is an error, never absent
+        // (which would read as its fill value).
+        match listed.chunk.whole() {
+            Some(data) => Ok(Some(data)),
+            None => Err(ChunkError::new(std::io::Error::other(format!(
+                "chunk {}: decoded, but its buffer is not whole",
+                id.index
+            )))),
+        }
     }
 
     /// Chunk `id` while [`ChunkCache::get_or_load`] decodes it growing.
