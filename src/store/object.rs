@@ -188,11 +188,14 @@ impl ObjectStoreBackend {
             body(inner.get_opts(&path, options).await?, into, buffers()).await
         });
         match got {
+            // A range from the object's end or past it, which some servers refuse: empty. A
+            // GET that failed otherwise is that failure, even when a HEAD finds nothing there
+            // (some servers answer HEAD with 404 or 405 for what GET serves): never "absent",
+            // which would read as the fill value. (A GET finding nothing is `Ok(None)`.)
             Err(e) if !matches!(e, StoreError::TimedOut { .. }) => {
                 match self.head_until(key, deadline)? {
-                    None => Ok(None),
                     Some(meta) if meta.size <= start => Ok(Some(Vec::new())),
-                    Some(_) => Err(e),
+                    _ => Err(e),
                 }
             }
             other => other,
@@ -214,6 +217,11 @@ impl ObjectStoreBackend {
         Ok(bytes.map(|b| (b, meta.size)))
     }
 }
+
+/// A response whose body ends short of the length its headers announced.
+#[derive(Debug, thiserror::Error)]
+#[error("the response's body ends after {0} of the {1} bytes its headers announced")]
+struct ShorterThanAnnounced(usize, usize);
 
 /// A response whose body runs past the length its headers announced.
 #[derive(Debug, thiserror::Error)]
@@ -251,6 +259,12 @@ async fn body(
         }
         into.extend_from_slice(&frame);
     }
+    if into.len() != len {
+        return Err(object_store::Error::Generic {
+            store: "HTTP",
+            source: Box::new(ShorterThanAnnounced(into.len(), len)),
+        });
+    }
     Ok(into)
 }
 
@@ -269,8 +283,11 @@ pub(super) fn full_cause(e: &dyn std::error::Error) -> String {
     out
 }
 
+/// The object's modification time; `None` when the server gave none (object_store then
+/// says 1970-01-01), which must not pass for a time before any other.
 fn mtime(meta: &object_store::ObjectMeta) -> Option<SystemTime> {
-    Some(SystemTime::from(meta.last_modified))
+    (meta.last_modified.timestamp_nanos_opt() != Some(0))
+        .then(|| SystemTime::from(meta.last_modified))
 }
 
 /// Requests in flight at once while a remote hierarchy is walked.
@@ -360,7 +377,7 @@ impl Store for ObjectStoreBackend {
             return Err(StoreError::CannotList(self.what(prefix)));
         }
         let path = self.path(prefix)?;
-        let dir = (!path.as_ref().is_empty()).then_some(path);
+        let dir = (!path.as_ref().is_empty()).then_some(path.clone());
         let inner = self.inner.clone();
         let listed = self.run(prefix, self.deadline(), async move {
             inner.list_with_delimiter(dir.as_ref()).await
@@ -378,14 +395,22 @@ impl Store for ObjectStoreBackend {
                 mtime: None,
                 tag: None,
             })
-            .chain(listed.objects.iter().filter_map(|m| {
-                Some(Entry {
-                    name: m.location.filename()?.to_string(),
-                    kind: EntryKind::Object(m.size),
-                    mtime: mtime(m),
-                    tag: m.e_tag.clone(),
-                })
-            }))
+            // A "folder marker" (an empty object named `prefix/`, which S3 and GCS consoles
+            // and some tools write) is the directory itself, not a child of it.
+            .chain(
+                listed
+                    .objects
+                    .iter()
+                    .filter(|m| m.location != path)
+                    .filter_map(|m| {
+                        Some(Entry {
+                            name: m.location.filename()?.to_string(),
+                            kind: EntryKind::Object(m.size),
+                            mtime: mtime(m),
+                            tag: m.e_tag.clone(),
+                        })
+                    }),
+            )
             .collect();
         out.sort_by(|a, b| a.name.cmp(&b.name));
         out.dedup_by(|a, b| a.name == b.name);
@@ -454,6 +479,39 @@ mod tests {
         assert!(err.to_string().contains("--endpoint"), "{err}");
         // An emulator's endpoint for gs:// (fake-gcs-server), plain http allowed.
         assert!(open("gs://bucket/x", &endpoint).is_ok());
+    }
+
+    #[test]
+    fn a_body_shorter_or_longer_than_announced_is_refused() {
+        let store = object_store::memory::InMemory::new();
+        let rt = runtime().unwrap();
+        let path = Path::from("k");
+        rt.block_on(store.put(&path, vec![7u8; 100].into()))
+            .unwrap();
+        let read = |announced: u64| {
+            rt.block_on(async {
+                let mut got = store.get(&path).await.unwrap();
+                got.range = 0..announced;
+                body(got, Vec::new(), &Buffers::new(0)).await
+            })
+        };
+        assert_eq!(read(100).unwrap(), vec![7u8; 100]);
+        let short = read(105).unwrap_err().to_string();
+        assert!(short.contains("ends after 100 of the 105"), "{short}");
+        assert!(read(95).is_err(), "longer than announced");
+    }
+
+    #[test]
+    fn a_server_giving_no_modification_time_gives_none() {
+        let meta = |secs| object_store::ObjectMeta {
+            location: Path::from("k"),
+            last_modified: chrono::DateTime::from_timestamp(secs, 0).unwrap(),
+            size: 1,
+            e_tag: None,
+            version: None,
+        };
+        assert_eq!(mtime(&meta(0)), None, "object_store's stand-in for none");
+        assert!(mtime(&meta(1_700_000_000)).is_some());
     }
 
     #[test]
