@@ -137,7 +137,11 @@ impl ZipStore {
             }
             let member = Member {
                 index,
-                stored: m.compression() == CompressionMethod::Stored,
+                // Read in place only when its bytes are the member as it is: not encrypted
+                // (the zip crate refuses those, with no password), and as long as it says.
+                stored: m.compression() == CompressionMethod::Stored
+                    && !m.encrypted()
+                    && m.compressed_size() == m.size(),
                 data_start: m.data_start(),
                 size: m.size(),
                 mtime: m.last_modified().and_then(zip_time),
@@ -192,6 +196,14 @@ impl ZipStore {
             .take(end)
             .read_to_end(&mut buf)
             .map_err(|e| StoreError::io(format!("{}:{key}", self.what), e))?;
+        if (buf.len() as u64) < end {
+            return Err(StoreError::Invalid(format!(
+                "{}:{key}: decompresses to {} bytes, fewer than the {} its header says",
+                self.what,
+                buf.len(),
+                m.size
+            )));
+        }
         Ok(buf.split_off(start as usize))
     }
 }
@@ -341,6 +353,32 @@ mod tests {
         fn size(&self) -> std::io::Result<u64> {
             Ok(self.0.len() as u64)
         }
+    }
+
+    #[test]
+    fn an_encrypted_member_is_not_served_as_it_is_stored() {
+        let mut buf = std::io::Cursor::new(Vec::new());
+        {
+            let mut w = zip::ZipWriter::new(&mut buf);
+            let stored = zip::write::SimpleFileOptions::default()
+                .compression_method(CompressionMethod::Stored);
+            w.start_file("a", stored).unwrap();
+            w.write_all(b"secret").unwrap();
+            w.finish().unwrap();
+        }
+        let mut bytes = buf.into_inner();
+        // Marked encrypted (general purpose bit 0) in its local and central headers.
+        bytes[6] |= 1;
+        let central = bytes.windows(4).position(|w| w == b"PK\x01\x02").unwrap();
+        bytes[central + 8] |= 1;
+        let z = ZipStore::read(
+            "t.zip".into(),
+            Arc::new(Bytes(bytes)),
+            SystemTime::UNIX_EPOCH,
+        )
+        .unwrap();
+        let got = z.get("a");
+        assert!(got.is_err(), "{:?}", got.map(|o| o.map(|o| o.bytes)));
     }
 
     #[test]
