@@ -111,6 +111,19 @@ impl ZipStore {
         mtime: SystemTime,
     ) -> Result<Self, StoreError> {
         let size = bytes.size().map_err(|e| StoreError::io(&what, e))?;
+        // The end record lies in the last 22 bytes plus its comment (at most 64 KiB). The zip
+        // crate would look for it back to the start of the file, one read at a time: for a
+        // large remote object that is not a zip, hours of requests.
+        let tail_len = size.min(22 + u64::from(u16::MAX));
+        let mut tail = vec![0u8; tail_len as usize];
+        bytes
+            .read_exact_at(&mut tail, size - tail_len)
+            .map_err(|e| StoreError::io(&what, e))?;
+        if !tail.windows(4).any(|w| w == b"PK\x05\x06") {
+            return Err(StoreError::Invalid(format!(
+                "{what}: not a zip file: no end of central directory in its last {tail_len} bytes"
+            )));
+        }
         let reader = Cursor {
             bytes: bytes.clone(),
             size,
@@ -353,6 +366,35 @@ mod tests {
         fn size(&self) -> std::io::Result<u64> {
             Ok(self.0.len() as u64)
         }
+    }
+
+    #[test]
+    fn a_file_with_no_end_record_near_its_end_is_refused_after_one_read() {
+        struct Counted(Vec<u8>, std::sync::atomic::AtomicUsize);
+        impl ZipBytes for Counted {
+            fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+                self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let start = offset as usize;
+                buf.copy_from_slice(&self.0[start..start + buf.len()]);
+                Ok(())
+            }
+
+            fn size(&self) -> std::io::Result<u64> {
+                Ok(self.0.len() as u64)
+            }
+        }
+        // An end record 1 MiB before the end (as in a zip with data appended): not found.
+        let mut data = vec![0u8; 2 << 20];
+        data[1 << 20..(1 << 20) + 4].copy_from_slice(b"PK\x05\x06");
+        let bytes = Arc::new(Counted(data, Default::default()));
+        let err = ZipStore::read("t.zip".into(), bytes.clone(), SystemTime::UNIX_EPOCH)
+            .err()
+            .unwrap();
+        assert!(
+            err.to_string().contains("no end of central directory"),
+            "{err}"
+        );
+        assert_eq!(bytes.1.load(std::sync::atomic::Ordering::Relaxed), 1);
     }
 
     #[test]
