@@ -217,13 +217,13 @@ impl ChunkCache {
         filler.finish();
         // Finished, the buffer is whole; were it not, the chunk is an error, never absent
         // (which would read as its fill value).
-        match listed.chunk.whole() {
-            Some(data) => Ok(Some(data)),
-            None => Err(ChunkError::new(std::io::Error::other(format!(
+        let whole = listed.chunk.whole().ok_or_else(|| {
+            ChunkError::new(std::io::Error::other(format!(
                 "chunk {}: decoded, but its buffer is not whole",
                 id.index
-            )))),
-        }
+            )))
+        })?;
+        Ok(Some(whole))
     }
 
     /// Chunk `id` while [`ChunkCache::get_or_load`] decodes it growing.

@@ -70,41 +70,29 @@ impl Buffers {
     /// it should not pin a much larger spare), or a new one (zeros). A spare keeps the bytes it
     /// held (zeros past them): the caller overwrites all of it before anyone reads it.
     pub fn take(&self, len: usize) -> Vec<u8> {
-        match self.spare_with_room_up_to(len, len.saturating_mul(2)) {
-            Some(mut buf) => {
-                buf.resize(len, 0);
-                buf
-            }
-            None => {
-                let mut buf = room_for(len);
-                buf.resize(len, 0);
-                buf
-            }
-        }
+        let mut buf = self
+            .spare_with_room_up_to(len, len.saturating_mul(2))
+            .unwrap_or_else(|| room_for(len));
+        buf.resize(len, 0);
+        buf
     }
 
     /// An empty buffer to append to: the spare with the least room that holds `room` bytes,
     /// or a new one with that room.
     pub fn take_empty(&self, room: usize) -> Vec<u8> {
-        match self.spare_with_room(room) {
-            Some(mut buf) => {
-                buf.clear();
-                buf
-            }
-            None => room_for(room),
-        }
+        let mut buf = self.spare_with_room(room).unwrap_or_else(|| room_for(room));
+        buf.clear();
+        buf
     }
 
     /// An empty buffer with room for `room` bytes and at most twice that: a spare, or a new
     /// one. For buffers held a while, which should not pin a much larger spare.
     pub fn take_about(&self, room: usize) -> Vec<u8> {
-        match self.spare_with_room_up_to(room, room.saturating_mul(2)) {
-            Some(mut buf) => {
-                buf.clear();
-                buf
-            }
-            None => room_for(room),
-        }
+        let mut buf = self
+            .spare_with_room_up_to(room, room.saturating_mul(2))
+            .unwrap_or_else(|| room_for(room));
+        buf.clear();
+        buf
     }
 
     fn spare_with_room(&self, room: usize) -> Option<Vec<u8>> {
