@@ -86,15 +86,13 @@ impl Store for Swapped {
             Some(v) => Ok(Some(ObjectMeta {
                 size: v.len() as u64,
                 mtime: None,
+                tag: None,
             })),
             None => self.inner.head(key),
         }
     }
     fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
         self.inner.list_dir(prefix)
-    }
-    fn etag(&self, key: &str) -> Result<Option<String>, StoreError> {
-        self.inner.etag(key)
     }
     fn about(&self) -> Vec<(String, String)> {
         self.inner.about()

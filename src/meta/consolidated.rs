@@ -123,6 +123,7 @@ impl Store for Consolidated<'_> {
             Some(v) => Ok(Some(ObjectMeta {
                 size: v.len() as u64,
                 mtime: None,
+                tag: None,
             })),
             None if is_metadata(key) => Ok(None),
             None => self.inner.head(key),
@@ -131,14 +132,6 @@ impl Store for Consolidated<'_> {
 
     fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
         Ok(list_map("consolidated metadata", &self.objects, prefix))
-    }
-
-    /// Metadata served from the consolidated document has none of its own.
-    fn etag(&self, key: &str) -> Result<Option<String>, StoreError> {
-        if self.objects.contains_key(key) || is_metadata(key) {
-            return Ok(None);
-        }
-        self.inner.etag(key)
     }
 
     fn about(&self) -> Vec<(String, String)> {

@@ -324,6 +324,7 @@ impl Store for DirStore {
         Ok((kind(&stat) == FileType::RegularFile).then(|| ObjectMeta {
             size: stat.st_size.max(0) as u64,
             mtime: safe_open::mtime(&stat),
+            tag: None,
         }))
     }
 

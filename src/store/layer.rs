@@ -89,6 +89,17 @@ impl<L: Layer> Store for L {
         Ok(got.map(|b| self.after(&step, b)))
     }
 
+    fn get_range_versioned(
+        &self,
+        key: &str,
+        start: u64,
+        len: u64,
+    ) -> Result<Option<(Vec<u8>, ObjectMeta)>, StoreError> {
+        let step = self.before(&Request::Range { key, start, len })?;
+        let got = self.inner()?.get_range_versioned(key, start, len)?;
+        Ok(got.map(|(b, meta)| (self.after(&step, b), meta)))
+    }
+
     fn get_range_into(
         &self,
         key: &str,
@@ -118,10 +129,6 @@ impl<L: Layer> Store for L {
     fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
         let _step = self.before(&Request::List(prefix))?;
         self.inner()?.list_dir(prefix)
-    }
-
-    fn etag(&self, key: &str) -> Result<Option<String>, StoreError> {
-        self.inner()?.etag(key)
     }
 
     fn about(&self) -> Vec<(String, String)> {

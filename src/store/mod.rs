@@ -63,13 +63,27 @@ pub struct Entry {
     pub tag: Option<String>,
 }
 
-/// Size and modification time of one stored object.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Size, modification time and version tag of one stored object.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ObjectMeta {
     /// Size in bytes.
     pub size: u64,
     /// Last modification time, where the store knows it.
     pub mtime: Option<SystemTime>,
+    /// The object's ETag, where the store keeps one (remote stores).
+    pub tag: Option<String>,
+}
+
+impl ObjectMeta {
+    /// False when `other` shows another version of the object, as far as both tell: another
+    /// ETag where both have one, else another size or modification time.
+    pub fn same_version(&self, other: &ObjectMeta) -> bool {
+        match (&self.tag, &other.tag, self.mtime, other.mtime) {
+            (Some(a), Some(b), _, _) => a.trim_matches('"') == b.trim_matches('"'),
+            (_, _, Some(a), Some(b)) => self.size == other.size && a == b,
+            _ => self.size == other.size,
+        }
+    }
 }
 
 /// A whole stored value and when it was last modified.
@@ -134,18 +148,27 @@ pub trait Store: Send + Sync {
             .map(|bytes| (bytes, meta.size)))
     }
 
-    /// Size and modification time of `key`, or `None` when absent.
+    /// [`Store::get_range`] with the object's version as of the read: remote backends take it
+    /// from the response itself, others ask [`Store::head`] after the read (so a change before
+    /// or during the read shows).
+    fn get_range_versioned(
+        &self,
+        key: &str,
+        start: u64,
+        len: u64,
+    ) -> Result<Option<(Vec<u8>, ObjectMeta)>, StoreError> {
+        let Some(bytes) = self.get_range(key, start, len)? else {
+            return Ok(None);
+        };
+        Ok(self.head(key)?.map(|meta| (bytes, meta)))
+    }
+
+    /// Size, modification time and ETag of `key`, or `None` when absent.
     fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError>;
 
     /// The direct children of `prefix` (`""` for the root, else a key without trailing `/`),
     /// sorted by name. An absent prefix lists as empty.
     fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError>;
-
-    /// The ETag of `key`, where the store keeps one (remote stores), else `None`.
-    fn etag(&self, key: &str) -> Result<Option<String>, StoreError> {
-        let _ = key;
-        Ok(None)
-    }
 
     /// Facts about the version of the data the store shows (an Icechunk snapshot: its id,
     /// message and time), as (name, value) pairs, shown on the mount's root.

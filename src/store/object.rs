@@ -151,22 +151,19 @@ impl ObjectStoreBackend {
         }
     }
 
-    /// Size and modification time of `key`, within `deadline`.
+    /// Size, modification time and ETag of `key`, within `deadline`.
     fn head_until(&self, key: &str, deadline: Instant) -> Result<Option<ObjectMeta>, StoreError> {
         let (path, inner) = (self.path(key)?, self.inner.clone());
         self.run(key, deadline, async move {
-            let meta = inner.head(&path).await?;
-            Ok(ObjectMeta {
-                size: meta.size,
-                mtime: mtime(&meta),
-            })
+            Ok(version(&inner.head(&path).await?))
         })
     }
 
     /// `len` bytes of `key` from `start`, within `deadline`, written into `into`'s memory (its
-    /// contents are dropped). A range starting at or past the end is refused by servers (416):
-    /// when the read fails, the object's size tells whether that was the cause (then it is an
-    /// empty read, as for local stores).
+    /// contents are dropped), and the object's version as the response gives it. A range
+    /// starting at or past the end is refused by servers (416): when the read fails, the
+    /// object's size tells whether that was the cause (then it is an empty read, as for local
+    /// stores).
     fn range_until(
         &self,
         key: &str,
@@ -174,10 +171,10 @@ impl ObjectStoreBackend {
         len: u64,
         deadline: Instant,
         into: Vec<u8>,
-    ) -> Result<Option<Vec<u8>>, StoreError> {
+    ) -> Result<Option<(Vec<u8>, ObjectMeta)>, StoreError> {
         let path = self.path(key)?;
         if len == 0 {
-            return Ok(self.head_until(key, deadline)?.map(|_| Vec::new()));
+            return Ok(self.head_until(key, deadline)?.map(|m| (Vec::new(), m)));
         }
         let options = GetOptions {
             range: Some(GetRange::Bounded(start..start.saturating_add(len))),
@@ -185,7 +182,9 @@ impl ObjectStoreBackend {
         };
         let inner = self.inner.clone();
         let got = self.run(key, deadline, async move {
-            body(inner.get_opts(&path, options).await?, into, buffers()).await
+            let got = inner.get_opts(&path, options).await?;
+            let meta = version(&got.meta);
+            Ok((body(got, into, buffers()).await?, meta))
         });
         match got {
             // A range from the object's end or past it, which some servers refuse: empty. A
@@ -194,7 +193,7 @@ impl ObjectStoreBackend {
             // which would read as the fill value. (A GET finding nothing is `Ok(None)`.)
             Err(e) if !matches!(e, StoreError::TimedOut { .. }) => {
                 match self.head_until(key, deadline)? {
-                    Some(meta) if meta.size <= start => Ok(Some(Vec::new())),
+                    Some(meta) if meta.size <= start => Ok(Some((Vec::new(), meta))),
                     _ => Err(e),
                 }
             }
@@ -202,7 +201,8 @@ impl ObjectStoreBackend {
         }
     }
 
-    /// The last `len` bytes of `key` and its size, read as its size, then a plain range.
+    /// The last `len` bytes of `key` and its size, read as its size, then a plain range of
+    /// the same version (an object replaced in between has its suffix elsewhere).
     fn suffix_by_size(
         &self,
         key: &str,
@@ -213,8 +213,13 @@ impl ObjectStoreBackend {
             return Ok(None);
         };
         let start = meta.size.saturating_sub(len);
-        let bytes = self.range_until(key, start, meta.size - start, deadline, Vec::new())?;
-        Ok(bytes.map(|b| (b, meta.size)))
+        match self.range_until(key, start, meta.size - start, deadline, Vec::new())? {
+            Some((_, seen)) if !seen.same_version(&meta) => Err(StoreError::Remote {
+                what: self.what(key),
+                cause: "replaced between the reads of its size and of its end".into(),
+            }),
+            got => Ok(got.map(|(b, _)| (b, meta.size))),
+        }
     }
 }
 
@@ -290,6 +295,15 @@ fn mtime(meta: &object_store::ObjectMeta) -> Option<SystemTime> {
         .then(|| SystemTime::from(meta.last_modified))
 }
 
+/// The size, modification time and ETag `object_store` read off a response.
+fn version(meta: &object_store::ObjectMeta) -> ObjectMeta {
+    ObjectMeta {
+        size: meta.size,
+        mtime: mtime(meta),
+        tag: meta.e_tag.clone(),
+    }
+}
+
 /// Requests in flight at once while a remote hierarchy is walked.
 const WALK_PARALLELISM: usize = 32;
 
@@ -314,6 +328,16 @@ impl Store for ObjectStoreBackend {
     }
 
     fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self.get_range_versioned(key, start, len)?.map(|(b, _)| b))
+    }
+
+    /// One request: the version is the response's own.
+    fn get_range_versioned(
+        &self,
+        key: &str,
+        start: u64,
+        len: u64,
+    ) -> Result<Option<(Vec<u8>, ObjectMeta)>, StoreError> {
         self.range_until(key, start, len, self.deadline(), Vec::new())
     }
 
@@ -327,7 +351,7 @@ impl Store for ObjectStoreBackend {
         let spare = std::mem::take(buf);
         let got = self.range_until(key, start, len, self.deadline(), spare)?;
         let present = got.is_some();
-        *buf = got.unwrap_or_default();
+        *buf = got.map(|(b, _)| b).unwrap_or_default();
         Ok(present)
     }
 
@@ -362,14 +386,6 @@ impl Store for ObjectStoreBackend {
 
     fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
         self.head_until(key, self.deadline())
-    }
-
-    fn etag(&self, key: &str) -> Result<Option<String>, StoreError> {
-        let (path, inner) = (self.path(key)?, self.inner.clone());
-        let got = self.run(key, self.deadline(), async move {
-            Ok(inner.head(&path).await?.e_tag)
-        })?;
-        Ok(got.flatten())
     }
 
     fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {

@@ -3,7 +3,7 @@
 //! byte range, as from a local zip.
 
 use super::zip::{ZipBytes, ZipStore};
-use super::{Latency, Layer, Store, StoreError};
+use super::{Latency, Layer, ObjectMeta, Store, StoreError};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::sync::{Arc, OnceLock};
@@ -21,14 +21,22 @@ struct ObjectBytes {
     key: String,
     /// The object's URL, for messages.
     url: String,
-    size: u64,
+    /// The version opened: every read must come from it.
+    pinned: ObjectMeta,
     blocks: Mutex<VecDeque<(u64, Arc<Vec<u8>>)>>,
 }
 
 impl ObjectBytes {
     fn range(&self, start: u64, len: u64) -> std::io::Result<Vec<u8>> {
-        match self.store.get_range(&self.key, start, len) {
-            Ok(Some(bytes)) if bytes.len() as u64 == len => Ok(bytes),
+        match self.store.get_range_versioned(&self.key, start, len) {
+            Ok(Some((_, seen))) if !seen.same_version(&self.pinned) => {
+                Err(std::io::Error::other(format!(
+                    "{}: replaced since it was opened (now {}); remount to read the new version",
+                    self.url,
+                    seen.tag.as_deref().unwrap_or("another size or time")
+                )))
+            }
+            Ok(Some((bytes, _))) if bytes.len() as u64 == len => Ok(bytes),
             Ok(Some(_)) => Err(std::io::Error::other(format!(
                 "{}: shorter than its size",
                 self.url
@@ -49,7 +57,7 @@ impl ObjectBytes {
             return Ok(b);
         }
         let start = index * BLOCK;
-        let b = Arc::new(self.range(start, BLOCK.min(self.size - start))?);
+        let b = Arc::new(self.range(start, BLOCK.min(self.pinned.size - start))?);
         let mut blocks = self.blocks.lock();
         if blocks.len() == BLOCKS_KEPT {
             blocks.pop_front();
@@ -62,7 +70,10 @@ impl ObjectBytes {
 impl ZipBytes for ObjectBytes {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
         let len = buf.len() as u64;
-        if offset.checked_add(len).is_none_or(|end| end > self.size) {
+        if offset
+            .checked_add(len)
+            .is_none_or(|end| end > self.pinned.size)
+        {
             return Err(std::io::ErrorKind::UnexpectedEof.into());
         }
         if len >= BLOCK {
@@ -82,7 +93,7 @@ impl ZipBytes for ObjectBytes {
     }
 
     fn size(&self) -> std::io::Result<u64> {
-        Ok(self.size)
+        Ok(self.pinned.size)
     }
 }
 
@@ -122,7 +133,7 @@ impl Layer for RemoteZip {
                 store: self.store.clone(),
                 key: self.key.clone(),
                 url: self.url.clone(),
-                size: meta.size,
+                pinned: meta.clone(),
                 blocks: Mutex::new(VecDeque::new()),
             };
             let mtime = meta.mtime.unwrap_or(SystemTime::UNIX_EPOCH);
@@ -160,22 +171,53 @@ mod tests {
     use crate::store::{Fault, FaultyStore, MemoryStore};
     use std::io::Write;
 
+    /// A zip of a small `a/.zarray` and a 200,000-byte member `a/0` of bytes `(i + seed) % 251`,
+    /// both stored.
+    fn zip_of(seed: u32) -> Vec<u8> {
+        let mut buf = std::io::Cursor::new(Vec::new());
+        let mut w = zip::ZipWriter::new(&mut buf);
+        let stored = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Stored);
+        w.start_file("a/.zarray", stored).unwrap();
+        w.write_all(b"{\"zarr_format\": 2}").unwrap();
+        let big: Vec<u8> = (0..200_000u32).map(|i| ((i + seed) % 251) as u8).collect();
+        w.start_file("a/0", stored).unwrap();
+        w.write_all(&big).unwrap();
+        w.finish().unwrap();
+        buf.into_inner()
+    }
+
+    #[test]
+    fn a_zip_replaced_after_it_was_opened_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.zip");
+        std::fs::write(&path, zip_of(0)).unwrap();
+        let store = crate::store::DirStore::new(dir.path()).unwrap();
+        let z = RemoteZip::new(Box::new(store), "x.zip", "file:///x.zip");
+        let want: Vec<u8> = (70_000..170_000u32).map(|i| (i % 251) as u8).collect();
+        assert_eq!(z.get_range("a/0", 70_000, 100_000).unwrap().unwrap(), want);
+        // Same size and layout, other bytes, written a second later: the old offsets would
+        // read the new bytes.
+        let later = std::fs::metadata(&path).unwrap().modified().unwrap()
+            + std::time::Duration::from_secs(1);
+        std::fs::write(&path, zip_of(1)).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(later)
+            .unwrap();
+        let refused = z.get_range("a/0", 70_000, 100_000).unwrap_err().to_string();
+        assert!(
+            refused.contains("replaced since it was opened"),
+            "{refused}"
+        );
+    }
+
     #[test]
     fn reads_a_zip_held_as_one_object() {
-        let mut buf = std::io::Cursor::new(Vec::new());
-        {
-            let mut w = zip::ZipWriter::new(&mut buf);
-            let stored = zip::write::SimpleFileOptions::default()
-                .compression_method(zip::CompressionMethod::Stored);
-            w.start_file("a/.zarray", stored).unwrap();
-            w.write_all(b"{\"zarr_format\": 2}").unwrap();
-            let big: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
-            w.start_file("a/0", stored).unwrap();
-            w.write_all(&big).unwrap();
-            w.finish().unwrap();
-        }
         let mut mem = MemoryStore::new();
-        mem.insert("data/x.zip", buf.into_inner());
+        mem.insert("data/x.zip", zip_of(0));
         let z = RemoteZip::new(Box::new(mem), "data/x.zip", "mem://data/x.zip");
         assert_eq!(
             z.get("a/.zarray").unwrap().unwrap().bytes,

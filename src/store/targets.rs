@@ -16,6 +16,35 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// Refuses the target `shown`, seen as `version`, unless it is as `recorded` (its ETag, or
+/// modified no later).
+fn as_recorded(shown: &str, version: &ObjectMeta, recorded: &Recorded) -> Result<(), StoreError> {
+    let changed = |what: String| {
+        StoreError::Invalid(format!(
+            "{shown}: {what} since it was referenced (the repository's virtual chunk no longer \
+             matches it)"
+        ))
+    };
+    match recorded {
+        Recorded::ModifiedBy(secs) => {
+            let modified = version
+                .mtime
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map(|d| d.as_secs());
+            match modified {
+                Some(m) if m <= *secs => Ok(()),
+                Some(m) => Err(changed(format!("modified at {m}, after {secs},"))),
+                None => Err(changed("no modification time known".into())),
+            }
+        }
+        Recorded::ETag(want) => match &version.tag {
+            Some(tag) if tag.trim_matches('"') == want.trim_matches('"') => Ok(()),
+            Some(tag) => Err(changed(format!("ETag {tag} instead of {want}"))),
+            None => Err(changed(format!("no ETag to compare with {want}"))),
+        },
+    }
+}
+
 /// True when `url` is the place `prefix` (a URL prefix targets may be read from: `file:///dir`,
 /// `s3://bucket/prefix`, ...) or below it.
 fn holds(prefix: &str, url: &str) -> bool {
@@ -67,12 +96,16 @@ impl Targets {
         }
     }
 
-    /// `len` bytes of the target `url` from `offset`; an error when it is absent or shorter.
-    pub fn read(&self, url: &str, offset: u64, len: u64) -> Result<Vec<u8>, StoreError> {
-        let (store, key, shown) = self.open(url)?;
-        let Some(bytes) = store.get_range(&key, offset, len)? else {
-            return Err(missing(&shown));
-        };
+    /// `len` bytes of the target `url` from `offset`; an error when it is absent or shorter,
+    /// or not as `recorded`.
+    pub fn read(
+        &self,
+        url: &str,
+        offset: u64,
+        len: u64,
+        recorded: Option<&Recorded>,
+    ) -> Result<Vec<u8>, StoreError> {
+        let (bytes, shown) = self.read_part_as(url, offset, len, recorded)?;
         if (bytes.len() as u64) < len {
             return Err(StoreError::Invalid(format!(
                 "{shown}: the reference asks for bytes {offset}..{} but the file ends at {}",
@@ -83,48 +116,44 @@ impl Targets {
         Ok(bytes)
     }
 
-    /// Up to `len` bytes of the target `url` from `offset` (fewer at its end).
-    pub fn read_part(&self, url: &str, offset: u64, len: u64) -> Result<Vec<u8>, StoreError> {
+    /// Up to `len` bytes of the target `url` from `offset` (fewer at its end); an error when
+    /// it is absent or not as `recorded`.
+    pub fn read_part(
+        &self,
+        url: &str,
+        offset: u64,
+        len: u64,
+        recorded: Option<&Recorded>,
+    ) -> Result<Vec<u8>, StoreError> {
+        Ok(self.read_part_as(url, offset, len, recorded)?.0)
+    }
+
+    /// [`Targets::read_part`], and the URL as shown. The version checked is the one the read
+    /// itself saw: a target changed before the read, or during it, is refused; one checked
+    /// by a separate request could change between the check and the read.
+    fn read_part_as(
+        &self,
+        url: &str,
+        offset: u64,
+        len: u64,
+        recorded: Option<&Recorded>,
+    ) -> Result<(Vec<u8>, String), StoreError> {
         let (store, key, shown) = self.open(url)?;
-        store
-            .get_range(&key, offset, len)?
-            .ok_or_else(|| missing(&shown))
+        let Some(recorded) = recorded else {
+            let bytes = store.get_range(&key, offset, len)?;
+            return Ok((bytes.ok_or_else(|| missing(&shown))?, shown));
+        };
+        let (bytes, version) = store
+            .get_range_versioned(&key, offset, len)?
+            .ok_or_else(|| missing(&shown))?;
+        as_recorded(&shown, &version, recorded)?;
+        Ok((bytes, shown))
     }
 
     /// Size and modification time of the target `url`; an error when it is absent.
     pub fn head(&self, url: &str) -> Result<ObjectMeta, StoreError> {
         let (store, key, shown) = self.open(url)?;
         store.head(&key)?.ok_or_else(|| missing(&shown))
-    }
-
-    /// Refuses the target `url` unless it is as `recorded` (its ETag, or modified no later).
-    pub fn check(&self, url: &str, recorded: &Recorded) -> Result<(), StoreError> {
-        let (store, key, shown) = self.open(url)?;
-        let changed = |what: String| {
-            StoreError::Invalid(format!(
-                "{shown}: {what} since it was referenced (the repository's virtual chunk \
-                 no longer matches it)"
-            ))
-        };
-        match recorded {
-            Recorded::ModifiedBy(secs) => {
-                let meta = store.head(&key)?.ok_or_else(|| missing(&shown))?;
-                let modified = meta
-                    .mtime
-                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                    .map(|d| d.as_secs());
-                match modified {
-                    Some(m) if m <= *secs => Ok(()),
-                    Some(m) => Err(changed(format!("modified at {m}, after {secs},"))),
-                    None => Err(changed("no modification time known".into())),
-                }
-            }
-            Recorded::ETag(want) => match store.etag(&key)? {
-                Some(tag) if tag.trim_matches('"') == want.trim_matches('"') => Ok(()),
-                Some(tag) => Err(changed(format!("ETag {tag} instead of {want}"))),
-                None => Err(changed(format!("no ETag to compare with {want}"))),
-            },
-        }
     }
 
     /// The store reading the target `url`, the key of the target in it, and the URL as shown.
@@ -297,8 +326,8 @@ mod tests {
         let home = root.join("refs/r.json").display().to_string();
         let t = targets(&home, &[]);
         let inside = root.join("refs/sub/a.nc").display().to_string();
-        assert_eq!(t.read(&inside, 2, 3).unwrap(), b"234");
-        assert_eq!(t.read("sub/a.nc", 8, 2).unwrap(), b"89");
+        assert_eq!(t.read(&inside, 2, 3, None).unwrap(), b"234");
+        assert_eq!(t.read("sub/a.nc", 8, 2, None).unwrap(), b"89");
         assert_eq!(
             t.read_whole(&format!("file://{inside}"), u64::MAX)
                 .unwrap()
@@ -310,7 +339,7 @@ mod tests {
             matches!(large, StoreError::TooLarge { size: 10, .. }),
             "{large}"
         );
-        let past = t.read(&inside, 8, 4).unwrap_err().to_string();
+        let past = t.read(&inside, 8, 4, None).unwrap_err().to_string();
         assert!(past.contains("ends at 10"), "{past}");
         let gone = t
             .read_whole("sub/none.nc", u64::MAX)
@@ -323,7 +352,7 @@ mod tests {
         for escape in ["link", "../secret", "sub/../../secret", "s3://bucket/x"] {
             assert!(t.read_whole(escape, u64::MAX).is_err(), "{escape}");
         }
-        assert_eq!(t.read("sub/../sub/./a.nc", 0, 1).unwrap(), b"0");
+        assert_eq!(t.read("sub/../sub/./a.nc", 0, 1, None).unwrap(), b"0");
         let allowed = targets(&home, &[&root.join("other").display().to_string()]);
         assert_eq!(allowed.read_whole(&other, u64::MAX).unwrap(), b"abcdef");
         assert_eq!(
@@ -341,13 +370,19 @@ mod tests {
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .as_secs();
-        assert!(t.check("a.bin", &Recorded::ModifiedBy(now + 3600)).is_ok());
-        let later = t.check("a.bin", &Recorded::ModifiedBy(1)).unwrap_err();
+        assert!(t
+            .read("a.bin", 0, 3, Some(&Recorded::ModifiedBy(now + 3600)))
+            .is_ok());
+        let later = t
+            .read_part("a.bin", 1, 9, Some(&Recorded::ModifiedBy(1)))
+            .unwrap_err();
         assert!(
             later.to_string().contains("since it was referenced"),
             "{later}"
         );
-        let etag = t.check("a.bin", &Recorded::ETag("x".into())).unwrap_err();
+        let etag = t
+            .read("a.bin", 0, 3, Some(&Recorded::ETag("x".into())))
+            .unwrap_err();
         assert!(etag.to_string().contains("no ETag"), "{etag}");
     }
 

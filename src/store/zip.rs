@@ -282,6 +282,7 @@ impl Store for ZipStore {
         Ok(self.members.get(key).map(|m| ObjectMeta {
             size: m.size,
             mtime: m.mtime,
+            tag: None,
         }))
     }
 

@@ -179,6 +179,51 @@ fn zip_stores_read_exactly_over_http() {
     check_over_http("names_v3", "#mode=zarr,zip", 1);
 }
 
+/// A zip of one 200,000-byte stored member `a/0` holding `(i + seed) % 251`.
+fn zip_of(seed: u32) -> Vec<u8> {
+    use std::io::Write;
+    let mut buf = std::io::Cursor::new(Vec::new());
+    let mut w = zip::ZipWriter::new(&mut buf);
+    let stored =
+        zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    w.start_file("a/0", stored).unwrap();
+    let member: Vec<u8> = (0..200_000u32).map(|i| ((i + seed) % 251) as u8).collect();
+    w.write_all(&member).unwrap();
+    w.finish().unwrap();
+    buf.into_inner()
+}
+
+#[test]
+fn a_zip_replaced_on_the_server_is_refused_not_read_at_its_old_offsets() {
+    let dir = tempfile::tempdir().unwrap();
+    let zip = dir.path().join("x.zip");
+    std::fs::write(&zip, zip_of(0)).unwrap();
+    let server = servers::s3_server(&[("zips", &[zip])]);
+    servers::s3_credentials_env();
+    let remote = RemoteOptions {
+        endpoint: Some(server.url.clone()),
+        ..RemoteOptions::default()
+    };
+    let store = zarrfs::store::open_with("s3://zips/x.zip", &remote).unwrap();
+    let want = |seed: u32| -> Vec<u8> {
+        (70_000..170_000u32)
+            .map(|i| ((i + seed) % 251) as u8)
+            .collect()
+    };
+    assert_eq!(
+        store.get_range("a/0", 70_000, 100_000).unwrap().unwrap(),
+        want(0)
+    );
+    // The same layout with other bytes: read at the offsets of the first, it would give them.
+    let served = server.dir.path().join("root/zips/x.zip");
+    std::fs::write(&served, zip_of(1)).unwrap();
+    let refused = store.get_range("a/0", 70_000, 100_000).unwrap_err();
+    assert!(
+        refused.to_string().contains("replaced since it was opened"),
+        "{refused}"
+    );
+}
+
 #[test]
 fn an_unlisted_hierarchy_over_http_fails_with_a_clear_line() {
     let server = dialects_over_http();
