@@ -207,6 +207,15 @@ impl Readers {
     }
 }
 
+/// How long the kernel may keep `attr`: a size not known yet is asked again when needed.
+fn ttl(attr: &Attr) -> Duration {
+    if attr.exact {
+        TTL
+    } else {
+        Duration::ZERO
+    }
+}
+
 fn errno(e: ViewError) -> Errno {
     Errno::from_i32(e.errno())
 }
@@ -323,16 +332,20 @@ impl Filesystem for ZarrFs {
                 .ok_or(ViewError::NotFound)
                 .and_then(|n| self.view.lookup(parent.0, n))
             {
-                Ok(a) => reply.entry(&TTL, &self.file_attr(&a), Generation(0)),
+                Ok(a) => reply.entry(&ttl(&a), &self.file_attr(&a), Generation(0)),
                 Err(e) => reply.error(errno(e)),
             },
         )
     }
 
+    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        self.view.forget(ino.0, nlookup);
+    }
+
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
         catch_panic_as_eio("getattr", format_args!("inode {ino}"), || {
             match self.view.getattr(ino.0) {
-                Ok(a) => reply.attr(&TTL, &self.file_attr(&a)),
+                Ok(a) => reply.attr(&ttl(&a), &self.file_attr(&a)),
                 Err(e) => reply.error(errno(e)),
             }
         })
@@ -449,16 +462,14 @@ impl Filesystem for ZarrFs {
             || match self.view.readdir(ino.0, offset) {
                 Ok(entries) => {
                     for e in entries {
-                        let Ok((attr, exact)) = self.view.listed_attr(e.ino) else {
+                        let Ok(attr) = self.view.listed_attr(e.ino) else {
                             continue;
                         };
-                        // A size not measured yet: the kernel asks again when it needs it.
-                        let ttl = if exact { TTL } else { Duration::ZERO };
                         if reply.add(
                             INodeNo(e.ino),
                             e.next_offset,
                             &e.name,
-                            &ttl,
+                            &ttl(&attr),
                             &self.file_attr(&attr),
                             Generation(0),
                         ) {

@@ -228,6 +228,11 @@ impl ArrayFile {
         })
     }
 
+    /// The parsed metadata of an array of fixed-size elements, readable or not.
+    pub(super) fn meta(&self) -> Option<&ArrayMeta> {
+        self.npy.as_deref()
+    }
+
     /// Ok when the data can be read; else logs why and fails with EIO.
     pub fn check_readable(&self) -> Result<(), ViewError> {
         self.readable().map(|_| ())

@@ -84,7 +84,11 @@ impl HeldChunks {
         let data = match &self.held[slot].1 {
             Held::Whole(None) => return Ok(None),
             Held::Whole(Some(data)) => data.as_slice(),
-            Held::Growing(growing) => growing.wait_prefix(end).unwrap_or_default(),
+            // Failed since the wait above: what it decoded is not served.
+            Held::Growing(growing) => growing.wait_prefix(end).ok_or_else(|| {
+                log::error!("{node}: chunk {chunk} failed to decode while it was read");
+                ViewError::Io(IoCause::Corrupt)
+            })?,
         };
         chunk_bytes(data, at, len, node, chunk).map(Some)
     }

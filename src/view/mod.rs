@@ -103,6 +103,8 @@ pub struct Attr {
     pub mtime: SystemTime,
     /// Link count.
     pub nlink: u32,
+    /// False when the size is not known yet (shown as 0): the kernel must not keep it.
+    pub exact: bool,
 }
 
 /// One directory entry as `readdir` returns it.
@@ -357,36 +359,33 @@ impl View {
     /// Attributes of `ino`. Directories show one link: counting their subdirectories would
     /// load them.
     pub fn getattr(&self, ino: u64) -> Result<Attr, ViewError> {
-        self.attr(ino, true).map(|(attr, _)| attr)
+        self.attr(ino, true)
     }
 
     /// Attributes of `ino` as a directory listing hands them out (readdirplus): as
     /// [`View::getattr`], except that the size of a file showing a whole subtree (`.zom.json`,
     /// `.header.cdl`, `.ncstream`) is not measured here, which would load the subtree; then
-    /// the size is 0 and the second value false, and the kernel must ask again.
-    pub fn listed_attr(&self, ino: u64) -> Result<(Attr, bool), ViewError> {
+    /// the size is 0 and not exact, and the kernel must ask again.
+    pub fn listed_attr(&self, ino: u64) -> Result<Attr, ViewError> {
         self.attr(ino, false)
     }
 
-    fn attr(&self, ino: u64, measure: bool) -> Result<(Attr, bool), ViewError> {
-        let attr = |kind, size, mtime| Attr {
+    fn attr(&self, ino: u64, measure: bool) -> Result<Attr, ViewError> {
+        let attr = |kind, size: Option<u64>, mtime| Attr {
             ino,
             kind,
-            size,
+            size: size.unwrap_or(0),
             mtime,
             nlink: 1,
+            exact: size.is_some(),
         };
         if let Ok(inode) = self.inode(ino) {
             if let Content::Dir(_) = inode.content {
-                return Ok((attr(FileKind::Directory, 0, inode.mtime), true));
+                return Ok(attr(FileKind::Directory, Some(0), inode.mtime));
             }
         }
         self.with_file(ino, |file, dir, mtime| {
-            let size = file.size(self, dir, measure);
-            Ok((
-                attr(FileKind::File, size.unwrap_or(0), mtime),
-                size.is_some(),
-            ))
+            Ok(attr(FileKind::File, file.size(self, dir, measure), mtime))
         })
     }
 
@@ -518,6 +517,14 @@ impl View {
 
     fn open_handle(&self, ino: u64, page_cached: bool) -> Result<u64, ViewError> {
         self.with_file(ino, |file, _, _| file.open(self, page_cached))
+    }
+
+    /// The kernel forgets `n` lookups of `ino`: a selection file it no longer knows may be let
+    /// go (the tree's inodes stay).
+    pub fn forget(&self, ino: u64, n: u64) {
+        if is_slice(ino) {
+            self.slices.forget(ino, n);
+        }
     }
 
     /// Forgets file handle `fh`.

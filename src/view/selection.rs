@@ -44,7 +44,7 @@ pub enum SelectionError {
     #[error("the step in '{0}' must be at least 1")]
     StepBelowOne(String),
     #[error("index {0} is out of range for axis {1} of length {2}")]
-    OutOfRange(i64, usize, u64),
+    OutOfRange(i128, usize, u64),
     #[error("dimension names and positions cannot be mixed")]
     NamesAndPositions,
     #[error("'{0}' is not a dimension name")]
@@ -61,15 +61,24 @@ pub enum SelectionError {
 
 /// One comma-separated item, before it meets a shape.
 enum Item {
-    Index(i64),
-    Slice(Option<i64>, Option<i64>, Option<i64>),
+    Index(i128),
+    Slice(Option<i128>, Option<i128>, Option<i128>),
     Ellipsis,
 }
 
-fn parse_int(s: &str) -> Option<i64> {
-    let digits = s.strip_prefix('-').unwrap_or(s);
-    let decimal = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
-    decimal.then(|| s.parse().ok()).flatten()
+/// A decimal integer with an optional sign, as Python writes them; one past the range of
+/// `i128` is taken as its end (it only matters as a slice bound, which clips).
+fn parse_int(s: &str) -> Option<i128> {
+    let (negative, digits) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let magnitude = digits.parse::<i128>().unwrap_or(i128::MAX);
+    Some(if negative { -magnitude } else { magnitude })
 }
 
 fn parse_item(text: &str) -> Result<Item, SelectionError> {
@@ -85,7 +94,7 @@ fn parse_item(text: &str) -> Result<Item, SelectionError> {
     if parts.len() > 3 {
         return Err(SelectionError::TooManyColons(text.into()));
     }
-    let part = |i: usize| -> Result<Option<i64>, SelectionError> {
+    let part = |i: usize| -> Result<Option<i128>, SelectionError> {
         match parts.get(i) {
             None | Some(&"") => Ok(None),
             Some(p) => parse_int(p)
@@ -106,7 +115,7 @@ fn resolve(item: &Item, len: u64, axis: usize) -> Result<AxisSel, SelectionError
     let n = i128::from(len);
     match *item {
         Item::Index(i) => {
-            let at = i128::from(i) + if i < 0 { n } else { 0 };
+            let at = i + if i < 0 { n } else { 0 };
             if at < 0 || at >= n {
                 return Err(SelectionError::OutOfRange(i, axis, len));
             }
@@ -118,18 +127,20 @@ fn resolve(item: &Item, len: u64, axis: usize) -> Result<AxisSel, SelectionError
             })
         }
         Item::Slice(start, stop, step) => {
-            let bound = |v: Option<i64>, default: i128| match v {
+            let bound = |v: Option<i128>, default: i128| match v {
                 None => default,
-                Some(v) if v < 0 => (n + i128::from(v)).max(0),
-                Some(v) => i128::from(v).min(n),
+                Some(v) if v < 0 => (n + v).max(0),
+                Some(v) => v.min(n),
             };
             let (lo, hi) = (bound(start, 0), bound(stop, n));
-            let step = step.unwrap_or(1) as u64;
+            let step = u64::try_from(step.unwrap_or(1)).unwrap_or(u64::MAX);
             let count = if hi > lo {
                 ((hi - lo) as u64).div_ceil(step)
             } else {
                 0
             };
+            // The step of one element or none is no step: then it never meets a product.
+            let step = if count > 1 { step } else { 1 };
             Ok(AxisSel {
                 start: lo as u64,
                 step,
@@ -159,6 +170,11 @@ impl Selection {
             dropped: false,
         };
         let mut axes: Vec<AxisSel> = shape.iter().map(whole).collect();
+        // One trailing comma is Python's (`a[0,]` is `a[0]`).
+        let text = match text.strip_suffix(',') {
+            Some(body) if !body.is_empty() && !body.ends_with(',') => body,
+            _ => text,
+        };
         let raw: Vec<&str> = text.split(',').filter(|_| !text.is_empty()).collect();
         let named = raw.iter().filter(|r| r.contains('=')).count();
         if named > 0 {
@@ -297,6 +313,15 @@ mod tests {
         assert_eq!(sel("", &s).unwrap()[2], (0, 1, 30, false));
         assert_eq!(sel("lat=3,time=0:24", &s).unwrap()[1], (3, 1, 1, true));
         assert_eq!(sel("time=0:24", &s).unwrap()[0], (0, 1, 10, false));
+        // Python's spellings: a trailing comma, a `+` sign, bounds past any integer type.
+        assert_eq!(sel("5,", &s).unwrap(), sel("5", &s).unwrap());
+        assert_eq!(sel("+1,+2:", &s).unwrap(), sel("1,2:", &s).unwrap());
+        let huge = "0:99999999999999999999999999999999999999999999,-99999999999999999999:";
+        assert_eq!(sel(huge, &s).unwrap(), sel(":,:", &s).unwrap());
+        assert_eq!(
+            sel("::99999999999999999999", &s).unwrap()[0],
+            (0, 1, 1, false)
+        );
         let n = Selection::parse("1:8:3,-2", &[10, 5], &[]).unwrap();
         assert_eq!((n.normalized(), n.shape()), ("1:8:3,3".into(), vec![3]));
     }
@@ -318,6 +343,10 @@ mod tests {
             ("time=1,time=2", "twice"),
             ("1:2:3:4", "more than two"),
             ("a:2", "not an integer"),
+            (",", "not an index"),
+            ("5,,", "not an index"),
+            ("+-1", "not an index"),
+            ("99999999999999999999", "out of range"),
         ] {
             let err = sel(text, &s).unwrap_err();
             assert!(err.contains(why), "{text}: {err}");

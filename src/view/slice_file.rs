@@ -39,7 +39,6 @@ pub struct SliceFile {
     elem_size: u64,
     data_size: u64,
     header: Vec<u8>,
-    json: Arc<[u8]>,
     /// Position in the C-order walk over `axis_chunks` up to which chunks have been queued.
     queued: AtomicU64,
     /// Whether the file has been opened since it was looked up.
@@ -125,15 +124,8 @@ fn runs_of_whole_chunks(
 }
 
 impl SliceFile {
-    /// The selection `sel` (named `name`) of array number `array`, whose chunks are `source`;
-    /// `source_path` is the array's path in the store.
-    pub fn new(
-        name: String,
-        array: u32,
-        source_path: &str,
-        source: &ChunkSource,
-        sel: &Selection,
-    ) -> Self {
+    /// The selection `sel` (named `name`) of array number `array`, whose chunks are `source`.
+    pub fn new(name: String, array: u32, source: &ChunkSource, sel: &Selection) -> Self {
         let meta: &ArrayMeta = source.reader.meta();
         let mut axes = sel.axes.clone();
         let mut chunk_shape = source.reader.read_chunk_shape().to_vec();
@@ -164,14 +156,6 @@ impl SliceFile {
         let runs_of_chunks = runs_of_whole_chunks(&axes, &chunk_shape, &shape, &axis_chunks);
         let elem_size = (meta.dtype.size() as u64).max(1);
         let out_shape = sel.shape();
-        let json = serde_json::json!({
-            "source": source_path,
-            "selection": sel.normalized(),
-            "shape": out_shape,
-            "dtype": meta.dtype.npy_descr(),
-        });
-        let mut json = serde_json::to_vec_pretty(&json).unwrap_or_default();
-        json.push(b'\n');
         SliceFile {
             array,
             name,
@@ -182,7 +166,6 @@ impl SliceFile {
             elem_size,
             data_size: sel.element_count() * elem_size,
             header: npy_header(&meta.dtype, &out_shape),
-            json: Arc::from(json),
             queued: AtomicU64::new(0),
             opened: AtomicBool::new(false),
             handles: AtomicU32::new(0),
@@ -222,11 +205,6 @@ impl SliceFile {
     /// Size of `A[SEL].npy`.
     pub fn npy_size(&self) -> u64 {
         self.header.len() as u64 + self.data_size
-    }
-
-    /// The `A[SEL].json` document.
-    pub fn json(&self) -> &Arc<[u8]> {
-        &self.json
     }
 
     /// The NPY header of `A[SEL].npy`.
@@ -612,4 +590,17 @@ impl SliceFile {
     pub(super) fn is_open(&self) -> bool {
         self.handles.load(Ordering::Relaxed) > 0
     }
+}
+
+/// The `A[SEL].json` document of selection `sel` of the array at `source_path`.
+pub(super) fn selection_json(source_path: &str, sel: &Selection, meta: &ArrayMeta) -> Arc<[u8]> {
+    let json = serde_json::json!({
+        "source": source_path,
+        "selection": sel.normalized(),
+        "shape": sel.shape(),
+        "dtype": meta.dtype.npy_descr(),
+    });
+    let mut json = serde_json::to_vec_pretty(&json).unwrap_or_default();
+    json.push(b'\n');
+    Arc::from(json)
 }

@@ -1,11 +1,13 @@
 //! Selection files by name: `A[SEL]`, `A[SEL].npy` and `A[SEL].json` in the directory of array
 //! `A`. They are not listed (the namespace is infinite); a lookup parses the name and gives the
-//! file an inode, kept in a bounded table so that repeated lookups give the same inode.
+//! file an inode. The table counts the kernel's references as the kernel does (one per lookup
+//! answered, given back by `forget`): a file the kernel still knows, open or cached, keeps its
+//! inode; past a bound, the files it has forgotten are let go, oldest first.
 
 use super::kinds::{extend_range, ReadAt, Reply, ServedFile};
 use super::npy::read_after_header;
 use super::selection::{split_name, Selection};
-use super::slice_file::SliceFile;
+use super::slice_file::{selection_json, SliceFile};
 use super::vlen_file::{Part, VlenFile};
 use super::{ArrayPart, Attr, Attrs, Content, TextFile, View, ViewError};
 use parking_lot::Mutex;
@@ -16,7 +18,8 @@ use std::time::SystemTime;
 
 /// Inode numbers of selection files start here (the tree's own inodes are numbered from 1).
 const SLICE_INO_BASE: u64 = 1 << 62;
-/// Most selection files remembered; the oldest are forgotten first.
+/// Selection files kept once the kernel has forgotten them; past this, the first forgotten
+/// are let go.
 const MAX_SLICES: usize = 4096;
 
 /// What a selection file holds.
@@ -39,11 +42,22 @@ pub(super) struct SliceEntry {
     pub(super) mtime: SystemTime,
 }
 
+/// A selection file, its name, and how many of its lookups the kernel has not forgotten.
+struct Slot {
+    entry: SliceEntry,
+    name: (u64, String),
+    lookups: u64,
+    /// In `Table::forgotten`.
+    queued: bool,
+}
+
 #[derive(Default)]
 struct Table {
     by_name: HashMap<(u64, String), u64>,
-    by_ino: HashMap<u64, (SliceEntry, (u64, String))>,
-    order: VecDeque<u64>,
+    by_ino: HashMap<u64, Slot>,
+    /// Inodes whose lookups all were forgotten, in that order (some looked up again since),
+    /// each once.
+    forgotten: VecDeque<u64>,
     next: u64,
 }
 
@@ -59,38 +73,66 @@ pub struct SliceTable {
 
 impl SliceTable {
     fn get(&self, ino: u64) -> Option<SliceEntry> {
-        self.table.lock().by_ino.get(&ino).map(|(e, _)| e.clone())
+        self.table.lock().by_ino.get(&ino).map(|s| s.entry.clone())
     }
 
+    /// The inode of `name` in `parent`, looked up once more, if it has one.
     fn find(&self, parent: u64, name: &str) -> Option<u64> {
-        self.table
-            .lock()
-            .by_name
-            .get(&(parent, name.to_string()))
-            .copied()
+        let mut t = self.table.lock();
+        let ino = *t.by_name.get(&(parent, name.to_string()))?;
+        t.by_ino.get_mut(&ino)?.lookups += 1;
+        Some(ino)
     }
 
-    /// Remembers `entry` as `name` in `parent` (unless another lookup just did) and returns
-    /// its inode.
+    /// Remembers `entry` as `name` in `parent` (unless another lookup just did), looked up
+    /// once, and returns its inode.
     fn insert(&self, parent: u64, name: &str, entry: SliceEntry) -> u64 {
         let mut t = self.table.lock();
         let key = (parent, name.to_string());
         if let Some(&ino) = t.by_name.get(&key) {
+            if let Some(slot) = t.by_ino.get_mut(&ino) {
+                slot.lookups += 1;
+            }
             return ino;
         }
-        if t.order.len() == MAX_SLICES {
-            if let Some(old) = t.order.pop_front() {
-                if let Some((_, k)) = t.by_ino.remove(&old) {
-                    t.by_name.remove(&k);
-                }
+        while t.by_ino.len() >= MAX_SLICES {
+            let Some(old) = t.forgotten.pop_front() else {
+                break;
+            };
+            let Some(slot) = t.by_ino.get_mut(&old) else {
+                continue;
+            };
+            slot.queued = false;
+            if slot.lookups == 0 {
+                let name = slot.name.clone();
+                t.by_ino.remove(&old);
+                t.by_name.remove(&name);
             }
         }
         let ino = SLICE_INO_BASE + t.next;
         t.next += 1;
         t.by_name.insert(key.clone(), ino);
-        t.by_ino.insert(ino, (entry, key));
-        t.order.push_back(ino);
+        let slot = Slot {
+            entry,
+            name: key,
+            lookups: 1,
+            queued: false,
+        };
+        t.by_ino.insert(ino, slot);
         ino
+    }
+
+    /// The kernel forgets `n` lookups of selection file `ino`.
+    pub(super) fn forget(&self, ino: u64, n: u64) {
+        let mut t = self.table.lock();
+        let Some(slot) = t.by_ino.get_mut(&ino) else {
+            return;
+        };
+        slot.lookups = slot.lookups.saturating_sub(n);
+        if slot.lookups == 0 && !slot.queued {
+            slot.queued = true;
+            t.forgotten.push_back(ino);
+        }
     }
 
     /// Lets `file` gather its selection in memory when it takes at most a quarter of the cache
@@ -150,30 +192,34 @@ impl View {
     /// either, and says why in one log line.
     pub(super) fn lookup_slice(&self, parent: u64, name: &str) -> Result<Attr, ViewError> {
         if let Some(ino) = self.slices.find(parent, name) {
-            return self.getattr(ino);
+            return self.attr_of_looked_up(ino);
         }
         let (array_name, text, suffix) = split_name(name).ok_or(ViewError::NotFound)?;
         let dir = self.dir(parent)?;
         let array_ino = dir.get(array_name).ok_or(ViewError::NotFound)?;
         let inode = self.inode(array_ino)?;
-        let (k, source, path) = match inode.content {
+        let (k, meta, path) = match inode.content {
             Content::Array(ArrayPart {
                 array: k,
                 npy: false,
             }) => {
                 let array = &self.arrays[k as usize];
-                (k, array.readable()?, array.display_path())
+                let meta = match array.meta() {
+                    Some(meta) => meta,
+                    // Metadata that could not be parsed: the log says why.
+                    None => array.readable()?.reader.meta(),
+                };
+                (k, meta, array.display_path())
             }
             Content::Text(TextFile {
                 vlen: k,
                 part: Part::Text,
             }) => {
                 let vlen = &self.vlen[k as usize];
-                (k, vlen.source(), vlen.display_path())
+                (k, vlen.source().reader.meta(), vlen.display_path())
             }
             _ => return Err(ViewError::NotFound),
         };
-        let meta = source.reader.meta();
         let dims = match inode.xattrs {
             Attrs::Node(zom) => self.zoms.dimensions(zom).axis_names(meta.shape.len()),
             _ => vec![None; meta.shape.len()],
@@ -183,10 +229,12 @@ impl View {
             log::warn!("{shown}: {reason}");
             ViewError::NotFound
         })?;
-        let file = Arc::new(SliceFile::new(shown.clone(), k, path, source, &sel));
         let body = match (&inode.content, suffix) {
-            (_, ".json") => Body::Bytes(file.json().clone()),
+            // The document needs the metadata only: it is there for an array zarrfs cannot decode.
+            (_, ".json") => Body::Bytes(selection_json(path, &sel, meta)),
             (Content::Text(_), _) => {
+                let source = self.vlen[k as usize].source();
+                let file = Arc::new(SliceFile::new(shown.clone(), k, source, &sel));
                 let vlen = self.vlen[k as usize].selection(shown, file, sel.shape());
                 let part = if suffix == ".npy" {
                     Part::Npy
@@ -195,8 +243,14 @@ impl View {
                 };
                 Body::Vlen(Arc::new(vlen), part)
             }
-            (_, ".npy") => Body::Npy(file),
-            _ => Body::Data(file),
+            _ => {
+                let source = self.arrays[k as usize].readable()?;
+                let file = Arc::new(SliceFile::new(shown.clone(), k, source, &sel));
+                match suffix {
+                    ".npy" => Body::Npy(file),
+                    _ => Body::Data(file),
+                }
+            }
         };
         // Decoding starts at lookup: it runs while the caller opens the file and sets up its read.
         if let Body::Data(f) | Body::Npy(f) = &body {
@@ -210,7 +264,17 @@ impl View {
             mtime: inode.mtime,
         };
         let ino = self.slices.insert(parent, name, entry);
-        self.getattr(ino)
+        self.attr_of_looked_up(ino)
+    }
+
+    /// The attributes of selection file `ino`, just looked up; its lookup is given back when
+    /// they cannot be told (the kernel is answered with an error, and holds no reference).
+    fn attr_of_looked_up(&self, ino: u64) -> Result<Attr, ViewError> {
+        let attr = self.getattr(ino);
+        if attr.is_err() {
+            self.slices.forget(ino, 1);
+        }
+        attr
     }
 
     /// Selection file `ino`.
@@ -223,12 +287,12 @@ impl ServedFile for SliceEntry {
     /// Sizes of large selections of variable-length arrays are found in the background: see
     /// `vlen_file`.
     fn size(&self, view: &View, _dir: u64, _measure: bool) -> Option<u64> {
-        Some(match &self.body {
-            Body::Data(f) => f.data_size(),
-            Body::Npy(f) => f.npy_size(),
-            Body::Vlen(v, part) => v.size(*part, &view.cache, &view.sizer).unwrap_or(0),
-            Body::Bytes(b) => b.len() as u64,
-        })
+        match &self.body {
+            Body::Data(f) => Some(f.data_size()),
+            Body::Npy(f) => Some(f.npy_size()),
+            Body::Vlen(v, part) => v.size(*part, &view.cache, &view.sizer),
+            Body::Bytes(b) => Some(b.len() as u64),
+        }
     }
 
     /// Queues the first of its chunks for decoding (the first open after the lookup finds
@@ -291,5 +355,41 @@ impl ServedFile for SliceEntry {
             Body::Vlen(v, _) => v.size_may_lag(),
             Body::Bytes(_) => false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_files_the_kernel_forgot_are_let_go() {
+        let table = SliceTable::default();
+        let entry = || SliceEntry {
+            body: Body::Bytes(Arc::from(&b"{}"[..])),
+            mtime: SystemTime::UNIX_EPOCH,
+        };
+        let inos: Vec<u64> = (0..MAX_SLICES + 10)
+            .map(|i| table.insert(1, &format!("a[{i}]"), entry()))
+            .collect();
+        // All still known to the kernel: none is let go, past the bound too.
+        assert!(inos.iter().all(|&ino| table.get(ino).is_some()));
+        assert_eq!(table.find(1, "a[0]"), Some(inos[0]));
+        table.forget(inos[0], 1);
+        assert!(table.get(inos[0]).is_some(), "one lookup left");
+        for &ino in &inos[..30] {
+            table.forget(ino, 1);
+        }
+        // Looked up again after it was forgotten: kept.
+        assert_eq!(table.find(1, "a[1]"), Some(inos[1]));
+        for i in 0..20 {
+            table.insert(2, &format!("b[{i}]"), entry());
+        }
+        // Over the bound, the table shrinks back to it as far as forgotten files allow.
+        let kept = |ino: &u64| table.get(*ino).is_some();
+        assert!(!kept(&inos[0]) && kept(&inos[1]) && !kept(&inos[2]));
+        assert_eq!(inos[..30].iter().filter(|i| kept(i)).count(), 1);
+        assert_eq!(table.find(1, "a[0]"), None, "its name is let go too");
+        assert!(inos[30..].iter().all(kept));
     }
 }

@@ -401,20 +401,14 @@ impl VlenFile {
             .filter(|f| f.is_complete())
     }
 
-    /// Size of file `part` as `stat` shows it: 0 while a large array is being scanned (known
-    /// at once when its backing file is complete).
-    pub fn size(
-        self: &Arc<Self>,
-        part: Part,
-        cache: &ChunkCache,
-        sizer: &Sizer,
-    ) -> Result<u64, ViewError> {
+    /// Size of file `part`; `None` while a large array is being scanned, or when its scan
+    /// failed (known at once when its backing file is complete).
+    pub fn size(self: &Arc<Self>, part: Part, cache: &ChunkCache, sizer: &Sizer) -> Option<u64> {
         if let Some(file) = self.complete_backing(part) {
-            return Ok(file.size());
+            return Some(file.size());
         }
-        Ok(self
-            .known_index(cache, sizer)?
-            .map_or(0, |index| self.scanned_size(&index, part)))
+        let index = self.known_index(cache, sizer).ok()??;
+        Some(self.scanned_size(&index, part))
     }
 
     /// Size of file `part` as the scan found it.

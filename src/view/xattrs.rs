@@ -2,6 +2,7 @@
 //! format and attributes on its directory. Read-only; `listxattr`/`getxattr` size probing is
 //! answered by [`sized`].
 
+use super::slice_table::is_slice;
 use super::{Attrs, View, ViewError};
 use crate::meta::{ArrayMeta, ChunkGrid, Dimensions};
 use serde_json::{json, Map, Value};
@@ -83,7 +84,12 @@ pub fn group_xattrs(doc: &Map<String, Value>, version: u8) -> Xattrs {
 }
 
 impl View {
+    /// The extended attributes of `ino`; selection files have none.
     fn xattrs_of(&self, ino: u64) -> Result<Option<Xattrs>, ViewError> {
+        if is_slice(ino) {
+            self.slice(ino)?;
+            return Ok(None);
+        }
         Ok(match &self.inode(ino)?.xattrs {
             Attrs::None => None,
             Attrs::Made(x) => Some(x.clone()),
@@ -113,7 +119,10 @@ impl View {
     /// The value of `ino`'s extended attribute `name`, for a `size`-byte buffer.
     pub fn getxattr(&self, ino: u64, name: &str, size: u32) -> Result<XattrReply, ViewError> {
         if !name.starts_with("user.") {
-            self.inode(ino)?;
+            match is_slice(ino) {
+                true => self.slice(ino).map(drop)?,
+                false => self.inode(ino).map(drop)?,
+            }
             return Err(ViewError::NoNamespace);
         }
         let value = self

@@ -97,6 +97,16 @@ fn one_bad_node_does_not_spoil_the_others() {
             "{bad}.json is still listed"
         );
     }
+    // A selection of an array zarrfs cannot decode: its document (metadata only) is there,
+    // its data is EIO, and a name that is no selection is not found.
+    let json = read_all(&view, "codec[1:3].json").unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(
+        (&doc["shape"], &doc["dtype"]),
+        (&serde_json::json!([2]), &serde_json::json!("|u1"))
+    );
+    assert_eq!(view.resolve("codec[1:3]"), Err(io(IoCause::Unsupported)));
+    assert_eq!(view.resolve("codec[x]"), Err(ViewError::NotFound));
     // Chunk-level damage: the whole read fails, the healthy chunk still reads.
     assert_eq!(read_all(&view, "corrupt"), Err(io(IoCause::Corrupt)));
     assert_eq!(read_all(&view, "truncated"), Err(io(IoCause::Corrupt)));

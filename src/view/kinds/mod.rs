@@ -64,8 +64,8 @@ impl<'a> From<&'a mut Vec<u8>> for Reply<'a> {
 
 /// A kind of file of the tree.
 pub(super) trait ServedFile {
-    /// Its size; `dir` is the inode of its directory. Without `measure`, `None` when
-    /// measuring it would load a subtree.
+    /// Its size; `dir` is the inode of its directory. `None` while it is not known yet, and,
+    /// without `measure`, when measuring it would load a subtree.
     fn size(&self, view: &View, dir: u64, measure: bool) -> Option<u64>;
 
     /// Opens it (`page_cached`: read through the kernel's page cache) and returns a file

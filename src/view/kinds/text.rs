@@ -15,7 +15,7 @@ pub(in crate::view) struct TextFile {
 impl ServedFile for TextFile {
     fn size(&self, view: &View, _dir: u64, _measure: bool) -> Option<u64> {
         let vlen = &view.vlen[self.vlen as usize];
-        Some(vlen.size(self.part, &view.cache, &view.sizer).unwrap_or(0))
+        vlen.size(self.part, &view.cache, &view.sizer)
     }
 
     /// Opens at once; a read waits for the scan.
