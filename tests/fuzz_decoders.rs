@@ -94,6 +94,9 @@ impl Store for Swapped {
     fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
         self.inner.list_dir(prefix)
     }
+    fn version(&self) -> Option<String> {
+        self.inner.version()
+    }
     fn about(&self) -> Vec<(String, String)> {
         self.inner.about()
     }

@@ -371,7 +371,8 @@ impl BackingDir {
 
     /// Evicts whole arrays (every file of one key), least recently opened first, until `need`
     /// more bytes fit the budget. Arrays whose lock another holds (being written) and `keep`
-    /// stay. Each is removed under its lock, the lock file last.
+    /// stay. Each is removed under its lock, the lock file last. Only files named as zarrfs
+    /// names its own are counted or removed: whatever else the directory holds is left alone.
     fn make_room(&self, need: u64, keep: &str) {
         let _one = self.evicting.lock();
         let Ok(entries) = std::fs::read_dir(&self.root) else {
@@ -380,14 +381,14 @@ impl BackingDir {
         let mut used = 0u64;
         let mut arrays: HashMap<String, (SystemTime, u64)> = HashMap::new();
         for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Some((key, ext)) = backing_name(&name) else {
+                continue;
+            };
             let Ok(meta) = e.metadata() else { continue };
             let disk = meta.blocks() * 512;
             used += disk;
-            let name = e.file_name().to_string_lossy().into_owned();
-            let Some((key, ext)) = name.rsplit_once('.') else {
-                continue;
-            };
-            if key == keep || !ARRAY_FILES.contains(&ext) {
+            if key == keep || ext == "lock" {
                 continue;
             }
             let array = arrays
@@ -431,6 +432,18 @@ fn still_linked(file: &File, path: &Path) -> io::Result<bool> {
 
 /// The files of one array besides its lock file.
 const ARRAY_FILES: [&str; 7] = ["data", "sum", "part", "map", "npy", "npysum", "npypart"];
+
+/// The key and extension of `name` when it names a file of a backing key (see
+/// [`Identity`](super::Identity): 32 hex digits, or those and `.txt` or `.npy`), else `None`.
+fn backing_name(name: &str) -> Option<(&str, &str)> {
+    let (key, ext) = name.rsplit_once('.')?;
+    let hex = key
+        .strip_suffix(".txt")
+        .or(key.strip_suffix(".npy"))
+        .unwrap_or(key);
+    let ours = hex.len() == 32 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    (ours && (ext == "lock" || ARRAY_FILES.contains(&ext))).then_some((key, ext))
+}
 
 /// Why a backing file is not used: the end of a log line naming the file.
 #[derive(Debug, thiserror::Error)]
@@ -502,6 +515,35 @@ mod tests {
         let second = File::create(&path).unwrap();
         assert!(!still_linked(&first, &path).unwrap());
         assert!(still_linked(&second, &path).unwrap());
+    }
+
+    #[test]
+    fn eviction_counts_and_removes_only_files_zarrfs_names() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = BackingDir::open(root.path(), Some(1 << 20)).unwrap();
+        let key = "0123456789abcdef0123456789abcdef";
+        let foreign = ["x.npy", "download.part", "notes.data", "0123.sum", "a.lock"];
+        for name in foreign {
+            std::fs::write(root.path().join(name), vec![1u8; 2 << 20]).unwrap();
+        }
+        for name in [format!("{key}.data"), format!("{key}.txt.sum")] {
+            std::fs::write(root.path().join(name), vec![1u8; 8192]).unwrap();
+        }
+        // 10 MiB of other files do not count: room for all but 64 KiB of the budget is there.
+        dir.make_room((1 << 20) - (64 << 10), "");
+        assert!(root.path().join(format!("{key}.data")).exists());
+        // The arrays go to make room for the whole budget; the other files stay.
+        dir.make_room(1 << 20, "");
+        for name in foreign {
+            assert!(root.path().join(name).exists(), "{name}");
+        }
+        assert!(!root.path().join(format!("{key}.data")).exists());
+        assert!(!root.path().join(format!("{key}.txt.sum")).exists());
+        assert_eq!(
+            backing_name(&format!("{key}.npy.npysum")),
+            Some((&*format!("{key}.npy"), "npysum"))
+        );
+        assert_eq!(backing_name(&format!("{key}.data.data")), None);
     }
 
     #[test]

@@ -392,6 +392,11 @@ impl Shared {
     /// lock is let go.
     fn publish(&self) {
         let Some(w) = &self.writing else { return };
+        // A write or sync failed before (this file's or another's): blocks the file claims may
+        // be lost, and a later sync may not tell it (Linux reports a writeback error once).
+        if !self.dir.writable() {
+            return;
+        }
         let sums = self.state.lock().sums.as_ref().map(Sums::to_bytes);
         let synced = self
             .file

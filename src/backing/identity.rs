@@ -8,8 +8,9 @@ use std::time::UNIX_EPOCH;
 /// wrote are never read (they age out of the LRU), and the arrays are decoded again.
 const FORMAT: &[u8] = b"zarrfs backing files 2\0";
 
-/// The identity of an array's decoded bytes: the store's location, the array's path, its
-/// metadata document, and the name, size, modification time and version tag (the ETag remote
+/// The identity of an array's decoded bytes: the store's location and version token (an
+/// Icechunk snapshot, a reference file's version), the array's path, its metadata document,
+/// and the name, size, modification time and version tag (the ETag remote
 /// listings give: it changes with the content, even within the second the time is given in) of
 /// every object under the array's prefix (its chunks or shards). Computing it costs one listing of the array's prefix (one
 /// request per directory level), made when the array is first opened.
@@ -28,7 +29,13 @@ impl Identity {
         metadata: &[u8],
     ) -> Result<(Self, HashSet<String>), StoreError> {
         let mut text = FORMAT.to_vec();
-        for part in [location.as_bytes(), path.as_bytes(), metadata] {
+        let version = store.version().unwrap_or_default();
+        for part in [
+            location.as_bytes(),
+            version.as_bytes(),
+            path.as_bytes(),
+            metadata,
+        ] {
             text.extend_from_slice(&(part.len() as u64).to_le_bytes());
             text.extend_from_slice(part);
         }

@@ -17,19 +17,28 @@ fn euid() -> u32 {
 }
 
 /// Creates `root` (mode 0700) or checks that it is a directory of the daemon's user that no
-/// group or other user may write into; `PermissionDenied` with the reason otherwise.
+/// group or other user may write into (reached through a link only if the link is the user's
+/// too); `PermissionDenied` with the reason otherwise.
 pub fn claim_dir(root: &Path) -> io::Result<()> {
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(root)?;
-    let meta = std::fs::metadata(root)?;
     let refuse = |why: String| {
         Err(io::Error::new(
             io::ErrorKind::PermissionDenied,
             format!("{why}; another user could plant files there, so it is refused (use a directory only this user can write, e.g. one zarrfs creates)"),
         ))
     };
+    let link = std::fs::symlink_metadata(root)?;
+    if link.file_type().is_symlink() && link.uid() != euid() {
+        return refuse(format!(
+            "a link owned by uid {}, not by this daemon's user (uid {})",
+            link.uid(),
+            euid()
+        ));
+    }
+    let meta = std::fs::metadata(root)?;
     if !meta.is_dir() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -189,5 +198,22 @@ mod tests {
         let e = claim_dir(&root).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::PermissionDenied);
         assert!(e.to_string().contains("writable by group or others"), "{e}");
+        // A link to a directory of this user: the user's own link is followed, another's not.
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&root, &link).unwrap();
+        claim_dir(&link).unwrap();
+        if euid() == 0 {
+            rustix::fs::chownat(
+                rustix::fs::CWD,
+                &link,
+                Some(rustix::fs::Uid::from_raw(65534)),
+                None,
+                rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+            )
+            .unwrap();
+            let e = claim_dir(&link).unwrap_err();
+            assert!(e.to_string().contains("a link owned by uid 65534"), "{e}");
+        }
     }
 }

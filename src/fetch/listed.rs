@@ -1,64 +1,40 @@
 //! Whether an absent chunk is missing or a fault: a chunk object the store's listing showed
 //! (when the array's prefix was listed, as a cache directory does for the array's identity)
 //! but that a read then finds absent (a transient 404) is asked for again, and read as the
-//! fill value only when a fresh listing no longer shows it; else the read fails. Absent answers
-//! given before the listing are remembered, so that the listing tells whether any of them was
-//! for an object it shows (its fill value may be kept by a cache above).
+//! fill value only when a fresh listing no longer shows it; else the read fails. Whether any
+//! object was asked for before the listing is remembered: an answer given then (bytes, or
+//! absent, read as the fill value) may be of a version older than the one the listing shows,
+//! and a cache above may keep it.
 
 use super::{FetchCause, FetchError};
 use crate::store::{EntryKind, Store};
 use parking_lot::Mutex;
 use std::collections::HashSet;
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::OnceLock;
 use std::time::Duration;
 
 /// The pauses before each new ask for a listed object the store answered as absent.
 const PAUSES: [Duration; 2] = [Duration::from_millis(200), Duration::from_secs(1)];
 
-/// Absent answers remembered before the listing, at most (more make every listed key doubtful).
-const EARLY_MAX: usize = 1024;
-
 /// The objects a listing of an array's prefix showed (store keys), once listed.
 #[derive(Default)]
 pub(super) struct Listed {
     keys: OnceLock<HashSet<String>>,
-    /// Hashes of the keys answered absent before the listing, and whether there were more.
-    early: Mutex<(Vec<u64>, bool)>,
-}
-
-fn hash(key: &str) -> u64 {
-    let mut h = DefaultHasher::new();
-    key.hash(&mut h);
-    h.finish()
+    /// Whether an object was asked for before the listing.
+    asked_before: Mutex<bool>,
 }
 
 impl Listed {
-    /// Records the keys the listing showed (the first listing counts); true when one of them
-    /// was answered absent before (read as the fill value).
+    /// Records the keys the listing showed (the first listing counts); true when an object
+    /// was asked for before it.
     pub fn set(&self, keys: HashSet<String>) -> bool {
-        let early = self.early.lock();
-        let (absent, overflowed) = &*early;
-        let doubtful =
-            !keys.is_empty() && (*overflowed || keys.iter().any(|k| absent.contains(&hash(k))));
-        self.keys.set(keys).is_ok() && doubtful
+        let asked_before = self.asked_before.lock();
+        self.keys.set(keys).is_ok() && *asked_before
     }
 
-    /// Whether `key` is listed; when the listing is not known yet, remembers that `key` was
-    /// answered absent.
+    /// Whether `key` is listed (not before the listing is known).
     fn listed(&self, key: &str) -> bool {
-        let mut early = self.early.lock();
-        match self.keys.get() {
-            Some(keys) => keys.contains(key),
-            None => {
-                if early.0.len() < EARLY_MAX {
-                    early.0.push(hash(key));
-                } else {
-                    early.1 = true;
-                }
-                false
-            }
-        }
+        self.keys.get().is_some_and(|keys| keys.contains(key))
     }
 
     /// `ask()`'s answer for the object `key` of `store`, where an absent answer is checked: an
@@ -70,6 +46,14 @@ impl Listed {
         key: &str,
         mut ask: impl FnMut() -> Result<Option<T>, FetchError>,
     ) -> Result<Option<T>, FetchError> {
+        {
+            // Recorded before the ask, under the lock `set` takes: a listing made while the
+            // object is read knows of it.
+            let mut asked_before = self.asked_before.lock();
+            if self.keys.get().is_none() {
+                *asked_before = true;
+            }
+        }
         if let Some(found) = ask()? {
             return Ok(Some(found));
         }
@@ -117,19 +101,19 @@ mod tests {
     }
 
     #[test]
-    fn a_listed_chunk_answered_absent_before_the_listing_makes_it_doubtful() {
+    fn any_object_asked_for_before_the_listing_makes_it_doubtful() {
         let store = MemoryStore::new();
-        let asked = Cell::new(0);
         let names = |keys: &[&str]| keys.iter().map(|k| k.to_string()).collect();
-        let l = Listed::default();
-        assert_eq!(l.confirm(&store, "a/3", || ask(&asked, u32::MAX)), Ok(None));
-        assert!(!l.set(names(&["a/0", "a/1"])), "a/3 is not listed: missing");
-        let l = Listed::default();
-        assert_eq!(l.confirm(&store, "a/1", || ask(&asked, u32::MAX)), Ok(None));
-        assert!(
-            l.set(names(&["a/0", "a/1"])),
-            "a/1 is listed: its fill was a fault"
-        );
+        for misses in [0, u32::MAX] {
+            let (asked, l) = (Cell::new(0), Listed::default());
+            l.confirm(&store, "a/3", || ask(&asked, misses)).unwrap();
+            assert!(l.set(names(&["a/0", "a/1"])), "found or absent: {misses}");
+            assert!(!l.set(names(&["a/0"])), "the first listing counts");
+        }
+        let (asked, l) = (Cell::new(0), Listed::default());
+        assert!(!l.set(names(&["a/0"])));
+        l.confirm(&store, "a/0", || ask(&asked, 0)).unwrap();
+        assert!(!l.set(names(&["a/0"])), "asked after the listing");
     }
 
     /// An ask that answers absent `misses` times, then `Some(7)`, counting in `asked`.

@@ -134,6 +134,10 @@ impl Store for Consolidated<'_> {
         Ok(list_map("consolidated metadata", &self.objects, prefix))
     }
 
+    fn version(&self) -> Option<String> {
+        self.inner.version()
+    }
+
     fn about(&self) -> Vec<(String, String)> {
         self.inner.about()
     }

@@ -131,6 +131,10 @@ impl<L: Layer> Store for L {
         self.inner()?.list_dir(prefix)
     }
 
+    fn version(&self) -> Option<String> {
+        self.inner().ok()?.version()
+    }
+
     fn about(&self) -> Vec<(String, String)> {
         self.inner().map(|s| s.about()).unwrap_or_default()
     }

@@ -75,6 +75,19 @@ pub struct ObjectMeta {
 }
 
 impl ObjectMeta {
+    /// The version as a token for [`Store::version`]: size, modification time and ETag.
+    pub fn token(&self) -> String {
+        let nanos = self
+            .mtime
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        format!(
+            "{}:{nanos}:{}",
+            self.size,
+            self.tag.as_deref().unwrap_or("")
+        )
+    }
+
     /// False when `other` shows another version of the object, as far as both tell: another
     /// ETag where both have one, else another size or modification time.
     pub fn same_version(&self, other: &ObjectMeta) -> bool {
@@ -169,6 +182,13 @@ pub trait Store: Send + Sync {
     /// The direct children of `prefix` (`""` for the root, else a key without trailing `/`),
     /// sorted by name. An absent prefix lists as empty.
     fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError>;
+
+    /// A token naming the version of the whole store, for stores that know one beyond what
+    /// their listings tell (an Icechunk snapshot id, the version of a reference file): data
+    /// cached under one token is never taken for another's.
+    fn version(&self) -> Option<String> {
+        None
+    }
 
     /// Facts about the version of the data the store shows (an Icechunk snapshot: its id,
     /// message and time), as (name, value) pairs, shown on the mount's root.

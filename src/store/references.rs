@@ -55,6 +55,8 @@ pub struct ReferenceStore {
     describe: String,
     /// What [`Store::about`] says.
     about: Vec<(String, String)>,
+    /// What [`Store::version`] says.
+    version: Option<String>,
 }
 
 impl ReferenceStore {
@@ -72,12 +74,19 @@ impl ReferenceStore {
             targets: Targets::new(location, remote)?,
             describe: location.to_string(),
             about: Vec::new(),
+            version: None,
         })
     }
 
     /// The store, saying `about` of the version it shows.
     pub fn with_about(mut self, about: Vec<(String, String)>) -> Self {
         self.about = about;
+        self
+    }
+
+    /// The store, its version named by `token` (see [`Store::version`]).
+    pub fn with_version(mut self, token: String) -> Self {
+        self.version = Some(token);
         self
     }
 
@@ -179,6 +188,10 @@ impl Store for ReferenceStore {
 
     fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
         self.catalog.list_dir(prefix)
+    }
+
+    fn version(&self) -> Option<String> {
+        self.version.clone()
     }
 
     fn about(&self) -> Vec<(String, String)> {

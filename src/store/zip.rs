@@ -22,6 +22,13 @@ struct Member {
     data_start: u64,
     size: u64,
     mtime: Option<SystemTime>,
+    /// The CRC-32 of its content, from the central directory.
+    crc32: u32,
+}
+
+/// A member's version tag: its content's CRC-32, as far as a zip tells one.
+fn crc_tag(crc32: u32) -> String {
+    format!("crc32:{crc32:08x}")
 }
 
 /// Positioned reads of the bytes of a zip file.
@@ -158,6 +165,7 @@ impl ZipStore {
                 data_start: m.data_start(),
                 size: m.size(),
                 mtime: m.last_modified().and_then(zip_time),
+                crc32: m.crc32(),
             };
             // Later members of the same name replace earlier ones, as zip readers do.
             members.insert(name, member);
@@ -282,7 +290,7 @@ impl Store for ZipStore {
         Ok(self.members.get(key).map(|m| ObjectMeta {
             size: m.size,
             mtime: m.mtime,
-            tag: None,
+            tag: Some(crc_tag(m.crc32)),
         }))
     }
 
@@ -300,7 +308,7 @@ impl Store for ZipStore {
                     name: rest.to_string(),
                     kind: EntryKind::Object(m.size),
                     mtime: m.mtime,
-                    tag: None,
+                    tag: Some(crc_tag(m.crc32)),
                 };
                 out.insert(entry.name.clone(), entry);
             }
@@ -353,6 +361,31 @@ mod tests {
         }
         let bytes: Arc<dyn ZipBytes> = Arc::new(Bytes(buf.into_inner()));
         ZipStore::read("t.zip".into(), bytes, SystemTime::UNIX_EPOCH).unwrap()
+    }
+
+    #[test]
+    fn a_member_rewritten_with_its_size_and_time_has_another_version() {
+        // Writers with fixed times (Python's ZipInfo, reproducible builds) leave only the
+        // CRC-32 to tell two versions of a same-size member apart.
+        let zip = |content: &[u8]| {
+            let mut buf = std::io::Cursor::new(Vec::new());
+            let mut w = zip::ZipWriter::new(&mut buf);
+            let opts = zip::write::SimpleFileOptions::default()
+                .last_modified_time(zip::DateTime::default());
+            w.start_file("a/0", opts).unwrap();
+            w.write_all(content).unwrap();
+            w.finish().unwrap();
+            let bytes: Arc<dyn ZipBytes> = Arc::new(Bytes(buf.into_inner()));
+            ZipStore::read("t.zip".into(), bytes, SystemTime::UNIX_EPOCH).unwrap()
+        };
+        let (old, new) = (zip(b"day 1"), zip(b"day 2"));
+        let (a, b) = (
+            &old.list_dir("a").unwrap()[0],
+            &new.list_dir("a").unwrap()[0],
+        );
+        assert_eq!((&a.kind, a.mtime), (&b.kind, b.mtime));
+        assert_ne!(a.tag, b.tag);
+        assert_eq!(old.head("a/0").unwrap().unwrap().tag, a.tag);
     }
 
     struct Bytes(Vec<u8>);

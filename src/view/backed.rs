@@ -22,9 +22,9 @@ impl ArrayIdentity {
     /// its chunk reader): one listing of its chunks, at the first call, which the reader is
     /// told of (a chunk listed but then answered as absent is a fault, never the fill value
     /// written into a backing file); `None` when the store could not be listed, or when a
-    /// chunk it lists was read as the fill value before (by a slice or a preview read before
-    /// the array's first open: that fill may be in the chunk cache, so the array is not
-    /// cached on disk in this mount).
+    /// chunk was read before (by a slice or a preview read before the array's first open: it
+    /// may be older than the listing and in the chunk cache, so the array is not cached on
+    /// disk in this mount).
     pub fn get(
         &self,
         backing: &Backing,
@@ -37,7 +37,7 @@ impl ArrayIdentity {
                 match Identity::of(backing.store.as_ref(), &backing.location, path, metadata) {
                     Ok((id, listed)) => {
                         if reader.expect_listed(listed) {
-                            log::warn!("{label}: a chunk its listing shows was read as absent before (a fault of the store?); not cached on disk in this mount");
+                            log::info!("{label}: chunks were read before it was listed, and may be older than the listing; not cached on disk in this mount");
                             return None;
                         }
                         Some(id)

@@ -62,6 +62,57 @@ fn a_remount_serves_a_complete_array_from_its_backing_file() {
     }
 }
 
+/// The expected bytes of array `path` of case `case` of the manifest `manifest`.
+fn expected_of(manifest: &str, case: &str, path: &str) -> Vec<u8> {
+    let cases = common::load_manifest(manifest);
+    let c = cases.iter().find(|c| c.name == case).unwrap();
+    common::expected_bytes(c.nodes.iter().find(|n| n.path == path).unwrap()).1
+}
+
+#[test]
+fn each_icechunk_snapshot_has_its_own_backing_files() {
+    if !common::mount::fuse_ready() {
+        return;
+    }
+    // `small` has the same metadata in both snapshots, and another first element.
+    let repo = common::fixtures_dir().join("icechunk/repo_v2");
+    let cache = tempfile::tempdir().unwrap();
+    let arg = cache_arg(cache.path());
+    let want = |case| expected_of("icechunk/manifest.json", case, "small");
+    assert_ne!(want("repo_v2_tag"), want("repo_v2_main"));
+    let m = Mount::new(&repo, &[&arg, "--ref", "v1"]);
+    assert_eq!(read_all(m.join("small")), want("repo_v2_tag"));
+    drop(m);
+    assert_eq!(files(cache.path(), "data"), 1);
+    let m = Mount::new(&repo, &[&arg]);
+    assert_eq!(read_all(m.join("small")), want("repo_v2_main"));
+    drop(m);
+    assert_eq!(files(cache.path(), "data"), 2);
+}
+
+#[test]
+fn chunks_read_before_the_listing_are_not_kept_in_the_cache_dir() {
+    if !common::mount::fuse_ready() {
+        return;
+    }
+    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write_store(store.path(), 1.0);
+    let arg = cache_arg(cache.path());
+    let m = Mount::new(store.path(), &[&arg, "-v"]);
+    // A selection decodes chunk 0 before `a` is first opened (and listed); then the chunks
+    // change, the metadata not.
+    assert_eq!(read_all(m.join("a[0:10]")), expected(1.0)[..80]);
+    write_store(store.path(), 2.0);
+    assert_eq!(read_all(m.join("a"))[8000..], expected(2.0)[8000..]);
+    let (_, log) = m.stop();
+    assert!(log.contains("not cached on disk in this mount"), "{log}");
+    assert_eq!(files(cache.path(), "data"), 0);
+    let m = Mount::new(store.path(), &[&arg]);
+    assert_eq!(read_all(m.join("a")), expected(2.0));
+    drop(m);
+    assert_eq!(files(cache.path(), "data"), 1);
+}
+
 #[test]
 fn two_mounts_share_a_cache_dir() {
     if !common::mount::fuse_ready() {

@@ -49,5 +49,10 @@ pub fn open(
         &snapshot,
         containers::Containers::load(repo.as_ref())?,
     )?;
-    Ok(ReferenceStore::new(Box::new(catalog), repo, location, remote)?.with_about(about.into()))
+    // A snapshot never changes: its id names every byte it shows.
+    Ok(
+        ReferenceStore::new(Box::new(catalog), repo, location, remote)?
+            .with_about(about.into())
+            .with_version(format!("icechunk snapshot {id}")),
+    )
 }
