@@ -116,7 +116,13 @@ impl CastValue {
         }
         match self.array.kind {
             Kind::Float => {
-                let bits = to_float(v.to_f64(), self.array.size, self.rounding)
+                // An integer is rounded once, exactly, to the target's precision: through an
+                // f64 first, one above 2^53 would be rounded twice.
+                let f = match wide(v) {
+                    Some(i) => round_int(i, mantissa_digits(self.array.size), self.rounding),
+                    None => v.to_f64(),
+                };
+                let bits = to_float(f, self.array.size, self.rounding)
                     .or_else(|| match self.out_of_range {
                         OutOfRange::Error => None,
                         _ => Some(float_bits(
@@ -183,6 +189,39 @@ fn round(f: f64, mode: Rounding) -> f64 {
         Rounding::TowardsPositive => f.ceil(),
         Rounding::TowardsNegative => f.floor(),
         Rounding::NearestAway => f.round(),
+    }
+}
+
+/// The significand bits (implicit bit included) of the float of `size` bytes.
+fn mantissa_digits(size: usize) -> u32 {
+    match size {
+        2 => f16::MANTISSA_DIGITS,
+        4 => f32::MANTISSA_DIGITS,
+        _ => f64::MANTISSA_DIGITS,
+    }
+}
+
+/// `i` rounded by `mode` to `digits` significant bits, exactly (no intermediate float); the
+/// result has at most 53 significant bits and so is exact as an `f64`.
+fn round_int(i: i128, digits: u32, mode: Rounding) -> f64 {
+    let (magnitude, negative) = (i.unsigned_abs(), i < 0);
+    let shift = (u128::BITS - magnitude.leading_zeros()).saturating_sub(digits);
+    let unit = 1u128 << shift;
+    let (rest, half) = (magnitude & (unit - 1), unit >> 1);
+    let down = magnitude - rest;
+    let up = match mode {
+        _ if rest == 0 => false,
+        Rounding::NearestEven => rest > half || (rest == half && (magnitude >> shift) & 1 == 1),
+        Rounding::NearestAway => rest >= half,
+        Rounding::TowardsZero => false,
+        Rounding::TowardsPositive => !negative,
+        Rounding::TowardsNegative => negative,
+    };
+    let rounded = (if up { down + unit } else { down }) as f64;
+    if negative {
+        -rounded
+    } else {
+        rounded
     }
 }
 
@@ -332,6 +371,41 @@ mod tests {
             decode(&clamp, &(-1e6f64).to_le_bytes()).unwrap(),
             [0x00, 0xfc]
         );
+    }
+
+    #[test]
+    fn large_integers_round_once() {
+        // Expected values: cast-value-rs 0.5.1 (zarr-python's cast_value backend).
+        let f64_zero = codec(
+            DataType::Float(8),
+            json!({"data_type": "int64", "rounding": "towards-zero"}),
+        )
+        .unwrap();
+        let stored = [9_007_199_254_740_995i64, -9_007_199_254_740_995];
+        let got = decode(&f64_zero, &stored.map(i64::to_le_bytes).concat()).unwrap();
+        let want = [9_007_199_254_740_994f64, -9_007_199_254_740_994.0];
+        assert_eq!(got, want.map(f64::to_le_bytes).concat());
+        let f32_even = codec(DataType::Float(4), json!({"data_type": "int64"})).unwrap();
+        let v = (1i64 << 60) + (1 << 36) + 1;
+        let got = decode(&f32_even, &v.to_le_bytes()).unwrap();
+        assert_eq!(got, (((1u64 << 60) + (1 << 37)) as f32).to_le_bytes());
+        let f32_zero = codec(
+            DataType::Float(4),
+            json!({"data_type": "uint64", "rounding": "towards-zero"}),
+        )
+        .unwrap();
+        let got = decode(&f32_zero, &u64::MAX.to_le_bytes()).unwrap();
+        assert_eq!(got, (((1u64 << 40) * ((1 << 24) - 1)) as f32).to_le_bytes());
+        let f16_away = codec(
+            DataType::Float(2),
+            json!({"data_type": "uint64", "rounding": "nearest-away"}),
+        )
+        .unwrap();
+        assert_eq!(
+            decode(&f16_away, &2049u64.to_le_bytes()).unwrap(),
+            f16::from_f64(2050.0).to_le_bytes()
+        );
+        assert!(decode(&f16_away, &65520u64.to_le_bytes()).is_err());
     }
 
     #[test]
