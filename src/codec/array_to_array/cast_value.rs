@@ -225,56 +225,56 @@ fn round_int(i: i128, digits: u32, mode: Rounding) -> f64 {
     }
 }
 
-/// The next float of `size` bytes after `bits`, upwards or downwards.
-fn step(size: usize, bits: u64, up: bool) -> u64 {
-    let sign = 1u64 << (8 * size - 1);
-    if bits & !sign == 0 {
-        return if up { 1 } else { sign | 1 };
-    }
-    if (bits & sign != 0) == up {
-        bits - 1
-    } else {
-        bits + 1
-    }
+/// `2^MAX_EXP` of the float of `size` bytes: the value after its largest finite one when its
+/// exponent is unbounded.
+fn beyond_max(size: usize) -> f64 {
+    2f64.powi(match size {
+        2 => f16::MAX_EXP,
+        4 => f32::MAX_EXP,
+        _ => f64::MAX_EXP,
+    })
 }
 
-/// The bits of `f` in the float of `size` bytes, rounded by `mode`; `None` when a finite `f`
-/// is beyond that type's finite range.
+/// The bits of `f` rounded by `mode` to the float of `size` bytes; `None` when the rounded
+/// value is beyond that type's finite range. Rounding comes before the range check
+/// (zarr-extensions: rounding "MUST be applied before the `out_of_range` transformation"):
+/// `f` is rounded to the type's precision as if its exponent were unbounded, as cast-value-rs
+/// does, so 65519 rounds to float16's 65504 and 65520 (nearest) or 65536 (towards zero) is out.
 fn to_float(f: f64, size: usize, mode: Rounding) -> Option<u64> {
     let near = float_bits(size, f);
-    let nv = float_value(size, near);
-    if nv == f || f.is_nan() || f.is_infinite() {
+    if !f.is_finite() || float_value(size, near) == f {
         return Some(near);
     }
-    let max = match size {
-        2 => f64::from(f16::MAX),
-        4 => f64::from(f32::MAX),
-        _ => f64::MAX,
-    };
-    if f.abs() > max {
+    let (a, negative) = (f.abs(), f < 0.0);
+    let beyond = beyond_max(size);
+    if a >= beyond {
         return None;
     }
-    let (lo, hi) = if nv < f {
-        (near, step(size, near, true))
+    // The magnitudes either side of `a`; `inf` stands for `beyond`.
+    let inf = float_bits(size, f64::INFINITY);
+    let mag = float_bits(size, a);
+    let (down, up) = if float_value(size, mag) < a {
+        (mag, mag + 1)
     } else {
-        (step(size, near, false), near)
+        (mag - 1, mag)
     };
-    let (lv, hv) = (float_value(size, lo), float_value(size, hi));
-    Some(match mode {
-        Rounding::NearestEven => near,
-        Rounding::TowardsPositive => hi,
-        Rounding::TowardsNegative => lo,
-        Rounding::TowardsZero if f > 0.0 => lo,
-        Rounding::TowardsZero => hi,
-        Rounding::NearestAway if f - lv == hv - f => {
-            if f > 0.0 {
-                hi
-            } else {
-                lo
-            }
-        }
-        Rounding::NearestAway => near,
-    })
+    let up_value = if up == inf {
+        beyond
+    } else {
+        float_value(size, up)
+    };
+    let mid = (float_value(size, down) + up_value) / 2.0;
+    let to_up = match mode {
+        Rounding::TowardsZero => false,
+        Rounding::TowardsPositive => !negative,
+        Rounding::TowardsNegative => negative,
+        Rounding::NearestEven if a == mid => down & 1 == 1,
+        Rounding::NearestAway if a == mid => true,
+        Rounding::NearestEven | Rounding::NearestAway => a > mid,
+    };
+    let bits = if to_up { up } else { down };
+    let sign = 1u64 << (8 * size - 1);
+    (bits != inf).then_some(if negative { bits | sign } else { bits })
 }
 
 impl ArrayToArray for CastValue {
@@ -406,6 +406,70 @@ mod tests {
             f16::from_f64(2050.0).to_le_bytes()
         );
         assert!(decode(&f16_away, &65520u64.to_le_bytes()).is_err());
+    }
+
+    #[test]
+    fn rounding_comes_before_the_range() {
+        // Expected values: cast-value-rs 0.5.1 (zarr-python's cast_value backend).
+        let h = |v: f64| f16::from_f64(v).to_le_bytes().to_vec();
+        let from_f64 = |v: &[f64]| v.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>();
+        let f16_codec = |rounding: &str, out_of_range: Option<&str>| {
+            let mut config = json!({"data_type": "float64", "rounding": rounding});
+            if let Some(o) = out_of_range {
+                config["out_of_range"] = json!(o);
+            }
+            codec(DataType::Float(2), config).unwrap()
+        };
+        let even = f16_codec("nearest-even", None);
+        assert_eq!(
+            decode(&even, &from_f64(&[65510.0, 65519.0])).unwrap(),
+            [h(65504.0), h(65504.0)].concat()
+        );
+        assert!(decode(&even, &from_f64(&[65520.0])).is_err());
+        let even_clamp = f16_codec("nearest-even", Some("clamp"));
+        assert_eq!(
+            decode(&even_clamp, &from_f64(&[65520.0, -65520.0])).unwrap(),
+            [h(f64::INFINITY), h(f64::NEG_INFINITY)].concat()
+        );
+        let zero = f16_codec("towards-zero", None);
+        assert_eq!(
+            decode(&zero, &from_f64(&[65535.0, -65535.0])).unwrap(),
+            [h(65504.0), h(-65504.0)].concat()
+        );
+        assert!(decode(&zero, &from_f64(&[65536.0])).is_err());
+        assert!(decode(&zero, &from_f64(&[70000.0])).is_err());
+        let up = f16_codec("towards-positive", None);
+        assert_eq!(decode(&up, &from_f64(&[-65535.0])).unwrap(), h(-65504.0));
+        assert!(decode(&up, &from_f64(&[65510.0])).is_err());
+        let down = f16_codec("towards-negative", None);
+        assert_eq!(decode(&down, &from_f64(&[65535.0])).unwrap(), h(65504.0));
+        assert!(decode(&down, &from_f64(&[-65505.0])).is_err());
+        let away = f16_codec("nearest-away", Some("clamp"));
+        assert_eq!(
+            decode(&away, &from_f64(&[65519.0, 65520.0, 2.0f64.powi(-25)])).unwrap(),
+            [h(65504.0), h(f64::INFINITY), h(2.0f64.powi(-24))].concat()
+        );
+        // Beyond float32's range: out of range whichever the rounding (cast-value-rs errs
+        // without out_of_range and gives ±inf with clamp).
+        let f32_zero = codec(
+            DataType::Float(4),
+            json!({"data_type": "float64", "rounding": "towards-zero"}),
+        )
+        .unwrap();
+        assert!(decode(&f32_zero, &from_f64(&[1e39])).is_err());
+        assert_eq!(
+            decode(&f32_zero, &from_f64(&[-1e-50])).unwrap(),
+            (-0f32).to_le_bytes()
+        );
+        let f32_clamp = codec(
+            DataType::Float(4),
+            json!({"data_type": "float64", "rounding": "towards-zero", "out_of_range": "clamp"}),
+        )
+        .unwrap();
+        assert_eq!(
+            decode(&f32_clamp, &from_f64(&[1e39])).unwrap(),
+            f32::INFINITY.to_le_bytes()
+        );
     }
 
     #[test]
