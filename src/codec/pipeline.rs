@@ -218,6 +218,11 @@ impl FixedPipeline {
         elem.big_endian = serializer.config.get("endian").and_then(|e| e.as_str()) == Some("big");
         for spec in rest {
             let codec = build_bytes_to_bytes(spec, &elem)?;
+            // A numcodecs filter hands the codecs after it its encoded elements (v2 filters
+            // come after the array→bytes codec): `astype`, say, turns float64 into int16.
+            if let Some(encoded) = codec.elements().and_then(|e| e.encoded) {
+                elem = encoded;
+            }
             let encoded = codec.encoded_size(size);
             bytes_to_bytes.push((codec, size));
             size = encoded;
@@ -438,6 +443,26 @@ mod tests {
                 assert!(out.is_err() && seen.is_empty(), "{n} {need}: {seen:?}");
             }
         }
+    }
+
+    #[test]
+    fn codecs_after_a_v2_filter_see_its_encoded_type() {
+        // numcodecs: FixedScaleOffset(offset=1000, scale=10, dtype='<f8', astype='<i2') then
+        // PCodec, which compresses the int16 numbers the filter made.
+        let fso = json!({"id": "fixedscaleoffset", "scale": 10, "offset": 1000,
+            "dtype": "<f8", "astype": "<i2"});
+        let codecs = [
+            spec("bytes", json!({"endian": "little"})),
+            spec("fixedscaleoffset", fso),
+            spec("pcodec", json!({"id": "pcodec", "level": 8})),
+        ];
+        let p = Pipeline::new(&codecs, &DataType::Float(8), &[6]).unwrap();
+        let stored: [i16; 6] = [-300, 0, 7, 12345, -32768, 32767];
+        let encoded = pco::standalone::simple_compress(&stored, &Default::default()).unwrap();
+        // numcodecs' FixedScaleOffset.decode of those int16 values.
+        let want = [970.0, 1000.0, 1000.7, 2234.5, -2276.8, 4276.7f64];
+        let want: Vec<u8> = want.iter().flat_map(|v| v.to_le_bytes()).collect();
+        assert_eq!(decoded(&p, &encoded).unwrap(), want);
     }
 
     fn spec(name: &str, config: serde_json::Value) -> CodecSpec {
