@@ -516,6 +516,45 @@ def trailing_checksum_stores():
                      [f"flipped[{n}:{n + 8}]", 0, 8, None], ["flipped[0:8]", 0, 8, first]])
 
 
+def zstd_frame_without_size(blocks):
+    """A zstd frame whose header states no content size (128 KiB window, no checksum), of
+    `blocks`: bytes for a raw block, (byte, count) for an RLE block of `count` copies."""
+    out = bytearray(struct.pack("<I", 0xFD2FB528) + bytes([0x00, (17 - 10) << 3]))
+    for i, block in enumerate(blocks):
+        last = int(i == len(blocks) - 1)
+        if isinstance(block, bytes):
+            out += (last | len(block) << 3).to_bytes(3, "little") + block
+        else:
+            byte, count = block
+            out += (last | 1 << 1 | count << 3).to_bytes(3, "little") + bytes([byte])
+    return bytes(out)
+
+
+def wrong_length_zstd_stores():
+    """zstd chunks (no content checksum, so they decode step by step) that decode to the wrong
+    length: one whose frame states half the chunk's length, one whose frame states no length
+    and runs past the chunk after its first steps. A read of their first bytes is EIO as a
+    whole read is: a decode stopped early never sees where the data ends."""
+    n = 1 << 19
+    s = Store("wrong_length_zstd_v3")
+    s.put("zarr.json", {"zarr_format": 3, "node_type": "group"})
+    codecs = [{"name": "bytes", "configuration": {"endian": "little"}},
+              {"name": "zstd", "configuration": {"level": 3, "checksum": False}}]
+    s.good_v3(codecs=codecs)
+    s.put("wrong/zarr.json", v3_array([3 * n], [n], data_type="uint8", codecs=codecs))
+    s.put("wrong/c/0", numcodecs.Zstd(level=3).encode(bytes(n // 2)))
+    head = bytes(i % 251 for i in range(600))
+    s.put("wrong/c/1", zstd_frame_without_size([head] + [(7, 1 << 17)] * 4))
+    good = (np.arange(n) % 251).astype("u1").tobytes()
+    s.put("wrong/c/2", numcodecs.Zstd(level=3).encode(good))
+    entry(s, "v3 zstd chunks that decode short, or past the chunk with no stated size: EIO "
+             "for all of them, even their first bytes; the next chunk reads right",
+          eio=["wrong"],
+          reads=[["wrong", 0, 8, None], ["wrong", n, 8, None], ["wrong", 2 * n, 8, good[:8].hex()],
+                 ["wrong", 3 * n - 8, 8, good[-8:].hex()], ["wrong[0:8]", 0, 8, None],
+                 [f"wrong[{n}:{n + 8}]", 0, 8, None]])
+
+
 def shard(entries, inner, index_crc=True, cut=0):
     """A shard of the inner chunks `inner` (bytes) and an index of `entries` (offset, nbytes)."""
     data = b"".join(inner)
@@ -691,6 +730,7 @@ def main():
     bomb_stores()
     checksum_stores()
     trailing_checksum_stores()
+    wrong_length_zstd_stores()
     shard_stores()
     key_stores()
     name_stores()

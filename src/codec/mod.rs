@@ -81,9 +81,10 @@ impl ChunkRepr {
     }
 }
 
-/// The element type and stored byte order the bytes→bytes codecs see (after the array→bytes
-/// codec): filters without a `dtype` and `shuffle` with `elementsize` 0 default to it.
-#[derive(Clone, Debug)]
+/// The element type and stored byte order a bytes→bytes codec sees (the array→bytes codec's,
+/// or the encoded type of the numcodecs filter before it): filters without a `dtype`,
+/// `shuffle` with `elementsize` 0, `pcodec` and `zfpy` take it.
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) struct StoredElem {
     /// Element type.
     pub dtype: DataType,

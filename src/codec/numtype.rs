@@ -1,6 +1,7 @@
 //! Numeric element types named by numpy type strings, as the numcodecs filters use them, and
 //! numpy's casting rules between them.
 
+use crate::codec::StoredElem;
 use crate::meta::DataType;
 use half::f16;
 
@@ -135,6 +136,14 @@ impl NumType {
             Kind::Int => DataType::Int(self.size),
             Kind::UInt => DataType::UInt(self.size),
             Kind::Float => DataType::Float(self.size),
+        }
+    }
+
+    /// The served data type with this type's byte order, as the bytes→bytes codecs see it.
+    pub fn stored(&self) -> StoredElem {
+        StoredElem {
+            dtype: self.data_type(),
+            big_endian: self.big_endian,
         }
     }
 

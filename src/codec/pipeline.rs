@@ -72,8 +72,9 @@ impl Pipeline {
     /// Without array→array codecs the last decompressor writes straight into the target and
     /// big-endian data is swapped there in place: no extra copy. [`Need::Front`] decodes step
     /// by step, stopping after the step that reaches its need, for `bytes` (little-endian) then
-    /// zstd alone, on a chunk with no content checksum (see `Prefix::pays`); else whole, its
-    /// checksums verified, then reports once.
+    /// zstd alone, on a chunk with no content checksum whose frames state its exact decoded
+    /// length (see `Prefix::pays`); else whole, its checksums and length verified, then
+    /// reports once.
     pub fn decode<'a>(
         &self,
         encoded: &[u8],
@@ -100,7 +101,9 @@ impl Pipeline {
             Need::Whole => (len, None),
             Need::Front(need, progress) => (need, Some(progress)),
         };
-        let stepper = self.stepper(len).filter(|(kind, _)| kind.pays(encoded));
+        let stepper = self
+            .stepper(len)
+            .filter(|(kind, _)| kind.pays(encoded, len));
         if let (Some(progress), Some((kind, name))) = (&mut progress, stepper) {
             let run = || kind.decode(name, encoded, &mut room, need, *progress);
             return STATS.decode(name, run, |_| need);
@@ -114,8 +117,8 @@ impl Pipeline {
     }
 
     /// True when [`Pipeline::decode`] into room for `len` decoded bytes may go step by step:
-    /// it does for a chunk whose stored bytes end with no checksum (see `Prefix::pays`), and
-    /// else decodes whole, then reports once.
+    /// it does for a chunk whose stored bytes end with no checksum and state its length (see
+    /// `Prefix::pays`), and else decodes whole, then reports once.
     pub fn streams(&self, len: usize) -> bool {
         self.stepper(len).is_some()
     }
@@ -215,6 +218,11 @@ impl FixedPipeline {
         elem.big_endian = serializer.config.get("endian").and_then(|e| e.as_str()) == Some("big");
         for spec in rest {
             let codec = build_bytes_to_bytes(spec, &elem)?;
+            // A numcodecs filter hands the codecs after it its encoded elements (v2 filters
+            // come after the array→bytes codec): `astype`, say, turns float64 into int16.
+            if let Some(encoded) = codec.elements().and_then(|e| e.encoded) {
+                elem = encoded;
+            }
             let encoded = codec.encoded_size(size);
             bytes_to_bytes.push((codec, size));
             size = encoded;
@@ -397,6 +405,64 @@ mod tests {
         bad[at] ^= 1;
         let (out, seen) = decode(&bad);
         assert!(out.is_err() && seen.is_empty(), "{seen:?}");
+    }
+
+    #[test]
+    fn a_chunk_of_the_wrong_length_is_not_handed_out_in_part() {
+        const LEN: usize = 1 << 20;
+        let codecs = [spec("bytes", json!({})), spec("zstd", json!({}))];
+        let p = Pipeline::new(&codecs, &DataType::UInt(1), &[LEN as u64]).unwrap();
+        let decode = |encoded: &[u8], need: usize| {
+            let mut out = vec![0u8; LEN];
+            let mut seen = Vec::new();
+            let mut progress = |d: &[u8]| seen.push(d.len());
+            let need = Need::Front(need, &mut progress);
+            let done = p.decode(encoded, Target::Room(DecodeTarget::new(&mut out), need));
+            (done.map(|()| out), seen)
+        };
+        let raw: Vec<u8> = (0..2 * LEN as u32)
+            .map(|i| (i * 7 / 3 % 251) as u8)
+            .collect();
+        let (out, seen) = decode(&zstd::bulk::compress(&raw[..LEN], 3).unwrap(), 100);
+        assert!(
+            seen[0] < LEN,
+            "the right length goes step by step: {seen:?}"
+        );
+        assert_eq!(out.unwrap()[..100], raw[..100]);
+        // Half the chunk's length, or twice it in a frame that does not state its size:
+        // refused, whatever part a reader needs.
+        let mut no_size = zstd::bulk::Compressor::new(3).unwrap();
+        no_size
+            .set_parameter(zstd::zstd_safe::CParameter::ContentSizeFlag(false))
+            .unwrap();
+        let short = zstd::bulk::compress(&raw[..LEN / 2], 3).unwrap();
+        let long = no_size.compress(&raw).unwrap();
+        for (n, wrong) in [(LEN / 2, short), (2 * LEN, long)] {
+            for need in [100, LEN] {
+                let (out, seen) = decode(&wrong, need);
+                assert!(out.is_err() && seen.is_empty(), "{n} {need}: {seen:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn codecs_after_a_v2_filter_see_its_encoded_type() {
+        // numcodecs: FixedScaleOffset(offset=1000, scale=10, dtype='<f8', astype='<i2') then
+        // PCodec, which compresses the int16 numbers the filter made.
+        let fso = json!({"id": "fixedscaleoffset", "scale": 10, "offset": 1000,
+            "dtype": "<f8", "astype": "<i2"});
+        let codecs = [
+            spec("bytes", json!({"endian": "little"})),
+            spec("fixedscaleoffset", fso),
+            spec("pcodec", json!({"id": "pcodec", "level": 8})),
+        ];
+        let p = Pipeline::new(&codecs, &DataType::Float(8), &[6]).unwrap();
+        let stored: [i16; 6] = [-300, 0, 7, 12345, -32768, 32767];
+        let encoded = pco::standalone::simple_compress(&stored, &Default::default()).unwrap();
+        // numcodecs' FixedScaleOffset.decode of those int16 values.
+        let want = [970.0, 1000.0, 1000.7, 2234.5, -2276.8, 4276.7f64];
+        let want: Vec<u8> = want.iter().flat_map(|v| v.to_le_bytes()).collect();
+        assert_eq!(decoded(&p, &encoded).unwrap(), want);
     }
 
     fn spec(name: &str, config: serde_json::Value) -> CodecSpec {

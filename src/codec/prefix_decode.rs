@@ -29,15 +29,25 @@ pub(crate) enum Prefix {
 
 impl Prefix {
     /// True when `encoded` may be decoded step by step, its first bytes used before the rest
-    /// are decoded: when none of its zstd frames ends with a content checksum (else, or when
-    /// its frames cannot be walked, it decodes whole, and its checksums are verified first).
-    pub fn pays(self, encoded: &[u8]) -> bool {
+    /// are decoded: when none of its zstd frames ends with a content checksum and every one
+    /// states its content size, the sizes adding up to exactly `len`, the chunk's decoded
+    /// length (else, or when its frames cannot be walked, it decodes whole, its checksums and
+    /// length verified first: a decode stopped early never sees the end of the data).
+    pub fn pays(self, encoded: &[u8], len: usize) -> bool {
         let mut rest = encoded;
+        let mut total = 0u64;
         while let Some(magic) = rest.first_chunk::<4>().map(|m| u32::from_le_bytes(*m)) {
             if magic & !0xF != SKIPPABLE_MAGIC {
                 let checked = rest.get(4).map(|d| d & CONTENT_CHECKSUM != 0);
                 if magic != ZSTD_MAGIC || checked != Some(false) {
                     return false;
+                }
+                match zstd::zstd_safe::get_frame_content_size(rest) {
+                    Ok(Some(n)) => match total.checked_add(n) {
+                        Some(t) => total = t,
+                        None => return false,
+                    },
+                    _ => return false,
                 }
             }
             match zstd::zstd_safe::find_frame_compressed_size(rest) {
@@ -45,7 +55,7 @@ impl Prefix {
                 _ => return false,
             }
         }
-        rest.is_empty() && !encoded.is_empty()
+        rest.is_empty() && !encoded.is_empty() && total == len as u64
     }
 
     /// Decodes `encoded` into `out` (the whole decoded chunk's room) until at least `need`
@@ -184,21 +194,43 @@ mod tests {
     #[test]
     fn only_frames_without_a_content_checksum_decode_step_by_step() {
         let raw = data(100_000);
+        let n = raw.len();
         let plain = zstd::bulk::compress(&raw, 3).unwrap();
-        assert!(Prefix::Zstd.pays(&plain));
-        assert!(!Prefix::Zstd.pays(&checked(&raw)));
+        assert!(Prefix::Zstd.pays(&plain, n));
+        assert!(!Prefix::Zstd.pays(&checked(&raw), n));
         let two = [plain.clone(), checked(&raw)].concat();
-        assert!(!Prefix::Zstd.pays(&two), "one checked frame of two");
+        assert!(!Prefix::Zstd.pays(&two, 2 * n), "one checked frame of two");
         let skippable = [
             &0x184D_2A5Au32.to_le_bytes()[..],
             &3u32.to_le_bytes(),
             b"abc",
         ]
         .concat();
-        assert!(Prefix::Zstd.pays(&[skippable, plain.clone()].concat()));
-        assert!(!Prefix::Zstd.pays(&plain[..plain.len() - 1]), "a cut frame");
-        assert!(!Prefix::Zstd.pays(b"not zstd at all"));
-        assert!(!Prefix::Zstd.pays(&[]));
+        assert!(Prefix::Zstd.pays(&[skippable, plain.clone()].concat(), n));
+        assert!(
+            !Prefix::Zstd.pays(&plain[..plain.len() - 1], n),
+            "a cut frame"
+        );
+        assert!(!Prefix::Zstd.pays(b"not zstd at all", n));
+        assert!(!Prefix::Zstd.pays(&[], 0));
+    }
+
+    #[test]
+    fn only_frames_stating_the_chunk_length_decode_step_by_step() {
+        let raw = data(100_000);
+        let plain = zstd::bulk::compress(&raw, 3).unwrap();
+        for len in [0, 1000, 99_999, 100_001, 200_000] {
+            assert!(!Prefix::Zstd.pays(&plain, len), "{len}");
+        }
+        let two = [plain.clone(), plain.clone()].concat();
+        assert!(Prefix::Zstd.pays(&two, 200_000));
+        assert!(!Prefix::Zstd.pays(&two, 100_000));
+        let mut c = zstd::bulk::Compressor::new(3).unwrap();
+        c.set_parameter(zstd::zstd_safe::CParameter::ContentSizeFlag(false))
+            .unwrap();
+        let no_size = c.compress(&raw).unwrap();
+        assert!(!Prefix::Zstd.pays(&no_size, raw.len()), "no content size");
+        assert!(!Prefix::Zstd.pays(&[plain, no_size].concat(), 200_000));
     }
 
     #[test]

@@ -137,7 +137,10 @@ pub fn rectilinear(
                     return Err(bad(format!("more than {MAX_EDGES} chunks")));
                 }
                 list.push(size);
-                covered = covered.saturating_add(size);
+                // The chunks' ends along the axis must fit in a u64 (`Edges` sums them).
+                covered = covered
+                    .checked_add(size)
+                    .ok_or_else(|| bad(format!("edge lengths {axis} add up past 2^64")))?;
             }
             Ok(())
         };
@@ -223,6 +226,11 @@ mod tests {
         assert!(parse(json!([[[2, 0]]]), &[5]).is_err(), "zero count");
         assert!(parse(json!([5]), &[5, 5]).is_err(), "rank");
         assert!(parse(json!([[[1, 99999999999u64]]]), &[u64::MAX]).is_err());
+        assert!(
+            parse(json!([[5, u64::MAX]]), &[10]).is_err(),
+            "ends overflow"
+        );
+        assert!(parse(json!([[u64::MAX - 1, 5]]), &[u64::MAX]).is_err());
         let config = json!({"kind": "file", "chunk_shapes": [5]});
         assert!(rectilinear(config.as_object().unwrap(), &[5]).is_err());
     }

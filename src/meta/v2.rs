@@ -245,6 +245,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn object_arrays_of_order_f_read_in_c_order() {
+        // zarr-python 3.4.2, zarr_format=2, order="F", dtype=str, shape and chunks (2, 3),
+        // [["a", "bb", "ccc"], ["dddd", "e", "ff"]]: its .zarray and chunk 0.0.
+        let zarray = json!({"shape": [2, 3], "chunks": [2, 3], "dtype": "|O", "fill_value": "",
+            "order": "F", "filters": [{"id": "vlen-utf8"}], "dimension_separator": ".",
+            "compressor": null, "zarr_format": 2});
+        let meta = parse_array(zarray.as_object().unwrap(), "").unwrap();
+        let chunk = "0600000001000000610400000064646464020000006262010000006503000000636363\
+                     020000006666";
+        let chunk: Vec<u8> = (0..chunk.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&chunk[i..i + 2], 16).unwrap())
+            .collect();
+        let pipeline =
+            crate::codec::Pipeline::new(&meta.codecs, &meta.dtype, &meta.chunk_shape).unwrap();
+        let mut decoded = Vec::new();
+        pipeline.decode(&chunk, &mut decoded).unwrap();
+        let items: [&[u8]; 6] = [b"a", b"bb", b"ccc", b"dddd", b"e", b"ff"];
+        assert_eq!(decoded, crate::codec::array_to_bytes::vlen::index(&items));
+    }
+
+    #[test]
     fn maps_order_dtype_filters_and_compressor_onto_the_chain() {
         let zarray = json!({
             "zarr_format": 2, "shape": [3, 4], "chunks": [2, 2], "dtype": ">i4",

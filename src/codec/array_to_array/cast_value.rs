@@ -116,7 +116,13 @@ impl CastValue {
         }
         match self.array.kind {
             Kind::Float => {
-                let bits = to_float(v.to_f64(), self.array.size, self.rounding)
+                // An integer is rounded once, exactly, to the target's precision: through an
+                // f64 first, one above 2^53 would be rounded twice.
+                let f = match wide(v) {
+                    Some(i) => round_int(i, mantissa_digits(self.array.size), self.rounding),
+                    None => v.to_f64(),
+                };
+                let bits = to_float(f, self.array.size, self.rounding)
                     .or_else(|| match self.out_of_range {
                         OutOfRange::Error => None,
                         _ => Some(float_bits(
@@ -186,56 +192,89 @@ fn round(f: f64, mode: Rounding) -> f64 {
     }
 }
 
-/// The next float of `size` bytes after `bits`, upwards or downwards.
-fn step(size: usize, bits: u64, up: bool) -> u64 {
-    let sign = 1u64 << (8 * size - 1);
-    if bits & !sign == 0 {
-        return if up { 1 } else { sign | 1 };
-    }
-    if (bits & sign != 0) == up {
-        bits - 1
-    } else {
-        bits + 1
+/// The significand bits (implicit bit included) of the float of `size` bytes.
+fn mantissa_digits(size: usize) -> u32 {
+    match size {
+        2 => f16::MANTISSA_DIGITS,
+        4 => f32::MANTISSA_DIGITS,
+        _ => f64::MANTISSA_DIGITS,
     }
 }
 
-/// The bits of `f` in the float of `size` bytes, rounded by `mode`; `None` when a finite `f`
-/// is beyond that type's finite range.
+/// `i` rounded by `mode` to `digits` significant bits, exactly (no intermediate float); the
+/// result has at most 53 significant bits and so is exact as an `f64`.
+fn round_int(i: i128, digits: u32, mode: Rounding) -> f64 {
+    let (magnitude, negative) = (i.unsigned_abs(), i < 0);
+    let shift = (u128::BITS - magnitude.leading_zeros()).saturating_sub(digits);
+    let unit = 1u128 << shift;
+    let (rest, half) = (magnitude & (unit - 1), unit >> 1);
+    let down = magnitude - rest;
+    let up = match mode {
+        _ if rest == 0 => false,
+        Rounding::NearestEven => rest > half || (rest == half && (magnitude >> shift) & 1 == 1),
+        Rounding::NearestAway => rest >= half,
+        Rounding::TowardsZero => false,
+        Rounding::TowardsPositive => !negative,
+        Rounding::TowardsNegative => negative,
+    };
+    let rounded = (if up { down + unit } else { down }) as f64;
+    if negative {
+        -rounded
+    } else {
+        rounded
+    }
+}
+
+/// `2^MAX_EXP` of the float of `size` bytes: the value after its largest finite one when its
+/// exponent is unbounded.
+fn beyond_max(size: usize) -> f64 {
+    2f64.powi(match size {
+        2 => f16::MAX_EXP,
+        4 => f32::MAX_EXP,
+        _ => f64::MAX_EXP,
+    })
+}
+
+/// The bits of `f` rounded by `mode` to the float of `size` bytes; `None` when the rounded
+/// value is beyond that type's finite range. Rounding comes before the range check
+/// (zarr-extensions: rounding "MUST be applied before the `out_of_range` transformation"):
+/// `f` is rounded to the type's precision as if its exponent were unbounded, as cast-value-rs
+/// does, so 65519 rounds to float16's 65504 and 65520 (nearest) or 65536 (towards zero) is out.
 fn to_float(f: f64, size: usize, mode: Rounding) -> Option<u64> {
     let near = float_bits(size, f);
-    let nv = float_value(size, near);
-    if nv == f || f.is_nan() || f.is_infinite() {
+    if !f.is_finite() || float_value(size, near) == f {
         return Some(near);
     }
-    let max = match size {
-        2 => f64::from(f16::MAX),
-        4 => f64::from(f32::MAX),
-        _ => f64::MAX,
-    };
-    if f.abs() > max {
+    let (a, negative) = (f.abs(), f < 0.0);
+    let beyond = beyond_max(size);
+    if a >= beyond {
         return None;
     }
-    let (lo, hi) = if nv < f {
-        (near, step(size, near, true))
+    // The magnitudes either side of `a`; `inf` stands for `beyond`.
+    let inf = float_bits(size, f64::INFINITY);
+    let mag = float_bits(size, a);
+    let (down, up) = if float_value(size, mag) < a {
+        (mag, mag + 1)
     } else {
-        (step(size, near, false), near)
+        (mag - 1, mag)
     };
-    let (lv, hv) = (float_value(size, lo), float_value(size, hi));
-    Some(match mode {
-        Rounding::NearestEven => near,
-        Rounding::TowardsPositive => hi,
-        Rounding::TowardsNegative => lo,
-        Rounding::TowardsZero if f > 0.0 => lo,
-        Rounding::TowardsZero => hi,
-        Rounding::NearestAway if f - lv == hv - f => {
-            if f > 0.0 {
-                hi
-            } else {
-                lo
-            }
-        }
-        Rounding::NearestAway => near,
-    })
+    let up_value = if up == inf {
+        beyond
+    } else {
+        float_value(size, up)
+    };
+    let mid = (float_value(size, down) + up_value) / 2.0;
+    let to_up = match mode {
+        Rounding::TowardsZero => false,
+        Rounding::TowardsPositive => !negative,
+        Rounding::TowardsNegative => negative,
+        Rounding::NearestEven if a == mid => down & 1 == 1,
+        Rounding::NearestAway if a == mid => true,
+        Rounding::NearestEven | Rounding::NearestAway => a > mid,
+    };
+    let bits = if to_up { up } else { down };
+    let sign = 1u64 << (8 * size - 1);
+    (bits != inf).then_some(if negative { bits | sign } else { bits })
 }
 
 impl ArrayToArray for CastValue {
@@ -331,6 +370,105 @@ mod tests {
         assert_eq!(
             decode(&clamp, &(-1e6f64).to_le_bytes()).unwrap(),
             [0x00, 0xfc]
+        );
+    }
+
+    #[test]
+    fn large_integers_round_once() {
+        // Expected values: cast-value-rs 0.5.1 (zarr-python's cast_value backend).
+        let f64_zero = codec(
+            DataType::Float(8),
+            json!({"data_type": "int64", "rounding": "towards-zero"}),
+        )
+        .unwrap();
+        let stored = [9_007_199_254_740_995i64, -9_007_199_254_740_995];
+        let got = decode(&f64_zero, &stored.map(i64::to_le_bytes).concat()).unwrap();
+        let want = [9_007_199_254_740_994f64, -9_007_199_254_740_994.0];
+        assert_eq!(got, want.map(f64::to_le_bytes).concat());
+        let f32_even = codec(DataType::Float(4), json!({"data_type": "int64"})).unwrap();
+        let v = (1i64 << 60) + (1 << 36) + 1;
+        let got = decode(&f32_even, &v.to_le_bytes()).unwrap();
+        assert_eq!(got, (((1u64 << 60) + (1 << 37)) as f32).to_le_bytes());
+        let f32_zero = codec(
+            DataType::Float(4),
+            json!({"data_type": "uint64", "rounding": "towards-zero"}),
+        )
+        .unwrap();
+        let got = decode(&f32_zero, &u64::MAX.to_le_bytes()).unwrap();
+        assert_eq!(got, (((1u64 << 40) * ((1 << 24) - 1)) as f32).to_le_bytes());
+        let f16_away = codec(
+            DataType::Float(2),
+            json!({"data_type": "uint64", "rounding": "nearest-away"}),
+        )
+        .unwrap();
+        assert_eq!(
+            decode(&f16_away, &2049u64.to_le_bytes()).unwrap(),
+            f16::from_f64(2050.0).to_le_bytes()
+        );
+        assert!(decode(&f16_away, &65520u64.to_le_bytes()).is_err());
+    }
+
+    #[test]
+    fn rounding_comes_before_the_range() {
+        // Expected values: cast-value-rs 0.5.1 (zarr-python's cast_value backend).
+        let h = |v: f64| f16::from_f64(v).to_le_bytes().to_vec();
+        let from_f64 = |v: &[f64]| v.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>();
+        let f16_codec = |rounding: &str, out_of_range: Option<&str>| {
+            let mut config = json!({"data_type": "float64", "rounding": rounding});
+            if let Some(o) = out_of_range {
+                config["out_of_range"] = json!(o);
+            }
+            codec(DataType::Float(2), config).unwrap()
+        };
+        let even = f16_codec("nearest-even", None);
+        assert_eq!(
+            decode(&even, &from_f64(&[65510.0, 65519.0])).unwrap(),
+            [h(65504.0), h(65504.0)].concat()
+        );
+        assert!(decode(&even, &from_f64(&[65520.0])).is_err());
+        let even_clamp = f16_codec("nearest-even", Some("clamp"));
+        assert_eq!(
+            decode(&even_clamp, &from_f64(&[65520.0, -65520.0])).unwrap(),
+            [h(f64::INFINITY), h(f64::NEG_INFINITY)].concat()
+        );
+        let zero = f16_codec("towards-zero", None);
+        assert_eq!(
+            decode(&zero, &from_f64(&[65535.0, -65535.0])).unwrap(),
+            [h(65504.0), h(-65504.0)].concat()
+        );
+        assert!(decode(&zero, &from_f64(&[65536.0])).is_err());
+        assert!(decode(&zero, &from_f64(&[70000.0])).is_err());
+        let up = f16_codec("towards-positive", None);
+        assert_eq!(decode(&up, &from_f64(&[-65535.0])).unwrap(), h(-65504.0));
+        assert!(decode(&up, &from_f64(&[65510.0])).is_err());
+        let down = f16_codec("towards-negative", None);
+        assert_eq!(decode(&down, &from_f64(&[65535.0])).unwrap(), h(65504.0));
+        assert!(decode(&down, &from_f64(&[-65505.0])).is_err());
+        let away = f16_codec("nearest-away", Some("clamp"));
+        assert_eq!(
+            decode(&away, &from_f64(&[65519.0, 65520.0, 2.0f64.powi(-25)])).unwrap(),
+            [h(65504.0), h(f64::INFINITY), h(2.0f64.powi(-24))].concat()
+        );
+        // Beyond float32's range: out of range whichever the rounding (cast-value-rs errs
+        // without out_of_range and gives ±inf with clamp).
+        let f32_zero = codec(
+            DataType::Float(4),
+            json!({"data_type": "float64", "rounding": "towards-zero"}),
+        )
+        .unwrap();
+        assert!(decode(&f32_zero, &from_f64(&[1e39])).is_err());
+        assert_eq!(
+            decode(&f32_zero, &from_f64(&[-1e-50])).unwrap(),
+            (-0f32).to_le_bytes()
+        );
+        let f32_clamp = codec(
+            DataType::Float(4),
+            json!({"data_type": "float64", "rounding": "towards-zero", "out_of_range": "clamp"}),
+        )
+        .unwrap();
+        assert_eq!(
+            decode(&f32_clamp, &from_f64(&[1e39])).unwrap(),
+            f32::INFINITY.to_le_bytes()
         );
     }
 

@@ -62,7 +62,7 @@ impl Transpose {
 }
 
 /// The permutation of `ndim` axes in a config's `order`.
-fn parse_order(spec: &CodecSpec, ndim: usize) -> Result<Vec<usize>, CodecError> {
+pub(crate) fn parse_order(spec: &CodecSpec, ndim: usize) -> Result<Vec<usize>, CodecError> {
     let value = field(spec, "order").ok_or_else(|| bad(spec, "missing 'order'"))?;
     let order: Vec<usize> = match value.as_str() {
         Some("C") => (0..ndim).collect(),

@@ -36,6 +36,13 @@ impl ObjectCodec {
         Ok(ObjectCodec::VlenArray(dtype))
     }
 
+    /// True when the chunk is serialized as a flat list of its elements in memory order (numcodecs
+    /// `reshape(-1, order='A')`: F order for an F-ordered array), false when it is nested by
+    /// dimension in logical order (`json2`, `msgpack2`: numpy's `tolist`).
+    pub fn flat(&self) -> bool {
+        matches!(self, ObjectCodec::Vlen | ObjectCodec::VlenArray(_))
+    }
+
     /// Decodes one serialized chunk of `items` elements into the item index of [`super::vlen`].
     pub fn decode(&self, codec: &str, encoded: &[u8], items: usize) -> Result<Vec<u8>, CodecError> {
         let corrupt = |reason: String| CodecError::corrupt(codec, reason);

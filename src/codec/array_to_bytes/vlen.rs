@@ -3,8 +3,14 @@
 //!
 //! A decoded chunk is held as an index plus the item bytes, so any item is found in O(1):
 //! `[count: u64][offsets: u64 × (count + 1)][item bytes]`, offsets relative to the item bytes.
+//!
+//! A `transpose` may come first: a v2 object array of order `F` (numcodecs serializes its items
+//! in memory order, so F order), or a v3 chain that permutes the axes. The items of a flat
+//! serialization are put back in C order after decoding; `json2` and `msgpack2` nest their
+//! items by dimension in logical order already.
 
 use super::object::ObjectCodec;
+use crate::codec::array_to_array::transpose::parse_order;
 use crate::codec::registry::{build_bytes_to_bytes, build_object};
 use crate::codec::{BytesToBytes, CodecError, StoredElem};
 use crate::meta::{CodecSpec, DataType};
@@ -22,6 +28,9 @@ pub(crate) struct VlenPipeline {
     name: String,
     object: ObjectCodec,
     items: usize,
+    /// For a flat serialization behind a `transpose`: the chunk's shape and, per axis, the step
+    /// in the serialized chunk's items.
+    transposed: Option<(Vec<usize>, Vec<usize>)>,
     bytes_to_bytes: Vec<Box<dyn BytesToBytes>>,
     /// Largest serialized chunk accepted.
     max_serialized: usize,
@@ -30,6 +39,12 @@ pub(crate) struct VlenPipeline {
 impl VlenPipeline {
     /// Builds the chain for chunks of `chunk_shape` elements.
     pub fn new(codecs: &[CodecSpec], chunk_shape: &[u64]) -> Result<Self, CodecError> {
+        let (order, codecs) = match codecs.split_first() {
+            Some((t, rest)) if t.name == "transpose" => {
+                (Some(parse_order(t, chunk_shape.len())?), rest)
+            }
+            _ => (None, codecs),
+        };
         let Some((first, rest)) = codecs.split_first() else {
             return Err(CodecError::bad_config(
                 "vlen",
@@ -41,6 +56,11 @@ impl VlenPipeline {
             .iter()
             .try_fold(1usize, |acc, &d| acc.checked_mul(usize::try_from(d).ok()?))
             .ok_or_else(|| CodecError::bad_config(&first.name, "chunk shape too large"))?;
+        // The item count fits in usize, so every axis length does.
+        let shape: Vec<usize> = chunk_shape.iter().map(|&d| d as usize).collect();
+        let transposed = order
+            .filter(|_| object.flat())
+            .map(|order| (strides(&shape, &order), shape));
         let elem = StoredElem::le(DataType::UInt(1));
         let bytes_to_bytes = rest
             .iter()
@@ -50,6 +70,7 @@ impl VlenPipeline {
             name: first.name.clone(),
             object,
             items,
+            transposed,
             bytes_to_bytes,
             max_serialized: MAX_SERIALIZED,
         })
@@ -77,8 +98,54 @@ impl VlenPipeline {
             data = STATS.decode(codec.name(), run, Vec::len)?;
         }
         let run = || self.object.decode(&self.name, &data, self.items);
-        STATS.decode(&self.name, run, Vec::len)
+        let decoded = STATS.decode(&self.name, run, Vec::len)?;
+        Ok(match &self.transposed {
+            Some((strides, shape)) => {
+                let items: Vec<&[u8]> = c_order(shape, strides, self.items)
+                    .map(|q| item(&decoded, q).unwrap_or_default())
+                    .collect();
+                index(&items)
+            }
+            None => decoded,
+        })
     }
+}
+
+/// Per axis of a chunk of `shape` stored with its axes permuted by `order` (a `transpose`:
+/// stored shape[i] = shape[order[i]]), the step between neighbours along it in the stored
+/// chunk's C order.
+fn strides(shape: &[usize], order: &[usize]) -> Vec<usize> {
+    let mut stride = vec![0usize; shape.len()];
+    let mut step = 1usize;
+    for &axis in order.iter().rev() {
+        stride[axis] = step;
+        step = step.saturating_mul(shape[axis]);
+    }
+    stride
+}
+
+/// The stored positions of the `items` elements of a chunk of `shape`, in C order, given the
+/// [`strides`] of its axes.
+fn c_order<'a>(
+    shape: &'a [usize],
+    strides: &'a [usize],
+    items: usize,
+) -> impl Iterator<Item = usize> + 'a {
+    let mut at = vec![0usize; shape.len()];
+    let mut pos = 0usize;
+    (0..items).map(move |_| {
+        let here = pos;
+        for axis in (0..shape.len()).rev() {
+            at[axis] += 1;
+            pos += strides[axis];
+            if at[axis] < shape[axis] {
+                break;
+            }
+            pos -= strides[axis] * shape[axis];
+            at[axis] = 0;
+        }
+        here
+    })
 }
 
 /// Runs a decompressor whose output size is unknown: tries growing buffers, up to
@@ -234,6 +301,46 @@ mod tests {
         assert!(p.decode(&packed[..packed.len() / 2]).is_err());
         let wrong = [CodecSpec::new("bytes", serde_json::json!({}))];
         assert!(VlenPipeline::new(&wrong, &[3]).is_err());
+    }
+
+    #[test]
+    fn flat_items_behind_a_transpose_come_back_in_c_order() {
+        // zarr-python 3.4.2: a v2 `|O` array of order F, shape and chunks (2, 3), vlen-utf8,
+        // [["a", "bb", "ccc"], ["dddd", "e", "ff"]]: its chunk lists the items in F order.
+        let stored = encode(&[b"a", b"dddd", b"bb", b"e", b"ccc", b"ff"]);
+        let transpose = CodecSpec::new("transpose", serde_json::json!({"order": [1, 0]}));
+        let pipeline = |object: &str| {
+            let codecs = [
+                transpose.clone(),
+                CodecSpec::new(object, serde_json::json!({})),
+            ];
+            VlenPipeline::new(&codecs, &[2, 3]).unwrap()
+        };
+        let want: [&[u8]; 6] = [b"a", b"bb", b"ccc", b"dddd", b"e", b"ff"];
+        assert_eq!(pipeline("vlen-utf8").decode(&stored).unwrap(), index(&want));
+        // numcodecs' JSON nests the items by dimension, in logical order, whatever the order.
+        let json = br#"[["a","bb","ccc"],["dddd","e","ff"],"|O",[2,3]]"#;
+        assert_eq!(pipeline("json2").decode(json).unwrap(), index(&want));
+    }
+
+    #[test]
+    fn c_order_walks_any_permutation() {
+        let shape = [2usize, 3, 4];
+        for order in [[0, 1, 2], [2, 1, 0], [1, 2, 0], [2, 0, 1]] {
+            let stored: Vec<usize> = order.iter().map(|&a| shape[a]).collect();
+            let got: Vec<usize> = c_order(&shape, &strides(&shape, &order), 24).collect();
+            let mut want = Vec::new();
+            for i in 0..2 {
+                for j in 0..3 {
+                    for k in 0..4 {
+                        let d = [i, j, k];
+                        let e: Vec<usize> = order.iter().map(|&a| d[a]).collect();
+                        want.push((e[0] * stored[1] + e[1]) * stored[2] + e[2]);
+                    }
+                }
+            }
+            assert_eq!(got, want, "{order:?}");
+        }
     }
 
     #[test]

@@ -24,6 +24,16 @@ const SPARC: u64 = 0x09;
 const ARM64: u64 = 0x0a;
 const RISCV: u64 = 0x0b;
 
+/// The least memory a chunk's decoder may use: enough for every preset (`-9` declares a
+/// 64 MiB dictionary and needs 64.06 MiB to decode).
+const MEMLIMIT_FLOOR: u64 = 65 << 20;
+
+/// The most memory liblzma may use to decode a chunk of `len` bytes: a stream declaring a
+/// larger dictionary is refused rather than have liblzma allocate it.
+fn memlimit(len: usize) -> u64 {
+    MEMLIMIT_FLOOR.max((len as u64).saturating_mul(2).saturating_add(1 << 20))
+}
+
 /// The `lzma` codec.
 pub(crate) struct Lzma {
     name: String,
@@ -204,10 +214,26 @@ impl BytesToBytes for Lzma {
     }
 
     fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize, CodecError> {
+        let limit = memlimit(out.len());
         let stream = match &self.raw {
-            Some(chain) => filters(chain).and_then(|f| Stream::new_raw_decoder(&f)),
-            // The auto decoder reads .xz (every concatenated stream) and .lzma alike.
-            None => Stream::new_auto_decoder(u64::MAX, liblzma::stream::CONCATENATED),
+            Some(chain) => {
+                // A raw stream's dictionary is the configuration's (a preset's is at most
+                // 64 MiB): liblzma's raw decoder takes no memory limit.
+                let dict = chain.iter().find_map(|f| match f {
+                    RawFilter::Lzma { dict_size, .. } => dict_size.map(u64::from),
+                    RawFilter::Props { .. } => None,
+                });
+                if let Some(dict) = dict.filter(|&d| d > limit) {
+                    return Err(CodecError::corrupt(
+                        &self.name,
+                        format!("a {dict}-byte dictionary is over the {limit} bytes a chunk of {} bytes may use", out.len()),
+                    ));
+                }
+                filters(chain).and_then(|f| Stream::new_raw_decoder(&f))
+            }
+            // The auto decoder reads .xz (every concatenated stream) and .lzma alike; one
+            // declaring a dictionary over the limit fails with `MemLimit`.
+            None => Stream::new_auto_decoder(limit, liblzma::stream::CONCATENATED),
         }
         .map_err(|e| CodecError::corrupt(&self.name, e.to_string()))?;
         read_bounded(&self.name, XzDecoder::new_stream(encoded, stream), out)
@@ -261,6 +287,35 @@ mod tests {
             let cut = hex(stream).len() - 3;
             assert!(codec.decode(&hex(stream)[..cut], &mut out).is_err());
         }
+    }
+
+    #[test]
+    fn dictionaries_beyond_the_memory_limit_are_refused() {
+        // Python's `lzma.compress(b"zarrfs" * 3, preset=9)`: a 64 MiB dictionary decodes.
+        let xz9 = "fd377a585a000004e6d6b446020021011c00000010cf58cce00011000b5d003d184abdf241b81f\
+        8b40000000f8841e3e2e256e9d000127120676fa091fb6f37d010000000004595a";
+        let codec = build(&CodecSpec::new("lzma", json!({"format": 1}))).unwrap();
+        let mut out = [0u8; 18];
+        assert_eq!(codec.decode(&hex(xz9), &mut out), Ok(18));
+        assert_eq!(&out, b"zarrfszarrfszarrfs");
+        // `lzma.compress(b"zarrfs" * 3, format=lzma.FORMAT_ALONE)` with its header's
+        // dictionary made 3 GiB: Python decodes it without a limit, and refuses it with one.
+        let alone = "5d000000c0ffffffffffffffff003d184abdf241b820ef5697ffff58940000";
+        let err = codec.decode(&hex(alone), &mut out).unwrap_err();
+        assert!(matches!(err, CodecError::Corrupt { .. }), "{err:?}");
+        let mut patched = hex(alone);
+        patched[1..5].copy_from_slice(&(1u32 << 23).to_le_bytes());
+        assert_eq!(codec.decode(&patched, &mut out), Ok(18), "8 MiB");
+        // A raw stream's dictionary comes from its configuration.
+        let mut raw = |dict_size: u64| {
+            let config = json!({"format": 3, "filters": [{"id": LZMA1, "preset": 6,
+                "dict_size": dict_size, "lc": 0, "lp": 2, "pb": 2}]});
+            let codec = build(&CodecSpec::new("lzma", config)).unwrap();
+            codec.decode(&hex("003d184a58663b6f48b83bffffff7c400000"), &mut out)
+        };
+        assert_eq!(raw(64 << 20), Ok(18));
+        let err = raw(1 << 30).unwrap_err();
+        assert!(matches!(err, CodecError::Corrupt { .. }), "{err:?}");
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! numcodecs `shuffle`: byte shuffle. The encoded form holds byte 0 of every element, then byte
-//! 1 of every element, and so on. `elementsize` 0 (netCDF-c writes it) or absent means the
-//! array's element size. Trailing bytes that do not fill an element are stored as they are
-//! (HDF5's rule; numcodecs never writes them).
+//! 1 of every element, and so on. `elementsize` absent is numcodecs' default, 4, in a v2 chain
+//! (`shuffle`), and the size of the elements the codec sees for zarr-python 3's
+//! `numcodecs.shuffle` (which fills it in so); 0 (netCDF-c writes it) is that size too.
+//! Trailing bytes that do not fill an element are stored as they are (HDF5's rule; numcodecs
+//! never writes them).
 
 use crate::codec::config::get_usize;
 use crate::codec::{out_prefix, BytesToBytes, CodecError, Size, StoredElem};
@@ -17,6 +19,8 @@ impl Shuffle {
     /// From a config with `elementsize`.
     pub fn build(spec: &CodecSpec, elem: &StoredElem) -> Result<Self, CodecError> {
         let elementsize = match get_usize(spec, "elementsize")? {
+            // numcodecs' `Shuffle(elementsize=4)`, which a v2 config without the key makes.
+            None if spec.name == "shuffle" => 4,
             None | Some(0) => elem.dtype.size(),
             Some(n) => n,
         };
@@ -103,6 +107,26 @@ mod tests {
                 assert_eq!(out, plain, "size {size} count {count}");
             }
         }
+    }
+
+    #[test]
+    fn elementsize_absent_is_numcodecs_default_in_v2() {
+        let decode = |name: &str| {
+            let spec = CodecSpec::new(name, serde_json::json!({"id": "shuffle"}));
+            let s = Shuffle::build(&spec, &StoredElem::le(crate::meta::DataType::Int(2))).unwrap();
+            // numcodecs' `get_codec({"id": "shuffle"}).encode` of int16 1, 258, ..., 1800.
+            let encoded = [1, 3, 5, 7, 0, 2, 4, 6, 2, 4, 6, 8, 1, 3, 5, 7];
+            let mut out = [0u8; 16];
+            s.decode(&encoded, &mut out).unwrap();
+            out
+        };
+        let plain: Vec<u8> = (0..8i16)
+            .flat_map(|i| (i * 257 + 1).to_le_bytes())
+            .collect();
+        assert_eq!(decode("shuffle"), plain[..]);
+        // zarr-python 3 fills in the element size, 2, when it writes `numcodecs.shuffle`.
+        let v3 = [1, 2, 3, 4, 5, 6, 7, 8, 0, 1, 2, 3, 4, 5, 6, 7];
+        assert_eq!(decode("numcodecs.shuffle"), v3);
     }
 
     #[test]

@@ -90,7 +90,7 @@ impl BytesToBytes for Categorize {
     fn elements(&self) -> Option<Elements> {
         Some(Elements {
             decoded: Some(DataType::Unicode(self.width)),
-            encoded: Some(self.astype.data_type()),
+            encoded: Some(self.astype.stored()),
         })
     }
 

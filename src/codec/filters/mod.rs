@@ -27,8 +27,8 @@ use crate::meta::{CodecSpec, DataType};
 pub(crate) struct Elements {
     /// The type it decodes to, checked against the chunk's type before the array→bytes codec.
     pub decoded: Option<DataType>,
-    /// The type of its encoded elements.
-    pub encoded: Option<DataType>,
+    /// The type and byte order of its encoded elements, which the codecs after it see.
+    pub encoded: Option<StoredElem>,
 }
 
 /// A numeric filter: elements of `dtype` stored as `astype`, changed by `op` on the way.
@@ -85,7 +85,7 @@ impl BytesToBytes for Numeric {
     fn elements(&self) -> Option<Elements> {
         Some(Elements {
             decoded: Some(self.dtype.data_type()),
-            encoded: Some(self.astype.data_type()),
+            encoded: Some(self.astype.stored()),
         })
     }
 
@@ -186,7 +186,9 @@ impl FilterArray {
                 ));
             }
         }
-        let dtype = elements.encoded.unwrap_or_else(|| decoded.dtype.clone());
+        let dtype = elements
+            .encoded
+            .map_or_else(|| decoded.dtype.clone(), |e| e.dtype);
         let Size::Exact(enc_len) = filter.encoded_size(Size::Exact(decoded.byte_len(&name)?))
         else {
             return Err(CodecError::bad_config(&name, "chunk is not whole elements"));

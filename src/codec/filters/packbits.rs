@@ -2,7 +2,7 @@
 //! byte giving the number of padding bits in the last byte.
 
 use super::{encoded_size, Elements};
-use crate::codec::{BytesToBytes, CodecError, Size};
+use crate::codec::{BytesToBytes, CodecError, Size, StoredElem};
 use crate::meta::DataType;
 
 /// The `packbits` filter, under the name it was configured with.
@@ -20,7 +20,7 @@ impl BytesToBytes for PackBits {
     fn elements(&self) -> Option<Elements> {
         Some(Elements {
             decoded: Some(DataType::Bool),
-            encoded: Some(DataType::UInt(1)),
+            encoded: Some(StoredElem::le(DataType::UInt(1))),
         })
     }
 
