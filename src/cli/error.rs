@@ -56,8 +56,13 @@ pub enum MountError {
     },
     #[error(transparent)]
     Hierarchy(#[from] MetaError),
-    #[error("--log-file: {0}")]
-    LogFile(std::io::Error),
+    /// A relative path option could not be made absolute (the working directory is gone).
+    #[error("--{option} {}: {cause}", .path.display())]
+    Relative {
+        option: &'static str,
+        path: PathBuf,
+        cause: std::io::Error,
+    },
     #[error("mount point {}: {cause}", .path.display())]
     MountPoint {
         path: PathBuf,

@@ -80,16 +80,11 @@ pub struct Prepared {
 }
 
 fn prepare(store: &str, mountpoint: &Path, options: &Options) -> Result<Prepared, MountError> {
-    let (store, location, requests) = open_store(store, options)?;
+    let options = absolute_paths(options)?;
+    let (store, location, requests) = open_store(store, &options)?;
     let mount_options = parse_mount_options(&options.mount_options, &location)?;
     for notice in &mount_options.notices {
         eprintln!("zarrfs: {notice}");
-    }
-    let mut options = options.clone();
-    // The daemon changes to /: a relative log file is taken from here.
-    if let Some(file) = &options.log_file {
-        let absolute = std::path::absolute(file).map_err(MountError::LogFile)?;
-        options.log_file = Some(absolute);
     }
     // Last, as it may create the mount point.
     let mountpoint = mount_point::MountPoint::claim(mountpoint)?;
@@ -101,6 +96,36 @@ fn prepare(store: &str, mountpoint: &Path, options: &Options) -> Result<Prepared
         mount_options,
         options,
     })
+}
+
+/// `options` with every relative path made absolute from the working directory: the daemon
+/// changes to `/` before it opens the log file and the cache directory, and a remote reference
+/// set or repository is recognised, and its allowed targets resolved, only after that.
+fn absolute_paths(options: &Options) -> Result<Options, MountError> {
+    let absolute = |option: &'static str, path: &Path| {
+        std::path::absolute(path).map_err(|cause| MountError::Relative {
+            option,
+            path: path.to_path_buf(),
+            cause,
+        })
+    };
+    let mut options = options.clone();
+    if let Some(file) = &options.log_file {
+        options.log_file = Some(absolute("log-file", file)?);
+    }
+    // The default directory too: $XDG_CACHE_HOME or $HOME may be relative.
+    if let Some(dir) = options.cache_dir() {
+        options.cache_dir = Some(absolute("cache-dir", &dir)?);
+        options.default_cache_dir = false;
+    }
+    for target in &mut options.allow_target {
+        if crate::store::is_local_path(target) {
+            *target = absolute("allow-target", Path::new(target))?
+                .to_string_lossy()
+                .into_owned();
+        }
+    }
+    Ok(options)
 }
 
 /// An opened store, the location it is shown as, and its request counts when remote.

@@ -377,6 +377,75 @@ fn a_relative_log_file_is_taken_from_the_working_directory() {
     assert!(log.contains(&format!("on {}", mnt.display())), "{log}");
 }
 
+/// The daemon changes to `/` before it opens the cache directory, and before a remote reference
+/// set is recognised and its allowed targets resolved: relative paths are taken from where zarrfs
+/// was started all the same.
+#[test]
+fn a_relative_cache_dir_and_allow_target_are_taken_from_the_working_directory() {
+    if !root_fuse_ready() {
+        return;
+    }
+    let scene = Scene::new();
+    let mnt = scene.mnt();
+    let base = std::fs::canonicalize(scene.dir.path()).unwrap();
+    let unique = format!("zarrfs-lifecycle-{}", std::process::id());
+
+    let cache = format!("{unique}.cache");
+    let out = run(zarrfs()
+        .current_dir(&base)
+        .args(["--cache-dir", &cache])
+        .arg(demo())
+        .arg(&mnt));
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let read = std::fs::read(mnt.join("surface/temperature"));
+    let out = run(zarrfs().arg("unmount").arg(&mnt));
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let in_root = Path::new("/").join(&cache);
+    let landed_in_root = in_root.exists();
+    let _ = std::fs::remove_dir_all(&in_root);
+    assert!(!landed_in_root, "the cache went to {}", in_root.display());
+    let data = read.unwrap();
+    let kept: u64 = walk_bytes(&base.join(&cache));
+    assert!(kept >= data.len() as u64, "{kept} bytes kept in {cache}");
+
+    // A reference set over HTTP whose chunk is a local file, allowed by a relative prefix.
+    let targets = base.join("targets");
+    std::fs::create_dir(&targets).unwrap();
+    let raw: Vec<u8> = (0..16u8).map(|b| b * 7).collect();
+    std::fs::write(targets.join("raw.bin"), &raw).unwrap();
+    let served = base.join("served");
+    std::fs::create_dir(&served).unwrap();
+    let zarray = r#"{"shape":[16],"chunks":[16],"dtype":"|u1","fill_value":null,"order":"C","filters":null,"compressor":null,"zarr_format":2}"#;
+    let refs = serde_json::json!({
+        "version": 1,
+        "refs": {
+            ".zgroup": r#"{"zarr_format":2}"#,
+            "x/.zarray": zarray,
+            "x/0": [format!("file://{}", targets.join("raw.bin").display()), 0, 16],
+        }
+    });
+    std::fs::write(served.join("refs.json"), refs.to_string()).unwrap();
+    let http = common::servers::http_server(&served);
+    let out = run(zarrfs()
+        .current_dir(&base)
+        .args(["--allow-target", "targets"])
+        .arg(format!("{}/refs.json", http.url))
+        .arg(&mnt));
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let read = std::fs::read(mnt.join("x"));
+    let out = run(zarrfs().arg("unmount").arg(&mnt));
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(read.unwrap(), raw);
+}
+
+/// Bytes of the files below `path`.
+fn walk_bytes(path: &Path) -> u64 {
+    match std::fs::read_dir(path) {
+        Ok(entries) => entries.flatten().map(|e| walk_bytes(&e.path())).sum(),
+        Err(_) => std::fs::symlink_metadata(path).map_or(0, |m| m.len()),
+    }
+}
+
 #[test]
 fn without_syslog_the_daemon_logs_to_a_file_and_says_where() {
     if !root_fuse_ready() {
