@@ -116,7 +116,11 @@ fn overrides(new: &MountOption, old: &MountOption) -> bool {
     let opposite = |a, b| {
         matches!(
             (a, b),
-            (&Dev, &NoDev) | (&Suid, &NoSuid) | (&Exec, &NoExec) | (&Atime, &NoAtime)
+            (&Dev, &NoDev)
+                | (&Suid, &NoSuid)
+                | (&Exec, &NoExec)
+                | (&Atime, &NoAtime)
+                | (&Sync, &Async)
         )
     };
     new == old || (is_subtype(new) && is_subtype(old)) || opposite(new, old) || opposite(old, new)
@@ -182,6 +186,16 @@ mod tests {
         let m = parse_mount_options(&["exec,noexec,suid,nosuid".into()], "s").unwrap();
         assert!(!m.options.contains(&MountOption::Exec));
         assert!(!m.options.contains(&MountOption::Suid));
+        for (list, kept, gone) in [
+            ("sync,async", MountOption::Async, MountOption::Sync),
+            ("async,sync", MountOption::Sync, MountOption::Async),
+            ("noatime,atime", MountOption::Atime, MountOption::NoAtime),
+            ("noexec,exec", MountOption::Exec, MountOption::NoExec),
+        ] {
+            let m = parse_mount_options(&[list.into()], "s").unwrap();
+            assert!(m.options.contains(&kept), "{list}: {:?}", m.options);
+            assert!(!m.options.contains(&gone), "{list}: {:?}", m.options);
+        }
     }
 
     #[test]

@@ -206,6 +206,39 @@ fn rw_option_mounts_read_only_with_a_notice() {
     assert_unmounts(dir.path());
 }
 
+/// The superblock options of the mount on `path` (`ro,sync,user_id=0,...`), from
+/// /proc/self/mountinfo.
+fn super_options(path: &Path) -> String {
+    let table = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let wanted = path.to_str().unwrap();
+    let line = table
+        .lines()
+        .rev()
+        .find(|l| l.split(' ').nth(4) == Some(wanted))
+        .unwrap_or_else(|| panic!("{wanted} is not in the mount table"));
+    line.rsplit(' ').next().unwrap().to_string()
+}
+
+/// `sync` and `async` are opposites: the later one wins, as for `exec`/`noexec`, and the mount
+/// is made (fuser refuses a list holding both).
+#[test]
+fn a_later_sync_or_async_overrides_an_earlier_one() {
+    if !fuse_ready() {
+        return;
+    }
+    for (list, synchronous) in [("sync,async", false), ("async,sync", true)] {
+        let mount =
+            Mount::try_new(&demo(), &["-o", list]).unwrap_or_else(|e| panic!("{list}: {e}"));
+        let options = super_options(mount.path());
+        assert_eq!(
+            options.split(',').any(|o| o == "sync"),
+            synchronous,
+            "-o {list}: {options}"
+        );
+        assert!(mount.path().join("surface").is_dir());
+    }
+}
+
 /// `--cache-dir DIR` (with a space) and `-o cache_dir=DIR` keep decoded arrays in DIR.
 #[test]
 fn cache_dir_takes_its_value_after_a_space_or_as_an_o_option() {
