@@ -20,6 +20,11 @@ pub enum OptionError {
          (128K suits random access, 1M or more sequential reads)"
     )]
     ReadAheadBelowPage(String),
+    #[error(
+        "a cache of {0:?} holds no chunk, so no array could be read; give it room for the \
+         chunks being read (the default is 1G)"
+    )]
+    NoCache(String),
     #[error("a mount needs at least one thread")]
     NoThreads,
     #[error("{0:?} is not a number of threads")]

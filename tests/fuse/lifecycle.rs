@@ -225,6 +225,28 @@ fn threads_zero_is_refused_before_anything_is_mounted() {
     }
 }
 
+/// A cache of no bytes would hold no chunk: every array would be EIO. Refused like `--threads 0`,
+/// in both spellings.
+#[test]
+fn a_cache_size_of_zero_is_refused_before_anything_is_mounted() {
+    if !root_fuse_ready() {
+        return;
+    }
+    let scene = Scene::new();
+    for args in [&["--cache-size", "0"][..], &["-o", "ro,cache_size=0K"]] {
+        let out = run(zarrfs().args(args).arg(demo()).arg(scene.mnt()));
+        let mounted = fstype_at(&scene.mnt());
+        force_unmount(&scene.mnt());
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr_of(&out));
+        assert!(
+            stderr_of(&out).contains("holds no chunk"),
+            "{}",
+            stderr_of(&out)
+        );
+        assert_eq!(mounted, None, "{args:?}: a mount was made");
+    }
+}
+
 #[test]
 fn unmount_refuses_what_zarrfs_did_not_mount() {
     if !root_fuse_ready() {
