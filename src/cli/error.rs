@@ -109,6 +109,16 @@ pub enum MountError {
     },
 }
 
+impl MountError {
+    /// The exit status: 2 for a refused option (as clap's usage errors), 1 for a failed mount.
+    pub fn exit_status(&self) -> i32 {
+        match self {
+            MountError::Option(_) => 2,
+            _ => 1,
+        }
+    }
+}
+
 /// Why `zarrfs unmount` did not unmount.
 #[derive(Debug, thiserror::Error)]
 pub enum UnmountError {

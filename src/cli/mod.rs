@@ -62,7 +62,7 @@ pub fn main() -> i32 {
         Ok(prepared) => daemon::daemonize(|ready| serve::serve(prepared, Some(ready))),
         Err(e) => {
             eprintln!("zarrfs: {e}");
-            1
+            e.exit_status()
         }
     }
 }
@@ -80,9 +80,11 @@ pub struct Prepared {
 }
 
 fn prepare(store: &str, mountpoint: &Path, options: &Options) -> Result<Prepared, MountError> {
+    // First, so that a refused option is said (with status 2) whatever else is wrong.
+    let mut mount_options = parse_mount_options(&options.mount_options)?;
     let options = absolute_paths(options)?;
     let (store, location, requests) = open_store(store, &options)?;
-    let mount_options = parse_mount_options(&options.mount_options, &location)?;
+    mount_options.name_after(&location);
     for notice in &mount_options.notices {
         eprintln!("zarrfs: {notice}");
     }

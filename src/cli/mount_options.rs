@@ -33,11 +33,10 @@ const KNOWN: &str = "allow_other, allow_root, default_permissions, auto_unmount,
 /// Parses comma-separated `-o` lists. The mount is always read-only: `rw` mounts read-only with
 /// a notice, as mount(8) does for a write-protected device. A later option overrides an earlier
 /// one (`dev` after the default `nodev`).
-pub fn parse_mount_options(lists: &[String], fsname: &str) -> Result<MountOptions, OptionError> {
+pub fn parse_mount_options(lists: &[String]) -> Result<MountOptions, OptionError> {
     let mut options = vec![MountOption::RO, MountOption::NoDev, MountOption::NoSuid];
     let mut acl = SessionACL::Owner;
     let mut notices = Vec::new();
-    let mut named = false;
     for opt in lists
         .iter()
         .flat_map(|l| l.split(','))
@@ -72,10 +71,7 @@ pub fn parse_mount_options(lists: &[String], fsname: &str) -> Result<MountOption
             "sync" => MountOption::Sync,
             "async" => MountOption::Async,
             "dirsync" => MountOption::DirSync,
-            o if o.starts_with("fsname=") => {
-                named = true;
-                MountOption::FSName(o["fsname=".len()..].to_string())
-            }
+            o if o.starts_with("fsname=") => MountOption::FSName(o["fsname=".len()..].to_string()),
             // Passed as a plain option: the kernel takes it as well as fusermount3 does
             // (fuser's own Subtype is dropped when root mounts with mount(2)).
             o if o.starts_with("subtype=") => MountOption::CUSTOM(o.to_string()),
@@ -96,9 +92,6 @@ pub fn parse_mount_options(lists: &[String], fsname: &str) -> Result<MountOption
         options.retain(|o| !overrides(&parsed, o));
         options.push(parsed);
     }
-    if !named {
-        options.push(MountOption::FSName(fsname.to_string()));
-    }
     if !options.iter().any(is_subtype) {
         options.push(MountOption::CUSTOM("subtype=zarrfs".into()));
     }
@@ -107,6 +100,16 @@ pub fn parse_mount_options(lists: &[String], fsname: &str) -> Result<MountOption
         acl,
         notices,
     })
+}
+
+impl MountOptions {
+    /// Names the mount after the store's `location` (the source `mount` and `df` show), unless
+    /// `fsname=` named it.
+    pub fn name_after(&mut self, location: &str) {
+        if !self.options.iter().any(is_fsname) {
+            self.options.push(MountOption::FSName(location.to_string()));
+        }
+    }
 }
 
 /// True when `new` replaces `old`: the same option, its opposite, or a second subtype (the
@@ -123,7 +126,15 @@ fn overrides(new: &MountOption, old: &MountOption) -> bool {
                 | (&Sync, &Async)
         )
     };
-    new == old || (is_subtype(new) && is_subtype(old)) || opposite(new, old) || opposite(old, new)
+    new == old
+        || (is_subtype(new) && is_subtype(old))
+        || (is_fsname(new) && is_fsname(old))
+        || opposite(new, old)
+        || opposite(old, new)
+}
+
+fn is_fsname(option: &MountOption) -> bool {
+    matches!(option, MountOption::FSName(_))
 }
 
 fn is_subtype(option: &MountOption) -> bool {
@@ -136,13 +147,10 @@ mod tests {
 
     #[test]
     fn parses_sshfs_style_lists() {
-        let m = parse_mount_options(
-            &[
-                "allow_other,default_permissions".into(),
-                "max_read=1048576".into(),
-            ],
-            "s",
-        )
+        let m = parse_mount_options(&[
+            "allow_other,default_permissions".into(),
+            "max_read=1048576".into(),
+        ])
         .unwrap();
         assert_eq!(m.acl, SessionACL::All);
         assert!(m.options.contains(&MountOption::DefaultPermissions));
@@ -150,24 +158,38 @@ mod tests {
             .options
             .contains(&MountOption::CUSTOM("max_read=1048576".into())));
         assert!(m.options.contains(&MountOption::RO));
-        assert!(m.options.contains(&MountOption::FSName("s".into())));
+        assert!(!m.options.iter().any(is_fsname));
         let subtype = |m: &MountOptions| m.options.iter().filter(|o| is_subtype(o)).count();
         assert_eq!(subtype(&m), 1);
         assert!(m
             .options
             .contains(&MountOption::CUSTOM("subtype=zarrfs".into())));
-        let named = parse_mount_options(&["subtype=a,subtype=b".into()], "s").unwrap();
+        let named = parse_mount_options(&["subtype=a,subtype=b".into()]).unwrap();
         assert_eq!(subtype(&named), 1);
         assert!(named
             .options
             .contains(&MountOption::CUSTOM("subtype=b".into())));
     }
 
+    /// The store's location names the mount unless `fsname=` did (the last one).
+    #[test]
+    fn the_mount_is_named_after_the_store_unless_fsname_names_it() {
+        let fsnames = |m: &MountOptions| -> Vec<MountOption> {
+            m.options.iter().filter(|o| is_fsname(o)).cloned().collect()
+        };
+        let mut m = parse_mount_options(&[]).unwrap();
+        m.name_after("/data/s.zarr");
+        assert_eq!(fsnames(&m), [MountOption::FSName("/data/s.zarr".into())]);
+        let mut m = parse_mount_options(&["fsname=a,fsname=b".into()]).unwrap();
+        m.name_after("/data/s.zarr");
+        assert_eq!(fsnames(&m), [MountOption::FSName("b".into())]);
+    }
+
     /// What mount(8) and mount.fuse3 pass: `rw,dev,suid` for a plain `mount -t fuse.zarrfs`,
     /// `ro,noatime,noexec,nosuid,nodev` for a `user` fstab line.
     #[test]
     fn takes_what_mount_and_mount_fuse3_pass() {
-        let m = parse_mount_options(&["rw,dev,suid".into()], "s").unwrap();
+        let m = parse_mount_options(&["rw,dev,suid".into()]).unwrap();
         assert_eq!(m.notices.len(), 1);
         assert!(m.notices[0].contains("read-only"), "{:?}", m.notices);
         assert!(m.options.contains(&MountOption::RO));
@@ -179,11 +201,11 @@ mod tests {
         }
         let fstab = "defaults,ro,noatime,noexec,nosuid,nodev,auto,noauto,user,users,nofail,\
                      _netdev,x-systemd.automount,x-systemd.idle-timeout=60,comment=x";
-        let m = parse_mount_options(&[fstab.into()], "s").unwrap();
+        let m = parse_mount_options(&[fstab.into()]).unwrap();
         assert!(m.notices.is_empty());
         assert!(m.options.contains(&MountOption::NoExec));
         assert!(m.options.contains(&MountOption::NoAtime));
-        let m = parse_mount_options(&["exec,noexec,suid,nosuid".into()], "s").unwrap();
+        let m = parse_mount_options(&["exec,noexec,suid,nosuid".into()]).unwrap();
         assert!(!m.options.contains(&MountOption::Exec));
         assert!(!m.options.contains(&MountOption::Suid));
         for (list, kept, gone) in [
@@ -192,7 +214,7 @@ mod tests {
             ("noatime,atime", MountOption::Atime, MountOption::NoAtime),
             ("noexec,exec", MountOption::Exec, MountOption::NoExec),
         ] {
-            let m = parse_mount_options(&[list.into()], "s").unwrap();
+            let m = parse_mount_options(&[list.into()]).unwrap();
             assert!(m.options.contains(&kept), "{list}: {:?}", m.options);
             assert!(!m.options.contains(&gone), "{list}: {:?}", m.options);
         }
@@ -205,9 +227,7 @@ mod tests {
             ("kernel_cache", "unknown option \"kernel_cache\""),
             ("max_read=lots", "number of bytes"),
         ] {
-            let err = parse_mount_options(&[list.into()], "s")
-                .unwrap_err()
-                .to_string();
+            let err = parse_mount_options(&[list.into()]).unwrap_err().to_string();
             assert!(err.contains(says), "{list}: {err}");
         }
     }
