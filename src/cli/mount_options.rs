@@ -112,6 +112,38 @@ impl MountOptions {
     }
 }
 
+/// True when fuser will have fusermount3 make the mount: for `auto_unmount`, and when this process
+/// may not call mount(2) itself (it lacks CAP_SYS_ADMIN; fuser then falls back to the helper).
+fn through_helper(options: &[MountOption]) -> bool {
+    use rustix::thread::{capabilities, CapabilitySet};
+    let may_mount =
+        capabilities(None).is_ok_and(|c| c.effective.contains(CapabilitySet::SYS_ADMIN));
+    options.contains(&MountOption::AutoUnmount) || !may_mount
+}
+
+/// `options` as fuser is to be given them. fuser passes them to fusermount3 as one `-o` list,
+/// which the helper splits at every comma not behind a backslash, taking `\X` as `X` in
+/// `fsname=` (a store path with a comma or a backslash): when the helper mounts, the fsname is
+/// escaped as libfuse escapes it. mount(2) takes it as it is.
+pub fn for_fuser(options: Vec<MountOption>) -> Vec<MountOption> {
+    if !through_helper(&options) {
+        return options;
+    }
+    escaped_for_helper(options)
+}
+
+/// [`for_fuser`]'s escaping: `\` and `,` in the fsname behind a backslash.
+fn escaped_for_helper(options: Vec<MountOption>) -> Vec<MountOption> {
+    let escape = |name: &str| name.replace('\\', "\\\\").replace(',', "\\,");
+    options
+        .into_iter()
+        .map(|o| match o {
+            MountOption::FSName(name) => MountOption::FSName(escape(&name)),
+            other => other,
+        })
+        .collect()
+}
+
 /// True when `new` replaces `old`: the same option, its opposite, or a second subtype (the
 /// kernel takes one).
 fn overrides(new: &MountOption, old: &MountOption) -> bool {
@@ -169,6 +201,63 @@ mod tests {
         assert!(named
             .options
             .contains(&MountOption::CUSTOM("subtype=b".into())));
+    }
+
+    /// What fusermount3 does with the `-o` list fuser joins: splits it at commas not behind a
+    /// backslash, and unescapes `fsname=` and `subtype=` (libfuse's util/fusermount.c).
+    fn as_fusermount3_reads(list: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut rest = list;
+        while !rest.is_empty() {
+            let escape_ok = rest.starts_with("fsname=") || rest.starts_with("subtype=");
+            let bytes = rest.as_bytes();
+            let mut len = 0;
+            while len < bytes.len() {
+                if escape_ok && bytes[len] == b'\\' && len + 1 < bytes.len() {
+                    len += 1;
+                } else if bytes[len] == b',' {
+                    break;
+                }
+                len += 1;
+            }
+            let (item, tail) = rest.split_at(len);
+            let mut text = String::new();
+            let mut chars = item.chars();
+            while let Some(c) = chars.next() {
+                match c {
+                    '\\' if escape_ok => text.push(chars.next().unwrap_or('\\')),
+                    c => text.push(c),
+                }
+            }
+            out.push(text);
+            rest = tail.strip_prefix(',').unwrap_or(tail);
+        }
+        out
+    }
+
+    /// A store path with commas and backslashes reaches fusermount3 as one fsname, as it is.
+    #[test]
+    fn the_helper_reads_the_fsname_as_it_is() {
+        for name in [
+            "/d/a,b.zarr",
+            "/d/back\\slash,",
+            "\\,\\\\,,",
+            "/plain/s.zarr",
+        ] {
+            let mut m = parse_mount_options(&["ro,noatime".into()]).unwrap();
+            m.name_after(name);
+            let list: Vec<String> = escaped_for_helper(m.options)
+                .iter()
+                .map(|o| match o {
+                    MountOption::FSName(n) => format!("fsname={n}"),
+                    MountOption::CUSTOM(c) => c.clone(),
+                    other => format!("{other:?}"),
+                })
+                .collect();
+            let read = as_fusermount3_reads(&list.join(","));
+            assert_eq!(read.len(), list.len(), "{name}: {read:?}");
+            assert!(read.contains(&format!("fsname={name}")), "{name}: {read:?}");
+        }
     }
 
     /// The store's location names the mount unless `fsname=` did (the last one).

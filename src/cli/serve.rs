@@ -183,7 +183,7 @@ fn mount(p: Prepared) -> Result<Mounted, MountError> {
     let fs = ZarrFs::new(view, uid, gid, read_timeout);
     let readers = fs.readers();
     let mut config = fuser::Config::default();
-    config.mount_options = p.mount_options.options;
+    config.mount_options = super::mount_options::for_fuser(p.mount_options.options);
     config.acl = p.mount_options.acl;
     config.n_threads = Some(p.options.threads.unwrap_or((2 * cores).max(4)));
     config.clone_fd = true;

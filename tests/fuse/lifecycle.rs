@@ -562,6 +562,125 @@ fn read_ahead_below_a_page_is_refused_and_a_valid_one_is_set() {
     assert!(run(zarrfs().arg("unmount").arg(&mnt)).status.success());
 }
 
+/// Undoes the octal escapes of /proc/PID/mountinfo (`\054` is not one, `\134` is a backslash).
+fn unescape_mountinfo(field: &str) -> String {
+    let mut out = Vec::new();
+    let bytes = field.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let octal = (bytes[i] == b'\\')
+            .then(|| bytes.get(i + 1..i + 4))
+            .flatten()
+            .and_then(|d| u8::from_str_radix(std::str::from_utf8(d).ok()?, 8).ok());
+        match octal {
+            Some(b) => {
+                out.push(b);
+                i += 4;
+            }
+            None => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).unwrap()
+}
+
+/// A user who is not root mounts through fusermount3, which splits its `-o` list at commas: a
+/// store whose path holds a comma (and a backslash) mounts all the same, named as it is. Run as
+/// `nobody` in a private mount namespace where /dev/fuse is a node anyone may open (the real one
+/// is root's alone here); the mount lives and ends in that namespace.
+#[test]
+fn a_user_mounts_a_store_whose_path_holds_a_comma() {
+    if !root_fuse_ready() {
+        return;
+    }
+    let mut scene = Scene::new();
+    let base = std::fs::canonicalize(scene.dir.path()).unwrap();
+    let store = base.join("a,b\\c.zarr");
+    assert!(Command::new("cp")
+        .arg("-r")
+        .arg(demo())
+        .arg(&store)
+        .status()
+        .unwrap()
+        .success());
+    let mnt = scene.mnt();
+    let dev = base.join("dev");
+    std::fs::create_dir(&dev).unwrap();
+    for p in [&store, &mnt] {
+        let chown = Command::new("chown")
+            .args(["-R", "65534:65534"])
+            .arg(p)
+            .status();
+        assert!(chown.unwrap().success());
+    }
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut daemon = Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c"])
+        .arg(
+            "mount -t tmpfs -o mode=0755 zarrfs-test \"$0\" && mknod -m 666 \"$0/fuse\" c 10 229 \
+             && mount --bind \"$0/fuse\" /dev/fuse \
+             && exec setpriv --reuid=65534 --regid=65534 --clear-groups \"$@\"",
+        )
+        .arg(&dev)
+        .arg(env!("CARGO_BIN_EXE_zarrfs"))
+        .arg("-f")
+        .arg(&store)
+        .arg(&mnt)
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let said = capture_stderr(&mut daemon);
+    // unshare, sh and setpriv exec: the child is zarrfs itself, in the new namespace.
+    let pid = daemon.id() as i32;
+    scene.children.push(daemon);
+    let mounted = |scene: &mut Scene| {
+        let table = std::fs::read_to_string(format!("/proc/{pid}/mountinfo")).unwrap_or_default();
+        table
+            .lines()
+            .rev()
+            .find_map(|line| {
+                let (before, after) = line.split_once(" - ")?;
+                let point = unescape_mountinfo(before.split(' ').nth(4)?);
+                let mut fields = after.split(' ');
+                let fstype = fields.next()?;
+                (point == mnt.to_str()? && fstype == "fuse.zarrfs")
+                    .then(|| unescape_mountinfo(fields.next().unwrap_or("")))
+            })
+            .or_else(|| {
+                let ended = scene.children[0].try_wait().unwrap();
+                assert!(ended.is_none(), "zarrfs ended ({ended:?}): {}", said.lock());
+                None
+            })
+    };
+    let mut source = None;
+    wait_for("the mount in zarrfs's namespace", || {
+        source = mounted(&mut scene);
+        source.is_some()
+    });
+    assert_eq!(source.as_deref(), store.to_str(), "the mount's source");
+    // Only its owner may use the mount: read it as nobody, in the mount's namespace.
+    let out = run(Command::new("nsenter")
+        .arg(format!("--mount=/proc/{pid}/ns/mnt"))
+        .args([
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "cat",
+        ])
+        .arg(mnt.join(".group.json")));
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("\"node_type\": \"group\""), "{text}");
+    let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
+    let status = scene.daemon_exit("zarrfs to end after SIGTERM");
+    assert!(status.success(), "{status}: {}", said.lock());
+}
+
 #[test]
 fn a_user_who_may_not_open_dev_fuse_is_told_what_is_wrong() {
     if !root_fuse_ready() {
