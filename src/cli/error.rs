@@ -119,6 +119,23 @@ impl MountError {
     }
 }
 
+/// Why the directory of pid files (and of log files without syslog) is not used: it must be the
+/// user's own, as files there are written and trusted.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeDirError {
+    #[error("{}: {cause}", .dir.display())]
+    Io { dir: PathBuf, cause: std::io::Error },
+    #[error("{}: not a directory (a symbolic link?); zarrfs does not use it", .0.display())]
+    NotADirectory(PathBuf),
+    #[error(
+        "{}: owned by uid {owner}, not by this user (uid {uid}); zarrfs does not use it",
+        .dir.display()
+    )]
+    NotOwned { dir: PathBuf, owner: u32, uid: u32 },
+    #[error("{}: other users may write into it (mode {mode:o}); zarrfs does not use it", .dir.display())]
+    Writable { dir: PathBuf, mode: u32 },
+}
+
 /// Why `zarrfs unmount` did not unmount.
 #[derive(Debug, thiserror::Error)]
 pub enum UnmountError {

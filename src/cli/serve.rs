@@ -112,8 +112,11 @@ pub fn serve(p: Prepared, ready: Option<Ready>) -> i32 {
         }
     };
     if let Some(r) = ready {
-        let log_file = log_file.or_else(|| super::logging::fallback_file(&mounted.mountpoint));
-        r.succeed(log_file.as_deref());
+        let log = match log_file {
+            Some(path) => super::logging::open_log_file(&path),
+            None => super::logging::fallback_file(&mounted.mountpoint),
+        };
+        r.succeed(log);
     }
     log::info!(
         "serving {location} on {} (pid {})",
