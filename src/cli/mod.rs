@@ -20,7 +20,7 @@ pub use args::{Generated, MountArgs, Options, UnmountArgs};
 pub use error::{MountError, OptionError, UnmountError};
 pub use mount_options::{parse_mount_options, MountOptions};
 pub use size::parse_size;
-pub use unmount::unmount;
+pub use unmount::{unmount, Unmounted};
 
 use clap::{CommandFactory, Parser};
 use std::path::Path;
@@ -33,7 +33,16 @@ pub fn main() -> i32 {
             std::iter::once("zarrfs unmount".to_string()).chain(argv.into_iter().skip(2)),
         );
         return match unmount(&args.mountpoint) {
-            Ok(()) => 0,
+            Ok(Unmounted::Done) => 0,
+            Ok(Unmounted::DaemonStopped(pid)) => {
+                let shown = args.mountpoint.display();
+                eprintln!(
+                    "zarrfs: unmounted {shown}; its daemon (pid {pid}) is stopped and ends only \
+                     once continued (kill -CONT {pid}); until then a new mount on {shown} could be \
+                     unmounted by it as it ends"
+                );
+                0
+            }
             Err(e) => {
                 eprintln!("zarrfs: {e}");
                 1

@@ -348,6 +348,57 @@ fn a_killed_daemon_leaves_a_dead_mount_that_zarrfs_names_and_cleans() {
     assert!(out.status.success(), "{}", stderr_of(&out));
 }
 
+/// Sends SIGCONT to a stopped process on drop, so a failed test leaves nothing stopped.
+struct Continued(i32);
+
+impl Drop for Continued {
+    fn drop(&mut self) {
+        let _ = kill(Pid::from_raw(self.0), Signal::SIGCONT);
+    }
+}
+
+/// A daemon that is alive but answers nothing (stopped with SIGSTOP): mounting there again is
+/// refused, and `zarrfs unmount` unmounts it, both in a few seconds; neither asks the mount.
+#[test]
+fn a_stopped_daemon_is_refused_and_unmounted_without_waiting_for_it() {
+    if !root_fuse_ready() {
+        return;
+    }
+    let mut scene = Scene::new();
+    let mnt = scene.mnt();
+    let (pid, said) = scene.mount_foreground();
+    let _continued = Continued(pid);
+    let _ = kill(Pid::from_raw(pid), Signal::SIGSTOP);
+    wait_for("the daemon to stop", || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|s| s.rsplit_once(") ").is_some_and(|(_, r)| r.starts_with('T')))
+    });
+    let few_seconds = Duration::from_secs(5);
+
+    let out = run_within(zarrfs().arg(demo()).arg(&mnt), few_seconds);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("already mounted"),
+        "{}",
+        stderr_of(&out)
+    );
+
+    let started = Instant::now();
+    let out = run_within(zarrfs().arg("unmount").arg(&mnt), few_seconds);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert!(started.elapsed() < few_seconds, "{:?}", started.elapsed());
+    assert_eq!(fstype_at(&mnt), None, "still mounted");
+    let told = stderr_of(&out);
+    assert!(
+        told.contains("stopped") && told.contains(&format!("kill -CONT {pid}")),
+        "{told}"
+    );
+
+    let _ = kill(Pid::from_raw(pid), Signal::SIGCONT);
+    let status = scene.daemon_exit("the daemon to end once continued");
+    assert!(status.success(), "{status}: {}", said.lock());
+}
+
 #[test]
 fn a_failed_mount_removes_the_mount_point_it_created_and_only_that() {
     if !root_fuse_ready() {
