@@ -85,8 +85,8 @@ pub struct Options {
     /// `rw` mounts read-only with a notice.
     #[arg(short = 'o', value_name = "OPT[,OPT...]")]
     pub mount_options: Vec<String>,
-    /// Byte budget of the decoded-chunk cache (e.g. 512M, 2G).
-    #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = super::size::parse_size)]
+    /// Byte budget of the decoded-chunk cache (e.g. 512M, 2G); more than 0.
+    #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = super::size::parse_cache_size)]
     pub cache_size: u64,
     /// Keep decoded arrays in DIR across mounts and serve complete ones with FUSE passthrough.
     /// Off by default.

@@ -7,7 +7,6 @@ use rustix::process::{chdir, setsid, waitpid, Pid, WaitOptions};
 use rustix::stdio::{dup2_stderr, dup2_stdin, dup2_stdout};
 use std::fs::File;
 use std::io::{Read, Write};
-use std::path::Path;
 
 /// The child's end of the readiness pipe.
 pub struct Ready {
@@ -16,17 +15,8 @@ pub struct Ready {
 
 impl Ready {
     /// Tells the parent the mount works, then detaches from the terminal: stdin and stdout go to
-    /// /dev/null, stderr to `log_file` or (without one) /dev/null with logging sent to syslog.
-    pub fn succeed(mut self, log_file: Option<&Path>) {
-        let log = log_file.and_then(|path| {
-            let opened = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path);
-            opened
-                .inspect_err(|e| eprintln!("zarrfs: cannot open log file {}: {e}", path.display()))
-                .ok()
-        });
+    /// /dev/null, stderr to `log` or (without one) /dev/null with logging sent to syslog.
+    pub fn succeed(mut self, log: Option<File>) {
         let _ = self.pipe.write_all(b"ok\n");
         let null = dev_null();
         if let Some(null) = &null {

@@ -20,6 +20,11 @@ pub enum OptionError {
          (128K suits random access, 1M or more sequential reads)"
     )]
     ReadAheadBelowPage(String),
+    #[error(
+        "a cache of {0:?} holds no chunk, so no array could be read; give it room for the \
+         chunks being read (the default is 1G)"
+    )]
+    NoCache(String),
     #[error("a mount needs at least one thread")]
     NoThreads,
     #[error("{0:?} is not a number of threads")]
@@ -56,8 +61,13 @@ pub enum MountError {
     },
     #[error(transparent)]
     Hierarchy(#[from] MetaError),
-    #[error("--log-file: {0}")]
-    LogFile(std::io::Error),
+    /// A relative path option could not be made absolute (the working directory is gone).
+    #[error("--{option} {}: {cause}", .path.display())]
+    Relative {
+        option: &'static str,
+        path: PathBuf,
+        cause: std::io::Error,
+    },
     #[error("mount point {}: {cause}", .path.display())]
     MountPoint {
         path: PathBuf,
@@ -97,6 +107,33 @@ pub enum MountError {
         path: PathBuf,
         waited: std::time::Duration,
     },
+}
+
+impl MountError {
+    /// The exit status: 2 for a refused option (as clap's usage errors), 1 for a failed mount.
+    pub fn exit_status(&self) -> i32 {
+        match self {
+            MountError::Option(_) => 2,
+            _ => 1,
+        }
+    }
+}
+
+/// Why the directory of pid files (and of log files without syslog) is not used: it must be the
+/// user's own, as files there are written and trusted.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeDirError {
+    #[error("{}: {cause}", .dir.display())]
+    Io { dir: PathBuf, cause: std::io::Error },
+    #[error("{}: not a directory (a symbolic link?); zarrfs does not use it", .0.display())]
+    NotADirectory(PathBuf),
+    #[error(
+        "{}: owned by uid {owner}, not by this user (uid {uid}); zarrfs does not use it",
+        .dir.display()
+    )]
+    NotOwned { dir: PathBuf, owner: u32, uid: u32 },
+    #[error("{}: other users may write into it (mode {mode:o}); zarrfs does not use it", .dir.display())]
+    Writable { dir: PathBuf, mode: u32 },
 }
 
 /// Why `zarrfs unmount` did not unmount.

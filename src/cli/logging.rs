@@ -1,9 +1,10 @@
 //! Logging to stderr, and once daemonized to a log file or syslog.
 
 use nix::syslog::{openlog, syslog, Facility, LogFlags, Severity};
+use std::fs::File;
 use std::io::Write;
 use std::os::unix::net::{UnixDatagram, UnixStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 static TO_SYSLOG: AtomicBool = AtomicBool::new(false);
@@ -48,23 +49,53 @@ pub fn init(verbose: u8) {
         .try_init();
 }
 
+/// Opens `--log-file` for the daemon's log (appending; a link is followed, as the user named the
+/// file); says why on stderr when it cannot.
+pub fn open_log_file(path: &Path) -> Option<File> {
+    let opened = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path);
+    opened
+        .inspect_err(|e| eprintln!("zarrfs: cannot open log file {}: {e}", path.display()))
+        .ok()
+}
+
 /// Where a daemon without `--log-file` logs when there is no syslog to take its lines (as in
-/// most containers): a file beside its pid file, named after the mount's device. Says so once
-/// on stderr. None when syslog listens.
-pub fn fallback_file(mountpoint: &Path) -> Option<PathBuf> {
+/// most containers): a file beside its pid file, named after the mount's device, opened never
+/// through a link. Says where (or why not) once on stderr. None when syslog listens.
+pub fn fallback_file(mountpoint: &Path) -> Option<File> {
     // syslog(3) tries a datagram socket, then a stream socket.
     let datagram = UnixDatagram::unbound().and_then(|s| s.connect(SYSLOG_SOCKET));
     if datagram.is_ok() || UnixStream::connect(SYSLOG_SOCKET).is_ok() {
         return None;
     }
-    let dir = super::pidfile::dir();
-    let _ = std::fs::create_dir_all(&dir);
-    let file = dir.join(format!("{}.log", super::pidfile::device_of(mountpoint)?));
-    eprintln!(
-        "zarrfs: no syslog here ({SYSLOG_SOCKET} does not answer): logging to {}",
-        file.display()
-    );
-    Some(file)
+    let dev = super::pidfile::device_of(mountpoint)?;
+    let opened = super::pidfile::dir()
+        .map_err(|e| e.to_string())
+        .and_then(|dir| {
+            let file = dir.join(format!("{dev}.log"));
+            match super::pidfile::open_private(&file, true) {
+                Ok(opened) => Ok((opened, file)),
+                Err(e) => Err(format!("{}: {e}", file.display())),
+            }
+        });
+    match opened {
+        Ok((opened, file)) => {
+            eprintln!(
+                "zarrfs: no syslog here ({SYSLOG_SOCKET} does not answer): logging to {}",
+                file.display()
+            );
+            Some(opened)
+        }
+        Err(why) => {
+            eprintln!(
+                "zarrfs: no syslog here ({SYSLOG_SOCKET} does not answer), and no log file: \
+                 {why}; the daemon's log is lost (use --log-file)"
+            );
+            None
+        }
+    }
 }
 
 /// Sends further log records to syslog (ident `zarrfs`).

@@ -20,7 +20,7 @@ pub use args::{Generated, MountArgs, Options, UnmountArgs};
 pub use error::{MountError, OptionError, UnmountError};
 pub use mount_options::{parse_mount_options, MountOptions};
 pub use size::parse_size;
-pub use unmount::unmount;
+pub use unmount::{unmount, Unmounted};
 
 use clap::{CommandFactory, Parser};
 use std::path::Path;
@@ -33,7 +33,16 @@ pub fn main() -> i32 {
             std::iter::once("zarrfs unmount".to_string()).chain(argv.into_iter().skip(2)),
         );
         return match unmount(&args.mountpoint) {
-            Ok(()) => 0,
+            Ok(Unmounted::Done) => 0,
+            Ok(Unmounted::DaemonStopped(pid)) => {
+                let shown = args.mountpoint.display();
+                eprintln!(
+                    "zarrfs: unmounted {shown}; its daemon (pid {pid}) is stopped and ends only \
+                     once continued (kill -CONT {pid}); until then a new mount on {shown} could be \
+                     unmounted by it as it ends"
+                );
+                0
+            }
             Err(e) => {
                 eprintln!("zarrfs: {e}");
                 1
@@ -62,7 +71,7 @@ pub fn main() -> i32 {
         Ok(prepared) => daemon::daemonize(|ready| serve::serve(prepared, Some(ready))),
         Err(e) => {
             eprintln!("zarrfs: {e}");
-            1
+            e.exit_status()
         }
     }
 }
@@ -80,16 +89,13 @@ pub struct Prepared {
 }
 
 fn prepare(store: &str, mountpoint: &Path, options: &Options) -> Result<Prepared, MountError> {
-    let (store, location, requests) = open_store(store, options)?;
-    let mount_options = parse_mount_options(&options.mount_options, &location)?;
+    // First, so that a refused option is said (with status 2) whatever else is wrong.
+    let mut mount_options = parse_mount_options(&options.mount_options)?;
+    let options = absolute_paths(options)?;
+    let (store, location, requests) = open_store(store, &options)?;
+    mount_options.name_after(&location);
     for notice in &mount_options.notices {
         eprintln!("zarrfs: {notice}");
-    }
-    let mut options = options.clone();
-    // The daemon changes to /: a relative log file is taken from here.
-    if let Some(file) = &options.log_file {
-        let absolute = std::path::absolute(file).map_err(MountError::LogFile)?;
-        options.log_file = Some(absolute);
     }
     // Last, as it may create the mount point.
     let mountpoint = mount_point::MountPoint::claim(mountpoint)?;
@@ -101,6 +107,36 @@ fn prepare(store: &str, mountpoint: &Path, options: &Options) -> Result<Prepared
         mount_options,
         options,
     })
+}
+
+/// `options` with every relative path made absolute from the working directory: the daemon
+/// changes to `/` before it opens the log file and the cache directory, and a remote reference
+/// set or repository is recognised, and its allowed targets resolved, only after that.
+fn absolute_paths(options: &Options) -> Result<Options, MountError> {
+    let absolute = |option: &'static str, path: &Path| {
+        std::path::absolute(path).map_err(|cause| MountError::Relative {
+            option,
+            path: path.to_path_buf(),
+            cause,
+        })
+    };
+    let mut options = options.clone();
+    if let Some(file) = &options.log_file {
+        options.log_file = Some(absolute("log-file", file)?);
+    }
+    // The default directory too: $XDG_CACHE_HOME or $HOME may be relative.
+    if let Some(dir) = options.cache_dir() {
+        options.cache_dir = Some(absolute("cache-dir", &dir)?);
+        options.default_cache_dir = false;
+    }
+    for target in &mut options.allow_target {
+        if crate::store::is_local_path(target) {
+            *target = absolute("allow-target", Path::new(target))?
+                .to_string_lossy()
+                .into_owned();
+        }
+    }
+    Ok(options)
 }
 
 /// An opened store, the location it is shown as, and its request counts when remote.

@@ -33,11 +33,10 @@ const KNOWN: &str = "allow_other, allow_root, default_permissions, auto_unmount,
 /// Parses comma-separated `-o` lists. The mount is always read-only: `rw` mounts read-only with
 /// a notice, as mount(8) does for a write-protected device. A later option overrides an earlier
 /// one (`dev` after the default `nodev`).
-pub fn parse_mount_options(lists: &[String], fsname: &str) -> Result<MountOptions, OptionError> {
+pub fn parse_mount_options(lists: &[String]) -> Result<MountOptions, OptionError> {
     let mut options = vec![MountOption::RO, MountOption::NoDev, MountOption::NoSuid];
     let mut acl = SessionACL::Owner;
     let mut notices = Vec::new();
-    let mut named = false;
     for opt in lists
         .iter()
         .flat_map(|l| l.split(','))
@@ -72,10 +71,7 @@ pub fn parse_mount_options(lists: &[String], fsname: &str) -> Result<MountOption
             "sync" => MountOption::Sync,
             "async" => MountOption::Async,
             "dirsync" => MountOption::DirSync,
-            o if o.starts_with("fsname=") => {
-                named = true;
-                MountOption::FSName(o["fsname=".len()..].to_string())
-            }
+            o if o.starts_with("fsname=") => MountOption::FSName(o["fsname=".len()..].to_string()),
             // Passed as a plain option: the kernel takes it as well as fusermount3 does
             // (fuser's own Subtype is dropped when root mounts with mount(2)).
             o if o.starts_with("subtype=") => MountOption::CUSTOM(o.to_string()),
@@ -96,9 +92,6 @@ pub fn parse_mount_options(lists: &[String], fsname: &str) -> Result<MountOption
         options.retain(|o| !overrides(&parsed, o));
         options.push(parsed);
     }
-    if !named {
-        options.push(MountOption::FSName(fsname.to_string()));
-    }
     if !options.iter().any(is_subtype) {
         options.push(MountOption::CUSTOM("subtype=zarrfs".into()));
     }
@@ -109,6 +102,48 @@ pub fn parse_mount_options(lists: &[String], fsname: &str) -> Result<MountOption
     })
 }
 
+impl MountOptions {
+    /// Names the mount after the store's `location` (the source `mount` and `df` show), unless
+    /// `fsname=` named it.
+    pub fn name_after(&mut self, location: &str) {
+        if !self.options.iter().any(is_fsname) {
+            self.options.push(MountOption::FSName(location.to_string()));
+        }
+    }
+}
+
+/// True when fuser will have fusermount3 make the mount: for `auto_unmount`, and when this process
+/// may not call mount(2) itself (it lacks CAP_SYS_ADMIN; fuser then falls back to the helper).
+fn through_helper(options: &[MountOption]) -> bool {
+    use rustix::thread::{capabilities, CapabilitySet};
+    let may_mount =
+        capabilities(None).is_ok_and(|c| c.effective.contains(CapabilitySet::SYS_ADMIN));
+    options.contains(&MountOption::AutoUnmount) || !may_mount
+}
+
+/// `options` as fuser is to be given them. fuser passes them to fusermount3 as one `-o` list,
+/// which the helper splits at every comma not behind a backslash, taking `\X` as `X` in
+/// `fsname=` (a store path with a comma or a backslash): when the helper mounts, the fsname is
+/// escaped as libfuse escapes it. mount(2) takes it as it is.
+pub fn for_fuser(options: Vec<MountOption>) -> Vec<MountOption> {
+    if !through_helper(&options) {
+        return options;
+    }
+    escaped_for_helper(options)
+}
+
+/// [`for_fuser`]'s escaping: `\` and `,` in the fsname behind a backslash.
+fn escaped_for_helper(options: Vec<MountOption>) -> Vec<MountOption> {
+    let escape = |name: &str| name.replace('\\', "\\\\").replace(',', "\\,");
+    options
+        .into_iter()
+        .map(|o| match o {
+            MountOption::FSName(name) => MountOption::FSName(escape(&name)),
+            other => other,
+        })
+        .collect()
+}
+
 /// True when `new` replaces `old`: the same option, its opposite, or a second subtype (the
 /// kernel takes one).
 fn overrides(new: &MountOption, old: &MountOption) -> bool {
@@ -116,10 +151,22 @@ fn overrides(new: &MountOption, old: &MountOption) -> bool {
     let opposite = |a, b| {
         matches!(
             (a, b),
-            (&Dev, &NoDev) | (&Suid, &NoSuid) | (&Exec, &NoExec) | (&Atime, &NoAtime)
+            (&Dev, &NoDev)
+                | (&Suid, &NoSuid)
+                | (&Exec, &NoExec)
+                | (&Atime, &NoAtime)
+                | (&Sync, &Async)
         )
     };
-    new == old || (is_subtype(new) && is_subtype(old)) || opposite(new, old) || opposite(old, new)
+    new == old
+        || (is_subtype(new) && is_subtype(old))
+        || (is_fsname(new) && is_fsname(old))
+        || opposite(new, old)
+        || opposite(old, new)
+}
+
+fn is_fsname(option: &MountOption) -> bool {
+    matches!(option, MountOption::FSName(_))
 }
 
 fn is_subtype(option: &MountOption) -> bool {
@@ -132,13 +179,10 @@ mod tests {
 
     #[test]
     fn parses_sshfs_style_lists() {
-        let m = parse_mount_options(
-            &[
-                "allow_other,default_permissions".into(),
-                "max_read=1048576".into(),
-            ],
-            "s",
-        )
+        let m = parse_mount_options(&[
+            "allow_other,default_permissions".into(),
+            "max_read=1048576".into(),
+        ])
         .unwrap();
         assert_eq!(m.acl, SessionACL::All);
         assert!(m.options.contains(&MountOption::DefaultPermissions));
@@ -146,24 +190,95 @@ mod tests {
             .options
             .contains(&MountOption::CUSTOM("max_read=1048576".into())));
         assert!(m.options.contains(&MountOption::RO));
-        assert!(m.options.contains(&MountOption::FSName("s".into())));
+        assert!(!m.options.iter().any(is_fsname));
         let subtype = |m: &MountOptions| m.options.iter().filter(|o| is_subtype(o)).count();
         assert_eq!(subtype(&m), 1);
         assert!(m
             .options
             .contains(&MountOption::CUSTOM("subtype=zarrfs".into())));
-        let named = parse_mount_options(&["subtype=a,subtype=b".into()], "s").unwrap();
+        let named = parse_mount_options(&["subtype=a,subtype=b".into()]).unwrap();
         assert_eq!(subtype(&named), 1);
         assert!(named
             .options
             .contains(&MountOption::CUSTOM("subtype=b".into())));
     }
 
+    /// What fusermount3 does with the `-o` list fuser joins: splits it at commas not behind a
+    /// backslash, and unescapes `fsname=` and `subtype=` (libfuse's util/fusermount.c).
+    fn as_fusermount3_reads(list: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut rest = list;
+        while !rest.is_empty() {
+            let escape_ok = rest.starts_with("fsname=") || rest.starts_with("subtype=");
+            let bytes = rest.as_bytes();
+            let mut len = 0;
+            while len < bytes.len() {
+                if escape_ok && bytes[len] == b'\\' && len + 1 < bytes.len() {
+                    len += 1;
+                } else if bytes[len] == b',' {
+                    break;
+                }
+                len += 1;
+            }
+            let (item, tail) = rest.split_at(len);
+            let mut text = String::new();
+            let mut chars = item.chars();
+            while let Some(c) = chars.next() {
+                match c {
+                    '\\' if escape_ok => text.push(chars.next().unwrap_or('\\')),
+                    c => text.push(c),
+                }
+            }
+            out.push(text);
+            rest = tail.strip_prefix(',').unwrap_or(tail);
+        }
+        out
+    }
+
+    /// A store path with commas and backslashes reaches fusermount3 as one fsname, as it is.
+    #[test]
+    fn the_helper_reads_the_fsname_as_it_is() {
+        for name in [
+            "/d/a,b.zarr",
+            "/d/back\\slash,",
+            "\\,\\\\,,",
+            "/plain/s.zarr",
+        ] {
+            let mut m = parse_mount_options(&["ro,noatime".into()]).unwrap();
+            m.name_after(name);
+            let list: Vec<String> = escaped_for_helper(m.options)
+                .iter()
+                .map(|o| match o {
+                    MountOption::FSName(n) => format!("fsname={n}"),
+                    MountOption::CUSTOM(c) => c.clone(),
+                    other => format!("{other:?}"),
+                })
+                .collect();
+            let read = as_fusermount3_reads(&list.join(","));
+            assert_eq!(read.len(), list.len(), "{name}: {read:?}");
+            assert!(read.contains(&format!("fsname={name}")), "{name}: {read:?}");
+        }
+    }
+
+    /// The store's location names the mount unless `fsname=` did (the last one).
+    #[test]
+    fn the_mount_is_named_after_the_store_unless_fsname_names_it() {
+        let fsnames = |m: &MountOptions| -> Vec<MountOption> {
+            m.options.iter().filter(|o| is_fsname(o)).cloned().collect()
+        };
+        let mut m = parse_mount_options(&[]).unwrap();
+        m.name_after("/data/s.zarr");
+        assert_eq!(fsnames(&m), [MountOption::FSName("/data/s.zarr".into())]);
+        let mut m = parse_mount_options(&["fsname=a,fsname=b".into()]).unwrap();
+        m.name_after("/data/s.zarr");
+        assert_eq!(fsnames(&m), [MountOption::FSName("b".into())]);
+    }
+
     /// What mount(8) and mount.fuse3 pass: `rw,dev,suid` for a plain `mount -t fuse.zarrfs`,
     /// `ro,noatime,noexec,nosuid,nodev` for a `user` fstab line.
     #[test]
     fn takes_what_mount_and_mount_fuse3_pass() {
-        let m = parse_mount_options(&["rw,dev,suid".into()], "s").unwrap();
+        let m = parse_mount_options(&["rw,dev,suid".into()]).unwrap();
         assert_eq!(m.notices.len(), 1);
         assert!(m.notices[0].contains("read-only"), "{:?}", m.notices);
         assert!(m.options.contains(&MountOption::RO));
@@ -175,13 +290,23 @@ mod tests {
         }
         let fstab = "defaults,ro,noatime,noexec,nosuid,nodev,auto,noauto,user,users,nofail,\
                      _netdev,x-systemd.automount,x-systemd.idle-timeout=60,comment=x";
-        let m = parse_mount_options(&[fstab.into()], "s").unwrap();
+        let m = parse_mount_options(&[fstab.into()]).unwrap();
         assert!(m.notices.is_empty());
         assert!(m.options.contains(&MountOption::NoExec));
         assert!(m.options.contains(&MountOption::NoAtime));
-        let m = parse_mount_options(&["exec,noexec,suid,nosuid".into()], "s").unwrap();
+        let m = parse_mount_options(&["exec,noexec,suid,nosuid".into()]).unwrap();
         assert!(!m.options.contains(&MountOption::Exec));
         assert!(!m.options.contains(&MountOption::Suid));
+        for (list, kept, gone) in [
+            ("sync,async", MountOption::Async, MountOption::Sync),
+            ("async,sync", MountOption::Sync, MountOption::Async),
+            ("noatime,atime", MountOption::Atime, MountOption::NoAtime),
+            ("noexec,exec", MountOption::Exec, MountOption::NoExec),
+        ] {
+            let m = parse_mount_options(&[list.into()]).unwrap();
+            assert!(m.options.contains(&kept), "{list}: {:?}", m.options);
+            assert!(!m.options.contains(&gone), "{list}: {:?}", m.options);
+        }
     }
 
     #[test]
@@ -191,9 +316,7 @@ mod tests {
             ("kernel_cache", "unknown option \"kernel_cache\""),
             ("max_read=lots", "number of bytes"),
         ] {
-            let err = parse_mount_options(&[list.into()], "s")
-                .unwrap_err()
-                .to_string();
+            let err = parse_mount_options(&[list.into()]).unwrap_err().to_string();
             assert!(err.contains(says), "{list}: {err}");
         }
     }

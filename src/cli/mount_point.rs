@@ -2,7 +2,8 @@
 //! removed again if zarrfs created it and the mount fails.
 
 use super::error::MountError;
-use super::mount_table;
+use super::mount_table::{self, MountEntry};
+use super::pidfile;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
@@ -17,28 +18,27 @@ pub struct MountPoint {
 
 impl MountPoint {
     /// Checks that `given` can take a new mount, creating it if it is missing and its parent
-    /// exists. Refuses a mount point that already carries a zarrfs mount, live or dead.
+    /// exists. Refuses a mount point that already carries a zarrfs mount, live or dead. What is
+    /// mounted there is read from the mount table and the daemon's record, not asked of the
+    /// mount, whose daemon may be stuck.
     pub fn claim(given: &Path) -> Result<MountPoint, MountError> {
         let mut created = false;
-        match std::fs::metadata(given) {
-            Err(e) if mount_table::is_dead_mount_error(&e) => return Err(dead_mount(given)),
+        let path = match mount_table::resolve(given) {
+            Ok(path) => path,
             Err(e)
                 if e.kind() == ErrorKind::NotFound && mount_table::parent_dir(given).is_dir() =>
             {
                 std::fs::create_dir(given).map_err(|e| unusable(given, e))?;
                 created = true;
+                mount_table::resolve(given).map_err(|e| unusable(given, e))?
             }
-            _ => {}
+            Err(e) => return Err(unusable(given, e)),
+        };
+        if let Some(entry) = mount_table::mounted_at(&path) {
+            refuse_mounted(given, &path, &entry)?;
         }
-        let path = std::fs::canonicalize(given).map_err(|e| unusable(given, e))?;
         if !path.is_dir() {
             return Err(MountError::NotADirectory(given.to_path_buf()));
-        }
-        if !mount_table::answers(&path) {
-            return Err(dead_mount(given));
-        }
-        if mount_table::mounted_at(&path).is_some_and(|m| m.is_zarrfs()) {
-            return Err(MountError::AlreadyMounted(given.to_path_buf()));
         }
         Ok(MountPoint { path, created })
     }
@@ -51,22 +51,30 @@ impl MountPoint {
     }
 }
 
+/// Refuses the mount point `path` (as `given`) carrying `entry` when that is a zarrfs mount,
+/// live or dead, or a FUSE mount whose daemon is gone; another filesystem may be mounted over.
+fn refuse_mounted(given: &Path, path: &Path, entry: &MountEntry) -> Result<(), MountError> {
+    let zarrfs = entry.is_zarrfs();
+    if zarrfs && pidfile::recorded(&entry.dev) {
+        // The daemon's record tells, even when the daemon is stopped or stuck.
+        return Err(match pidfile::daemon_of(&entry.dev) {
+            Some(_) => MountError::AlreadyMounted(given.to_path_buf()),
+            None => MountError::DeadZarrfsMount(given.to_path_buf()),
+        });
+    }
+    // Without a record (another user's mount, another filesystem) only the mount itself tells
+    // whether its daemon is gone.
+    match (mount_table::answers(path), zarrfs) {
+        (true, true) => Err(MountError::AlreadyMounted(given.to_path_buf())),
+        (true, false) => Ok(()),
+        (false, true) => Err(MountError::DeadZarrfsMount(given.to_path_buf())),
+        (false, false) => Err(MountError::DeadFuseMount(given.to_path_buf())),
+    }
+}
+
 fn unusable(given: &Path, cause: std::io::Error) -> MountError {
     MountError::MountPoint {
         path: given.to_path_buf(),
         cause,
-    }
-}
-
-/// What to say about a mount point whose FUSE daemon is gone (ENOTCONN).
-fn dead_mount(given: &Path) -> MountError {
-    let zarrfs = mount_table::resolve(given)
-        .ok()
-        .and_then(|p| mount_table::mounted_at(&p))
-        .is_some_and(|m| m.is_zarrfs());
-    if zarrfs {
-        MountError::DeadZarrfsMount(given.to_path_buf())
-    } else {
-        MountError::DeadFuseMount(given.to_path_buf())
     }
 }

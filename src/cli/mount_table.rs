@@ -39,16 +39,33 @@ pub fn mounted_at(path: &Path) -> Option<MountEntry> {
         .find(|m| m.mount_point == path)
 }
 
-/// `path` made absolute with symlinks resolved, even when it is a dead FUSE mount (whose root
-/// cannot be looked at: ENOTCONN), by resolving its parent.
+/// How many links one resolution follows, as the kernel does in one lookup.
+const MAX_LINKS: usize = 40;
+
+/// `path` made absolute with symlinks resolved, without looking at what is mounted on it: the
+/// parent directory is resolved and the name appended, and the name is followed only when it is a
+/// link, not a mount point. (A FUSE mount's root is answered by its daemon, which may be dead,
+/// or alive and stuck: stat would then wait for ever.)
 pub fn resolve(path: &Path) -> std::io::Result<PathBuf> {
-    match std::fs::canonicalize(path) {
-        Err(e) if is_dead_mount_error(&e) => {
-            let name = path.file_name().ok_or(e)?;
-            Ok(std::fs::canonicalize(parent_dir(path))?.join(name))
+    let mut path = path.to_path_buf();
+    for _ in 0..MAX_LINKS {
+        // `/`, or a path ending in `..`: no name to keep apart.
+        let Some(name) = path.file_name() else {
+            return std::fs::canonicalize(&path);
+        };
+        let parent = std::fs::canonicalize(parent_dir(&path))?;
+        let resolved = parent.join(name);
+        if mounted_at(&resolved).is_some() {
+            return Ok(resolved);
         }
-        other => other,
+        match std::fs::read_link(&resolved) {
+            Ok(target) => path = parent.join(target),
+            // Not a link.
+            Err(e) if e.kind() == ErrorKind::InvalidInput => return Ok(resolved),
+            Err(e) => return Err(e),
+        }
     }
+    Err(Errno::LOOP.into())
 }
 
 /// The directory holding `path`: its parent, or `.` for a bare name.
@@ -59,17 +76,10 @@ pub fn parent_dir(path: &Path) -> &Path {
 }
 
 /// True when the filesystem at `path` answers; false when it is a FUSE mount whose daemon is
-/// gone (statfs always asks the daemon, where stat may be answered from cached attributes).
+/// gone (statfs always asks the daemon, where stat may be answered from cached attributes). It
+/// waits for a daemon that is alive but stuck.
 pub fn answers(path: &Path) -> bool {
-    match rustix::fs::statfs(path) {
-        Ok(_) => true,
-        Err(e) => !is_dead_mount_error(&e.into()),
-    }
-}
-
-/// True for the error a FUSE mount gives once its daemon is gone.
-pub fn is_dead_mount_error(e: &std::io::Error) -> bool {
-    Errno::from_io_error(e) == Some(Errno::NOTCONN) || e.kind() == ErrorKind::NotConnected
+    rustix::fs::statfs(path).err() != Some(Errno::NOTCONN)
 }
 
 /// Parses `36 35 98:0 /root /mnt opts [optional...] - fstype source superopts`.
@@ -132,5 +142,29 @@ mod tests {
         assert!(!entry.is_zarrfs());
         assert_eq!(unescape("a\\134b\\011"), "a\\b\t");
         assert_eq!(unescape("trailing\\04"), "trailing\\04");
+    }
+
+    /// Links are followed, relative or absolute and in chains, from the resolved parent.
+    #[test]
+    fn resolves_links_from_the_parent_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(tmp.path()).unwrap();
+        std::fs::create_dir(base.join("real")).unwrap();
+        std::fs::create_dir(base.join("sub")).unwrap();
+        std::os::unix::fs::symlink("../real", base.join("sub/up")).unwrap();
+        std::os::unix::fs::symlink(base.join("sub/up"), base.join("chain")).unwrap();
+        std::os::unix::fs::symlink("loop", base.join("loop")).unwrap();
+        for (given, wanted) in [
+            (base.join("real"), base.join("real")),
+            (base.join("sub/up"), base.join("real")),
+            (base.join("sub/../chain/"), base.join("real")),
+            (base.join("real/.."), base.clone()),
+        ] {
+            assert_eq!(resolve(&given).unwrap(), wanted, "{}", given.display());
+        }
+        let missing = resolve(&base.join("missing")).unwrap_err();
+        assert_eq!(missing.kind(), ErrorKind::NotFound);
+        let looped = resolve(&base.join("loop")).unwrap_err();
+        assert_eq!(Errno::from_io_error(&looped), Some(Errno::LOOP));
     }
 }

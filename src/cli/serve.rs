@@ -112,8 +112,11 @@ pub fn serve(p: Prepared, ready: Option<Ready>) -> i32 {
         }
     };
     if let Some(r) = ready {
-        let log_file = log_file.or_else(|| super::logging::fallback_file(&mounted.mountpoint));
-        r.succeed(log_file.as_deref());
+        let log = match log_file {
+            Some(path) => super::logging::open_log_file(&path),
+            None => super::logging::fallback_file(&mounted.mountpoint),
+        };
+        r.succeed(log);
     }
     log::info!(
         "serving {location} on {} (pid {})",
@@ -183,7 +186,7 @@ fn mount(p: Prepared) -> Result<Mounted, MountError> {
     let fs = ZarrFs::new(view, uid, gid, read_timeout);
     let readers = fs.readers();
     let mut config = fuser::Config::default();
-    config.mount_options = p.mount_options.options;
+    config.mount_options = super::mount_options::for_fuser(p.mount_options.options);
     config.acl = p.mount_options.acl;
     config.n_threads = Some(p.options.threads.unwrap_or((2 * cores).max(4)));
     config.clone_fd = true;

@@ -28,6 +28,15 @@ pub fn parse_size(text: &str) -> Result<u64, OptionError> {
     Ok(bytes as u64)
 }
 
+/// Parses `--cache-size`: a size above zero. A cache of no bytes holds no chunk, so every read of
+/// every array would fail.
+pub fn parse_cache_size(text: &str) -> Result<u64, OptionError> {
+    match parse_size(text)? {
+        0 => Err(OptionError::NoCache(text.to_string())),
+        bytes => Ok(bytes),
+    }
+}
+
 /// The smallest readahead: one page. Below it the kernel would read nothing ahead at all.
 const MIN_READ_AHEAD: u64 = 4096;
 

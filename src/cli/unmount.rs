@@ -45,10 +45,22 @@ pub enum Refusal {
     NoHelper,
 }
 
+/// How an unmount ended, beyond the mount being gone.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Unmounted {
+    /// The daemon has ended (or was gone already), or did not end in time.
+    Done,
+    /// The daemon, this pid, is stopped (SIGSTOP, a debugger) and ends only once continued; it was
+    /// not waited for.
+    DaemonStopped(i32),
+}
+
 /// Unmounts the zarrfs mount at `mountpoint` (umount2(2) as root, else through
 /// fusermount3/fusermount) and waits for its daemon to exit, so the mount point is free for reuse
 /// at once. Refuses what zarrfs did not mount. A dead mount (its daemon killed) is cleaned too.
-pub fn unmount(mountpoint: &Path) -> Result<(), UnmountError> {
+/// The mount itself is never asked (its daemon may be stuck): the path is resolved and the mount
+/// recognised from the mount table.
+pub fn unmount(mountpoint: &Path) -> Result<Unmounted, UnmountError> {
     let given = || mountpoint.to_path_buf();
     let path = mount_table::resolve(mountpoint).map_err(|cause| UnmountError::Resolve {
         path: given(),
@@ -69,17 +81,45 @@ pub fn unmount(mountpoint: &Path) -> Result<(), UnmountError> {
             cause,
         },
     })?;
-    match daemon {
-        Some(pid) => {
-            let deadline = Instant::now() + DAEMON_EXIT_TIMEOUT;
-            while running(pid) && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-        }
+    let Some(pid) = daemon else {
         // No daemon: the mount was dead, and its record is stale.
-        None => pidfile::forget(&entry.dev),
+        pidfile::forget(&entry.dev);
+        return Ok(Unmounted::Done);
+    };
+    let deadline = Instant::now() + DAEMON_EXIT_TIMEOUT;
+    loop {
+        match state(pid) {
+            State::Gone => return Ok(Unmounted::Done),
+            State::Stopped => return Ok(Unmounted::DaemonStopped(pid)),
+            State::Running if Instant::now() >= deadline => return Ok(Unmounted::Done),
+            State::Running => std::thread::sleep(Duration::from_millis(5)),
+        }
     }
-    Ok(())
+}
+
+/// What a process is doing, for the wait on a daemon.
+enum State {
+    /// Ended (a zombie, or no such process).
+    Gone,
+    /// Stopped by a signal or a debugger: it does nothing until continued.
+    Stopped,
+    Running,
+}
+
+/// The state of process `pid`, from /proc.
+fn state(pid: i32) -> State {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return State::Gone;
+    };
+    // The state follows the parenthesised command name.
+    let letter = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.trim_start().chars().next());
+    match letter {
+        Some('Z' | 'X') | None => State::Gone,
+        Some('T' | 't') => State::Stopped,
+        Some(_) => State::Running,
+    }
 }
 
 /// [`detach`], tried again for up to [`BUSY_GRACE`] while the mount is busy: a file closed an
@@ -94,17 +134,6 @@ pub fn detach_soon(path: &Path) -> Result<(), Refusal> {
             }
             done => return done,
         }
-    }
-}
-
-/// True while process `pid` exists and is not a zombie.
-fn running(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // The state follows the parenthesised command name.
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')),
-        Err(_) => false,
     }
 }
 

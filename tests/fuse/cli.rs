@@ -206,6 +206,39 @@ fn rw_option_mounts_read_only_with_a_notice() {
     assert_unmounts(dir.path());
 }
 
+/// The superblock options of the mount on `path` (`ro,sync,user_id=0,...`), from
+/// /proc/self/mountinfo.
+fn super_options(path: &Path) -> String {
+    let table = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let wanted = path.to_str().unwrap();
+    let line = table
+        .lines()
+        .rev()
+        .find(|l| l.split(' ').nth(4) == Some(wanted))
+        .unwrap_or_else(|| panic!("{wanted} is not in the mount table"));
+    line.rsplit(' ').next().unwrap().to_string()
+}
+
+/// `sync` and `async` are opposites: the later one wins, as for `exec`/`noexec`, and the mount
+/// is made (fuser refuses a list holding both).
+#[test]
+fn a_later_sync_or_async_overrides_an_earlier_one() {
+    if !fuse_ready() {
+        return;
+    }
+    for (list, synchronous) in [("sync,async", false), ("async,sync", true)] {
+        let mount =
+            Mount::try_new(&demo(), &["-o", list]).unwrap_or_else(|e| panic!("{list}: {e}"));
+        let options = super_options(mount.path());
+        assert_eq!(
+            options.split(',').any(|o| o == "sync"),
+            synchronous,
+            "-o {list}: {options}"
+        );
+        assert!(mount.path().join("surface").is_dir());
+    }
+}
+
 /// `--cache-dir DIR` (with a space) and `-o cache_dir=DIR` keep decoded arrays in DIR.
 #[test]
 fn cache_dir_takes_its_value_after_a_space_or_as_an_o_option() {
@@ -241,7 +274,8 @@ fn du(path: &Path) -> u64 {
     }
 }
 
-/// A refused option says what was wrong with what was given, before anything is mounted.
+/// A refused option says what was wrong with what was given, before anything is mounted, and
+/// exits with status 2 in either spelling (as the configuration page says).
 #[test]
 fn refused_options_say_what_was_wrong_with_them() {
     let dir = tempfile::tempdir().unwrap();
@@ -250,19 +284,23 @@ fn refused_options_say_what_was_wrong_with_them() {
         (&["-o", "cache_size=lots"], "\"lots\""),
         (&["-o", "anonymous=yes"], "takes no value"),
         (&["-o", "kernel_cache"], "unknown option \"kernel_cache\""),
+        (&["-o", "ro,max_read=lots"], "number of bytes"),
         (&["--cache-size", "2Q"], "\"2Q\""),
         (&["--timeout", "0"], "'0'"),
     ] {
-        let out = zarrfs()
-            .args(args)
-            .arg(demo())
-            .arg(dir.path())
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{args:?} accepted");
-        assert!(err.contains(says), "{args:?}: {err}");
-        assert!(!is_fuse_mount(dir.path()));
+        // A store that cannot be opened as well: the option is what is refused.
+        for store in [demo(), Path::new("/nonexistent/store.zarr").to_path_buf()] {
+            let out = zarrfs()
+                .args(args)
+                .arg(store)
+                .arg(dir.path())
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+            assert!(err.contains(says), "{args:?}: {err}");
+            assert!(!is_fuse_mount(dir.path()));
+        }
     }
 }
 

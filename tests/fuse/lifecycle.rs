@@ -225,6 +225,28 @@ fn threads_zero_is_refused_before_anything_is_mounted() {
     }
 }
 
+/// A cache of no bytes would hold no chunk: every array would be EIO. Refused like `--threads 0`,
+/// in both spellings.
+#[test]
+fn a_cache_size_of_zero_is_refused_before_anything_is_mounted() {
+    if !root_fuse_ready() {
+        return;
+    }
+    let scene = Scene::new();
+    for args in [&["--cache-size", "0"][..], &["-o", "ro,cache_size=0K"]] {
+        let out = run(zarrfs().args(args).arg(demo()).arg(scene.mnt()));
+        let mounted = fstype_at(&scene.mnt());
+        force_unmount(&scene.mnt());
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr_of(&out));
+        assert!(
+            stderr_of(&out).contains("holds no chunk"),
+            "{}",
+            stderr_of(&out)
+        );
+        assert_eq!(mounted, None, "{args:?}: a mount was made");
+    }
+}
+
 #[test]
 fn unmount_refuses_what_zarrfs_did_not_mount() {
     if !root_fuse_ready() {
@@ -326,6 +348,57 @@ fn a_killed_daemon_leaves_a_dead_mount_that_zarrfs_names_and_cleans() {
     assert!(out.status.success(), "{}", stderr_of(&out));
 }
 
+/// Sends SIGCONT to a stopped process on drop, so a failed test leaves nothing stopped.
+struct Continued(i32);
+
+impl Drop for Continued {
+    fn drop(&mut self) {
+        let _ = kill(Pid::from_raw(self.0), Signal::SIGCONT);
+    }
+}
+
+/// A daemon that is alive but answers nothing (stopped with SIGSTOP): mounting there again is
+/// refused, and `zarrfs unmount` unmounts it, both in a few seconds; neither asks the mount.
+#[test]
+fn a_stopped_daemon_is_refused_and_unmounted_without_waiting_for_it() {
+    if !root_fuse_ready() {
+        return;
+    }
+    let mut scene = Scene::new();
+    let mnt = scene.mnt();
+    let (pid, said) = scene.mount_foreground();
+    let _continued = Continued(pid);
+    let _ = kill(Pid::from_raw(pid), Signal::SIGSTOP);
+    wait_for("the daemon to stop", || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|s| s.rsplit_once(") ").is_some_and(|(_, r)| r.starts_with('T')))
+    });
+    let few_seconds = Duration::from_secs(5);
+
+    let out = run_within(zarrfs().arg(demo()).arg(&mnt), few_seconds);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("already mounted"),
+        "{}",
+        stderr_of(&out)
+    );
+
+    let started = Instant::now();
+    let out = run_within(zarrfs().arg("unmount").arg(&mnt), few_seconds);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert!(started.elapsed() < few_seconds, "{:?}", started.elapsed());
+    assert_eq!(fstype_at(&mnt), None, "still mounted");
+    let told = stderr_of(&out);
+    assert!(
+        told.contains("stopped") && told.contains(&format!("kill -CONT {pid}")),
+        "{told}"
+    );
+
+    let _ = kill(Pid::from_raw(pid), Signal::SIGCONT);
+    let status = scene.daemon_exit("the daemon to end once continued");
+    assert!(status.success(), "{status}: {}", said.lock());
+}
+
 #[test]
 fn a_failed_mount_removes_the_mount_point_it_created_and_only_that() {
     if !root_fuse_ready() {
@@ -375,6 +448,75 @@ fn a_relative_log_file_is_taken_from_the_working_directory() {
     assert!(!landed_in_root, "the log went to {}", in_root.display());
     let log = std::fs::read_to_string(scene.dir.path().join(&name)).unwrap();
     assert!(log.contains(&format!("on {}", mnt.display())), "{log}");
+}
+
+/// The daemon changes to `/` before it opens the cache directory, and before a remote reference
+/// set is recognised and its allowed targets resolved: relative paths are taken from where zarrfs
+/// was started all the same.
+#[test]
+fn a_relative_cache_dir_and_allow_target_are_taken_from_the_working_directory() {
+    if !root_fuse_ready() {
+        return;
+    }
+    let scene = Scene::new();
+    let mnt = scene.mnt();
+    let base = std::fs::canonicalize(scene.dir.path()).unwrap();
+    let unique = format!("zarrfs-lifecycle-{}", std::process::id());
+
+    let cache = format!("{unique}.cache");
+    let out = run(zarrfs()
+        .current_dir(&base)
+        .args(["--cache-dir", &cache])
+        .arg(demo())
+        .arg(&mnt));
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let read = std::fs::read(mnt.join("surface/temperature"));
+    let out = run(zarrfs().arg("unmount").arg(&mnt));
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let in_root = Path::new("/").join(&cache);
+    let landed_in_root = in_root.exists();
+    let _ = std::fs::remove_dir_all(&in_root);
+    assert!(!landed_in_root, "the cache went to {}", in_root.display());
+    let data = read.unwrap();
+    let kept: u64 = walk_bytes(&base.join(&cache));
+    assert!(kept >= data.len() as u64, "{kept} bytes kept in {cache}");
+
+    // A reference set over HTTP whose chunk is a local file, allowed by a relative prefix.
+    let targets = base.join("targets");
+    std::fs::create_dir(&targets).unwrap();
+    let raw: Vec<u8> = (0..16u8).map(|b| b * 7).collect();
+    std::fs::write(targets.join("raw.bin"), &raw).unwrap();
+    let served = base.join("served");
+    std::fs::create_dir(&served).unwrap();
+    let zarray = r#"{"shape":[16],"chunks":[16],"dtype":"|u1","fill_value":null,"order":"C","filters":null,"compressor":null,"zarr_format":2}"#;
+    let refs = serde_json::json!({
+        "version": 1,
+        "refs": {
+            ".zgroup": r#"{"zarr_format":2}"#,
+            "x/.zarray": zarray,
+            "x/0": [format!("file://{}", targets.join("raw.bin").display()), 0, 16],
+        }
+    });
+    std::fs::write(served.join("refs.json"), refs.to_string()).unwrap();
+    let http = common::servers::http_server(&served);
+    let out = run(zarrfs()
+        .current_dir(&base)
+        .args(["--allow-target", "targets"])
+        .arg(format!("{}/refs.json", http.url))
+        .arg(&mnt));
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let read = std::fs::read(mnt.join("x"));
+    let out = run(zarrfs().arg("unmount").arg(&mnt));
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(read.unwrap(), raw);
+}
+
+/// Bytes of the files below `path`.
+fn walk_bytes(path: &Path) -> u64 {
+    match std::fs::read_dir(path) {
+        Ok(entries) => entries.flatten().map(|e| walk_bytes(&e.path())).sum(),
+        Err(_) => std::fs::symlink_metadata(path).map_or(0, |m| m.len()),
+    }
 }
 
 #[test]
@@ -469,6 +611,125 @@ fn read_ahead_below_a_page_is_refused_and_a_valid_one_is_set() {
     );
     assert_eq!(std::fs::read_to_string(knob).unwrap().trim(), "8");
     assert!(run(zarrfs().arg("unmount").arg(&mnt)).status.success());
+}
+
+/// Undoes the octal escapes of /proc/PID/mountinfo (`\054` is not one, `\134` is a backslash).
+fn unescape_mountinfo(field: &str) -> String {
+    let mut out = Vec::new();
+    let bytes = field.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let octal = (bytes[i] == b'\\')
+            .then(|| bytes.get(i + 1..i + 4))
+            .flatten()
+            .and_then(|d| u8::from_str_radix(std::str::from_utf8(d).ok()?, 8).ok());
+        match octal {
+            Some(b) => {
+                out.push(b);
+                i += 4;
+            }
+            None => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).unwrap()
+}
+
+/// A user who is not root mounts through fusermount3, which splits its `-o` list at commas: a
+/// store whose path holds a comma (and a backslash) mounts all the same, named as it is. Run as
+/// `nobody` in a private mount namespace where /dev/fuse is a node anyone may open (the real one
+/// is root's alone here); the mount lives and ends in that namespace.
+#[test]
+fn a_user_mounts_a_store_whose_path_holds_a_comma() {
+    if !root_fuse_ready() {
+        return;
+    }
+    let mut scene = Scene::new();
+    let base = std::fs::canonicalize(scene.dir.path()).unwrap();
+    let store = base.join("a,b\\c.zarr");
+    assert!(Command::new("cp")
+        .arg("-r")
+        .arg(demo())
+        .arg(&store)
+        .status()
+        .unwrap()
+        .success());
+    let mnt = scene.mnt();
+    let dev = base.join("dev");
+    std::fs::create_dir(&dev).unwrap();
+    for p in [&store, &mnt] {
+        let chown = Command::new("chown")
+            .args(["-R", "65534:65534"])
+            .arg(p)
+            .status();
+        assert!(chown.unwrap().success());
+    }
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut daemon = Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c"])
+        .arg(
+            "mount -t tmpfs -o mode=0755 zarrfs-test \"$0\" && mknod -m 666 \"$0/fuse\" c 10 229 \
+             && mount --bind \"$0/fuse\" /dev/fuse \
+             && exec setpriv --reuid=65534 --regid=65534 --clear-groups \"$@\"",
+        )
+        .arg(&dev)
+        .arg(env!("CARGO_BIN_EXE_zarrfs"))
+        .arg("-f")
+        .arg(&store)
+        .arg(&mnt)
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let said = capture_stderr(&mut daemon);
+    // unshare, sh and setpriv exec: the child is zarrfs itself, in the new namespace.
+    let pid = daemon.id() as i32;
+    scene.children.push(daemon);
+    let mounted = |scene: &mut Scene| {
+        let table = std::fs::read_to_string(format!("/proc/{pid}/mountinfo")).unwrap_or_default();
+        table
+            .lines()
+            .rev()
+            .find_map(|line| {
+                let (before, after) = line.split_once(" - ")?;
+                let point = unescape_mountinfo(before.split(' ').nth(4)?);
+                let mut fields = after.split(' ');
+                let fstype = fields.next()?;
+                (point == mnt.to_str()? && fstype == "fuse.zarrfs")
+                    .then(|| unescape_mountinfo(fields.next().unwrap_or("")))
+            })
+            .or_else(|| {
+                let ended = scene.children[0].try_wait().unwrap();
+                assert!(ended.is_none(), "zarrfs ended ({ended:?}): {}", said.lock());
+                None
+            })
+    };
+    let mut source = None;
+    wait_for("the mount in zarrfs's namespace", || {
+        source = mounted(&mut scene);
+        source.is_some()
+    });
+    assert_eq!(source.as_deref(), store.to_str(), "the mount's source");
+    // Only its owner may use the mount: read it as nobody, in the mount's namespace.
+    let out = run(Command::new("nsenter")
+        .arg(format!("--mount=/proc/{pid}/ns/mnt"))
+        .args([
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "cat",
+        ])
+        .arg(mnt.join(".group.json")));
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("\"node_type\": \"group\""), "{text}");
+    let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
+    let status = scene.daemon_exit("zarrfs to end after SIGTERM");
+    assert!(status.success(), "{status}: {}", said.lock());
 }
 
 #[test]
