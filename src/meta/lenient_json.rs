@@ -2,24 +2,28 @@
 //! `NaN`, `Infinity` and `-Infinity` for non-finite floats, in `.zattrs`, `.zarray` and
 //! `zarr.json`. Strict JSON has no such tokens; zarrfs reads them as the strings `"NaN"`,
 //! `"Infinity"` and `"-Infinity"`, the form Zarr v3 gives non-finite fill values, and serves them
-//! that way in every JSON view.
+//! that way in every JSON view. netCDF-c writes the control characters of attribute text other
+//! than `\b \f \n \r \t` as they are (a raw `\x01` inside a string), which strict JSON refuses
+//! too: zarrfs reads them as those characters.
 
 use serde_json::Value;
 
-/// Parses `bytes` as JSON, accepting the bare non-finite tokens outside strings.
+/// Parses `bytes` as JSON, accepting the bare non-finite tokens outside strings and control
+/// characters inside them.
 pub fn parse(bytes: &[u8]) -> Result<Value, serde_json::Error> {
     match serde_json::from_slice(bytes) {
         Ok(value) => Ok(value),
-        Err(strict) => match quote_non_finite(bytes) {
-            Some(quoted) => serde_json::from_slice(&quoted),
+        Err(strict) => match repair(bytes) {
+            Some(repaired) => serde_json::from_slice(&repaired),
             None => Err(strict),
         },
     }
 }
 
-/// `bytes` with every bare `NaN`, `Infinity` and `-Infinity` outside strings quoted; `None` if
-/// there is none (the strict error stands).
-fn quote_non_finite(bytes: &[u8]) -> Option<Vec<u8>> {
+/// `bytes` with every bare `NaN`, `Infinity` and `-Infinity` outside strings quoted and every
+/// control character inside a string escaped; `None` if there is none (the strict error
+/// stands).
+fn repair(bytes: &[u8]) -> Option<Vec<u8>> {
     const TOKENS: [&[u8]; 3] = [b"-Infinity", b"Infinity", b"NaN"];
     let mut out = Vec::with_capacity(bytes.len() + 16);
     let (mut in_string, mut escaped, mut found) = (false, false, false);
@@ -31,6 +35,12 @@ fn quote_non_finite(bytes: &[u8]) -> Option<Vec<u8>> {
                 (true, _) => escaped = false,
                 (false, b'\\') => escaped = true,
                 (false, b'"') => in_string = false,
+                (false, 0..=0x1f) => {
+                    out.extend_from_slice(format!("\\u{b:04x}").as_bytes());
+                    i += 1;
+                    found = true;
+                    continue;
+                }
                 _ => {}
             }
         } else if b == b'"' {
@@ -67,6 +77,18 @@ mod tests {
             json!({"x": "NaN", "y": ["-Infinity", "Infinity"], "s": "NaN \" NaN", "n": 1})
         );
         assert_eq!(parse(br#"{"a": "b"}"#).unwrap(), json!({"a": "b"}));
+    }
+
+    #[test]
+    fn raw_control_characters_in_strings_are_read() {
+        // As netCDF-c writes an attribute holding \x01, a tab and \x1f.
+        let text = b"{\"ctl\": \"a\x01b\tc\x1f\", \"x\": NaN}";
+        assert_eq!(
+            parse(text).unwrap(),
+            json!({"ctl": "a\u{1}b\tc\u{1f}", "x": "NaN"})
+        );
+        // Outside strings, a control character stays an error.
+        assert!(parse(b"{\"a\": 1\x01}").is_err());
     }
 
     #[test]
