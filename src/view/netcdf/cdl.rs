@@ -12,6 +12,9 @@ pub fn header(group: &Group, name: &str) -> String {
     out
 }
 
+/// Variable names ncdump follows with a space before `:` in attribute lines.
+const KEYWORDS: [&str; 5] = ["variables", "dimensions", "data", "group", "types"];
+
 fn indent(level: usize) -> String {
     "  ".repeat(level)
 }
@@ -57,8 +60,14 @@ fn body(g: &Group, top_path: &str, scope: &[&Group], level: usize, out: &mut Str
                 let _ = write!(out, "({})", names.join(", "));
             }
             out.push_str(" ;\n");
+            // ncdump separates a variable named like a CDL keyword from the `:` of its
+            // attributes, as ncgen needs.
+            let mut owner = escape_name(&v.name);
+            if KEYWORDS.contains(&v.name.as_str()) {
+                owner.push(' ');
+            }
             for a in &v.attrs {
-                attribute(&escape_name(&v.name), a, &ind, out);
+                attribute(&owner, a, &ind, out);
             }
         }
     }
@@ -91,8 +100,12 @@ fn attribute(owner: &str, a: &Attribute, ind: &str, out: &mut String) {
     };
     let _ = write!(out, "{ind}\t\t{prefix}{owner}:{} = ", escape_name(&a.name));
     let items: Vec<String> = match &a.values {
-        Values::Text(s) => vec![quote(s)],
-        Values::Strings(list) => list.iter().map(|s| quote(s)).collect(),
+        // NC_CHAR text ends at its last non-NUL character; an NC_STRING at its first NUL.
+        Values::Text(s) => vec![quote(s.trim_end_matches('\0'))],
+        Values::Strings(list) => list
+            .iter()
+            .map(|s| quote(s.split('\0').next().unwrap_or_default()))
+            .collect(),
         Values::Ints(list) => list
             .iter()
             .map(|v| format!("{v}{}", suffix(a.ty)))
@@ -148,18 +161,13 @@ pub fn format_float(v: f64, digits: usize, suffix: &str) -> String {
     }
 }
 
-/// A CDL string literal as ncdump writes it: quoted, with C escapes.
+/// A CDL string literal as ncdump writes it for a netCDF-4 file: quoted, with C escapes (a
+/// newline as `\n` within the one literal), other control characters and DEL in octal.
 fn quote(s: &str) -> String {
     let mut out = String::from("\"");
-    let chars: Vec<char> = s.chars().collect();
-    for (i, &c) in chars.iter().enumerate() {
+    for c in s.chars() {
         match c {
-            '\n' => {
-                out.push_str("\\n");
-                if i + 1 < chars.len() {
-                    out.push_str("\",\n\t\t\t\"");
-                }
-            }
+            '\n' => out.push_str("\\n"),
             '\t' => out.push_str("\\t"),
             '\r' => out.push_str("\\r"),
             '\u{8}' => out.push_str("\\b"),
@@ -167,8 +175,8 @@ fn quote(s: &str) -> String {
             '\u{b}' => out.push_str("\\v"),
             '\\' => out.push_str("\\\\"),
             '"' => out.push_str("\\\""),
-            '\0' => out.push_str("\\0"),
-            c if (c as u32) < 0x20 => {
+            '\'' => out.push_str("\\'"),
+            c if c.is_ascii_control() => {
                 let _ = write!(out, "\\{:03o}", c as u32);
             }
             c => out.push(c),
@@ -178,11 +186,16 @@ fn quote(s: &str) -> String {
     out
 }
 
-/// A name as CDL requires: special characters and a leading digit escaped with a backslash.
+/// A name as ncdump writes it: CDL's special characters and a leading digit escaped with a
+/// backslash, control characters and DEL as `\%xx` (two hex digits).
 pub fn escape_name(name: &str) -> String {
     let mut out = String::new();
     for (i, c) in name.chars().enumerate() {
-        let special = " !\"#$%&'()*,:;<=>?[\\]^`{|}~".contains(c);
+        if c.is_ascii_control() {
+            let _ = write!(out, "\\%{:02x}", c as u32);
+            continue;
+        }
+        let special = " !\"#$&'()*,:;<=>?[\\]^`{|}~".contains(c);
         if special || (i == 0 && c.is_ascii_digit()) {
             out.push('\\');
         }
@@ -194,6 +207,7 @@ pub fn escape_name(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::view::netcdf::model::{Dimension, Variable};
 
     #[test]
     fn floats_print_as_ncdump_does() {
@@ -212,5 +226,71 @@ mod tests {
         assert_eq!(escape_name("my dim"), "my\\ dim");
         assert_eq!(escape_name("1x"), "\\1x");
         assert_eq!(quote("hi \"q\"\n"), "\"hi \\\"q\\\"\\n\"");
+        // As ncdump (4.9.0 and 4.10.1) prints them: `%` as it is, control characters and DEL
+        // as `\%xx`; in text, a newline within the one literal (netCDF-4), `'` escaped, control
+        // characters and DEL in octal.
+        assert_eq!(escape_name("x%y"), "x%y");
+        assert_eq!(escape_name("a\u{1}b\tc\u{7f}"), "a\\%01b\\%09c\\%7f");
+        assert_eq!(quote("a\nb"), "\"a\\nb\"");
+        assert_eq!(quote("it's\u{7f}\u{1}\0é"), "\"it\\'s\\177\\001\\000é\"");
+    }
+
+    fn text(ty: NcType, values: Values) -> String {
+        let mut out = String::new();
+        let a = Attribute {
+            name: "a".into(),
+            ty,
+            values,
+        };
+        attribute("", &a, "", &mut out);
+        out
+    }
+
+    #[test]
+    fn nuls_end_text_as_ncdump_reads_it() {
+        // ncdump of a netCDF-4 file: `:a = "a\000b\000\000"` prints as "a\000b"; an NC_STRING
+        // ends at its first NUL.
+        let chars = Values::Text("a\0b\0\0".into());
+        assert_eq!(text(NcType::Char, chars), "\t\t:a = \"a\\000b\" ;\n");
+        let strings = Values::Strings(vec!["a\0b".into(), "c".into()]);
+        assert_eq!(
+            text(NcType::String, strings),
+            "\t\tstring :a = \"a\", \"c\" ;\n"
+        );
+    }
+
+    #[test]
+    fn keyword_variables() {
+        let units = Attribute {
+            name: "units".into(),
+            ty: NcType::Char,
+            values: Values::Text("K".into()),
+        };
+        let time = DimRef {
+            group: String::new(),
+            name: "time".into(),
+            len: 4,
+        };
+        let var = |name: &str| Variable {
+            name: name.into(),
+            path: name.into(),
+            ty: NcType::Int,
+            dims: vec![time.clone()],
+            attrs: vec![units.clone()],
+        };
+        let root = Group {
+            dims: vec![Dimension {
+                name: "time".into(),
+                len: 4,
+            }],
+            vars: vec![var("data"), var("datum")],
+            ..Group::default()
+        };
+        assert_eq!(
+            header(&root, "n"),
+            "netcdf n {\ndimensions:\n\ttime = 4 ;\nvariables:\n\
+             \tint data(time) ;\n\t\tdata :units = \"K\" ;\n\
+             \tint datum(time) ;\n\t\tdatum:units = \"K\" ;\n}\n"
+        );
     }
 }
