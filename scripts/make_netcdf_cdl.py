@@ -1,108 +1,42 @@
 #!/usr/bin/env python3
-"""Writes tests/fixtures/netcdf/netcdf_c_4.10/*.cdl: `ncdump -h` of pure Zarr stores as
-netCDF-c 4.10 reads them (the netCDF-c that netCDF4-python 1.7.5 bundles; Debian's ncdump is
-4.9.0, which names anonymous dimensions `_zdim_<len>` and types attributes differently).
+"""Writes tests/fixtures/netcdf/netcdf_c_4.10/*.cdl: `ncdump -h` of stores as netCDF-c 4.10.1
+(the netCDF-c that netCDF4-python 1.7.5 bundles) shows them: pure Zarr stores
+(`file://STORE#mode=zarr,file`) and the NCZarr generation-4 store (`#mode=nczarr,file`), which
+Debian's ncdump 4.9.0 cannot read (it names anonymous dimensions `_zdim_<len>`, types
+attributes differently, and crashes on generation-4 stores and pure Zarr `|S1` arrays). Read by
+tests/netcdf_cdl.rs.
 
-netCDF-c reads each store (`file://STORE#mode=zarr,file`) through netCDF4-python; this script
-prints what it read in ncdump's CDL (the formatting rules of ncdump -h: `%#.15g` doubles with
-trailing zeros trimmed, type suffixes, C escapes). Read by tests/netcdf_cdl.rs.
+The ncdump is netCDF-c 4.10.1's own, built by scripts/build_ncdump_4_10.sh; its path is given
+as NCDUMP_4_10.
 
-Also writes the store dims_v2.zarr there (zarr-python 3.4, Zarr v2): dimensions named alike
-in sibling groups and the root, unnamed dimensions, attributes of each JSON kind.
+Also writes two stores there:
+- dims_v2.zarr (zarr-python 3.4, Zarr v2): dimensions named alike in sibling groups and the
+  root, unnamed dimensions, attributes of each JSON kind;
+- attrs_v2.zarr (Zarr v2, its JSON written as bytes): what netCDF-c does with attributes and
+  names: bare NaN/Infinity, integers at the type limits, JSON-convention text, the attributes
+  netCDF-c hides, quotes, DEL and raw control characters, `_FillValue` typed as its variable,
+  `|S1` strings, variables named like CDL keywords or holding `%`.
 
-Needs Python >= 3.12 with netCDF4==1.7.5 and zarr 3.4; from the repository root:
-/tmp/venv-types/bin/python scripts/make_netcdf_cdl.py
+Needs Python >= 3.12 with netCDF4==1.7.5 and zarr 3.4 (zarr only for dims_v2.zarr); from the
+repository root:
+NCDUMP_4_10=/tmp/ncdump-4.10.1 /tmp/venv-types/bin/python scripts/make_netcdf_cdl.py [STORE...]
+STORE (dims_v2, attrs_v2) rewrites only those stores; every .cdl is written again.
 """
-import math
+import json
 import os
+import subprocess
 import sys
-
-import netCDF4
-import numpy as np
 
 ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests",
                     "fixtures")
 OUT = os.path.join(ROOT, "netcdf", "netcdf_c_4.10")
-# Pure Zarr stores netCDF-c reads, as paths under tests/fixtures.
-STORES = ["dialects/consolidated_v2_zarr2.zarr", "dialects/consolidated_v2_zarr3.zarr",
-          "v2_codecs.zarr"]
-
-TYPES = {"i1": ("byte", "b"), "u1": ("ubyte", "UB"), "i2": ("short", "s"),
-         "u2": ("ushort", "US"), "i4": ("int", ""), "u4": ("uint", "U"),
-         "i8": ("int64", "LL"), "u8": ("uint64", "ULL"), "f4": ("float", "f"),
-         "f8": ("double", ""), "S1": ("char", "")}
-
-
-def escape_name(name):
-    out = ""
-    for i, c in enumerate(name):
-        if c in " !\"#$%&'()*,:;<=>?[\\]^`{|}~" or (i == 0 and c.isdigit()):
-            out += "\\"
-        out += c
-    return out
-
-
-def quote(s):
-    out = '"'
-    for i, c in enumerate(s):
-        if c == "\n":
-            out += "\\n" + ('",\n\t\t\t"' if i + 1 < len(s) else "")
-        elif c in "\t\r\b\f\v\\\"\0":
-            out += {"\t": "\\t", "\r": "\\r", "\b": "\\b", "\f": "\\f", "\v": "\\v",
-                    "\\": "\\\\", '"': '\\"', "\0": "\\0"}[c]
-        elif ord(c) < 0x20:
-            out += "\\%03o" % ord(c)
-        else:
-            out += c
-    return out + '"'
-
-
-def format_float(v, digits, suffix):
-    if math.isnan(v):
-        return "NaN" + suffix
-    if math.isinf(v):
-        return ("-" if v < 0 else "") + "Infinity" + suffix
-    text = "%#.*g" % (digits, v)
-    if "e" in text:
-        m, e = text.split("e")
-        text = m.rstrip("0") + "e" + e
-    else:
-        text = text.rstrip("0")
-    return text + suffix
-
-
-def attribute(owner, name, value, ind):
-    if isinstance(value, str):
-        return f"{ind}\t\t{owner}:{escape_name(name)} = {quote(value)} ;"
-    arr = np.atleast_1d(np.asarray(value))
-    key = arr.dtype.str[1:]
-    suffix = TYPES[key][1]
-    if arr.dtype.kind == "f":
-        items = [format_float(float(x), 7 if key == "f4" else 15, suffix) for x in arr]
-    else:
-        items = [f"{int(x)}{suffix}" for x in arr]
-    return f"{ind}\t\t{owner}:{escape_name(name)} = {', '.join(items)} ;"
-
-
-def group(g, depth, lines):
-    ind = "  " * depth
-    if g.dimensions:
-        lines.append(f"{ind}dimensions:")
-        lines += [f"{ind}\t{escape_name(d)} = {len(dim)} ;" for d, dim in g.dimensions.items()]
-    if g.variables:
-        lines.append(f"{ind}variables:")
-        for v in g.variables.values():
-            t = "string" if v.dtype is str else TYPES[v.dtype.str[1:]][0]
-            dims = f"({', '.join(escape_name(d) for d in v.dimensions)})" if v.dimensions else ""
-            lines.append(f"{ind}\t{t} {escape_name(v.name)}{dims} ;")
-            lines += [attribute(escape_name(v.name), a, v.getncattr(a), ind) for a in v.ncattrs()]
-    if g.ncattrs():
-        lines += ["", ind + ("// global attributes:" if depth == 0 else "// group attributes:")]
-        lines += [attribute("", a, g.getncattr(a), ind) for a in g.ncattrs()]
-    for sub in g.groups.values():
-        lines += ["", f"{ind}group: {escape_name(sub.name)} {{"]
-        group(sub, depth + 1, lines)
-        lines.append(f"{ind}  }} // group {escape_name(sub.name)}")
+# The stores shown, as paths under tests/fixtures, and the mode netCDF-c reads each in.
+STORES = [("dialects/consolidated_v2_zarr2.zarr", "zarr"),
+          ("dialects/consolidated_v2_zarr3.zarr", "zarr"),
+          ("v2_codecs.zarr", "zarr"),
+          ("netcdf/netcdf_c_4.10/dims_v2.zarr", "zarr"),
+          ("netcdf/netcdf_c_4.10/attrs_v2.zarr", "zarr"),
+          ("dialects/nczarr_gen4.zarr", "nczarr")]
 
 
 def dims_store():
@@ -127,23 +61,77 @@ def dims_store():
         v[:] = 0.5
         u = g.create_array("u", shape=(4, 2), chunks=(4, 2), dtype="u1")
         u[:] = 7
-    return os.path.relpath(path, ROOT)
+    return path
+
+
+# attrs_v2.zarr's root attributes, as bytes: Python's json would write neither the bare tokens
+# nor the raw DEL and \x01 (netCDF-c writes control characters raw), and would respace the rest.
+ATTRS_ROOT = (
+    b'{"nan": NaN, "inf": Infinity, "ninf": -Infinity, "nanlist": [1.5, NaN],\n'
+    b' "int64_max": 9223372036854775807, "below_int64_max": 9223372036854775806,\n'
+    b' "uint_max": 4294967295, "below_int_min": -2147483649,\n'
+    b' "json": {"a": [1, 2.5, "x\\ty"], "b": {"c": null, "d": true}}, "strs": ["ab", "c"],\n'
+    b' "nested": [[1, 2], [3]],\n'
+    b' "CLASS": "c", "NAME": "n", "DIMENSION_LIST": "d", "REFERENCE_LIST": "r",\n'
+    b' "_Netcdf4Coordinates": 1, "_Netcdf4Dimid": 2, "_NCProperties": "p",\n'
+    b' "_nczarr_note": "shown", "_NCZARR_NOTE": "shown",\n'
+    b' "text": "it\'s \\"q\\" \\\\ DEL\x7f ctl\x01 line 1\\nline 2", "g\x01h": 4, "a%b": 5}\n')
+
+
+def attrs_store():
+    """A pure Zarr v2 store written byte for byte (no chunks: every value is the fill value)."""
+    import shutil
+    path = os.path.join(OUT, "attrs_v2.zarr")
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+
+    def write(rel, data):
+        os.makedirs(os.path.dirname(os.path.join(path, rel)), exist_ok=True)
+        with open(os.path.join(path, rel), "wb") as f:
+            f.write(data)
+
+    write(".zgroup", b'{"zarr_format": 2}\n')
+    write(".zattrs", ATTRS_ROOT)
+    arrays = [("chars", "|S1", '""', '{"_ARRAY_DIMENSIONS": ["x"]}'),
+              ("data", "<f4", "-999.0", '{"_ARRAY_DIMENSIONS": ["x"], "_FillValue": -999.0, '
+                                        '"units": "K"}'),
+              ("group", "<i2", "-32767", '{"_ARRAY_DIMENSIONS": ["x"], "_FillValue": -32767}'),
+              ("types", "|i1", "1", '{"_ARRAY_DIMENSIONS": ["x"], "_FillValue": 1, '
+                                    '"valid": [1, 2]}'),
+              ("nan_fill", "<f4", '"NaN"', '{"_ARRAY_DIMENSIONS": ["x"], "_FillValue": NaN}'),
+              ("x%y", "<f8", "0.0", '{"_ARRAY_DIMENSIONS": ["x"], "note": "percent"}')]
+    for name, dtype, fill, attrs in arrays:
+        meta = {"zarr_format": 2, "shape": [3], "chunks": [3], "dtype": dtype,
+                "fill_value": "@FILL@", "order": "C", "compressor": None, "filters": None}
+        text = json.dumps(meta).replace('"@FILL@"', fill)
+        write(f"{name}/.zarray", text.encode() + b"\n")
+        write(f"{name}/.zattrs", attrs.encode() + b"\n")
+    return path
+
+
+MAKERS = {"dims_v2": dims_store, "attrs_v2": attrs_store}
 
 
 def main():
+    ncdump = os.environ.get("NCDUMP_4_10")
+    if not ncdump:
+        sys.exit("NCDUMP_4_10: the ncdump of scripts/build_ncdump_4_10.sh")
+    version = subprocess.run([ncdump], capture_output=True, text=True).stderr
+    if "library version 4.10.1" not in version:
+        sys.exit(f"{ncdump} is not netCDF-c 4.10.1's: {version.strip().splitlines()[-1:]}")
     os.makedirs(OUT, exist_ok=True)
-    for rel in STORES + [dims_store()]:
+    for name in sys.argv[1:] or MAKERS:
+        MAKERS[name]()
+    for rel, mode in STORES:
         path = os.path.join(ROOT, rel)
         name = os.path.basename(rel).rsplit(".", 1)[0]
-        ds = netCDF4.Dataset(f"file://{path}#mode=zarr,file")
-        lines = [f"netcdf {escape_name(name)} {{"]
-        group(ds, 0, lines)
-        ds.close()
-        with open(os.path.join(OUT, f"{name}.cdl"), "w") as f:
-            f.write("\n".join(lines + ["}"]) + "\n")
+        cdl = subprocess.run([ncdump, "-h", f"file://{path}#mode={mode},file"],
+                             capture_output=True, check=True).stdout
+        with open(os.path.join(OUT, f"{name}.cdl"), "wb") as f:
+            f.write(cdl)
     with open(os.path.join(OUT, "VERSION"), "w") as f:
-        f.write(f"netCDF4-python {netCDF4.__version__}, netCDF-c "
-                f"{netCDF4.__netcdf4libversion__}\n")
+        f.write("ncdump of netCDF-c 4.10.1 (scripts/build_ncdump_4_10.sh, with the libnetcdf of "
+                "netCDF4-python 1.7.5)\n")
 
 
 if __name__ == "__main__":

@@ -246,3 +246,43 @@ fn many_strings_stream_in_pieces() {
     let expected = BTreeMap::from([("words".to_string(), text.to_str().unwrap().to_string())]);
     check_with_siphon(&[("words".into(), file, expected)], tmp.path());
 }
+
+/// NCZarr's unlimited dimension (`"time": {"size": 4, "unlimited": 1}`, netCDF-c 4.10.1) is
+/// unlimited in the stream's header, in the group's dimensions and in the shapes of the
+/// variables using it, as netCDF-Java's `NcStream.encodeDim` writes it.
+#[test]
+fn unlimited_dimensions_are_marked_in_the_header() {
+    use prost::Message;
+    use zarrfs::view::netcdf::proto;
+    let _one = ONE_AT_A_TIME.lock();
+    let store = common::fixtures_dir().join("dialects/nczarr_gen4.zarr");
+    let view =
+        zarrfs::view::from_location(store.to_str().unwrap(), 64 << 20, &LoadOptions::default())
+            .unwrap();
+    let stream = read_in_pieces(&view, ".ncstream", 1 << 20).unwrap();
+    assert_eq!(&stream[..4], b"CDFS");
+    let header = proto::Header::decode_length_delimited(&stream[8..]).unwrap();
+    let root = header.root.unwrap();
+    let unlimited = |dims: &[proto::Dimension]| -> Vec<(String, bool)> {
+        dims.iter()
+            .map(|d| (d.name.clone(), d.is_unlimited))
+            .collect()
+    };
+    assert_eq!(
+        unlimited(&root.dims)[..2],
+        [("time".to_string(), true), ("lat".to_string(), false)]
+    );
+    let temp = root.vars.iter().find(|v| v.name == "temp").unwrap();
+    assert_eq!(
+        unlimited(&temp.shape),
+        [
+            ("time".to_string(), true),
+            ("lat".to_string(), false),
+            ("lon".to_string(), false)
+        ]
+    );
+    // A subgroup's variable using the root's `time`.
+    let forecast = root.groups.iter().find(|g| g.name == "forecast").unwrap();
+    let wind = forecast.vars.iter().find(|v| v.name == "wind").unwrap();
+    assert!(wind.shape[0].is_unlimited && !wind.shape[1].is_unlimited);
+}

@@ -43,7 +43,11 @@ fn body(g: &Group, top_path: &str, scope: &[&Group], level: usize, out: &mut Str
     if !g.dims.is_empty() {
         let _ = writeln!(out, "{ind}dimensions:");
         for d in &g.dims {
-            let _ = writeln!(out, "{ind}\t{} = {} ;", escape_name(&d.name), d.len);
+            let name = escape_name(&d.name);
+            let _ = match d.unlimited {
+                true => writeln!(out, "{ind}\t{name} = UNLIMITED ; // ({} currently)", d.len),
+                false => writeln!(out, "{ind}\t{name} = {} ;", d.len),
+            };
         }
     }
     if !g.vars.is_empty() {
@@ -260,7 +264,7 @@ mod tests {
     }
 
     #[test]
-    fn keyword_variables() {
+    fn keyword_variables_and_unlimited_dimensions() {
         let units = Attribute {
             name: "units".into(),
             ty: NcType::Char,
@@ -270,6 +274,7 @@ mod tests {
             group: String::new(),
             name: "time".into(),
             len: 4,
+            unlimited: true,
         };
         let var = |name: &str| Variable {
             name: name.into(),
@@ -282,13 +287,14 @@ mod tests {
             dims: vec![Dimension {
                 name: "time".into(),
                 len: 4,
+                unlimited: true,
             }],
             vars: vec![var("data"), var("datum")],
             ..Group::default()
         };
         assert_eq!(
             header(&root, "n"),
-            "netcdf n {\ndimensions:\n\ttime = 4 ;\nvariables:\n\
+            "netcdf n {\ndimensions:\n\ttime = UNLIMITED ; // (4 currently)\nvariables:\n\
              \tint data(time) ;\n\t\tdata :units = \"K\" ;\n\
              \tint datum(time) ;\n\t\tdatum:units = \"K\" ;\n}\n"
         );

@@ -103,12 +103,13 @@ impl NcType {
         })
     }
 
-    /// The smallest type netCDF-c infers for a JSON integer (`NCZ_inferinttype`).
+    /// The smallest type netCDF-c infers for a JSON integer (`NCZ_inferinttype`): `int`, else
+    /// `uint`, `int64`; `uint64` from `i64::MAX` on (`u64 >= NC_MAX_INT64`).
     fn infer_int(v: i128) -> NcType {
         match v {
             -2147483648..=2147483647 => NcType::Int,
             2147483648..=4294967295 => NcType::UInt,
-            _ if v >= i128::from(i64::MIN) && v <= i128::from(i64::MAX) => NcType::Int64,
+            _ if v < i128::from(i64::MAX) => NcType::Int64,
             _ => NcType::UInt64,
         }
     }
@@ -145,6 +146,8 @@ pub struct Dimension {
     pub name: String,
     /// Its length.
     pub len: u64,
+    /// True for an unlimited (record) dimension; its length is its current one.
+    pub unlimited: bool,
 }
 
 /// A variable's use of a dimension.
@@ -156,6 +159,8 @@ pub struct DimRef {
     pub name: String,
     /// Its length.
     pub len: u64,
+    /// True for an unlimited dimension.
+    pub unlimited: bool,
 }
 
 /// One variable.
@@ -215,6 +220,7 @@ impl Group {
                     outside.push(Dimension {
                         name: d.name.clone(),
                         len: d.len,
+                        unlimited: d.unlimited,
                     });
                 }
             }
@@ -266,11 +272,23 @@ pub fn split_fqn(fqn: &str) -> (String, String) {
     (group, name)
 }
 
-/// True for attributes netCDF keeps to itself (not shown by `ncdump -h`).
-fn is_internal(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    lower.starts_with("_nczarr") || name == "_NCProperties" || name == "_ARRAY_DIMENSIONS"
-}
+/// Attributes netCDF-c keeps to itself (its reserved attributes flagged hidden, matched
+/// exactly), and `_NCZARR_ATTR`, where netCDF-c 4.9.0 records an NCZarr node's attribute types.
+const HIDDEN: [&str; 13] = [
+    "CLASS",
+    "DIMENSION_LIST",
+    "NAME",
+    "REFERENCE_LIST",
+    "_ARRAY_DIMENSIONS",
+    "_NCProperties",
+    "_Netcdf4Coordinates",
+    "_Netcdf4Dimid",
+    "_nczarr_attr",
+    "_nczarr_group",
+    "_nczarr_array",
+    "_nczarr_superblock",
+    "_NCZARR_ATTR",
+];
 
 /// The attribute types an NCZarr node records.
 fn attr_types(attrs: &Map<String, Value>) -> Map<String, Value> {
@@ -283,20 +301,22 @@ fn attr_types(attrs: &Map<String, Value>) -> Map<String, Value> {
         .unwrap_or_default()
 }
 
-/// The typed attributes of one node.
-fn typed_attributes(node: &Node) -> Vec<Attribute> {
+/// The typed attributes of one node; `var_type` is a variable's type, which its `_FillValue`
+/// takes where NCZarr records no type for it.
+fn typed_attributes(node: &Node, var_type: Option<NcType>) -> Vec<Attribute> {
     let attrs = node.document.get("attributes").and_then(Value::as_object);
     let attrs = attrs.cloned().unwrap_or_default();
     let types = attr_types(&attrs);
     attrs
         .iter()
-        .filter(|(name, _)| !is_internal(name))
+        .filter(|(name, _)| !HIDDEN.contains(&name.as_str()))
         .map(|(name, value)| {
             let declared = types
                 .get(name)
                 .and_then(Value::as_str)
                 .and_then(NcType::of_numpy);
-            typed_value(name, value, declared)
+            let hint = var_type.filter(|_| name == "_FillValue");
+            typed_value(name, value, declared.or(hint))
         })
         .collect()
 }
@@ -304,26 +324,47 @@ fn typed_attributes(node: &Node) -> Vec<Attribute> {
 fn json_text(value: &Value) -> String {
     match value {
         Value::String(s) => s.clone(),
-        other => python_json(other),
+        other => netcdf_c_json(other),
     }
 }
 
-/// JSON as netCDF-c writes it back for complex attributes (`{"x": 1}`, `[1, 2]`).
-fn python_json(value: &Value) -> String {
+/// JSON as netCDF-c writes it back for complex attributes (its `NCJunparse`): `{"x": 1, "y":
+/// [1,2]}`, with only `\b \f \n \r \t " \\` escaped in strings.
+fn netcdf_c_json(value: &Value) -> String {
     match value {
         Value::Object(m) => {
             let items: Vec<String> = m
                 .iter()
-                .map(|(k, v)| format!("{}: {}", Value::String(k.clone()), python_json(v)))
+                .map(|(k, v)| format!("{}: {}", netcdf_c_string(k), netcdf_c_json(v)))
                 .collect();
             format!("{{{}}}", items.join(", "))
         }
         Value::Array(a) => {
-            let items: Vec<String> = a.iter().map(python_json).collect();
-            format!("[{}]", items.join(", "))
+            let items: Vec<String> = a.iter().map(netcdf_c_json).collect();
+            format!("[{}]", items.join(","))
         }
+        Value::String(s) => netcdf_c_string(s),
         other => other.to_string(),
     }
+}
+
+/// A JSON string as netCDF-c quotes it.
+fn netcdf_c_string(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 fn as_int(v: &Value) -> Option<i128> {
@@ -338,9 +379,33 @@ fn as_int(v: &Value) -> Option<i128> {
     }
 }
 
-/// An attribute typed by netCDF-c's rules: the declared type where NCZarr records one, else
-/// inferred from the first value (integers: the smallest type holding it; floats: double;
-/// booleans: ubyte; text: char); lists are vectors; other JSON becomes its text.
+/// The non-finite value a string names for a float attribute, as netCDF-c reads one (`NaN`,
+/// `Infinity`, `-Infinity` in any case, also with an `f` suffix).
+fn non_finite(s: &str) -> Option<f64> {
+    match s.to_ascii_lowercase().as_str() {
+        "nan" | "nanf" => Some(f64::NAN),
+        "-nan" | "-nanf" => Some(-f64::NAN),
+        "infinity" | "infinityf" => Some(f64::INFINITY),
+        "-infinity" | "-infinityf" => Some(f64::NEG_INFINITY),
+        _ => None,
+    }
+}
+
+/// A float attribute's value: a number, a boolean (0 or 1) or a non-finite value's name.
+fn as_float(v: &Value) -> Option<f64> {
+    match v {
+        Value::Bool(b) => Some(f64::from(u8::from(*b))),
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => non_finite(s),
+        _ => None,
+    }
+}
+
+/// An attribute typed by netCDF-c's rules: the declared type where NCZarr records one (a
+/// variable's `_FillValue` the variable's type), else inferred from the first value (integers:
+/// the smallest type holding it; floats: double; booleans: ubyte; text: char); lists are
+/// vectors; other JSON becomes its text. The bare JSON tokens `NaN`, `Infinity` and `-Infinity`
+/// (read as those strings) are doubles.
 fn typed_value(name: &str, value: &Value, declared: Option<NcType>) -> Attribute {
     let list: Vec<&Value> = match value {
         Value::Array(a) => a.iter().collect(),
@@ -356,6 +421,9 @@ fn typed_value(name: &str, value: &Value, declared: Option<NcType>) -> Attribute
         Some(Value::Number(n)) if n.is_f64() => Some(NcType::Double),
         Some(Value::Bool(_)) => Some(NcType::UByte),
         Some(v @ Value::Number(_)) => as_int(v).map(NcType::infer_int),
+        Some(Value::String(s)) if ["NaN", "Infinity", "-Infinity"].contains(&s.as_str()) => {
+            Some(NcType::Double)
+        }
         _ => None,
     };
     let Some(ty) = declared.or(inferred) else {
@@ -365,15 +433,12 @@ fn typed_value(name: &str, value: &Value, declared: Option<NcType>) -> Attribute
     let values = match ty {
         NcType::Char => None,
         NcType::String => Some(Values::Strings(list.iter().map(|v| json_text(v)).collect())),
+        NcType::Float | NcType::Double if !list.is_empty() => list
+            .iter()
+            .map(|v| as_float(v))
+            .collect::<Option<_>>()
+            .map(Values::Floats),
         _ if !numbers => None,
-        NcType::Float | NcType::Double => Some(Values::Floats(
-            list.iter()
-                .map(|v| match v {
-                    Value::Bool(b) => f64::from(u8::from(*b)),
-                    v => v.as_f64().unwrap_or(f64::NAN),
-                })
-                .collect(),
-        )),
         _ => list
             .iter()
             .map(|v| as_int(v))
@@ -391,18 +456,34 @@ fn zarr_type_name(node: &Node) -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
-/// The NCZarr child order of a group document (`vars`/`arrays`), if any.
-fn nczarr_var_order(doc: &Map<String, Value>) -> Option<Vec<String>> {
-    let info = ["_NCZARR_GROUP", "_nczarr_group"]
+/// The NCZarr description of a group (`_nczarr_group` or `_NCZARR_GROUP`) in its document.
+fn nczarr_group_info(doc: &Map<String, Value>) -> Option<&Value> {
+    ["_NCZARR_GROUP", "_nczarr_group"]
         .iter()
         .find_map(|k| doc.get(*k))
-        .or_else(|| doc.get("attributes")?.get("_nczarr_group"))?;
-    let list = info
-        .get("vars")
-        .or_else(|| info.get("arrays"))?
-        .as_array()?;
+        .or_else(|| doc.get("attributes")?.get("_nczarr_group"))
+}
+
+/// The names an NCZarr group lists under the first of `keys` it has (`vars`/`arrays` for its
+/// variables, `groups` for its subgroups): the order netCDF-c defines them in.
+fn nczarr_order(doc: &Map<String, Value>, keys: &[&str]) -> Option<Vec<String>> {
+    let info = nczarr_group_info(doc)?;
+    let list = keys.iter().find_map(|k| info.get(*k))?.as_array()?;
     let names = list.iter().filter_map(Value::as_str);
     Some(names.map(String::from).collect())
+}
+
+/// The dimensions an NCZarr group declares unlimited (`"time": {"size": 4, "unlimited": 1}`).
+fn nczarr_unlimited(doc: &Map<String, Value>) -> Vec<String> {
+    let info = nczarr_group_info(doc);
+    let dims = info.and_then(|i| i.get("dimensions").or_else(|| i.get("dims")));
+    let dims = dims.and_then(Value::as_object).into_iter().flatten();
+    dims.filter(|(_, v)| {
+        let flag = v.get("unlimited").and_then(Value::as_f64);
+        flag.is_some_and(|f| f.trunc() != 0.0)
+    })
+    .map(|(name, _)| name.clone())
+    .collect()
 }
 
 /// The netCDF dataset of `hierarchy`: its root group; for a store whose root is an array, a
@@ -413,6 +494,7 @@ pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Group> {
     let mut groups: Vec<Group> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut orders: HashMap<String, Vec<String>> = HashMap::new();
+    let mut group_orders: HashMap<String, Vec<String>> = HashMap::new();
     let mut arrays: Vec<&Node> = Vec::new();
     for node in &hierarchy.nodes {
         match node.kind {
@@ -420,6 +502,7 @@ pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Group> {
                 if !node.path.is_empty() && !index.contains_key(parent(&node.path)) {
                     continue;
                 }
+                let unlimited = nczarr_unlimited(&node.document);
                 let dims = node
                     .dimensions
                     .nczarr_shared
@@ -428,10 +511,14 @@ pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Group> {
                     .map(|(name, len)| Dimension {
                         name: name.clone(),
                         len: *len,
+                        unlimited: unlimited.contains(name),
                     })
                     .collect();
-                if let Some(order) = nczarr_var_order(&node.document) {
+                if let Some(order) = nczarr_order(&node.document, &["vars", "arrays"]) {
                     orders.insert(node.path.clone(), order);
+                }
+                if let Some(order) = nczarr_order(&node.document, &["groups"]) {
+                    group_orders.insert(node.path.clone(), order);
                 }
                 index.insert(node.path.clone(), groups.len());
                 groups.push(Group {
@@ -439,7 +526,7 @@ pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Group> {
                     path: node.path.clone(),
                     dims,
                     vars: Vec::new(),
-                    attrs: typed_attributes(node),
+                    attrs: typed_attributes(node, None),
                     groups: Vec::new(),
                 });
             }
@@ -471,7 +558,12 @@ pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Group> {
         let siblings = children.entry(parent(&g.path).to_string()).or_default();
         siblings.push(g.path.clone());
     }
-    children.values_mut().for_each(|kids| kids.sort());
+    // NCZarr subgroups in the order their group lists them, the others by path.
+    for (path, kids) in children.iter_mut() {
+        let order = group_orders.get(path).map_or(&[][..], Vec::as_slice);
+        let rank = |k: &String| order.iter().position(|o| k.rsplit('/').next() == Some(o));
+        kids.sort_by_cached_key(|k| (rank(k).unwrap_or(usize::MAX), k.clone()));
+    }
     let mut walk: Vec<String> = Vec::new();
     let mut stack = vec![String::new()];
     while let Some(p) = stack.pop() {
@@ -488,9 +580,8 @@ pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Group> {
             };
             let dims = if nczarr {
                 nczarr_dims(node, &meta.shape, gpath, |g, name| {
-                    index
-                        .get(g)
-                        .is_some_and(|&i| groups[i].dims.iter().any(|d| d.name == name))
+                    let dims = &groups[*index.get(g)?].dims;
+                    dims.iter().find(|d| d.name == name).map(|d| d.unlimited)
                 })
             } else {
                 let names = node.dimensions.axis_names(meta.shape.len());
@@ -520,12 +611,17 @@ pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Group> {
                 });
                 continue;
             };
+            // netCDF-c 4.10 reads a pure Zarr `|S1` array as strings, NCZarr's as characters.
+            let ty = match ty {
+                NcType::Char if !nczarr => NcType::String,
+                ty => ty,
+            };
             g.vars.push(Variable {
                 name,
                 path: node.path.clone(),
                 ty,
                 dims,
-                attrs: typed_attributes(node),
+                attrs: typed_attributes(node, Some(ty)),
             });
         }
     }
@@ -566,6 +662,7 @@ fn pure_zarr_dim(
         group: String::new(),
         name,
         len,
+        unlimited: false,
     })
 }
 
@@ -585,12 +682,14 @@ fn define(
         None => dims.push(Dimension {
             name: name.to_string(),
             len,
+            unlimited: false,
         }),
     }
     Some(DimRef {
         group: group.to_string(),
         name: name.to_string(),
         len,
+        unlimited: false,
     })
 }
 
@@ -601,12 +700,14 @@ fn anonymous_dim(len: u64) -> String {
 
 /// An NCZarr variable's dimensions, from its dimension references (`/g/x`, found in that
 /// group), or for a variable without any, its dimension names (`x`, found as netCDF scopes
-/// them: in the variable's group `gpath` or the nearest ancestor that `defines` that name).
+/// them: in the variable's group `gpath` or the nearest ancestor defining that name).
+/// `defined(group, name)` is whether that dimension is unlimited, `None` when the group does
+/// not define it.
 fn nczarr_dims(
     node: &Node,
     shape: &[u64],
     gpath: &str,
-    defines: impl Fn(&str, &str) -> bool,
+    defined: impl Fn(&str, &str) -> Option<bool>,
 ) -> Vec<DimRef> {
     let dims = &node.dimensions;
     let refs: Vec<String> = match &dims.nczarr_references {
@@ -615,10 +716,16 @@ fn nczarr_dims(
     };
     let scope = |name: &str| {
         let mut g = gpath;
-        while !defines(g, name) && !g.is_empty() {
+        while defined(g, name).is_none() && !g.is_empty() {
             g = parent(g);
         }
         g.to_string()
+    };
+    let dim = |group: String, name: String, len| DimRef {
+        unlimited: defined(&group, &name).unwrap_or(false),
+        group,
+        name,
+        len,
     };
     shape
         .iter()
@@ -626,18 +733,10 @@ fn nczarr_dims(
         .map(|(i, &len)| match refs.get(i) {
             Some(fqn) if refs.len() == shape.len() && fqn.starts_with('/') => {
                 let (group, name) = split_fqn(fqn);
-                DimRef { group, name, len }
+                dim(group, name, len)
             }
-            Some(name) if refs.len() == shape.len() => DimRef {
-                group: scope(name),
-                name: name.clone(),
-                len,
-            },
-            _ => DimRef {
-                group: String::new(),
-                name: anonymous_dim(len),
-                len,
-            },
+            Some(name) if refs.len() == shape.len() => dim(scope(name), name.clone(), len),
+            _ => dim(String::new(), anonymous_dim(len), len),
         })
         .collect()
 }
@@ -679,5 +778,26 @@ mod tests {
         );
         let declared = typed_value("a", &json!([1, 2]), Some(NcType::Float));
         assert_eq!(declared.values, Values::Floats(vec![1.0, 2.0]));
+        // netCDF-c 4.10.1's ncdump: uint64 from 2^63 - 1 on (NCZ_inferinttype).
+        assert_eq!(typed(json!(i64::MAX)).0, NcType::UInt64);
+        assert_eq!(typed(json!(i64::MAX - 1)).0, NcType::Int64);
+        // JSON-convention text as NCJunparse writes it: no space after an array's commas.
+        let text = typed(json!({"a": [1, "x\ty"], "b": null}));
+        assert_eq!(
+            text.1,
+            Values::Text("{\"a\": [1,\"x\\ty\"], \"b\": null}".into())
+        );
+        assert_eq!(
+            typed(json!(["ab", "c"])).1,
+            Values::Text("[\"ab\",\"c\"]".into())
+        );
+        // Bare NaN and Infinity (read as these strings) are doubles; declared floats read the
+        // names netCDF-c writes for them.
+        assert_eq!(typed(json!("NaN")).0, NcType::Double);
+        assert_eq!(typed(json!("nan")).0, NcType::Char);
+        let fill = typed_value("_FillValue", &json!("NaN"), Some(NcType::Float));
+        assert!(matches!(&fill.values, Values::Floats(v) if v[0].is_nan()));
+        let inf = typed_value("a", &json!(["-Infinity", 1]), Some(NcType::Double));
+        assert_eq!(inf.values, Values::Floats(vec![f64::NEG_INFINITY, 1.0]));
     }
 }

@@ -143,10 +143,11 @@ fn attribute(a: &Attribute) -> proto::Attribute {
     out
 }
 
-fn dimension(name: &str, length: u64) -> proto::Dimension {
+fn dimension(name: &str, length: u64, is_unlimited: bool) -> proto::Dimension {
     proto::Dimension {
         name: name.into(),
         length,
+        is_unlimited,
     }
 }
 
@@ -154,7 +155,9 @@ fn variable(v: &Variable) -> proto::Variable {
     proto::Variable {
         name: v.name.clone(),
         data_type: data_type(v.ty) as i32,
-        shape: v.dims.iter().map(|d| dimension(&d.name, d.len)).collect(),
+        shape: (v.dims.iter())
+            .map(|d| dimension(&d.name, d.len, d.unlimited))
+            .collect(),
         atts: v.attrs.iter().map(attribute).collect(),
     }
 }
@@ -162,7 +165,9 @@ fn variable(v: &Variable) -> proto::Variable {
 fn group(g: &Group, name: &str) -> proto::Group {
     proto::Group {
         name: name.into(),
-        dims: g.dims.iter().map(|d| dimension(&d.name, d.len)).collect(),
+        dims: (g.dims.iter())
+            .map(|d| dimension(&d.name, d.len, d.unlimited))
+            .collect(),
         vars: g.vars.iter().map(variable).collect(),
         atts: g.attrs.iter().map(attribute).collect(),
         groups: g.groups.iter().map(|c| group(c, &c.name)).collect(),

@@ -48,6 +48,9 @@ pub struct Dimension {
     /// Its length.
     #[prost(uint64, tag = "2")]
     pub length: u64,
+    /// True for an unlimited dimension.
+    #[prost(bool, tag = "3")]
+    pub is_unlimited: bool,
 }
 
 /// `Variable`.
