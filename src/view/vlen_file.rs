@@ -49,9 +49,12 @@ struct TextIndex {
     header: Vec<u8>,
 }
 
-/// How far the scan of one array is.
+/// How far the scan of one array is. A failed scan (`Done(Err)`) is the answer of those who
+/// waited for it; the next caller scans again (the fault may have been transient).
 enum Scan {
     NotStarted,
+    /// Handed to the sizer thread, not started: a reader may take it over.
+    Queued,
     Running,
     Done(Result<Arc<TextIndex>, ViewError>),
 }
@@ -130,14 +133,14 @@ impl Sizer {
                 .name("vlen-sizer".into())
                 .spawn(move || {
                     for file in rx {
-                        let _ = file.run_scan(&cache);
+                        file.scan_if_queued(&cache);
                     }
                 });
             tx
         });
         if let Err(lost) = sender.send(file) {
             // The thread could not start: scan here rather than leave readers waiting.
-            let _ = lost.0.run_scan(&self.cache);
+            lost.0.scan_if_queued(&self.cache);
         }
     }
 }
@@ -270,20 +273,11 @@ impl VlenFile {
         }
     }
 
-    /// Reads every chunk and builds the index, unless another thread does or did; the outcome
-    /// is kept and every waiter woken.
-    fn run_scan(&self, cache: &ChunkCache) -> Result<Arc<TextIndex>, ViewError> {
-        {
-            let mut scan = self.scan.lock();
-            match &*scan {
-                Scan::Done(outcome) => return outcome.clone(),
-                Scan::Running | Scan::NotStarted => *scan = Scan::Running,
-            }
+    /// The sizer's scan, unless a reader took it over.
+    fn scan_if_queued(&self, cache: &ChunkCache) {
+        if matches!(*self.scan.lock(), Scan::Queued) {
+            let _ = self.index(cache);
         }
-        let outcome = self.build_index(cache);
-        *self.scan.lock() = Scan::Done(outcome.clone());
-        self.scanned.notify_all();
-        outcome
     }
 
     fn build_index(&self, cache: &ChunkCache) -> Result<Arc<TextIndex>, ViewError> {
@@ -326,17 +320,27 @@ impl VlenFile {
         }))
     }
 
-    /// The index, for a read: scanned on this thread if nobody has started, else waited for.
+    /// The index: read every chunk and built on this thread, unless another thread is doing
+    /// it (then waited for, its outcome the answer); the outcome is kept and every waiter woken.
     fn index(&self, cache: &ChunkCache) -> Result<Arc<TextIndex>, ViewError> {
         let mut scan = self.scan.lock();
         loop {
             match &*scan {
-                Scan::Done(outcome) => return outcome.clone(),
-                Scan::NotStarted => {
-                    drop(scan);
-                    return self.run_scan(cache);
+                Scan::Done(Ok(index)) => return Ok(index.clone()),
+                Scan::Running => {
+                    self.scanned.wait(&mut scan);
+                    if let Scan::Done(Err(e)) = &*scan {
+                        return Err(e.clone());
+                    }
                 }
-                Scan::Running => self.scanned.wait(&mut scan),
+                Scan::NotStarted | Scan::Queued | Scan::Done(Err(_)) => {
+                    *scan = Scan::Running;
+                    drop(scan);
+                    let outcome = self.build_index(cache);
+                    *self.scan.lock() = Scan::Done(outcome.clone());
+                    self.scanned.notify_all();
+                    return outcome;
+                }
             }
         }
     }
@@ -350,14 +354,16 @@ impl VlenFile {
     ) -> Result<Option<Arc<TextIndex>>, ViewError> {
         let mut scan = self.scan.lock();
         match &*scan {
-            Scan::Done(outcome) => outcome.clone().map(Some),
-            Scan::Running => Ok(None),
-            Scan::NotStarted if self.count <= SYNC_SCAN_MAX => {
+            Scan::Done(Ok(index)) => Ok(Some(index.clone())),
+            // A small array's size is never answered as unknown: its files are read through
+            // the page cache, up to the size `stat` showed.
+            _ if self.count <= SYNC_SCAN_MAX => {
                 drop(scan);
-                self.run_scan(cache).map(Some)
+                self.index(cache).map(Some)
             }
-            Scan::NotStarted => {
-                *scan = Scan::Running;
+            Scan::Running | Scan::Queued => Ok(None),
+            Scan::NotStarted | Scan::Done(Err(_)) => {
+                *scan = Scan::Queued;
                 drop(scan);
                 sizer.submit(self.clone());
                 Ok(None)

@@ -296,6 +296,29 @@ fn stat_of_a_large_string_array_does_not_scan_it_on_the_calling_thread() {
 }
 
 #[test]
+fn a_failed_size_scan_is_tried_again_by_the_next_read() {
+    let meta = r#"{"zarr_format": 3, "node_type": "array", "shape": [20], "data_type": "string",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [10]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": "",
+        "codecs": [{"name": "vlen-utf8"}]}"#;
+    let item = |i: u64| format!("s{i}");
+    let chunk = |c: u64| vlen_chunk(&(c * 10..c * 10 + 10).map(item).collect::<Vec<_>>());
+    let store = one_array(meta, &[("c/0", chunk(0)), ("c/1", chunk(1))]);
+    // The second chunk read fails: the scan `stat` starts fails, once.
+    let faulty = FaultyStore::new(Arc::new(store)).with("c/", 2, Fault::Error);
+    let view = view_of(Arc::new(faulty), 1 << 20);
+    let first = view.lookup(zarrfs::view::ROOT_INO, "root").unwrap();
+    assert_eq!((first.size, first.exact), (0, false), "the scan failed");
+    let ino = first.ino;
+    view.open(ino).unwrap();
+    let expected: Vec<u8> = (0..20)
+        .flat_map(|i| format!("{}\n", item(i)).into_bytes())
+        .collect();
+    assert_eq!(view.read(ino, 0, 4096).unwrap(), expected);
+    assert_eq!(view.getattr(ino).unwrap().size, expected.len() as u64);
+}
+
+#[test]
 fn panics_below_the_view_fail_one_read_on_every_path() {
     // `rows` has chunks of whole rows (16000 bytes): a read of one whole chunk decodes straight
     // into the reply, bypassing the cache; `zstd` reads go through the cache.
