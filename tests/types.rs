@@ -20,6 +20,19 @@ fn new_types_read_exactly_through_fuse() {
     common::check_all(MANIFEST, 4, common::fuse_check::check_store);
 }
 
+#[test]
+fn strings_in_shards_read_exactly_through_the_view() {
+    common::check_all(common::SHARDED_STRINGS, 1, common::view_check::check_store);
+}
+
+#[test]
+fn strings_in_shards_read_exactly_through_fuse() {
+    if !common::mount::fuse_ready() {
+        return;
+    }
+    common::check_all(common::SHARDED_STRINGS, 1, common::fuse_check::check_store);
+}
+
 /// The rectilinear store, its expected `A` bytes by array, and each array's shape.
 fn rectilinear_case(array: &str) -> (std::path::PathBuf, Vec<u8>, Vec<u64>) {
     let case = common::load_manifest(MANIFEST)

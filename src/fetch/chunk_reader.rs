@@ -141,12 +141,22 @@ impl ChunkReader {
                 "variable-length elements in a rectilinear chunk grid",
             ));
         }
+        // The most an inner chunk of a shard may take: through widening codecs, or as a shard
+        // of its own (unknown), more than decoded.
+        let inner_largest = |a: &ShardedArray| {
+            a.inner_largest_form_len()
+                .map_or(MAX_CHUNK_BYTES, |n| n as u64)
+        };
         let (decoder, largest_form) = match sharded {
             Some(array) if rectilinear => {
+                let largest = inner_largest(&array);
                 let reader = rectilinear_shards(&meta, array)?;
-                (Decoder::Sharded(Box::new(reader)), 0)
+                (Decoder::Sharded(Box::new(reader)), largest)
             }
-            Some(array) => (Decoder::Sharded(Box::new(ShardReader::new(array))), 0),
+            Some(array) => {
+                let largest = inner_largest(&array);
+                (Decoder::Sharded(Box::new(ShardReader::new(array))), largest)
+            }
             None => {
                 // A rectilinear grid's pipeline is sized by its largest stored chunk; each
                 // chunk is decoded by a pipeline of its own shape.
@@ -179,7 +189,8 @@ impl ChunkReader {
             })?;
         let chunk_bytes = if meta.dtype.is_variable() {
             0
-        } else if rectilinear {
+        } else if rectilinear && matches!(decoder, Decoder::Whole(_)) {
+            // The read chunks of a rectilinear grid tile its chunks: the grid's common divisor.
             meta.chunk_shape.iter().product::<u64>() * meta.dtype.size() as u64
         } else {
             chunk_bytes

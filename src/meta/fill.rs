@@ -23,6 +23,13 @@ pub fn parse_fill(
     }
     match dtype {
         // The fill of a variable-length type is the element itself; writers put 0 for "none".
+        // Bytes are written base64-encoded (zarr-python 3, v2 and v3).
+        DataType::VarBytes if value.is_string() => {
+            let text = value.as_str().unwrap_or_default();
+            base64::engine::general_purpose::STANDARD
+                .decode(text)
+                .map_err(|e| MetaError::FillValue(format!("{value}: bad base64: {e}")))
+        }
         DataType::String | DataType::VarBytes => match value {
             Value::String(s) => Ok(s.as_bytes().to_vec()),
             Value::Number(_) => Ok(Vec::new()),

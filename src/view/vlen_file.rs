@@ -330,7 +330,7 @@ impl VlenFile {
                 Scan::Running => {
                     self.scanned.wait(&mut scan);
                     if let Scan::Done(Err(e)) = &*scan {
-                        return Err(e.clone());
+                        return Err(*e);
                     }
                 }
                 Scan::NotStarted | Scan::Queued | Scan::Done(Err(_)) => {

@@ -160,13 +160,18 @@ pub fn fixtures_dir() -> PathBuf {
 }
 
 /// The stores of the fixture manifests (directories and zip files): the classic stores, the
-/// dialects and the types of 2026.
+/// dialects, the types of 2026 and strings in shards.
 pub fn all_fixture_cases() -> Vec<StoreCase> {
     let mut cases = load_manifest("manifest.json");
     cases.extend(load_manifest("dialects/manifest.json"));
     cases.extend(load_manifest("types/manifest.json"));
+    cases.extend(load_manifest(SHARDED_STRINGS));
     cases
 }
+
+/// Variable-length strings and bytes in shards, with absent inner chunks read as a non-empty
+/// fill value (zarr-python 3.4; scripts/make_sharded_strings_fixture.py).
+pub const SHARDED_STRINGS: &str = "sharded_strings/manifest.json";
 
 /// Reads a manifest (relative to tests/fixtures) into store cases.
 pub fn load_manifest(rel: &str) -> Vec<StoreCase> {

@@ -295,6 +295,76 @@ fn stat_of_a_large_string_array_does_not_scan_it_on_the_calling_thread() {
     assert_eq!(view.getattr(ino).unwrap().size, expected.len() as u64);
 }
 
+/// The chunk reader of the one array `a` of `store`.
+fn reader_of(store: MemoryStore) -> Result<ChunkReader, zarrfs::fetch::FetchError> {
+    let store: Arc<dyn Store> = Arc::new(store);
+    let h = load_hierarchy(store.as_ref(), &LoadOptions::default()).unwrap();
+    let node = h.nodes.iter().find(|n| n.path == "a").unwrap();
+    let NodeKind::Array(Ok(meta)) = &node.kind else {
+        panic!("a is an array")
+    };
+    ChunkReader::new(store.clone(), "a", meta.clone())
+}
+
+#[test]
+fn shards_of_a_rectilinear_grid_are_charged_by_their_inner_chunks() {
+    let mut s = MemoryStore::new();
+    s.insert("zarr.json", r#"{"zarr_format": 3, "node_type": "group"}"#);
+    s.insert(
+        "a/zarr.json",
+        r#"{"zarr_format": 3, "node_type": "array", "shape": [16384, 16384],
+        "data_type": "float64", "fill_value": 0, "chunk_key_encoding": {"name": "default"},
+        "chunk_grid": {"name": "rectilinear", "configuration": {"kind": "inline",
+            "chunk_shapes": [[8192, 8192], [8192, 8192]]}},
+        "codecs": [{"name": "sharding_indexed", "configuration": {"chunk_shape": [256, 256],
+            "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]}}]}"#,
+    );
+    // One 256 x 256 inner chunk and one shard index of 32 x 32 entries, not a whole shard.
+    let reader = reader_of(s).unwrap();
+    assert_eq!(
+        reader.cached_bytes_per_chunk(),
+        256 * 256 * 8 + 32 * 32 * 16
+    );
+}
+
+#[test]
+fn an_inner_chunk_that_is_a_shard_of_its_own_is_not_refused_as_oversized() {
+    // A shard inside a shard: 16384 bytes of data and 16384 index entries of 16 bytes, far
+    // more than twice the data.
+    let inner_shard = |index_first: bool| {
+        let data: Vec<u8> = (0..16384u32).map(|i| (i % 251) as u8).collect();
+        let index: Vec<u8> = (0..16384u64)
+            .flat_map(|i| {
+                let at = if index_first { 16384 * 16 + i } else { i };
+                [at.to_le_bytes(), 1u64.to_le_bytes()].concat()
+            })
+            .collect();
+        (data, index)
+    };
+    let (data, index) = inner_shard(false);
+    let inner = [data.clone(), index].concat();
+    let outer_index = [0u64.to_le_bytes(), (inner.len() as u64).to_le_bytes()].concat();
+    let mut s = MemoryStore::new();
+    s.insert("zarr.json", r#"{"zarr_format": 3, "node_type": "group"}"#);
+    s.insert(
+        "a/zarr.json",
+        r#"{"zarr_format": 3, "node_type": "array", "shape": [16384], "data_type": "uint8",
+        "fill_value": 0, "chunk_key_encoding": {"name": "default"},
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [16384]}},
+        "codecs": [{"name": "sharding_indexed", "configuration": {"chunk_shape": [16384],
+            "codecs": [{"name": "sharding_indexed", "configuration": {"chunk_shape": [1],
+                "codecs": [{"name": "bytes"}],
+                "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]}}],
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]}}]}"#,
+    );
+    s.insert("a/c/0", [inner, outer_index].concat());
+    let reader = reader_of(s).unwrap();
+    let mut out = Vec::new();
+    let loaded = reader.load(&[0], None, &mut out, &Uncached).unwrap();
+    assert_eq!((loaded, out), (zarrfs::fetch::Loaded::Decoded, data));
+}
+
 #[test]
 fn a_failed_size_scan_is_tried_again_by_the_next_read() {
     let meta = r#"{"zarr_format": 3, "node_type": "array", "shape": [20], "data_type": "string",

@@ -81,6 +81,16 @@ impl ChunkDecoder {
         Ok(ChunkDecoder::Sharded { before, codec })
     }
 
+    /// The most bytes any form of one chunk takes through the chain (see
+    /// [`Pipeline::largest_form_len`]); `None` when unknown (variable-length elements, or a
+    /// shard of its own, whose index and inner encodings add to it).
+    pub fn largest_form_len(&self) -> Option<usize> {
+        match self {
+            ChunkDecoder::Plain(pipeline) => pipeline.largest_form_len(),
+            ChunkDecoder::Sharded { .. } => None,
+        }
+    }
+
     /// Decodes one chunk: C order, little-endian, of exactly the chunk's size.
     pub fn decode(&self, encoded: &[u8]) -> Result<Vec<u8>, CodecError> {
         match self {

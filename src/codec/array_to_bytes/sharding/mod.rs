@@ -37,8 +37,10 @@ pub(crate) struct ShardingCodec {
     inner_shape: Vec<u64>,
     /// Inner chunks per shard along each axis.
     grid: Vec<u64>,
-    /// One element of fill value, for the inner chunks a shard does not hold.
-    fill: Vec<u8>,
+    /// One element of fill value, for the inner chunks a shard does not hold; none for
+    /// variable-length elements, whose shards are read by inner chunk only (the reader fills
+    /// an absent one).
+    fill: Option<Vec<u8>>,
     /// Decoder of one inner chunk.
     inner: ChunkDecoder,
     /// Decoder of the index.
@@ -70,9 +72,11 @@ impl ShardingCodec {
         }
         let shard_elements = shard.count(SHARDING)?;
         shard.byte_len(SHARDING)?;
-        if fill.len() != shard.dtype.size() {
-            return Err(bad(spec, "the fill value does not match the element size"));
-        }
+        let whole_fill = match shard.dtype.is_variable() {
+            true => None,
+            false if fill.len() == shard.dtype.size() => Some(fill.to_vec()),
+            false => return Err(bad(spec, "the fill value does not match the element size")),
+        };
         let grid: Vec<u64> = inner_shape
             .iter()
             .zip(&shard.shape)
@@ -100,7 +104,7 @@ impl ShardingCodec {
             shard_elements,
             inner_shape,
             grid,
-            fill: fill.to_vec(),
+            fill: whole_fill,
             inner,
             index,
             index_len,
@@ -147,6 +151,12 @@ impl ShardingCodec {
         ShardIndex::parse(&index, shard_size)
     }
 
+    /// The most bytes any form of one inner chunk takes (see
+    /// [`ChunkDecoder::largest_form_len`]).
+    pub fn inner_largest_form_len(&self) -> Option<usize> {
+        self.inner.largest_form_len()
+    }
+
     /// Decodes one inner chunk.
     pub fn decode_inner(&self, encoded: &[u8]) -> Result<Vec<u8>, CodecError> {
         self.inner.decode(encoded)
@@ -157,14 +167,20 @@ impl ShardingCodec {
         let context = |what: String| {
             move |e: CodecError| CodecError::corrupt(SHARDING, format!("{what}: {e}"))
         };
+        let Some(fill) = &self.fill else {
+            return Err(CodecError::unsupported(
+                SHARDING,
+                "a whole shard of variable-length elements (a shard inside a shard)",
+            ));
+        };
         let size = shard.len() as u64;
         let range = self.index_range(size)?;
         let index = self
             .decode_index(&shard[range.start as usize..range.end as usize], size)
             .map_err(context("index".into()))?;
-        let es = self.fill.len();
+        let es = fill.len();
         let mut out = if index.has_missing() {
-            self.fill.repeat(self.shard_elements)
+            fill.repeat(self.shard_elements)
         } else {
             vec![0u8; self.shard_elements * es]
         };

@@ -110,6 +110,11 @@ impl ShardedArray {
         self.codec.decode_index(encoded, shard_size)
     }
 
+    /// The most bytes any form of one inner chunk takes; `None` when unknown.
+    pub fn inner_largest_form_len(&self) -> Option<usize> {
+        self.codec.inner_largest_form_len()
+    }
+
     /// Decodes one inner chunk into the read chunk: C order in the array's axis order.
     pub fn decode_inner(&self, encoded: &[u8]) -> Result<Vec<u8>, CodecError> {
         self.before.decode(self.codec.decode_inner(encoded)?)
