@@ -7,6 +7,10 @@ manifest.json, the contract the Rust tests read. The tests never run this script
 after changing it, twice, and check that the second run changes nothing (`git status`).
 
     python3 scripts/make_dialect_fixtures.py
+    python3 scripts/make_dialect_fixtures.py --only draft2019,nczarr_fill
+
+`--only` rebuilds the stores of the named builders and keeps every other store and its manifest
+entry as they are: for a machine that has the writers of those builders only.
 
 Each store is written by the tool users really have, read back with that same tool (the reference
 reader), and the reference reader's values are what the .npy files hold. Where no writer exists
@@ -400,6 +404,13 @@ def w_zarr2(args):
                          compressor=numcodecs.Blosc("zstd", 3, numcodecs.Blosc.BITSHUFFLE),
                          zarr_version=3)
         i8[:] = np.arange(9, dtype="i8").reshape(3, 3) * (2 ** 33)
+        # Filters: zarr-python 2.18 keeps a v3 draft array's filters in its attributes
+        # ("filters"), applied after the array's bytes and before the compressor. The last
+        # chunk is never written.
+        dl = zarr.create(store=st, path="sub/delta", shape=(8,), chunks=(3,), dtype=">i4",
+                         filters=[numcodecs.Delta(dtype=">i4"), numcodecs.Shuffle(4)],
+                         compressor=numcodecs.Zlib(1), fill_value=-1, zarr_version=3)
+        dl[:6] = [10, 12, 9, 100000, -50, 7]
         # Hand edits: copies of two arrays with an `extensions` entry each.
         meta = os.path.join(store, "meta", "root")
         data = os.path.join(store, "data", "root")
@@ -420,7 +431,8 @@ def w_zarr2(args):
         nodes.append({"path": "sub", "type": "group"})
         nodes.append({"path": "imp", "type": "group", "implicit": True})
         nodes.append({"path": "imp/deep", "type": "group", "implicit": True})
-        for p in ["sub/a", "imp/deep/b", "c", "sub/fmiss", "flags", "imp/i8", "ext_may"]:
+        for p in ["sub/a", "imp/deep/b", "c", "sub/fmiss", "flags", "imp/i8", "ext_may",
+                  "sub/delta"]:
             expect_array(p, root[p][...])
         nodes.append({"path": "ext_must", "type": "array", "expect": "eio"})
     elif kind == "draft2019_suffix":
@@ -1150,7 +1162,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--worker", nargs=3, metavar=("KIND", "ARGS", "RESULT"),
                     help=argparse.SUPPRESS)
-    ap.add_argument("--only", help="comma-separated builder names (debugging; manifest partial)")
+    ap.add_argument("--only", help="comma-separated builder names: rebuilds only their stores and "
+                    "keeps the others with their manifest entries (for a machine without every "
+                    "writer)")
     opts = ap.parse_args()
     pin_gzip_mtime()
     if opts.worker:
@@ -1161,9 +1175,13 @@ def main():
     import warnings
 
     warnings.filterwarnings("ignore")
-    shutil.rmtree(OUT, ignore_errors=True)
-    OUT.mkdir(parents=True)
-    EXP.mkdir()
+    kept = []
+    if opts.only:
+        kept = read_json(OUT / "manifest.json")["stores"]
+    else:
+        shutil.rmtree(OUT, ignore_errors=True)
+        OUT.mkdir(parents=True)
+        EXP.mkdir()
 
     builders = {
         "sharding": lambda: [build_sharding()],
@@ -1197,6 +1215,7 @@ def main():
     for key in only:
         print(f"building {key} ...", flush=True)
         stores += builders[key]()
+    built = [s["name"] for s in stores]
     # Zip variants of directory stores.
     by_name = {s["name"]: s for s in stores}
     if "sharding_v3" in by_name:
@@ -1207,6 +1226,11 @@ def main():
         stores.append(zip_of(by_name["nczarr_gen4"], zipfile.ZIP_DEFLATED,
                              "zip (deflate, with directory entries) of nczarr_gen4.zarr, store "
                              "root at the zip root."))
+    if kept:
+        # The rebuilt stores replace their old entries; the others stay as they were.
+        fresh = {s["name"]: s for s in stores}
+        stores = [fresh.pop(s["name"], s) for s in kept] + list(fresh.values())
+        prune_expected(stores, built)
     manifest = {
         "about": (
             "Written by scripts/make_dialect_fixtures.py; do not edit by hand. Paths are "
@@ -1226,6 +1250,15 @@ def main():
     check_manifest(manifest)
     total = sum(p.stat().st_size for p in files_under(OUT))
     print(f"wrote {len(stores)} store entries, {len(files_under(OUT))} files, {total} bytes")
+
+
+def prune_expected(stores, built):
+    """Removes the expected files of the rebuilt stores `built` that no manifest entry names."""
+    named = {n[k] for s in stores for n in s["nodes"] for k in ("npy", "text") if k in n}
+    for name in built:
+        for path in files_under(EXP / name):
+            if path.relative_to(OUT).as_posix() not in named:
+                path.unlink()
 
 
 def build_consolidated():

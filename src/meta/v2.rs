@@ -104,19 +104,7 @@ pub fn array(
 pub fn parse_array(zarray: &Map<String, Value>, prefix: &str) -> Result<ArrayMeta, MetaError> {
     let shape = dims(zarray, "shape")?;
     let chunk_shape = dims(zarray, "chunks")?;
-    let filters = match zarray.get("filters") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(filters)) => filters
-            .iter()
-            .map(numcodecs_spec)
-            .collect::<Result<_, _>>()?,
-        Some(other) => {
-            return Err(MetaError::field(
-                "filters",
-                format!("{other} is neither null nor a list"),
-            ))
-        }
-    };
+    let filters = filters(zarray.get("filters"))?;
     let dtype_value = zarray
         .get("dtype")
         .ok_or_else(|| MetaError::field("dtype", "missing"))?;
@@ -170,6 +158,18 @@ pub fn parse_array(zarray: &Map<String, Value>, prefix: &str) -> Result<ArrayMet
         codecs,
         chunk_keys: ChunkKeys::new(prefix, KeyStyle::V2, separator),
     })
+}
+
+/// The codecs of a `filters` list of numcodecs configurations (none when absent or `null`).
+pub(super) fn filters(list: Option<&Value>) -> Result<Vec<CodecSpec>, MetaError> {
+    match list {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(filters)) => filters.iter().map(numcodecs_spec).collect(),
+        Some(other) => Err(MetaError::field(
+            "filters",
+            format!("{other} is neither null nor a list"),
+        )),
+    }
 }
 
 /// The element type of a v2 object (`|O`) array, from the object codec among its filters.

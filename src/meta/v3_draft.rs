@@ -1,6 +1,8 @@
 //! The Zarr v3 drafts (2019 protocol and 2022 editors' draft), as zarr-python 2.18 wrote them:
 //! a root `zarr.json` entry point with a URI `zarr_format`, metadata under `meta/root/...`
 //! (`<path>.array.json`, `<path>.group.json`) and chunks under `data/root/<path>/c0/1`.
+//! zarr-python 2.18 keeps an array's filters in its attributes (`"filters"`), which are shown
+//! as they are stored, as its `.attrs` shows them.
 
 use super::node::ArrayMeta;
 use super::v2::{self, dims};
@@ -162,6 +164,13 @@ pub fn parse_array(doc: &Map<String, Value>, path: &str) -> Result<ArrayMeta, Me
         Some(i) => codecs.extend(listed.drain(..=i)),
         None => codecs.push(CodecSpec::new("bytes", ty.bytes_codec_config())),
     }
+    // zarr-python 2.18 keeps an array's filters (numcodecs configurations) in its attributes,
+    // where its reader takes them from too: applied to the array's bytes before the
+    // compressor, as in v2. Documents of the 2022 form list every codec in `codecs`.
+    if !doc.contains_key("codecs") {
+        let attributes = doc.get("attributes");
+        codecs.extend(v2::filters(attributes.and_then(|a| a.get("filters")))?);
+    }
     codecs.extend(listed);
     let fill_value = parse_fill(
         doc.get("fill_value").unwrap_or(&Value::Null),
@@ -213,6 +222,23 @@ mod tests {
             CodecSpec::new("bytes", json!({"endian": "big"}))
         );
         assert_eq!(m.codecs[1].name, "gzip");
+    }
+
+    #[test]
+    fn filters_in_the_attributes_come_between_bytes_and_the_compressor() {
+        // zarr-python 2.18, zarr_version=3, filters=[Delta(">i4"), Shuffle(4)], Zlib(1).
+        let doc = json!({
+            "attributes": {"filters": [{"astype": ">i4", "dtype": ">i4", "id": "delta"},
+                                       {"elementsize": 4, "id": "shuffle"}]},
+            "chunk_grid": {"chunk_shape": [3], "separator": "/", "type": "regular"},
+            "chunk_memory_layout": "C",
+            "compressor": {"codec": "https://purl.org/zarr/spec/codec/zlib/1.0",
+                           "configuration": {"level": 1}},
+            "data_type": ">i4", "extensions": [], "fill_value": -1, "shape": [8]
+        });
+        let m = parse_array(doc.as_object().unwrap(), "sub/delta").unwrap();
+        let names: Vec<_> = m.codecs.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["bytes", "delta", "shuffle", "zlib"]);
     }
 
     #[test]
