@@ -411,6 +411,10 @@ def w_zarr2(args):
                          filters=[numcodecs.Delta(dtype=">i4"), numcodecs.Shuffle(4)],
                          compressor=numcodecs.Zlib(1), fill_value=-1, zarr_version=3)
         dl[:6] = [10, 12, 9, 100000, -50, 7]
+        # A 0-d array: zarr-python 2.18 keys its one chunk `c0` (_chunk_key((0,))).
+        zd = zarr.create(store=st, path="imp/scalar", shape=(), dtype="<f8", compressor=None,
+                         fill_value=0, zarr_version=3)
+        zd[...] = 2.5
         # Hand edits: copies of two arrays with an `extensions` entry each.
         meta = os.path.join(store, "meta", "root")
         data = os.path.join(store, "data", "root")
@@ -432,7 +436,7 @@ def w_zarr2(args):
         nodes.append({"path": "imp", "type": "group", "implicit": True})
         nodes.append({"path": "imp/deep", "type": "group", "implicit": True})
         for p in ["sub/a", "imp/deep/b", "c", "sub/fmiss", "flags", "imp/i8", "ext_may",
-                  "sub/delta"]:
+                  "sub/delta", "imp/scalar"]:
             expect_array(p, root[p][...])
         nodes.append({"path": "ext_must", "type": "array", "expect": "eio"})
     elif kind == "draft2019_suffix":
