@@ -266,6 +266,30 @@ def nc_build(ds, caps, np, netCDF4):
     return {"t0": 273.15}
 
 
+def nc_build_char_fill(ds, caps, np, netCDF4):
+    """NC_CHAR and NC_STRING variables with fill values, parts of them never written.
+    netCDF-c writes such a fill as the text itself, not as zarr's base64: `"fill_value": "-"`,
+    a digit as a JSON number (`5`), `"\\""` for a double quote; an NC_STRING's as its text."""
+    ds.setncattr("title", "NCZarr char and string fill values")
+    ds.createDimension("n", 5)
+    ds.createDimension("len", 3)
+    code = ds.createVariable("code", "S1", ("n",), chunksizes=(2,), fill_value=b"-")
+    code[0:2] = np.array([b"a", b"b"])
+    digit = ds.createVariable("digit", "S1", ("n",), chunksizes=(2,), fill_value=b"5")
+    digit[0:1] = np.array([b"z"])
+    quote = ds.createVariable("quote", "S1", ("n",), chunksizes=(2,), fill_value=b'"')
+    quote[4:5] = np.array([b"q"])
+    names = ds.createVariable("names", "S1", ("n", "len"), chunksizes=(2, 3), fill_value=b"x")
+    names[0] = netCDF4.stringtochar(np.array(["abc"], "S3"))[0]
+    names[1, 0:2] = np.array([b"d", b"e"])
+    label = ds.createVariable("label", str, ("n",), chunksizes=(2,), fill_value="NA")
+    label[0] = "hello"
+    return {}
+
+
+NC_BUILDS = {"standard": nc_build, "char_fill": nc_build_char_fill}
+
+
 def nc_strip_scalars(store, gen, scalars):
     """Removes scalar variables from a copy of a generation 1/2 store (their readers crash on
     opening a store that has one)."""
@@ -291,7 +315,7 @@ def w_nczarr(args):
     gen, store, exp_root, caps = args["gen"], args["store"], args["expected"], args["caps"]
     shutil.rmtree(store, ignore_errors=True)
     ds = netCDF4.Dataset(f"file://{store}#mode=nczarr,file", "w")
-    scalar_values = nc_build(ds, caps, np, netCDF4)
+    scalar_values = NC_BUILDS[args.get("build", "standard")](ds, caps, np, netCDF4)
     ds.close()
 
     read_store = store
@@ -813,6 +837,31 @@ def build_nczarr(gen):
             "dialect": f"nczarr-{gen}", "note": "; ".join(notes), "options": [], "nodes": nodes}
 
 
+def build_nczarr_fill():
+    """NC_CHAR and NC_STRING fill values as the netCDF-c of generation 4 writes them."""
+    name = "nczarr_char_fill"
+    store = OUT / f"{name}.zarr"
+    py, _ = NC_ENVS[4]
+    res = run_worker(py, "nczarr", {"gen": 4, "store": str(store), "expected": str(EXP),
+                                    "caps": NC_CAPS[4], "name": name, "build": "char_fill"})
+    nodes = []
+    for n in res["nodes"]:
+        node = {"path": n["path"], "type": n["type"]}
+        if "npy" in n:
+            node["npy"] = n["npy"]
+        node["json"] = nczarr_json(store, 4, n)
+        nodes.append(node)
+    nodes.sort(key=lambda n: n["path"])
+    return {"name": name, "store": f"{name}.zarr",
+            "writer": f"netCDF4-python {res['netcdf4_python']} / netCDF-c {res['netcdf_c']}",
+            "dialect": "nczarr-4",
+            "note": "written and read back with netCDF4-python (the reference reader) linked to "
+                    "this netCDF-c release: NC_CHAR fill values '-', '5' (a JSON number), '\"' "
+                    "and 'x', an NC_STRING fill value 'NA', stored as netCDF-c writes them (the "
+                    "text, not base64); chunks left unwritten read as the fill",
+            "options": [], "nodes": nodes}
+
+
 def build_zarr2(kind, name, dialect, note, options=(), json_fn=None):
     store = OUT / f"{name}.zarr"
     res = run_worker(ZARR2_PY, "zarr2", {"kind": kind, "store": str(store), "expected": str(EXP),
@@ -1190,6 +1239,7 @@ def main():
     builders = {
         "sharding": lambda: [build_sharding()],
         "nczarr": lambda: [build_nczarr(g) for g in (1, 2, 3, 4)],
+        "nczarr_fill": lambda: [build_nczarr_fill()],
         "draft2019": lambda: [
             build_zarr2("draft2019", "v3_draft_2019", "v3-draft-2019",
                         "'ext_must' and 'ext_may' are hand-edited copies of 'sub/a' and 'c' "
