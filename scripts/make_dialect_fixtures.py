@@ -19,8 +19,8 @@ the store is made by hand from the spec and says so in its manifest "note".
 Writers and how to get them (all from package registries or from netCDF-c's own source):
 
 * main interpreter: python3 with zarr-python 3 (3.1.x), numcodecs, numpy, netCDF4-python 1.7.x
-  (its PyPI wheel bundles netCDF-c 4.10.x and the NCZarr filter plugins).
-    pip install 'zarr>=3.1,<3.2' netCDF4 numcodecs numpy
+  (its PyPI wheel bundles netCDF-c 4.10.x and the NCZarr filter plugins), tensorstore.
+    pip install 'zarr>=3.1,<3.2' netCDF4 numcodecs numpy tensorstore
 * zarr-python 2.18 (v3 draft stores, v2 consolidated and vlen stores):
     python3 -m venv /work/venvs/zarr2 && /work/venvs/zarr2/bin/pip install 'zarr==2.18.*' 'numpy<2'
 * NCZarr generations 1-3 need old netCDF-c releases. No PyPI wheel bundles 4.8.x, and the 4.9.x
@@ -862,6 +862,52 @@ def build_nczarr_fill():
             "options": [], "nodes": nodes}
 
 
+def build_implicit_v3():
+    """tensorstore's zarr3 driver writes each array's zarr.json and nothing for the groups
+    above it: a v3 store with no root zarr.json, its groups all implicit."""
+    import importlib.metadata
+
+    import numpy as np
+    import tensorstore as ts
+
+    name = "implicit_v3_tensorstore"
+    store = OUT / f"{name}.zarr"
+    shutil.rmtree(store, ignore_errors=True)
+
+    def create(path, dtype, shape, chunks, fill, **extra):
+        metadata = {"shape": shape, "data_type": dtype, "fill_value": fill,
+                    "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": chunks}}}
+        metadata.update(extra)
+        spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": str(store / path)},
+                "metadata": metadata}
+        return ts.open(spec, create=True).result()
+
+    a = create("a", "int16", [3, 4], [2, 2], -1, attributes={"k": 1})
+    a[0:2, :] = np.arange(8, dtype="int16").reshape(2, 4)
+    b = create("g/b", "float32", [5], [5], 0)
+    b[...] = np.arange(5, dtype="float32") / 2
+    c = create("g/h/c", "uint8", [2, 3], [2, 2], 7, dimension_names=["y", "x"])
+    c[:, 0:2] = np.array([[1, 2], [3, 4]], "u1")
+    implicit = {"zarr_format": 3, "node_type": "group", "attributes": {}}
+    nodes = [{"path": p, "type": "group", "implicit": True, "json": implicit}
+             for p in ["", "g", "g/h"]]
+    for path in ["a", "g/b", "g/h/c"]:
+        spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": str(store / path)}}
+        arr = ts.open(spec, open=True).result().read().result()
+        rel = f"{name}/{path}.npy"
+        save_npy(EXP / rel, arr)
+        nodes.append({"path": path, "type": "array", "npy": "expected/" + rel,
+                      "json": v3_json(store, path, "array")})
+    nodes.sort(key=lambda n: n["path"])
+    return {"name": name, "store": f"{name}.zarr",
+            "writer": f"tensorstore {importlib.metadata.version('tensorstore')}",
+            "dialect": "v3-implicit",
+            "note": "arrays written by tensorstore's zarr3 driver, which writes no group "
+                    "metadata: no root zarr.json, every group implicit (shown as v3 groups). "
+                    "Expected values read back with tensorstore.",
+            "options": [], "nodes": nodes}
+
+
 def build_zarr2(kind, name, dialect, note, options=(), json_fn=None):
     store = OUT / f"{name}.zarr"
     res = run_worker(ZARR2_PY, "zarr2", {"kind": kind, "store": str(store), "expected": str(EXP),
@@ -1240,6 +1286,7 @@ def main():
         "sharding": lambda: [build_sharding()],
         "nczarr": lambda: [build_nczarr(g) for g in (1, 2, 3, 4)],
         "nczarr_fill": lambda: [build_nczarr_fill()],
+        "implicit_v3": lambda: [build_implicit_v3()],
         "draft2019": lambda: [
             build_zarr2("draft2019", "v3_draft_2019", "v3-draft-2019",
                         "'ext_must' and 'ext_may' are hand-edited copies of 'sub/a' and 'c' "
