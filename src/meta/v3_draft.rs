@@ -242,6 +242,21 @@ mod tests {
     }
 
     #[test]
+    fn a_structured_type_of_mixed_order_swaps_its_big_fields() {
+        let doc = json!({"shape": [3], "data_type": [["a", ">i2"], ["b", "<f4"]],
+            "chunk_grid": {"type": "regular", "chunk_shape": [2], "separator": "/"},
+            "chunk_memory_layout": "C", "fill_value": null, "attributes": {}});
+        let m = parse_array(doc.as_object().unwrap(), "rec").unwrap();
+        assert_eq!(
+            m.codecs,
+            [CodecSpec::new(
+                "bytes",
+                json!({"endian": "big", "swap_units": [[0, 2]]})
+            )]
+        );
+    }
+
+    #[test]
     fn must_understand_extensions_are_refused() {
         let doc = json!({"extensions": [{"extension": "https://x/e", "must_understand": true}]});
         assert!(matches!(
