@@ -173,7 +173,7 @@ pub(super) fn filters(list: Option<&Value>) -> Result<Vec<CodecSpec>, MetaError>
 }
 
 /// The element type of a v2 object (`|O`) array, from the object codec among its filters.
-fn object_type(filters: &[CodecSpec]) -> Result<numpy_dtype::NumpyType, MetaError> {
+pub(super) fn object_type(filters: &[CodecSpec]) -> Result<numpy_dtype::NumpyType, MetaError> {
     let dtype = match filters.first().map(|f| f.name.as_str()) {
         // Every object codec but vlen-bytes is served as text lines (pickle reads EIO: the
         // pipeline refuses it, naming why).

@@ -108,14 +108,28 @@ fn codec_name(uri: &str) -> String {
 pub fn parse_array(doc: &Map<String, Value>, path: &str) -> Result<ArrayMeta, MetaError> {
     check_extensions(doc)?;
     let shape = dims(doc, "shape")?;
-    let type_value = doc
+    let mut type_value = doc
         .get("data_type")
         .ok_or_else(|| MetaError::field("data_type", "missing"))?;
+    // zarr-python 2.18 writes the types the drafts have no name for (structured, object) as
+    // an extension: {"extension": "TODO: ...", "fallback": null, "type": <numpy's form>}.
+    if let Some(inner) = type_value.as_object().and_then(|t| t.get("type")) {
+        type_value = inner;
+    }
+    // zarr-python 2.18 keeps an array's filters (numcodecs configurations) in its attributes,
+    // where its reader takes them from too: applied to the array's bytes before the
+    // compressor, as in v2, an object array's object codec first. Documents of the 2022 form
+    // list every codec in `codecs`.
+    let filters = match doc.contains_key("codecs") {
+        true => Vec::new(),
+        false => v2::filters(doc.get("attributes").and_then(|a| a.get("filters")))?,
+    };
     let ty = match v3::data_type(type_value) {
         Ok(dtype) => numpy_dtype::NumpyType {
             dtype,
             big_units: Vec::new(),
         },
+        Err(_) if type_value.as_str() == Some("|O") => v2::object_type(&filters)?,
         Err(_) => numpy_dtype::parse(type_value)?,
     };
     let grid = doc
@@ -160,17 +174,14 @@ pub fn parse_array(doc: &Map<String, Value>, path: &str) -> Result<ArrayMeta, Me
         .map_err(|e| MetaError::field("chunk_memory_layout", format!("unknown {:?}", e.0)))?
         .into_iter()
         .collect();
-    match listed.iter().position(|c| c.name == "bytes") {
-        Some(i) => codecs.extend(listed.drain(..=i)),
-        None => codecs.push(CodecSpec::new("bytes", ty.bytes_codec_config())),
+    // An object array's object codec (the first filter) is its array→bytes step.
+    if !ty.dtype.is_variable() {
+        match listed.iter().position(|c| c.name == "bytes") {
+            Some(i) => codecs.extend(listed.drain(..=i)),
+            None => codecs.push(CodecSpec::new("bytes", ty.bytes_codec_config())),
+        }
     }
-    // zarr-python 2.18 keeps an array's filters (numcodecs configurations) in its attributes,
-    // where its reader takes them from too: applied to the array's bytes before the
-    // compressor, as in v2. Documents of the 2022 form list every codec in `codecs`.
-    if !doc.contains_key("codecs") {
-        let attributes = doc.get("attributes");
-        codecs.extend(v2::filters(attributes.and_then(|a| a.get("filters")))?);
-    }
+    codecs.extend(filters);
     codecs.extend(listed);
     let fill_value = parse_fill(
         doc.get("fill_value").unwrap_or(&Value::Null),
