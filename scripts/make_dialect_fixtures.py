@@ -7,6 +7,10 @@ manifest.json, the contract the Rust tests read. The tests never run this script
 after changing it, twice, and check that the second run changes nothing (`git status`).
 
     python3 scripts/make_dialect_fixtures.py
+    python3 scripts/make_dialect_fixtures.py --only draft2019,nczarr_fill
+
+`--only` rebuilds the stores of the named builders and keeps every other store and its manifest
+entry as they are: for a machine that has the writers of those builders only.
 
 Each store is written by the tool users really have, read back with that same tool (the reference
 reader), and the reference reader's values are what the .npy files hold. Where no writer exists
@@ -15,8 +19,8 @@ the store is made by hand from the spec and says so in its manifest "note".
 Writers and how to get them (all from package registries or from netCDF-c's own source):
 
 * main interpreter: python3 with zarr-python 3 (3.1.x), numcodecs, numpy, netCDF4-python 1.7.x
-  (its PyPI wheel bundles netCDF-c 4.10.x and the NCZarr filter plugins).
-    pip install 'zarr>=3.1,<3.2' netCDF4 numcodecs numpy
+  (its PyPI wheel bundles netCDF-c 4.10.x and the NCZarr filter plugins), tensorstore.
+    pip install 'zarr>=3.1,<3.2' netCDF4 numcodecs numpy tensorstore
 * zarr-python 2.18 (v3 draft stores, v2 consolidated and vlen stores):
     python3 -m venv /work/venvs/zarr2 && /work/venvs/zarr2/bin/pip install 'zarr==2.18.*' 'numpy<2'
 * NCZarr generations 1-3 need old netCDF-c releases. No PyPI wheel bundles 4.8.x, and the 4.9.x
@@ -115,7 +119,7 @@ def le_c(arr):
     import numpy as np
 
     a = np.asarray(arr)
-    if a.dtype.byteorder == ">":
+    if a.dtype.byteorder == ">" or a.dtype.fields is not None:
         a = a.astype(a.dtype.newbyteorder("<"))
     return a.copy(order="C")
 
@@ -262,6 +266,30 @@ def nc_build(ds, caps, np, netCDF4):
     return {"t0": 273.15}
 
 
+def nc_build_char_fill(ds, caps, np, netCDF4):
+    """NC_CHAR and NC_STRING variables with fill values, parts of them never written.
+    netCDF-c writes such a fill as the text itself, not as zarr's base64: `"fill_value": "-"`,
+    a digit as a JSON number (`5`), `"\\""` for a double quote; an NC_STRING's as its text."""
+    ds.setncattr("title", "NCZarr char and string fill values")
+    ds.createDimension("n", 5)
+    ds.createDimension("len", 3)
+    code = ds.createVariable("code", "S1", ("n",), chunksizes=(2,), fill_value=b"-")
+    code[0:2] = np.array([b"a", b"b"])
+    digit = ds.createVariable("digit", "S1", ("n",), chunksizes=(2,), fill_value=b"5")
+    digit[0:1] = np.array([b"z"])
+    quote = ds.createVariable("quote", "S1", ("n",), chunksizes=(2,), fill_value=b'"')
+    quote[4:5] = np.array([b"q"])
+    names = ds.createVariable("names", "S1", ("n", "len"), chunksizes=(2, 3), fill_value=b"x")
+    names[0] = netCDF4.stringtochar(np.array(["abc"], "S3"))[0]
+    names[1, 0:2] = np.array([b"d", b"e"])
+    label = ds.createVariable("label", str, ("n",), chunksizes=(2,), fill_value="NA")
+    label[0] = "hello"
+    return {}
+
+
+NC_BUILDS = {"standard": nc_build, "char_fill": nc_build_char_fill}
+
+
 def nc_strip_scalars(store, gen, scalars):
     """Removes scalar variables from a copy of a generation 1/2 store (their readers crash on
     opening a store that has one)."""
@@ -287,7 +315,7 @@ def w_nczarr(args):
     gen, store, exp_root, caps = args["gen"], args["store"], args["expected"], args["caps"]
     shutil.rmtree(store, ignore_errors=True)
     ds = netCDF4.Dataset(f"file://{store}#mode=nczarr,file", "w")
-    scalar_values = nc_build(ds, caps, np, netCDF4)
+    scalar_values = NC_BUILDS[args.get("build", "standard")](ds, caps, np, netCDF4)
     ds.close()
 
     read_store = store
@@ -400,6 +428,28 @@ def w_zarr2(args):
                          compressor=numcodecs.Blosc("zstd", 3, numcodecs.Blosc.BITSHUFFLE),
                          zarr_version=3)
         i8[:] = np.arange(9, dtype="i8").reshape(3, 3) * (2 ** 33)
+        # Filters: zarr-python 2.18 keeps a v3 draft array's filters in its attributes
+        # ("filters"), applied after the array's bytes and before the compressor. The last
+        # chunk is never written.
+        dl = zarr.create(store=st, path="sub/delta", shape=(8,), chunks=(3,), dtype=">i4",
+                         filters=[numcodecs.Delta(dtype=">i4"), numcodecs.Shuffle(4)],
+                         compressor=numcodecs.Zlib(1), fill_value=-1, zarr_version=3)
+        dl[:6] = [10, 12, 9, 100000, -50, 7]
+        # A 0-d array: zarr-python 2.18 keys its one chunk `c0` (_chunk_key((0,))).
+        zd = zarr.create(store=st, path="imp/scalar", shape=(), dtype="<f8", compressor=None,
+                         fill_value=0, zarr_version=3)
+        zd[...] = 2.5
+        # Types the draft has no name for, written as {"extension": ..., "type": <numpy>}:
+        # a structured type of mixed byte order, and strings (an object array whose object
+        # codec is its first filter); the strings' last chunk is never written.
+        rec_t = np.dtype([("a", ">i2"), ("b", "<f4")])
+        rec = zarr.create(store=st, path="sub/rec", shape=(3,), chunks=(2,), dtype=rec_t,
+                          compressor=None, fill_value=np.array((7, 0.25), rec_t)[()],
+                          zarr_version=3)
+        rec[:2] = np.array([(1, 0.5), (-2, 1.5)], dtype=rec_t)
+        txt = zarr.create(store=st, path="sub/text", shape=(5,), chunks=(2,), dtype=object,
+                          object_codec=numcodecs.VLenUTF8(), fill_value="NA", zarr_version=3)
+        txt[:3] = np.array(["", "é", "line1\nline2"], dtype=object)
         # Hand edits: copies of two arrays with an `extensions` entry each.
         meta = os.path.join(store, "meta", "root")
         data = os.path.join(store, "data", "root")
@@ -420,8 +470,12 @@ def w_zarr2(args):
         nodes.append({"path": "sub", "type": "group"})
         nodes.append({"path": "imp", "type": "group", "implicit": True})
         nodes.append({"path": "imp/deep", "type": "group", "implicit": True})
-        for p in ["sub/a", "imp/deep/b", "c", "sub/fmiss", "flags", "imp/i8", "ext_may"]:
+        for p in ["sub/a", "imp/deep/b", "c", "sub/fmiss", "flags", "imp/i8", "ext_may",
+                  "sub/delta", "imp/scalar", "sub/rec"]:
             expect_array(p, root[p][...])
+        t, n = vlen_expected(root["sub/text"][...], exp_root, f"{name}/sub/text")
+        nodes.append({"path": "sub/text", "type": "array", "text": "expected/" + t,
+                      "npy": "expected/" + n})
         nodes.append({"path": "ext_must", "type": "array", "expect": "eio"})
     elif kind == "draft2019_suffix":
         os.makedirs(store)
@@ -797,6 +851,77 @@ def build_nczarr(gen):
             "dialect": f"nczarr-{gen}", "note": "; ".join(notes), "options": [], "nodes": nodes}
 
 
+def build_nczarr_fill():
+    """NC_CHAR and NC_STRING fill values as the netCDF-c of generation 4 writes them."""
+    name = "nczarr_char_fill"
+    store = OUT / f"{name}.zarr"
+    py, _ = NC_ENVS[4]
+    res = run_worker(py, "nczarr", {"gen": 4, "store": str(store), "expected": str(EXP),
+                                    "caps": NC_CAPS[4], "name": name, "build": "char_fill"})
+    nodes = []
+    for n in res["nodes"]:
+        node = {"path": n["path"], "type": n["type"]}
+        if "npy" in n:
+            node["npy"] = n["npy"]
+        node["json"] = nczarr_json(store, 4, n)
+        nodes.append(node)
+    nodes.sort(key=lambda n: n["path"])
+    return {"name": name, "store": f"{name}.zarr",
+            "writer": f"netCDF4-python {res['netcdf4_python']} / netCDF-c {res['netcdf_c']}",
+            "dialect": "nczarr-4",
+            "note": "written and read back with netCDF4-python (the reference reader) linked to "
+                    "this netCDF-c release: NC_CHAR fill values '-', '5' (a JSON number), '\"' "
+                    "and 'x', an NC_STRING fill value 'NA', stored as netCDF-c writes them (the "
+                    "text, not base64); chunks left unwritten read as the fill",
+            "options": [], "nodes": nodes}
+
+
+def build_implicit_v3():
+    """tensorstore's zarr3 driver writes each array's zarr.json and nothing for the groups
+    above it: a v3 store with no root zarr.json, its groups all implicit."""
+    import importlib.metadata
+
+    import numpy as np
+    import tensorstore as ts
+
+    name = "implicit_v3_tensorstore"
+    store = OUT / f"{name}.zarr"
+    shutil.rmtree(store, ignore_errors=True)
+
+    def create(path, dtype, shape, chunks, fill, **extra):
+        metadata = {"shape": shape, "data_type": dtype, "fill_value": fill,
+                    "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": chunks}}}
+        metadata.update(extra)
+        spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": str(store / path)},
+                "metadata": metadata}
+        return ts.open(spec, create=True).result()
+
+    a = create("a", "int16", [3, 4], [2, 2], -1, attributes={"k": 1})
+    a[0:2, :] = np.arange(8, dtype="int16").reshape(2, 4)
+    b = create("g/b", "float32", [5], [5], 0)
+    b[...] = np.arange(5, dtype="float32") / 2
+    c = create("g/h/c", "uint8", [2, 3], [2, 2], 7, dimension_names=["y", "x"])
+    c[:, 0:2] = np.array([[1, 2], [3, 4]], "u1")
+    implicit = {"zarr_format": 3, "node_type": "group", "attributes": {}}
+    nodes = [{"path": p, "type": "group", "implicit": True, "json": implicit}
+             for p in ["", "g", "g/h"]]
+    for path in ["a", "g/b", "g/h/c"]:
+        spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": str(store / path)}}
+        arr = ts.open(spec, open=True).result().read().result()
+        rel = f"{name}/{path}.npy"
+        save_npy(EXP / rel, arr)
+        nodes.append({"path": path, "type": "array", "npy": "expected/" + rel,
+                      "json": v3_json(store, path, "array")})
+    nodes.sort(key=lambda n: n["path"])
+    return {"name": name, "store": f"{name}.zarr",
+            "writer": f"tensorstore {importlib.metadata.version('tensorstore')}",
+            "dialect": "v3-implicit",
+            "note": "arrays written by tensorstore's zarr3 driver, which writes no group "
+                    "metadata: no root zarr.json, every group implicit (shown as v3 groups). "
+                    "Expected values read back with tensorstore.",
+            "options": [], "nodes": nodes}
+
+
 def build_zarr2(kind, name, dialect, note, options=(), json_fn=None):
     store = OUT / f"{name}.zarr"
     res = run_worker(ZARR2_PY, "zarr2", {"kind": kind, "store": str(store), "expected": str(EXP),
@@ -1150,7 +1275,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--worker", nargs=3, metavar=("KIND", "ARGS", "RESULT"),
                     help=argparse.SUPPRESS)
-    ap.add_argument("--only", help="comma-separated builder names (debugging; manifest partial)")
+    ap.add_argument("--only", help="comma-separated builder names: rebuilds only their stores and "
+                    "keeps the others with their manifest entries (for a machine without every "
+                    "writer)")
     opts = ap.parse_args()
     pin_gzip_mtime()
     if opts.worker:
@@ -1161,13 +1288,19 @@ def main():
     import warnings
 
     warnings.filterwarnings("ignore")
-    shutil.rmtree(OUT, ignore_errors=True)
-    OUT.mkdir(parents=True)
-    EXP.mkdir()
+    kept = []
+    if opts.only:
+        kept = read_json(OUT / "manifest.json")["stores"]
+    else:
+        shutil.rmtree(OUT, ignore_errors=True)
+        OUT.mkdir(parents=True)
+        EXP.mkdir()
 
     builders = {
         "sharding": lambda: [build_sharding()],
         "nczarr": lambda: [build_nczarr(g) for g in (1, 2, 3, 4)],
+        "nczarr_fill": lambda: [build_nczarr_fill()],
+        "implicit_v3": lambda: [build_implicit_v3()],
         "draft2019": lambda: [
             build_zarr2("draft2019", "v3_draft_2019", "v3-draft-2019",
                         "'ext_must' and 'ext_may' are hand-edited copies of 'sub/a' and 'c' "
@@ -1197,6 +1330,7 @@ def main():
     for key in only:
         print(f"building {key} ...", flush=True)
         stores += builders[key]()
+    built = [s["name"] for s in stores]
     # Zip variants of directory stores.
     by_name = {s["name"]: s for s in stores}
     if "sharding_v3" in by_name:
@@ -1207,6 +1341,11 @@ def main():
         stores.append(zip_of(by_name["nczarr_gen4"], zipfile.ZIP_DEFLATED,
                              "zip (deflate, with directory entries) of nczarr_gen4.zarr, store "
                              "root at the zip root."))
+    if kept:
+        # The rebuilt stores replace their old entries; the others stay as they were.
+        fresh = {s["name"]: s for s in stores}
+        stores = [fresh.pop(s["name"], s) for s in kept] + list(fresh.values())
+        prune_expected(stores, built)
     manifest = {
         "about": (
             "Written by scripts/make_dialect_fixtures.py; do not edit by hand. Paths are "
@@ -1226,6 +1365,15 @@ def main():
     check_manifest(manifest)
     total = sum(p.stat().st_size for p in files_under(OUT))
     print(f"wrote {len(stores)} store entries, {len(files_under(OUT))} files, {total} bytes")
+
+
+def prune_expected(stores, built):
+    """Removes the expected files of the rebuilt stores `built` that no manifest entry names."""
+    named = {n[k] for s in stores for n in s["nodes"] for k in ("npy", "text") if k in n}
+    for name in built:
+        for path in files_under(EXP / name):
+            if path.relative_to(OUT).as_posix() not in named:
+                path.unlink()
 
 
 def build_consolidated():

@@ -9,7 +9,8 @@ pub enum KeyStyle {
     V2,
     /// Zarr v3 `default` encoding: `c/1/2` (or `c.1.2`); a 0-d array's chunk is `c`.
     Default,
-    /// The v3 drafts: `c1/2`, `c` followed by the indices joined by the separator.
+    /// The v3 drafts: `c1/2`, `c` followed by the indices joined by the separator; a 0-d
+    /// array's chunk is `c0`, as zarr-python 2.18 keys it (its chunk index is `(0,)`).
     Draft,
 }
 
@@ -41,6 +42,7 @@ impl ChunkKeys {
             KeyStyle::V2 if idx.is_empty() => key.push('0'),
             KeyStyle::V2 => {}
             KeyStyle::Default => key.push('c'),
+            KeyStyle::Draft if idx.is_empty() => key.push_str("c0"),
             KeyStyle::Draft => key.push('c'),
         }
         for (i, x) in idx.iter().enumerate() {
@@ -74,5 +76,6 @@ mod tests {
         assert_eq!(keys(KeyStyle::Default, '.').key(&[3]), "a/b/c.3");
         assert_eq!(keys(KeyStyle::Default, '/').key(&[]), "a/b/c");
         assert_eq!(keys(KeyStyle::Draft, '/').key(&[0, 1]), "a/b/c0/1");
+        assert_eq!(keys(KeyStyle::Draft, '/').key(&[]), "a/b/c0");
     }
 }

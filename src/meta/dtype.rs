@@ -206,6 +206,49 @@ pub fn time_type(delta: bool, unit: &str, scale: u64) -> Result<DataType, MetaEr
     Ok(DataType::Time { delta, unit })
 }
 
+/// The code points from U+0080 up that Python's `repr` escapes as not printable (categories
+/// Cc, Cf, Zs, Zl, Zp, Co; the same in Python 3.11 to 3.13). Unassigned code points, which
+/// Python escapes too, are not listed (but U+13439–U+1343F, unassigned before Unicode 15).
+const NOT_PRINTABLE: [(u32, u32); 27] = [
+    (0x80, 0xa0),
+    (0xad, 0xad),
+    (0x600, 0x605),
+    (0x61c, 0x61c),
+    (0x6dd, 0x6dd),
+    (0x70f, 0x70f),
+    (0x890, 0x891),
+    (0x8e2, 0x8e2),
+    (0x1680, 0x1680),
+    (0x180e, 0x180e),
+    (0x2000, 0x200f),
+    (0x2028, 0x202f),
+    (0x205f, 0x2064),
+    (0x2066, 0x206f),
+    (0x3000, 0x3000),
+    (0xe000, 0xf8ff),
+    (0xfeff, 0xfeff),
+    (0xfff9, 0xfffb),
+    (0x110bd, 0x110bd),
+    (0x110cd, 0x110cd),
+    (0x13430, 0x1343f),
+    (0x1bca0, 0x1bca3),
+    (0x1d173, 0x1d17a),
+    (0xe0001, 0xe0001),
+    (0xe0020, 0xe007f),
+    (0xf0000, 0xffffd),
+    (0x100000, 0x10fffd),
+];
+
+/// True when Python's `repr` shows `c` as it is (`str.isprintable`).
+fn py_printable(c: char) -> bool {
+    let c = c as u32;
+    match c {
+        0x20..=0x7e => true,
+        0..=0x7f => false,
+        _ => !NOT_PRINTABLE.iter().any(|&(lo, hi)| (lo..=hi).contains(&c)),
+    }
+}
+
 /// A Python string literal as numpy's header writer prints it (`repr` of a str).
 pub fn py_str(s: &str) -> String {
     let quote = if s.contains('\'') && !s.contains('"') {
@@ -225,8 +268,12 @@ pub fn py_str(s: &str) -> String {
                 out.push('\\');
                 out.push(c)
             }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
+            c if !py_printable(c) => {
+                let _ = match c as u32 {
+                    n @ ..=0xff => write!(out, "\\x{n:02x}"),
+                    n @ ..=0xffff => write!(out, "\\u{n:04x}"),
+                    n => write!(out, "\\U{n:08x}"),
+                };
             }
             c => out.push(c),
         }
@@ -291,5 +338,16 @@ mod tests {
         assert_eq!(DataType::Bool.npy_descr(), "|b1");
         assert_eq!(DataType::Int(1).npy_descr(), "|i1");
         assert_eq!(py_tuple::<u64>(&[]), "()");
+    }
+
+    #[test]
+    fn py_str_is_python_repr() {
+        // python3 -c "print(repr('a\x85b\xa0\xad\u200b\ue000\U000f0000é日\x7f\'q'))"
+        assert_eq!(
+            py_str("a\u{85}b\u{a0}\u{ad}\u{200b}\u{e000}\u{f0000}é日\u{7f}'q"),
+            r#""a\x85b\xa0\xad\u200b\ue000\U000f0000é日\x7f'q""#
+        );
+        assert_eq!(py_str("it's \"x\""), r#"'it\'s "x"'"#);
+        assert_eq!(py_str("tab\there\n"), r"'tab\there\n'");
     }
 }

@@ -173,7 +173,7 @@ impl<'a> Tree<'a> {
         let mut tree = Tree {
             source,
             layout,
-            root: implicit_group("", None),
+            root: implicit_group("", None, Dialect::V2),
             root_children: Mutex::new(None),
         };
         // A root whose metadata is unusable is shown as an implicit group, so that its healthy
@@ -186,12 +186,23 @@ impl<'a> Tree<'a> {
             }
         };
         let root_explicit = root.is_some();
-        tree.root = root.unwrap_or_else(|| implicit_group("", Some(tree.store().mtime())));
+        let mtime = Some(tree.store().mtime());
+        tree.root = root.unwrap_or_else(|| implicit_group("", mtime, Dialect::V2));
         if !matches!(tree.root.kind, NodeKind::Group) {
             return Ok(tree);
         }
         let cannot_list = AtomicBool::new(false);
         let children = tree.load("", &tree.root.document, &cannot_list);
+        if !root_explicit {
+            // An implicit root takes the dialect of the nodes found: a store of v3 arrays
+            // without a root `zarr.json` (as tensorstore writes them) is a v3 store.
+            let v3 = children
+                .iter()
+                .any(|c| Dialect::of(&c.document) == Dialect::V3);
+            if v3 {
+                tree.root = implicit_group("", mtime, Dialect::V3);
+            }
+        }
         if children.is_empty() {
             let what = tree.store().describe();
             if let Some(e) = root_error {
@@ -255,10 +266,11 @@ impl<'a> Tree<'a> {
         let found = parallel_map(&listed, self.store().parallelism(), |child| {
             let path = join_key(path, &child.name);
             match self.probe(&path) {
-                // Paths with no metadata: implicit groups, shown when a node lies below them.
+                // Paths with no metadata: implicit groups, shown when a node lies below them,
+                // in the dialect of the first one found.
                 Ok(None) => Ok(self
-                    .has_node_below(&path, depth + 1)
-                    .then(|| implicit_group(&path, child.mtime))),
+                    .dialect_below(&path, depth + 1)
+                    .map(|dialect| implicit_group(&path, child.mtime, dialect))),
                 other => other,
             }
         });
@@ -274,9 +286,9 @@ impl<'a> Tree<'a> {
         nodes
     }
 
-    /// True when a node with usable metadata lies below the path `path` (at `depth`), which
-    /// has none of its own.
-    fn has_node_below(&self, path: &str, depth: usize) -> bool {
+    /// The dialect of the first node with usable metadata found below the path `path` (at
+    /// `depth`), which has none of its own, level by level; `None` when there is none.
+    fn dialect_below(&self, path: &str, depth: usize) -> Option<Dialect> {
         let mut level = vec![path.to_string()];
         for depth in depth..MAX_DEPTH {
             let mut next = Vec::new();
@@ -285,7 +297,7 @@ impl<'a> Tree<'a> {
                 for child in self.list(prefix, &Map::new(), &quiet) {
                     let path = join_key(prefix, &child.name);
                     match self.probe(&path) {
-                        Ok(Some(_)) => return true,
+                        Ok(Some(node)) => return Some(Dialect::of(&node.document)),
                         Ok(None) if depth + 1 < MAX_DEPTH => next.push(path),
                         _ => {}
                     }
@@ -296,7 +308,7 @@ impl<'a> Tree<'a> {
             }
             level = next;
         }
-        false
+        None
     }
 }
 
@@ -379,11 +391,41 @@ fn checked(meta: Result<ArrayMeta, MetaError>) -> Result<Arc<ArrayMeta>, MetaErr
     Ok(Arc::new(meta))
 }
 
-fn implicit_group(path: &str, mtime: Option<SystemTime>) -> Node {
+/// The dialect of a node's document, which an implicit group above it takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Dialect {
+    V2,
+    V3,
+    /// The v3 drafts, whose documents have no `zarr_format`.
+    Draft,
+}
+
+impl Dialect {
+    fn of(doc: &Map<String, Value>) -> Dialect {
+        match doc.get("zarr_format") {
+            Some(Value::Number(n)) if n.as_u64() == Some(3) => Dialect::V3,
+            None => Dialect::Draft,
+            Some(_) => Dialect::V2,
+        }
+    }
+}
+
+/// A group with no metadata document at `path`, shown as an empty group of `dialect`.
+fn implicit_group(path: &str, mtime: Option<SystemTime>, dialect: Dialect) -> Node {
+    let document = match dialect {
+        Dialect::V2 => v2::group_document(&Map::new(), Map::new()),
+        Dialect::V3 => {
+            let mut doc = Map::new();
+            doc.insert("zarr_format".into(), Value::from(3));
+            doc.insert("node_type".into(), Value::from("group"));
+            v3::document(doc)
+        }
+        Dialect::Draft => v3_draft::document(&Map::new()),
+    };
     Node {
         path: path.to_string(),
         kind: NodeKind::Group,
-        document: v2::group_document(&Map::new(), Map::new()),
+        document,
         dimensions: Dimensions::default(),
         mtime,
     }
@@ -766,6 +808,45 @@ mod tests {
         assert_eq!(paths, ["", "a", "imp", "imp/deep", "imp/deep/b"]);
         assert_eq!(h.nodes[0].document["attributes"]["title"], "t");
         assert_eq!(h.nodes[1].document["node_type"], "array");
+    }
+
+    #[test]
+    fn implicit_groups_take_the_dialect_of_the_nodes_below() {
+        let docs = |s: &MemoryStore| -> Vec<(String, Value)> {
+            let h = load_hierarchy(s, &LoadOptions::default()).unwrap();
+            let groups = h
+                .nodes
+                .into_iter()
+                .filter(|n| matches!(n.kind, NodeKind::Group));
+            groups
+                .map(|n| (n.path, Value::Object(n.document)))
+                .collect()
+        };
+        // tensorstore's zarr3 driver: array documents only, no root zarr.json.
+        let mut v3 = MemoryStore::new();
+        let array = r#"{"zarr_format": 3, "node_type": "array", "shape": [2], "data_type": "int8", "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2]}}, "chunk_key_encoding": {"name": "default"}, "codecs": [{"name": "bytes"}], "fill_value": 0}"#;
+        v3.insert("a/zarr.json", array);
+        v3.insert("g/h/b/zarr.json", array);
+        let group = serde_json::json!({"zarr_format": 3, "node_type": "group", "attributes": {}});
+        let paths = ["", "g", "g/h"].map(String::from);
+        assert_eq!(docs(&v3), paths.map(|p| (p, group.clone())));
+        // v2 arrays: v2 groups.
+        let mut v2 = MemoryStore::new();
+        v2.insert("g/a/.zarray", ARRAY);
+        let group = serde_json::json!({"zarr_format": 2, "node_type": "group", "attributes": {}});
+        assert_eq!(docs(&v2), ["", "g"].map(|p| (p.to_string(), group.clone())));
+        // A draft: draft groups, as the draft root without a document.
+        let mut draft = MemoryStore::new();
+        draft.insert(
+            "zarr.json",
+            r#"{"zarr_format": "https://purl.org/zarr/spec/protocol/core/3.0"}"#,
+        );
+        draft.insert("meta/root/g/a.array.json", r#"{"shape": [2], "data_type": "<i2", "chunk_grid": {"type": "regular", "chunk_shape": [2], "separator": "/"}, "chunk_memory_layout": "C", "fill_value": 0, "attributes": {}}"#);
+        let group = serde_json::json!({"attributes": {}});
+        assert_eq!(
+            docs(&draft),
+            ["", "g"].map(|p| (p.to_string(), group.clone()))
+        );
     }
 
     #[test]

@@ -5,8 +5,11 @@
 //! 4. 4.9.3+: `_nczarr_group`, `_nczarr_array` inside `.zattrs`.
 //!
 //! The data is plain Zarr v2; what NCZarr adds is shared dimensions, scalars (stored with shape
-//! `[1]`) and NC_CHAR written as `<U1` but stored one byte per element.
+//! `[1]`), NC_CHAR written as `<U1` but stored one byte per element, and the fill values of
+//! NC_CHAR and NC_STRING (`S<n>`) written as their text (`"-"`, a digit as a JSON number)
+//! instead of zarr's base64: served in zarr's form.
 
+use base64::Engine as _;
 use serde_json::{json, Map, Value};
 
 /// The gen-1 object beside `.zarray` describing a variable.
@@ -68,8 +71,9 @@ fn short_name(reference: &str) -> String {
 }
 
 /// Rewrites a variable's `.zarray` into what zarrfs serves: NC_CHAR `<U1`/`>U1` becomes `|S1`
-/// (netCDF stores one byte per char), one-element list fill values (gen 1) become scalars, and
-/// scalars lose their storage dimension.
+/// (netCDF stores one byte per char), one-element list fill values (gen 1) become scalars, the
+/// text fill value of an `S<n>` type becomes zarr's base64 of its bytes, and scalars lose their
+/// storage dimension.
 pub fn served_zarray(zarray: &Map<String, Value>, var: &NcVar) -> Map<String, Value> {
     let mut out = zarray.clone();
     if matches!(
@@ -84,6 +88,15 @@ pub fn served_zarray(zarray: &Map<String, Value>, var: &NcVar) -> Map<String, Va
             out.insert("fill_value".into(), only);
         }
     }
+    let width = out
+        .get("dtype")
+        .and_then(Value::as_str)
+        .and_then(bytes_width);
+    let fill = width.and_then(|n| text_fill(out.get("fill_value")?, n));
+    if let Some(bytes) = fill {
+        let encoded = base64::engine::general_purpose::STANDARD.encode(bytes);
+        out.insert("fill_value".into(), json!(encoded));
+    }
     let one = |key: &str| {
         out.get(key)
             .and_then(Value::as_array)
@@ -94,6 +107,39 @@ pub fn served_zarray(zarray: &Map<String, Value>, var: &NcVar) -> Map<String, Va
         out.insert("chunks".into(), json!([]));
     }
     out
+}
+
+/// The width of a numpy byte-string type (`>S1`, `|S128`).
+fn bytes_width(dtype: &str) -> Option<usize> {
+    let digits = dtype
+        .trim_start_matches(['<', '>', '|'])
+        .strip_prefix('S')?;
+    digits.parse().ok()
+}
+
+/// The bytes of a fill value netCDF-c wrote as text for a type of `width` bytes, read as
+/// netCDF-c reads it (libnczarr's `zconvert`): a string's bytes, a number's digits, a list's
+/// items one after the other. An NC_CHAR (`width` 1) takes the first byte, NUL for `""`; an
+/// NC_STRING (stored `S<width>`) the whole text, which must fit. `None` for `null` and for
+/// values netCDF-c never writes (booleans, objects).
+fn text_fill(value: &Value, width: usize) -> Option<Vec<u8>> {
+    fn text(value: &Value) -> Option<String> {
+        match value {
+            Value::String(s) => Some(s.clone()),
+            Value::Number(n) => match n.as_f64() {
+                // netCDF-c prints a float with "%lf".
+                Some(f) if !n.is_i64() && !n.is_u64() => Some(format!("{f:.6}")),
+                _ => Some(n.to_string()),
+            },
+            Value::Array(items) => items.iter().map(text).collect(),
+            _ => None,
+        }
+    }
+    let mut bytes = text(value)?.into_bytes();
+    if width == 1 {
+        bytes.truncate(1);
+    }
+    (bytes.len() <= width).then_some(bytes)
 }
 
 /// The dimensions a group defines (`{"time": 4}`), from whichever generation wrote them.
@@ -187,10 +233,34 @@ mod tests {
                 ..NcVar::default()
             },
         );
+        // A char's fill [7] is the text "7", as netCDF-c reads it: '7' (base64 "Nw==").
         assert_eq!(
             Value::Object(s),
-            json!({"shape": [], "chunks": [], "dtype": "|S1", "fill_value": 7})
+            json!({"shape": [], "chunks": [], "dtype": "|S1", "fill_value": "Nw=="})
         );
+    }
+
+    #[test]
+    fn text_fill_values_are_served_as_base64() {
+        // netCDF-c 4.10.1 (netCDF4-python 1.7.5): NC_CHAR fills '-', '5', '"', '' and an
+        // NC_STRING fill "NA".
+        let fill = |dtype: &str, fill: Value| {
+            let z = obj(json!({"shape": [5], "chunks": [2], "dtype": dtype, "fill_value": fill}));
+            served_zarray(&z, &NcVar::default())["fill_value"].clone()
+        };
+        assert_eq!(fill(">S1", json!("-")), json!("LQ=="));
+        assert_eq!(fill(">S1", json!(5)), json!("NQ=="));
+        assert_eq!(fill(">S1", json!("\"")), json!("Ig=="));
+        assert_eq!(fill(">S1", json!("")), json!(""));
+        assert_eq!(fill("|S128", json!("NA")), json!("TkE="));
+        assert_eq!(fill("<U1", json!(["x"])), json!("eA=="));
+        assert_eq!(fill(">S1", Value::Null), Value::Null);
+        assert_eq!(
+            fill("|S2", json!("long")),
+            json!("long"),
+            "too long: left to fail"
+        );
+        assert_eq!(fill("<i4", json!(-1)), json!(-1));
     }
 
     #[test]

@@ -104,19 +104,7 @@ pub fn array(
 pub fn parse_array(zarray: &Map<String, Value>, prefix: &str) -> Result<ArrayMeta, MetaError> {
     let shape = dims(zarray, "shape")?;
     let chunk_shape = dims(zarray, "chunks")?;
-    let filters = match zarray.get("filters") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(filters)) => filters
-            .iter()
-            .map(numcodecs_spec)
-            .collect::<Result<_, _>>()?,
-        Some(other) => {
-            return Err(MetaError::field(
-                "filters",
-                format!("{other} is neither null nor a list"),
-            ))
-        }
-    };
+    let filters = filters(zarray.get("filters"))?;
     let dtype_value = zarray
         .get("dtype")
         .ok_or_else(|| MetaError::field("dtype", "missing"))?;
@@ -172,8 +160,20 @@ pub fn parse_array(zarray: &Map<String, Value>, prefix: &str) -> Result<ArrayMet
     })
 }
 
+/// The codecs of a `filters` list of numcodecs configurations (none when absent or `null`).
+pub(super) fn filters(list: Option<&Value>) -> Result<Vec<CodecSpec>, MetaError> {
+    match list {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(filters)) => filters.iter().map(numcodecs_spec).collect(),
+        Some(other) => Err(MetaError::field(
+            "filters",
+            format!("{other} is neither null nor a list"),
+        )),
+    }
+}
+
 /// The element type of a v2 object (`|O`) array, from the object codec among its filters.
-fn object_type(filters: &[CodecSpec]) -> Result<numpy_dtype::NumpyType, MetaError> {
+pub(super) fn object_type(filters: &[CodecSpec]) -> Result<numpy_dtype::NumpyType, MetaError> {
     let dtype = match filters.first().map(|f| f.name.as_str()) {
         // Every object codec but vlen-bytes is served as text lines (pickle reads EIO: the
         // pipeline refuses it, naming why).

@@ -1,6 +1,8 @@
 //! The Zarr v3 drafts (2019 protocol and 2022 editors' draft), as zarr-python 2.18 wrote them:
 //! a root `zarr.json` entry point with a URI `zarr_format`, metadata under `meta/root/...`
 //! (`<path>.array.json`, `<path>.group.json`) and chunks under `data/root/<path>/c0/1`.
+//! zarr-python 2.18 keeps an array's filters in its attributes (`"filters"`), which are shown
+//! as they are stored, as its `.attrs` shows them.
 
 use super::node::ArrayMeta;
 use super::v2::{self, dims};
@@ -106,14 +108,28 @@ fn codec_name(uri: &str) -> String {
 pub fn parse_array(doc: &Map<String, Value>, path: &str) -> Result<ArrayMeta, MetaError> {
     check_extensions(doc)?;
     let shape = dims(doc, "shape")?;
-    let type_value = doc
+    let mut type_value = doc
         .get("data_type")
         .ok_or_else(|| MetaError::field("data_type", "missing"))?;
+    // zarr-python 2.18 writes the types the drafts have no name for (structured, object) as
+    // an extension: {"extension": "TODO: ...", "fallback": null, "type": <numpy's form>}.
+    if let Some(inner) = type_value.as_object().and_then(|t| t.get("type")) {
+        type_value = inner;
+    }
+    // zarr-python 2.18 keeps an array's filters (numcodecs configurations) in its attributes,
+    // where its reader takes them from too: applied to the array's bytes before the
+    // compressor, as in v2, an object array's object codec first. Documents of the 2022 form
+    // list every codec in `codecs`.
+    let filters = match doc.contains_key("codecs") {
+        true => Vec::new(),
+        false => v2::filters(doc.get("attributes").and_then(|a| a.get("filters")))?,
+    };
     let ty = match v3::data_type(type_value) {
         Ok(dtype) => numpy_dtype::NumpyType {
             dtype,
             big_units: Vec::new(),
         },
+        Err(_) if type_value.as_str() == Some("|O") => v2::object_type(&filters)?,
         Err(_) => numpy_dtype::parse(type_value)?,
     };
     let grid = doc
@@ -158,10 +174,14 @@ pub fn parse_array(doc: &Map<String, Value>, path: &str) -> Result<ArrayMeta, Me
         .map_err(|e| MetaError::field("chunk_memory_layout", format!("unknown {:?}", e.0)))?
         .into_iter()
         .collect();
-    match listed.iter().position(|c| c.name == "bytes") {
-        Some(i) => codecs.extend(listed.drain(..=i)),
-        None => codecs.push(CodecSpec::new("bytes", ty.bytes_codec_config())),
+    // An object array's object codec (the first filter) is its array→bytes step.
+    if !ty.dtype.is_variable() {
+        match listed.iter().position(|c| c.name == "bytes") {
+            Some(i) => codecs.extend(listed.drain(..=i)),
+            None => codecs.push(CodecSpec::new("bytes", ty.bytes_codec_config())),
+        }
     }
+    codecs.extend(filters);
     codecs.extend(listed);
     let fill_value = parse_fill(
         doc.get("fill_value").unwrap_or(&Value::Null),
@@ -213,6 +233,38 @@ mod tests {
             CodecSpec::new("bytes", json!({"endian": "big"}))
         );
         assert_eq!(m.codecs[1].name, "gzip");
+    }
+
+    #[test]
+    fn filters_in_the_attributes_come_between_bytes_and_the_compressor() {
+        // zarr-python 2.18, zarr_version=3, filters=[Delta(">i4"), Shuffle(4)], Zlib(1).
+        let doc = json!({
+            "attributes": {"filters": [{"astype": ">i4", "dtype": ">i4", "id": "delta"},
+                                       {"elementsize": 4, "id": "shuffle"}]},
+            "chunk_grid": {"chunk_shape": [3], "separator": "/", "type": "regular"},
+            "chunk_memory_layout": "C",
+            "compressor": {"codec": "https://purl.org/zarr/spec/codec/zlib/1.0",
+                           "configuration": {"level": 1}},
+            "data_type": ">i4", "extensions": [], "fill_value": -1, "shape": [8]
+        });
+        let m = parse_array(doc.as_object().unwrap(), "sub/delta").unwrap();
+        let names: Vec<_> = m.codecs.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["bytes", "delta", "shuffle", "zlib"]);
+    }
+
+    #[test]
+    fn a_structured_type_of_mixed_order_swaps_its_big_fields() {
+        let doc = json!({"shape": [3], "data_type": [["a", ">i2"], ["b", "<f4"]],
+            "chunk_grid": {"type": "regular", "chunk_shape": [2], "separator": "/"},
+            "chunk_memory_layout": "C", "fill_value": null, "attributes": {}});
+        let m = parse_array(doc.as_object().unwrap(), "rec").unwrap();
+        assert_eq!(
+            m.codecs,
+            [CodecSpec::new(
+                "bytes",
+                json!({"endian": "big", "swap_units": [[0, 2]]})
+            )]
+        );
     }
 
     #[test]

@@ -29,23 +29,26 @@ pub fn npy_header(dtype: &DataType, shape: &[u64]) -> Vec<u8> {
         Some(bytes) => (bytes, false),
         None => (dict.into_bytes(), true),
     };
+    // numpy's `_wrap_header`: the dict, its padding to the alignment and a line break, after
+    // a length field of `len_bytes` bytes.
+    let hlen = body.len() + 1;
+    let pad = |len_bytes: usize| ARRAY_ALIGN - (MAGIC.len() + 2 + len_bytes + hlen) % ARRAY_ALIGN;
     let wrap = |major: u8, len_bytes: usize| -> Vec<u8> {
-        let hlen = body.len() + 1;
-        let pad = ARRAY_ALIGN - (MAGIC.len() + 2 + len_bytes + hlen) % ARRAY_ALIGN;
-        let total = hlen + pad;
+        let total = hlen + pad(len_bytes);
         let mut out = Vec::with_capacity(MAGIC.len() + 2 + len_bytes + total);
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&[major, 0]);
-        // The length in `len_bytes` bytes: version 1 (2 bytes) is chosen only where it fits.
         out.extend_from_slice(&(total as u32).to_le_bytes()[..len_bytes]);
         out.extend_from_slice(&body);
-        out.extend(std::iter::repeat_n(b' ', pad));
+        out.extend(std::iter::repeat_n(b' ', pad(len_bytes)));
         out.push(b'\n');
         out
     };
+    // As `_wrap_header_guess_version`: version 1 while the padded length fits its 2 bytes,
+    // else 2; 3 (UTF-8) for a dict that is not Latin-1.
     if version_3 {
         wrap(3, 4)
-    } else if body.len() + 1 + ARRAY_ALIGN <= usize::from(u16::MAX) {
+    } else if hlen + pad(2) <= usize::from(u16::MAX) {
         wrap(1, 2)
     } else {
         wrap(2, 4)
@@ -80,6 +83,7 @@ pub(super) fn read_after_header(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::meta::Field;
 
     #[test]
     fn matches_numpy_save() {
@@ -94,5 +98,37 @@ mod tests {
         assert_eq!(scalar.len() % 64, 0);
         assert!(String::from_utf8_lossy(&scalar)
             .contains("'descr': '|b1', 'fortran_order': False, 'shape': (), }"));
+    }
+
+    #[test]
+    fn the_version_is_numpys_at_the_length_limit() {
+        // numpy.save of np.zeros(1, [(f"f{i:05d}", "i1") for i in range(n)]) writes version
+        // 1 with a 65526-byte padded header up to n = 3444, version 2 from n = 3445 on.
+        let fields = |n: usize| {
+            let field = |i| Field {
+                name: format!("f{i:05}"),
+                dtype: DataType::Int(1),
+                shape: Vec::new(),
+                offset: i,
+            };
+            DataType::Structured((0..n).map(field).collect())
+        };
+        for (n, version, length, total) in [
+            (3441, 1, 65462, 65472),
+            (3442, 1, 65526, 65536),
+            (3444, 1, 65526, 65536),
+            (3445, 2, 65588, 65600),
+        ] {
+            let header = npy_header(&fields(n), &[1]);
+            let length_field = match version {
+                1 => u32::from(u16::from_le_bytes([header[8], header[9]])),
+                _ => u32::from_le_bytes([header[8], header[9], header[10], header[11]]),
+            };
+            assert_eq!(
+                (header[6], length_field, header.len()),
+                (version, length, total)
+            );
+            assert!(header.ends_with(b" \n"), "{n}");
+        }
     }
 }

@@ -44,7 +44,7 @@ pub(super) fn rendered_cache() -> Rendered {
 
 impl Preview {
     /// The preview of array number `array`, when it has one: two or more dimensions, none
-    /// empty, and a numeric or bool type.
+    /// empty (on any axis: an empty array has no first slice), and a numeric or bool type.
     pub(super) fn of(array: u32, path: &str, meta: &ArrayMeta) -> Option<Preview> {
         let numeric = matches!(
             meta.dtype,
@@ -59,18 +59,25 @@ impl Preview {
         else {
             return None;
         };
+        if !numeric || meta.element_count().is_none_or(|n| n == 0) {
+            return None;
+        }
         let (rows, cols) = (*rows, *cols);
-        let slice_chunks = rows.div_ceil(*chunk_rows.max(&1)) * cols.div_ceil(*chunk_cols.max(&1));
+        let slice_chunks = rows
+            .div_ceil(*chunk_rows.max(&1))
+            .checked_mul(cols.div_ceil(*chunk_cols.max(&1)));
         let chunk_bytes = meta
             .chunk_shape
             .iter()
             .try_fold(meta.dtype.size() as u64, |acc, &d| acc.checked_mul(d));
-        let decode = chunk_bytes.and_then(|b| b.checked_mul(slice_chunks));
+        let decode = chunk_bytes
+            .zip(slice_chunks)
+            .and_then(|(bytes, chunks)| bytes.checked_mul(chunks));
         if decode.is_none_or(|d| d > MAX_DECODE) {
             log::debug!("{path}: no preview: its first slice lies in more than {MAX_DECODE} bytes of chunks");
             return None;
         }
-        (numeric && rows > 0 && cols > 0).then(|| Preview {
+        Some(Preview {
             array,
             path: path.to_string(),
             dtype: meta.dtype.clone(),
@@ -121,7 +128,8 @@ fn is_fill(dtype: &DataType, b: &[u8], fill: &[u8]) -> bool {
 }
 
 /// 8-bit grey levels of `values` (`None` black) between their minimum and maximum; a constant
-/// slice is white, bool is black and white.
+/// slice is white, bool is black and white. Values so far apart that their difference
+/// overflows (±1e308) are scaled by halves.
 fn grey(values: &[Option<f64>], bool_type: bool) -> Vec<u8> {
     let (lo, hi) = if bool_type {
         (0.0, 1.0)
@@ -133,12 +141,20 @@ fn grey(values: &[Option<f64>], bool_type: bool) -> Vec<u8> {
                 (lo.min(v), hi.max(v))
             })
     };
+    let level = |v: f64| {
+        let span = hi - lo;
+        if span.is_finite() {
+            (v - lo) / span
+        } else {
+            (v / 2.0 - lo / 2.0) / (hi / 2.0 - lo / 2.0)
+        }
+    };
     values
         .iter()
         .map(|v| match v {
             None => 0,
             Some(_) if hi <= lo => 255,
-            Some(v) => ((v - lo) / (hi - lo) * 255.0).round() as u8,
+            Some(v) => (level(*v) * 255.0).round() as u8,
         })
         .collect()
 }
@@ -230,5 +246,35 @@ mod tests {
         );
         assert_eq!(grey(&[Some(0.0), Some(0.0)], true), [0, 0]);
         assert_eq!(grey(&[Some(7.0)], false), [255]);
+        // hi - lo overflows to infinity: still scaled.
+        let far = [Some(-1e308), Some(1e308), Some(0.0)];
+        assert_eq!(grey(&far, false), [0, 255, 128]);
+        let extremes = [Some(f64::MIN), Some(f64::MAX), Some(f64::MAX / 2.0)];
+        assert_eq!(grey(&extremes, false), [0, 255, 191]);
+    }
+
+    fn meta(shape: &[u64], chunks: &[u64]) -> ArrayMeta {
+        ArrayMeta {
+            shape: shape.to_vec(),
+            chunk_shape: chunks.to_vec(),
+            grid: crate::meta::ChunkGrid::Regular,
+            dtype: DataType::Float(4),
+            fill_value: vec![0; 4],
+            codecs: Vec::new(),
+            chunk_keys: crate::meta::ChunkKeys::new("", crate::meta::KeyStyle::V2, '.'),
+        }
+    }
+
+    #[test]
+    fn only_arrays_with_elements_have_a_preview() {
+        let has =
+            |shape: &[u64], chunks: &[u64]| Preview::of(0, "a", &meta(shape, chunks)).is_some();
+        assert!(has(&[1, 10, 10], &[1, 5, 5]));
+        // Empty on an axis before the last two: no first slice to show.
+        assert!(!has(&[0, 10, 10], &[1, 5, 5]));
+        assert!(!has(&[10, 0], &[5, 5]));
+        // The slice's chunk count overflows u64: no preview, no overflow.
+        assert!(!has(&[0, 1 << 33, 1 << 33], &[1, 1, 1]));
+        assert!(!has(&[1, 1 << 33, 1 << 33], &[1, 1, 1]));
     }
 }

@@ -164,12 +164,23 @@ fn draft_array(doc: &Map<String, Value>, meta: &ArrayMeta) -> Map<String, Value>
     }))
 }
 
-/// An array's codecs as named configurations.
+/// Keys zarrfs adds to a `bytes` codec's configuration for its own decoding (byte-swap units
+/// of a structured type of mixed byte order, the bits of a sub-byte integer): no v3 codec has
+/// them, so they are left out of what is shown.
+const INTERNAL_KEYS: [&str; 2] = ["swap_units", "low_bits"];
+
+/// An array's codecs as named configurations, without zarrfs's internal keys.
 pub(super) fn codecs(meta: &ArrayMeta) -> Value {
     let list = meta.codecs.iter();
     Value::Array(
-        list.map(|c| json!({"name": c.name, "configuration": *c.config}))
-            .collect(),
+        list.map(|c| {
+            let mut config = (*c.config).clone();
+            if let Value::Object(o) = &mut config {
+                o.retain(|k, _| !INTERNAL_KEYS.contains(&k.as_str()));
+            }
+            json!({"name": c.name, "configuration": config})
+        })
+        .collect(),
     )
 }
 
@@ -185,5 +196,53 @@ pub fn v3_data_type(dtype: &DataType) -> String {
         DataType::VarBytes => "bytes".into(),
         DataType::Raw(n) => format!("r{}", n * 8),
         other => other.npy_descr(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::meta::{ChunkGrid, ChunkKeys, CodecSpec, Field};
+
+    #[test]
+    fn codecs_show_no_internal_keys() {
+        // A draft array of numpy type [["a", ">i2"], ["b", "<f4"]] (zarr-python 2.18's
+        // structured type): its bytes codec swaps the first field only.
+        let doc = json!({"shape": [3], "data_type": [["a", ">i2"], ["b", "<f4"]],
+            "chunk_grid": {"type": "regular", "chunk_shape": [2], "separator": "/"},
+            "chunk_memory_layout": "C", "fill_value": null, "attributes": {}});
+        let field = |name: &str, dtype, offset| Field {
+            name: name.into(),
+            dtype,
+            shape: Vec::new(),
+            offset,
+        };
+        let config = json!({"endian": "big", "swap_units": [[0, 2]]});
+        let mut meta = ArrayMeta {
+            shape: vec![3],
+            chunk_shape: vec![2],
+            grid: ChunkGrid::Regular,
+            dtype: DataType::Structured(vec![
+                field("a", DataType::Int(2), 0),
+                field("b", DataType::Float(4), 2),
+            ]),
+            fill_value: vec![0; 6],
+            codecs: vec![CodecSpec::new("bytes", config)],
+            chunk_keys: ChunkKeys::new("data/root/rec/", KeyStyle::Draft, '/'),
+        };
+        let zom = array_node(doc.as_object().unwrap(), Some(&meta), 3);
+        assert_eq!(
+            zom["codecs"],
+            json!([{"name": "bytes", "configuration": {"endian": "big"}}])
+        );
+        // int4 in a v2 array: the bits it keeps are zarrfs's own.
+        meta.codecs = vec![CodecSpec::new(
+            "bytes",
+            json!({"endian": "little", "low_bits": 4}),
+        )];
+        assert_eq!(
+            codecs(&meta),
+            json!([{"name": "bytes", "configuration": {"endian": "little"}}])
+        );
     }
 }

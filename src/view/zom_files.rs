@@ -10,6 +10,7 @@ use super::zom::{array_node, group_node};
 use crate::meta::{ArrayMeta, Dimensions, Hierarchy, MetaError, Node, NodeKind};
 use lru::LruCache;
 use parking_lot::Mutex;
+use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::io::Write;
 use std::num::NonZeroUsize;
@@ -233,9 +234,18 @@ impl ZomFiles {
         path.rsplit('/').next().unwrap_or("")
     }
 
-    /// The document of node `node`, parsed.
+    /// The document of node `node`, parsed. It is the JSON of a document zarrfs parsed before
+    /// (within serde_json's recursion limit) and wrapped in a level or two (`attributes`), so
+    /// it is read without that limit: a `.zattrs` at the limit keeps its attributes.
     pub fn document(&self, node: u32) -> Map<String, Value> {
-        serde_json::from_slice(&self.nodes[node as usize].document).unwrap_or_default()
+        let kept = &self.nodes[node as usize];
+        let mut json = serde_json::Deserializer::from_slice(&kept.document);
+        json.disable_recursion_limit();
+        Map::deserialize(&mut json).unwrap_or_else(|e| {
+            // Not expected: the bytes are serde_json's own output.
+            log::error!("/{}: document not read back: {e}", kept.path);
+            Map::new()
+        })
     }
 
     /// Writes group node `node` at nesting `depth`, its members node by node.
@@ -403,6 +413,37 @@ mod tests {
         let (z, root, g) = tree();
         assert_eq!(z.size(root), pretty(&root_zom).len() as u64);
         assert_eq!(z.measured_size(g), Some(pretty(&g_zom).len() as u64));
+    }
+
+    #[test]
+    fn documents_at_the_parsers_depth_limit_keep_their_attributes() {
+        // The deepest attributes serde_json reads, as a `.zattrs` is read at load: one level
+        // deeper in the node's document, past the limit.
+        let attrs = |levels: usize| {
+            let deep = (0..levels).fold(json!([]), |v, _| json!([v]));
+            json!({"deep": deep, "_nczarr_group": {"arrays": ["b", "a"], "groups": []}})
+        };
+        let parses = |v: &Value| serde_json::from_slice::<Value>(&pretty(v)).is_ok();
+        let levels = (1..).take_while(|&n| parses(&attrs(n))).last().unwrap();
+        let attrs = attrs(levels);
+        let doc = json!({"zarr_format": 2, "node_type": "group", "attributes": attrs});
+        assert!(!parses(&doc), "the document is past serde_json's limit");
+        let z = ZomFiles::new(2);
+        let root = keep(&z, "", doc.clone(), None);
+        z.set_children(root, Vec::new());
+        let zom = json!({"zarr_format": 2, "attributes": attrs, "members": {}});
+        let (got, want) = (z.bytes(root), pretty(&zom));
+        assert!(
+            *got == *want,
+            "the ZOM has {} bytes, not {}: attributes lost",
+            got.len(),
+            want.len()
+        );
+        let kept = Value::Object(z.hierarchy().nodes[0].document.clone());
+        assert!(
+            kept == doc,
+            "the netCDF files' document lost its attributes"
+        );
     }
 
     #[test]

@@ -26,8 +26,8 @@ pub struct NodeCase {
 }
 
 impl NodeCase {
-    /// True when the array shows an `A.png`: readable, two or more non-empty dimensions, and a
-    /// numeric or bool type (as its expected `.npy` header says).
+    /// True when the array shows an `A.png`: readable, two or more dimensions, none empty, and
+    /// a numeric or bool type (as its expected `.npy` header says).
     pub fn has_preview(&self) -> bool {
         if self.is_group || self.text.is_some() || self.expect.as_deref() == Some("eio") {
             return false;
@@ -37,7 +37,7 @@ impl NodeCase {
         };
         let (descr, shape) = npy_descr_shape(&npy);
         let numeric = descr.len() >= 3 && "biufc".contains(&descr[1..2]) && !descr.contains('(');
-        numeric && shape.len() >= 2 && shape[shape.len() - 2..].iter().all(|&d| d > 0)
+        numeric && shape.len() >= 2 && shape.iter().all(|&d| d > 0)
     }
 }
 
