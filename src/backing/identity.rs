@@ -1,8 +1,7 @@
 //! What a backing file is valid for.
 
-use crate::store::{join_key, EntryKind, Store, StoreError};
+use crate::store::{describe_objects, digest, Store, StoreError};
 use std::collections::HashSet;
-use std::time::UNIX_EPOCH;
 
 /// The format of the files in a cache directory, part of every key: files another version
 /// wrote are never read (they age out of the LRU), and the arrays are decoded again.
@@ -39,10 +38,8 @@ impl Identity {
             text.extend_from_slice(&(part.len() as u64).to_le_bytes());
             text.extend_from_slice(part);
         }
-        let listed = list_objects(store, path, &mut text)?;
-        let id = Identity {
-            key: format!("{:016x}{:016x}", fnv1a(&text, 0), fnv1a(&text, 1)),
-        };
+        let listed = describe_objects(store, path, &mut text)?;
+        let id = Identity { key: digest(&text) };
         Ok((id, listed))
     }
 
@@ -60,56 +57,11 @@ impl Identity {
     }
 }
 
-/// Appends the name, size, mtime and tag of every object below `prefix`, recursively, in
-/// listing order; returns their keys.
-fn list_objects(
-    store: &dyn Store,
-    prefix: &str,
-    out: &mut Vec<u8>,
-) -> Result<HashSet<String>, StoreError> {
-    let mut listed = HashSet::new();
-    let mut pending = vec![prefix.to_string()];
-    while let Some(dir) = pending.pop() {
-        let mut entries = store.list_dir(&dir)?;
-        entries.sort_by(|a, b| a.name.cmp(&b.name));
-        for e in entries {
-            let key = join_key(&dir, &e.name);
-            match e.kind {
-                EntryKind::Prefix => pending.push(key),
-                EntryKind::Object(size) => {
-                    let nanos = e
-                        .mtime
-                        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-                        .map_or(0, |d| d.as_nanos());
-                    out.extend_from_slice(key.as_bytes());
-                    out.push(0);
-                    out.extend_from_slice(&size.to_le_bytes());
-                    out.extend_from_slice(&nanos.to_le_bytes());
-                    out.extend_from_slice(e.tag.as_deref().unwrap_or("").as_bytes());
-                    out.push(0);
-                    listed.insert(key);
-                }
-            }
-        }
-    }
-    Ok(listed)
-}
-
-/// 64-bit FNV-1a of `bytes`, seeded by `seed` (two seeds give a 128-bit key).
-fn fnv1a(bytes: &[u8], seed: u64) -> u64 {
-    let mut h = 0xcbf2_9ce4_8422_2325u64 ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{Entry, Object, ObjectMeta};
-    use std::time::{Duration, SystemTime};
+    use crate::store::{Entry, EntryKind, Object, ObjectMeta};
+    use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
     /// A store listing one chunk `0` of 8 bytes, modified at second 1, with version `tag`.
     struct OneChunk(Option<&'static str>);

@@ -15,22 +15,27 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 /// The directories pid files may be in, the preferred first: /run/zarrfs as root; else
-/// `$XDG_RUNTIME_DIR/zarrfs` when that directory is the user's own, then `zarrfs-UID` in the
-/// temporary directory. A daemon writes in the first; its records are looked for in all.
+/// `$XDG_RUNTIME_DIR/zarrfs` when that directory is the user's own, then the same in systemd's
+/// `/run/user/UID` (where a session's `XDG_RUNTIME_DIR` points: found from cron or ssh too),
+/// then `zarrfs-UID` in the temporary directory. A daemon writes in the first; its records are
+/// looked for in all.
 fn candidates() -> Vec<PathBuf> {
     let uid = rustix::process::geteuid();
     if uid.is_root() {
         return vec![PathBuf::from("/run/zarrfs")];
     }
+    let session = PathBuf::from(format!("/run/user/{}", uid.as_raw()));
     let runtime = std::env::var_os("XDG_RUNTIME_DIR")
         .map(PathBuf::from)
-        .filter(|d| d.is_absolute() && check(d).is_ok());
-    let temporary = std::env::temp_dir().join(format!("zarrfs-{}", uid.as_raw()));
-    runtime
-        .map(|d| d.join("zarrfs"))
         .into_iter()
-        .chain([temporary])
-        .collect()
+        .chain([session])
+        .filter(|d| d.is_absolute() && check(d).is_ok())
+        .map(|d| d.join("zarrfs"));
+    let temporary = std::env::temp_dir().join(format!("zarrfs-{}", uid.as_raw()));
+    let mut dirs: Vec<PathBuf> = runtime.chain([temporary]).collect();
+    let mut seen = std::collections::HashSet::new();
+    dirs.retain(|d| seen.insert(d.clone()));
+    dirs
 }
 
 /// The directory of pid files (and of log files when there is no syslog), created (mode 0700)

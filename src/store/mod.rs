@@ -22,6 +22,7 @@ mod remote_zip;
 mod safe_open;
 mod targets;
 mod tls;
+mod versions;
 mod zip;
 
 pub use client::RemoteOptions;
@@ -35,6 +36,7 @@ pub use location::{is_local_path, LocalKind, Location};
 pub use memory::{list_map, list_sized, MemoryStore};
 pub use object::ObjectStoreBackend;
 pub use remote_zip::RemoteZip;
+pub use versions::{describe_objects, digest};
 pub use zip::{ZipBytes, ZipStore};
 
 use std::path::Path;
@@ -63,6 +65,12 @@ pub struct Entry {
     pub tag: Option<String>,
 }
 
+/// An ETag without its quotes and weak marker (`W/"x"` and `"x"` name one version as far as
+/// zarrfs can tell: proxies and CDNs mark responses weak on their own).
+pub fn etag_text(tag: &str) -> &str {
+    tag.strip_prefix("W/").unwrap_or(tag).trim_matches('"')
+}
+
 /// Size, modification time and version tag of one stored object.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ObjectMeta {
@@ -75,24 +83,11 @@ pub struct ObjectMeta {
 }
 
 impl ObjectMeta {
-    /// The version as a token for [`Store::version`]: size, modification time and ETag.
-    pub fn token(&self) -> String {
-        let nanos = self
-            .mtime
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(0, |d| d.as_nanos());
-        format!(
-            "{}:{nanos}:{}",
-            self.size,
-            self.tag.as_deref().unwrap_or("")
-        )
-    }
-
     /// False when `other` shows another version of the object, as far as both tell: another
     /// ETag where both have one, else another size or modification time.
     pub fn same_version(&self, other: &ObjectMeta) -> bool {
         match (&self.tag, &other.tag, self.mtime, other.mtime) {
-            (Some(a), Some(b), _, _) => a.trim_matches('"') == b.trim_matches('"'),
+            (Some(a), Some(b), _, _) => etag_text(a) == etag_text(b),
             (_, _, Some(a), Some(b)) => self.size == other.size && a == b,
             _ => self.size == other.size,
         }
@@ -367,5 +362,32 @@ pub fn stem(location: &str) -> String {
         "array".to_string()
     } else {
         name
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn versions_are_told_apart_as_far_as_both_sides_tell() {
+        let at = |s| Some(SystemTime::UNIX_EPOCH + Duration::from_secs(s));
+        let meta = |size, mtime, tag: Option<&str>| ObjectMeta {
+            size,
+            mtime,
+            tag: tag.map(String::from),
+        };
+        // ETags decide where both have one: quoted or not, weak or not, one version.
+        let a = meta(10, at(1), Some("\"abc\""));
+        assert!(a.same_version(&meta(10, at(2), Some("W/\"abc\""))));
+        assert!(a.same_version(&meta(10, at(1), Some("abc"))));
+        assert!(!a.same_version(&meta(10, at(1), Some("\"abd\""))));
+        // Else the size and the modification time, where both are known.
+        assert!(a.same_version(&meta(10, at(1), None)));
+        assert!(!a.same_version(&meta(10, at(2), None)));
+        assert!(!a.same_version(&meta(11, at(1), None)));
+        assert!(a.same_version(&meta(10, None, None)));
+        assert!(!a.same_version(&meta(9, None, None)));
     }
 }

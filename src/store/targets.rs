@@ -9,7 +9,8 @@
 use super::location;
 use super::references::Recorded;
 use super::{
-    check_key, DirStore, ObjectMeta, ObjectStoreBackend, RemoteOptions, Store, StoreError,
+    check_key, etag_text, DirStore, ObjectMeta, ObjectStoreBackend, RemoteOptions, Store,
+    StoreError,
 };
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -38,7 +39,7 @@ fn as_recorded(shown: &str, version: &ObjectMeta, recorded: &Recorded) -> Result
             }
         }
         Recorded::ETag(want) => match &version.tag {
-            Some(tag) if tag.trim_matches('"') == want.trim_matches('"') => Ok(()),
+            Some(tag) if etag_text(tag) == etag_text(want) => Ok(()),
             Some(tag) => Err(changed(format!("ETag {tag} instead of {want}"))),
             None => Err(changed(format!("no ETag to compare with {want}"))),
         },

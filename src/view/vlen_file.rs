@@ -336,7 +336,10 @@ impl VlenFile {
                 Scan::NotStarted | Scan::Queued | Scan::Done(Err(_)) => {
                     *scan = Scan::Running;
                     drop(scan);
-                    let outcome = self.build_index(cache);
+                    // A panic must not leave the scan running for ever: its waiters would wait.
+                    let build = std::panic::AssertUnwindSafe(|| self.build_index(cache));
+                    let outcome = std::panic::catch_unwind(build)
+                        .unwrap_or(Err(ViewError::Io(IoCause::Panicked)));
                     *self.scan.lock() = Scan::Done(outcome.clone());
                     self.scanned.notify_all();
                     return outcome;
@@ -377,21 +380,28 @@ impl VlenFile {
         self.count > SYNC_SCAN_MAX
     }
 
+    /// The array's identity in `backing`: its chunks listed (once), which must come before
+    /// any chunk is read for the files to be written in this mount (see
+    /// [`ArrayIdentity::get`]). Selections have none.
+    pub(super) fn identify(&self, backing: &Backing) -> Option<&crate::backing::Identity> {
+        if !matches!(self.elements, Elements::Whole) {
+            return None;
+        }
+        let names = (self.path.as_str(), self.display_path());
+        let reader = &self.source.reader;
+        self.identity.get(backing, names, &self.metadata, reader)
+    }
+
     /// Attaches the backing file of `part` in `backing`: once its size is known (a file to
     /// write, or a complete one), before that only a complete one (see
     /// [`ArrayBacking::attach`]). Selections have none.
     pub(super) fn attach_backing(&self, backing: &Backing, part: Part) {
-        if !matches!(self.elements, Elements::Whole) {
-            return;
-        }
         let size = match &*self.scan.lock() {
             Scan::Done(Ok(index)) => Some(self.scanned_size(index, part)),
             _ => None,
         };
         let label = self.display_path();
-        let names = (self.path.as_str(), label);
-        let reader = &self.source.reader;
-        if let Some(id) = self.identity.get(backing, names, &self.metadata, reader) {
+        if let Some(id) = self.identify(backing) {
             let kind = match part {
                 Part::Text => "txt",
                 Part::Npy => "npy",

@@ -170,7 +170,7 @@ fn consolidated_fixtures_read_exactly_over_http() {
 
 #[test]
 fn nczarr_fixtures_read_exactly_over_http() {
-    check_over_http("nczarr_", "#mode=nczarr", 5);
+    check_over_http("nczarr_", "#mode=nczarr", 6);
 }
 
 #[test]

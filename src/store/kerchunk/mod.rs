@@ -8,7 +8,7 @@ mod templates;
 pub use self::parquet::is_reference_index;
 
 use super::references::ReferenceStore;
-use super::{RemoteOptions, Store, StoreError};
+use super::{describe_objects, digest, RemoteOptions, Store, StoreError};
 use std::sync::Arc;
 
 /// The largest JSON reference set read.
@@ -21,15 +21,13 @@ pub fn open_json(
     location: &str,
     remote: &RemoteOptions,
 ) -> Result<ReferenceStore, StoreError> {
-    let missing = || StoreError::Invalid(format!("{location}: not found"));
-    // Its version first: a file replaced before it is read shows a newer version next time.
-    let version = home.head(key)?.ok_or_else(missing)?;
-    let bytes = home.get_bounded(key, MAX_JSON)?.ok_or_else(missing)?;
+    let bytes = home
+        .get_bounded(key, MAX_JSON)?
+        .ok_or_else(|| StoreError::Invalid(format!("{location}: not found")))?;
     let catalog = json::JsonCatalog::parse(location, &bytes.bytes)?;
-    Ok(
-        ReferenceStore::new(Box::new(catalog), home, location, remote)?
-            .with_version(format!("kerchunk {}", version.token())),
-    )
+    // The version is the content read: no other request, nothing between two of them.
+    let version = format!("kerchunk {}", digest(&bytes.bytes));
+    Ok(ReferenceStore::new(Box::new(catalog), home, location, remote)?.with_version(version))
 }
 
 /// The Parquet reference directory `home`, found at `location`.
@@ -38,14 +36,13 @@ pub fn open_parquet(
     location: &str,
     remote: &RemoteOptions,
 ) -> Result<ReferenceStore, StoreError> {
-    let missing = || StoreError::Invalid(format!("{location}/.zmetadata: missing"));
-    // Its version first: rewritten with the references, it names their version.
-    let version = home.head(".zmetadata")?.ok_or_else(missing)?;
+    // The version is every file of the directory as listed before any is read (a file
+    // rewritten after the listing shows a newer version next time).
+    let mut listing = Vec::new();
+    describe_objects(home.as_ref(), "", &mut listing)?;
     let catalog = parquet::ParquetCatalog::open(home.clone(), location)?;
-    Ok(
-        ReferenceStore::new(Box::new(catalog), home, location, remote)?
-            .with_version(format!("kerchunk parquet {}", version.token())),
-    )
+    let version = format!("kerchunk parquet {}", digest(&listing));
+    Ok(ReferenceStore::new(Box::new(catalog), home, location, remote)?.with_version(version))
 }
 
 /// A JSON value as text: a string as it is, anything else as JSON (fsspec accepts both).
@@ -86,6 +83,32 @@ mod tests {
         let first = version();
         assert_eq!(first, version());
         write("day2.nc", 2_000);
+        assert_ne!(first, version());
+    }
+
+    #[test]
+    fn a_rewritten_parquet_file_is_another_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let zmetadata = r#"{"record_size": 10, "metadata": {".zgroup": {"zarr_format": 2}}}"#;
+        std::fs::write(dir.path().join(".zmetadata"), zmetadata).unwrap();
+        std::fs::create_dir(dir.path().join("a")).unwrap();
+        let parq = dir.path().join("a/refs.0.parq");
+        let version = || {
+            let home: Arc<dyn Store> = Arc::new(DirStore::new(dir.path()).unwrap());
+            let location = dir.path().to_str().unwrap();
+            open_parquet(home, location, &RemoteOptions::default())
+                .unwrap()
+                .version()
+                .unwrap()
+        };
+        std::fs::write(&parq, b"one").unwrap();
+        let first = version();
+        assert_eq!(first, version());
+        // The same size, and .zmetadata untouched: the file's time tells.
+        std::fs::write(&parq, b"two").unwrap();
+        let f = std::fs::File::options().write(true).open(&parq).unwrap();
+        f.set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(5))
+            .unwrap();
         assert_ne!(first, version());
     }
 }

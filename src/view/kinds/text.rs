@@ -13,13 +13,13 @@ pub(in crate::view) struct TextFile {
 }
 
 impl ServedFile for TextFile {
-    /// The array is listed for its backing files (see `open`) before the scan reads any
-    /// chunk: chunks read before the listing may be older than it, and would keep the array
-    /// out of the cache directory.
+    /// The array is listed for its backing files (see `open`, which attaches them) before the
+    /// scan reads any chunk: chunks read before the listing may be older than it, and would
+    /// keep the array out of the cache directory.
     fn size(&self, view: &View, _dir: u64, _measure: bool) -> Option<u64> {
         let vlen = &view.vlen[self.vlen as usize];
         if let Some(backing) = &view.backing {
-            vlen.attach_backing(backing, self.part);
+            vlen.identify(backing);
         }
         vlen.size(self.part, &view.cache, &view.sizer)
     }
