@@ -216,10 +216,11 @@ impl ChunkReader {
     /// metadata does not fix; a fixed-size chunk larger than that is refused up front by the
     /// view.
     pub fn limit_decoded(mut self, max: u64) -> Self {
-        if let Decoder::Whole(pipeline) = self.decoder {
-            let max = usize::try_from(max).unwrap_or(usize::MAX);
-            self.decoder = Decoder::Whole(pipeline.limit_decoded(max));
-        }
+        let max = usize::try_from(max).unwrap_or(usize::MAX);
+        self.decoder = match self.decoder {
+            Decoder::Whole(pipeline) => Decoder::Whole(pipeline.limit_decoded(max)),
+            Decoder::Sharded(shards) => Decoder::Sharded(Box::new(shards.limit_decoded(max))),
+        };
         self
     }
 

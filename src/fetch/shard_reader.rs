@@ -23,6 +23,19 @@ pub(super) struct ShardReader {
 }
 
 impl ShardReader {
+    /// Refuses variable-length inner chunks whose serialized form exceeds `max` bytes.
+    pub fn limit_decoded(self, max: usize) -> Self {
+        ShardReader {
+            array: self.array.limit_decoded(max),
+            grid: self.grid,
+            by_shape: self
+                .by_shape
+                .into_iter()
+                .map(|(shape, array)| (shape, array.limit_decoded(max)))
+                .collect(),
+        }
+    }
+
     /// A reader for the array `array` describes (regular shards).
     pub fn new(array: ShardedArray) -> Self {
         ShardReader {

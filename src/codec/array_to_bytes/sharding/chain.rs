@@ -91,6 +91,18 @@ impl ChunkDecoder {
         }
     }
 
+    /// Refuses variable-length chunks whose serialized form exceeds `max` bytes (see
+    /// [`Pipeline::limit_decoded`]), in a shard of its own too.
+    pub fn limit_decoded(self, max: usize) -> Self {
+        match self {
+            ChunkDecoder::Plain(pipeline) => ChunkDecoder::Plain(pipeline.limit_decoded(max)),
+            ChunkDecoder::Sharded { before, codec } => ChunkDecoder::Sharded {
+                before,
+                codec: Box::new(codec.limit_decoded(max)),
+            },
+        }
+    }
+
     /// Decodes one chunk: C order, little-endian, of exactly the chunk's size.
     pub fn decode(&self, encoded: &[u8]) -> Result<Vec<u8>, CodecError> {
         match self {

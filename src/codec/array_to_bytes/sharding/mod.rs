@@ -157,6 +157,12 @@ impl ShardingCodec {
         self.inner.largest_form_len()
     }
 
+    /// Refuses variable-length inner chunks whose serialized form exceeds `max` bytes.
+    pub fn limit_decoded(mut self, max: usize) -> Self {
+        self.inner = self.inner.limit_decoded(max);
+        self
+    }
+
     /// Decodes one inner chunk.
     pub fn decode_inner(&self, encoded: &[u8]) -> Result<Vec<u8>, CodecError> {
         self.inner.decode(encoded)

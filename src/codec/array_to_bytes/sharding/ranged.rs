@@ -115,6 +115,12 @@ impl ShardedArray {
         self.codec.inner_largest_form_len()
     }
 
+    /// Refuses variable-length inner chunks whose serialized form exceeds `max` bytes.
+    pub fn limit_decoded(mut self, max: usize) -> Self {
+        self.codec = self.codec.limit_decoded(max);
+        self
+    }
+
     /// Decodes one inner chunk into the read chunk: C order in the array's axis order.
     pub fn decode_inner(&self, encoded: &[u8]) -> Result<Vec<u8>, CodecError> {
         self.before.decode(self.codec.decode_inner(encoded)?)
