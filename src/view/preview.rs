@@ -273,7 +273,8 @@ mod tests {
         // Empty on an axis before the last two: no first slice to show.
         assert!(!has(&[0, 10, 10], &[1, 5, 5]));
         assert!(!has(&[10, 0], &[5, 5]));
-        // The slice's chunk count overflows u64: no preview, no overflow.
+        // The element count overflows u64 (and with it the slice's chunk count): no preview,
+        // no overflow.
         assert!(!has(&[0, 1 << 33, 1 << 33], &[1, 1, 1]));
         assert!(!has(&[1, 1 << 33, 1 << 33], &[1, 1, 1]));
     }
