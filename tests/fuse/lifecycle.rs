@@ -637,6 +637,41 @@ fn unescape_mountinfo(field: &str) -> String {
     String::from_utf8(out).unwrap()
 }
 
+/// A copy of the demo store named `name` in `scene`'s directory, owned by `nobody` as are
+/// `others`; the directory opened to all (mode 0755) so that `nobody` can reach them.
+fn store_for_nobody(scene: &Scene, name: &str, others: &[&Path]) -> PathBuf {
+    let base = scene.dir.path();
+    let store = base.join(name);
+    let copied = Command::new("cp")
+        .arg("-r")
+        .arg(demo())
+        .arg(&store)
+        .status();
+    assert!(copied.unwrap().success());
+    for p in others.iter().copied().chain([store.as_path()]) {
+        let chown = Command::new("chown")
+            .args(["-R", "65534:65534"])
+            .arg(p)
+            .status();
+        assert!(chown.unwrap().success());
+    }
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(base, std::fs::Permissions::from_mode(0o755)).unwrap();
+    store
+}
+
+/// A command that runs `setup` (a shell line, its `$0` being `arg0`) in a private mount
+/// namespace, then the arguments added to it as `nobody`.
+fn as_nobody_in_a_private_namespace(setup: &str, arg0: &Path) -> Command {
+    let mut cmd = Command::new("unshare");
+    cmd.args(["--mount", "--propagation", "private", "sh", "-c"])
+        .arg(format!(
+            "{setup} && exec setpriv --reuid=65534 --regid=65534 --clear-groups \"$@\""
+        ))
+        .arg(arg0);
+    cmd
+}
+
 /// A user who is not root mounts through fusermount3, which splits its `-o` list at commas: a
 /// store whose path holds a comma (and a backslash) mounts all the same, named as it is. Run as
 /// `nobody` in a private mount namespace where /dev/fuse is a node anyone may open (the real one
@@ -647,35 +682,15 @@ fn a_user_mounts_a_store_whose_path_holds_a_comma() {
         return;
     }
     let mut scene = Scene::new();
-    let base = std::fs::canonicalize(scene.dir.path()).unwrap();
-    let store = base.join("a,b\\c.zarr");
-    assert!(Command::new("cp")
-        .arg("-r")
-        .arg(demo())
-        .arg(&store)
-        .status()
-        .unwrap()
-        .success());
     let mnt = scene.mnt();
-    let dev = base.join("dev");
+    let store = store_for_nobody(&scene, "a,b\\c.zarr", &[&mnt]);
+    let store = std::fs::canonicalize(store).unwrap();
+    let dev = scene.dir.path().join("dev");
     std::fs::create_dir(&dev).unwrap();
-    for p in [&store, &mnt] {
-        let chown = Command::new("chown")
-            .args(["-R", "65534:65534"])
-            .arg(p)
-            .status();
-        assert!(chown.unwrap().success());
-    }
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let mut daemon = Command::new("unshare")
-        .args(["--mount", "--propagation", "private", "sh", "-c"])
-        .arg(
-            "mount -t tmpfs -o mode=0755 zarrfs-test \"$0\" && mknod -m 666 \"$0/fuse\" c 10 229 \
-             && mount --bind \"$0/fuse\" /dev/fuse \
-             && exec setpriv --reuid=65534 --regid=65534 --clear-groups \"$@\"",
-        )
-        .arg(&dev)
+    let setup =
+        "mount -t tmpfs -o mode=0755 zarrfs-test \"$0\" && mknod -m 666 \"$0/fuse\" c 10 229 \
+                 && mount --bind \"$0/fuse\" /dev/fuse";
+    let mut daemon = as_nobody_in_a_private_namespace(setup, &dev)
         .arg(env!("CARGO_BIN_EXE_zarrfs"))
         .arg("-f")
         .arg(&store)
@@ -740,37 +755,19 @@ fn a_user_who_may_not_open_dev_fuse_is_told_what_is_wrong() {
     // Everything belongs to `nobody`; in a private mount namespace /dev/fuse is replaced by a
     // file nobody may open, whatever the real device allows (other tests are not affected).
     let scene = Scene::new();
-    let base = scene.dir.path();
-    let store = base.join("store.zarr");
-    assert!(Command::new("cp")
-        .arg("-r")
-        .arg(demo())
-        .arg(&store)
-        .status()
-        .unwrap()
-        .success());
     let mnt = scene.mnt();
-    let blocked = base.join("blocked");
+    let blocked = scene.dir.path().join("blocked");
     std::fs::write(&blocked, b"").unwrap();
-    for p in [base, &store, &mnt, &blocked] {
-        assert!(Command::new("chown")
-            .args(["-R", "65534:65534"])
-            .arg(p)
-            .status()
-            .unwrap()
-            .success());
-    }
+    let store = store_for_nobody(&scene, "store.zarr", &[scene.dir.path(), &mnt, &blocked]);
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&blocked, std::fs::Permissions::from_mode(0o000)).unwrap();
-    std::fs::set_permissions(base, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let out = run(Command::new("unshare")
-        .args(["--mount", "--propagation", "private", "sh", "-c"])
-        .arg("mount --bind \"$0\" /dev/fuse && exec setpriv --reuid=65534 --regid=65534 --clear-groups \"$@\"")
-        .arg(&blocked)
-        .arg(env!("CARGO_BIN_EXE_zarrfs"))
-        .arg("-f")
-        .arg(&store)
-        .arg(&mnt));
+    let out = run(
+        as_nobody_in_a_private_namespace("mount --bind \"$0\" /dev/fuse", &blocked)
+            .arg(env!("CARGO_BIN_EXE_zarrfs"))
+            .arg("-f")
+            .arg(&store)
+            .arg(&mnt),
+    );
     assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
     let said = stderr_of(&out);
     assert!(said.contains("may not open /dev/fuse"), "{said}");
