@@ -111,8 +111,14 @@ impl ZarrFs {
     /// unless the inode is open through the page cache, else through the daemon (which copies
     /// from the backing file where it can).
     fn answer_open(&self, ino: u64, fh: u64, reply: ReplyOpen) {
+        // Found before the lock every open and release takes: the first time, the backing
+        // file is checked whole, which takes a while for a large array.
+        let file = match self.passthrough.load(Ordering::Relaxed) {
+            true => self.view.passthrough_file(ino),
+            false => None,
+        };
         let mut opens = self.opens.lock();
-        if let Some(reply) = self.open_passthrough(&mut opens, ino, fh, reply) {
+        if let Some(reply) = self.open_passthrough(&mut opens, ino, fh, file, reply) {
             opens.opened_cached(ino);
             drop(opens);
             reply.opened(FileHandle(fh), open_flags(&self.view, ino));
@@ -120,25 +126,24 @@ impl ZarrFs {
     }
 
     /// Answers with passthrough when it applies (the inode's files are open with passthrough
-    /// already, or it has a complete backing file and none open through the page cache); else
-    /// gives `reply` back.
+    /// already, or it has a complete backing file, `file`, and none open through the page
+    /// cache); else gives `reply` back.
     fn open_passthrough(
         &self,
         ids: &mut OpenModes,
         ino: u64,
         fh: u64,
+        file: Option<std::fs::File>,
         reply: ReplyOpen,
     ) -> Option<ReplyOpen> {
         let shared = ids.passthrough.contains_key(&ino);
         if !shared && (!self.passthrough.load(Ordering::Relaxed) || ids.cached.contains_key(&ino)) {
             return Some(reply);
         }
-        let file = match shared {
-            true => None,
-            false => match self.view.passthrough_file(ino) {
-                Some(file) => Some(file),
-                None => return Some(reply),
-            },
+        let file = match (shared, file) {
+            (true, _) => None,
+            (false, Some(file)) => Some(file),
+            (false, None) => return Some(reply),
         };
         let opened = ids.opened_passthrough(ino, || {
             let file = file?;

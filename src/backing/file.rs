@@ -335,7 +335,8 @@ impl BackingFile {
 impl Shared {
     /// Reads the whole (complete) file and checks it against the checksums recorded as it
     /// was written; a block that fails is marked absent and the file removed from the
-    /// directory, with a log line.
+    /// directory, with a log line. A file that cannot be read (a transient error) is only
+    /// not used whole (no passthrough); its blocks are still checked as they are read.
     fn check_whole(&self) -> bool {
         let Some(sums) = self.state.lock().sums.clone() else {
             return true;
@@ -343,7 +344,13 @@ impl Shared {
         let bad = match sums.verify(&self.file, self.size) {
             Ok(None) => return true,
             Ok(Some(b)) => b,
-            Err(_) => 0,
+            Err(e) => {
+                log::warn!(
+                    "{}: its backing file cannot be read whole ({e}): not served with passthrough",
+                    self.label
+                );
+                return false;
+            }
         };
         if let Some(map) = self.state.lock().map.as_mut() {
             map.unset(bad);
@@ -392,6 +399,11 @@ impl Shared {
     /// lock is let go.
     fn publish(&self) {
         let Some(w) = &self.writing else { return };
+        // Published already: a block decoded again after a failed check filled the map once
+        // more, and `KEY.part` is gone.
+        if self.complete.load(Ordering::Acquire) {
+            return;
+        }
         // A write or sync failed before (this file's or another's): blocks the file claims may
         // be lost, and a later sync may not tell it (Linux reports a writeback error once).
         if !self.dir.writable() {

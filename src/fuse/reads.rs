@@ -189,13 +189,18 @@ impl<R: ErrorReply> ReadPool<R> {
     }
 }
 
-/// A worker: runs jobs until it has been idle for [`IDLE_EXIT`].
+/// A worker: runs jobs until it has been idle for [`IDLE_EXIT`]. A job that unwinds (its
+/// reads' panics are caught before, but not a panic while the job is dropped) ends the worker
+/// as idleness does: counted out, so the pool starts others.
 fn work<R: ErrorReply>(inner: &Inner<R>) {
     let mut st = inner.state.lock();
     loop {
         if let Some(job) = st.jobs.pop_front() {
             drop(st);
-            job();
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)).is_err() {
+                inner.state.lock().workers -= 1;
+                return;
+            }
             st = inner.state.lock();
             continue;
         }
@@ -302,6 +307,27 @@ mod tests {
         assert_eq!(
             rx.recv_timeout(Duration::from_secs(5)),
             Ok(Err(rustix::io::Errno::NOTCONN.raw_os_error()))
+        );
+    }
+
+    #[test]
+    fn jobs_that_unwind_do_not_use_up_the_workers() {
+        let pool = ReadPool::new(None);
+        let (tx, rx) = mpsc::channel();
+        // More unwinding jobs than there may be workers: each takes its worker with it.
+        for i in 0..2 * MAX_WORKERS as u64 {
+            pool.submit(Answer(tx.clone()), (i, 0, 1), |ticket| {
+                drop(ticket.take());
+                std::panic::resume_unwind(Box::new("a panic the read did not catch"));
+            });
+        }
+        pool.submit(Answer(tx.clone()), (99, 0, 1), |ticket| {
+            let _ = ticket.take().unwrap().0.send(Ok(7));
+        });
+        let answered = std::iter::from_fn(|| rx.recv_timeout(Duration::from_secs(10)).ok());
+        assert!(
+            answered.into_iter().any(|a| a == Ok(7)),
+            "the last read ran"
         );
     }
 
