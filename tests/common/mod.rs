@@ -269,10 +269,12 @@ pub fn json_subset(expected: &Value, actual: &Value) -> Result<(), String> {
     Ok(())
 }
 
-/// JSON equality that treats numbers by value (1 == 1.0).
+/// JSON equality that treats numbers by value (1 == 1.0); integers on both sides compare
+/// exactly (an f64 cannot tell 2^63 from 2^63 + 5).
 fn json_equal(a: &Value, b: &Value) -> bool {
     match (a, b) {
-        (Value::Number(x), Value::Number(y)) => x == y || x.as_f64() == y.as_f64(),
+        (Value::Number(x), Value::Number(y)) if !x.is_f64() && !y.is_f64() => x == y,
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
         (Value::Array(x), Value::Array(y)) => {
             x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_equal(p, q))
         }

@@ -478,6 +478,15 @@ fn a_relative_cache_dir_and_allow_target_are_taken_from_the_working_directory() 
     let _ = std::fs::remove_dir_all(&in_root);
     assert!(!landed_in_root, "the cache went to {}", in_root.display());
     let data = read.unwrap();
+    let demo_case = crate::common::load_manifest("manifest.json")
+        .into_iter()
+        .find(|c| c.name == "demo")
+        .unwrap();
+    let node = demo_case
+        .nodes
+        .iter()
+        .find(|n| n.path == "surface/temperature");
+    assert_eq!(data, crate::common::expected_bytes(node.unwrap()).1);
     let kept: u64 = walk_bytes(&base.join(&cache));
     assert!(kept >= data.len() as u64, "{kept} bytes kept in {cache}");
 

@@ -99,9 +99,12 @@ fn getfattr_and_python_see_the_metadata_and_setfattr_is_refused() {
     );
     let attrs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let expected = case.nodes.iter().find(|n| n.path == "surface").unwrap();
-    if let Some(want) = expected.json.as_ref().and_then(|j| j.get("attributes")) {
-        assert_eq!(&attrs, want);
-    }
+    let want = expected.json.as_ref().and_then(|j| j.get("attributes"));
+    assert_eq!(
+        Some(&attrs),
+        want,
+        "the manifest records the group's attributes"
+    );
 
     let out = run(
         "getfattr",
