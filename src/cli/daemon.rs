@@ -3,7 +3,10 @@
 
 use nix::unistd::{fork, ForkResult};
 use rustix::pipe::{pipe_with, PipeFlags};
-use rustix::process::{chdir, setsid, waitpid, Pid, WaitOptions};
+use rustix::process::{
+    chdir, getpid, getppid, set_parent_process_death_signal, setsid, waitpid, Pid,
+    Signal as RustixSignal, WaitOptions,
+};
 use rustix::stdio::{dup2_stderr, dup2_stdin, dup2_stdout};
 use std::fs::File;
 use std::io::{Read, Write};
@@ -17,6 +20,8 @@ impl Ready {
     /// Tells the parent the mount works, then detaches from the terminal: stdin and stdout go to
     /// /dev/null, stderr to `log` or (without one) /dev/null with logging sent to syslog.
     pub fn succeed(mut self, log: Option<File>) {
+        // The mount command exits on this verdict: the daemon lives on without it.
+        let _ = set_parent_process_death_signal(None);
         let _ = self.pipe.write_all(b"ok\n");
         let null = dev_null();
         if let Some(null) = &null {
@@ -60,6 +65,7 @@ pub fn daemonize(work: impl FnOnce(Ready) -> i32) -> i32 {
         }
     };
     let (mut reader, writer) = (File::from(reader), File::from(writer));
+    let parent = getpid();
     // nix, not rustix: rustix forks only as `runtime::kernel_fork`, for language runtimes (it
     // skips libc's fork handlers, which the allocator and stdio rely on); nix calls libc's fork.
     // SAFETY: fork before any thread exists; both sides own their ends of the pipe.
@@ -67,6 +73,13 @@ pub fn daemonize(work: impl FnOnce(Ready) -> i32) -> i32 {
         Ok(ForkResult::Parent { child }) => child,
         Ok(ForkResult::Child) => {
             drop(reader);
+            // Until the mount is ready, the mount command ending (Ctrl-C in its terminal, which
+            // the new session no longer gets) ends the loading too: no mount appears after
+            // the user gave up on it, and a mount point made for it is removed.
+            let _ = set_parent_process_death_signal(Some(RustixSignal::TERM));
+            if getppid() != Some(parent) {
+                std::process::exit(1);
+            }
             let _ = setsid();
             let _ = chdir("/");
             let code = work(Ready { pipe: writer });
@@ -89,13 +102,17 @@ pub fn daemonize(work: impl FnOnce(Ready) -> i32) -> i32 {
         None => {
             let waited =
                 Pid::from_raw(child.as_raw()).map(|p| waitpid(Some(p), WaitOptions::empty()));
-            let status = match waited {
-                Some(Ok(Some((_, status)))) => status.as_raw(),
-                _ => 0,
+            let how = match waited {
+                Some(Ok(Some((_, status)))) => {
+                    match (status.exit_status(), status.terminating_signal()) {
+                        (Some(code), _) => format!("exit status {code}"),
+                        (_, Some(signal)) => format!("killed by signal {signal}"),
+                        _ => format!("wait status {}", status.as_raw()),
+                    }
+                }
+                _ => "no status".to_string(),
             };
-            eprintln!(
-                "zarrfs: the background process ended before the mount was ready (status {status})"
-            );
+            eprintln!("zarrfs: the background process ended before the mount was ready ({how})");
             1
         }
     }

@@ -128,6 +128,8 @@ pub fn serve(p: Prepared, ready: Option<Ready>) -> i32 {
 
 struct Mounted {
     thread: std::thread::JoinHandle<std::io::Result<()>>,
+    /// Set by the session thread as it ends, before its SIGUSR1: one from outside is not it.
+    ended: Arc<AtomicBool>,
     /// Answered "not connected" when the daemon ends with readers still waiting.
     readers: crate::fuse::Readers,
     mountpoint: std::path::PathBuf,
@@ -197,11 +199,14 @@ fn mount(p: Prepared) -> Result<Mounted, MountError> {
             mountpoint: mountpoint.clone(),
             cause,
         })?;
+    let ended = Arc::new(AtomicBool::new(false));
+    let ending = ended.clone();
     let thread = std::thread::Builder::new()
         .name("fuse".into())
         .spawn(move || {
             let result = session.run();
             // Wakes the main thread's sigwait.
+            ending.store(true, Ordering::SeqCst);
             let _ = kill(getpid(), Signal::SIGUSR1);
             result
         })
@@ -214,6 +219,7 @@ fn mount(p: Prepared) -> Result<Mounted, MountError> {
     let pid_file = super::pidfile::PidFile::create(&mountpoint);
     Ok(Mounted {
         thread,
+        ended,
         readers,
         mountpoint,
         _pid_file: pid_file,
@@ -267,34 +273,51 @@ impl Mounted {
         loop {
             // sigwait fails only for an invalid set (then logged as signal 0).
             let sig = match set.wait() {
-                Ok(Signal::SIGUSR1) => break,
+                Ok(Signal::SIGUSR1) if self.ended.load(Ordering::SeqCst) => break,
+                Ok(Signal::SIGUSR1) => {
+                    log::warn!("signal SIGUSR1 from outside: ignored");
+                    continue;
+                }
                 Ok(sig) => sig as i32,
                 Err(_) => 0,
             };
             log::info!("signal {sig}: unmounting {shown}");
             match detach_soon(&self.mountpoint) {
                 Ok(()) => break,
-                Err(Refusal::Busy) if !refused => {
-                    refused = true;
+                // Detached by someone else (umount -l) while in use: nothing left to unmount.
+                Err(_) if super::mount_table::mounted_at(&self.mountpoint).is_none() => {
                     log::warn!(
-                        "{shown} is busy (a process has a file open or its working directory \
-                         in it), so it stays mounted; signal again (Ctrl-C) to retry, and if \
-                         it is still busy zarrfs detaches it lazily and exits"
+                        "{shown} is no longer mounted (detached by another): exiting; \
+                         processes still using it get \"Transport endpoint is not connected\""
+                    );
+                    self.readers.cut_off();
+                    return 0;
+                }
+                Err(e) if !refused => {
+                    refused = true;
+                    let why = match e {
+                        Refusal::Busy => "busy (a process has a file open or its working \
+                                          directory in it)"
+                            .to_string(),
+                        other => format!("not unmounted ({other})"),
+                    };
+                    log::warn!(
+                        "{shown} is {why}, so it stays mounted; signal again (Ctrl-C) to \
+                         retry, and if it still fails zarrfs detaches it lazily and exits"
                     );
                 }
-                Err(Refusal::Busy) => {
+                Err(_) => {
                     let outcome = match detach(&self.mountpoint, true) {
                         Ok(()) => "detached it lazily (umount -l)".to_string(),
                         Err(e) => format!("could not detach it either ({e})"),
                     };
                     log::warn!(
-                        "{shown} is still busy: {outcome} and exiting; processes still using \
-                         it get \"Transport endpoint is not connected\""
+                        "{shown} is still not unmounted: {outcome} and exiting; processes still \
+                         using it get \"Transport endpoint is not connected\""
                     );
                     self.readers.cut_off();
                     return 1;
                 }
-                Err(e) => log::error!("unmounting {shown}: {e}"),
             }
         }
         match self.thread.join() {

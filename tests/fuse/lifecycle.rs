@@ -149,6 +149,28 @@ fn capture_stderr(child: &mut Child) -> Arc<Mutex<String>> {
 }
 
 #[test]
+fn a_sigusr1_from_outside_is_ignored_and_sigterm_still_unmounts() {
+    if !root_fuse_ready() {
+        return;
+    }
+    let mut scene = Scene::new();
+    let mnt = scene.mnt();
+    let (pid, said) = scene.mount_foreground();
+    let _ = kill(Pid::from_raw(pid), Signal::SIGUSR1);
+    wait_for("the SIGUSR1 to be logged", || {
+        said.lock().contains("SIGUSR1")
+    });
+    assert!(
+        std::fs::read(mnt.join(".group.json")).is_ok(),
+        "still serving"
+    );
+    let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
+    let status = scene.daemon_exit("zarrfs to end after SIGTERM");
+    assert!(status.success(), "{status}: {}", said.lock());
+    assert!(!is_fuse_mount(&mnt));
+}
+
+#[test]
 fn a_second_signal_after_a_busy_refusal_detaches_the_mount_and_ends_the_daemon() {
     if !root_fuse_ready() {
         return;

@@ -149,6 +149,71 @@ fn a_reader_cut_off_by_the_second_signal_is_told_the_transport_is_not_connected(
     servers::fault(&proxy, "ok");
 }
 
+/// Pids of the processes whose command line names `path`.
+fn processes_naming(path: &std::path::Path) -> Vec<i32> {
+    let needle = path.as_os_str().as_encoded_bytes().to_vec();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| c.windows(needle.len()).any(|w| w == needle))
+        })
+        .collect()
+}
+
+#[test]
+fn a_mount_command_interrupted_while_the_store_loads_leaves_no_mount_behind() {
+    if !fuse_ready() {
+        return;
+    }
+    let http = servers::http_server(&common::fixtures_dir().join("dialects"));
+    let proxy = servers::fault_proxy(&http);
+    servers::fault(&proxy, "sleep/600");
+    let name = case()
+        .store
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let mnt = tempfile::tempdir().unwrap();
+    // In the background (no -f): Ctrl-C reaches the mount command, not the new session.
+    let mut command = Command::new(env!("CARGO_BIN_EXE_zarrfs"))
+        .args(["--timeout", "120"])
+        .arg(format!("{}/{name}", proxy.url))
+        .arg(mnt.path())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    let _ = kill(Pid::from_raw(command.id() as i32), Signal::SIGINT);
+    let _ = command.wait();
+    // The store answers again: a loading left running would now mount.
+    servers::fault(&proxy, "ok");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !processes_naming(mnt.path()).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left = processes_naming(mnt.path());
+    for pid in &left {
+        let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let mounted = common::mount::is_fuse_mount(mnt.path());
+    if mounted {
+        let _ = common::mount::force_unmount(mnt.path());
+    }
+    assert!(
+        left.is_empty(),
+        "the background process outlived its mount command"
+    );
+    assert!(
+        !mounted,
+        "a mount appeared after the mount command was interrupted"
+    );
+}
+
 #[test]
 fn a_signal_while_the_store_loads_ends_the_mount_command() {
     if !fuse_ready() {
