@@ -112,10 +112,11 @@ pub fn serve(p: Prepared, ready: Option<Ready>) -> i32 {
         }
     };
     if let Some(r) = ready {
-        let log = match log_file {
-            Some(path) => super::logging::open_log_file(&path),
-            None => super::logging::fallback_file(&mounted.mountpoint),
-        };
+        // A log file that cannot be opened (said on stderr) falls back as no log file does:
+        // the log always goes somewhere that is said.
+        let log = log_file
+            .and_then(|path| super::logging::open_log_file(&path))
+            .or_else(|| super::logging::fallback_file(&mounted.mountpoint));
         r.succeed(log);
     }
     log::info!(
