@@ -121,16 +121,17 @@ pub struct Tree<'a> {
     root_children: Mutex<Option<Vec<Node>>>,
 }
 
-/// Loads the whole hierarchy of `store`. Fails only when the root itself cannot be read or
-/// nothing is found; nodes whose metadata is malformed are left out with a warning, and arrays
-/// whose metadata is unusable are kept with the error in [`NodeKind::Array`].
+/// Loads the whole hierarchy of `store`. Fails when the root itself cannot be read, nothing is
+/// found, or the store fails to list a group or read a node's metadata; nodes whose metadata is
+/// malformed are left out with a warning, and arrays whose metadata is unusable are kept with
+/// the error in [`NodeKind::Array`].
 pub fn load_hierarchy(store: &dyn Store, opts: &LoadOptions) -> Result<Hierarchy, MetaError> {
     let tree = Tree::open(StoreRef::Borrowed(store), opts)?;
     let mut nodes = vec![tree.root().clone()];
     let mut next = 0;
     while next < nodes.len() {
         if matches!(nodes[next].kind, NodeKind::Group) {
-            let children = tree.children(&nodes[next].path, &nodes[next].document);
+            let children = tree.children(&nodes[next].path, &nodes[next].document)?;
             nodes.extend(children);
         }
         next += 1;
@@ -141,8 +142,8 @@ pub fn load_hierarchy(store: &dyn Store, opts: &LoadOptions) -> Result<Hierarchy
 
 impl<'a> Tree<'a> {
     /// Opens the tree of `store`: reads its root and, for a group, the root's children (so an
-    /// empty store fails here). Fails only when the root itself cannot be read or nothing is
-    /// found.
+    /// empty store fails here). Fails when the root itself cannot be read, nothing is found, or
+    /// the store fails to list the root or read its metadata or its children's.
     pub fn open(store: StoreRef<'a>, opts: &LoadOptions) -> Result<Tree<'a>, MetaError> {
         if let Ok(Some((root, _))) = read_json(&*store, "zarr.json") {
             if let Some(entry) = v3_draft::entry_point(&root)? {
@@ -180,6 +181,7 @@ impl<'a> Tree<'a> {
         // children still show; the error is returned only when nothing else is found.
         let (root, root_error) = match tree.probe("") {
             Ok(root) => (root, None),
+            Err(e @ MetaError::Store(_)) => return Err(e),
             Err(e) => {
                 log::warn!("/: metadata ignored: {e}");
                 (None, Some(e))
@@ -192,7 +194,7 @@ impl<'a> Tree<'a> {
             return Ok(tree);
         }
         let cannot_list = AtomicBool::new(false);
-        let children = tree.load("", &tree.root.document, &cannot_list);
+        let children = tree.load("", &tree.root.document, &cannot_list)?;
         if !root_explicit {
             // An implicit root takes the dialect of the nodes found: a store of v3 arrays
             // without a root `zarr.json` (as tensorstore writes them) is a v3 store.
@@ -226,13 +228,18 @@ impl<'a> Tree<'a> {
 
     /// The children of the group at `path` whose document is `document`, sorted by name:
     /// listed and probed now (the root's were at [`Tree::open`]). Children whose metadata is
-    /// unusable are left out, with a warning naming them; a group that cannot be listed is
-    /// shown without children, with a warning.
-    pub fn children(&self, path: &str, document: &Map<String, Value>) -> Vec<Node> {
+    /// unusable are left out, with a warning naming them; a store that cannot list shows the
+    /// group without children. Fails when the store fails to list the group or to read a
+    /// child's metadata (a timeout, a server error): asking again may succeed.
+    pub fn children(
+        &self,
+        path: &str,
+        document: &Map<String, Value>,
+    ) -> Result<Vec<Node>, MetaError> {
         if path.is_empty() {
             let first = self.root_children.lock().take();
             if let Some(children) = first {
-                return children;
+                return Ok(children);
             }
         }
         self.load(path, document, &AtomicBool::new(false))
@@ -243,8 +250,13 @@ impl<'a> Tree<'a> {
     }
 
     /// Lists and probes the children of the group at `path`; sets `cannot_list` when the
-    /// store cannot list them.
-    fn load(&self, path: &str, doc: &Map<String, Value>, cannot_list: &AtomicBool) -> Vec<Node> {
+    /// store cannot list them. Fails as [`Tree::children`].
+    fn load(
+        &self,
+        path: &str,
+        doc: &Map<String, Value>,
+        cannot_list: &AtomicBool,
+    ) -> Result<Vec<Node>, MetaError> {
         let depth = if path.is_empty() {
             0
         } else {
@@ -252,7 +264,7 @@ impl<'a> Tree<'a> {
         };
         let mut seen = HashSet::new();
         let listed: Vec<Child> = self
-            .list(path, doc, cannot_list)
+            .list(path, doc, cannot_list)?
             .into_iter()
             .filter(|c| seen.insert(c.name.clone()))
             .collect();
@@ -261,7 +273,7 @@ impl<'a> Tree<'a> {
                 let path = join_key(path, &child.name);
                 log::warn!("{}", MetaError::TooDeep { path });
             }
-            return Vec::new();
+            return Ok(Vec::new());
         }
         let found = parallel_map(&listed, self.store().parallelism(), |child| {
             let path = join_key(path, &child.name);
@@ -269,7 +281,7 @@ impl<'a> Tree<'a> {
                 // Paths with no metadata: implicit groups, shown when a node lies below them,
                 // in the dialect of the first one found.
                 Ok(None) => Ok(self
-                    .dialect_below(&path, depth + 1)
+                    .dialect_below(&path, depth + 1)?
                     .map(|dialect| implicit_group(&path, child.mtime, dialect))),
                 other => other,
             }
@@ -277,28 +289,31 @@ impl<'a> Tree<'a> {
         let mut nodes = Vec::new();
         for (child, result) in listed.iter().zip(found) {
             match result {
+                Err(e @ MetaError::Store(_)) => return Err(e),
                 Err(e) => log::warn!("{}: left out: {e}", join_key(path, &child.name)),
                 Ok(Some(node)) => nodes.push(node),
                 Ok(None) => {}
             }
         }
         nodes.sort_by(|a, b| a.path.cmp(&b.path));
-        nodes
+        Ok(nodes)
     }
 
     /// The dialect of the first node with usable metadata found below the path `path` (at
-    /// `depth`), which has none of its own, level by level; `None` when there is none.
-    fn dialect_below(&self, path: &str, depth: usize) -> Option<Dialect> {
+    /// `depth`), which has none of its own, level by level; `None` when there is none. Fails
+    /// as [`Tree::children`].
+    fn dialect_below(&self, path: &str, depth: usize) -> Result<Option<Dialect>, MetaError> {
         let mut level = vec![path.to_string()];
         for depth in depth..MAX_DEPTH {
             let mut next = Vec::new();
             for prefix in &level {
                 let quiet = AtomicBool::new(false);
-                for child in self.list(prefix, &Map::new(), &quiet) {
+                for child in self.list(prefix, &Map::new(), &quiet)? {
                     let path = join_key(prefix, &child.name);
                     match self.probe(&path) {
-                        Ok(Some(node)) => return Some(Dialect::of(&node.document)),
+                        Ok(Some(node)) => return Ok(Some(Dialect::of(&node.document))),
                         Ok(None) if depth + 1 < MAX_DEPTH => next.push(path),
+                        Err(e @ MetaError::Store(_)) => return Err(e),
                         _ => {}
                     }
                 }
@@ -308,7 +323,7 @@ impl<'a> Tree<'a> {
             }
             level = next;
         }
-        None
+        Ok(None)
     }
 }
 
@@ -448,9 +463,15 @@ fn found(
 }
 
 impl Tree<'_> {
-    /// The children of the group at `path` whose document is `doc`, names checked. Failures are
-    /// logged: the group is then shown without children.
-    fn list(&self, path: &str, doc: &Map<String, Value>, cannot_list: &AtomicBool) -> Vec<Child> {
+    /// The children of the group at `path` whose document is `doc`, names checked (refused
+    /// names are left out with a warning). A store that cannot list gives none and sets
+    /// `cannot_list`; another store failure is returned.
+    fn list(
+        &self,
+        path: &str,
+        doc: &Map<String, Value>,
+        cannot_list: &AtomicBool,
+    ) -> Result<Vec<Child>, MetaError> {
         let (source, listed) = match &self.layout {
             MetadataKeys::Zarr { .. } => {
                 let gen1 = self.gen1(path, nczarr::GEN1_GROUP);
@@ -472,18 +493,15 @@ impl Tree<'_> {
             ),
         };
         match listed {
-            Ok(children) => children
+            Ok(children) => Ok(children
                 .into_iter()
                 .filter(|c| accept_name(&source, &c.name))
-                .collect(),
+                .collect()),
             Err(StoreError::CannotList(_)) => {
                 cannot_list.store(true, Ordering::Relaxed);
-                Vec::new()
+                Ok(Vec::new())
             }
-            Err(e) => {
-                log::warn!("{}: children not listed: {e}", shown_key(path));
-                Vec::new()
-            }
+            Err(e) => Err(MetaError::Store(e)),
         }
     }
 
@@ -725,7 +743,7 @@ mod tests {
         let requests = || store.counts.total.load(Ordering::SeqCst);
         let tree = Tree::open(StoreRef::Borrowed(&store), &LoadOptions::default()).unwrap();
         let opened = requests();
-        let root = tree.children("", &tree.root().document);
+        let root = tree.children("", &tree.root().document).unwrap();
         assert_eq!(requests(), opened, "the root's children were read at open");
         let names: Vec<&str> = root.iter().map(|n| n.path.as_str()).collect();
         assert_eq!(names.len(), 13, "{names:?}");
@@ -734,7 +752,7 @@ mod tests {
         let group = |path: &str| {
             let before = requests();
             let doc = &root.iter().find(|n| n.path == path).unwrap().document;
-            let children = tree.children(path, doc);
+            let children = tree.children(path, doc).unwrap();
             (children, requests() - before)
         };
         let (g00, cost) = group("g00");
@@ -746,7 +764,7 @@ mod tests {
         assert!(!paths.iter().any(|p| p.matches('/').count() > 1));
         // An implicit group shows because a node lies below it, found when it is listed.
         let imp = &g00.iter().find(|n| n.path == "g00/imp6").unwrap().document;
-        let below = tree.children("g00/imp6", imp);
+        let below = tree.children("g00/imp6", imp).unwrap();
         assert_eq!(below.len(), 1);
         assert_eq!(below[0].path, "g00/imp6/v3");
     }

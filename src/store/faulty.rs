@@ -1,5 +1,5 @@
 //! A store that injects faults into another, for tests: errors, short reads, corrupted bytes
-//! and latency, on the keys a rule names, on every call or every Nth.
+//! and latency, on the keys a rule names, on every call, every Nth or the first N.
 
 use super::{Layer, Request, Store, StoreError};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,11 +21,13 @@ pub enum Fault {
     Panic,
 }
 
-/// Injects `fault` into calls on keys containing `keys` (`""`: every key), on every `every`th
-/// matching call (1: all of them).
+/// Injects `fault` into calls on keys containing `keys` (`""`: every key), or equal to it when
+/// `exact`, on every `every`th matching call (1: all of them) among the first `first`.
 struct Rule {
     keys: String,
+    exact: bool,
     every: u64,
+    first: u64,
     fault: Fault,
     seen: AtomicU64,
 }
@@ -71,7 +73,23 @@ impl FaultyStore {
     pub fn with(mut self, keys: &str, every: u64, fault: Fault) -> Self {
         self.rules.push(Rule {
             keys: keys.to_string(),
+            exact: false,
             every: every.max(1),
+            first: u64::MAX,
+            fault,
+            seen: AtomicU64::new(0),
+        });
+        self
+    }
+
+    /// Adds a rule: `fault` on the first `n` calls on exactly `key` (a listing's prefix `a/b`
+    /// spares the objects `a/b/...`).
+    pub fn first(mut self, key: &str, n: u64, fault: Fault) -> Self {
+        self.rules.push(Rule {
+            keys: key.to_string(),
+            exact: true,
+            every: 1,
+            first: n,
             fault,
             seen: AtomicU64::new(0),
         });
@@ -88,10 +106,16 @@ impl FaultyStore {
         self.calls.fetch_add(1, Ordering::Relaxed);
         let mut damage = Damage::default();
         for rule in &self.rules {
-            if !key.contains(&rule.keys) {
+            let matches = if rule.exact {
+                key == rule.keys
+            } else {
+                key.contains(&rule.keys)
+            };
+            if !matches {
                 continue;
             }
-            if (rule.seen.fetch_add(1, Ordering::Relaxed) + 1) % rule.every != 0 {
+            let seen = rule.seen.fetch_add(1, Ordering::Relaxed) + 1;
+            if seen % rule.every != 0 || seen > rule.first {
                 continue;
             }
             match &rule.fault {
@@ -156,5 +180,13 @@ mod tests {
         assert_eq!(s.get("b/c/0").unwrap().unwrap().bytes, vec![5, 6 ^ 0x10]);
         assert_eq!(s.get_suffix("b/c/0", 2).unwrap(), Some((vec![7 ^ 0x10], 4)));
         assert_eq!(s.calls(), 5);
+    }
+
+    #[test]
+    fn a_first_rule_fails_its_first_calls_on_its_key_only() {
+        let s = FaultyStore::new(store()).first("a", 1, Fault::Error);
+        assert!(s.get("a/c/0").is_ok(), "a/c/0 is not a");
+        assert!(s.list_dir("a").is_err());
+        assert!(s.list_dir("a").is_ok(), "the first call only");
     }
 }

@@ -1,6 +1,7 @@
 //! The tree of files, made group by group: a directory's entries are made the first time it is
 //! listed or looked up, from its group's children as the [`Tree`] loads them, and kept (the
-//! mount is a snapshot). Concurrent first uses of one directory make it once.
+//! mount is a snapshot). Concurrent first uses of one directory make it once. A load the store
+//! fails is not kept: that use fails with EIO and the next one loads the group again.
 
 use super::array_file::{Sources, Unreadable};
 use super::kinds::{
@@ -13,7 +14,8 @@ use super::xattrs::group_xattrs;
 use super::zom::{store_version, ZOM_FILE};
 use super::zom_files::ZomFiles;
 use super::{
-    ArrayFile, Attrs, Content, Dir, Group, Inode, IoCause, Listing, View, VlenFile, ROOT_INO,
+    ArrayFile, Attrs, Content, Dir, Group, Inode, IoCause, Listing, View, ViewError, VlenFile,
+    ROOT_INO,
 };
 use crate::cache::read_ahead::ReadPolicy;
 use crate::cache::ChunkCache;
@@ -88,15 +90,23 @@ impl View {
     }
 
     /// The entries of directory `ino` (`dir`), made now: its group's children, loaded from the
-    /// store, then its sidecars.
-    pub(super) fn make_listing(&self, ino: u64, dir: &Dir) -> Listing {
+    /// store, then its sidecars. When the store fails to load the children, logs why and
+    /// fails with EIO, having made no inode.
+    pub(super) fn make_listing(&self, ino: u64, dir: &Dir) -> Result<Listing, ViewError> {
         let Some(group) = &dir.group else {
-            return Listing::default();
+            return Ok(Listing::default());
         };
-        let mut e = Entries::new(self, ino);
         let doc = self.zoms.document(group.zom);
+        let children = self.tree.children(&group.path, &doc).map_err(|e| {
+            log::error!(
+                "{}: children not loaded (next use tries again): {e}",
+                shown_key(&group.path)
+            );
+            crate::stats::STATS.error(&format!("{:?}", IoCause::Store));
+            ViewError::Io(IoCause::Store)
+        })?;
+        let mut e = Entries::new(self, ino);
         e.group_sidecars(group);
-        let children = self.tree.children(&group.path, &doc);
         let mut kept = Vec::with_capacity(children.len());
         for node in &children {
             let bytes = json_bytes(&node.document);
@@ -128,7 +138,7 @@ impl View {
         }
         self.zoms.set_children(group.zom, kept);
         self.log_loaded(children.len());
-        e.finish()
+        Ok(e.finish())
     }
 
     /// Counts `n` nodes loaded, logging the count at every ten thousand.

@@ -7,7 +7,8 @@
 //! entries past, what was used; and as many groups load at once as there are workers (each
 //! with its store's requests in flight). Loading ahead never changes what a directory shows
 //! (the mount is a snapshot, each directory made once whoever comes first), and a user's
-//! request for a directory a worker is making waits for it instead of making it again.
+//! request for a directory a worker is making waits for it instead of making it again. A
+//! group a worker fails to load is not kept as loaded: its next use loads it again.
 //!
 //! This is apart from the chunks' read-ahead (`cache::read_ahead`): that one schedules chunk
 //! fetches within the cache's byte budget, from readers' offsets; this one makes directories of
@@ -95,12 +96,8 @@ fn work(view: &Weak<View>, queue: &Mutex<Receiver<u64>>) {
             return;
         };
         if let Some(d) = view.known_dir(ino) {
-            let mut made = false;
-            d.listing.get_or_init(|| {
-                made = true;
-                view.make_listing(ino, d)
-            });
-            if made {
+            // A failure is logged; the directory's next use tries again.
+            if let Ok((_, true)) = d.listing_or(|| view.make_listing(ino, d)) {
                 view.groups_ahead.fetch_add(1, Ordering::Relaxed);
             }
         }

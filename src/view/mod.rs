@@ -153,12 +153,15 @@ impl Content {
     }
 }
 
-/// A directory: its entries, made at its first use (or before, see [`look_ahead`]).
+/// A directory: its entries, made at its first use (or before, see [`look_ahead`]); a failed
+/// making is not kept, the next use tries again.
 #[derive(Default)]
 struct Dir {
     /// The group it shows (none for `.zarrfs` and for the root of a store that is an array).
     group: Option<Group>,
     listing: OnceLock<Listing>,
+    /// Held while the listing is made, so that concurrent first uses make it once.
+    making: Mutex<()>,
     /// Set at its first use by a request.
     used: AtomicBool,
     /// Set when it was queued to be made ahead of its use.
@@ -171,6 +174,23 @@ impl Dir {
             group: Some(group),
             ..Dir::default()
         })
+    }
+
+    /// Its listing, made by `make` if not made yet, and whether this call made it. Only
+    /// a listing made is kept: after a failure, the next call makes it again.
+    fn listing_or(
+        &self,
+        make: impl FnOnce() -> Result<Listing, ViewError>,
+    ) -> Result<(&Listing, bool), ViewError> {
+        if let Some(listing) = self.listing.get() {
+            return Ok((listing, false));
+        }
+        let _making = self.making.lock();
+        if let Some(listing) = self.listing.get() {
+            return Ok((listing, false));
+        }
+        let made = make()?;
+        Ok((self.listing.get_or_init(|| made), true))
     }
 }
 
@@ -294,11 +314,12 @@ impl View {
         }
     }
 
-    /// The entries of directory `ino`, made now if this is its first use.
+    /// The entries of directory `ino`, made now if not made yet (EIO when its group's
+    /// children cannot be loaded now).
     fn dir(&self, ino: u64) -> Result<&Listing, ViewError> {
         match &self.inode(ino)?.content {
             Content::Dir(d) => {
-                let listing = d.listing.get_or_init(|| self.make_listing(ino, d));
+                let (listing, _) = d.listing_or(|| self.make_listing(ino, d))?;
                 self.used(ino, d);
                 Ok(listing)
             }

@@ -417,3 +417,79 @@ fn panics_below_the_view_fail_one_read_on_every_path() {
     );
     assert_eq!(read_whole(&view, "forder").unwrap(), arrays[1].expected);
 }
+
+const V2_ARRAY: &str = r#"{"zarr_format": 2, "shape": [2], "chunks": [2], "dtype": "<i2", "compressor": null, "fill_value": 0, "order": "C", "filters": null}"#;
+
+/// A v2 root holding group `g`, which holds array `a` and group `sub`.
+fn group_store() -> MemoryStore {
+    let mut s = MemoryStore::new();
+    for group in [".zgroup", "g/.zgroup", "g/sub/.zgroup"] {
+        s.insert(group, r#"{"zarr_format": 2}"#);
+    }
+    s.insert("g/a/.zarray", V2_ARRAY);
+    s
+}
+
+/// The names directory `path` shows, without the dot entries.
+fn names(view: &View, path: &str) -> Result<Vec<String>, ViewError> {
+    let entries = view.readdir(view.resolve(path)?, 2)?;
+    Ok(entries.into_iter().map(|e| e.name).collect())
+}
+
+#[test]
+fn a_group_whose_listing_or_probe_fails_gives_eio_and_is_loaded_again_at_its_next_use() {
+    // The listing of `g`, then the metadata of its child `a`, fail on their first call.
+    for key in ["g", "g/a/.zarray"] {
+        let store = FaultyStore::new(Arc::new(group_store())).first(key, 1, Fault::Error);
+        let view = view_of(Arc::new(store), 1 << 20);
+        let g = view.resolve("g").unwrap();
+        let made = view.len();
+        assert_eq!(
+            names(&view, "g"),
+            Err(ViewError::Io(IoCause::Store)),
+            "{key}"
+        );
+        assert_eq!(view.len(), made, "{key}: no inode made by the failed load");
+        let listing = names(&view, "g").unwrap();
+        for name in ["a", "a.json", "sub"] {
+            assert!(listing.iter().any(|n| n == name), "{key}: {listing:?}");
+        }
+        assert_eq!(
+            view.lookup(g, "a").unwrap().ino,
+            view.resolve("g/a").unwrap()
+        );
+    }
+    // A lookup meets the failure the same way.
+    let store = FaultyStore::new(Arc::new(group_store())).first("g", 1, Fault::Error);
+    let view = view_of(Arc::new(store), 1 << 20);
+    let g = view.resolve("g").unwrap();
+    assert_eq!(view.lookup(g, "sub"), Err(ViewError::Io(IoCause::Store)));
+    assert!(view.lookup(g, "sub").is_ok());
+}
+
+#[test]
+fn a_group_the_look_ahead_fails_to_load_is_loaded_again_at_its_use() {
+    let faulty = Arc::new(FaultyStore::new(Arc::new(group_store())).first("g", 1, Fault::Error));
+    let view = Arc::new(view_of(faulty.clone(), 1 << 20));
+    view.look_ahead();
+    let before = faulty.calls();
+    // Listing the root (loaded at open: no request) queues `g`, whose listing, the next
+    // request, fails on the look-ahead's worker.
+    names(&view, "").unwrap();
+    within_a_minute(move || {
+        while faulty.calls() == before {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    });
+    let listing = names(&view, "g").unwrap();
+    assert!(listing.iter().any(|n| n == "sub"), "{listing:?}");
+}
+
+#[test]
+fn a_root_whose_listing_fails_fails_the_open() {
+    let store = FaultyStore::new(Arc::new(group_store())).first("", 1, Fault::Error);
+    let err = zarrfs::view::from_store(Arc::new(store), "root", 1 << 20, &LoadOptions::default())
+        .err()
+        .expect("the open fails");
+    assert!(err.to_string().contains("injected fault"), "{err}");
+}
