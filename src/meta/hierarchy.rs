@@ -181,7 +181,7 @@ impl<'a> Tree<'a> {
         // children still show; the error is returned only when nothing else is found.
         let (root, root_error) = match tree.probe("") {
             Ok(root) => (root, None),
-            Err(e @ MetaError::Store(_)) => return Err(e),
+            Err(e) if may_pass(&e) => return Err(e),
             Err(e) => {
                 log::warn!("/: metadata ignored: {e}");
                 (None, Some(e))
@@ -289,7 +289,7 @@ impl<'a> Tree<'a> {
         let mut nodes = Vec::new();
         for (child, result) in listed.iter().zip(found) {
             match result {
-                Err(e @ MetaError::Store(_)) => return Err(e),
+                Err(e) if may_pass(&e) => return Err(e),
                 Err(e) => log::warn!("{}: left out: {e}", join_key(path, &child.name)),
                 Ok(Some(node)) => nodes.push(node),
                 Ok(None) => {}
@@ -313,7 +313,7 @@ impl<'a> Tree<'a> {
                     match self.probe(&path) {
                         Ok(Some(node)) => return Ok(Some(Dialect::of(&node.document))),
                         Ok(None) if depth + 1 < MAX_DEPTH => next.push(path),
-                        Err(e @ MetaError::Store(_)) => return Err(e),
+                        Err(e) if may_pass(&e) => return Err(e),
                         _ => {}
                     }
                 }
@@ -325,6 +325,17 @@ impl<'a> Tree<'a> {
         }
         Ok(None)
     }
+}
+
+/// True for a failure of the store that may pass (the network's: an error answer past the
+/// retries, a timeout): the load fails, to be tried again; any other failure reading a node's
+/// metadata (a refused special file or link, a bad key, a document too large) leaves that node
+/// out with a warning, as its malformed metadata does.
+fn may_pass(e: &MetaError) -> bool {
+    matches!(
+        e,
+        MetaError::Store(StoreError::Remote { .. } | StoreError::TimedOut { .. })
+    )
 }
 
 /// Reads and parses one metadata object (at most [`MAX_DOCUMENT_BYTES`], the root `zarr.json`

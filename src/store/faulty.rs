@@ -11,6 +11,9 @@ use std::time::Duration;
 pub enum Fault {
     /// The call fails with an I/O error naming the key ("injected fault").
     Error,
+    /// The call fails as a remote server that kept answering with an error past the retries
+    /// (a 503): a fault that may pass.
+    Unavailable,
     /// A read returns only the first half of the bytes it would return.
     ShortRead,
     /// A read returns its bytes with one bit flipped in the middle byte.
@@ -121,6 +124,12 @@ impl FaultyStore {
             match &rule.fault {
                 Fault::Error => {
                     return Err(StoreError::io(key, std::io::Error::other("injected fault")))
+                }
+                Fault::Unavailable => {
+                    return Err(StoreError::Remote {
+                        what: key.to_string(),
+                        cause: "injected 503 Service Unavailable".into(),
+                    })
                 }
                 Fault::ShortRead => damage.short = true,
                 Fault::Corrupt => damage.corrupt = true,

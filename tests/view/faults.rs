@@ -438,9 +438,10 @@ fn names(view: &View, path: &str) -> Result<Vec<String>, ViewError> {
 
 #[test]
 fn a_group_whose_listing_or_probe_fails_gives_eio_and_is_loaded_again_at_its_next_use() {
-    // The listing of `g`, then the metadata of its child `a`, fail on their first call.
-    for key in ["g", "g/a/.zarray"] {
-        let store = FaultyStore::new(Arc::new(group_store())).first(key, 1, Fault::Error);
+    // The listing of `g` (a local error), then the metadata of its child `a` (a server's
+    // error past the retries), fail on their first call.
+    for (key, fault) in [("g", Fault::Error), ("g/a/.zarray", Fault::Unavailable)] {
+        let store = FaultyStore::new(Arc::new(group_store())).first(key, 1, fault);
         let view = view_of(Arc::new(store), 1 << 20);
         let g = view.resolve("g").unwrap();
         let made = view.len();
