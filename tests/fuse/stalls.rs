@@ -30,13 +30,24 @@ fn expected_data(case: &StoreCase, path: &str) -> Vec<u8> {
     expected_bytes(case.nodes.iter().find(|n| n.path == path).unwrap()).1
 }
 
-/// nginx over the dialect fixtures, the fault proxy in front, and a mount through the proxy.
-fn proxied_mount(args: &[&str]) -> (Server, Server, Mount) {
+/// nginx over the dialect fixtures, the fault proxy in front, and the URL of this file's store
+/// through the proxy.
+fn proxied_store() -> (Server, Server, String) {
     let http = servers::http_server(&common::fixtures_dir().join("dialects"));
     let proxy = servers::fault_proxy(&http);
-    let c = case();
-    let name = c.store.file_name().unwrap().to_string_lossy().into_owned();
+    let name = case()
+        .store
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
     let url = format!("{}/{name}", proxy.url);
+    (http, proxy, url)
+}
+
+/// [`proxied_store`] and a mount through the proxy.
+fn proxied_mount(args: &[&str]) -> (Server, Server, Mount) {
+    let (http, proxy, url) = proxied_store();
     let mount = Mount::new(Path::new(&url), args);
     (http, proxy, mount)
 }
@@ -168,20 +179,13 @@ fn a_mount_command_interrupted_while_the_store_loads_leaves_no_mount_behind() {
     if !fuse_ready() {
         return;
     }
-    let http = servers::http_server(&common::fixtures_dir().join("dialects"));
-    let proxy = servers::fault_proxy(&http);
+    let (_http, proxy, url) = proxied_store();
     servers::fault(&proxy, "sleep/600");
-    let name = case()
-        .store
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .into_owned();
     let mnt = tempfile::tempdir().unwrap();
     // In the background (no -f): Ctrl-C reaches the mount command, not the new session.
     let mut command = Command::new(env!("CARGO_BIN_EXE_zarrfs"))
         .args(["--timeout", "120"])
-        .arg(format!("{}/{name}", proxy.url))
+        .arg(&url)
         .arg(mnt.path())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -219,19 +223,12 @@ fn a_signal_while_the_store_loads_ends_the_mount_command() {
     if !fuse_ready() {
         return;
     }
-    let http = servers::http_server(&common::fixtures_dir().join("dialects"));
-    let proxy = servers::fault_proxy(&http);
+    let (_http, proxy, url) = proxied_store();
     servers::fault(&proxy, "sleep/600");
-    let name = case()
-        .store
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .into_owned();
     let mnt = tempfile::tempdir().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_zarrfs"))
         .args(["-f", "--timeout", "120"])
-        .arg(format!("{}/{name}", proxy.url))
+        .arg(&url)
         .arg(mnt.path())
         .stderr(std::process::Stdio::piped())
         .spawn()
