@@ -6,7 +6,7 @@
 //! chunks of that slice through the chunk cache, and kept in a small LRU. Arrays whose first
 //! slice needs more than [`MAX_DECODE`] bytes of decoded chunks have none.
 
-use super::{View, ViewError};
+use super::{Content, Inode, View, ViewError, ROOT_INO};
 use crate::codec::NumType;
 use crate::meta::{ArrayMeta, DataType};
 use lru::LruCache;
@@ -171,9 +171,29 @@ fn encode(width: u32, height: u32, pixels: &[u8]) -> Result<Vec<u8>, png::Encodi
 }
 
 impl View {
-    /// Shows no `A.png` files (`--no-previews`); called before the view is used.
+    /// Shows no `A.png` files (`--no-previews`); called before the view is used. The root's
+    /// listing, made with the view when the store is an array, loses its preview too.
     pub fn hide_previews(&mut self) {
         self.previews_shown = false;
+        let previews: Vec<u64> = match self.known_dir(ROOT_INO).and_then(|d| d.listing.get()) {
+            Some(listing) => listing
+                .entries
+                .iter()
+                .map(|&(_, ino)| ino)
+                .filter(|&ino| matches!(self.known(ino).content, Content::Preview(_)))
+                .collect(),
+            None => return,
+        };
+        let root = self.inodes.get_mut((ROOT_INO - 1) as usize);
+        if let Some(Inode {
+            content: Content::Dir(dir),
+            ..
+        }) = root
+        {
+            if let Some(listing) = dir.listing.get_mut() {
+                listing.entries.retain(|(_, ino)| !previews.contains(ino));
+            }
+        }
     }
 
     /// The size of preview `p` if it has been rendered and is still kept, else 0.

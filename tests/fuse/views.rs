@@ -246,4 +246,20 @@ fn previews_show_through_the_mount_and_no_previews_hides_them() {
     assert!(names.iter().all(|n| !n.ends_with(".png")), "{names:?}");
     assert!(names.iter().any(|n| n == "temperature.npy"), "{names:?}");
     mount.stop();
+
+    // A store that is one array: its files are in the root, listed with the view.
+    let root_array = common::fixtures_dir().join("temp.zarr");
+    let root_names = |args: &[&str]| {
+        let mount = Mount::new(&root_array, args);
+        let names: Vec<String> = std::fs::read_dir(mount.join(""))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        mount.stop();
+        names
+    };
+    assert!(root_names(&[]).iter().any(|n| n.ends_with(".png")));
+    let hidden = root_names(&["--no-previews"]);
+    assert!(hidden.iter().all(|n| !n.ends_with(".png")), "{hidden:?}");
+    assert!(hidden.iter().any(|n| n.ends_with(".npy")), "{hidden:?}");
 }
