@@ -7,7 +7,7 @@ mod fuzz_support;
 
 use fuzz_support::{fixtures, mutate, run, save_finding, take_largest_allocation, MAX_ALLOCATION};
 use parking_lot::Mutex;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -122,20 +122,40 @@ struct Case {
     key: String,
     idx: Vec<u64>,
     original: Vec<u8>,
+    /// Whether the manifest says this array's stored objects may fail to decode.
+    may_fail: bool,
 }
 
-/// Every directory store the fixture manifests list.
-fn fixture_stores() -> Vec<PathBuf> {
-    let mut stores = BTreeSet::new();
+/// Every directory store the fixture manifests list, with the arrays the manifest says fail
+/// to read (a node's `expect` "eio" or "partial_eio", or the hostile manifest's `eio` list).
+fn fixture_stores() -> Vec<(PathBuf, BTreeSet<String>)> {
+    let mut stores = BTreeMap::new();
     for manifest in fuzz_support::files_under(&fixtures()) {
         if manifest.file_name().is_some_and(|n| n == "manifest.json") {
             let doc: serde_json::Value =
                 serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
-            let listed = doc["stores"].as_array().into_iter().flatten();
-            for name in listed.filter_map(|s| s["store"].as_str()) {
+            for entry in doc["stores"].as_array().into_iter().flatten() {
+                let Some(name) = entry["store"].as_str() else {
+                    continue;
+                };
                 let path = manifest.parent().unwrap().join(name);
                 if path.is_dir() {
-                    stores.insert(path);
+                    let failing = entry["nodes"].as_array().into_iter().flatten();
+                    let failing = failing
+                        .filter(|n| n["expect"].as_str().is_some_and(|e| e.ends_with("eio")))
+                        .filter_map(|n| n["path"].as_str())
+                        .chain(
+                            entry["eio"]
+                                .as_array()
+                                .into_iter()
+                                .flatten()
+                                .flat_map(|p| p.as_str()),
+                        )
+                        .map(str::to_owned);
+                    stores
+                        .entry(path)
+                        .or_insert_with(BTreeSet::new)
+                        .extend(failing);
                 }
             }
         }
@@ -144,7 +164,7 @@ fn fixture_stores() -> Vec<PathBuf> {
 }
 
 /// The cases of one store: for every readable array, each stored object once.
-fn cases_of(root: &Path) -> Vec<Case> {
+fn cases_of(root: &Path, failing: &BTreeSet<String>) -> Vec<Case> {
     let store = Arc::new(Swapped {
         inner: DirStore::new(root).unwrap(),
         swap: Mutex::new(None),
@@ -201,6 +221,12 @@ fn cases_of(root: &Path) -> Vec<Case> {
                 key,
                 idx,
                 original: object.bytes,
+                // A root array shows as the file `root`, the name manifests use for it.
+                may_fail: failing.contains(if node.path.is_empty() {
+                    "root"
+                } else {
+                    &node.path
+                }),
             });
         }
     }
@@ -228,7 +254,8 @@ fn check(case: &Case, input: &[u8]) -> Option<String> {
 #[test]
 fn mutated_chunks_decode_or_fail_cleanly() {
     fuzz_support::cap_memory();
-    let cases: Vec<Case> = fixture_stores().iter().flat_map(|s| cases_of(s)).collect();
+    let stores = fixture_stores();
+    let cases: Vec<Case> = stores.iter().flat_map(|(s, f)| cases_of(s, f)).collect();
     assert!(
         cases.len() >= 100,
         "only {} chunk objects in the corpus",
@@ -236,6 +263,15 @@ fn mutated_chunks_decode_or_fail_cleanly() {
     );
     for case in &cases {
         assert_eq!(check(case, &case.original), None, "{} as stored", case.name);
+        let stored = case
+            .reader
+            .load(&case.idx, None, &mut Vec::new(), &Uncached);
+        assert!(
+            case.may_fail || stored.is_ok(),
+            "{} as stored: {:?}",
+            case.name,
+            stored.err()
+        );
     }
     std::panic::set_hook(Box::new(|_| {}));
     let (runs, found) = run(&cases, 0x5eed_0001, |case, rng| {

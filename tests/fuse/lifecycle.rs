@@ -590,12 +590,29 @@ fn without_syslog_the_daemon_logs_to_a_file_and_says_where() {
             .and_then(|(_, p)| p.trim_end_matches(')').parse::<i32>().ok());
         pid.is_some()
     });
-    let _ = kill(Pid::from_raw(pid.unwrap()), Signal::SIGTERM);
+    let pid = pid.unwrap();
+    // The mount as the daemon sees it (in its namespace, where there is one).
+    let mountinfo = std::fs::read_to_string(format!("/proc/{pid}/mountinfo")).unwrap();
+    let at = format!(" {} ", mnt.display());
+    assert!(
+        mountinfo
+            .lines()
+            .any(|l| l.contains(&at) && l.contains("fuse.zarrfs")),
+        "not mounted in the daemon's namespace: {mountinfo}"
+    );
+    let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
     wait_for("the daemon to end", || {
-        !Path::new(&format!("/proc/{}", pid.unwrap())).exists()
-            || std::fs::read_to_string(format!("/proc/{}/stat", pid.unwrap()))
-                .is_ok_and(|s| s.contains(") Z"))
+        !Path::new(&format!("/proc/{pid}")).exists()
+            || std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z"))
     });
+    // Its log tells how it ended; outside a namespace the mount table shows it too.
+    let log = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        log.contains(&format!("signal 15: unmounting {}", mnt.display()))
+            && !log.contains("still not unmounted")
+            && !log.contains("stays mounted"),
+        "{log}"
+    );
     assert_eq!(fstype_at(&mnt), None);
 }
 
