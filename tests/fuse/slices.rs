@@ -10,7 +10,7 @@ use common::{all_fixture_cases, load_manifest};
 
 /// Checks selections of every array given as (mounted file, expected .npy) pairs.
 const CHECK: &str = r#"
-import sys, os, json, subprocess, numpy as np
+import io, sys, os, json, subprocess, numpy as np
 pairs = sys.argv[1:]
 sels = ["0", "-1", "::2", "1:", "...,0", ":,0", "1:3,::2", ":,1,2", "0:2,::3,1:100", "...", "-2:,...,-1"]
 checked = 0
@@ -27,9 +27,16 @@ for f, exp, text in zip(pairs[::3], pairs[1::3], pairs[2::3]):
         except IndexError:
             assert not os.path.exists(f + "[" + s + "]"), (f, s)
             continue
-        ref = np.array(ref, order="C")
+        ref = np.array(ref, dtype=want.dtype, order="C")
         got = np.load(f + "[" + s + "].npy")
         assert got.shape == ref.shape, (f, s, got.shape, ref.shape)
+        if text != "text":
+            # Byte for byte what numpy saves (header included), with the array's own dtype.
+            assert got.dtype == want.dtype, (f, s, got.dtype, want.dtype)
+            saved = io.BytesIO()
+            np.save(saved, ref)
+            with open(f + "[" + s + "].npy", "rb") as served:
+                assert served.read() == saved.getvalue(), (f, s)
         data = ref.astype(got.dtype).tobytes()
         assert got.tobytes() == data, (f, s)
         raw = f + "[" + s + "]"
