@@ -716,6 +716,18 @@ def name_stores():
                  "bell\x07": GOOD_HEX, "esc\x1b[31mred": GOOD_HEX},
           absent=["n" * 300, "back\\slash"], log=["longer than 255 bytes", "back\\\\slash"])
 
+    s = Store("names_sidecar_collision")
+    s.v2_group()
+    s.good()
+    s.v2_group("g")
+    s.good(prefix="g/a")
+    s.v2_group("g/a.json")
+    entry(s, "a group named like its sibling array's sidecar is shown instead of the sidecar, "
+             "and the log names it with its group",
+          bytes={"good": GOOD_HEX, "g/a": GOOD_HEX},
+          dirs={"g": [".group.json", "a", "a.json", "a.npy"], "g/a.json": [".group.json"]},
+          log=["g/a.json: a node has this name, so it is shown instead of the sidecar"])
+
 
 def main():
     if OUT.exists():

@@ -20,7 +20,7 @@ use super::{
 use crate::cache::read_ahead::ReadPolicy;
 use crate::cache::ChunkCache;
 use crate::meta::{MetaError, Node, NodeKind, Tree};
-use crate::store::{shown_key, Store};
+use crate::store::{join_key, shown_key, Store};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -45,6 +45,8 @@ struct Sidecar {
 struct Entries<'v> {
     view: &'v View,
     dir: u64,
+    /// The group's key (`""` for the root), for the log.
+    path: &'v str,
     listing: Listing,
     /// The names linked so far.
     taken: HashSet<String>,
@@ -105,7 +107,7 @@ impl View {
             crate::stats::STATS.error(&format!("{:?}", IoCause::Store));
             ViewError::Io(IoCause::Store)
         })?;
-        let mut e = Entries::new(self, ino);
+        let mut e = Entries::new(self, ino, &group.path);
         e.group_sidecars(group);
         let mut kept = Vec::with_capacity(children.len());
         for node in &children {
@@ -156,10 +158,11 @@ impl View {
 }
 
 impl<'v> Entries<'v> {
-    fn new(view: &'v View, dir: u64) -> Self {
+    fn new(view: &'v View, dir: u64, path: &'v str) -> Self {
         Entries {
             view,
             dir,
+            path,
             listing: Listing::default(),
             taken: HashSet::new(),
             sidecars: Vec::new(),
@@ -273,14 +276,14 @@ impl<'v> Entries<'v> {
             if car.name.len() > NAME_MAX {
                 log::warn!(
                     "{}: sidecar left out: its name is longer than {NAME_MAX} bytes",
-                    car.name
+                    join_key(self.path, &car.name)
                 );
                 continue;
             }
             if self.taken.contains(&car.name) {
                 log::warn!(
                     "{}: a node has this name, so it is shown instead of the sidecar",
-                    car.name
+                    join_key(self.path, &car.name)
                 );
                 continue;
             }
@@ -390,7 +393,7 @@ impl View {
         if !is_group {
             // An array at the root: its files, named `root_name`, and the netCDF files that
             // show it as the root group's one variable.
-            let mut e = Entries::new(&view, ROOT_INO);
+            let mut e = Entries::new(&view, ROOT_INO, "");
             e.add_array(root_name, &root, zom, doc, view.mtime_of(&root));
             view.log_loaded(1);
             let listing = e.finish();
