@@ -134,6 +134,8 @@ struct Mounted {
     /// Answered "not connected" when the daemon ends with readers still waiting.
     readers: crate::fuse::Readers,
     mountpoint: std::path::PathBuf,
+    /// The device number of this mount (`major:minor`), to tell it from a mount under it.
+    dev: Option<String>,
     /// Removed when the daemon ends, after the session has finished.
     _pid_file: Option<super::pidfile::PidFile>,
 }
@@ -222,6 +224,7 @@ fn mount(p: Prepared) -> Result<Mounted, MountError> {
         thread,
         ended,
         readers,
+        dev: super::pidfile::device_of(&mountpoint),
         mountpoint,
         _pid_file: pid_file,
     })
@@ -286,7 +289,7 @@ impl Mounted {
             match detach_soon(&self.mountpoint) {
                 Ok(()) => break,
                 // Detached by someone else (umount -l) while in use: nothing left to unmount.
-                Err(_) if super::mount_table::mounted_at(&self.mountpoint).is_none() => {
+                Err(_) if !still_mounted(&self.mountpoint, self.dev.as_deref()) => {
                     log::warn!(
                         "{shown} is no longer mounted (detached by another): exiting; \
                          processes still using it get \"Transport endpoint is not connected\""
@@ -323,12 +326,20 @@ impl Mounted {
         }
         match self.thread.join() {
             Ok(ended) => exit_code(ended, || {
-                super::mount_table::resolve(&self.mountpoint)
-                    .is_ok_and(|p| super::mount_table::mounted_at(&p).is_some())
+                still_mounted(&self.mountpoint, self.dev.as_deref())
             }),
             Err(_) => 1,
         }
     }
+}
+
+/// True while the mount of device `dev` is still on `mountpoint`: the topmost mount there is
+/// not another one (the mount point may itself be a mount, which stays after ours goes).
+fn still_mounted(mountpoint: &Path, dev: Option<&str>) -> bool {
+    super::mount_table::resolve(mountpoint)
+        .ok()
+        .and_then(|p| super::mount_table::mounted_at(&p))
+        .is_some_and(|m| dev.is_none_or(|dev| m.dev == dev))
 }
 
 /// The daemon's exit status once its session `ended`. An unmount can tear the connection down

@@ -171,6 +171,36 @@ fn a_sigusr1_from_outside_is_ignored_and_sigterm_still_unmounts() {
 }
 
 #[test]
+fn a_daemon_on_a_mount_point_that_is_itself_a_mount_ends_cleanly_when_unmounted_from_outside() {
+    if !root_fuse_ready() {
+        return;
+    }
+    let mut scene = Scene::new();
+    let mnt = scene.mnt();
+    // The mount point is a bind mount of itself: it stays after zarrfs's mount goes.
+    let bound = Command::new("mount")
+        .arg("--bind")
+        .args([&mnt, &mnt])
+        .status()
+        .unwrap();
+    assert!(bound.success());
+    let (_, said) = scene.mount_foreground();
+    assert_eq!(fstype_at(&mnt).as_deref(), Some("fuse.zarrfs"));
+    let out = run(Command::new("umount").arg(&mnt));
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let status = scene.daemon_exit("the daemon to end after umount");
+    assert!(status.success(), "{status}: {}", said.lock());
+    // The bind mount is still there (the session's end unmounted it once).
+    let below = fstype_at(&mnt);
+    assert!(below.as_deref().is_some_and(|t| t != "fuse.zarrfs"));
+    // Likewise for `zarrfs unmount` of a background daemon (which waits for it to end).
+    scene.mount_daemon(&[]);
+    let out = run(zarrfs().arg("unmount").arg(&mnt));
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(fstype_at(&mnt), below);
+}
+
+#[test]
 fn a_second_signal_after_a_busy_refusal_detaches_the_mount_and_ends_the_daemon() {
     if !root_fuse_ready() {
         return;
