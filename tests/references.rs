@@ -225,3 +225,28 @@ fn walkdir(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+#[test]
+fn kerchunk_paths_are_verbatim_a_percent_sign_is_part_of_the_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let literal: Vec<u8> = (0..40).collect();
+    std::fs::write(dir.path().join("pct%41.bin"), &literal).unwrap();
+    std::fs::write(dir.path().join("pctA.bin"), vec![100u8; 40]).unwrap();
+    let absolute = format!("file://{}/pct%41.bin", dir.path().display());
+    let doc = json!({"version": 1, "refs": {
+        ".zgroup": "{\"zarr_format\": 2}",
+        "x": ["pct%41.bin", 0, 40],
+        "y": [absolute, 0, 40],
+    }});
+    let path = dir.path().join("refs.json");
+    std::fs::write(&path, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let store =
+        zarrfs::store::open_with(path.to_str().unwrap(), &RemoteOptions::default()).unwrap();
+    for key in ["x", "y"] {
+        assert_eq!(
+            store.get_range(key, 0, 40).unwrap(),
+            Some(literal.clone()),
+            "{key}"
+        );
+    }
+}

@@ -3,6 +3,8 @@
 //! A reference set (kerchunk JSON or Parquet) or an Icechunk repository names files by URL. Those
 //! in the same place as the references themselves (the directory that holds them, their bucket,
 //! container or host) are read; others only below a prefix the user allowed (`--allow-target`).
+//! URLs are as fsspec reads kerchunk's: local paths and object keys verbatim (`a%41.nc` is
+//! that name), HTTP URLs percent-encoded.
 //! Local targets are opened with a [`DirStore`] rooted at the allowed directory, so a link cannot
 //! lead out of it and only regular files are read.
 
@@ -231,10 +233,6 @@ fn spelled(target: &str, base: &str) -> Result<String, StoreError> {
             }
             _ => return Err(bad_url(target)),
         };
-        if scheme == "file" {
-            let path = percent_encoding::percent_decode_str(rest).decode_utf8_lossy();
-            return Ok(format!("file://{path}"));
-        }
         return Ok(format!("{scheme}://{rest}"));
     }
     if target.starts_with('/') {
@@ -264,8 +262,15 @@ fn root_of(url: &str) -> Option<(String, String)> {
         return None;
     }
     let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-    let path = percent_encoding::percent_decode_str(path.trim_matches('/')).decode_utf8_lossy();
-    Some((format!("{scheme}://{authority}"), path.into_owned()))
+    let path = path.trim_matches('/');
+    // An HTTP URL's path is percent-encoded; object keys are verbatim (as fsspec reads them).
+    let key = match scheme {
+        "http" | "https" => percent_encoding::percent_decode_str(path)
+            .decode_utf8_lossy()
+            .into_owned(),
+        _ => path.to_string(),
+    };
+    Some((format!("{scheme}://{authority}"), key))
 }
 
 /// A local place as written and with its links resolved (references may name either).

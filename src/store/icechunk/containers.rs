@@ -66,7 +66,7 @@ impl Containers {
     pub fn url(&self, location: &VirtualChunkLocation) -> Result<String, StoreError> {
         let url = location.url();
         if !location.is_relative() {
-            return Ok(url.to_string());
+            return target_url(url);
         }
         let (name, path) = location.parse_vcc().ok_or_else(|| {
             StoreError::Invalid(format!(
@@ -74,12 +74,29 @@ impl Containers {
             ))
         })?;
         match self.0.get(name) {
-            Some(prefix) => Ok(format!("{prefix}{path}")),
+            // As Icechunk's resolver, a prefix persisted without its final `/` gets one.
+            Some(prefix) if prefix.ends_with('/') => target_url(&format!("{prefix}{path}")),
+            Some(prefix) => target_url(&format!("{prefix}/{path}")),
             None => Err(StoreError::Invalid(format!(
                 "{url}: the repository configures no virtual chunk container named {name:?}"
             ))),
         }
     }
+}
+
+/// An Icechunk location (a URL, percent-encoded) as the targets read it: HTTP URLs as they
+/// are, file paths and object keys decoded (Icechunk reads them decoded too).
+fn target_url(url: &str) -> Result<String, StoreError> {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return Ok(url.to_string());
+    };
+    if matches!(scheme, "http" | "https") {
+        return Ok(url.to_string());
+    }
+    let rest = percent_encoding::percent_decode_str(rest)
+        .decode_utf8()
+        .map_err(|_| StoreError::Invalid(format!("{url}: not UTF-8 once decoded")))?;
+    Ok(format!("{scheme}://{rest}"))
 }
 
 #[cfg(test)]
@@ -105,6 +122,27 @@ mod tests {
         assert!(
             err.contains("\"x\"") && err.contains("vcc://x/raw.bin"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn locations_are_decoded_except_http_urls_and_prefixes_end_in_a_slash() {
+        let yaml =
+            "virtual_chunk_containers:\n  s3://b/d:\n    name: b\n    url_prefix: s3://b/d\n    \
+                    store: !s3 {region: us-east-1}\n";
+        let c = Containers::named(serde_yaml_ng::from_str(yaml).unwrap());
+        let at = |s: &str| VirtualChunkLocation::from_url(s).unwrap();
+        assert_eq!(
+            c.url(&at("vcc://b/my%20file%41.nc")).unwrap(),
+            "s3://b/d/my fileA.nc"
+        );
+        assert_eq!(
+            c.url(&at("file:///data/a%20b.nc")).unwrap(),
+            "file:///data/a b.nc"
+        );
+        assert_eq!(
+            c.url(&at("https://h/a%20b.nc")).unwrap(),
+            "https://h/a%20b.nc"
         );
     }
 }
