@@ -1,14 +1,14 @@
 //! The LRU of decoded chunks and shard indexes with single-flight loading: both share one
 //! byte budget, so `--cache-size` bounds them together.
 
-use super::flight_lru::{CacheStats, FlightLru};
 use super::read_ahead::Ledger;
-use super::{ChunkData, ChunkError};
+use super::{ChunkData, ChunkError, Panicked};
 use crate::codec::{Need, ShardIndex, Target};
 use crate::fetch::ShardIndexIfStored;
 use crate::memory::filling::FillingBuffer;
 use crate::memory::{self, Buffers};
 use crate::stats::{add, STATS};
+use crate::store::{CacheStats, FlightLru};
 use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -57,7 +57,7 @@ pub enum Keep<'w> {
 /// Decoded chunks and shard indexes bounded by one byte budget, with the buffers of evicted
 /// chunks kept for reuse.
 pub struct ChunkCache {
-    lru: FlightLru<Key, Entry>,
+    lru: FlightLru<Key, Entry, ChunkError>,
     /// Where the buffers of evicted chunks go, and new ones come from.
     buffers: &'static Buffers,
     /// Chunks the read-ahead workers loaded that no reader has asked for yet (bounded by
@@ -82,6 +82,11 @@ impl Drop for Unlist<'_> {
     fn drop(&mut self) {
         self.cache.growing.lock().remove(&self.id);
     }
+}
+
+/// The error of a load that panicked.
+fn panicked(what: String) -> ChunkError {
+    ChunkError::new(Panicked(what))
 }
 
 /// Read-ahead loads remembered for counting hits; beyond, the oldest are forgotten all at once.
@@ -179,7 +184,7 @@ impl ChunkCache {
         }
         let entry = self.lru.get_or_load(
             Key::Chunk(id),
-            || format!("chunk {}: decoder panicked", id.index),
+            || panicked(format!("chunk {}: decoder panicked", id.index)),
             || self.load(id, keep, load).map(Entry::Chunk),
         )?;
         match entry {
@@ -240,7 +245,7 @@ impl ChunkCache {
     ) -> Result<ShardIndexIfStored, ChunkError> {
         let entry = self.lru.get_or_load(
             Key::Index(array, Arc::from(key)),
-            || format!("shard {key}: index decoder panicked"),
+            || panicked(format!("shard {key}: index decoder panicked")),
             || load().map(Entry::Index),
         )?;
         match entry {
@@ -259,7 +264,7 @@ impl ChunkCache {
     ) -> Outcome {
         let entry = self.lru.get_or_load(
             Key::Stored(array, Arc::from(key)),
-            || format!("chunk {key}: decoder panicked"),
+            || panicked(format!("chunk {key}: decoder panicked")),
             || load().map(Entry::Chunk),
         )?;
         match entry {

@@ -2,11 +2,10 @@
 //! loading each entry once however many readers want it at the same time.
 
 mod chunk_cache;
-mod flight_lru;
 pub mod read_ahead;
 
+pub use crate::store::CacheStats;
 pub use chunk_cache::{ChunkCache, ChunkId, Keep};
-pub use flight_lru::CacheStats;
 
 use std::error::Error;
 use std::sync::Arc;

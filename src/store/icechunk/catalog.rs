@@ -6,19 +6,16 @@
 use super::containers::Containers;
 use super::files;
 use crate::store::references::{listed_size, Catalog, Recorded, Reference};
-use crate::store::{accept_key, join_key, list_sized, Entry, Store, StoreError};
+use crate::store::{accept_key, join_key, list_sized, Entry, FlightLru, Store, StoreError};
 use icechunk_format::format_constants::FileTypeBin;
 use icechunk_format::manifest::{Checksum, ChunkPayload, Manifest, ManifestRef};
 use icechunk_format::snapshot::{NodeData, Snapshot};
 use icechunk_format::{ChunkIndices, IcechunkFormatErrorKind, NodeId};
-use lru::LruCache;
-use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
-use std::num::NonZeroUsize;
 use std::sync::Arc;
 
 /// Manifests kept parsed.
-const MANIFESTS_KEPT: NonZeroUsize = NonZeroUsize::new(16).unwrap();
+const MANIFESTS_KEPT: u64 = 16;
 
 /// One array of the snapshot.
 struct ArrayNode {
@@ -36,7 +33,8 @@ pub struct SnapshotCatalog {
     metadata: BTreeMap<String, Reference>,
     /// Arrays by path (`""` for an array at the root).
     arrays: HashMap<String, ArrayNode>,
-    manifests: Mutex<LruCache<String, Arc<Manifest>>>,
+    /// Parsed manifests, counted one each.
+    manifests: FlightLru<String, Arc<Manifest>, StoreError>,
     /// Where relative (`vcc://`) virtual chunks are.
     containers: Containers,
 }
@@ -77,7 +75,7 @@ impl SnapshotCatalog {
             repo,
             metadata,
             arrays,
-            manifests: Mutex::new(LruCache::new(MANIFESTS_KEPT)),
+            manifests: FlightLru::new(MANIFESTS_KEPT, |_| 1),
             containers,
         })
     }
@@ -98,20 +96,21 @@ impl SnapshotCatalog {
         })
     }
 
+    /// Manifest `id`, parsed; read once however many lookups want it at the same time.
     fn manifest(&self, id: &str) -> Result<Arc<Manifest>, StoreError> {
-        let cached = |m: &mut LruCache<String, Arc<Manifest>>| m.get(id).cloned();
-        if let Some(m) = cached(&mut self.manifests.lock()) {
-            return Ok(m);
-        }
         let key = format!("manifests/{id}");
         let repo = self.repo.as_ref();
-        let (version, buffer) = files::read(repo, &key, FileTypeBin::Manifest)?
-            .ok_or_else(|| files::corrupt(repo, &key, "missing"))?;
-        let manifest = icechunk_format::serializers::deserialize_manifest(version, buffer)
-            .map_err(|e| files::corrupt(repo, &key, e))?;
-        let manifest = Arc::new(manifest);
-        self.manifests.lock().put(id.to_string(), manifest.clone());
-        Ok(manifest)
+        self.manifests.get_or_load(
+            id.to_string(),
+            || files::corrupt(repo, &key, "its reader panicked"),
+            || {
+                let (version, buffer) = files::read(repo, &key, FileTypeBin::Manifest)?
+                    .ok_or_else(|| files::corrupt(repo, &key, "missing"))?;
+                let manifest = icechunk_format::serializers::deserialize_manifest(version, buffer)
+                    .map_err(|e| files::corrupt(repo, &key, e))?;
+                Ok(Arc::new(manifest))
+            },
+        )
     }
 }
 

@@ -56,3 +56,55 @@ pub fn open(
             .with_version(format!("icechunk snapshot {id}")),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{DirStore, Layer, Request};
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    /// The fixture repository, its manifest reads counted and slowed down.
+    struct SlowManifests {
+        inner: DirStore,
+        reads: AtomicU32,
+    }
+
+    impl Layer for SlowManifests {
+        type Step = ();
+
+        fn inner(&self) -> Result<&dyn Store, StoreError> {
+            Ok(&self.inner)
+        }
+
+        fn before(&self, request: &Request<'_>) -> Result<(), StoreError> {
+            if request.key().starts_with("manifests/") {
+                self.reads.fetch_add(1, Ordering::SeqCst);
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn lookups_at_once_read_a_manifest_once() {
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/icechunk/repo_v2"
+        );
+        let repo = Arc::new(SlowManifests {
+            inner: DirStore::new(std::path::Path::new(dir)).unwrap(),
+            reads: AtomicU32::new(0),
+        });
+        let store = open(repo.clone(), dir, &RemoteOptions::default()).unwrap();
+        let before = repo.reads.load(Ordering::SeqCst);
+        std::thread::scope(|s| {
+            let lookups: Vec<_> = (0..8)
+                .map(|_| s.spawn(|| store.get("temp/c/0/0")))
+                .collect();
+            for lookup in lookups {
+                assert!(lookup.join().unwrap().unwrap().is_some());
+            }
+        });
+        assert_eq!(repo.reads.load(Ordering::SeqCst) - before, 1);
+    }
+}

@@ -6,20 +6,17 @@
 //! neither is a missing chunk, and so is every chunk of an absent file.
 
 use crate::store::references::{listed_size, Catalog, Reference};
-use crate::store::{accept_key, list_sized, Entry, Store, StoreError};
-use lru::LruCache;
-use parking_lot::Mutex;
+use crate::store::{accept_key, list_sized, Entry, FlightLru, Store, StoreError};
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::record::Field;
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::num::NonZeroUsize;
 use std::sync::Arc;
 
 /// The largest `.zmetadata` or record file read (a hostile one is not allocated in full).
 const MAX_FILE: u64 = 1 << 30;
 /// Record files kept decoded.
-const RECORDS_KEPT: NonZeroUsize = NonZeroUsize::new(64).unwrap();
+const RECORDS_KEPT: u64 = 64;
 
 /// One row of a record file: what one chunk refers to.
 type Row = Option<Reference>;
@@ -32,7 +29,7 @@ pub struct ParquetCatalog {
     /// Metadata documents by key (`.zgroup`, `VAR/.zarray`, ...), as JSON text.
     metadata: BTreeMap<String, Reference>,
     record_size: u64,
-    records: Mutex<LruCache<String, Option<Arc<Vec<Row>>>>>,
+    records: FlightLru<String, Option<Arc<Vec<Row>>>, StoreError>,
 }
 
 /// True when `zmetadata` is the `.zmetadata` of a Parquet reference directory (it has a
@@ -70,7 +67,7 @@ impl ParquetCatalog {
             what: what.to_string(),
             metadata,
             record_size,
-            records: Mutex::new(LruCache::new(RECORDS_KEPT)),
+            records: FlightLru::new(RECORDS_KEPT, |_| 1),
         })
     }
 
@@ -100,22 +97,20 @@ impl ParquetCatalog {
         Some(if counts.is_empty() { vec![1] } else { counts })
     }
 
-    /// The rows of record file `file`, read on first use; an absent file has none.
+    /// The rows of record file `file`, read on first use (once however many lookups want it
+    /// at the same time); an absent file has none.
     fn record(&self, file: &str) -> Result<Option<Arc<Vec<Row>>>, StoreError> {
-        let mut records = self.records.lock();
-        if let Some(rows) = records.get(file) {
-            return Ok(rows.clone());
-        }
-        drop(records);
-        let rows = match self.home.get_bounded(file, MAX_FILE)? {
-            Some(object) => Some(Arc::new(rows(&object.bytes).map_err(|e| {
-                StoreError::Invalid(format!("{}/{file}: not a reference record: {e}", self.what))
-            })?)),
-            None => None,
+        let bad = |e: &dyn std::fmt::Display| {
+            StoreError::Invalid(format!("{}/{file}: not a reference record: {e}", self.what))
         };
-        let mut records = self.records.lock();
-        records.put(file.to_string(), rows.clone());
-        Ok(rows)
+        self.records.get_or_load(
+            file.to_string(),
+            || bad(&"its reader panicked"),
+            || match self.home.get_bounded(file, MAX_FILE)? {
+                Some(object) => Ok(Some(Arc::new(rows(&object.bytes).map_err(|e| bad(&e))?))),
+                None => Ok(None),
+            },
+        )
     }
 }
 

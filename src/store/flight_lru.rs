@@ -1,7 +1,7 @@
-//! The mechanism under the cache: an LRU bounded in bytes whose misses load each key once,
-//! however many readers want it at the same time (single-flight).
+//! An LRU bounded in bytes whose misses load each key once, however many readers want it at
+//! the same time (single-flight): under the chunk cache, and under the parsed manifests and
+//! reference records of the stores that have them.
 
-use super::{ChunkError, Panicked};
 use lru::LruCache;
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -24,29 +24,27 @@ pub struct CacheStats {
     pub entries: u64,
 }
 
-type Outcome<V> = Result<V, ChunkError>;
-
 /// One load in progress; readers of the same key wait for its outcome.
-type Flight<V> = OnceLock<Outcome<V>>;
+type Flight<V, E> = OnceLock<Result<V, E>>;
 
-struct Inner<K, V> {
+struct Inner<K, V, E> {
     lru: LruCache<K, V>,
-    inflight: HashMap<K, Arc<Flight<V>>>,
+    inflight: HashMap<K, Arc<Flight<V, E>>>,
     stats: CacheStats,
 }
 
 /// Called with each value the LRU evicts.
 type Evicted<V> = Box<dyn Fn(V) + Send + Sync>;
 
-/// Values bounded by a byte budget; `charge` says what one value costs.
-pub struct FlightLru<K: Hash + Eq, V> {
+/// Values bounded by a byte budget; `charge` says what one value costs. Loads fail with `E`.
+pub struct FlightLru<K: Hash + Eq, V, E> {
     budget: u64,
     charge: fn(&V) -> u64,
     evicted: Option<Evicted<V>>,
-    inner: Mutex<Inner<K, V>>,
+    inner: Mutex<Inner<K, V, E>>,
 }
 
-impl<K: Hash + Eq + Clone, V: Clone> FlightLru<K, V> {
+impl<K: Hash + Eq + Clone, V: Clone, E: Clone> FlightLru<K, V, E> {
     /// A cache holding at most `budget` bytes as counted by `charge`.
     pub fn new(budget: u64, charge: fn(&V) -> u64) -> Self {
         FlightLru {
@@ -107,9 +105,9 @@ impl<K: Hash + Eq + Clone, V: Clone> FlightLru<K, V> {
     pub fn get_or_load(
         &self,
         key: K,
-        panicked: impl FnOnce() -> String,
-        load: impl FnOnce() -> Outcome<V>,
-    ) -> Outcome<V> {
+        panicked: impl FnOnce() -> E,
+        load: impl FnOnce() -> Result<V, E>,
+    ) -> Result<V, E> {
         let flight = {
             let mut inner = self.inner.lock();
             if let Some(value) = inner.lru.get(&key) {
@@ -129,8 +127,7 @@ impl<K: Hash + Eq + Clone, V: Clone> FlightLru<K, V> {
             flight
         };
 
-        let outcome = catch_unwind(AssertUnwindSafe(load))
-            .unwrap_or_else(|_| Err(ChunkError::new(Panicked(panicked()))));
+        let outcome = catch_unwind(AssertUnwindSafe(load)).unwrap_or_else(|_| Err(panicked()));
 
         let mut gone = Vec::new();
         {
@@ -173,7 +170,7 @@ mod tests {
 
     #[test]
     fn concurrent_readers_load_once() {
-        let cache = Arc::new(FlightLru::<u32, u32>::new(1 << 20, |_| 8));
+        let cache = Arc::new(FlightLru::<u32, u32, ()>::new(1 << 20, |_| 8));
         let loads = Arc::new(AtomicU32::new(0));
         let barrier = Arc::new(Barrier::new(8));
         let threads: Vec<_> = (0..8)
@@ -181,11 +178,15 @@ mod tests {
                 let (cache, loads, barrier) = (cache.clone(), loads.clone(), barrier.clone());
                 std::thread::spawn(move || {
                     barrier.wait();
-                    cache.get_or_load(1, String::new, || {
-                        loads.fetch_add(1, Ordering::SeqCst);
-                        std::thread::sleep(std::time::Duration::from_millis(50));
-                        Ok(42)
-                    })
+                    cache.get_or_load(
+                        1,
+                        || (),
+                        || {
+                            loads.fetch_add(1, Ordering::SeqCst);
+                            std::thread::sleep(std::time::Duration::from_millis(50));
+                            Ok(42)
+                        },
+                    )
                 })
             })
             .collect();
@@ -199,9 +200,10 @@ mod tests {
     fn evicted_values_are_handed_back() {
         let gone = Arc::new(Mutex::new(Vec::new()));
         let sink = gone.clone();
-        let cache = FlightLru::<u32, u32>::new(16, |_| 8).on_evict(move |v| sink.lock().push(v));
+        let cache =
+            FlightLru::<u32, u32, ()>::new(16, |_| 8).on_evict(move |v| sink.lock().push(v));
         for k in 0..4 {
-            cache.get_or_load(k, String::new, || Ok(k * 10)).unwrap();
+            cache.get_or_load(k, || (), || Ok(k * 10)).unwrap();
         }
         assert_eq!(*gone.lock(), vec![0, 10]);
         assert!(cache.stats().used <= cache.budget());
