@@ -3,7 +3,10 @@
 //! or through [`Targets`].
 
 use super::targets::Targets;
-use super::{Entry, Latency, Object, ObjectMeta, RemoteOptions, Store, StoreError};
+use super::{
+    join_key, list_sized, Entry, Latency, Object, ObjectMeta, RemoteOptions, Store, StoreError,
+};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -213,6 +216,54 @@ impl Store for ReferenceStore {
     fn describe(&self) -> String {
         self.describe.clone()
     }
+}
+
+/// [`list_sized`] of keys holding references: each listed with its size and tag.
+pub fn list_references(
+    source: &str,
+    items: &BTreeMap<String, Reference>,
+    prefix: &str,
+) -> Vec<Entry> {
+    let mut entries = list_sized(source, items, prefix, listed_size);
+    for entry in &mut entries {
+        if let Some(reference) = items.get(&join_key(prefix, &entry.name)) {
+            entry.tag = Some(listed_tag(reference));
+        }
+    }
+    entries
+}
+
+/// The version tag a listing shows for `reference`: a digest of where its bytes are (or of
+/// the bytes themselves, inline), so a listing tells a key referring elsewhere from before.
+pub fn listed_tag(reference: &Reference) -> String {
+    let mut text = Vec::new();
+    match reference {
+        Reference::Inline(bytes) => {
+            text.push(b'i');
+            text.extend_from_slice(bytes);
+        }
+        Reference::Target { url, range, .. } => {
+            text.push(b't');
+            text.extend_from_slice(url.as_bytes());
+            text.push(0);
+            if let Some((offset, length)) = range {
+                text.extend_from_slice(&offset.to_le_bytes());
+                text.extend_from_slice(&length.to_le_bytes());
+            }
+        }
+        Reference::Stored {
+            key,
+            offset,
+            length,
+        } => {
+            text.push(b's');
+            text.extend_from_slice(key.as_bytes());
+            text.push(0);
+            text.extend_from_slice(&offset.to_le_bytes());
+            text.extend_from_slice(&length.to_le_bytes());
+        }
+    }
+    super::digest(&text)
 }
 
 /// The size a listing shows for `reference` (0 for a whole file, not asked for here).

@@ -64,6 +64,30 @@ fn reference_sets_and_repositories_read_exactly_over_s3() {
 }
 
 #[test]
+fn reference_sets_and_repositories_read_exactly_over_plain_http() {
+    if !common::mount::fuse_ready() {
+        return;
+    }
+    // A server that cannot list: Parquet reference directories and Icechunk repositories (of
+    // both spec versions) are read by name. Virtual chunks name S3 objects, EIO here as locally.
+    let fixtures = common::fixtures_dir();
+    let server = servers::http_server(&fixtures);
+    let mut cases = Vec::new();
+    for (manifest, dir) in [
+        ("references/manifest.json", "references"),
+        ("icechunk/manifest.json", "icechunk"),
+    ] {
+        for mut c in load_manifest(manifest) {
+            let name = c.store.file_name().unwrap().to_string_lossy().into_owned();
+            c.store = PathBuf::from(format!("{}/{dir}/{name}", server.url));
+            cases.push(c);
+        }
+    }
+    assert_eq!(cases.len(), 13);
+    common::check_cases(&cases, common::fuse_check::check_store);
+}
+
+#[test]
 fn a_target_in_another_bucket_is_read_only_when_allowed() {
     if !common::mount::fuse_ready() {
         return;

@@ -5,8 +5,8 @@
 
 use super::containers::Containers;
 use super::files;
-use crate::store::references::{listed_size, Catalog, Recorded, Reference};
-use crate::store::{accept_key, join_key, list_sized, Entry, FlightLru, Store, StoreError};
+use crate::store::references::{list_references, Catalog, Recorded, Reference};
+use crate::store::{accept_key, join_key, Entry, FlightLru, Store, StoreError};
 use icechunk_format::format_constants::FileTypeBin;
 use icechunk_format::manifest::{Checksum, ChunkPayload, Manifest, ManifestRef};
 use icechunk_format::snapshot::{NodeData, Snapshot};
@@ -201,11 +201,10 @@ impl Catalog for SnapshotCatalog {
     }
 
     fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
-        Ok(list_sized(
+        Ok(list_references(
             &self.repo.describe(),
             &self.metadata,
             prefix,
-            listed_size,
         ))
     }
 }

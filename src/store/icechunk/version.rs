@@ -23,7 +23,18 @@ pub fn resolve(repo: &dyn Store, name: &str) -> Result<SnapshotId, StoreError> {
             let tags = info.tags().map_err(corrupt)?.map(owned).collect();
             (branches, tags)
         }
-        None => (v1_refs(repo, "branch.")?, v1_refs(repo, "tag.")?),
+        None => match (v1_refs(repo, "branch."), v1_refs(repo, "tag.")) {
+            (Ok(branches), Ok(tags)) => (branches, tags),
+            // A server that cannot list (plain HTTP): the branch and the tag `name`, by name.
+            (Err(StoreError::CannotList(_)), _) => {
+                let by_name = |kind: &str| -> Result<Vec<(String, SnapshotId)>, StoreError> {
+                    let found = v1_ref(repo, &format!("refs/{kind}{name}"))?;
+                    Ok(found.map(|id| (name.to_string(), id)).into_iter().collect())
+                };
+                (by_name("branch.")?, by_name("tag.")?)
+            }
+            (Err(e), _) | (_, Err(e)) => return Err(e),
+        },
     };
     let found = branches
         .iter()
@@ -64,35 +75,47 @@ fn v1_refs(repo: &dyn Store, kind: &str) -> Result<Vec<(String, SnapshotId)>, St
         if entry.kind != EntryKind::Prefix {
             continue;
         }
-        // A deleted tag keeps its `ref.json` beside a tombstone: it no longer resolves.
-        let dir = format!("refs/{}", entry.name);
-        if repo.head(&format!("{dir}/ref.json.deleted"))?.is_some() {
-            continue;
+        if let Some(id) = v1_ref(repo, &format!("refs/{}", entry.name))? {
+            out.push((name.to_string(), id));
         }
-        // `ref.json`; older v1 writers kept versions `ZZZZZZZZ.json`, the newest first.
-        let file = match repo.get(&format!("{dir}/ref.json"))? {
-            Some(f) => f,
-            None => {
-                let listed = repo.list_dir(&dir)?;
-                let Some(first) = listed.iter().find(|e| e.name.ends_with(".json")) else {
-                    continue;
-                };
-                match repo.get(&format!("{dir}/{}", first.name))? {
-                    Some(f) => f,
-                    None => continue,
-                }
-            }
-        };
-        let doc: serde_json::Value =
-            serde_json::from_slice(&file.bytes).map_err(|e| files::corrupt(repo, &dir, e))?;
-        let id = doc
-            .get("snapshot")
-            .and_then(|s| s.as_str())
-            .and_then(|s| SnapshotId::try_from(s).ok())
-            .ok_or_else(|| files::corrupt(repo, &dir, "no snapshot id"))?;
-        out.push((name.to_string(), id));
     }
     Ok(out)
+}
+
+/// The snapshot the spec v1 reference directory `dir` names; `None` when it is absent or a
+/// deleted tag.
+fn v1_ref(repo: &dyn Store, dir: &str) -> Result<Option<SnapshotId>, StoreError> {
+    // A deleted tag keeps its `ref.json` beside a tombstone: it no longer resolves.
+    if repo.head(&format!("{dir}/ref.json.deleted"))?.is_some() {
+        return Ok(None);
+    }
+    // `ref.json`; older v1 writers kept versions `ZZZZZZZZ.json`, the newest first (found by
+    // listing, where the store can list).
+    let file = match repo.get(&format!("{dir}/ref.json"))? {
+        Some(f) => f,
+        None => {
+            let listed = match repo.list_dir(dir) {
+                Ok(listed) => listed,
+                Err(StoreError::CannotList(_)) => return Ok(None),
+                Err(e) => return Err(e),
+            };
+            let Some(first) = listed.iter().find(|e| e.name.ends_with(".json")) else {
+                return Ok(None);
+            };
+            match repo.get(&format!("{dir}/{}", first.name))? {
+                Some(f) => f,
+                None => return Ok(None),
+            }
+        }
+    };
+    let doc: serde_json::Value =
+        serde_json::from_slice(&file.bytes).map_err(|e| files::corrupt(repo, dir, e))?;
+    let id = doc
+        .get("snapshot")
+        .and_then(|s| s.as_str())
+        .and_then(|s| SnapshotId::try_from(s).ok())
+        .ok_or_else(|| files::corrupt(repo, dir, "no snapshot id"))?;
+    Ok(Some(id))
 }
 
 /// True when `repo` is laid out as an Icechunk repository: a `repo` file (spec v2), or

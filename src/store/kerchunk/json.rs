@@ -4,8 +4,8 @@
 //! whole file) or `[url, offset, length]`.
 
 use super::templates::{TemplateError, Templates};
-use crate::store::references::{listed_size, Catalog, Reference};
-use crate::store::{accept_key, list_sized, Entry, StoreError};
+use crate::store::references::{list_references, Catalog, Reference};
+use crate::store::{accept_key, Entry, StoreError};
 use base64::Engine;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -191,7 +191,7 @@ impl Catalog for JsonCatalog {
     }
 
     fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
-        Ok(list_sized("references", &self.refs, prefix, listed_size))
+        Ok(list_references("references", &self.refs, prefix))
     }
 }
 

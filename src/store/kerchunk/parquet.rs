@@ -5,8 +5,8 @@
 //! bytes; one with a `path` names a target (offset and size 0: the whole file); one with
 //! neither is a missing chunk, and so is every chunk of an absent file.
 
-use crate::store::references::{listed_size, Catalog, Reference};
-use crate::store::{accept_key, list_sized, Entry, FlightLru, Store, StoreError};
+use crate::store::references::{list_references, listed_size, listed_tag, Catalog, Reference};
+use crate::store::{accept_key, Entry, EntryKind, FlightLru, Store, StoreError};
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::record::Field;
 use serde_json::Value;
@@ -95,6 +95,41 @@ impl ParquetCatalog {
             .map(|(s, c)| s.div_ceil(*c))
             .collect();
         Some(if counts.is_empty() { vec![1] } else { counts })
+    }
+
+    /// The chunks the record files of array `field` refer to (none when `field` is no array).
+    fn chunk_entries(&self, field: &str) -> Result<Vec<Entry>, StoreError> {
+        let Some(counts) = self.chunk_counts(field) else {
+            return Ok(Vec::new());
+        };
+        let total = counts.iter().try_fold(1u64, |n, c| n.checked_mul(*c));
+        let Some(total) = total else {
+            return Ok(Vec::new());
+        };
+        let mut entries = Vec::new();
+        for file_number in 0..total.div_ceil(self.record_size) {
+            let Some(rows) = self.record(&format!("{field}/refs.{file_number}.parq"))? else {
+                continue;
+            };
+            let first = file_number * self.record_size;
+            for (number, row) in (first..total).zip(rows.iter()) {
+                let Some(reference) = row else { continue };
+                let mut index = vec![0; counts.len()];
+                let mut rest = number;
+                for (i, n) in index.iter_mut().zip(&counts).rev() {
+                    *i = rest % n;
+                    rest /= n;
+                }
+                let name: Vec<String> = index.iter().map(u64::to_string).collect();
+                entries.push(Entry {
+                    name: name.join("."),
+                    kind: EntryKind::Object(listed_size(reference)),
+                    mtime: None,
+                    tag: Some(listed_tag(reference)),
+                });
+            }
+        }
+        Ok(entries)
     }
 
     /// The rows of record file `file`, read on first use (once however many lookups want it
@@ -213,7 +248,12 @@ impl Catalog for ParquetCatalog {
         }
     }
 
+    /// The metadata documents below `prefix` and, for an array, its chunks (each tagged with
+    /// its reference: the record files' content is in the listing).
     fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
-        Ok(list_sized(&self.what, &self.metadata, prefix, listed_size))
+        let mut entries = list_references(&self.what, &self.metadata, prefix);
+        entries.extend(self.chunk_entries(prefix)?);
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(entries)
     }
 }
