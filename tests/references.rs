@@ -250,3 +250,26 @@ fn kerchunk_paths_are_verbatim_a_percent_sign_is_part_of_the_name() {
         );
     }
 }
+
+#[test]
+fn a_target_behind_a_link_reads_once_the_link_or_its_destination_is_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = common::fixtures_dir().join("references");
+    let (refs_dir, outside) = (dir.path().join("refs"), dir.path().join("outside"));
+    std::fs::create_dir_all(&refs_dir).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::copy(fixtures.join("nc/day1.nc"), outside.join("day1.nc")).unwrap();
+    std::os::unix::fs::symlink(&outside, refs_dir.join("nc")).unwrap();
+    std::fs::copy(fixtures.join("single.json"), refs_dir.join("refs.json")).unwrap();
+    let refs = refs_dir.join("refs.json");
+    let temp = expected_data("temp");
+    let read = |allow: &[&Path]| {
+        let v = open_view(&refs, allow);
+        let ino = v.resolve("temp").unwrap();
+        v.read(ino, 0, temp.len() as u32)
+    };
+    // The link leads out of the references' directory: refused, until either name is allowed.
+    assert!(matches!(read(&[]), Err(ViewError::Io(_))));
+    assert_eq!(read(&[&refs_dir.join("nc")]).unwrap(), temp);
+    assert_eq!(read(&[&outside]).unwrap(), temp);
+}

@@ -162,16 +162,24 @@ impl Targets {
     /// The store reading the target `url`, the key of the target in it, and the URL as shown.
     fn open(&self, url: &str) -> Result<(Arc<dyn Store>, String, String), StoreError> {
         let full = as_url(url, &self.base)?;
-        let Some(place) = self.places.iter().find(|p| holds(p, &full)) else {
+        // The innermost place that holds the target as written or, locally, with its links
+        // resolved (a link below one place may lead into another one allowed).
+        let forms = local_forms(&full);
+        let found = self
+            .places
+            .iter()
+            .flat_map(|p| forms.iter().filter(|f| holds(p, f)).map(move |f| (p, f)))
+            .max_by_key(|(p, _)| p.len());
+        let Some((place, target)) = found else {
             return Err(StoreError::Invalid(format!(
                 "{full}: the references point outside the places they may read ({}); \
                  allow it with --allow-target PREFIX",
                 self.places[0]
             )));
         };
-        let (root, key) = match full.strip_prefix("file://") {
+        let (root, key) = match target.strip_prefix("file://") {
             Some(path) => local_root(place, path)?,
-            None => root_of(&full).ok_or_else(|| bad_url(&full))?,
+            None => root_of(target).ok_or_else(|| bad_url(target))?,
         };
         check_key(&key)
             .map_err(|_| StoreError::Invalid(format!("{full}: not a plain path below {root}")))?;
