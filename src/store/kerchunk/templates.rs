@@ -14,10 +14,21 @@ const MAX_GENERATED: u64 = 20_000_000;
 /// Work one rendering may do (minijinja's fuel): a loop in a hostile template ends here.
 const FUEL: u64 = 100_000;
 
-/// A template environment with bounded work.
+/// What to write instead of jinja2's `'%03d' % i`, which minijinja has no `%` for.
+fn printf_hint(cause: &minijinja::Error) -> &'static str {
+    if cause.to_string().contains("% operator") {
+        " (write '%03d' % i as '%03d'|format(i) or '{:03d}'.format(i))"
+    } else {
+        ""
+    }
+}
+
+/// A template environment with bounded work and Python's string methods (`'{:03d}'.format(i)`,
+/// as jinja2 in fsspec has them).
 fn environment() -> Environment<'static> {
     let mut env = Environment::new();
     env.set_fuel(Some(FUEL));
+    env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
     env
 }
 
@@ -35,7 +46,7 @@ pub type Generated = (String, String, Option<(u64, u64)>);
 #[derive(Debug, thiserror::Error)]
 pub enum TemplateError {
     /// `text` could not be rendered.
-    #[error("{text:?}: {cause}")]
+    #[error("{text:?}: {cause}{}", printf_hint(cause))]
     Render {
         /// The template text.
         text: String,
@@ -60,7 +71,7 @@ pub enum TemplateError {
         cause: minijinja::Error,
     },
     /// A `gen` template fails to render.
-    #[error("gen: {0}")]
+    #[error("gen: {0}{hint}", hint = printf_hint(.0))]
     Generate(minijinja::Error),
     /// A rendered offset or length is not a number.
     #[error("gen: {0:?} is not a byte offset or length")]
@@ -81,8 +92,8 @@ pub enum BadDimension {
     /// A range bound is missing (without default) or not an integer.
     #[error("bad or missing {0:?}")]
     Bound(&'static str),
-    /// A range's step is zero or negative.
-    #[error("step must be positive")]
+    /// A range's step is zero.
+    #[error("step must not be zero")]
     Step,
     /// A range of more than [`MAX_GENERATED`] values.
     #[error("more than {MAX_GENERATED} values")]
@@ -227,12 +238,13 @@ fn dimensions(
                     int("stop", None)?,
                     int("step", Some(1))?,
                 );
-                if step <= 0 {
+                if step == 0 {
                     return Err(bad(BadDimension::Step));
                 }
-                // i128: a range from i64::MIN to i64::MAX is too long, not empty.
-                let span = (i128::from(stop) - i128::from(start)).max(0) as u128;
-                let count = span.div_ceil(step as u128);
+                // As Python's range, downwards for a negative step. i128: a range from
+                // i64::MIN to i64::MAX is too long, not empty.
+                let span = (i128::from(stop) - i128::from(start)) * i128::from(step.signum());
+                let count = (span.max(0) as u128).div_ceil(u128::from(step.unsigned_abs()));
                 if count > u128::from(MAX_GENERATED) {
                     return Err(bad(BadDimension::TooMany));
                 }
@@ -298,5 +310,25 @@ mod tests {
             matches!(t.generate(&half), Err(TemplateError::NoField(f)) if f == "length"),
             "an offset without a length"
         );
+    }
+
+    #[test]
+    fn python_string_methods_and_downward_ranges_work_as_in_fsspec() {
+        let t = Templates::new(json!({}).as_object().unwrap());
+        let keys = |gen: serde_json::Value| -> Vec<String> {
+            t.generate(&gen).unwrap().into_iter().map(|g| g.0).collect()
+        };
+        // Each written as fsspec's jinja2 renders it.
+        let gen = json!({"key": "gc/{{ '{:03d}'.format(i) }}.{{ 'ab'.upper() }}", "url": "x",
+            "dimensions": {"i": {"start": 3, "stop": 0, "step": -2}}});
+        assert_eq!(keys(gen), ["gc/003.AB", "gc/001.AB"]);
+        let gen = json!({"key": "{{ '%02d'|format(i) }}", "url": "x",
+            "dimensions": {"i": {"stop": 2}}});
+        assert_eq!(keys(gen), ["00", "01"]);
+        let printf = json!({"key": "gc/{{ '%d' % i }}.0", "url": "x", "dimensions": {"i": [3]}});
+        let err = t.generate(&printf).unwrap_err().to_string();
+        assert!(err.contains("'%03d'|format(i)"), "{err}");
+        let zero = json!({"key": "{{i}}", "url": "x", "dimensions": {"i": {"stop": 3, "step": 0}}});
+        assert!(t.generate(&zero).is_err());
     }
 }
