@@ -80,6 +80,8 @@ fn the_mounted_version_is_shown_on_the_root() {
             reference.unwrap_or("main")
         );
         assert!(xattr(&v, "user.zarrfs.icechunk.time").starts_with("20"));
+        let spec = &repo[repo.len() - 1..];
+        assert_eq!(xattr(&v, "user.zarrfs.icechunk.spec_version"), spec);
     }
     if !common::mount::fuse_ready() {
         return;

@@ -22,7 +22,7 @@ pub fn open(
     remote: &RemoteOptions,
 ) -> Result<ReferenceStore, StoreError> {
     let name = remote.version.as_deref().unwrap_or(version::DEFAULT_BRANCH);
-    let id = version::resolve(repo.as_ref(), name)?;
+    let (id, repo_spec) = version::resolve(repo.as_ref(), name)?;
     let key = format!("snapshots/{id}");
     let (spec, buffer) = files::read(repo.as_ref(), &key, FileTypeBin::Snapshot)?
         .ok_or_else(|| files::corrupt(repo.as_ref(), &key, "missing"))?;
@@ -37,7 +37,7 @@ pub fn open(
         ("icechunk.snapshot", id.to_string()),
         ("icechunk.message", snapshot.message()),
         ("icechunk.time", flushed),
-        ("icechunk.spec_version", (spec as u8).to_string()),
+        ("icechunk.spec_version", repo_spec.to_string()),
     ]
     .map(|(fact, value)| (fact.to_string(), value));
     log::info!(

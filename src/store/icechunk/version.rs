@@ -10,11 +10,14 @@ use icechunk_format::SnapshotId;
 /// The branch mounted when no `--ref` is given.
 pub const DEFAULT_BRANCH: &str = "main";
 
-/// The snapshot `name` (a branch, a tag or a snapshot id, in that order) names in `repo`, or an
-/// error listing the branches and tags.
-pub fn resolve(repo: &dyn Store, name: &str) -> Result<SnapshotId, StoreError> {
+/// The snapshot `name` (a branch, a tag or a snapshot id, in that order) names in `repo`, and
+/// the repository's format spec version (its `repo` file's, 1 without one); or an error listing
+/// the branches and tags.
+pub fn resolve(repo: &dyn Store, name: &str) -> Result<(SnapshotId, u8), StoreError> {
+    let mut spec = 1;
     let (branches, tags) = match files::read(repo, "repo", FileTypeBin::RepoInfo)? {
         Some((version, buffer)) => {
+            spec = version as u8;
             let corrupt = |e: icechunk_format::IcechunkFormatError| files::corrupt(repo, "repo", e);
             let info = icechunk_format::serializers::deserialize_repo_info(version, buffer)
                 .map_err(corrupt)?;
@@ -42,11 +45,11 @@ pub fn resolve(repo: &dyn Store, name: &str) -> Result<SnapshotId, StoreError> {
         .find(|(n, _)| n == name)
         .map(|(_, id)| id.clone());
     if let Some(id) = found {
-        return Ok(id);
+        return Ok((id, spec));
     }
     if let Ok(id) = SnapshotId::try_from(name) {
         if repo.head(&format!("snapshots/{id}"))?.is_some() {
-            return Ok(id);
+            return Ok((id, spec));
         }
     }
     let names = |list: &[(String, SnapshotId)]| {

@@ -6,7 +6,6 @@
 use super::templates::{TemplateError, Templates};
 use crate::store::references::{list_references, Catalog, Reference};
 use crate::store::{accept_key, Entry, StoreError};
-use base64::Engine;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -147,17 +146,9 @@ fn reference(
     let inline = |bytes: Vec<u8>| Ok(Some(Reference::Inline(Arc::from(bytes))));
     match value {
         Value::Null => Ok(None),
-        Value::String(s) => match s.strip_prefix("base64:") {
-            Some(data) => {
-                let engine = base64::engine::general_purpose::GeneralPurpose::new(
-                    &base64::alphabet::STANDARD,
-                    base64::engine::GeneralPurposeConfig::new()
-                        .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
-                );
-                inline(engine.decode(data.trim()).map_err(BadReference::Base64)?)
-            }
-            None => inline(s.into_bytes()),
-        },
+        Value::String(s) => {
+            inline(super::inline_data(s.into_bytes()).map_err(BadReference::Base64)?)
+        }
         Value::Array(parts) => {
             let url = match parts.first() {
                 Some(Value::String(u)) => urls.render(u.clone(), templates)?,

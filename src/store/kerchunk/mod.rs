@@ -49,6 +49,21 @@ pub fn open_parquet(
     Ok(ReferenceStore::new(Box::new(catalog), home, location, remote)?.with_version(version))
 }
 
+/// Inline data as fsspec reads it: after `base64:`, the base64 text decoded (padding optional);
+/// anything else as it is.
+fn inline_data(data: Vec<u8>) -> Result<Vec<u8>, base64::DecodeError> {
+    use base64::Engine;
+    let Some(text) = data.strip_prefix(b"base64:") else {
+        return Ok(data);
+    };
+    let engine = base64::engine::general_purpose::GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        base64::engine::GeneralPurposeConfig::new()
+            .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
+    );
+    engine.decode(text.trim_ascii())
+}
+
 /// A JSON value as text: a string as it is, anything else as JSON (fsspec accepts both).
 fn text(value: &serde_json::Value) -> String {
     match value {
@@ -62,6 +77,14 @@ mod tests {
     use super::*;
     use crate::store::{DirStore, Entry};
     use std::time::{Duration, SystemTime};
+
+    #[test]
+    fn inline_data_after_base64_is_decoded_as_fsspec_decodes_it() {
+        assert_eq!(inline_data(b"base64:AAEC".to_vec()).unwrap(), [0, 1, 2]);
+        assert_eq!(inline_data(b"base64:AAECAw\n".to_vec()).unwrap(), [0, 1, 2, 3]);
+        assert_eq!(inline_data(b"plain".to_vec()).unwrap(), b"plain");
+        assert!(inline_data(b"base64:not base64!".to_vec()).is_err());
+    }
 
     #[test]
     fn a_rewritten_reference_file_is_another_version() {

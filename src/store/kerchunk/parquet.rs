@@ -158,6 +158,9 @@ enum BadRecord {
     /// An offset or size column that is not a count of bytes.
     #[error("{0}")]
     Number(String),
+    /// A `raw` value after `base64:` that is not base64.
+    #[error("bad base64 data in raw: {0}")]
+    Base64(#[from] base64::DecodeError),
 }
 
 /// The references of one record file, in row order.
@@ -188,7 +191,7 @@ fn rows(bytes: &[u8]) -> Result<Vec<Row>, BadRecord> {
             }
         }
         out.push(match (raw, path) {
-            (Some(raw), _) => Some(Reference::Inline(Arc::from(raw))),
+            (Some(raw), _) => Some(Reference::Inline(Arc::from(super::inline_data(raw)?))),
             (None, Some(path)) => {
                 let url = urls
                     .entry(path)
