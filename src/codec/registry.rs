@@ -64,7 +64,7 @@ pub(crate) const CODECS: &[(&[&str], Kind)] = &[
     ),
     (&["vlen-utf8", "vlen-bytes"], Kind::Object(|_| Ok(ObjectCodec::Vlen))),
     (&["vlen-array"], Kind::Object(ObjectCodec::vlen_array)),
-    (&["json2"], Kind::Object(|_| Ok(ObjectCodec::Json))),
+    (&["json2"], Kind::Object(ObjectCodec::json)),
     (&["msgpack2"], Kind::Object(|_| Ok(ObjectCodec::MsgPack))),
     (&["gzip"], Kind::BytesToBytes(|s, _| Ok(Box::new(Inflate(s.name.clone(), Container::Gzip))))),
     (&["zlib"], Kind::BytesToBytes(|s, _| Ok(Box::new(Inflate(s.name.clone(), Container::Zlib))))),

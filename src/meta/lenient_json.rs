@@ -11,19 +11,24 @@ use serde_json::Value;
 /// Parses `bytes` as JSON, accepting the bare non-finite tokens outside strings and control
 /// characters inside them.
 pub fn parse(bytes: &[u8]) -> Result<Value, serde_json::Error> {
+    parse_as(bytes, true)
+}
+
+/// [`parse`], accepting control characters inside strings only with `control_characters`.
+pub fn parse_as(bytes: &[u8], control_characters: bool) -> Result<Value, serde_json::Error> {
     match serde_json::from_slice(bytes) {
         Ok(value) => Ok(value),
-        Err(strict) => match repair(bytes) {
+        Err(strict) => match repair(bytes, control_characters) {
             Some(repaired) => serde_json::from_slice(&repaired),
             None => Err(strict),
         },
     }
 }
 
-/// `bytes` with every bare `NaN`, `Infinity` and `-Infinity` outside strings quoted and every
-/// control character inside a string escaped; `None` if there is none (the strict error
-/// stands).
-fn repair(bytes: &[u8]) -> Option<Vec<u8>> {
+/// `bytes` with every bare `NaN`, `Infinity` and `-Infinity` outside strings quoted and (with
+/// `control_characters`) every control character inside a string escaped; `None` if there is
+/// none (the strict error stands).
+fn repair(bytes: &[u8], control_characters: bool) -> Option<Vec<u8>> {
     const TOKENS: [&[u8]; 3] = [b"-Infinity", b"Infinity", b"NaN"];
     let mut out = Vec::with_capacity(bytes.len() + 16);
     let (mut in_string, mut escaped, mut found) = (false, false, false);
@@ -35,7 +40,7 @@ fn repair(bytes: &[u8]) -> Option<Vec<u8>> {
                 (true, _) => escaped = false,
                 (false, b'\\') => escaped = true,
                 (false, b'"') => in_string = false,
-                (false, 0..=0x1f) => {
+                (false, 0..=0x1f) if control_characters => {
                     out.extend_from_slice(format!("\\u{b:04x}").as_bytes());
                     i += 1;
                     found = true;

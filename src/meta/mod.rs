@@ -32,7 +32,7 @@ pub use hierarchy::{
     load_hierarchy, parallel_map, Hierarchy, LoadOptions, StoreRef, Tree, MAX_DEPTH,
     MAX_DOCUMENT_BYTES,
 };
-pub use lenient_json::parse as parse_json;
+pub use lenient_json::{parse as parse_json, parse_as as parse_json_as};
 pub use node::{ArrayMeta, Dimensions, Node, NodeKind, MAX_CHUNK_BYTES};
 pub use numpy_dtype::NumpyType;
 pub use v2::MAX_RANK;

@@ -21,13 +21,22 @@ pub(crate) enum ObjectCodec {
     Vlen,
     /// `vlen-array` of numbers of this type.
     VlenArray(NumType),
-    /// `json2`.
-    Json,
+    /// `json2`; `strict` (numcodecs' default) refuses raw control characters in strings, as
+    /// Python's `json.loads(strict=True)`.
+    Json { strict: bool },
     /// `msgpack2`.
     MsgPack,
 }
 
 impl ObjectCodec {
+    /// `json2` as its configuration asks.
+    pub fn json(spec: &CodecSpec) -> Result<Self, CodecError> {
+        let strict = spec.config.get("strict").and_then(Value::as_bool);
+        Ok(ObjectCodec::Json {
+            strict: strict.unwrap_or(true),
+        })
+    }
+
     /// `vlen-array` from a config with the numbers' `dtype`.
     pub fn vlen_array(spec: &CodecSpec) -> Result<Self, CodecError> {
         let dtype = get_numtype(spec, "dtype")?.ok_or_else(|| {
@@ -67,8 +76,8 @@ impl ObjectCodec {
                 }
                 Ok(super::vlen::index(&texts))
             }
-            ObjectCodec::Json => {
-                let doc = crate::meta::parse_json(encoded)
+            ObjectCodec::Json { strict } => {
+                let doc = crate::meta::parse_json_as(encoded, !strict)
                     .map_err(|e| corrupt(format!("not JSON: {e}")))?;
                 elements(codec, doc, items)
             }
@@ -177,10 +186,25 @@ mod tests {
     #[test]
     fn json2_items_nest_by_dimension() {
         let doc = br#"[["a", 1], [[1, 2], {"k": NaN}], "|O", [2, 2]]"#;
-        let decoded = ObjectCodec::Json.decode("json2", doc, 4).unwrap();
+        let json = ObjectCodec::Json { strict: true };
+        let decoded = json.decode("json2", doc, 4).unwrap();
         assert_eq!(texts(&decoded, 4), ["a", "1", "[1,2]", r#"{"k":"NaN"}"#]);
-        assert!(ObjectCodec::Json.decode("json2", doc, 3).is_err());
-        assert!(ObjectCodec::Json.decode("json2", b"{}", 0).is_err());
+        assert!(json.decode("json2", doc, 3).is_err());
+        assert!(json.decode("json2", b"{}", 0).is_err());
+    }
+
+    #[test]
+    fn json2_refuses_raw_control_characters_unless_configured_not_strict() {
+        // As numcodecs: json.loads(strict=True) refuses them, strict=False reads them.
+        let doc = b"[\"a\x01b\", \"|O\", [1]]";
+        let codec = |config| {
+            crate::codec::registry::build_object(&CodecSpec::new("json2", config)).unwrap()
+        };
+        assert!(codec(json!({})).decode("json2", doc, 1).is_err());
+        let decoded = codec(json!({"strict": false}))
+            .decode("json2", doc, 1)
+            .unwrap();
+        assert_eq!(texts(&decoded, 1), ["a\u{1}b"]);
     }
 
     #[test]

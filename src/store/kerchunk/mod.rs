@@ -81,7 +81,10 @@ mod tests {
     #[test]
     fn inline_data_after_base64_is_decoded_as_fsspec_decodes_it() {
         assert_eq!(inline_data(b"base64:AAEC".to_vec()).unwrap(), [0, 1, 2]);
-        assert_eq!(inline_data(b"base64:AAECAw\n".to_vec()).unwrap(), [0, 1, 2, 3]);
+        assert_eq!(
+            inline_data(b"base64:AAECAw\n".to_vec()).unwrap(),
+            [0, 1, 2, 3]
+        );
         assert_eq!(inline_data(b"plain".to_vec()).unwrap(), b"plain");
         assert!(inline_data(b"base64:not base64!".to_vec()).is_err());
     }
