@@ -89,7 +89,7 @@ pub struct Options {
     #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = super::size::parse_cache_size)]
     pub cache_size: u64,
     /// Keep decoded arrays in DIR across mounts and serve complete ones with FUSE passthrough.
-    /// Off by default.
+    /// Off by default; not with --default-cache-dir.
     #[arg(long, value_name = "DIR", conflicts_with = "default_cache_dir")]
     pub cache_dir: Option<PathBuf>,
     /// --cache-dir in the usual place: $XDG_CACHE_HOME/zarrfs or ~/.cache/zarrfs;
@@ -119,7 +119,8 @@ pub struct Options {
     #[arg(long)]
     pub no_look_ahead: bool,
     /// S3-compatible server to use instead of AWS (MinIO, Ceph, s3s), path-style; http:// is
-    /// allowed. Also an Azure endpoint (Azurite) for az://. [default: AWS_ENDPOINT_URL]
+    /// allowed. Also an Azure endpoint (Azurite) for az://, and a GCS one (fake-gcs-server) for
+    /// gs://. [default: AWS_ENDPOINT_URL]
     #[arg(long, value_name = "URL")]
     pub endpoint: Option<String>,
     /// S3 region [default: AWS_REGION or AWS_DEFAULT_REGION, else us-east-1].
@@ -129,7 +130,8 @@ pub struct Options {
     #[arg(long)]
     pub anonymous: bool,
     /// Remote stores: the longest one request may take, retries included (up to 4 retries with
-    /// back-off, a third of it per attempt, 3 s to connect); then the read fails with EIO.
+    /// back-off, a third of it per attempt, 3 s to connect); then the read fails with EIO. At
+    /// least 1.
     #[arg(long, value_name = "SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout: u64,
     /// Icechunk repositories: the version to mount, a branch, a tag or a snapshot id
@@ -141,7 +143,8 @@ pub struct Options {
     /// references (same directory tree, bucket or host) are always read.
     #[arg(long, value_name = "PREFIX")]
     pub allow_target: Vec<String>,
-    /// Where a daemonized zarrfs writes its log (default: syslog).
+    /// Where a daemonized zarrfs writes its log [default: syslog; where nothing listens on
+    /// /dev/log, MAJOR:MINOR.log in the directory of pid files, which zarrfs names at mount].
     #[arg(long, value_name = "FILE")]
     pub log_file: Option<PathBuf>,
     /// More logging: -v info, -vv debug, -vvv trace (RUST_LOG overrides).

@@ -27,8 +27,8 @@ const USERSPACE_OPTIONS: &[&str] = &[
 /// an unknown one.
 const KNOWN: &str = "allow_other, allow_root, default_permissions, auto_unmount, fsname=NAME, \
                      subtype=NAME, max_read=BYTES, ro, rw, dev, nodev, suid, nosuid, exec, noexec, \
-                     atime, noatime, sync, async, dirsync, and mount(8)'s defaults, auto, noauto, user, users, \
-                     nofail, _netdev, x-*, comment=*";
+                     atime, noatime, sync, async, dirsync, and mount(8)'s defaults, auto, noauto, user, \
+                     nouser, users, owner, group, nofail, _netdev, x-*, comment=*";
 
 /// Parses comma-separated `-o` lists. The mount is always read-only: `rw` mounts read-only with
 /// a notice, as mount(8) does for a write-protected device. A later option overrides an earlier

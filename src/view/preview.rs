@@ -196,13 +196,13 @@ impl View {
         }
     }
 
-    /// The size of preview `p` if it has been rendered and is still kept, else 0.
-    pub(super) fn rendered_size(&self, p: u32) -> u64 {
+    /// The size of preview `p` if it has been rendered and is still kept.
+    pub(super) fn rendered_size(&self, p: u32) -> Option<u64> {
         let rendered = self.rendered.lock();
         rendered
             .peek(&p)
             .and_then(Option::as_ref)
-            .map_or(0, |png| png.len() as u64)
+            .map(|png| png.len() as u64)
     }
 
     /// The PNG of preview `p`, rendered now unless kept; `Err` (EIO) when its data cannot be

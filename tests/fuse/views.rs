@@ -224,6 +224,11 @@ fn previews_show_through_the_mount_and_no_previews_hides_them() {
     assert_eq!(std::fs::metadata(&png_path).unwrap().len(), 0);
     let bytes = std::fs::read(&png_path).unwrap();
     assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+    // Rendered, its size shows at the next stat (the 0 before was not cached).
+    assert_eq!(
+        std::fs::metadata(&png_path).unwrap().len(),
+        bytes.len() as u64
+    );
     let (w, h) = (
         u32::from_be_bytes(bytes[16..20].try_into().unwrap()),
         u32::from_be_bytes(bytes[20..24].try_into().unwrap()),

@@ -8,8 +8,9 @@ pub(in crate::view) struct PreviewFile(pub u32);
 
 impl ServedFile for PreviewFile {
     /// Rendered when opened, not here (`ls -l` must not decode pictures): 0 until then.
+    /// Known once rendered; until then 0, not exact (the kernel asks again).
     fn size(&self, view: &View, _dir: u64, _measure: bool) -> Option<u64> {
-        Some(view.rendered_size(self.0))
+        view.rendered_size(self.0)
     }
 
     fn open(&self, view: &View, _page_cached: bool) -> Result<u64, ViewError> {
