@@ -82,8 +82,8 @@ fn section(text: &str, name: &str) -> Option<Vec<(String, String)>> {
     let mut found = None;
     let mut current = false;
     for line in text.lines().map(str::trim) {
-        if let Some(header) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
-            current = header.trim() == name;
+        if let Some(header) = header(line) {
+            current = header == name;
             if current && found.is_none() {
                 found = Some(Vec::new());
             }
@@ -95,6 +95,13 @@ fn section(text: &str, name: &str) -> Option<Vec<(String, String)>> {
         }
     }
     found
+}
+
+/// The section name of a header line, `[name]`, with what follows its last `]` ignored
+/// (`[prod]  # comment`), as Python's configparser, which the aws command line uses, reads it.
+fn header(line: &str) -> Option<&str> {
+    let inside = line.strip_prefix('[')?;
+    Some(inside[..inside.rfind(']')?].trim())
 }
 
 #[cfg(test)]
@@ -144,5 +151,27 @@ region = ap-south-1
         );
         assert_eq!(parse(CREDENTIALS, CONFIG, "absent"), None);
         assert_eq!(parse("", "", "default"), None);
+    }
+
+    /// A comment after a section header ends the previous section all the same: the keys
+    /// below it are the commented profile's, not the one before.
+    #[test]
+    fn a_header_followed_by_a_comment_starts_its_section() {
+        let credentials = "\
+[default]
+aws_access_key_id = AKDEFAULT
+aws_secret_access_key = secret-default
+[prod]  # production account
+aws_access_key_id = AKPROD
+aws_secret_access_key = secret-prod
+";
+        let config = "[profile prod] ; eu\nregion = eu-west-3\n";
+        let default = parse(credentials, "", "default").unwrap();
+        assert_eq!(default.access_key_id.as_deref(), Some("AKDEFAULT"));
+        assert_eq!(default.secret_access_key.as_deref(), Some("secret-default"));
+        let prod = parse(credentials, config, "prod").unwrap();
+        assert_eq!(prod.access_key_id.as_deref(), Some("AKPROD"));
+        assert_eq!(prod.secret_access_key.as_deref(), Some("secret-prod"));
+        assert_eq!(prod.region.as_deref(), Some("eu-west-3"));
     }
 }
