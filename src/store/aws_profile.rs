@@ -1,16 +1,21 @@
 //! Keys and region of an AWS profile from the aws command line's files (`~/.aws/credentials`,
 //! `~/.aws/config`), which the S3 client does not read itself. Only static keys are read;
-//! profiles that get them from SSO, a role or a process are named in a warning.
+//! a profile that gets them from SSO, a role or a process says so (see [`Profile::keys_through`]).
 
 use std::path::PathBuf;
 
 /// What a profile provides.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Profile {
+    /// The profile's name.
+    pub name: String,
     pub access_key_id: Option<String>,
     pub secret_access_key: Option<String>,
     pub session_token: Option<String>,
     pub region: Option<String>,
+    /// How the profile gets its keys when it has none of its own (`sso_session`, `role_arn`,
+    /// ...), which zarrfs does not follow.
+    pub keys_through: Option<&'static str>,
 }
 
 /// The profile `AWS_PROFILE` (or `default`) names, from `AWS_SHARED_CREDENTIALS_FILE` (default
@@ -52,29 +57,26 @@ pub fn parse(credentials: &str, config: &str, name: &str) -> Option<Profile> {
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.clone())
     };
-    let profile = Profile {
-        access_key_id: get("aws_access_key_id"),
-        secret_access_key: get("aws_secret_access_key"),
-        session_token: get("aws_session_token"),
-        region: get("region"),
-    };
-    if profile.access_key_id.is_none() {
-        if let Some(how) = [
+    let access_key_id = get("aws_access_key_id");
+    let keys_through = match access_key_id {
+        Some(_) => None,
+        None => [
             "sso_session",
             "sso_start_url",
             "role_arn",
             "credential_process",
         ]
         .into_iter()
-        .find(|k| get(k).is_some())
-        {
-            log::warn!(
-                "AWS profile {name} gets its keys through {how}, which zarrfs does not read: \
-                 export them first (eval \"$(aws configure export-credentials --format env)\")"
-            );
-        }
-    }
-    Some(profile)
+        .find(|k| get(k).is_some()),
+    };
+    Some(Profile {
+        name: name.to_string(),
+        access_key_id,
+        secret_access_key: get("aws_secret_access_key"),
+        session_token: get("aws_session_token"),
+        region: get("region"),
+        keys_through,
+    })
 }
 
 /// The `key = value` lines of section `[name]` of an INI text, or `None` without that section.
@@ -135,10 +137,12 @@ region = ap-south-1
         assert_eq!(
             work,
             Profile {
+                name: "work".into(),
                 access_key_id: Some("AKWORK".into()),
                 secret_access_key: Some("secret=with=equals".into()),
                 session_token: Some("token".into()),
                 region: Some("eu-central-1".into()),
+                keys_through: None,
             }
         );
         let default = parse(CREDENTIALS, CONFIG, "default").unwrap();
@@ -146,8 +150,8 @@ region = ap-south-1
         assert_eq!(default.region.as_deref(), Some("us-east-2"));
         let sso = parse(CREDENTIALS, CONFIG, "sso").unwrap();
         assert_eq!(
-            (sso.access_key_id, sso.region.as_deref()),
-            (None, Some("ap-south-1"))
+            (sso.access_key_id, sso.region.as_deref(), sso.keys_through),
+            (None, Some("ap-south-1"), Some("sso_session"))
         );
         assert_eq!(parse(CREDENTIALS, CONFIG, "absent"), None);
         assert_eq!(parse("", "", "default"), None);

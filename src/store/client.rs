@@ -109,7 +109,8 @@ fn s3(
     endpoint: Option<&str>,
     region: Option<&str>,
 ) -> AmazonS3Builder {
-    let mut b = with_profile(AmazonS3Builder::from_env(), opts.anonymous)
+    let profile = super::aws_profile::load();
+    let mut b = with_profile(AmazonS3Builder::from_env(), profile, opts.anonymous)
         .with_bucket_name(bucket)
         .with_http_connector(CertificateAware)
         .with_retry(retry_config(opts.timeout));
@@ -178,20 +179,30 @@ fn gcs(opts: &RemoteOptions, bucket: &str) -> GoogleCloudStorageBuilder {
     }
 }
 
-/// Keys and region of the AWS profile (`AWS_PROFILE`, else `default`) where the environment
-/// names none.
-fn with_profile(mut b: AmazonS3Builder, anonymous: bool) -> AmazonS3Builder {
+/// The AWS `profile`'s settings where the environment gives none, as the aws command line
+/// takes them: its keys unless the environment has keys or requests go unsigned, and its region
+/// unless the environment names one, wherever the keys come from.
+fn with_profile(
+    mut b: AmazonS3Builder,
+    profile: Option<super::aws_profile::Profile>,
+    anonymous: bool,
+) -> AmazonS3Builder {
     let has = |b: &AmazonS3Builder, k| b.get_config_value(&k).is_some();
-    if anonymous || has(&b, AmazonS3ConfigKey::AccessKeyId) {
-        return b;
-    }
-    let Some(profile) = super::aws_profile::load() else {
+    let Some(profile) = profile else {
         return b;
     };
-    if let (Some(id), Some(secret)) = (profile.access_key_id, profile.secret_access_key) {
-        b = b.with_access_key_id(id).with_secret_access_key(secret);
-        if let Some(token) = profile.session_token {
-            b = b.with_token(token);
+    if !anonymous && !has(&b, AmazonS3ConfigKey::AccessKeyId) {
+        if let (Some(id), Some(secret)) = (profile.access_key_id, profile.secret_access_key) {
+            b = b.with_access_key_id(id).with_secret_access_key(secret);
+            if let Some(token) = profile.session_token {
+                b = b.with_token(token);
+            }
+        } else if let Some(how) = profile.keys_through {
+            log::warn!(
+                "AWS profile {} gets its keys through {how}, which zarrfs does not read: \
+                 export them first (eval \"$(aws configure export-credentials --format env)\")",
+                profile.name
+            );
         }
     }
     let region_set =
@@ -232,5 +243,66 @@ fn retry_config(timeout: Duration) -> RetryConfig {
         },
         max_retries: MAX_RETRIES,
         retry_timeout: timeout,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::aws_profile::Profile;
+
+    fn profile(region: Option<&str>) -> Option<Profile> {
+        Some(Profile {
+            name: "p".into(),
+            access_key_id: Some("AKPROFILE".into()),
+            secret_access_key: Some("profile-secret".into()),
+            region: region.map(String::from),
+            ..Profile::default()
+        })
+    }
+
+    fn value(b: &AmazonS3Builder, key: AmazonS3ConfigKey) -> Option<String> {
+        b.get_config_value(&key)
+    }
+
+    /// Keys in the environment and the region in `~/.aws/config` only: the profile's region
+    /// applies (else S3 answers a request signed for us-east-1 with a bare 301), its keys not.
+    #[test]
+    fn the_profile_region_applies_whatever_gives_the_keys() {
+        let env = || {
+            AmazonS3Builder::new()
+                .with_access_key_id("AKENV")
+                .with_secret_access_key("env-secret")
+        };
+        let b = with_profile(env(), profile(Some("eu-west-3")), false);
+        assert_eq!(
+            value(&b, AmazonS3ConfigKey::Region).as_deref(),
+            Some("eu-west-3")
+        );
+        assert_eq!(
+            value(&b, AmazonS3ConfigKey::AccessKeyId).as_deref(),
+            Some("AKENV")
+        );
+        let unsigned = with_profile(AmazonS3Builder::new(), profile(Some("eu-west-3")), true);
+        assert_eq!(
+            value(&unsigned, AmazonS3ConfigKey::Region).as_deref(),
+            Some("eu-west-3")
+        );
+        assert_eq!(value(&unsigned, AmazonS3ConfigKey::AccessKeyId), None);
+        let keys = with_profile(AmazonS3Builder::new(), profile(None), false);
+        assert_eq!(
+            value(&keys, AmazonS3ConfigKey::AccessKeyId).as_deref(),
+            Some("AKPROFILE")
+        );
+        // A region in the environment wins.
+        let named = with_profile(
+            env().with_region("ap-south-1"),
+            profile(Some("eu-west-3")),
+            false,
+        );
+        assert_eq!(
+            value(&named, AmazonS3ConfigKey::Region).as_deref(),
+            Some("ap-south-1")
+        );
     }
 }
