@@ -102,7 +102,8 @@ pub fn build<'a>(
 }
 
 /// S3: AWS_* variables, then the AWS profile; `--region` over the URL's region, `--endpoint`
-/// over the URL's endpoint (path-style; plain http allowed for an http:// endpoint).
+/// over the URL's endpoint over AWS_ENDPOINT_URL_S3 and AWS_ENDPOINT_URL (path-style; plain
+/// http allowed when the endpoint used is http://).
 fn s3(
     opts: &RemoteOptions,
     bucket: &str,
@@ -121,10 +122,16 @@ fn s3(
         b = b.with_region(r);
     }
     if let Some(e) = opts.endpoint.as_deref().or(endpoint) {
-        b = b.with_endpoint(e).with_virtual_hosted_style_request(false);
+        // Both keys: the client prefers AWS_ENDPOINT_URL_S3's over AWS_ENDPOINT_URL's, and an
+        // endpoint given explicitly wins over both, as with the aws command line.
+        b = b
+            .with_endpoint(e)
+            .with_config(AmazonS3ConfigKey::S3Endpoint, e)
+            .with_virtual_hosted_style_request(false);
     }
-    let plain_http = b
-        .get_config_value(&AmazonS3ConfigKey::Endpoint)
+    let plain_http = [AmazonS3ConfigKey::S3Endpoint, AmazonS3ConfigKey::Endpoint]
+        .iter()
+        .find_map(|k| b.get_config_value(k))
         .is_some_and(|e| e.starts_with("http://"));
     // AWS_ALLOW_HTTP from the environment stays for an https:// endpoint.
     match plain_http {
