@@ -220,21 +220,25 @@ fn with_profile(
     }
 }
 
-/// Connect and request timeouts within the operation's bound: one attempt (headers and body)
-/// may take a third of it (10 s of the default 30 s), so that a stalled attempt leaves time to
-/// retry. Set key by key, so that the client settings a builder read from the environment
+/// Time bounds within the operation's (`--timeout`). An attempt that receives nothing for a
+/// third of it (10 s of the default 30 s), headers or body, is given up, so that a stalled
+/// attempt leaves time to retry; connecting, after 3 s. One that keeps receiving runs on to the
+/// operation's own bound: a cap on the whole attempt would cut a large body on a slow link, and
+/// object_store resumes a cut body only where the server gives an ETag, so each retry would be
+/// cut again. Set key by key, so that the client settings a builder read from the environment
 /// (`allow_http`, proxies, ...) stay.
-fn client_config(opts: &RemoteOptions) -> [(ClientConfigKey, String); 3] {
-    let attempt = (opts.timeout / 3)
+fn client_config(opts: &RemoteOptions) -> [(ClientConfigKey, String); 4] {
+    let stall = (opts.timeout / 3)
         .max(Duration::from_secs(1))
         .min(opts.timeout);
     let ms = |d: Duration| format!("{}ms", d.as_millis());
     [
         (
             ClientConfigKey::ConnectTimeout,
-            ms(CONNECT_TIMEOUT.min(attempt)),
+            ms(CONNECT_TIMEOUT.min(stall)),
         ),
-        (ClientConfigKey::Timeout, ms(attempt)),
+        (ClientConfigKey::ReadTimeout, ms(stall)),
+        (ClientConfigKey::Timeout, ms(opts.timeout)),
         (ClientConfigKey::PoolMaxIdlePerHost, "64".into()),
     ]
 }

@@ -8,6 +8,8 @@ use common::mount::{read_direct, Mount};
 use common::servers;
 use common::{all_fixture_cases, expected_bytes, StoreCase};
 use std::path::Path;
+use std::time::{Duration, Instant};
+use zarrfs::store::{Location, ObjectStoreBackend, RemoteOptions, Store};
 
 /// A fixture store's cases by name.
 fn case(name: &str) -> StoreCase {
@@ -45,4 +47,51 @@ fn an_explicit_endpoint_wins_over_the_environments() {
             .unwrap_or_else(|e| panic!("{store} {args:?}, AWS_ENDPOINT_URL_S3={endpoint_s3}: {e}"));
         assert_eq!(read_direct(mount.join("y")).unwrap(), y, "{store} {args:?}");
     }
+}
+
+/// The store at plain-HTTP `url` with `timeout`, opened as it is (no reference set or
+/// repository looked for).
+fn http_store(url: &str, timeout: Duration) -> ObjectStoreBackend {
+    let location = Location::Http {
+        url: url.parse().unwrap(),
+    };
+    let options = RemoteOptions {
+        timeout,
+        ..RemoteOptions::default()
+    };
+    ObjectStoreBackend::open(&location, url, &options).unwrap()
+}
+
+/// 200,000 bytes of `(i % 251)` in file `name` of a new directory.
+fn served_file(name: &str) -> (tempfile::TempDir, Vec<u8>) {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+    std::fs::write(dir.path().join(name), &bytes).unwrap();
+    (dir, bytes)
+}
+
+/// A body that keeps arriving is read to its end even when it takes longer than an attempt may
+/// wait for a byte (a third of the timeout), from a server that gives no ETag (so a cut body
+/// cannot be resumed); one that stops arriving fails within the timeout.
+#[test]
+fn a_slow_body_is_read_while_it_keeps_coming_and_fails_in_time_once_it_stops() {
+    let (dir, bytes) = served_file("slow");
+    let timeout = Duration::from_secs(4);
+    // 20 pieces 0.1 s apart: 2 s, more than the 1.33 s an attempt may wait for a byte.
+    let drip = servers::quirky_http_server(dir.path(), &["drip=10000,0.1"]);
+    let started = Instant::now();
+    let got = http_store(&drip.url, timeout).get("slow").unwrap().unwrap();
+    assert_eq!(got.bytes, bytes);
+    assert!(
+        started.elapsed() > timeout / 3,
+        "the body came too fast to tell"
+    );
+    let stalled = servers::quirky_http_server(dir.path(), &["drip=10000,0.1", "stall-after=50000"]);
+    let started = Instant::now();
+    let err = http_store(&stalled.url, timeout).get("slow").unwrap_err();
+    assert!(
+        started.elapsed() < timeout + Duration::from_secs(1),
+        "a stalled body failed after {:?}: {err}",
+        started.elapsed()
+    );
 }
