@@ -201,17 +201,15 @@ impl ObjectStoreBackend {
         }
     }
 
-    /// The last `len` bytes of `key` and its size, read as its size, then a plain range of
-    /// the same version (an object replaced in between has its suffix elsewhere).
-    fn suffix_by_size(
+    /// The last `len` bytes of the object `key` whose size and version `meta` gives, read as a
+    /// plain range of that version (an object replaced in between has its suffix elsewhere).
+    fn suffix_of(
         &self,
         key: &str,
+        meta: ObjectMeta,
         len: u64,
         deadline: Instant,
     ) -> Result<Option<(Vec<u8>, u64)>, StoreError> {
-        let Some(meta) = self.head_until(key, deadline)? else {
-            return Ok(None);
-        };
         let start = meta.size.saturating_sub(len);
         match self.range_until(key, start, meta.size - start, deadline, Vec::new())? {
             Some((_, seen)) if !seen.same_version(&meta) => Err(StoreError::Remote {
@@ -359,7 +357,10 @@ impl Store for ObjectStoreBackend {
         let path = self.path(key)?;
         let deadline = self.deadline();
         if !self.suffix_ranges {
-            return self.suffix_by_size(key, len, deadline);
+            return match self.head_until(key, deadline)? {
+                Some(meta) => self.suffix_of(key, meta, len, deadline),
+                None => Ok(None),
+            };
         }
         let options = GetOptions {
             range: Some(GetRange::Suffix(len)),
@@ -373,11 +374,14 @@ impl Store for ObjectStoreBackend {
         });
         match got {
             // An empty suffix, or one longer than the value, which some servers refuse: the
-            // object's size, then a plain range.
+            // object's size, then a plain range. A GET that failed otherwise is that failure,
+            // also when a HEAD finds nothing there (as in `range_until`): never "absent".
             Err(e) if !matches!(e, StoreError::TimedOut { .. }) => {
                 match self.head_until(key, deadline)? {
-                    Some(meta) if len != 0 && meta.size > len => Err(e),
-                    _ => self.suffix_by_size(key, len, deadline),
+                    Some(meta) if len == 0 || meta.size <= len => {
+                        self.suffix_of(key, meta, len, deadline)
+                    }
+                    _ => Err(e),
                 }
             }
             other => other,

@@ -95,3 +95,25 @@ fn a_slow_body_is_read_while_it_keeps_coming_and_fails_in_time_once_it_stops() {
         started.elapsed()
     );
 }
+
+/// A server that answers a suffix range with the whole object (200) and HEAD with 405 (which
+/// the HTTP client takes for "absent"): a shard's index is then an error, never "absent" (which
+/// reads the whole shard as fill values). Plain ranges still read, an absent key is absent.
+#[test]
+fn a_failed_suffix_read_is_an_error_even_when_head_finds_nothing() {
+    let (dir, bytes) = served_file("shard");
+    let server = servers::quirky_http_server(dir.path(), &["suffix-ignored", "head-405"]);
+    let store = http_store(&server.url, Duration::from_secs(10));
+    let got = store
+        .get_suffix("shard", 16)
+        .map(|s| s.map(|(tail, _)| tail));
+    assert!(
+        matches!(got, Err(ref e) if e.to_string().contains("shard")),
+        "{got:?}"
+    );
+    assert_eq!(
+        store.get_range("shard", 1000, 64).unwrap().unwrap(),
+        bytes[1000..1064]
+    );
+    assert_eq!(store.get_suffix("absent", 16).unwrap(), None);
+}
