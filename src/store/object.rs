@@ -163,7 +163,8 @@ impl ObjectStoreBackend {
     /// contents are dropped), and the object's version as the response gives it. A range
     /// starting at or past the end is refused by servers (416): when the read fails, the
     /// object's size tells whether that was the cause (then it is an empty read, as for local
-    /// stores).
+    /// stores). A server that ignores ranges (see [`whole_for_range`]) is read whole where the
+    /// object ends within the range.
     fn range_until(
         &self,
         key: &str,
@@ -176,15 +177,21 @@ impl ObjectStoreBackend {
         if len == 0 {
             return Ok(self.head_until(key, deadline)?.map(|m| (Vec::new(), m)));
         }
+        let end = start.saturating_add(len);
         let options = GetOptions {
-            range: Some(GetRange::Bounded(start..start.saturating_add(len))),
+            range: Some(GetRange::Bounded(start..end)),
             ..GetOptions::default()
         };
         let inner = self.inner.clone();
         let got = self.run(key, deadline, async move {
-            let got = inner.get_opts(&path, options).await?;
+            let (got, skip) = match inner.get_opts(&path, options).await {
+                Err(e) if range_ignored(&e) => (whole_for_range(&*inner, &path, end).await?, start),
+                got => (got?, 0),
+            };
             let meta = version(&got.meta);
-            Ok((body(got, into, buffers()).await?, meta))
+            let mut bytes = body(got, into, buffers()).await?;
+            bytes.drain(..usize::try_from(skip).map_or(bytes.len(), |s| s.min(bytes.len())));
+            Ok((bytes, meta))
         });
         match got {
             // A range from the object's end or past it, which some servers refuse: empty. A
@@ -219,6 +226,53 @@ impl ObjectStoreBackend {
             got => Ok(got.map(|(b, _)| (b, meta.size))),
         }
     }
+}
+
+/// True when `e` says that the server answered a range request with the whole object (200), as
+/// servers without range support do (`python -m http.server`, xpublish): the HTTP client's
+/// NotSupported, or the cloud clients' "non-partial response" (an error type of object_store's
+/// own, known by its text).
+fn range_ignored(e: &object_store::Error) -> bool {
+    match e {
+        object_store::Error::NotSupported { .. } => true,
+        object_store::Error::Generic { source, .. } => {
+            source.to_string().contains("non-partial response")
+        }
+        _ => false,
+    }
+}
+
+/// A server that ignores ranges answered a range ending at `end` with the whole object.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the server ignores byte ranges (it answers them with the whole object): the object, \
+     {size} bytes, runs past the range asked for (to byte {end}), so it is not read whole for it"
+)]
+struct RangesIgnored {
+    size: u64,
+    end: u64,
+}
+
+/// The whole object at `path` for a range ending at `end` from a server that ignores ranges:
+/// one plain GET, taken only when the object ends within the range (no more is moved than from
+/// the object's start), refused from its headers otherwise. Its body is then checked against
+/// the length its headers announce, as every body is, before the range is cut out of it.
+async fn whole_for_range(
+    inner: &dyn ObjectStore,
+    path: &Path,
+    end: u64,
+) -> object_store::Result<GetResult> {
+    let got = inner.get_opts(path, GetOptions::default()).await?;
+    if got.meta.size > end {
+        return Err(object_store::Error::Generic {
+            store: "HTTP",
+            source: Box::new(RangesIgnored {
+                size: got.meta.size,
+                end,
+            }),
+        });
+    }
+    Ok(got)
 }
 
 /// A response whose body ends short of the length its headers announced.

@@ -424,6 +424,20 @@ pub fn fault(proxy: &Server, command: &str) -> u64 {
         .unwrap()
 }
 
+/// `python3 -m http.server` serving the directory `root`: it answers every GET with the whole
+/// file (200), byte range or not, and gives no ETag, as simple web servers do.
+pub fn python_http_server(root: &Path) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let start = |port: u16| {
+        let mut cmd = Command::new("python3");
+        cmd.args(["-m", "http.server", "--bind", "127.0.0.1", "--directory"])
+            .arg(root)
+            .arg(port.to_string());
+        cmd
+    };
+    Server::start(start, dir)
+}
+
 /// An HTTP server for the files below argv[2] that honours `bytes=A-B` and `bytes=A-` ranges
 /// (206), gives no ETag, and has the quirks its flags ask for: `suffix-ignored` answers a
 /// suffix range (`bytes=-N`) with the whole file (200), `head-405` answers HEAD with 405,

@@ -117,3 +117,76 @@ fn a_failed_suffix_read_is_an_error_even_when_head_finds_nothing() {
     );
     assert_eq!(store.get_suffix("absent", 16).unwrap(), None);
 }
+
+/// The consolidated fixtures read byte-exact from `python -m http.server`, which answers every
+/// range with the whole file (200): chunks are read whole, as zarr-python reads them there.
+#[test]
+fn consolidated_fixtures_read_exactly_from_a_server_that_ignores_ranges() {
+    let server = servers::python_http_server(&common::fixtures_dir().join("dialects"));
+    let cases: Vec<StoreCase> = all_fixture_cases()
+        .into_iter()
+        .filter(|c| c.name.starts_with("consolidated_") && c.options.is_empty())
+        .map(|c| {
+            let url = format!("{}/{}", server.url, c.dir_name());
+            c.at(url, &[])
+        })
+        .collect();
+    assert_eq!(cases.len(), 4);
+    common::fuse_check::check_stores(&cases);
+}
+
+/// Over plain HTTP and over S3 (path-style, unsigned) from a server that ignores ranges: a range
+/// reaching the object's end is cut out of the whole object, whose length its headers vouch
+/// for; a range inside a longer object is refused with a line saying why, never answered with
+/// other bytes.
+#[test]
+fn a_server_that_ignores_ranges_gives_whole_objects_and_refuses_parts() {
+    let (dir, bytes) = served_file("obj");
+    std::fs::create_dir(dir.path().join("bucket")).unwrap();
+    std::fs::write(dir.path().join("bucket/obj"), &bytes).unwrap();
+    let server = servers::python_http_server(dir.path());
+    let s3 = Location::S3 {
+        bucket: "bucket".into(),
+        prefix: String::new(),
+        endpoint: Some(server.url.clone()),
+        region: None,
+    };
+    let unsigned = RemoteOptions {
+        anonymous: true,
+        ..RemoteOptions::default()
+    };
+    let stores = [
+        http_store(&server.url, Duration::from_secs(10)),
+        ObjectStoreBackend::open(&s3, "s3://bucket", &unsigned).unwrap(),
+    ];
+    let size = bytes.len() as u64;
+    for store in &stores {
+        let what = store.describe();
+        let mut buf = Vec::new();
+        assert!(store.get_range_into("obj", 0, size + 1, &mut buf).unwrap());
+        assert_eq!(buf, bytes, "{what}: whole");
+        let tail = store.get_range("obj", size - 100, 100).unwrap().unwrap();
+        assert_eq!(
+            tail,
+            bytes[bytes.len() - 100..],
+            "{what}: the last 100 bytes"
+        );
+        assert_eq!(store.get_range("obj", size, 10).unwrap().unwrap(), b"");
+        let (all, total) = store.get_suffix("obj", size + 10).unwrap().unwrap();
+        assert_eq!((all, total), (bytes.clone(), size), "{what}: suffix");
+        for part in [
+            store.get_range("obj", 1000, 64).map(|_| ()),
+            store
+                .get_range_into("obj", 0, size - 1, &mut buf)
+                .map(|_| ()),
+            store.get_suffix("obj", 16).map(|_| ()),
+        ] {
+            let e = part.expect_err(&what).to_string();
+            assert!(
+                e.contains("obj") && e.to_lowercase().contains("range"),
+                "{what}: {e}"
+            );
+        }
+        assert!(!store.get_range_into("absent", 0, 10, &mut buf).unwrap());
+    }
+}
