@@ -9,6 +9,7 @@ use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
 use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
 use object_store::http::HttpBuilder;
+use object_store::list::PaginatedListStore;
 use object_store::{BackoffConfig, ClientConfigKey, ObjectStore, RetryConfig};
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,13 +52,30 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// Retries of one request on 5xx, throttling, resets and timeouts.
 const MAX_RETRIES: usize = 4;
 
-/// The client of a remote `location` (named `url` in messages), the key prefix inside its
-/// bucket or container, and whether it can list (plain HTTP cannot).
+/// The client of a remote location: its store, its paginated listing where it can list (plain
+/// HTTP cannot), and the key prefix inside its bucket or container.
+pub struct Client<'a> {
+    pub store: Arc<dyn ObjectStore>,
+    pub pages: Option<Arc<dyn PaginatedListStore>>,
+    pub prefix: &'a str,
+}
+
+/// A client that lists, from a built bucket or container client.
+fn listing<T: ObjectStore + PaginatedListStore>(built: T, prefix: &str) -> Client<'_> {
+    let built = Arc::new(built);
+    Client {
+        store: built.clone(),
+        pages: Some(built),
+        prefix,
+    }
+}
+
+/// The client of a remote `location` (named `url` in messages).
 pub fn build<'a>(
     location: &'a Location,
     url: &str,
     opts: &RemoteOptions,
-) -> Result<(Arc<dyn ObjectStore>, &'a str, bool), StoreError> {
+) -> Result<Client<'a>, StoreError> {
     let invalid = |e: object_store::Error| StoreError::Invalid(format!("{url}: {e}"));
     let no_endpoint = || match opts.endpoint {
         Some(_) => Err(StoreError::Invalid(format!(
@@ -73,15 +91,13 @@ pub fn build<'a>(
             region,
         } => {
             let b = s3(opts, bucket, endpoint.as_deref(), region.as_deref());
-            (Arc::new(b.build().map_err(invalid)?), prefix, true)
+            listing(b.build().map_err(invalid)?, prefix)
         }
         Location::Gcs { bucket, prefix } => {
-            let b = gcs(opts, bucket);
-            (Arc::new(b.build().map_err(invalid)?), prefix, true)
+            listing(gcs(opts, bucket).build().map_err(invalid)?, prefix)
         }
         Location::Azure { url: az, prefix } => {
-            let b = azure(opts, az);
-            (Arc::new(b.build().map_err(invalid)?), prefix, true)
+            listing(azure(opts, az).build().map_err(invalid)?, prefix)
         }
         Location::Http { url: base } => {
             no_endpoint()?;
@@ -93,7 +109,11 @@ pub fn build<'a>(
             for (key, value) in client_config(opts) {
                 b = b.with_config(key, value);
             }
-            (Arc::new(b.build().map_err(invalid)?), "", false)
+            Client {
+                store: Arc::new(b.build().map_err(invalid)?),
+                pages: None,
+                prefix: "",
+            }
         }
         Location::Local { .. } => {
             return Err(StoreError::Invalid(format!("{url}: not a remote store")))

@@ -15,8 +15,9 @@ use super::{
 };
 use crate::memory::{buffers, Buffers};
 use futures::StreamExt;
-use object_store::path::Path;
-use object_store::{GetOptions, GetRange, GetResult, ObjectStore, ObjectStoreExt};
+use object_store::list::{PaginatedListOptions, PaginatedListStore};
+use object_store::path::{Path, DELIMITER};
+use object_store::{GetOptions, GetRange, GetResult, ListResult, ObjectStore, ObjectStoreExt};
 use std::future::Future;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, OnceLock};
@@ -49,12 +50,12 @@ fn runtime() -> Result<&'static tokio::runtime::Runtime, &'static NoRuntime> {
 /// A bucket, container or URL prefix read through `object_store`.
 pub struct ObjectStoreBackend {
     inner: Arc<dyn ObjectStore>,
+    /// The listing, page by page; `None` for plain HTTP, which cannot list.
+    pages: Option<Arc<dyn PaginatedListStore>>,
     /// Key prefix inside the bucket (no leading or trailing `/`).
     prefix: String,
     /// The store's URL as shown to the user.
     url: String,
-    /// False for plain HTTP, which cannot list.
-    listable: bool,
     /// False for Azure Blob, which refuses suffix ranges (`bytes=-N`): a suffix is then read as
     /// the object's size and a plain range.
     suffix_ranges: bool,
@@ -65,12 +66,12 @@ pub struct ObjectStoreBackend {
 impl ObjectStoreBackend {
     /// The store at a remote `location` (shown to the user as `url`). No request is made yet.
     pub fn open(location: &Location, url: &str, opts: &RemoteOptions) -> Result<Self, StoreError> {
-        let (inner, prefix, listable) = super::client::build(location, url, opts)?;
+        let client = super::client::build(location, url, opts)?;
         Ok(ObjectStoreBackend {
-            inner,
-            prefix: prefix.to_string(),
+            inner: client.store,
+            pages: client.pages,
+            prefix: client.prefix.to_string(),
             url: url.to_string(),
-            listable,
             suffix_ranges: !matches!(location, Location::Azure { .. }),
             timeout: opts.timeout,
             opened: SystemTime::now(),
@@ -356,6 +357,33 @@ fn version(meta: &object_store::ObjectMeta) -> ObjectMeta {
     }
 }
 
+/// The children one page of the listing of `dir` names. A "folder marker" (an empty object
+/// named `dir/`, which S3 and GCS consoles and some tools write) is the directory itself, not a
+/// child of it.
+fn entries(page: ListResult, dir: &Path) -> impl Iterator<Item = Entry> + '_ {
+    let prefixes = page.common_prefixes.into_iter().filter_map(|p| {
+        Some(Entry {
+            name: p.filename()?.to_string(),
+            kind: EntryKind::Prefix,
+            mtime: None,
+            tag: None,
+        })
+    });
+    let objects = page
+        .objects
+        .into_iter()
+        .filter(move |m| m.location != *dir)
+        .filter_map(|m| {
+            Some(Entry {
+                name: m.location.filename()?.to_string(),
+                kind: EntryKind::Object(m.size),
+                mtime: mtime(&m),
+                tag: m.e_tag,
+            })
+        });
+    prefixes.chain(objects)
+}
+
 /// Requests in flight at once while a remote hierarchy is walked.
 const WALK_PARALLELISM: usize = 32;
 
@@ -446,46 +474,44 @@ impl Store for ObjectStoreBackend {
         self.head_until(key, self.deadline())
     }
 
+    /// Page by page, each within the store's time bound: a prefix with many children takes as
+    /// many pages as it needs, while a page that does not come in time fails the listing.
     fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
-        if !self.listable {
+        let Some(pages) = &self.pages else {
             return Err(StoreError::CannotList(self.what(prefix)));
-        }
-        let path = self.path(prefix)?;
-        let dir = (!path.as_ref().is_empty()).then_some(path.clone());
-        let inner = self.inner.clone();
-        let listed = self.run(prefix, self.deadline(), async move {
-            inner.list_with_delimiter(dir.as_ref()).await
-        })?;
-        let Some(listed) = listed else {
-            return Ok(Vec::new());
         };
-        let mut out: Vec<Entry> = listed
-            .common_prefixes
-            .iter()
-            .filter_map(|p| p.filename())
-            .map(|name| Entry {
-                name: name.to_string(),
-                kind: EntryKind::Prefix,
-                mtime: None,
-                tag: None,
-            })
-            // A "folder marker" (an empty object named `prefix/`, which S3 and GCS consoles
-            // and some tools write) is the directory itself, not a child of it.
-            .chain(
-                listed
-                    .objects
-                    .iter()
-                    .filter(|m| m.location != path)
-                    .filter_map(|m| {
-                        Some(Entry {
-                            name: m.location.filename()?.to_string(),
-                            kind: EntryKind::Object(m.size),
-                            mtime: mtime(m),
-                            tag: m.e_tag.clone(),
-                        })
-                    }),
-            )
-            .collect();
+        let path = self.path(prefix)?;
+        // The children of `path/` (a paginated listing adds no delimiter of its own).
+        let below = (!path.as_ref().is_empty()).then(|| format!("{path}/"));
+        let mut out = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let (pages, below) = (pages.clone(), below.clone());
+            let options = PaginatedListOptions {
+                delimiter: Some(DELIMITER.into()),
+                page_token: token.clone(),
+                ..PaginatedListOptions::default()
+            };
+            let page = self.run(prefix, self.deadline(), async move {
+                pages.list_paginated(below.as_deref(), options).await
+            })?;
+            let Some(page) = page else {
+                break;
+            };
+            out.extend(entries(page.result, &path));
+            match page.page_token.filter(|t| !t.is_empty()) {
+                Some(next) if token.as_ref() == Some(&next) => {
+                    return Err(StoreError::Remote {
+                        what: self.what(prefix),
+                        cause: "the listing does not advance (the server gave the same page \
+                                token twice)"
+                            .into(),
+                    })
+                }
+                Some(next) => token = Some(next),
+                None => break,
+            }
+        }
         out.sort_by(|a, b| a.name.cmp(&b.name));
         out.dedup_by(|a, b| a.name == b.name);
         Ok(out)

@@ -190,3 +190,44 @@ fn a_server_that_ignores_ranges_gives_whole_objects_and_refuses_parts() {
         assert!(!store.get_range_into("absent", 0, 10, &mut buf).unwrap());
     }
 }
+
+/// A listing of many pages (S3 gives 1,000 keys a page) where each page comes well in time but
+/// all of them take longer than the timeout: every child is listed.
+#[test]
+fn a_listing_of_many_pages_is_bounded_page_by_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let many = dir.path().join("many");
+    std::fs::create_dir(&many).unwrap();
+    let names: Vec<String> = (0..9_000).map(|i| format!("k{i:05}")).collect();
+    for name in &names {
+        std::fs::write(many.join(name), b"").unwrap();
+    }
+    let s3 = servers::s3_server(&[("listing", &[many])]);
+    servers::s3_credentials_env();
+    let proxy = servers::fault_proxy(&s3);
+    // 9 pages, each held 0.5 s: 4.5 s in all, past the timeout of 4 s.
+    servers::fault(&proxy, "sleep/0.5");
+    let location = Location::S3 {
+        bucket: "listing".into(),
+        prefix: "many".into(),
+        endpoint: Some(proxy.url.clone()),
+        region: None,
+    };
+    let options = RemoteOptions {
+        timeout: Duration::from_secs(4),
+        ..RemoteOptions::default()
+    };
+    let store = ObjectStoreBackend::open(&location, "s3://listing/many", &options).unwrap();
+    let started = Instant::now();
+    let listed: Vec<String> = store
+        .list_dir("")
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert!(
+        started.elapsed() > options.timeout,
+        "the listing was too fast to tell"
+    );
+    assert_eq!(listed, names);
+}
