@@ -89,8 +89,13 @@ pub fn build<'a>(
             prefix,
             endpoint,
             region,
+            virtual_hosted,
         } => {
-            let b = s3(opts, bucket, endpoint.as_deref(), region.as_deref());
+            let endpoint = match &opts.endpoint {
+                Some(e) => Some((e.as_str(), false)),
+                None => endpoint.as_deref().map(|e| (e, *virtual_hosted)),
+            };
+            let b = s3(opts, bucket, endpoint, region.as_deref());
             listing(b.build().map_err(invalid)?, prefix)
         }
         Location::Gcs { bucket, prefix } => {
@@ -121,13 +126,14 @@ pub fn build<'a>(
     })
 }
 
-/// S3: AWS_* variables, then the AWS profile; `--region` over the URL's region, `--endpoint`
-/// over the URL's endpoint over AWS_ENDPOINT_URL_S3 and AWS_ENDPOINT_URL (path-style; plain
-/// http allowed when the endpoint used is http://).
+/// S3: AWS_* variables, then the AWS profile; `--region` over the URL's region; `endpoint`
+/// (`--endpoint`, else the URL's: path-style, or virtual-hosted when its flag says so) over
+/// AWS_ENDPOINT_URL_S3 and AWS_ENDPOINT_URL; plain http allowed when the endpoint used is
+/// http://.
 fn s3(
     opts: &RemoteOptions,
     bucket: &str,
-    endpoint: Option<&str>,
+    endpoint: Option<(&str, bool)>,
     region: Option<&str>,
 ) -> AmazonS3Builder {
     let profile = super::aws_profile::load();
@@ -141,13 +147,13 @@ fn s3(
     if let Some(r) = opts.region.as_deref().or(region) {
         b = b.with_region(r);
     }
-    if let Some(e) = opts.endpoint.as_deref().or(endpoint) {
+    if let Some((e, virtual_hosted)) = endpoint {
         // Both keys: the client prefers AWS_ENDPOINT_URL_S3's over AWS_ENDPOINT_URL's, and an
         // endpoint given explicitly wins over both, as with the aws command line.
         b = b
             .with_endpoint(e)
             .with_config(AmazonS3ConfigKey::S3Endpoint, e)
-            .with_virtual_hosted_style_request(false);
+            .with_virtual_hosted_style_request(virtual_hosted);
     }
     let plain_http = [AmazonS3ConfigKey::S3Endpoint, AmazonS3ConfigKey::Endpoint]
         .iter()

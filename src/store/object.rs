@@ -555,6 +555,8 @@ mod tests {
             "abfs://container@account.dfs.core.windows.net/a/b.zarr",
             "https://example.org/data/b.zarr",
             "https://s3.eu-west-1.amazonaws.com/bucket/b.zarr#mode=zarr,s3",
+            "https://s3.cn-north-1.amazonaws.com.cn/bucket/b.zarr#mode=zarr,s3",
+            "https://ap-1.s3-accesspoint.eu-west-2.amazonaws.com/b.zarr#mode=zarr,s3",
         ] {
             let store = open(url, &anonymous).unwrap_or_else(|e| panic!("{url}: {e}"));
             assert_eq!(store.describe(), url);

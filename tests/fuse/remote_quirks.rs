@@ -150,6 +150,7 @@ fn a_server_that_ignores_ranges_gives_whole_objects_and_refuses_parts() {
         prefix: String::new(),
         endpoint: Some(server.url.clone()),
         region: None,
+        virtual_hosted: false,
     };
     let unsigned = RemoteOptions {
         anonymous: true,
@@ -212,6 +213,7 @@ fn a_listing_of_many_pages_is_bounded_page_by_page() {
         prefix: "many".into(),
         endpoint: Some(proxy.url.clone()),
         region: None,
+        virtual_hosted: false,
     };
     let options = RemoteOptions {
         timeout: Duration::from_secs(4),
@@ -250,6 +252,7 @@ fn a_key_object_store_refuses_fails_its_listing_naming_it() {
         prefix: "odd".into(),
         endpoint: Some(s3.url.clone()),
         region: None,
+        virtual_hosted: false,
     };
     let store =
         ObjectStoreBackend::open(&location, "s3://refused/odd", &RemoteOptions::default()).unwrap();
