@@ -96,7 +96,10 @@ pub fn parse(arg: &str) -> Result<Location, StoreError> {
             kind: LocalKind::Any,
         });
     }
-    parse_url(arg).map_err(|why| StoreError::Invalid(format!("{arg}: {why}")))
+    parse_url(arg).map_err(|why| {
+        let shown = super::display_url(arg);
+        StoreError::Invalid(format!("{shown}: {why}"))
+    })
 }
 
 /// Parses a STORE argument that is a URL.

@@ -56,6 +56,9 @@ pub struct ObjectStoreBackend {
     prefix: String,
     /// The store's URL as shown to the user.
     url: String,
+    /// The query of a plain-HTTP store's URL, sent with every request and never shown (it may
+    /// hold a token).
+    query: Option<String>,
     /// False for Azure Blob, which refuses suffix ranges (`bytes=-N`): a suffix is then read as
     /// the object's size and a plain range.
     suffix_ranges: bool,
@@ -72,6 +75,10 @@ impl ObjectStoreBackend {
             pages: client.pages,
             prefix: client.prefix.to_string(),
             url: url.to_string(),
+            query: match location {
+                Location::Http { url } => url.query().map(str::to_string),
+                _ => None,
+            },
             suffix_ranges: !matches!(location, Location::Azure { .. }),
             timeout: opts.timeout,
             opened: SystemTime::now(),
@@ -91,11 +98,7 @@ impl ObjectStoreBackend {
 
     /// The URL of `key`, for messages.
     fn what(&self, key: &str) -> String {
-        if key.is_empty() {
-            self.url.clone()
-        } else {
-            format!("{}/{key}", self.url.trim_end_matches('/'))
-        }
+        super::display_key_url(&self.url, key)
     }
 
     /// When an operation started now must be over.
@@ -139,6 +142,10 @@ impl ObjectStoreBackend {
     fn error(&self, key: &str, e: object_store::Error) -> StoreError {
         let what = self.what(key);
         let mut cause = full_cause(&e);
+        if let Some(query) = &self.query {
+            // The client's errors name the URL requested, query and all.
+            cause = cause.replace(query.as_str(), "…");
+        }
         if cause.contains("169.254.169.254") {
             cause.push_str(
                 " (no AWS credentials in the environment or ~/.aws, so the EC2 instance \

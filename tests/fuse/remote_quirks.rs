@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use common::mount::{read_direct, Mount};
+use common::mount::{eio, read_direct, unmount, Mount};
 use common::servers;
 use common::{all_fixture_cases, expected_bytes, StoreCase};
 use std::path::Path;
@@ -259,4 +259,32 @@ fn a_key_object_store_refuses_fails_its_listing_naming_it() {
     let e = store.list_dir("").unwrap_err().to_string();
     assert!(e.contains("s3://refused/odd") && e.contains("bad"), "{e}");
     assert!(store.get("fine").unwrap().is_some());
+}
+
+/// A store URL's query (a token) goes with every request but is shown nowhere: not in the
+/// mount's name (/proc/mounts, readable by all), not in the log, also where a request failed.
+#[test]
+fn a_url_query_is_sent_but_never_shown() {
+    let c = case("consolidated_v3_zarr3");
+    let secret = "sig=S3CR3T";
+    let query = format!("query={secret}");
+    let mut server =
+        servers::quirky_http_server(&common::fixtures_dir().join("dialects"), &[&query]);
+    let url = format!("{}/{}?{secret}", server.url, c.dir_name());
+    let mount = Mount::new(Path::new(&url), &["-v", "--timeout", "5"]);
+    assert_eq!(
+        read_direct(mount.join("y")).unwrap(),
+        expected_data(&c, "y")
+    );
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+    let shown = format!("{}/{}?…", server.url, c.dir_name());
+    assert!(
+        mounts.contains(&shown) && !mounts.contains("S3CR3T"),
+        "{mounts}"
+    );
+    server.kill();
+    assert!(eio(read_direct(mount.join("g1/x"))));
+    let stderr = unmount(mount);
+    assert!(stderr.contains("g1/x") && stderr.contains("?…"), "{stderr}");
+    assert!(!stderr.contains("S3CR3T"), "{stderr}");
 }
