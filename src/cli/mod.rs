@@ -149,7 +149,10 @@ type Opened = (
 /// Opens the store: a local path (canonicalized) or a URL; a remote store counts its requests.
 fn open_store(arg: &str, o: &Options) -> Result<Opened, MountError> {
     let failed = |cause| MountError::Store {
-        store: arg.to_string(),
+        store: match crate::store::is_local_path(arg) {
+            true => arg.to_string(),
+            false => crate::store::display_url(arg),
+        },
         cause,
     };
     let remote = crate::store::RemoteOptions {

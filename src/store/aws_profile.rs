@@ -1,16 +1,21 @@
 //! Keys and region of an AWS profile from the aws command line's files (`~/.aws/credentials`,
 //! `~/.aws/config`), which the S3 client does not read itself. Only static keys are read;
-//! profiles that get them from SSO, a role or a process are named in a warning.
+//! a profile that gets them from SSO, a role or a process says so (see [`Profile::keys_through`]).
 
 use std::path::PathBuf;
 
 /// What a profile provides.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Profile {
+    /// The profile's name.
+    pub name: String,
     pub access_key_id: Option<String>,
     pub secret_access_key: Option<String>,
     pub session_token: Option<String>,
     pub region: Option<String>,
+    /// How the profile gets its keys when it has none of its own (`sso_session`, `role_arn`,
+    /// ...), which zarrfs does not follow.
+    pub keys_through: Option<&'static str>,
 }
 
 /// The profile `AWS_PROFILE` (or `default`) names, from `AWS_SHARED_CREDENTIALS_FILE` (default
@@ -52,29 +57,26 @@ pub fn parse(credentials: &str, config: &str, name: &str) -> Option<Profile> {
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.clone())
     };
-    let profile = Profile {
-        access_key_id: get("aws_access_key_id"),
-        secret_access_key: get("aws_secret_access_key"),
-        session_token: get("aws_session_token"),
-        region: get("region"),
-    };
-    if profile.access_key_id.is_none() {
-        if let Some(how) = [
+    let access_key_id = get("aws_access_key_id");
+    let keys_through = match access_key_id {
+        Some(_) => None,
+        None => [
             "sso_session",
             "sso_start_url",
             "role_arn",
             "credential_process",
         ]
         .into_iter()
-        .find(|k| get(k).is_some())
-        {
-            log::warn!(
-                "AWS profile {name} gets its keys through {how}, which zarrfs does not read: \
-                 export them first (eval \"$(aws configure export-credentials --format env)\")"
-            );
-        }
-    }
-    Some(profile)
+        .find(|k| get(k).is_some()),
+    };
+    Some(Profile {
+        name: name.to_string(),
+        access_key_id,
+        secret_access_key: get("aws_secret_access_key"),
+        session_token: get("aws_session_token"),
+        region: get("region"),
+        keys_through,
+    })
 }
 
 /// The `key = value` lines of section `[name]` of an INI text, or `None` without that section.
@@ -82,8 +84,8 @@ fn section(text: &str, name: &str) -> Option<Vec<(String, String)>> {
     let mut found = None;
     let mut current = false;
     for line in text.lines().map(str::trim) {
-        if let Some(header) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
-            current = header.trim() == name;
+        if let Some(header) = header(line) {
+            current = header == name;
             if current && found.is_none() {
                 found = Some(Vec::new());
             }
@@ -95,6 +97,13 @@ fn section(text: &str, name: &str) -> Option<Vec<(String, String)>> {
         }
     }
     found
+}
+
+/// The section name of a header line, `[name]`, with what follows its last `]` ignored
+/// (`[prod]  # comment`), as Python's configparser, which the aws command line uses, reads it.
+fn header(line: &str) -> Option<&str> {
+    let inside = line.strip_prefix('[')?;
+    Some(inside[..inside.rfind(']')?].trim())
 }
 
 #[cfg(test)]
@@ -128,10 +137,12 @@ region = ap-south-1
         assert_eq!(
             work,
             Profile {
+                name: "work".into(),
                 access_key_id: Some("AKWORK".into()),
                 secret_access_key: Some("secret=with=equals".into()),
                 session_token: Some("token".into()),
                 region: Some("eu-central-1".into()),
+                keys_through: None,
             }
         );
         let default = parse(CREDENTIALS, CONFIG, "default").unwrap();
@@ -139,10 +150,32 @@ region = ap-south-1
         assert_eq!(default.region.as_deref(), Some("us-east-2"));
         let sso = parse(CREDENTIALS, CONFIG, "sso").unwrap();
         assert_eq!(
-            (sso.access_key_id, sso.region.as_deref()),
-            (None, Some("ap-south-1"))
+            (sso.access_key_id, sso.region.as_deref(), sso.keys_through),
+            (None, Some("ap-south-1"), Some("sso_session"))
         );
         assert_eq!(parse(CREDENTIALS, CONFIG, "absent"), None);
         assert_eq!(parse("", "", "default"), None);
+    }
+
+    /// A comment after a section header ends the previous section all the same: the keys
+    /// below it are the commented profile's, not the one before.
+    #[test]
+    fn a_header_followed_by_a_comment_starts_its_section() {
+        let credentials = "\
+[default]
+aws_access_key_id = AKDEFAULT
+aws_secret_access_key = secret-default
+[prod]  # production account
+aws_access_key_id = AKPROD
+aws_secret_access_key = secret-prod
+";
+        let config = "[profile prod] ; eu\nregion = eu-west-3\n";
+        let default = parse(credentials, "", "default").unwrap();
+        assert_eq!(default.access_key_id.as_deref(), Some("AKDEFAULT"));
+        assert_eq!(default.secret_access_key.as_deref(), Some("secret-default"));
+        let prod = parse(credentials, config, "prod").unwrap();
+        assert_eq!(prod.access_key_id.as_deref(), Some("AKPROD"));
+        assert_eq!(prod.secret_access_key.as_deref(), Some("secret-prod"));
+        assert_eq!(prod.region.as_deref(), Some("eu-west-3"));
     }
 }

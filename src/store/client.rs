@@ -9,6 +9,7 @@ use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
 use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
 use object_store::http::HttpBuilder;
+use object_store::list::PaginatedListStore;
 use object_store::{BackoffConfig, ClientConfigKey, ObjectStore, RetryConfig};
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,13 +52,30 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// Retries of one request on 5xx, throttling, resets and timeouts.
 const MAX_RETRIES: usize = 4;
 
-/// The client of a remote `location` (named `url` in messages), the key prefix inside its
-/// bucket or container, and whether it can list (plain HTTP cannot).
+/// The client of a remote location: its store, its paginated listing where it can list (plain
+/// HTTP cannot), and the key prefix inside its bucket or container.
+pub struct Client<'a> {
+    pub store: Arc<dyn ObjectStore>,
+    pub pages: Option<Arc<dyn PaginatedListStore>>,
+    pub prefix: &'a str,
+}
+
+/// A client that lists, from a built bucket or container client.
+fn listing<T: ObjectStore + PaginatedListStore>(built: T, prefix: &str) -> Client<'_> {
+    let built = Arc::new(built);
+    Client {
+        store: built.clone(),
+        pages: Some(built),
+        prefix,
+    }
+}
+
+/// The client of a remote `location` (named `url` in messages).
 pub fn build<'a>(
     location: &'a Location,
     url: &str,
     opts: &RemoteOptions,
-) -> Result<(Arc<dyn ObjectStore>, &'a str, bool), StoreError> {
+) -> Result<Client<'a>, StoreError> {
     let invalid = |e: object_store::Error| StoreError::Invalid(format!("{url}: {e}"));
     let no_endpoint = || match opts.endpoint {
         Some(_) => Err(StoreError::Invalid(format!(
@@ -71,17 +89,20 @@ pub fn build<'a>(
             prefix,
             endpoint,
             region,
+            virtual_hosted,
         } => {
-            let b = s3(opts, bucket, endpoint.as_deref(), region.as_deref());
-            (Arc::new(b.build().map_err(invalid)?), prefix, true)
+            let endpoint = match &opts.endpoint {
+                Some(e) => Some((e.as_str(), false)),
+                None => endpoint.as_deref().map(|e| (e, *virtual_hosted)),
+            };
+            let b = s3(opts, bucket, endpoint, region.as_deref());
+            listing(b.build().map_err(invalid)?, prefix)
         }
         Location::Gcs { bucket, prefix } => {
-            let b = gcs(opts, bucket);
-            (Arc::new(b.build().map_err(invalid)?), prefix, true)
+            listing(gcs(opts, bucket).build().map_err(invalid)?, prefix)
         }
         Location::Azure { url: az, prefix } => {
-            let b = azure(opts, az);
-            (Arc::new(b.build().map_err(invalid)?), prefix, true)
+            listing(azure(opts, az).build().map_err(invalid)?, prefix)
         }
         Location::Http { url: base } => {
             no_endpoint()?;
@@ -93,7 +114,11 @@ pub fn build<'a>(
             for (key, value) in client_config(opts) {
                 b = b.with_config(key, value);
             }
-            (Arc::new(b.build().map_err(invalid)?), "", false)
+            Client {
+                store: Arc::new(b.build().map_err(invalid)?),
+                pages: None,
+                prefix: "",
+            }
         }
         Location::Local { .. } => {
             return Err(StoreError::Invalid(format!("{url}: not a remote store")))
@@ -101,15 +126,18 @@ pub fn build<'a>(
     })
 }
 
-/// S3: AWS_* variables, then the AWS profile; `--region` over the URL's region, `--endpoint`
-/// over the URL's endpoint (path-style; plain http allowed for an http:// endpoint).
+/// S3: AWS_* variables, then the AWS profile; `--region` over the URL's region; `endpoint`
+/// (`--endpoint`, else the URL's: path-style, or virtual-hosted when its flag says so) over
+/// AWS_ENDPOINT_URL_S3 and AWS_ENDPOINT_URL; plain http allowed when the endpoint used is
+/// http://.
 fn s3(
     opts: &RemoteOptions,
     bucket: &str,
-    endpoint: Option<&str>,
+    endpoint: Option<(&str, bool)>,
     region: Option<&str>,
 ) -> AmazonS3Builder {
-    let mut b = with_profile(AmazonS3Builder::from_env(), opts.anonymous)
+    let profile = super::aws_profile::load();
+    let mut b = with_profile(AmazonS3Builder::from_env(), profile, opts.anonymous)
         .with_bucket_name(bucket)
         .with_http_connector(CertificateAware)
         .with_retry(retry_config(opts.timeout));
@@ -119,11 +147,17 @@ fn s3(
     if let Some(r) = opts.region.as_deref().or(region) {
         b = b.with_region(r);
     }
-    if let Some(e) = opts.endpoint.as_deref().or(endpoint) {
-        b = b.with_endpoint(e).with_virtual_hosted_style_request(false);
+    if let Some((e, virtual_hosted)) = endpoint {
+        // Both keys: the client prefers AWS_ENDPOINT_URL_S3's over AWS_ENDPOINT_URL's, and an
+        // endpoint given explicitly wins over both, as with the aws command line.
+        b = b
+            .with_endpoint(e)
+            .with_config(AmazonS3ConfigKey::S3Endpoint, e)
+            .with_virtual_hosted_style_request(virtual_hosted);
     }
-    let plain_http = b
-        .get_config_value(&AmazonS3ConfigKey::Endpoint)
+    let plain_http = [AmazonS3ConfigKey::S3Endpoint, AmazonS3ConfigKey::Endpoint]
+        .iter()
+        .find_map(|k| b.get_config_value(k))
         .is_some_and(|e| e.starts_with("http://"));
     // AWS_ALLOW_HTTP from the environment stays for an https:// endpoint.
     match plain_http {
@@ -178,20 +212,30 @@ fn gcs(opts: &RemoteOptions, bucket: &str) -> GoogleCloudStorageBuilder {
     }
 }
 
-/// Keys and region of the AWS profile (`AWS_PROFILE`, else `default`) where the environment
-/// names none.
-fn with_profile(mut b: AmazonS3Builder, anonymous: bool) -> AmazonS3Builder {
+/// The AWS `profile`'s settings where the environment gives none, as the aws command line
+/// takes them: its keys unless the environment has keys or requests go unsigned, and its region
+/// unless the environment names one, wherever the keys come from.
+fn with_profile(
+    mut b: AmazonS3Builder,
+    profile: Option<super::aws_profile::Profile>,
+    anonymous: bool,
+) -> AmazonS3Builder {
     let has = |b: &AmazonS3Builder, k| b.get_config_value(&k).is_some();
-    if anonymous || has(&b, AmazonS3ConfigKey::AccessKeyId) {
-        return b;
-    }
-    let Some(profile) = super::aws_profile::load() else {
+    let Some(profile) = profile else {
         return b;
     };
-    if let (Some(id), Some(secret)) = (profile.access_key_id, profile.secret_access_key) {
-        b = b.with_access_key_id(id).with_secret_access_key(secret);
-        if let Some(token) = profile.session_token {
-            b = b.with_token(token);
+    if !anonymous && !has(&b, AmazonS3ConfigKey::AccessKeyId) {
+        if let (Some(id), Some(secret)) = (profile.access_key_id, profile.secret_access_key) {
+            b = b.with_access_key_id(id).with_secret_access_key(secret);
+            if let Some(token) = profile.session_token {
+                b = b.with_token(token);
+            }
+        } else if let Some(how) = profile.keys_through {
+            log::warn!(
+                "AWS profile {} gets its keys through {how}, which zarrfs does not read: \
+                 export them first (eval \"$(aws configure export-credentials --format env)\")",
+                profile.name
+            );
         }
     }
     let region_set =
@@ -202,21 +246,25 @@ fn with_profile(mut b: AmazonS3Builder, anonymous: bool) -> AmazonS3Builder {
     }
 }
 
-/// Connect and request timeouts within the operation's bound: one attempt (headers and body)
-/// may take a third of it (10 s of the default 30 s), so that a stalled attempt leaves time to
-/// retry. Set key by key, so that the client settings a builder read from the environment
+/// Time bounds within the operation's (`--timeout`). An attempt that receives nothing for a
+/// third of it (10 s of the default 30 s), headers or body, is given up, so that a stalled
+/// attempt leaves time to retry; connecting, after 3 s. One that keeps receiving runs on to the
+/// operation's own bound: a cap on the whole attempt would cut a large body on a slow link, and
+/// object_store resumes a cut body only where the server gives an ETag, so each retry would be
+/// cut again. Set key by key, so that the client settings a builder read from the environment
 /// (`allow_http`, proxies, ...) stay.
-fn client_config(opts: &RemoteOptions) -> [(ClientConfigKey, String); 3] {
-    let attempt = (opts.timeout / 3)
+fn client_config(opts: &RemoteOptions) -> [(ClientConfigKey, String); 4] {
+    let stall = (opts.timeout / 3)
         .max(Duration::from_secs(1))
         .min(opts.timeout);
     let ms = |d: Duration| format!("{}ms", d.as_millis());
     [
         (
             ClientConfigKey::ConnectTimeout,
-            ms(CONNECT_TIMEOUT.min(attempt)),
+            ms(CONNECT_TIMEOUT.min(stall)),
         ),
-        (ClientConfigKey::Timeout, ms(attempt)),
+        (ClientConfigKey::ReadTimeout, ms(stall)),
+        (ClientConfigKey::Timeout, ms(opts.timeout)),
         (ClientConfigKey::PoolMaxIdlePerHost, "64".into()),
     ]
 }
@@ -232,5 +280,66 @@ fn retry_config(timeout: Duration) -> RetryConfig {
         },
         max_retries: MAX_RETRIES,
         retry_timeout: timeout,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::aws_profile::Profile;
+
+    fn profile(region: Option<&str>) -> Option<Profile> {
+        Some(Profile {
+            name: "p".into(),
+            access_key_id: Some("AKPROFILE".into()),
+            secret_access_key: Some("profile-secret".into()),
+            region: region.map(String::from),
+            ..Profile::default()
+        })
+    }
+
+    fn value(b: &AmazonS3Builder, key: AmazonS3ConfigKey) -> Option<String> {
+        b.get_config_value(&key)
+    }
+
+    /// Keys in the environment and the region in `~/.aws/config` only: the profile's region
+    /// applies (else S3 answers a request signed for us-east-1 with a bare 301), its keys not.
+    #[test]
+    fn the_profile_region_applies_whatever_gives_the_keys() {
+        let env = || {
+            AmazonS3Builder::new()
+                .with_access_key_id("AKENV")
+                .with_secret_access_key("env-secret")
+        };
+        let b = with_profile(env(), profile(Some("eu-west-3")), false);
+        assert_eq!(
+            value(&b, AmazonS3ConfigKey::Region).as_deref(),
+            Some("eu-west-3")
+        );
+        assert_eq!(
+            value(&b, AmazonS3ConfigKey::AccessKeyId).as_deref(),
+            Some("AKENV")
+        );
+        let unsigned = with_profile(AmazonS3Builder::new(), profile(Some("eu-west-3")), true);
+        assert_eq!(
+            value(&unsigned, AmazonS3ConfigKey::Region).as_deref(),
+            Some("eu-west-3")
+        );
+        assert_eq!(value(&unsigned, AmazonS3ConfigKey::AccessKeyId), None);
+        let keys = with_profile(AmazonS3Builder::new(), profile(None), false);
+        assert_eq!(
+            value(&keys, AmazonS3ConfigKey::AccessKeyId).as_deref(),
+            Some("AKPROFILE")
+        );
+        // A region in the environment wins.
+        let named = with_profile(
+            env().with_region("ap-south-1"),
+            profile(Some("eu-west-3")),
+            false,
+        );
+        assert_eq!(
+            value(&named, AmazonS3ConfigKey::Region).as_deref(),
+            Some("ap-south-1")
+        );
     }
 }

@@ -21,12 +21,16 @@ pub enum LocalKind {
 pub enum Location {
     /// A directory or zip file on this machine.
     Local { path: PathBuf, kind: LocalKind },
-    /// An S3 bucket; `endpoint` is set by an https-form URL naming a non-AWS host.
+    /// An S3 bucket. `endpoint` is set by an https-form URL naming a non-AWS host, or an AWS
+    /// service other than the region's plain S3 endpoint (China, FIPS, an access point,
+    /// Transfer Acceleration); it is addressed path-style, or with `virtual_hosted` as the
+    /// bucket's own host.
     S3 {
         bucket: String,
         prefix: String,
         endpoint: Option<String>,
         region: Option<String>,
+        virtual_hosted: bool,
     },
     /// A Google Cloud Storage bucket.
     Gcs { bucket: String, prefix: String },
@@ -66,9 +70,12 @@ enum BadUrl {
     /// No bucket in the host or the path.
     #[error("the URL names no bucket")]
     NoBucket,
-    /// An `amazonaws.com` host without an `s3` part.
-    #[error("{0} is not an S3 host")]
+    /// An `amazonaws.com` host that is not one of S3's API endpoints.
+    #[error("{0} is not an S3 API endpoint zarrfs knows")]
     NotS3(String),
+    /// An S3 website endpoint, which serves pages, not the S3 API.
+    #[error("{0} is an S3 website endpoint, not the S3 API: use s3://BUCKET/KEY")]
+    Website(String),
     /// A scheme zarrfs does not read.
     #[error(
         "unknown scheme {0}:// (use a path, file://, s3://, gs://, az://, abfs:// or http(s)://)"
@@ -89,7 +96,10 @@ pub fn parse(arg: &str) -> Result<Location, StoreError> {
             kind: LocalKind::Any,
         });
     }
-    parse_url(arg).map_err(|why| StoreError::Invalid(format!("{arg}: {why}")))
+    parse_url(arg).map_err(|why| {
+        let shown = super::display_url(arg);
+        StoreError::Invalid(format!("{shown}: {why}"))
+    })
 }
 
 /// Parses a STORE argument that is a URL.
@@ -116,6 +126,7 @@ fn parse_url(arg: &str) -> Result<Location, BadUrl> {
             prefix: path,
             endpoint: None,
             region: None,
+            virtual_hosted: false,
         }),
         "gs" => Ok(Location::Gcs {
             bucket: host(&url)?,
@@ -212,32 +223,12 @@ fn split_bucket(path: &str) -> Result<(String, String), BadUrl> {
     Ok((bucket.to_string(), prefix.to_string()))
 }
 
-/// netCDF's S3 URLs in https form: `https://s3.<region>.amazonaws.com/bucket/key`,
-/// `https://<bucket>.s3.<region>.amazonaws.com/key`, or any other host as a path-style endpoint.
+/// netCDF's S3 URLs in https form: an AWS host (see [`aws_host`]), or any other host as a
+/// path-style endpoint.
 fn s3_https(url: &Url, path: String) -> Result<Location, BadUrl> {
     let host = host(url)?;
-    if let Some(rest) = host.strip_suffix(".amazonaws.com") {
-        let parts: Vec<&str> = rest.split('.').collect();
-        let s3_at = parts
-            .iter()
-            .position(|p| *p == "s3" || p.starts_with("s3-"))
-            .ok_or_else(|| BadUrl::NotS3(host.clone()))?;
-        let region = match (parts[s3_at].strip_prefix("s3-"), parts.get(s3_at + 1)) {
-            (Some(r), _) => Some(r.to_string()),
-            (None, Some(r)) if *r != "dualstack" => Some(r.to_string()),
-            (None, _) => parts.get(s3_at + 2).map(|r| r.to_string()),
-        };
-        let (bucket, prefix) = if s3_at == 0 {
-            split_bucket(&path)?
-        } else {
-            (parts[..s3_at].join("."), path)
-        };
-        return Ok(Location::S3 {
-            bucket,
-            prefix,
-            endpoint: None,
-            region,
-        });
+    if let Some(location) = aws_host(&host, &path)? {
+        return Ok(location);
     }
     let (bucket, prefix) = split_bucket(&path)?;
     let mut endpoint = format!("{}://{host}", url.scheme());
@@ -249,7 +240,87 @@ fn s3_https(url: &Url, path: String) -> Result<Location, BadUrl> {
         prefix,
         endpoint: Some(endpoint),
         region: None,
+        virtual_hosted: false,
     })
+}
+
+/// The bucket named by an AWS S3 `host` (`[BUCKET.]SERVICE[.dualstack][.REGION].amazonaws.com`,
+/// or `.amazonaws.com.cn`; the service is the last label that is `s3` or starts with `s3-`)
+/// and the URL's `path`, and its region: `s3` and the old
+/// `s3-REGION` and `s3-external-1` (us-east-1) are read through the region's own endpoint;
+/// China's, `s3-fips` and the dual-stack FIPS endpoint path-style through the host's service;
+/// `s3-accelerate` (which names no region) and access points
+/// (`NAME-ACCOUNT.s3-accesspoint.REGION`) through the bucket's own host. `None` for a host
+/// outside AWS.
+fn aws_host(host: &str, path: &str) -> Result<Option<Location>, BadUrl> {
+    let Some((rest, domain)) = [".amazonaws.com", ".amazonaws.com.cn"]
+        .into_iter()
+        .find_map(|d| Some((host.strip_suffix(d)?, d)))
+    else {
+        return Ok(None);
+    };
+    let labels: Vec<&str> = rest.split('.').collect();
+    let not_s3 = || BadUrl::NotS3(host.to_string());
+    let s3_at = labels
+        .iter()
+        .rposition(|l| *l == "s3" || l.starts_with("s3-"))
+        .ok_or_else(not_s3)?;
+    let service = labels[s3_at];
+    if service.starts_with("s3-website") {
+        return Err(BadUrl::Website(host.to_string()));
+    }
+    // What follows the service: `dualstack`, then the region where the host names one.
+    let after: Vec<&str> = labels[s3_at + 1..]
+        .iter()
+        .copied()
+        .filter(|l| *l != "dualstack")
+        .collect();
+    let named = match after.as_slice() {
+        [] => None,
+        [r] if is_region(r) => Some(r.to_string()),
+        _ => return Err(not_s3()),
+    };
+    let (region, virtual_hosted) = match service {
+        "s3" | "s3-fips" => (named, false),
+        "s3-accesspoint" if named.is_some() && s3_at > 0 => (named, true),
+        "s3-accelerate" if named.is_none() => (None, true),
+        "s3-external-1" if named.is_none() => (Some("us-east-1".to_string()), false),
+        old if named.is_none() && is_region(&old["s3-".len()..]) => {
+            (Some(old["s3-".len()..].to_string()), false)
+        }
+        _ => return Err(not_s3()),
+    };
+    let (bucket, prefix) = if s3_at == 0 {
+        split_bucket(path)?
+    } else {
+        (labels[..s3_at].join("."), path.to_string())
+    };
+    let service_host = format!("{}{domain}", labels[s3_at..].join("."));
+    let endpoint = if virtual_hosted {
+        Some(format!("https://{bucket}.{service_host}"))
+    } else if service == "s3-fips" || domain != ".amazonaws.com" {
+        Some(format!("https://{service_host}"))
+    } else {
+        None
+    };
+    Ok(Some(Location::S3 {
+        bucket,
+        prefix,
+        endpoint,
+        region,
+        virtual_hosted,
+    }))
+}
+
+/// True for an AWS region name: `us-east-1`, `us-gov-west-1`, `cn-north-1`, `eu-central-2`.
+fn is_region(name: &str) -> bool {
+    let parts: Vec<&str> = name.split('-').collect();
+    parts.len() >= 3
+        && parts[..parts.len() - 1]
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_lowercase()))
+        && parts[parts.len() - 1].bytes().all(|b| b.is_ascii_digit())
+        && !parts[parts.len() - 1].is_empty()
 }
 
 #[cfg(test)]
@@ -262,6 +333,139 @@ mod tests {
             prefix: prefix.into(),
             endpoint: endpoint.map(String::from),
             region: region.map(String::from),
+            virtual_hosted: false,
+        }
+    }
+
+    /// An S3 location addressed at the bucket's own host.
+    fn s3_host(bucket: &str, prefix: &str, endpoint: &str, region: Option<&str>) -> Location {
+        Location::S3 {
+            bucket: bucket.into(),
+            prefix: prefix.into(),
+            endpoint: Some(endpoint.into()),
+            region: region.map(String::from),
+            virtual_hosted: true,
+        }
+    }
+
+    /// Every form of AWS S3 host: the bucket, the region to sign for, and the endpoint where
+    /// the region's own (`https://s3.REGION.amazonaws.com`, path-style) is not the service the
+    /// host names.
+    #[test]
+    fn knows_the_forms_of_aws_hosts() {
+        let https = |host: &str, path: &str| parse(&format!("https://{host}/{path}#mode=zarr,s3"));
+        let cases = [
+            ("s3.amazonaws.com", "b/k", s3("b", "k", None, None)),
+            ("b.s3.amazonaws.com", "k", s3("b", "k", None, None)),
+            (
+                "s3-x.s3.us-east-2.amazonaws.com",
+                "k",
+                s3("s3-x", "k", None, Some("us-east-2")),
+            ),
+            (
+                "s3-eu-west-1.amazonaws.com",
+                "b/k",
+                s3("b", "k", None, Some("eu-west-1")),
+            ),
+            (
+                "b.s3-us-gov-west-1.amazonaws.com",
+                "k",
+                s3("b", "k", None, Some("us-gov-west-1")),
+            ),
+            (
+                "s3-external-1.amazonaws.com",
+                "b/k",
+                s3("b", "k", None, Some("us-east-1")),
+            ),
+            (
+                "b.s3.dualstack.ap-south-1.amazonaws.com",
+                "k",
+                s3("b", "k", None, Some("ap-south-1")),
+            ),
+            (
+                "s3.cn-north-1.amazonaws.com.cn",
+                "b/k",
+                s3(
+                    "b",
+                    "k",
+                    Some("https://s3.cn-north-1.amazonaws.com.cn"),
+                    Some("cn-north-1"),
+                ),
+            ),
+            (
+                "b.s3.dualstack.cn-northwest-1.amazonaws.com.cn",
+                "k",
+                s3(
+                    "b",
+                    "k",
+                    Some("https://s3.dualstack.cn-northwest-1.amazonaws.com.cn"),
+                    Some("cn-northwest-1"),
+                ),
+            ),
+            (
+                "b.s3-fips.us-east-2.amazonaws.com",
+                "k",
+                s3(
+                    "b",
+                    "k",
+                    Some("https://s3-fips.us-east-2.amazonaws.com"),
+                    Some("us-east-2"),
+                ),
+            ),
+            (
+                "s3-fips.dualstack.us-west-1.amazonaws.com",
+                "b/k",
+                s3(
+                    "b",
+                    "k",
+                    Some("https://s3-fips.dualstack.us-west-1.amazonaws.com"),
+                    Some("us-west-1"),
+                ),
+            ),
+            (
+                "b.s3-accelerate.amazonaws.com",
+                "k",
+                s3_host("b", "k", "https://b.s3-accelerate.amazonaws.com", None),
+            ),
+            (
+                "s3-accelerate.dualstack.amazonaws.com",
+                "b/k",
+                s3_host(
+                    "b",
+                    "k",
+                    "https://b.s3-accelerate.dualstack.amazonaws.com",
+                    None,
+                ),
+            ),
+            (
+                "ap-123456789012.s3-accesspoint.eu-west-2.amazonaws.com",
+                "k",
+                s3_host(
+                    "ap-123456789012",
+                    "k",
+                    "https://ap-123456789012.s3-accesspoint.eu-west-2.amazonaws.com",
+                    Some("eu-west-2"),
+                ),
+            ),
+        ];
+        for (host, path, want) in cases {
+            assert_eq!(https(host, path).unwrap(), want, "{host}");
+        }
+        for (host, why) in [
+            ("b.s3-website-us-east-1.amazonaws.com", "website"),
+            ("b.s3-website.eu-west-1.amazonaws.com", "website"),
+            ("ec2.us-east-1.amazonaws.com", "not an S3 API endpoint"),
+            (
+                "b.s3-control.us-east-1.amazonaws.com",
+                "not an S3 API endpoint",
+            ),
+            (
+                "s3-accesspoint.eu-west-2.amazonaws.com",
+                "not an S3 API endpoint",
+            ),
+        ] {
+            let err = https(host, "b/k").unwrap_err().to_string();
+            assert!(err.contains(why), "{host}: {err}");
         }
     }
 

@@ -345,11 +345,32 @@ pub(crate) fn listed_names(store: &dyn Store, prefix: &str) -> Vec<String> {
     listed.into_iter().map(|e| e.name).collect()
 }
 
-/// A store URL as shown to the user and named in the mount: without its `#mode=` fragment and
-/// trailing `/`.
+/// What stands for a URL's query where the URL is shown.
+const HIDDEN_QUERY: &str = "?…";
+
+/// A store URL as shown to the user, in log lines and messages, and named in the mount (which
+/// /proc/mounts shows to every user): without its `#mode=` fragment and trailing `/`, and with
+/// its query, which may hold a secret (an Azure SAS token, a presigned `X-Amz-Signature`,
+/// `?token=`), shown as `?…`. The query goes into requests only.
 pub fn display_url(location: &str) -> String {
     let base = location.split('#').next().unwrap_or(location);
-    base.trim_end_matches('/').to_string()
+    match base.split_once('?') {
+        Some((path, _)) => format!("{}{HIDDEN_QUERY}", path.trim_end_matches('/')),
+        None => base.trim_end_matches('/').to_string(),
+    }
+}
+
+/// The URL of `key` below a store URL that [`display_url`] gives, as shown: the hidden query
+/// stays at the end (`https://h/x.zarr/c/0?…`).
+fn display_key_url(url: &str, key: &str) -> String {
+    let (base, query) = match url.strip_suffix(HIDDEN_QUERY) {
+        Some(base) => (base, HIDDEN_QUERY),
+        None => (url, ""),
+    };
+    match key {
+        "" => url.to_string(),
+        key => format!("{}/{key}{query}", base.trim_end_matches('/')),
+    }
 }
 
 /// The name a store shows for an array at its root: the file name without its extension
@@ -371,6 +392,32 @@ pub fn stem(location: &str) -> String {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    /// A URL's query (a token, a signature) is never shown, nor its fragment.
+    #[test]
+    fn urls_are_shown_without_their_query() {
+        for (url, shown, key) in [
+            (
+                "https://h/x.zarr/#mode=zarr",
+                "https://h/x.zarr",
+                "https://h/x.zarr/c/0",
+            ),
+            (
+                "https://acct.blob.core.windows.net/c/x.zarr?sv=2024&sig=SECRET#mode=zarr",
+                "https://acct.blob.core.windows.net/c/x.zarr?…",
+                "https://acct.blob.core.windows.net/c/x.zarr/c/0?…",
+            ),
+            (
+                "http://h/x.zarr/?token=SECRET",
+                "http://h/x.zarr?…",
+                "http://h/x.zarr/c/0?…",
+            ),
+        ] {
+            assert_eq!(display_url(url), shown, "{url}");
+            assert_eq!(display_key_url(shown, "c/0"), key, "{url}");
+            assert_eq!(display_key_url(shown, ""), shown, "{url}");
+        }
+    }
 
     #[test]
     fn versions_are_told_apart_as_far_as_both_sides_tell() {

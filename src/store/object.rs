@@ -15,8 +15,9 @@ use super::{
 };
 use crate::memory::{buffers, Buffers};
 use futures::StreamExt;
-use object_store::path::Path;
-use object_store::{GetOptions, GetRange, GetResult, ObjectStore, ObjectStoreExt};
+use object_store::list::{PaginatedListOptions, PaginatedListStore};
+use object_store::path::{Path, DELIMITER};
+use object_store::{GetOptions, GetRange, GetResult, ListResult, ObjectStore, ObjectStoreExt};
 use std::future::Future;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, OnceLock};
@@ -49,12 +50,15 @@ fn runtime() -> Result<&'static tokio::runtime::Runtime, &'static NoRuntime> {
 /// A bucket, container or URL prefix read through `object_store`.
 pub struct ObjectStoreBackend {
     inner: Arc<dyn ObjectStore>,
+    /// The listing, page by page; `None` for plain HTTP, which cannot list.
+    pages: Option<Arc<dyn PaginatedListStore>>,
     /// Key prefix inside the bucket (no leading or trailing `/`).
     prefix: String,
     /// The store's URL as shown to the user.
     url: String,
-    /// False for plain HTTP, which cannot list.
-    listable: bool,
+    /// The query of a plain-HTTP store's URL, sent with every request and never shown (it may
+    /// hold a token).
+    query: Option<String>,
     /// False for Azure Blob, which refuses suffix ranges (`bytes=-N`): a suffix is then read as
     /// the object's size and a plain range.
     suffix_ranges: bool,
@@ -65,12 +69,16 @@ pub struct ObjectStoreBackend {
 impl ObjectStoreBackend {
     /// The store at a remote `location` (shown to the user as `url`). No request is made yet.
     pub fn open(location: &Location, url: &str, opts: &RemoteOptions) -> Result<Self, StoreError> {
-        let (inner, prefix, listable) = super::client::build(location, url, opts)?;
+        let client = super::client::build(location, url, opts)?;
         Ok(ObjectStoreBackend {
-            inner,
-            prefix: prefix.to_string(),
+            inner: client.store,
+            pages: client.pages,
+            prefix: client.prefix.to_string(),
             url: url.to_string(),
-            listable,
+            query: match location {
+                Location::Http { url } => url.query().map(str::to_string),
+                _ => None,
+            },
             suffix_ranges: !matches!(location, Location::Azure { .. }),
             timeout: opts.timeout,
             opened: SystemTime::now(),
@@ -90,11 +98,7 @@ impl ObjectStoreBackend {
 
     /// The URL of `key`, for messages.
     fn what(&self, key: &str) -> String {
-        if key.is_empty() {
-            self.url.clone()
-        } else {
-            format!("{}/{key}", self.url.trim_end_matches('/'))
-        }
+        super::display_key_url(&self.url, key)
     }
 
     /// When an operation started now must be over.
@@ -138,6 +142,10 @@ impl ObjectStoreBackend {
     fn error(&self, key: &str, e: object_store::Error) -> StoreError {
         let what = self.what(key);
         let mut cause = full_cause(&e);
+        if let Some(query) = &self.query {
+            // The client's errors name the URL requested, query and all.
+            cause = cause.replace(query.as_str(), "…");
+        }
         if cause.contains("169.254.169.254") {
             cause.push_str(
                 " (no AWS credentials in the environment or ~/.aws, so the EC2 instance \
@@ -163,7 +171,8 @@ impl ObjectStoreBackend {
     /// contents are dropped), and the object's version as the response gives it. A range
     /// starting at or past the end is refused by servers (416): when the read fails, the
     /// object's size tells whether that was the cause (then it is an empty read, as for local
-    /// stores).
+    /// stores). A server that ignores ranges (see [`whole_for_range`]) is read whole where the
+    /// object ends within the range.
     fn range_until(
         &self,
         key: &str,
@@ -176,15 +185,21 @@ impl ObjectStoreBackend {
         if len == 0 {
             return Ok(self.head_until(key, deadline)?.map(|m| (Vec::new(), m)));
         }
+        let end = start.saturating_add(len);
         let options = GetOptions {
-            range: Some(GetRange::Bounded(start..start.saturating_add(len))),
+            range: Some(GetRange::Bounded(start..end)),
             ..GetOptions::default()
         };
         let inner = self.inner.clone();
         let got = self.run(key, deadline, async move {
-            let got = inner.get_opts(&path, options).await?;
+            let (got, skip) = match inner.get_opts(&path, options).await {
+                Err(e) if range_ignored(&e) => (whole_for_range(&*inner, &path, end).await?, start),
+                got => (got?, 0),
+            };
             let meta = version(&got.meta);
-            Ok((body(got, into, buffers()).await?, meta))
+            let mut bytes = body(got, into, buffers()).await?;
+            bytes.drain(..usize::try_from(skip).map_or(bytes.len(), |s| s.min(bytes.len())));
+            Ok((bytes, meta))
         });
         match got {
             // A range from the object's end or past it, which some servers refuse: empty. A
@@ -201,17 +216,15 @@ impl ObjectStoreBackend {
         }
     }
 
-    /// The last `len` bytes of `key` and its size, read as its size, then a plain range of
-    /// the same version (an object replaced in between has its suffix elsewhere).
-    fn suffix_by_size(
+    /// The last `len` bytes of the object `key` whose size and version `meta` gives, read as a
+    /// plain range of that version (an object replaced in between has its suffix elsewhere).
+    fn suffix_of(
         &self,
         key: &str,
+        meta: ObjectMeta,
         len: u64,
         deadline: Instant,
     ) -> Result<Option<(Vec<u8>, u64)>, StoreError> {
-        let Some(meta) = self.head_until(key, deadline)? else {
-            return Ok(None);
-        };
         let start = meta.size.saturating_sub(len);
         match self.range_until(key, start, meta.size - start, deadline, Vec::new())? {
             Some((_, seen)) if !seen.same_version(&meta) => Err(StoreError::Remote {
@@ -221,6 +234,53 @@ impl ObjectStoreBackend {
             got => Ok(got.map(|(b, _)| (b, meta.size))),
         }
     }
+}
+
+/// True when `e` says that the server answered a range request with the whole object (200), as
+/// servers without range support do (`python -m http.server`, xpublish): the HTTP client's
+/// NotSupported, or the cloud clients' "non-partial response" (an error type of object_store's
+/// own, known by its text).
+fn range_ignored(e: &object_store::Error) -> bool {
+    match e {
+        object_store::Error::NotSupported { .. } => true,
+        object_store::Error::Generic { source, .. } => {
+            source.to_string().contains("non-partial response")
+        }
+        _ => false,
+    }
+}
+
+/// A server that ignores ranges answered a range ending at `end` with the whole object.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the server ignores byte ranges (it answers them with the whole object): the object, \
+     {size} bytes, runs past the range asked for (to byte {end}), so it is not read whole for it"
+)]
+struct RangesIgnored {
+    size: u64,
+    end: u64,
+}
+
+/// The whole object at `path` for a range ending at `end` from a server that ignores ranges:
+/// one plain GET, taken only when the object ends within the range (no more is moved than from
+/// the object's start), refused from its headers otherwise. Its body is then checked against
+/// the length its headers announce, as every body is, before the range is cut out of it.
+async fn whole_for_range(
+    inner: &dyn ObjectStore,
+    path: &Path,
+    end: u64,
+) -> object_store::Result<GetResult> {
+    let got = inner.get_opts(path, GetOptions::default()).await?;
+    if got.meta.size > end {
+        return Err(object_store::Error::Generic {
+            store: "HTTP",
+            source: Box::new(RangesIgnored {
+                size: got.meta.size,
+                end,
+            }),
+        });
+    }
+    Ok(got)
 }
 
 /// A response whose body ends short of the length its headers announced.
@@ -304,6 +364,33 @@ fn version(meta: &object_store::ObjectMeta) -> ObjectMeta {
     }
 }
 
+/// The children one page of the listing of `dir` names. A "folder marker" (an empty object
+/// named `dir/`, which S3 and GCS consoles and some tools write) is the directory itself, not a
+/// child of it.
+fn entries(page: ListResult, dir: &Path) -> impl Iterator<Item = Entry> + '_ {
+    let prefixes = page.common_prefixes.into_iter().filter_map(|p| {
+        Some(Entry {
+            name: p.filename()?.to_string(),
+            kind: EntryKind::Prefix,
+            mtime: None,
+            tag: None,
+        })
+    });
+    let objects = page
+        .objects
+        .into_iter()
+        .filter(move |m| m.location != *dir)
+        .filter_map(|m| {
+            Some(Entry {
+                name: m.location.filename()?.to_string(),
+                kind: EntryKind::Object(m.size),
+                mtime: mtime(&m),
+                tag: m.e_tag,
+            })
+        });
+    prefixes.chain(objects)
+}
+
 /// Requests in flight at once while a remote hierarchy is walked.
 const WALK_PARALLELISM: usize = 32;
 
@@ -359,7 +446,10 @@ impl Store for ObjectStoreBackend {
         let path = self.path(key)?;
         let deadline = self.deadline();
         if !self.suffix_ranges {
-            return self.suffix_by_size(key, len, deadline);
+            return match self.head_until(key, deadline)? {
+                Some(meta) => self.suffix_of(key, meta, len, deadline),
+                None => Ok(None),
+            };
         }
         let options = GetOptions {
             range: Some(GetRange::Suffix(len)),
@@ -373,11 +463,14 @@ impl Store for ObjectStoreBackend {
         });
         match got {
             // An empty suffix, or one longer than the value, which some servers refuse: the
-            // object's size, then a plain range.
+            // object's size, then a plain range. A GET that failed otherwise is that failure,
+            // also when a HEAD finds nothing there (as in `range_until`): never "absent".
             Err(e) if !matches!(e, StoreError::TimedOut { .. }) => {
                 match self.head_until(key, deadline)? {
-                    Some(meta) if len != 0 && meta.size > len => Err(e),
-                    _ => self.suffix_by_size(key, len, deadline),
+                    Some(meta) if len == 0 || meta.size <= len => {
+                        self.suffix_of(key, meta, len, deadline)
+                    }
+                    _ => Err(e),
                 }
             }
             other => other,
@@ -388,46 +481,44 @@ impl Store for ObjectStoreBackend {
         self.head_until(key, self.deadline())
     }
 
+    /// Page by page, each within the store's time bound: a prefix with many children takes as
+    /// many pages as it needs, while a page that does not come in time fails the listing.
     fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
-        if !self.listable {
+        let Some(pages) = &self.pages else {
             return Err(StoreError::CannotList(self.what(prefix)));
-        }
-        let path = self.path(prefix)?;
-        let dir = (!path.as_ref().is_empty()).then_some(path.clone());
-        let inner = self.inner.clone();
-        let listed = self.run(prefix, self.deadline(), async move {
-            inner.list_with_delimiter(dir.as_ref()).await
-        })?;
-        let Some(listed) = listed else {
-            return Ok(Vec::new());
         };
-        let mut out: Vec<Entry> = listed
-            .common_prefixes
-            .iter()
-            .filter_map(|p| p.filename())
-            .map(|name| Entry {
-                name: name.to_string(),
-                kind: EntryKind::Prefix,
-                mtime: None,
-                tag: None,
-            })
-            // A "folder marker" (an empty object named `prefix/`, which S3 and GCS consoles
-            // and some tools write) is the directory itself, not a child of it.
-            .chain(
-                listed
-                    .objects
-                    .iter()
-                    .filter(|m| m.location != path)
-                    .filter_map(|m| {
-                        Some(Entry {
-                            name: m.location.filename()?.to_string(),
-                            kind: EntryKind::Object(m.size),
-                            mtime: mtime(m),
-                            tag: m.e_tag.clone(),
-                        })
-                    }),
-            )
-            .collect();
+        let path = self.path(prefix)?;
+        // The children of `path/` (a paginated listing adds no delimiter of its own).
+        let below = (!path.as_ref().is_empty()).then(|| format!("{path}/"));
+        let mut out = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let (pages, below) = (pages.clone(), below.clone());
+            let options = PaginatedListOptions {
+                delimiter: Some(DELIMITER.into()),
+                page_token: token.clone(),
+                ..PaginatedListOptions::default()
+            };
+            let page = self.run(prefix, self.deadline(), async move {
+                pages.list_paginated(below.as_deref(), options).await
+            })?;
+            let Some(page) = page else {
+                break;
+            };
+            out.extend(entries(page.result, &path));
+            match page.page_token.filter(|t| !t.is_empty()) {
+                Some(next) if token.as_ref() == Some(&next) => {
+                    return Err(StoreError::Remote {
+                        what: self.what(prefix),
+                        cause: "the listing does not advance (the server gave the same page \
+                                token twice)"
+                            .into(),
+                    })
+                }
+                Some(next) => token = Some(next),
+                None => break,
+            }
+        }
         out.sort_by(|a, b| a.name.cmp(&b.name));
         out.dedup_by(|a, b| a.name == b.name);
         Ok(out)
@@ -471,6 +562,8 @@ mod tests {
             "abfs://container@account.dfs.core.windows.net/a/b.zarr",
             "https://example.org/data/b.zarr",
             "https://s3.eu-west-1.amazonaws.com/bucket/b.zarr#mode=zarr,s3",
+            "https://s3.cn-north-1.amazonaws.com.cn/bucket/b.zarr#mode=zarr,s3",
+            "https://ap-1.s3-accesspoint.eu-west-2.amazonaws.com/b.zarr#mode=zarr,s3",
         ] {
             let store = open(url, &anonymous).unwrap_or_else(|e| panic!("{url}: {e}"));
             assert_eq!(store.describe(), url);

@@ -124,8 +124,25 @@ impl Mount {
     /// Mounts `store` with extra command-line `args`; what zarrfs said when it exits before
     /// mounting.
     pub fn try_new(store: &Path, args: &[&str]) -> Result<Mount, String> {
+        Mount::try_with_env(store, args, &[])
+    }
+
+    /// [`Mount::try_new`] with environment variables set (`Some`) or removed (`None`) for
+    /// zarrfs alone.
+    pub fn try_with_env(
+        store: &Path,
+        args: &[&str],
+        env: &[(&str, Option<&str>)],
+    ) -> Result<Mount, String> {
         let dir = tempfile::tempdir().unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_zarrfs"))
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_zarrfs"));
+        for (name, value) in env {
+            match value {
+                Some(v) => cmd.env(name, v),
+                None => cmd.env_remove(name),
+            };
+        }
+        let child = cmd
             .arg("-f")
             .args(args)
             .arg(store)

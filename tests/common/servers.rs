@@ -1,7 +1,8 @@
 //! Real servers on 127.0.0.1 for the remote-store tests: an S3 server (s3s-fs), a GCS emulator
 //! (fake-gcs-server), an Azure Blob emulator (Azurite), an HTTP server with range support
-//! (nginx), and a fault-injecting HTTP proxy (Python). Each is a child process killed when its
-//! guard is dropped.
+//! (nginx), Python's own `http.server` (which ignores byte ranges), an HTTP server with quirks on
+//! command (Python), and a fault-injecting HTTP proxy (Python). Each is a child process killed
+//! when its guard is dropped.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -421,4 +422,95 @@ pub fn fault(proxy: &Server, command: &str) -> u64 {
         .trim()
         .parse()
         .unwrap()
+}
+
+/// `python3 -m http.server` serving the directory `root`: it answers every GET with the whole
+/// file (200), byte range or not, and gives no ETag, as simple web servers do.
+pub fn python_http_server(root: &Path) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let start = |port: u16| {
+        let mut cmd = Command::new("python3");
+        cmd.args(["-m", "http.server", "--bind", "127.0.0.1", "--directory"])
+            .arg(root)
+            .arg(port.to_string());
+        cmd
+    };
+    Server::start(start, dir)
+}
+
+/// An HTTP server for the files below argv[2] that honours `bytes=A-B` and `bytes=A-` ranges
+/// (206), gives no ETag, and has the quirks its flags ask for: `suffix-ignored` answers a
+/// suffix range (`bytes=-N`) with the whole file (200), `head-405` answers HEAD with 405,
+/// `drip=N,S` sends bodies N bytes at a time S seconds apart, `stall-after=N` stops sending (for
+/// a minute) after N bytes of a body, `query=Q` answers 403 to a request without the query `Q`.
+const QUIRKY_HTTP: &str = r#"
+import http.server, os, sys, time
+port, root, flags = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+opts = dict(f.partition("=")[::2] for f in flags)
+
+class Quirky(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *args):
+        pass
+    def answer(self, code, body, headers=()):
+        self.send_response(code)
+        for k, v in headers:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command == "HEAD":
+            return
+        step, pause = len(body) or 1, 0.0
+        if "drip" in opts:
+            n, s = opts["drip"].split(",")
+            step, pause = int(n), float(s)
+        stall = int(opts.get("stall-after", len(body) + 1))
+        for at in range(0, len(body), step):
+            if at >= stall:
+                time.sleep(60)
+                return
+            self.wfile.write(body[at:at + step])
+            self.wfile.flush()
+            time.sleep(pause)
+    def do_HEAD(self):
+        if "head-405" in opts:
+            return self.answer(405, b"")
+        self.do_GET()
+    def do_GET(self):
+        if "query" in opts and self.path.partition("?")[2] != opts["query"]:
+            return self.answer(403, b"")
+        path = os.path.join(root, self.path.split("?")[0].lstrip("/"))
+        if not os.path.isfile(path):
+            return self.answer(404, b"")
+        with open(path, "rb") as f:
+            data = f.read()
+        size, want = len(data), self.headers.get("Range", "")
+        if not want.startswith("bytes=") or (want.startswith("bytes=-") and "suffix-ignored" in opts):
+            return self.answer(200, data)
+        a, _, b = want[len("bytes="):].partition("-")
+        if a == "":
+            start, end = max(size - int(b), 0), size - 1
+        else:
+            start, end = int(a), min(int(b) if b else size - 1, size - 1)
+        if start >= size:
+            return self.answer(416, b"", [("Content-Range", "bytes */%d" % size)])
+        self.answer(206, data[start:end + 1], [("Content-Range", "bytes %d-%d/%d" % (start, end, size))])
+
+class Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+Server(("127.0.0.1", port), Quirky).serve_forever()
+"#;
+
+/// The quirky HTTP server over `root` with `flags` (see [`QUIRKY_HTTP`]).
+pub fn quirky_http_server(root: &Path, flags: &[&str]) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("quirky.py");
+    std::fs::write(&script, QUIRKY_HTTP).unwrap();
+    let start = |port: u16| {
+        let mut cmd = Command::new("python3");
+        cmd.arg(&script).arg(port.to_string()).arg(root).args(flags);
+        cmd
+    };
+    Server::start(start, dir)
 }

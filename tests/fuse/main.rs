@@ -15,7 +15,8 @@
 //!   never a wrong byte from it.
 //! - [`remote`]: the fixtures over S3 (s3s-fs) and plain HTTP (nginx) on 127.0.0.1, and their
 //!   faults (503s, a hung or killed server); [`remote_references`]: reference sets and an
-//!   Icechunk repository over S3.
+//!   Icechunk repository over S3; [`remote_quirks`]: servers and settings off the common path
+//!   (endpoints from the environment, servers that ignore ranges, slow bodies, long listings).
 //! - [`stalls`]: stalled remote reads get EIO in time while the mount keeps answering.
 //! - [`store_safety`]: links, FIFOs and devices in a local store.
 //! - [`cli`], [`lifecycle`], [`fstab`]: the command line, signals, unmounting, logging, and
@@ -40,6 +41,7 @@ mod lifecycle;
 mod memory;
 mod reads;
 mod remote;
+mod remote_quirks;
 mod remote_references;
 mod slices;
 mod stalls;

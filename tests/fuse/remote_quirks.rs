@@ -1,0 +1,290 @@
+//! Remote stores off the common path, against real servers on 127.0.0.1: S3 endpoints named by
+//! the environment beside `--endpoint`, servers that ignore or half-honour byte ranges, bodies
+//! that arrive slowly, listings of many pages.
+
+use crate::common;
+
+use common::mount::{eio, read_direct, unmount, Mount};
+use common::servers;
+use common::{all_fixture_cases, expected_bytes, StoreCase};
+use std::path::Path;
+use std::time::{Duration, Instant};
+use zarrfs::store::{Location, ObjectStoreBackend, RemoteOptions, Store};
+
+/// A fixture store's cases by name.
+fn case(name: &str) -> StoreCase {
+    all_fixture_cases()
+        .into_iter()
+        .find(|c| c.name == name)
+        .unwrap()
+}
+
+/// The expected `A` bytes of array `path` of `case`.
+fn expected_data(case: &StoreCase, path: &str) -> Vec<u8> {
+    expected_bytes(case.nodes.iter().find(|n| n.path == path).unwrap()).1
+}
+
+/// `--endpoint` (or an endpoint in the URL) wins over AWS_ENDPOINT_URL_S3, which the S3 client
+/// otherwise prefers; an http:// endpoint from that variable alone is allowed plain http.
+#[test]
+fn an_explicit_endpoint_wins_over_the_environments() {
+    let c = case("consolidated_v2_zarr2");
+    let server = servers::s3_server(&[("endpoints", std::slice::from_ref(&c.store))]);
+    servers::s3_credentials_env();
+    let nobody = format!("http://127.0.0.1:{}", servers::free_port());
+    let url = format!("s3://endpoints/{}", c.dir_name());
+    let netcdf_url = format!("{}/endpoints/{}#mode=nczarr,s3", server.url, c.dir_name());
+    let unset = ["AWS_ENDPOINT", "AWS_ENDPOINT_URL", "AWS_ALLOW_HTTP"].map(|v| (v, None));
+    let y = expected_data(&c, "y");
+    for (store, args, endpoint_s3) in [
+        (&url, vec!["--endpoint", &server.url], nobody.as_str()),
+        (&netcdf_url, vec![], nobody.as_str()),
+        (&url, vec![], server.url.as_str()),
+    ] {
+        let mut env = unset.to_vec();
+        env.push(("AWS_ENDPOINT_URL_S3", Some(endpoint_s3)));
+        let mount = Mount::try_with_env(Path::new(store), &args, &env)
+            .unwrap_or_else(|e| panic!("{store} {args:?}, AWS_ENDPOINT_URL_S3={endpoint_s3}: {e}"));
+        assert_eq!(read_direct(mount.join("y")).unwrap(), y, "{store} {args:?}");
+    }
+}
+
+/// The store at plain-HTTP `url` with `timeout`, opened as it is (no reference set or
+/// repository looked for).
+fn http_store(url: &str, timeout: Duration) -> ObjectStoreBackend {
+    let location = Location::Http {
+        url: url.parse().unwrap(),
+    };
+    let options = RemoteOptions {
+        timeout,
+        ..RemoteOptions::default()
+    };
+    ObjectStoreBackend::open(&location, url, &options).unwrap()
+}
+
+/// 200,000 bytes of `(i % 251)` in file `name` of a new directory.
+fn served_file(name: &str) -> (tempfile::TempDir, Vec<u8>) {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+    std::fs::write(dir.path().join(name), &bytes).unwrap();
+    (dir, bytes)
+}
+
+/// A body that keeps arriving is read to its end even when it takes longer than an attempt may
+/// wait for a byte (a third of the timeout), from a server that gives no ETag (so a cut body
+/// cannot be resumed); one that stops arriving fails within the timeout.
+#[test]
+fn a_slow_body_is_read_while_it_keeps_coming_and_fails_in_time_once_it_stops() {
+    let (dir, bytes) = served_file("slow");
+    let timeout = Duration::from_secs(4);
+    // 20 pieces 0.1 s apart: 2 s, more than the 1.33 s an attempt may wait for a byte.
+    let drip = servers::quirky_http_server(dir.path(), &["drip=10000,0.1"]);
+    let started = Instant::now();
+    let got = http_store(&drip.url, timeout).get("slow").unwrap().unwrap();
+    assert_eq!(got.bytes, bytes);
+    assert!(
+        started.elapsed() > timeout / 3,
+        "the body came too fast to tell"
+    );
+    let stalled = servers::quirky_http_server(dir.path(), &["drip=10000,0.1", "stall-after=50000"]);
+    let started = Instant::now();
+    let err = http_store(&stalled.url, timeout).get("slow").unwrap_err();
+    assert!(
+        started.elapsed() < timeout + Duration::from_secs(1),
+        "a stalled body failed after {:?}: {err}",
+        started.elapsed()
+    );
+}
+
+/// A server that answers a suffix range with the whole object (200) and HEAD with 405 (which
+/// the HTTP client takes for "absent"): a shard's index is then an error, never "absent" (which
+/// reads the whole shard as fill values). Plain ranges still read, an absent key is absent.
+#[test]
+fn a_failed_suffix_read_is_an_error_even_when_head_finds_nothing() {
+    let (dir, bytes) = served_file("shard");
+    let server = servers::quirky_http_server(dir.path(), &["suffix-ignored", "head-405"]);
+    let store = http_store(&server.url, Duration::from_secs(10));
+    let got = store
+        .get_suffix("shard", 16)
+        .map(|s| s.map(|(tail, _)| tail));
+    assert!(
+        matches!(got, Err(ref e) if e.to_string().contains("shard")),
+        "{got:?}"
+    );
+    assert_eq!(
+        store.get_range("shard", 1000, 64).unwrap().unwrap(),
+        bytes[1000..1064]
+    );
+    assert_eq!(store.get_suffix("absent", 16).unwrap(), None);
+}
+
+/// The consolidated fixtures read byte-exact from `python -m http.server`, which answers every
+/// range with the whole file (200): chunks are read whole, as zarr-python reads them there.
+#[test]
+fn consolidated_fixtures_read_exactly_from_a_server_that_ignores_ranges() {
+    let server = servers::python_http_server(&common::fixtures_dir().join("dialects"));
+    let cases: Vec<StoreCase> = all_fixture_cases()
+        .into_iter()
+        .filter(|c| c.name.starts_with("consolidated_") && c.options.is_empty())
+        .map(|c| {
+            let url = format!("{}/{}", server.url, c.dir_name());
+            c.at(url, &[])
+        })
+        .collect();
+    assert_eq!(cases.len(), 4);
+    common::fuse_check::check_stores(&cases);
+}
+
+/// Over plain HTTP and over S3 (path-style, unsigned) from a server that ignores ranges: a range
+/// reaching the object's end is cut out of the whole object, whose length its headers vouch
+/// for; a range inside a longer object is refused with a line saying why, never answered with
+/// other bytes.
+#[test]
+fn a_server_that_ignores_ranges_gives_whole_objects_and_refuses_parts() {
+    let (dir, bytes) = served_file("obj");
+    std::fs::create_dir(dir.path().join("bucket")).unwrap();
+    std::fs::write(dir.path().join("bucket/obj"), &bytes).unwrap();
+    let server = servers::python_http_server(dir.path());
+    let s3 = Location::S3 {
+        bucket: "bucket".into(),
+        prefix: String::new(),
+        endpoint: Some(server.url.clone()),
+        region: None,
+        virtual_hosted: false,
+    };
+    let unsigned = RemoteOptions {
+        anonymous: true,
+        ..RemoteOptions::default()
+    };
+    let stores = [
+        http_store(&server.url, Duration::from_secs(10)),
+        ObjectStoreBackend::open(&s3, "s3://bucket", &unsigned).unwrap(),
+    ];
+    let size = bytes.len() as u64;
+    for store in &stores {
+        let what = store.describe();
+        let mut buf = Vec::new();
+        assert!(store.get_range_into("obj", 0, size + 1, &mut buf).unwrap());
+        assert_eq!(buf, bytes, "{what}: whole");
+        let tail = store.get_range("obj", size - 100, 100).unwrap().unwrap();
+        assert_eq!(
+            tail,
+            bytes[bytes.len() - 100..],
+            "{what}: the last 100 bytes"
+        );
+        assert_eq!(store.get_range("obj", size, 10).unwrap().unwrap(), b"");
+        let (all, total) = store.get_suffix("obj", size + 10).unwrap().unwrap();
+        assert_eq!((all, total), (bytes.clone(), size), "{what}: suffix");
+        for part in [
+            store.get_range("obj", 1000, 64).map(|_| ()),
+            store
+                .get_range_into("obj", 0, size - 1, &mut buf)
+                .map(|_| ()),
+            store.get_suffix("obj", 16).map(|_| ()),
+        ] {
+            let e = part.expect_err(&what).to_string();
+            assert!(
+                e.contains("obj") && e.to_lowercase().contains("range"),
+                "{what}: {e}"
+            );
+        }
+        assert!(!store.get_range_into("absent", 0, 10, &mut buf).unwrap());
+    }
+}
+
+/// A listing of many pages (S3 gives 1,000 keys a page) where each page comes well in time but
+/// all of them take longer than the timeout: every child is listed.
+#[test]
+fn a_listing_of_many_pages_is_bounded_page_by_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let many = dir.path().join("many");
+    std::fs::create_dir(&many).unwrap();
+    let names: Vec<String> = (0..9_000).map(|i| format!("k{i:05}")).collect();
+    for name in &names {
+        std::fs::write(many.join(name), b"").unwrap();
+    }
+    let s3 = servers::s3_server(&[("listing", &[many])]);
+    servers::s3_credentials_env();
+    let proxy = servers::fault_proxy(&s3);
+    // 9 pages, each held 0.5 s: 4.5 s in all, past the timeout of 4 s.
+    servers::fault(&proxy, "sleep/0.5");
+    let location = Location::S3 {
+        bucket: "listing".into(),
+        prefix: "many".into(),
+        endpoint: Some(proxy.url.clone()),
+        region: None,
+        virtual_hosted: false,
+    };
+    let options = RemoteOptions {
+        timeout: Duration::from_secs(4),
+        ..RemoteOptions::default()
+    };
+    let store = ObjectStoreBackend::open(&location, "s3://listing/many", &options).unwrap();
+    let started = Instant::now();
+    let listed: Vec<String> = store
+        .list_dir("")
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert!(
+        started.elapsed() > options.timeout,
+        "the listing was too fast to tell"
+    );
+    assert_eq!(listed, names);
+}
+
+/// A key that object_store cannot take as a path (here one with an ASCII control character)
+/// fails the listing of its prefix, with a line naming the prefix and the key: object_store
+/// parses every key of a page and offers no way to skip one (docs/remote.md).
+#[test]
+fn a_key_object_store_refuses_fails_its_listing_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let odd = dir.path().join("odd");
+    std::fs::create_dir(&odd).unwrap();
+    for name in ["fine", "bad\u{7f}name"] {
+        std::fs::write(odd.join(name), b"").unwrap();
+    }
+    let s3 = servers::s3_server(&[("refused", &[odd])]);
+    servers::s3_credentials_env();
+    let location = Location::S3 {
+        bucket: "refused".into(),
+        prefix: "odd".into(),
+        endpoint: Some(s3.url.clone()),
+        region: None,
+        virtual_hosted: false,
+    };
+    let store =
+        ObjectStoreBackend::open(&location, "s3://refused/odd", &RemoteOptions::default()).unwrap();
+    let e = store.list_dir("").unwrap_err().to_string();
+    assert!(e.contains("s3://refused/odd") && e.contains("bad"), "{e}");
+    assert!(store.get("fine").unwrap().is_some());
+}
+
+/// A store URL's query (a token) goes with every request but is shown nowhere: not in the
+/// mount's name (/proc/mounts, readable by all), not in the log, also where a request failed.
+#[test]
+fn a_url_query_is_sent_but_never_shown() {
+    let c = case("consolidated_v3_zarr3");
+    let secret = "sig=S3CR3T";
+    let query = format!("query={secret}");
+    let mut server =
+        servers::quirky_http_server(&common::fixtures_dir().join("dialects"), &[&query]);
+    let url = format!("{}/{}?{secret}", server.url, c.dir_name());
+    let mount = Mount::new(Path::new(&url), &["-v", "--timeout", "5"]);
+    assert_eq!(
+        read_direct(mount.join("y")).unwrap(),
+        expected_data(&c, "y")
+    );
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+    let shown = format!("{}/{}?…", server.url, c.dir_name());
+    assert!(
+        mounts.contains(&shown) && !mounts.contains("S3CR3T"),
+        "{mounts}"
+    );
+    server.kill();
+    assert!(eio(read_direct(mount.join("g1/x"))));
+    let stderr = unmount(mount);
+    assert!(stderr.contains("g1/x") && stderr.contains("?…"), "{stderr}");
+    assert!(!stderr.contains("S3CR3T"), "{stderr}");
+}
