@@ -169,6 +169,19 @@ pub fn all_fixture_cases() -> Vec<StoreCase> {
     cases
 }
 
+/// The fixture store named `name`, of [`all_fixture_cases`].
+pub fn fixture_case(name: &str) -> StoreCase {
+    all_fixture_cases()
+        .into_iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("no fixture store {name}"))
+}
+
+/// The expected `A` bytes of array `path` of `case`.
+pub fn expected_data(case: &StoreCase, path: &str) -> Vec<u8> {
+    expected_bytes(case.nodes.iter().find(|n| n.path == path).unwrap()).1
+}
+
 /// Variable-length strings and bytes in shards, with absent inner chunks read as a non-empty
 /// fill value (zarr-python 3.4; scripts/make_sharded_strings_fixture.py).
 pub const SHARDED_STRINGS: &str = "sharded_strings/manifest.json";

@@ -6,7 +6,7 @@ use crate::common;
 
 use common::mount::{eio, is_fuse_mount, ls_names, read_direct, timed, unmount, Mount, Unmounted};
 use common::servers::{self, Server};
-use common::{all_fixture_cases, expected_bytes, StoreCase};
+use common::{all_fixture_cases, expected_data, fixture_case, StoreCase};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -14,19 +14,6 @@ use zarrfs::store::{EntryKind, RemoteOptions, Store, StoreError};
 
 fn check(cases: &[StoreCase]) {
     common::fuse_check::check_stores(cases);
-}
-
-/// A fixture store's cases by name.
-fn case(name: &str) -> StoreCase {
-    all_fixture_cases()
-        .into_iter()
-        .find(|c| c.name == name)
-        .unwrap()
-}
-
-/// The expected `A` bytes of array `path` of `case`.
-fn expected_data(case: &StoreCase, path: &str) -> Vec<u8> {
-    expected_bytes(case.nodes.iter().find(|n| n.path == path).unwrap()).1
 }
 
 #[test]
@@ -59,7 +46,7 @@ fn every_fixture_reads_exactly_over_s3() {
 
 #[test]
 fn the_mount_command_counts_its_requests() {
-    let c = case("consolidated_v2_zarr2");
+    let c = fixture_case("consolidated_v2_zarr2");
     let server = servers::s3_server(&[("counted", std::slice::from_ref(&c.store))]);
     servers::s3_credentials_env();
     let url = format!("s3://counted/{}", c.dir_name());
@@ -82,7 +69,7 @@ fn the_mount_command_counts_its_requests() {
 
 #[test]
 fn keys_come_from_the_aws_profile_files_when_the_environment_has_none() {
-    let c = case("consolidated_v2_zarr2");
+    let c = fixture_case("consolidated_v2_zarr2");
     let server = servers::s3_server(&[("profiled", std::slice::from_ref(&c.store))]);
     let dir = tempfile::tempdir().unwrap();
     let credentials = dir.path().join("credentials");
@@ -135,7 +122,7 @@ fn keys_come_from_the_aws_profile_files_when_the_environment_has_none() {
 
 #[test]
 fn netcdf_s3_urls_name_a_bucket_on_an_endpoint() {
-    let demo = case("nczarr_gen4");
+    let demo = fixture_case("nczarr_gen4");
     let server = servers::s3_server(&[("data", std::slice::from_ref(&demo.store))]);
     servers::s3_credentials_env();
     let url = format!("{}/data/{}#mode=nczarr,s3", server.url, demo.dir_name());
@@ -253,7 +240,7 @@ fn an_unlisted_hierarchy_over_http_fails_with_a_clear_line() {
 fn faulty_mount(extra: &[&str]) -> (Server, Server, Mount, StoreCase) {
     let http = dialects_over_http();
     let proxy = servers::fault_proxy(&http);
-    let c = case("consolidated_v2_zarr2");
+    let c = fixture_case("consolidated_v2_zarr2");
     let url = format!("{}/{}", proxy.url, c.dir_name());
     let mount = Mount::new(Path::new(&url), extra);
     (http, proxy, mount, c)
@@ -319,7 +306,7 @@ fn server_errors_past_the_retries_give_eio_then_reads_recover() {
 
 #[test]
 fn a_killed_s3_server_gives_eio_while_cached_data_keeps_reading() {
-    let c = case("consolidated_v3_zarr3");
+    let c = fixture_case("consolidated_v3_zarr3");
     let mut server = servers::s3_server(&[("killed", std::slice::from_ref(&c.store))]);
     servers::s3_credentials_env();
     let url = format!("s3://killed/{}", c.dir_name());
@@ -349,7 +336,7 @@ fn a_killed_s3_server_gives_eio_while_cached_data_keeps_reading() {
 /// reading ranges at once through one store.
 #[test]
 fn remote_stores_answer_like_the_files_under_many_concurrent_callers() {
-    let c = case("sharding_v3");
+    let c = fixture_case("sharding_v3");
     let s3 = servers::s3_server(&[("contract", std::slice::from_ref(&c.store))]);
     servers::s3_credentials_env();
     let http = dialects_over_http();
@@ -528,7 +515,7 @@ fn a_body_longer_than_its_headers_announce_is_refused() {
 /// its request without entering the store's own runtime from the caller's thread.
 #[test]
 fn remote_stores_answer_callers_inside_tokio_runtimes() {
-    let c = case("sharding_v3");
+    let c = fixture_case("sharding_v3");
     let s3 = servers::s3_server(&[("inside", std::slice::from_ref(&c.store))]);
     servers::s3_credentials_env();
     let options = RemoteOptions {

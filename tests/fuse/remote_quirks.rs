@@ -6,29 +6,16 @@ use crate::common;
 
 use common::mount::{eio, read_direct, unmount, Mount};
 use common::servers;
-use common::{all_fixture_cases, expected_bytes, StoreCase};
+use common::{all_fixture_cases, expected_data, fixture_case, StoreCase};
 use std::path::Path;
 use std::time::{Duration, Instant};
 use zarrfs::store::{Location, ObjectStoreBackend, RemoteOptions, Store};
-
-/// A fixture store's cases by name.
-fn case(name: &str) -> StoreCase {
-    all_fixture_cases()
-        .into_iter()
-        .find(|c| c.name == name)
-        .unwrap()
-}
-
-/// The expected `A` bytes of array `path` of `case`.
-fn expected_data(case: &StoreCase, path: &str) -> Vec<u8> {
-    expected_bytes(case.nodes.iter().find(|n| n.path == path).unwrap()).1
-}
 
 /// `--endpoint` (or an endpoint in the URL) wins over AWS_ENDPOINT_URL_S3, which the S3 client
 /// otherwise prefers; an http:// endpoint from that variable alone is allowed plain http.
 #[test]
 fn an_explicit_endpoint_wins_over_the_environments() {
-    let c = case("consolidated_v2_zarr2");
+    let c = fixture_case("consolidated_v2_zarr2");
     let server = servers::s3_server(&[("endpoints", std::slice::from_ref(&c.store))]);
     servers::s3_credentials_env();
     let nobody = format!("http://127.0.0.1:{}", servers::free_port());
@@ -265,7 +252,7 @@ fn a_key_object_store_refuses_fails_its_listing_naming_it() {
 /// mount's name (/proc/mounts, readable by all), not in the log, also where a request failed.
 #[test]
 fn a_url_query_is_sent_but_never_shown() {
-    let c = case("consolidated_v3_zarr3");
+    let c = fixture_case("consolidated_v3_zarr3");
     let secret = "sig=S3CR3T";
     let query = format!("query={secret}");
     let mut server =

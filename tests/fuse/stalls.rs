@@ -7,7 +7,7 @@
 use crate::common;
 use common::mount::{fuse_ready, timed, Mount};
 use common::servers::{self, Server};
-use common::{expected_bytes, load_manifest, StoreCase};
+use common::{expected_data, fixture_case, StoreCase};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
@@ -20,14 +20,7 @@ use std::time::{Duration, Instant};
 const CASE: &str = "consolidated_v2_zarr2";
 
 fn case() -> StoreCase {
-    load_manifest("dialects/manifest.json")
-        .into_iter()
-        .find(|c| c.name == CASE)
-        .unwrap()
-}
-
-fn expected_data(case: &StoreCase, path: &str) -> Vec<u8> {
-    expected_bytes(case.nodes.iter().find(|n| n.path == path).unwrap()).1
+    fixture_case(CASE)
 }
 
 /// nginx over the dialect fixtures, the fault proxy in front, and the URL of this file's store
