@@ -125,19 +125,30 @@ def v3_array(shape, chunks, data_type="int16", codecs=None, fill_value=0):
     }
 
 
-class Store:
-    """A store being written: a directory, or the members of a zip."""
+class Zeros:
+    """A member of `size` zero bytes, written a MiB at a time."""
 
-    def __init__(self, name, zip_file=False):
+    def __init__(self, size):
+        self.size = size
+
+
+class Store:
+    """A store being written: a directory, or the members of a zip (compressed with `method` at
+    `level`; `damage` lists (key, what) to damage once written, see `damage_member`)."""
+
+    def __init__(self, name, zip_file=False, method=zipfile.ZIP_STORED, level=None):
         self.name = name + (".zip" if zip_file else ".zarr")
         self.members = {}
+        self.method = method
+        self.level = level
+        self.damage = []
 
     def put(self, key, value):
         if isinstance(value, (dict, list)):
             value = json.dumps(value, indent=1).encode()
         elif isinstance(value, str):
             value = value.encode()
-        self.members[key] = bytes(value)
+        self.members[key] = value if isinstance(value, Zeros) else bytes(value)
 
     def v2_group(self, prefix="", attrs=None):
         self.put(join(prefix, ".zgroup"), {"zarr_format": 2})
@@ -161,16 +172,39 @@ class Store:
     def write(self):
         path = OUT / self.name
         if self.name.endswith(".zip"):
-            with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
+            with zipfile.ZipFile(path, "w") as z:
                 for key, value in self.members.items():
                     info = zipfile.ZipInfo(key, date_time=(2024, 1, 1, 0, 0, 0))
-                    z.writestr(info, value)
+                    info.compress_type = self.method
+                    if isinstance(value, Zeros):
+                        with z.open(info, "w") as f:
+                            for _ in range(value.size >> 20):
+                                f.write(bytes(1 << 20))
+                    else:
+                        z.writestr(info, value, compresslevel=self.level)
+            for key, what in self.damage:
+                damage_member(path, key, what)
             return
         for key, value in self.members.items():
             p = path / key
             p.parent.mkdir(parents=True, exist_ok=True)
             p.write_bytes(value)
         path.mkdir(parents=True, exist_ok=True)
+
+
+def damage_member(path, key, what):
+    """Damages member `key` of the zip at `path`: "data" flips its sixth byte as written (a
+    deflated member at level 0: the first byte of its stored block, past the block's 5-byte
+    header), "local_header" breaks the signature of its local header."""
+    with zipfile.ZipFile(path) as z:
+        at = z.getinfo(key).header_offset
+    buf = bytearray(path.read_bytes())
+    if what == "local_header":
+        buf[at:at + 4] = b"PK\0\0"
+    else:
+        name_len, extra_len = struct.unpack("<HH", buf[at + 26:at + 30])
+        buf[at + 30 + name_len + extra_len + 5] ^= 0xFF
+    path.write_bytes(bytes(buf))
 
 
 def join(prefix, name):
@@ -565,17 +599,20 @@ def shard(entries, inner, index_crc=True, cut=0):
     return out[:len(out) - cut] if cut else out
 
 
+# Shards of two inner chunks of 4 bytes, index (with its crc32c) at the end.
+SHARDED = [{
+    "name": "sharding_indexed",
+    "configuration": {
+        "chunk_shape": [4],
+        "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+        "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
+                         {"name": "crc32c"}],
+        "index_location": "end",
+    },
+}]
+
+
 def shard_stores():
-    sharded = [{
-        "name": "sharding_indexed",
-        "configuration": {
-            "chunk_shape": [4],
-            "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
-            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
-                             {"name": "crc32c"}],
-            "index_location": "end",
-        },
-    }]
     inner = [bytes(range(1, 5)), bytes(range(5, 9))]
     healthy = shard([(0, 4), (4, 4)], inner)
     into_index = (inner[0] + inner[1][2:4] + struct.pack("<QQ", 0, 4)[:2]).hex()
@@ -598,9 +635,9 @@ def shard_stores():
     for name, (blob, expected, doc) in variants.items():
         s = Store(f"shard_{name}")
         s.put("zarr.json", {"zarr_format": 3, "node_type": "group"})
-        s.put("healthy/zarr.json", v3_array([8], [8], data_type="uint8", codecs=sharded))
+        s.put("healthy/zarr.json", v3_array([8], [8], data_type="uint8", codecs=SHARDED))
         s.put("healthy/c/0", healthy)
-        s.put("bad/zarr.json", v3_array([8], [8], data_type="uint8", codecs=sharded))
+        s.put("bad/zarr.json", v3_array([8], [8], data_type="uint8", codecs=SHARDED))
         s.put("bad/c/0", blob)
         s.good_v3()
         ok = {"good": GOOD_HEX, "healthy": "0102030405060708"}
@@ -702,6 +739,63 @@ def key_stores():
           log=['refused key ""'])
 
 
+def zip_stores():
+    chunks = np.arange(12, dtype="<i2").tobytes()
+    inner = [bytes(range(1, 5)), bytes(range(5, 9)), bytes(range(9, 13)), bytes(range(13, 17))]
+
+    def bad(s):
+        """`bad`, int16 0..11 in three chunks, and `sharded`, uint8 1..16 in two shards."""
+        s.v2_group()
+        s.good()
+        s.put("bad/.zarray", zarray([12], [4]))
+        for i in range(3):
+            s.put(f"bad/{i}", chunks[8 * i:8 * i + 8])
+        s.put("sharded/zarr.json", v3_array([16], [8], data_type="uint8", codecs=SHARDED))
+        s.put("sharded/c/0", shard([(0, 4), (4, 4)], inner[:2]))
+        s.put("sharded/c/1", shard([(0, 4), (4, 4)], inner[2:]))
+
+    first, third = ["bad", 0, 8, chunks[:8].hex()], ["bad", 16, 8, chunks[16:].hex()]
+    shard0 = ["sharded", 0, 8, b"".join(inner[:2]).hex()]
+    for name, method, level in [("stored", zipfile.ZIP_STORED, None),
+                                ("deflated", zipfile.ZIP_DEFLATED, 0)]:
+        s = Store(f"zip_crc_{name}", zip_file=True, method=method, level=level)
+        bad(s)
+        s.damage += [("bad/1", "data"), ("sharded/c/1", "data")]
+        entry(s, f"{name} members with a byte changed since they were written (only their CRC-32 "
+                 "tells): EIO for the chunk, and for every inner chunk of the shard; their "
+                 "neighbours read",
+              reads=[first, ["bad", 8, 8, None], third, shard0, ["sharded", 8, 4, None],
+                     ["sharded", 12, 4, None]],
+              log=["bad/1: CRC-32", "sharded/c/1: CRC-32"])
+
+    s = Store("zip_bad_local_header", zip_file=True)
+    bad(s)
+    s.damage.append(("bad/1", "local_header"))
+    entry(s, "a member whose local header is not one: EIO for that chunk alone",
+          reads=[first, ["bad", 8, 8, None], third, shard0],
+          log=["bad/1: local header"])
+
+    for name, method in [("lzma", zipfile.ZIP_LZMA), ("bzip2", zipfile.ZIP_BZIP2)]:
+        s = Store(f"zip_{name}", zip_file=True, method=method)
+        bad(s)
+        entry(s, f"members compressed with {name} (Python's zipfile writes it): read whole, and "
+                 "in part (shards)",
+              bytes={"good": GOOD_HEX, "bad": chunks.hex(), "sharded": b"".join(inner).hex()})
+
+    s = Store("zip_bomb_bzip2", zip_file=True, method=zipfile.ZIP_BZIP2)
+    s.v2_group()
+    s.good()
+    s.put("bomb/.zarray", zarray([16], [16], dtype="|u1"))
+    s.put("bomb/0", Zeros(1 << 30))
+    s.put("bomb_shard/zarr.json", v3_array([8], [8], data_type="uint8", codecs=SHARDED))
+    s.put("bomb_shard/c/0", Zeros(1 << 30))
+    # The good chunks are bzip2 members too: their decoder takes 3.6 MB whatever the output.
+    entry(s, "a chunk and a shard of 1 GiB each, bzip2-compressed to a few hundred bytes: EIO, "
+             "nothing inflated",
+          eio=["bomb", "bomb_shard"], max_alloc=8 * BOMB_MAX_ALLOC,
+          log=["read in part only up to"])
+
+
 def name_stores():
     s = Store("names_control_characters", zip_file=True)
     s.v2_group()
@@ -745,6 +839,7 @@ def main():
     wrong_length_zstd_stores()
     shard_stores()
     key_stores()
+    zip_stores()
     name_stores()
     (OUT / "manifest.json").write_text(json.dumps({"stores": MANIFEST}, indent=1,
                                                   ensure_ascii=True) + "\n")

@@ -81,10 +81,10 @@ impl DirStore {
     /// Opens the value of `key`: `None` when absent or a directory; an error naming what it is
     /// when it is not a regular file.
     fn open_value(&self, key: &str) -> Result<Option<Opened>, StoreError> {
-        let Some(fd) = self.open(key, OFlags::RDONLY)? else {
+        let Some(fd) = self.open(key, OFlags::PATH)? else {
             return Ok(None);
         };
-        let opened = safe_open::checked(fd).map_err(|e| self.refused(key, e))?;
+        let opened = safe_open::reopen_checked(fd).map_err(|e| self.refused(key, e))?;
         Ok((!opened.is_dir()).then_some(opened))
     }
 
@@ -475,5 +475,25 @@ mod tests {
         assert_eq!(shown["d0/l1"], Vec::<String>::new());
         assert_eq!(shown["d1"], ["back", "l1"]);
         assert_eq!(shown["d0"], ["l1"]);
+    }
+
+    #[test]
+    fn a_device_is_refused_by_its_type_unopened() {
+        // Device 0:0 has no driver: an open would fail (ENXIO) before any type check.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("a")).unwrap();
+        let (device, mode) = (FileType::CharacterDevice, rustix::fs::Mode::empty());
+        let node = dir.path().join("a/0");
+        if let Err(e) = rustix::fs::mknodat(rustix::fs::CWD, &node, device, mode, 0) {
+            return eprintln!("skipped: mknod needs CAP_MKNOD ({e})");
+        }
+        let s = DirStore::new(dir.path()).unwrap();
+        for e in [s.get("a/0").err(), s.get_range("a/0", 0, 4).err()] {
+            let e = e.unwrap().to_string();
+            assert!(
+                e.ends_with("a/0: a character device, not a regular file: refused"),
+                "{e}"
+            );
+        }
     }
 }

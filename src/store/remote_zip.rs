@@ -168,7 +168,7 @@ impl Layer for RemoteZip {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{Fault, FaultyStore, MemoryStore};
+    use crate::store::{CountingStore, Fault, FaultyStore, MemoryStore};
     use std::io::Write;
 
     /// A zip of a small `a/.zarray` and a 200,000-byte member `a/0` of bytes `(i + seed) % 251`,
@@ -240,5 +240,29 @@ mod tests {
         for _ in 0..2 {
             assert!(matches!(z.get("a"), Err(StoreError::Io { .. })));
         }
+    }
+
+    #[test]
+    fn a_zip_opens_in_a_few_requests_whatever_its_members() {
+        // 200 stored members of 64 KiB: each local header lies in a block of its own.
+        let mut buf = std::io::Cursor::new(Vec::new());
+        let mut w = zip::ZipWriter::new(&mut buf);
+        let stored = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Stored);
+        for i in 0..200u8 {
+            w.start_file(format!("a/{i}"), stored).unwrap();
+            w.write_all(&[i; 64 << 10]).unwrap();
+        }
+        w.finish().unwrap();
+        let mut mem = MemoryStore::new();
+        mem.insert("x.zip", buf.into_inner());
+        let (counting, counts) = CountingStore::new(Box::new(mem));
+        let z = RemoteZip::new(Box::new(counting), "x.zip", "mem://x.zip");
+        assert_eq!(z.list_dir("a").unwrap().len(), 200);
+        let opened = counts.requests();
+        assert!(opened <= 4, "{opened} requests to open");
+        // A member's local header is read with its bytes, in one request.
+        assert_eq!(z.get("a/150").unwrap().unwrap().bytes, [150; 64 << 10]);
+        assert_eq!(counts.requests() - opened, 1);
     }
 }

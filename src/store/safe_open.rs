@@ -6,16 +6,18 @@
 //! the root (a relative target that never climbs above it), so swapping a directory of the
 //! store, or the root itself, for a link cannot reach a file outside it, whatever the timing.
 //! Where `openat2` is refused (kernels before 5.6, seccomp filters) the same resolution is done
-//! one component at a time with `O_NOFOLLOW` ([`walk_beneath`]). Files are opened with
-//! `O_NONBLOCK` (a FIFO never blocks the open), their type is checked on the open descriptor
-//! ([`open_regular`]), and reads stop at the size that check found ([`read_to_size`]).
+//! one component at a time with `O_NOFOLLOW` ([`walk_beneath`]). A file is resolved with `O_PATH`,
+//! which opens nothing, its type checked on that descriptor, and only a regular file or a
+//! directory is then opened, through that descriptor ([`reopen_checked`]): a device's driver is
+//! never run, a FIFO never waited on. Reads stop at the size that check found
+//! ([`read_to_size`]).
 
 use rustix::fs::{fstat, openat, openat2, readlinkat, statat, AtFlags, FileType, Mode, OFlags};
 use rustix::fs::{ResolveFlags, Stat};
 use rustix::io::Errno;
 use std::fs::File;
 use std::io::Read;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
@@ -183,22 +185,39 @@ impl Opened {
     }
 }
 
-/// Opens `fd` as a file and checks its type on the descriptor: a regular file or a directory,
-/// else [`NotRegular`] (as an `InvalidData` error).
-pub fn checked(fd: OwnedFd) -> std::io::Result<Opened> {
+/// Opens for reading the file `fd` (an `O_PATH` descriptor) names, once its type is checked on
+/// `fd`: a regular file or a directory, else [`NotRegular`] (as an `InvalidData` error) and the
+/// file is not opened (opening a device runs its driver: a tape rewinds, a watchdog arms). The
+/// file is reopened through `/proc/self/fd`, which names the very file `fd` resolved: no path is
+/// resolved again, so nothing can be swapped in between.
+pub fn reopen_checked(fd: OwnedFd) -> std::io::Result<Opened> {
     let stat = fstat(&fd)?;
     check_type(&stat).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+    let mut flags = base_flags(OFlags::RDONLY);
+    if kind(&stat) == FileType::Directory {
+        flags |= OFlags::DIRECTORY;
+    }
+    let path = format!("/proc/self/fd/{}", fd.as_raw_fd());
+    let file = rustix::fs::open(path.as_str(), flags, Mode::empty()).map_err(|e| {
+        std::io::Error::new(
+            std::io::Error::from(e).kind(),
+            format!("reopening {path} (is /proc mounted?): {e}"),
+        )
+    })?;
     Ok(Opened {
-        file: File::from(fd),
+        file: File::from(file),
         stat,
     })
 }
 
-/// Opens the local file or directory `path` (named by the user, links followed) without
-/// blocking, regular files and directories only.
+/// Opens the local file or directory `path` (named by the user, links followed), regular files
+/// and directories only, checked before they are opened ([`reopen_checked`]).
 pub fn open_path(path: &Path) -> std::io::Result<Opened> {
-    let fd = rustix::fs::open(path, base_flags(OFlags::RDONLY), Mode::empty())?;
-    checked(fd)
+    reopen_checked(rustix::fs::open(
+        path,
+        base_flags(OFlags::PATH),
+        Mode::empty(),
+    )?)
 }
 
 /// Reads the whole of `opened` as its size said when opened: never more, however the file
@@ -283,7 +302,7 @@ mod tests {
         .unwrap();
         let root = File::open(dir.path()).unwrap();
         for open in [open_beneath as Open, walk_beneath as Open] {
-            let e = checked(open(root.as_fd(), "fifo", OFlags::RDONLY).unwrap())
+            let e = reopen_checked(open(root.as_fd(), "fifo", OFlags::PATH).unwrap())
                 .err()
                 .unwrap();
             assert_eq!(e.to_string(), "a FIFO, not a regular file: refused");
@@ -292,6 +311,31 @@ mod tests {
             open_path(Path::new("/dev/zero")).err().unwrap().to_string(),
             "a character device, not a regular file: refused"
         );
+    }
+
+    #[test]
+    fn a_device_is_refused_before_its_driver_is_opened() {
+        // Device 0:0 has no driver: opening it fails (ENXIO) before any type check could run.
+        let dir = tempfile::tempdir().unwrap();
+        let node = dir.path().join("dev");
+        let (device, mode) = (FileType::CharacterDevice, Mode::from_raw_mode(0o644));
+        if let Err(e) = rustix::fs::mknodat(rustix::fs::CWD, &node, device, mode, 0) {
+            return eprintln!("skipped: mknod needs CAP_MKNOD ({e})");
+        }
+        let root = File::open(dir.path()).unwrap();
+        let refused = "a character device, not a regular file: refused";
+        for open in [open_beneath as Open, walk_beneath as Open] {
+            let fd = open(root.as_fd(), "dev", OFlags::PATH).unwrap();
+            assert_eq!(reopen_checked(fd).err().unwrap().to_string(), refused);
+        }
+        assert_eq!(open_path(&node).err().unwrap().to_string(), refused);
+        // Files and directories reopen for reading.
+        std::fs::write(dir.path().join("f"), "x").unwrap();
+        let f = reopen_checked(open_beneath(root.as_fd(), "f", OFlags::PATH).unwrap()).unwrap();
+        assert_eq!(read_to_size(&f).unwrap(), b"x");
+        let d = reopen_checked(open_beneath(root.as_fd(), "", OFlags::PATH).unwrap()).unwrap();
+        assert!(d.is_dir());
+        assert!(rustix::fs::Dir::read_from(&d.file).is_ok());
     }
 
     #[test]

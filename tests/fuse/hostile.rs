@@ -85,3 +85,15 @@ fn a_decompression_bomb_is_eio_and_its_neighbour_reads() {
     // The mount is still up and still answers after the failed read.
     assert_eq!(read(m.join("good")).unwrap(), GOOD);
 }
+
+#[test]
+fn a_zip_member_changed_since_it_was_written_is_eio_and_its_neighbour_reads() {
+    // Its neighbouring chunks, in the same page, are checked by tests/hostile.rs.
+    let m = Mount::new(&hostile("zip_crc_stored.zip"), &[]);
+    let err = read(m.join("bad")).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::EIO), "{err}");
+    assert_eq!(read(m.join("good")).unwrap(), GOOD);
+    let (status, stderr) = m.stop();
+    assert!(status.success(), "{stderr}");
+    assert!(stderr.contains("bad/1: CRC-32"), "{stderr}");
+}

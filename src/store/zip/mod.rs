@@ -1,87 +1,33 @@
 //! A store inside a zip file (zarr-python's `ZipStore`, or any zip of a store directory), local
 //! or an object of a remote store ([`ZipBytes`]).
 //!
-//! The central directory is read once at open. Stored (uncompressed) members, which is what
-//! zarr-python writes, are read with positioned reads and no lock; compressed members go
-//! through the `zip` crate under a lock.
+//! The central directory is read once at open, and only it: a member's local header is read on
+//! its first read (so a bad one fails that member alone, and a remote zip opens in a few
+//! requests whatever its number of members). Reads are checked against each member's CRC-32
+//! ([`member`]).
+
+mod bytes;
+mod member;
+
+pub use bytes::ZipBytes;
 
 use super::{accept_key, check_key, Entry, EntryKind, Object, ObjectMeta, Store, StoreError};
-use parking_lot::Mutex;
+use bytes::Cursor;
+use member::{Member, Reader};
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::SystemTime;
 use zip::{CompressionMethod, ZipArchive};
-
-struct Member {
-    index: usize,
-    stored: bool,
-    data_start: u64,
-    size: u64,
-    mtime: Option<SystemTime>,
-    /// The CRC-32 of its content, from the central directory.
-    crc32: u32,
-}
 
 /// A member's version tag: its content's CRC-32, as far as a zip tells one.
 fn crc_tag(crc32: u32) -> String {
     format!("crc32:{crc32:08x}")
 }
 
-/// Positioned reads of the bytes of a zip file.
-pub trait ZipBytes: Send + Sync {
-    /// Fills `buf` from `offset`.
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()>;
-    /// The file's size.
-    fn size(&self) -> std::io::Result<u64>;
-}
-
-impl ZipBytes for File {
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
-        FileExt::read_exact_at(self, buf, offset)
-    }
-
-    fn size(&self) -> std::io::Result<u64> {
-        Ok(self.metadata()?.len())
-    }
-}
-
-/// `Read` and `Seek` over [`ZipBytes`], for the `zip` crate.
-struct Cursor {
-    bytes: Arc<dyn ZipBytes>,
-    size: u64,
-    pos: u64,
-}
-
-impl Read for Cursor {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = (self.size.saturating_sub(self.pos)).min(buf.len() as u64) as usize;
-        self.bytes.read_exact_at(&mut buf[..n], self.pos)?;
-        self.pos += n as u64;
-        Ok(n)
-    }
-}
-
-impl Seek for Cursor {
-    fn seek(&mut self, to: SeekFrom) -> std::io::Result<u64> {
-        let pos = match to {
-            SeekFrom::Start(p) => Some(p),
-            SeekFrom::End(d) => self.size.checked_add_signed(d),
-            SeekFrom::Current(d) => self.pos.checked_add_signed(d),
-        };
-        self.pos = pos.ok_or_else(|| std::io::Error::other("seek before the start"))?;
-        Ok(self.pos)
-    }
-}
-
 /// A read-only view of the members of one zip file.
 pub struct ZipStore {
-    what: String,
-    bytes: Arc<dyn ZipBytes>,
-    archive: Mutex<ZipArchive<Cursor>>,
+    reader: Reader,
     members: BTreeMap<String, Member>,
     dirs: BTreeMap<String, ()>,
     mtime: SystemTime,
@@ -131,20 +77,23 @@ impl ZipStore {
                 "{what}: not a zip file: no end of central directory in its last {tail_len} bytes"
             )));
         }
-        let reader = Cursor {
-            bytes: bytes.clone(),
-            size,
-            pos: 0,
-        };
-        let mut archive = ZipArchive::new(reader)
-            .map_err(|e| StoreError::Invalid(format!("{what}: not a readable zip file: {e}")))?;
+        let meta = ZipArchive::new(Cursor::new(&*bytes, size))
+            .map_err(|e| StoreError::Invalid(format!("{what}: not a readable zip file: {e}")))?
+            .metadata();
         let mut members = BTreeMap::new();
         let mut dirs = BTreeMap::new();
-        for index in 0..archive.len() {
-            let m = archive
-                .by_index_raw(index)
+        for index in 0..meta.len() {
+            // The central directory only: no read.
+            let m = meta
+                .entry(index)
                 .map_err(|e| StoreError::Invalid(format!("{what}: member {index}: {e}")))?;
-            let name = m.name().trim_start_matches("./").to_string();
+            let name = match m.name() {
+                Ok(name) => name.trim_start_matches("./").to_string(),
+                Err(e) => {
+                    log::warn!("{what}: member {index} left out: its name: {e}");
+                    continue;
+                }
+            };
             if m.is_dir() {
                 let dir = name.trim_end_matches('/');
                 if !dir.is_empty() && accept_key(&what, dir) {
@@ -155,18 +104,13 @@ impl ZipStore {
             if !accept_key(&what, &name) {
                 continue;
             }
-            let member = Member {
-                index,
-                // Read in place only when its bytes are the member as it is: not encrypted
-                // (the zip crate refuses those, with no password), and as long as it says.
-                stored: m.compression() == CompressionMethod::Stored
-                    && !m.encrypted()
-                    && m.compressed_size() == m.size(),
-                data_start: m.data_start(),
-                size: m.size(),
-                mtime: m.last_modified().and_then(zip_time),
-                crc32: m.crc32(),
-            };
+            // Read in place only when its bytes are the member as it is: not encrypted
+            // (the zip crate refuses those, with no password), and as long as it says.
+            let in_place = m.compression() == CompressionMethod::Stored
+                && !m.encrypted()
+                && m.compressed_size() == m.size();
+            let mtime = m.last_modified().and_then(zip_time);
+            let member = Member::new(index, in_place, m.size(), mtime, m.crc32());
             // Later members of the same name replace earlier ones, as zip readers do.
             members.insert(name, member);
         }
@@ -183,49 +127,11 @@ impl ZipStore {
             }
         }
         Ok(ZipStore {
-            what,
-            bytes,
-            archive: Mutex::new(archive),
+            reader: Reader::new(what, bytes, size, meta),
             members,
             dirs,
             mtime,
         })
-    }
-
-    fn read_member(
-        &self,
-        key: &str,
-        m: &Member,
-        start: u64,
-        len: u64,
-    ) -> Result<Vec<u8>, StoreError> {
-        let end = start.saturating_add(len).min(m.size);
-        let start = start.min(end);
-        if m.stored {
-            let mut buf = vec![0u8; (end - start) as usize];
-            self.bytes
-                .read_exact_at(&mut buf, m.data_start + start)
-                .map_err(|e| StoreError::io(format!("{}:{key}", self.what), e))?;
-            return Ok(buf);
-        }
-        let mut archive = self.archive.lock();
-        let member = archive
-            .by_index(m.index)
-            .map_err(|e| StoreError::Invalid(format!("{}:{key}: {e}", self.what)))?;
-        let mut buf = Vec::with_capacity(m.size.min(1 << 30) as usize);
-        member
-            .take(end)
-            .read_to_end(&mut buf)
-            .map_err(|e| StoreError::io(format!("{}:{key}", self.what), e))?;
-        if (buf.len() as u64) < end {
-            return Err(StoreError::Invalid(format!(
-                "{}:{key}: decompresses to {} bytes, fewer than the {} its header says",
-                self.what,
-                buf.len(),
-                m.size
-            )));
-        }
-        Ok(buf.split_off(start as usize))
     }
 }
 
@@ -270,7 +176,7 @@ impl Store for ZipStore {
             return Ok(None);
         };
         super::too_large(key, m.size, max)?;
-        let bytes = self.read_member(key, m, 0, u64::MAX)?;
+        let bytes = self.reader.read(key, m, 0, u64::MAX)?;
         Ok(Some(Object {
             bytes,
             mtime: m.mtime,
@@ -280,7 +186,7 @@ impl Store for ZipStore {
     fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError> {
         check_key(key)?;
         match self.members.get(key) {
-            Some(m) => self.read_member(key, m, start, len).map(Some),
+            Some(m) => self.reader.read(key, m, start, len).map(Some),
             None => Ok(None),
         }
     }
@@ -334,7 +240,7 @@ impl Store for ZipStore {
     }
 
     fn describe(&self) -> String {
-        self.what.clone()
+        self.reader.what.clone()
     }
 }
 
@@ -343,6 +249,7 @@ mod tests {
     use super::*;
     use crate::store::listed_names as names;
     use std::io::Write;
+    use std::sync::atomic::{AtomicU64, Ordering};
 
     fn zip_of(names: &[&str]) -> ZipStore {
         let mut buf = std::io::Cursor::new(Vec::new());
@@ -402,23 +309,117 @@ mod tests {
         }
     }
 
+    /// Bytes that count the reads made of them, and the bytes read.
+    struct Counted(Bytes, AtomicU64, AtomicU64);
+
+    impl Counted {
+        fn new(bytes: Vec<u8>) -> Arc<Self> {
+            Arc::new(Counted(Bytes(bytes), AtomicU64::new(0), AtomicU64::new(0)))
+        }
+
+        fn reads(&self) -> u64 {
+            self.1.load(Ordering::Relaxed)
+        }
+
+        fn bytes_read(&self) -> u64 {
+            self.2.load(Ordering::Relaxed)
+        }
+    }
+
+    impl ZipBytes for Counted {
+        fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+            self.1.fetch_add(1, Ordering::Relaxed);
+            self.2.fetch_add(buf.len() as u64, Ordering::Relaxed);
+            self.0.read_exact_at(buf, offset)
+        }
+
+        fn size(&self) -> std::io::Result<u64> {
+            self.0.size()
+        }
+    }
+
+    /// A zip of member `m` holding `content`, compressed by `method`.
+    fn one_member(method: CompressionMethod, content: &[u8]) -> Vec<u8> {
+        let mut buf = std::io::Cursor::new(Vec::new());
+        let mut w = zip::ZipWriter::new(&mut buf);
+        let opts = zip::write::SimpleFileOptions::default().compression_method(method);
+        w.start_file("m", opts).unwrap();
+        w.write_all(content).unwrap();
+        w.finish().unwrap();
+        buf.into_inner()
+    }
+
+    /// 1 MiB that compresses to about half: values 0..16 of a linear congruential generator.
+    fn half_random() -> Vec<u8> {
+        let mut x = 1u32;
+        (0..1 << 20)
+            .map(|_| {
+                x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                (x >> 28) as u8
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_parts_of_a_compressed_member_cost_one_inflation() {
+        // A shard's index and its 64 inner chunks, read as a shard reader does.
+        let content = half_random();
+        let zip = one_member(CompressionMethod::Deflated, &content);
+        let bytes = Counted::new(zip.clone());
+        let z = ZipStore::read("t.zip".into(), bytes.clone(), SystemTime::UNIX_EPOCH).unwrap();
+        let opened = bytes.bytes_read();
+        let (suffix, size) = z.get_suffix("m", 1024).unwrap().unwrap();
+        assert_eq!(
+            (&suffix[..], size),
+            (&content[content.len() - 1024..], 1 << 20)
+        );
+        for i in (0..64u64).rev() {
+            let part = z.get_range("m", i << 14, 1 << 14).unwrap().unwrap();
+            assert_eq!(part, content[(i << 14) as usize..((i + 1) << 14) as usize]);
+        }
+        // The compressed member, read once (and its local header).
+        let read = bytes.bytes_read() - opened;
+        assert!(
+            read < zip.len() as u64 + 4096,
+            "{read} bytes read of {}",
+            zip.len()
+        );
+    }
+
+    #[test]
+    fn a_stored_member_is_checked_once_before_parts_of_it_are_served() {
+        let content = half_random();
+        let zip = one_member(CompressionMethod::Stored, &content);
+        let bytes = Counted::new(zip.clone());
+        let z = ZipStore::read("t.zip".into(), bytes.clone(), SystemTime::UNIX_EPOCH).unwrap();
+        let opened = bytes.bytes_read();
+        for i in 0..64u64 {
+            let part = z.get_range("m", i << 14, 1 << 14).unwrap().unwrap();
+            assert_eq!(part, content[(i << 14) as usize..((i + 1) << 14) as usize]);
+        }
+        // Checked once (1 MiB), then the parts (1 MiB), and the local header.
+        let read = bytes.bytes_read() - opened;
+        assert!(read < (2 << 20) + 4096, "{read} bytes read");
+        // One byte changed: no part of it is served, not even one far from that byte.
+        let mut bad = zip;
+        let header = |at: usize| u16::from_le_bytes([bad[at], bad[at + 1]]) as usize;
+        let data_start = 30 + header(26) + header(28);
+        bad[data_start + 1000] ^= 1;
+        let z = ZipStore::read("t.zip".into(), Arc::new(Bytes(bad)), SystemTime::UNIX_EPOCH);
+        let z = z.unwrap();
+        for _ in 0..2 {
+            let e = z.get_range("m", 900_000, 16).unwrap_err().to_string();
+            assert!(e.contains("t.zip:m: ") && e.contains("CRC-32"), "{e}");
+        }
+        assert!(z.get("m").is_err());
+    }
+
     #[test]
     fn a_file_with_no_end_record_near_its_end_is_refused_after_one_read() {
-        struct Counted(Bytes, std::sync::atomic::AtomicUsize);
-        impl ZipBytes for Counted {
-            fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
-                self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                self.0.read_exact_at(buf, offset)
-            }
-
-            fn size(&self) -> std::io::Result<u64> {
-                self.0.size()
-            }
-        }
         // An end record 1 MiB before the end (as in a zip with data appended): not found.
         let mut data = vec![0u8; 2 << 20];
         data[1 << 20..(1 << 20) + 4].copy_from_slice(b"PK\x05\x06");
-        let bytes = Arc::new(Counted(Bytes(data), Default::default()));
+        let bytes = Counted::new(data);
         let err = ZipStore::read("t.zip".into(), bytes.clone(), SystemTime::UNIX_EPOCH)
             .err()
             .unwrap();
@@ -426,7 +427,7 @@ mod tests {
             err.to_string().contains("no end of central directory"),
             "{err}"
         );
-        assert_eq!(bytes.1.load(std::sync::atomic::Ordering::Relaxed), 1);
+        assert_eq!(bytes.reads(), 1);
     }
 
     #[test]
