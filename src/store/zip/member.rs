@@ -10,8 +10,7 @@
 //!   compressed shard cost one inflation, not one each. A larger member is read whole only.
 
 use super::bytes::{Ahead, Cursor, ZipBytes};
-use crate::store::StoreError;
-use lru::LruCache;
+use crate::store::{FlightLru, StoreError};
 use parking_lot::Mutex;
 use std::io::Read;
 use std::sync::{Arc, OnceLock};
@@ -76,10 +75,10 @@ pub(super) struct Reader {
     /// The zip's size.
     size: u64,
     meta: Arc<ZipArchiveMetadata>,
-    /// Inflated compressed members.
-    kept: Mutex<Kept>,
-    /// Held while a compressed member is inflated into `kept`: one at a time, so that what is
-    /// kept and what is being inflated stay within [`INFLATED_KEPT`].
+    /// Inflated compressed members, least recently used out first.
+    kept: FlightLru<usize, Arc<Vec<u8>>, StoreError>,
+    /// Held while a compressed member is inflated: one at a time, so that what is kept and
+    /// what is being inflated stay within twice [`INFLATED_KEPT`].
     filling: Mutex<()>,
 }
 
@@ -96,10 +95,7 @@ impl Reader {
             bytes,
             size,
             meta,
-            kept: Mutex::new(Kept {
-                members: LruCache::unbounded(),
-                bytes: 0,
-            }),
+            kept: FlightLru::new(INFLATED_KEPT, |m| m.len() as u64),
             filling: Mutex::new(()),
         }
     }
@@ -263,27 +259,14 @@ impl Reader {
                 ),
             ));
         }
-        if let Some(all) = self.kept.lock().members.get(&m.index) {
-            return Ok(all.clone());
-        }
-        let _filling = self.filling.lock();
-        let mut kept = self.kept.lock();
-        // Inflated by another reader meanwhile?
-        if let Some(all) = kept.members.get(&m.index) {
-            return Ok(all.clone());
-        }
-        while kept.bytes + m.size > INFLATED_KEPT {
-            let Some((_, out)) = kept.members.pop_lru() else {
-                break;
-            };
-            kept.bytes -= out.len() as u64;
-        }
-        drop(kept);
-        let all = Arc::new(self.inflate(key, m)?);
-        let mut kept = self.kept.lock();
-        kept.bytes += m.size;
-        kept.members.put(m.index, all.clone());
-        Ok(all)
+        self.kept.get_or_load(
+            m.index,
+            || self.invalid(key, "its inflation panicked"),
+            || {
+                let _one = self.filling.lock();
+                self.inflate(key, m).map(Arc::new)
+            },
+        )
     }
 
     /// Checks `got`, the CRC-32 of the whole of member `m`, and keeps a mismatch.
@@ -318,9 +301,3 @@ impl Reader {
     }
 }
 
-/// Inflated compressed members by index, least recently used first out.
-struct Kept {
-    members: LruCache<usize, Arc<Vec<u8>>>,
-    /// Their total size.
-    bytes: u64,
-}
