@@ -60,6 +60,9 @@ pub struct ChunkReader {
     decoder: Decoder,
     /// Bytes of one decoded read chunk (0 for variable-length elements).
     chunk_bytes: u64,
+    /// Bytes of the largest decoded stored chunk that read chunks are cut from (a rectilinear
+    /// grid decoded whole, see [`ChunkReader::load_part`]); 0 otherwise.
+    stored_bytes: u64,
     /// The largest stored object (whole chunk, or inner chunk range of a shard) this array
     /// accepts; larger ones are refused before they are read. Twice the largest form the chunk
     /// takes along its codec chain (decoded, serialized, between bytes codecs: this accounts for
@@ -187,13 +190,15 @@ impl ChunkReader {
                     ),
                 )
             })?;
-        let chunk_bytes = if meta.dtype.is_variable() {
-            0
-        } else if rectilinear && matches!(decoder, Decoder::Whole(_)) {
+        let cut = rectilinear && matches!(decoder, Decoder::Whole(_));
+        let (chunk_bytes, stored_bytes) = if meta.dtype.is_variable() {
+            (0, 0)
+        } else if cut {
             // The read chunks of a rectilinear grid tile its chunks: the grid's common divisor.
-            meta.chunk_shape.iter().product::<u64>() * meta.dtype.size() as u64
+            let read = meta.chunk_shape.iter().product::<u64>() * meta.dtype.size() as u64;
+            (read, chunk_bytes)
         } else {
-            chunk_bytes
+            (chunk_bytes, 0)
         };
         let max_object = if meta.dtype.is_variable() {
             MAX_CHUNK_BYTES
@@ -206,6 +211,7 @@ impl ChunkReader {
             meta,
             decoder,
             chunk_bytes,
+            stored_bytes,
             max_object,
             listed: Listed::default(),
         })
@@ -248,8 +254,9 @@ impl ChunkReader {
     }
 
     /// Bytes the cache holds per read chunk: the decoded chunk, plus for a sharded array one
-    /// shard index (at worst one index per chunk read). 0 for variable-length elements, whose
-    /// decoded size varies.
+    /// shard index (at worst one index per chunk read), and for a rectilinear grid decoded whole
+    /// the largest stored chunk it is cut from (kept while its read chunks are cut, else decoded
+    /// once per read chunk). 0 for variable-length elements, whose decoded size varies.
     pub fn cached_bytes_per_chunk(&self) -> u64 {
         let index = match &self.decoder {
             Decoder::Whole(_) => 0,
@@ -264,7 +271,9 @@ impl ChunkReader {
                 })
                 .unwrap_or(u64::MAX),
         };
-        self.chunk_bytes.saturating_add(index)
+        self.chunk_bytes
+            .saturating_add(index)
+            .saturating_add(self.stored_bytes)
     }
 
     /// Fetches the stored bytes of the read chunks at `idxs` without decoding them, for one of
