@@ -220,6 +220,12 @@ impl ArrayFile {
             .saturating_mul(self.elem_size)
     }
 
+    /// Bytes of one decoded chunk of `A` (0 when the data cannot be read).
+    pub fn chunk_bytes(&self) -> u64 {
+        self.source()
+            .map_or(0, |s| s.layout.chunk_len().saturating_mul(self.elem_size))
+    }
+
     /// The chunks, when the data can be read; else logs why and fails with EIO.
     pub(super) fn readable(&self) -> Result<&ChunkSource, ViewError> {
         self.source().map_err(|u| {

@@ -628,9 +628,8 @@ impl View {
         if fh == 0 {
             return true;
         }
-        let window = self
-            .policy
-            .window(array.read_ahead_bytes(), self.cache.budget());
+        let (natural, chunk) = (array.read_ahead_bytes(), array.chunk_bytes());
+        let window = self.policy.window(natural, chunk, self.cache.budget());
         let ends = now.iter().map(|&c| (c, array.chunk_end_byte(c)));
         let first_limit = (0..self.policy.first_bands).fold(offset, |at, _| array.band_end(at));
         let Some(state) = self.handles.lock().get(&fh).cloned() else {

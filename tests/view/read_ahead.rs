@@ -337,3 +337,24 @@ fn a_selection_let_go_before_its_open_is_gathered_with_its_queued_work() {
         "{requests} requests for the 16 chunks of sel[0:16,:]"
     );
 }
+
+#[test]
+fn a_small_cache_reads_ahead_no_more_than_it_keeps() {
+    // 64 raw chunks of 1 MiB through a 4 MiB cache: a window of 8 MiB would load chunks that
+    // evict each other before they are read, and read them again.
+    let mut mem = MemoryStore::new();
+    mem.insert("zarr.json", r#"{"zarr_format": 3, "node_type": "group"}"#);
+    let big = synth::raw_rows_u8(&mut mem, 5, "big", [1024, 1 << 16]);
+    let store = Arc::new(PerKey {
+        inner: FaultyStore::new(Arc::new(mem)),
+        ranges: Mutex::default(),
+        read_ahead: AtomicU32::new(0),
+    });
+    let shared: Arc<dyn Store> = store.clone();
+    let mut view = from_store(shared, "root", 4 << 20, &LoadOptions::default()).unwrap();
+    view.set_read_policy(ReadPolicy::local(2));
+    assert!(read_in_order(&view, "big", 256 << 10) == big.expected);
+    wait_until_idle(&view);
+    assert_eq!(store.repeated("big/c/"), vec![]);
+    assert_eq!(store.total("big/c/"), 64);
+}
