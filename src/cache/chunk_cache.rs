@@ -95,7 +95,8 @@ const PREFETCHED_MAX: usize = 1 << 16;
 fn charge(entry: &Entry) -> u64 {
     ENTRY_OVERHEAD
         + match entry {
-            Entry::Chunk(data) => data.as_ref().map_or(0, |d| d.len() as u64),
+            // What the buffer holds, not the chunk's length: a reused buffer may be larger.
+            Entry::Chunk(data) => data.as_ref().map_or(0, |d| d.capacity() as u64),
             Entry::Index(index) => index
                 .as_ref()
                 .map_or(0, |i| ShardIndex::ENTRY_BYTES * i.len() as u64),
@@ -335,6 +336,36 @@ mod tests {
         assert_eq!(buffers.take(1000), vec![7; 1000], "1's buffer is recycled");
         assert_eq!(buffers.take(1000), vec![0; 1000], "2's is still held");
         drop(held);
+    }
+
+    #[test]
+    fn chunks_are_charged_for_the_memory_they_hold() {
+        let buffers = Box::leak(Box::new(Buffers::new(1 << 20)));
+        let cache = ChunkCache::with_buffers(1 << 20, buffers);
+        // A spare of 1900 bytes is too large for a chunk of 1000 that stays in the cache.
+        buffers.give(Vec::with_capacity(1900));
+        let growing = cache.get_or_load(id(1), Keep::Growing(1000, &mut |_| {}), |target| {
+            let Target::Room(mut target, _) = target else {
+                panic!("a growing load")
+            };
+            target.undecoded(0, 1000).fill(1);
+            target.decoded(1000);
+            Ok(true)
+        });
+        let held = growing.unwrap().unwrap().capacity() as u64;
+        assert_eq!(held, 1000, "a buffer of about its length");
+        // A loader's own buffer is charged for its capacity.
+        cache
+            .get_or_load(id(2), Keep::Whole, |target| {
+                let Target::Owned(out) = target else {
+                    panic!("a whole load")
+                };
+                *out = Vec::with_capacity(5000);
+                out.resize(1000, 2);
+                Ok(true)
+            })
+            .unwrap();
+        assert_eq!(cache.stats().used, held + 5000 + 2 * ENTRY_OVERHEAD);
     }
 
     #[test]
