@@ -299,6 +299,24 @@ fn a_first_read_at_the_start_of_a_data_file_over_the_network_asks_for_the_whole_
 }
 
 #[test]
+fn a_read_of_the_npy_header_alone_reads_no_data_ahead() {
+    // `np.load(mmap_mode=...)` reads the header first: over the network, a first read of the
+    // data at offset 0 would ask for the whole window.
+    let (view, store, arrays) = setup(Duration::from_millis(20), Duration::ZERO, 64);
+    let npy = view.resolve("slow.npy").unwrap();
+    let fh = view.open(npy).unwrap();
+    let mut out = Vec::new();
+    view.read_into(npy, fh, 0, 128, &mut out).unwrap();
+    wait_until_idle(&view);
+    assert_eq!(store.total("slow/c/"), 0, "chunks requested for the header");
+    // A read of the header and the first data bytes counts as a read of those bytes only.
+    out.clear();
+    view.read_into(npy, fh, 0, 128 + 4096, &mut out).unwrap();
+    assert!(out[128..] == arrays[0].expected[..4096]);
+    view.release(fh);
+}
+
+#[test]
 fn a_selection_let_go_before_its_open_is_gathered_with_its_queued_work() {
     // A cache of 32 KiB gathers selections of up to 8 KiB and keeps 2 KiB of them unopened.
     // `sel[0:16,:]` (2 KiB over 16 chunks) is gathered from its lookup on, its chunks queued
