@@ -73,6 +73,7 @@ impl Sources {
             id,
             reader: Arc::new(reader),
             layout: Arc::new(layout),
+            handle: 0,
         })
     }
 }
@@ -249,19 +250,20 @@ impl ArrayFile {
         shown_key(&self.path)
     }
 
-    /// Bytes `offset..offset+len` of `A` (fewer at the end of the file) into `reply`: copied
-    /// from the backing file where it holds them, else decoded (and then written into the
-    /// backing file).
+    /// Bytes `offset..offset+len` of `A` (fewer at the end of the file), read through file
+    /// handle `fh` (0: none), into `reply`: copied from the backing file where it holds them,
+    /// else decoded (and then written into the backing file).
     pub fn read_data(
         &self,
         cache: &ChunkCache,
+        fh: u64,
         offset: u64,
         len: u64,
         reply: Reply,
     ) -> Result<(), ViewError> {
         let end = offset.saturating_add(len).min(self.data_size);
         let Some(file) = self.backing.get() else {
-            return self.read_decoded(cache, offset, end, reply);
+            return self.read_decoded(cache, fh, offset, end, reply);
         };
         let into_reply = reply.into_reply;
         read_through(
@@ -269,7 +271,7 @@ impl ArrayFile {
             &self.path,
             (offset, end),
             reply.out,
-            |from, to, out| self.read_decoded(cache, from, to, Reply::new(out, into_reply)),
+            |from, to, out| self.read_decoded(cache, fh, from, to, Reply::new(out, into_reply)),
         )
     }
 
@@ -280,11 +282,12 @@ impl ArrayFile {
     fn read_decoded(
         &self,
         cache: &ChunkCache,
+        fh: u64,
         offset: u64,
         end: u64,
         reply: Reply,
     ) -> Result<(), ViewError> {
-        let source = self.readable()?;
+        let source = &self.readable()?.through(fh);
         let (out, mut send) = (reply.out, reply.send);
         if offset >= end {
             return Ok(());
@@ -404,10 +407,11 @@ impl ArrayFile {
             .map_or(0, |s| s.layout.chunk_end(chunk) * self.elem_size)
     }
 
-    /// Drops `chunks` from the cache.
-    pub fn discard(&self, cache: &ChunkCache, chunks: &[u64]) {
+    /// Drops `chunks`, which the reads through file handle `fh` are done with, from the cache,
+    /// but those another reader has used (see [`ChunkCache::discard`]).
+    pub fn discard(&self, cache: &ChunkCache, chunks: &[u64], fh: u64) {
         let Ok(source) = self.source() else { return };
-        chunks.iter().for_each(|&c| cache.discard(source.id(c)));
+        chunks.iter().for_each(|&c| cache.discard(source.id(c), fh));
     }
 
     /// Queues `chunks` for the read-ahead, in order (`urgent`: a read waits for them, so they

@@ -70,7 +70,7 @@ impl HeldChunks {
         let end = at.saturating_add(len);
         let slot = match self.held.iter().rposition(|(c, _)| *c == chunk) {
             Some(slot) => slot,
-            None => match cache.growing(source.id(chunk)) {
+            None => match cache.growing(source.id(chunk), source.user()) {
                 Some(growing) => self.hold(chunk, Held::Growing(growing)),
                 None => self.hold(chunk, Held::Whole(cached(source, cache, chunk)?)),
             },

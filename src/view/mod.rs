@@ -637,7 +637,7 @@ impl View {
         };
         let mut state = state.lock();
         let (prediction, passed) = state.after_read(offset, len, window, first_limit, ends);
-        array.discard(&self.cache, &passed);
+        array.discard(&self.cache, &passed, fh);
         if let Some(pool) = &self.prefetcher {
             let beyond = state.beyond(window);
             let (ahead, beyond) = (array.chunks_for(&prediction), array.chunks_for(&beyond));

@@ -753,13 +753,18 @@ mod tests {
         let source: Arc<dyn super::super::Source> = Arc::new(TestSource {
             group: |_| None,
             load: Box::new(move |cache, index| {
-                let _ = cache.get_or_load(id(index), crate::cache::Keep::Whole, |target| {
-                    counted[index as usize].fetch_add(1, Ordering::SeqCst);
-                    if let crate::codec::Target::Owned(out) = target {
-                        out.push(1);
-                    }
-                    Ok(true)
-                });
+                let _ = cache.get_or_load(
+                    id(index),
+                    crate::cache::User::ReadAhead,
+                    crate::cache::Keep::Whole,
+                    |target| {
+                        counted[index as usize].fetch_add(1, Ordering::SeqCst);
+                        if let crate::codec::Target::Owned(out) = target {
+                            out.push(1);
+                        }
+                        Ok(true)
+                    },
+                );
             }),
         });
         let job = |i: usize| Job::chunk(id(i as u64), 1, source.clone());
@@ -776,7 +781,7 @@ mod tests {
                 pool.submit_urgent(job(r + 1).then(then.clone()));
             }
             if r > 0 {
-                cache.discard(id(r as u64 - 1));
+                cache.discard(id(r as u64 - 1), 1);
             }
             if !cache.contains(id(r as u64)) {
                 let (reading, _) = cache.ledger().claim(id(r as u64));

@@ -49,7 +49,7 @@ impl ServedFile for ArrayPart {
             let at = offset.saturating_sub(header);
             reply.into_reply = view.track_read(read.fh, array, at, data_len);
         }
-        let read_data = |at, n, reply: Reply| array.read_data(&view.cache, at, n, reply);
+        let read_data = |at, n, reply: Reply| array.read_data(&view.cache, read.fh, at, n, reply);
         if !self.npy {
             return read_data(offset, len, reply);
         }
