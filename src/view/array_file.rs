@@ -6,6 +6,7 @@ use super::chunk_source::{ChunkSource, Dest};
 use super::error::chunk_failed;
 use super::held_chunks::HeldChunks;
 use super::kinds::Reply;
+use super::row_walk::RowWalk;
 use super::{npy_header, GridGeometry, IoCause, ViewError};
 use crate::cache::read_ahead::{Job, Prediction, ReadAhead};
 use crate::cache::ChunkCache;
@@ -88,6 +89,9 @@ pub struct ArrayFile {
     sources: Arc<Sources>,
     /// The chunk source (codec chain, chunk reader, geometry), made at first use.
     source: OnceLock<Result<ChunkSource, Unreadable>>,
+    /// The rows of the whole array, for reads whose rows go round more chunks than a read
+    /// holds (see [`RowWalk::read_going_round`]), made at the first read.
+    rows: OnceLock<RowWalk>,
     elem_size: u64,
     data_size: u64,
     /// The metadata the NPY header is made from, at each use (none for an array without a
@@ -128,6 +132,7 @@ impl ArrayFile {
             recipe,
             sources,
             source: OnceLock::new(),
+            rows: OnceLock::new(),
             elem_size: elem_size.max(1),
             data_size,
             npy,
@@ -275,7 +280,9 @@ impl ArrayFile {
         )
     }
 
-    /// Bytes `offset..end` of `A` into `reply`, decoded from the chunks run by run: the first
+    /// Bytes `offset..end` of `A`, read through file handle `fh`, into `reply`: chunk by chunk
+    /// when its rows go round more chunks than a read holds (see
+    /// [`RowWalk::read_going_round`]); else decoded from the chunks run by run: the first
     /// run straight into the reply when it is a whole chunk nobody decoded yet and
     /// `into_reply`; a read that is one run (and not such a chunk) answered early from its
     /// chunk; every other run, and any of those that cannot go so, copied from its chunk.
@@ -292,11 +299,21 @@ impl ArrayFile {
         if offset >= end {
             return Ok(());
         }
+        // The chunks this read has fetched: runs alternate between a few of them.
+        let mut held = HeldChunks::new(MAX_HELD_CHUNKS, cache);
+        let rows = self.rows.get_or_init(|| {
+            RowWalk::whole(
+                &source.reader.meta().shape,
+                source.reader.read_chunk_shape(),
+            )
+        });
         let es = self.elem_size;
+        let read = (source, cache, self.display_path());
+        if rows.read_going_round(read, (offset, end, es), out, &mut held)? {
+            return Ok(());
+        }
         let fill = &source.reader.meta().fill_value;
         out.reserve((end - offset) as usize);
-        // The chunks this read has fetched: runs alternate between a few of them.
-        let mut held = HeldChunks::new(MAX_HELD_CHUNKS);
         let runs = source.layout.runs(offset / es, end.div_ceil(es));
         let mut runs = runs.enumerate().peekable();
         while let Some((i, run)) = runs.next() {

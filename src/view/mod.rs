@@ -16,6 +16,7 @@ mod look_ahead;
 pub mod netcdf;
 mod npy;
 mod preview;
+mod row_walk;
 mod selection;
 mod selection_buffer;
 mod slice_file;
