@@ -4,12 +4,13 @@
 use super::fetched::Fetched;
 use super::listed::Listed;
 use super::shard_reader::ShardReader;
-use super::{FetchCause, FetchContext, FetchError};
+use super::{FetchCause, FetchContext, FetchError, Landed};
 use crate::codec::{copy_box, CodecError, Pipeline, ShardIndex, ShardedArray, Target};
 use crate::meta::{ArrayMeta, ChunkGrid, MAX_CHUNK_BYTES};
 use crate::stats::STATS;
 use crate::store::{shown_key, Store};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// Slack on top of twice the largest form of a chunk, for an encoded object's size bound.
@@ -277,23 +278,32 @@ impl ChunkReader {
     }
 
     /// Fetches the stored bytes of the read chunks at `idxs` without decoding them, for one of
-    /// [`ChunkReader::load`] to decode later (`encoded`): each `Ok(None)` when this array fetches and
-    /// decodes in one step (rectilinear or variable-length chunk objects: their loads fetch
-    /// what they decode). Inner chunks of a shard that lie near each other come in one request
-    /// (see `super::shard_reader::COALESCE_GAP`). Errors and panics as for
-    /// [`ChunkReader::load`]; `ctx` keeps the shard indexes.
+    /// [`ChunkReader::load`] to decode later (`encoded`), handing each chunk's answer to
+    /// `landed` as soon as it has it: `Ok(None)` when this array fetches and decodes in one
+    /// step (rectilinear or variable-length chunk objects: their loads fetch what they
+    /// decode). Inner chunks of a shard that lie near each other come in one request (see
+    /// `super::shard_reader::COALESCE_GAP`). Errors and panics as for [`ChunkReader::load`];
+    /// `ctx` keeps the shard indexes.
     pub fn fetch(
         &self,
         idxs: &[Vec<u64>],
         ctx: &dyn FetchContext,
-    ) -> Vec<Result<Option<Encoded>, FetchError>> {
-        let fetched = catch_panic_as_error(|| Ok(self.fetch_unguarded(idxs, ctx)));
-        match fetched {
-            Ok(all) => all,
-            Err(e) => idxs
-                .iter()
-                .map(|idx| Err(self.name_panic(e.clone(), idx)))
-                .collect(),
+        landed: Landed<'_, Option<Encoded>>,
+    ) {
+        let answered: Vec<AtomicBool> = idxs.iter().map(|_| AtomicBool::new(false)).collect();
+        let once = |at: usize, got| {
+            if !answered[at].swap(true, Ordering::Relaxed) {
+                landed(at, got);
+            }
+        };
+        let fetched = catch_panic_as_error(|| {
+            self.fetch_unguarded(idxs, ctx, &once);
+            Ok(())
+        });
+        if let Err(e) = fetched {
+            for (at, idx) in idxs.iter().enumerate() {
+                once(at, Err(self.name_panic(e.clone(), idx)));
+            }
         }
     }
 
@@ -301,29 +311,25 @@ impl ChunkReader {
         &self,
         idxs: &[Vec<u64>],
         ctx: &dyn FetchContext,
-    ) -> Vec<Result<Option<Encoded>, FetchError>> {
+        landed: Landed<'_, Option<Encoded>>,
+    ) {
         match &self.decoder {
             Decoder::Sharded(shards) => {
                 let keys = (&self.meta.chunk_keys, &self.listed);
-                shards
-                    .fetch(&*self.store, keys, idxs, self.max_object, ctx)
-                    .into_iter()
-                    .map(|got| {
-                        got.map(|bytes| Some(Encoded(bytes.map(Fetched::from_vec))))
-                            .map_err(|e| e.context(self.display_path()))
-                    })
-                    .collect()
+                let landed = |at, got: Result<Option<Vec<u8>>, FetchError>| {
+                    let got = got.map(|bytes| Some(Encoded(bytes.map(Fetched::from_vec))));
+                    landed(at, got.map_err(|e| e.context(self.display_path())));
+                };
+                shards.fetch(&*self.store, keys, idxs, self.max_object, ctx, &landed);
             }
-            Decoder::Whole(_) if self.decodes_whole_into() => idxs
-                .iter()
-                .map(|idx| {
+            Decoder::Whole(_) if self.decodes_whole_into() => {
+                for (at, idx) in idxs.iter().enumerate() {
                     let key = self.meta.chunk_keys.key(idx);
-                    self.fetch_object(&key)
-                        .map(|bytes| Some(Encoded(bytes)))
-                        .map_err(|e| e.context(self.key_context(&key)))
-                })
-                .collect(),
-            Decoder::Whole(_) => idxs.iter().map(|_| Ok(None)).collect(),
+                    let got = self.fetch_object(&key).map(|bytes| Some(Encoded(bytes)));
+                    landed(at, got.map_err(|e| e.context(self.key_context(&key))));
+                }
+            }
+            Decoder::Whole(_) => (0..idxs.len()).for_each(|at| landed(at, Ok(None))),
         }
     }
 

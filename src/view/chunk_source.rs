@@ -6,7 +6,7 @@ use crate::cache::read_ahead::{Reading, Source};
 use crate::cache::{ChunkCache, ChunkData, ChunkError, ChunkId, Keep, User};
 use crate::codec::Target;
 use crate::fetch::{
-    ChunkReader, Encoded, FetchCause, FetchContext, FetchError, Loaded, ShardIndexIfStored,
+    ChunkReader, Encoded, FetchCause, FetchContext, FetchError, Landed, Loaded, ShardIndexIfStored,
     StoredChunk,
 };
 use std::ops::Range;
@@ -82,11 +82,7 @@ pub(super) struct ChunkSource {
 
 /// The read-ahead loads chunks the way readers do, from bytes it fetched apart.
 impl Source for ChunkSource {
-    fn fetch(
-        &self,
-        cache: &ChunkCache,
-        indexes: &[u64],
-    ) -> Vec<Result<Option<Encoded>, FetchError>> {
+    fn fetch(&self, cache: &ChunkCache, indexes: &[u64], landed: Landed<'_, Option<Encoded>>) {
         let ctx = CacheContext {
             cache,
             array: self.id,
@@ -95,7 +91,7 @@ impl Source for ChunkSource {
             .iter()
             .map(|&i| self.layout.chunk_coords(i))
             .collect();
-        self.reader.fetch(&idxs, &ctx)
+        self.reader.fetch(&idxs, &ctx, landed);
     }
 
     fn group(&self, index: u64) -> Option<u64> {

@@ -497,8 +497,9 @@ mod tests {
             &self,
             _cache: &ChunkCache,
             indexes: &[u64],
-        ) -> Vec<Result<Option<Encoded>, crate::fetch::FetchError>> {
-            indexes.iter().map(|_| Ok(None)).collect()
+            landed: crate::fetch::Landed<'_, Option<Encoded>>,
+        ) {
+            (0..indexes.len()).for_each(|at| landed(at, Ok(None)));
         }
 
         fn group(&self, index: u64) -> Option<u64> {
@@ -736,6 +737,92 @@ mod tests {
         let pool = ReadAhead::start(cache.clone(), limits);
         wait_until_empty(cache.ledger());
         assert_eq!(runs.load(Ordering::SeqCst), 90, "each chunk once");
+        drop(pool);
+    }
+
+    /// A source of one group whose fetch answers for its first chunk, then waits until `go`
+    /// (5 s at most, then counted in `gave_up`) before it answers for the others.
+    #[derive(Default)]
+    struct Staggered {
+        go: Mutex<bool>,
+        opened: Condvar,
+        gave_up: AtomicU32,
+    }
+
+    impl super::super::Source for Staggered {
+        fn fetch(
+            &self,
+            _cache: &ChunkCache,
+            indexes: &[u64],
+            landed: crate::fetch::Landed<'_, Option<Encoded>>,
+        ) {
+            landed(0, Ok(None));
+            let mut go = self.go.lock();
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while !*go {
+                if self.opened.wait_until(&mut go, deadline).timed_out() {
+                    self.gave_up.fetch_add(1, Ordering::SeqCst);
+                    break;
+                }
+            }
+            drop(go);
+            (1..indexes.len()).for_each(|at| landed(at, Ok(None)));
+        }
+
+        fn group(&self, _index: u64) -> Option<u64> {
+            Some(0)
+        }
+
+        fn load(&self, cache: &ChunkCache, index: u64, _encoded: Option<Encoded>) {
+            let keep = crate::cache::Keep::Whole;
+            let _ = cache.get_or_load(id(index), crate::cache::User::ReadAhead, keep, |_| {
+                Ok(false)
+            });
+        }
+    }
+
+    #[test]
+    fn a_reader_waits_for_its_own_chunk_of_a_batch_not_for_the_rest() {
+        // Chunks 0 and 1 are fetched together; the fetch answers for 1 only once the reader of
+        // 0 has it.
+        let cache = Arc::new(ChunkCache::new(1 << 20));
+        let source = Arc::new(Staggered::default());
+        for i in 0..2 {
+            assert!(queue(
+                cache.ledger(),
+                Job::chunk(id(i), 1, source.clone()),
+                false
+            ));
+        }
+        let limits = Limits {
+            fetchers: 1,
+            decoders: 1,
+            bytes_in_flight: u64::MAX,
+        };
+        let pool = ReadAhead::start(cache.clone(), limits);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let fetching = |i| {
+            let state = cache.ledger().state.lock();
+            matches!(
+                state.phases.get(&Key::chunk(id(i))),
+                Some(Phase::Fetching(_))
+            )
+        };
+        while !fetching(1) {
+            assert!(Instant::now() < deadline, "the batch was never fetched");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        drop(cache.ledger().claim(id(0)));
+        assert!(cache.contains(id(0)), "chunk 0 loaded by the read-ahead");
+        *source.go.lock() = true;
+        source.opened.notify_all();
+        wait_until_empty(cache.ledger());
+        assert_eq!(
+            source.gave_up.load(Ordering::SeqCst),
+            0,
+            "the reader waited"
+        );
+        assert!(cache.contains(id(1)));
         drop(pool);
     }
 
