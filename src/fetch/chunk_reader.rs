@@ -513,7 +513,8 @@ impl ChunkReader {
             self.store
                 .get_range_into(key, 0, bound.saturating_add(1), buf)
         };
-        let Some(bytes) = Fetched::with(fill)? else {
+        // Any spare: the length is known only once the object is read.
+        let Some(bytes) = Fetched::with(0, fill)? else {
             return Ok(None);
         };
         STATS.fetched(bytes.len());

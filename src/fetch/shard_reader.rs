@@ -4,6 +4,7 @@
 //! run of nearby chunks for the read-ahead's batches, several in flight at once. A whole shard
 //! is never read.
 
+use super::fetched::Fetched;
 use super::listed::Listed;
 use super::{FetchCause, FetchContext, FetchError, Landed, ShardIndexIfStored};
 use crate::codec::ShardedArray;
@@ -208,18 +209,22 @@ impl ShardReader {
         if let Some(at) = runs.iter().position(|run| run.iter().any(|w| w.2 == 0)) {
             runs[..=at].rotate_right(1);
         }
-        read_runs(store, &runs, &|run, got| hand_out(run, got, landed));
+        read_runs(store, &runs, ctx, &|run, got| hand_out(run, got, landed));
     }
 }
 
-/// Hands the inner chunks of `run` to `landed`, from `got`, the run's bytes.
+/// Hands the inner chunks of `run` to `landed`, from `got`, the run's bytes, which are let go
+/// then: a run of one chunk is its bytes, else each chunk's are copied into a spare buffer.
 fn hand_out(run: &[Wanted], got: RunBytes, landed: Landed<'_, Option<Vec<u8>>>) {
     let (key, start) = (&run[0].0, run[0].1.start);
     match got {
+        Ok(bytes) if run.len() == 1 => landed(run[0].2, Ok(Some(bytes.into_vec()))),
         Ok(bytes) => {
             for (_, r, at, _) in run {
-                let part = (r.start - start) as usize..(r.end - start) as usize;
-                landed(*at, Ok(Some(bytes[part].to_vec())));
+                let part = &bytes[(r.start - start) as usize..(r.end - start) as usize];
+                let mut own = crate::memory::buffers().take_empty(part.len());
+                own.extend_from_slice(part);
+                landed(*at, Ok(Some(own)));
             }
         }
         Err(e) => {
@@ -236,7 +241,23 @@ fn hand_out(run: &[Wanted], got: RunBytes, landed: Landed<'_, Option<Vec<u8>>>) 
 type Wanted = (String, std::ops::Range<u64>, usize, usize);
 
 /// The bytes of one run of nearby inner chunks, from its first chunk's start.
-type RunBytes = Result<Vec<u8>, FetchError>;
+type RunBytes = Result<Fetched, FetchError>;
+
+/// Bytes of a request counted in flight by a [`FetchContext`] while this lives.
+struct Carried<'a>(&'a dyn FetchContext, u64);
+
+impl<'a> Carried<'a> {
+    fn new(ctx: &'a dyn FetchContext, bytes: u64) -> Self {
+        ctx.carry(bytes);
+        Carried(ctx, bytes)
+    }
+}
+
+impl Drop for Carried<'_> {
+    fn drop(&mut self) {
+        self.0.carried(self.1);
+    }
+}
 
 /// Ranged requests of one batch in flight at once, at most.
 const RUNS_AT_ONCE: usize = 8;
@@ -245,11 +266,18 @@ const RUNS_AT_ONCE: usize = 8;
 /// start to its furthest end) and hands it to `landed` as soon as it is in, up to
 /// [`RUNS_AT_ONCE`] requests at a time, started in the order given: a batch costs about one
 /// round trip, not one per run, and the run of the chunk a reader may be waiting for (put
-/// first by the caller) starts at once and is handed out without waiting for the others.
-fn read_runs(store: &dyn Store, runs: &[&[Wanted]], landed: &(dyn Fn(&[Wanted], RunBytes) + Sync)) {
+/// first by the caller) starts at once and is handed out without waiting for the others. Each
+/// run's whole span, gaps included, is counted in flight by `ctx` until `landed` returns.
+fn read_runs(
+    store: &dyn Store,
+    runs: &[&[Wanted]],
+    ctx: &dyn FetchContext,
+    landed: &(dyn Fn(&[Wanted], RunBytes) + Sync),
+) {
     let read = |run: &[Wanted]| {
         let start = run[0].1.start;
         let end = run.iter().map(|w| w.1.end).max().unwrap_or(start);
+        let _carried = Carried::new(ctx, end - start);
         landed(run, read_exact(store, &run[0].0, start, end - start));
     };
     if runs.len() <= 1 {
@@ -312,9 +340,11 @@ fn truncated(got: usize, len: u64, start: u64) -> FetchError {
     )
 }
 
-/// Exactly `len` bytes of `key` from `start`; fewer (a truncated shard) is an error.
-fn read_exact(store: &dyn Store, key: &str, start: u64, len: u64) -> Result<Vec<u8>, FetchError> {
-    let bytes = store.get_range(key, start, len)?.ok_or_else(|| {
+/// Exactly `len` bytes of `key` from `start`, in a spare buffer; fewer (a truncated shard) is
+/// an error.
+fn read_exact(store: &dyn Store, key: &str, start: u64, len: u64) -> Result<Fetched, FetchError> {
+    let fill = |buf: &mut Vec<u8>| store.get_range_into(key, start, len, buf);
+    let bytes = Fetched::with(len as usize, fill)?.ok_or_else(|| {
         FetchError::new(FetchCause::Store, "the shard disappeared while being read")
     })?;
     STATS.fetched(bytes.len());
@@ -667,6 +697,64 @@ mod tests {
         for (idx, got) in idxs.iter().zip(got) {
             assert_eq!(got.into_inner(), Some(inner_chunk(idx[0], idx[1])));
         }
+    }
+
+    /// Keeps shard indexes, and counts the bytes in flight.
+    #[derive(Default)]
+    struct Carrying {
+        keeping: Keeping,
+        now: std::sync::atomic::AtomicU64,
+    }
+
+    impl FetchContext for Carrying {
+        fn shard_index(
+            &self,
+            key: &str,
+            load: &mut dyn FnMut() -> Result<ShardIndexIfStored, FetchError>,
+        ) -> Result<ShardIndexIfStored, FetchError> {
+            self.keeping.shard_index(key, load)
+        }
+
+        fn carry(&self, bytes: u64) {
+            self.now
+                .fetch_add(bytes, std::sync::atomic::Ordering::SeqCst);
+        }
+
+        fn carried(&self, bytes: u64) {
+            self.now
+                .fetch_sub(bytes, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn each_run_counts_in_flight_whole_until_its_chunks_are_handed_out() {
+        // Inner chunks 0 and 3 of shard c/0/0 (12 bytes each, 24 bytes apart): one run of 48
+        // bytes. Inner chunk 0 of shard c/1/0: a run of 12, which waits until the first run is
+        // handed out.
+        let mut store = Gated::default();
+        for key in ["arr/c/0/0", "arr/c/1/0"] {
+            store.inner.insert(key, shard(&full_shard(), false));
+        }
+        let store = Arc::new(store);
+        let reader = reader_over(store.clone(), false);
+        let ctx = Carrying::default();
+        let idxs = vec![vec![0, 0], vec![1, 1], vec![2, 0]];
+        let seen: Vec<Mutex<u64>> = idxs.iter().map(|_| Mutex::new(0)).collect();
+        reader.fetch(&idxs, &ctx, &|at, answer| {
+            assert!(answer.unwrap().is_some(), "chunk {at}");
+            *seen[at].lock() = ctx.now.load(std::sync::atomic::Ordering::SeqCst);
+            if at == 1 {
+                *store.go.lock() = true;
+                store.opened.notify_all();
+            }
+        });
+        let seen: Vec<u64> = seen.into_iter().map(Mutex::into_inner).collect();
+        assert!(
+            seen[0] >= 48 && seen[1] >= 48,
+            "the gap counts too: {seen:?}"
+        );
+        assert_eq!(seen[2], 12, "the first run was let go when handed out");
+        assert_eq!(ctx.now.load(std::sync::atomic::Ordering::SeqCst), 0);
     }
 
     #[test]

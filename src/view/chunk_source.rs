@@ -46,6 +46,14 @@ impl FetchContext for CacheContext<'_> {
             .get_or_load_stored(self.array, key, || load().map_err(ChunkError::new))
             .map_err(fetch_error)
     }
+
+    fn carry(&self, bytes: u64) {
+        self.cache.ledger().carry(bytes);
+    }
+
+    fn carried(&self, bytes: u64) {
+        self.cache.ledger().carried(bytes);
+    }
 }
 
 /// The fetch stage's own error back from the cache, or the panic of its loader.

@@ -120,7 +120,8 @@ struct State {
     to_fetch: VecDeque<Key>,
     /// Fetched chunks to decode, in order of arrival.
     to_decode: VecDeque<Key>,
-    /// Bytes of the chunks being fetched or waiting to be decoded.
+    /// Bytes of the chunks being fetched or waiting to be decoded, and of the requests
+    /// carrying them (see [`Ledger::carry`]).
     in_flight: u64,
     /// Fetches under way.
     fetching: usize,
@@ -374,6 +375,21 @@ impl Ledger {
         }
     }
 
+    /// Counts `bytes` fetched besides the chunks' own (a ranged read's whole span, gaps
+    /// included) in flight until [`Ledger::carried`] of as many: later fetches wait for room.
+    pub fn carry(&self, bytes: u64) {
+        self.state.lock().in_flight += bytes;
+    }
+
+    /// `bytes` counted by [`Ledger::carry`] are handed out: room for other fetches.
+    pub fn carried(&self, bytes: u64) {
+        {
+            let mut state = self.state.lock();
+            state.in_flight = state.in_flight.saturating_sub(bytes);
+        }
+        self.fetch_ready.notify_one();
+    }
+
     /// The read-ahead is done with chunk `id` (loaded, failed, or given up): readers waiting
     /// for it go on. Bytes still counted for it (a failed fetch) are released.
     pub(super) fn done(&self, id: Key) {
@@ -578,6 +594,32 @@ mod tests {
             ledger.done(job.key());
         }
         assert_eq!(ledger.state.lock().in_flight, 0, "all released");
+    }
+
+    #[test]
+    fn bytes_a_request_carries_count_in_flight_until_handed_out() {
+        let ledger = Arc::new(Ledger::default());
+        let runs = Arc::new(AtomicU32::new(0));
+        ledger.carry(10);
+        assert!(queue(&ledger, counting(id(0), &runs), false));
+        let limits = Limits {
+            fetchers: 1,
+            decoders: 1,
+            bytes_in_flight: 10,
+        };
+        let fetcher = {
+            let ledger = ledger.clone();
+            std::thread::spawn(move || ledger.next_fetch(&limits, ledger.generation()).is_some())
+        };
+        std::thread::sleep(Duration::from_millis(100));
+        let queued = matches!(
+            ledger.state.lock().phases.get(&Key::chunk(id(0))),
+            Some(Phase::Queued(_))
+        );
+        assert!(queued, "fetched with no room in flight");
+        ledger.carried(10);
+        assert!(fetcher.join().unwrap(), "fetched once handed out");
+        assert_eq!(ledger.state.lock().in_flight, 1);
     }
 
     #[test]
