@@ -2,7 +2,8 @@
 //! byte budget, so `--cache-size` bounds them together.
 
 use super::read_ahead::Ledger;
-use super::{ChunkData, ChunkError, Panicked};
+use super::users::Users;
+use super::{ChunkData, ChunkError, Panicked, User};
 use crate::codec::{Need, ShardIndex, Target};
 use crate::fetch::ShardIndexIfStored;
 use crate::memory::filling::FillingBuffer;
@@ -39,7 +40,8 @@ enum Key {
 
 #[derive(Clone)]
 enum Entry {
-    Chunk(ChunkData),
+    /// A chunk, and who has used it since it was loaded.
+    Chunk(ChunkData, Arc<Users>),
     Index(ShardIndexIfStored),
 }
 
@@ -65,11 +67,15 @@ pub struct ChunkCache {
     prefetched: Mutex<HashSet<ChunkId>>,
     /// False until the first chunk is marked: readers skip the lock until then.
     any_prefetched: AtomicBool,
-    /// The chunks being decoded front to back, whose decoded part readers may use already.
-    growing: Mutex<HashMap<ChunkId, Arc<FillingBuffer>>>,
+    /// The chunks being decoded front to back, whose decoded part readers may use already, and
+    /// their users.
+    growing: Mutex<HashMap<ChunkId, Growing>>,
     /// The chunks the read-ahead has queued or is loading.
     ledger: Ledger,
 }
+
+/// A chunk being decoded front to back, and its users.
+type Growing = (Arc<FillingBuffer>, Arc<Users>);
 
 /// Unlists a growing chunk when its load returns (or panics).
 struct Unlist<'a> {
@@ -95,7 +101,8 @@ const PREFETCHED_MAX: usize = 1 << 16;
 fn charge(entry: &Entry) -> u64 {
     ENTRY_OVERHEAD
         + match entry {
-            Entry::Chunk(data) => data.as_ref().map_or(0, |d| d.len() as u64),
+            // What the buffer holds, not the chunk's length: a reused buffer may be larger.
+            Entry::Chunk(data, _) => data.as_ref().map_or(0, |d| d.capacity() as u64),
             Entry::Index(index) => index
                 .as_ref()
                 .map_or(0, |i| ShardIndex::ENTRY_BYTES * i.len() as u64),
@@ -112,7 +119,7 @@ impl ChunkCache {
     fn with_buffers(budget: u64, buffers: &'static Buffers) -> Self {
         let lru = FlightLru::new(budget, charge).on_evict(move |entry: Entry| {
             // Only a buffer no reader still holds can be reused.
-            if let Entry::Chunk(Some(data)) = entry {
+            if let Entry::Chunk(Some(data), _) = entry {
                 if let Ok(buf) = Arc::try_unwrap(data) {
                     buffers.give(buf);
                 }
@@ -165,17 +172,21 @@ impl ChunkCache {
         set.insert(id);
     }
 
-    /// Drops chunk `id`, recycling its buffer unless a reader still holds it.
-    pub fn discard(&self, id: ChunkId) {
-        self.lru.remove(&Key::Chunk(id));
+    /// Drops chunk `id` unless a reader other than those through file handle `fh` has used it
+    /// since it was loaded (drop-behind: `fh` is done with it), recycling its buffer unless a
+    /// reader still holds it.
+    pub fn discard(&self, id: ChunkId, fh: u64) {
+        let unshared = |entry: &Entry| matches!(entry, Entry::Chunk(_, users) if users.only(fh));
+        self.lru.remove_if(&Key::Chunk(id), unshared);
     }
 
-    /// The chunk `id`, from the cache, from a load already under way, or by running `load`
-    /// on the target `keep` says (true: the chunk exists, and is in the target). A panic inside
-    /// `load` becomes an error for every waiting reader.
+    /// The chunk `id` for `user`, from the cache, from a load already under way, or by running
+    /// `load` on the target `keep` says (true: the chunk exists, and is in the target). A panic
+    /// inside `load` becomes an error for every waiting reader.
     pub fn get_or_load(
         &self,
         id: ChunkId,
+        user: User,
         keep: Keep,
         load: impl FnOnce(Target) -> Result<bool, ChunkError>,
     ) -> Outcome {
@@ -185,20 +196,29 @@ impl ChunkCache {
         let entry = self.lru.get_or_load(
             Key::Chunk(id),
             || panicked(format!("chunk {}: decoder panicked", id.index)),
-            || self.load(id, keep, load).map(Entry::Chunk),
+            || {
+                let users = Arc::new(Users::default());
+                let data = self.load(id, keep, load, &users)?;
+                Ok(Entry::Chunk(data, users))
+            },
         )?;
         match entry {
-            Entry::Chunk(data) => Ok(data),
+            Entry::Chunk(data, users) => {
+                users.add(user);
+                Ok(data)
+            }
             Entry::Index(_) => unreachable!("chunk keys hold chunks"),
         }
     }
 
-    /// Runs `load` on the target `keep` says, listing a growing chunk while it decodes.
+    /// Runs `load` on the target `keep` says, listing a growing chunk (and its `users`) while
+    /// it decodes.
     fn load(
         &self,
         id: ChunkId,
         keep: Keep,
         load: impl FnOnce(Target) -> Result<bool, ChunkError>,
+        users: &Arc<Users>,
     ) -> Outcome {
         let (len, watch) = match keep {
             Keep::Whole => {
@@ -208,7 +228,9 @@ impl ChunkCache {
             Keep::Growing(len, watch) => (len, watch),
         };
         let chunk = Arc::new(FillingBuffer::new(self.buffers.take(len)));
-        self.growing.lock().insert(id, chunk.clone());
+        self.growing
+            .lock()
+            .insert(id, (chunk.clone(), users.clone()));
         let listed = Unlist {
             cache: self,
             id,
@@ -231,9 +253,11 @@ impl ChunkCache {
         Ok(Some(whole))
     }
 
-    /// Chunk `id` while [`ChunkCache::get_or_load`] decodes it growing.
-    pub fn growing(&self, id: ChunkId) -> Option<Arc<FillingBuffer>> {
-        self.growing.lock().get(&id).cloned()
+    /// Chunk `id`, for `user`, while [`ChunkCache::get_or_load`] decodes it growing.
+    pub fn growing(&self, id: ChunkId, user: User) -> Option<Arc<FillingBuffer>> {
+        let (chunk, users) = self.growing.lock().get(&id).cloned()?;
+        users.add(user);
+        Some(chunk)
     }
 
     /// The index of shard `key` of array number `array`, kept like a chunk.
@@ -250,7 +274,7 @@ impl ChunkCache {
         )?;
         match entry {
             Entry::Index(index) => Ok(index),
-            Entry::Chunk(_) => unreachable!("index keys hold indexes"),
+            Entry::Chunk(..) => unreachable!("index keys hold indexes"),
         }
     }
 
@@ -265,10 +289,10 @@ impl ChunkCache {
         let entry = self.lru.get_or_load(
             Key::Stored(array, Arc::from(key)),
             || panicked(format!("chunk {key}: decoder panicked")),
-            || load().map(Entry::Chunk),
+            || load().map(|data| Entry::Chunk(data, Arc::default())),
         )?;
         match entry {
-            Entry::Chunk(data) => Ok(data),
+            Entry::Chunk(data, _) => Ok(data),
             Entry::Index(_) => unreachable!("stored chunk keys hold chunks"),
         }
     }
@@ -302,18 +326,24 @@ mod tests {
     fn stays_within_its_budget_and_evicts_least_recent() {
         let cache = ChunkCache::new(3 * (1000 + ENTRY_OVERHEAD));
         for i in 0..3 {
-            cache.get_or_load(id(i), Keep::Whole, owned(1000)).unwrap();
+            cache
+                .get_or_load(id(i), User::ReadAhead, Keep::Whole, owned(1000))
+                .unwrap();
         }
         cache
-            .get_or_load(id(0), Keep::Whole, |_| panic!("0 is cached"))
+            .get_or_load(id(0), User::ReadAhead, Keep::Whole, |_| {
+                panic!("0 is cached")
+            })
             .unwrap();
-        cache.get_or_load(id(3), Keep::Whole, owned(1000)).unwrap();
+        cache
+            .get_or_load(id(3), User::ReadAhead, Keep::Whole, owned(1000))
+            .unwrap();
         assert!(cache.stats().used <= cache.budget());
         assert!(cache.contains(id(0)) && !cache.contains(id(1)));
         // Larger than the whole budget: returned, not kept.
         assert_eq!(
             cache
-                .get_or_load(id(9), Keep::Whole, owned(10_000))
+                .get_or_load(id(9), User::ReadAhead, Keep::Whole, owned(10_000))
                 .unwrap()
                 .unwrap()
                 .len(),
@@ -326,15 +356,54 @@ mod tests {
     fn discarded_chunks_leave_and_their_buffers_are_recycled() {
         let buffers = Box::leak(Box::new(Buffers::new(1 << 20)));
         let cache = ChunkCache::with_buffers(1 << 20, buffers);
-        cache.get_or_load(id(1), Keep::Whole, owned(1000)).unwrap();
-        let held = cache.get_or_load(id(2), Keep::Whole, owned(1000)).unwrap();
-        cache.discard(id(1));
-        cache.discard(id(2));
+        cache
+            .get_or_load(id(1), User::ReadAhead, Keep::Whole, owned(1000))
+            .unwrap();
+        let held = cache
+            .get_or_load(id(2), User::ReadAhead, Keep::Whole, owned(1000))
+            .unwrap();
+        cache.discard(id(1), 1);
+        cache.discard(id(2), 1);
         assert_eq!(cache.stats().used, 0);
         assert!(!cache.contains(id(1)) && !cache.contains(id(2)));
         assert_eq!(buffers.take(1000), vec![7; 1000], "1's buffer is recycled");
         assert_eq!(buffers.take(1000), vec![0; 1000], "2's is still held");
         drop(held);
+    }
+
+    #[test]
+    fn chunks_are_charged_for_the_memory_they_hold() {
+        let buffers = Box::leak(Box::new(Buffers::new(1 << 20)));
+        let cache = ChunkCache::with_buffers(1 << 20, buffers);
+        // A spare of 1900 bytes is too large for a chunk of 1000 that stays in the cache.
+        buffers.give(Vec::with_capacity(1900));
+        let growing = cache.get_or_load(
+            id(1),
+            User::ReadAhead,
+            Keep::Growing(1000, &mut |_| {}),
+            |target| {
+                let Target::Room(mut target, _) = target else {
+                    panic!("a growing load")
+                };
+                target.undecoded(0, 1000).fill(1);
+                target.decoded(1000);
+                Ok(true)
+            },
+        );
+        let held = growing.unwrap().unwrap().capacity() as u64;
+        assert_eq!(held, 1000, "a buffer of about its length");
+        // A loader's own buffer is charged for its capacity.
+        cache
+            .get_or_load(id(2), User::ReadAhead, Keep::Whole, |target| {
+                let Target::Owned(out) = target else {
+                    panic!("a whole load")
+                };
+                *out = Vec::with_capacity(5000);
+                out.resize(1000, 2);
+                Ok(true)
+            })
+            .unwrap();
+        assert_eq!(cache.stats().used, held + 5000 + 2 * ENTRY_OVERHEAD);
     }
 
     #[test]
@@ -347,40 +416,55 @@ mod tests {
         let loader = {
             let (cache, half, go) = (cache.clone(), half.clone(), go.clone());
             std::thread::spawn(move || {
-                cache.get_or_load(id(1), Keep::Growing(1000, &mut |_| {}), |target| {
-                    let Target::Room(mut target, _) = target else {
-                        panic!("a growing load")
-                    };
-                    target.undecoded(0, 500).fill(1);
-                    target.decoded(500);
-                    half.wait();
-                    go.wait();
-                    target.undecoded(500, 1000).fill(2);
-                    target.decoded(1000);
-                    Ok(true)
-                })
+                cache.get_or_load(
+                    id(1),
+                    User::ReadAhead,
+                    Keep::Growing(1000, &mut |_| {}),
+                    |target| {
+                        let Target::Room(mut target, _) = target else {
+                            panic!("a growing load")
+                        };
+                        target.undecoded(0, 500).fill(1);
+                        target.decoded(500);
+                        half.wait();
+                        go.wait();
+                        target.undecoded(500, 1000).fill(2);
+                        target.decoded(1000);
+                        Ok(true)
+                    },
+                )
             })
         };
         half.wait();
-        let growing = cache.growing(id(1)).expect("listed while it decodes");
+        let growing = cache
+            .growing(id(1), User::Reader(1))
+            .expect("listed while it decodes");
         assert_eq!(growing.wait_prefix(400).map(<[u8]>::len), Some(500));
         go.wait();
         assert_eq!(growing.wait_prefix(1000).unwrap()[999], 2);
         let whole = loader.join().unwrap().unwrap().unwrap();
         assert!(whole[..500].iter().all(|&b| b == 1) && whole[500..].iter().all(|&b| b == 2));
-        assert!(cache.growing(id(1)).is_none(), "unlisted once loaded");
+        assert!(
+            cache.growing(id(1), User::Reader(1)).is_none(),
+            "unlisted once loaded"
+        );
         assert_eq!(
             cache
-                .get_or_load(id(1), Keep::Whole, |_| panic!("cached"))
+                .get_or_load(id(1), User::ReadAhead, Keep::Whole, |_| panic!("cached"))
                 .unwrap(),
             Some(whole)
         );
         // A decoder that panics unlists its chunk and releases its readers.
         let err = cache
-            .get_or_load(id(2), Keep::Growing(10, &mut |_| {}), |_| panic!("boom"))
+            .get_or_load(
+                id(2),
+                User::ReadAhead,
+                Keep::Growing(10, &mut |_| {}),
+                |_| panic!("boom"),
+            )
             .unwrap_err();
         assert!(err.to_string().contains("panicked"), "{err}");
-        assert!(cache.growing(id(2)).is_none());
+        assert!(cache.growing(id(2), User::Reader(1)).is_none());
     }
 
     fn index(entries: usize) -> Result<ShardIndexIfStored, ChunkError> {
@@ -391,13 +475,17 @@ mod tests {
     #[test]
     fn shard_indexes_share_the_budget_with_chunks() {
         let cache = ChunkCache::new(2 * (1000 + ENTRY_OVERHEAD));
-        cache.get_or_load(id(0), Keep::Whole, owned(1000)).unwrap();
+        cache
+            .get_or_load(id(0), User::ReadAhead, Keep::Whole, owned(1000))
+            .unwrap();
         cache.get_or_load_index(0, "s", || index(60)).unwrap();
         cache
             .get_or_load_index(0, "s", || panic!("the index is cached"))
             .unwrap();
         assert_eq!(cache.stats().used, 1000 + 960 + 2 * ENTRY_OVERHEAD);
-        cache.get_or_load(id(1), Keep::Whole, owned(1000)).unwrap();
+        cache
+            .get_or_load(id(1), User::ReadAhead, Keep::Whole, owned(1000))
+            .unwrap();
         assert!(cache.stats().used <= cache.budget());
         assert!(!cache.contains(id(0)), "the chunk made room");
         assert_eq!(cache.get_or_load_index(1, "absent", || Ok(None)), Ok(None));
@@ -410,7 +498,9 @@ mod tests {
     #[test]
     fn stored_chunks_are_kept_apart_from_read_chunks_within_the_budget() {
         let cache = ChunkCache::new(2 * (1000 + ENTRY_OVERHEAD));
-        cache.get_or_load(id(0), Keep::Whole, owned(1000)).unwrap();
+        cache
+            .get_or_load(id(0), User::ReadAhead, Keep::Whole, owned(1000))
+            .unwrap();
         let stored = cache.get_or_load_stored(0, "c/0", || data(1000)).unwrap();
         assert_eq!(stored.unwrap().len(), 1000);
         cache
@@ -425,15 +515,17 @@ mod tests {
     fn errors_and_panics_reach_the_reader_and_are_not_cached() {
         let cache = ChunkCache::new(1 << 20);
         let err = cache
-            .get_or_load(id(1), Keep::Whole, |_| {
+            .get_or_load(id(1), User::ReadAhead, Keep::Whole, |_| {
                 Err(ChunkError::new(super::super::Panicked("corrupt".into())))
             })
             .unwrap_err();
         assert_eq!(err.to_string(), "corrupt");
         let err = cache
-            .get_or_load(id(1), Keep::Whole, |_| panic!("boom"))
+            .get_or_load(id(1), User::ReadAhead, Keep::Whole, |_| panic!("boom"))
             .unwrap_err();
         assert!(err.to_string().contains("panicked"));
-        assert!(cache.get_or_load(id(1), Keep::Whole, owned(3)).is_ok());
+        assert!(cache
+            .get_or_load(id(1), User::ReadAhead, Keep::Whole, owned(3))
+            .is_ok());
     }
 }

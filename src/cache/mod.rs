@@ -3,9 +3,11 @@
 
 mod chunk_cache;
 pub mod read_ahead;
+mod users;
 
 pub use crate::store::CacheStats;
 pub use chunk_cache::{ChunkCache, ChunkId, Keep};
+pub use users::User;
 
 use std::error::Error;
 use std::sync::Arc;

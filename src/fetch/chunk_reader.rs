@@ -4,12 +4,13 @@
 use super::fetched::Fetched;
 use super::listed::Listed;
 use super::shard_reader::ShardReader;
-use super::{FetchCause, FetchContext, FetchError};
+use super::{FetchCause, FetchContext, FetchError, Landed};
 use crate::codec::{copy_box, CodecError, Pipeline, ShardIndex, ShardedArray, Target};
 use crate::meta::{ArrayMeta, ChunkGrid, MAX_CHUNK_BYTES};
 use crate::stats::STATS;
 use crate::store::{shown_key, Store};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// Slack on top of twice the largest form of a chunk, for an encoded object's size bound.
@@ -60,6 +61,9 @@ pub struct ChunkReader {
     decoder: Decoder,
     /// Bytes of one decoded read chunk (0 for variable-length elements).
     chunk_bytes: u64,
+    /// Bytes of the largest decoded stored chunk that read chunks are cut from (a rectilinear
+    /// grid decoded whole, see [`ChunkReader::load_part`]); 0 otherwise.
+    stored_bytes: u64,
     /// The largest stored object (whole chunk, or inner chunk range of a shard) this array
     /// accepts; larger ones are refused before they are read. Twice the largest form the chunk
     /// takes along its codec chain (decoded, serialized, between bytes codecs: this accounts for
@@ -187,13 +191,15 @@ impl ChunkReader {
                     ),
                 )
             })?;
-        let chunk_bytes = if meta.dtype.is_variable() {
-            0
-        } else if rectilinear && matches!(decoder, Decoder::Whole(_)) {
+        let cut = rectilinear && matches!(decoder, Decoder::Whole(_));
+        let (chunk_bytes, stored_bytes) = if meta.dtype.is_variable() {
+            (0, 0)
+        } else if cut {
             // The read chunks of a rectilinear grid tile its chunks: the grid's common divisor.
-            meta.chunk_shape.iter().product::<u64>() * meta.dtype.size() as u64
+            let read = meta.chunk_shape.iter().product::<u64>() * meta.dtype.size() as u64;
+            (read, chunk_bytes)
         } else {
-            chunk_bytes
+            (chunk_bytes, 0)
         };
         let max_object = if meta.dtype.is_variable() {
             MAX_CHUNK_BYTES
@@ -206,6 +212,7 @@ impl ChunkReader {
             meta,
             decoder,
             chunk_bytes,
+            stored_bytes,
             max_object,
             listed: Listed::default(),
         })
@@ -248,8 +255,9 @@ impl ChunkReader {
     }
 
     /// Bytes the cache holds per read chunk: the decoded chunk, plus for a sharded array one
-    /// shard index (at worst one index per chunk read). 0 for variable-length elements, whose
-    /// decoded size varies.
+    /// shard index (at worst one index per chunk read), and for a rectilinear grid decoded whole
+    /// the largest stored chunk it is cut from (kept while its read chunks are cut, else decoded
+    /// once per read chunk). 0 for variable-length elements, whose decoded size varies.
     pub fn cached_bytes_per_chunk(&self) -> u64 {
         let index = match &self.decoder {
             Decoder::Whole(_) => 0,
@@ -264,27 +272,38 @@ impl ChunkReader {
                 })
                 .unwrap_or(u64::MAX),
         };
-        self.chunk_bytes.saturating_add(index)
+        self.chunk_bytes
+            .saturating_add(index)
+            .saturating_add(self.stored_bytes)
     }
 
     /// Fetches the stored bytes of the read chunks at `idxs` without decoding them, for one of
-    /// [`ChunkReader::load`] to decode later (`encoded`): each `Ok(None)` when this array fetches and
-    /// decodes in one step (rectilinear or variable-length chunk objects: their loads fetch
-    /// what they decode). Inner chunks of a shard that lie near each other come in one request
-    /// (see `super::shard_reader::COALESCE_GAP`). Errors and panics as for
-    /// [`ChunkReader::load`]; `ctx` keeps the shard indexes.
+    /// [`ChunkReader::load`] to decode later (`encoded`), handing each chunk's answer to
+    /// `landed` as soon as it has it: `Ok(None)` when this array fetches and decodes in one
+    /// step (rectilinear or variable-length chunk objects: their loads fetch what they
+    /// decode). Inner chunks of a shard that lie near each other come in one request (see
+    /// `super::shard_reader::COALESCE_GAP`). Errors and panics as for [`ChunkReader::load`];
+    /// `ctx` keeps the shard indexes.
     pub fn fetch(
         &self,
         idxs: &[Vec<u64>],
         ctx: &dyn FetchContext,
-    ) -> Vec<Result<Option<Encoded>, FetchError>> {
-        let fetched = catch_panic_as_error(|| Ok(self.fetch_unguarded(idxs, ctx)));
-        match fetched {
-            Ok(all) => all,
-            Err(e) => idxs
-                .iter()
-                .map(|idx| Err(self.name_panic(e.clone(), idx)))
-                .collect(),
+        landed: Landed<'_, Option<Encoded>>,
+    ) {
+        let answered: Vec<AtomicBool> = idxs.iter().map(|_| AtomicBool::new(false)).collect();
+        let once = |at: usize, got| {
+            if !answered[at].swap(true, Ordering::Relaxed) {
+                landed(at, got);
+            }
+        };
+        let fetched = catch_panic_as_error(|| {
+            self.fetch_unguarded(idxs, ctx, &once);
+            Ok(())
+        });
+        if let Err(e) = fetched {
+            for (at, idx) in idxs.iter().enumerate() {
+                once(at, Err(self.name_panic(e.clone(), idx)));
+            }
         }
     }
 
@@ -292,29 +311,25 @@ impl ChunkReader {
         &self,
         idxs: &[Vec<u64>],
         ctx: &dyn FetchContext,
-    ) -> Vec<Result<Option<Encoded>, FetchError>> {
+        landed: Landed<'_, Option<Encoded>>,
+    ) {
         match &self.decoder {
             Decoder::Sharded(shards) => {
                 let keys = (&self.meta.chunk_keys, &self.listed);
-                shards
-                    .fetch(&*self.store, keys, idxs, self.max_object, ctx)
-                    .into_iter()
-                    .map(|got| {
-                        got.map(|bytes| Some(Encoded(bytes.map(Fetched::from_vec))))
-                            .map_err(|e| e.context(self.display_path()))
-                    })
-                    .collect()
+                let landed = |at, got: Result<Option<Vec<u8>>, FetchError>| {
+                    let got = got.map(|bytes| Some(Encoded(bytes.map(Fetched::from_vec))));
+                    landed(at, got.map_err(|e| e.context(self.display_path())));
+                };
+                shards.fetch(&*self.store, keys, idxs, self.max_object, ctx, &landed);
             }
-            Decoder::Whole(_) if self.decodes_whole_into() => idxs
-                .iter()
-                .map(|idx| {
+            Decoder::Whole(_) if self.decodes_whole_into() => {
+                for (at, idx) in idxs.iter().enumerate() {
                     let key = self.meta.chunk_keys.key(idx);
-                    self.fetch_object(&key)
-                        .map(|bytes| Some(Encoded(bytes)))
-                        .map_err(|e| e.context(self.key_context(&key)))
-                })
-                .collect(),
-            Decoder::Whole(_) => idxs.iter().map(|_| Ok(None)).collect(),
+                    let got = self.fetch_object(&key).map(|bytes| Some(Encoded(bytes)));
+                    landed(at, got.map_err(|e| e.context(self.key_context(&key))));
+                }
+            }
+            Decoder::Whole(_) => (0..idxs.len()).for_each(|at| landed(at, Ok(None))),
         }
     }
 
@@ -498,7 +513,8 @@ impl ChunkReader {
             self.store
                 .get_range_into(key, 0, bound.saturating_add(1), buf)
         };
-        let Some(bytes) = Fetched::with(fill)? else {
+        // Any spare: the length is known only once the object is read.
+        let Some(bytes) = Fetched::with(0, fill)? else {
             return Ok(None);
         };
         STATS.fetched(bytes.len());

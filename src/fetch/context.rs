@@ -7,9 +7,10 @@ use std::sync::Arc;
 /// value).
 pub type StoredChunk = Option<Arc<Vec<u8>>>;
 
-/// Decode buffers and a keeper of shard indexes and decoded stored chunks, lent by whoever
-/// caches (the view wires the chunk cache in); [`Uncached`] lends nothing.
-pub trait FetchContext {
+/// Decode buffers, a keeper of shard indexes and decoded stored chunks, and a count of the
+/// bytes of requests in flight, lent by whoever caches (the view wires the chunk cache and its
+/// read-ahead in); [`Uncached`] lends nothing.
+pub trait FetchContext: Sync {
     /// A buffer of exactly `len` bytes to decode into (its old contents are overwritten): a
     /// fresh one unless the lender keeps some.
     fn buffer(&self, len: usize) -> Vec<u8> {
@@ -37,6 +38,11 @@ pub trait FetchContext {
     ) -> Result<StoredChunk, FetchError> {
         load()
     }
+    /// Counts `bytes` of a request in flight (a ranged read's whole span, gaps included) until
+    /// [`FetchContext::carried`] of as many.
+    fn carry(&self, _bytes: u64) {}
+    /// `bytes` counted by [`FetchContext::carry`] are handed out: no longer in flight.
+    fn carried(&self, _bytes: u64) {}
 }
 
 /// Fresh buffers, no shard index kept: every fetch goes to the store.

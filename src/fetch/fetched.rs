@@ -7,11 +7,13 @@ use std::ops::Deref;
 pub(super) struct Fetched(Vec<u8>);
 
 impl Fetched {
-    /// Fills a spare buffer (or a new one), emptied first, with `fill` (false: the object is
-    /// absent).
-    pub fn with<E>(fill: impl FnOnce(&mut Vec<u8>) -> Result<bool, E>) -> Result<Option<Self>, E> {
-        // Any spare: the length is known only once the object is read.
-        let mut buf = crate::memory::buffers().take_empty(0);
+    /// Fills a spare buffer with room for `room` bytes (or a new one), emptied first, with
+    /// `fill` (false: the object is absent).
+    pub fn with<E>(
+        room: usize,
+        fill: impl FnOnce(&mut Vec<u8>) -> Result<bool, E>,
+    ) -> Result<Option<Self>, E> {
+        let mut buf = crate::memory::buffers().take_empty(room);
         let present = fill(&mut buf);
         let fetched = Fetched(buf);
         Ok(present?.then_some(fetched))
@@ -48,7 +50,7 @@ mod tests {
 
     #[test]
     fn holds_what_was_fetched_or_nothing() {
-        let first = Fetched::with(|b| {
+        let first = Fetched::with(0, |b| {
             b.extend_from_slice(b"abc");
             Ok::<_, ()>(true)
         })
@@ -56,13 +58,13 @@ mod tests {
         .unwrap();
         assert_eq!(&*first, b"abc");
         drop(first);
-        let second = Fetched::with(|b| {
+        let second = Fetched::with(0, |b| {
             assert!(b.is_empty(), "a reused buffer comes empty");
             b.push(7);
             Ok::<_, ()>(true)
         });
         assert_eq!(second.unwrap().as_deref(), Some(&[7u8][..]));
-        assert!(Fetched::with(|_| Ok::<_, ()>(false)).unwrap().is_none());
-        assert!(Fetched::with(|_| Err::<bool, _>("gone")).is_err());
+        assert!(Fetched::with(0, |_| Ok::<_, ()>(false)).unwrap().is_none());
+        assert!(Fetched::with(0, |_| Err::<bool, _>("gone")).is_err());
     }
 }

@@ -18,3 +18,7 @@ use std::sync::Arc;
 
 /// A shard's decoded index: `None` when the store holds no such shard.
 pub type ShardIndexIfStored = Option<Arc<ShardIndex>>;
+
+/// Where a fetch of several chunks hands each chunk's answer, by the chunk's position among
+/// those asked for, as soon as it has it (from whichever thread got it).
+pub type Landed<'a, T> = &'a (dyn Fn(usize, Result<T, FetchError>) + Sync);

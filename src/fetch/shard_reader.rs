@@ -4,8 +4,9 @@
 //! run of nearby chunks for the read-ahead's batches, several in flight at once. A whole shard
 //! is never read.
 
+use super::fetched::Fetched;
 use super::listed::Listed;
-use super::{FetchCause, FetchContext, FetchError, ShardIndexIfStored};
+use super::{FetchCause, FetchContext, FetchError, Landed, ShardIndexIfStored};
 use crate::codec::ShardedArray;
 use crate::meta::{ChunkGrid, ChunkKeys};
 use crate::stats::STATS;
@@ -93,10 +94,12 @@ impl ShardReader {
     ) -> Result<Option<Vec<u8>>, FetchError> {
         let stored = match encoded {
             Some(stored) => stored,
-            None => self
-                .fetch(store, keys, &[idx.to_vec()], max_len, ctx)
-                .pop()
-                .unwrap_or(Ok(None))?,
+            None => {
+                let got = Mutex::new(Ok(None));
+                let idxs = [idx.to_vec()];
+                self.fetch(store, keys, &idxs, max_len, ctx, &|_, g| *got.lock() = g);
+                got.into_inner()?
+            }
         };
         let Some(bytes) = stored else {
             return Ok(None);
@@ -126,9 +129,10 @@ impl ShardReader {
     }
 
     /// The stored bytes of the inner chunks at `idxs` (each `Ok(None)` when absent, as for
-    /// [`ShardReader::load`]), with one ranged request for inner chunks of one shard that lie
-    /// near each other (at most [`COALESCE_GAP`] apart, [`COALESCE_MAX`] in one request), as
-    /// zarr-python and object_store coalesce.
+    /// [`ShardReader::load`]), each handed to `landed` as soon as its request is answered,
+    /// with one ranged request for inner chunks of one shard that lie near each other (at most
+    /// [`COALESCE_GAP`] apart, [`COALESCE_MAX`] in one request), as zarr-python and
+    /// object_store coalesce.
     pub fn fetch(
         &self,
         store: &dyn Store,
@@ -136,16 +140,15 @@ impl ShardReader {
         idxs: &[Vec<u64>],
         max_len: u64,
         ctx: &dyn FetchContext,
-    ) -> Vec<Result<Option<Vec<u8>>, FetchError>> {
-        let mut out: Vec<Result<Option<Vec<u8>>, FetchError>> =
-            idxs.iter().map(|_| Ok(None)).collect();
+        landed: Landed<'_, Option<Vec<u8>>>,
+    ) {
         // Where each wanted inner chunk lies: (shard key, byte range, position in `idxs`).
         let mut wanted: Vec<Wanted> = Vec::new();
         for (at, idx) in idxs.iter().enumerate() {
             let (array, shard, inner) = match self.place(idx) {
                 Ok(place) => place,
                 Err(e) => {
-                    out[at] = Err(e);
+                    landed(at, Err(e));
                     continue;
                 }
             };
@@ -159,22 +162,28 @@ impl ShardReader {
             let range = match index {
                 Ok(index) => index.and_then(|index| index.get(inner)),
                 Err(e) => {
-                    out[at] = Err(e);
+                    landed(at, Err(e));
                     continue;
                 }
             };
-            let Some(range) = range else { continue };
+            let Some(range) = range else {
+                landed(at, Ok(None));
+                continue;
+            };
             let len = range.end - range.start;
             if len > max_len {
-                out[at] = Err(context(
-                    FetchError::new(
-                        FetchCause::Oversized,
-                        format!(
+                landed(
+                    at,
+                    Err(context(
+                        FetchError::new(
+                            FetchCause::Oversized,
+                            format!(
                             "{len} bytes, more than any encoding of it takes ({max_len}); not read"
                         ),
-                    )
-                    .context(format!("inner chunk {inner}")),
-                ));
+                        )
+                        .context(format!("inner chunk {inner}")),
+                    )),
+                );
                 continue;
             }
             wanted.push((key, range, at, inner));
@@ -200,24 +209,30 @@ impl ShardReader {
         if let Some(at) = runs.iter().position(|run| run.iter().any(|w| w.2 == 0)) {
             runs[..=at].rotate_right(1);
         }
-        for (run, got) in runs.iter().zip(read_runs(store, &runs)) {
-            let (key, start) = (&run[0].0, run[0].1.start);
-            match got {
-                Ok(bytes) => {
-                    for (_, r, at, _) in run.iter() {
-                        let part = (r.start - start) as usize..(r.end - start) as usize;
-                        out[*at] = Ok(Some(bytes[part].to_vec()));
-                    }
-                }
-                Err(e) => {
-                    for (_, _, at, inner) in run.iter() {
-                        let e = e.clone().context(format!("inner chunk {inner}"));
-                        out[*at] = Err(e.context(format!("shard {key}")));
-                    }
-                }
+        read_runs(store, &runs, ctx, &|run, got| hand_out(run, got, landed));
+    }
+}
+
+/// Hands the inner chunks of `run` to `landed`, from `got`, the run's bytes, which are let go
+/// then: a run of one chunk is its bytes, else each chunk's are copied into a spare buffer.
+fn hand_out(run: &[Wanted], got: RunBytes, landed: Landed<'_, Option<Vec<u8>>>) {
+    let (key, start) = (&run[0].0, run[0].1.start);
+    match got {
+        Ok(bytes) if run.len() == 1 => landed(run[0].2, Ok(Some(bytes.into_vec()))),
+        Ok(bytes) => {
+            for (_, r, at, _) in run {
+                let part = &bytes[(r.start - start) as usize..(r.end - start) as usize];
+                let mut own = crate::memory::buffers().take_empty(part.len());
+                own.extend_from_slice(part);
+                landed(*at, Ok(Some(own)));
             }
         }
-        out
+        Err(e) => {
+            for (_, _, at, inner) in run {
+                let e = e.clone().context(format!("inner chunk {inner}"));
+                landed(*at, Err(e.context(format!("shard {key}"))));
+            }
+        }
     }
 }
 
@@ -226,30 +241,53 @@ impl ShardReader {
 type Wanted = (String, std::ops::Range<u64>, usize, usize);
 
 /// The bytes of one run of nearby inner chunks, from its first chunk's start.
-type RunBytes = Result<Vec<u8>, FetchError>;
+type RunBytes = Result<Fetched, FetchError>;
+
+/// Bytes of a request counted in flight by a [`FetchContext`] while this lives.
+struct Carried<'a>(&'a dyn FetchContext, u64);
+
+impl<'a> Carried<'a> {
+    fn new(ctx: &'a dyn FetchContext, bytes: u64) -> Self {
+        ctx.carry(bytes);
+        Carried(ctx, bytes)
+    }
+}
+
+impl Drop for Carried<'_> {
+    fn drop(&mut self) {
+        self.0.carried(self.1);
+    }
+}
 
 /// Ranged requests of one batch in flight at once, at most.
 const RUNS_AT_ONCE: usize = 8;
 
-/// The bytes of each run of nearby inner chunks (one ranged request each, from its first
-/// chunk's start to its furthest end), up to [`RUNS_AT_ONCE`] requests at a time and started in
-/// the order given: a batch costs about one round trip, not one per run, and the run of the
-/// chunk a reader may be waiting for (put first by the caller) starts at once.
-fn read_runs(store: &dyn Store, runs: &[&[Wanted]]) -> Vec<RunBytes> {
+/// Reads each run of nearby inner chunks (one ranged request each, from its first chunk's
+/// start to its furthest end) and hands it to `landed` as soon as it is in, up to
+/// [`RUNS_AT_ONCE`] requests at a time, started in the order given: a batch costs about one
+/// round trip, not one per run, and the run of the chunk a reader may be waiting for (put
+/// first by the caller) starts at once and is handed out without waiting for the others. Each
+/// run's whole span, gaps included, is counted in flight by `ctx` until `landed` returns.
+fn read_runs(
+    store: &dyn Store,
+    runs: &[&[Wanted]],
+    ctx: &dyn FetchContext,
+    landed: &(dyn Fn(&[Wanted], RunBytes) + Sync),
+) {
     let read = |run: &[Wanted]| {
         let start = run[0].1.start;
         let end = run.iter().map(|w| w.1.end).max().unwrap_or(start);
-        read_exact(store, &run[0].0, start, end - start)
+        let _carried = Carried::new(ctx, end - start);
+        landed(run, read_exact(store, &run[0].0, start, end - start));
     };
     if runs.len() <= 1 {
-        return runs.iter().map(|run| read(run)).collect();
+        return runs.iter().for_each(|run| read(run));
     }
     let next = AtomicUsize::new(0);
-    let got: Vec<Mutex<Option<RunBytes>>> = runs.iter().map(|_| Mutex::new(None)).collect();
     let work = || loop {
         let i = next.fetch_add(1, Ordering::Relaxed);
         let Some(run) = runs.get(i) else { break };
-        *got[i].lock() = Some(read(run));
+        read(run);
     };
     std::thread::scope(|scope| {
         for _ in 1..runs.len().min(RUNS_AT_ONCE) {
@@ -260,16 +298,6 @@ fn read_runs(store: &dyn Store, runs: &[&[Wanted]]) -> Vec<RunBytes> {
         }
         work();
     });
-    got.into_iter()
-        .map(|slot| {
-            slot.into_inner().unwrap_or_else(|| {
-                Err(FetchError::new(
-                    FetchCause::Store,
-                    "the ranged read was not made",
-                ))
-            })
-        })
-        .collect()
 }
 
 /// Inner chunks of one shard at most this far apart are fetched in one request...
@@ -312,9 +340,11 @@ fn truncated(got: usize, len: u64, start: u64) -> FetchError {
     )
 }
 
-/// Exactly `len` bytes of `key` from `start`; fewer (a truncated shard) is an error.
-fn read_exact(store: &dyn Store, key: &str, start: u64, len: u64) -> Result<Vec<u8>, FetchError> {
-    let bytes = store.get_range(key, start, len)?.ok_or_else(|| {
+/// Exactly `len` bytes of `key` from `start`, in a spare buffer; fewer (a truncated shard) is
+/// an error.
+fn read_exact(store: &dyn Store, key: &str, start: u64, len: u64) -> Result<Fetched, FetchError> {
+    let fill = |buf: &mut Vec<u8>| store.get_range_into(key, start, len, buf);
+    let bytes = Fetched::with(len as usize, fill)?.ok_or_else(|| {
         FetchError::new(FetchCause::Store, "the shard disappeared while being read")
     })?;
     STATS.fetched(bytes.len());
@@ -459,6 +489,19 @@ mod tests {
         Ok((loaded == Loaded::Decoded).then_some(out))
     }
 
+    /// The answers of [`ChunkReader::fetch`] of `idxs`, in their order.
+    fn fetch_all(
+        reader: &ChunkReader,
+        idxs: &[Vec<u64>],
+        ctx: &dyn FetchContext,
+    ) -> Vec<Result<Option<Encoded>, FetchError>> {
+        let got: Vec<Mutex<Option<_>>> = idxs.iter().map(|_| Mutex::new(None)).collect();
+        reader.fetch(idxs, ctx, &|at, answer| *got[at].lock() = Some(answer));
+        got.into_iter()
+            .map(|g| g.into_inner().expect("every chunk answered"))
+            .collect()
+    }
+
     #[test]
     fn reads_only_the_index_once_and_the_inner_chunks_asked_for() {
         for at_start in [false, true] {
@@ -504,7 +547,7 @@ mod tests {
         let (reader, store) = reader(&chunks, false, |s| s);
         let ctx = Keeping::default();
         let idxs = vec![vec![0, 0], vec![0, 1], vec![1, 0], vec![1, 1], vec![3, 0]];
-        let fetched = reader.fetch(&idxs, &ctx);
+        let fetched = fetch_all(&reader, &idxs, &ctx);
         let reads = store.take();
         assert_eq!(reads.len(), 2, "the index, then one range: {reads:?}");
         assert_eq!((reads[1].1, reads[1].2), (0, 36), "{reads:?}");
@@ -577,12 +620,141 @@ mod tests {
         store.inner.insert("arr/c/1/0", shard_of([2, 3]));
         let reader = reader_over(Arc::new(store), false);
         let idxs = vec![vec![0, 1], vec![3, 0]];
-        let fetched = reader.fetch(&idxs, &Keeping::default());
+        let fetched = fetch_all(&reader, &idxs, &Keeping::default());
         for (idx, got) in idxs.iter().zip(fetched) {
             let encoded = got.unwrap().expect("fetched");
             let decoded = load(&reader, idx, Some(encoded), &Uncached).unwrap();
             assert_eq!(decoded, Some(inner_chunk(idx[0], idx[1])), "{idx:?}");
         }
+    }
+
+    /// A memory store whose ranged reads of shard `arr/c/1/0` wait until `go` (5 s at most,
+    /// then counted in `gave_up`).
+    #[derive(Default)]
+    struct Gated {
+        inner: MemoryStore,
+        go: Mutex<bool>,
+        opened: Condvar,
+        gave_up: std::sync::atomic::AtomicU32,
+    }
+
+    impl Layer for Gated {
+        type Step = ();
+
+        fn inner(&self) -> Result<&dyn Store, StoreError> {
+            Ok(&self.inner)
+        }
+
+        fn before(&self, request: &Request<'_>) -> Result<(), StoreError> {
+            if !matches!(
+                request,
+                Request::Range {
+                    key: "arr/c/1/0",
+                    ..
+                }
+            ) {
+                return Ok(());
+            }
+            let mut go = self.go.lock();
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while !*go {
+                if self.opened.wait_until(&mut go, deadline).timed_out() {
+                    self.gave_up
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    break;
+                }
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn each_run_is_handed_out_as_soon_as_it_is_in() {
+        // One inner chunk in each of two shards: two runs. The second waits until the first
+        // chunk is handed out, which must not wait for the second.
+        let mut store = Gated::default();
+        for (key, rows) in [("arr/c/0/0", [0, 1]), ("arr/c/1/0", [2, 3])] {
+            let chunks: Vec<_> = rows
+                .iter()
+                .flat_map(|&y| [Some(inner_chunk(y, 0)), Some(inner_chunk(y, 1))])
+                .collect();
+            store.inner.insert(key, shard(&chunks, false));
+        }
+        let store = Arc::new(store);
+        let reader = reader_over(store.clone(), false);
+        let idxs = vec![vec![0, 1], vec![3, 0]];
+        let got: Vec<Mutex<Option<Vec<u8>>>> = idxs.iter().map(|_| Mutex::new(None)).collect();
+        reader.fetch(&idxs, &Keeping::default(), &|at, answer| {
+            let encoded = answer.unwrap().expect("fetched");
+            let decoded = load(&reader, &idxs[at], Some(encoded), &Uncached).unwrap();
+            *got[at].lock() = decoded;
+            if at == 0 {
+                *store.go.lock() = true;
+                store.opened.notify_all();
+            }
+        });
+        assert_eq!(store.gave_up.load(std::sync::atomic::Ordering::Relaxed), 0);
+        for (idx, got) in idxs.iter().zip(got) {
+            assert_eq!(got.into_inner(), Some(inner_chunk(idx[0], idx[1])));
+        }
+    }
+
+    /// Keeps shard indexes, and counts the bytes in flight.
+    #[derive(Default)]
+    struct Carrying {
+        keeping: Keeping,
+        now: std::sync::atomic::AtomicU64,
+    }
+
+    impl FetchContext for Carrying {
+        fn shard_index(
+            &self,
+            key: &str,
+            load: &mut dyn FnMut() -> Result<ShardIndexIfStored, FetchError>,
+        ) -> Result<ShardIndexIfStored, FetchError> {
+            self.keeping.shard_index(key, load)
+        }
+
+        fn carry(&self, bytes: u64) {
+            self.now
+                .fetch_add(bytes, std::sync::atomic::Ordering::SeqCst);
+        }
+
+        fn carried(&self, bytes: u64) {
+            self.now
+                .fetch_sub(bytes, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn each_run_counts_in_flight_whole_until_its_chunks_are_handed_out() {
+        // Inner chunks 0 and 3 of shard c/0/0 (12 bytes each, 24 bytes apart): one run of 48
+        // bytes. Inner chunk 0 of shard c/1/0: a run of 12, which waits until the first run is
+        // handed out.
+        let mut store = Gated::default();
+        for key in ["arr/c/0/0", "arr/c/1/0"] {
+            store.inner.insert(key, shard(&full_shard(), false));
+        }
+        let store = Arc::new(store);
+        let reader = reader_over(store.clone(), false);
+        let ctx = Carrying::default();
+        let idxs = vec![vec![0, 0], vec![1, 1], vec![2, 0]];
+        let seen: Vec<Mutex<u64>> = idxs.iter().map(|_| Mutex::new(0)).collect();
+        reader.fetch(&idxs, &ctx, &|at, answer| {
+            assert!(answer.unwrap().is_some(), "chunk {at}");
+            *seen[at].lock() = ctx.now.load(std::sync::atomic::Ordering::SeqCst);
+            if at == 1 {
+                *store.go.lock() = true;
+                store.opened.notify_all();
+            }
+        });
+        let seen: Vec<u64> = seen.into_iter().map(Mutex::into_inner).collect();
+        assert!(
+            seen[0] >= 48 && seen[1] >= 48,
+            "the gap counts too: {seen:?}"
+        );
+        assert_eq!(seen[2], 12, "the first run was let go when handed out");
+        assert_eq!(ctx.now.load(std::sync::atomic::Ordering::SeqCst), 0);
     }
 
     #[test]

@@ -65,13 +65,13 @@ impl Buffers {
         }
     }
 
-    /// A buffer of `len` bytes: the spare with the least room that has enough and at most
-    /// twice that (a decoded chunk may stay in the cache a long while, charged for its length:
-    /// it should not pin a much larger spare), or a new one (zeros). A spare keeps the bytes it
-    /// held (zeros past them): the caller overwrites all of it before anyone reads it.
+    /// A buffer of `len` bytes: the spare with the least room that has enough and at most an
+    /// eighth more (a decoded chunk may stay in the cache a long while, charged for its room:
+    /// it should not pin a larger spare), or a new one (zeros). A spare keeps the bytes it held
+    /// (zeros past them): the caller overwrites all of it before anyone reads it.
     pub fn take(&self, len: usize) -> Vec<u8> {
         let mut buf = self
-            .spare_with_room_up_to(len, len.saturating_mul(2))
+            .spare_with_room_up_to(len, len.saturating_add(len / 8))
             .unwrap_or_else(|| room_for(len));
         buf.resize(len, 0);
         buf
@@ -152,9 +152,9 @@ mod tests {
     }
 
     #[test]
-    fn takes_the_smallest_spare_that_fits_and_not_one_over_twice_as_large() {
+    fn takes_the_smallest_spare_that_fits_and_not_one_an_eighth_larger() {
         let buffers = Buffers::new(1 << 20);
-        let (big, small, larger) = (vec![1u8; 8000], vec![2u8; 3000], vec![3u8; 3500]);
+        let (big, small, larger) = (vec![1u8; 2400], vec![2u8; 2000], vec![3u8; 2200]);
         let (small_at, larger_at) = (small.as_ptr(), larger.as_ptr());
         for buf in [big, small, larger] {
             buffers.give(buf);
@@ -162,8 +162,12 @@ mod tests {
         let (first, second) = (buffers.take(2000), buffers.take(2000));
         assert_eq!((first.as_ptr(), second.as_ptr()), (small_at, larger_at));
         let third = buffers.take(2000);
-        assert_eq!(third.capacity(), 2000, "8000 is more than twice: a new one");
-        assert_eq!(buffers.held(), 8000);
+        assert_eq!(
+            third.capacity(),
+            2000,
+            "2400 is over an eighth more: a new one"
+        );
+        assert_eq!(buffers.held(), 2400);
     }
 
     #[test]
@@ -209,10 +213,10 @@ mod tests {
         a.extend_from_slice(&[9; 10]);
         buffers.give(a);
         // Grown within its capacity: the part it never held reads as zeros.
-        let b = buffers.take(50);
+        let b = buffers.take(90);
         assert_eq!(b.capacity(), 100);
         assert_eq!(&b[..10], &[9; 10]);
-        assert_eq!(&b[10..], &[0; 40]);
+        assert_eq!(&b[10..], &[0; 80]);
         buffers.give(b);
         // Empty for appending, as fetches and replies use it: nothing of before is seen.
         let mut c = buffers.take_empty(60);

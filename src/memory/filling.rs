@@ -111,6 +111,11 @@ unsafe impl Send for FillingBuffer {}
 unsafe impl Sync for FillingBuffer {}
 
 impl FillingBuffer {
+    /// Bytes the buffer holds, written or not.
+    pub fn size(&self) -> usize {
+        self.len
+    }
+
     /// The bytes of `buf`, as one part (a chunk decoded front to back).
     pub fn new(buf: Vec<u8>) -> Self {
         let len = buf.len();

@@ -85,11 +85,15 @@ impl<K: Hash + Eq + Clone, V: Clone, E: Clone> FlightLru<K, V, E> {
         inner.lru.contains(key) || inner.inflight.contains_key(key)
     }
 
-    /// Drops `key` from the cache (a load under way is left alone); the evict hook gets it.
-    pub fn remove(&self, key: &K) {
+    /// Drops `key` from the cache when `drop` says so of its value (a load under way is left
+    /// alone); the evict hook gets it.
+    pub fn remove_if(&self, key: &K, drop: impl FnOnce(&V) -> bool) {
         let gone = {
             let mut inner = self.inner.lock();
-            let gone = inner.lru.pop(key);
+            let gone = match inner.lru.peek(key) {
+                Some(v) if drop(v) => inner.lru.pop(key),
+                _ => None,
+            };
             if let Some(v) = &gone {
                 inner.stats.used -= (self.charge)(v);
             }

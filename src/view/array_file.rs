@@ -6,6 +6,7 @@ use super::chunk_source::{ChunkSource, Dest};
 use super::error::chunk_failed;
 use super::held_chunks::HeldChunks;
 use super::kinds::Reply;
+use super::row_walk::RowWalk;
 use super::{npy_header, GridGeometry, IoCause, ViewError};
 use crate::cache::read_ahead::{Job, Prediction, ReadAhead};
 use crate::cache::ChunkCache;
@@ -73,6 +74,7 @@ impl Sources {
             id,
             reader: Arc::new(reader),
             layout: Arc::new(layout),
+            handle: 0,
         })
     }
 }
@@ -87,6 +89,9 @@ pub struct ArrayFile {
     sources: Arc<Sources>,
     /// The chunk source (codec chain, chunk reader, geometry), made at first use.
     source: OnceLock<Result<ChunkSource, Unreadable>>,
+    /// The rows of the whole array, for reads whose rows go round more chunks than a read
+    /// holds (see [`RowWalk::read_going_round`]), made at the first read.
+    rows: OnceLock<RowWalk>,
     elem_size: u64,
     data_size: u64,
     /// The metadata the NPY header is made from, at each use (none for an array without a
@@ -127,6 +132,7 @@ impl ArrayFile {
             recipe,
             sources,
             source: OnceLock::new(),
+            rows: OnceLock::new(),
             elem_size: elem_size.max(1),
             data_size,
             npy,
@@ -220,6 +226,12 @@ impl ArrayFile {
             .saturating_mul(self.elem_size)
     }
 
+    /// Bytes of one decoded chunk of `A` (0 when the data cannot be read).
+    pub fn chunk_bytes(&self) -> u64 {
+        self.source()
+            .map_or(0, |s| s.layout.chunk_len().saturating_mul(self.elem_size))
+    }
+
     /// The chunks, when the data can be read; else logs why and fails with EIO.
     pub(super) fn readable(&self) -> Result<&ChunkSource, ViewError> {
         self.source().map_err(|u| {
@@ -243,19 +255,20 @@ impl ArrayFile {
         shown_key(&self.path)
     }
 
-    /// Bytes `offset..offset+len` of `A` (fewer at the end of the file) into `reply`: copied
-    /// from the backing file where it holds them, else decoded (and then written into the
-    /// backing file).
+    /// Bytes `offset..offset+len` of `A` (fewer at the end of the file), read through file
+    /// handle `fh` (0: none), into `reply`: copied from the backing file where it holds them,
+    /// else decoded (and then written into the backing file).
     pub fn read_data(
         &self,
         cache: &ChunkCache,
+        fh: u64,
         offset: u64,
         len: u64,
         reply: Reply,
     ) -> Result<(), ViewError> {
         let end = offset.saturating_add(len).min(self.data_size);
         let Some(file) = self.backing.get() else {
-            return self.read_decoded(cache, offset, end, reply);
+            return self.read_decoded(cache, fh, offset, end, reply);
         };
         let into_reply = reply.into_reply;
         read_through(
@@ -263,31 +276,44 @@ impl ArrayFile {
             &self.path,
             (offset, end),
             reply.out,
-            |from, to, out| self.read_decoded(cache, from, to, Reply::new(out, into_reply)),
+            |from, to, out| self.read_decoded(cache, fh, from, to, Reply::new(out, into_reply)),
         )
     }
 
-    /// Bytes `offset..end` of `A` into `reply`, decoded from the chunks run by run: the first
+    /// Bytes `offset..end` of `A`, read through file handle `fh`, into `reply`: chunk by chunk
+    /// when its rows go round more chunks than a read holds (see
+    /// [`RowWalk::read_going_round`]); else decoded from the chunks run by run: the first
     /// run straight into the reply when it is a whole chunk nobody decoded yet and
     /// `into_reply`; a read that is one run (and not such a chunk) answered early from its
     /// chunk; every other run, and any of those that cannot go so, copied from its chunk.
     fn read_decoded(
         &self,
         cache: &ChunkCache,
+        fh: u64,
         offset: u64,
         end: u64,
         reply: Reply,
     ) -> Result<(), ViewError> {
-        let source = self.readable()?;
+        let source = &self.readable()?.through(fh);
         let (out, mut send) = (reply.out, reply.send);
         if offset >= end {
             return Ok(());
         }
+        // The chunks this read has fetched: runs alternate between a few of them.
+        let mut held = HeldChunks::new(MAX_HELD_CHUNKS, cache);
+        let rows = self.rows.get_or_init(|| {
+            RowWalk::whole(
+                &source.reader.meta().shape,
+                source.reader.read_chunk_shape(),
+            )
+        });
         let es = self.elem_size;
+        let read = (source, cache, self.display_path());
+        if rows.read_going_round(read, (offset, end, es), out, &mut held)? {
+            return Ok(());
+        }
         let fill = &source.reader.meta().fill_value;
         out.reserve((end - offset) as usize);
-        // The chunks this read has fetched: runs alternate between a few of them.
-        let mut held = HeldChunks::new(MAX_HELD_CHUNKS);
         let runs = source.layout.runs(offset / es, end.div_ceil(es));
         let mut runs = runs.enumerate().peekable();
         while let Some((i, run)) = runs.next() {
@@ -398,10 +424,11 @@ impl ArrayFile {
             .map_or(0, |s| s.layout.chunk_end(chunk) * self.elem_size)
     }
 
-    /// Drops `chunks` from the cache.
-    pub fn discard(&self, cache: &ChunkCache, chunks: &[u64]) {
+    /// Drops `chunks`, which the reads through file handle `fh` are done with, from the cache,
+    /// but those another reader has used (see [`ChunkCache::discard`]).
+    pub fn discard(&self, cache: &ChunkCache, chunks: &[u64], fh: u64) {
         let Ok(source) = self.source() else { return };
-        chunks.iter().for_each(|&c| cache.discard(source.id(c)));
+        chunks.iter().for_each(|&c| cache.discard(source.id(c), fh));
     }
 
     /// Queues `chunks` for the read-ahead, in order (`urgent`: a read waits for them, so they

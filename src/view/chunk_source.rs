@@ -3,10 +3,10 @@
 
 use super::{GridGeometry, SendBytes};
 use crate::cache::read_ahead::{Reading, Source};
-use crate::cache::{ChunkCache, ChunkData, ChunkError, ChunkId, Keep};
+use crate::cache::{ChunkCache, ChunkData, ChunkError, ChunkId, Keep, User};
 use crate::codec::Target;
 use crate::fetch::{
-    ChunkReader, Encoded, FetchCause, FetchContext, FetchError, Loaded, ShardIndexIfStored,
+    ChunkReader, Encoded, FetchCause, FetchContext, FetchError, Landed, Loaded, ShardIndexIfStored,
     StoredChunk,
 };
 use std::ops::Range;
@@ -46,6 +46,14 @@ impl FetchContext for CacheContext<'_> {
             .get_or_load_stored(self.array, key, || load().map_err(ChunkError::new))
             .map_err(fetch_error)
     }
+
+    fn carry(&self, bytes: u64) {
+        self.cache.ledger().carry(bytes);
+    }
+
+    fn carried(&self, bytes: u64) {
+        self.cache.ledger().carried(bytes);
+    }
 }
 
 /// The fetch stage's own error back from the cache, or the panic of its loader.
@@ -70,21 +78,19 @@ pub(super) enum Dest<'a> {
     Room(Target<'a>, Option<Encoded>),
 }
 
-/// One array's chunks: its number in the cache, its reader and its read grid.
+/// One array's chunks: its number in the cache, its reader and its read grid, and the file
+/// handle its reads come through (0: none), told to the cache (see [`User`]).
 #[derive(Clone)]
 pub(super) struct ChunkSource {
     pub id: u32,
     pub reader: Arc<ChunkReader>,
     pub layout: Arc<GridGeometry>,
+    pub handle: u64,
 }
 
 /// The read-ahead loads chunks the way readers do, from bytes it fetched apart.
 impl Source for ChunkSource {
-    fn fetch(
-        &self,
-        cache: &ChunkCache,
-        indexes: &[u64],
-    ) -> Vec<Result<Option<Encoded>, FetchError>> {
+    fn fetch(&self, cache: &ChunkCache, indexes: &[u64], landed: Landed<'_, Option<Encoded>>) {
         let ctx = CacheContext {
             cache,
             array: self.id,
@@ -93,7 +99,7 @@ impl Source for ChunkSource {
             .iter()
             .map(|&i| self.layout.chunk_coords(i))
             .collect();
-        self.reader.fetch(&idxs, &ctx)
+        self.reader.fetch(&idxs, &ctx, landed);
     }
 
     fn group(&self, index: u64) -> Option<u64> {
@@ -104,11 +110,24 @@ impl Source for ChunkSource {
     }
 
     fn load(&self, cache: &ChunkCache, index: u64, encoded: Option<Encoded>) {
-        let _ = self.cached(cache, index, encoded, Some(&mut |_| {}));
+        let _ = self.cached(cache, index, encoded, Some(&mut |_| {}), User::ReadAhead);
     }
 }
 
 impl ChunkSource {
+    /// These chunks, read through file handle `fh`.
+    pub(super) fn through(&self, fh: u64) -> Self {
+        ChunkSource {
+            handle: fh,
+            ..self.clone()
+        }
+    }
+
+    /// Who its reads are to the cache.
+    pub(super) fn user(&self) -> User {
+        User::Reader(self.handle)
+    }
+
     /// The cache's name of chunk `chunk`.
     pub(super) fn id(&self, chunk: u64) -> ChunkId {
         ChunkId {
@@ -133,13 +152,13 @@ impl ChunkSource {
         let (range, send) = match dest {
             Dest::Cache(slot) => {
                 let (_reading, encoded) = self.claim(cache, chunk);
-                *slot = self.cached(cache, chunk, encoded, None)?;
+                *slot = self.cached(cache, chunk, encoded, None, self.user())?;
                 return Ok(slot.as_ref().map_or(Loaded::Absent, |_| Loaded::Decoded));
             }
             Dest::Room(target, encoded) => return self.decode(cache, chunk, encoded, target),
             Dest::Send(range, send) => (range, send),
         };
-        if let Some(growing) = cache.growing(self.id(chunk)) {
+        if let Some(growing) = cache.growing(self.id(chunk), self.user()) {
             if let Some(bytes) = growing
                 .wait_prefix(range.end)
                 .and_then(|d| d.get(range.clone()))
@@ -156,7 +175,7 @@ impl ChunkSource {
                 pending = None;
             }
         };
-        let data = self.cached(cache, chunk, encoded, Some(&mut watch))?;
+        let data = self.cached(cache, chunk, encoded, Some(&mut watch), self.user())?;
         let Some(send) = pending else {
             return Ok(Loaded::Decoded);
         };
@@ -164,7 +183,7 @@ impl ChunkSource {
         Ok(sent.map_or(Loaded::Absent, |()| Loaded::Decoded))
     }
 
-    /// Chunk `chunk` from the cache, or loaded into it (decoding `encoded` when given). With
+    /// Chunk `chunk` for `user` from the cache, or loaded into it (decoding `encoded` when given). With
     /// `watch`, front to back when its codec allows that at no cost, so that readers may use
     /// its first bytes meanwhile (through [`ChunkCache::growing`]), `watch` seeing the decoded
     /// part grow when this call decodes the chunk so.
@@ -174,12 +193,13 @@ impl ChunkSource {
         chunk: u64,
         encoded: Option<Encoded>,
         watch: Option<SendBytes>,
+        user: User,
     ) -> Result<ChunkData, ChunkError> {
         let keep = match (watch, self.reader.progressive_len()) {
             (Some(watch), Some(len)) => Keep::Growing(len, watch),
             _ => Keep::Whole,
         };
-        cache.get_or_load(self.id(chunk), keep, |target| {
+        cache.get_or_load(self.id(chunk), user, keep, |target| {
             match self.decode(cache, chunk, encoded, target)? {
                 Loaded::Decoded => Ok(true),
                 Loaded::Absent => Ok(false),

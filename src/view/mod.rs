@@ -16,6 +16,7 @@ mod look_ahead;
 pub mod netcdf;
 mod npy;
 mod preview;
+mod row_walk;
 mod selection;
 mod selection_buffer;
 mod slice_file;
@@ -628,9 +629,8 @@ impl View {
         if fh == 0 {
             return true;
         }
-        let window = self
-            .policy
-            .window(array.read_ahead_bytes(), self.cache.budget());
+        let (natural, chunk) = (array.read_ahead_bytes(), array.chunk_bytes());
+        let window = self.policy.window(natural, chunk, self.cache.budget());
         let ends = now.iter().map(|&c| (c, array.chunk_end_byte(c)));
         let first_limit = (0..self.policy.first_bands).fold(offset, |at, _| array.band_end(at));
         let Some(state) = self.handles.lock().get(&fh).cloned() else {
@@ -638,7 +638,7 @@ impl View {
         };
         let mut state = state.lock();
         let (prediction, passed) = state.after_read(offset, len, window, first_limit, ends);
-        array.discard(&self.cache, &passed);
+        array.discard(&self.cache, &passed, fh);
         if let Some(pool) = &self.prefetcher {
             let beyond = state.beyond(window);
             let (ahead, beyond) = (array.chunks_for(&prediction), array.chunks_for(&beyond));

@@ -228,10 +228,10 @@ impl View {
             let start = r * p.cols * es;
             row.clear();
             if step == 1 {
-                array.read_data(&self.cache, start, p.cols * es, (&mut row).into())?;
+                array.read_data(&self.cache, 0, start, p.cols * es, (&mut row).into())?;
             } else {
                 for c in sampled(p.cols, step) {
-                    array.read_data(&self.cache, start + c * es, es, (&mut row).into())?;
+                    array.read_data(&self.cache, 0, start + c * es, es, (&mut row).into())?;
                 }
             }
             values.extend(row.chunks_exact(es as usize).map(|b| {

@@ -6,9 +6,10 @@ use super::chunk_source::{ChunkSource, Dest};
 use super::error::chunk_failed;
 use super::held_chunks::HeldChunks;
 use super::kinds::Reply;
+use super::row_walk::RowWalk;
 use super::selection::{AxisSel, Selection};
 use super::selection_buffer::{SelectionBuffer, MAX_SLOTS};
-use super::{npy_header, ViewError};
+use super::{npy_header, SendBytes, ViewError};
 use crate::cache::read_ahead::{Job, ReadAhead};
 use crate::cache::ChunkCache;
 use crate::codec::step_in;
@@ -30,10 +31,8 @@ pub struct SliceFile {
     pub array: u32,
     /// `dir/A[SEL]`, for log lines.
     name: String,
-    /// Per source axis (a scalar counts as one axis of length 1).
-    axes: Vec<AxisSel>,
-    chunk_shape: Vec<u64>,
-    grid: Vec<u64>,
+    /// Its rows, and the chunk grid they lie in.
+    pub(super) rows: RowWalk,
     /// Per axis, the chunk indices the selection touches, ascending.
     axis_chunks: Vec<Vec<u64>>,
     elem_size: u64,
@@ -156,12 +155,11 @@ impl SliceFile {
         let runs_of_chunks = runs_of_whole_chunks(&axes, &chunk_shape, &shape, &axis_chunks);
         let elem_size = (meta.dtype.size() as u64).max(1);
         let out_shape = sel.shape();
+        let touched = axis_chunks.iter().map(|c| c.len() as u64).collect();
         SliceFile {
             array,
             name,
-            axes,
-            chunk_shape,
-            grid,
+            rows: RowWalk::new(axes, chunk_shape, grid, touched),
             axis_chunks,
             elem_size,
             data_size: sel.element_count() * elem_size,
@@ -192,8 +190,8 @@ impl SliceFile {
     /// a chunk, so the elements between those places, at least one.
     fn row_grain(&self) -> u64 {
         let (Some(a), Some(&cs), Some(chunks)) = (
-            self.axes.last(),
-            self.chunk_shape.last(),
+            self.rows.axes.last(),
+            self.rows.chunk_shape.last(),
             self.axis_chunks.last(),
         ) else {
             return self.elem_size.max(1);
@@ -217,61 +215,10 @@ impl SliceFile {
         self.header.len() as u64
     }
 
-    /// Calls `piece(chunk, first, n, step)` for the selected elements `e0..e1` (C order of
-    /// the selection) in order: `n` elements of chunk `chunk` (linear index), the first at
-    /// element offset `first` in the decoded chunk, then every `step`-th. Walks the selection
-    /// row by row (a row: the selected indices along the last axis), each row cut at chunk
-    /// boundaries.
-    pub(super) fn walk(
-        &self,
-        e0: u64,
-        e1: u64,
-        mut piece: impl FnMut(u64, u64, u64, u64) -> Result<(), ViewError>,
-    ) -> Result<(), ViewError> {
-        let last = self.axes.len() - 1;
-        let lsel = &self.axes[last];
-        let (lcs, lgrid) = (self.chunk_shape[last], self.grid[last]);
-        let row_len = lsel.count;
-        let mut coords = vec![0u64; last];
-        let mut e = e0;
-        while e < e1 {
-            let (mut row, w0) = (e / row_len, e % row_len);
-            let w1 = row_len.min(w0 + (e1 - e));
-            for ax in (0..last).rev() {
-                let a = &self.axes[ax];
-                coords[ax] = a.start + (row % a.count) * a.step;
-                row /= a.count;
-            }
-            // The row's chunk grid index and offset inside the chunk, all axes but the last.
-            let (mut chunk_prefix, mut off_prefix) = (0u64, 0u64);
-            for (ax, &src) in coords.iter().enumerate() {
-                let cs = self.chunk_shape[ax];
-                chunk_prefix = chunk_prefix * self.grid[ax] + src / cs;
-                off_prefix = off_prefix * cs + src % cs;
-            }
-            let mut k = w0;
-            while k < w1 {
-                let s = lsel.start + k * lsel.step;
-                let c = s / lcs;
-                let k_end = w1.min(((c + 1) * lcs - lsel.start).div_ceil(lsel.step));
-                piece(
-                    chunk_prefix * lgrid + c,
-                    off_prefix * lcs + s % lcs,
-                    k_end - k,
-                    lsel.step,
-                )?;
-                k = k_end;
-            }
-            e += w1 - w0;
-        }
-        Ok(())
-    }
-
     /// Bytes `offset..offset+len` of `A[SEL]` (fewer at the end) into `reply`: from the buffer
     /// gathering it, when there is one; else walking its pieces (a row's elements inside one
-    /// chunk), each run of consecutive bytes of one chunk copied at once (or a read that is
-    /// one run answered straight from the chunk: see [`Dest::Send`]), strided pieces element
-    /// by element.
+    /// chunk) chunk by chunk when its rows go round more chunks than one read holds (see
+    /// [`RowWalk::read_going_round`]), or row by row (see [`SliceFile::read_by_row`]).
     pub fn read_data(
         &self,
         source: &ChunkSource,
@@ -299,10 +246,43 @@ impl SliceFile {
             }
             send = None;
         }
+        let mut held = HeldChunks::new(MAX_HELD_CHUNKS, cache);
+        let read = (source, cache, self.name.as_str());
+        if self
+            .rows
+            .read_going_round(read, (offset, end, es), out, &mut held)?
+        {
+            return Ok(());
+        }
         let at = out.len();
+        let send = send.map(|s| (s, offset, end));
+        if self.read_by_row(source, cache, (e0, e1), out, &mut held, send)? {
+            return Ok(());
+        }
+        let skip = offset - e0 * es;
+        if skip > 0 {
+            out.drain(at..at + skip as usize);
+        }
+        out.truncate(at + (end - offset) as usize);
+        Ok(())
+    }
+
+    /// Appends selected elements `e0..e1` to `out` in order, walking their pieces, each run of
+    /// consecutive bytes of one chunk copied at once, strided pieces element by element, the
+    /// chunks of a row kept in `held`. A read (bytes `offset..end` of `A[SEL]`, for `send`)
+    /// that is one run is answered straight from the chunk: true then.
+    fn read_by_row(
+        &self,
+        source: &ChunkSource,
+        cache: &ChunkCache,
+        (e0, e1): (u64, u64),
+        out: &mut Vec<u8>,
+        held: &mut HeldChunks,
+        send: Option<(SendBytes, u64, u64)>,
+    ) -> Result<bool, ViewError> {
+        let (es, at) = (self.elem_size, out.len());
         out.reserve(((e1 - e0) * es) as usize);
         let fill = &source.reader.meta().fill_value;
-        let mut held = HeldChunks::new(MAX_HELD_CHUNKS);
         // Copies the `n` elements of chunk `chunk` from element `first` on, every `step`-th.
         let mut copy = |out: &mut Vec<u8>, (chunk, first, n, step): (u64, u64, u64, u64)| {
             let span = ((first * es) as usize, ((n - 1) * step * es + es) as usize);
@@ -321,7 +301,7 @@ impl SliceFile {
         };
         // The run of consecutive elements of one chunk the pieces so far end with.
         let mut run: Option<(u64, u64, u64)> = None;
-        self.walk(e0, e1, |chunk, first, n, step| {
+        self.rows.walk(e0, e1, |chunk, first, n, step| {
             let step = if n == 1 { 1 } else { step };
             match &mut run {
                 Some((c, f, m)) if step == 1 && *c == chunk && *f + *m == first => *m += n,
@@ -337,24 +317,19 @@ impl SliceFile {
             }
             Ok(())
         })?;
-        let skip = offset - e0 * es;
         if let Some((chunk, first, n)) = run {
             // A read that is this one run is answered straight from the chunk.
-            if let Some(send) = send.take_if(|_| out.len() == at) {
-                let from = (first * es + skip) as usize;
+            if let Some((send, offset, end)) = send.filter(|_| out.len() == at) {
+                let from = (first * es + offset - e0 * es) as usize;
                 let range = from..from + (end - offset) as usize;
                 let sent = source.load(cache, chunk, Dest::Send(range, send));
                 if sent.map_err(chunk_failed)? == Loaded::Decoded {
-                    return Ok(());
+                    return Ok(true);
                 }
             }
             copy(out, (chunk, first, n, 1))?;
         }
-        if skip > 0 {
-            out.drain(at..at + skip as usize);
-        }
-        out.truncate(at + (end - offset) as usize);
-        Ok(())
+        Ok(false)
     }
 
     /// Waits until the selected elements `e0..e1` are in `buffer` (decoding here the chunks
@@ -369,7 +344,7 @@ impl SliceFile {
         e1: u64,
     ) -> Result<bool, ViewError> {
         let es = self.elem_size;
-        let row = self.axes[self.axes.len() - 1].count.max(1);
+        let row = self.rows.axes[self.rows.axes.len() - 1].count.max(1);
         let e1 = e1
             .div_ceil(row)
             .saturating_mul(row)
@@ -378,7 +353,7 @@ impl SliceFile {
         // is waited for once, however many rows cross it.
         let mut needs: Vec<(u64, u64)> = Vec::new();
         let mut at: HashMap<u64, usize> = HashMap::new();
-        self.walk(e0, e1, |chunk, first, n, step| {
+        self.rows.walk(e0, e1, |chunk, first, n, step| {
             let need = (first + (n - 1) * step + 1) * es;
             let i = *at.entry(chunk).or_insert_with(|| {
                 needs.push((chunk, 0));
@@ -400,7 +375,7 @@ impl SliceFile {
 
     /// Bytes of one decoded chunk.
     pub(super) fn chunk_bytes(&self) -> u64 {
-        self.chunk_shape.iter().product::<u64>() * self.elem_size
+        self.rows.chunk_shape.iter().product::<u64>() * self.elem_size
     }
 
     /// Number of chunks the selection touches.
@@ -412,9 +387,9 @@ impl SliceFile {
     /// the selection touches it.
     fn slot_of(&self, mut chunk: u64) -> Option<u64> {
         let (mut slot, mut scale) = (0, 1);
-        for ax in (0..self.axes.len()).rev() {
-            let at = self.axis_chunks[ax].binary_search(&(chunk % self.grid[ax]));
-            chunk /= self.grid[ax];
+        for ax in (0..self.rows.axes.len()).rev() {
+            let at = self.axis_chunks[ax].binary_search(&(chunk % self.rows.grid[ax]));
+            chunk /= self.rows.grid[ax];
             slot += at.ok()? as u64 * scale;
             scale *= self.axis_chunks[ax].len() as u64;
         }
@@ -424,7 +399,7 @@ impl SliceFile {
     /// The chunk at position `slot` of the C-order walk over `axis_chunks` (linear index) and
     /// the selection's rows inside it, in the chunk's byte order.
     pub(super) fn slot_rows(&self, slot: u64) -> (u64, Vec<Row>) {
-        let rank = self.axes.len();
+        let rank = self.rows.axes.len();
         let last = rank - 1;
         // Per axis: the chunk's grid index and the selection indices `lo..hi` inside it.
         let (mut w, mut g, mut bounds) = (slot, vec![0u64; rank], vec![0u64; 2 * rank]);
@@ -433,15 +408,15 @@ impl SliceFile {
             let n = self.axis_chunks[ax].len() as u64;
             g[ax] = self.axis_chunks[ax][(w % n) as usize];
             w /= n;
-            let (a, cs) = (&self.axes[ax], self.chunk_shape[ax]);
+            let (a, cs) = (&self.rows.axes[ax], self.rows.chunk_shape[ax]);
             lo[ax] = a.selected_before(g[ax] * cs);
             hi[ax] = a.selected_before((g[ax] + 1) * cs);
         }
-        let linear = (0..rank).fold(0, |l, ax| l * self.grid[ax] + g[ax]);
+        let linear = (0..rank).fold(0, |l, ax| l * self.rows.grid[ax] + g[ax]);
         let (mut out_stride, mut chunk_stride) = (vec![1u64; rank], vec![1u64; rank]);
         for ax in (0..last).rev() {
-            out_stride[ax] = out_stride[ax + 1] * self.axes[ax + 1].count;
-            chunk_stride[ax] = chunk_stride[ax + 1] * self.chunk_shape[ax + 1];
+            out_stride[ax] = out_stride[ax + 1] * self.rows.axes[ax + 1].count;
+            chunk_stride[ax] = chunk_stride[ax + 1] * self.rows.chunk_shape[ax + 1];
         }
         let mut rows = Vec::new();
         if lo.iter().zip(&*hi).any(|(lo, hi)| lo >= hi) {
@@ -451,15 +426,16 @@ impl SliceFile {
         loop {
             let (mut src, mut out) = (0, 0);
             for ax in 0..rank {
-                let a = &self.axes[ax];
-                src += (a.start + k[ax] * a.step - g[ax] * self.chunk_shape[ax]) * chunk_stride[ax];
+                let a = &self.rows.axes[ax];
+                src += (a.start + k[ax] * a.step - g[ax] * self.rows.chunk_shape[ax])
+                    * chunk_stride[ax];
                 out += k[ax] * out_stride[ax];
             }
             rows.push(Row {
                 src: src * self.elem_size,
                 out: out * self.elem_size,
                 n: hi[last] - lo[last],
-                step: self.axes[last].step,
+                step: self.rows.axes[last].step,
             });
             if !step_in(&mut k[..last], lo, hi) {
                 return (linear, rows);
@@ -519,16 +495,16 @@ impl SliceFile {
         if offset >= self.data_size {
             return;
         }
-        let chunk_bytes = self.chunk_shape.iter().product::<u64>() * self.elem_size;
+        let chunk_bytes = self.rows.chunk_shape.iter().product::<u64>() * self.elem_size;
         let max = ((cache.budget() / 4) / chunk_bytes.max(1)).clamp(1, MAX_PREFETCH_CHUNKS as u64);
         // Position of the first chunk in the C-order walk over `axis_chunks`.
         let mut rest = offset / self.elem_size;
         let (mut first, mut scale) = (0u64, 1u64);
-        for ax in (0..self.axes.len()).rev() {
-            let a = &self.axes[ax];
+        for ax in (0..self.rows.axes.len()).rev() {
+            let a = &self.rows.axes[ax];
             let src = a.start + (rest % a.count) * a.step;
             rest /= a.count;
-            let chunk = src / self.chunk_shape[ax];
+            let chunk = src / self.rows.chunk_shape[ax];
             first += self.axis_chunks[ax].binary_search(&chunk).unwrap_or(0) as u64 * scale;
             scale *= self.axis_chunks[ax].len() as u64;
         }
@@ -564,10 +540,10 @@ impl SliceFile {
     /// The linear index of the chunk at position `w` of the C-order walk over `axis_chunks`.
     fn walk_chunk(&self, mut w: u64) -> u64 {
         let (mut linear, mut scale) = (0, 1);
-        for ax in (0..self.axes.len()).rev() {
+        for ax in (0..self.rows.axes.len()).rev() {
             let n = self.axis_chunks[ax].len() as u64;
             linear += self.axis_chunks[ax][(w % n) as usize] * scale;
-            scale *= self.grid[ax];
+            scale *= self.rows.grid[ax];
             w /= n;
         }
         linear

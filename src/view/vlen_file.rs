@@ -216,9 +216,9 @@ impl VlenFile {
                 Ok(())
             }
             Elements::Selection(slice) => {
-                let mut held = HeldChunks::new(MAX_HELD_CHUNKS);
+                let mut held = HeldChunks::new(MAX_HELD_CHUNKS, cache);
                 let mut start = from;
-                slice.walk(from, to, |chunk, first, n, step| {
+                slice.rows.walk(from, to, |chunk, first, n, step| {
                     each(Piece {
                         start,
                         data: &held.get(&self.source, cache, chunk)?,

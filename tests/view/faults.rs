@@ -196,6 +196,24 @@ fn a_chunk_larger_than_the_cache_is_refused_without_decoding() {
 }
 
 #[test]
+fn a_rectilinear_chunk_larger_than_the_cache_is_refused_like_a_regular_one() {
+    // Stored chunks of 2 MiB, 2 MiB and 64 KiB (read in chunks of 64 KiB, their common
+    // divisor), a cache of 1 MiB: a stored chunk could never be kept, and each read chunk
+    // would fetch and decode the whole of it again.
+    let meta = r#"{"zarr_format": 3, "node_type": "array", "shape": [4259840], "data_type": "uint8",
+        "chunk_grid": {"name": "rectilinear", "configuration": {"kind": "inline",
+            "chunk_shapes": [[2097152, 2097152, 65536]]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 0, "codecs": [{"name": "bytes"}]}"#;
+    let store = one_array(meta, &[("c/0", vec![5; 2 << 20])]);
+    let view = view_of(Arc::new(store), 1 << 20);
+    let ino = view.resolve("root").unwrap();
+    let too_large = ViewError::Io(IoCause::TooLargeForCache);
+    assert_eq!(view.open(ino), Err(too_large));
+    assert_eq!(view.read(ino, 1000, 100), Err(too_large));
+    assert_eq!(view.cache().stats().loads, 0, "never decoded");
+}
+
+#[test]
 fn shard_indexes_count_against_the_cache_budget() {
     let (store, arrays) = synth::mixed_store();
     let view = view_of(Arc::new(store), 64 << 10);

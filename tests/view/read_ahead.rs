@@ -299,6 +299,24 @@ fn a_first_read_at_the_start_of_a_data_file_over_the_network_asks_for_the_whole_
 }
 
 #[test]
+fn a_read_of_the_npy_header_alone_reads_no_data_ahead() {
+    // `np.load(mmap_mode=...)` reads the header first: over the network, a first read of the
+    // data at offset 0 would ask for the whole window.
+    let (view, store, arrays) = setup(Duration::from_millis(20), Duration::ZERO, 64);
+    let npy = view.resolve("slow.npy").unwrap();
+    let fh = view.open(npy).unwrap();
+    let mut out = Vec::new();
+    view.read_into(npy, fh, 0, 128, &mut out).unwrap();
+    wait_until_idle(&view);
+    assert_eq!(store.total("slow/c/"), 0, "chunks requested for the header");
+    // A read of the header and the first data bytes counts as a read of those bytes only.
+    out.clear();
+    view.read_into(npy, fh, 0, 128 + 4096, &mut out).unwrap();
+    assert!(out[128..] == arrays[0].expected[..4096]);
+    view.release(fh);
+}
+
+#[test]
 fn a_selection_let_go_before_its_open_is_gathered_with_its_queued_work() {
     // A cache of 32 KiB gathers selections of up to 8 KiB and keeps 2 KiB of them unopened.
     // `sel[0:16,:]` (2 KiB over 16 chunks) is gathered from its lookup on, its chunks queued
@@ -336,4 +354,25 @@ fn a_selection_let_go_before_its_open_is_gathered_with_its_queued_work() {
         (16..=17).contains(&requests),
         "{requests} requests for the 16 chunks of sel[0:16,:]"
     );
+}
+
+#[test]
+fn a_small_cache_reads_ahead_no_more_than_it_keeps() {
+    // 64 raw chunks of 1 MiB through a 4 MiB cache: a window of 8 MiB would load chunks that
+    // evict each other before they are read, and read them again.
+    let mut mem = MemoryStore::new();
+    mem.insert("zarr.json", r#"{"zarr_format": 3, "node_type": "group"}"#);
+    let big = synth::raw_rows_u8(&mut mem, 5, "big", [1024, 1 << 16]);
+    let store = Arc::new(PerKey {
+        inner: FaultyStore::new(Arc::new(mem)),
+        ranges: Mutex::default(),
+        read_ahead: AtomicU32::new(0),
+    });
+    let shared: Arc<dyn Store> = store.clone();
+    let mut view = from_store(shared, "root", 4 << 20, &LoadOptions::default()).unwrap();
+    view.set_read_policy(ReadPolicy::local(2));
+    assert!(read_in_order(&view, "big", 256 << 10) == big.expected);
+    wait_until_idle(&view);
+    assert_eq!(store.repeated("big/c/"), vec![]);
+    assert_eq!(store.total("big/c/"), 64);
 }

@@ -465,6 +465,40 @@ fn each_chunk_of_a_selection_is_decoded_once_per_read() {
 }
 
 #[test]
+fn a_read_whose_rows_cross_more_chunks_than_it_holds_loads_each_chunk_once() {
+    // uint8 128x16384 in chunks of 64x128 (8 KiB), chunk 3 absent: `a[:,::128]` takes one
+    // element of each of the 128 chunks a row crosses, 16 KiB in all. A cache of 32 KiB keeps
+    // three chunks and does not gather the selection, and a read holds 4 KiB of chunks: row by
+    // row, each row would load its 128 chunks again.
+    let (shape, chunks) = ([128u64, 16384], [64u64, 128]);
+    let (view, expected) = stored_array(&shape, &chunks, Ty::U8, &[3], Codec::Raw, 32 << 10);
+    let want: Vec<u8> = (0..128)
+        .flat_map(|r| (0..16384).step_by(128).map(move |c| r * 16384 + c))
+        .flat_map(|k| expected[k as usize].clone())
+        .collect();
+    // Four reads of 32 rows, each in one band of 128 chunks.
+    assert!(read_all(&view, "a[:,::128]", 4096) == want);
+    let loads = view.cache().stats().loads;
+    assert!(
+        loads <= 4 * 128,
+        "{loads} chunk loads for four reads of 128 chunks"
+    );
+}
+
+#[test]
+fn a_read_of_the_array_file_whose_rows_cross_more_chunks_than_it_holds_loads_each_once() {
+    // uint8 64x4096 in chunks of 64x1024 (64 KiB): each row crosses the 4 chunks of the one
+    // band. A cache of 192 KiB keeps two of them, and a read holds 24 KiB of chunks (less than
+    // one): row by row, each of the 64 rows would load the 4 chunks again.
+    let (view, expected) =
+        stored_array(&[64, 4096], &[64, 1024], Ty::U8, &[], Codec::Raw, 192 << 10);
+    let want: Vec<u8> = expected.concat();
+    let ino = view.resolve("a").unwrap();
+    assert!(view.read(ino, 0, 256 << 10).unwrap() == want);
+    assert_eq!(view.cache().stats().loads, 4);
+}
+
+#[test]
 fn gathered_selections_kept_stay_within_a_sixteenth_of_the_cache_the_newest_always() {
     // f32 64x64 in 8x8 chunks, a cache of 64 KiB: selections of up to 16 KiB are gathered,
     // and those kept after use fit in 4 KiB together, the newest whatever its size. Bands of

@@ -91,3 +91,22 @@ fn direct_and_out_of_order_readers_keep_their_chunks() {
     }
     assert_eq!(cached_chunks(&view), 16, "random reads drop nothing");
 }
+
+#[test]
+fn chunks_other_readers_use_stay_when_a_sequential_reader_passes_them() {
+    let view = view();
+    let ino = view.resolve("a").unwrap();
+    // Chunk 0 is read through a handle of `a.npy`, chunk 2 (from 2 MiB on) with no handle.
+    let npy = view.resolve("a.npy").unwrap();
+    let header = view.read(npy, 0, 128).unwrap().len() as u64;
+    let npy_fh = view.open(npy).unwrap();
+    let mut out = Vec::new();
+    view.read_into(npy, npy_fh, header, 100, &mut out).unwrap();
+    assert!(out == expected(0, 100));
+    assert!(view.read(ino, 2 * MIB, 100).unwrap() == expected(2 * MIB, 100));
+    let fh = view.open(ino).unwrap();
+    read_in_order(&view, ino, fh);
+    // The six chunks the sequential reader has not passed, and the two others used.
+    assert_eq!(cached_chunks(&view), 8);
+    view.release(npy_fh);
+}

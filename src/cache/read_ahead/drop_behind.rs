@@ -1,7 +1,8 @@
 //! Drop-behind for readers going through a file in order. Once such a reader is past the last
 //! byte of a chunk, the kernel's page cache holds all it read of that chunk (the mount keeps
 //! the page cache), so the decoded copy leaves the chunk cache and its buffer takes the next
-//! chunk. A streaming read then works in a few recycled buffers instead of filling the cache
+//! chunk, unless another reader (another handle, `A.npy`, a selection) has used it since it was
+//! loaded. A streaming read then works in a few recycled buffers instead of filling the cache
 //! with fresh memory (whose first touch, page faults and zeroing, costs about as much as
 //! decoding), and the cache keeps its room for data read out of order.
 

@@ -120,7 +120,8 @@ struct State {
     to_fetch: VecDeque<Key>,
     /// Fetched chunks to decode, in order of arrival.
     to_decode: VecDeque<Key>,
-    /// Bytes of the chunks being fetched or waiting to be decoded.
+    /// Bytes of the chunks being fetched or waiting to be decoded, and of the requests
+    /// carrying them (see [`Ledger::carry`]).
     in_flight: u64,
     /// Fetches under way.
     fetching: usize,
@@ -374,6 +375,21 @@ impl Ledger {
         }
     }
 
+    /// Counts `bytes` fetched besides the chunks' own (a ranged read's whole span, gaps
+    /// included) in flight until [`Ledger::carried`] of as many: later fetches wait for room.
+    pub fn carry(&self, bytes: u64) {
+        self.state.lock().in_flight += bytes;
+    }
+
+    /// `bytes` counted by [`Ledger::carry`] are handed out: room for other fetches.
+    pub fn carried(&self, bytes: u64) {
+        {
+            let mut state = self.state.lock();
+            state.in_flight = state.in_flight.saturating_sub(bytes);
+        }
+        self.fetch_ready.notify_one();
+    }
+
     /// The read-ahead is done with chunk `id` (loaded, failed, or given up): readers waiting
     /// for it go on. Bytes still counted for it (a failed fetch) are released.
     pub(super) fn done(&self, id: Key) {
@@ -497,8 +513,9 @@ mod tests {
             &self,
             _cache: &ChunkCache,
             indexes: &[u64],
-        ) -> Vec<Result<Option<Encoded>, crate::fetch::FetchError>> {
-            indexes.iter().map(|_| Ok(None)).collect()
+            landed: crate::fetch::Landed<'_, Option<Encoded>>,
+        ) {
+            (0..indexes.len()).for_each(|at| landed(at, Ok(None)));
         }
 
         fn group(&self, index: u64) -> Option<u64> {
@@ -577,6 +594,32 @@ mod tests {
             ledger.done(job.key());
         }
         assert_eq!(ledger.state.lock().in_flight, 0, "all released");
+    }
+
+    #[test]
+    fn bytes_a_request_carries_count_in_flight_until_handed_out() {
+        let ledger = Arc::new(Ledger::default());
+        let runs = Arc::new(AtomicU32::new(0));
+        ledger.carry(10);
+        assert!(queue(&ledger, counting(id(0), &runs), false));
+        let limits = Limits {
+            fetchers: 1,
+            decoders: 1,
+            bytes_in_flight: 10,
+        };
+        let fetcher = {
+            let ledger = ledger.clone();
+            std::thread::spawn(move || ledger.next_fetch(&limits, ledger.generation()).is_some())
+        };
+        std::thread::sleep(Duration::from_millis(100));
+        let queued = matches!(
+            ledger.state.lock().phases.get(&Key::chunk(id(0))),
+            Some(Phase::Queued(_))
+        );
+        assert!(queued, "fetched with no room in flight");
+        ledger.carried(10);
+        assert!(fetcher.join().unwrap(), "fetched once handed out");
+        assert_eq!(ledger.state.lock().in_flight, 1);
     }
 
     #[test]
@@ -739,6 +782,92 @@ mod tests {
         drop(pool);
     }
 
+    /// A source of one group whose fetch answers for its first chunk, then waits until `go`
+    /// (5 s at most, then counted in `gave_up`) before it answers for the others.
+    #[derive(Default)]
+    struct Staggered {
+        go: Mutex<bool>,
+        opened: Condvar,
+        gave_up: AtomicU32,
+    }
+
+    impl super::super::Source for Staggered {
+        fn fetch(
+            &self,
+            _cache: &ChunkCache,
+            indexes: &[u64],
+            landed: crate::fetch::Landed<'_, Option<Encoded>>,
+        ) {
+            landed(0, Ok(None));
+            let mut go = self.go.lock();
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while !*go {
+                if self.opened.wait_until(&mut go, deadline).timed_out() {
+                    self.gave_up.fetch_add(1, Ordering::SeqCst);
+                    break;
+                }
+            }
+            drop(go);
+            (1..indexes.len()).for_each(|at| landed(at, Ok(None)));
+        }
+
+        fn group(&self, _index: u64) -> Option<u64> {
+            Some(0)
+        }
+
+        fn load(&self, cache: &ChunkCache, index: u64, _encoded: Option<Encoded>) {
+            let keep = crate::cache::Keep::Whole;
+            let _ = cache.get_or_load(id(index), crate::cache::User::ReadAhead, keep, |_| {
+                Ok(false)
+            });
+        }
+    }
+
+    #[test]
+    fn a_reader_waits_for_its_own_chunk_of_a_batch_not_for_the_rest() {
+        // Chunks 0 and 1 are fetched together; the fetch answers for 1 only once the reader of
+        // 0 has it.
+        let cache = Arc::new(ChunkCache::new(1 << 20));
+        let source = Arc::new(Staggered::default());
+        for i in 0..2 {
+            assert!(queue(
+                cache.ledger(),
+                Job::chunk(id(i), 1, source.clone()),
+                false
+            ));
+        }
+        let limits = Limits {
+            fetchers: 1,
+            decoders: 1,
+            bytes_in_flight: u64::MAX,
+        };
+        let pool = ReadAhead::start(cache.clone(), limits);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let fetching = |i| {
+            let state = cache.ledger().state.lock();
+            matches!(
+                state.phases.get(&Key::chunk(id(i))),
+                Some(Phase::Fetching(_))
+            )
+        };
+        while !fetching(1) {
+            assert!(Instant::now() < deadline, "the batch was never fetched");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        drop(cache.ledger().claim(id(0)));
+        assert!(cache.contains(id(0)), "chunk 0 loaded by the read-ahead");
+        *source.go.lock() = true;
+        source.opened.notify_all();
+        wait_until_empty(cache.ledger());
+        assert_eq!(
+            source.gave_up.load(Ordering::SeqCst),
+            0,
+            "the reader waited"
+        );
+        assert!(cache.contains(id(1)));
+        drop(pool);
+    }
+
     #[test]
     fn a_reader_going_on_in_order_never_has_a_chunk_it_passed_loaded_again() {
         // As the view does for a page-cached reader of whole chunks: before each read, the next
@@ -753,13 +882,18 @@ mod tests {
         let source: Arc<dyn super::super::Source> = Arc::new(TestSource {
             group: |_| None,
             load: Box::new(move |cache, index| {
-                let _ = cache.get_or_load(id(index), crate::cache::Keep::Whole, |target| {
-                    counted[index as usize].fetch_add(1, Ordering::SeqCst);
-                    if let crate::codec::Target::Owned(out) = target {
-                        out.push(1);
-                    }
-                    Ok(true)
-                });
+                let _ = cache.get_or_load(
+                    id(index),
+                    crate::cache::User::ReadAhead,
+                    crate::cache::Keep::Whole,
+                    |target| {
+                        counted[index as usize].fetch_add(1, Ordering::SeqCst);
+                        if let crate::codec::Target::Owned(out) = target {
+                            out.push(1);
+                        }
+                        Ok(true)
+                    },
+                );
             }),
         });
         let job = |i: usize| Job::chunk(id(i as u64), 1, source.clone());
@@ -776,7 +910,7 @@ mod tests {
                 pool.submit_urgent(job(r + 1).then(then.clone()));
             }
             if r > 0 {
-                cache.discard(id(r as u64 - 1));
+                cache.discard(id(r as u64 - 1), 1);
             }
             if !cache.contains(id(r as u64)) {
                 let (reading, _) = cache.ledger().claim(id(r as u64));

@@ -21,21 +21,19 @@ pub use policy::{ReadPolicy, ReaderState};
 pub use stream::Prediction;
 
 use super::{ChunkCache, ChunkId};
-use crate::fetch::{Encoded, FetchError};
+use crate::fetch::{Encoded, FetchError, Landed};
 use crate::stats::{add, STATS};
+use parking_lot::Mutex;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 /// One array's chunks, as the read-ahead loads them.
 pub trait Source: Send + Sync {
     /// Fetches the stored bytes of chunks `indexes` without decoding them (waiting on the
-    /// store; nearby chunks of one group in one request), one answer per chunk: `Ok(None)` when
-    /// the array fetches and decodes in one step. Shard indexes are kept in `cache`.
-    fn fetch(
-        &self,
-        cache: &ChunkCache,
-        indexes: &[u64],
-    ) -> Vec<Result<Option<Encoded>, FetchError>>;
+    /// store; nearby chunks of one group in one request), handing each chunk's answer to
+    /// `landed` as soon as it is in, by its position in `indexes`: `Ok(None)` when the array
+    /// fetches and decodes in one step. Shard indexes are kept in `cache`.
+    fn fetch(&self, cache: &ChunkCache, indexes: &[u64], landed: Landed<'_, Option<Encoded>>);
 
     /// Chunks of one array with the same group (a shard) are worth fetching together; `None`:
     /// each alone.
@@ -110,7 +108,7 @@ impl Job {
         Job {
             id,
             bytes,
-            source: Arc::new(Run(parking_lot::Mutex::new(Some(Box::new(run))))),
+            source: Arc::new(Run(Mutex::new(Some(Box::new(run))))),
             claimable: false,
             then: None,
         }
@@ -125,15 +123,11 @@ impl Job {
 }
 
 /// The [`Source`] of [`Job::run`]: runs its work once.
-struct Run(parking_lot::Mutex<Option<Box<dyn FnOnce() + Send>>>);
+struct Run(Mutex<Option<Box<dyn FnOnce() + Send>>>);
 
 impl Source for Run {
-    fn fetch(
-        &self,
-        _cache: &ChunkCache,
-        indexes: &[u64],
-    ) -> Vec<Result<Option<Encoded>, FetchError>> {
-        indexes.iter().map(|_| Ok(None)).collect()
+    fn fetch(&self, _cache: &ChunkCache, indexes: &[u64], landed: Landed<'_, Option<Encoded>>) {
+        (0..indexes.len()).for_each(|at| landed(at, Ok(None)));
     }
 
     fn load(&self, _cache: &ChunkCache, _index: u64, _encoded: Option<Encoded>) {
@@ -239,42 +233,54 @@ impl Drop for Done<'_> {
 }
 
 fn fetcher(cache: &ChunkCache, limits: &Limits, generation: u64) {
-    let ledger = cache.ledger();
-    while let Some(batch) = ledger.next_fetch(limits, generation) {
+    while let Some(batch) = cache.ledger().next_fetch(limits, generation) {
         add(&STATS.counters.prefetch_loads, batch.len() as u64);
-        let dones: Vec<Done> = batch
-            .iter()
-            .map(|job| Done {
-                cache,
-                key: job.key(),
-            })
-            .collect();
+        let source = batch[0].source.clone();
         let indexes: Vec<u64> = batch.iter().map(|job| job.id.index).collect();
-        let fetched = catch_unwind(AssertUnwindSafe(|| batch[0].source.fetch(cache, &indexes)));
-        for then in batch.iter().filter_map(|job| job.then.as_ref()) {
-            go_on(cache, then);
-        }
-        let Ok(fetched) = fetched.map_err(|_| log::debug!("read-ahead: a fetch panicked")) else {
-            continue;
-        };
-        for ((job, got), done) in batch.into_iter().zip(fetched).zip(dones) {
-            let encoded = match got {
-                Ok(encoded) => encoded,
-                Err(e) => {
-                    log::debug!("read-ahead: {e}");
-                    continue;
-                }
-            };
-            match ledger.fetched(job, encoded, limits.decoders > 0) {
-                Some((job, encoded)) => {
-                    let _ = catch_unwind(AssertUnwindSafe(|| {
-                        job.source.load(cache, job.id.index, encoded)
-                    }));
-                }
-                // The decoders have it now.
-                None => std::mem::forget(done),
+        let jobs: Vec<Mutex<Option<Job>>> =
+            batch.into_iter().map(|j| Mutex::new(Some(j))).collect();
+        // Each chunk goes on as soon as its request is answered, whatever the rest of the batch.
+        let landed = |at: usize, got: Result<Option<Encoded>, FetchError>| {
+            if let Some(job) = jobs.get(at).and_then(|job| job.lock().take()) {
+                land(cache, limits, job, got);
             }
+        };
+        if catch_unwind(AssertUnwindSafe(|| source.fetch(cache, &indexes, &landed))).is_err() {
+            log::debug!("read-ahead: a fetch panicked");
         }
+        // A chunk the fetch did not answer for is given up: its readers load it themselves.
+        for job in jobs.into_iter().filter_map(Mutex::into_inner) {
+            let lost = FetchError::new(crate::fetch::FetchCause::Panicked, "not fetched");
+            land(cache, limits, job, Err(lost));
+        }
+    }
+}
+
+/// The fetch of `job` is over with `got`: the next chunks of its reader's prediction are
+/// queued, and the chunk goes to the decoders or is loaded here (see [`Ledger::fetched`]).
+fn land(cache: &ChunkCache, limits: &Limits, job: Job, got: Result<Option<Encoded>, FetchError>) {
+    let done = Done {
+        cache,
+        key: job.key(),
+    };
+    if let Some(then) = &job.then {
+        go_on(cache, then);
+    }
+    let encoded = match got {
+        Ok(encoded) => encoded,
+        Err(e) => {
+            log::debug!("read-ahead: {e}");
+            return;
+        }
+    };
+    match cache.ledger().fetched(job, encoded, limits.decoders > 0) {
+        Some((job, encoded)) => {
+            let _ = catch_unwind(AssertUnwindSafe(|| {
+                job.source.load(cache, job.id.index, encoded)
+            }));
+        }
+        // The decoders have it now.
+        None => std::mem::forget(done),
     }
 }
 

@@ -22,7 +22,8 @@ const NETWORK_WINDOW: u64 = 1 << 30;
 pub struct ReadPolicy {
     /// What the store said it is.
     pub latency: Latency,
-    /// Smallest look-ahead window of a confirmed sequential reader, in bytes.
+    /// Smallest look-ahead window of a confirmed sequential reader, in bytes (less when a
+    /// quarter of the cache is less).
     pub min_window: u64,
     /// Largest look-ahead window, in bytes; it is also capped at a quarter of the cache budget.
     pub max_window: u64,
@@ -49,8 +50,8 @@ impl ReadPolicy {
     /// The policy for a store of `latency` on a machine of `cores` cores, with a cache of
     /// `budget` bytes.
     ///
-    /// Local stores: windows from 8 MiB up to a quarter of the cache (two bands of chunks where
-    /// that is more), one fetcher per core decoding what it fetched.
+    /// Local stores: windows of two bands of chunks, at least 8 MiB, at most a quarter of the
+    /// cache, one fetcher per core decoding what it fetched.
     ///
     /// Network latency: a window that grows with the run (see `Stream::record`) up to
     /// 1 GiB and a quarter of the cache whatever the chunk grid (latency, not the grid, decides
@@ -100,15 +101,20 @@ impl ReadPolicy {
         }
     }
 
-    /// The look-ahead window for an array whose natural read-ahead (two bands of chunks) is
-    /// `natural` bytes, with a cache of `budget` bytes.
-    pub fn window(&self, natural: u64, budget: u64) -> u64 {
-        let cap = self.max_window.min(budget / 4).max(self.min_window);
+    /// The look-ahead window for an array of `chunk`-byte chunks whose natural read-ahead (two
+    /// bands of chunks) is `natural` bytes, with a cache of `budget` bytes: at most a quarter of
+    /// the cache, so that chunks loaded ahead do not evict each other before they are read;
+    /// 0 (no read-ahead) when that is less than one chunk.
+    pub fn window(&self, natural: u64, chunk: u64, budget: u64) -> u64 {
+        let cap = self.max_window.min(budget / 4);
+        if cap < chunk.max(1) {
+            return 0;
+        }
         let wanted = match self.latency {
             Latency::Local => natural,
             Latency::Network => cap,
         };
-        wanted.clamp(self.min_window, cap)
+        wanted.clamp(self.min_window.min(cap), cap)
     }
 }
 
@@ -177,22 +183,29 @@ mod tests {
 
     #[test]
     fn windows_stay_between_the_policy_bounds_and_a_quarter_of_the_cache() {
+        let mib = 1 << 20;
         let local = ReadPolicy::for_store(Latency::Local, 2);
-        assert_eq!(local.window(1 << 20, 1 << 30), 8 << 20);
-        assert_eq!(local.window(100 << 20, 1 << 30), 100 << 20);
-        assert_eq!(local.window(1 << 40, 1 << 30), 256 << 20);
+        assert_eq!(local.window(mib, mib, 1 << 30), 8 * mib);
+        assert_eq!(local.window(100 * mib, mib, 1 << 30), 100 * mib);
+        assert_eq!(local.window(1 << 40, mib, 1 << 30), 256 * mib);
         assert_eq!(
-            local.window(1 << 40, 1 << 20),
-            8 << 20,
-            "never below the minimum"
+            local.window(2 * mib, mib, 4 * mib),
+            mib,
+            "below the minimum: a quarter of a small cache"
+        );
+        assert_eq!(
+            local.window(8 * mib, 2 * mib, 4 * mib),
+            0,
+            "a quarter of the cache is less than a chunk: no read-ahead"
         );
         let remote = ReadPolicy::for_store(Latency::Network, 2);
         assert_eq!(
-            remote.window(1 << 20, 1 << 30),
-            256 << 20,
+            remote.window(mib, mib, 1 << 30),
+            256 * mib,
             "latency, not the grid"
         );
-        assert_eq!(remote.window(1 << 40, 1 << 40), 1 << 30);
+        assert_eq!(remote.window(1 << 40, mib, 1 << 40), 1 << 30);
+        assert_eq!(remote.window(mib, 4 * mib, 8 * mib), 0);
         assert_eq!(remote.limits(1 << 30).bytes_in_flight, 256 << 20);
         assert_eq!((remote.limits.fetchers, remote.limits.decoders), (64, 2));
     }

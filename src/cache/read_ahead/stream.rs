@@ -167,7 +167,7 @@ impl Stream {
             return Prediction::Range(from, to);
         }
         match self.stride {
-            Some(s) if self.stride_hits >= CONFIRM && s > 0 => {
+            Some(s) if self.stride_hits >= CONFIRM && s > 0 && window > 0 => {
                 let stride = s as u64;
                 let count = (window / len.max(1)).clamp(1, 1024);
                 Prediction::Strided {

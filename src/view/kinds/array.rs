@@ -41,8 +41,15 @@ impl ServedFile for ArrayPart {
         let array = &view.arrays[self.array as usize];
         let (offset, len) = (read.offset, read.len);
         let header = if self.npy { array.header_len() } else { 0 };
-        reply.into_reply = view.track_read(read.fh, array, offset.saturating_sub(header), len);
-        let read_data = |at, n, reply: Reply| array.read_data(&view.cache, at, n, reply);
+        // Only the data part of a read is tracked: a read of the header alone reads no data.
+        let data_len = offset
+            .saturating_add(len)
+            .saturating_sub(offset.max(header));
+        if data_len > 0 {
+            let at = offset.saturating_sub(header);
+            reply.into_reply = view.track_read(read.fh, array, at, data_len);
+        }
+        let read_data = |at, n, reply: Reply| array.read_data(&view.cache, read.fh, at, n, reply);
         if !self.npy {
             return read_data(offset, len, reply);
         }

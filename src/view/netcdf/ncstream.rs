@@ -201,7 +201,7 @@ fn read_exactly(
     buf: &mut Vec<u8>,
 ) -> Result<(), ViewError> {
     buf.clear();
-    view.arrays[array as usize].read_data(&view.cache, offset, len, buf.into())?;
+    view.arrays[array as usize].read_data(&view.cache, 0, offset, len, buf.into())?;
     match buf.len() as u64 == len {
         true => Ok(()),
         false => Err(ViewError::Io(IoCause::Store)),
