@@ -351,9 +351,24 @@ const HIDDEN_QUERY: &str = "?…";
 /// A store URL as shown to the user, in log lines and messages, and named in the mount (which
 /// /proc/mounts shows to every user): without its `#mode=` fragment and trailing `/`, and with
 /// its query, which may hold a secret (an Azure SAS token, a presigned `X-Amz-Signature`,
-/// `?token=`), shown as `?…`. The query goes into requests only.
+/// `?token=`), shown as `?…`, and a `user:password@` before its host shown as `…@`. The query
+/// goes into requests only.
 pub fn display_url(location: &str) -> String {
     let base = location.split('#').next().unwrap_or(location);
+    let hidden;
+    let base = match base.split_once("://") {
+        Some((scheme, rest)) => {
+            let authority = rest.split(['/', '?']).next().unwrap_or(rest);
+            match authority.rsplit_once('@') {
+                Some((_, host)) => {
+                    hidden = format!("{scheme}://…@{host}{}", &rest[authority.len()..]);
+                    hidden.as_str()
+                }
+                None => base,
+            }
+        }
+        None => base,
+    };
     match base.split_once('?') {
         Some((path, _)) => format!("{}{HIDDEN_QUERY}", path.trim_end_matches('/')),
         None => base.trim_end_matches('/').to_string(),
@@ -411,6 +426,16 @@ mod tests {
                 "http://h/x.zarr/?token=SECRET",
                 "http://h/x.zarr?…",
                 "http://h/x.zarr/c/0?…",
+            ),
+            (
+                "https://me:SECRET@h/x.zarr",
+                "https://…@h/x.zarr",
+                "https://…@h/x.zarr/c/0",
+            ),
+            (
+                "https://me:SECRET@h?q=1",
+                "https://…@h?…",
+                "https://…@h/c/0?…",
             ),
         ] {
             assert_eq!(display_url(url), shown, "{url}");

@@ -73,6 +73,7 @@ impl Row {
 
 /// The chunk indices along one axis (chunks of `cs`) holding the indices `sel` selects.
 fn chunks_along(sel: &AxisSel, cs: u64) -> Vec<u64> {
+    debug_assert!(chunks_crossed(sel, cs) <= MAX_AXIS_CHUNKS);
     let mut out: Vec<u64> = Vec::new();
     if sel.count == 0 {
         return out;
@@ -92,6 +93,21 @@ fn chunks_along(sel: &AxisSel, cs: u64) -> Vec<u64> {
         c = chunk + 1;
     }
     out
+}
+
+/// Most chunks a selection file may cross along one axis: the chunks along each axis are listed
+/// at lookup (8 bytes each), and a selection of an array of 10^12 one-element chunks must not
+/// list them.
+const MAX_AXIS_CHUNKS: u64 = 1 << 20;
+
+/// How many chunks of `cs` elements the selection `sel` of one axis crosses, counted without
+/// listing them (at most: a step that skips chunks crosses one per element).
+fn chunks_crossed(sel: &AxisSel, cs: u64) -> u64 {
+    if sel.count == 0 {
+        return 0;
+    }
+    let last = sel.start + (sel.count - 1) * sel.step;
+    (last / cs - sel.start / cs + 1).min(sel.count)
 }
 
 /// True when the selection `axes` of an array of `shape` in chunks of `chunk_shape` (touching
@@ -123,11 +139,29 @@ fn runs_of_whole_chunks(
 }
 
 impl SliceFile {
-    /// The selection `sel` (named `name`) of array number `array`, whose chunks are `source`.
-    pub fn new(name: String, array: u32, source: &ChunkSource, sel: &Selection) -> Self {
+    /// The selection `sel` (named `name`) of array number `array`, whose chunks are `source`;
+    /// refused (EIO, with a log line) when it crosses more than [`MAX_AXIS_CHUNKS`] chunks
+    /// along one axis.
+    pub fn new(
+        name: String,
+        array: u32,
+        source: &ChunkSource,
+        sel: &Selection,
+    ) -> Result<Self, ViewError> {
         let meta: &ArrayMeta = source.reader.meta();
         let mut axes = sel.axes.clone();
         let mut chunk_shape = source.reader.read_chunk_shape().to_vec();
+        for (axis, (a, &cs)) in axes.iter().zip(&chunk_shape).enumerate() {
+            let crossed = chunks_crossed(a, cs);
+            if crossed > MAX_AXIS_CHUNKS {
+                log::warn!(
+                    "{name}: crosses {crossed} chunks along axis {axis}, more than the \
+                     {MAX_AXIS_CHUNKS} a selection file may; read that part of the array file, \
+                     or select less"
+                );
+                return Err(ViewError::Io(super::IoCause::BadConfig));
+            }
+        }
         if axes.is_empty() {
             axes.push(AxisSel {
                 start: 0,
@@ -156,7 +190,7 @@ impl SliceFile {
         let elem_size = (meta.dtype.size() as u64).max(1);
         let out_shape = sel.shape();
         let touched = axis_chunks.iter().map(|c| c.len() as u64).collect();
-        SliceFile {
+        Ok(SliceFile {
             array,
             name,
             rows: RowWalk::new(axes, chunk_shape, grid, touched),
@@ -169,7 +203,7 @@ impl SliceFile {
             handles: AtomicU32::new(0),
             buffer: Mutex::new(None),
             runs_of_chunks,
-        }
+        })
     }
 
     /// Size of `A[SEL]`.

@@ -234,7 +234,7 @@ impl View {
             (_, ".json") => Body::Bytes(selection_json(path, &sel, meta)),
             (Content::Text(_), _) => {
                 let source = self.vlen[k as usize].source();
-                let file = Arc::new(SliceFile::new(shown.clone(), k, source, &sel));
+                let file = Arc::new(SliceFile::new(shown.clone(), k, source, &sel)?);
                 let vlen = self.vlen[k as usize].selection(shown, file, sel.shape());
                 let part = if suffix == ".npy" {
                     Part::Npy
@@ -245,7 +245,7 @@ impl View {
             }
             _ => {
                 let source = self.arrays[k as usize].readable()?;
-                let file = Arc::new(SliceFile::new(shown.clone(), k, source, &sel));
+                let file = Arc::new(SliceFile::new(shown.clone(), k, source, &sel)?);
                 match suffix {
                     ".npy" => Body::Npy(file),
                     _ => Body::Data(file),

@@ -949,3 +949,27 @@ fn selections_of_strings_of_any_size_stream_as_text_and_npy() {
         assert_eq!(size, npy.len() as u64);
     }
 }
+
+#[test]
+fn a_selection_crossing_more_chunks_than_a_lookup_may_list_is_refused_without_listing_them() {
+    // 10^12 one-byte chunks: listing those the whole selection crosses took all memory.
+    let mut s = MemoryStore::new();
+    s.insert("zarr.json", r#"{"zarr_format": 3, "node_type": "group"}"#);
+    s.insert(
+        "a/zarr.json",
+        r#"{"zarr_format": 3, "node_type": "array", "shape": [1000000000000],
+        "data_type": "uint8", "fill_value": 7,
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1]}},
+        "chunk_key_encoding": {"name": "default"}, "codecs": [{"name": "bytes"}]}"#,
+    );
+    let view = view_of(Arc::new(s), 16 << 20);
+    for refused in ["a[:]", "a[::1000]", "a[:].npy"] {
+        let got = view.resolve(refused);
+        assert!(matches!(got, Err(ViewError::Io(_))), "{refused}: {got:?}");
+    }
+    // As many chunks as a lookup may list is looked up; a wide step crossing few reads.
+    assert!(view.resolve("a[:1048576]").is_ok());
+    assert_eq!(read_all(&view, "a[::100000000]", 4096), vec![7; 10_000]);
+    // The selection's JSON needs no chunk.
+    assert!(view.resolve("a[:].json").is_ok());
+}

@@ -3,7 +3,7 @@
 //! ...}`. A reference is inline data (text, or `base64:` and the data in base64), `[url]` (a
 //! whole file) or `[url, offset, length]`.
 
-use super::templates::{TemplateError, Templates};
+use super::templates::{Budget, TemplateError, Templates};
 use crate::store::references::{list_references, Catalog, Reference};
 use crate::store::{accept_key, Entry, StoreError};
 use serde_json::Value;
@@ -50,8 +50,10 @@ impl JsonCatalog {
             }
         }
         if let Some(Value::Array(gens)) = doc.get("gen") {
+            let mut budget = Budget::default();
             for gen in gens {
-                for (key, url, range) in templates.generate(gen).map_err(|e| bad(&e))? {
+                let generated = templates.generate(gen, &mut budget);
+                for (key, url, range) in generated.map_err(|e| bad(&e))? {
                     let url = urls.intern(url);
                     add(
                         what,

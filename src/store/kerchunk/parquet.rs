@@ -16,7 +16,9 @@ use std::sync::Arc;
 /// The largest `.zmetadata` or record file read (a hostile one is not allocated in full).
 const MAX_FILE: u64 = 1 << 30;
 /// Record files kept decoded.
-const RECORDS_KEPT: u64 = 64;
+/// Bytes of decoded record files kept (their rows and inline data, as [`record_bytes`] counts
+/// them).
+const RECORDS_KEPT: u64 = 256 << 20;
 
 /// One row of a record file: what one chunk refers to.
 type Row = Option<Reference>;
@@ -67,7 +69,7 @@ impl ParquetCatalog {
             what: what.to_string(),
             metadata,
             record_size,
-            records: FlightLru::new(RECORDS_KEPT, |_| 1),
+            records: FlightLru::new(RECORDS_KEPT, record_bytes),
         })
     }
 
@@ -142,11 +144,29 @@ impl ParquetCatalog {
             file.to_string(),
             || bad(&"its reader panicked"),
             || match self.home.get_bounded(file, MAX_FILE)? {
-                Some(object) => Ok(Some(Arc::new(rows(&object.bytes).map_err(|e| bad(&e))?))),
+                Some(object) => {
+                    let rows = rows(&object.bytes, self.record_size).map_err(|e| bad(&e))?;
+                    Ok(Some(Arc::new(rows)))
+                }
                 None => Ok(None),
             },
         )
     }
+}
+
+/// What a decoded record file holds in memory, about: its rows and their inline data (URLs are
+/// shared).
+fn record_bytes(rows: &Option<Arc<Vec<Row>>>) -> u64 {
+    rows.as_ref().map_or(0, |rows| {
+        let inline: usize = rows
+            .iter()
+            .map(|r| match r {
+                Some(Reference::Inline(b)) => b.len(),
+                _ => 0,
+            })
+            .sum();
+        (rows.len() * std::mem::size_of::<Row>() + inline) as u64
+    })
 }
 
 /// Why a record file could not be read.
@@ -164,11 +184,12 @@ enum BadRecord {
 }
 
 /// The references of one record file, in row order.
-fn rows(bytes: &[u8]) -> Result<Vec<Row>, BadRecord> {
+fn rows(bytes: &[u8], record_size: u64) -> Result<Vec<Row>, BadRecord> {
     let reader = SerializedFileReader::new(bytes::Bytes::copy_from_slice(bytes))?;
     let mut out = Vec::new();
     let mut urls: BTreeMap<String, Arc<str>> = BTreeMap::new();
-    for row in reader.get_row_iter(None)? {
+    // A record holds `record_size` rows: rows past them are never looked up, and not decoded.
+    for row in reader.get_row_iter(None)?.take(record_size as usize) {
         let row = row?;
         let (mut path, mut offset, mut size, mut raw) = (None, 0u64, 0u64, None);
         for (name, field) in row.get_column_iter() {

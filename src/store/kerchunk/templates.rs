@@ -8,8 +8,28 @@ use minijinja::Environment;
 use serde_json::Map;
 use std::collections::BTreeMap;
 
-/// Most references a reference set may generate (a `gen` entry's product can be huge).
+/// Most references a reference set's `gen` entries may make, all together (a product can be
+/// huge).
 const MAX_GENERATED: u64 = 20_000_000;
+/// Most bytes of keys and URLs they may render, all together (a short template can render
+/// long URLs).
+const MAX_GENERATED_BYTES: u64 = 1 << 30;
+
+/// What the `gen` entries of one reference set may still make.
+#[derive(Debug)]
+pub struct Budget {
+    references: u64,
+    bytes: u64,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget {
+            references: MAX_GENERATED,
+            bytes: MAX_GENERATED_BYTES,
+        }
+    }
+}
 
 /// Work one rendering may do (minijinja's fuel): a loop in a hostile template ends here.
 const FUEL: u64 = 100_000;
@@ -59,8 +79,12 @@ pub enum TemplateError {
     /// A `gen` entry lacks its `dimensions` object.
     #[error("a gen entry has no \"dimensions\" object")]
     NoDimensions,
-    /// A `gen` entry's product is larger than [`MAX_GENERATED`].
-    #[error("a gen entry makes more than {MAX_GENERATED} references")]
+    /// The `gen` entries make more than [`MAX_GENERATED`] references, or render more than
+    /// [`MAX_GENERATED_BYTES`] bytes of keys and URLs.
+    #[error(
+        "the gen entries make more than {MAX_GENERATED} references or {MAX_GENERATED_BYTES} \
+         bytes of keys and URLs"
+    )]
     TooMany,
     /// A `gen` template does not compile.
     #[error("gen {text:?}: {cause}")]
@@ -141,8 +165,12 @@ impl Templates {
             })
     }
 
-    /// The references one `gen` entry makes.
-    pub fn generate(&self, gen: &serde_json::Value) -> Result<Vec<Generated>, TemplateError> {
+    /// The references one `gen` entry makes, taken from `budget`.
+    pub fn generate(
+        &self,
+        gen: &serde_json::Value,
+        budget: &mut Budget,
+    ) -> Result<Vec<Generated>, TemplateError> {
         let field = |name: &str| {
             gen.get(name)
                 .map(super::text)
@@ -158,9 +186,10 @@ impl Templates {
         let dims = dimensions(gen.get("dimensions"))?;
         let total = dims.iter().try_fold(1u64, |n, (_, v)| {
             n.checked_mul(v.len() as u64)
-                .filter(|n| *n <= MAX_GENERATED)
+                .filter(|n| *n <= budget.references)
                 .ok_or(TemplateError::TooMany)
         })?;
+        budget.references -= total;
         fn compile<'e, 's>(
             env: &'e Environment<'static>,
             text: &'s str,
@@ -178,7 +207,7 @@ impl Templates {
             Some((o, l)) => Some((compile(o)?, compile(l)?)),
             None => None,
         };
-        let mut out = Vec::with_capacity(total as usize);
+        let mut out = Vec::new();
         let mut index = vec![0usize; dims.len()];
         for _ in 0..total {
             let mut context = self.values.clone();
@@ -197,7 +226,13 @@ impl Templates {
                 Some((o, l)) => Some((number(o)?, number(l)?)),
                 None => None,
             };
-            out.push((render(&key_t)?, render(&url_t)?, range));
+            let (key, url) = (render(&key_t)?, render(&url_t)?);
+            let bytes = (key.len() + url.len()) as u64;
+            budget.bytes = budget
+                .bytes
+                .checked_sub(bytes)
+                .ok_or(TemplateError::TooMany)?;
+            out.push((key, url, range));
             // The next combination, last dimension fastest (itertools.product's order).
             for d in (0..dims.len()).rev() {
                 index[d] += 1;
@@ -292,7 +327,7 @@ mod tests {
             "offset": "{{ (j + 1) * 100 }}", "length": "10",
             "dimensions": {"i": {"stop": 2}, "j": [0, 5]}
         });
-        let got = t.generate(&gen).unwrap();
+        let got = t.generate(&gen, &mut Budget::default()).unwrap();
         let want: Vec<Generated> = vec![
             ("v/0.0".into(), "s3://h/f0".into(), Some((100, 10))),
             ("v/0.5".into(), "s3://h/f0".into(), Some((600, 10))),
@@ -301,13 +336,16 @@ mod tests {
         ];
         assert_eq!(got, want);
         let huge = json!({"key": "{{i}}", "url": "x", "dimensions": {"i": {"stop": 1u64 << 40}}});
-        assert!(t.generate(&huge).is_err());
+        assert!(t.generate(&huge, &mut Budget::default()).is_err());
         let widest = json!({"key": "{{i}}", "url": "x",
             "dimensions": {"i": {"start": i64::MIN, "stop": i64::MAX}}});
-        assert!(t.generate(&widest).is_err(), "too many, not none");
+        assert!(
+            t.generate(&widest, &mut Budget::default()).is_err(),
+            "too many, not none"
+        );
         let half = json!({"key": "{{i}}", "url": "x", "offset": "0", "dimensions": {"i": [0]}});
         assert!(
-            matches!(t.generate(&half), Err(TemplateError::NoField(f)) if f == "length"),
+            matches!(t.generate(&half, &mut Budget::default()), Err(TemplateError::NoField(f)) if f == "length"),
             "an offset without a length"
         );
     }
@@ -316,7 +354,11 @@ mod tests {
     fn python_string_methods_and_downward_ranges_work_as_in_fsspec() {
         let t = Templates::new(json!({}).as_object().unwrap());
         let keys = |gen: serde_json::Value| -> Vec<String> {
-            t.generate(&gen).unwrap().into_iter().map(|g| g.0).collect()
+            t.generate(&gen, &mut Budget::default())
+                .unwrap()
+                .into_iter()
+                .map(|g| g.0)
+                .collect()
         };
         // Each written as fsspec's jinja2 renders it.
         let gen = json!({"key": "gc/{{ '{:03d}'.format(i) }}.{{ 'ab'.upper() }}", "url": "x",
@@ -326,9 +368,38 @@ mod tests {
             "dimensions": {"i": {"stop": 2}}});
         assert_eq!(keys(gen), ["00", "01"]);
         let printf = json!({"key": "gc/{{ '%d' % i }}.0", "url": "x", "dimensions": {"i": [3]}});
-        let err = t.generate(&printf).unwrap_err().to_string();
+        let err = t
+            .generate(&printf, &mut Budget::default())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("'%03d'|format(i)"), "{err}");
         let zero = json!({"key": "{{i}}", "url": "x", "dimensions": {"i": {"stop": 3, "step": 0}}});
-        assert!(t.generate(&zero).is_err());
+        assert!(t.generate(&zero, &mut Budget::default()).is_err());
+    }
+
+    #[test]
+    fn the_gen_entries_of_a_set_share_one_budget_of_references_and_bytes() {
+        let t = Templates::new(json!({}).as_object().unwrap());
+        let gen = json!({"key": "k{{i}}", "url": "x", "dimensions": {"i": {"stop": 6}}});
+        let mut budget = Budget {
+            references: 10,
+            bytes: 1000,
+        };
+        assert_eq!(t.generate(&gen, &mut budget).unwrap().len(), 6);
+        assert!(
+            t.generate(&gen, &mut budget).is_err(),
+            "12 references of 10"
+        );
+        // A short template rendering long URLs.
+        let long =
+            json!({"key": "{{i}}", "url": "{{ 'x' * 400 }}", "dimensions": {"i": [0, 1, 2]}});
+        let mut budget = Budget {
+            references: 10,
+            bytes: 1000,
+        };
+        assert!(
+            t.generate(&long, &mut budget).is_err(),
+            "1203 bytes of 1000"
+        );
     }
 }

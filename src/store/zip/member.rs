@@ -300,4 +300,3 @@ impl Reader {
         StoreError::Invalid(format!("{}: {cause}", self.name(key)))
     }
 }
-
