@@ -93,8 +93,9 @@ fn check(dir: &Path) -> Result<(), RuntimeDirError> {
     Ok(())
 }
 
-/// Opens `path` for writing (appending, or truncated), created with mode 0600 if missing, and
-/// never through a symbolic link (ELOOP instead).
+/// Opens `path` for writing (appending, or truncated), mode 0600 (created so, or made so: a
+/// log an earlier version left readable by others says which paths were looked up), and never
+/// through a symbolic link (ELOOP instead).
 pub fn open_private(path: &Path, append: bool) -> std::io::Result<File> {
     let how = if append {
         OFlags::APPEND
@@ -102,11 +103,9 @@ pub fn open_private(path: &Path, append: bool) -> std::io::Result<File> {
         OFlags::TRUNC
     };
     let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC | how;
-    Ok(File::from(rustix::fs::open(
-        path,
-        flags,
-        Mode::from_raw_mode(0o600),
-    )?))
+    let fd = rustix::fs::open(path, flags, Mode::from_raw_mode(0o600))?;
+    rustix::fs::fchmod(&fd, Mode::from_raw_mode(0o600))?;
+    Ok(File::from(fd))
 }
 
 /// The device number of the mount at `path` (absolute, symlinks resolved), as `major:minor`,
@@ -184,6 +183,18 @@ pub fn daemon_of(dev: &str) -> Option<i32> {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_private_file_left_readable_by_others_is_made_private() {
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path().join("0:40.log");
+        std::fs::write(&log, "old\n").unwrap();
+        std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o644)).unwrap();
+        open_private(&log, true).unwrap();
+        let mode = std::fs::metadata(&log).unwrap().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), "old\n");
+    }
 
     /// A directory another user owns, or may write into, or a link to one of ours, is refused;
     /// a missing one is created for this user alone.
