@@ -14,7 +14,7 @@ use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 /// Inode numbers of selection files start here (the tree's own inodes are numbered from 1).
 const SLICE_INO_BASE: u64 = 1 << 62;
@@ -69,9 +69,41 @@ pub struct SliceTable {
     buffered: Mutex<(VecDeque<Arc<SliceFile>>, u64)>,
     /// The selection files open, by handle.
     open: Mutex<HashMap<u64, Arc<SliceFile>>>,
+    /// Invalid names logged in the current minute, and when it started: any user may look up
+    /// names, so their warnings are rate-limited.
+    refused: Mutex<(u32, Option<Instant>)>,
 }
 
+/// Invalid selection names logged a minute at most; the others are logged at debug level.
+const REFUSED_LOGGED: u32 = 100;
+
 impl SliceTable {
+    /// Logs why the selection name `shown` is refused, as a warning unless
+    /// [`REFUSED_LOGGED`] were this minute; returns the level.
+    fn refused(&self, shown: &str, reason: &dyn std::fmt::Display) -> log::Level {
+        let mut refused = self.refused.lock();
+        let now = Instant::now();
+        if refused
+            .1
+            .is_none_or(|start| now.duration_since(start) >= Duration::from_secs(60))
+        {
+            *refused = (0, Some(now));
+        }
+        refused.0 = refused.0.saturating_add(1);
+        match refused.0 {
+            n if n <= REFUSED_LOGGED => log::warn!("{shown}: {reason}"),
+            n if n == REFUSED_LOGGED + 1 => log::warn!(
+                "{shown}: {reason} (further refused selection names are logged at debug level \
+                 until the minute is over)"
+            ),
+            _ => {
+                log::debug!("{shown}: {reason}");
+                return log::Level::Debug;
+            }
+        }
+        log::Level::Warn
+    }
+
     fn get(&self, ino: u64) -> Option<SliceEntry> {
         self.table.lock().by_ino.get(&ino).map(|s| s.entry.clone())
     }
@@ -226,7 +258,7 @@ impl View {
         };
         let shown = format!("{path}[{text}]");
         let sel = Selection::parse(text, &meta.shape, &dims).map_err(|reason| {
-            log::warn!("{shown}: {reason}");
+            self.slices.refused(&shown, &reason);
             ViewError::NotFound
         })?;
         let body = match (&inode.content, suffix) {
@@ -361,6 +393,19 @@ impl ServedFile for SliceEntry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn refused_names_are_warned_of_a_hundred_a_minute() {
+        let table = SliceTable::default();
+        let levels: Vec<log::Level> = (0..103)
+            .map(|i| table.refused(&format!("a[{i}"), &"bad"))
+            .collect();
+        assert!(levels[..101].iter().all(|l| *l == log::Level::Warn));
+        assert_eq!(levels[101..], [log::Level::Debug; 2]);
+        // A minute later, warnings again.
+        table.refused.lock().1 = Some(Instant::now() - Duration::from_secs(61));
+        assert_eq!(table.refused("a[x", &"bad"), log::Level::Warn);
+    }
 
     #[test]
     fn only_files_the_kernel_forgot_are_let_go() {
