@@ -24,6 +24,17 @@ use std::time::Duration;
 
 /// How long the kernel may keep names and attributes: the mount is a read-only snapshot.
 const TTL: Duration = Duration::from_secs(3600);
+
+/// A lookup's answer for a name that is not there: inode 0 is a negative entry, which the
+/// kernel keeps as long as the entry's time to live and answers ENOENT from.
+const NOT_FOUND: Attr = Attr {
+    ino: 0,
+    kind: FileKind::File,
+    size: 0,
+    mtime: std::time::UNIX_EPOCH,
+    nlink: 0,
+    exact: true,
+};
 /// Asynchronous requests the kernel may have in flight.
 const MAX_BACKGROUND: u16 = 64;
 /// Readahead the kernel is asked for, in bytes.
@@ -338,6 +349,11 @@ impl Filesystem for ZarrFs {
                 .and_then(|n| self.view.lookup(parent.0, n))
             {
                 Ok(a) => reply.entry(&ttl(&a), &self.file_attr(&a), Generation(0)),
+                // The tree does not change while mounted: a name that is not there never will
+                // be, and the kernel keeps that answer (a negative entry) instead of asking again.
+                Err(ViewError::NotFound) => {
+                    reply.entry(&TTL, &self.file_attr(&NOT_FOUND), Generation(0))
+                }
                 Err(e) => reply.error(errno(e)),
             },
         )
