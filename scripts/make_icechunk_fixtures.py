@@ -10,7 +10,8 @@ at s3://zarrfs-icechunk/raw.bin (the remote test serves the repository and raw.b
 bucket). Both repositories configure a virtual chunk container named `bucket` (url_prefix
 s3://zarrfs-icechunk/), kept in the `repo` file (v2) or config.yaml (v1), and hold `sub/relative`,
 whose rows 0-4 are relative `vcc://bucket/raw.bin` chunks and row 5 names a container `nosuch`
-the repository does not define. Expected values: zarr-python reading the repository through icechunk, at each version;
+the repository does not define. A third repository, `repo_many`, holds twenty small arrays, each in a manifest of its own.
+Expected values: zarr-python reading the repository through icechunk, at each version;
 for the virtual array, numpy reading raw.bin (what the references name).
 """
 
@@ -80,6 +81,19 @@ def write_repo(path, spec_version, virtual):
     return repo
 
 
+def write_many(path):
+    """Twenty small arrays in one commit: a repository of twenty manifests (one an array),
+    more than a reader keeping a fixed number of them would hold."""
+    repo = ic.Repository.create(ic.local_filesystem_storage(path))
+    s = repo.writable_session("main")
+    root = zarr.group(s.store)
+    for i in range(20):
+        a = root.create_array(f"a{i:02d}", shape=(4,), chunks=(2,), dtype="i4", fill_value=0)
+        a[:] = np.arange(4, dtype="i4") + 100 * i
+    s.commit("twenty arrays")
+    return repo
+
+
 def little(a):
     a = np.asarray(a)
     return np.ascontiguousarray(a.astype(a.dtype.newbyteorder("<")))
@@ -139,6 +153,9 @@ def main():
             entry = case(repo, f"{dirname}_{name}", dirname, ref, options, raw)
             entry["message"] = [s.message for s in repo.ancestry(snapshot_id=entry["snapshot"])][0]
             stores.append(entry)
+    repo = write_many(os.path.join(OUT, "repo_many"))
+    stores.append(case(repo, "repo_many_main", "repo_many", "main", None, raw))
+    stores[-1]["message"] = "twenty arrays"
     manifest = {
         "generator": "scripts/make_icechunk_fixtures.py",
         "versions": {p: version(p) for p in ("icechunk", "zarr", "numpy")},

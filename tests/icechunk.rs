@@ -7,7 +7,7 @@ mod common;
 
 #[test]
 fn every_repository_version_reads_exactly_through_the_view() {
-    common::check_all("icechunk/manifest.json", 8, common::view_check::check_store);
+    common::check_all("icechunk/manifest.json", 9, common::view_check::check_store);
 }
 
 #[test]
@@ -15,7 +15,7 @@ fn every_repository_version_reads_exactly_through_fuse() {
     if !common::mount::fuse_ready() {
         return;
     }
-    common::check_all("icechunk/manifest.json", 8, common::fuse_check::check_store);
+    common::check_all("icechunk/manifest.json", 9, common::fuse_check::check_store);
 }
 
 use std::path::{Path, PathBuf};

@@ -14,8 +14,9 @@ use icechunk_format::{ChunkIndices, IcechunkFormatErrorKind, NodeId};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-/// Manifests kept parsed.
-const MANIFESTS_KEPT: u64 = 16;
+/// Bytes of parsed manifests kept: the largest manifest read ([`files::MAX_FILE`]), so that
+/// any manifest can stay while its chunks are read.
+const MANIFEST_BYTES_KEPT: u64 = files::MAX_FILE;
 
 /// One array of the snapshot.
 struct ArrayNode {
@@ -33,7 +34,7 @@ pub struct SnapshotCatalog {
     metadata: BTreeMap<String, Reference>,
     /// Arrays by path (`""` for an array at the root).
     arrays: HashMap<String, ArrayNode>,
-    /// Parsed manifests, counted one each.
+    /// Parsed manifests, counted by their bytes.
     manifests: FlightLru<String, Arc<Manifest>, StoreError>,
     /// Where relative (`vcc://`) virtual chunks are.
     containers: Containers,
@@ -75,7 +76,7 @@ impl SnapshotCatalog {
             repo,
             metadata,
             arrays,
-            manifests: FlightLru::new(MANIFESTS_KEPT, |_| 1),
+            manifests: FlightLru::new(MANIFEST_BYTES_KEPT, |m| m.bytes().len() as u64),
             containers,
         })
     }

@@ -11,7 +11,7 @@ use icechunk_format::format_constants::{
 use std::io::Read;
 
 /// The largest metadata file read, and the largest it may decompress to.
-const MAX_FILE: u64 = 1 << 30;
+pub(super) const MAX_FILE: u64 = 1 << 30;
 
 /// The flatbuffer of the metadata file `key` of `repo`, which must be a `kind` file, with the
 /// spec version its header names. `Ok(None)` when the file is absent.

@@ -107,4 +107,25 @@ mod tests {
         });
         assert_eq!(repo.reads.load(Ordering::SeqCst) - before, 1);
     }
+
+    #[test]
+    fn small_manifests_stay_however_many_there_are() {
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/icechunk/repo_many"
+        );
+        let repo = Arc::new(SlowManifests {
+            inner: DirStore::new(std::path::Path::new(dir)).unwrap(),
+            reads: AtomicU32::new(0),
+        });
+        let store = open(repo.clone(), dir, &RemoteOptions::default()).unwrap();
+        let before = repo.reads.load(Ordering::SeqCst);
+        // Twenty arrays, a manifest each, read in turn twice: each manifest is read once.
+        for _ in 0..2 {
+            for i in 0..20 {
+                assert!(store.get(&format!("a{i:02}/c/1")).unwrap().is_some());
+            }
+        }
+        assert_eq!(repo.reads.load(Ordering::SeqCst) - before, 20);
+    }
 }
