@@ -32,6 +32,7 @@ fn reference_sets_and_repositories_read_exactly_over_s3() {
             &[
                 icechunk.join("repo_v2"),
                 icechunk.join("repo_v1"),
+                icechunk.join("repo_many"),
                 icechunk.join("raw.bin"),
             ],
         ),
@@ -57,7 +58,7 @@ fn reference_sets_and_repositories_read_exactly_over_s3() {
         let repo = c.store.file_name().unwrap().to_string_lossy().into_owned();
         repositories.push(at(&c, format!("s3://zarrfs-icechunk/{repo}"), &server.url));
     }
-    assert_eq!(cases.len() + repositories.len(), 13);
+    assert_eq!(cases.len() + repositories.len(), 14);
     common::check_cases(&repositories, common::view_check::check_store);
     cases.extend(repositories);
     common::check_cases(&cases, common::fuse_check::check_store);
@@ -83,7 +84,7 @@ fn reference_sets_and_repositories_read_exactly_over_plain_http() {
             cases.push(c);
         }
     }
-    assert_eq!(cases.len(), 13);
+    assert_eq!(cases.len(), 14);
     common::check_cases(&cases, common::fuse_check::check_store);
 }
 
