@@ -1,6 +1,7 @@
 //! The LRU of decoded chunks and shard indexes with single-flight loading: both share one
 //! byte budget, so `--cache-size` bounds them together.
 
+use super::decoding::DecodingRoom;
 use super::read_ahead::Ledger;
 use super::users::Users;
 use super::{ChunkData, ChunkError, Panicked, User};
@@ -49,8 +50,9 @@ type Outcome = Result<ChunkData, ChunkError>;
 
 /// Where [`ChunkCache::get_or_load`] has a chunk loaded.
 pub enum Keep<'w> {
-    /// Into a buffer of the loader's making, kept once loaded.
-    Whole,
+    /// Into a buffer of the loader's making, kept once loaded; the load holds about that many
+    /// bytes (0: not known ahead, as for variable-length elements).
+    Whole(u64),
     /// Into a buffer of that many bytes, decoded front to back: meanwhile readers use the part
     /// decoded (through [`ChunkCache::growing`]), and the watcher sees it grow.
     Growing(usize, &'w mut dyn FnMut(&[u8])),
@@ -72,6 +74,8 @@ pub struct ChunkCache {
     growing: Mutex<HashMap<ChunkId, Growing>>,
     /// The chunks the read-ahead has queued or is loading.
     ledger: Ledger,
+    /// The bytes of chunks being decoded, within the same budget as those kept.
+    decoding: DecodingRoom,
 }
 
 /// A chunk being decoded front to back, and its users.
@@ -132,6 +136,7 @@ impl ChunkCache {
             any_prefetched: AtomicBool::new(false),
             growing: Mutex::default(),
             ledger: Ledger::default(),
+            decoding: DecodingRoom::new(budget),
         }
     }
 
@@ -197,6 +202,10 @@ impl ChunkCache {
             Key::Chunk(id),
             || panicked(format!("chunk {}: decoder panicked", id.index)),
             || {
+                let _room = self.decoding.take(match keep {
+                    Keep::Whole(bytes) => bytes,
+                    Keep::Growing(len, _) => len as u64,
+                });
                 let users = Arc::new(Users::default());
                 let data = self.load(id, keep, load, &users)?;
                 Ok(Entry::Chunk(data, users))
@@ -221,7 +230,7 @@ impl ChunkCache {
         users: &Arc<Users>,
     ) -> Outcome {
         let (len, watch) = match keep {
-            Keep::Whole => {
+            Keep::Whole(_) => {
                 let mut out = Vec::new();
                 return Ok(load(Target::Owned(&mut out))?.then(|| Arc::new(out)));
             }
@@ -301,6 +310,7 @@ impl ChunkCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::AtomicU64;
     use std::sync::Arc;
 
     fn id(index: u64) -> ChunkId {
@@ -323,27 +333,51 @@ mod tests {
     }
 
     #[test]
+    fn chunks_being_decoded_stay_within_the_budget() {
+        // Eight readers of eight chunks of 4000 bytes at once, with room for two.
+        let cache = ChunkCache::new(10_000);
+        let (now, most) = (AtomicU64::new(0), AtomicU64::new(0));
+        std::thread::scope(|s| {
+            for i in 0..8 {
+                let (cache, now, most) = (&cache, &now, &most);
+                s.spawn(move || {
+                    let loaded =
+                        cache.get_or_load(id(i), User::ReadAhead, Keep::Whole(4000), |target| {
+                            let held = now.fetch_add(4000, Ordering::SeqCst) + 4000;
+                            most.fetch_max(held, Ordering::SeqCst);
+                            std::thread::sleep(std::time::Duration::from_millis(20));
+                            now.fetch_sub(4000, Ordering::SeqCst);
+                            owned(4000)(target)
+                        });
+                    assert_eq!(loaded.unwrap().unwrap().len(), 4000);
+                });
+            }
+        });
+        assert!(most.load(Ordering::SeqCst) <= 8000, "{most:?}");
+    }
+
+    #[test]
     fn stays_within_its_budget_and_evicts_least_recent() {
         let cache = ChunkCache::new(3 * (1000 + ENTRY_OVERHEAD));
         for i in 0..3 {
             cache
-                .get_or_load(id(i), User::ReadAhead, Keep::Whole, owned(1000))
+                .get_or_load(id(i), User::ReadAhead, Keep::Whole(1000), owned(1000))
                 .unwrap();
         }
         cache
-            .get_or_load(id(0), User::ReadAhead, Keep::Whole, |_| {
+            .get_or_load(id(0), User::ReadAhead, Keep::Whole(1000), |_| {
                 panic!("0 is cached")
             })
             .unwrap();
         cache
-            .get_or_load(id(3), User::ReadAhead, Keep::Whole, owned(1000))
+            .get_or_load(id(3), User::ReadAhead, Keep::Whole(1000), owned(1000))
             .unwrap();
         assert!(cache.stats().used <= cache.budget());
         assert!(cache.contains(id(0)) && !cache.contains(id(1)));
         // Larger than the whole budget: returned, not kept.
         assert_eq!(
             cache
-                .get_or_load(id(9), User::ReadAhead, Keep::Whole, owned(10_000))
+                .get_or_load(id(9), User::ReadAhead, Keep::Whole(1000), owned(10_000))
                 .unwrap()
                 .unwrap()
                 .len(),
@@ -357,10 +391,10 @@ mod tests {
         let buffers = Box::leak(Box::new(Buffers::new(1 << 20)));
         let cache = ChunkCache::with_buffers(1 << 20, buffers);
         cache
-            .get_or_load(id(1), User::ReadAhead, Keep::Whole, owned(1000))
+            .get_or_load(id(1), User::ReadAhead, Keep::Whole(1000), owned(1000))
             .unwrap();
         let held = cache
-            .get_or_load(id(2), User::ReadAhead, Keep::Whole, owned(1000))
+            .get_or_load(id(2), User::ReadAhead, Keep::Whole(1000), owned(1000))
             .unwrap();
         cache.discard(id(1), 1);
         cache.discard(id(2), 1);
@@ -394,7 +428,7 @@ mod tests {
         assert_eq!(held, 1000, "a buffer of about its length");
         // A loader's own buffer is charged for its capacity.
         cache
-            .get_or_load(id(2), User::ReadAhead, Keep::Whole, |target| {
+            .get_or_load(id(2), User::ReadAhead, Keep::Whole(1000), |target| {
                 let Target::Owned(out) = target else {
                     panic!("a whole load")
                 };
@@ -450,7 +484,9 @@ mod tests {
         );
         assert_eq!(
             cache
-                .get_or_load(id(1), User::ReadAhead, Keep::Whole, |_| panic!("cached"))
+                .get_or_load(id(1), User::ReadAhead, Keep::Whole(1000), |_| panic!(
+                    "cached"
+                ))
                 .unwrap(),
             Some(whole)
         );
@@ -476,7 +512,7 @@ mod tests {
     fn shard_indexes_share_the_budget_with_chunks() {
         let cache = ChunkCache::new(2 * (1000 + ENTRY_OVERHEAD));
         cache
-            .get_or_load(id(0), User::ReadAhead, Keep::Whole, owned(1000))
+            .get_or_load(id(0), User::ReadAhead, Keep::Whole(1000), owned(1000))
             .unwrap();
         cache.get_or_load_index(0, "s", || index(60)).unwrap();
         cache
@@ -484,7 +520,7 @@ mod tests {
             .unwrap();
         assert_eq!(cache.stats().used, 1000 + 960 + 2 * ENTRY_OVERHEAD);
         cache
-            .get_or_load(id(1), User::ReadAhead, Keep::Whole, owned(1000))
+            .get_or_load(id(1), User::ReadAhead, Keep::Whole(1000), owned(1000))
             .unwrap();
         assert!(cache.stats().used <= cache.budget());
         assert!(!cache.contains(id(0)), "the chunk made room");
@@ -499,7 +535,7 @@ mod tests {
     fn stored_chunks_are_kept_apart_from_read_chunks_within_the_budget() {
         let cache = ChunkCache::new(2 * (1000 + ENTRY_OVERHEAD));
         cache
-            .get_or_load(id(0), User::ReadAhead, Keep::Whole, owned(1000))
+            .get_or_load(id(0), User::ReadAhead, Keep::Whole(1000), owned(1000))
             .unwrap();
         let stored = cache.get_or_load_stored(0, "c/0", || data(1000)).unwrap();
         assert_eq!(stored.unwrap().len(), 1000);
@@ -515,17 +551,19 @@ mod tests {
     fn errors_and_panics_reach_the_reader_and_are_not_cached() {
         let cache = ChunkCache::new(1 << 20);
         let err = cache
-            .get_or_load(id(1), User::ReadAhead, Keep::Whole, |_| {
+            .get_or_load(id(1), User::ReadAhead, Keep::Whole(1000), |_| {
                 Err(ChunkError::new(super::super::Panicked("corrupt".into())))
             })
             .unwrap_err();
         assert_eq!(err.to_string(), "corrupt");
         let err = cache
-            .get_or_load(id(1), User::ReadAhead, Keep::Whole, |_| panic!("boom"))
+            .get_or_load(id(1), User::ReadAhead, Keep::Whole(1000), |_| {
+                panic!("boom")
+            })
             .unwrap_err();
         assert!(err.to_string().contains("panicked"));
         assert!(cache
-            .get_or_load(id(1), User::ReadAhead, Keep::Whole, owned(3))
+            .get_or_load(id(1), User::ReadAhead, Keep::Whole(1000), owned(3))
             .is_ok());
     }
 }

@@ -2,6 +2,7 @@
 //! loading each entry once however many readers want it at the same time.
 
 mod chunk_cache;
+mod decoding;
 pub mod read_ahead;
 mod users;
 

@@ -197,7 +197,7 @@ impl ChunkSource {
     ) -> Result<ChunkData, ChunkError> {
         let keep = match (watch, self.reader.progressive_len()) {
             (Some(watch), Some(len)) => Keep::Growing(len, watch),
-            _ => Keep::Whole,
+            _ => Keep::Whole(self.reader.cached_bytes_per_chunk()),
         };
         cache.get_or_load(self.id(chunk), user, keep, |target| {
             match self.decode(cache, chunk, encoded, target)? {

@@ -816,7 +816,7 @@ mod tests {
         }
 
         fn load(&self, cache: &ChunkCache, index: u64, _encoded: Option<Encoded>) {
-            let keep = crate::cache::Keep::Whole;
+            let keep = crate::cache::Keep::Whole(0);
             let _ = cache.get_or_load(id(index), crate::cache::User::ReadAhead, keep, |_| {
                 Ok(false)
             });
@@ -885,7 +885,7 @@ mod tests {
                 let _ = cache.get_or_load(
                     id(index),
                     crate::cache::User::ReadAhead,
-                    crate::cache::Keep::Whole,
+                    crate::cache::Keep::Whole(1),
                     |target| {
                         counted[index as usize].fetch_add(1, Ordering::SeqCst);
                         if let crate::codec::Target::Owned(out) = target {
