@@ -9,10 +9,11 @@ const FORMAT: &[u8] = b"zarrfs backing files 2\0";
 
 /// The identity of an array's decoded bytes: the store's location and version token (an
 /// Icechunk snapshot, a reference file's version), the array's path, its metadata document,
-/// and the name, size, modification time and version tag (the ETag remote
-/// listings give: it changes with the content, even within the second the time is given in) of
-/// every object under the array's prefix (its chunks or shards). Computing it costs one listing of the array's prefix (one
-/// request per directory level), made when the array is first opened.
+/// and the name, size, modification time and version tag (the ETag remote listings give: it
+/// changes with the content, even within the second the time is given in) of every object
+/// under the prefix its chunk keys start with (its chunks or shards: `data/root/PATH/` in the
+/// v3 drafts, the array's own directory otherwise). Computing it costs one listing of that
+/// prefix (one request per directory under it), made when the array is first opened.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Identity {
     key: String,
@@ -20,11 +21,12 @@ pub struct Identity {
 
 impl Identity {
     /// The identity of the array at `path` in `store` (opened from `location`), whose metadata
-    /// document serializes to `metadata`, and the keys of the objects the listing showed.
+    /// document serializes to `metadata` and whose chunk keys start with `chunks` (without
+    /// its final `/`), and the keys of the objects the listing showed.
     pub fn of(
         store: &dyn Store,
         location: &str,
-        path: &str,
+        (path, chunks): (&str, &str),
         metadata: &[u8],
     ) -> Result<(Self, HashSet<String>), StoreError> {
         let mut text = FORMAT.to_vec();
@@ -38,7 +40,7 @@ impl Identity {
             text.extend_from_slice(&(part.len() as u64).to_le_bytes());
             text.extend_from_slice(part);
         }
-        let listed = describe_objects(store, path, &mut text)?;
+        let listed = describe_objects(store, chunks, &mut text)?;
         let id = Identity { key: digest(&text) };
         Ok((id, listed))
     }
@@ -98,7 +100,7 @@ mod tests {
     #[test]
     fn a_new_version_tag_alone_changes_the_identity() {
         let key = |tag| {
-            Identity::of(&OneChunk(tag), "s3://b/s.zarr", "a", b"{}")
+            Identity::of(&OneChunk(tag), "s3://b/s.zarr", ("a", "a"), b"{}")
                 .unwrap()
                 .0
                 .key()

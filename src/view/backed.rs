@@ -34,7 +34,9 @@ impl ArrayIdentity {
     ) -> Option<&Identity> {
         self.0
             .get_or_init(|| {
-                match Identity::of(backing.store.as_ref(), &backing.location, path, metadata) {
+                let chunks = reader.meta().chunk_keys.prefix.trim_end_matches('/');
+                let store = backing.store.as_ref();
+                match Identity::of(store, &backing.location, (path, chunks), metadata) {
                     Ok((id, listed)) => {
                         if reader.expect_listed(listed) {
                             log::info!("{label}: chunks were read before it was listed, and may be older than the listing; not cached on disk in this mount");

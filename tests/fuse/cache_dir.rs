@@ -312,3 +312,33 @@ fn a_read_only_cache_dir_serves_uncached_with_a_log_line() {
     let (_, log) = m.stop();
     assert_eq!(log.matches("read-only").count(), 1, "{log}");
 }
+
+#[test]
+fn a_rewritten_chunk_of_a_v3_draft_store_is_noticed() {
+    if !common::mount::fuse_ready() {
+        return;
+    }
+    // The drafts keep chunks apart from metadata (`data/root/big_endian/c0`): the identity
+    // must list there, not under the array's path, where nothing is.
+    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let fixture = common::fixtures_dir().join("dialects/v3_draft_2022.zarr");
+    common::servers::copy_tree(&fixture, store.path());
+    let arg = cache_arg(cache.path());
+    let m = Mount::new(store.path(), &[&arg]);
+    let before = read_all(m.join("big_endian"));
+    m.stop();
+    assert_eq!(files(cache.path(), "data"), 1);
+
+    let chunks = store.path().join("data/root/big_endian");
+    let (c0, c1) = (chunks.join("c0"), chunks.join("c1"));
+    let first = std::fs::read(&c0).unwrap();
+    std::fs::copy(&c1, &c0).unwrap();
+    std::fs::write(&c1, first).unwrap();
+    let m = Mount::new(store.path(), &[]);
+    let want = read_all(m.join("big_endian"));
+    m.stop();
+    assert_ne!(want, before, "the chunks hold different values");
+    let m = Mount::new(store.path(), &[&arg]);
+    assert_eq!(read_all(m.join("big_endian")), want);
+    m.stop();
+}
