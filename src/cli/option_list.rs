@@ -27,10 +27,26 @@ pub fn expand(argv: Vec<String>, cmd: &Command) -> Result<Vec<String>, OptionErr
                 }
             },
             a if a.starts_with("-o") => a["-o".len()..].trim_start_matches('=').to_string(),
-            _ => {
-                out.push(arg);
-                continue;
-            }
+            a => match bundled_list(a, cmd) {
+                // `-fo LIST` (or `-foLIST`): the switches before `o` stay, the list is expanded.
+                Some((switches, rest)) => {
+                    out.push(switches.to_string());
+                    match rest {
+                        "" => match args.next() {
+                            Some(list) => list,
+                            None => {
+                                out.push("-o".into());
+                                break;
+                            }
+                        },
+                        rest => rest.trim_start_matches('=').to_string(),
+                    }
+                }
+                None => {
+                    out.push(arg);
+                    continue;
+                }
+            },
         };
         let mut kept = Vec::new();
         for item in list.split(',').filter(|i| !i.trim().is_empty()) {
@@ -46,6 +62,18 @@ pub fn expand(argv: Vec<String>, cmd: &Command) -> Result<Vec<String>, OptionErr
     }
     out.splice(1..1, moved);
     Ok(out)
+}
+
+/// For a bundle of short switches ending in `-o` (`-fo LIST`, `-vvoLIST`): the switches
+/// (`-f`, `-vv`) and what follows the `o` in the same argument.
+fn bundled_list<'a>(arg: &'a str, cmd: &Command) -> Option<(&'a str, &'a str)> {
+    let shorts = arg.strip_prefix('-').filter(|s| !s.starts_with('-'))?;
+    let at = shorts.find('o')?;
+    let switch = |c: char| {
+        cmd.get_arguments()
+            .any(|a| a.get_short() == Some(c) && !a.get_action().takes_values())
+    };
+    (at > 0 && shorts[..at].chars().all(switch)).then(|| (&arg[..at + 1], &shorts[at + 1..]))
 }
 
 /// `--name[=value]` when `item` (`name` or `name=value`) names a long option of `cmd`.
@@ -126,6 +154,31 @@ mod tests {
         assert_eq!(args.options.cache_size, 2 << 30);
         assert!(args.options.anonymous);
         assert_eq!(args.options.read_ahead, 4 << 20);
+    }
+
+    #[test]
+    fn an_o_list_after_bundled_switches_is_expanded_too() {
+        let got = expanded(&["s", "m", "-fo", "cache_size=2G,ro", "-vvoanonymous"]).unwrap();
+        assert_eq!(
+            got,
+            [
+                "zarrfs",
+                "--cache-size=2G",
+                "--anonymous",
+                "s",
+                "m",
+                "-f",
+                "-o",
+                "ro",
+                "-vv"
+            ]
+        );
+        let args = <MountArgs as clap::Parser>::try_parse_from(got).unwrap();
+        assert_eq!(args.options.cache_size, 2 << 30);
+        assert!(args.options.anonymous && args.options.foreground);
+        // Not a bundle of switches: left to clap.
+        assert_eq!(expanded(&["-xo", "a"]).unwrap(), ["zarrfs", "-xo", "a"]);
+        assert_eq!(expanded(&["--foo"]).unwrap(), ["zarrfs", "--foo"]);
     }
 
     #[test]
