@@ -389,3 +389,37 @@ fn array_errors_are_typed() {
     assert_eq!(variant("t"), "Field");
     assert!(peak_allocation(|| load_hierarchy(&s, &LoadOptions::default()).unwrap()) < 1 << 20);
 }
+
+#[test]
+fn consolidated_metadata_is_not_held_whole_as_a_tree() {
+    // 20,000 arrays in 20 groups: the documents are read one at a time, never all parsed at
+    // once, and a group's arrays are loaded when it is.
+    let array = r#"{"zarr_format":2,"shape":[100],"chunks":[10],"dtype":"<f4","compressor":null,"fill_value":0,"order":"C","filters":null}"#;
+    let mut meta = String::from(r#"{".zgroup":{"zarr_format":2}"#);
+    for i in 0..20_000 {
+        let g = i / 1000;
+        if i % 1000 == 0 {
+            meta += &format!(r#","g{g}/.zgroup":{{"zarr_format":2}}"#);
+        }
+        meta += &format!(
+            r#","g{g}/a{i}/.zarray":{array},"g{g}/a{i}/.zattrs":{{"_ARRAY_DIMENSIONS":["x"],"units":"m"}}"#
+        );
+    }
+    let text = format!(r#"{{"zarr_consolidated_format":1,"metadata":{meta}}}}}"#);
+    let mut s = MemoryStore::new();
+    s.insert(".zgroup", GROUP);
+    s.insert(".zmetadata", text.as_str());
+    let store: Arc<dyn Store> = Arc::new(s);
+    let peak = peak_allocation(|| {
+        let view = view_of(store.clone()).unwrap();
+        let json = read_all(&view, "g19/a19999.json").unwrap();
+        assert!(String::from_utf8(json).unwrap().contains(r#""units": "m""#));
+    });
+    // The documents' bytes, a copy, and one group's nodes: about 4 times the text (20 times
+    // when the whole document was parsed into a tree first).
+    assert!(
+        peak < 6 * text.len(),
+        "{peak} bytes for {} of text",
+        text.len()
+    );
+}

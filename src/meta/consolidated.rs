@@ -4,8 +4,11 @@
 
 use super::{MetaError, StoreRef};
 use crate::store::{accept_key, list_map, too_large, Entry, Object, ObjectMeta, Store, StoreError};
-use serde_json::Value;
+use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
+use serde_json::{Map, Value};
 use std::collections::BTreeMap;
+use std::fmt;
 use std::time::SystemTime;
 
 /// Metadata object names answered only from the consolidated documents.
@@ -29,42 +32,37 @@ const V3_SOURCE: &str = "zarr.json consolidated_metadata";
 pub fn open(store: StoreRef<'_>) -> Result<Option<Consolidated<'_>>, MetaError> {
     let mut objects = BTreeMap::new();
     if let Some(object) = store.get_bounded(".zmetadata", MAX_CONSOLIDATED_BYTES)? {
-        let doc: Value =
-            super::lenient_json::parse(&object.bytes).map_err(|e| MetaError::Json {
+        let doc: V2Document =
+            super::lenient_json::deserialize(&object.bytes, true).map_err(|e| MetaError::Json {
                 key: ".zmetadata".into(),
                 reason: e.to_string(),
             })?;
         let meta = doc
-            .get("metadata")
-            .and_then(Value::as_object)
+            .metadata
             .ok_or_else(|| MetaError::field("metadata", ".zmetadata has no such object"))?;
-        for (key, value) in meta {
-            if accept_key(".zmetadata", key) {
-                objects.insert(key.clone(), serde_json::to_vec(value).unwrap_or_default());
+        for (key, value) in meta.0 {
+            if accept_key(".zmetadata", &key) {
+                objects.insert(key, value);
             }
         }
     } else if let Some(object) = store.get_bounded("zarr.json", MAX_CONSOLIDATED_BYTES)? {
-        let Ok(Value::Object(mut root)) = super::lenient_json::parse(&object.bytes) else {
+        let Ok(root) = super::lenient_json::deserialize::<V3Root>(&object.bytes, true) else {
             return Ok(None);
         };
-        let Some(Value::Object(cm)) = root.remove("consolidated_metadata") else {
+        let Some(V3Consolidated {
+            metadata: Some(meta),
+        }) = root.consolidated
+        else {
             return Ok(None);
         };
-        let Some(Value::Object(meta)) = cm.get("metadata") else {
-            return Ok(None);
-        };
-        for (path, value) in meta {
-            if !accept_key(V3_SOURCE, path) {
-                continue;
+        for (path, value) in meta.0 {
+            if accept_key(V3_SOURCE, &path) {
+                objects.insert(format!("{path}/zarr.json"), value);
             }
-            objects.insert(
-                format!("{path}/zarr.json"),
-                serde_json::to_vec(value).unwrap_or_default(),
-            );
         }
         objects.insert(
             "zarr.json".into(),
-            serde_json::to_vec(&root).unwrap_or_default(),
+            serde_json::to_vec(&root.rest).unwrap_or_default(),
         );
     } else {
         return Ok(None);
@@ -73,6 +71,74 @@ pub fn open(store: StoreRef<'_>) -> Result<Option<Consolidated<'_>>, MetaError> 
         inner: store,
         objects,
     }))
+}
+
+/// A JSON object's members in order, each value written back compactly as soon as it is read,
+/// so that a document naming a million nodes never stands whole in memory as a tree.
+struct Members(Vec<(String, Vec<u8>)>);
+
+impl<'de> Deserialize<'de> for Members {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Each;
+        impl<'de> Visitor<'de> for Each {
+            type Value = Members;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members, A::Error> {
+                let mut out = Vec::new();
+                while let Some((key, value)) = map.next_entry::<String, Value>()? {
+                    out.push((key, serde_json::to_vec(&value).unwrap_or_default()));
+                }
+                Ok(Members(out))
+            }
+        }
+        d.deserialize_map(Each)
+    }
+}
+
+/// `.zmetadata`.
+#[derive(Deserialize)]
+struct V2Document {
+    #[serde(default)]
+    metadata: Option<Members>,
+}
+
+/// The `consolidated_metadata` of a v3 root `zarr.json`.
+#[derive(Deserialize)]
+struct V3Consolidated {
+    #[serde(default)]
+    metadata: Option<Members>,
+}
+
+/// A v3 root `zarr.json`: its `consolidated_metadata`, and the rest of the document.
+struct V3Root {
+    consolidated: Option<V3Consolidated>,
+    rest: Map<String, Value>,
+}
+
+impl<'de> Deserialize<'de> for V3Root {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Root;
+        impl<'de> Visitor<'de> for Root {
+            type Value = V3Root;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<V3Root, A::Error> {
+                let (mut consolidated, mut rest) = (None, Map::new());
+                while let Some(key) = map.next_key::<String>()? {
+                    if key == "consolidated_metadata" {
+                        consolidated = map.next_value()?;
+                    } else {
+                        rest.insert(key, map.next_value()?);
+                    }
+                }
+                Ok(V3Root { consolidated, rest })
+            }
+        }
+        d.deserialize_map(Root)
+    }
 }
 
 fn is_metadata(key: &str) -> bool {

@@ -6,6 +6,7 @@
 //! than `\b \f \n \r \t` as they are (a raw `\x01` inside a string), which strict JSON refuses
 //! too: zarrfs reads them as those characters.
 
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 /// Parses `bytes` as JSON, accepting the bare non-finite tokens outside strings and control
@@ -16,6 +17,14 @@ pub fn parse(bytes: &[u8]) -> Result<Value, serde_json::Error> {
 
 /// [`parse`], accepting control characters inside strings only with `control_characters`.
 pub fn parse_as(bytes: &[u8], control_characters: bool) -> Result<Value, serde_json::Error> {
+    deserialize(bytes, control_characters)
+}
+
+/// `bytes` read as JSON into a `T` as [`parse_as`] reads them.
+pub fn deserialize<T: DeserializeOwned>(
+    bytes: &[u8],
+    control_characters: bool,
+) -> Result<T, serde_json::Error> {
     match serde_json::from_slice(bytes) {
         Ok(value) => Ok(value),
         Err(strict) => match repair(bytes, control_characters) {
