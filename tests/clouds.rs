@@ -267,3 +267,68 @@ fn an_untrusted_certificate_fails_at_once_naming_ssl_cert_file() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// The files below `dir`, as store keys relative to it with their sizes, sorted by key.
+fn files_below(dir: &Path, key: &str, out: &mut Vec<(String, u64)>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name().into_string().unwrap();
+        let key = if key.is_empty() {
+            name
+        } else {
+            format!("{key}/{name}")
+        };
+        if entry.file_type().unwrap().is_dir() {
+            files_below(&entry.path(), &key, out);
+        } else {
+            out.push((key, entry.metadata().unwrap().len()));
+        }
+    }
+}
+
+/// The one recursive listing of each object store names every object below a prefix, keyed
+/// from the store's root, with its size (the cache directory's identity of an array).
+#[test]
+fn recursive_listings_name_every_object_below_a_prefix() {
+    let fixture = common::fixtures_dir().join("v3_codecs.zarr");
+    let mut want = Vec::new();
+    files_below(&fixture, "", &mut want);
+    want.sort();
+    let s3 = servers::s3_server(&[("listed", std::slice::from_ref(&fixture))]);
+    servers::s3_credentials_env();
+    let gcs = servers::gcs_server(&[("listed", std::slice::from_ref(&fixture))]);
+    let azure = servers::azurite(&[("listed", std::slice::from_ref(&fixture))]);
+    servers::azurite_credentials_env();
+    let azure_url = format!("{}/{}", azure.url, servers::AZURITE_ACCOUNT);
+    for (scheme, endpoint, anonymous) in [
+        ("s3", &s3.url, false),
+        ("gs", &gcs.url, true),
+        ("az", &azure_url, false),
+    ] {
+        let options = RemoteOptions {
+            endpoint: Some(endpoint.clone()),
+            anonymous,
+            ..RemoteOptions::default()
+        };
+        let url = format!("{scheme}://listed/v3_codecs.zarr");
+        let store = zarrfs::store::open_with(&url, &options).unwrap();
+        for prefix in ["", "gzip", "key_default_dot"] {
+            let got: Vec<(String, u64)> = store
+                .list_below(prefix)
+                .unwrap()
+                .into_iter()
+                .map(|(key, e)| match e.kind {
+                    zarrfs::store::EntryKind::Object(size) => (key, size),
+                    other => panic!("{key}: {other:?}"),
+                })
+                .collect();
+            let below: Vec<_> = want
+                .iter()
+                .filter(|(k, _)| prefix.is_empty() || k.starts_with(&format!("{prefix}/")))
+                .cloned()
+                .collect();
+            assert!(below.len() > 1, "{prefix}");
+            assert_eq!(got, below, "{url} below {prefix:?}");
+        }
+    }
+}

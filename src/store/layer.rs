@@ -131,6 +131,11 @@ impl<L: Layer> Store for L {
         self.inner()?.list_dir(prefix)
     }
 
+    fn list_below(&self, prefix: &str) -> Result<Vec<(String, Entry)>, StoreError> {
+        let _step = self.before(&Request::List(prefix))?;
+        self.inner()?.list_below(prefix)
+    }
+
     fn version(&self) -> Option<String> {
         self.inner().ok()?.version()
     }

@@ -180,6 +180,13 @@ pub trait Store: Send + Sync {
     /// sorted by name. An absent prefix lists as empty.
     fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError>;
 
+    /// Every object below `prefix` (`""`: the whole store, else a key without trailing `/`),
+    /// as its key and entry, sorted by key. Stores that list a prefix recursively do so in one
+    /// paged listing; others walk [`Store::list_dir`] one directory at a time.
+    fn list_below(&self, prefix: &str) -> Result<Vec<(String, Entry)>, StoreError> {
+        versions::walk_below(self, prefix)
+    }
+
     /// A token naming the version of the whole store, for stores that know one beyond what
     /// their listings tell (an Icechunk snapshot id, the version of a reference file): data
     /// cached under one token is never taken for another's.

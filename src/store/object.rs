@@ -101,6 +101,50 @@ impl ObjectStoreBackend {
         super::display_key_url(&self.url, key)
     }
 
+    /// Lists below `prefix` (its children only with `delimited`), handing each page to `each`;
+    /// each page within the store's time bound.
+    fn list_pages(
+        &self,
+        prefix: &str,
+        delimited: bool,
+        mut each: impl FnMut(ListResult),
+    ) -> Result<(), StoreError> {
+        let Some(pages) = &self.pages else {
+            return Err(StoreError::CannotList(self.what(prefix)));
+        };
+        let path = self.path(prefix)?;
+        // Below `path/` (a paginated listing adds no delimiter of its own).
+        let below = (!path.as_ref().is_empty()).then(|| format!("{path}/"));
+        let mut token: Option<String> = None;
+        loop {
+            let (pages, below) = (pages.clone(), below.clone());
+            let options = PaginatedListOptions {
+                delimiter: delimited.then(|| DELIMITER.into()),
+                page_token: token.clone(),
+                ..PaginatedListOptions::default()
+            };
+            let page = self.run(prefix, self.deadline(), async move {
+                pages.list_paginated(below.as_deref(), options).await
+            })?;
+            let Some(page) = page else {
+                return Ok(());
+            };
+            each(page.result);
+            match page.page_token.filter(|t| !t.is_empty()) {
+                Some(next) if token.as_ref() == Some(&next) => {
+                    return Err(StoreError::Remote {
+                        what: self.what(prefix),
+                        cause: "the listing does not advance (the server gave the same page \
+                                token twice)"
+                            .into(),
+                    })
+                }
+                Some(next) => token = Some(next),
+                None => return Ok(()),
+            }
+        }
+    }
+
     /// When an operation started now must be over.
     fn deadline(&self) -> Instant {
         Instant::now() + self.timeout
@@ -391,6 +435,15 @@ fn entries(page: ListResult, dir: &Path) -> impl Iterator<Item = Entry> + '_ {
     prefixes.chain(objects)
 }
 
+/// The store key of object `location` below the store's root path `root`.
+fn key_below(root: &Path, location: &Path) -> Option<String> {
+    let key = match root.as_ref() {
+        "" => location.as_ref(),
+        r => location.as_ref().strip_prefix(r)?.strip_prefix('/')?,
+    };
+    (!key.is_empty()).then(|| key.to_string())
+}
+
 /// Requests in flight at once while a remote hierarchy is walked.
 const WALK_PARALLELISM: usize = 32;
 
@@ -484,43 +537,37 @@ impl Store for ObjectStoreBackend {
     /// Page by page, each within the store's time bound: a prefix with many children takes as
     /// many pages as it needs, while a page that does not come in time fails the listing.
     fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
-        let Some(pages) = &self.pages else {
-            return Err(StoreError::CannotList(self.what(prefix)));
-        };
         let path = self.path(prefix)?;
-        // The children of `path/` (a paginated listing adds no delimiter of its own).
-        let below = (!path.as_ref().is_empty()).then(|| format!("{path}/"));
         let mut out = Vec::new();
-        let mut token: Option<String> = None;
-        loop {
-            let (pages, below) = (pages.clone(), below.clone());
-            let options = PaginatedListOptions {
-                delimiter: Some(DELIMITER.into()),
-                page_token: token.clone(),
-                ..PaginatedListOptions::default()
-            };
-            let page = self.run(prefix, self.deadline(), async move {
-                pages.list_paginated(below.as_deref(), options).await
-            })?;
-            let Some(page) = page else {
-                break;
-            };
-            out.extend(entries(page.result, &path));
-            match page.page_token.filter(|t| !t.is_empty()) {
-                Some(next) if token.as_ref() == Some(&next) => {
-                    return Err(StoreError::Remote {
-                        what: self.what(prefix),
-                        cause: "the listing does not advance (the server gave the same page \
-                                token twice)"
-                            .into(),
-                    })
-                }
-                Some(next) => token = Some(next),
-                None => break,
-            }
-        }
+        self.list_pages(prefix, true, |page| out.extend(entries(page, &path)))?;
         out.sort_by(|a, b| a.name.cmp(&b.name));
         out.dedup_by(|a, b| a.name == b.name);
+        Ok(out)
+    }
+
+    /// One listing without a delimiter: every object below `prefix`, page by page.
+    fn list_below(&self, prefix: &str) -> Result<Vec<(String, Entry)>, StoreError> {
+        let root = self.path("")?;
+        let mut out = Vec::new();
+        self.list_pages(prefix, false, |page| {
+            for m in page.objects {
+                let Some(key) = key_below(&root, &m.location) else {
+                    continue;
+                };
+                let Some(name) = m.location.filename().map(str::to_string) else {
+                    continue;
+                };
+                let entry = Entry {
+                    name,
+                    kind: EntryKind::Object(m.size),
+                    mtime: mtime(&m),
+                    tag: m.e_tag,
+                };
+                out.push((key, entry));
+            }
+        })?;
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out.dedup_by(|a, b| a.0 == b.0);
         Ok(out)
     }
 
