@@ -375,9 +375,10 @@ impl VlenFile {
     }
 
     /// True when `stat` may show this array's files with size 0 (a large array, scanned in the
-    /// background): their reads must not stop at the size the kernel last saw.
+    /// background, or one whose scan failed): their reads must not stop at the size the kernel
+    /// last saw, but reach the daemon, which answers them (EIO when the scan fails again).
     pub fn size_may_lag(&self) -> bool {
-        self.count > SYNC_SCAN_MAX
+        self.count > SYNC_SCAN_MAX || matches!(*self.scan.lock(), Scan::Done(Err(_)))
     }
 
     /// The array's identity in `backing`: its chunks listed (once), which must come before

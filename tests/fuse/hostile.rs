@@ -97,3 +97,21 @@ fn a_zip_member_changed_since_it_was_written_is_eio_and_its_neighbour_reads() {
     assert!(status.success(), "{stderr}");
     assert!(stderr.contains("bad/1: CRC-32"), "{stderr}");
 }
+
+#[test]
+fn a_small_string_array_with_a_damaged_chunk_is_eio_not_empty() {
+    // Its size is found at `stat` by reading every chunk; that failing, the files showed size
+    // 0 and read as empty (exit status 0).
+    let tmp = tempfile::tempdir().unwrap();
+    let fixture = common::fixtures_dir().join("dialects/vlen_v3_zarr3.zarr");
+    common::servers::copy_tree(&fixture, tmp.path());
+    std::fs::write(tmp.path().join("strings/c/0/1"), b"garbage").unwrap();
+    let m = Mount::new(tmp.path(), &[]);
+    for name in ["strings", "strings.npy", "strings[:]", "strings[:].npy"] {
+        for _ in 0..2 {
+            let err = read(m.join(name)).unwrap_err();
+            assert_eq!(err.raw_os_error(), Some(libc::EIO), "{name}: {err}");
+        }
+    }
+    assert!(read(m.join("raw")).is_ok());
+}
