@@ -423,3 +423,31 @@ fn consolidated_metadata_is_not_held_whole_as_a_tree() {
         text.len()
     );
 }
+
+#[test]
+fn a_huge_string_array_with_nothing_stored_is_indexed_in_little_memory() {
+    // 2^36 elements in 1024 chunks, none stored: one stretch of fill values ("NA\n" each).
+    let mut s = MemoryStore::new();
+    s.insert(
+        "zarr.json",
+        r#"{"zarr_format": 3, "node_type": "group", "attributes": {}}"#,
+    );
+    s.insert(
+        "s/zarr.json",
+        r#"{"zarr_format": 3, "node_type": "array", "shape": [68719476736], "data_type": "string",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [67108864]}},
+            "chunk_key_encoding": {"name": "default"}, "fill_value": "NA",
+            "codecs": [{"name": "vlen-utf8"}], "attributes": {}}"#,
+    );
+    let view = view_of(Arc::new(s)).unwrap();
+    let ino = view.resolve("s").unwrap();
+    view.open(ino).unwrap();
+    let size = 3u64 << 36;
+    let peak = peak_allocation(|| {
+        assert_eq!(view.read(ino, size - 7, 100).unwrap(), b"A\nNA\nNA\n"[1..]);
+        assert_eq!(view.read(ino, 1 << 35, 4).unwrap(), b"\nNA\n");
+    });
+    // One mark per 1024 elements took 512 MiB.
+    assert!(peak < 1 << 20, "{peak}");
+    assert_eq!(view.getattr(ino).unwrap().size, size);
+}

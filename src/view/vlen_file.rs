@@ -33,16 +33,40 @@ use std::sync::Arc;
 /// Arrays with at most this many elements are scanned on the thread that first needs a size.
 pub const SYNC_SCAN_MAX: u64 = 1 << 16;
 
-/// Elements between two marks of the text index.
+/// Most elements of stored chunks between two marks of the text index.
 const MARK_EVERY: u64 = 1024;
 /// Chunks a selection's walk keeps at hand (its rows cross the chunks of the last axis).
 const MAX_HELD_CHUNKS: usize = 64;
 
-/// Where every [`MARK_EVERY`]-th element starts in the text, and the sizes derived from a full
-/// scan.
+/// A point of the text index: element `elem` starts at text byte `byte`. With `fill` not 0, the
+/// elements from there to the next mark are absent, `fill` bytes of text each.
+#[derive(Clone, Copy)]
+struct Mark {
+    elem: u64,
+    byte: u64,
+    fill: u64,
+}
+
+impl Mark {
+    /// The first element of this mark's stretch that ends after text byte `byte` (at or after
+    /// this mark's), and where it starts: computed inside a stretch of absent elements.
+    fn at(&self, byte: u64) -> (u64, u64) {
+        match self.fill {
+            0 => (self.elem, self.byte),
+            fill => {
+                let k = (byte - self.byte) / fill;
+                (self.elem + k, self.byte + k * fill)
+            }
+        }
+    }
+}
+
+/// Where elements start in the text (a mark at most every [`MARK_EVERY`] elements of stored
+/// chunks, and one for each stretch of absent ones, however long), and the sizes derived from
+/// a full scan.
 struct TextIndex {
-    /// Text byte where element `i * MARK_EVERY` starts, for every `i` below the element count.
-    marks: Vec<u64>,
+    /// The marks, by element (and so by byte); the first is element 0.
+    marks: Vec<Mark>,
     text_size: u64,
     /// Longest element, in code points (text) or bytes.
     width: usize,
@@ -281,24 +305,34 @@ impl VlenFile {
     }
 
     fn build_index(&self, cache: &ChunkCache) -> Result<Arc<TextIndex>, ViewError> {
-        let (mut marks, mut bytes, mut width) = (Vec::new(), 0u64, 0usize);
+        let (mut marks, mut bytes, mut width) = (Vec::<Mark>::new(), 0u64, 0usize);
         let fill = &self.source.reader.meta().fill_value;
         self.pieces(cache, 0, self.count, &mut |p| {
             if p.data.is_none() {
-                // An absent chunk is all fill value: one step however many elements.
+                // Absent elements are all the fill value: one mark however many they are.
                 let len = escaped_len(fill);
-                let mut m = p.start.div_ceil(MARK_EVERY) * MARK_EVERY;
-                while m < p.start + p.n {
-                    marks.push(bytes.saturating_add(len.saturating_mul(m - p.start)));
-                    m += MARK_EVERY;
+                if marks.last().is_none_or(|m| m.fill != len) {
+                    marks.push(Mark {
+                        elem: p.start,
+                        byte: bytes,
+                        fill: len,
+                    });
                 }
                 bytes = bytes.saturating_add(len.saturating_mul(p.n));
                 width = width.max(self.width_of(fill));
                 return Ok(());
             }
             for j in 0..p.n {
-                if (p.start + j) % MARK_EVERY == 0 {
-                    marks.push(bytes);
+                let elem = p.start + j;
+                if marks
+                    .last()
+                    .is_none_or(|m| m.fill != 0 || elem - m.elem >= MARK_EVERY)
+                {
+                    marks.push(Mark {
+                        elem,
+                        byte: bytes,
+                        fill: 0,
+                    });
                 }
                 let item = self.item(p.data, p.first + j * p.step)?;
                 bytes = bytes.saturating_add(escaped_len(item));
@@ -501,17 +535,17 @@ impl VlenFile {
         if offset >= end {
             return Ok(out);
         }
-        // From the last mark at or before `offset` to the first at or after `end`.
-        let first = index
-            .marks
-            .partition_point(|&b| b <= offset)
-            .saturating_sub(1);
-        let last = index.marks.partition_point(|&b| b < end) as u64;
-        let mut at = index.marks.get(first).copied().unwrap_or(0);
-        let (from, to) = (
-            first as u64 * MARK_EVERY,
-            (last * MARK_EVERY).min(self.count),
-        );
+        // From the element holding `offset` (or the mark before it) to the one holding the
+        // last byte, or the next mark.
+        let marks = &index.marks;
+        let stretch = |byte: u64| marks.partition_point(|m| m.byte <= byte).saturating_sub(1);
+        let (first, last) = (stretch(offset), stretch(end - 1));
+        let (from, mut at) = marks[first].at(offset);
+        let next = marks.get(last + 1).map_or(self.count, |m| m.elem);
+        let to = match marks[last].at(end - 1) {
+            (elem, _) if marks[last].fill != 0 => elem + 1,
+            _ => next,
+        };
         let mut line = Vec::new();
         self.items(cache, from, to, &mut |item| {
             let n = escaped_len(item);
