@@ -227,6 +227,15 @@ impl BackingFile {
         runs
     }
 
+    /// `from..to` widened to whole blocks (up to the end of the file).
+    pub fn whole_blocks(&self, from: u64, to: u64) -> (u64, u64) {
+        let size = self.shared.size;
+        (
+            (from / BLOCK) * BLOCK,
+            to.div_ceil(BLOCK).saturating_mul(BLOCK).min(size),
+        )
+    }
+
     /// Appends bytes `from..to` (present ones: see [`BackingFile::runs`]) to `out`. The
     /// blocks of a file written in this mount are checked against their checksums: a block
     /// that fails is marked absent (decoded and written again) with a log line, and the read

@@ -88,7 +88,11 @@ impl ArrayBacking {
 }
 
 /// Appends bytes `offset..end` of a file to `out`: copied from `file` where it holds them, else
-/// made by `produce(from, to, out)` (decoded) and then written into `file`.
+/// made by `produce(from, to, out)` (decoded) and then written into `file`. What is made is
+/// widened to whole blocks of the backing file, so that every block a reader reads gets
+/// written whole at once and counts as present, however the reads fall (`A.npy` reads are
+/// offset by the header; views read `A` anywhere); the bytes asked for are copied out of it.
+/// Where the wider bytes cannot be made, those asked for are.
 pub(super) fn read_through(
     file: &BackingFile,
     label: &str,
@@ -102,6 +106,18 @@ pub(super) fn read_through(
             continue;
         }
         let at = out.len();
+        let (wide_from, wide_to) = file.whole_blocks(from, to);
+        if (wide_from, wide_to) != (from, to) {
+            if produce(wide_from, wide_to, out).is_ok()
+                && out.len() - at == (wide_to - wide_from) as usize
+            {
+                file.store(wide_from, &out[at..]);
+                out.truncate(at + (to - wide_from) as usize);
+                out.drain(at..at + (from - wide_from) as usize);
+                continue;
+            }
+            out.truncate(at);
+        }
         produce(from, to, out)?;
         file.store(from, &out[at..]);
     }

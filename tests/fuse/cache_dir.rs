@@ -342,3 +342,76 @@ fn a_rewritten_chunk_of_a_v3_draft_store_is_noticed() {
     assert_eq!(read_all(m.join("big_endian")), want);
     m.stop();
 }
+
+/// Writes into group `root` array `name` of `n` float64 values `i * 0.25`, in chunks of
+/// `chunk`; its bytes as `A` serves them.
+fn write_floats(root: &Path, name: &str, n: usize, chunk: usize) -> Vec<u8> {
+    let dir = root.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(root.join(".zgroup"), r#"{"zarr_format":2}"#).unwrap();
+    std::fs::write(
+        dir.join(".zarray"),
+        format!(
+            r#"{{"zarr_format":2,"shape":[{n}],"chunks":[{chunk}],"dtype":"<f8","compressor":null,"fill_value":0.0,"filters":null,"order":"C"}}"#
+        ),
+    )
+    .unwrap();
+    let all: Vec<u8> = (0..n)
+        .flat_map(|i| (i as f64 * 0.25).to_le_bytes())
+        .collect();
+    for (c, bytes) in all.chunks(chunk * 8).enumerate() {
+        let mut bytes = bytes.to_vec();
+        bytes.resize(chunk * 8, 0);
+        std::fs::write(dir.join(c.to_string()), bytes).unwrap();
+    }
+    all
+}
+
+/// Reads `path` with O_DIRECT (each read reaches zarrfs as asked) `len` bytes at a time.
+fn read_direct_by(path: PathBuf, len: usize) -> Vec<u8> {
+    timed("read", move || {
+        use std::os::unix::fs::{FileExt, OpenOptionsExt};
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(path)
+            .unwrap();
+        let (mut out, mut buf) = (Vec::new(), vec![0; len]);
+        loop {
+            let n = file.read_at(&mut buf, out.len() as u64).unwrap();
+            if n == 0 {
+                return out;
+            }
+            out.extend_from_slice(&buf[..n]);
+        }
+    })
+}
+
+#[test]
+fn an_array_read_through_its_npy_file_or_unaligned_reads_completes() {
+    if !common::mount::fuse_ready() {
+        return;
+    }
+    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    // 3.2 MB: the kernel reads `b.npy` in several requests, each offset by the NPY header from
+    // the blocks of `b`.
+    let b = write_floats(store.path(), "b", 400_000, 100_000);
+    let c = write_floats(store.path(), "c", 20_000, 3_000);
+    let arg = cache_arg(cache.path());
+    let m = Mount::new(store.path(), &[&arg]);
+    let npy = read_all(m.join("b.npy"));
+    assert_eq!(npy[npy.len() - b.len()..], b);
+    assert_eq!(read_direct_by(m.join("c"), 1000), c);
+    drop(m);
+    assert_eq!(
+        files(cache.path(), "part"),
+        0,
+        "a backing file is incomplete"
+    );
+    assert_eq!(files(cache.path(), "data"), 2);
+    let m = Mount::new(store.path(), &[&arg, "-v"]);
+    assert_eq!(read_all(m.join("b")), b);
+    assert_eq!(read_all(m.join("c")), c);
+    let (_, log) = m.stop();
+    assert_eq!(log.matches("served from backing file").count(), 2, "{log}");
+}
