@@ -15,11 +15,15 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 /// How often the bitmap of what is written is saved (each save syncs the data first, off the
 /// read path): a crash loses at most about this much decoding.
 const SAVE_EVERY: Duration = Duration::from_secs(2);
+
+/// A file opened again this long after its last mark is marked again as just opened (see
+/// [`BackingFile::touch`]).
+const TOUCH_EVERY: Duration = Duration::from_secs(60);
 
 /// Where a file being written lives, and the lock that makes this mount its only writer
 /// (let go once the file is complete: a complete array needs none, and may then be evicted).
@@ -127,6 +131,20 @@ impl BackingFile {
                 .shared
                 .dir
                 .is_linked(&self.shared.file, &self.key, "data")
+    }
+
+    /// Marks the file as just opened (its modification time orders the directory's LRU), when
+    /// its mark is older than a minute: a mount serving an array for days keeps it recent for
+    /// the others sharing the directory. One `fstat`, and now and then a time set.
+    pub fn touch(&self) {
+        let file = &self.shared.file;
+        let age = file
+            .metadata()
+            .and_then(|m| m.modified())
+            .map(|t| t.elapsed());
+        if !matches!(age, Ok(Ok(age)) if age < TOUCH_EVERY) {
+            let _ = file.set_modified(SystemTime::now());
+        }
     }
 
     /// The name of the array's files.

@@ -69,12 +69,14 @@ impl ArrayBacking {
     /// Attaches the backing file with identity `id` (of the file `label`) unless attached
     /// already (at every call until it is: another mount may have finished writing it
     /// meanwhile), or again when the attached one was evicted by another mount since (this
-    /// mount's evictions let go of it at once: see [`BackingDir::hold`]). `size` is the file's
-    /// size; `None` when not known yet: then only a complete backing file is attached, of the
-    /// size it has.
+    /// mount's evictions let go of it at once: see [`BackingDir::hold`]); one attached already
+    /// is marked as opened now (see [`BackingFile::touch`]). `size` is the file's size; `None`
+    /// when not known yet: then only a complete backing file is attached, of the size it has.
     pub fn attach(&self, backing: &Backing, id: &Identity, label: &str, size: Option<u64>) {
         let mut slot = self.file.lock();
-        if slot.as_ref().is_none_or(|f| f.removed()) {
+        if let Some(file) = slot.as_ref().filter(|f| !f.removed()) {
+            file.touch();
+        } else {
             *slot = match size {
                 Some(size) => backing.dir.attach(id, size, label),
                 None => backing.dir.attach_complete(id, label),

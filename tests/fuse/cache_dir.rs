@@ -5,7 +5,7 @@ use crate::common;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
-use common::float_store::{expected, files, write_store, N};
+use common::float_store::{expected, file_with_ext, files, lock_held, write_store, N};
 use common::mount::{timed, Mount};
 use common::string_store;
 use std::path::{Path, PathBuf};
@@ -414,4 +414,33 @@ fn an_array_read_through_its_npy_file_or_unaligned_reads_completes() {
     assert_eq!(read_all(m.join("c")), c);
     let (_, log) = m.stop();
     assert_eq!(log.matches("served from backing file").count(), 2, "{log}");
+}
+
+#[test]
+fn an_array_opened_again_is_marked_as_recently_opened() {
+    if !common::mount::fuse_ready() {
+        return;
+    }
+    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write_store(store.path(), 1.25);
+    let m = Mount::new(store.path(), &[&cache_arg(cache.path())]);
+    assert_eq!(read_all(m.join("a")), expected(1.25));
+    let dir = cache.path().to_path_buf();
+    timed("publish", move || {
+        while files(&dir, "data") == 0 || lock_held(&dir) {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    });
+    // Another mount sharing the directory orders eviction by this time.
+    let data = file_with_ext(cache.path(), "data");
+    let day = std::time::Duration::from_secs(86_400);
+    let old = std::time::SystemTime::now() - day;
+    std::fs::File::open(&data)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    assert_eq!(read_all(m.join("a")), expected(1.25));
+    drop(m);
+    let mtime = std::fs::metadata(&data).unwrap().modified().unwrap();
+    assert!(mtime > old + day / 2, "still marked as opened a day ago");
 }
