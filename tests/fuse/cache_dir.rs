@@ -1,5 +1,6 @@
 //! `--cache-dir` through real FUSE mounts: passthrough (or copying) of complete arrays across
-//! remounts, two mounts sharing a directory, a daemon killed mid-write, a full disk.
+//! remounts, two mounts sharing a directory, a daemon killed mid-write, a full disk, arrays read
+//! off block boundaries, the map of a large array, the LRU order.
 
 use crate::common;
 use nix::sys::signal::{kill, Signal};
@@ -414,6 +415,98 @@ fn an_array_read_through_its_npy_file_or_unaligned_reads_completes() {
     assert_eq!(read_all(m.join("c")), c);
     let (_, log) = m.stop();
     assert_eq!(log.matches("served from backing file").count(), 2, "{log}");
+}
+
+/// Bytes `path` takes on disk.
+fn allocated(path: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).unwrap().blocks() * 512
+}
+
+#[test]
+fn the_map_of_a_large_array_grows_with_what_was_read_not_with_the_array() {
+    if !common::mount::fuse_ready() {
+        return;
+    }
+    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    // 16 GiB of fill value (no chunk written): a map of every block would take 16 MiB.
+    std::fs::write(store.path().join(".zgroup"), r#"{"zarr_format":2}"#).unwrap();
+    std::fs::create_dir(store.path().join("big")).unwrap();
+    let zarray = r#"{"zarr_format":2,"shape":[2147483648],"chunks":[1048576],"dtype":"<f8","compressor":null,"fill_value":0.0,"filters":null,"order":"C"}"#;
+    std::fs::write(store.path().join("big/.zarray"), zarray).unwrap();
+    let args = [&cache_arg(cache.path()), "--cache-dir-size", "1T", "-v"];
+    let read_some = |m: &Mount| {
+        let path = m.join("big");
+        timed("read", move || {
+            use std::os::unix::fs::FileExt;
+            let mut buf = vec![1u8; 8192];
+            let file = std::fs::File::open(path).unwrap();
+            file.read_exact_at(&mut buf, 8 << 30).unwrap();
+            buf
+        })
+    };
+    let m = Mount::new(store.path(), &args);
+    assert_eq!(read_some(&m), vec![0; 8192]);
+    drop(m);
+    // What the kernel read ahead and its map: one page of the map (4 KiB per 3.9 MiB).
+    let (part, map) = (
+        file_with_ext(cache.path(), "part"),
+        file_with_ext(cache.path(), "map"),
+    );
+    assert!(allocated(&part) <= 4 << 20, "{}", allocated(&part));
+    assert!((1..=8192).contains(&allocated(&map)), "{}", allocated(&map));
+    // The next mount resumes from it.
+    let m = Mount::new(store.path(), &args);
+    assert_eq!(read_some(&m), vec![0; 8192]);
+    let (_, log) = m.stop();
+    assert!(log.contains("resuming backing file"), "{log}");
+    assert!(!log.contains(" 0 bytes copied from backing files"), "{log}");
+}
+
+/// Blocks the saved map `map` of a file of `size` bytes claims (see `backing::records`: one
+/// record per 992 blocks, every 4 KiB, checksums then bits).
+fn claimed(map: &Path, size: u64) -> u64 {
+    let bytes = std::fs::read(map).unwrap();
+    let blocks = size.div_ceil(4096) as usize;
+    (0..blocks.div_ceil(992))
+        .map(|p| {
+            let n = (blocks - p * 992).min(992);
+            let at = p * 4096 + 4 * n;
+            let bits = bytes.get(at..at + n.div_ceil(8)).unwrap_or_default();
+            bits.iter().map(|b| u64::from(b.count_ones())).sum::<u64>()
+        })
+        .sum()
+}
+
+#[test]
+fn a_write_error_gives_back_the_disk_no_saved_map_accounts_for() {
+    if !common::mount::root_fuse_ready() {
+        return;
+    }
+    let store = tempfile::tempdir().unwrap();
+    let a = write_floats(store.path(), "a", 786_432, 131_072);
+    // 6 MiB do not fit.
+    let small = Tmpfs::new("4m");
+    let arg = cache_arg(small.0.path());
+    for _ in 0..2 {
+        let m = Mount::new(store.path(), &[&arg, "--cache-dir-size", "1G"]);
+        assert_eq!(read_all(m.join("a")), a);
+        let (_, log) = m.stop();
+        assert_eq!(log.matches("cannot write").count(), 1, "{log}");
+        let part = file_with_ext(small.0.path(), "part");
+        let kept = match std::fs::read_dir(small.0.path())
+            .unwrap()
+            .any(|e| e.unwrap().path().extension().is_some_and(|x| x == "map"))
+        {
+            true => claimed(&file_with_ext(small.0.path(), "map"), a.len() as u64),
+            false => 0,
+        };
+        assert!(
+            allocated(&part) <= kept * 4096,
+            "{} bytes kept, {kept} blocks claimed",
+            allocated(&part)
+        );
+    }
 }
 
 #[test]
