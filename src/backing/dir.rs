@@ -1,15 +1,15 @@
 //! The cache directory: finding, creating and evicting backing files.
 
-use super::bitmap::Bitmap;
+use super::block_map::BlockMap;
 use super::file::{BackingFile, Writing};
 use super::owned::{
-    claim_dir, create_fresh, open_or_create, open_owned, read_owned, writable_dir, write_synced,
+    claim_dir, create_fresh, open_or_create, open_owned, writable_dir, write_synced,
 };
-use super::sums::Sums;
+use super::records;
 use super::{Held, Identity};
 use parking_lot::Mutex;
 use rustix::fs::{flock, FlockOperation};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{self, Seek, Write};
 use std::os::unix::fs::MetadataExt;
@@ -23,8 +23,12 @@ pub struct BackingDir {
     root: PathBuf,
     budget: u64,
     writable: AtomicBool,
-    /// One eviction at a time in this process.
-    evicting: Mutex<()>,
+    /// The room reserved in the budget for the files this process is writing, by key and
+    /// which of the key's files they are (see [`BackingDir::reserve`]); also makes evictions
+    /// one at a time in this process.
+    reserved: Mutex<HashMap<(String, Covers), u64>>,
+    /// The keys of the arrays whose writing did not fit the budget (logged once each).
+    refused: Mutex<HashSet<String>>,
     /// Per key, where this process holds the array's backing file (see [`BackingDir::hold`]).
     held: Mutex<HashMap<String, Vec<Weak<Held>>>>,
     hit_bytes: AtomicU64,
@@ -82,7 +86,8 @@ impl BackingDir {
             root: root.to_path_buf(),
             budget,
             writable: AtomicBool::new(writable),
-            evicting: Mutex::new(()),
+            reserved: Mutex::default(),
+            refused: Mutex::default(),
             held: Mutex::default(),
             hit_bytes: AtomicU64::new(0),
             passthrough_opens: AtomicU64::new(0),
@@ -188,12 +193,15 @@ impl BackingDir {
 
     /// The backing file of the array `label` with identity `id` and `size` bytes: the complete
     /// one, or one to write (resumed where a previous writer left off), or `None` when another
-    /// mount is writing it, writing is off, or it does not fit the budget.
+    /// mount is writing it, writing is off, or it does not fit the budget. A file to write
+    /// reserves its full size (and its map's) in the budget until it is complete: one that
+    /// does not fit beside the files being written is not written (one log line).
     pub fn attach(self: &Arc<Self>, id: &Identity, size: u64, label: &str) -> Option<BackingFile> {
         if let Some(done) = self.complete(id, Some(size), label) {
             return Some(done);
         }
-        if !self.writable() || size > self.budget {
+        let need = size.saturating_add(records::file_len(size));
+        if !self.writable() || need > self.budget {
             return None;
         }
         let Some(lock) = self.take_lock(id.key()) else {
@@ -204,10 +212,18 @@ impl BackingDir {
         if let Some(done) = self.complete(id, Some(size), label) {
             return Some(done);
         }
-        self.make_room(size, id.key());
+        if !self.reserve(id.key(), Covers::Array, need) {
+            if self.refused.lock().insert(id.key().to_string()) {
+                log::info!(
+                    "{label}: its backing file ({need} bytes) does not fit --cache-dir-size beside the files being written; served uncached"
+                );
+            }
+            return None;
+        }
         match self.start(id, size, lock, label) {
             Ok(file) => Some(file),
             Err(e) => {
+                self.unreserve(id.key(), Covers::Array);
                 self.write_failed(&e, label);
                 None
             }
@@ -276,23 +292,23 @@ impl BackingDir {
             Some(file) => file,
             None => create_fresh(&part)?,
         };
-        let resumed = (file.metadata()?.len() == size)
-            .then(|| read_owned(&map).ok().flatten())
-            .flatten()
-            .and_then(|bytes| {
-                let (sums, bits) = Sums::parse(size, &bytes)?;
-                Some((Bitmap::from_bytes(size, bits.to_vec())?, sums))
-            });
-        let (written, sums) = match resumed {
-            Some(written) => {
+        let resumed = match open_owned(&map, true)? {
+            Some(map_file) if file.metadata()?.len() == size => {
+                let written = BlockMap::from_saved(size, records::read_all(&map_file, size)?);
+                (!written.is_empty()).then_some((written, map_file))
+            }
+            _ => None,
+        };
+        let (written, map_file) = match resumed {
+            Some(resumed) => {
                 log::info!("{label}: resuming backing file {}", part.display());
-                written
+                resumed
             }
             None => {
-                let _ = std::fs::remove_file(&map);
+                let map_file = create_fresh(&map)?;
                 file.set_len(0)?;
                 file.set_len(size)?;
-                (Bitmap::new(size), Sums::new(size))
+                (BlockMap::new(size), map_file)
             }
         };
         let _ = file.set_modified(SystemTime::now());
@@ -301,13 +317,14 @@ impl BackingDir {
             map,
             data,
             sum,
+            map_file,
             lock: parking_lot::Mutex::new(Some(lock)),
         };
         Ok(BackingFile::new(
             self.clone(),
             file,
             size,
-            Some((written, sums, writing)),
+            Some((written, writing)),
             id.key(),
             label,
         ))
@@ -341,7 +358,8 @@ impl BackingDir {
         header: &[u8],
     ) -> io::Result<Option<File>> {
         let len = header.len() as u64 + size;
-        if !self.writable() || len > self.budget {
+        let need = len.saturating_add(records::file_len(len));
+        if !self.writable() || need > self.budget {
             return Ok(None);
         }
         let Some(_lock) = self.take_lock(key) else {
@@ -350,15 +368,17 @@ impl BackingDir {
         if let Some(done) = self.complete_npy(key, len) {
             return Ok(Some(done));
         }
-        self.make_room(len, key);
+        if !self.reserve(key, Covers::Npy, need) {
+            return Ok(None);
+        }
         let (part, npy) = (self.file_path(key, "npypart"), self.file_path(key, "npy"));
         let written = (|| {
             let mut out = create_fresh(&part)?;
             out.write_all(header)?;
             copy_range(data, &mut out, size)?;
             out.sync_all()?;
-            let sums = Sums::of_file(&out, len)?;
-            write_synced(&self.file_path(key, "npysum"), &sums.to_bytes())?;
+            let sums = self.file_path(key, "npysum");
+            write_synced(&sums, |to| records::write_of_file(&out, len, to))?;
             std::fs::rename(&part, &npy)?;
             File::open(&self.root)?.sync_all()?;
             Ok(out)
@@ -366,56 +386,145 @@ impl BackingDir {
         if written.is_err() {
             let _ = std::fs::remove_file(&part);
         }
+        self.unreserve(key, Covers::Npy);
         written.map(Some)
     }
 
-    /// Evicts whole arrays (every file of one key), least recently opened first, until `need`
-    /// more bytes fit the budget. Arrays whose lock another holds (being written) and `keep`
-    /// stay. Each is removed under its lock, the lock file last. Only files named as zarrfs
+    /// Reserves `need` bytes of the budget for the files of `key` that `covers` says, which
+    /// this process is about to write, after evicting whole arrays (every file of one key),
+    /// least recently opened first, until they fit; false (nothing reserved) when they do not.
+    /// Files being written count by their full size: those of this process by their
+    /// reservation (or their size on disk, when larger), `.part`, `.map` and `.npypart` files
+    /// of other mounts by their length; arrays being written (locked) and `key` itself are not
+    /// evicted. Each is removed under its lock, the lock file last; leftovers of an interrupted
+    /// save (`.tmp`) of an array nobody is writing are removed. Only files named as zarrfs
     /// names its own are counted or removed: whatever else the directory holds is left alone.
-    fn make_room(&self, need: u64, keep: &str) {
-        let _one = self.evicting.lock();
+    pub(super) fn reserve(&self, key: &str, covers: Covers, need: u64) -> bool {
+        let mut reserved = self.reserved.lock();
         let Ok(entries) = std::fs::read_dir(&self.root) else {
-            return;
+            return false;
         };
-        let mut used = 0u64;
-        let mut arrays: HashMap<String, (SystemTime, u64)> = HashMap::new();
+        let mut arrays: HashMap<String, ArrayUse> = HashMap::new();
         for e in entries.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            let Some((key, ext)) = backing_name(&name) else {
+            let Some((k, ext)) = backing_name(&name) else {
                 continue;
             };
             let Ok(meta) = e.metadata() else { continue };
-            let disk = meta.blocks() * 512;
-            used += disk;
-            if key == keep || ext == "lock" {
-                continue;
+            let array = arrays.entry(k.to_string()).or_default();
+            array.bytes[Covers::of(ext) as usize] += counted_bytes(ext, &meta);
+            array.tmp |= ext.ends_with(".tmp");
+            match meta.modified() {
+                Ok(mtime) if ext != "lock" => array.mtime = array.mtime.max(mtime),
+                _ => {}
             }
-            let array = arrays
-                .entry(key.to_string())
-                .or_insert((SystemTime::UNIX_EPOCH, 0));
-            if let Ok(mtime) = meta.modified() {
-                array.0 = array.0.max(mtime);
-            }
-            array.1 += disk;
         }
-        let mut arrays: Vec<_> = arrays.into_iter().collect();
-        arrays.sort_by_key(|(_, (mtime, _))| *mtime);
-        for (key, (_, disk)) in arrays {
-            if used.saturating_add(need) <= self.budget {
+        let mut claims = reserved.clone();
+        claims.insert((key.to_string(), covers), need);
+        let mut used: u64 = arrays.iter().map(|(k, a)| a.counted(k, &claims)).sum();
+        for (k, _) in claims.keys().filter(|(k, _)| !arrays.contains_key(k)) {
+            used = used.saturating_add(ArrayUse::default().counted(k, &claims));
+        }
+        let mut arrays: Vec<_> = arrays
+            .into_iter()
+            .filter(|(k, _)| k != key && !claims.keys().any(|(c, _)| c == k))
+            .collect();
+        for (k, array) in arrays.iter_mut().filter(|(_, a)| a.tmp) {
+            if let Some(_lock) = self.take_lock(k) {
+                for ext in ARRAY_FILES {
+                    let tmp = self.file_path(k, &format!("{ext}.tmp"));
+                    if let Ok(meta) = std::fs::symlink_metadata(&tmp) {
+                        if std::fs::remove_file(&tmp).is_ok() {
+                            let bytes = counted_bytes(ext, &meta);
+                            used = used.saturating_sub(bytes);
+                            let counted = &mut array.bytes[Covers::of(ext) as usize];
+                            *counted = counted.saturating_sub(bytes);
+                        }
+                    }
+                }
+            }
+        }
+        arrays.sort_by_key(|(_, a)| a.mtime);
+        for (k, array) in arrays {
+            if used <= self.budget {
                 break;
             }
-            let Some(_lock) = self.take_lock(&key) else {
+            let Some(_lock) = self.take_lock(&k) else {
                 continue;
             };
             for ext in ARRAY_FILES {
-                let _ = std::fs::remove_file(self.file_path(&key, ext));
+                let _ = std::fs::remove_file(self.file_path(&k, ext));
+                let _ = std::fs::remove_file(self.file_path(&k, &format!("{ext}.tmp")));
             }
-            let _ = std::fs::remove_file(self.file_path(&key, "lock"));
-            self.let_go(&key);
-            log::info!("cache dir {}: evicted {key}", self.root.display());
-            used = used.saturating_sub(disk);
+            let _ = std::fs::remove_file(self.file_path(&k, "lock"));
+            self.let_go(&k);
+            log::info!("cache dir {}: evicted {k}", self.root.display());
+            used = used.saturating_sub(array.bytes.iter().sum());
         }
+        let fits = used <= self.budget;
+        if fits {
+            reserved.insert((key.to_string(), covers), need);
+        }
+        fits
+    }
+
+    /// Gives back the room reserved for the files of `key` that `covers` says (written, or
+    /// given up).
+    pub(super) fn unreserve(&self, key: &str, covers: Covers) {
+        self.reserved.lock().remove(&(key.to_string(), covers));
+    }
+}
+
+/// Which files of a key a reservation stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) enum Covers {
+    /// The backing file and its map or checksums.
+    Array = 0,
+    /// The NPY file and its checksums.
+    Npy = 1,
+}
+
+impl Covers {
+    /// The files extension `ext` names belong to.
+    fn of(ext: &str) -> Covers {
+        match ext.trim_end_matches(".tmp") {
+            "npy" | "npysum" | "npypart" => Covers::Npy,
+            _ => Covers::Array,
+        }
+    }
+}
+
+/// What the files of one key take, as eviction counts them.
+struct ArrayUse {
+    /// Bytes, by [`Covers`].
+    bytes: [u64; 2],
+    /// When it was last opened (the newest modification time of its files).
+    mtime: SystemTime,
+    /// It has leftovers of an interrupted save.
+    tmp: bool,
+}
+
+impl Default for ArrayUse {
+    fn default() -> Self {
+        ArrayUse {
+            bytes: [0; 2],
+            mtime: SystemTime::UNIX_EPOCH,
+            tmp: false,
+        }
+    }
+}
+
+impl ArrayUse {
+    /// Bytes counted for the files of key `key`: what they take, or what `claims` reserve
+    /// for them, whichever is more.
+    fn counted(&self, key: &str, claims: &HashMap<(String, Covers), u64>) -> u64 {
+        [Covers::Array, Covers::Npy]
+            .into_iter()
+            .map(|c| {
+                let claim = claims.get(&(key.to_string(), c)).copied().unwrap_or(0);
+                self.bytes[c as usize].max(claim)
+            })
+            .sum()
     }
 }
 
@@ -430,19 +539,37 @@ fn still_linked(file: &File, path: &Path) -> io::Result<bool> {
     }
 }
 
-/// The files of one array besides its lock file.
+/// The files of one array besides its lock file (and the `EXT.tmp` an interrupted save of
+/// one may leave).
 const ARRAY_FILES: [&str; 7] = ["data", "sum", "part", "map", "npy", "npysum", "npypart"];
 
+/// The files still being written, which grow to their length.
+const GROWING: [&str; 3] = ["part", "map", "npypart"];
+
+/// The bytes the eviction counts for a file with extension `ext` (and `.tmp`, maybe): those it
+/// takes on disk, or its length for a file still being written (see [`GROWING`]).
+fn counted_bytes(ext: &str, meta: &std::fs::Metadata) -> u64 {
+    let disk = meta.blocks() * 512;
+    match GROWING.contains(&ext.trim_end_matches(".tmp")) {
+        true => disk.max(meta.len()),
+        false => disk,
+    }
+}
+
 /// The key and extension of `name` when it names a file of a backing key (see
-/// [`Identity`](super::Identity): 32 hex digits, or those and `.txt` or `.npy`), else `None`.
+/// [`Identity`](super::Identity): 32 hex digits, or those and `.txt` or `.npy`; the extension
+/// one of [`ARRAY_FILES`], `lock`, or one of those and `.tmp`), else `None`.
 fn backing_name(name: &str) -> Option<(&str, &str)> {
-    let (key, ext) = name.rsplit_once('.')?;
+    let base = name.strip_suffix(".tmp").unwrap_or(name);
+    let (key, ext) = base.rsplit_once('.')?;
     let hex = key
         .strip_suffix(".txt")
         .or(key.strip_suffix(".npy"))
         .unwrap_or(key);
     let ours = hex.len() == 32 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
-    (ours && (ext == "lock" || ARRAY_FILES.contains(&ext))).then_some((key, ext))
+    let tmp = base.len() < name.len();
+    let known = ARRAY_FILES.contains(&ext) || (ext == "lock" && !tmp);
+    (ours && known).then_some((key, &name[key.len() + 1..]))
 }
 
 /// Why a backing file is not used: the end of a log line naming the file.
@@ -455,7 +582,7 @@ enum Unverified {
     #[error("has no checksums")]
     NoSums,
     /// Its checksum file is of another format or size.
-    #[error("has checksums of another format")]
+    #[error("has checksums of another format or size")]
     OtherFormat,
     /// A block differs from its checksum.
     #[error("fails its checksum at block {0}")]
@@ -468,11 +595,14 @@ enum Unverified {
 /// Checks the first `size` bytes of `file` against the checksums saved in `sums`; why not
 /// when they do not match.
 fn verified(file: &File, size: u64, sums: &Path) -> Result<(), Unverified> {
-    let saved = read_owned(sums)
+    let saved = open_owned(sums, false)
         .map_err(Unverified::UnreadableSums)?
         .ok_or(Unverified::NoSums)?;
-    let (sums, _) = Sums::parse(size, &saved).ok_or(Unverified::OtherFormat)?;
-    match sums.verify(file, size) {
+    let len = saved.metadata().map_err(Unverified::UnreadableSums)?.len();
+    if len != records::file_len(size) {
+        return Err(Unverified::OtherFormat);
+    }
+    match records::verify(&saved, file, size) {
         Ok(None) => Ok(()),
         Ok(Some(b)) => Err(Unverified::Mismatch(b)),
         Err(e) => Err(Unverified::Unreadable(e)),
@@ -530,10 +660,12 @@ mod tests {
             std::fs::write(root.path().join(name), vec![1u8; 8192]).unwrap();
         }
         // 10 MiB of other files do not count: room for all but 64 KiB of the budget is there.
-        dir.make_room((1 << 20) - (64 << 10), "");
+        let new = "fedcba9876543210fedcba9876543210";
+        assert!(dir.reserve(new, Covers::Array, (1 << 20) - (64 << 10)));
         assert!(root.path().join(format!("{key}.data")).exists());
+        dir.unreserve(new, Covers::Array);
         // The arrays go to make room for the whole budget; the other files stay.
-        dir.make_room(1 << 20, "");
+        assert!(dir.reserve(new, Covers::Array, 1 << 20));
         for name in foreign {
             assert!(root.path().join(name).exists(), "{name}");
         }
@@ -544,6 +676,76 @@ mod tests {
             Some((&*format!("{key}.npy"), "npysum"))
         );
         assert_eq!(backing_name(&format!("{key}.data.data")), None);
+        assert_eq!(
+            backing_name(&format!("{key}.txt.map.tmp")),
+            Some((&*format!("{key}.txt"), "map.tmp"))
+        );
+        assert_eq!(backing_name(&format!("{key}.lock.tmp")), None);
+        assert_eq!(backing_name(&format!("{key}.tmp")), None);
+    }
+
+    /// Bytes the files of `root` take on disk.
+    fn disk_use(root: &Path) -> u64 {
+        std::fs::read_dir(root)
+            .unwrap()
+            .map(|e| e.unwrap().metadata().unwrap().blocks() * 512)
+            .sum()
+    }
+
+    #[test]
+    fn files_being_written_hold_their_whole_size_in_the_budget() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = BackingDir::open(root.path(), Some(100_000)).unwrap();
+        let [a, b, c] = ["a", "b", "c"].map(|k| k.repeat(32));
+        // Another mount's partial file, sparse: counted by its length.
+        let other = File::create(dir.file_path(&c, "part")).unwrap();
+        other.set_len(30_000).unwrap();
+        let writing = dir.take_lock(&c).unwrap();
+        assert!(dir.reserve(&a, Covers::Array, 40_000));
+        // Nothing written yet by `a`: its reservation counts.
+        assert!(!dir.reserve(&b, Covers::Array, 40_000));
+        assert!(dir.reserve(&b, Covers::Array, 30_000));
+        // Once `a` is written and its reservation given up, its file counts.
+        std::fs::write(dir.file_path(&a, "data"), vec![1u8; 40_000]).unwrap();
+        dir.unreserve(&a, Covers::Array);
+        assert!(!dir.reserve(&a, Covers::Npy, 4096), "no array is evictable");
+        drop(writing);
+        // Without its lock, the other mount's partial file goes (the oldest).
+        other.set_modified(SystemTime::UNIX_EPOCH).unwrap();
+        assert!(dir.reserve(&a, Covers::Npy, 4096));
+        assert!(!dir.file_path(&c, "part").exists());
+    }
+
+    #[test]
+    fn leftovers_of_an_interrupted_save_are_counted_and_removed_unless_locked() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = BackingDir::open(root.path(), Some(1 << 20)).unwrap();
+        let [a, b, c] = ["a", "b", "c"].map(|k| k.repeat(32));
+        for (key, ext) in [
+            (&a, "map.tmp"),
+            (&a, "part"),
+            (&b, "npysum.tmp"),
+            (&c, "sum.tmp"),
+        ] {
+            std::fs::write(dir.file_path(key, ext), vec![1u8; 200_000]).unwrap();
+        }
+        let writing = dir.take_lock(&c).unwrap();
+        // 800 KB in use: 300 KB more do not fit until the leftovers of `a` and `b` go.
+        let d = "d".repeat(32);
+        assert!(dir.reserve(&d, Covers::Array, 300_000));
+        dir.unreserve(&d, Covers::Array);
+        assert!(!dir.file_path(&a, "map.tmp").exists());
+        assert!(!dir.file_path(&b, "npysum.tmp").exists());
+        assert!(dir.file_path(&a, "part").exists(), "no eviction was needed");
+        assert!(
+            dir.file_path(&c, "sum.tmp").exists(),
+            "its writer holds the lock"
+        );
+        assert_eq!(disk_use(root.path()), 400_000_u64.next_multiple_of(4096));
+        // Evicted with its key.
+        drop(writing);
+        assert!(dir.reserve(&"e".repeat(32), Covers::Array, 1 << 20));
+        assert_eq!(disk_use(root.path()), 0);
     }
 
     #[test]

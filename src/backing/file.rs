@@ -1,9 +1,8 @@
 //! One array's backing file: being written (`KEY.part`) or complete (`KEY.data`).
 
-use super::bitmap::Bitmap;
-use super::dir::BackingDir;
-use super::owned::write_synced;
-use super::sums::Sums;
+use super::block_map::BlockMap;
+use super::dir::{BackingDir, Covers};
+use super::records;
 use super::BLOCK;
 use parking_lot::Mutex;
 use rustix::fs::FallocateFlags;
@@ -15,32 +14,40 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
-/// How often the bitmap of what is written is saved (each save syncs the data first, off the
-/// read path): a crash loses at most about this much decoding.
+/// How often the pages of the map changed since the last save are saved (each save syncs the
+/// data first, off the read path): a crash loses at most about this much decoding.
 const SAVE_EVERY: Duration = Duration::from_secs(2);
 
-/// Where a file being written lives, and the lock that makes this mount its only writer
-/// (let go once the file is complete: a complete array needs none, and may then be evicted).
+/// A file opened again this long after its last mark is marked again as just opened (see
+/// [`BackingFile::touch`]).
+const TOUCH_EVERY: Duration = Duration::from_secs(60);
+
+/// Where a file being written lives, its map file, and the lock that makes this mount its only
+/// writer (let go once the file is complete: a complete array needs none, and may then be
+/// evicted).
 pub(super) struct Writing {
     pub part: PathBuf,
     pub map: PathBuf,
     pub data: PathBuf,
     pub sum: PathBuf,
+    /// `KEY.map`, open for writing records (renamed to `KEY.sum` once complete).
+    pub map_file: File,
     pub lock: Mutex<Option<File>>,
 }
 
 struct State {
-    /// `None` for a file complete when attached.
-    map: Option<Bitmap>,
-    /// The checksums of the blocks written (with `map`): each is checked before the block is
-    /// served (a complete file is checked whole when attached).
-    sums: Option<Sums>,
-    /// Blocks were written since the bitmap was last saved.
+    /// Which blocks are present and their checksums, each checked before the block is served;
+    /// `None` for a file complete when attached (checked whole then).
+    map: Option<BlockMap>,
+    /// Blocks were written since the map was last saved.
     unsaved: bool,
-    /// When the bitmap was last saved (or the file opened).
+    /// When the map was last saved (or the file opened).
     saved: Instant,
+    /// Writing failed: the blocks the saved map does not claim were given back to the file
+    /// system (see [`Shared::give_back`]), and none is written any more.
+    given_back: bool,
 }
 
 /// What the readers and the background jobs share.
@@ -53,18 +60,23 @@ struct Shared {
     /// file complete when attached, which was checked then).
     sound: OnceLock<bool>,
     writing: Option<Writing>,
+    /// This writer's room in the directory's budget is reserved (see [`BackingDir::attach`]):
+    /// given up once the file is complete or dropped.
+    reserved: AtomicBool,
     dir: Arc<BackingDir>,
+    /// The name of the array's files in `dir`.
+    key: String,
     label: String,
 }
 
 /// An array's decoded bytes on local disk, laid out like its file `A`.
 pub struct BackingFile {
     shared: Arc<Shared>,
-    /// The last background job that syncs (saves the bitmap, publishes the file); each job
-    /// waits for the one before it.
+    /// The last background job that syncs (saves the map, publishes the file, gives back the
+    /// disk after a write error); each job waits for the one before it.
     syncing: Mutex<Option<JoinHandle<()>>>,
-    /// The name of the array's files in `dir`.
-    key: String,
+    /// A job giving back the disk was started.
+    giving_back: AtomicBool,
     /// `KEY.npy`, once complete (see [`BackingFile::npy_file`]).
     npy: Arc<OnceLock<File>>,
     /// Writes `KEY.npy` off the open path.
@@ -73,19 +85,19 @@ pub struct BackingFile {
 
 impl BackingFile {
     /// A backing file: complete (`KEY.data`) when `partial` is `None`, else being written
-    /// (`KEY.part`), with the bitmap of which blocks are present, their checksums and where
-    /// it is written.
+    /// (`KEY.part`, with room reserved for it in the directory), with the map of which blocks
+    /// are present and their checksums, and where it is written.
     pub(super) fn new(
         dir: Arc<BackingDir>,
         file: File,
         size: u64,
-        partial: Option<(Bitmap, Sums, Writing)>,
+        partial: Option<(BlockMap, Writing)>,
         key: &str,
         label: &str,
     ) -> Self {
-        let (map, sums, writing) = match partial {
-            Some((map, sums, writing)) => (Some(map), Some(sums), Some(writing)),
-            None => (None, None, None),
+        let (map, writing) = match partial {
+            Some((map, writing)) => (Some(map), Some(writing)),
+            None => (None, None),
         };
         BackingFile {
             shared: Arc::new(Shared {
@@ -93,21 +105,23 @@ impl BackingFile {
                 size,
                 state: Mutex::new(State {
                     map,
-                    sums,
                     unsaved: false,
                     saved: Instant::now(),
+                    given_back: false,
                 }),
                 complete: AtomicBool::new(writing.is_none()),
                 sound: match writing {
                     None => OnceLock::from(true),
                     Some(_) => OnceLock::new(),
                 },
+                reserved: AtomicBool::new(writing.is_some()),
                 writing,
                 dir,
+                key: key.to_string(),
                 label: label.to_string(),
             }),
             syncing: Mutex::new(None),
-            key: key.to_string(),
+            giving_back: AtomicBool::new(false),
             npy: Arc::default(),
             npy_job: Mutex::new(None),
         }
@@ -126,12 +140,26 @@ impl BackingFile {
             && !self
                 .shared
                 .dir
-                .is_linked(&self.shared.file, &self.key, "data")
+                .is_linked(&self.shared.file, &self.shared.key, "data")
+    }
+
+    /// Marks the file as just opened (its modification time orders the directory's LRU), when
+    /// its mark is older than a minute: a mount serving an array for days keeps it recent for
+    /// the others sharing the directory. One `fstat`, and now and then a time set.
+    pub fn touch(&self) {
+        let file = &self.shared.file;
+        let age = file
+            .metadata()
+            .and_then(|m| m.modified())
+            .map(|t| t.elapsed());
+        if !matches!(age, Ok(Ok(age)) if age < TOUCH_EVERY) {
+            let _ = file.set_modified(SystemTime::now());
+        }
     }
 
     /// The name of the array's files.
     pub(super) fn key(&self) -> &str {
-        &self.key
+        &self.shared.key
     }
 
     /// Size of the file (of what it holds).
@@ -163,7 +191,7 @@ impl BackingFile {
         }
         let s = &self.shared;
         let len = header.len() as u64 + s.size;
-        if let Some(done) = s.dir.complete_npy(&self.key, len) {
+        if let Some(done) = s.dir.complete_npy(&s.key, len) {
             let _ = done.set_modified(std::time::SystemTime::now());
             let _ = self.npy.set(done);
             return self.npy.get()?.try_clone().ok();
@@ -179,7 +207,7 @@ impl BackingFile {
                 return None;
             }
         };
-        let (dir, key, size, npy) = (s.dir.clone(), self.key.clone(), s.size, self.npy.clone());
+        let (dir, key, size, npy) = (s.dir.clone(), s.key.clone(), s.size, self.npy.clone());
         let (header, label) = (header.to_vec(), s.label.clone());
         let build = move || match dir.build_npy(&key, &data, size, &header) {
             Ok(Some(file)) => {
@@ -227,13 +255,22 @@ impl BackingFile {
         runs
     }
 
+    /// `from..to` widened to whole blocks (up to the end of the file).
+    pub fn whole_blocks(&self, from: u64, to: u64) -> (u64, u64) {
+        let size = self.shared.size;
+        (
+            (from / BLOCK) * BLOCK,
+            to.div_ceil(BLOCK).saturating_mul(BLOCK).min(size),
+        )
+    }
+
     /// Appends bytes `from..to` (present ones: see [`BackingFile::runs`]) to `out`. The
     /// blocks of a file written in this mount are checked against their checksums: a block
     /// that fails is marked absent (decoded and written again) with a log line, and the read
     /// fails.
     pub fn read_into(&self, from: u64, to: u64, out: &mut Vec<u8>) -> io::Result<()> {
         let s = &self.shared;
-        if s.state.lock().sums.is_none() {
+        if s.state.lock().map.is_none() {
             // Complete, and checked whole when attached.
             let at = out.len();
             out.resize(at + (to - from) as usize, 0);
@@ -249,10 +286,12 @@ impl BackingFile {
         s.file.read_exact_at(&mut blocks, first * BLOCK)?;
         let mut state = s.state.lock();
         let state = &mut *state;
-        if let Some(bad) = state.sums.as_ref().and_then(|m| m.mismatch(first, &blocks)) {
-            if let Some(map) = state.map.as_mut() {
-                map.unset(bad);
-            }
+        let Some(map) = state.map.as_mut() else {
+            return Err(io::ErrorKind::InvalidData.into());
+        };
+        if let Some(bad) = map.mismatch(first, &blocks) {
+            map.unset(bad);
+            state.unsaved = true;
             log::warn!(
                 "{}: block {bad} of its backing file fails its checksum: decoded again",
                 s.label
@@ -265,19 +304,24 @@ impl BackingFile {
         Ok(())
     }
 
-    /// Writes freshly decoded bytes of `A` at `offset` and records the blocks they fill; the
-    /// last one completes the file (synced and published in the background), and now and then
-    /// the bitmap is saved in the background. A write error turns writing off (see
-    /// [`BackingDir`]).
+    /// Writes freshly decoded bytes of `A` at `offset` and records the blocks they fill
+    /// wholly; the last one completes the file (synced and published in the background), and
+    /// now and then the pages of the map that changed are saved in the background. A write
+    /// error turns writing off (see [`BackingDir`]) and gives back the disk the saved map
+    /// does not account for (see [`Shared::give_back`]).
     pub fn store(&self, offset: u64, bytes: &[u8]) {
         let s = &self.shared;
-        if self.is_complete() || !s.dir.writable() || bytes.is_empty() {
+        if self.is_complete() || bytes.is_empty() {
             return;
+        }
+        if !s.dir.writable() {
+            return self.give_back_later();
         }
         let written = allocate(&s.file, offset, bytes.len() as u64)
             .and_then(|()| s.file.write_all_at(bytes, offset));
         if let Err(e) = written {
-            return s.dir.write_failed(&e, &s.label);
+            s.dir.write_failed(&e, &s.label);
+            return self.give_back_later();
         }
         let end = offset + bytes.len() as u64;
         let first = offset.div_ceil(BLOCK);
@@ -288,18 +332,23 @@ impl BackingFile {
         };
         let mut guard = s.state.lock();
         let state = &mut *guard;
-        // Once full, the file is being published: nothing more to record.
-        let (Some(map), Some(sums)) =
-            (state.map.as_mut().filter(|m| !m.is_full()), &mut state.sums)
-        else {
+        let Some(map) = state.map.as_mut() else {
             return;
         };
+        if state.given_back {
+            // Written after the disk was given back: given back too.
+            let runs = map.absent_runs(offset / BLOCK, end.div_ceil(BLOCK));
+            return s.punch(&runs);
+        }
+        // Once full, the file is being published: nothing more to record.
+        if map.is_full() {
+            return;
+        }
         if first < last {
             let at = (first * BLOCK - offset) as usize;
             let whole = ((last * BLOCK).min(end) - offset) as usize;
-            sums.record(first, &bytes[at..whole]);
+            map.record(first, &bytes[at..whole]);
         }
-        (first..last).for_each(|b| map.set(b));
         let full = map.is_full();
         let mut state = guard;
         if full {
@@ -312,6 +361,13 @@ impl BackingFile {
             state.saved = Instant::now();
             drop(state);
             self.in_background(false, "backing-save", |s| s.save_if(|_| true));
+        }
+    }
+
+    /// Starts giving back the disk the saved map does not account for, once.
+    fn give_back_later(&self) {
+        if self.shared.writing.is_some() && !self.giving_back.swap(true, Ordering::Relaxed) {
+            self.in_background(true, "backing-give-back", Shared::give_back);
         }
     }
 
@@ -333,15 +389,15 @@ impl BackingFile {
 }
 
 impl Shared {
-    /// Reads the whole (complete) file and checks it against the checksums recorded as it
-    /// was written; a block that fails is marked absent and the file removed from the
-    /// directory, with a log line. A file that cannot be read (a transient error) is only
-    /// not used whole (no passthrough); its blocks are still checked as they are read.
+    /// Reads the whole (complete) file and checks it against the checksums saved in
+    /// `KEY.sum` as it was written; a block that fails is marked absent and the file removed
+    /// from the directory, with a log line. A file that cannot be read (a transient error) is
+    /// only not used whole (no passthrough); its blocks are still checked as they are read.
     fn check_whole(&self) -> bool {
-        let Some(sums) = self.state.lock().sums.clone() else {
+        let Some(w) = &self.writing else {
             return true;
         };
-        let bad = match sums.verify(&self.file, self.size) {
+        let bad = match records::verify(&w.map_file, &self.file, self.size) {
             Ok(None) => return true,
             Ok(Some(b)) => b,
             Err(e) => {
@@ -359,44 +415,55 @@ impl Shared {
             "{}: block {bad} of its backing file fails its checksum: the file is removed, reads decode that block again",
             self.label
         );
-        if let Some(w) = &self.writing {
-            for path in [&w.data, &w.sum] {
-                let _ = std::fs::remove_file(path);
-            }
+        for path in [&w.data, &w.sum] {
+            let _ = std::fs::remove_file(path);
         }
         false
     }
 
-    /// Saves the bitmap when `due` (a failure turns writing off).
+    /// Saves the pages of the map changed since the last save when `due` (a failure turns
+    /// writing off and gives back the disk).
     fn save_if(&self, due: impl Fn(&State) -> bool) {
         let Some(w) = &self.writing else { return };
-        let saving = {
+        let changed = {
             let mut state = self.state.lock();
-            match (&state.map, &state.sums) {
-                (Some(map), Some(sums)) if due(&state) && self.dir.writable() => {
-                    let mut saving = sums.to_bytes();
-                    saving.extend_from_slice(map.as_bytes());
-                    state.unsaved = false;
-                    state.saved = Instant::now();
-                    saving
-                }
-                _ => return,
+            let open = !self.complete.load(Ordering::Acquire) && !state.given_back;
+            if !open || !due(&state) || !self.dir.writable() {
+                return;
+            }
+            state.unsaved = false;
+            state.saved = Instant::now();
+            match state.map.as_mut() {
+                Some(map) => map.take_changed(),
+                None => return,
             }
         };
-        // Every block in the bitmap was written before its bit was set, and is synced next:
-        // the saved bitmap never claims unsynced blocks. Readers and writers go on meanwhile.
+        if changed.is_empty() {
+            return;
+        }
+        // Every block in the map was written before its bit was set, and is synced next: the
+        // saved map never claims unsynced blocks. Readers and writers go on meanwhile.
         let saved = self
             .file
             .sync_data()
-            .and_then(|()| write_synced(&w.map, &saving));
-        if let Err(e) = saved {
-            self.dir.write_failed(&e, &self.label);
+            .and_then(|()| records::write(&w.map_file, self.size, &changed))
+            .and_then(|()| w.map_file.sync_data());
+        match saved {
+            Ok(()) => {
+                if let Some(map) = self.state.lock().map.as_mut() {
+                    map.saved(&changed);
+                }
+            }
+            Err(e) => {
+                self.dir.write_failed(&e, &self.label);
+                self.give_back();
+            }
         }
     }
 
-    /// Syncs the data, saves the checksums as `KEY.sum` and renames `KEY.part` to `KEY.data`;
-    /// only then is the file complete (reads go on meanwhile, served from the file), and the
-    /// lock is let go.
+    /// Syncs the data, saves the last changed pages of the map and renames `KEY.map` to
+    /// `KEY.sum` and `KEY.part` to `KEY.data`; only then is the file complete (reads go on
+    /// meanwhile, served from the file), and the lock is let go.
     fn publish(&self) {
         let Some(w) = &self.writing else { return };
         // Published already: a block decoded again after a failed check filled the map once
@@ -407,40 +474,92 @@ impl Shared {
         // A write or sync failed before (this file's or another's): blocks the file claims may
         // be lost, and a later sync may not tell it (Linux reports a writeback error once).
         if !self.dir.writable() {
-            return;
+            return self.give_back();
         }
-        let sums = self.state.lock().sums.as_ref().map(Sums::to_bytes);
+        let changed = match self.state.lock().map.as_mut() {
+            Some(map) => map.take_changed(),
+            None => return,
+        };
         let synced = self
             .file
             .sync_all()
-            .and_then(|()| write_synced(&w.sum, &sums.unwrap_or_default()))
+            .and_then(|()| records::write(&w.map_file, self.size, &changed))
+            .and_then(|()| w.map_file.set_len(records::file_len(self.size)))
+            .and_then(|()| w.map_file.sync_all())
+            .and_then(|()| std::fs::rename(&w.map, &w.sum))
             .and_then(|()| std::fs::rename(&w.part, &w.data));
         match synced.and_then(|()| File::open(self.dir.root())?.sync_all()) {
             Ok(()) => {
-                let _ = std::fs::remove_file(&w.map);
                 self.complete.store(true, Ordering::Release);
                 w.lock.lock().take();
+                self.unreserve();
                 log::info!(
                     "{}: decoded completely into {}",
                     self.label,
                     w.data.display()
                 );
             }
-            Err(e) => self.dir.write_failed(&e, &self.label),
+            Err(e) => {
+                self.dir.write_failed(&e, &self.label);
+                self.give_back();
+            }
+        }
+    }
+
+    /// After a write error (writing is off): forgets the blocks the saved map does not claim
+    /// and punches them out of the file, so that zarrfs does not keep the disk full with bytes
+    /// no later mount could use; those blocks read from the store again. Once.
+    fn give_back(&self) {
+        if self.writing.is_none() || self.complete.load(Ordering::Acquire) {
+            return;
+        }
+        let mut state = self.state.lock();
+        if state.given_back {
+            return;
+        }
+        state.given_back = true;
+        if let Some(map) = state.map.as_mut() {
+            let runs = map.forget_unsaved();
+            self.punch(&runs);
+            log::info!(
+                "{}: the blocks of its backing file no saved map claims are given back to the file system",
+                self.label
+            );
+        }
+    }
+
+    /// Deallocates the blocks of `runs` (`from..to` in blocks) from the file.
+    fn punch(&self, runs: &[(u64, u64)]) {
+        for &(from, to) in runs {
+            let (at, end) = (from * BLOCK, (to * BLOCK).min(self.size));
+            let flags = FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE;
+            let _ = rustix::fs::fallocate(&self.file, flags, at, end.saturating_sub(at));
+        }
+    }
+
+    /// Gives back this writer's room in the directory's budget, once.
+    fn unreserve(&self) {
+        if self.reserved.swap(false, Ordering::AcqRel) {
+            self.dir.unreserve(&self.key, Covers::Array);
         }
     }
 }
 
 impl Drop for BackingFile {
-    /// Waits for the background jobs, then saves the bitmap of what was written since the last
-    /// save.
+    /// Waits for the background jobs, then saves the pages of the map changed since the last
+    /// save (or, when writing failed, gives back the disk the saved map does not claim).
     fn drop(&mut self) {
         for job in [&mut self.syncing, &mut self.npy_job] {
             if let Some(handle) = job.get_mut().take() {
                 let _ = handle.join();
             }
         }
-        self.shared.save_if(|s| s.unsaved);
+        let s = &self.shared;
+        match s.dir.writable() {
+            true => s.save_if(|s| s.unsaved),
+            false => s.give_back(),
+        }
+        s.unreserve();
     }
 }
 

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 /// The format of the files in a cache directory, part of every key: files another version
 /// wrote are never read (they age out of the LRU), and the arrays are decoded again.
-const FORMAT: &[u8] = b"zarrfs backing files 2\0";
+const FORMAT: &[u8] = b"zarrfs backing files 3\0";
 
 /// The identity of an array's decoded bytes: the store's location and version token (an
 /// Icechunk snapshot, a reference file's version), the array's path, its metadata document,

@@ -2,9 +2,11 @@
 //!
 //! Each array read through a mount with `--cache-dir` gets one sparse file in that directory,
 //! laid out exactly like the array's file `A`. Bytes the view decodes are written into it as
-//! they are served, and a bitmap of 4 KiB blocks records which are present. Nothing on the read
-//! path waits for the disk: the bitmap is saved every few seconds (and at unmount) by a
-//! background job that syncs the data first. When every block is present the file is synced
+//! they are served, whole blocks at a time, and a map of 4 KiB blocks records which are present
+//! (kept by page, in memory and in `KEY.map`, only where something was written: see
+//! `block_map` and `records`). Nothing on the read path waits for the disk: the pages of the map
+//! that changed are saved every few seconds (and at unmount) by a background job that syncs the
+//! data first. When every block is present the file is synced
 //! and renamed from `KEY.part` to `KEY.data` in the background: only a `.data` file counts as
 //! complete, so a crash mid-write never leaves a file that passes as complete. `KEY` hashes the
 //! array's identity (see [`Identity`]): when anything about the array changes, the key changes
@@ -29,16 +31,17 @@
 //! `KEY.npy`; the others serve that array uncached until `KEY.data` appears. Whole arrays are
 //! evicted, least recently opened first, to keep the directory within its byte budget, each
 //! under its lock, the lock file last (see [`BackingDir`]); a mount lets go of an array's lock
-//! once its file is complete, so the budget holds for what a live mount wrote too. A write error
-//! (a full disk) turns writing off for the whole directory with one log line; reads go on
-//! uncached.
+//! once its file is complete, so the budget holds for what a live mount wrote too, and an array
+//! being written holds its full size in the budget from the start. A write error (a full disk)
+//! turns writing off for the whole directory with one log line; reads go on uncached, and the
+//! files being written give back the blocks their saved maps do not claim.
 
-mod bitmap;
+mod block_map;
 mod dir;
 mod file;
 mod identity;
 mod owned;
-mod sums;
+mod records;
 
 pub use dir::{default_budget, default_dir, BackingDir};
 pub use file::BackingFile;
@@ -49,5 +52,5 @@ pub use file::BackingFile;
 pub type Held = parking_lot::Mutex<Option<std::sync::Arc<BackingFile>>>;
 pub use identity::Identity;
 
-/// Bytes per block of the presence bitmap.
+/// Bytes per block of the presence map.
 pub const BLOCK: u64 = 4096;

@@ -137,25 +137,20 @@ fn create_new(path: &Path) -> io::Result<File> {
         .open(path)
 }
 
-/// Reads the whole file `path` (as [`open_owned`]), `None` when absent.
-pub fn read_owned(path: &Path) -> io::Result<Option<Vec<u8>>> {
-    let Some(mut file) = open_owned(path, false)? else {
-        return Ok(None);
-    };
-    let mut bytes = Vec::new();
-    io::Read::read_to_end(&mut file, &mut bytes)?;
-    Ok(Some(bytes))
-}
-
-/// Writes `bytes` to `path` through a fresh `PATH.tmp`, synced, then renamed into place.
-pub fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
+/// Writes `path` through a fresh `PATH.tmp` that `fill` writes, synced, then renamed into
+/// place; the temporary file is removed when that fails.
+pub fn write_synced(path: &Path, fill: impl FnOnce(&File) -> io::Result<()>) -> io::Result<()> {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = Path::new(&tmp);
-    let mut file = create_fresh(tmp)?;
-    io::Write::write_all(&mut file, bytes)?;
-    file.sync_all()?;
-    std::fs::rename(tmp, path)
+    let file = create_fresh(tmp)?;
+    let written = fill(&file)
+        .and_then(|()| file.sync_all())
+        .and_then(|()| std::fs::rename(tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(tmp);
+    }
+    written
 }
 
 fn discard(path: &Path, why: &str) {

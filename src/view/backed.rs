@@ -69,12 +69,14 @@ impl ArrayBacking {
     /// Attaches the backing file with identity `id` (of the file `label`) unless attached
     /// already (at every call until it is: another mount may have finished writing it
     /// meanwhile), or again when the attached one was evicted by another mount since (this
-    /// mount's evictions let go of it at once: see [`BackingDir::hold`]). `size` is the file's
-    /// size; `None` when not known yet: then only a complete backing file is attached, of the
-    /// size it has.
+    /// mount's evictions let go of it at once: see [`BackingDir::hold`]); one attached already
+    /// is marked as opened now (see [`BackingFile::touch`]). `size` is the file's size; `None`
+    /// when not known yet: then only a complete backing file is attached, of the size it has.
     pub fn attach(&self, backing: &Backing, id: &Identity, label: &str, size: Option<u64>) {
         let mut slot = self.file.lock();
-        if slot.as_ref().is_none_or(|f| f.removed()) {
+        if let Some(file) = slot.as_ref().filter(|f| !f.removed()) {
+            file.touch();
+        } else {
             *slot = match size {
                 Some(size) => backing.dir.attach(id, size, label),
                 None => backing.dir.attach_complete(id, label),
@@ -88,7 +90,11 @@ impl ArrayBacking {
 }
 
 /// Appends bytes `offset..end` of a file to `out`: copied from `file` where it holds them, else
-/// made by `produce(from, to, out)` (decoded) and then written into `file`.
+/// made by `produce(from, to, out)` (decoded) and then written into `file`. What is made is
+/// widened to whole blocks of the backing file, so that every block a reader reads gets
+/// written whole at once and counts as present, however the reads fall (`A.npy` reads are
+/// offset by the header; views read `A` anywhere); the bytes asked for are copied out of it.
+/// Where the wider bytes cannot be made, those asked for are.
 pub(super) fn read_through(
     file: &BackingFile,
     label: &str,
@@ -102,6 +108,18 @@ pub(super) fn read_through(
             continue;
         }
         let at = out.len();
+        let (wide_from, wide_to) = file.whole_blocks(from, to);
+        if (wide_from, wide_to) != (from, to) {
+            if produce(wide_from, wide_to, out).is_ok()
+                && out.len() - at == (wide_to - wide_from) as usize
+            {
+                file.store(wide_from, &out[at..]);
+                out.truncate(at + (to - wide_from) as usize);
+                out.drain(at..at + (from - wide_from) as usize);
+                continue;
+            }
+            out.truncate(at);
+        }
         produce(from, to, out)?;
         file.store(from, &out[at..]);
     }

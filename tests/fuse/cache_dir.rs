@@ -1,11 +1,12 @@
 //! `--cache-dir` through real FUSE mounts: passthrough (or copying) of complete arrays across
-//! remounts, two mounts sharing a directory, a daemon killed mid-write, a full disk.
+//! remounts, two mounts sharing a directory, a daemon killed mid-write, a full disk, arrays read
+//! off block boundaries, the map of a large array, the LRU order.
 
 use crate::common;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
-use common::float_store::{expected, files, write_store, N};
+use common::float_store::{expected, file_with_ext, files, lock_held, write_store, N};
 use common::mount::{timed, Mount};
 use common::string_store;
 use std::path::{Path, PathBuf};
@@ -341,4 +342,198 @@ fn a_rewritten_chunk_of_a_v3_draft_store_is_noticed() {
     let m = Mount::new(store.path(), &[&arg]);
     assert_eq!(read_all(m.join("big_endian")), want);
     m.stop();
+}
+
+/// Writes into group `root` array `name` of `n` float64 values `i * 0.25`, in chunks of
+/// `chunk`; its bytes as `A` serves them.
+fn write_floats(root: &Path, name: &str, n: usize, chunk: usize) -> Vec<u8> {
+    let dir = root.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(root.join(".zgroup"), r#"{"zarr_format":2}"#).unwrap();
+    std::fs::write(
+        dir.join(".zarray"),
+        format!(
+            r#"{{"zarr_format":2,"shape":[{n}],"chunks":[{chunk}],"dtype":"<f8","compressor":null,"fill_value":0.0,"filters":null,"order":"C"}}"#
+        ),
+    )
+    .unwrap();
+    let all: Vec<u8> = (0..n)
+        .flat_map(|i| (i as f64 * 0.25).to_le_bytes())
+        .collect();
+    for (c, bytes) in all.chunks(chunk * 8).enumerate() {
+        let mut bytes = bytes.to_vec();
+        bytes.resize(chunk * 8, 0);
+        std::fs::write(dir.join(c.to_string()), bytes).unwrap();
+    }
+    all
+}
+
+/// Reads `path` with O_DIRECT (each read reaches zarrfs as asked) `len` bytes at a time.
+fn read_direct_by(path: PathBuf, len: usize) -> Vec<u8> {
+    timed("read", move || {
+        use std::os::unix::fs::{FileExt, OpenOptionsExt};
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(path)
+            .unwrap();
+        let (mut out, mut buf) = (Vec::new(), vec![0; len]);
+        loop {
+            let n = file.read_at(&mut buf, out.len() as u64).unwrap();
+            if n == 0 {
+                return out;
+            }
+            out.extend_from_slice(&buf[..n]);
+        }
+    })
+}
+
+#[test]
+fn an_array_read_through_its_npy_file_or_unaligned_reads_completes() {
+    if !common::mount::fuse_ready() {
+        return;
+    }
+    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    // 3.2 MB: the kernel reads `b.npy` in several requests, each offset by the NPY header from
+    // the blocks of `b`.
+    let b = write_floats(store.path(), "b", 400_000, 100_000);
+    let c = write_floats(store.path(), "c", 20_000, 3_000);
+    let arg = cache_arg(cache.path());
+    let m = Mount::new(store.path(), &[&arg]);
+    let npy = read_all(m.join("b.npy"));
+    assert_eq!(npy[npy.len() - b.len()..], b);
+    assert_eq!(read_direct_by(m.join("c"), 1000), c);
+    drop(m);
+    assert_eq!(
+        files(cache.path(), "part"),
+        0,
+        "a backing file is incomplete"
+    );
+    assert_eq!(files(cache.path(), "data"), 2);
+    let m = Mount::new(store.path(), &[&arg, "-v"]);
+    assert_eq!(read_all(m.join("b")), b);
+    assert_eq!(read_all(m.join("c")), c);
+    let (_, log) = m.stop();
+    assert_eq!(log.matches("served from backing file").count(), 2, "{log}");
+}
+
+/// Bytes `path` takes on disk.
+fn allocated(path: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).unwrap().blocks() * 512
+}
+
+#[test]
+fn the_map_of_a_large_array_grows_with_what_was_read_not_with_the_array() {
+    if !common::mount::fuse_ready() {
+        return;
+    }
+    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    // 16 GiB of fill value (no chunk written): a map of every block would take 16 MiB.
+    std::fs::write(store.path().join(".zgroup"), r#"{"zarr_format":2}"#).unwrap();
+    std::fs::create_dir(store.path().join("big")).unwrap();
+    let zarray = r#"{"zarr_format":2,"shape":[2147483648],"chunks":[1048576],"dtype":"<f8","compressor":null,"fill_value":0.0,"filters":null,"order":"C"}"#;
+    std::fs::write(store.path().join("big/.zarray"), zarray).unwrap();
+    let args = [&cache_arg(cache.path()), "--cache-dir-size", "1T", "-v"];
+    let read_some = |m: &Mount| {
+        let path = m.join("big");
+        timed("read", move || {
+            use std::os::unix::fs::FileExt;
+            let mut buf = vec![1u8; 8192];
+            let file = std::fs::File::open(path).unwrap();
+            file.read_exact_at(&mut buf, 8 << 30).unwrap();
+            buf
+        })
+    };
+    let m = Mount::new(store.path(), &args);
+    assert_eq!(read_some(&m), vec![0; 8192]);
+    drop(m);
+    // What the kernel read ahead and its map: one page of the map (4 KiB per 3.9 MiB).
+    let (part, map) = (
+        file_with_ext(cache.path(), "part"),
+        file_with_ext(cache.path(), "map"),
+    );
+    assert!(allocated(&part) <= 4 << 20, "{}", allocated(&part));
+    assert!((1..=8192).contains(&allocated(&map)), "{}", allocated(&map));
+    // The next mount resumes from it.
+    let m = Mount::new(store.path(), &args);
+    assert_eq!(read_some(&m), vec![0; 8192]);
+    let (_, log) = m.stop();
+    assert!(log.contains("resuming backing file"), "{log}");
+    assert!(!log.contains(" 0 bytes copied from backing files"), "{log}");
+}
+
+/// Blocks the saved map `map` of a file of `size` bytes claims (see `backing::records`: one
+/// record per 992 blocks, every 4 KiB, checksums then bits).
+fn claimed(map: &Path, size: u64) -> u64 {
+    let bytes = std::fs::read(map).unwrap();
+    let blocks = size.div_ceil(4096) as usize;
+    (0..blocks.div_ceil(992))
+        .map(|p| {
+            let n = (blocks - p * 992).min(992);
+            let at = p * 4096 + 4 * n;
+            let bits = bytes.get(at..at + n.div_ceil(8)).unwrap_or_default();
+            bits.iter().map(|b| u64::from(b.count_ones())).sum::<u64>()
+        })
+        .sum()
+}
+
+#[test]
+fn a_write_error_gives_back_the_disk_no_saved_map_accounts_for() {
+    if !common::mount::root_fuse_ready() {
+        return;
+    }
+    let store = tempfile::tempdir().unwrap();
+    let a = write_floats(store.path(), "a", 786_432, 131_072);
+    // 6 MiB do not fit.
+    let small = Tmpfs::new("4m");
+    let arg = cache_arg(small.0.path());
+    for _ in 0..2 {
+        let m = Mount::new(store.path(), &[&arg, "--cache-dir-size", "1G"]);
+        assert_eq!(read_all(m.join("a")), a);
+        let (_, log) = m.stop();
+        assert_eq!(log.matches("cannot write").count(), 1, "{log}");
+        let part = file_with_ext(small.0.path(), "part");
+        let kept = match std::fs::read_dir(small.0.path())
+            .unwrap()
+            .any(|e| e.unwrap().path().extension().is_some_and(|x| x == "map"))
+        {
+            true => claimed(&file_with_ext(small.0.path(), "map"), a.len() as u64),
+            false => 0,
+        };
+        assert!(
+            allocated(&part) <= kept * 4096,
+            "{} bytes kept, {kept} blocks claimed",
+            allocated(&part)
+        );
+    }
+}
+
+#[test]
+fn an_array_opened_again_is_marked_as_recently_opened() {
+    if !common::mount::fuse_ready() {
+        return;
+    }
+    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write_store(store.path(), 1.25);
+    let m = Mount::new(store.path(), &[&cache_arg(cache.path())]);
+    assert_eq!(read_all(m.join("a")), expected(1.25));
+    let dir = cache.path().to_path_buf();
+    timed("publish", move || {
+        while files(&dir, "data") == 0 || lock_held(&dir) {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    });
+    // Another mount sharing the directory orders eviction by this time.
+    let data = file_with_ext(cache.path(), "data");
+    let day = std::time::Duration::from_secs(86_400);
+    let old = std::time::SystemTime::now() - day;
+    std::fs::File::open(&data)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    assert_eq!(read_all(m.join("a")), expected(1.25));
+    drop(m);
+    let mtime = std::fs::metadata(&data).unwrap().modified().unwrap();
+    assert!(mtime > old + day / 2, "still marked as opened a day ago");
 }

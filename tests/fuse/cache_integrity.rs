@@ -2,7 +2,7 @@
 //! mounts: files another user planted (a link as `KEY.part`, a `KEY.data` of their own, placed
 //! as that user with `setpriv`), a byte flipped in a complete backing file, a transient 404
 //! from S3 for a listed chunk (through the fault proxy), and `--cache-dir-size` within one
-//! live mount.
+//! live mount, also while several arrays are written at once.
 
 use crate::common;
 
@@ -49,12 +49,21 @@ fn key_of(store: &Path) -> String {
     data.file_stem().unwrap().to_string_lossy().into_owned()
 }
 
-/// The checksum file zarrfs keeps for `bytes` (see `backing::sums`).
+/// The checksum file zarrfs keeps for `bytes`, of at most 992 blocks (see `backing::records`:
+/// the checksums, the bits, and a checksum of those seeded with the format, size and page).
 fn sums_of(bytes: &[u8]) -> Vec<u8> {
-    let mut out = b"zarrfs\x00\x02".to_vec();
+    let blocks = bytes.len().div_ceil(4096);
+    assert!(blocks <= 992);
+    let mut out = Vec::new();
     for block in bytes.chunks(4096) {
         out.extend_from_slice(&crc32c::crc32c(block).to_le_bytes());
     }
+    out.extend((0..blocks.div_ceil(8)).map(|i| 0xffu8 >> (8 * (i + 1)).saturating_sub(blocks)));
+    let mut seal = crc32c::crc32c(b"zarrfs\x00\x03");
+    seal = crc32c::crc32c_append(seal, &(bytes.len() as u64).to_le_bytes());
+    seal = crc32c::crc32c_append(seal, &0u64.to_le_bytes());
+    seal = crc32c::crc32c_append(seal, &out);
+    out.extend_from_slice(&seal.to_le_bytes());
     out
 }
 
@@ -220,6 +229,57 @@ fn the_cache_dir_size_holds_for_arrays_a_live_mount_wrote() {
     let (_, log) = m.stop();
     assert_eq!(log.matches("evicted").count(), 2, "{log}");
     assert_eq!(files(cache.path(), "data"), 1);
+}
+
+#[test]
+fn arrays_written_at_once_hold_their_whole_size_in_the_cache_dir_size() {
+    if !common::mount::fuse_ready() {
+        return;
+    }
+    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    std::fs::write(store.path().join(".zgroup"), r#"{"zarr_format":2}"#).unwrap();
+    for g in ["g1", "g2", "g3"] {
+        write_store(&store.path().join(g), 1.0);
+    }
+    // Room for two arrays (data and checksums), not three.
+    let budget = 2 * (N as u64 * 8 + 4096) + 4096;
+    let m = Mount::new(
+        store.path(),
+        &[
+            &cache_arg(cache.path()),
+            "--cache-dir-size",
+            &budget.to_string(),
+            "-v",
+        ],
+    );
+    // All three are open (their backing files attached, nothing written yet) before any is
+    // read.
+    let paths = ["g1", "g2", "g3"].map(|g| m.join(&format!("{g}/a")));
+    let dir = cache.path().to_path_buf();
+    timed("read", move || {
+        use std::io::Read;
+        let opened = paths.map(|p| std::fs::File::open(p).unwrap());
+        for mut file in opened {
+            let mut bytes = Vec::new();
+            file.read_to_end(&mut bytes).unwrap();
+            assert_eq!(bytes, expected(1.0));
+        }
+        while files(&dir, "part") > 0 || lock_held(&dir) {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    });
+    assert!(
+        disk_use(cache.path()) <= budget,
+        "{} bytes in the cache dir, budget {budget}",
+        disk_use(cache.path())
+    );
+    let (_, log) = m.stop();
+    assert_eq!(
+        log.matches("does not fit --cache-dir-size").count(),
+        1,
+        "{log}"
+    );
+    assert_eq!(files(cache.path(), "data"), 2);
 }
 
 #[test]
