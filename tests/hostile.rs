@@ -378,6 +378,8 @@ fn array_errors_are_typed() {
     s.insert("c/.zarray", with("chunks", "[0]"));
     s.insert("f/.zarray", with("fill_value", r#""x""#));
     s.insert("t/.zarray", with("shape", "{}"));
+    // 2^62 int16 elements: 2^63 bytes, more than a file's size can say.
+    s.insert("b/.zarray", with("shape", "[4611686018427387904]"));
     let h = load_hierarchy(&s, &LoadOptions::default()).unwrap();
     let variant = |path: &str| match &h.nodes.iter().find(|n| n.path == path).unwrap().kind {
         NodeKind::Array(Err(e)) => error_variant(e),
@@ -387,6 +389,7 @@ fn array_errors_are_typed() {
     assert_eq!(variant("c"), "Shape");
     assert_eq!(variant("f"), "FillValue");
     assert_eq!(variant("t"), "Field");
+    assert_eq!(variant("b"), "TooLarge");
     assert!(peak_allocation(|| load_hierarchy(&s, &LoadOptions::default()).unwrap()) < 1 << 20);
 }
 

@@ -28,6 +28,10 @@ pub struct ArrayMeta {
     pub chunk_keys: ChunkKeys,
 }
 
+/// The largest array served, in bytes: a file's size is a signed 64-bit number, and `A.npy`
+/// adds its header.
+const MAX_FILE_BYTES: u64 = i64::MAX as u64 - (1 << 20);
+
 impl ArrayMeta {
     /// Number of elements, or `None` on overflow.
     pub fn element_count(&self) -> Option<u64> {
@@ -41,7 +45,8 @@ impl ArrayMeta {
         self.element_count()?.checked_mul(self.dtype.size() as u64)
     }
 
-    /// Checks the shapes are usable: same rank, non-zero chunks, sizes that fit in 64 bits. (The
+    /// Checks the shapes are usable: same rank, non-zero chunks, a size a file can have (below
+    /// 2^63 bytes, with room for an `.npy` header). (The
     /// size of the chunks actually decoded, inner chunks for sharded arrays, is checked by the
     /// chunk reader against [`MAX_CHUNK_BYTES`].)
     pub fn validate(&self) -> Result<(), MetaError> {
@@ -60,10 +65,13 @@ impl ArrayMeta {
         if self.dtype.size() == 0 && !self.dtype.is_variable() {
             return Err(MetaError::DataType("data type has size zero".into()));
         }
-        self.byte_size().ok_or_else(|| {
-            MetaError::TooLarge(format!("shape {:?} overflows 64 bits", self.shape))
-        })?;
-        Ok(())
+        match self.byte_size() {
+            Some(bytes) if bytes <= MAX_FILE_BYTES => Ok(()),
+            _ => Err(MetaError::TooLarge(format!(
+                "shape {:?} holds 2^63 bytes or more, more than a file can",
+                self.shape
+            ))),
+        }
     }
 }
 
