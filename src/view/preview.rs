@@ -234,8 +234,10 @@ impl View {
                     array.read_data(&self.cache, 0, start + c * es, es, (&mut row).into())?;
                 }
             }
+            // Fill values are black, but for booleans, black and white whatever the fill.
+            let bool = p.dtype == DataType::Bool;
             values.extend(row.chunks_exact(es as usize).map(|b| {
-                (!is_fill(&p.dtype, b, &p.fill))
+                (bool || !is_fill(&p.dtype, b, &p.fill))
                     .then(|| value(&p.dtype, b))
                     .flatten()
             }));

@@ -377,7 +377,9 @@ for path, fill in json.load(open(sys.argv[1])):
     s = s[::step, ::step]
     with np.errstate(invalid="ignore"):
         v = np.abs(s).astype(np.float64) if np.iscomplexobj(s) else s.astype(np.float64)
-        bad = ~np.isfinite(v) | (s == np.array(fill).astype(s.dtype))
+        bad = ~np.isfinite(v)
+        if s.dtype != np.bool_:  # booleans are black and white, whatever their fill value
+            bad |= s == np.array(fill).astype(s.dtype)
     if s.dtype == np.bool_:
         lo, hi = 0.0, 1.0
     elif (~bad).any():
@@ -514,6 +516,25 @@ fn large_slices_are_strided_to_at_most_1024_pixels() {
     assert_eq!(view.cache().stats().loads, 9);
     assert_eq!(px[0], 0, "0 is the minimum");
     assert_eq!(*px.last().unwrap(), 255, "the maximum");
+}
+
+#[test]
+fn booleans_are_black_and_white_whatever_their_fill_value() {
+    use zarrfs::store::MemoryStore;
+    let mut s = MemoryStore::new();
+    s.insert(".zgroup", r#"{"zarr_format": 2}"#);
+    s.insert(
+        "b/.zarray",
+        r#"{"zarr_format": 2, "shape": [2, 4], "chunks": [2, 4], "dtype": "|b1", "compressor": null, "fill_value": true, "order": "C", "filters": null}"#,
+    );
+    s.insert("b/0.0", vec![1u8, 0, 1, 0, 0, 1, 0, 1]);
+    let view = view::from_store(Arc::new(s), "mem", 1 << 20, &Default::default()).unwrap();
+    let ino = view.resolve("b.png").unwrap();
+    view.open(ino).unwrap();
+    let size = view.getattr(ino).unwrap().size;
+    let (h, w, px) = decode_png(&view.read(ino, 0, size as u32).unwrap());
+    assert_eq!((h, w), (2, 4));
+    assert_eq!(px, [255, 0, 255, 0, 0, 255, 0, 255]);
 }
 
 #[test]
