@@ -101,7 +101,7 @@ fn parse_fields(items: &[Value]) -> Result<NumpyType, MetaError> {
     let mut fields = Vec::new();
     let mut big_units = Vec::new();
     let mut offset = 0;
-    for item in items {
+    for (i, item) in items.iter().enumerate() {
         let parts = item
             .as_array()
             .filter(|p| (2..=3).contains(&p.len()))
@@ -116,6 +116,14 @@ fn parse_fields(items: &[Value]) -> Result<NumpyType, MetaError> {
                 parts[0]
             ))
         })?;
+        // numpy names an unnamed field by its position, and refuses a name used twice.
+        let name = match name {
+            "" => format!("f{i}"),
+            name => name.to_string(),
+        };
+        if fields.iter().any(|f: &Field| f.name == name) {
+            return Err(bad(format!("structured field name {name:?} is used twice")));
+        }
         let inner = parse(&parts[1])?;
         let shape = match parts.get(2) {
             None => Vec::new(),
@@ -150,7 +158,7 @@ fn parse_fields(items: &[Value]) -> Result<NumpyType, MetaError> {
             );
         }
         fields.push(Field {
-            name: name.to_string(),
+            name,
             dtype: inner.dtype,
             shape,
             offset,
@@ -227,6 +235,18 @@ mod tests {
         assert!(matches!(parse(&fields), Err(MetaError::TooLarge(_))));
         let zero_size = json!([["a", "|S0", [4611686018427387904u64]]]);
         assert!(matches!(parse(&zero_size), Err(MetaError::TooLarge(_))));
+    }
+
+    #[test]
+    fn unnamed_fields_are_named_by_position_and_names_used_twice_refused() {
+        let t = parse(&json!([["", "<i4"], ["b", "<f4"], ["", "|V4"]])).unwrap();
+        let DataType::Structured(fields) = t.dtype else {
+            panic!("not structured")
+        };
+        let names: Vec<_> = fields.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["f0", "b", "f2"]);
+        assert!(parse(&json!([["a", "<i4"], ["a", "<f4"]])).is_err());
+        assert!(parse(&json!([["", "<i4"], ["f0", "<f4"]])).is_err());
     }
 
     #[test]
