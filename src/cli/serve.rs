@@ -131,8 +131,8 @@ struct Mounted {
     thread: std::thread::JoinHandle<std::io::Result<()>>,
     /// Set by the session thread as it ends, before its SIGUSR1: one from outside is not it.
     ended: Arc<AtomicBool>,
-    /// Answered "not connected" when the daemon ends with readers still waiting.
-    readers: crate::fuse::Readers,
+    /// Answered "not connected" when the daemon ends with requests still waiting.
+    waiting: crate::fuse::Waiting,
     mountpoint: std::path::PathBuf,
     /// The device number of this mount (`major:minor`), to tell it from a mount under it.
     dev: Option<String>,
@@ -185,11 +185,12 @@ fn mount(p: Prepared) -> Result<Mounted, MountError> {
         started.elapsed().as_secs_f64()
     );
     let (uid, gid) = (getuid().as_raw(), getgid().as_raw());
-    // Remote reads are bounded by the store's time bound; local ones wait for the disk.
-    let read_timeout =
+    // Requests of a remote store are bounded by the store's time bound; local ones wait for
+    // the disk.
+    let timeout =
         (latency == crate::store::Latency::Network).then(|| Duration::from_secs(p.options.timeout));
-    let fs = ZarrFs::new(view, uid, gid, read_timeout);
-    let readers = fs.readers();
+    let fs = ZarrFs::new(view, uid, gid, timeout);
+    let waiting = fs.waiting();
     let mut config = fuser::Config::default();
     config.mount_options = super::mount_options::for_fuser(p.mount_options.options);
     config.acl = p.mount_options.acl;
@@ -223,7 +224,7 @@ fn mount(p: Prepared) -> Result<Mounted, MountError> {
     Ok(Mounted {
         thread,
         ended,
-        readers,
+        waiting,
         dev: super::pidfile::device_of(&mountpoint),
         mountpoint,
         _pid_file: pid_file,
@@ -294,7 +295,7 @@ impl Mounted {
                         "{shown} is no longer mounted (detached by another): exiting; \
                          processes still using it get \"Transport endpoint is not connected\""
                     );
-                    self.readers.cut_off();
+                    self.waiting.cut_off();
                     return 0;
                 }
                 Err(e) if !refused => {
@@ -319,7 +320,7 @@ impl Mounted {
                         "{shown} is still not unmounted: {outcome} and exiting; processes still \
                          using it get \"Transport endpoint is not connected\""
                     );
-                    self.readers.cut_off();
+                    self.waiting.cut_off();
                     return 1;
                 }
             }
