@@ -20,6 +20,9 @@ use std::time::{Duration, Instant};
 
 /// How long a fresh mount may take to answer before we give up.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the daemon's end waits for the threads still using the view (a request answered
+/// on a worker, a group loaded ahead) to let it go.
+const LET_GO_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Signals that end the mount, plus SIGUSR1 which the session thread sends when it ends.
 fn signal_set() -> SigSet {
@@ -133,6 +136,8 @@ struct Mounted {
     ended: Arc<AtomicBool>,
     /// Answered "not connected" when the daemon ends with requests still waiting.
     waiting: crate::fuse::Waiting,
+    /// Dropped last, by [`let_go`], once the session has ended.
+    view: Arc<crate::view::View>,
     mountpoint: std::path::PathBuf,
     /// The device number of this mount (`major:minor`), to tell it from a mount under it.
     dev: Option<String>,
@@ -189,7 +194,7 @@ fn mount(p: Prepared) -> Result<Mounted, MountError> {
     // the disk.
     let timeout =
         (latency == crate::store::Latency::Network).then(|| Duration::from_secs(p.options.timeout));
-    let fs = ZarrFs::new(view, uid, gid, timeout);
+    let fs = ZarrFs::new(view.clone(), uid, gid, timeout);
     let waiting = fs.waiting();
     let mut config = fuser::Config::default();
     config.mount_options = super::mount_options::for_fuser(p.mount_options.options);
@@ -225,6 +230,7 @@ fn mount(p: Prepared) -> Result<Mounted, MountError> {
         thread,
         ended,
         waiting,
+        view,
         dev: super::pidfile::device_of(&mountpoint),
         mountpoint,
         _pid_file: pid_file,
@@ -325,13 +331,27 @@ impl Mounted {
                 }
             }
         }
-        match self.thread.join() {
+        let ended = self.thread.join();
+        let_go(self.view);
+        match ended {
             Ok(ended) => exit_code(ended, || {
                 still_mounted(&self.mountpoint, self.dev.as_deref())
             }),
             Err(_) => 1,
         }
     }
+}
+
+/// Drops `view` on this thread once no other holds it (waiting at most [`LET_GO_TIMEOUT`]): a
+/// request's worker or a look-ahead thread may still hold it for a moment after the session
+/// ended, and the backing files it writes finish (synced, renamed into place) only as it is
+/// dropped, which must happen before the process exits.
+fn let_go(view: Arc<crate::view::View>) {
+    let deadline = Instant::now() + LET_GO_TIMEOUT;
+    while Arc::strong_count(&view) > 1 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    drop(view);
 }
 
 /// True while the mount of device `dev` is still on `mountpoint`: the topmost mount there is
