@@ -1,8 +1,15 @@
 //! A thin `fuser` adapter: translates kernel calls into [`View`] calls. No logic lives here.
 //! The mount is always read-only, so the kernel answers every change (write, create, setattr,
 //! setxattr, ...) with EROFS itself, before it reaches this adapter.
+//!
+//! A request whose work may wait on the store or decode (lookup, getattr, open, readdir,
+//! readdirplus, statfs, and reads of a remote store) is handed to the [`RequestPool`] and the
+//! request thread returns at once, so a few slow requests never hold every thread. The others
+//! are answered on the request thread: forget, release, opendir (of a directory: its
+//! attributes are at hand), extended attributes (made from documents in memory) and reads of a
+//! local store (no hand-over cost).
 
-mod reads;
+mod requests;
 
 use crate::view::{Attr, FileKind, ReadSink, View, ViewError, XattrReply};
 use fuser::{
@@ -11,7 +18,7 @@ use fuser::{
     ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyXattr, Request,
 };
 use parking_lot::Mutex;
-use reads::ReadPool;
+use requests::{ErrorReply, RequestPool, Ticket};
 use rustix::fs::OFlags;
 use std::any::Any;
 use std::collections::hash_map::Entry;
@@ -37,14 +44,24 @@ const NOT_FOUND: Attr = Attr {
 };
 /// Asynchronous requests the kernel may have in flight.
 const MAX_BACKGROUND: u16 = 64;
+/// Entries one readdirplus reply carries at most: their attributes are found before the reply
+/// is taken (the deadline may answer it meanwhile), so not many more than a reply holds (each
+/// takes at least 160 bytes of it; `readdir(3)` reads 32 KiB at a time). The kernel asks for
+/// the rest.
+const LISTED_PER_REPLY: usize = 256;
 /// Readahead the kernel is asked for, in bytes.
 pub const MAX_READAHEAD: u32 = 1 << 20;
 
 /// The filesystem handed to `fuser`.
 pub struct ZarrFs {
+    shared: Arc<Shared>,
+    /// Requests answered off the request threads.
+    pool: Arc<RequestPool>,
+}
+
+/// What the request threads and the pool's workers share.
+struct Shared {
     view: Arc<View>,
-    /// Reads run here, off the request threads.
-    reads: Arc<ReadPool<ReplyData>>,
     uid: u32,
     gid: u32,
     /// Whether complete backing files are opened with passthrough (kernel 6.9+, CAP_SYS_ADMIN).
@@ -105,34 +122,65 @@ impl<B> OpenModes<B> {
 }
 
 impl ZarrFs {
-    /// Serves `view`, showing every file as owned by `uid`:`gid`. With `read_timeout` (the
-    /// store's time bound, for remote stores), a read not answered within it gets EIO.
-    pub fn new(view: Arc<View>, uid: u32, gid: u32, read_timeout: Option<Duration>) -> Self {
-        ZarrFs {
+    /// Serves `view`, showing every file as owned by `uid`:`gid`. With `timeout` (the store's
+    /// time bound, for remote stores), a request not answered within it gets EIO.
+    pub fn new(view: Arc<View>, uid: u32, gid: u32, timeout: Option<Duration>) -> Self {
+        let shared = Shared {
             view,
-            reads: Arc::new(ReadPool::new(read_timeout)),
             uid,
             gid,
             passthrough: AtomicBool::new(false),
             opens: Mutex::default(),
+        };
+        ZarrFs {
+            shared: Arc::new(shared),
+            pool: Arc::new(RequestPool::new(timeout)),
         }
     }
 
+    /// A handle that answers the requests still waiting when the daemon ends (see
+    /// [`Waiting::cut_off`]).
+    pub fn waiting(&self) -> Waiting {
+        Waiting(self.pool.clone())
+    }
+
+    /// Hands request `op` of `target` (as logs name them) to the pool: `job` runs on a
+    /// worker, under the panic guard, and answers through its ticket.
+    fn offload<R: ErrorReply>(
+        &self,
+        reply: R,
+        op: &'static str,
+        target: String,
+        job: impl FnOnce(&Shared, Ticket<R>) + Send + 'static,
+    ) {
+        let shared = self.shared.clone();
+        let what = format!("{op} {target}");
+        self.pool.submit(reply, what, move |ticket| {
+            catch_panic_as_eio(op, format_args!("{target}"), || job(&shared, ticket))
+        });
+    }
+}
+
+impl Shared {
     /// Answers the open of `ino` (handle `fh`): with passthrough to its complete backing file
-    /// unless the inode is open through the page cache, else through the daemon (which copies
-    /// from the backing file where it can).
-    fn answer_open(&self, ino: u64, fh: u64, reply: ReplyOpen) {
-        // Found before the lock every open and release takes: the first time, the backing
-        // file is checked whole, which takes a while for a large array.
-        let file = match self.passthrough.load(Ordering::Relaxed) {
-            true => self.view.passthrough_file(ino),
-            false => None,
-        };
+    /// `file` unless the inode is open through the page cache, else through the daemon (which
+    /// copies from the backing file where it can).
+    fn answer_open(&self, ino: u64, fh: u64, file: Option<std::fs::File>, reply: ReplyOpen) {
         let mut opens = self.opens.lock();
         if let Some(reply) = self.open_passthrough(&mut opens, ino, fh, file, reply) {
             opens.opened_cached(ino);
             drop(opens);
             reply.opened(FileHandle(fh), open_flags(&self.view, ino));
+        }
+    }
+
+    /// The complete backing file `ino` may be opened with passthrough to. Found before the
+    /// lock every open and release takes: the first time, the backing file is checked whole,
+    /// which takes a while for a large array.
+    fn passthrough_file(&self, ino: u64) -> Option<std::fs::File> {
+        match self.passthrough.load(Ordering::Relaxed) {
+            true => self.view.passthrough_file(ino),
+            false => None,
         }
     }
 
@@ -180,12 +228,6 @@ impl ZarrFs {
         None
     }
 
-    /// A handle that answers the reads still waiting when the daemon ends (see
-    /// [`Readers::cut_off`]).
-    pub fn readers(&self) -> Readers {
-        Readers(self.reads.clone())
-    }
-
     fn file_attr(&self, a: &Attr) -> FileAttr {
         let perm = match a.kind {
             FileKind::Directory => 0o555,
@@ -209,15 +251,36 @@ impl ZarrFs {
             flags: 0,
         }
     }
+
+    /// Answers a lookup that found `found`, through `ticket`. When the deadline answered first,
+    /// the kernel never learned the inode: the lookup the view counted is given back.
+    fn answer_lookup(&self, found: Result<Attr, ViewError>, ticket: Ticket<ReplyEntry>) {
+        let Some(reply) = ticket.take() else {
+            if let Ok(attr) = found {
+                self.view.forget(attr.ino, 1);
+            }
+            return;
+        };
+        match found {
+            Ok(a) => reply.entry(&ttl(&a), &self.file_attr(&a), Generation(0)),
+            // The tree does not change while mounted: a name that is not there never will
+            // be, and the kernel keeps that answer (a negative entry) instead of asking again.
+            Err(ViewError::NotFound) => {
+                reply.entry(&TTL, &self.file_attr(&NOT_FOUND), Generation(0))
+            }
+            Err(e) => reply.error(errno(e)),
+        }
+    }
 }
 
-/// The readers of a mount, for the daemon's exit.
-pub struct Readers(Arc<ReadPool<ReplyData>>);
+/// The requests of a mount, for the daemon's exit.
+pub struct Waiting(Arc<RequestPool>);
 
-impl Readers {
-    /// Answers every read still waiting, and every read after, with "Transport endpoint is not
-    /// connected": what a reader of a detached mount gets from the kernel once the daemon is
-    /// gone, rather than the "Software caused connection abort" of a request it was holding.
+impl Waiting {
+    /// Answers every request still waiting, and every request after, with "Transport endpoint
+    /// is not connected": what a process using a detached mount gets from the kernel once the
+    /// daemon is gone, rather than the "Software caused connection abort" of a request it was
+    /// holding.
     pub fn cut_off(&self) {
         self.0.close(Errno::ENOTCONN);
     }
@@ -243,7 +306,7 @@ fn file_type(kind: FileKind) -> FileType {
     }
 }
 
-/// Runs one request's `handler`. A panic inside it must not end the fuser thread (the mount would
+/// Runs one request's `handler`. A panic inside it must not end the thread (the mount would
 /// slowly stop answering): it is caught and logged once, naming `op` and its `target`, and the
 /// kernel gets EIO, which the unanswered reply sends as the unwinding drops it.
 fn catch_panic_as_eio(op: &str, target: std::fmt::Arguments<'_>, handler: impl FnOnce()) {
@@ -262,6 +325,16 @@ fn panic_report(op: &str, target: std::fmt::Arguments<'_>, payload: &(dyn Any + 
     format!("{op} {target}: internal error, answered EIO: {message}")
 }
 
+/// A read (inode, handle, offset, size) as logs name it.
+struct ReadTarget((u64, u64, u64, u32));
+
+impl std::fmt::Display for ReadTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (ino, _, offset, size) = self.0;
+        write!(f, "inode {ino}, {size} bytes at {offset}")
+    }
+}
+
 /// Answers one read of `view`; `take` gives the reply unless it was answered already (on a
 /// pool worker: at the deadline, or when the daemon ended).
 fn answer_read(
@@ -269,14 +342,11 @@ fn answer_read(
     (ino, fh, offset, size): (u64, u64, u64, u32),
     take: impl Fn() -> Option<ReplyData>,
 ) {
-    let target = format_args!("inode {ino}, {size} bytes at {offset}");
-    catch_panic_as_eio("read", target, || {
-        if let Err(e) = view.read_into(ino, fh, offset, size, &mut ReplySink(&take)) {
-            if let Some(r) = take() {
-                r.error(errno(e))
-            }
+    if let Err(e) = view.read_into(ino, fh, offset, size, &mut ReplySink(&take)) {
+        if let Some(r) = take() {
+            r.error(errno(e))
         }
-    })
+    }
 }
 
 /// A read's reply, taken when the bytes are ready unless answered already.
@@ -314,10 +384,10 @@ impl Filesystem for ZarrFs {
         // Let the kernel keep many readahead requests in flight: they decode in parallel.
         let _ = config.set_max_background(MAX_BACKGROUND);
         let _ = config.set_congestion_threshold(MAX_BACKGROUND * 3 / 4);
-        if let Some(dir) = self.view.backing_dir() {
+        if let Some(dir) = self.shared.view.backing_dir() {
             let on = config.add_capabilities(InitFlags::FUSE_PASSTHROUGH).is_ok()
                 && config.set_max_stack_depth(1).is_ok();
-            self.passthrough.store(on, Ordering::Relaxed);
+            self.shared.passthrough.store(on, Ordering::Relaxed);
             log::info!(
                 "cache dir {}: {}",
                 dir.root().display(),
@@ -339,51 +409,61 @@ impl Filesystem for ZarrFs {
         Ok(())
     }
 
+    /// May load the groups on the way, or measure the file (selections too).
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        catch_panic_as_eio(
-            "lookup",
-            format_args!("{name:?} in inode {parent}"),
-            || match name
+        let name = name.to_owned();
+        let target = format!("{name:?} in inode {parent}");
+        self.offload(reply, "lookup", target, move |fs, ticket| {
+            let found = name
                 .to_str()
                 .ok_or(ViewError::NotFound)
-                .and_then(|n| self.view.lookup(parent.0, n))
-            {
-                Ok(a) => reply.entry(&ttl(&a), &self.file_attr(&a), Generation(0)),
-                // The tree does not change while mounted: a name that is not there never will
-                // be, and the kernel keeps that answer (a negative entry) instead of asking again.
-                Err(ViewError::NotFound) => {
-                    reply.entry(&TTL, &self.file_attr(&NOT_FOUND), Generation(0))
-                }
-                Err(e) => reply.error(errno(e)),
-            },
-        )
+                .and_then(|n| fs.view.lookup(parent.0, n));
+            fs.answer_lookup(found, ticket)
+        })
     }
 
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
-        self.view.forget(ino.0, nlookup);
+        self.shared.view.forget(ino.0, nlookup);
     }
 
+    /// May measure the file: a variable-length array's sizes are found by decoding it, a
+    /// file showing a subtree loads it.
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        catch_panic_as_eio("getattr", format_args!("inode {ino}"), || {
-            match self.view.getattr(ino.0) {
-                Ok(a) => reply.attr(&ttl(&a), &self.file_attr(&a)),
+        let target = format!("inode {ino}");
+        self.offload(reply, "getattr", target, move |fs, ticket| {
+            let attr = fs.view.getattr(ino.0);
+            let Some(reply) = ticket.take() else { return };
+            match attr {
+                Ok(a) => reply.attr(&ttl(&a), &fs.file_attr(&a)),
                 Err(e) => reply.error(errno(e)),
             }
         })
     }
 
+    /// May make an array's chunk reader, render a preview or check a backing file whole.
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         if flags.acc_mode() != OpenAccMode::O_RDONLY || flags.0 & OFlags::TRUNC.bits() as i32 != 0 {
             return reply.error(Errno::EROFS);
         }
-        catch_panic_as_eio("open", format_args!("inode {ino}"), || {
-            let opened = if flags.0 & OFlags::DIRECT.bits() as i32 != 0 {
-                self.view.open_direct(ino.0)
-            } else {
-                self.view.open(ino.0)
+        let direct = flags.0 & OFlags::DIRECT.bits() as i32 != 0;
+        self.offload(reply, "open", format!("inode {ino}"), move |fs, ticket| {
+            let opened = match direct {
+                true => fs.view.open_direct(ino.0),
+                false => fs.view.open(ino.0),
+            };
+            let file = opened
+                .as_ref()
+                .ok()
+                .and_then(|_| fs.passthrough_file(ino.0));
+            let Some(reply) = ticket.take() else {
+                // The kernel will never release a handle it did not hear of.
+                if let Ok(fh) = opened {
+                    fs.view.release(fh);
+                }
+                return;
             };
             match opened {
-                Ok(fh) => self.answer_open(ino.0, fh, reply),
+                Ok(fh) => fs.answer_open(ino.0, fh, file, reply),
                 Err(e) => reply.error(errno(e)),
             }
         })
@@ -404,15 +484,16 @@ impl Filesystem for ZarrFs {
         let read = (ino.0, fh.0, offset, size);
         // A local store answers on the request thread; a remote one, which may stall, on the
         // pool, so that stalled reads never hold every request thread.
-        if !self.reads.has_deadline() {
+        if !self.pool.has_deadline() {
             let reply = std::cell::Cell::new(Some(reply));
-            return answer_read(&self.view, read, || reply.take());
+            let view = &self.shared.view;
+            let target = format_args!("{}", ReadTarget(read));
+            return catch_panic_as_eio("read", target, || answer_read(view, read, || reply.take()));
         }
-        let view = self.view.clone();
-        self.reads
-            .submit(reply, (ino.0, offset, size), move |ticket| {
-                answer_read(&view, read, || ticket.take())
-            });
+        let target = ReadTarget(read).to_string();
+        self.offload(reply, "read", target, move |fs, ticket| {
+            answer_read(&fs.view, read, || ticket.take())
+        });
     }
 
     fn release(
@@ -426,15 +507,17 @@ impl Filesystem for ZarrFs {
         reply: ReplyEmpty,
     ) {
         catch_panic_as_eio("release", format_args!("inode {ino}"), || {
-            self.view.release(fh.0);
-            self.opens.lock().released(ino.0);
+            self.shared.view.release(fh.0);
+            self.shared.opens.lock().released(ino.0);
             reply.ok();
         })
     }
 
+    /// On the request thread: the kernel opens only directories as such, and a directory's
+    /// attributes are at hand.
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
         catch_panic_as_eio("opendir", format_args!("inode {ino}"), || {
-            match self.view.getattr(ino.0) {
+            match self.shared.view.getattr(ino.0) {
                 Ok(a) if a.kind == FileKind::Directory => {
                     reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE)
                 }
@@ -444,18 +527,22 @@ impl Filesystem for ZarrFs {
         })
     }
 
+    /// May load the group's children.
     fn readdir(
         &self,
         _req: &Request,
         ino: INodeNo,
         _fh: FileHandle,
         offset: u64,
-        mut reply: ReplyDirectory,
+        reply: ReplyDirectory,
     ) {
-        catch_panic_as_eio(
-            "readdir",
-            format_args!("inode {ino} from {offset}"),
-            || match self.view.readdir(ino.0, offset) {
+        let target = format!("inode {ino} from {offset}");
+        self.offload(reply, "readdir", target, move |fs, ticket| {
+            let entries = fs.view.readdir(ino.0, offset);
+            let Some(mut reply) = ticket.take() else {
+                return;
+            };
+            match entries {
                 Ok(entries) => {
                     for e in entries {
                         if reply.add(INodeNo(e.ino), e.next_offset, file_type(e.kind), &e.name) {
@@ -465,33 +552,40 @@ impl Filesystem for ZarrFs {
                     reply.ok()
                 }
                 Err(e) => reply.error(errno(e)),
-            },
-        )
+            }
+        })
     }
 
+    /// May load the group's children and measure them (variable-length arrays).
     fn readdirplus(
         &self,
         _req: &Request,
         ino: INodeNo,
         _fh: FileHandle,
         offset: u64,
-        mut reply: ReplyDirectoryPlus,
+        reply: ReplyDirectoryPlus,
     ) {
-        catch_panic_as_eio(
-            "readdirplus",
-            format_args!("inode {ino} from {offset}"),
-            || match self.view.readdir(ino.0, offset) {
+        let target = format!("inode {ino} from {offset}");
+        self.offload(reply, "readdirplus", target, move |fs, ticket| {
+            let entries = fs.view.readdir(ino.0, offset).map(|entries| {
+                let attrs = (entries.into_iter())
+                    .filter_map(|e| Some((fs.view.listed_attr(e.ino).ok()?, e)));
+                attrs.take(LISTED_PER_REPLY).collect::<Vec<_>>()
+            });
+            // Entries handed out count no lookup in the view (a directory lists no
+            // selection file): nothing to give back when the deadline answered first.
+            let Some(mut reply) = ticket.take() else {
+                return;
+            };
+            match entries {
                 Ok(entries) => {
-                    for e in entries {
-                        let Ok(attr) = self.view.listed_attr(e.ino) else {
-                            continue;
-                        };
+                    for (attr, e) in entries {
                         if reply.add(
                             INodeNo(e.ino),
                             e.next_offset,
                             &e.name,
                             &ttl(&attr),
-                            &self.file_attr(&attr),
+                            &fs.file_attr(&attr),
                             Generation(0),
                         ) {
                             break;
@@ -500,13 +594,16 @@ impl Filesystem for ZarrFs {
                     reply.ok()
                 }
                 Err(e) => reply.error(errno(e)),
-            },
-        )
+            }
+        })
     }
 
+    /// Loads the whole tree the first time (the totals).
     fn statfs(&self, _req: &Request, ino: INodeNo, reply: ReplyStatfs) {
-        catch_panic_as_eio("statfs", format_args!("inode {ino}"), || {
-            let totals = self.view.totals();
+        let target = format!("inode {ino}");
+        self.offload(reply, "statfs", target, move |fs, ticket| {
+            let totals = fs.view.totals();
+            let Some(reply) = ticket.take() else { return };
             let blocks = totals.blocks(MAX_READAHEAD);
             reply.statfs(
                 blocks,
@@ -524,7 +621,7 @@ impl Filesystem for ZarrFs {
     fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
         catch_panic_as_eio("getxattr", format_args!("inode {ino} {name:?}"), || {
             let answer = match name.to_str() {
-                Some(n) => self.view.getxattr(ino.0, n, size),
+                Some(n) => self.shared.view.getxattr(ino.0, n, size),
                 None => Err(ViewError::NoAttribute),
             };
             reply_xattr(answer, reply)
@@ -533,7 +630,7 @@ impl Filesystem for ZarrFs {
 
     fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
         catch_panic_as_eio("listxattr", format_args!("inode {ino}"), || {
-            reply_xattr(self.view.listxattr(ino.0, size), reply)
+            reply_xattr(self.shared.view.listxattr(ino.0, size), reply)
         })
     }
 }

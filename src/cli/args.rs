@@ -131,7 +131,9 @@ pub struct Options {
     pub anonymous: bool,
     /// Remote stores: the longest one request may take, retries included (up to 4 retries with
     /// back-off; an attempt that receives nothing for a third of it is retried; 3 s to
-    /// connect); then the read fails with EIO. From 1 to 604800 (a week).
+    /// connect); then the read fails with EIO. Also the longest a file operation (lookup,
+    /// stat, ls, open, read, df) waits for its answer before it gets EIO. From 1 to 604800 (a
+    /// week).
     #[arg(long, value_name = "SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=604_800))]
     pub timeout: u64,
     /// Icechunk repositories: the version to mount, a branch, a tag or a snapshot id

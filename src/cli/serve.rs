@@ -20,6 +20,9 @@ use std::time::{Duration, Instant};
 
 /// How long a fresh mount may take to answer before we give up.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the daemon's end waits for the threads still using the view (a request answered
+/// on a worker, a group loaded ahead) to let it go.
+const LET_GO_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Signals that end the mount, plus SIGUSR1 which the session thread sends when it ends.
 fn signal_set() -> SigSet {
@@ -131,8 +134,10 @@ struct Mounted {
     thread: std::thread::JoinHandle<std::io::Result<()>>,
     /// Set by the session thread as it ends, before its SIGUSR1: one from outside is not it.
     ended: Arc<AtomicBool>,
-    /// Answered "not connected" when the daemon ends with readers still waiting.
-    readers: crate::fuse::Readers,
+    /// Answered "not connected" when the daemon ends with requests still waiting.
+    waiting: crate::fuse::Waiting,
+    /// Dropped last, by [`let_go`], once the session has ended.
+    view: Arc<crate::view::View>,
     mountpoint: std::path::PathBuf,
     /// The device number of this mount (`major:minor`), to tell it from a mount under it.
     dev: Option<String>,
@@ -185,11 +190,12 @@ fn mount(p: Prepared) -> Result<Mounted, MountError> {
         started.elapsed().as_secs_f64()
     );
     let (uid, gid) = (getuid().as_raw(), getgid().as_raw());
-    // Remote reads are bounded by the store's time bound; local ones wait for the disk.
-    let read_timeout =
+    // Requests of a remote store are bounded by the store's time bound; local ones wait for
+    // the disk.
+    let timeout =
         (latency == crate::store::Latency::Network).then(|| Duration::from_secs(p.options.timeout));
-    let fs = ZarrFs::new(view, uid, gid, read_timeout);
-    let readers = fs.readers();
+    let fs = ZarrFs::new(view.clone(), uid, gid, timeout);
+    let waiting = fs.waiting();
     let mut config = fuser::Config::default();
     config.mount_options = super::mount_options::for_fuser(p.mount_options.options);
     config.acl = p.mount_options.acl;
@@ -223,7 +229,8 @@ fn mount(p: Prepared) -> Result<Mounted, MountError> {
     Ok(Mounted {
         thread,
         ended,
-        readers,
+        waiting,
+        view,
         dev: super::pidfile::device_of(&mountpoint),
         mountpoint,
         _pid_file: pid_file,
@@ -294,7 +301,7 @@ impl Mounted {
                         "{shown} is no longer mounted (detached by another): exiting; \
                          processes still using it get \"Transport endpoint is not connected\""
                     );
-                    self.readers.cut_off();
+                    self.waiting.cut_off();
                     return 0;
                 }
                 Err(e) if !refused => {
@@ -319,18 +326,32 @@ impl Mounted {
                         "{shown} is still not unmounted: {outcome} and exiting; processes still \
                          using it get \"Transport endpoint is not connected\""
                     );
-                    self.readers.cut_off();
+                    self.waiting.cut_off();
                     return 1;
                 }
             }
         }
-        match self.thread.join() {
+        let ended = self.thread.join();
+        let_go(self.view);
+        match ended {
             Ok(ended) => exit_code(ended, || {
                 still_mounted(&self.mountpoint, self.dev.as_deref())
             }),
             Err(_) => 1,
         }
     }
+}
+
+/// Drops `view` on this thread once no other holds it (waiting at most [`LET_GO_TIMEOUT`]): a
+/// request's worker or a look-ahead thread may still hold it for a moment after the session
+/// ended, and the backing files it writes finish (synced, renamed into place) only as it is
+/// dropped, which must happen before the process exits.
+fn let_go(view: Arc<crate::view::View>) {
+    let deadline = Instant::now() + LET_GO_TIMEOUT;
+    while Arc::strong_count(&view) > 1 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    drop(view);
 }
 
 /// True while the mount of device `dev` is still on `mountpoint`: the topmost mount there is

@@ -167,6 +167,11 @@ impl SliceTable {
         }
     }
 
+    /// The lookups of selection files the kernel has not forgotten yet.
+    pub(super) fn held(&self) -> u64 {
+        self.table.lock().by_ino.values().map(|s| s.lookups).sum()
+    }
+
     /// Lets `file` gather its selection in memory when it takes at most a quarter of the cache
     /// budget `cache`. The oldest buffers are let go first: those of files no handle has open,
     /// until what stays fits in a sixteenth of the cache with this one, then, if need be, any,

@@ -35,6 +35,7 @@ impl View {
                 "groups_loaded": self.groups_loaded.load(Ordering::Relaxed),
                 "groups_loaded_ahead": self.groups_ahead.load(Ordering::Relaxed),
                 "nodes_loaded": self.loaded.load(Ordering::Relaxed),
+                "selection_lookups": self.slices.held(),
             }),
         );
         if let Some(counts) = &self.requests {

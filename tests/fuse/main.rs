@@ -17,7 +17,8 @@
 //!   faults (503s, a hung or killed server); [`remote_references`]: reference sets and an
 //!   Icechunk repository over S3; [`remote_quirks`]: servers and settings off the common path
 //!   (endpoints from the environment, servers that ignore ranges, slow bodies, long listings).
-//! - [`stalls`]: stalled remote reads get EIO in time while the mount keeps answering.
+//! - [`stalls`]: stalled remote reads get EIO in time while the mount keeps answering;
+//!   [`metadata_stalls`]: the same for lookups, `stat`, listings and `df`.
 //! - [`store_safety`]: links, FIFOs and devices in a local store.
 //! - [`cli`], [`lifecycle`], [`fstab`]: the command line, signals, unmounting, logging, and
 //!   mounting through mount(8) and /etc/fstab.
@@ -39,6 +40,7 @@ mod hostile;
 mod lazy;
 mod lifecycle;
 mod memory;
+mod metadata_stalls;
 mod reads;
 mod remote;
 mod remote_quirks;

@@ -1,100 +1,144 @@
-//! Reads answered off the FUSE request threads.
+//! Requests answered off the FUSE request threads.
 //!
-//! A read may wait on the network; were it answered on the request thread, a few stalled reads
-//! would hold every thread and `ls`, `stat` and reads of cached chunks would wait behind them.
-//! So the request thread hands each read to this pool and returns at once. Workers are started
-//! as reads arrive (up to [`MAX_WORKERS`]; the kernel bounds the reads in flight anyway) and end
-//! when idle. Each read's reply is kept here until it is answered: by its worker, by the
-//! deadline (EIO once the store's time bound has passed, however many reads are waiting), or
-//! by [`ReadPool::close`] when the daemon ends with readers still waiting.
+//! A read may wait on the network, and a lookup, `stat`, `open`, listing or `df` may load
+//! groups, a whole subtree, or decode every chunk of an array to measure it; were they answered
+//! on the request threads, a few stalled requests would hold every thread and `ls`, `stat` and
+//! reads of cached chunks would wait behind them. So the request thread hands each of them to
+//! this pool and returns at once. Workers are started as requests arrive (up to
+//! [`MAX_WORKERS`]) and end when idle. Each request's reply, whatever its type, is kept here
+//! until it is answered: by its worker, by the deadline (EIO once the store's time bound has
+//! passed, however many requests are waiting; the work goes on, and what it loads stays for
+//! the next request), or by [`RequestPool::close`] when the daemon ends with requests still
+//! waiting.
 
 use fuser::Errno;
 use parking_lot::{Condvar, Mutex};
+use std::any::Any;
 use std::collections::{HashMap, VecDeque};
+use std::marker::PhantomData;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 /// Most workers at once.
 pub const MAX_WORKERS: usize = 1024;
-/// How long an idle worker waits for a read before it ends.
+/// How long an idle worker waits for a request before it ends.
 const IDLE_EXIT: Duration = Duration::from_secs(10);
 /// How often deadlines are checked.
 const DEADLINE_TICK: Duration = Duration::from_millis(100);
 
-/// A reply that can be answered with an error (fuser's `ReplyData`, or a test's stand-in).
+/// A reply that can be answered with an error (one of fuser's reply types, or a test's
+/// stand-in).
 pub trait ErrorReply: Send + 'static {
     /// Answers with `errno`.
     fn error(self, errno: Errno);
 }
 
-impl ErrorReply for fuser::ReplyData {
-    fn error(self, errno: Errno) {
-        fuser::ReplyData::error(self, errno)
+/// Implements [`ErrorReply`] for fuser's reply types.
+macro_rules! error_replies {
+    ($($reply:ident),*) => {$(
+        impl ErrorReply for fuser::$reply {
+            fn error(self, errno: Errno) {
+                fuser::$reply::error(self, errno)
+            }
+        }
+    )*};
+}
+
+error_replies!(
+    ReplyData,
+    ReplyEntry,
+    ReplyAttr,
+    ReplyOpen,
+    ReplyDirectory,
+    ReplyDirectoryPlus,
+    ReplyStatfs
+);
+
+/// A pending reply of any type: answered with an error by the deadline or at close, or given
+/// back to its ticket, which knows its type.
+trait AnyReply: Send {
+    fn error(self: Box<Self>, errno: Errno);
+    fn into_any(self: Box<Self>) -> Box<dyn Any + Send>;
+}
+
+impl<R: ErrorReply> AnyReply for R {
+    fn error(self: Box<Self>, errno: Errno) {
+        ErrorReply::error(*self, errno)
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn Any + Send> {
+        self
     }
 }
 
-/// Which read a pending reply answers: inode, offset, size (for the log).
-type ReadOf = (u64, u64, u32);
-
-struct Pending<R> {
-    reply: R,
-    read: ReadOf,
+struct Pending {
+    reply: Box<dyn AnyReply>,
+    /// The request, for the log: `read of inode 5, 4096 bytes at 0`.
+    what: String,
     deadline: Option<Instant>,
 }
 
 type Job = Box<dyn FnOnce() + Send>;
 
-struct State<R> {
+struct State {
     jobs: VecDeque<Job>,
-    pending: HashMap<u64, Pending<R>>,
+    pending: HashMap<u64, Pending>,
     next: u64,
     workers: usize,
     idle: usize,
-    /// Set by [`ReadPool::close`]: every reply, pending or new, is answered with it.
+    /// Set by [`RequestPool::close`]: every reply, pending or new, is answered with it.
     closed: Option<Errno>,
 }
 
-struct Inner<R> {
-    state: Mutex<State<R>>,
+struct Inner {
+    state: Mutex<State>,
     work: Condvar,
     timeout: Option<Duration>,
 }
 
-/// The pool of read workers.
-pub struct ReadPool<R: ErrorReply> {
-    inner: Arc<Inner<R>>,
+impl Inner {
+    /// The reply of request `id`, unless it was answered already.
+    fn take(&self, id: u64) -> Option<Box<dyn AnyReply>> {
+        self.state.lock().pending.remove(&id).map(|p| p.reply)
+    }
 }
 
-/// One read's claim on its reply: [`Ticket::take`] gives the reply to answer, unless the
-/// deadline or [`ReadPool::close`] answered it first. A ticket dropped with its reply still
-/// pending (the read panicked) answers EIO.
+/// The pool of request workers.
+pub struct RequestPool {
+    inner: Arc<Inner>,
+}
+
+/// One request's claim on its reply: [`Ticket::take`] gives the reply to answer, unless the
+/// deadline or [`RequestPool::close`] answered it first (then the worker gives back what the
+/// kernel, never told, will not: a lookup counted, a file handle opened). A ticket dropped
+/// with its reply still pending (the work panicked) answers EIO.
 pub struct Ticket<R: ErrorReply> {
     id: u64,
-    inner: Arc<Inner<R>>,
+    inner: Arc<Inner>,
+    reply: PhantomData<fn() -> R>,
 }
 
 impl<R: ErrorReply> Ticket<R> {
     /// The reply, if nobody answered it yet.
     pub fn take(&self) -> Option<R> {
-        self.inner
-            .state
-            .lock()
-            .pending
-            .remove(&self.id)
-            .map(|p| p.reply)
+        let any = self.inner.take(self.id)?.into_any();
+        // The ticket was made with the reply, of its type: the cast cannot fail (were it to,
+        // the fuser reply dropped unanswered would answer EIO).
+        any.downcast().ok().map(|reply| *reply)
     }
 }
 
 impl<R: ErrorReply> Drop for Ticket<R> {
     fn drop(&mut self) {
-        if let Some(reply) = self.take() {
+        if let Some(reply) = self.inner.take(self.id) {
             reply.error(Errno::EIO);
         }
     }
 }
 
-impl<R: ErrorReply> ReadPool<R> {
-    /// A pool whose reads get EIO once `timeout` has passed since they arrived (never, without).
+impl RequestPool {
+    /// A pool whose requests get EIO once `timeout` has passed since they arrived (never,
+    /// without).
     pub fn new(timeout: Option<Duration>) -> Self {
         let inner = Arc::new(Inner {
             state: Mutex::new(State {
@@ -111,22 +155,28 @@ impl<R: ErrorReply> ReadPool<R> {
         if timeout.is_some() {
             let weak = Arc::downgrade(&inner);
             let spawned = std::thread::Builder::new()
-                .name("read-deadlines".into())
+                .name("deadlines".into())
                 .spawn(move || enforce_deadlines(weak));
             if let Err(e) = spawned {
-                log::warn!("cannot start the thread that ends overdue reads: {e}");
+                log::warn!("cannot start the thread that ends overdue requests: {e}");
             }
         }
-        ReadPool { inner }
+        RequestPool { inner }
     }
 
-    /// True when reads on this pool get EIO at a deadline (the store is remote).
+    /// True when requests on this pool get EIO at a deadline (the store is remote).
     pub fn has_deadline(&self) -> bool {
         self.inner.timeout.is_some()
     }
 
-    /// Runs `job` for the read `read` on a worker; `job` answers `reply` through its ticket.
-    pub fn submit(&self, reply: R, read: ReadOf, job: impl FnOnce(Ticket<R>) + Send + 'static) {
+    /// Runs `job` for the request `what` (as the log names it) on a worker; `job` answers
+    /// `reply` through its ticket.
+    pub fn submit<R: ErrorReply>(
+        &self,
+        reply: R,
+        what: String,
+        job: impl FnOnce(Ticket<R>) + Send + 'static,
+    ) {
         let mut st = self.inner.state.lock();
         if let Some(errno) = st.closed {
             drop(st);
@@ -135,17 +185,19 @@ impl<R: ErrorReply> ReadPool<R> {
         let id = st.next;
         st.next += 1;
         let deadline = self.inner.timeout.map(|t| Instant::now() + t);
+        let reply = Box::new(reply);
         st.pending.insert(
             id,
             Pending {
                 reply,
-                read,
+                what,
                 deadline,
             },
         );
         let ticket = Ticket {
             id,
             inner: self.inner.clone(),
+            reply: PhantomData,
         };
         st.jobs.push_back(Box::new(move || job(ticket)));
         if st.jobs.len() <= st.idle || st.workers >= MAX_WORKERS {
@@ -157,10 +209,10 @@ impl<R: ErrorReply> ReadPool<R> {
         drop(st);
         let inner = self.inner.clone();
         let spawned = std::thread::Builder::new()
-            .name("read".into())
+            .name("request".into())
             .spawn(move || work(&inner));
         if let Err(e) = spawned {
-            log::warn!("cannot start a read worker: {e}");
+            log::warn!("cannot start a request worker: {e}");
             let mut st = self.inner.state.lock();
             st.workers -= 1;
             // With no worker at all, this thread does the work itself.
@@ -174,10 +226,10 @@ impl<R: ErrorReply> ReadPool<R> {
         }
     }
 
-    /// Answers every pending read, and every read still to come, with `errno`: for readers
-    /// cut off when the daemon ends.
+    /// Answers every pending request, and every request still to come, with `errno`: for
+    /// the processes cut off when the daemon ends.
     pub fn close(&self, errno: Errno) {
-        let pending: Vec<R> = {
+        let pending: Vec<Box<dyn AnyReply>> = {
             let mut st = self.inner.state.lock();
             st.closed = Some(errno);
             st.pending.drain().map(|(_, p)| p.reply).collect()
@@ -190,9 +242,9 @@ impl<R: ErrorReply> ReadPool<R> {
 }
 
 /// A worker: runs jobs until it has been idle for [`IDLE_EXIT`]. A job that unwinds (its
-/// reads' panics are caught before, but not a panic while the job is dropped) ends the worker
-/// as idleness does: counted out, so the pool starts others.
-fn work<R: ErrorReply>(inner: &Inner<R>) {
+/// requests' panics are caught before, but not a panic while the job is dropped) ends the
+/// worker as idleness does: counted out, so the pool starts others.
+fn work(inner: &Inner) {
     let mut st = inner.state.lock();
     loop {
         if let Some(job) = st.jobs.pop_front() {
@@ -214,23 +266,22 @@ fn work<R: ErrorReply>(inner: &Inner<R>) {
     }
 }
 
-/// Answers EIO to every read past its deadline, until the pool is gone.
-fn enforce_deadlines<R: ErrorReply>(pool: Weak<Inner<R>>) {
+/// Answers EIO to every request past its deadline, until the pool is gone.
+fn enforce_deadlines(pool: Weak<Inner>) {
     loop {
         std::thread::sleep(DEADLINE_TICK);
         let Some(inner) = pool.upgrade() else {
             return;
         };
         let now = Instant::now();
-        let overdue: Vec<Pending<R>> = (inner.state.lock().pending)
+        let overdue: Vec<Pending> = (inner.state.lock().pending)
             .extract_if(|_, p| p.deadline.is_some_and(|d| d <= now))
             .map(|(_, p)| p)
             .collect();
         for p in overdue {
-            let (ino, offset, size) = p.read;
             log::warn!(
-                "read of inode {ino}, {size} bytes at {offset}: no answer within {} s (see \
-                 --timeout): EIO",
+                "{}: no answer within {} s (see --timeout): EIO",
+                p.what,
                 inner.timeout.unwrap_or_default().as_secs_f64()
             );
             p.reply.error(Errno::EIO);
@@ -257,7 +308,7 @@ mod tests {
         // A bound long enough for 65 threads to start on a busy machine: the quick read is
         // answered before it, the stalled ones at it, not later.
         let timeout = Duration::from_secs(2);
-        let pool = ReadPool::new(Some(timeout));
+        let pool = RequestPool::new(Some(timeout));
         let (tx, rx) = mpsc::channel();
         let (release, stalled) = mpsc::channel::<()>();
         let stalled = Arc::new(Mutex::new(stalled));
@@ -265,13 +316,13 @@ mod tests {
         // Far more stalled reads than any fixed number of threads.
         for i in 0..64 {
             let stalled = stalled.clone();
-            pool.submit(Answer(tx.clone()), (i, 0, 1), move |ticket| {
+            pool.submit(Answer(tx.clone()), format!("read {i}"), move |ticket| {
                 let _ = stalled.lock().recv();
                 assert!(ticket.take().is_none(), "answered at the deadline already");
             });
         }
         let quick = Answer(tx.clone());
-        pool.submit(quick, (99, 0, 1), |ticket| {
+        pool.submit(quick, "read 99".into(), |ticket| {
             let reply = ticket.take().unwrap();
             let _ = reply.0.send(Ok(7));
         });
@@ -290,12 +341,52 @@ mod tests {
         drop(release);
     }
 
+    /// Another reply type: records the inode it was answered, or its error.
+    struct Entry(mpsc::Sender<Result<u64, i32>>);
+
+    impl ErrorReply for Entry {
+        fn error(self, errno: Errno) {
+            let _ = self.0.send(Err(errno.code()));
+        }
+    }
+
+    #[test]
+    fn replies_of_any_type_share_the_pool_and_a_job_answered_first_knows_it() {
+        let pool = RequestPool::new(Some(Duration::from_millis(300)));
+        let (data, data_answers) = mpsc::channel();
+        let (entry, entry_answers) = mpsc::channel();
+        let (undone, undos) = mpsc::channel();
+        pool.submit(Answer(data), "read 1".into(), |ticket| {
+            let _ = ticket.take().unwrap().0.send(Ok(7));
+        });
+        pool.submit(Entry(entry.clone()), "lookup 1".into(), |ticket| {
+            let _ = ticket.take().unwrap().0.send(Ok(42));
+        });
+        // Work that outlasts the deadline: its reply is answered EIO, and the job learns it
+        // when done (to give back what it counted).
+        let (done, finish) = mpsc::channel::<()>();
+        pool.submit(Entry(entry), "lookup 2".into(), move |ticket| {
+            let _ = finish.recv();
+            if ticket.take().is_none() {
+                let _ = undone.send(43);
+            }
+        });
+        let wait = Duration::from_secs(10);
+        assert_eq!(data_answers.recv_timeout(wait), Ok(Ok(7)));
+        let mut entries = [0; 2].map(|_| entry_answers.recv_timeout(wait).unwrap());
+        entries.sort();
+        let eio = Err(rustix::io::Errno::IO.raw_os_error());
+        assert_eq!(entries, [Ok(42), eio]);
+        drop(done);
+        assert_eq!(undos.recv_timeout(wait), Ok(43));
+    }
+
     #[test]
     fn close_answers_pending_and_later_reads_with_its_errno() {
-        let pool = ReadPool::new(None);
+        let pool = RequestPool::new(None);
         let (tx, rx) = mpsc::channel();
         let (_hold, wait) = mpsc::channel::<()>();
-        pool.submit(Answer(tx.clone()), (1, 0, 1), move |_ticket| {
+        pool.submit(Answer(tx.clone()), "read 1".into(), move |_ticket| {
             let _ = wait.recv();
         });
         pool.close(Errno::ENOTCONN);
@@ -303,7 +394,7 @@ mod tests {
             rx.recv_timeout(Duration::from_secs(5)),
             Ok(Err(rustix::io::Errno::NOTCONN.raw_os_error()))
         );
-        pool.submit(Answer(tx.clone()), (2, 0, 1), |_| unreachable!());
+        pool.submit(Answer(tx.clone()), "read 2".into(), |_| unreachable!());
         assert_eq!(
             rx.recv_timeout(Duration::from_secs(5)),
             Ok(Err(rustix::io::Errno::NOTCONN.raw_os_error()))
@@ -312,16 +403,16 @@ mod tests {
 
     #[test]
     fn jobs_that_unwind_do_not_use_up_the_workers() {
-        let pool = ReadPool::new(None);
+        let pool = RequestPool::new(None);
         let (tx, rx) = mpsc::channel();
         // More unwinding jobs than there may be workers: each takes its worker with it.
         for i in 0..2 * MAX_WORKERS as u64 {
-            pool.submit(Answer(tx.clone()), (i, 0, 1), |ticket| {
+            pool.submit(Answer(tx.clone()), format!("read {i}"), |ticket| {
                 drop(ticket.take());
                 std::panic::resume_unwind(Box::new("a panic the read did not catch"));
             });
         }
-        pool.submit(Answer(tx.clone()), (99, 0, 1), |ticket| {
+        pool.submit(Answer(tx.clone()), "read 99".into(), |ticket| {
             let _ = ticket.take().unwrap().0.send(Ok(7));
         });
         let answered = std::iter::from_fn(|| rx.recv_timeout(Duration::from_secs(10)).ok());
@@ -333,9 +424,9 @@ mod tests {
 
     #[test]
     fn a_read_that_panics_still_answers_eio() {
-        let pool = ReadPool::new(None);
+        let pool = RequestPool::new(None);
         let (tx, rx) = mpsc::channel();
-        pool.submit(Answer(tx), (1, 0, 1), |ticket| {
+        pool.submit(Answer(tx), "read 1".into(), |ticket| {
             let _ticket = ticket;
             let _ = std::panic::catch_unwind(|| panic!("bug"));
         });
