@@ -253,7 +253,8 @@ pub struct View {
     rendered: preview::Rendered,
     /// Every node's document, and the `.zom.json` files, rendered on first use.
     zoms: zom_files::ZomFiles,
-    /// The `.header.cdl` and `.ncstream` files, made at the first use of one.
+    /// The `.header.cdl` and `.ncstream` files: their dataset, made at the first use of one;
+    /// each group's files, made when asked for.
     netcdf: OnceLock<netcdf::files::NetcdfFiles>,
     /// Where the nodes come from, group by group.
     tree: Tree<'static>,
@@ -438,7 +439,8 @@ impl View {
         self.zoms.size(z)
     }
 
-    /// The netCDF files, made now (from the whole tree) when `make`, else only if made before.
+    /// The netCDF files, their dataset made now (from the whole tree) when `make`, else only if
+    /// made before.
     fn netcdf_files(&self, make: bool) -> Option<&netcdf::files::NetcdfFiles> {
         if !make {
             return self.netcdf.get();

@@ -10,12 +10,13 @@ pub(in crate::view) struct NcStreamFile;
 impl ServedFile for NcStreamFile {
     fn size(&self, view: &View, dir: u64, measure: bool) -> Option<u64> {
         // 0 when it cannot be measured; reading it then fails.
-        let stream = view.netcdf_files(measure)?.stream(dir);
-        Some(stream.and_then(|s| s.size(view).ok()).unwrap_or(0))
+        view.netcdf_files(measure)?.stream_size(view, dir, measure)
     }
 
     fn read(&self, view: &View, dir: u64, read: ReadAt, reply: Reply) -> Result<(), ViewError> {
-        let stream = view.netcdf_files(true).and_then(|f| f.stream(dir));
-        stream.map_or(Ok(()), |s| s.read(view, read.offset, read.len, reply.out))
+        match view.netcdf_files(true) {
+            Some(files) => files.read_stream(view, dir, read.offset, read.len, reply.out),
+            None => Ok(()),
+        }
     }
 }

@@ -1,99 +1,304 @@
-//! A group's subtree in CDL, formatted as `ncdump -h` prints it.
+//! A group's subtree in CDL, formatted as `ncdump -h` prints it. A header is made a line at a
+//! time from the dataset, so that any part of it is made without the rest: one pass finds its
+//! size and a checkpoint every [`MARK`] bytes, from which each read is made again.
 
-use super::model::{within, Attribute, DimRef, Group, NcType, Values};
+use super::model::{Attribute, Dataset, DimGroup, DimRef, Dimension, NcType, Values};
+use crate::view::kinds::overlap;
+use parking_lot::Mutex;
+use std::collections::HashSet;
 use std::fmt::Write as _;
+use std::mem::size_of;
+use std::sync::Arc;
 
-/// The CDL header of `group` (a subtree of the dataset), titled `netcdf NAME {`.
-pub fn header(group: &Group, name: &str) -> String {
-    let top = group.standalone();
-    let mut out = format!("netcdf {} {{\n", escape_name(name));
-    body(&top, &top.path, &[&top], 0, &mut out);
-    out.push_str("}\n");
-    out
-}
+/// Bytes of a header between two checkpoints.
+const MARK: u64 = 64 << 10;
 
 /// Variable names ncdump follows with a space before `:` in attribute lines.
 const KEYWORDS: [&str; 5] = ["variables", "dimensions", "data", "group", "types"];
 
+/// One line (a few for a group's opening) of a header: where it is in the subtree.
+#[derive(Clone, Copy, Debug)]
+struct At {
+    group: usize,
+    part: Part,
+}
+
+/// A line of a group's part of a header.
+#[derive(Clone, Copy, Debug)]
+enum Part {
+    /// `netcdf NAME {` for the top group, `group: NAME {` (after an empty line) for the others.
+    Open,
+    DimsHeading,
+    Dim(usize),
+    VarsHeading,
+    /// Variable N's declaration.
+    Var(usize),
+    /// Attribute M of variable N.
+    VarAttr(usize, usize),
+    AttrsHeading,
+    Attr(usize),
+    /// `}` for the top group, `} // group NAME` for the others.
+    Close,
+}
+
+/// The sections of a group's part, in order.
+#[derive(Clone, Copy, PartialEq, PartialOrd)]
+enum Section {
+    Dims,
+    Vars,
+    Attrs,
+    Groups,
+}
+
+/// The last line longer than [`MARK`] a read of a header made (a long attribute), kept for the
+/// reads of the rest of it: by the header's top group and the line's first byte.
+#[derive(Default)]
+pub struct LongLine(Mutex<Option<(usize, u64, Arc<str>)>>);
+
+impl LongLine {
+    fn get(&self, top: usize, byte: u64) -> Option<Arc<str>> {
+        let kept = self.0.lock();
+        let (t, b, line) = kept.as_ref()?;
+        (*t == top && *b == byte).then(|| line.clone())
+    }
+
+    fn keep(&self, top: usize, byte: u64, line: &str) {
+        *self.0.lock() = Some((top, byte, Arc::from(line)));
+    }
+}
+
+/// The CDL header of one group of a dataset (the subtree below it, as a dataset of its own),
+/// titled `netcdf NAME {`: its size and checkpoints; its bytes are made as they are read.
+pub struct CdlHeader {
+    top: usize,
+    title: String,
+    /// The top group's dimensions, and their names.
+    dims: Vec<Dimension>,
+    names: HashSet<String>,
+    size: u64,
+    /// A line's first byte and the line, every [`MARK`] bytes.
+    marks: Vec<(u64, At)>,
+}
+
+impl CdlHeader {
+    /// The header of group `top` of `ds`, titled `name`, measured (made once, not kept).
+    pub fn new(ds: &Dataset, top: usize, name: &str) -> CdlHeader {
+        let dims = ds.top_dims(top);
+        let mut header = CdlHeader {
+            top,
+            title: escape_name(name),
+            names: dims.iter().map(|d| d.name.clone()).collect(),
+            dims,
+            size: 0,
+            marks: Vec::new(),
+        };
+        let (mut size, mut marks, mut line) = (0u64, Vec::new(), String::new());
+        let mut at = Some(At {
+            group: top,
+            part: Part::Open,
+        });
+        while let Some(here) = at {
+            if marks.last().is_none_or(|&(m, _)| size >= m + MARK) {
+                marks.push((size, here));
+            }
+            line.clear();
+            header.write(ds, here, &mut line);
+            size += line.len() as u64;
+            at = header.next(ds, here);
+        }
+        (header.size, header.marks) = (size, marks);
+        header
+    }
+
+    /// Its size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// About how many bytes it holds.
+    pub fn held(&self) -> usize {
+        let dims = self
+            .dims
+            .iter()
+            .map(|d| 2 * d.name.len() + 64)
+            .sum::<usize>();
+        size_of::<Self>() + self.title.len() + dims + self.marks.len() * size_of::<(u64, At)>()
+    }
+
+    /// Appends its bytes `offset..offset+len` (those there are) to `out`; `ds` is the dataset
+    /// it was made from; a line longer than [`MARK`] is kept in `long` for the reads after.
+    pub fn read(&self, ds: &Dataset, long: &LongLine, offset: u64, len: u64, out: &mut Vec<u8>) {
+        let end = offset.saturating_add(len).min(self.size);
+        let mark = self.marks.partition_point(|&(m, _)| m <= offset);
+        let Some(&(mut byte, first)) = self.marks.get(mark.saturating_sub(1)) else {
+            return;
+        };
+        let (mut at, mut line) = (Some(first), String::new());
+        while let Some(here) = at.filter(|_| byte < end) {
+            let kept = long.get(self.top, byte);
+            let text = match &kept {
+                Some(text) => text,
+                None => {
+                    line.clear();
+                    self.write(ds, here, &mut line);
+                    if line.len() as u64 > MARK {
+                        long.keep(self.top, byte, &line);
+                    }
+                    line.as_str()
+                }
+            };
+            out.extend_from_slice(overlap(text.as_bytes(), byte, offset, end));
+            byte += text.len() as u64;
+            at = self.next(ds, here);
+        }
+    }
+
+    /// The dimensions group `g` declares.
+    fn dims<'a>(&'a self, ds: &'a Dataset, g: usize) -> &'a [Dimension] {
+        match g == self.top {
+            true => &self.dims,
+            false => &ds.groups[g].dims,
+        }
+    }
+
+    /// The first line of group `g` from `section` on.
+    fn from(&self, ds: &Dataset, g: usize, section: Section) -> At {
+        let group = &ds.groups[g];
+        let part = if section <= Section::Dims && !self.dims(ds, g).is_empty() {
+            Part::DimsHeading
+        } else if section <= Section::Vars && !group.vars.is_empty() {
+            Part::VarsHeading
+        } else if section <= Section::Attrs && !group.attrs.is_empty() {
+            Part::AttrsHeading
+        } else if g + 1 < group.end {
+            return At {
+                group: g + 1,
+                part: Part::Open,
+            };
+        } else {
+            Part::Close
+        };
+        At { group: g, part }
+    }
+
+    /// The line after `at`; `None` after the last.
+    fn next(&self, ds: &Dataset, at: At) -> Option<At> {
+        let g = at.group;
+        let group = &ds.groups[g];
+        let vars = &group.vars;
+        let part = match at.part {
+            Part::Open => return Some(self.from(ds, g, Section::Dims)),
+            Part::DimsHeading => Part::Dim(0),
+            Part::Dim(i) if i + 1 < self.dims(ds, g).len() => Part::Dim(i + 1),
+            Part::Dim(_) => return Some(self.from(ds, g, Section::Vars)),
+            Part::VarsHeading => Part::Var(0),
+            Part::Var(i) if !vars[i].attrs.is_empty() => Part::VarAttr(i, 0),
+            Part::VarAttr(i, j) if j + 1 < vars[i].attrs.len() => Part::VarAttr(i, j + 1),
+            Part::Var(i) | Part::VarAttr(i, _) if i + 1 < vars.len() => Part::Var(i + 1),
+            Part::Var(_) | Part::VarAttr(..) => return Some(self.from(ds, g, Section::Attrs)),
+            Part::AttrsHeading => Part::Attr(0),
+            Part::Attr(i) if i + 1 < group.attrs.len() => Part::Attr(i + 1),
+            Part::Attr(_) => return Some(self.from(ds, g, Section::Groups)),
+            Part::Close if g == self.top => return None,
+            Part::Close => {
+                let parent = group.parent?;
+                return Some(match group.end < ds.groups[parent].end {
+                    true => At {
+                        group: group.end,
+                        part: Part::Open,
+                    },
+                    false => At {
+                        group: parent,
+                        part: Part::Close,
+                    },
+                });
+            }
+        };
+        Some(At { group: g, part })
+    }
+
+    /// Appends line `at` to `out`.
+    fn write(&self, ds: &Dataset, at: At, out: &mut String) {
+        let group = &ds.groups[at.group];
+        let level = group.depth - ds.groups[self.top].depth;
+        let ind = indent(level);
+        let top = at.group == self.top;
+        let _ = match at.part {
+            Part::Open if top => writeln!(out, "netcdf {} {{", self.title),
+            Part::Open => {
+                let name = escape_name(&group.name);
+                writeln!(out, "\n{}group: {name} {{", indent(level - 1))
+            }
+            Part::DimsHeading => writeln!(out, "{ind}dimensions:"),
+            Part::Dim(i) => {
+                let d = &self.dims(ds, at.group)[i];
+                let name = escape_name(&d.name);
+                match d.unlimited {
+                    true => writeln!(out, "{ind}\t{name} = UNLIMITED ; // ({} currently)", d.len),
+                    false => writeln!(out, "{ind}\t{name} = {} ;", d.len),
+                }
+            }
+            Part::VarsHeading => writeln!(out, "{ind}variables:"),
+            Part::Var(i) => {
+                let v = &group.vars[i];
+                let ty = v.ty.cdl_name();
+                let _ = write!(out, "{ind}\t{ty} {}", escape_name(&v.name));
+                if !v.dims.is_empty() {
+                    let names: Vec<String> = v.dims.iter().map(|d| self.dim_name(ds, d)).collect();
+                    let _ = write!(out, "({})", names.join(", "));
+                }
+                writeln!(out, " ;")
+            }
+            Part::VarAttr(i, j) => {
+                let v = &group.vars[i];
+                // ncdump separates a variable named like a CDL keyword from the `:` of its
+                // attributes, as ncgen needs.
+                let mut owner = escape_name(&v.name);
+                if KEYWORDS.contains(&v.name.as_str()) {
+                    owner.push(' ');
+                }
+                attribute(&owner, &v.attrs[j], &ind, out);
+                Ok(())
+            }
+            Part::AttrsHeading => {
+                let which = if level == 0 { "global" } else { "group" };
+                writeln!(out, "\n{ind}// {which} attributes:")
+            }
+            Part::Attr(i) => {
+                attribute("", &group.attrs[i], &ind, out);
+                Ok(())
+            }
+            Part::Close if top => writeln!(out, "}}"),
+            Part::Close => writeln!(out, "{ind}}} // group {}", escape_name(&group.name)),
+        };
+    }
+
+    /// The name a variable's declaration uses for dimension `d`: its own name when the
+    /// nearest definition of that name in scope (the top group's dimensions standing for
+    /// every group above it) is `d`, else its fully qualified name.
+    fn dim_name(&self, ds: &Dataset, d: &DimRef) -> String {
+        let top = self.top;
+        let below_top = d
+            .seen
+            .filter(|&s| s != top && ds.within(&DimGroup::Group(s), top));
+        let own = match below_top {
+            Some(s) => d.group == DimGroup::Group(s),
+            None if self.names.contains(&d.name) => {
+                d.group == DimGroup::Group(top) || !ds.within(&d.group, top)
+            }
+            None => false,
+        };
+        if own {
+            return escape_name(&d.name);
+        }
+        let parts = ds.path(&d.group).split('/').filter(|p| !p.is_empty());
+        let parts = parts.chain([d.name.as_str()]);
+        parts.map(|p| format!("/{}", escape_name(p))).collect()
+    }
+}
+
 fn indent(level: usize) -> String {
     "  ".repeat(level)
-}
-
-/// The name a variable's declaration uses for dimension `d`: its own name when the nearest
-/// definition in scope is `d`, else its fully qualified name.
-fn dim_name(d: &DimRef, scope: &[&Group], top_path: &str) -> String {
-    let nearest = scope
-        .iter()
-        .rev()
-        .find(|g| g.dims.iter().any(|x| x.name == d.name));
-    match nearest {
-        Some(g) if g.path == d.group || (g.path == top_path && !within(&d.group, top_path)) => {
-            escape_name(&d.name)
-        }
-        _ => {
-            let parts = d.group.split('/').filter(|p| !p.is_empty());
-            let parts = parts.chain([d.name.as_str()]);
-            parts.map(|p| format!("/{}", escape_name(p))).collect()
-        }
-    }
-}
-
-fn body(g: &Group, top_path: &str, scope: &[&Group], level: usize, out: &mut String) {
-    let ind = indent(level);
-    if !g.dims.is_empty() {
-        let _ = writeln!(out, "{ind}dimensions:");
-        for d in &g.dims {
-            let name = escape_name(&d.name);
-            let _ = match d.unlimited {
-                true => writeln!(out, "{ind}\t{name} = UNLIMITED ; // ({} currently)", d.len),
-                false => writeln!(out, "{ind}\t{name} = {} ;", d.len),
-            };
-        }
-    }
-    if !g.vars.is_empty() {
-        let _ = writeln!(out, "{ind}variables:");
-        for v in &g.vars {
-            let ty = v.ty.cdl_name();
-            let _ = write!(out, "{ind}\t{ty} {}", escape_name(&v.name));
-            if !v.dims.is_empty() {
-                let names: Vec<String> = v
-                    .dims
-                    .iter()
-                    .map(|d| dim_name(d, scope, top_path))
-                    .collect();
-                let _ = write!(out, "({})", names.join(", "));
-            }
-            out.push_str(" ;\n");
-            // ncdump separates a variable named like a CDL keyword from the `:` of its
-            // attributes, as ncgen needs.
-            let mut owner = escape_name(&v.name);
-            if KEYWORDS.contains(&v.name.as_str()) {
-                owner.push(' ');
-            }
-            for a in &v.attrs {
-                attribute(&owner, a, &ind, out);
-            }
-        }
-    }
-    if !g.attrs.is_empty() {
-        let which = if level == 0 { "global" } else { "group" };
-        let _ = writeln!(out, "\n{ind}// {which} attributes:");
-        for a in &g.attrs {
-            attribute("", a, &ind, out);
-        }
-    }
-    for child in &g.groups {
-        let _ = writeln!(out, "\n{ind}group: {} {{", escape_name(&child.name));
-        let mut inner = scope.to_vec();
-        inner.push(child);
-        body(child, top_path, &inner, level + 1, out);
-        let _ = writeln!(
-            out,
-            "{}}} // group {}",
-            indent(level + 1),
-            escape_name(&child.name)
-        );
-    }
 }
 
 fn attribute(owner: &str, a: &Attribute, ind: &str, out: &mut String) {
@@ -211,7 +416,15 @@ pub fn escape_name(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::netcdf::model::{Dimension, Variable};
+    use crate::view::netcdf::model::{Group, Variable};
+
+    /// The whole header of group `top` of `ds`.
+    fn header(ds: &Dataset, top: usize, name: &str) -> String {
+        let header = CdlHeader::new(ds, top, name);
+        let mut out = Vec::new();
+        header.read(ds, &LongLine::default(), 0, header.size(), &mut out);
+        String::from_utf8(out).unwrap()
+    }
 
     #[test]
     fn floats_print_as_ncdump_does() {
@@ -271,10 +484,11 @@ mod tests {
             values: Values::Text("K".into()),
         };
         let time = DimRef {
-            group: String::new(),
+            group: DimGroup::Group(0),
             name: "time".into(),
             len: 4,
             unlimited: true,
+            seen: Some(0),
         };
         let var = |name: &str| Variable {
             name: name.into(),
@@ -290,13 +504,89 @@ mod tests {
                 unlimited: true,
             }],
             vars: vec![var("data"), var("datum")],
+            end: 1,
             ..Group::default()
         };
+        let ds = Dataset { groups: vec![root] };
         assert_eq!(
-            header(&root, "n"),
+            header(&ds, 0, "n"),
             "netcdf n {\ndimensions:\n\ttime = UNLIMITED ; // (4 currently)\nvariables:\n\
              \tint data(time) ;\n\t\tdata :units = \"K\" ;\n\
              \tint datum(time) ;\n\t\tdatum:units = \"K\" ;\n}\n"
         );
+    }
+
+    /// A group of `n` variables with an attribute each, below a root with one attribute and a
+    /// long one (several checkpoints long).
+    fn nested(n: usize) -> Dataset {
+        let attr = |name: &str| Attribute {
+            name: name.into(),
+            ty: NcType::Char,
+            values: Values::Text("some text".into()),
+        };
+        let var = |i: usize| Variable {
+            name: format!("v{i}"),
+            path: format!("g/v{i}"),
+            ty: NcType::Float,
+            dims: Vec::new(),
+            attrs: vec![attr("units")],
+        };
+        let long = Attribute {
+            name: "history".into(),
+            ty: NcType::Char,
+            values: Values::Text("a line\n".repeat(30_000)),
+        };
+        let root = Group {
+            attrs: vec![attr("title"), long],
+            end: 2,
+            ..Group::default()
+        };
+        let g = Group {
+            name: "g".into(),
+            path: "g".into(),
+            vars: (0..n).map(var).collect(),
+            parent: Some(0),
+            depth: 1,
+            end: 2,
+            ..Group::default()
+        };
+        Dataset {
+            groups: vec![root, g],
+        }
+    }
+
+    #[test]
+    fn reads_anywhere_equal_the_whole_header() {
+        let ds = nested(5000);
+        let whole = header(&ds, 0, "n");
+        assert!(whole.len() as u64 > 3 * MARK, "{} bytes", whole.len());
+        let history = format!("\t\t:history = \"{}\" ;\n", "a line\\n".repeat(30_000));
+        let start = format!(
+            "netcdf n {{\n\n// global attributes:\n\t\t:title = \"some text\" ;\n{history}\n\
+             group: g {{\n  variables:\n  \tfloat v0 ;\n  \t\tv0:units = \"some text\" ;\n"
+        );
+        assert!(whole.starts_with(&start));
+        assert!(whole.ends_with("  \t\tv4999:units = \"some text\" ;\n  } // group g\n}\n"));
+        let made = CdlHeader::new(&ds, 0, "n");
+        assert_eq!(made.size(), whole.len() as u64);
+        assert!(made.marks.len() > 3);
+        let long = LongLine::default();
+        for step in [997, 4096, MARK - 1, MARK + 1] {
+            let mut pieces = Vec::new();
+            let mut offset = 0;
+            while offset < made.size() + 10 {
+                made.read(&ds, &long, offset, step, &mut pieces);
+                offset += step;
+            }
+            assert!(pieces == whole.as_bytes(), "read in pieces of {step}");
+        }
+        // The long attribute's line, made once for the reads across it.
+        assert!(long
+            .get(0, start.find("\t\t:history").unwrap() as u64)
+            .is_some());
+        // The group's own header: its lines one level out.
+        let sub = header(&ds, 1, "g");
+        assert!(sub.starts_with("netcdf g {\nvariables:\n\tfloat v0 ;\n\t\tv0:units"));
+        assert!(sub.ends_with("\t\tv4999:units = \"some text\" ;\n}\n"));
     }
 }

@@ -1,32 +1,85 @@
-//! The `.header.cdl` and `.ncstream` files of every group, made together at the first use of
-//! one: netCDF's model of a group depends on the whole tree (a pure Zarr store's anonymous
-//! dimensions live in the root group), so the whole tree is loaded first.
+//! The `.header.cdl` and `.ncstream` files of every group. netCDF's model of a group depends
+//! on the whole tree (a pure Zarr store's anonymous dimensions live in the root group), so the
+//! whole tree is loaded and its dataset made at the first use of one; each group's files are
+//! made when first asked for (`stat` or read), and kept in a budget of bytes, the least
+//! recently used dropped first (their sizes are kept).
 
-use super::model::NcType;
-use super::ncstream::{NcStreamLayout, Source, Strings};
+use super::cdl::{CdlHeader, LongLine};
+use super::model::{Dataset, NcType};
+use super::ncstream::{MeasuredStrings, NcStreamLayout, Source, Strings};
 use crate::meta::{ArrayMeta, DataType, NodeKind};
 use crate::view::vlen_file::Part;
-use crate::view::{ArrayPart, Content, TextFile, View, ROOT_INO};
+use crate::view::{ArrayPart, Content, TextFile, View, ViewError, ROOT_INO};
+use lru::LruCache;
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// The netCDF files of every group directory, by the directory's inode.
+/// Bytes of made headers (their checkpoints) kept, and of made stream layouts.
+const KEPT_BYTES: usize = 32 << 20;
+
+/// The netCDF files of every group directory.
 #[derive(Default)]
 pub struct NetcdfFiles {
-    cdl: HashMap<u64, Arc<[u8]>>,
-    streams: HashMap<u64, NcStreamLayout>,
+    dataset: Dataset,
+    /// The name of the root group's header.
+    root_name: String,
+    /// The group each group directory shows, by the directory's inode.
+    groups: HashMap<u64, usize>,
+    /// Where each variable's values are read, by its group and its number there.
+    sources: HashMap<(usize, usize), Source>,
+    strings: MeasuredStrings,
+    cdl: Mutex<Kept<CdlHeader>>,
+    long_line: LongLine,
+    streams: Mutex<Kept<NcStreamLayout>>,
+}
+
+/// Files made, by directory: the least recently used dropped past [`KEPT_BYTES`] (the last
+/// one made stays, whatever its size); and their sizes, once known, all kept.
+struct Kept<T> {
+    files: LruCache<u64, (Arc<T>, usize)>,
+    bytes: usize,
+    sizes: HashMap<u64, u64>,
+}
+
+impl<T> Default for Kept<T> {
+    fn default() -> Self {
+        Kept {
+            files: LruCache::unbounded(),
+            bytes: 0,
+            sizes: HashMap::new(),
+        }
+    }
+}
+
+impl<T> Kept<T> {
+    /// Keeps `file`, holding about `held` bytes, for directory `dir`.
+    fn keep(&mut self, dir: u64, file: Arc<T>, held: usize) {
+        if let Some((_, (_, old))) = self.files.push(dir, (file, held)) {
+            self.bytes -= old;
+        }
+        self.bytes += held;
+        while self.bytes > KEPT_BYTES && self.files.len() > 1 {
+            if let Some((_, (_, dropped))) = self.files.pop_lru() {
+                self.bytes -= dropped;
+            }
+        }
+    }
 }
 
 impl NetcdfFiles {
-    /// The netCDF files of every group of `view`, whose tree is loaded.
+    /// The dataset of `view` (whose tree is loaded) and where its groups and values are.
     pub(in crate::view) fn new(view: &View) -> NetcdfFiles {
         let hierarchy = view.zoms.hierarchy();
-        let mut out = NetcdfFiles::default();
         let root_name = view.root_name.as_str();
         let Some(dataset) = super::model::dataset(&hierarchy, root_name) else {
-            return out;
+            return NetcdfFiles::default();
         };
-        let dirs = group_dirs(view);
+        let groups = group_dirs(view, &dataset);
+        let mut dirs = vec![None; dataset.groups.len()];
+        for (&dir, &g) in &groups {
+            dirs[g] = Some(dir);
+        }
         let metas: HashMap<&str, &ArrayMeta> = hierarchy
             .nodes
             .iter()
@@ -36,15 +89,15 @@ impl NetcdfFiles {
             })
             .collect();
         let mut sources = HashMap::new();
-        for var in dataset.all_vars() {
-            let (parent, name) = match var.path.rsplit_once('/') {
-                Some(split) => split,
-                // The array at the store root, shown as `root_name`.
-                None if var.path.is_empty() => ("", root_name),
-                None => ("", var.path.as_str()),
-            };
-            let Some(&dir) = dirs.get(parent) else {
+        for (g, i, var) in dataset.vars(0) {
+            let Some(dir) = dirs[g] else {
                 continue;
+            };
+            // The array at the store root is shown as `root_name`.
+            let name = match var.path.rsplit_once('/') {
+                Some((_, name)) => name,
+                None if var.path.is_empty() => root_name,
+                None => var.path.as_str(),
             };
             let file = view.dir(dir).ok().and_then(|d| d.get(name));
             let (Some(ino), Some(meta)) = (file, metas.get(var.path.as_str())) else {
@@ -86,40 +139,110 @@ impl NetcdfFiles {
                 // An array that cannot be read is declared in the stream, its values left out.
                 _ => continue,
             };
-            sources.insert(var.path.clone(), source);
+            sources.insert((g, i), source);
         }
-        for (path, dir) in dirs {
-            let Some(group) = dataset.find(&path) else {
-                continue;
-            };
-            let name = if path.is_empty() {
-                root_name
-            } else {
-                &group.name
-            };
-            let cdl = super::cdl::header(group, name);
-            out.cdl.insert(dir, Arc::from(cdl.into_bytes()));
-            out.streams
-                .insert(dir, NcStreamLayout::new(group, &sources));
+        NetcdfFiles {
+            dataset,
+            root_name: root_name.to_string(),
+            groups,
+            sources,
+            ..NetcdfFiles::default()
         }
-        out
     }
 
-    /// The `.header.cdl` of the group shown by directory `dir`.
-    pub(in crate::view) fn cdl(&self, dir: u64) -> Arc<[u8]> {
-        self.cdl.get(&dir).cloned().unwrap_or_default()
+    /// The size of the `.header.cdl` of directory `dir`: 0 when it shows no group; made now
+    /// if not known and `measure`, else `None`.
+    pub(in crate::view) fn cdl_size(&self, dir: u64, measure: bool) -> Option<u64> {
+        if !self.groups.contains_key(&dir) {
+            return Some(0);
+        }
+        if let Some(&size) = self.cdl.lock().sizes.get(&dir) {
+            return Some(size);
+        }
+        measure.then(|| self.header(dir).map_or(0, |h| h.size()))
     }
 
-    /// The `.ncstream` of the group shown by directory `dir`.
-    pub(in crate::view) fn stream(&self, dir: u64) -> Option<&NcStreamLayout> {
-        self.streams.get(&dir)
+    /// Appends bytes `offset..offset+len` of the `.header.cdl` of directory `dir` to `out`.
+    pub(in crate::view) fn read_cdl(&self, dir: u64, offset: u64, len: u64, out: &mut Vec<u8>) {
+        if let Some(header) = self.header(dir) {
+            header.read(&self.dataset, &self.long_line, offset, len, out);
+        }
+    }
+
+    /// The size of the `.ncstream` of directory `dir` (0 when it shows no group or cannot be
+    /// measured); measured now if not known and `measure`, else `None`.
+    pub(in crate::view) fn stream_size(&self, view: &View, dir: u64, measure: bool) -> Option<u64> {
+        if !self.groups.contains_key(&dir) {
+            return Some(0);
+        }
+        if let Some(&size) = self.streams.lock().sizes.get(&dir) {
+            return Some(size);
+        }
+        if !measure {
+            return None;
+        }
+        let size = self
+            .stream(dir)
+            .and_then(|s| s.size(view, &self.strings).ok());
+        if let Some(size) = size {
+            self.streams.lock().sizes.insert(dir, size);
+        }
+        Some(size.unwrap_or(0))
+    }
+
+    /// Appends bytes `offset..offset+len` of the `.ncstream` of directory `dir` to `out`.
+    pub(in crate::view) fn read_stream(
+        &self,
+        view: &View,
+        dir: u64,
+        offset: u64,
+        len: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<(), ViewError> {
+        match self.stream(dir) {
+            Some(stream) => stream.read(view, &self.strings, offset, len, out),
+            None => Ok(()),
+        }
+    }
+
+    /// The header of the group directory `dir` shows, made now if not kept.
+    fn header(&self, dir: u64) -> Option<Arc<CdlHeader>> {
+        let g = *self.groups.get(&dir)?;
+        if let Some((header, _)) = self.cdl.lock().files.get(&dir) {
+            return Some(header.clone());
+        }
+        let group = &self.dataset.groups[g];
+        let name = match group.path.is_empty() {
+            true => self.root_name.as_str(),
+            false => group.name.as_str(),
+        };
+        let header = Arc::new(CdlHeader::new(&self.dataset, g, name));
+        let mut cdl = self.cdl.lock();
+        cdl.sizes.insert(dir, header.size());
+        cdl.keep(dir, header.clone(), header.held());
+        Some(header)
+    }
+
+    /// The stream layout of the group directory `dir` shows, made now if not kept.
+    fn stream(&self, dir: u64) -> Option<Arc<NcStreamLayout>> {
+        let g = *self.groups.get(&dir)?;
+        if let Some((stream, _)) = self.streams.lock().files.get(&dir) {
+            return Some(stream.clone());
+        }
+        let stream = Arc::new(NcStreamLayout::new(&self.dataset, g, &self.sources));
+        self.streams.lock().keep(dir, stream.clone(), stream.held());
+        Some(stream)
     }
 }
 
-/// Every group directory of `view` (whose tree is loaded), by the group's path; the root
-/// directory also for a store whose root is an array.
-fn group_dirs(view: &View) -> HashMap<String, u64> {
-    let mut dirs = HashMap::from([(String::new(), ROOT_INO)]);
+/// The group each group directory of `view` (whose tree is loaded) shows, by the directory's
+/// inode; the root directory also for a store whose root is an array.
+fn group_dirs(view: &View, dataset: &Dataset) -> HashMap<u64, usize> {
+    let number = dataset.index();
+    let mut dirs = HashMap::new();
+    if let Some(&root) = number.get("") {
+        dirs.insert(ROOT_INO, root);
+    }
     let mut level = vec![ROOT_INO];
     while let Some(ino) = level.pop() {
         let Ok(listing) = view.dir(ino) else {
@@ -128,7 +251,9 @@ fn group_dirs(view: &View) -> HashMap<String, u64> {
         for &(_, child) in &listing.entries {
             if let Some(d) = view.known_dir(child) {
                 if let Some(group) = &d.group {
-                    dirs.insert(group.path.to_string(), child);
+                    if let Some(&g) = number.get(&*group.path) {
+                        dirs.insert(child, g);
+                    }
                     level.push(child);
                 }
             }

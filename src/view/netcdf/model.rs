@@ -11,7 +11,7 @@
 
 use crate::meta::{DataType, Hierarchy, Node, NodeKind};
 use serde_json::{Map, Value};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// A netCDF atomic type: `NC_BYTE`, `NC_CHAR`, ... without the `NC_`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -150,17 +150,29 @@ pub struct Dimension {
     pub unlimited: bool,
 }
 
+/// The group defining a dimension a variable uses.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DimGroup {
+    /// Group number N of the [`Dataset`].
+    Group(usize),
+    /// A group the store does not have (an NCZarr reference names it), by path.
+    Missing(String),
+}
+
 /// A variable's use of a dimension.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DimRef {
-    /// Path of the group defining the dimension (`""` for the root).
-    pub group: String,
+    /// The group defining the dimension.
+    pub group: DimGroup,
     /// The dimension's name.
     pub name: String,
     /// Its length.
     pub len: u64,
     /// True for an unlimited dimension.
     pub unlimited: bool,
+    /// The group whose dimension of that name the variable sees as netCDF scopes names: the
+    /// variable's own group or its nearest ancestor defining one (`None`: none does).
+    pub seen: Option<usize>,
 }
 
 /// One variable.
@@ -178,7 +190,7 @@ pub struct Variable {
     pub attrs: Vec<Attribute>,
 }
 
-/// One group and its subtree.
+/// One group of a [`Dataset`].
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Group {
     /// Its name (`""` for the root).
@@ -191,33 +203,73 @@ pub struct Group {
     pub vars: Vec<Variable>,
     /// Its attributes.
     pub attrs: Vec<Attribute>,
-    /// Its child groups.
+    /// Its parent's number (`None` for the root).
+    pub parent: Option<usize>,
+    /// How many groups it is below the root.
+    pub depth: usize,
+    /// One past the number of the last group of its subtree.
+    pub end: usize,
+}
+
+/// A netCDF dataset: its groups numbered depth first in netCDF's order, the root first, so
+/// that the subtree of group `g` is the groups `g..groups[g].end`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Dataset {
+    /// The groups.
     pub groups: Vec<Group>,
 }
 
-impl Group {
-    /// The group at `path` in this subtree (`""` is this group).
-    pub fn find(&self, path: &str) -> Option<&Group> {
-        if path == self.path {
-            return Some(self);
-        }
-        self.groups.iter().find_map(|g| {
-            let inside = path
-                .strip_prefix(&g.path)
-                .is_some_and(|r| r.is_empty() || r.starts_with('/'));
-            inside.then(|| g.find(path)).flatten()
+impl Dataset {
+    /// The number of each group, by path.
+    pub fn index(&self) -> HashMap<&str, usize> {
+        let paths = self.groups.iter().map(|g| g.path.as_str());
+        paths.enumerate().map(|(i, p)| (p, i)).collect()
+    }
+
+    /// The child groups of group `g`, in order.
+    pub fn children(&self, g: usize) -> impl Iterator<Item = usize> + '_ {
+        let end = self.groups[g].end;
+        let first = Some(g + 1).filter(|&c| c < end);
+        std::iter::successors(first, move |&c| {
+            Some(self.groups[c].end).filter(|&n| n < end)
         })
     }
 
-    /// This subtree as a dataset of its own: the dimensions its variables use from groups
-    /// outside it are declared in its top group.
-    pub fn standalone(&self) -> Group {
-        let mut top = self.clone();
-        let mut outside: Vec<Dimension> = Vec::new();
-        for var in self.all_vars() {
+    /// Every variable of the subtree of group `top`, depth first: its group, its number there,
+    /// the variable.
+    pub fn vars(&self, top: usize) -> impl Iterator<Item = (usize, usize, &Variable)> + '_ {
+        let groups = self.groups[top..self.groups[top].end].iter();
+        let numbered = groups.enumerate().map(move |(i, g)| (top + i, g));
+        numbered.flat_map(|(g, group)| (group.vars.iter().enumerate()).map(move |(i, v)| (g, i, v)))
+    }
+
+    /// The path of dimension group `d`.
+    pub fn path<'a>(&'a self, d: &'a DimGroup) -> &'a str {
+        match d {
+            DimGroup::Group(g) => &self.groups[*g].path,
+            DimGroup::Missing(path) => path,
+        }
+    }
+
+    /// True when dimension group `d` is group `top` or below it.
+    pub fn within(&self, d: &DimGroup, top: usize) -> bool {
+        match d {
+            DimGroup::Group(g) => (top..self.groups[top].end).contains(g),
+            DimGroup::Missing(path) => within(path, &self.groups[top].path),
+        }
+    }
+
+    /// The dimensions group `top` declares when its subtree is shown as a dataset of its own:
+    /// first those its variables use from groups outside it (the first of each name that it
+    /// does not define itself), then its own.
+    pub fn top_dims(&self, top: usize) -> Vec<Dimension> {
+        let own = &self.groups[top].dims;
+        let mut names: HashSet<&str> = own.iter().map(|d| d.name.as_str()).collect();
+        let mut out = Vec::new();
+        for (_, _, var) in self.vars(top) {
             for d in &var.dims {
-                if !within(&d.group, &self.path) && !outside.iter().any(|o| o.name == d.name) {
-                    outside.push(Dimension {
+                if !self.within(&d.group, top) && names.insert(&d.name) {
+                    out.push(Dimension {
                         name: d.name.clone(),
                         len: d.len,
                         unlimited: d.unlimited,
@@ -225,18 +277,7 @@ impl Group {
                 }
             }
         }
-        outside.retain(|o| !top.dims.iter().any(|d| d.name == o.name));
-        outside.extend(std::mem::take(&mut top.dims));
-        top.dims = outside;
-        top
-    }
-
-    /// Every variable of the subtree, depth first.
-    pub fn all_vars(&self) -> Vec<&Variable> {
-        let mut out: Vec<&Variable> = self.vars.iter().collect();
-        for g in &self.groups {
-            out.extend(g.all_vars());
-        }
+        out.extend(own.iter().cloned());
         out
     }
 }
@@ -247,7 +288,7 @@ fn parent(path: &str) -> &str {
 }
 
 /// True when group path `path` is `top` or below it.
-pub fn within(path: &str, top: &str) -> bool {
+fn within(path: &str, top: &str) -> bool {
     top.is_empty() || path == top || path.starts_with(&format!("{top}/"))
 }
 
@@ -464,17 +505,20 @@ fn nczarr_group_info(doc: &Map<String, Value>) -> Option<&Value> {
         .or_else(|| doc.get("attributes")?.get("_nczarr_group"))
 }
 
-/// The names an NCZarr group lists under the first of `keys` it has (`vars`/`arrays` for its
-/// variables, `groups` for its subgroups): the order netCDF-c defines them in.
-fn nczarr_order(doc: &Map<String, Value>, keys: &[&str]) -> Option<Vec<String>> {
+/// The place of each name an NCZarr group lists under the first of `keys` it has (`vars`/
+/// `arrays` for its variables, `groups` for its subgroups): the order netCDF-c defines them in.
+fn nczarr_order(doc: &Map<String, Value>, keys: &[&str]) -> Option<Ranks> {
     let info = nczarr_group_info(doc)?;
     let list = keys.iter().find_map(|k| info.get(*k))?.as_array()?;
-    let names = list.iter().filter_map(Value::as_str);
-    Some(names.map(String::from).collect())
+    let mut ranks = Ranks::new();
+    for (i, name) in list.iter().filter_map(Value::as_str).enumerate() {
+        ranks.entry(name.to_string()).or_insert(i);
+    }
+    Some(ranks)
 }
 
 /// The dimensions an NCZarr group declares unlimited (`"time": {"size": 4, "unlimited": 1}`).
-fn nczarr_unlimited(doc: &Map<String, Value>) -> Vec<String> {
+fn nczarr_unlimited(doc: &Map<String, Value>) -> HashSet<String> {
     let info = nczarr_group_info(doc);
     let dims = info.and_then(|i| i.get("dimensions").or_else(|| i.get("dims")));
     let dims = dims.and_then(Value::as_object).into_iter().flatten();
@@ -486,20 +530,21 @@ fn nczarr_unlimited(doc: &Map<String, Value>) -> Vec<String> {
     .collect()
 }
 
-/// The netCDF dataset of `hierarchy`: its root group; for a store whose root is an array, a
-/// root group holding that one variable, named `root_name` (netCDF-c itself shows such a
-/// store as an empty dataset). `None` when the store has no root node.
-pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Group> {
+/// The netCDF dataset of `hierarchy`; for a store whose root is an array, a root group holding
+/// that one variable, named `root_name` (netCDF-c itself shows such a store as an empty
+/// dataset). `None` when the store has no root node.
+pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Dataset> {
     let nczarr = hierarchy.nodes.iter().any(|n| n.dimensions.is_nczarr());
-    let mut groups: Vec<Group> = Vec::new();
-    let mut index: HashMap<String, usize> = HashMap::new();
-    let mut orders: HashMap<String, Vec<String>> = HashMap::new();
-    let mut group_orders: HashMap<String, Vec<String>> = HashMap::new();
+    // The groups in the hierarchy's order first, numbered by `found`.
+    let mut found: Vec<Group> = Vec::new();
+    let mut found_at: HashMap<&str, usize> = HashMap::new();
+    let mut orders: HashMap<&str, Ranks> = HashMap::new();
+    let mut group_orders: HashMap<&str, Ranks> = HashMap::new();
     let mut arrays: Vec<&Node> = Vec::new();
     for node in &hierarchy.nodes {
         match node.kind {
             NodeKind::Group => {
-                if !node.path.is_empty() && !index.contains_key(parent(&node.path)) {
+                if !node.path.is_empty() && !found_at.contains_key(parent(&node.path)) {
                     continue;
                 }
                 let unlimited = nczarr_unlimited(&node.document);
@@ -511,78 +556,115 @@ pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Group> {
                     .map(|(name, len)| Dimension {
                         name: name.clone(),
                         len: *len,
-                        unlimited: unlimited.contains(name),
+                        unlimited: unlimited.contains(name.as_str()),
                     })
                     .collect();
                 if let Some(order) = nczarr_order(&node.document, &["vars", "arrays"]) {
-                    orders.insert(node.path.clone(), order);
+                    orders.insert(&node.path, order);
                 }
                 if let Some(order) = nczarr_order(&node.document, &["groups"]) {
-                    group_orders.insert(node.path.clone(), order);
+                    group_orders.insert(&node.path, order);
                 }
-                index.insert(node.path.clone(), groups.len());
-                groups.push(Group {
+                found_at.insert(&node.path, found.len());
+                found.push(Group {
                     name: node.name().into(),
                     path: node.path.clone(),
                     dims,
-                    vars: Vec::new(),
                     attrs: typed_attributes(node, None),
-                    groups: Vec::new(),
+                    ..Group::default()
                 });
             }
             NodeKind::Array(_) => arrays.push(node),
         }
     }
-    if !index.contains_key("") {
+    if !found_at.contains_key("") {
         // A store whose root is an array: a root group holding that one variable.
         if !arrays.iter().any(|n| n.path.is_empty()) {
             return None;
         }
-        index.insert(String::new(), groups.len());
-        groups.push(Group::default());
+        found_at.insert("", found.len());
+        found.push(Group::default());
     }
-    // Variables, group by group, in netCDF's order.
+    // Subgroups: NCZarr's in the order their group lists them, the others by path.
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); found.len()];
+    for (i, g) in found.iter().enumerate().filter(|(_, g)| !g.path.is_empty()) {
+        children[found_at[parent(&g.path)]].push(i);
+    }
+    for (kids, g) in children.iter_mut().zip(&found) {
+        let ranks = group_orders.get(g.path.as_str());
+        let rank = |k: &usize| rank(ranks, &found[*k].name);
+        kids.sort_by(|a, b| (rank(a), &found[*a].path).cmp(&(rank(b), &found[*b].path)));
+    }
+    // Numbered depth first (the order netCDF-c defines pure Zarr dimensions in).
+    let mut order: Vec<(usize, Option<usize>, usize)> = Vec::with_capacity(found.len());
+    let mut stack = vec![(found_at[""], None, 0)];
+    while let Some((f, parent, depth)) = stack.pop() {
+        let number = order.len();
+        stack.extend(
+            children[f]
+                .iter()
+                .rev()
+                .map(|&c| (c, Some(number), depth + 1)),
+        );
+        order.push((f, parent, depth));
+    }
+    let mut slots: Vec<Option<Group>> = found.into_iter().map(Some).collect();
+    let mut groups: Vec<Group> = Vec::with_capacity(order.len());
+    for &(f, parent, depth) in &order {
+        let mut g = slots[f].take().unwrap_or_default();
+        (g.parent, g.depth) = (parent, depth);
+        groups.push(g);
+    }
+    for i in (0..groups.len()).rev() {
+        let end = groups[i].end.max(i + 1);
+        groups[i].end = end;
+        if let Some(p) = groups[i].parent {
+            groups[p].end = groups[p].end.max(end);
+        }
+    }
+    let mut renumber = vec![0; order.len()];
+    for (i, &(f, _, _)) in order.iter().enumerate() {
+        renumber[f] = i;
+    }
+    let number: HashMap<&str, usize> = found_at
+        .into_iter()
+        .map(|(p, f)| (p, renumber[f]))
+        .collect();
+    let mut ds = Dataset { groups };
+    // Each group's dimensions by name (the first of a name).
+    let mut dim_at: Vec<HashMap<String, usize>> = ds
+        .groups
+        .iter()
+        .map(|g| {
+            let mut at = HashMap::new();
+            for (i, d) in g.dims.iter().enumerate() {
+                at.entry(d.name.clone()).or_insert(i);
+            }
+            at
+        })
+        .collect();
+    // Variables, group by group, in netCDF's order: those the NCZarr order names first, in
+    // that order; the others by path.
     let mut by_group: HashMap<&str, Vec<&Node>> = HashMap::new();
     for node in arrays {
         by_group.entry(parent(&node.path)).or_default().push(node);
     }
-    for (path, list) in by_group.iter_mut() {
-        // Those the NCZarr order names first, in that order; the others by path.
-        let order = orders.get(*path).map_or(&[][..], Vec::as_slice);
-        let rank = |n: &Node| order.iter().position(|o| o == n.name());
-        list.sort_by_key(|n| (rank(n).unwrap_or(usize::MAX), n.path.clone()));
-    }
-    // Walk the groups depth first (the order netCDF-c defines pure Zarr dimensions in).
-    let mut children: HashMap<String, Vec<String>> = HashMap::new();
-    for g in groups.iter().filter(|g| !g.path.is_empty()) {
-        let siblings = children.entry(parent(&g.path).to_string()).or_default();
-        siblings.push(g.path.clone());
-    }
-    // NCZarr subgroups in the order their group lists them, the others by path.
-    for (path, kids) in children.iter_mut() {
-        let order = group_orders.get(path).map_or(&[][..], Vec::as_slice);
-        let rank = |k: &String| order.iter().position(|o| k.rsplit('/').next() == Some(o));
-        kids.sort_by_cached_key(|k| (rank(k).unwrap_or(usize::MAX), k.clone()));
-    }
-    let mut walk: Vec<String> = Vec::new();
-    let mut stack = vec![String::new()];
-    while let Some(p) = stack.pop() {
-        stack.extend(children.get(&p).into_iter().flatten().rev().cloned());
-        walk.push(p);
-    }
-    for gpath in &walk {
-        let Some(list) = by_group.get(gpath.as_str()) else {
+    for g in 0..ds.groups.len() {
+        let Some(list) = by_group.get_mut(ds.groups[g].path.as_str()) else {
             continue;
         };
-        for node in list {
+        let ranks = orders.get(ds.groups[g].path.as_str());
+        list.sort_by_cached_key(|n| (rank(ranks, n.name()), n.path.as_str()));
+        for node in list.iter() {
             let NodeKind::Array(Ok(meta)) = &node.kind else {
                 continue;
             };
             let dims = if nczarr {
-                nczarr_dims(node, &meta.shape, gpath, |g, name| {
-                    let dims = &groups[*index.get(g)?].dims;
-                    dims.iter().find(|d| d.name == name).map(|d| d.unlimited)
-                })
+                let groups = Groups {
+                    ds: &ds,
+                    dim_at: &dim_at,
+                };
+                nczarr_dims(node, &meta.shape, g, &groups, &number)
             } else {
                 let names = node.dimensions.axis_names(meta.shape.len());
                 meta.shape
@@ -590,7 +672,7 @@ pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Group> {
                     .zip(&names)
                     .map(|(&len, name)| {
                         let wanted = name.as_deref().filter(|s| !s.is_empty());
-                        pure_zarr_dim(&mut groups, &index, gpath, wanted, len)
+                        pure_zarr_dim(&mut ds, &mut dim_at, g, wanted, len)
                     })
                     .collect()
             };
@@ -598,10 +680,10 @@ pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Group> {
                 true => root_name.to_string(),
                 false => node.name().to_string(),
             };
-            let g = &mut groups[index[gpath.as_str()]];
+            let group = &mut ds.groups[g];
             // A variable left out still defines its dimensions (above).
             let Some(ty) = NcType::of(&meta.dtype) else {
-                g.attrs.push(Attribute {
+                group.attrs.push(Attribute {
                     name: "comment".into(),
                     ty: NcType::Char,
                     values: Values::Text(format!(
@@ -616,7 +698,7 @@ pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Group> {
                 NcType::Char if !nczarr => NcType::String,
                 ty => ty,
             };
-            g.vars.push(Variable {
+            group.vars.push(Variable {
                 name,
                 path: node.path.clone(),
                 ty,
@@ -625,71 +707,109 @@ pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Group> {
             });
         }
     }
-    // Nest the groups, children in depth-first order.
-    let mut slots: Vec<Option<Group>> = groups.into_iter().map(Some).collect();
-    fn nest(
-        path: &str,
-        slots: &mut Vec<Option<Group>>,
-        index: &HashMap<String, usize>,
-        children: &HashMap<String, Vec<String>>,
-    ) -> Option<Group> {
-        let mut g = slots[*index.get(path)?].take()?;
-        let kids = children.get(path).into_iter().flatten();
-        g.groups = kids
-            .filter_map(|k| nest(k, slots, index, children))
-            .collect();
-        Some(g)
+    // Which definition of each name a variable sees, now that every dimension is defined.
+    for g in 0..ds.groups.len() {
+        let mut vars = std::mem::take(&mut ds.groups[g].vars);
+        for d in vars.iter_mut().flat_map(|v| v.dims.iter_mut()) {
+            let groups = Groups {
+                ds: &ds,
+                dim_at: &dim_at,
+            };
+            d.seen = groups.scope(g, &d.name);
+        }
+        ds.groups[g].vars = vars;
     }
-    nest("", &mut slots, &index, &children)
+    Some(ds)
 }
 
-/// A pure Zarr variable's dimension of length `len` in group `gpath`, as netCDF-c 4.10 defines
-/// it: a `wanted` name is a dimension of the variable's own group (even where an ancestor has
-/// one of that name); a dimension with no name is the root's `_Anonymous_Dim_<len>`, and so is
-/// one whose name the group already gives another length (netCDF-c refuses such a store).
+/// The place of each name an NCZarr group lists (the first place of a name listed twice).
+type Ranks = HashMap<String, usize>;
+
+/// The place of `name` in `ranks`; after every listed name when it is not listed.
+fn rank(ranks: Option<&Ranks>, name: &str) -> usize {
+    ranks
+        .and_then(|r| r.get(name))
+        .copied()
+        .unwrap_or(usize::MAX)
+}
+
+/// The groups of a dataset being built, and each one's dimensions by name.
+struct Groups<'a> {
+    ds: &'a Dataset,
+    dim_at: &'a [HashMap<String, usize>],
+}
+
+impl Groups<'_> {
+    /// Whether dimension `name` of group `g` is unlimited; `None` when `g` does not define it.
+    fn defined(&self, g: usize, name: &str) -> Option<bool> {
+        let i = *self.dim_at[g].get(name)?;
+        Some(self.ds.groups[g].dims[i].unlimited)
+    }
+
+    /// The group whose dimension `name` group `g` sees: `g` or its nearest ancestor defining
+    /// one.
+    fn scope(&self, mut g: usize, name: &str) -> Option<usize> {
+        loop {
+            if self.dim_at[g].contains_key(name) {
+                return Some(g);
+            }
+            g = self.ds.groups[g].parent?;
+        }
+    }
+}
+
+/// A pure Zarr variable's dimension of length `len` in group `g`, as netCDF-c 4.10 defines it:
+/// a `wanted` name is a dimension of the variable's own group (even where an ancestor has one
+/// of that name); a dimension with no name is the root's `_Anonymous_Dim_<len>`, and so is one
+/// whose name the group already gives another length (netCDF-c refuses such a store).
 fn pure_zarr_dim(
-    groups: &mut [Group],
-    index: &HashMap<String, usize>,
-    gpath: &str,
+    ds: &mut Dataset,
+    dim_at: &mut [HashMap<String, usize>],
+    g: usize,
     wanted: Option<&str>,
     len: u64,
 ) -> DimRef {
-    if let Some(dim) = wanted.and_then(|name| define(groups, index, gpath, name, len)) {
+    if let Some(dim) = wanted.and_then(|name| define(ds, dim_at, g, name, len)) {
         return dim;
     }
     let name = anonymous_dim(len);
-    define(groups, index, "", &name, len).unwrap_or(DimRef {
-        group: String::new(),
+    define(ds, dim_at, 0, &name, len).unwrap_or(DimRef {
+        group: DimGroup::Group(0),
         name,
         len,
         unlimited: false,
+        seen: None,
     })
 }
 
-/// The dimension `name` of length `len` in `group`, defined there if it is not; `None` when the
-/// group has a dimension of that name and another length.
+/// The dimension `name` of length `len` in group `g`, defined there if it is not; `None` when
+/// the group has a dimension of that name and another length.
 fn define(
-    groups: &mut [Group],
-    index: &HashMap<String, usize>,
-    group: &str,
+    ds: &mut Dataset,
+    dim_at: &mut [HashMap<String, usize>],
+    g: usize,
     name: &str,
     len: u64,
 ) -> Option<DimRef> {
-    let dims = &mut groups[index[group]].dims;
-    match dims.iter().find(|d| d.name == name) {
-        Some(d) if d.len != len => return None,
+    let dims = &mut ds.groups[g].dims;
+    match dim_at[g].get(name) {
+        Some(&i) if dims[i].len != len => return None,
         Some(_) => {}
-        None => dims.push(Dimension {
-            name: name.to_string(),
-            len,
-            unlimited: false,
-        }),
+        None => {
+            dim_at[g].insert(name.to_string(), dims.len());
+            dims.push(Dimension {
+                name: name.to_string(),
+                len,
+                unlimited: false,
+            });
+        }
     }
     Some(DimRef {
-        group: group.to_string(),
+        group: DimGroup::Group(g),
         name: name.to_string(),
         len,
         unlimited: false,
+        seen: None,
     })
 }
 
@@ -698,45 +818,49 @@ fn anonymous_dim(len: u64) -> String {
     format!("_Anonymous_Dim_{len}")
 }
 
-/// An NCZarr variable's dimensions, from its dimension references (`/g/x`, found in that
-/// group), or for a variable without any, its dimension names (`x`, found as netCDF scopes
-/// them: in the variable's group `gpath` or the nearest ancestor defining that name).
-/// `defined(group, name)` is whether that dimension is unlimited, `None` when the group does
-/// not define it.
+/// An NCZarr variable's dimensions, from its dimension references (`/g/x`, found in the group
+/// `number` names by that path), or for a variable without any, its dimension names (`x`,
+/// found as netCDF scopes them: in the variable's group `g` or the nearest ancestor defining
+/// that name).
 fn nczarr_dims(
     node: &Node,
     shape: &[u64],
-    gpath: &str,
-    defined: impl Fn(&str, &str) -> Option<bool>,
+    g: usize,
+    groups: &Groups,
+    number: &HashMap<&str, usize>,
 ) -> Vec<DimRef> {
     let dims = &node.dimensions;
     let refs: Vec<String> = match &dims.nczarr_references {
         Some(refs) => refs.clone(),
         None => dims.names.iter().flatten().flatten().cloned().collect(),
     };
-    let scope = |name: &str| {
-        let mut g = gpath;
-        while defined(g, name).is_none() && !g.is_empty() {
-            g = parent(g);
-        }
-        g.to_string()
-    };
-    let dim = |group: String, name: String, len| DimRef {
-        unlimited: defined(&group, &name).unwrap_or(false),
+    let dim = |group: DimGroup, name: String, len| DimRef {
+        unlimited: match group {
+            DimGroup::Group(n) => groups.defined(n, &name).unwrap_or(false),
+            DimGroup::Missing(_) => false,
+        },
         group,
         name,
         len,
+        seen: None,
     };
     shape
         .iter()
         .enumerate()
         .map(|(i, &len)| match refs.get(i) {
             Some(fqn) if refs.len() == shape.len() && fqn.starts_with('/') => {
-                let (group, name) = split_fqn(fqn);
+                let (path, name) = split_fqn(fqn);
+                let group = match number.get(path.as_str()) {
+                    Some(&n) => DimGroup::Group(n),
+                    None => DimGroup::Missing(path),
+                };
                 dim(group, name, len)
             }
-            Some(name) if refs.len() == shape.len() => dim(scope(name), name.clone(), len),
-            _ => dim(String::new(), anonymous_dim(len), len),
+            Some(name) if refs.len() == shape.len() => {
+                let group = DimGroup::Group(groups.scope(g, name).unwrap_or(0));
+                dim(group, name.clone(), len)
+            }
+            _ => dim(DimGroup::Group(0), anonymous_dim(len), len),
         })
         .collect()
 }

@@ -7,17 +7,20 @@
 //! String variables are sent as netCDF-Java's `NcStreamWriter` sends them (and siphon reads
 //! them): after their data message, the element count as a varint, then per element a varint
 //! byte length and its UTF-8 bytes. Their length is known only after reading every element, so
-//! the stream's layout is measured once, on the first `stat` or read, keeping one checkpoint per
-//! `MARK` elements to find a read's bytes; a stream without strings is measured up front. The
-//! first `stat` of a stream holding large string arrays pays for reading them (see docs/what-the-mount-shows.md).
+//! each string variable is measured once, on the first `stat` or read of a stream holding it,
+//! keeping one checkpoint per `MARK` elements to find a read's bytes ([`MeasuredStrings`]); a
+//! stream without strings is measured up front. The first `stat` of a stream holding large
+//! string arrays pays for reading them (see docs/what-the-mount-shows.md).
 
-use super::model::{Attribute, Group, NcType, Values, Variable};
+use super::model::{Attribute, Dataset, Dimension, NcType, Values, Variable};
 use super::proto;
 use crate::view::kinds::overlap;
 use crate::view::{IoCause, View, ViewError};
 use parking_lot::Mutex;
+use prost::encoding::{encode_varint, encoded_len_varint};
 use prost::Message;
 use std::collections::HashMap;
+use std::mem::size_of;
 use std::sync::Arc;
 
 const MAGIC_START: [u8; 4] = *b"CDFS";
@@ -29,7 +32,7 @@ const MAGIC_END: [u8; 4] = [0xed, 0xed, 0xde, 0xde];
 const MARK: u64 = 1024;
 
 /// Where a string variable's elements come from.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Strings {
     /// Variable-length array number N of the view (vlen-utf8, vlen-bytes, v3 string).
     Vlen(u32),
@@ -75,11 +78,56 @@ enum Piece {
     Strings { strings: Strings, count: u64 },
 }
 
-/// Where each piece starts, and the checkpoints (element, byte in the piece) of string pieces.
+/// A string variable's framed elements: their length, and a checkpoint (element, byte) every
+/// `MARK` elements.
+struct MeasuredPiece {
+    marks: Vec<(u64, u64)>,
+    len: u64,
+}
+
+/// The string variables measured so far, kept for every stream holding them.
+#[derive(Default)]
+pub struct MeasuredStrings(Mutex<HashMap<Strings, Arc<MeasuredPiece>>>);
+
+impl MeasuredStrings {
+    /// The measure of the `count` elements of `strings`, made now if not made before.
+    fn get(
+        &self,
+        view: &View,
+        strings: Strings,
+        count: u64,
+    ) -> Result<Arc<MeasuredPiece>, ViewError> {
+        if let Some(measured) = self.0.lock().get(&strings) {
+            return Ok(measured.clone());
+        }
+        let mut at = varint(count).len() as u64;
+        let mut marks = vec![(0, at)];
+        let mut framed = Vec::new();
+        let mut from = 0;
+        while from < count {
+            let to = (from + MARK).min(count);
+            each_string(view, strings, from, to, &mut |item| {
+                framed.clear();
+                frame_into(&mut framed, item);
+                at = at.saturating_add(framed.len() as u64);
+                Ok(())
+            })?;
+            from = to;
+            if from < count {
+                marks.push((from, at));
+            }
+        }
+        let measured = Arc::new(MeasuredPiece { marks, len: at });
+        self.0.lock().insert(strings, measured.clone());
+        Ok(measured)
+    }
+}
+
+/// Where each piece starts, and the measure of each string piece.
 struct PieceOffsets {
     starts: Vec<u64>,
     size: u64,
-    marks: HashMap<usize, Vec<(u64, u64)>>,
+    strings: HashMap<usize, Arc<MeasuredPiece>>,
 }
 
 /// The layout of one `.ncstream` file.
@@ -162,16 +210,73 @@ fn variable(v: &Variable) -> proto::Variable {
     }
 }
 
-fn group(g: &Group, name: &str) -> proto::Group {
+/// Group `g` of `ds` without its subgroups; the top group `top` unnamed, declaring `top_dims`.
+fn own_group(ds: &Dataset, g: usize, top: usize, top_dims: &[Dimension]) -> proto::Group {
+    let group = &ds.groups[g];
+    let (name, dims) = match g == top {
+        true => ("", top_dims),
+        false => (group.name.as_str(), &group.dims[..]),
+    };
     proto::Group {
         name: name.into(),
-        dims: (g.dims.iter())
+        dims: (dims.iter())
             .map(|d| dimension(&d.name, d.len, d.unlimited))
             .collect(),
-        vars: g.vars.iter().map(variable).collect(),
-        atts: g.attrs.iter().map(attribute).collect(),
-        groups: g.groups.iter().map(|c| group(c, &c.name)).collect(),
+        vars: group.vars.iter().map(variable).collect(),
+        atts: group.attrs.iter().map(attribute).collect(),
+        groups: Vec::new(),
     }
+}
+
+/// The key of field `groups` (6, length-delimited) of a `Group` message.
+const GROUPS_KEY: u8 = 6 << 3 | 2;
+/// The key of field `root` (4, length-delimited) of a `Header` message.
+const ROOT_KEY: u8 = 4 << 3 | 2;
+
+/// The `Header` message of the subtree of group `top` (shown as the root, declaring
+/// `top_dims`), length-delimited: the bytes prost writes for it, each group's own fields
+/// encoded by prost and its subgroups framed here, so that each group is measured and encoded
+/// once (prost measures a nested message again at each level above it).
+fn header_message(ds: &Dataset, top: usize, top_dims: &[Dimension]) -> Vec<u8> {
+    let end = ds.groups[top].end;
+    // Each group's message length, its subgroups' first (they follow it in the numbering).
+    let mut lens = vec![0u64; end - top];
+    for g in (top..end).rev() {
+        let subgroups = ds.children(g).map(|c| {
+            let len = lens[c - top];
+            1 + encoded_len_varint(len) as u64 + len
+        });
+        lens[g - top] =
+            own_group(ds, g, top, top_dims).encoded_len() as u64 + subgroups.sum::<u64>();
+    }
+    let location = proto::Header {
+        location: ds.groups[top].path.clone(),
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let version = proto::Header {
+        version: 1,
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let root = lens[0];
+    let header =
+        location.len() as u64 + 1 + encoded_len_varint(root) as u64 + root + version.len() as u64;
+    let mut out = Vec::with_capacity(usize::try_from(header).unwrap_or(0).saturating_add(10));
+    encode_varint(header, &mut out);
+    out.extend(location);
+    out.push(ROOT_KEY);
+    encode_varint(root, &mut out);
+    // Depth first, as the nesting writes them: a subgroup's key and length, then its fields.
+    for g in top..end {
+        if g != top {
+            out.push(GROUPS_KEY);
+            encode_varint(lens[g - top], &mut out);
+        }
+        own_group(ds, g, top, top_dims).encode_raw(&mut out);
+    }
+    out.extend(version);
+    out
 }
 
 /// A name as netCDF-Java writes it in a full name: `.` and `\` escaped with a backslash.
@@ -181,13 +286,13 @@ fn escape(name: &str) -> String {
 
 fn varint(n: u64) -> Vec<u8> {
     let mut out = Vec::new();
-    prost::encoding::encode_varint(n, &mut out);
+    encode_varint(n, &mut out);
     out
 }
 
 /// The varint-framed bytes of one string element.
 fn frame_into(out: &mut Vec<u8>, item: &[u8]) {
-    prost::encoding::encode_varint(item.len() as u64, out);
+    encode_varint(item.len() as u64, out);
     out.extend_from_slice(item);
 }
 
@@ -251,29 +356,28 @@ fn each_string(
 }
 
 impl NcStreamLayout {
-    /// The stream of `top` (a group of the dataset, shown as the stream's root). `sources` maps
-    /// a variable's node path to where its values are read; variables without one are declared
-    /// in the header, their values not sent.
-    pub fn new(top: &Group, sources: &HashMap<String, Source>) -> NcStreamLayout {
-        let standalone = top.standalone();
-        let header = proto::Header {
-            location: top.path.clone(),
-            root: Some(group(&standalone, "")),
-            version: 1,
-        };
+    /// The stream of group `top` of `ds` (shown as the stream's root). `sources` maps a
+    /// variable (its group, its number there) to where its values are read; variables without
+    /// one are declared in the header, their values not sent.
+    pub fn new(
+        ds: &Dataset,
+        top: usize,
+        sources: &HashMap<(usize, usize), Source>,
+    ) -> NcStreamLayout {
+        let top_path = &ds.groups[top].path;
         let mut pieces = Vec::new();
         let mut prefix = MAGIC_START.to_vec();
         prefix.extend_from_slice(&MAGIC_HEADER);
-        prefix.extend(header.encode_length_delimited_to_vec());
+        prefix.extend(header_message(ds, top, &ds.top_dims(top)));
         pieces.push(Piece::Bytes(prefix));
         let mut size = 0u64;
-        for var in standalone.all_vars() {
-            let (ty, Some(&source)) = (var.ty, sources.get(&var.path)) else {
+        for (g, i, var) in ds.vars(top) {
+            let (ty, Some(&source)) = (var.ty, sources.get(&(g, i))) else {
                 continue;
             };
             let relative = var
                 .path
-                .strip_prefix(&top.path)
+                .strip_prefix(top_path.as_str())
                 .unwrap_or(&var.path)
                 .trim_start_matches('/');
             // A root array's node path is empty: its variable has the name it is shown by.
@@ -342,22 +446,35 @@ impl NcStreamLayout {
             .any(|p| matches!(p, Piece::Strings { .. }))
         {
             // No string piece: the measure of strings is never asked for.
-            let layout = file.measure(|_, _| Ok((Vec::new(), 0)));
+            let none = Arc::new(MeasuredPiece {
+                marks: Vec::new(),
+                len: 0,
+            });
+            let layout = file.measure(|_, _| Ok(none.clone()));
             *file.layout.lock() = layout.ok().map(Arc::new);
         }
         file
     }
 
-    /// The offsets of every piece; `strings(strings, count)` gives a string piece's checkpoints
-    /// and length.
+    /// About how many bytes it holds.
+    pub fn held(&self) -> usize {
+        let bytes = self.pieces.iter().map(|p| match p {
+            Piece::Bytes(b) => b.len(),
+            _ => 0,
+        });
+        let offsets = self.pieces.len() * size_of::<u64>() * 2;
+        size_of::<Self>() + self.pieces.len() * size_of::<Piece>() + bytes.sum::<usize>() + offsets
+    }
+
+    /// The offsets of every piece; `strings(strings, count)` gives a string piece's measure.
     fn measure(
         &self,
-        strings: impl Fn(Strings, u64) -> Result<(Vec<(u64, u64)>, u64), ViewError>,
+        strings: impl Fn(Strings, u64) -> Result<Arc<MeasuredPiece>, ViewError>,
     ) -> Result<PieceOffsets, ViewError> {
         let mut layout = PieceOffsets {
             starts: Vec::with_capacity(self.pieces.len()),
             size: 0,
-            marks: HashMap::new(),
+            strings: HashMap::new(),
         };
         for (i, piece) in self.pieces.iter().enumerate() {
             layout.starts.push(layout.size);
@@ -365,8 +482,9 @@ impl NcStreamLayout {
                 Piece::Bytes(b) => b.len() as u64,
                 Piece::Values { len, .. } => *len,
                 Piece::Strings { strings: s, count } => {
-                    let (marks, len) = strings(*s, *count)?;
-                    layout.marks.insert(i, marks);
+                    let measured = strings(*s, *count)?;
+                    let len = measured.len;
+                    layout.strings.insert(i, measured);
                     len
                 }
             };
@@ -375,49 +493,35 @@ impl NcStreamLayout {
         Ok(layout)
     }
 
-    /// The layout, measured now if not yet known.
-    fn layout(&self, view: &View) -> Result<Arc<PieceOffsets>, ViewError> {
+    /// The layout, measured now if not yet known (string variables from `measured`).
+    fn layout(
+        &self,
+        view: &View,
+        measured: &MeasuredStrings,
+    ) -> Result<Arc<PieceOffsets>, ViewError> {
         if let Some(layout) = self.layout.lock().as_ref() {
             return Ok(layout.clone());
         }
-        let layout = Arc::new(self.measure(|strings, count| {
-            let mut at = varint(count).len() as u64;
-            let mut marks = vec![(0, at)];
-            let mut framed = Vec::new();
-            let mut from = 0;
-            while from < count {
-                let to = (from + MARK).min(count);
-                each_string(view, strings, from, to, &mut |item| {
-                    framed.clear();
-                    frame_into(&mut framed, item);
-                    at = at.saturating_add(framed.len() as u64);
-                    Ok(())
-                })?;
-                from = to;
-                if from < count {
-                    marks.push((from, at));
-                }
-            }
-            Ok((marks, at))
-        })?);
+        let layout = Arc::new(self.measure(|strings, count| measured.get(view, strings, count))?);
         *self.layout.lock() = Some(layout.clone());
         Ok(layout)
     }
 
     /// Size of the stream in bytes (measured on first call when it holds strings).
-    pub fn size(&self, view: &View) -> Result<u64, ViewError> {
-        Ok(self.layout(view)?.size)
+    pub fn size(&self, view: &View, measured: &MeasuredStrings) -> Result<u64, ViewError> {
+        Ok(self.layout(view, measured)?.size)
     }
 
     /// Appends up to `len` bytes from `offset` to `out`.
     pub fn read(
         &self,
         view: &View,
+        measured: &MeasuredStrings,
         offset: u64,
         len: u64,
         out: &mut Vec<u8>,
     ) -> Result<(), ViewError> {
-        let layout = self.layout(view)?;
+        let layout = self.layout(view, measured)?;
         let end = offset.saturating_add(len).min(layout.size);
         let next = |i: usize| layout.starts.get(i + 1).copied().unwrap_or(layout.size);
         let first = layout
@@ -447,7 +551,7 @@ impl NcStreamLayout {
                     out.extend_from_slice(overlap(&buf, lo, from, to));
                 }
                 Piece::Strings { strings, count } => {
-                    let marks = &layout.marks[&i];
+                    let marks = &layout.strings[&i].marks;
                     read_strings(view, *strings, *count, marks, from, to, out)?;
                 }
             }
@@ -482,4 +586,107 @@ fn read_strings(
         element = next;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::view::netcdf::model::{DimGroup, DimRef, Group};
+
+    fn dim(name: &str, len: u64) -> Dimension {
+        Dimension {
+            name: name.into(),
+            len,
+            unlimited: name == "t",
+        }
+    }
+
+    fn var(group: usize, path: &str, d: &Dimension) -> Variable {
+        Variable {
+            name: path.rsplit('/').next().unwrap().into(),
+            path: path.into(),
+            ty: NcType::Short,
+            dims: vec![DimRef {
+                group: DimGroup::Group(group),
+                name: d.name.clone(),
+                len: d.len,
+                unlimited: d.unlimited,
+                seen: Some(group),
+            }],
+            attrs: vec![Attribute {
+                name: "units".into(),
+                ty: NcType::Char,
+                values: Values::Text("m".into()),
+            }],
+        }
+    }
+
+    /// Groups `/`, `g1`, `g1/g11`, `g2`, `g2/g21`, numbered depth first.
+    fn dataset() -> Dataset {
+        let group = |path: &str, parent, depth, end, dims: Vec<Dimension>, vars| Group {
+            name: path.rsplit('/').next().unwrap().into(),
+            path: path.into(),
+            dims,
+            vars,
+            attrs: vec![Attribute {
+                name: "n".into(),
+                ty: NcType::Int,
+                values: Values::Ints(vec![depth as i128]),
+            }],
+            parent,
+            depth,
+            end,
+        };
+        let (x, t) = (dim("x", 2), dim("t", 3));
+        Dataset {
+            groups: vec![
+                group("", None, 0, 5, vec![x.clone()], vec![var(0, "a", &x)]),
+                group(
+                    "g1",
+                    Some(0),
+                    1,
+                    3,
+                    vec![t.clone()],
+                    vec![var(1, "g1/b", &t)],
+                ),
+                group(
+                    "g1/g11",
+                    Some(1),
+                    2,
+                    3,
+                    vec![],
+                    vec![var(0, "g1/g11/c", &x)],
+                ),
+                group("g2", Some(0), 1, 5, vec![], vec![]),
+                group("g2/g21", Some(3), 2, 5, vec![dim("z", 4)], vec![]),
+            ],
+        }
+    }
+
+    /// Group `g` with its subgroups nested, as prost encodes them itself.
+    fn nested(ds: &Dataset, g: usize, top: usize, top_dims: &[Dimension]) -> proto::Group {
+        let mut group = own_group(ds, g, top, top_dims);
+        group.groups = ds
+            .children(g)
+            .map(|c| nested(ds, c, top, top_dims))
+            .collect();
+        group
+    }
+
+    #[test]
+    fn header_message_is_the_bytes_prost_writes() {
+        let ds = dataset();
+        for top in 0..ds.groups.len() {
+            let dims = ds.top_dims(top);
+            let header = proto::Header {
+                location: ds.groups[top].path.clone(),
+                root: Some(nested(&ds, top, top, &dims)),
+                version: 1,
+            };
+            let expected = header.encode_length_delimited_to_vec();
+            assert_eq!(header_message(&ds, top, &dims), expected, "group {top}");
+        }
+        // `g1/g11` uses the root's `x`: its stream declares it.
+        assert_eq!(ds.top_dims(2), vec![dim("x", 2)]);
+    }
 }
