@@ -9,22 +9,31 @@ pub const CHUNK: usize = 1000;
 
 /// Writes group `root` with array `a` of N float64 values `i * scale`, in chunks of CHUNK.
 pub fn write_store(root: &Path, scale: f64) {
-    let a = root.join("a");
-    std::fs::create_dir_all(&a).unwrap();
+    write_floats(root, "a", (N, CHUNK), scale);
+}
+
+/// Writes into group `root` array `name` of `n` float64 values `i * scale`, in chunks of
+/// `chunk` (`(n, chunk)`); returns its bytes as `A` serves them.
+pub fn write_floats(root: &Path, name: &str, (n, chunk): (usize, usize), scale: f64) -> Vec<u8> {
+    let dir = root.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(root.join(".zgroup"), r#"{"zarr_format":2}"#).unwrap();
     std::fs::write(
-        a.join(".zarray"),
+        dir.join(".zarray"),
         format!(
-            r#"{{"zarr_format":2,"shape":[{N}],"chunks":[{CHUNK}],"dtype":"<f8","compressor":null,"fill_value":0.0,"filters":null,"order":"C"}}"#
+            r#"{{"zarr_format":2,"shape":[{n}],"chunks":[{chunk}],"dtype":"<f8","compressor":null,"fill_value":0.0,"filters":null,"order":"C"}}"#
         ),
     )
     .unwrap();
-    for c in 0..N.div_ceil(CHUNK) {
-        let bytes: Vec<u8> = (c * CHUNK..(c + 1) * CHUNK)
-            .flat_map(|i| (i as f64 * scale).to_le_bytes())
-            .collect();
-        std::fs::write(a.join(c.to_string()), bytes).unwrap();
+    let all: Vec<u8> = (0..n)
+        .flat_map(|i| (i as f64 * scale).to_le_bytes())
+        .collect();
+    for (c, bytes) in all.chunks(chunk * 8).enumerate() {
+        let mut bytes = bytes.to_vec();
+        bytes.resize(chunk * 8, 0);
+        std::fs::write(dir.join(c.to_string()), bytes).unwrap();
     }
+    all
 }
 
 /// The bytes of `a` as served.

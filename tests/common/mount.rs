@@ -283,6 +283,25 @@ pub fn read_direct(path: std::path::PathBuf) -> std::io::Result<Vec<u8>> {
     })
 }
 
+/// The first `len` bytes of `path`, read once with O_DIRECT (the request reaches zarrfs, never
+/// the page cache).
+pub fn pread_direct(path: &Path, len: usize) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::{FileExt, OpenOptionsExt};
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)?;
+    let mut buf = vec![0u8; len];
+    let n = f.read_at(&mut buf, 0)?;
+    buf.truncate(n);
+    Ok(buf)
+}
+
+/// [`pread_direct`] within the tests' time guard.
+pub fn read_start_direct(path: std::path::PathBuf, len: usize) -> std::io::Result<Vec<u8>> {
+    timed("read", move || pread_direct(&path, len))
+}
+
 /// True when `r` failed with EIO.
 pub fn eio(r: std::io::Result<Vec<u8>>) -> bool {
     matches!(r, Err(e) if e.raw_os_error() == Some(libc::EIO))

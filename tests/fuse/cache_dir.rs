@@ -6,7 +6,9 @@ use crate::common;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
-use common::float_store::{expected, file_with_ext, files, lock_held, write_store, N};
+use common::float_store::{
+    expected, file_with_ext, files, lock_held, write_floats, write_store, N,
+};
 use common::mount::{timed, Mount};
 use common::string_store;
 use std::path::{Path, PathBuf};
@@ -344,30 +346,6 @@ fn a_rewritten_chunk_of_a_v3_draft_store_is_noticed() {
     m.stop();
 }
 
-/// Writes into group `root` array `name` of `n` float64 values `i * 0.25`, in chunks of
-/// `chunk`; its bytes as `A` serves them.
-fn write_floats(root: &Path, name: &str, n: usize, chunk: usize) -> Vec<u8> {
-    let dir = root.join(name);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(root.join(".zgroup"), r#"{"zarr_format":2}"#).unwrap();
-    std::fs::write(
-        dir.join(".zarray"),
-        format!(
-            r#"{{"zarr_format":2,"shape":[{n}],"chunks":[{chunk}],"dtype":"<f8","compressor":null,"fill_value":0.0,"filters":null,"order":"C"}}"#
-        ),
-    )
-    .unwrap();
-    let all: Vec<u8> = (0..n)
-        .flat_map(|i| (i as f64 * 0.25).to_le_bytes())
-        .collect();
-    for (c, bytes) in all.chunks(chunk * 8).enumerate() {
-        let mut bytes = bytes.to_vec();
-        bytes.resize(chunk * 8, 0);
-        std::fs::write(dir.join(c.to_string()), bytes).unwrap();
-    }
-    all
-}
-
 /// Reads `path` with O_DIRECT (each read reaches zarrfs as asked) `len` bytes at a time.
 fn read_direct_by(path: PathBuf, len: usize) -> Vec<u8> {
     timed("read", move || {
@@ -396,8 +374,8 @@ fn an_array_read_through_its_npy_file_or_unaligned_reads_completes() {
     let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     // 3.2 MB: the kernel reads `b.npy` in several requests, each offset by the NPY header from
     // the blocks of `b`.
-    let b = write_floats(store.path(), "b", 400_000, 100_000);
-    let c = write_floats(store.path(), "c", 20_000, 3_000);
+    let b = write_floats(store.path(), "b", (400_000, 100_000), 0.25);
+    let c = write_floats(store.path(), "c", (20_000, 3_000), 0.25);
     let arg = cache_arg(cache.path());
     let m = Mount::new(store.path(), &[&arg]);
     let npy = read_all(m.join("b.npy"));
@@ -484,7 +462,7 @@ fn a_write_error_gives_back_the_disk_no_saved_map_accounts_for() {
         return;
     }
     let store = tempfile::tempdir().unwrap();
-    let a = write_floats(store.path(), "a", 786_432, 131_072);
+    let a = write_floats(store.path(), "a", (786_432, 131_072), 0.25);
     // 6 MiB do not fit.
     let small = Tmpfs::new("4m");
     let arg = cache_arg(small.0.path());

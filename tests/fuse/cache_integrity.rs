@@ -183,27 +183,31 @@ fn disk_use(dir: &Path) -> u64 {
         .sum()
 }
 
-#[test]
-fn the_cache_dir_size_holds_for_arrays_a_live_mount_wrote() {
-    if !common::mount::fuse_ready() {
-        return;
-    }
+/// A mount of `store` with the cache directory `cache` of `budget` bytes, logging evictions.
+fn mount_within(store: &Path, cache: &Path, budget: u64) -> Mount {
+    let size = budget.to_string();
+    Mount::new(store, &[&cache_arg(cache), "--cache-dir-size", &size, "-v"])
+}
+
+/// A store of three arrays `g1/a`, `g2/a`, `g3/a`, and an empty cache directory.
+fn three_arrays() -> (tempfile::TempDir, tempfile::TempDir) {
     let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     std::fs::write(store.path().join(".zgroup"), r#"{"zarr_format":2}"#).unwrap();
     for g in ["g1", "g2", "g3"] {
         write_store(&store.path().join(g), 1.0);
     }
+    (store, cache)
+}
+
+#[test]
+fn the_cache_dir_size_holds_for_arrays_a_live_mount_wrote() {
+    if !common::mount::fuse_ready() {
+        return;
+    }
+    let (store, cache) = three_arrays();
     // Room for one array (its data and checksums), not two.
     let budget = N as u64 * 8 + 8192;
-    let m = Mount::new(
-        store.path(),
-        &[
-            &cache_arg(cache.path()),
-            "--cache-dir-size",
-            &budget.to_string(),
-            "-v",
-        ],
-    );
+    let m = mount_within(store.path(), cache.path(), budget);
     for g in ["g1", "g2", "g3"] {
         assert_eq!(read_all(m.join(&format!("{g}/a"))), expected(1.0));
         let dir = cache.path().to_path_buf();
@@ -236,22 +240,10 @@ fn arrays_written_at_once_hold_their_whole_size_in_the_cache_dir_size() {
     if !common::mount::fuse_ready() {
         return;
     }
-    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    std::fs::write(store.path().join(".zgroup"), r#"{"zarr_format":2}"#).unwrap();
-    for g in ["g1", "g2", "g3"] {
-        write_store(&store.path().join(g), 1.0);
-    }
+    let (store, cache) = three_arrays();
     // Room for two arrays (data and checksums), not three.
     let budget = 2 * (N as u64 * 8 + 4096) + 4096;
-    let m = Mount::new(
-        store.path(),
-        &[
-            &cache_arg(cache.path()),
-            "--cache-dir-size",
-            &budget.to_string(),
-            "-v",
-        ],
-    );
+    let m = mount_within(store.path(), cache.path(), budget);
     // All three are open (their backing files attached, nothing written yet) before any is
     // read.
     let paths = ["g1", "g2", "g3"].map(|g| m.join(&format!("{g}/a")));

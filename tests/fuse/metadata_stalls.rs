@@ -8,11 +8,10 @@
 //! (an attempt is cut after a third of it), but work of many requests in turn takes longer.
 
 use crate::common;
-use common::mount::{fuse_ready, timed, Mount};
+use common::mount::{fuse_ready, read_start_direct, timed, Mount};
 use common::servers;
 use serde_json::Value;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// `--timeout`, in seconds.
@@ -74,21 +73,6 @@ fn tree(root: &Path) {
     let vlen = r#"{"name": "vlen-utf8", "configuration": {}}"#;
     let doc = array_doc("string", STRINGS, 1, "\"NA\"", vlen);
     write(&root.join("strings/zarr.json"), doc);
-}
-
-/// `len` bytes at the start of `path`, read once with O_DIRECT (it reaches zarrfs, never the
-/// page cache), within the tests' guard.
-fn read_direct(path: PathBuf, len: usize) -> std::io::Result<Vec<u8>> {
-    timed("read", move || {
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_DIRECT)
-            .open(path)?;
-        let mut buf = vec![0u8; len];
-        let n = f.read_at(&mut buf, 0)?;
-        buf.truncate(n);
-        Ok(buf)
-    })
 }
 
 /// The names in directory `path`, sorted.
@@ -168,7 +152,10 @@ fn more_stalled_metadata_requests_than_threads_leave_the_mount_answering_and_eac
     let loaded = m.join("loaded");
     let names = list(&loaded).unwrap();
     assert!(names.contains(&"a.npy".to_string()), "{names:?}");
-    assert_eq!(read_direct(m.join("loaded/a"), 16).unwrap(), a_values());
+    assert_eq!(
+        read_start_direct(m.join("loaded/a"), 16).unwrap(),
+        a_values()
+    );
 
     servers::fault(&proxy, &format!("sleep/{STALL}"));
     let (root, far) = (m.path().to_path_buf(), m.join("far"));
@@ -216,14 +203,14 @@ fn more_stalled_metadata_requests_than_threads_leave_the_mount_answering_and_eac
     assert!(ls.status.success(), "{ls:?}");
     assert!(String::from_utf8_lossy(&ls.stdout).contains("a.npy"));
     assert_eq!(
-        read_direct(m.join("loaded/a"), 16).unwrap(),
+        read_start_direct(m.join("loaded/a"), 16).unwrap(),
         a_values(),
         "a cached read"
     );
     let p = m.join("loaded/a[1:3]");
     assert_eq!(timed("stat a selection", move || size(&p)).unwrap(), 8);
     assert_eq!(
-        read_direct(m.join("loaded/a[1:3]"), 16).unwrap(),
+        read_start_direct(m.join("loaded/a[1:3]"), 16).unwrap(),
         a_values()[4..12]
     );
 
@@ -245,7 +232,7 @@ fn more_stalled_metadata_requests_than_threads_leave_the_mount_answering_and_eac
         eventually("stat strings", move || size(&p)),
         3 * STRINGS as u64
     );
-    let got = read_direct(m.join("strings"), 4096).unwrap();
+    let got = read_start_direct(m.join("strings"), 4096).unwrap();
     assert_eq!(String::from_utf8(got).unwrap(), "NA\n".repeat(STRINGS));
     let p = slice.clone();
     let size_of_slice = eventually("stat a selection of strings", move || size(&p));

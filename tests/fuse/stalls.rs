@@ -5,13 +5,12 @@
 //! fault proxy, told to hold every answer.
 
 use crate::common;
-use common::mount::{fuse_ready, timed, Mount};
+use common::mount::{fuse_ready, pread_direct, read_start_direct, timed, Mount};
 use common::servers::{self, Server};
 use common::{expected_data, fixture_case, StoreCase};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -45,24 +44,6 @@ fn proxied_mount(args: &[&str]) -> (Server, Server, Mount) {
     (http, proxy, mount)
 }
 
-/// One O_DIRECT read of `len` bytes at the start of `path`: it reaches zarrfs, never the page
-/// cache.
-fn pread_direct(path: &Path, len: usize) -> std::io::Result<Vec<u8>> {
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(path)?;
-    let mut buf = vec![0u8; len];
-    let n = f.read_at(&mut buf, 0)?;
-    buf.truncate(n);
-    Ok(buf)
-}
-
-/// The first `len` bytes of `path`, read once with O_DIRECT, within the test timeout.
-fn read_whole(path: PathBuf, len: usize) -> std::io::Result<Vec<u8>> {
-    timed("read", move || pread_direct(&path, len))
-}
-
 #[test]
 fn more_stalled_reads_than_threads_leave_the_mount_answering_and_each_gets_eio_in_time() {
     if !fuse_ready() {
@@ -75,7 +56,7 @@ fn more_stalled_reads_than_threads_leave_the_mount_answering_and_each_gets_eio_i
     let c = case();
     let y = expected_data(&c, "y");
     // `y` is read (and its chunks cached) before the server hangs.
-    assert_eq!(read_whole(mount.join("y"), y.len()).unwrap(), y);
+    assert_eq!(read_start_direct(mount.join("y"), y.len()).unwrap(), y);
     servers::fault(&proxy, "sleep/600");
     let done = Arc::new(AtomicUsize::new(0));
     let readers: Vec<_> = (0..READERS)
@@ -99,7 +80,7 @@ fn more_stalled_reads_than_threads_leave_the_mount_answering_and_each_gets_eio_i
     assert!(String::from_utf8_lossy(&ls.stdout).contains("z.npy"));
     assert!(std::fs::metadata(mount.join("g1/g2/z")).unwrap().len() > 0);
     assert_eq!(
-        read_whole(mount.join("y"), y.len()).unwrap(),
+        read_start_direct(mount.join("y"), y.len()).unwrap(),
         y,
         "a cached read"
     );
