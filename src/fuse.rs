@@ -3,7 +3,7 @@
 //! setxattr, ...) with EROFS itself, before it reaches this adapter.
 //!
 //! A request whose work may wait on the store or decode (lookup, getattr, open, readdir,
-//! readdirplus, statfs, and reads of a remote store) is handed to the [`RequestPool`] and the
+//! readdirplus, statfs, and reads of a remote store) is handed to the `RequestPool` and the
 //! request thread returns at once, so a few slow requests never hold every thread. The others
 //! are answered on the request thread: forget, release, opendir (of a directory: its
 //! attributes are at hand), extended attributes (made from documents in memory) and reads of a

@@ -308,7 +308,7 @@ impl BackingFile {
     /// wholly; the last one completes the file (synced and published in the background), and
     /// now and then the pages of the map that changed are saved in the background. A write
     /// error turns writing off (see [`BackingDir`]) and gives back the disk the saved map
-    /// does not account for (see [`Shared::give_back`]).
+    /// does not account for (see `Shared::give_back`).
     pub fn store(&self, offset: u64, bytes: &[u8]) {
         let s = &self.shared;
         if self.is_complete() || bytes.is_empty() {

@@ -1,6 +1,6 @@
 //! A group's subtree in CDL, formatted as `ncdump -h` prints it. A header is made a line at a
 //! time from the dataset, so that any part of it is made without the rest: one pass finds its
-//! size and a checkpoint every [`MARK`] bytes, from which each read is made again.
+//! size and a checkpoint every `MARK` bytes, from which each read is made again.
 
 use super::model::{Attribute, Dataset, DimGroup, DimRef, Dimension, NcType, Values};
 use crate::view::kinds::overlap;
@@ -50,7 +50,7 @@ enum Section {
     Groups,
 }
 
-/// The last line longer than [`MARK`] a read of a header made (a long attribute), kept for the
+/// The last line longer than `MARK` a read of a header made (a long attribute), kept for the
 /// reads of the rest of it: by the header's top group and the line's first byte.
 #[derive(Default)]
 pub struct LongLine(Mutex<Option<(usize, u64, Arc<str>)>>);
@@ -76,7 +76,7 @@ pub struct CdlHeader {
     dims: Vec<Dimension>,
     names: HashSet<String>,
     size: u64,
-    /// A line's first byte and the line, every [`MARK`] bytes.
+    /// A line's first byte and the line, every `MARK` bytes.
     marks: Vec<(u64, At)>,
 }
 
@@ -126,7 +126,7 @@ impl CdlHeader {
     }
 
     /// Appends its bytes `offset..offset+len` (those there are) to `out`; `ds` is the dataset
-    /// it was made from; a line longer than [`MARK`] is kept in `long` for the reads after.
+    /// it was made from; a line longer than `MARK` is kept in `long` for the reads after.
     pub fn read(&self, ds: &Dataset, long: &LongLine, offset: u64, len: u64, out: &mut Vec<u8>) {
         let end = offset.saturating_add(len).min(self.size);
         let mark = self.marks.partition_point(|&(m, _)| m <= offset);
