@@ -10,6 +10,7 @@ use super::{Held, Identity};
 use parking_lot::Mutex;
 use rustix::fs::{flock, FlockOperation};
 use std::collections::{HashMap, HashSet};
+use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, Seek, Write};
 use std::os::unix::fs::MetadataExt;
@@ -36,15 +37,22 @@ pub struct BackingDir {
 }
 
 /// `--cache-dir` given without a directory: `$XDG_CACHE_HOME/zarrfs`, else
-/// `$HOME/.cache/zarrfs`; for root, `/var/cache/zarrfs`.
+/// `$HOME/.cache/zarrfs`, else (neither set) `/tmp/zarrfs-cache-UID`, directly in `/tmp`,
+/// whose sticky bit keeps other users from renaming it away (in a `/tmp/.cache` another user
+/// made, they could); for root, `/var/cache/zarrfs`.
 pub fn default_dir() -> PathBuf {
-    if rustix::process::geteuid().is_root() {
-        return PathBuf::from("/var/cache/zarrfs");
-    }
-    match std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
-        Some(dir) => PathBuf::from(dir).join("zarrfs"),
-        None => PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/tmp".into()))
-            .join(".cache/zarrfs"),
+    let set = |name| std::env::var_os(name).filter(|v| !v.is_empty());
+    let uid = rustix::process::geteuid().as_raw();
+    default_dir_of(uid, set("XDG_CACHE_HOME"), set("HOME"))
+}
+
+/// [`default_dir`] for user `uid` with those variables.
+fn default_dir_of(uid: u32, xdg: Option<OsString>, home: Option<OsString>) -> PathBuf {
+    match (uid, xdg, home) {
+        (0, _, _) => PathBuf::from("/var/cache/zarrfs"),
+        (_, Some(dir), _) => PathBuf::from(dir).join("zarrfs"),
+        (_, None, Some(home)) => PathBuf::from(home).join(".cache/zarrfs"),
+        (uid, None, None) => PathBuf::from(format!("/tmp/zarrfs-cache-{uid}")),
     }
 }
 
@@ -633,6 +641,21 @@ impl Drop for BackingDir {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_directory_is_never_below_a_directory_another_user_may_own() {
+        let dir = |xdg: Option<&str>, home: Option<&str>| {
+            default_dir_of(1000, xdg.map(Into::into), home.map(Into::into))
+        };
+        assert_eq!(dir(Some("/x"), Some("/h")), Path::new("/x/zarrfs"));
+        assert_eq!(dir(None, Some("/h")), Path::new("/h/.cache/zarrfs"));
+        // Not /tmp/.cache/zarrfs: /tmp/.cache may be another user's, who could swap it.
+        assert_eq!(dir(None, None), Path::new("/tmp/zarrfs-cache-1000"));
+        assert_eq!(
+            default_dir_of(0, None, None),
+            Path::new("/var/cache/zarrfs")
+        );
+    }
 
     #[test]
     fn a_lock_file_removed_or_replaced_after_its_open_is_no_longer_linked() {
