@@ -429,13 +429,12 @@ impl BackingDir {
         }
         let mut claims = reserved.clone();
         claims.insert((key.to_string(), covers), need);
-        let mut used: u64 = arrays.iter().map(|(k, a)| a.counted(k, &claims)).sum();
-        for (k, _) in claims.keys().filter(|(k, _)| !arrays.contains_key(k)) {
-            used = used.saturating_add(ArrayUse::default().counted(k, &claims));
-        }
+        let on_disk: u64 = arrays.iter().map(|(k, a)| a.counted(k, &claims)).sum();
+        let claimed_only = claims.iter().filter(|((k, _), _)| !arrays.contains_key(k));
+        let mut used = on_disk.saturating_add(claimed_only.map(|(_, &n)| n).sum());
         let mut arrays: Vec<_> = arrays
             .into_iter()
-            .filter(|(k, _)| k != key && !claims.keys().any(|(c, _)| c == k))
+            .filter(|(k, _)| !claims.keys().any(|(c, _)| c == k))
             .collect();
         for (k, array) in arrays.iter_mut().filter(|(_, a)| a.tmp) {
             if let Some(_lock) = self.take_lock(k) {

@@ -281,9 +281,10 @@ impl BackingFile {
             }
             return read;
         }
-        let (first, end) = (from / BLOCK, (to.div_ceil(BLOCK) * BLOCK).min(s.size));
-        let mut blocks = vec![0; (end - first * BLOCK) as usize];
-        s.file.read_exact_at(&mut blocks, first * BLOCK)?;
+        let (start, end) = self.whole_blocks(from, to);
+        let first = start / BLOCK;
+        let mut blocks = vec![0; (end - start) as usize];
+        s.file.read_exact_at(&mut blocks, start)?;
         let mut state = s.state.lock();
         let state = &mut *state;
         let Some(map) = state.map.as_mut() else {

@@ -55,8 +55,14 @@ mod tests {
         let room = DecodingRoom::new(1000);
         let big = room.take(5000);
         assert_eq!(*room.taken.lock(), 5000);
-        drop(big);
-        let _small = room.take(10);
-        assert_eq!(*room.taken.lock(), 10);
+        std::thread::scope(|s| {
+            let small = s.spawn(|| *room.take(10).room.taken.lock());
+            // The small one waits while the large one is under way.
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            assert!(!small.is_finished());
+            drop(big);
+            assert_eq!(small.join().unwrap(), 10);
+        });
+        assert_eq!(*room.taken.lock(), 0);
     }
 }

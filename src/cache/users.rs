@@ -30,7 +30,7 @@ impl Users {
         };
         let _ = self.0.fetch_update(Relaxed, Relaxed, |now| match now {
             0 => Some(code),
-            _ if now == code => None,
+            _ if now == code || now == SEVERAL => None,
             _ => Some(SEVERAL),
         });
     }

@@ -61,9 +61,6 @@ pub struct ChunkReader {
     decoder: Decoder,
     /// Bytes of one decoded read chunk (0 for variable-length elements).
     chunk_bytes: u64,
-    /// Bytes of the largest decoded stored chunk that read chunks are cut from (a rectilinear
-    /// grid decoded whole, see [`ChunkReader::load_part`]); 0 otherwise.
-    stored_bytes: u64,
     /// The largest stored object (whole chunk, or inner chunk range of a shard) this array
     /// accepts; larger ones are refused before they are read. Twice the largest form the chunk
     /// takes along its codec chain (decoded, serialized, between bytes codecs: this accounts for
@@ -72,6 +69,8 @@ pub struct ChunkReader {
     /// at most 8 bytes and base64 a third. Variable-length chunks have no such bound and get
     /// [`MAX_CHUNK_BYTES`].
     max_object: u64,
+    /// What [`ChunkReader::cached_bytes_per_chunk`] answers, worked out once.
+    cached_bytes: u64,
     /// The objects a listing of the array showed: an absent answer for one of them is a fault.
     listed: Listed,
 }
@@ -206,14 +205,29 @@ impl ChunkReader {
         } else {
             largest_form.max(chunk_bytes) * 2 + OBJECT_SLACK
         };
+        let index = match &decoder {
+            Decoder::Whole(_) => 0,
+            Decoder::Sharded(shards) => meta
+                .grid
+                .largest_chunk(&meta.chunk_shape)
+                .iter()
+                .zip(shards.read_chunk_shape())
+                .try_fold(ShardIndex::ENTRY_BYTES, |acc, (&s, &i)| {
+                    acc.checked_mul(s.div_ceil(i))
+                })
+                .unwrap_or(u64::MAX),
+        };
+        let cached_bytes = chunk_bytes
+            .saturating_add(index)
+            .saturating_add(stored_bytes);
         Ok(ChunkReader {
             store,
             path: path.to_string(),
             meta,
             decoder,
             chunk_bytes,
-            stored_bytes,
             max_object,
+            cached_bytes,
             listed: Listed::default(),
         })
     }
@@ -259,22 +273,7 @@ impl ChunkReader {
     /// the largest stored chunk it is cut from (kept while its read chunks are cut, else decoded
     /// once per read chunk). 0 for variable-length elements, whose decoded size varies.
     pub fn cached_bytes_per_chunk(&self) -> u64 {
-        let index = match &self.decoder {
-            Decoder::Whole(_) => 0,
-            Decoder::Sharded(shards) => self
-                .meta
-                .grid
-                .largest_chunk(&self.meta.chunk_shape)
-                .iter()
-                .zip(shards.read_chunk_shape())
-                .try_fold(ShardIndex::ENTRY_BYTES, |acc, (&s, &i)| {
-                    acc.checked_mul(s.div_ceil(i))
-                })
-                .unwrap_or(u64::MAX),
-        };
-        self.chunk_bytes
-            .saturating_add(index)
-            .saturating_add(self.stored_bytes)
+        self.cached_bytes
     }
 
     /// Fetches the stored bytes of the read chunks at `idxs` without decoding them, for one of

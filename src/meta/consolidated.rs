@@ -32,7 +32,7 @@ const V3_SOURCE: &str = "zarr.json consolidated_metadata";
 pub fn open(store: StoreRef<'_>) -> Result<Option<Consolidated<'_>>, MetaError> {
     let mut objects = BTreeMap::new();
     if let Some(object) = store.get_bounded(".zmetadata", MAX_CONSOLIDATED_BYTES)? {
-        let doc: V2Document =
+        let doc: WithMetadata =
             super::lenient_json::deserialize(&object.bytes, true).map_err(|e| MetaError::Json {
                 key: ".zmetadata".into(),
                 reason: e.to_string(),
@@ -49,7 +49,7 @@ pub fn open(store: StoreRef<'_>) -> Result<Option<Consolidated<'_>>, MetaError> 
         let Ok(root) = super::lenient_json::deserialize::<V3Root>(&object.bytes, true) else {
             return Ok(None);
         };
-        let Some(V3Consolidated {
+        let Some(WithMetadata {
             metadata: Some(meta),
         }) = root.consolidated
         else {
@@ -97,23 +97,15 @@ impl<'de> Deserialize<'de> for Members {
     }
 }
 
-/// `.zmetadata`.
+/// `.zmetadata`, or the `consolidated_metadata` of a v3 root `zarr.json`: their `metadata`.
 #[derive(Deserialize)]
-struct V2Document {
-    #[serde(default)]
-    metadata: Option<Members>,
-}
-
-/// The `consolidated_metadata` of a v3 root `zarr.json`.
-#[derive(Deserialize)]
-struct V3Consolidated {
-    #[serde(default)]
+struct WithMetadata {
     metadata: Option<Members>,
 }
 
 /// A v3 root `zarr.json`: its `consolidated_metadata`, and the rest of the document.
 struct V3Root {
-    consolidated: Option<V3Consolidated>,
+    consolidated: Option<WithMetadata>,
     rest: Map<String, Value>,
 }
 

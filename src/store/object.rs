@@ -424,15 +424,18 @@ fn entries(page: ListResult, dir: &Path) -> impl Iterator<Item = Entry> + '_ {
         .objects
         .into_iter()
         .filter(move |m| m.location != *dir)
-        .filter_map(|m| {
-            Some(Entry {
-                name: m.location.filename()?.to_string(),
-                kind: EntryKind::Object(m.size),
-                mtime: mtime(&m),
-                tag: m.e_tag,
-            })
-        });
+        .filter_map(object_entry);
     prefixes.chain(objects)
+}
+
+/// The entry a listing shows for object `m`.
+fn object_entry(m: object_store::ObjectMeta) -> Option<Entry> {
+    Some(Entry {
+        name: m.location.filename()?.to_string(),
+        kind: EntryKind::Object(m.size),
+        mtime: mtime(&m),
+        tag: m.e_tag,
+    })
 }
 
 /// The store key of object `location` below the store's root path `root`.
@@ -551,19 +554,9 @@ impl Store for ObjectStoreBackend {
         let mut out = Vec::new();
         self.list_pages(prefix, false, |page| {
             for m in page.objects {
-                let Some(key) = key_below(&root, &m.location) else {
-                    continue;
-                };
-                let Some(name) = m.location.filename().map(str::to_string) else {
-                    continue;
-                };
-                let entry = Entry {
-                    name,
-                    kind: EntryKind::Object(m.size),
-                    mtime: mtime(&m),
-                    tag: m.e_tag,
-                };
-                out.push((key, entry));
+                if let Some(key) = key_below(&root, &m.location) {
+                    out.extend(object_entry(m).map(|entry| (key, entry)));
+                }
             }
         })?;
         out.sort_by(|a, b| a.0.cmp(&b.0));

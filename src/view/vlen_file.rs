@@ -542,9 +542,9 @@ impl VlenFile {
         let (first, last) = (stretch(offset), stretch(end - 1));
         let (from, mut at) = marks[first].at(offset);
         let next = marks.get(last + 1).map_or(self.count, |m| m.elem);
-        let to = match marks[last].at(end - 1) {
-            (elem, _) if marks[last].fill != 0 => elem + 1,
-            _ => next,
+        let to = match marks[last].fill {
+            0 => next,
+            _ => marks[last].at(end - 1).0 + 1,
         };
         let mut line = Vec::new();
         self.items(cache, from, to, &mut |item| {

@@ -472,12 +472,9 @@ fn a_write_error_gives_back_the_disk_no_saved_map_accounts_for() {
         let (_, log) = m.stop();
         assert_eq!(log.matches("cannot write").count(), 1, "{log}");
         let part = file_with_ext(small.0.path(), "part");
-        let kept = match std::fs::read_dir(small.0.path())
-            .unwrap()
-            .any(|e| e.unwrap().path().extension().is_some_and(|x| x == "map"))
-        {
-            true => claimed(&file_with_ext(small.0.path(), "map"), a.len() as u64),
-            false => 0,
+        let kept = match files(small.0.path(), "map") {
+            0 => 0,
+            _ => claimed(&file_with_ext(small.0.path(), "map"), a.len() as u64),
         };
         assert!(
             allocated(&part) <= kept * 4096,

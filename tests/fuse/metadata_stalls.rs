@@ -238,7 +238,15 @@ fn more_stalled_metadata_requests_than_threads_leave_the_mount_answering_and_eac
     let size_of_slice = eventually("stat a selection of strings", move || size(&p));
     assert_eq!(size_of_slice, 3 * (STRINGS as u64 - 2));
     let p = m.join(".header.cdl");
-    assert!(eventually("stat .header.cdl", move || size(&p)) > 0);
+    let header_size = eventually("stat .header.cdl", move || size(&p));
+    let p = m.join(".header.cdl");
+    let header = timed("read .header.cdl", move || std::fs::read(p).unwrap());
+    assert_eq!(header.len() as u64, header_size);
+    assert!(
+        header.starts_with(b"netcdf "),
+        "{}",
+        String::from_utf8_lossy(&header)
+    );
     let p = m.path().to_path_buf();
     assert!(eventually("df", move || df_files(&p)) > FAR_ARRAYS as u64);
 

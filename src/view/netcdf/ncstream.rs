@@ -239,6 +239,10 @@ const ROOT_KEY: u8 = 4 << 3 | 2;
 /// once (prost measures a nested message again at each level above it).
 fn header_message(ds: &Dataset, top: usize, top_dims: &[Dimension]) -> Vec<u8> {
     let end = ds.groups[top].end;
+    // Each group's own fields, made once for measuring and encoding.
+    let owns: Vec<proto::Group> = (top..end)
+        .map(|g| own_group(ds, g, top, top_dims))
+        .collect();
     // Each group's message length, its subgroups' first (they follow it in the numbering).
     let mut lens = vec![0u64; end - top];
     for g in (top..end).rev() {
@@ -246,8 +250,7 @@ fn header_message(ds: &Dataset, top: usize, top_dims: &[Dimension]) -> Vec<u8> {
             let len = lens[c - top];
             1 + encoded_len_varint(len) as u64 + len
         });
-        lens[g - top] =
-            own_group(ds, g, top, top_dims).encoded_len() as u64 + subgroups.sum::<u64>();
+        lens[g - top] = owns[g - top].encoded_len() as u64 + subgroups.sum::<u64>();
     }
     let location = proto::Header {
         location: ds.groups[top].path.clone(),
@@ -273,7 +276,7 @@ fn header_message(ds: &Dataset, top: usize, top_dims: &[Dimension]) -> Vec<u8> {
             out.push(GROUPS_KEY);
             encode_varint(lens[g - top], &mut out);
         }
-        own_group(ds, g, top, top_dims).encode_raw(&mut out);
+        owns[g - top].encode_raw(&mut out);
     }
     out.extend(version);
     out
