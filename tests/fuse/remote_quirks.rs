@@ -193,8 +193,9 @@ fn a_listing_of_many_pages_is_bounded_page_by_page() {
     let s3 = servers::s3_server(&[("listing", &[many])]);
     servers::s3_credentials_env();
     let proxy = servers::fault_proxy(&s3);
-    // 9 pages, each held 0.5 s: 4.5 s in all, past the timeout of 4 s.
-    servers::fault(&proxy, "sleep/0.5");
+    // 9 pages, each held 1 s: 9 s in all, past the timeout of 8 s, which leaves each page 7 s
+    // for the server's own work on a loaded machine.
+    servers::fault(&proxy, "sleep/1");
     let location = Location::S3 {
         bucket: "listing".into(),
         prefix: "many".into(),
@@ -203,7 +204,7 @@ fn a_listing_of_many_pages_is_bounded_page_by_page() {
         virtual_hosted: false,
     };
     let options = RemoteOptions {
-        timeout: Duration::from_secs(4),
+        timeout: Duration::from_secs(8),
         ..RemoteOptions::default()
     };
     let store = ObjectStoreBackend::open(&location, "s3://listing/many", &options).unwrap();
