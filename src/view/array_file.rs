@@ -457,15 +457,10 @@ impl ArrayFile {
         }
     }
 
-    /// Read-ahead jobs loading `chunks`.
+    /// Read-ahead jobs loading `chunks` (none when the data cannot be read).
     fn jobs(&self, chunks: &[u64]) -> Vec<Job> {
-        let Ok(source) = self.source() else {
-            return Vec::new();
-        };
-        let shared = Arc::new(source.clone());
-        let bytes = source.reader.cached_bytes_per_chunk().max(1);
-        let job = |&chunk: &u64| Job::chunk(source.id(chunk), bytes, shared.clone());
-        chunks.iter().map(job).collect()
+        self.source()
+            .map_or_else(|_| Vec::new(), |s| s.jobs(chunks))
     }
 }
 

@@ -2,7 +2,7 @@
 //! and keeps the shard indexes the fetch stage reads, within the same budget.
 
 use super::{GridGeometry, SendBytes};
-use crate::cache::read_ahead::{Reading, Source};
+use crate::cache::read_ahead::{Job, Reading, Source};
 use crate::cache::{ChunkCache, ChunkData, ChunkError, ChunkId, Keep, User};
 use crate::codec::Target;
 use crate::fetch::{
@@ -134,6 +134,14 @@ impl ChunkSource {
             array: self.id,
             index: chunk,
         }
+    }
+
+    /// Read-ahead jobs loading `chunks` into the cache, in order.
+    pub fn jobs(&self, chunks: &[u64]) -> Vec<Job> {
+        let shared = Arc::new(self.clone());
+        let bytes = self.reader.cached_bytes_per_chunk().max(1);
+        let job = |&chunk: &u64| Job::chunk(self.id(chunk), bytes, shared.clone());
+        chunks.iter().map(job).collect()
     }
 
     /// What a reader about to load chunk `chunk` gets from the read-ahead: a hold on the chunk

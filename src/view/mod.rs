@@ -40,7 +40,7 @@ use slice_table::{is_slice, SliceTable};
 pub use stats_file::{STATS_FILE, ZARRFS_DIR};
 pub use totals::Totals;
 pub use vlen_file::SYNC_SCAN_MAX;
-use vlen_file::{Sizer, VlenFile};
+use vlen_file::{Reads, Sizer, VlenFile};
 pub use xattrs::XattrReply;
 use xattrs::Xattrs;
 pub use zom::ZOM_FILE;
@@ -281,7 +281,9 @@ pub struct View {
     /// Makes an array's chunk source when it is first opened.
     sources: Arc<array_file::Sources>,
     policy: ReadPolicy,
-    prefetcher: Option<ReadAhead>,
+    /// The read-ahead workers (shared with the scans of variable-length arrays handed to the
+    /// sizer).
+    prefetcher: Option<Arc<ReadAhead>>,
     /// Every open data file, by file handle. A handle's state stays locked while a read of it
     /// queues its prediction, so a concurrent read of the handle never reads a chunk before
     /// an older prediction queues it (it would be fetched twice).
@@ -486,7 +488,16 @@ impl View {
         self.prefetcher = None;
         let limits = policy.limits(self.cache.budget());
         self.prefetcher =
-            (limits.fetchers > 0).then(|| ReadAhead::start(self.cache.clone(), limits));
+            (limits.fetchers > 0).then(|| Arc::new(ReadAhead::start(self.cache.clone(), limits)));
+    }
+
+    /// How variable-length arrays read their chunks: through the cache, ahead as the read
+    /// policy says.
+    fn vlen_reads(&self) -> Reads<'_> {
+        Reads {
+            cache: &self.cache,
+            ahead: self.prefetcher.as_ref().map(|pool| (pool, &self.policy)),
+        }
     }
 
     /// Writes decoded arrays into, and serves them from, `dir` (see [`crate::backing`]);

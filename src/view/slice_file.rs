@@ -531,18 +531,8 @@ impl SliceFile {
         }
         let chunk_bytes = self.rows.chunk_shape.iter().product::<u64>() * self.elem_size;
         let max = ((cache.budget() / 4) / chunk_bytes.max(1)).clamp(1, MAX_PREFETCH_CHUNKS as u64);
-        // Position of the first chunk in the C-order walk over `axis_chunks`.
-        let mut rest = offset / self.elem_size;
-        let (mut first, mut scale) = (0u64, 1u64);
-        for ax in (0..self.rows.axes.len()).rev() {
-            let a = &self.rows.axes[ax];
-            let src = a.start + (rest % a.count) * a.step;
-            rest /= a.count;
-            let chunk = src / self.rows.chunk_shape[ax];
-            first += self.axis_chunks[ax].binary_search(&chunk).unwrap_or(0) as u64 * scale;
-            scale *= self.axis_chunks[ax].len() as u64;
-        }
-        let end = first.saturating_add(max).min(scale);
+        let first = self.walk_position(offset / self.elem_size);
+        let end = first.saturating_add(max).min(self.walk_len());
         let queued = if again {
             self.queued.store(end, Ordering::Relaxed);
             first
@@ -571,8 +561,28 @@ impl SliceFile {
         array.prefetch(pool, &chunks, false);
     }
 
+    /// The position in the C-order walk over `axis_chunks` (the order a reader in order first
+    /// meets the chunks) of the chunk holding element `elem` of the selection.
+    pub(super) fn walk_position(&self, mut elem: u64) -> u64 {
+        let (mut at, mut scale) = (0u64, 1u64);
+        for ax in (0..self.rows.axes.len()).rev() {
+            let a = &self.rows.axes[ax];
+            let src = a.start + (elem % a.count) * a.step;
+            elem /= a.count;
+            let chunk = src / self.rows.chunk_shape[ax];
+            at += self.axis_chunks[ax].binary_search(&chunk).unwrap_or(0) as u64 * scale;
+            scale *= self.axis_chunks[ax].len() as u64;
+        }
+        at
+    }
+
+    /// The number of chunks the selection touches: the length of the walk over `axis_chunks`.
+    fn walk_len(&self) -> u64 {
+        self.axis_chunks.iter().map(|c| c.len() as u64).product()
+    }
+
     /// The linear index of the chunk at position `w` of the C-order walk over `axis_chunks`.
-    fn walk_chunk(&self, mut w: u64) -> u64 {
+    pub(super) fn walk_chunk(&self, mut w: u64) -> u64 {
         let (mut linear, mut scale) = (0, 1);
         for ax in (0..self.rows.axes.len()).rev() {
             let n = self.axis_chunks[ax].len() as u64;

@@ -327,7 +327,7 @@ impl ServedFile for SliceEntry {
         match &self.body {
             Body::Data(f) => Some(f.data_size()),
             Body::Npy(f) => Some(f.npy_size()),
-            Body::Vlen(v, part) => v.size(*part, &view.cache, &view.sizer),
+            Body::Vlen(v, part) => v.size(*part, view.vlen_reads(), &view.sizer),
             Body::Bytes(b) => Some(b.len() as u64),
         }
     }
@@ -360,7 +360,7 @@ impl ServedFile for SliceEntry {
             Body::Vlen(v, part) => {
                 reply
                     .out
-                    .extend(v.read(&view.cache, None, *part, read.offset, read.len)?);
+                    .extend(v.read(view.vlen_reads(), None, *part, read.offset, read.len)?);
                 return Ok(());
             }
             Body::Data(f) => (f, false),

@@ -13,7 +13,13 @@
 //!
 //! A selection of the array (`A[SEL]`, `A[SEL].npy`) is the same kind of file over the selected
 //! elements: it streams like `A`, whatever its size.
+//!
+//! The scan and the reads walk the chunks in an order known before they start: they queue the
+//! chunks they will meet next on the mount's read-ahead, in that order and as far ahead as the
+//! read policy has walks look (over the network: many requests in flight), and take each one
+//! as it lands (see [`Ahead`]).
 
+use super::array_file::MAX_PREFETCH_CHUNKS;
 use super::backed::{read_through, ArrayBacking, ArrayIdentity, Backing};
 use super::chunk_source::ChunkSource;
 use super::held_chunks::{cached, HeldChunks};
@@ -21,11 +27,13 @@ use super::kinds::overlap;
 use super::slice_file::SliceFile;
 use super::{npy_header, IoCause, ViewError};
 use crate::backing::BackingFile;
+use crate::cache::read_ahead::{ReadAhead, ReadPolicy};
 use crate::cache::{ChunkCache, ChunkData};
 use crate::codec::vlen;
 use crate::meta::DataType;
 use crate::store::shown_key;
 use parking_lot::{Condvar, Mutex};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::Arc;
@@ -89,6 +97,129 @@ enum Elements {
     Selection(Arc<SliceFile>),
 }
 
+impl Elements {
+    /// The position of the chunk holding element `elem` (of the chunk grid `layout`) in the
+    /// order a walk through the elements first meets the chunks: C order over the chunks it
+    /// touches (for the whole array, the chunks' linear index).
+    fn position(&self, layout: &super::GridGeometry, elem: u64) -> u64 {
+        match self {
+            Elements::Whole => layout
+                .runs(elem, elem + 1)
+                .next()
+                .map_or(0, |run| run.chunk),
+            Elements::Selection(slice) => slice.walk_position(elem),
+        }
+    }
+
+    /// The chunk at position `at` of that order.
+    fn chunk_at(&self, at: u64) -> u64 {
+        match self {
+            Elements::Whole => at,
+            Elements::Selection(slice) => slice.walk_chunk(at),
+        }
+    }
+}
+
+/// What a variable-length array's chunks are read with: the cache, and the mount's read-ahead
+/// with its policy (none: each chunk is loaded when a walk comes to it).
+#[derive(Clone, Copy)]
+pub(super) struct Reads<'a> {
+    pub cache: &'a ChunkCache,
+    pub ahead: Option<(&'a Arc<ReadAhead>, &'a ReadPolicy)>,
+}
+
+/// The chunks a walk through elements `from..to` of a file meets next, queued on the
+/// read-ahead in the order it meets them (see [`Elements::position`]), as far ahead as the read
+/// policy has walks look ([`ReadPolicy::walk_window`]) for chunks as large as the largest met
+/// so far, and at most [`MAX_PREFETCH_CHUNKS`]. The walk loads the first chunk itself (the
+/// size of its chunks is not known before), then takes each chunk as it lands: a chunk queued
+/// or being loaded is never loaded twice (see [`ChunkSource::claim`]).
+struct Ahead<'a> {
+    pool: &'a ReadAhead,
+    policy: &'a ReadPolicy,
+    cache: &'a ChunkCache,
+    source: &'a ChunkSource,
+    elements: &'a Elements,
+    /// The next position to queue, and the end of the walk's positions.
+    next: u64,
+    end: u64,
+    /// The chunks queued and not met yet, in order.
+    queued: VecDeque<u64>,
+    /// The chunk met last, how many were met, and the bytes of the largest decoded one (`None`
+    /// while only absent chunks were met).
+    last: Option<u64>,
+    met: u64,
+    largest: Option<u64>,
+}
+
+impl<'a> Ahead<'a> {
+    /// The read-ahead of a walk through elements `from..to` (`from < to`) of `file`; `None`
+    /// without a read-ahead, or when the policy has walks load no chunk ahead (a local store).
+    fn new(file: &'a VlenFile, reads: Reads<'a>, from: u64, to: u64) -> Option<Self> {
+        let (pool, policy) = reads.ahead?;
+        if policy.walk_window(1, reads.cache.budget()) == 0 {
+            return None;
+        }
+        let (layout, elements) = (&file.source.layout, &file.elements);
+        Some(Ahead {
+            pool,
+            policy,
+            cache: reads.cache,
+            source: &file.source,
+            elements,
+            next: elements.position(layout, from) + 1,
+            end: elements.position(layout, to - 1) + 1,
+            queued: VecDeque::new(),
+            last: None,
+            met: 0,
+            largest: None,
+        })
+    }
+
+    /// The walk is at chunk `chunk`, decoded as `data`: queues the chunks after it, as many
+    /// as the window holds.
+    fn met(&mut self, chunk: u64, data: &ChunkData) {
+        if self.last == Some(chunk) {
+            return;
+        }
+        self.last = Some(chunk);
+        self.met += 1;
+        if let Some(data) = data {
+            let bytes = data.capacity() as u64;
+            self.largest = Some(self.largest.map_or(bytes, |b| b.max(bytes)));
+        }
+        if let Some(at) = self.queued.iter().position(|&c| c == chunk) {
+            self.queued.drain(..=at);
+        }
+        let room = self.room().saturating_sub(self.queued.len());
+        let stop = self.end.min(self.next.saturating_add(room as u64));
+        if stop <= self.next {
+            return;
+        }
+        let chunks: Vec<u64> = (self.next..stop)
+            .map(|at| self.elements.chunk_at(at))
+            .collect();
+        self.next = stop;
+        self.queued.extend(&chunks);
+        for job in self.source.jobs(&chunks) {
+            self.pool.submit(job);
+        }
+    }
+
+    /// How many chunks may be queued ahead of the walk.
+    fn room(&self) -> usize {
+        let chunk = self.largest.unwrap_or(1).max(1);
+        let window = self.policy.walk_window(chunk, self.cache.budget());
+        let chunks = match self.largest {
+            _ if window == 0 => 0,
+            Some(_) => window / chunk,
+            // Absent chunks say nothing of the size of the others: twice as many as met.
+            None => self.met.saturating_mul(2),
+        };
+        chunks.min(MAX_PREFETCH_CHUNKS as u64) as usize
+    }
+}
+
 /// Elements `start..start+n` of a file: of decoded chunk `data` (`None`: absent, all fill
 /// value), the elements at `first`, `first + step`, ...
 struct Piece<'a> {
@@ -132,11 +263,14 @@ pub(super) enum Part {
     Npy = 1,
 }
 
+/// A scan handed to the [`Sizer`]: the file, and the read-ahead it reads with.
+type Queued = (Arc<VlenFile>, Option<(Arc<ReadAhead>, ReadPolicy)>);
+
 /// The background thread that scans large variable-length arrays for their sizes, one at a
 /// time, started on first use.
 pub struct Sizer {
     cache: Arc<ChunkCache>,
-    queue: Mutex<Option<Sender<Arc<VlenFile>>>>,
+    queue: Mutex<Option<Sender<Queued>>>,
 }
 
 impl Sizer {
@@ -148,23 +282,30 @@ impl Sizer {
         }
     }
 
-    fn submit(&self, file: Arc<VlenFile>) {
+    /// Queues the scan of `file`, which reads ahead as `reads` does.
+    fn submit(&self, file: Arc<VlenFile>, reads: Reads) {
+        let ahead = reads.ahead.map(|(pool, policy)| (pool.clone(), *policy));
         let mut queue = self.queue.lock();
         let sender = queue.get_or_insert_with(|| {
-            let (tx, rx) = channel::<Arc<VlenFile>>();
+            let (tx, rx) = channel::<Queued>();
             let cache = self.cache.clone();
             let _ = std::thread::Builder::new()
                 .name("vlen-sizer".into())
                 .spawn(move || {
-                    for file in rx {
-                        file.scan_if_queued(&cache);
+                    for (file, ahead) in rx {
+                        let ahead = ahead.as_ref().map(|(pool, policy)| (pool, policy));
+                        file.scan_if_queued(Reads {
+                            cache: &cache,
+                            ahead,
+                        });
                     }
                 });
             tx
         });
-        if let Err(lost) = sender.send(file) {
+        if let Err(lost) = sender.send((file, ahead)) {
             // The thread could not start: scan here rather than leave readers waiting.
-            lost.0.scan_if_queued(&self.cache);
+            let (file, _) = lost.0;
+            file.scan_if_queued(reads);
         }
     }
 }
@@ -218,20 +359,33 @@ impl VlenFile {
         }
     }
 
-    /// Calls `each` with the pieces (see [`Piece`]) holding elements `from..to`, in order.
+    /// Calls `each` with the pieces (see [`Piece`]) holding elements `from..to`, in order,
+    /// their chunks read ahead as `reads` says (see [`Ahead`]).
     fn pieces(
         &self,
-        cache: &ChunkCache,
+        reads: Reads,
         from: u64,
         to: u64,
         each: &mut dyn FnMut(Piece<'_>) -> Result<(), ViewError>,
     ) -> Result<(), ViewError> {
+        if from >= to {
+            return Ok(());
+        }
+        let cache = reads.cache;
+        let mut ahead = Ahead::new(self, reads, from, to);
+        let mut met = |chunk, data: &ChunkData| {
+            if let Some(ahead) = &mut ahead {
+                ahead.met(chunk, data);
+            }
+        };
         match &self.elements {
             Elements::Whole => {
                 for run in self.source.layout.runs(from, to) {
+                    let data = cached(&self.source, cache, run.chunk)?;
+                    met(run.chunk, &data);
                     each(Piece {
                         start: run.start,
-                        data: &cached(&self.source, cache, run.chunk)?,
+                        data: &data,
                         first: run.chunk_offset,
                         n: run.len,
                         step: 1,
@@ -243,9 +397,11 @@ impl VlenFile {
                 let mut held = HeldChunks::new(MAX_HELD_CHUNKS, cache);
                 let mut start = from;
                 slice.rows.walk(from, to, |chunk, first, n, step| {
+                    let data = held.get(&self.source, cache, chunk)?;
+                    met(chunk, &data);
                     each(Piece {
                         start,
-                        data: &held.get(&self.source, cache, chunk)?,
+                        data: &data,
                         first,
                         n,
                         step,
@@ -260,12 +416,12 @@ impl VlenFile {
     /// Calls `each` with elements `from..to` in C order (the fill value for absent chunks).
     pub(super) fn items(
         &self,
-        cache: &ChunkCache,
+        reads: Reads,
         from: u64,
         to: u64,
         each: &mut dyn FnMut(&[u8]) -> Result<(), ViewError>,
     ) -> Result<(), ViewError> {
-        self.pieces(cache, from, to, &mut |p| {
+        self.pieces(reads, from, to, &mut |p| {
             for j in 0..p.n {
                 each(self.item(p.data, p.first + j * p.step)?)?;
             }
@@ -298,16 +454,16 @@ impl VlenFile {
     }
 
     /// The sizer's scan, unless a reader took it over.
-    fn scan_if_queued(&self, cache: &ChunkCache) {
+    fn scan_if_queued(&self, reads: Reads) {
         if matches!(*self.scan.lock(), Scan::Queued) {
-            let _ = self.index(cache);
+            let _ = self.index(reads);
         }
     }
 
-    fn build_index(&self, cache: &ChunkCache) -> Result<Arc<TextIndex>, ViewError> {
+    fn build_index(&self, reads: Reads) -> Result<Arc<TextIndex>, ViewError> {
         let (mut marks, mut bytes, mut width) = (Vec::<Mark>::new(), 0u64, 0usize);
         let fill = &self.source.reader.meta().fill_value;
-        self.pieces(cache, 0, self.count, &mut |p| {
+        self.pieces(reads, 0, self.count, &mut |p| {
             if p.data.is_none() {
                 // Absent elements are all the fill value: one mark however many they are.
                 let len = escaped_len(fill);
@@ -356,7 +512,7 @@ impl VlenFile {
 
     /// The index: read every chunk and built on this thread, unless another thread is doing
     /// it (then waited for, its outcome the answer); the outcome is kept and every waiter woken.
-    fn index(&self, cache: &ChunkCache) -> Result<Arc<TextIndex>, ViewError> {
+    fn index(&self, reads: Reads) -> Result<Arc<TextIndex>, ViewError> {
         let mut scan = self.scan.lock();
         loop {
             match &*scan {
@@ -371,7 +527,7 @@ impl VlenFile {
                     *scan = Scan::Running;
                     drop(scan);
                     // A panic must not leave the scan running for ever: its waiters would wait.
-                    let build = std::panic::AssertUnwindSafe(|| self.build_index(cache));
+                    let build = std::panic::AssertUnwindSafe(|| self.build_index(reads));
                     let outcome = std::panic::catch_unwind(build)
                         .unwrap_or(Err(ViewError::Io(IoCause::Panicked)));
                     *self.scan.lock() = Scan::Done(outcome.clone());
@@ -386,7 +542,7 @@ impl VlenFile {
     /// handed to `sizer` (`Ok(None)` until it is done). See the module documentation.
     fn known_index(
         self: &Arc<Self>,
-        cache: &ChunkCache,
+        reads: Reads,
         sizer: &Sizer,
     ) -> Result<Option<Arc<TextIndex>>, ViewError> {
         let mut scan = self.scan.lock();
@@ -396,13 +552,13 @@ impl VlenFile {
             // the page cache, up to the size `stat` showed.
             _ if self.count <= SYNC_SCAN_MAX => {
                 drop(scan);
-                self.index(cache).map(Some)
+                self.index(reads).map(Some)
             }
             Scan::Running | Scan::Queued => Ok(None),
             Scan::NotStarted | Scan::Done(Err(_)) => {
                 *scan = Scan::Queued;
                 drop(scan);
-                sizer.submit(self.clone());
+                sizer.submit(self.clone(), reads);
                 Ok(None)
             }
         }
@@ -454,11 +610,11 @@ impl VlenFile {
 
     /// Size of file `part`; `None` while a large array is being scanned, or when its scan
     /// failed (known at once when its backing file is complete).
-    pub fn size(self: &Arc<Self>, part: Part, cache: &ChunkCache, sizer: &Sizer) -> Option<u64> {
+    pub(super) fn size(self: &Arc<Self>, part: Part, reads: Reads, sizer: &Sizer) -> Option<u64> {
         if let Some(file) = self.complete_backing(part) {
             return Some(file.size());
         }
-        let index = self.known_index(cache, sizer).ok()??;
+        let index = self.known_index(reads, sizer).ok()??;
         Some(self.scanned_size(&index, part))
     }
 
@@ -491,7 +647,7 @@ impl VlenFile {
     /// into the backing file).
     pub(super) fn read(
         &self,
-        cache: &ChunkCache,
+        reads: Reads,
         backing: Option<&Backing>,
         part: Part,
         offset: u64,
@@ -502,12 +658,12 @@ impl VlenFile {
         let unattached = slot.get().is_none() && !tried.swap(true, Relaxed);
         if let Some(backing) = backing.filter(|_| unattached) {
             // The size is known once scanned.
-            self.index(cache)?;
+            self.index(reads)?;
             self.attach_backing(backing, part);
         }
         let decode = |from: u64, len: u64| match part {
-            Part::Text => self.decode_text(cache, from, len),
-            Part::Npy => self.decode_npy(cache, from, len),
+            Part::Text => self.decode_text(reads, from, len),
+            Part::Npy => self.decode_npy(reads, from, len),
         };
         let Some(file) = slot.get() else {
             return decode(offset, len);
@@ -528,8 +684,8 @@ impl VlenFile {
     }
 
     /// Bytes `offset..offset+len` of the text file, decoded.
-    fn decode_text(&self, cache: &ChunkCache, offset: u64, len: u64) -> Result<Vec<u8>, ViewError> {
-        let index = self.index(cache)?;
+    fn decode_text(&self, reads: Reads, offset: u64, len: u64) -> Result<Vec<u8>, ViewError> {
+        let index = self.index(reads)?;
         let end = offset.saturating_add(len).min(index.text_size);
         let mut out = Vec::new();
         if offset >= end {
@@ -547,7 +703,7 @@ impl VlenFile {
             _ => marks[last].at(end - 1).0 + 1,
         };
         let mut line = Vec::new();
-        self.items(cache, from, to, &mut |item| {
+        self.items(reads, from, to, &mut |item| {
             let n = escaped_len(item);
             if at + n > offset && at < end {
                 line.clear();
@@ -561,8 +717,8 @@ impl VlenFile {
     }
 
     /// Bytes `offset..offset+len` of `A.npy`, decoded.
-    fn decode_npy(&self, cache: &ChunkCache, offset: u64, len: u64) -> Result<Vec<u8>, ViewError> {
-        let index = self.index(cache)?;
+    fn decode_npy(&self, reads: Reads, offset: u64, len: u64) -> Result<Vec<u8>, ViewError> {
+        let index = self.index(reads)?;
         let total = self.scanned_size(&index, Part::Npy);
         let end = offset.saturating_add(len).min(total);
         let mut out = Vec::new();
@@ -578,7 +734,7 @@ impl VlenFile {
         }
         let mut cell = Vec::with_capacity(w as usize);
         let mut at = from / w * w;
-        self.items(cache, from / w, to.div_ceil(w), &mut |item| {
+        self.items(reads, from / w, to.div_ceil(w), &mut |item| {
             cell.clear();
             if self.utf8 {
                 cell.extend(

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use zarrfs::cache::read_ahead::ReadPolicy;
 use zarrfs::meta::LoadOptions;
 use zarrfs::store::{Fault, FaultyStore, Latency, Layer, MemoryStore, Request, Store, StoreError};
-use zarrfs::view::{from_store, View};
+use zarrfs::view::{from_store, IoCause, View, ViewError};
 
 /// Counts the data requests (ranges) made per key, and those the read-ahead's fetch threads
 /// made.
@@ -375,4 +375,252 @@ fn a_small_cache_reads_ahead_no_more_than_it_keeps() {
     wait_until_idle(&view);
     assert_eq!(store.repeated("big/c/"), vec![]);
     assert_eq!(store.total("big/c/"), 64);
+}
+
+/// Counts the requests for the chunks of `strings/` (gets, ranges, suffixes) per key, and the
+/// most of them in flight at once, over a store that reports itself remote.
+struct Flights {
+    inner: FaultyStore,
+    per_key: Mutex<HashMap<String, u32>>,
+    now: Arc<AtomicU32>,
+    most: AtomicU32,
+}
+
+/// One request in flight, counted out when it is over.
+#[derive(Default)]
+struct Flight(Option<Arc<AtomicU32>>);
+
+impl Drop for Flight {
+    fn drop(&mut self) {
+        if let Some(now) = &self.0 {
+            now.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+impl Layer for Flights {
+    type Step = Flight;
+
+    fn inner(&self) -> Result<&dyn Store, StoreError> {
+        Ok(&self.inner)
+    }
+
+    fn before(&self, request: &Request<'_>) -> Result<Flight, StoreError> {
+        let key = request.key();
+        let data = matches!(
+            request,
+            Request::Get(_) | Request::Range { .. } | Request::Suffix { .. }
+        );
+        let chunk = key.strip_prefix("strings/").is_some_and(|name| {
+            name.starts_with(|c: char| c.is_ascii_digit())
+                && name.chars().all(|c| c.is_ascii_digit() || c == '.')
+        });
+        if !data || !chunk {
+            return Ok(Flight(None));
+        }
+        *self.per_key.lock().entry(key.to_string()).or_default() += 1;
+        let now = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most.fetch_max(now, Ordering::SeqCst);
+        Ok(Flight(Some(self.now.clone())))
+    }
+
+    fn latency(&self) -> Latency {
+        Latency::Network
+    }
+}
+
+impl Flights {
+    /// Keys requested other than once, of the `keys` the scan needs.
+    fn not_once(&self, keys: &[String]) -> Vec<(String, u32)> {
+        let per_key = self.per_key.lock();
+        let mut odd: Vec<(String, u32)> = keys
+            .iter()
+            .map(|k| (k.clone(), per_key.get(k).copied().unwrap_or(0)))
+            .filter(|&(_, n)| n != 1)
+            .collect();
+        odd.extend(
+            per_key
+                .iter()
+                .filter(|(k, _)| !keys.contains(k))
+                .map(|(k, &n)| (k.clone(), n)),
+        );
+        odd
+    }
+}
+
+/// The string array of the fixture `dialects/vlen_v2_zarr2.zarr` (3 x 4 elements in chunks of
+/// 2 x 2, vlen-utf8 and blosc, written by zarr-python; its last row of chunks absent, fill value
+/// "NA"), tiled: rows 0-1 (its stored chunks, as stored) `tiles` times, then its last row
+/// (absent chunks). Behind a [`Flights`] store whose chunk requests each wait `delay`
+/// (`damaged`: the chunk of that key read cut short), viewed reading ahead as over
+/// the network. Returns the view, the store, the chunk keys, and the expected `strings` and
+/// `strings.npy`.
+struct Tiled {
+    view: View,
+    store: Arc<Flights>,
+    keys: Vec<String>,
+    text: Vec<u8>,
+    npy: Vec<u8>,
+}
+
+fn tiled(tiles: u64, delay: Duration, damaged: Option<&str>) -> Tiled {
+    let fixture = crate::common::fixtures_dir().join("dialects");
+    let dir = fixture.join("vlen_v2_zarr2.zarr/strings");
+    let expected = fixture.join("expected/vlen_v2_zarr2");
+    let rows = 2 * tiles + 1;
+    let mut zarray: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join(".zarray")).unwrap()).unwrap();
+    zarray["shape"] = serde_json::json!([rows, 4]);
+    let mut mem = MemoryStore::new();
+    mem.insert(".zgroup", r#"{"zarr_format": 2}"#);
+    mem.insert("strings/.zarray", zarray.to_string());
+    let chunk = |c: u32| std::fs::read(dir.join(format!("0.{c}"))).unwrap();
+    let mut keys = Vec::new();
+    for t in 0..=tiles {
+        for c in 0..2 {
+            let key = format!("strings/{t}.{c}");
+            if t < tiles {
+                mem.insert(&key, chunk(c));
+            }
+            keys.push(key);
+        }
+    }
+    // The text: one line per element; rows 0-1 are its first 8 lines, the last row the rest.
+    let text = std::fs::read(expected.join("strings.txt")).unwrap();
+    let lines: Vec<&[u8]> = text.split_inclusive(|&b| b == b'\n').collect();
+    assert_eq!(lines.len(), 12);
+    let mut tiled_text = lines[..8].concat().repeat(tiles as usize);
+    tiled_text.extend(lines[8..].concat());
+    // `A.npy`: cells as wide as in the fixture's (the same elements), after a header of the
+    // tiled shape.
+    let npy = std::fs::read(expected.join("strings.npy")).unwrap();
+    let start = match npy[6] {
+        1 => 10 + u16::from_le_bytes([npy[8], npy[9]]) as usize,
+        _ => 12 + u32::from_le_bytes(npy[8..12].try_into().unwrap()) as usize,
+    };
+    let cells = &npy[start..];
+    let width = cells.len() / 12;
+    let dtype = zarrfs::meta::DataType::Unicode(width / 4);
+    let mut tiled_npy = zarrfs::view::npy_header(&dtype, &[rows, 4]);
+    tiled_npy.extend(cells[..8 * width].repeat(tiles as usize));
+    tiled_npy.extend(&cells[8 * width..]);
+    let mut faulty = FaultyStore::new(Arc::new(mem)).with("strings/", 1, Fault::Latency(delay));
+    if let Some(key) = damaged {
+        faulty = faulty.with(key, 1, Fault::ShortRead);
+    }
+    let store = Arc::new(Flights {
+        inner: faulty,
+        per_key: Mutex::default(),
+        now: Arc::default(),
+        most: AtomicU32::new(0),
+    });
+    let shared: Arc<dyn Store> = store.clone();
+    let mut view = from_store(shared, "root", 64 << 20, &LoadOptions::default()).unwrap();
+    view.set_read_policy(ReadPolicy::for_store(Latency::Network, 2));
+    Tiled {
+        view,
+        store,
+        keys,
+        text: tiled_text,
+        npy: tiled_npy,
+    }
+}
+
+/// All of file `path`, read `step` bytes at a time until a read comes back empty.
+fn read_to_end(view: &View, path: &str, step: u32) -> Vec<u8> {
+    let ino = view.resolve(path).unwrap();
+    let mut out = Vec::new();
+    loop {
+        let before = out.len();
+        view.read_into(ino, 0, out.len() as u64, step, &mut out)
+            .unwrap();
+        if out.len() == before {
+            return out;
+        }
+    }
+}
+
+#[test]
+fn the_size_scan_of_a_string_array_has_many_chunks_in_flight_each_requested_once() {
+    // 514 chunks of 4 strings: the `stat` scans them on the spot (at most SYNC_SCAN_MAX).
+    let t = tiled(256, Duration::from_millis(5), None);
+    let ino = t.view.resolve("strings").unwrap();
+    let attr = t.view.getattr(ino).unwrap();
+    assert_eq!((attr.size, attr.exact), (t.text.len() as u64, true));
+    let most = t.store.most.load(Ordering::SeqCst);
+    assert!(most >= 8, "{most} chunk requests in flight at most");
+    wait_until_idle(&t.view);
+    assert_eq!(
+        t.store.not_once(&t.keys),
+        vec![],
+        "each chunk requested once"
+    );
+    assert!(read_to_end(&t.view, "strings", 4096) == t.text, "strings");
+    assert!(
+        read_to_end(&t.view, "strings.npy", 4096) == t.npy,
+        "strings.npy"
+    );
+    let npy = t.view.resolve("strings.npy").unwrap();
+    assert_eq!(t.view.getattr(npy).unwrap().size, t.npy.len() as u64);
+    wait_until_idle(&t.view);
+    assert_eq!(t.store.not_once(&t.keys), vec![], "read from the cache");
+}
+
+#[test]
+fn a_scan_on_the_sizer_thread_reads_ahead_too() {
+    // More than SYNC_SCAN_MAX elements: `stat` hands the scan to the sizer thread, and a read
+    // waits for it (or takes it over).
+    let t = tiled(8192, Duration::from_millis(1), None);
+    let ino = t.view.resolve("strings").unwrap();
+    let attr = t.view.getattr(ino).unwrap();
+    assert_eq!((attr.size, attr.exact), (0, false), "scanned apart");
+    assert!(
+        read_to_end(&t.view, "strings", 1 << 20) == t.text,
+        "strings"
+    );
+    let most = t.store.most.load(Ordering::SeqCst);
+    assert!(most >= 8, "{most} chunk requests in flight at most");
+    wait_until_idle(&t.view);
+    assert_eq!(
+        t.store.not_once(&t.keys),
+        vec![],
+        "each chunk requested once"
+    );
+    assert!(
+        read_to_end(&t.view, "strings.npy", 1 << 20) == t.npy,
+        "strings.npy"
+    );
+}
+
+#[test]
+fn the_scan_of_a_selection_of_a_string_array_reads_ahead_too() {
+    // The odd rows: row 1 of each tile, in its 512 stored chunks.
+    let t = tiled(256, Duration::from_millis(5), None);
+    let lines: Vec<&[u8]> = t.text.split_inclusive(|&b| b == b'\n').collect();
+    let odd = lines[4..8].concat().repeat(256);
+    let sel = t.view.resolve("strings[1::2]").unwrap();
+    assert_eq!(t.view.getattr(sel).unwrap().size, odd.len() as u64);
+    let most = t.store.most.load(Ordering::SeqCst);
+    assert!(most >= 8, "{most} chunk requests in flight at most");
+    assert!(read_to_end(&t.view, "strings[1::2]", 4096) == odd);
+    wait_until_idle(&t.view);
+    let stored = &t.keys[..t.keys.len() - 2];
+    assert_eq!(
+        t.store.not_once(stored),
+        vec![],
+        "each chunk requested once"
+    );
+}
+
+#[test]
+fn a_damaged_chunk_met_by_a_scan_reading_ahead_fails_its_file_with_eio() {
+    let t = tiled(256, Duration::from_millis(1), Some("strings/100.1"));
+    let ino = t.view.resolve("strings").unwrap();
+    let attr = t.view.getattr(ino).unwrap();
+    assert_eq!((attr.size, attr.exact), (0, false), "the scan failed");
+    let corrupt = Err(ViewError::Io(IoCause::Corrupt));
+    assert_eq!(t.view.read(ino, 0, 4096), corrupt);
+    let npy = t.view.resolve("strings.npy").unwrap();
+    assert_eq!(t.view.read(npy, 0, 4096), corrupt);
+    wait_until_idle(&t.view);
 }

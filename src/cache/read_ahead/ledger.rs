@@ -125,7 +125,8 @@ struct State {
     in_flight: u64,
     /// Fetches under way.
     fetching: usize,
-    /// Bumped by [`Ledger::close`]: workers started before leave.
+    /// The generation of the workers at work (see [`Ledger::begin`]): workers of another
+    /// leave.
     generation: u64,
 }
 
@@ -251,9 +252,22 @@ impl Ledger {
         }
     }
 
-    /// The current generation of workers (see [`Ledger::close`]).
+    /// The current generation of workers (see [`Ledger::begin`]).
+    #[cfg(test)]
     pub(super) fn generation(&self) -> u64 {
         self.state.lock().generation
+    }
+
+    /// Begins a new generation of workers, returned: the workers of older ones leave (see
+    /// [`Ledger::close`]).
+    pub(super) fn begin(&self) -> u64 {
+        let generation = {
+            let mut state = self.state.lock();
+            state.generation += 1;
+            state.generation
+        };
+        self.wake_all();
+        generation
     }
 
     /// The next fetch for a fetcher of `generation`, waiting while there is none or the bytes
@@ -409,11 +423,19 @@ impl Ledger {
         }
     }
 
-    /// Stops the workers started so far (they return from [`Ledger::next_fetch`] and
-    /// [`Ledger::next_decode`]); what they queued stays, for readers to take over or later
-    /// workers to load.
-    pub(super) fn close(&self) {
-        self.state.lock().generation += 1;
+    /// Stops the workers of `generation` (they return from [`Ledger::next_fetch`] and
+    /// [`Ledger::next_decode`]), unless a newer generation began, whose workers go on; what
+    /// they queued stays, for readers to take over or later workers to load.
+    pub(super) fn close(&self, generation: u64) {
+        let mut state = self.state.lock();
+        if state.generation == generation {
+            state.generation += 1;
+            drop(state);
+            self.wake_all();
+        }
+    }
+
+    fn wake_all(&self) {
         self.changed.notify_all();
         self.fetch_ready.notify_all();
         self.decode_ready.notify_all();
@@ -780,6 +802,27 @@ mod tests {
         wait_until_empty(cache.ledger());
         assert_eq!(runs.load(Ordering::SeqCst), 90, "each chunk once");
         drop(pool);
+    }
+
+    #[test]
+    fn an_older_read_ahead_let_go_late_leaves_the_newer_workers_at_work() {
+        let cache = Arc::new(ChunkCache::new(1 << 20));
+        let runs = Arc::new(AtomicU32::new(0));
+        let limits = Limits {
+            fetchers: 2,
+            decoders: 1,
+            bytes_in_flight: u64::MAX,
+        };
+        // A handle still held elsewhere when the mount started new workers.
+        let older = ReadAhead::start(cache.clone(), limits);
+        let newer = ReadAhead::start(cache.clone(), limits);
+        drop(older);
+        for i in 0..10 {
+            assert!(queue(cache.ledger(), counting(id(i), &runs), false));
+        }
+        wait_until_empty(cache.ledger());
+        assert_eq!(runs.load(Ordering::SeqCst), 10, "each chunk once");
+        drop(newer);
     }
 
     /// A source of one group whose fetch answers for its first chunk, then waits until `go`

@@ -153,13 +153,15 @@ pub struct Limits {
 /// The read-ahead workers of one mount.
 pub struct ReadAhead {
     cache: Arc<ChunkCache>,
+    /// The generation of its workers (see [`Ledger::begin`]).
+    generation: u64,
 }
 
 impl ReadAhead {
     /// Starts the workers `limits` asks for, loading into `cache` (whose [`Ledger`] they work
-    /// from).
+    /// from); the workers of a read-ahead started before on `cache` leave.
     pub fn start(cache: Arc<ChunkCache>, limits: Limits) -> Self {
-        let generation = cache.ledger().generation();
+        let generation = cache.ledger().begin();
         for i in 0..limits.fetchers.max(1) {
             let cache = cache.clone();
             let _ = std::thread::Builder::new()
@@ -172,7 +174,7 @@ impl ReadAhead {
                 .name(format!("decode-{i}"))
                 .spawn(move || decoder(&cache, generation));
         }
-        ReadAhead { cache }
+        ReadAhead { cache, generation }
     }
 
     /// Queues `job` at the back unless its chunk is cached, queued or loading already.
@@ -203,7 +205,7 @@ impl ReadAhead {
 
 impl Drop for ReadAhead {
     fn drop(&mut self) {
-        self.cache.ledger().close();
+        self.cache.ledger().close(self.generation);
     }
 }
 

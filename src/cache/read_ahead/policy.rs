@@ -116,6 +116,19 @@ impl ReadPolicy {
         };
         wanted.clamp(self.min_window.min(cap), cap)
     }
+
+    /// How far ahead, in bytes, a walk through an array's chunks in an order known before it
+    /// starts (the size scan of a variable-length array, its reads) has chunks of about `chunk`
+    /// bytes loaded, with a cache of `budget` bytes. Over the network, the window of a reader
+    /// (see [`ReadPolicy::window`]): each chunk is a round trip away. For a local store none:
+    /// the walk loads each chunk itself when it comes to it, as reading one costs little more
+    /// than the bytes it moves.
+    pub fn walk_window(&self, chunk: u64, budget: u64) -> u64 {
+        match self.latency {
+            Latency::Local => 0,
+            Latency::Network => self.window(chunk, chunk, budget),
+        }
+    }
 }
 
 /// What one open data file has been doing.
@@ -208,6 +221,15 @@ mod tests {
         assert_eq!(remote.window(mib, 4 * mib, 8 * mib), 0);
         assert_eq!(remote.limits(1 << 30).bytes_in_flight, 256 << 20);
         assert_eq!((remote.limits.fetchers, remote.limits.decoders), (64, 2));
+    }
+
+    #[test]
+    fn walks_load_ahead_over_the_network_only() {
+        let mib = 1 << 20;
+        let remote = ReadPolicy::for_store(Latency::Network, 2);
+        assert_eq!(remote.walk_window(mib, 1 << 30), 256 * mib);
+        assert_eq!(remote.walk_window(mib, 2 * mib), 0, "less than a chunk");
+        assert_eq!(ReadPolicy::local(2).walk_window(mib, 1 << 30), 0);
     }
 
     #[test]

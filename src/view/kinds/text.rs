@@ -21,7 +21,7 @@ impl ServedFile for TextFile {
         if let Some(backing) = &view.backing {
             vlen.identify(backing);
         }
-        vlen.size(self.part, &view.cache, &view.sizer)
+        vlen.size(self.part, view.vlen_reads(), &view.sizer)
     }
 
     /// Opens at once; a read waits for the scan.
@@ -37,7 +37,7 @@ impl ServedFile for TextFile {
         let (backing, part) = (view.backing.as_ref(), self.part);
         reply
             .out
-            .extend(vlen.read(&view.cache, backing, part, read.offset, read.len)?);
+            .extend(vlen.read(view.vlen_reads(), backing, part, read.offset, read.len)?);
         Ok(())
     }
 

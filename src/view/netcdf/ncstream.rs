@@ -325,7 +325,7 @@ fn each_string(
     each: &mut dyn FnMut(&[u8]) -> Result<(), ViewError>,
 ) -> Result<(), ViewError> {
     match strings {
-        Strings::Vlen(k) => view.vlen[k as usize].items(&view.cache, from, to, each),
+        Strings::Vlen(k) => view.vlen[k as usize].items(view.vlen_reads(), from, to, each),
         Strings::Fixed {
             array,
             width,
