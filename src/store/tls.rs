@@ -34,7 +34,7 @@ pub enum Redirects {
 pub struct Within {
     /// True for a URL a redirect may lead to (given without its query, fragment and
     /// `user:password@`).
-    allows: Box<dyn Fn(&str) -> bool + Send + Sync>,
+    allows: Allows,
     clients: Mutex<HashMap<String, HttpClient>>,
 }
 
@@ -42,24 +42,13 @@ impl Within {
     /// Redirects to the URLs `allows` accepts, given without query, fragment and credentials.
     pub fn new(allows: impl Fn(&str) -> bool + Send + Sync + 'static) -> Self {
         Within {
-            allows: Box::new(allows),
+            allows: Arc::new(allows),
             clients: Mutex::new(HashMap::new()),
         }
     }
 
-    /// True when a redirect may lead to `url`.
-    fn allows(&self, url: &url::Url) -> bool {
-        let mut bare = url.clone();
-        bare.set_query(None);
-        bare.set_fragment(None);
-        // Neither fails for an http(s) URL, the only ones a redirect leads to.
-        let _ = bare.set_username("");
-        let _ = bare.set_password(None);
-        (self.allows)(bare.as_str())
-    }
-
     /// The client for `options`, built the first time they are asked for.
-    fn client(self: &Arc<Self>, options: &ClientOptions) -> object_store::Result<HttpClient> {
+    fn client(&self, options: &ClientOptions) -> object_store::Result<HttpClient> {
         let settings = settings(options);
         let key = format!("{settings:?}");
         let mut clients = self.clients.lock();
@@ -67,9 +56,11 @@ impl Within {
             return Ok(client.clone());
         }
         let client = HttpClient::new(Service(HttpClient::new(
-            restricted(&settings, self.clone()).map_err(|e| object_store::Error::Generic {
-                store: "HTTP",
-                source: Box::new(e),
+            restricted(&settings, self.allows.clone()).map_err(|e| {
+                object_store::Error::Generic {
+                    store: "HTTP",
+                    source: Box::new(e),
+                }
             })?,
         )));
         clients.insert(key, client.clone());
@@ -81,6 +72,20 @@ impl std::fmt::Debug for Within {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Within")
     }
+}
+
+/// Which URLs a redirect may lead to.
+type Allows = Arc<dyn Fn(&str) -> bool + Send + Sync>;
+
+/// True when `allows` lets a redirect lead to `url`.
+fn allowed(allows: &Allows, url: &url::Url) -> bool {
+    let mut bare = url.clone();
+    bare.set_query(None);
+    bare.set_fragment(None);
+    // Neither fails for an http(s) URL, the only ones a redirect leads to.
+    let _ = bare.set_username("");
+    let _ = bare.set_password(None);
+    allows(bare.as_str())
 }
 
 /// The client settings `object_store` builds its own reqwest client from, by key.
@@ -112,10 +117,10 @@ fn settings(options: &ClientOptions) -> Vec<(ClientConfigKey, Option<String>)> {
 }
 
 /// A reqwest client set up as `object_store` sets up its own from the same `settings`, whose
-/// redirects go only where `within` allows.
+/// redirects go only where `allows` lets them.
 fn restricted(
     settings: &[(ClientConfigKey, Option<String>)],
-    within: Arc<Within>,
+    allows: Allows,
 ) -> reqwest::Result<reqwest::Client> {
     let value = |key: ClientConfigKey| {
         settings
@@ -123,19 +128,26 @@ fn restricted(
             .find(|(k, _)| *k == key)
             .and_then(|(_, v)| v.as_deref())
     };
-    let flag = |key| value(key) == Some("true");
+    // As object_store reads them (a setting from the environment is kept as written).
+    let flag = |key| {
+        value(key).is_some_and(|v| {
+            matches!(
+                v.to_ascii_lowercase().as_str(),
+                "1" | "true" | "on" | "yes" | "y"
+            )
+        })
+    };
     let duration = |key| value(key).and_then(|v| humantime::parse_duration(v).ok());
     let number = |key| value(key).and_then(|v| v.parse::<u32>().ok());
-    let policy = reqwest::redirect::Policy::custom(move |attempt| {
-        if !within.allows(attempt.url()) {
-            let to = super::display_url(attempt.url().as_str());
-            attempt.error(RedirectRefused(to))
-        } else if attempt.previous().len() > MAX_REDIRECTS {
-            attempt.error(RedirectRefused("too many redirects".into()))
-        } else {
-            attempt.follow()
-        }
-    });
+    let limited = reqwest::redirect::Policy::limited(MAX_REDIRECTS);
+    let policy =
+        reqwest::redirect::Policy::custom(move |attempt| match allowed(&allows, attempt.url()) {
+            true => limited.redirect(attempt),
+            false => {
+                let to = super::display_url(attempt.url().as_str());
+                attempt.error(RedirectRefused(to))
+            }
+        });
     let user_agent = value(ClientConfigKey::UserAgent)
         .unwrap_or(concat!("zarrfs/", env!("CARGO_PKG_VERSION")))
         .to_string();
