@@ -26,6 +26,7 @@ fn every_reference_set_reads_exactly_through_fuse() {
     );
 }
 
+use common::servers;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -272,4 +273,258 @@ fn a_target_behind_a_link_reads_once_the_link_or_its_destination_is_allowed() {
     assert!(matches!(read(&[]), Err(ViewError::Io(_))));
     assert_eq!(read(&[&refs_dir.join("nc")]).unwrap(), temp);
     assert_eq!(read(&[&outside]).unwrap(), temp);
+}
+
+/// A v2 `.zarray` of `n` uint8 in one chunk, uncompressed.
+fn bytes_array(n: u64) -> String {
+    json!({"zarr_format": 2, "shape": [n], "chunks": [n], "dtype": "|u1", "compressor": null,
+           "fill_value": 0, "order": "C", "filters": null})
+    .to_string()
+}
+
+#[test]
+fn the_references_directory_swapped_for_a_link_after_opening_shows_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let (proj, elsewhere) = (dir.path().join("proj"), dir.path().join("elsewhere"));
+    std::fs::create_dir_all(elsewhere.join("etc")).unwrap();
+    std::fs::create_dir_all(&proj).unwrap();
+    std::fs::write(elsewhere.join("etc/shadow"), b"SECRET").unwrap();
+    std::fs::write(proj.join("data.bin"), b"public").unwrap();
+    let doc = json!({
+        ".zgroup": "{\"zarr_format\": 2}",
+        "a/.zarray": bytes_array(6), "a/0": ["etc/shadow"],
+        "b/.zarray": bytes_array(6), "b/0": ["data.bin"],
+    });
+    std::fs::write(proj.join("refs.json"), serde_json::to_vec(&doc).unwrap()).unwrap();
+    let v = open_view(&proj.join("refs.json"), &[]);
+    // Once opened, the directory's owner renames it away and puts a link to another tree in
+    // its place, where `etc/shadow` is.
+    std::fs::rename(&proj, dir.path().join("proj.real")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &proj).unwrap();
+    let a = v.resolve("a").unwrap();
+    let got = v.read(a, 0, 6);
+    assert!(matches!(got, Err(ViewError::Io(_))), "{got:?}");
+    // The references' targets are read from the directory opened, wherever it now is.
+    let b = v.resolve("b").unwrap();
+    assert_eq!(v.read(b, 0, 6).unwrap(), b"public");
+}
+
+#[test]
+fn allow_target_slash_allows_every_local_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let (refs_dir, other) = (dir.path().join("refs"), dir.path().join("other"));
+    std::fs::create_dir_all(&refs_dir).unwrap();
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("x.bin"), b"abcdefgh").unwrap();
+    let target = other.join("x.bin").display().to_string();
+    let doc = json!({".zgroup": "{\"zarr_format\": 2}", "x": [target, 2, 4]});
+    let path = refs_dir.join("refs.json");
+    std::fs::write(&path, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let open = |allow: &[&str]| {
+        let remote = RemoteOptions {
+            allow_targets: allow.iter().map(|s| s.to_string()).collect(),
+            ..RemoteOptions::default()
+        };
+        zarrfs::store::open_with(path.to_str().unwrap(), &remote).unwrap()
+    };
+    assert!(open(&[]).get_range("x", 0, 4).is_err());
+    for root in ["/", "file:///"] {
+        assert_eq!(
+            open(&[root]).get_range("x", 0, 4).unwrap(),
+            Some(b"cdef".to_vec()),
+            "{root}"
+        );
+    }
+}
+
+/// A reference set with a malformed reference in each way: its other keys read, the bad ones
+/// fail alone.
+fn malformed_references(dir: &Path) -> PathBuf {
+    let doc = json!({"version": 1, "templates": {"u": "data.bin"},
+        "refs": {
+            ".zgroup": "{\"zarr_format\": 2}",
+            "a/.zarray": "{\"zarr_format\": 2, \"shape\": [8], \"chunks\": [4], \"dtype\": \"|u1\", \"compressor\": null, \"fill_value\": 0, \"order\": \"C\", \"filters\": null}",
+            "a/0": "base64:AAECAw==",
+            "a/1": "base64:!!not base64",
+            "b/.zarray": bytes_array(4),
+            "b/0": ["{{u}}", 1],
+            "c/.zarray": bytes_array(4),
+            "c/0": ["{{u}}", 4, 4],
+        },
+        "gen": [{"key": "g{{i}}/0", "url": "{{u}}", "offset": "{{ 8 // i }}", "length": "4",
+                 "dimensions": {"i": [0, 2]}}]});
+    let mut refs = doc["refs"].as_object().unwrap().clone();
+    for g in ["g0", "g2"] {
+        refs.insert(format!("{g}/.zarray"), json!(bytes_array(4)));
+    }
+    let mut doc = doc;
+    doc["refs"] = Value::Object(refs);
+    std::fs::write(dir.join("data.bin"), (0u8..16).collect::<Vec<u8>>()).unwrap();
+    let path = dir.join("refs.json");
+    std::fs::write(&path, serde_json::to_vec(&doc).unwrap()).unwrap();
+    path
+}
+
+#[test]
+fn a_malformed_reference_fails_its_own_key_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let v = open_view(&malformed_references(dir.path()), &[]);
+    let a = v.resolve("a").unwrap();
+    assert_eq!(v.read(a, 0, 4).unwrap(), [0, 1, 2, 3]);
+    assert!(matches!(v.read(a, 4, 4), Err(ViewError::Io(_))));
+    let b = v.resolve("b").unwrap();
+    assert!(matches!(v.read(b, 0, 4), Err(ViewError::Io(_))));
+    let c = v.resolve("c").unwrap();
+    assert_eq!(v.read(c, 0, 4).unwrap(), [4, 5, 6, 7]);
+    // `8 // i` renders for i = 2 (offset 4), not for i = 0.
+    let g2 = v.resolve("g2").unwrap();
+    assert_eq!(v.read(g2, 0, 4).unwrap(), [4, 5, 6, 7]);
+    let g0 = v.resolve("g0").unwrap();
+    assert!(matches!(v.read(g0, 0, 4), Err(ViewError::Io(_))));
+}
+
+#[test]
+fn a_malformed_reference_is_eio_with_a_log_line_naming_its_key_through_fuse() {
+    if !common::mount::fuse_ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let m = common::mount::Mount::new(&malformed_references(dir.path()), &[]);
+    assert_eq!(std::fs::read(m.join("a[:4]")).unwrap(), [0, 1, 2, 3]);
+    assert_eq!(std::fs::read(m.join("c")).unwrap(), [4, 5, 6, 7]);
+    for bad in ["a[4:]", "b"] {
+        let err = std::fs::read(m.join(bad)).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::EIO), "{bad}");
+    }
+    let (_, log) = m.stop();
+    for (key, cause) in [("a/1", "base64"), ("b/0", "[url] or [url, offset, length]")] {
+        assert!(
+            log.lines().any(
+                |l| l.contains(&format!("key {key}: malformed reference")) && l.contains(cause)
+            ),
+            "{key}: {log}"
+        );
+    }
+}
+
+#[test]
+fn version_1_0_is_version_1_and_an_unknown_version_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("data.bin"), b"0123456789").unwrap();
+    let path = dir.path().join("refs.json");
+    let open = |version: Value| {
+        let doc = json!({"version": version, "templates": {"u": "data.bin"},
+            "refs": {".zgroup": "{\"zarr_format\": 2}", "x": ["{{u}}", 2, 3]}});
+        std::fs::write(&path, serde_json::to_vec(&doc).unwrap()).unwrap();
+        zarrfs::store::open_with(path.to_str().unwrap(), &RemoteOptions::default())
+    };
+    let store = open(json!(1.0)).unwrap();
+    assert_eq!(store.get_range("x", 0, 3).unwrap(), Some(b"234".to_vec()));
+    for unknown in [json!("1"), json!(2), json!(0)] {
+        let err = open(unknown.clone()).err().unwrap().to_string();
+        assert!(
+            err.contains("unknown reference set version"),
+            "{unknown}: {err}"
+        );
+    }
+}
+
+/// A JSON reference set in `dir` whose keys refer to `refs` (key to `[url, offset, length]`).
+fn http_references(dir: &Path, refs: &[(&str, String, u64, u64)]) -> PathBuf {
+    let mut doc = json!({".zgroup": "{\"zarr_format\": 2}"});
+    for (key, url, offset, length) in refs {
+        doc[*key] = json!([url, offset, length]);
+    }
+    let path = dir.join("refs.json");
+    std::fs::write(&path, serde_json::to_vec(&doc).unwrap()).unwrap();
+    path
+}
+
+fn open_allowing(path: &Path, allow: &str) -> Box<dyn zarrfs::store::Store> {
+    let remote = RemoteOptions {
+        allow_targets: vec![allow.to_string()],
+        ..RemoteOptions::default()
+    };
+    zarrfs::store::open_with(path.to_str().unwrap(), &remote).unwrap()
+}
+
+#[test]
+fn a_target_s_redirect_is_followed_only_into_the_places_allowed() {
+    let (data, other) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    std::fs::create_dir(data.path().join("new")).unwrap();
+    std::fs::write(data.path().join("new/data.bin"), b"datadata").unwrap();
+    std::fs::write(other.path().join("secret.bin"), b"SECRET!!").unwrap();
+    let elsewhere = servers::quirky_http_server(other.path(), &[]);
+    let rules = format!("redirect=/old/>/new/,/moved/>{}/", elsewhere.url);
+    let server = servers::quirky_http_server(data.path(), &[&rules]);
+    let dir = tempfile::tempdir().unwrap();
+    let refs = http_references(
+        dir.path(),
+        &[
+            ("x", format!("{}/old/data.bin", server.url), 0, 8),
+            ("y", format!("{}/moved/secret.bin", server.url), 0, 8),
+        ],
+    );
+    let store = open_allowing(&refs, &server.url);
+    // Within the allowed server: followed.
+    assert_eq!(
+        store.get_range("x", 0, 8).unwrap(),
+        Some(b"datadata".to_vec())
+    );
+    // To another server: not followed, and why said.
+    let got = store.get_range("y", 0, 8);
+    let err = got.as_ref().map_err(|e| e.to_string()).unwrap_err();
+    assert!(
+        err.contains(&format!("redirected to {}/secret.bin", elsewhere.url)),
+        "{got:?}"
+    );
+}
+
+#[test]
+fn an_http_target_is_requested_as_written_query_and_escapes_included() {
+    let root = tempfile::tempdir().unwrap();
+    // The server names files by their paths as sent, escapes and all.
+    std::fs::write(
+        root.path().join("caf%E9.nc"),
+        (0u8..16).collect::<Vec<u8>>(),
+    )
+    .unwrap();
+    std::fs::write(
+        root.path().join("a%2Fb.bin"),
+        (16u8..32).collect::<Vec<u8>>(),
+    )
+    .unwrap();
+    let query = "sig=x%2Fy&se=1";
+    let server = servers::quirky_http_server(root.path(), &[&format!("query={query}")]);
+    let port = server.port();
+    let dir = tempfile::tempdir().unwrap();
+    let refs = http_references(
+        dir.path(),
+        &[
+            ("c", format!("{}/caf%E9.nc?{query}", server.url), 0, 16),
+            ("s", format!("{}/a%2Fb.bin?{query}", server.url), 4, 8),
+            (
+                "gone",
+                format!("http://me:SECRET@127.0.0.1:{port}/none.bin?{query}"),
+                0,
+                4,
+            ),
+        ],
+    );
+    let store = open_allowing(&refs, &server.url);
+    assert_eq!(
+        store.get_range("c", 0, 16).unwrap(),
+        Some((0u8..16).collect())
+    );
+    assert_eq!(
+        store.get_range("s", 0, 8).unwrap(),
+        Some((20u8..28).collect())
+    );
+    // Neither the query nor the password is shown.
+    let err = store.get_range("gone", 0, 4).unwrap_err().to_string();
+    assert!(
+        err.contains("none.bin") && err.contains("does not exist"),
+        "{err}"
+    );
+    assert!(!err.contains("SECRET") && !err.contains("sig="), "{err}");
 }

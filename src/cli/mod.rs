@@ -146,7 +146,8 @@ type Opened = (
     Option<std::sync::Arc<crate::store::RequestCounts>>,
 );
 
-/// Opens the store: a local path (canonicalized) or a URL; a remote store counts its requests.
+/// Opens the store: a local path (canonicalized) or a URL; a store whose bytes come over the
+/// network (its latency says) counts its requests.
 fn open_store(arg: &str, o: &Options) -> Result<Opened, MountError> {
     let failed = |cause| MountError::Store {
         store: match crate::store::is_local_path(arg) {
@@ -162,8 +163,9 @@ fn open_store(arg: &str, o: &Options) -> Result<Opened, MountError> {
         timeout: std::time::Duration::from_secs(o.timeout),
         version: o.reference.clone(),
         allow_targets: o.allow_target.clone(),
+        ..crate::store::RemoteOptions::default()
     };
-    if crate::store::is_local_path(arg) {
+    let (store, location) = if crate::store::is_local_path(arg) {
         let location = std::fs::canonicalize(arg)
             .map_err(|cause| MountError::StorePath {
                 store: arg.to_string(),
@@ -172,10 +174,12 @@ fn open_store(arg: &str, o: &Options) -> Result<Opened, MountError> {
             .to_string_lossy()
             .into_owned();
         let store = crate::store::open_with(&location, &remote).map_err(failed)?;
-        return Ok((store, location, None));
-    }
-    let store = crate::store::open_with(arg, &remote).map_err(failed)?;
-    let location = crate::store::display_url(arg);
+        (store, location)
+    } else {
+        let store = crate::store::open_with(arg, &remote).map_err(failed)?;
+        (store, crate::store::display_url(arg))
+    };
+    // As the store says: a local reference set whose targets are remote is counted too.
     if store.latency() == crate::store::Latency::Local {
         return Ok((store, location, None));
     }

@@ -3,7 +3,7 @@
 //! filesystem user accepts.
 
 use super::location::Location;
-use super::tls::CertificateAware;
+use super::tls::{CertificateAware, Redirects};
 use super::StoreError;
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
@@ -32,6 +32,9 @@ pub struct RemoteOptions {
     /// Reference sets and Icechunk repositories: URL or path prefixes their targets may be read
     /// from, besides the place of the references themselves.
     pub allow_targets: Vec<String>,
+    /// Where the store's HTTP client follows redirects: anywhere for the store named on the
+    /// command line; for the stores of reference targets, only where their references may read.
+    pub redirects: Redirects,
 }
 
 impl Default for RemoteOptions {
@@ -43,6 +46,7 @@ impl Default for RemoteOptions {
             timeout: Duration::from_secs(30),
             version: None,
             allow_targets: Vec::new(),
+            redirects: Redirects::Anywhere,
         }
     }
 }
@@ -109,7 +113,7 @@ pub fn build<'a>(
             let mut b = HttpBuilder::new()
                 .with_url(base.as_str())
                 .with_config(ClientConfigKey::AllowHttp, "true")
-                .with_http_connector(CertificateAware)
+                .with_http_connector(CertificateAware::new(&opts.redirects))
                 .with_retry(retry_config(opts.timeout));
             for (key, value) in client_config(opts) {
                 b = b.with_config(key, value);
@@ -139,7 +143,7 @@ fn s3(
     let profile = super::aws_profile::load();
     let mut b = with_profile(AmazonS3Builder::from_env(), profile, opts.anonymous)
         .with_bucket_name(bucket)
-        .with_http_connector(CertificateAware)
+        .with_http_connector(CertificateAware::new(&opts.redirects))
         .with_retry(retry_config(opts.timeout));
     for (key, value) in client_config(opts) {
         b = b.with_config(AmazonS3ConfigKey::Client(key), value);
@@ -179,7 +183,7 @@ fn azure(opts: &RemoteOptions, url: &str) -> MicrosoftAzureBuilder {
     }
     b = b
         .with_url(url)
-        .with_http_connector(CertificateAware)
+        .with_http_connector(CertificateAware::new(&opts.redirects))
         .with_retry(retry_config(opts.timeout))
         .with_skip_signature(opts.anonymous);
     for (key, value) in client_config(opts) {
@@ -197,7 +201,7 @@ fn azure(opts: &RemoteOptions, url: &str) -> MicrosoftAzureBuilder {
 fn gcs(opts: &RemoteOptions, bucket: &str) -> GoogleCloudStorageBuilder {
     let mut b = GoogleCloudStorageBuilder::from_env()
         .with_bucket_name(bucket)
-        .with_http_connector(CertificateAware)
+        .with_http_connector(CertificateAware::new(&opts.redirects))
         .with_retry(retry_config(opts.timeout))
         .with_skip_signature(opts.anonymous);
     for (key, value) in client_config(opts) {

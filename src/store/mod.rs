@@ -38,6 +38,7 @@ pub use location::{is_local_path, LocalKind, Location};
 pub use memory::{list_map, list_sized, MemoryStore};
 pub use object::ObjectStoreBackend;
 pub use remote_zip::RemoteZip;
+pub use tls::{Redirects, Within};
 pub use versions::{describe_objects, digest};
 pub use zip::{ZipBytes, ZipStore};
 

@@ -28,6 +28,8 @@ pub enum Reference {
         offset: u64,
         length: u64,
     },
+    /// A reference that could not be read (why): reading its key fails, the others read on.
+    Malformed(Arc<str>),
 }
 
 /// What a target file was when it was referenced (Icechunk's virtual chunk checksums).
@@ -60,24 +62,36 @@ pub struct ReferenceStore {
     about: Vec<(String, String)>,
     /// What [`Store::version`] says.
     version: Option<String>,
+    /// What [`Store::latency`] says: where the references and their targets are.
+    latency: Latency,
 }
 
 impl ReferenceStore {
     /// Keys of `catalog`, kept in `home` at `location` (a path or URL), pointing at targets
-    /// beside them or where `remote` allows.
+    /// beside them or where `remote` allows. `home_dir`, when given, is the directory holding
+    /// the references, already open (a local JSON file's): its targets are read beneath it.
     pub fn new(
         catalog: Box<dyn Catalog>,
         home: Arc<dyn Store>,
+        home_dir: Option<Arc<dyn Store>>,
         location: &str,
         remote: &RemoteOptions,
     ) -> Result<Self, StoreError> {
+        let targets = Targets::new(location, home_dir, remote)?;
+        // Remote references, or targets that may be remote: a chunk read is a network round
+        // trip (the read-ahead, the time bound of requests and the request counts go by it).
+        let latency = match home.latency() == Latency::Network || targets.any_remote() {
+            true => Latency::Network,
+            false => Latency::Local,
+        };
         Ok(ReferenceStore {
             catalog,
             home,
-            targets: Targets::new(location, remote)?,
+            targets,
             describe: location.to_string(),
             about: Vec::new(),
             version: None,
+            latency,
         })
     }
 
@@ -93,8 +107,15 @@ impl ReferenceStore {
         self
     }
 
-    /// `len` bytes from `start` of what `reference` names (fewer at its end).
-    fn read(&self, reference: &Reference, start: u64, len: u64) -> Result<Vec<u8>, StoreError> {
+    /// `len` bytes from `start` of what `reference`, the reference of `key`, names (fewer at
+    /// its end).
+    fn read(
+        &self,
+        key: &str,
+        reference: &Reference,
+        start: u64,
+        len: u64,
+    ) -> Result<Vec<u8>, StoreError> {
         let within = |size: u64| (start.min(size), len.min(size.saturating_sub(start)));
         // Where a part of a recorded range starts in its object: past 2^64 is no place at all.
         let at = |offset: u64, s: u64| {
@@ -139,17 +160,27 @@ impl ReferenceStore {
                     ))),
                 }
             }
+            Reference::Malformed(why) => Err(self.malformed(key, why)),
         }
     }
 
-    /// The size of what `reference` names.
-    fn size(&self, reference: &Reference) -> Result<u64, StoreError> {
+    /// The size of what `reference`, the reference of `key`, names.
+    fn size(&self, key: &str, reference: &Reference) -> Result<u64, StoreError> {
         Ok(match reference {
             Reference::Target {
                 url, range: None, ..
             } => self.targets.head(url)?.size,
+            Reference::Malformed(why) => return Err(self.malformed(key, why)),
             other => listed_size(other),
         })
+    }
+
+    /// Why `key`, whose reference is malformed (`why`), cannot be read.
+    fn malformed(&self, key: &str, why: &str) -> StoreError {
+        StoreError::Invalid(format!(
+            "{}: key {key}: malformed reference: {why}",
+            self.describe
+        ))
     }
 }
 
@@ -165,7 +196,7 @@ impl Store for ReferenceStore {
                 recorded: None,
             } => self.targets.read_whole(url, max)?,
             // One byte past `max` tells a value too large without reading all of it.
-            other => self.read(other, 0, max.saturating_add(1))?,
+            other => self.read(key, other, 0, max.saturating_add(1))?,
         };
         super::too_large(key, bytes.len() as u64, max)?;
         Ok(Some(Object { bytes, mtime: None }))
@@ -173,7 +204,7 @@ impl Store for ReferenceStore {
 
     fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError> {
         match self.catalog.lookup(key)? {
-            Some(reference) => self.read(&reference, start, len).map(Some),
+            Some(reference) => self.read(key, &reference, start, len).map(Some),
             None => Ok(None),
         }
     }
@@ -181,7 +212,7 @@ impl Store for ReferenceStore {
     fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
         match self.catalog.lookup(key)? {
             Some(reference) => Ok(Some(ObjectMeta {
-                size: self.size(&reference)?,
+                size: self.size(key, &reference)?,
                 mtime: None,
                 tag: None,
             })),
@@ -206,7 +237,7 @@ impl Store for ReferenceStore {
     }
 
     fn latency(&self) -> Latency {
-        self.home.latency()
+        self.latency
     }
 
     fn mtime(&self) -> SystemTime {
@@ -262,16 +293,22 @@ pub fn listed_tag(reference: &Reference) -> String {
             text.extend_from_slice(&offset.to_le_bytes());
             text.extend_from_slice(&length.to_le_bytes());
         }
+        Reference::Malformed(why) => {
+            text.push(b'm');
+            text.extend_from_slice(why.as_bytes());
+        }
     }
     super::digest(&text)
 }
 
-/// The size a listing shows for `reference` (0 for a whole file, not asked for here).
+/// The size a listing shows for `reference` (0 for a whole file, not asked for here, and for a
+/// malformed reference).
 pub fn listed_size(reference: &Reference) -> u64 {
     match reference {
         Reference::Inline(bytes) => bytes.len() as u64,
         Reference::Target { range, .. } => range.map_or(0, |(_, length)| length),
         Reference::Stored { length, .. } => *length,
+        Reference::Malformed(_) => 0,
     }
 }
 
@@ -318,6 +355,7 @@ mod tests {
             ReferenceStore::new(
                 Box::new(One(reference)),
                 home,
+                None,
                 location.to_str().unwrap(),
                 &remote,
             )
@@ -338,5 +376,79 @@ mod tests {
         );
         let by_tag = store(Recorded::ETag("abc".into()));
         assert!(by_tag.get("x").is_err(), "a local file has no ETag");
+    }
+
+    /// An HTTP server on 127.0.0.1 serving the bytes 0..8 at every path (byte ranges
+    /// honoured), with the ETag `W/"v1"` at `/weak.bin` and `"v1"` elsewhere; its port. It
+    /// serves until the test process ends.
+    fn etag_server() -> u16 {
+        use std::io::{BufRead, BufReader, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut conn) = conn else { continue };
+                let mut request = BufReader::new(conn.try_clone().unwrap());
+                let mut line = String::new();
+                let _ = request.read_line(&mut line);
+                let tag = match line.split(' ').nth(1) {
+                    Some("/weak.bin") => "W/\"v1\"",
+                    _ => "\"v1\"",
+                };
+                let (mut start, mut end) = (0usize, 7usize);
+                let mut header = String::new();
+                while request.read_line(&mut header).is_ok_and(|n| n > 2) {
+                    let lower = header.trim().to_ascii_lowercase();
+                    if let Some((a, b)) = lower
+                        .strip_prefix("range: bytes=")
+                        .and_then(|r| r.split_once('-'))
+                    {
+                        start = a.parse().unwrap_or(0);
+                        end = b.parse::<usize>().map_or(7, |b| b.min(7));
+                    }
+                    header.clear();
+                }
+                let body: Vec<u8> = (start as u8..=end as u8).collect();
+                let head = format!(
+                    "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {start}-{end}/8\r\n\
+                     Content-Length: {}\r\nETag: {tag}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = conn.write_all(head.as_bytes());
+                let _ = conn.write_all(&body);
+            }
+        });
+        port
+    }
+
+    /// ETags are compared strongly, as `If-Match` compares them: a weak one on either side
+    /// does not tell the bytes are the same.
+    #[test]
+    fn a_weak_etag_matches_no_recorded_one() {
+        let port = etag_server();
+        let store = |path: &str, recorded: &str| {
+            let reference = Reference::Target {
+                url: format!("http://127.0.0.1:{port}/{path}").into(),
+                range: Some((2, 4)),
+                recorded: Some(Recorded::ETag(recorded.into())),
+            };
+            let location = format!("http://127.0.0.1:{port}/refs.json");
+            let home = Arc::new(crate::store::MemoryStore::new());
+            let remote = RemoteOptions::default();
+            ReferenceStore::new(Box::new(One(reference)), home, None, &location, &remote).unwrap()
+        };
+        for recorded in ["\"v1\"", "v1"] {
+            let got = store("strong.bin", recorded).get("x").unwrap().unwrap();
+            assert_eq!(got.bytes, [2, 3, 4, 5], "{recorded}");
+        }
+        for (path, recorded) in [
+            ("weak.bin", "\"v1\""),
+            ("weak.bin", "W/\"v1\""),
+            ("strong.bin", "W/\"v1\""),
+        ] {
+            let got = store(path, recorded).get("x");
+            let err = got.as_ref().map_err(|e| e.to_string()).unwrap_err();
+            assert!(err.contains("weak ETag"), "{path} {recorded}: {got:?}");
+        }
     }
 }

@@ -4,23 +4,34 @@
 //! in the same place as the references themselves (the directory that holds them, their bucket,
 //! container or host) are read; others only below a prefix the user allowed (`--allow-target`).
 //! URLs are as fsspec reads kerchunk's: local paths and object keys verbatim (`a%41.nc` is
-//! that name), HTTP URLs percent-encoded.
-//! Local targets are opened with a [`DirStore`] rooted at the allowed directory, so a link cannot
-//! lead out of it and only regular files are read.
+//! that name), HTTP URLs sent as written, query included.
+//!
+//! Every local place is opened once, with the references, and its targets are opened beneath
+//! that descriptor with the rules of a [`DirStore`]: renaming the directory away, or swapping it
+//! or a directory above it for a link, changes nothing; a link cannot lead out of it; only
+//! regular files are read. A target named through a link that leads into another place is read
+//! beneath that place, by the path the link resolves to. Remote targets are read by clients
+//! that follow a redirect only to a URL inside a place ([`Redirects::Within`]).
 
 use super::location;
 use super::references::Recorded;
 use super::{
-    check_key, etag_text, DirStore, ObjectMeta, ObjectStoreBackend, RemoteOptions, Store,
-    StoreError,
+    check_key, display_url, etag_text, join_key, safe_open, DirStore, ObjectMeta,
+    ObjectStoreBackend, Redirects, RemoteOptions, Store, StoreError, Within,
 };
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
+/// True for an ETag marked weak (`W/"x"`), which names content that may differ in its bytes.
+fn weak(tag: &str) -> bool {
+    tag.starts_with("W/")
+}
+
 /// Refuses the target `shown`, seen as `version`, unless it is as `recorded` (its ETag, or
-/// modified no later).
+/// modified no later). ETags are compared strongly, as `If-Match` compares them: a weak one
+/// matches nothing.
 fn as_recorded(shown: &str, version: &ObjectMeta, recorded: &Recorded) -> Result<(), StoreError> {
     let changed = |what: String| {
         StoreError::Invalid(format!(
@@ -41,6 +52,10 @@ fn as_recorded(shown: &str, version: &ObjectMeta, recorded: &Recorded) -> Result
             }
         }
         Recorded::ETag(want) => match &version.tag {
+            Some(tag) if weak(tag) || weak(want) => Err(changed(format!(
+                "a weak ETag ({tag}, recorded {want}) does not promise the same bytes; not \
+                 changed for certain, but not known to be the same"
+            ))),
             Some(tag) if etag_text(tag) == etag_text(want) => Ok(()),
             Some(tag) => Err(changed(format!("ETag {tag} instead of {want}"))),
             None => Err(changed(format!("no ETag to compare with {want}"))),
@@ -55,48 +70,143 @@ fn holds(prefix: &str, url: &str) -> bool {
         .is_some_and(|rest| rest.is_empty() || prefix.ends_with('/') || rest.starts_with('/'))
 }
 
+/// A store, and a key in it.
+type Keyed = (Arc<dyn Store>, String);
+
+/// One place targets may be read from.
+struct Place {
+    /// The URL prefix it holds: `file:///dir` (as written, or with its links resolved),
+    /// `s3://bucket/prefix`, `https://host/path`.
+    prefix: String,
+    /// A local place: the directory opened with the references, and the place's key in it
+    /// (empty for that directory itself; a name for a file, or for a place not there yet).
+    local: Option<Keyed>,
+}
+
+impl Place {
+    /// The place `prefix` (a URL), under each name references may give it. `home_dir`, when
+    /// given, is the directory `prefix` names, already open.
+    fn open(prefix: &str, home_dir: Option<Arc<dyn Store>>) -> Result<Vec<Place>, StoreError> {
+        let Some(path) = prefix.strip_prefix("file://") else {
+            return Ok(vec![Place {
+                prefix: prefix.to_string(),
+                local: None,
+            }]);
+        };
+        let opened = match home_dir {
+            Some(dir) => (dir, String::new()),
+            None => open_local(Path::new(path))?,
+        };
+        let mut places = Vec::new();
+        // The same place with its links resolved: references may name either.
+        if let Ok(real) = std::fs::canonicalize(path) {
+            let real_url = format!("file://{}", real.display());
+            if real_url != prefix {
+                let local = match opened.1.is_empty() {
+                    // A directory has one resolved path: the one opened.
+                    true => opened.clone(),
+                    false => open_local(&real)?,
+                };
+                places.push(Place {
+                    prefix: real_url,
+                    local: Some(local),
+                });
+            }
+        }
+        places.insert(
+            0,
+            Place {
+                prefix: prefix.to_string(),
+                local: Some(opened),
+            },
+        );
+        Ok(places)
+    }
+}
+
+/// The directory `path` opened, or, for a file or a path not there yet, the directory holding
+/// it and its name there.
+fn open_local(path: &Path) -> Result<Keyed, StoreError> {
+    let shown = || path.display().to_string();
+    match safe_open::open_path(path) {
+        Ok(opened) if opened.is_dir() => Ok((
+            Arc::new(DirStore::from_opened(path, opened)?),
+            String::new(),
+        )),
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(StoreError::io(shown(), e)),
+        _ => match (path.parent(), path.file_name()) {
+            (Some(dir), Some(name)) => Ok((
+                Arc::new(DirStore::new(dir)?),
+                name.to_string_lossy().into_owned(),
+            )),
+            _ => Err(StoreError::Invalid(format!("{}: not a place", shown()))),
+        },
+    }
+}
+
 /// The targets a reference set or repository may read, and the stores that read them.
 pub struct Targets {
     /// Where the references are, first; then the allowed prefixes.
-    places: Vec<String>,
+    places: Vec<Place>,
     /// What relative target paths are relative to (a URL, no trailing `/`).
     base: String,
+    /// The options of target stores: redirects only into the places.
     remote: RemoteOptions,
-    /// Target stores opened so far, by root URL (`file:///dir`, `s3://bucket`, ...).
+    /// Bucket and container stores opened so far, by root URL (`s3://bucket`, ...).
     stores: Mutex<HashMap<String, Arc<dyn Store>>>,
 }
 
 impl Targets {
     /// The targets of references kept at `home` (a local path or a URL naming the reference file
-    /// or directory): its directory (bucket, container, host) and `remote.allow_targets`.
-    pub fn new(home: &str, remote: &RemoteOptions) -> Result<Self, StoreError> {
+    /// or directory): its directory (bucket, container, host) and `remote.allow_targets`. Local
+    /// places are opened here; `home_dir`, when given, is the directory holding `home`, already
+    /// open (a JSON file's store).
+    pub fn new(
+        home: &str,
+        home_dir: Option<Arc<dyn Store>>,
+        remote: &RemoteOptions,
+    ) -> Result<Self, StoreError> {
         let url = as_url(home, "")?;
-        let base = parent(&url);
-        let mut places = local_forms(&match root_of(&url) {
+        let base = parent(&bare(&url));
+        let home_place = match root_of(&url) {
             Some((root, _)) => root,
-            None => base.clone(),
-        });
+            None if url.starts_with("file://") => base.clone(),
+            None => origin(&url).ok_or_else(|| bad_url(&url))?,
+        };
+        let mut places = Place::open(&home_place, home_dir)?;
         for allowed in &remote.allow_targets {
-            let prefix = as_url(allowed.trim_end_matches('/'), "")
-                .map_err(|e| StoreError::Invalid(format!("--allow-target {allowed}: {e}")))?;
-            places.extend(local_forms(&prefix));
+            let refused =
+                |e: StoreError| StoreError::Invalid(format!("--allow-target {allowed}: {e}"));
+            let prefix = as_url(without_trailing_slash(allowed), "").map_err(refused)?;
+            places.extend(Place::open(&prefix, None).map_err(refused)?);
         }
+        let http: Vec<String> = places
+            .iter()
+            .filter(|p| is_http(&p.prefix))
+            .map(|p| p.prefix.clone())
+            .collect();
+        let within = Within::new(move |url| http.iter().any(|p| holds(p, url)));
         Ok(Targets {
             places,
             base,
-            remote: remote.clone(),
+            remote: RemoteOptions {
+                redirects: Redirects::Within(Arc::new(within)),
+                ..remote.clone()
+            },
             stores: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// True when some place is remote: reads of targets may then go over the network.
+    pub fn any_remote(&self) -> bool {
+        self.places.iter().any(|p| p.local.is_none())
     }
 
     /// All of the target `url`, refused unread when its store tells it is larger than `max`;
     /// an error when it is absent.
     pub fn read_whole(&self, url: &str, max: u64) -> Result<Vec<u8>, StoreError> {
-        let (store, key, shown) = self.open(url)?;
-        match store.get_bounded(&key, max)? {
-            Some(object) => Ok(object.bytes),
-            None => Err(missing(&shown)),
-        }
+        let (object, shown) = self.on_target(url, |store, key| store.get_bounded(key, max))?;
+        object.map(|o| o.bytes).ok_or_else(|| missing(&shown))
     }
 
     /// `len` bytes of the target `url` from `offset`; an error when it is absent or shorter,
@@ -141,61 +251,139 @@ impl Targets {
         len: u64,
         recorded: Option<&Recorded>,
     ) -> Result<(Vec<u8>, String), StoreError> {
-        let (store, key, shown) = self.open(url)?;
         let Some(recorded) = recorded else {
-            let bytes = store.get_range(&key, offset, len)?;
+            let (bytes, shown) =
+                self.on_target(url, |store, key| store.get_range(key, offset, len))?;
             return Ok((bytes.ok_or_else(|| missing(&shown))?, shown));
         };
-        let (bytes, version) = store
-            .get_range_versioned(&key, offset, len)?
-            .ok_or_else(|| missing(&shown))?;
+        let (got, shown) = self.on_target(url, |store, key| {
+            store.get_range_versioned(key, offset, len)
+        })?;
+        let (bytes, version) = got.ok_or_else(|| missing(&shown))?;
         as_recorded(&shown, &version, recorded)?;
         Ok((bytes, shown))
     }
 
     /// Size and modification time of the target `url`; an error when it is absent.
     pub fn head(&self, url: &str) -> Result<ObjectMeta, StoreError> {
-        let (store, key, shown) = self.open(url)?;
-        store.head(&key)?.ok_or_else(|| missing(&shown))
+        let (meta, shown) = self.on_target(url, |store, key| store.head(key))?;
+        meta.ok_or_else(|| missing(&shown))
     }
 
-    /// The store reading the target `url`, the key of the target in it, and the URL as shown.
-    fn open(&self, url: &str) -> Result<(Arc<dyn Store>, String, String), StoreError> {
+    /// What `read` gives for the target `url` in the store that reads it, and the URL as
+    /// shown.
+    fn on_target<T>(
+        &self,
+        url: &str,
+        read: impl Fn(&dyn Store, &str) -> Result<T, StoreError>,
+    ) -> Result<(T, String), StoreError> {
         let full = as_url(url, &self.base)?;
-        // The innermost place that holds the target as written or, locally, with its links
-        // resolved (a link below one place may lead into another one allowed).
-        let forms = local_forms(&full);
-        let found = self
-            .places
+        let shown = display_url(&full);
+        let Some(path) = full.strip_prefix("file://") else {
+            let (store, key) = self.remote_store(&full, &shown)?;
+            return Ok((read(store.as_ref(), &key)?, shown));
+        };
+        let held = match self.local_place(&full, &shown)? {
+            Some((store, key)) => match read(store.as_ref(), &key) {
+                // A link on the way leads out of the place (the store refuses it).
+                Err(StoreError::BadKey(_)) => true,
+                other => return Ok((other?, shown)),
+            },
+            None => false,
+        };
+        // Named through a link into a place (or from one place into another): read by the
+        // path the link resolves to, beneath the place that holds that path. Whatever the
+        // file system says here, the read opens nothing outside a place's directory.
+        let real = std::fs::canonicalize(path)
+            .ok()
+            .map(|r| format!("file://{}", r.display()))
+            .filter(|r| *r != full);
+        let resolved = match &real {
+            Some(real) => self.local_place(real, &shown)?,
+            None => None,
+        };
+        let leads_out = || {
+            StoreError::Invalid(format!(
+                "{shown}: a symbolic link on its path leads out of the places the references \
+                 may read; allow where it leads with --allow-target PREFIX"
+            ))
+        };
+        match resolved {
+            Some((store, key)) => match read(store.as_ref(), &key) {
+                Err(StoreError::BadKey(_)) => Err(leads_out()),
+                other => Ok((other?, shown)),
+            },
+            None if held => Err(leads_out()),
+            None => Err(self.outside(&shown)),
+        }
+    }
+
+    /// The innermost place holding `url` (compared as [`bare`] gives it).
+    fn place(&self, url: &str) -> Option<&Place> {
+        let url = bare(url);
+        self.places
             .iter()
-            .flat_map(|p| forms.iter().filter(|f| holds(p, f)).map(move |f| (p, f)))
-            .max_by_key(|(p, _)| p.len());
-        let Some((place, target)) = found else {
-            return Err(StoreError::Invalid(format!(
-                "{full}: the references point outside the places they may read ({}); \
-                 allow it with --allow-target PREFIX",
-                self.places[0]
-            )));
+            .filter(|p| holds(&p.prefix, &url))
+            .max_by_key(|p| p.prefix.len())
+    }
+
+    /// The directory and key of the local target `url` (shown as `shown`), when a place holds
+    /// it.
+    fn local_place(&self, url: &str, shown: &str) -> Result<Option<Keyed>, StoreError> {
+        let Some(place) = self.place(url) else {
+            return Ok(None);
         };
-        let (root, key) = match target.strip_prefix("file://") {
-            Some(path) => local_root(place, path)?,
-            None => root_of(target).ok_or_else(|| bad_url(target))?,
+        let Some((store, at)) = &place.local else {
+            return Ok(None);
         };
+        let rest = &url[place.prefix.len()..];
+        let rest = rest.strip_prefix('/').unwrap_or(rest);
+        let key = match rest {
+            "" => at.clone(),
+            rest => join_key(at, rest),
+        };
+        check_key(&key).map_err(|_| {
+            StoreError::Invalid(format!("{shown}: not a plain path below {}", place.prefix))
+        })?;
+        Ok(Some((store.clone(), key)))
+    }
+
+    /// The store reading the remote target `url` (shown as `shown`), and its key there.
+    fn remote_store(&self, url: &str, shown: &str) -> Result<Keyed, StoreError> {
+        if self.place(url).is_none() {
+            return Err(self.outside(shown));
+        }
+        if is_http(url) {
+            // Its own store, whose URL is the file's as written (a percent-escape, a `%2F`, a
+            // query with a signature are sent as they are); its HTTP client is shared.
+            let parsed = location::parse(url)?;
+            let store = ObjectStoreBackend::open(&parsed, shown, &self.remote)?;
+            return Ok((Arc::new(store), String::new()));
+        }
+        let (root, key) = root_of(url).ok_or_else(|| bad_url(url))?;
         check_key(&key)
-            .map_err(|_| StoreError::Invalid(format!("{full}: not a plain path below {root}")))?;
+            .map_err(|_| StoreError::Invalid(format!("{shown}: not a plain path below {root}")))?;
         let mut stores = self.stores.lock();
         if let Some(store) = stores.get(&root) {
-            return Ok((store.clone(), key, full));
+            return Ok((store.clone(), key));
         }
-        let store: Arc<dyn Store> = match root.strip_prefix("file://") {
-            Some(dir) => Arc::new(DirStore::new(Path::new(dir))?),
-            None => {
-                let parsed = location::parse(&root)?;
-                Arc::new(ObjectStoreBackend::open(&parsed, &root, &self.remote)?)
-            }
-        };
+        let parsed = location::parse(&root)?;
+        let store: Arc<dyn Store> = Arc::new(ObjectStoreBackend::open(
+            &parsed,
+            &display_url(&root),
+            &self.remote,
+        )?);
         stores.insert(root, store.clone());
-        Ok((store, key, full))
+        Ok((store, key))
+    }
+
+    /// Why the target `shown` is not read: no place holds it.
+    fn outside(&self, shown: &str) -> StoreError {
+        StoreError::Invalid(format!(
+            "{shown}: the references point outside the places they may read ({}); allow it \
+             with --allow-target PREFIX",
+            display_url(&self.places[0].prefix)
+        ))
     }
 }
 
@@ -206,15 +394,35 @@ fn missing(url: &str) -> StoreError {
 }
 
 fn bad_url(url: &str) -> StoreError {
-    StoreError::Invalid(format!("{url}: not a URL zarrfs can read"))
+    StoreError::Invalid(format!("{}: not a URL zarrfs can read", display_url(url)))
+}
+
+fn is_http(url: &str) -> bool {
+    url.starts_with("http://") || url.starts_with("https://")
+}
+
+/// An `--allow-target` prefix without its trailing `/` (but `/` itself, and `file:///`, are
+/// the root).
+fn without_trailing_slash(prefix: &str) -> &str {
+    let mut p = prefix;
+    while p.len() > 1 && p.ends_with('/') && !p.ends_with("://") && !p.ends_with(":///") {
+        p = &p[..p.len() - 1];
+    }
+    p
 }
 
 /// A target as a URL: `file:///abs/path` for local paths (relative ones below `base`), schemes
 /// spelled as zarrfs knows them (`s3a://` is `s3://`, `gcs://` is `gs://`), `.` and `..`
-/// segments resolved (`dir/../x.nc` is beside `dir`, and must be allowed there).
+/// segments resolved (`dir/../x.nc` is beside `dir`, and must be allowed there). An HTTP URL is
+/// as a client sends it: its dot segments resolved (`%2e` ones too), its fragment dropped.
 fn as_url(target: &str, base: &str) -> Result<String, StoreError> {
     let url = spelled(target, base)?;
     let (scheme, rest) = url.split_once("://").ok_or_else(|| bad_url(target))?;
+    if is_http(&url) {
+        let mut parsed = url::Url::parse(&url).map_err(|_| bad_url(target))?;
+        parsed.set_fragment(None);
+        return Ok(parsed.into());
+    }
     let mut segments: Vec<&str> = Vec::new();
     for seg in rest.split('/') {
         match seg {
@@ -262,57 +470,45 @@ fn parent(url: &str) -> String {
     }
 }
 
-/// A remote URL split into the root a store opens (`scheme://authority`) and the key below it.
-/// `None` for `file://` URLs.
+/// A URL as places are compared with it: an HTTP one without its query and `user:password@`
+/// (which do not change where it is), others as they are.
+fn bare(url: &str) -> String {
+    if !is_http(url) {
+        return url.to_string();
+    }
+    match url::Url::parse(url) {
+        Ok(mut parsed) => {
+            parsed.set_query(None);
+            let _ = parsed.set_username("");
+            let _ = parsed.set_password(None);
+            parsed.into()
+        }
+        Err(_) => url.to_string(),
+    }
+}
+
+/// The root of an HTTP URL's server (`https://host:port/`).
+fn origin(url: &str) -> Option<String> {
+    let mut parsed = url::Url::parse(url).ok()?;
+    parsed.set_path("/");
+    parsed.set_query(None);
+    parsed.set_username("").ok()?;
+    parsed.set_password(None).ok()?;
+    Some(parsed.into())
+}
+
+/// A bucket or container URL split into the root a store opens (`scheme://authority`) and the
+/// key below it, verbatim (as fsspec reads object keys). `None` for `file://` and HTTP URLs.
 fn root_of(url: &str) -> Option<(String, String)> {
     let (scheme, rest) = url.split_once("://")?;
-    if scheme == "file" {
+    if matches!(scheme, "file" | "http" | "https") {
         return None;
     }
     let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-    let path = path.trim_matches('/');
-    // An HTTP URL's path is percent-encoded; object keys are verbatim (as fsspec reads them).
-    let key = match scheme {
-        "http" | "https" => percent_encoding::percent_decode_str(path)
-            .decode_utf8_lossy()
-            .into_owned(),
-        _ => path.to_string(),
-    };
-    Some((format!("{scheme}://{authority}"), key))
-}
-
-/// A local place as written and with its links resolved (references may name either).
-fn local_forms(prefix: &str) -> Vec<String> {
-    let mut out = vec![prefix.to_string()];
-    if let Some(path) = prefix.strip_prefix("file://") {
-        if let Ok(real) = std::fs::canonicalize(path) {
-            let real = format!("file://{}", real.display());
-            if real != prefix {
-                out.push(real);
-            }
-        }
-    }
-    out
-}
-
-/// The directory a local target is read from (the allowed place, or its parent when the place
-/// is one file) and the target's key in it.
-fn local_root(place: &str, path: &str) -> Result<(String, String), StoreError> {
-    let dir = place.strip_prefix("file://").unwrap_or(place);
-    let dir = if Path::new(dir).is_dir() {
-        PathBuf::from(dir)
-    } else {
-        Path::new(dir)
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_default()
-    };
-    let key = Path::new(path)
-        .strip_prefix(&dir)
-        .map_err(|_| bad_url(path))?
-        .to_string_lossy()
-        .into_owned();
-    Ok((format!("file://{}", dir.display()), key))
+    Some((
+        format!("{scheme}://{authority}"),
+        path.trim_matches('/').to_string(),
+    ))
 }
 
 #[cfg(test)]
@@ -324,7 +520,7 @@ mod tests {
             allow_targets: allow.iter().map(|s| s.to_string()).collect(),
             ..RemoteOptions::default()
         };
-        Targets::new(home, &remote).unwrap()
+        Targets::new(home, None, &remote).unwrap()
     }
 
     #[test]
@@ -406,7 +602,7 @@ mod tests {
         let place = |url: &str| {
             t.places
                 .iter()
-                .any(|p| holds(p, &as_url(url, &t.base).unwrap()))
+                .any(|p| holds(&p.prefix, &bare(&as_url(url, &t.base).unwrap())))
         };
         assert!(place("s3://bucket/other/x.nc"));
         assert!(place("s3a://bucket/x.nc"));

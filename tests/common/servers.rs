@@ -442,7 +442,9 @@ pub fn python_http_server(root: &Path) -> Server {
 /// (206), gives no ETag, and has the quirks its flags ask for: `suffix-ignored` answers a
 /// suffix range (`bytes=-N`) with the whole file (200), `head-405` answers HEAD with 405,
 /// `drip=N,S` sends bodies N bytes at a time S seconds apart, `stall-after=N` stops sending (for
-/// a minute) after N bytes of a body, `query=Q` answers 403 to a request without the query `Q`.
+/// a minute) after N bytes of a body, `query=Q` answers 403 to a request without the query `Q`,
+/// `redirect=FROM>TO,...` answers a request whose path starts with FROM with a 302 to TO
+/// followed by the rest of the path. Paths name files as they are (no percent-decoding).
 const QUIRKY_HTTP: &str = r#"
 import http.server, os, sys, time
 port, root, flags = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
@@ -477,6 +479,10 @@ class Quirky(http.server.BaseHTTPRequestHandler):
             return self.answer(405, b"")
         self.do_GET()
     def do_GET(self):
+        for rule in filter(None, opts.get("redirect", "").split(",")):
+            prefix, _, to = rule.partition(">")
+            if self.path.startswith(prefix):
+                return self.answer(302, b"", [("Location", to + self.path[len(prefix):])])
         if "query" in opts and self.path.partition("?")[2] != opts["query"]:
             return self.answer(403, b"")
         path = os.path.join(root, self.path.split("?")[0].lstrip("/"))

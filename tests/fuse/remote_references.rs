@@ -121,3 +121,43 @@ fn a_target_in_another_bucket_is_read_only_when_allowed() {
     let m = common::mount::Mount::new(&url, &allowed);
     assert_eq!(std::fs::read(m.join("sub/virtual")).unwrap(), raw);
 }
+
+/// A reference set on local disk whose targets are on a server (the usual kerchunk use): its
+/// store says its reads go over the network, so the mount treats it as a remote store: its
+/// requests are counted in `.zarrfs/stats` (and read ahead and time-bounded as a remote
+/// store's).
+#[test]
+fn a_local_reference_set_with_remote_targets_is_a_remote_store() {
+    if !common::mount::fuse_ready() {
+        return;
+    }
+    let fixtures = common::fixtures_dir();
+    let server = servers::http_server(&fixtures);
+    let mut doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(fixtures.join("references/single.json")).unwrap())
+            .unwrap();
+    for (_, r) in doc["refs"].as_object_mut().unwrap() {
+        if let Some(url) = r.get(0).and_then(|u| u.as_str()).map(String::from) {
+            r[0] = format!("{}/references/{url}", server.url).into();
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let refs = dir.path().join("refs.json");
+    std::fs::write(&refs, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let remote = zarrfs::store::RemoteOptions {
+        allow_targets: vec![server.url.clone()],
+        ..Default::default()
+    };
+    let store = zarrfs::store::open_with(refs.to_str().unwrap(), &remote).unwrap();
+    assert_eq!(store.latency(), zarrfs::store::Latency::Network);
+    let npy = std::fs::read(fixtures.join("references/expected/single/temp.npy")).unwrap();
+    let m = common::mount::Mount::new(&refs, &["--allow-target", &server.url]);
+    assert_eq!(
+        std::fs::read(m.join("temp")).unwrap(),
+        npy[common::npy_header_len(&npy)..]
+    );
+    let stats: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(m.join(".zarrfs/stats")).unwrap()).unwrap();
+    let requests = stats["store"]["requests"].as_u64();
+    assert!(requests.is_some_and(|n| n >= 4), "{stats}");
+}

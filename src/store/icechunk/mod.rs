@@ -51,7 +51,7 @@ pub fn open(
     )?;
     // A snapshot never changes: its id names every byte it shows.
     Ok(
-        ReferenceStore::new(Box::new(catalog), repo, location, remote)?
+        ReferenceStore::new(Box::new(catalog), repo, None, location, remote)?
             .with_about(about.into())
             .with_version(format!("icechunk snapshot {id}")),
     )

@@ -1,7 +1,7 @@
 //! kerchunk JSON reference sets (`docs/source/spec.rst` of fsspec/kerchunk): version 0, a map of
 //! keys to references, and version 1, `{"version": 1, "templates": ..., "gen": [...], "refs":
 //! ...}`. A reference is inline data (text, or `base64:` and the data in base64), `[url]` (a
-//! whole file) or `[url, offset, length]`.
+//! whole file) or `[url, offset, length]`. A malformed reference fails its own key only.
 
 use super::templates::{Budget, TemplateError, Templates};
 use crate::store::references::{list_references, Catalog, Reference};
@@ -24,19 +24,24 @@ impl JsonCatalog {
         let Value::Object(mut doc) = doc else {
             return Err(bad(&"not a kerchunk reference set: not a JSON object"));
         };
-        let version = doc.get("version").and_then(Value::as_u64);
-        let mut refs = BTreeMap::new();
+        let mut refs = Refs::default();
         let mut urls = Urls::default();
-        if version != Some(1) {
-            for (key, value) in doc {
-                add(
-                    what,
-                    &mut refs,
-                    key,
-                    reference(value, &mut urls, None).map_err(|e| bad(&e))?,
-                );
+        // As fsspec reads it: no version (or null) is version 0; 1 (or 1.0) is version 1;
+        // anything else is a version it does not know.
+        let v1 = match doc.get("version") {
+            None | Some(Value::Null) => false,
+            Some(Value::Number(n)) if n.as_f64() == Some(1.0) => true,
+            Some(other) => {
+                return Err(bad(&format!(
+                    "unknown reference set version {other} (kerchunk's are 1, or none for 0)"
+                )))
             }
-            return Ok(JsonCatalog { refs });
+        };
+        if !v1 {
+            for (key, value) in doc {
+                refs.add(what, key, reference(value, &mut urls, None));
+            }
+            return Ok(refs.done(what));
         }
         let empty = serde_json::Map::new();
         let templates = Templates::new(match doc.get("templates") {
@@ -45,40 +50,67 @@ impl JsonCatalog {
         });
         if let Some(Value::Object(listed)) = doc.remove("refs") {
             for (key, value) in listed {
-                let r = reference(value, &mut urls, Some(&templates)).map_err(|e| bad(&e))?;
-                add(what, &mut refs, key, r);
+                refs.add(what, key, reference(value, &mut urls, Some(&templates)));
             }
         }
         if let Some(Value::Array(gens)) = doc.get("gen") {
             let mut budget = Budget::default();
             for gen in gens {
                 let generated = templates.generate(gen, &mut budget);
-                for (key, url, range) in generated.map_err(|e| bad(&e))? {
-                    let url = urls.intern(url);
-                    add(
-                        what,
-                        &mut refs,
-                        key,
+                for (key, target) in generated.map_err(|e| bad(&e))? {
+                    let made = target.map(|(url, range)| {
                         Some(Reference::Target {
-                            url,
+                            url: urls.intern(url),
                             range,
                             recorded: None,
-                        }),
-                    );
+                        })
+                    });
+                    refs.add(what, key, made.map_err(BadReference::Template));
                 }
             }
         }
-        Ok(JsonCatalog { refs })
+        Ok(refs.done(what))
     }
 }
 
-/// Adds `key` (if acceptable) to `refs`; `None` is a deleted key.
-fn add(what: &str, refs: &mut BTreeMap<String, Reference>, key: String, r: Option<Reference>) {
-    let key = key.trim_start_matches('/').to_string();
-    if let Some(r) = r {
+/// The references of a set as they are read, and the malformed ones counted.
+#[derive(Default)]
+struct Refs {
+    refs: BTreeMap<String, Reference>,
+    malformed: usize,
+    /// The first malformed one: its key and why.
+    first: Option<(String, String)>,
+}
+
+impl Refs {
+    /// Adds `key` (if acceptable) as `r` makes it: `None` is a deleted key, an error a
+    /// malformed reference, which fails that key alone.
+    fn add(&mut self, what: &str, key: String, r: Result<Option<Reference>, BadReference>) {
+        let key = key.trim_start_matches('/').to_string();
+        let r = match r {
+            Ok(Some(r)) => r,
+            Ok(None) => return,
+            Err(why) => {
+                let why = why.to_string();
+                self.malformed += 1;
+                self.first.get_or_insert_with(|| (key.clone(), why.clone()));
+                Reference::Malformed(Arc::from(why))
+            }
+        };
         if accept_key(what, &key) {
-            refs.insert(key, r);
+            self.refs.insert(key, r);
         }
+    }
+
+    /// The catalog, the malformed references told in one warning.
+    fn done(self, what: &str) -> JsonCatalog {
+        if let Some((key, why)) = &self.first {
+            log::warn!(
+                "{what}: {} malformed reference(s), whose reads fail (the first: key {key}: {why})",
+                self.malformed
+            );
+        }
+        JsonCatalog { refs: self.refs }
     }
 }
 
@@ -232,15 +264,36 @@ mod tests {
     fn refuses_what_is_not_a_reference_set() {
         for bad in [
             &b"[1]"[..],
-            b"{\"a\": [1, 2, 3]}",
-            b"{\"a\": [\"u\", 1]}",
             b"{",
-            b"{\"a\": \"base64:!!\"}",
+            b"{\"version\": \"1\", \"refs\": {}}",
+            b"{\"version\": 2}",
+            b"{\"version\": 0}",
         ] {
             assert!(
                 JsonCatalog::parse("r", bad).is_err(),
                 "{}",
                 String::from_utf8_lossy(bad)
+            );
+        }
+    }
+
+    #[test]
+    fn a_malformed_reference_is_its_key_s_alone() {
+        let doc: &[u8] = br#"{"version": 1.0, "templates": {"u": "s3://b"},
+            "refs": {"a/0": ["{{u}}/f.nc", 0, 4], "a/1": ["u", 1], "a/2": "base64:!!",
+                     "a/3": [1, 2, 3], "a/4": ["{{ nope( }}"]},
+            "gen": [{"key": "g/{{i}}", "url": "{{u}}/{{ 10 // i }}.nc", "dimensions": {"i": [0, 5]}}]}"#;
+        let c = JsonCatalog::parse("r", doc).unwrap();
+        assert_eq!(
+            c.lookup("a/0").unwrap(),
+            target("s3://b/f.nc", Some((0, 4)))
+        );
+        assert_eq!(c.lookup("g/5").unwrap(), target("s3://b/2.nc", None));
+        for key in ["a/1", "a/2", "a/3", "a/4", "g/0"] {
+            let got = c.lookup(key).unwrap();
+            assert!(
+                matches!(got, Some(Reference::Malformed(_))),
+                "{key}: {got:?}"
             );
         }
     }

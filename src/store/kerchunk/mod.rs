@@ -27,7 +27,10 @@ pub fn open_json(
     let catalog = json::JsonCatalog::parse(location, &bytes.bytes)?;
     // The version is the content read: no other request, nothing between two of them.
     let version = format!("kerchunk {}", digest(&bytes.bytes));
-    Ok(ReferenceStore::new(Box::new(catalog), home, location, remote)?.with_version(version))
+    // A file named at the root of `home`: `home` is the directory holding it.
+    let home_dir = (!key.is_empty() && !key.contains('/')).then(|| home.clone());
+    let store = ReferenceStore::new(Box::new(catalog), home, home_dir, location, remote)?;
+    Ok(store.with_version(version))
 }
 
 /// The Parquet reference directory `home`, found at `location`.
@@ -46,7 +49,7 @@ pub fn open_parquet(
     }
     let catalog = parquet::ParquetCatalog::open(home.clone(), location)?;
     let version = format!("kerchunk parquet {}", digest(&listing));
-    Ok(ReferenceStore::new(Box::new(catalog), home, location, remote)?.with_version(version))
+    Ok(ReferenceStore::new(Box::new(catalog), home, None, location, remote)?.with_version(version))
 }
 
 /// Inline data as fsspec reads it: after `base64:`, the base64 text decoded (padding optional);

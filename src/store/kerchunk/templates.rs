@@ -59,8 +59,12 @@ pub struct Templates {
     values: BTreeMap<String, Value>,
 }
 
-/// One reference a `gen` entry makes: key, URL, and the byte range when it names one.
-pub type Generated = (String, String, Option<(u64, u64)>);
+/// One reference a `gen` entry makes: its key, and its URL with the byte range when it names
+/// one, or why they could not be rendered.
+pub type Generated = (String, Result<Target, TemplateError>);
+
+/// A generated reference's URL, and its byte range when it names one.
+pub type Target = (String, Option<(u64, u64)>);
 
 /// Why a template could not be rendered, or a `gen` entry expanded.
 #[derive(Debug, thiserror::Error)]
@@ -165,7 +169,10 @@ impl Templates {
             })
     }
 
-    /// The references one `gen` entry makes, taken from `budget`.
+    /// The references one `gen` entry makes, taken from `budget`. An entry that cannot be
+    /// expanded, or whose key cannot be rendered, is an error; a reference whose URL, offset or
+    /// length cannot be rendered is made with the reason (its key fails alone, as a malformed
+    /// reference of `refs` does).
     pub fn generate(
         &self,
         gen: &serde_json::Value,
@@ -222,17 +229,20 @@ impl Templates {
                     .parse::<u64>()
                     .map_err(|_| TemplateError::NotANumber(text))
             };
-            let range = match &range_t {
-                Some((o, l)) => Some((number(o)?, number(l)?)),
-                None => None,
-            };
-            let (key, url) = (render(&key_t)?, render(&url_t)?);
-            let bytes = (key.len() + url.len()) as u64;
+            let key = render(&key_t)?;
+            let target = (|| -> Result<Target, TemplateError> {
+                let range = match &range_t {
+                    Some((o, l)) => Some((number(o)?, number(l)?)),
+                    None => None,
+                };
+                Ok((render(&url_t)?, range))
+            })();
+            let url_len = target.as_ref().map_or(0, |(url, _)| url.len());
             budget.bytes = budget
                 .bytes
-                .checked_sub(bytes)
+                .checked_sub((key.len() + url_len) as u64)
                 .ok_or(TemplateError::TooMany)?;
-            out.push((key, url, range));
+            out.push((key, target));
             // The next combination, last dimension fastest (itertools.product's order).
             for d in (0..dims.len()).rev() {
                 index[d] += 1;
@@ -327,12 +337,17 @@ mod tests {
             "offset": "{{ (j + 1) * 100 }}", "length": "10",
             "dimensions": {"i": {"stop": 2}, "j": [0, 5]}
         });
-        let got = t.generate(&gen, &mut Budget::default()).unwrap();
-        let want: Vec<Generated> = vec![
-            ("v/0.0".into(), "s3://h/f0".into(), Some((100, 10))),
-            ("v/0.5".into(), "s3://h/f0".into(), Some((600, 10))),
-            ("v/1.0".into(), "s3://h/f1".into(), Some((100, 10))),
-            ("v/1.5".into(), "s3://h/f1".into(), Some((600, 10))),
+        let got: Vec<(String, Target)> = t
+            .generate(&gen, &mut Budget::default())
+            .unwrap()
+            .into_iter()
+            .map(|(key, target)| (key, target.unwrap()))
+            .collect();
+        let want: Vec<(String, Target)> = vec![
+            ("v/0.0".into(), ("s3://h/f0".into(), Some((100, 10)))),
+            ("v/0.5".into(), ("s3://h/f0".into(), Some((600, 10)))),
+            ("v/1.0".into(), ("s3://h/f1".into(), Some((100, 10)))),
+            ("v/1.5".into(), ("s3://h/f1".into(), Some((600, 10)))),
         ];
         assert_eq!(got, want);
         let huge = json!({"key": "{{i}}", "url": "x", "dimensions": {"i": {"stop": 1u64 << 40}}});
