@@ -2,28 +2,31 @@
 //! The mount is always read-only, so the kernel answers every change (write, create, setattr,
 //! setxattr, ...) with EROFS itself, before it reaches this adapter.
 //!
-//! A request whose work may wait on the store or decode (lookup, getattr, open, readdir,
-//! readdirplus, statfs, and reads of a remote store) is handed to the `RequestPool` and the
-//! request thread returns at once, so a few slow requests never hold every thread. The others
-//! are answered on the request thread: forget, release, opendir (of a directory: its
-//! attributes are at hand), extended attributes (made from documents in memory) and reads of a
-//! local store (no hand-over cost).
+//! A request whose work may wait on the store or decode is handed to the `RequestPool` and the
+//! request thread returns at once, so a few slow requests never hold every thread: open,
+//! statfs, reads of a remote store, and the lookups, getattrs, readdirs and readdirpluses the
+//! view cannot answer from memory (a directory not loaded yet, a size to measure). The view
+//! is asked those first without waiting (`Wait::No`): when it can answer, the request is
+//! answered on its thread, which costs less than the hand-over. So are forget, release,
+//! opendir (of a directory: its attributes are at hand), extended attributes (made from
+//! documents in memory) and reads of a local store.
 
 mod requests;
 
-use crate::view::{Attr, FileKind, ReadSink, View, ViewError, XattrReply};
+use crate::view::{Attr, DirEntry, FileKind, ReadSink, View, ViewError, Wait, XattrReply};
 use fuser::{
     BackingId, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
     InitFlags, KernelConfig, OpenAccMode, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory,
     ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyXattr, Request,
 };
 use parking_lot::Mutex;
-use requests::{ErrorReply, RequestPool, Ticket};
+use requests::{ErrorReply, RequestPool, Ticket, What};
 use rustix::fs::OFlags;
 use std::any::Any;
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
+use std::fmt::{self, Display};
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -144,20 +147,102 @@ impl ZarrFs {
         Waiting(self.pool.clone())
     }
 
-    /// Hands request `op` of `target` (as logs name them) to the pool: `job` runs on a
-    /// worker, under the panic guard, and answers through its ticket.
-    fn offload<R: ErrorReply>(
+    /// Hands request `op` on `args` to the pool: `job` runs on a worker, under the panic
+    /// guard, and answers through its ticket.
+    fn offload<R, A>(
         &self,
         reply: R,
         op: &'static str,
-        target: String,
-        job: impl FnOnce(&Shared, Ticket<R>) + Send + 'static,
-    ) {
+        args: A,
+        job: impl FnOnce(&Shared, &A, Ticket<R>) + Send + 'static,
+    ) where
+        R: ErrorReply,
+        A: Display + Send + Sync + 'static,
+    {
         let shared = self.shared.clone();
-        let what = format!("{op} {target}");
+        let call = Arc::new(Call { op, args });
+        let what: What = call.clone();
         self.pool.submit(reply, what, move |ticket| {
-            catch_panic_as_eio(op, format_args!("{target}"), || job(&shared, ticket))
+            let args = &call.args;
+            catch_panic_as_eio(op, format_args!("{args}"), || job(&shared, args, ticket))
         });
+    }
+
+    /// Answers request `op` on `args` with what `find` finds: on this thread when the view
+    /// has it in memory (`find` told not to wait), else on the pool, where `find` waits for the
+    /// work it needs. `give` answers through the reply; given none (the deadline answered
+    /// first), it gives back what the view counted.
+    fn answer<R, A, T>(
+        &self,
+        reply: R,
+        op: &'static str,
+        args: A,
+        find: impl Fn(&View, &A, Wait) -> Result<T, ViewError> + Send + 'static,
+        give: impl Fn(&Shared, Result<T, ViewError>, Option<R>) + Send + 'static,
+    ) where
+        R: ErrorReply,
+        A: Display + Send + Sync + 'static,
+    {
+        let mut waiting = Some(reply);
+        catch_panic_as_eio(op, format_args!("{args}"), || {
+            // Taken here: a panic drops it, which answers EIO.
+            let reply = waiting.take();
+            match find(&self.shared.view, &args, Wait::No) {
+                Err(ViewError::WouldBlock) => waiting = reply,
+                found => give(&self.shared, found, reply),
+            }
+        });
+        if let Some(reply) = waiting {
+            self.offload(reply, op, args, move |fs, args, ticket| {
+                give(fs, find(&fs.view, args, Wait::Yes), ticket.take())
+            });
+        }
+    }
+}
+
+/// A request as logs name it (`lookup "a" in inode 1`), formatted only when a line is
+/// written: at its deadline, or when it panics.
+struct Call<A> {
+    op: &'static str,
+    args: A,
+}
+
+impl<A: Display> Display for Call<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.op, self.args)
+    }
+}
+
+/// A request's inode: `inode 5`.
+struct Inode(u64);
+
+impl Display for Inode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "inode {}", self.0)
+    }
+}
+
+/// A name looked up in directory `parent`: `"a" in inode 1`.
+struct Named {
+    parent: u64,
+    name: OsString,
+}
+
+impl Display for Named {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?} in inode {}", self.name, self.parent)
+    }
+}
+
+/// Directory `ino` listed from position `offset`: `inode 5 from 2`.
+struct Listed {
+    ino: u64,
+    offset: u64,
+}
+
+impl Display for Listed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "inode {} from {}", self.ino, self.offset)
     }
 }
 
@@ -252,10 +337,70 @@ impl Shared {
         }
     }
 
-    /// Answers a lookup that found `found`, through `ticket`. When the deadline answered first,
-    /// the kernel never learned the inode: the lookup the view counted is given back.
-    fn answer_lookup(&self, found: Result<Attr, ViewError>, ticket: Ticket<ReplyEntry>) {
-        let Some(reply) = ticket.take() else {
+    /// Answers a getattr that found `attr`, through `reply` (none: the deadline answered).
+    fn answer_attr(&self, attr: Result<Attr, ViewError>, reply: Option<ReplyAttr>) {
+        let Some(reply) = reply else { return };
+        match attr {
+            Ok(a) => reply.attr(&ttl(&a), &self.file_attr(&a)),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    /// Answers a readdir that found `entries`, through `reply` (none: the deadline answered).
+    fn answer_readdir(
+        &self,
+        entries: Result<Vec<DirEntry>, ViewError>,
+        reply: Option<ReplyDirectory>,
+    ) {
+        let Some(mut reply) = reply else { return };
+        match entries {
+            Ok(entries) => {
+                for e in entries {
+                    if reply.add(INodeNo(e.ino), e.next_offset, file_type(e.kind), &e.name) {
+                        break;
+                    }
+                }
+                reply.ok()
+            }
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    /// Answers a readdirplus that found `entries`, through `reply` (none: the deadline
+    /// answered).
+    fn answer_readdirplus(
+        &self,
+        entries: Result<Vec<(Attr, DirEntry)>, ViewError>,
+        reply: Option<ReplyDirectoryPlus>,
+    ) {
+        // Entries handed out count no lookup in the view (a directory lists no
+        // selection file): nothing to give back when the deadline answered first.
+        let Some(mut reply) = reply else { return };
+        match entries {
+            Ok(entries) => {
+                for (attr, e) in entries {
+                    if reply.add(
+                        INodeNo(e.ino),
+                        e.next_offset,
+                        &e.name,
+                        &ttl(&attr),
+                        &self.file_attr(&attr),
+                        Generation(0),
+                    ) {
+                        break;
+                    }
+                }
+                reply.ok()
+            }
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    /// Answers a lookup that found `found`, through `reply`. When the deadline answered first
+    /// (no reply), the kernel never learned the inode: the lookup the view counted is given
+    /// back.
+    fn answer_lookup(&self, found: Result<Attr, ViewError>, reply: Option<ReplyEntry>) {
+        let Some(reply) = reply else {
             if let Ok(attr) = found {
                 self.view.forget(attr.ino, 1);
             }
@@ -325,11 +470,11 @@ fn panic_report(op: &str, target: std::fmt::Arguments<'_>, payload: &(dyn Any + 
     format!("{op} {target}: internal error, answered EIO: {message}")
 }
 
-/// A read (inode, handle, offset, size) as logs name it.
-struct ReadTarget((u64, u64, u64, u32));
+/// A read (inode, handle, offset, size), as logs name it: `inode 5, 4096 bytes at 0`.
+struct Read((u64, u64, u64, u32));
 
-impl std::fmt::Display for ReadTarget {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl Display for Read {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (ino, _, offset, size) = self.0;
         write!(f, "inode {ino}, {size} bytes at {offset}")
     }
@@ -358,6 +503,29 @@ impl<F: Fn() -> Option<ReplyData>> ReadSink for ReplySink<F> {
             r.data(bytes)
         }
     }
+}
+
+/// The entries of directory `ino` from position `offset` with their attributes, as many as
+/// one reply of readdirplus takes ([`LISTED_PER_REPLY`]), waiting for the work they need or
+/// not as `wait` says; an entry whose attributes cannot be found is left out.
+fn listed(
+    view: &View,
+    ino: u64,
+    offset: u64,
+    wait: Wait,
+) -> Result<Vec<(Attr, DirEntry)>, ViewError> {
+    let mut listed = Vec::new();
+    for e in view.readdir_with(ino, offset, wait)? {
+        if listed.len() == LISTED_PER_REPLY {
+            break;
+        }
+        match view.listed_attr(e.ino, wait) {
+            Ok(attr) => listed.push((attr, e)),
+            Err(ViewError::WouldBlock) => return Err(ViewError::WouldBlock),
+            Err(_) => {}
+        }
+    }
+    Ok(listed)
 }
 
 fn reply_xattr(answer: Result<XattrReply, ViewError>, reply: ReplyXattr) {
@@ -411,15 +579,15 @@ impl Filesystem for ZarrFs {
 
     /// May load the groups on the way, or measure the file (selections too).
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        let name = name.to_owned();
-        let target = format!("{name:?} in inode {parent}");
-        self.offload(reply, "lookup", target, move |fs, ticket| {
-            let found = name
-                .to_str()
-                .ok_or(ViewError::NotFound)
-                .and_then(|n| fs.view.lookup(parent.0, n));
-            fs.answer_lookup(found, ticket)
-        })
+        let find = |view: &View, n: &Named, wait| {
+            let name = n.name.to_str().ok_or(ViewError::NotFound)?;
+            view.lookup_with(n.parent, name, wait)
+        };
+        let named = Named {
+            parent: parent.0,
+            name: name.to_owned(),
+        };
+        self.answer(reply, "lookup", named, find, Shared::answer_lookup)
     }
 
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
@@ -429,15 +597,8 @@ impl Filesystem for ZarrFs {
     /// May measure the file: a variable-length array's sizes are found by decoding it, a
     /// file showing a subtree loads it.
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        let target = format!("inode {ino}");
-        self.offload(reply, "getattr", target, move |fs, ticket| {
-            let attr = fs.view.getattr(ino.0);
-            let Some(reply) = ticket.take() else { return };
-            match attr {
-                Ok(a) => reply.attr(&ttl(&a), &fs.file_attr(&a)),
-                Err(e) => reply.error(errno(e)),
-            }
-        })
+        let find = |view: &View, i: &Inode, wait| view.getattr_with(i.0, wait);
+        self.answer(reply, "getattr", Inode(ino.0), find, Shared::answer_attr)
     }
 
     /// May make an array's chunk reader, render a preview or check a backing file whole.
@@ -446,7 +607,7 @@ impl Filesystem for ZarrFs {
             return reply.error(Errno::EROFS);
         }
         let direct = flags.0 & OFlags::DIRECT.bits() as i32 != 0;
-        self.offload(reply, "open", format!("inode {ino}"), move |fs, ticket| {
+        self.offload(reply, "open", Inode(ino.0), move |fs, _, ticket| {
             let opened = match direct {
                 true => fs.view.open_direct(ino.0),
                 false => fs.view.open(ino.0),
@@ -487,11 +648,10 @@ impl Filesystem for ZarrFs {
         if !self.pool.has_deadline() {
             let reply = std::cell::Cell::new(Some(reply));
             let view = &self.shared.view;
-            let target = format_args!("{}", ReadTarget(read));
+            let target = format_args!("{}", Read(read));
             return catch_panic_as_eio("read", target, || answer_read(view, read, || reply.take()));
         }
-        let target = ReadTarget(read).to_string();
-        self.offload(reply, "read", target, move |fs, ticket| {
+        self.offload(reply, "read", Read(read), move |fs, _, ticket| {
             answer_read(&fs.view, read, || ticket.take())
         });
     }
@@ -517,11 +677,12 @@ impl Filesystem for ZarrFs {
     /// attributes are at hand.
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
         catch_panic_as_eio("opendir", format_args!("inode {ino}"), || {
-            match self.shared.view.getattr(ino.0) {
+            match self.shared.view.getattr_with(ino.0, Wait::No) {
                 Ok(a) if a.kind == FileKind::Directory => {
                     reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE)
                 }
-                Ok(_) => reply.error(Errno::ENOTDIR),
+                // Only a file's attributes may need waiting for.
+                Ok(_) | Err(ViewError::WouldBlock) => reply.error(Errno::ENOTDIR),
                 Err(e) => reply.error(errno(e)),
             }
         })
@@ -536,24 +697,9 @@ impl Filesystem for ZarrFs {
         offset: u64,
         reply: ReplyDirectory,
     ) {
-        let target = format!("inode {ino} from {offset}");
-        self.offload(reply, "readdir", target, move |fs, ticket| {
-            let entries = fs.view.readdir(ino.0, offset);
-            let Some(mut reply) = ticket.take() else {
-                return;
-            };
-            match entries {
-                Ok(entries) => {
-                    for e in entries {
-                        if reply.add(INodeNo(e.ino), e.next_offset, file_type(e.kind), &e.name) {
-                            break;
-                        }
-                    }
-                    reply.ok()
-                }
-                Err(e) => reply.error(errno(e)),
-            }
-        })
+        let find = |view: &View, l: &Listed, wait| view.readdir_with(l.ino, l.offset, wait);
+        let from = Listed { ino: ino.0, offset };
+        self.answer(reply, "readdir", from, find, Shared::answer_readdir)
     }
 
     /// May load the group's children and measure them (variable-length arrays).
@@ -565,43 +711,14 @@ impl Filesystem for ZarrFs {
         offset: u64,
         reply: ReplyDirectoryPlus,
     ) {
-        let target = format!("inode {ino} from {offset}");
-        self.offload(reply, "readdirplus", target, move |fs, ticket| {
-            let entries = fs.view.readdir(ino.0, offset).map(|entries| {
-                let attrs = (entries.into_iter())
-                    .filter_map(|e| Some((fs.view.listed_attr(e.ino).ok()?, e)));
-                attrs.take(LISTED_PER_REPLY).collect::<Vec<_>>()
-            });
-            // Entries handed out count no lookup in the view (a directory lists no
-            // selection file): nothing to give back when the deadline answered first.
-            let Some(mut reply) = ticket.take() else {
-                return;
-            };
-            match entries {
-                Ok(entries) => {
-                    for (attr, e) in entries {
-                        if reply.add(
-                            INodeNo(e.ino),
-                            e.next_offset,
-                            &e.name,
-                            &ttl(&attr),
-                            &fs.file_attr(&attr),
-                            Generation(0),
-                        ) {
-                            break;
-                        }
-                    }
-                    reply.ok()
-                }
-                Err(e) => reply.error(errno(e)),
-            }
-        })
+        let find = |view: &View, l: &Listed, wait| listed(view, l.ino, l.offset, wait);
+        let from = Listed { ino: ino.0, offset };
+        self.answer(reply, "readdirplus", from, find, Shared::answer_readdirplus)
     }
 
     /// Loads the whole tree the first time (the totals).
     fn statfs(&self, _req: &Request, ino: INodeNo, reply: ReplyStatfs) {
-        let target = format!("inode {ino}");
-        self.offload(reply, "statfs", target, move |fs, ticket| {
+        self.offload(reply, "statfs", Inode(ino.0), move |fs, _, ticket| {
             let totals = fs.view.totals();
             let Some(reply) = ticket.take() else { return };
             let blocks = totals.blocks(MAX_READAHEAD);

@@ -4,7 +4,8 @@
 //! groups, a whole subtree, or decode every chunk of an array to measure it; were they answered
 //! on the request threads, a few stalled requests would hold every thread and `ls`, `stat` and
 //! reads of cached chunks would wait behind them. So the request thread hands each of them to
-//! this pool and returns at once. Workers are started as requests arrive (up to
+//! this pool (all but the lookups, `stat`s and listings the view answers from memory at once)
+//! and returns at once. Workers are started as requests arrive (up to
 //! [`MAX_WORKERS`]) and end when idle. Each request's reply, whatever its type, is kept here
 //! until it is answered: by its worker, by the deadline (EIO once the store's time bound has
 //! passed, however many requests are waiting; the work goes on, and what it loads stays for
@@ -15,6 +16,7 @@ use fuser::Errno;
 use parking_lot::{Condvar, Mutex};
 use std::any::Any;
 use std::collections::{HashMap, VecDeque};
+use std::fmt::Display;
 use std::marker::PhantomData;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -71,10 +73,13 @@ impl<R: ErrorReply> AnyReply for R {
     }
 }
 
+/// A request as the log names it (`read inode 5, 4096 bytes at 0`): formatted only when a line
+/// is written.
+pub type What = Arc<dyn Display + Send + Sync>;
+
 struct Pending {
     reply: Box<dyn AnyReply>,
-    /// The request, for the log: `read of inode 5, 4096 bytes at 0`.
-    what: String,
+    what: What,
     deadline: Option<Instant>,
 }
 
@@ -174,7 +179,7 @@ impl RequestPool {
     pub fn submit<R: ErrorReply>(
         &self,
         reply: R,
-        what: String,
+        what: What,
         job: impl FnOnce(Ticket<R>) + Send + 'static,
     ) {
         let mut st = self.inner.state.lock();
@@ -294,6 +299,11 @@ mod tests {
     use super::*;
     use std::sync::mpsc;
 
+    /// A request named by `text` in the log.
+    fn what(text: impl Display + Send + Sync + 'static) -> What {
+        Arc::new(text)
+    }
+
     /// Records what it was answered.
     struct Answer(mpsc::Sender<Result<u8, i32>>);
 
@@ -316,13 +326,17 @@ mod tests {
         // Far more stalled reads than any fixed number of threads.
         for i in 0..64 {
             let stalled = stalled.clone();
-            pool.submit(Answer(tx.clone()), format!("read {i}"), move |ticket| {
-                let _ = stalled.lock().recv();
-                assert!(ticket.take().is_none(), "answered at the deadline already");
-            });
+            pool.submit(
+                Answer(tx.clone()),
+                what(format!("read {i}")),
+                move |ticket| {
+                    let _ = stalled.lock().recv();
+                    assert!(ticket.take().is_none(), "answered at the deadline already");
+                },
+            );
         }
         let quick = Answer(tx.clone());
-        pool.submit(quick, "read 99".into(), |ticket| {
+        pool.submit(quick, what("read 99"), |ticket| {
             let reply = ticket.take().unwrap();
             let _ = reply.0.send(Ok(7));
         });
@@ -356,16 +370,16 @@ mod tests {
         let (data, data_answers) = mpsc::channel();
         let (entry, entry_answers) = mpsc::channel();
         let (undone, undos) = mpsc::channel();
-        pool.submit(Answer(data), "read 1".into(), |ticket| {
+        pool.submit(Answer(data), what("read 1"), |ticket| {
             let _ = ticket.take().unwrap().0.send(Ok(7));
         });
-        pool.submit(Entry(entry.clone()), "lookup 1".into(), |ticket| {
+        pool.submit(Entry(entry.clone()), what("lookup 1"), |ticket| {
             let _ = ticket.take().unwrap().0.send(Ok(42));
         });
         // Work that outlasts the deadline: its reply is answered EIO, and the job learns it
         // when done (to give back what it counted).
         let (done, finish) = mpsc::channel::<()>();
-        pool.submit(Entry(entry), "lookup 2".into(), move |ticket| {
+        pool.submit(Entry(entry), what("lookup 2"), move |ticket| {
             let _ = finish.recv();
             if ticket.take().is_none() {
                 let _ = undone.send(43);
@@ -386,7 +400,7 @@ mod tests {
         let pool = RequestPool::new(None);
         let (tx, rx) = mpsc::channel();
         let (_hold, wait) = mpsc::channel::<()>();
-        pool.submit(Answer(tx.clone()), "read 1".into(), move |_ticket| {
+        pool.submit(Answer(tx.clone()), what("read 1"), move |_ticket| {
             let _ = wait.recv();
         });
         pool.close(Errno::ENOTCONN);
@@ -394,7 +408,7 @@ mod tests {
             rx.recv_timeout(Duration::from_secs(5)),
             Ok(Err(rustix::io::Errno::NOTCONN.raw_os_error()))
         );
-        pool.submit(Answer(tx.clone()), "read 2".into(), |_| unreachable!());
+        pool.submit(Answer(tx.clone()), what("read 2"), |_| unreachable!());
         assert_eq!(
             rx.recv_timeout(Duration::from_secs(5)),
             Ok(Err(rustix::io::Errno::NOTCONN.raw_os_error()))
@@ -407,12 +421,12 @@ mod tests {
         let (tx, rx) = mpsc::channel();
         // More unwinding jobs than there may be workers: each takes its worker with it.
         for i in 0..2 * MAX_WORKERS as u64 {
-            pool.submit(Answer(tx.clone()), format!("read {i}"), |ticket| {
+            pool.submit(Answer(tx.clone()), what(format!("read {i}")), |ticket| {
                 drop(ticket.take());
                 std::panic::resume_unwind(Box::new("a panic the read did not catch"));
             });
         }
-        pool.submit(Answer(tx.clone()), "read 99".into(), |ticket| {
+        pool.submit(Answer(tx.clone()), what("read 99"), |ticket| {
             let _ = ticket.take().unwrap().0.send(Ok(7));
         });
         let answered = std::iter::from_fn(|| rx.recv_timeout(Duration::from_secs(10)).ok());
@@ -426,7 +440,7 @@ mod tests {
     fn a_read_that_panics_still_answers_eio() {
         let pool = RequestPool::new(None);
         let (tx, rx) = mpsc::channel();
-        pool.submit(Answer(tx), "read 1".into(), |ticket| {
+        pool.submit(Answer(tx), what("read 1"), |ticket| {
             let _ticket = ticket;
             let _ = std::panic::catch_unwind(|| panic!("bug"));
         });

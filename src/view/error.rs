@@ -62,6 +62,10 @@ pub enum ViewError {
     TooSmall,
     /// The data cannot be read (EIO); the cause has been logged with the node's path.
     Io(IoCause),
+    /// Only from a call told not to wait ([`super::Wait::No`]): the answer needs work that may
+    /// wait (loading a group's children or a subtree, measuring a file, asking the store),
+    /// which the same call told to wait does (EAGAIN).
+    WouldBlock,
 }
 
 /// Why data cannot be read.
@@ -96,6 +100,7 @@ impl ViewError {
             ViewError::NoNamespace => Errno::OPNOTSUPP,
             ViewError::TooSmall => Errno::RANGE,
             ViewError::Io(_) => Errno::IO,
+            ViewError::WouldBlock => Errno::AGAIN,
         }
         .raw_os_error()
     }

@@ -31,8 +31,8 @@ mod zom_files;
 use array_file::ArrayFile;
 pub use error::{GridError, IoCause, OpenError, ViewError};
 use kinds::{
-    ArrayPart, BytesFile, CdlFile, NcStreamFile, PreviewFile, ReadAt, Reply, ServedFile, StatsFile,
-    TextFile, ZomFile,
+    ArrayPart, BytesFile, CdlFile, Measure, NcStreamFile, PreviewFile, ReadAt, Reply, ServedFile,
+    StatsFile, TextFile, ZomFile,
 };
 pub use layout::{GridGeometry, Run};
 pub use npy::npy_header;
@@ -82,6 +82,17 @@ const SUBTREE_WORKERS: usize = 8;
 
 /// Inode number of the mount root.
 pub const ROOT_INO: u64 = 1;
+
+/// Whether a call may wait for the work its answer needs: loading a group's children or a
+/// subtree, measuring a file (scanning its chunks, writing a netCDF header), asking the store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// It does that work first, however long it takes.
+    Yes,
+    /// It answers from what is in memory now, or at once with [`ViewError::WouldBlock`].
+    No,
+}
+
 /// Directory or regular file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FileKind {
@@ -318,17 +329,20 @@ impl View {
         }
     }
 
-    /// The entries of directory `ino`, made now if not made yet (EIO when its group's
-    /// children cannot be loaded now).
-    fn dir(&self, ino: u64) -> Result<&Listing, ViewError> {
-        match &self.inode(ino)?.content {
-            Content::Dir(d) => {
-                let (listing, _) = d.listing_or(|| self.make_listing(ino, d))?;
-                self.used(ino, d);
-                Ok(listing)
-            }
-            _ => Err(ViewError::NotDir),
-        }
+    /// The entries of directory `ino`, made now if not made yet and `wait` allows (EIO when its
+    /// group's children cannot be loaded now). Without waiting, the lock a making holds is
+    /// never taken.
+    fn dir(&self, ino: u64, wait: Wait) -> Result<&Listing, ViewError> {
+        let Content::Dir(d) = &self.inode(ino)?.content else {
+            return Err(ViewError::NotDir);
+        };
+        let listing = match (d.listing.get(), wait) {
+            (Some(listing), _) => listing,
+            (None, Wait::No) => return Err(ViewError::WouldBlock),
+            (None, Wait::Yes) => d.listing_or(|| self.make_listing(ino, d))?.0,
+        };
+        self.used(ino, d);
+        Ok(listing)
     }
 
     /// Makes every directory below `ino` (and `ino`), for the files that show a whole subtree:
@@ -339,7 +353,7 @@ impl View {
         let mut level = vec![ino];
         while !level.is_empty() {
             let listed = crate::meta::parallel_map(&level, workers, |&dir| {
-                let Ok(listing) = self.dir(dir) else {
+                let Ok(listing) = self.dir(dir, Wait::Yes) else {
                     return Vec::new();
                 };
                 let groups = listing.entries.iter().map(|(_, i)| *i);
@@ -375,27 +389,42 @@ impl View {
 
     /// The entry `name` in directory `parent`; names of selections (`A[SEL]`) too.
     pub fn lookup(&self, parent: u64, name: &str) -> Result<Attr, ViewError> {
-        match self.dir(parent)?.get(name) {
-            Some(ino) => self.getattr(ino),
-            None => self.lookup_slice(parent, name),
+        self.lookup_with(parent, name, Wait::Yes)
+    }
+
+    /// [`View::lookup`], waiting for the work it needs or not as `wait` says: without, a name
+    /// in a directory not loaded yet, a file whose size needs measuring and a selection file
+    /// not made yet are [`ViewError::WouldBlock`].
+    pub fn lookup_with(&self, parent: u64, name: &str, wait: Wait) -> Result<Attr, ViewError> {
+        match self.dir(parent, wait)?.get(name) {
+            Some(ino) => self.getattr_with(ino, wait),
+            None => self.lookup_slice(parent, name, wait),
         }
     }
 
     /// Attributes of `ino`. Directories show one link: counting their subdirectories would
     /// load them.
     pub fn getattr(&self, ino: u64) -> Result<Attr, ViewError> {
-        self.attr(ino, true)
+        self.getattr_with(ino, Wait::Yes)
+    }
+
+    /// [`View::getattr`], waiting for the work it needs or not as `wait` says: without, a file
+    /// whose size needs measuring is [`ViewError::WouldBlock`].
+    pub fn getattr_with(&self, ino: u64, wait: Wait) -> Result<Attr, ViewError> {
+        let subtree = true;
+        self.attr(ino, Measure { subtree, wait })
     }
 
     /// Attributes of `ino` as a directory listing hands them out (readdirplus): as
-    /// [`View::getattr`], except that the size of a file showing a whole subtree (`.zom.json`,
-    /// `.header.cdl`, `.ncstream`) is not measured here, which would load the subtree; then
-    /// the size is 0 and not exact, and the kernel must ask again.
-    pub fn listed_attr(&self, ino: u64) -> Result<Attr, ViewError> {
-        self.attr(ino, false)
+    /// [`View::getattr_with`], except that the size of a file showing a whole subtree
+    /// (`.zom.json`, `.header.cdl`, `.ncstream`) is not measured here, which would load the
+    /// subtree; then the size is 0 and not exact, and the kernel must ask again.
+    pub fn listed_attr(&self, ino: u64, wait: Wait) -> Result<Attr, ViewError> {
+        let subtree = false;
+        self.attr(ino, Measure { subtree, wait })
     }
 
-    fn attr(&self, ino: u64, measure: bool) -> Result<Attr, ViewError> {
+    fn attr(&self, ino: u64, measure: Measure) -> Result<Attr, ViewError> {
         let attr = |kind, size: Option<u64>, mtime| Attr {
             ino,
             kind,
@@ -410,7 +439,7 @@ impl View {
             }
         }
         self.with_file(ino, |file, dir, mtime| {
-            Ok(attr(FileKind::File, file.size(self, dir, measure), mtime))
+            Ok(attr(FileKind::File, file.size(self, dir, measure)?, mtime))
         })
     }
 
@@ -455,7 +484,18 @@ impl View {
 
     /// Entries of directory `ino` from position `offset` on (0 is `.`, 1 is `..`).
     pub fn readdir(&self, ino: u64, offset: u64) -> Result<Vec<DirEntry>, ViewError> {
-        let dir = self.dir(ino)?;
+        self.readdir_with(ino, offset, Wait::Yes)
+    }
+
+    /// [`View::readdir`], waiting for the directory to be loaded or not as `wait` says:
+    /// without, a directory not loaded yet is [`ViewError::WouldBlock`].
+    pub fn readdir_with(
+        &self,
+        ino: u64,
+        offset: u64,
+        wait: Wait,
+    ) -> Result<Vec<DirEntry>, ViewError> {
+        let dir = self.dir(ino, wait)?;
         let parent = self.inode(ino)?.parent;
         let dots = [(".", ino), ("..", parent)];
         let all = dots

@@ -4,12 +4,12 @@
 //! answered, given back by `forget`): a file the kernel still knows, open or cached, keeps its
 //! inode; past a bound, the files it has forgotten are let go, oldest first.
 
-use super::kinds::{extend_range, ReadAt, Reply, ServedFile};
+use super::kinds::{extend_range, Measure, ReadAt, Reply, ServedFile};
 use super::npy::read_after_header;
 use super::selection::{split_name, Selection};
 use super::slice_file::{selection_json, SliceFile};
 use super::vlen_file::{Part, VlenFile};
-use super::{ArrayPart, Attr, Attrs, Content, TextFile, View, ViewError};
+use super::{ArrayPart, Attr, Attrs, Content, TextFile, View, ViewError, Wait};
 use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering;
@@ -224,15 +224,24 @@ pub(super) fn is_slice(ino: u64) -> bool {
 }
 
 impl View {
-    /// The selection file `name` in directory `parent`, made on first lookup. Names that are
-    /// not selections of an array there are not found; an invalid selection is not found
-    /// either, and says why in one log line.
-    pub(super) fn lookup_slice(&self, parent: u64, name: &str) -> Result<Attr, ViewError> {
+    /// The selection file `name` in directory `parent`, made on first lookup (only by a call
+    /// that may wait: making it may read the store). Names that are not selections of an
+    /// array there are not found; an invalid selection is not found either, and says why in
+    /// one log line.
+    pub(super) fn lookup_slice(
+        &self,
+        parent: u64,
+        name: &str,
+        wait: Wait,
+    ) -> Result<Attr, ViewError> {
         if let Some(ino) = self.slices.find(parent, name) {
-            return self.attr_of_looked_up(ino);
+            return self.attr_of_looked_up(ino, wait);
         }
         let (array_name, text, suffix) = split_name(name).ok_or(ViewError::NotFound)?;
-        let dir = self.dir(parent)?;
+        if wait == Wait::No {
+            return Err(ViewError::WouldBlock);
+        }
+        let dir = self.dir(parent, wait)?;
         let array_ino = dir.get(array_name).ok_or(ViewError::NotFound)?;
         let inode = self.inode(array_ino)?;
         let (k, meta, path) = match inode.content {
@@ -301,13 +310,13 @@ impl View {
             mtime: inode.mtime,
         };
         let ino = self.slices.insert(parent, name, entry);
-        self.attr_of_looked_up(ino)
+        self.attr_of_looked_up(ino, wait)
     }
 
     /// The attributes of selection file `ino`, just looked up; its lookup is given back when
     /// they cannot be told (the kernel is answered with an error, and holds no reference).
-    fn attr_of_looked_up(&self, ino: u64) -> Result<Attr, ViewError> {
-        let attr = self.getattr(ino);
+    fn attr_of_looked_up(&self, ino: u64, wait: Wait) -> Result<Attr, ViewError> {
+        let attr = self.getattr_with(ino, wait);
         if attr.is_err() {
             self.slices.forget(ino, 1);
         }
@@ -323,13 +332,19 @@ impl View {
 impl ServedFile for SliceEntry {
     /// Sizes of large selections of variable-length arrays are found in the background: see
     /// `vlen_file`.
-    fn size(&self, view: &View, _dir: u64, _measure: bool) -> Option<u64> {
-        match &self.body {
-            Body::Data(f) => Some(f.data_size()),
-            Body::Npy(f) => Some(f.npy_size()),
-            Body::Vlen(v, part) => v.size(*part, view.vlen_reads(), &view.sizer),
-            Body::Bytes(b) => Some(b.len() as u64),
-        }
+    fn size(&self, view: &View, _dir: u64, measure: Measure) -> Result<Option<u64>, ViewError> {
+        Ok(Some(match &self.body {
+            Body::Data(f) => f.data_size(),
+            Body::Npy(f) => f.npy_size(),
+            Body::Vlen(v, part) => {
+                if let Some(size) = v.known_size(*part) {
+                    size
+                } else {
+                    return measure.scanned(|| v.size(*part, view.vlen_reads(), &view.sizer));
+                }
+            }
+            Body::Bytes(b) => b.len() as u64,
+        }))
     }
 
     /// Queues the first of its chunks for decoding (the first open after the lookup finds

@@ -618,6 +618,18 @@ impl VlenFile {
         Some(self.scanned_size(&index, part))
     }
 
+    /// Size of file `part` if known without work: its backing file is complete, or the scan
+    /// is done.
+    pub(super) fn known_size(&self, part: Part) -> Option<u64> {
+        if let Some(file) = self.complete_backing(part) {
+            return Some(file.size());
+        }
+        match &*self.scan.lock() {
+            Scan::Done(Ok(index)) => Some(self.scanned_size(index, part)),
+            _ => None,
+        }
+    }
+
     /// Size of file `part` as the scan found it.
     fn scanned_size(&self, index: &TextIndex, part: Part) -> u64 {
         match part {

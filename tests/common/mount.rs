@@ -2,7 +2,7 @@
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -112,6 +112,9 @@ impl Drop for Unmounted<'_> {
 /// A foreground zarrfs mount on a fresh temporary directory; unmounted and stopped on drop.
 pub struct Mount {
     child: Option<Child>,
+    /// zarrfs's stderr, read as it comes (a daemon that logged more than a pipe holds would
+    /// block), whole once it exits.
+    stderr: Option<std::thread::JoinHandle<Vec<u8>>>,
     dir: tempfile::TempDir,
 }
 
@@ -142,7 +145,7 @@ impl Mount {
                 None => cmd.env_remove(name),
             };
         }
-        let child = cmd
+        let mut child = cmd
             .arg("-f")
             .args(args)
             .arg(store)
@@ -152,17 +155,24 @@ impl Mount {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
+        let mut pipe = child.stderr.take().unwrap();
+        let stderr = std::thread::spawn(move || {
+            let mut text = Vec::new();
+            let _ = pipe.read_to_end(&mut text);
+            text
+        });
         let mut m = Mount {
             child: Some(child),
+            stderr: Some(stderr),
             dir,
         };
         let deadline = Instant::now() + Duration::from_secs(30);
         while !is_fuse_mount(m.path()) {
             if let Some(status) = m.child.as_mut().unwrap().try_wait().unwrap() {
-                let out = m.child.take().unwrap().wait_with_output().unwrap();
+                m.child = None;
                 return Err(format!(
                     "zarrfs exited ({status}) before mounting: {}",
-                    String::from_utf8_lossy(&out.stderr)
+                    m.stderr_text()
                 ));
             }
             assert!(
@@ -194,15 +204,18 @@ impl Mount {
     pub fn stop(mut self) -> (std::process::ExitStatus, String) {
         let child = self.child.take().unwrap();
         let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
-        let out = wait_with_timeout(child, Duration::from_secs(20));
-        (
-            out.status,
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+        let status = wait_with_timeout(child, Duration::from_secs(20));
+        (status, self.stderr_text())
+    }
+
+    /// All zarrfs wrote on stderr, once it has exited.
+    fn stderr_text(&mut self) -> String {
+        let text = self.stderr.take().map(|t| t.join().unwrap_or_default());
+        String::from_utf8_lossy(&text.unwrap_or_default()).into_owned()
     }
 }
 
-fn wait_with_timeout(mut child: Child, limit: Duration) -> std::process::Output {
+fn wait_with_timeout(mut child: Child, limit: Duration) -> std::process::ExitStatus {
     let deadline = Instant::now() + limit;
     while child.try_wait().unwrap().is_none() {
         if Instant::now() > deadline {
@@ -211,7 +224,7 @@ fn wait_with_timeout(mut child: Child, limit: Duration) -> std::process::Output 
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    child.wait_with_output().unwrap()
+    child.wait().unwrap()
 }
 
 impl Drop for Mount {

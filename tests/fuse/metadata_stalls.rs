@@ -6,9 +6,11 @@
 //! answered EIO that the view had counted is given back. The store is S3 (s3s-fs) behind the
 //! fault proxy, told to hold every answer a second: each request succeeds within `--timeout`
 //! (an attempt is cut after a third of it), but work of many requests in turn takes longer.
+//! With every worker of the pool held, what the view has in memory is still answered: such
+//! requests are answered on the request threads.
 
 use crate::common;
-use common::mount::{fuse_ready, read_start_direct, timed, Mount};
+use common::mount::{fuse_ready, read_start_direct, timed, Mount, OP_TIMEOUT};
 use common::servers;
 use serde_json::Value;
 use std::path::Path;
@@ -26,6 +28,8 @@ const FAR_ARRAYS: usize = 320;
 const STRINGS: usize = 75;
 /// The selection of `strings` looked up: all but its first and last elements.
 const SLICE: &str = "strings[1:74]";
+/// Requests the pool runs at once, at most (`MAX_WORKERS` of `fuse::requests`).
+const POOL_WORKERS: usize = 1024;
 
 const GROUP: &str = r#"{"zarr_format": 3, "node_type": "group", "attributes": {}}"#;
 
@@ -277,4 +281,101 @@ fn more_stalled_metadata_requests_than_threads_leave_the_mount_answering_and_eac
             "no log line for the overdue {what}:\n{stderr}"
         );
     }
+}
+
+/// How many threads of process `pid` are named `name`.
+fn threads_named(pid: u32, name: &str) -> usize {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).unwrap();
+    tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|comm| comm.trim_end() == name)
+        .count()
+}
+
+#[test]
+fn with_every_worker_held_by_the_stalled_store_what_is_in_memory_is_still_answered() {
+    if !fuse_ready() {
+        return;
+    }
+    let store = tempfile::tempdir().unwrap();
+    let tree_dir = store.path().join("tree");
+    tree(&tree_dir);
+    let s3 = servers::s3_server(&[("held", std::slice::from_ref(&tree_dir))]);
+    servers::s3_credentials_env();
+    let proxy = servers::fault_proxy(&s3);
+    let timeout = TIMEOUT.to_string();
+    let args = [
+        "--endpoint",
+        &proxy.url,
+        "--timeout",
+        &timeout,
+        "--threads",
+        "2",
+        "--no-look-ahead",
+    ];
+    let m = Mount::new(Path::new("s3://held/tree"), &args);
+    // `loaded` is loaded by the lookup of `a.npy`: the kernel knows no other name in it.
+    size(&m.join("loaded/a.npy")).unwrap();
+
+    servers::fault(&proxy, &format!("sleep/{}", 100 * TIMEOUT));
+    // More lookups in `far` than the pool has workers: each holds its worker while `far` loads
+    // from the stalled store (a load that fails is made again by the next: for as long as the
+    // store stalls).
+    let stalled = POOL_WORKERS + 64;
+    let lookups: Vec<_> = (0..stalled)
+        .map(|i| {
+            let p = m.join(&format!("far/x{i}"));
+            std::thread::spawn(move || size(&p))
+        })
+        .collect();
+    let pid = m.pid();
+    let started = Instant::now();
+    while threads_named(pid, "request") < POOL_WORKERS {
+        assert!(
+            started.elapsed() < OP_TIMEOUT,
+            "{} request workers",
+            threads_named(pid, "request")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // A request handed to the pool now would wait for a worker, past its deadline (EIO).
+    let p = m.join("loaded/a");
+    assert_eq!(timed("stat loaded/a", move || size(&p)).unwrap(), 16);
+    let p = m.join("loaded");
+    assert_eq!(
+        timed("ls loaded", move || list(&p)).unwrap(),
+        [
+            ".group.json",
+            ".header.cdl",
+            ".ncstream",
+            ".zom.json",
+            "a",
+            "a.json",
+            "a.npy"
+        ]
+    );
+    // Those that need the store are on the pool: each gets EIO at its deadline.
+    for lookup in lookups {
+        let got = timed("stat far/x..", move || lookup.join().unwrap());
+        assert!(
+            matches!(&got, Err(e) if e.raw_os_error() == Some(libc::EIO)),
+            "{got:?}"
+        );
+    }
+
+    servers::fault(&proxy, "ok");
+    let far = m.join("far");
+    let names = eventually("ls far", move || list(&far));
+    let arrays = names.iter().filter(|n| n.starts_with('x')).count();
+    assert_eq!(arrays, 3 * FAR_ARRAYS, "{names:?}");
+    let (_, stderr) = m.stop();
+    let overdue: Vec<&str> = (stderr.lines())
+        .filter(|l| l.contains("(see --timeout): EIO"))
+        .collect();
+    // Each a lookup in `far` (the one whose load failed with the store's error as its deadline
+    // came may have been answered that error instead).
+    let far_lookups = overdue.iter().filter(|l| l.contains("lookup \"x"));
+    assert_eq!(far_lookups.count(), overdue.len(), "{overdue:#?}");
+    assert!(overdue.len() >= POOL_WORKERS, "{overdue:#?}");
 }

@@ -8,6 +8,7 @@
 //! - [`streaming`]: drop-behind for sequential readers; [`read_ahead`]: the read-ahead over a
 //!   store with latency (each chunk requested once, a read waits only for its own chunks).
 //! - [`errors`], [`faults`]: bad input and injected store faults fail only what they touch.
+//! - [`no_wait`]: calls told not to wait answer what is in memory while the store stalls.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -17,6 +18,7 @@ mod synth;
 mod dialects;
 mod errors;
 mod faults;
+mod no_wait;
 mod read_ahead;
 mod reads;
 mod slices;

@@ -1,7 +1,7 @@
 //! An array's elements in C order (`A`), and the same as a NumPy file (`A.npy`): a header,
 //! then the data file's bytes.
 
-use super::{ReadAt, Reply, ServedFile};
+use super::{Measure, ReadAt, Reply, ServedFile};
 use crate::view::npy::read_after_header;
 use crate::view::{View, ViewError};
 use parking_lot::Mutex;
@@ -15,12 +15,12 @@ pub(in crate::view) struct ArrayPart {
 }
 
 impl ServedFile for ArrayPart {
-    fn size(&self, view: &View, _dir: u64, _measure: bool) -> Option<u64> {
+    fn size(&self, view: &View, _dir: u64, _: Measure) -> Result<Option<u64>, ViewError> {
         let array = &view.arrays[self.array as usize];
-        Some(match self.npy {
+        Ok(Some(match self.npy {
             true => array.npy_size(),
             false => array.data_size(),
-        })
+        }))
     }
 
     /// A handle that its reads are tracked by (for reading ahead); an array that cannot be

@@ -1,6 +1,6 @@
 //! Bytes made once: a JSON sidecar (`A.json`, `.group.json`), a selection's `.json`.
 
-use super::{ReadAt, Reply, ServedFile};
+use super::{Measure, ReadAt, Reply, ServedFile};
 use crate::view::{View, ViewError};
 use std::sync::Arc;
 
@@ -8,8 +8,8 @@ use std::sync::Arc;
 pub(in crate::view) struct BytesFile(pub Arc<[u8]>);
 
 impl ServedFile for BytesFile {
-    fn size(&self, _view: &View, _dir: u64, _measure: bool) -> Option<u64> {
-        Some(self.0.len() as u64)
+    fn size(&self, _view: &View, _dir: u64, _: Measure) -> Result<Option<u64>, ViewError> {
+        Ok(Some(self.0.len() as u64))
     }
 
     fn read(&self, _view: &View, _dir: u64, read: ReadAt, reply: Reply) -> Result<(), ViewError> {

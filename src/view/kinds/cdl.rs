@@ -1,15 +1,18 @@
 //! `.header.cdl`: the netCDF header of the group shown by the file's directory (see
 //! `netcdf::files`): the whole tree is loaded at first use, the header made when asked for.
 
-use super::{ReadAt, Reply, ServedFile};
+use super::{Measure, ReadAt, Reply, ServedFile};
 use crate::view::{View, ViewError};
 
 /// The CDL header of its directory's group.
 pub(in crate::view) struct CdlFile;
 
 impl ServedFile for CdlFile {
-    fn size(&self, view: &View, dir: u64, measure: bool) -> Option<u64> {
-        view.netcdf_files(measure)?.cdl_size(dir, measure)
+    fn size(&self, view: &View, dir: u64, measure: Measure) -> Result<Option<u64>, ViewError> {
+        let known = view
+            .netcdf_files(false)
+            .and_then(|f| f.cdl_size(dir, false));
+        measure.subtree(known, || view.netcdf_files(true)?.cdl_size(dir, true))
     }
 
     fn read(&self, view: &View, dir: u64, read: ReadAt, reply: Reply) -> Result<(), ViewError> {

@@ -21,7 +21,7 @@ pub(super) use stats::StatsFile;
 pub(super) use text::TextFile;
 pub(super) use zom::ZomFile;
 
-use super::{SendBytes, View, ViewError};
+use super::{SendBytes, View, ViewError, Wait};
 
 /// One read: up to `len` bytes from `offset`, through file handle `fh` (0: none).
 #[derive(Clone, Copy)]
@@ -62,11 +62,49 @@ impl<'a> From<&'a mut Vec<u8>> for Reply<'a> {
     }
 }
 
+/// How far finding a file's size may go.
+#[derive(Clone, Copy)]
+pub(super) struct Measure {
+    /// Whether a file showing a whole subtree is measured (`stat`), which loads the subtree,
+    /// or shown with its size unknown until measured (a listing's attributes).
+    pub subtree: bool,
+    /// Whether the call may wait for the work a size needs.
+    pub wait: Wait,
+}
+
+impl Measure {
+    /// The size of a file showing a subtree: `known` when it was measured before, else the
+    /// size `measure` finds when this call measures such files and may wait; unknown when it
+    /// does not measure them; [`ViewError::WouldBlock`] when it would but may not wait.
+    pub fn subtree(
+        self,
+        known: Option<u64>,
+        measure: impl FnOnce() -> Option<u64>,
+    ) -> Result<Option<u64>, ViewError> {
+        match (known, self.subtree, self.wait) {
+            (Some(size), _, _) => Ok(Some(size)),
+            (None, false, _) => Ok(None),
+            (None, true, Wait::Yes) => Ok(measure()),
+            (None, true, Wait::No) => Err(ViewError::WouldBlock),
+        }
+    }
+
+    /// The size `measure` finds (by scanning chunks, or asking the store), when this call may
+    /// wait; else [`ViewError::WouldBlock`].
+    pub fn scanned(self, measure: impl FnOnce() -> Option<u64>) -> Result<Option<u64>, ViewError> {
+        match self.wait {
+            Wait::Yes => Ok(measure()),
+            Wait::No => Err(ViewError::WouldBlock),
+        }
+    }
+}
+
 /// A kind of file of the tree.
 pub(super) trait ServedFile {
-    /// Its size; `dir` is the inode of its directory. `None` while it is not known yet, and,
-    /// without `measure`, when measuring it would load a subtree.
-    fn size(&self, view: &View, dir: u64, measure: bool) -> Option<u64>;
+    /// Its size; `dir` is the inode of its directory. `Ok(None)` while it is not known yet,
+    /// and when `measure` leaves it unmeasured; [`ViewError::WouldBlock`] (no other error) when
+    /// finding it needs work `measure` may not wait for.
+    fn size(&self, view: &View, dir: u64, measure: Measure) -> Result<Option<u64>, ViewError>;
 
     /// Opens it (`page_cached`: read through the kernel's page cache) and returns a file
     /// handle, 0 when it needs none.

@@ -1,6 +1,6 @@
 //! `.zarrfs/stats`: the live counters (see `stats_file`).
 
-use super::{extend_range, ReadAt, Reply, ServedFile};
+use super::{extend_range, Measure, ReadAt, Reply, ServedFile};
 use crate::view::{View, ViewError};
 
 /// The counters file.
@@ -8,8 +8,8 @@ pub(in crate::view) struct StatsFile;
 
 impl ServedFile for StatsFile {
     /// Its size now; a longer text later is read whole, with direct I/O.
-    fn size(&self, view: &View, _dir: u64, _measure: bool) -> Option<u64> {
-        Some(view.stats_json().len() as u64)
+    fn size(&self, view: &View, _dir: u64, _: Measure) -> Result<Option<u64>, ViewError> {
+        Ok(Some(view.stats_json().len() as u64))
     }
 
     fn open(&self, view: &View, _page_cached: bool) -> Result<u64, ViewError> {

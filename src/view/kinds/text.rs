@@ -2,7 +2,7 @@
 //! (`A.npy`). Their sizes cost a scan (see `vlen_file`): an unreadable array shows size 0 and
 //! its reads fail with EIO.
 
-use super::{ReadAt, Reply, ServedFile};
+use super::{Measure, ReadAt, Reply, ServedFile};
 use crate::view::vlen_file::Part;
 use crate::view::{View, ViewError};
 
@@ -15,13 +15,19 @@ pub(in crate::view) struct TextFile {
 impl ServedFile for TextFile {
     /// The array is listed for its backing files (see `open`, which attaches them) before the
     /// scan reads any chunk: chunks read before the listing may be older than it, and would
-    /// keep the array out of the cache directory.
-    fn size(&self, view: &View, _dir: u64, _measure: bool) -> Option<u64> {
+    /// keep the array out of the cache directory. Found only by a call that may wait: both
+    /// read the store.
+    fn size(&self, view: &View, _dir: u64, measure: Measure) -> Result<Option<u64>, ViewError> {
         let vlen = &view.vlen[self.vlen as usize];
-        if let Some(backing) = &view.backing {
-            vlen.identify(backing);
+        if let Some(size) = vlen.known_size(self.part) {
+            return Ok(Some(size));
         }
-        vlen.size(self.part, view.vlen_reads(), &view.sizer)
+        measure.scanned(|| {
+            if let Some(backing) = &view.backing {
+                vlen.identify(backing);
+            }
+            vlen.size(self.part, view.vlen_reads(), &view.sizer)
+        })
     }
 
     /// Opens at once; a read waits for the scan.

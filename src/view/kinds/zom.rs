@@ -1,17 +1,15 @@
 //! A group's `.zom.json` (see `zom_files`): its subtree is loaded when it is first measured.
 
-use super::{extend_range, ReadAt, Reply, ServedFile};
+use super::{extend_range, Measure, ReadAt, Reply, ServedFile};
 use crate::view::{View, ViewError};
 
 /// The `.zom.json` of group node N in the view's `ZomFiles`.
 pub(in crate::view) struct ZomFile(pub u32);
 
 impl ServedFile for ZomFile {
-    fn size(&self, view: &View, dir: u64, measure: bool) -> Option<u64> {
-        match measure {
-            true => Some(view.zom_size(self.0, dir)),
-            false => view.zoms.measured_size(self.0),
-        }
+    fn size(&self, view: &View, dir: u64, measure: Measure) -> Result<Option<u64>, ViewError> {
+        let known = view.zoms.measured_size(self.0);
+        measure.subtree(known, || Some(view.zom_size(self.0, dir)))
     }
 
     fn read(&self, view: &View, dir: u64, read: ReadAt, reply: Reply) -> Result<(), ViewError> {

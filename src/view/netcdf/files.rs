@@ -9,7 +9,7 @@ use super::model::{Dataset, NcType};
 use super::ncstream::{MeasuredStrings, NcStreamLayout, Source, Strings};
 use crate::meta::{ArrayMeta, DataType, NodeKind};
 use crate::view::vlen_file::Part;
-use crate::view::{ArrayPart, Content, TextFile, View, ViewError, ROOT_INO};
+use crate::view::{ArrayPart, Content, TextFile, View, ViewError, Wait, ROOT_INO};
 use lru::LruCache;
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -99,7 +99,7 @@ impl NetcdfFiles {
                 None if var.path.is_empty() => root_name,
                 None => var.path.as_str(),
             };
-            let file = view.dir(dir).ok().and_then(|d| d.get(name));
+            let file = view.dir(dir, Wait::Yes).ok().and_then(|d| d.get(name));
             let (Some(ino), Some(meta)) = (file, metas.get(var.path.as_str())) else {
                 continue;
             };
@@ -245,7 +245,7 @@ fn group_dirs(view: &View, dataset: &Dataset) -> HashMap<u64, usize> {
     }
     let mut level = vec![ROOT_INO];
     while let Some(ino) = level.pop() {
-        let Ok(listing) = view.dir(ino) else {
+        let Ok(listing) = view.dir(ino, Wait::Yes) else {
             continue;
         };
         for &(_, child) in &listing.entries {
