@@ -72,11 +72,16 @@ impl Store for Swapped {
         *buf = got.unwrap_or_default();
         Ok(present)
     }
-    fn get_suffix(&self, key: &str, len: u64) -> Result<Option<(Vec<u8>, u64)>, StoreError> {
+    fn get_suffix(&self, key: &str, len: u64) -> Result<Option<(Vec<u8>, ObjectMeta)>, StoreError> {
         match self.value(key) {
             Some(v) => {
                 let start = v.len().saturating_sub(len as usize);
-                Ok(Some((v[start..].to_vec(), v.len() as u64)))
+                let meta = ObjectMeta {
+                    size: v.len() as u64,
+                    mtime: None,
+                    tag: None,
+                };
+                Ok(Some((v[start..].to_vec(), meta)))
             }
             None => self.inner.get_suffix(key, len),
         }

@@ -6,7 +6,7 @@ use super::read_ahead::Ledger;
 use super::users::Users;
 use super::{ChunkData, ChunkError, Panicked, User};
 use crate::codec::{Need, ShardIndex, Target};
-use crate::fetch::ShardIndexIfStored;
+use crate::fetch::{ShardIndexIfStored, StoredIndex};
 use crate::memory::filling::FillingBuffer;
 use crate::memory::{self, Buffers};
 use crate::stats::{add, STATS};
@@ -109,7 +109,7 @@ fn charge(entry: &Entry) -> u64 {
             Entry::Chunk(data, _) => data.as_ref().map_or(0, |d| d.capacity() as u64),
             Entry::Index(index) => index
                 .as_ref()
-                .map_or(0, |i| ShardIndex::ENTRY_BYTES * i.len() as u64),
+                .map_or(0, |i| ShardIndex::ENTRY_BYTES * i.index.len() as u64),
         }
 }
 
@@ -285,6 +285,15 @@ impl ChunkCache {
             Entry::Index(index) => Ok(index),
             Entry::Chunk(..) => unreachable!("index keys hold indexes"),
         }
+    }
+
+    /// Drops the index of shard `key` of array number `array` if it is `stale` (one loaded
+    /// since is kept).
+    pub fn forget_index(&self, array: u32, key: &str, stale: &Arc<StoredIndex>) {
+        self.lru.remove_if(
+            &Key::Index(array, Arc::from(key)),
+            |entry| matches!(entry, Entry::Index(Some(index)) if Arc::ptr_eq(index, stale)),
+        );
     }
 
     /// The decoded stored chunk `key` of array number `array` (a rectilinear grid's, holding
@@ -505,7 +514,8 @@ mod tests {
 
     fn index(entries: usize) -> Result<ShardIndexIfStored, ChunkError> {
         let decoded = vec![0u8; 16 * entries];
-        Ok(Some(Arc::new(ShardIndex::parse(&decoded, 0).unwrap())))
+        let index = ShardIndex::parse(&decoded, 0).unwrap();
+        Ok(Some(Arc::new(StoredIndex { index, tag: None })))
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! What a fetch borrows from the stages above it.
 
-use super::{FetchError, ShardIndexIfStored};
+use super::{FetchError, ShardIndexIfStored, StoredIndex};
 use std::sync::Arc;
 
 /// A decoded stored chunk: `None` when the store holds no such chunk (it reads as the fill
@@ -28,6 +28,9 @@ pub trait FetchContext: Sync {
     ) -> Result<ShardIndexIfStored, FetchError> {
         load()
     }
+    /// Forgets the kept index of shard `key` if it is `stale` (the shard changed since it was
+    /// read), so that the next [`FetchContext::shard_index`] reads it again.
+    fn forget_shard_index(&self, _key: &str, _stale: &Arc<StoredIndex>) {}
     /// The decoded stored chunk `key` of a rectilinear grid, which holds several read chunks:
     /// kept from before, or from `load`, which is run at most once however many readers ask at
     /// the same time. Keeps nothing unless the lender does: runs `load`.

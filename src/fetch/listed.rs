@@ -7,14 +7,11 @@
 //! and a cache above may keep it.
 
 use super::{FetchCause, FetchError};
-use crate::store::{EntryKind, Store};
+use crate::store::absent::{self, Recheck};
+use crate::store::Store;
 use parking_lot::Mutex;
 use std::collections::HashSet;
 use std::sync::OnceLock;
-use std::time::Duration;
-
-/// The pauses before each new ask for a listed object the store answered as absent.
-const PAUSES: [Duration; 2] = [Duration::from_millis(200), Duration::from_secs(1)];
 
 /// The objects a listing of an array's prefix showed (store keys), once listed.
 #[derive(Default)]
@@ -39,7 +36,8 @@ impl Listed {
 
     /// `ask()`'s answer for the object `key` of `store`, where an absent answer is checked: an
     /// object the listing showed is asked for again, and counts as absent only when a fresh
-    /// listing of its prefix no longer shows it; otherwise the answer is an error.
+    /// listing of its prefix no longer shows it (see [`absent::recheck`]); otherwise the
+    /// answer is an error.
     pub fn confirm<T>(
         &self,
         store: &dyn Store,
@@ -60,31 +58,22 @@ impl Listed {
         if !self.listed(key) {
             return Ok(None);
         }
-        for pause in PAUSES {
-            std::thread::sleep(pause);
-            if let Some(found) = ask()? {
-                log::warn!(
-                    "{key}: answered as absent, then found when asked again (a transient fault)"
+        match absent::recheck(store, key, ask)? {
+            Recheck::Found(found) => Ok(Some(found)),
+            Recheck::Removed => {
+                log::info!(
+                    "{key}: removed from the store since it was listed: read as the fill value"
                 );
-                return Ok(Some(found));
+                Ok(None)
             }
+            Recheck::Fault => Err(FetchError::new(
+                FetchCause::Store,
+                format!(
+                    "{key}: the store lists it but answered {} times that it does not exist; a fault, not read as the fill value",
+                    absent::ASKS
+                ),
+            )),
         }
-        let (prefix, name) = key.rsplit_once('/').unwrap_or(("", key));
-        let still_listed = store
-            .list_dir(prefix)?
-            .iter()
-            .any(|e| e.name == name && matches!(e.kind, EntryKind::Object(_)));
-        if !still_listed {
-            log::info!("{key}: removed from the store since it was listed: read as the fill value");
-            return Ok(None);
-        }
-        Err(FetchError::new(
-            FetchCause::Store,
-            format!(
-                "{key}: the store lists it but answered {} times that it does not exist; a fault, not read as the fill value",
-                PAUSES.len() + 1
-            ),
-        ))
     }
 }
 

@@ -16,8 +16,18 @@ pub use error::{FetchCause, FetchError};
 use crate::codec::ShardIndex;
 use std::sync::Arc;
 
+/// A shard's decoded index and the version of the shard it was read from.
+#[derive(Debug, PartialEq, Eq)]
+pub struct StoredIndex {
+    /// Where each inner chunk lies in the shard.
+    pub index: ShardIndex,
+    /// The shard's strong ETag when the index was read, where the store gave one: its inner
+    /// chunks are read from that version only.
+    pub tag: Option<String>,
+}
+
 /// A shard's decoded index: `None` when the store holds no such shard.
-pub type ShardIndexIfStored = Option<Arc<ShardIndex>>;
+pub type ShardIndexIfStored = Option<Arc<StoredIndex>>;
 
 /// Where a fetch of several chunks hands each chunk's answer, by the chunk's position among
 /// those asked for, as soon as it has it (from whichever thread got it).

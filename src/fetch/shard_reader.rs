@@ -1,17 +1,19 @@
 //! Reading the inner chunks of a sharded array by byte range: the shard's index (one request:
 //! the last bytes of the shard with its size, or its first bytes; decoded once and kept by the
-//! [`FetchContext`]), then ranged reads of the inner chunks: one per chunk for a read, one per
-//! run of nearby chunks for the read-ahead's batches, several in flight at once. A whole shard
-//! is never read.
+//! [`FetchContext`] with the shard's ETag), then ranged reads of the inner chunks, of that
+//! version of the shard only where the store gives ETags: one per chunk for a read, one per run
+//! of nearby chunks for the read-ahead's batches, several in flight at once. A whole shard is
+//! never read.
 
 use super::fetched::Fetched;
 use super::listed::Listed;
-use super::{FetchCause, FetchContext, FetchError, Landed, ShardIndexIfStored};
+use super::{FetchCause, FetchContext, FetchError, Landed, ShardIndexIfStored, StoredIndex};
 use crate::codec::ShardedArray;
 use crate::meta::{ChunkGrid, ChunkKeys};
 use crate::stats::STATS;
-use crate::store::Store;
+use crate::store::{Store, StoreError};
 use parking_lot::Mutex;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -132,8 +134,62 @@ impl ShardReader {
     /// [`ShardReader::load`]), each handed to `landed` as soon as its request is answered,
     /// with one ranged request for inner chunks of one shard that lie near each other (at most
     /// [`COALESCE_GAP`] apart, [`COALESCE_MAX`] in one request), as zarr-python and
-    /// object_store coalesce.
+    /// object_store coalesce. Inner chunks are read from the version of the shard their index
+    /// was read from (where the store gives ETags): a shard rewritten since has its index read
+    /// again and its chunks with it, up to [`SHARD_READS`] times.
     pub fn fetch(
+        &self,
+        store: &dyn Store,
+        keys: (&ChunkKeys, &Listed),
+        idxs: &[Vec<u64>],
+        max_len: u64,
+        ctx: &dyn FetchContext,
+        landed: Landed<'_, Option<Vec<u8>>>,
+    ) {
+        // The chunks asked for again, by position in `idxs` (`None`: all of them, the first time).
+        let mut again: Option<Vec<usize>> = None;
+        for read in 1..=SHARD_READS {
+            let asked: Vec<Vec<u64>>;
+            let asked = match &again {
+                Some(again) => {
+                    asked = again.iter().map(|&at| idxs[at].clone()).collect();
+                    &asked[..]
+                }
+                None => idxs,
+            };
+            let changed = Mutex::new(Vec::new());
+            let used = self.fetch_once(store, keys, asked, max_len, ctx, &|i, got| {
+                let at = again.as_ref().map_or(i, |again| again[i]);
+                match got {
+                    Err(e) if read < SHARD_READS && shard_changed(&e) => {
+                        changed.lock().push((at, e))
+                    }
+                    got => landed(at, got),
+                }
+            });
+            let changed = changed.into_inner();
+            if changed.is_empty() {
+                return;
+            }
+            let mut forgotten = Vec::new();
+            for (at, e) in &changed {
+                let Some((_, shard, _)) = self.locate(&idxs[*at]) else {
+                    continue;
+                };
+                let key = keys.0.key(&shard);
+                if let (Some(stale), false) = (used.get(&key), forgotten.contains(&key)) {
+                    log::info!("{e}: its index is read again");
+                    ctx.forget_shard_index(&key, stale);
+                    forgotten.push(key);
+                }
+            }
+            again = Some(changed.into_iter().map(|(at, _)| at).collect());
+        }
+    }
+
+    /// One read of [`ShardReader::fetch`]: each wanted inner chunk through its shard's index,
+    /// kept or read; returns the indexes used that name a version of their shard, by shard key.
+    fn fetch_once(
         &self,
         store: &dyn Store,
         (keys, listed): (&ChunkKeys, &Listed),
@@ -141,8 +197,8 @@ impl ShardReader {
         max_len: u64,
         ctx: &dyn FetchContext,
         landed: Landed<'_, Option<Vec<u8>>>,
-    ) {
-        // Where each wanted inner chunk lies: (shard key, byte range, position in `idxs`).
+    ) -> HashMap<String, Arc<StoredIndex>> {
+        let mut used = HashMap::new();
         let mut wanted: Vec<Wanted> = Vec::new();
         for (at, idx) in idxs.iter().enumerate() {
             let (array, shard, inner) = match self.place(idx) {
@@ -159,14 +215,21 @@ impl ShardReader {
                     listed.confirm(store, &key, || load_index(array, store, &key))
                 })
                 .map_err(context);
-            let range = match index {
-                Ok(index) => index.and_then(|index| index.get(inner)),
+            let index = match index {
+                Ok(Some(index)) => index,
+                Ok(None) => {
+                    landed(at, Ok(None));
+                    continue;
+                }
                 Err(e) => {
                     landed(at, Err(e));
                     continue;
                 }
             };
-            let Some(range) = range else {
+            if index.tag.is_some() && !used.contains_key(&key) {
+                used.insert(key.clone(), index.clone());
+            }
+            let Some(range) = index.index.get(inner) else {
                 landed(at, Ok(None));
                 continue;
             };
@@ -186,19 +249,25 @@ impl ShardReader {
                 );
                 continue;
             }
-            wanted.push((key, range, at, inner));
+            wanted.push(Wanted {
+                key,
+                range,
+                at,
+                inner,
+                tag: index.tag.clone(),
+            });
         }
-        wanted.sort_by(|a, b| (&a.0, a.1.start).cmp(&(&b.0, b.1.start)));
+        wanted.sort_by(|a, b| (&a.key, a.range.start).cmp(&(&b.key, b.range.start)));
         let mut runs: Vec<&[Wanted]> = Vec::new();
         let mut rest = wanted.as_slice();
-        while let Some((key, first, ..)) = rest.first() {
-            let (start, mut end, mut n) = (first.start, first.end, 1);
-            while let Some((k, r, ..)) = rest.get(n) {
-                let near = k == key && r.start <= end.saturating_add(COALESCE_GAP);
-                if !near || r.end.max(end) - start > COALESCE_MAX {
+        while let Some(first) = rest.first() {
+            let (start, mut end, mut n) = (first.range.start, first.range.end, 1);
+            while let Some(w) = rest.get(n) {
+                let near = w.key == first.key && w.range.start <= end.saturating_add(COALESCE_GAP);
+                if !near || w.range.end.max(end) - start > COALESCE_MAX {
                     break;
                 }
-                end = end.max(r.end);
+                end = end.max(w.range.end);
                 n += 1;
             }
             let (run, later) = rest.split_at(n);
@@ -206,39 +275,59 @@ impl ShardReader {
             rest = later;
         }
         // The run holding the first chunk asked for (the one a reader may wait for) goes first.
-        if let Some(at) = runs.iter().position(|run| run.iter().any(|w| w.2 == 0)) {
+        if let Some(at) = runs.iter().position(|run| run.iter().any(|w| w.at == 0)) {
             runs[..=at].rotate_right(1);
         }
         read_runs(store, &runs, ctx, &|run, got| hand_out(run, got, landed));
+        used
     }
+}
+
+/// Reads of a batch's inner chunks from one shard, at most: a shard rewritten while it is read
+/// (its index read again, and its chunks) more times than that fails the read.
+pub const SHARD_READS: usize = 3;
+
+/// True when `e` says that a shard is no longer the version its index was read from.
+fn shard_changed(e: &FetchError) -> bool {
+    matches!(e.store, Some(StoreError::Changed { .. }))
 }
 
 /// Hands the inner chunks of `run` to `landed`, from `got`, the run's bytes, which are let go
 /// then: a run of one chunk is its bytes, else each chunk's are copied into a spare buffer.
 fn hand_out(run: &[Wanted], got: RunBytes, landed: Landed<'_, Option<Vec<u8>>>) {
-    let (key, start) = (&run[0].0, run[0].1.start);
+    let (key, start) = (&run[0].key, run[0].range.start);
     match got {
-        Ok(bytes) if run.len() == 1 => landed(run[0].2, Ok(Some(bytes.into_vec()))),
+        Ok(bytes) if run.len() == 1 => landed(run[0].at, Ok(Some(bytes.into_vec()))),
         Ok(bytes) => {
-            for (_, r, at, _) in run {
-                let part = &bytes[(r.start - start) as usize..(r.end - start) as usize];
+            for w in run {
+                let part = &bytes[(w.range.start - start) as usize..(w.range.end - start) as usize];
                 let mut own = crate::memory::buffers().take_empty(part.len());
                 own.extend_from_slice(part);
-                landed(*at, Ok(Some(own)));
+                landed(w.at, Ok(Some(own)));
             }
         }
         Err(e) => {
-            for (_, _, at, inner) in run {
-                let e = e.clone().context(format!("inner chunk {inner}"));
-                landed(*at, Err(e.context(format!("shard {key}"))));
+            for w in run {
+                let e = e.clone().context(format!("inner chunk {}", w.inner));
+                landed(w.at, Err(e.context(format!("shard {key}"))));
             }
         }
     }
 }
 
-/// An inner chunk to fetch: its shard's key, its byte range there, its position among the
-/// chunks asked for, and its index in the shard.
-type Wanted = (String, std::ops::Range<u64>, usize, usize);
+/// An inner chunk to fetch.
+struct Wanted {
+    /// Its shard's key.
+    key: String,
+    /// Its byte range in the shard.
+    range: std::ops::Range<u64>,
+    /// Its position among the chunks asked for.
+    at: usize,
+    /// Its index in the shard.
+    inner: usize,
+    /// The shard's ETag its index was read with, if any.
+    tag: Option<String>,
+}
 
 /// The bytes of one run of nearby inner chunks, from its first chunk's start.
 type RunBytes = Result<Fetched, FetchError>;
@@ -275,10 +364,11 @@ fn read_runs(
     landed: &(dyn Fn(&[Wanted], RunBytes) + Sync),
 ) {
     let read = |run: &[Wanted]| {
-        let start = run[0].1.start;
-        let end = run.iter().map(|w| w.1.end).max().unwrap_or(start);
+        let start = run[0].range.start;
+        let end = run.iter().map(|w| w.range.end).max().unwrap_or(start);
         let _carried = Carried::new(ctx, end - start);
-        landed(run, read_exact(store, &run[0].0, start, end - start));
+        let (key, tag) = (&run[0].key, run[0].tag.as_deref());
+        landed(run, read_exact(store, (key, tag), start, end - start));
     };
     if runs.len() <= 1 {
         return runs.iter().for_each(|run| read(run));
@@ -305,7 +395,9 @@ pub const COALESCE_GAP: u64 = 1 << 20;
 /// ...of at most this many bytes.
 pub const COALESCE_MAX: u64 = 16 << 20;
 
-/// Reads and decodes the index of shard `key` (read as `array` says); `None` when the shard is absent.
+/// Reads and decodes the index of shard `key` (read as `array` says), with the shard's strong
+/// ETag where the store gives one (a weak one does not vouch for bytes, nor matches `If-Match`);
+/// `None` when the shard is absent.
 fn load_index(
     array: &ShardedArray,
     store: &dyn Store,
@@ -314,13 +406,16 @@ fn load_index(
     let (len, at_start) = array.index_place();
     let fetched = if at_start {
         // The shard's size is not known: entries past its end show when read (truncated).
-        store.get_range(key, 0, len)?.map(|b| (b, u64::MAX))
+        let got = store.get_range_versioned(key, 0, len)?;
+        got.map(|(b, meta)| (b, u64::MAX, meta.tag))
     } else {
-        store.get_suffix(key, len)?
+        let got = store.get_suffix(key, len)?;
+        got.map(|(b, meta)| (b, meta.size, meta.tag))
     };
-    let Some((encoded, size)) = fetched else {
+    let Some((encoded, size, tag)) = fetched else {
         return Ok(None);
     };
+    let tag = tag.filter(|t| !t.starts_with("W/"));
     STATS.fetched(encoded.len());
     if (encoded.len() as u64) < len {
         let got = encoded.len() as u64;
@@ -330,7 +425,7 @@ fn load_index(
     let index = array
         .decode_index(&encoded, size)
         .map_err(|e| FetchError::from(e).context("index"))?;
-    Ok(Some(Arc::new(index)))
+    Ok(Some(Arc::new(StoredIndex { index, tag })))
 }
 
 fn truncated(got: usize, len: u64, start: u64) -> FetchError {
@@ -340,10 +435,18 @@ fn truncated(got: usize, len: u64, start: u64) -> FetchError {
     )
 }
 
-/// Exactly `len` bytes of `key` from `start`, in a spare buffer; fewer (a truncated shard) is
-/// an error.
-fn read_exact(store: &dyn Store, key: &str, start: u64, len: u64) -> Result<Fetched, FetchError> {
-    let fill = |buf: &mut Vec<u8>| store.get_range_into(key, start, len, buf);
+/// Exactly `len` bytes of `key` from `start`, of the version whose ETag is `tag` if given, in
+/// a spare buffer; fewer (a truncated shard) is an error.
+fn read_exact(
+    store: &dyn Store,
+    (key, tag): (&str, Option<&str>),
+    start: u64,
+    len: u64,
+) -> Result<Fetched, FetchError> {
+    let fill = |buf: &mut Vec<u8>| match tag {
+        Some(tag) => store.get_range_into_if(key, start, len, tag, buf),
+        None => store.get_range_into(key, start, len, buf),
+    };
     let bytes = Fetched::with(len as usize, fill)?.ok_or_else(|| {
         FetchError::new(FetchCause::Store, "the shard disappeared while being read")
     })?;

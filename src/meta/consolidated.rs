@@ -165,11 +165,27 @@ impl Store for Consolidated<'_> {
         self.inner.get_range_into(key, start, len, buf)
     }
 
-    fn get_suffix(&self, key: &str, len: u64) -> Result<Option<(Vec<u8>, u64)>, StoreError> {
+    fn get_range_into_if(
+        &self,
+        key: &str,
+        start: u64,
+        len: u64,
+        tag: &str,
+        buf: &mut Vec<u8>,
+    ) -> Result<bool, StoreError> {
+        self.inner.get_range_into_if(key, start, len, tag, buf)
+    }
+
+    fn get_suffix(&self, key: &str, len: u64) -> Result<Option<(Vec<u8>, ObjectMeta)>, StoreError> {
         match self.objects.get(key) {
             Some(v) => {
                 let start = v.len().saturating_sub(len as usize);
-                Ok(Some((v[start..].to_vec(), v.len() as u64)))
+                let meta = ObjectMeta {
+                    size: v.len() as u64,
+                    mtime: None,
+                    tag: None,
+                };
+                Ok(Some((v[start..].to_vec(), meta)))
             }
             None if is_metadata(key) => Ok(None),
             None => self.inner.get_suffix(key, len),

@@ -37,6 +37,13 @@ pub enum StoreError {
     /// A value larger than the caller accepts (`size` bytes, at most `max`), not read.
     #[error("{what}: {size} bytes, more than the {max} bytes accepted for it; not read")]
     TooLarge { what: String, size: u64, max: u64 },
+    /// A listing longer than zarrfs holds in memory (more than `max` entries): not listed.
+    #[error("{what}: more than {max} entries to list; not listed")]
+    TooMany { what: String, max: usize },
+    /// The object is no longer the version a read depends on (a shard rewritten since its
+    /// index was read): the server refused the read of that version (412, `If-Match`).
+    #[error("{what}: replaced since it was first read (the server refused to read that version)")]
+    Changed { what: String },
     /// No answer within the store's time bound (the server is down, hung or too slow).
     #[error(
         "{what}: no answer within {} s (server down or too slow; see --timeout)",

@@ -187,7 +187,8 @@ mod tests {
         );
         assert!(s.get("a/c/0").is_ok(), "every second call only");
         assert_eq!(s.get("b/c/0").unwrap().unwrap().bytes, vec![5, 6 ^ 0x10]);
-        assert_eq!(s.get_suffix("b/c/0", 2).unwrap(), Some((vec![7 ^ 0x10], 4)));
+        let (suffix, meta) = s.get_suffix("b/c/0", 2).unwrap().unwrap();
+        assert_eq!((suffix, meta.size), (vec![7 ^ 0x10], 4));
         assert_eq!(s.calls(), 5);
     }
 

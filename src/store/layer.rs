@@ -115,10 +115,26 @@ impl<L: Layer> Store for L {
         Ok(present)
     }
 
-    fn get_suffix(&self, key: &str, len: u64) -> Result<Option<(Vec<u8>, u64)>, StoreError> {
+    fn get_range_into_if(
+        &self,
+        key: &str,
+        start: u64,
+        len: u64,
+        tag: &str,
+        buf: &mut Vec<u8>,
+    ) -> Result<bool, StoreError> {
+        let step = self.before(&Request::Range { key, start, len })?;
+        let present = self.inner()?.get_range_into_if(key, start, len, tag, buf)?;
+        if present {
+            *buf = self.after(&step, std::mem::take(buf));
+        }
+        Ok(present)
+    }
+
+    fn get_suffix(&self, key: &str, len: u64) -> Result<Option<(Vec<u8>, ObjectMeta)>, StoreError> {
         let step = self.before(&Request::Suffix { key, len })?;
         let got = self.inner()?.get_suffix(key, len)?;
-        Ok(got.map(|(b, size)| (self.after(&step, b), size)))
+        Ok(got.map(|(b, meta)| (self.after(&step, b), meta)))
     }
 
     fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {

@@ -3,6 +3,7 @@
 //! Nothing above this module knows where bytes come from. Keys are `/`-separated and relative to
 //! the store root; [`check_key`] refuses keys that would leave it.
 
+pub mod absent;
 mod aws_profile;
 mod client;
 mod counting;
@@ -147,16 +148,33 @@ pub trait Store: Send + Sync {
         Ok(present)
     }
 
-    /// The last `len` bytes of `key` (all of it when shorter) and the value's total size, or
-    /// `None` when absent. Remote backends answer it in one request (a shard's index).
-    fn get_suffix(&self, key: &str, len: u64) -> Result<Option<(Vec<u8>, u64)>, StoreError> {
+    /// [`Store::get_range_into`] of the version of `key` whose (strong) ETag is `tag`: stores
+    /// that keep ETags read only that version (remote backends send `If-Match`) and answer
+    /// [`StoreError::Changed`] when the object is another one now; others read as
+    /// `get_range_into` does.
+    fn get_range_into_if(
+        &self,
+        key: &str,
+        start: u64,
+        len: u64,
+        tag: &str,
+        buf: &mut Vec<u8>,
+    ) -> Result<bool, StoreError> {
+        let _ = tag;
+        self.get_range_into(key, start, len, buf)
+    }
+
+    /// The last `len` bytes of `key` (all of it when shorter) and the value's size and version
+    /// (its total size, and its ETag where the store keeps one), or `None` when absent. Remote
+    /// backends answer it in one request (a shard's index).
+    fn get_suffix(&self, key: &str, len: u64) -> Result<Option<(Vec<u8>, ObjectMeta)>, StoreError> {
         let Some(meta) = self.head(key)? else {
             return Ok(None);
         };
         let start = meta.size.saturating_sub(len);
         Ok(self
             .get_range(key, start, meta.size - start)?
-            .map(|bytes| (bytes, meta.size)))
+            .map(|bytes| (bytes, meta)))
     }
 
     /// [`Store::get_range`] with the object's version as of the read: remote backends take it
@@ -219,6 +237,11 @@ pub trait Store: Send + Sync {
     /// A short human description, e.g. the path or URL.
     fn describe(&self) -> String;
 }
+
+/// The most entries one listing holds: a longer one fails ([`StoreError::TooMany`]) rather
+/// than grow without bound (a server giving page after page, an array of more chunks than
+/// memory holds names for).
+pub const MAX_LISTED: usize = 1 << 22;
 
 /// Refuses a value of `size` bytes at `key` when it is larger than `max` (see
 /// [`Store::get_bounded`]).
@@ -314,7 +337,7 @@ fn recognise(
         let repo = Arc::from(store);
         return Ok(Box::new(icechunk::open(repo, location, remote)?));
     }
-    let index = store.head(".zmetadata")?.is_some() && store.head(".zgroup")?.is_none();
+    let index = probe(store.as_ref(), ".zmetadata")? && !probe(store.as_ref(), ".zgroup")?;
     if index {
         let zmetadata = store.get_bounded(".zmetadata", 1 << 30)?;
         if zmetadata.is_some_and(|z| kerchunk::is_reference_index(&z.bytes)) {
@@ -325,6 +348,27 @@ fn recognise(
     }
     no_version(remote, location)?;
     Ok(store)
+}
+
+/// Whether `key` is in `store`, as recognising the kind of a store asks: a HEAD, or where that
+/// fails, a one-byte read. A failure other than a timeout counts as "absent" (logged): a
+/// server that refuses HEAD, or a bucket that lets objects be read but not listed (S3 then
+/// answers 403 for a key that does not exist), is not a reason to refuse the mount; reading
+/// the store as what it then looks like tells its real errors.
+pub(crate) fn probe(store: &dyn Store, key: &str) -> Result<bool, StoreError> {
+    let failed = match store.head(key) {
+        Ok(found) => return Ok(found.is_some()),
+        Err(e @ StoreError::TimedOut { .. }) => return Err(e),
+        Err(e) => e,
+    };
+    match store.get_range(key, 0, 1) {
+        Ok(found) => Ok(found.is_some()),
+        Err(e @ StoreError::TimedOut { .. }) => Err(e),
+        Err(e) => {
+            log::debug!("{failed}; {e}: taken as absent while recognising the store");
+            Ok(false)
+        }
+    }
 }
 
 /// Refuses `--ref` for a store that is not an Icechunk repository (it shows one version only).

@@ -12,6 +12,7 @@ use super::client::RemoteOptions;
 use super::location::Location;
 use super::{
     check_key, too_large, Entry, EntryKind, Latency, Object, ObjectMeta, Store, StoreError,
+    MAX_LISTED,
 };
 use crate::memory::{buffers, Buffers};
 use futures::StreamExt;
@@ -22,6 +23,10 @@ use std::future::Future;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
+
+/// The most pages one listing reads: S3 and GCS give 1,000 entries a page and Azure 5,000, so
+/// that [`MAX_LISTED`] entries take far fewer.
+const MAX_PAGES: usize = 1 << 13;
 
 /// Threads of the network runtime: they only wait on sockets, sign requests and gather bodies.
 const RUNTIME_THREADS: usize = 4;
@@ -102,7 +107,8 @@ impl ObjectStoreBackend {
     }
 
     /// Lists below `prefix` (its children only with `delimited`), handing each page to `each`;
-    /// each page within the store's time bound.
+    /// each page within the store's time bound, at most [`MAX_PAGES`] pages and
+    /// [`MAX_LISTED`] entries (a server giving new page tokens without end fails the listing).
     fn list_pages(
         &self,
         prefix: &str,
@@ -116,7 +122,18 @@ impl ObjectStoreBackend {
         // Below `path/` (a paginated listing adds no delimiter of its own).
         let below = (!path.as_ref().is_empty()).then(|| format!("{path}/"));
         let mut token: Option<String> = None;
+        let (mut pages_read, mut listed) = (0usize, 0usize);
         loop {
+            if pages_read == MAX_PAGES {
+                return Err(StoreError::Remote {
+                    what: self.what(prefix),
+                    cause: format!(
+                        "the listing does not end (more than {MAX_PAGES} pages); not listed \
+                         further"
+                    ),
+                });
+            }
+            pages_read += 1;
             let (pages, below) = (pages.clone(), below.clone());
             let options = PaginatedListOptions {
                 delimiter: delimited.then(|| DELIMITER.into()),
@@ -129,6 +146,13 @@ impl ObjectStoreBackend {
             let Some(page) = page else {
                 return Ok(());
             };
+            listed += page.result.objects.len() + page.result.common_prefixes.len();
+            if listed > MAX_LISTED {
+                return Err(StoreError::TooMany {
+                    what: self.what(prefix),
+                    max: MAX_LISTED,
+                });
+            }
             each(page.result);
             match page.page_token.filter(|t| !t.is_empty()) {
                 Some(next) if token.as_ref() == Some(&next) => {
@@ -199,6 +223,8 @@ impl ObjectStoreBackend {
         match e {
             object_store::Error::PermissionDenied { .. }
             | object_store::Error::Unauthenticated { .. } => StoreError::Denied { what, cause },
+            // Only reads of one version (`If-Match`) have preconditions.
+            object_store::Error::Precondition { .. } => StoreError::Changed { what },
             _ => StoreError::Remote { what, cause },
         }
     }
@@ -216,12 +242,13 @@ impl ObjectStoreBackend {
     /// starting at or past the end is refused by servers (416): when the read fails, the
     /// object's size tells whether that was the cause (then it is an empty read, as for local
     /// stores). A server that ignores ranges (see [`whole_for_range`]) is read whole where the
-    /// object ends within the range.
+    /// object ends within the range. With `tag`, only the version with that ETag is read
+    /// (`If-Match`): another one is [`StoreError::Changed`].
     fn range_until(
         &self,
         key: &str,
-        start: u64,
-        len: u64,
+        (start, len): (u64, u64),
+        tag: Option<&str>,
         deadline: Instant,
         into: Vec<u8>,
     ) -> Result<Option<(Vec<u8>, ObjectMeta)>, StoreError> {
@@ -230,14 +257,19 @@ impl ObjectStoreBackend {
             return Ok(self.head_until(key, deadline)?.map(|m| (Vec::new(), m)));
         }
         let end = start.saturating_add(len);
+        let if_match = tag.map(str::to_string);
         let options = GetOptions {
             range: Some(GetRange::Bounded(start..end)),
+            if_match: if_match.clone(),
             ..GetOptions::default()
         };
         let inner = self.inner.clone();
         let got = self.run(key, deadline, async move {
             let (got, skip) = match inner.get_opts(&path, options).await {
-                Err(e) if range_ignored(&e) => (whole_for_range(&*inner, &path, end).await?, start),
+                Err(e) if range_ignored(&e) => {
+                    let whole = whole_for_range(&*inner, &path, end, if_match).await?;
+                    (whole, start)
+                }
                 got => (got?, 0),
             };
             let meta = version(&got.meta);
@@ -250,7 +282,7 @@ impl ObjectStoreBackend {
             // GET that failed otherwise is that failure, even when a HEAD finds nothing there
             // (some servers answer HEAD with 404 or 405 for what GET serves): never "absent",
             // which would read as the fill value. (A GET finding nothing is `Ok(None)`.)
-            Err(e) if !matches!(e, StoreError::TimedOut { .. }) => {
+            Err(e) if !matches!(e, StoreError::TimedOut { .. } | StoreError::Changed { .. }) => {
                 match self.head_until(key, deadline)? {
                     Some(meta) if meta.size <= start => Ok(Some((Vec::new(), meta))),
                     _ => Err(e),
@@ -268,14 +300,15 @@ impl ObjectStoreBackend {
         meta: ObjectMeta,
         len: u64,
         deadline: Instant,
-    ) -> Result<Option<(Vec<u8>, u64)>, StoreError> {
+    ) -> Result<Option<(Vec<u8>, ObjectMeta)>, StoreError> {
         let start = meta.size.saturating_sub(len);
-        match self.range_until(key, start, meta.size - start, deadline, Vec::new())? {
+        let range = (start, meta.size - start);
+        match self.range_until(key, range, None, deadline, Vec::new())? {
             Some((_, seen)) if !seen.same_version(&meta) => Err(StoreError::Remote {
                 what: self.what(key),
                 cause: "replaced between the reads of its size and of its end".into(),
             }),
-            got => Ok(got.map(|(b, _)| (b, meta.size))),
+            got => Ok(got.map(|(b, _)| (b, meta))),
         }
     }
 }
@@ -306,15 +339,21 @@ struct RangesIgnored {
 }
 
 /// The whole object at `path` for a range ending at `end` from a server that ignores ranges:
-/// one plain GET, taken only when the object ends within the range (no more is moved than from
-/// the object's start), refused from its headers otherwise. Its body is then checked against
-/// the length its headers announce, as every body is, before the range is cut out of it.
+/// one plain GET (of the version `if_match` names, if any), taken only when the object ends
+/// within the range (no more is moved than from the object's start), refused from its headers
+/// otherwise. Its body is then checked against the length its headers announce, as every body
+/// is, before the range is cut out of it.
 async fn whole_for_range(
     inner: &dyn ObjectStore,
     path: &Path,
     end: u64,
+    if_match: Option<String>,
 ) -> object_store::Result<GetResult> {
-    let got = inner.get_opts(path, GetOptions::default()).await?;
+    let options = GetOptions {
+        if_match,
+        ..GetOptions::default()
+    };
+    let got = inner.get_opts(path, options).await?;
     if got.meta.size > end {
         return Err(object_store::Error::Generic {
             store: "HTTP",
@@ -481,7 +520,7 @@ impl Store for ObjectStoreBackend {
         start: u64,
         len: u64,
     ) -> Result<Option<(Vec<u8>, ObjectMeta)>, StoreError> {
-        self.range_until(key, start, len, self.deadline(), Vec::new())
+        self.range_until(key, (start, len), None, self.deadline(), Vec::new())
     }
 
     fn get_range_into(
@@ -492,13 +531,29 @@ impl Store for ObjectStoreBackend {
         buf: &mut Vec<u8>,
     ) -> Result<bool, StoreError> {
         let spare = std::mem::take(buf);
-        let got = self.range_until(key, start, len, self.deadline(), spare)?;
+        let got = self.range_until(key, (start, len), None, self.deadline(), spare)?;
         let present = got.is_some();
         *buf = got.map(|(b, _)| b).unwrap_or_default();
         Ok(present)
     }
 
-    fn get_suffix(&self, key: &str, len: u64) -> Result<Option<(Vec<u8>, u64)>, StoreError> {
+    /// One request with `If-Match: tag`.
+    fn get_range_into_if(
+        &self,
+        key: &str,
+        start: u64,
+        len: u64,
+        tag: &str,
+        buf: &mut Vec<u8>,
+    ) -> Result<bool, StoreError> {
+        let spare = std::mem::take(buf);
+        let got = self.range_until(key, (start, len), Some(tag), self.deadline(), spare)?;
+        let present = got.is_some();
+        *buf = got.map(|(b, _)| b).unwrap_or_default();
+        Ok(present)
+    }
+
+    fn get_suffix(&self, key: &str, len: u64) -> Result<Option<(Vec<u8>, ObjectMeta)>, StoreError> {
         let path = self.path(key)?;
         let deadline = self.deadline();
         if !self.suffix_ranges {
@@ -513,23 +568,40 @@ impl Store for ObjectStoreBackend {
         };
         let inner = self.inner.clone();
         let got = self.run(key, deadline, async move {
-            let got = inner.get_opts(&path, options).await?;
-            let size = got.meta.size;
-            Ok((body(got, Vec::new(), buffers()).await?, size))
+            Ok(match inner.get_opts(&path, options).await {
+                Err(e) if range_ignored(&e) => Err(e),
+                got => {
+                    let got = got?;
+                    let meta = version(&got.meta);
+                    Ok((body(got, Vec::new(), buffers()).await?, meta))
+                }
+            })
         });
         match got {
-            // An empty suffix, or one longer than the value, which some servers refuse: the
-            // object's size, then a plain range. A GET that failed otherwise is that failure,
-            // also when a HEAD finds nothing there (as in `range_until`): never "absent".
+            Ok(Some(Ok(found))) => Ok(Some(found)),
+            Ok(None) => Ok(None),
+            // A server that ignores ranges (it answered with the whole object): the suffix is
+            // read whole only when it is the whole object (see `whole_for_range`).
+            Ok(Some(Err(ignored))) => match self.head_until(key, deadline)? {
+                Some(meta) if len == 0 || meta.size <= len => {
+                    self.suffix_of(key, meta, len, deadline)
+                }
+                _ => Err(self.error(key, ignored)),
+            },
+            // A suffix the server refuses (an empty one, one longer than the value, or any: a
+            // server may take plain ranges only): the object's size, then a plain range. A GET
+            // that failed when a HEAD finds nothing there is that failure (as in
+            // `range_until`): never "absent".
             Err(e) if !matches!(e, StoreError::TimedOut { .. }) => {
                 match self.head_until(key, deadline)? {
-                    Some(meta) if len == 0 || meta.size <= len => {
+                    Some(meta) => {
+                        log::debug!("{e}: read as its size and a plain range");
                         self.suffix_of(key, meta, len, deadline)
                     }
-                    _ => Err(e),
+                    None => Err(e),
                 }
             }
-            other => other,
+            Err(e) => Err(e),
         }
     }
 

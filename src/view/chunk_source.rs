@@ -7,7 +7,7 @@ use crate::cache::{ChunkCache, ChunkData, ChunkError, ChunkId, Keep, User};
 use crate::codec::Target;
 use crate::fetch::{
     ChunkReader, Encoded, FetchCause, FetchContext, FetchError, Landed, Loaded, ShardIndexIfStored,
-    StoredChunk,
+    StoredChunk, StoredIndex,
 };
 use std::ops::Range;
 use std::sync::Arc;
@@ -35,6 +35,10 @@ impl FetchContext for CacheContext<'_> {
         self.cache
             .get_or_load_index(self.array, key, || load().map_err(ChunkError::new))
             .map_err(fetch_error)
+    }
+
+    fn forget_shard_index(&self, key: &str, stale: &Arc<StoredIndex>) {
+        self.cache.forget_index(self.array, key, stale);
     }
 
     fn stored_chunk(

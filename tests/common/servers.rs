@@ -312,11 +312,15 @@ pub fn http_server(root: &Path) -> Server {
 /// A Python HTTP proxy in front of `upstream` (HTTP, or S3: signed requests pass unchanged)
 /// that injects faults on command: `fail N` answers
 /// the next N requests with 503, `gone/N/PATH` the next N requests for the path ending in
-/// `/PATH` with 404, `sleep S` holds every answer S seconds, `ok` proxies.
+/// `/PATH` with 404, `deny/N/PATH` them with 403, `sleep S` holds every answer S seconds, `ok`
+/// proxies. It keeps count: `count/TEXT` answers how many requests `METHOD:/path` (without
+/// the query) contained TEXT, `peak` the most requests it held at once since the last `peak`.
 const FAULT_PROXY: &str = r#"
 import http.client, http.server, sys, threading, time
 upstream_port = int(sys.argv[2])
-state = {"fail": 0, "sleep": 0.0, "failed": 0, "gone": 0, "gone_path": None}
+state = {"fail": 0, "sleep": 0.0, "failed": 0, "gone": 0, "gone_path": None, "gone_code": 404,
+         "inflight": 0, "peak": 0}
+seen = []
 lock = threading.Lock()
 
 class Proxy(http.server.BaseHTTPRequestHandler):
@@ -338,16 +342,32 @@ class Proxy(http.server.BaseHTTPRequestHandler):
                 state["fail"] = int(arg)
             elif word == "sleep":
                 state["sleep"] = float(arg)
-            elif word == "gone":
+            elif word in ("gone", "deny"):
                 n, _, path = arg.partition("/")
                 state["gone"], state["gone_path"] = int(n), "/" + path
+                state["gone_code"] = 404 if word == "gone" else 403
             elif word == "ok":
                 state["fail"], state["sleep"], state["gone"] = 0, 0.0, 0
             body = str(state["failed"]).encode()
+            if word == "count":
+                body = str(sum(1 for r in seen if arg in r)).encode()
+            elif word == "peak":
+                body = str(state["peak"]).encode()
+                state["peak"] = state["inflight"]
         self.reply(200, body)
     def proxy(self):
         if self.path.startswith("/__fault/"):
             return self.control()
+        with lock:
+            seen.append(self.command + ":" + self.path.split("?")[0])
+            state["inflight"] += 1
+            state["peak"] = max(state["peak"], state["inflight"])
+        try:
+            self.forward()
+        finally:
+            with lock:
+                state["inflight"] -= 1
+    def forward(self):
         with lock:
             failing = state["fail"] > 0
             if failing:
@@ -360,12 +380,15 @@ class Proxy(http.server.BaseHTTPRequestHandler):
             pause = state["sleep"]
         if failing:
             return self.reply(503, b"injected")
+        if gone and state["gone_code"] == 403:
+            body = b"<?xml version=\"1.0\"?><Error><Code>AccessDenied</Code><Message>injected</Message></Error>"
+            return self.reply(403, body, [("Content-Type", "application/xml")])
         if gone:
             body = b"<?xml version=\"1.0\"?><Error><Code>NoSuchKey</Code><Message>injected</Message></Error>"
             return self.reply(404, body, [("Content-Type", "application/xml")])
         time.sleep(pause)
         conn = http.client.HTTPConnection("127.0.0.1", upstream_port, timeout=30)
-        signed = ("host", "authorization", "range", "if-none-match")
+        signed = ("host", "authorization", "range", "if-match", "if-none-match")
         headers = {k: v for k, v in self.headers.items() if k.lower() in signed or k.lower().startswith("x-amz-")}
         conn.request(self.command, self.path, headers=headers)
         resp = conn.getresponse()
@@ -406,7 +429,7 @@ pub fn fault_proxy(upstream: &Server) -> Server {
 }
 
 /// Sends a command to a fault proxy (`fail/2`, `sleep/30`, `ok`); returns how many requests it
-/// has failed so far.
+/// has failed so far (for `count/TEXT` and `peak`, the count asked for).
 pub fn fault(proxy: &Server, command: &str) -> u64 {
     let mut s = TcpStream::connect(("127.0.0.1", proxy.port())).unwrap();
     write!(
@@ -444,14 +467,26 @@ pub fn python_http_server(root: &Path) -> Server {
 /// `drip=N,S` sends bodies N bytes at a time S seconds apart, `stall-after=N` stops sending (for
 /// a minute) after N bytes of a body, `query=Q` answers 403 to a request without the query `Q`,
 /// `redirect=FROM>TO,...` answers a request whose path starts with FROM with a 302 to TO
-/// followed by the rest of the path. Paths name files as they are (no percent-decoding).
+/// followed by the rest of the path, `suffix-416` answers a suffix range with 416 (it takes
+/// plain ranges only), `endless-listing=N` answers S3 listings (`list-type=2`) with N pages of
+/// one key each, every page but the last with a new continuation token (`pages` answers how
+/// many were asked for).
+/// Paths name files as they are (no percent-decoding).
 const QUIRKY_HTTP: &str = r#"
 import http.server, os, sys, time
 port, root, flags = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
 opts = dict(f.partition("=")[::2] for f in flags)
+listed = [0]
+PAGE = """<?xml version="1.0" encoding="UTF-8"?>
+<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Name>b</Name><Prefix></Prefix>
+<KeyCount>1</KeyCount><MaxKeys>1000</MaxKeys><IsTruncated>%s</IsTruncated>%s
+<Contents><Key>k%08d</Key><LastModified>2024-01-01T00:00:00.000Z</LastModified><ETag>"e"</ETag>
+<Size>1</Size><StorageClass>STANDARD</StorageClass></Contents></ListBucketResult>"""
 
 class Quirky(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go in two writes: without this, each answer waits for a delayed ACK.
+    disable_nagle_algorithm = True
     def log_message(self, *args):
         pass
     def answer(self, code, body, headers=()):
@@ -483,6 +518,14 @@ class Quirky(http.server.BaseHTTPRequestHandler):
             prefix, _, to = rule.partition(">")
             if self.path.startswith(prefix):
                 return self.answer(302, b"", [("Location", to + self.path[len(prefix):])])
+        if self.path == "/pages":
+            return self.answer(200, str(listed[0]).encode())
+        if "endless-listing" in opts and "list-type=2" in self.path:
+            listed[0] += 1
+            more = listed[0] < int(opts["endless-listing"])
+            token = "<NextContinuationToken>t%d</NextContinuationToken>" % listed[0] if more else ""
+            page = PAGE % ("true" if more else "false", token, listed[0])
+            return self.answer(200, page.encode(), [("Content-Type", "application/xml")])
         if "query" in opts and self.path.partition("?")[2] != opts["query"]:
             return self.answer(403, b"")
         path = os.path.join(root, self.path.split("?")[0].lstrip("/"))
@@ -493,6 +536,8 @@ class Quirky(http.server.BaseHTTPRequestHandler):
         size, want = len(data), self.headers.get("Range", "")
         if not want.startswith("bytes=") or (want.startswith("bytes=-") and "suffix-ignored" in opts):
             return self.answer(200, data)
+        if want.startswith("bytes=-") and "suffix-416" in opts:
+            return self.answer(416, b"", [("Content-Range", "bytes */%d" % size)])
         a, _, b = want[len("bytes="):].partition("-")
         if a == "":
             start, end = max(size - int(b), 0), size - 1

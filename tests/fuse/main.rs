@@ -15,8 +15,11 @@
 //!   never a wrong byte from it.
 //! - [`remote`]: the fixtures over S3 (s3s-fs) and plain HTTP (nginx) on 127.0.0.1, and their
 //!   faults (503s, a hung or killed server); [`remote_references`]: reference sets and an
-//!   Icechunk repository over S3; [`remote_quirks`]: servers and settings off the common path
-//!   (endpoints from the environment, servers that ignore ranges, slow bodies, long listings).
+//!   Icechunk repository over S3; [`remote_records`]: their record files, manifests and refs
+//!   read as few times as they need, and never a transient 404 taken for missing chunks;
+//!   [`remote_quirks`]: servers and settings off the common path (endpoints from the
+//!   environment, servers that ignore or refuse ranges, slow bodies, long listings, shards
+//!   rewritten while read).
 //! - [`stalls`]: stalled remote reads get EIO in time while the mount keeps answering;
 //!   [`metadata_stalls`]: the same for lookups, `stat`, listings and `df`.
 //! - [`store_safety`]: links, FIFOs and devices in a local store.
@@ -44,6 +47,7 @@ mod metadata_stalls;
 mod reads;
 mod remote;
 mod remote_quirks;
+mod remote_records;
 mod remote_references;
 mod slices;
 mod stalls;

@@ -390,8 +390,8 @@ fn remote_stores_answer_like_the_files_under_many_concurrent_callers() {
             assert!(!store
                 .get_range_into("no/such/key", 0, 4, &mut spare)
                 .unwrap());
-            let (tail, total) = store.get_suffix(key, 16).unwrap().unwrap();
-            assert_eq!(total, size, "{what}: suffix size of {key}");
+            let (tail, meta) = store.get_suffix(key, 16).unwrap().unwrap();
+            assert_eq!(meta.size, size, "{what}: suffix size of {key}");
             assert_eq!(
                 tail,
                 bytes[size.saturating_sub(16) as usize..],

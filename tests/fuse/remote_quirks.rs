@@ -160,8 +160,8 @@ fn a_server_that_ignores_ranges_gives_whole_objects_and_refuses_parts() {
             "{what}: the last 100 bytes"
         );
         assert_eq!(store.get_range("obj", size, 10).unwrap().unwrap(), b"");
-        let (all, total) = store.get_suffix("obj", size + 10).unwrap().unwrap();
-        assert_eq!((all, total), (bytes.clone(), size), "{what}: suffix");
+        let (all, meta) = store.get_suffix("obj", size + 10).unwrap().unwrap();
+        assert_eq!((all, meta.size), (bytes.clone(), size), "{what}: suffix");
         for part in [
             store.get_range("obj", 1000, 64).map(|_| ()),
             store
@@ -275,4 +275,108 @@ fn a_url_query_is_sent_but_never_shown() {
     let stderr = unmount(mount);
     assert!(stderr.contains("g1/x") && stderr.contains("?…"), "{stderr}");
     assert!(!stderr.contains("S3CR3T"), "{stderr}");
+}
+
+/// A Zarr v3 array of 8 `uint8` at the root of `dir`: one shard (`c/0`) of four inner chunks
+/// of 2, its index at its end, no checksum; `values[i]` is element i, and the inner chunks lie
+/// in the shard in the order `order` gives.
+fn sharded(dir: &Path, values: [u8; 8], order: [usize; 4]) {
+    let meta = r#"{"zarr_format": 3, "node_type": "array", "shape": [8], "data_type": "uint8",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [8]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+        "codecs": [{"name": "sharding_indexed", "configuration": {"chunk_shape": [2],
+            "codecs": [{"name": "bytes"}],
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]}}]}"#;
+    std::fs::write(dir.join("zarr.json"), meta).unwrap();
+    let (mut data, mut index) = (Vec::new(), vec![0u8; 64]);
+    for chunk in order {
+        let at = data.len() as u64;
+        data.extend_from_slice(&values[2 * chunk..2 * chunk + 2]);
+        index[16 * chunk..16 * chunk + 8].copy_from_slice(&at.to_le_bytes());
+        index[16 * chunk + 8..16 * chunk + 16].copy_from_slice(&2u64.to_le_bytes());
+    }
+    std::fs::create_dir_all(dir.join("c")).unwrap();
+    std::fs::write(dir.join("c/0"), [data, index].concat()).unwrap();
+}
+
+/// The view of the store at `url`.
+fn view_at(url: &str) -> zarrfs::view::View {
+    let store = zarrfs::store::open(url).unwrap();
+    let load = zarrfs::meta::LoadOptions { consolidated: true };
+    zarrfs::view::from_store(std::sync::Arc::from(store), url, 16 << 20, &load).unwrap()
+}
+
+/// A shard rewritten after its index was read (its inner chunks elsewhere, other values, the
+/// same size): an inner chunk read then is refused by the server for the old version's ETag
+/// (If-Match, 412), and read again through the new index, never at the old offsets of the
+/// new object.
+#[test]
+fn a_shard_rewritten_after_its_index_was_read_is_read_through_its_new_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("a.zarr");
+    std::fs::create_dir(&root).unwrap();
+    sharded(&root, [10, 11, 12, 13, 14, 15, 16, 17], [0, 1, 2, 3]);
+    let server = servers::http_server(dir.path());
+    let v = view_at(&format!("{}/a.zarr", server.url));
+    let a = v.resolve("a").unwrap();
+    assert_eq!(v.read(a, 6, 2).unwrap(), [16, 17]);
+    // nginx's ETag is the file's time and size: the time is set a second on.
+    sharded(&root, [30, 31, 32, 33, 34, 35, 36, 37], [3, 2, 1, 0]);
+    let shard = std::fs::File::options()
+        .write(true)
+        .open(root.join("c/0"))
+        .unwrap();
+    let modified = shard.metadata().unwrap().modified().unwrap();
+    shard
+        .set_modified(modified + Duration::from_secs(1))
+        .unwrap();
+    assert_eq!(v.read(a, 2, 2).unwrap(), [32, 33]);
+    // The chunks not read before come from the new version too (the one read before is kept).
+    assert_eq!(v.read(a, 0, 6).unwrap(), [30, 31, 32, 33, 34, 35]);
+}
+
+/// A server that refuses suffix ranges (416) but serves plain ones: a shard's index is read as
+/// the shard's size and a plain range.
+#[test]
+fn a_shard_index_is_read_from_a_server_that_refuses_suffix_ranges() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("a.zarr");
+    std::fs::create_dir(&root).unwrap();
+    sharded(&root, [10, 11, 12, 13, 14, 15, 16, 17], [2, 0, 3, 1]);
+    let server = servers::quirky_http_server(dir.path(), &["suffix-416"]);
+    let v = view_at(&format!("{}/a.zarr", server.url));
+    let a = v.resolve("a").unwrap();
+    assert_eq!(v.read(a, 0, 8).unwrap(), [10, 11, 12, 13, 14, 15, 16, 17]);
+}
+
+/// A listing whose server gives a new page token on every page ends, with an error naming it,
+/// after a bounded number of pages.
+#[test]
+fn a_listing_that_never_ends_is_cut_off() {
+    let dir = tempfile::tempdir().unwrap();
+    // Without the bound, the listing would end after 8,300 pages of one key.
+    let server = servers::quirky_http_server(dir.path(), &["endless-listing=8300"]);
+    let s3 = Location::S3 {
+        bucket: "b".into(),
+        prefix: String::new(),
+        endpoint: Some(server.url.clone()),
+        region: None,
+        virtual_hosted: false,
+    };
+    let unsigned = RemoteOptions {
+        anonymous: true,
+        ..RemoteOptions::default()
+    };
+    let store = ObjectStoreBackend::open(&s3, "s3://b", &unsigned).unwrap();
+    let err = store.list_dir("").unwrap_err().to_string();
+    assert!(
+        err.contains("s3://b") && err.contains("does not end"),
+        "{err}"
+    );
+    let pages = zarrfs::store::open(&format!("{}/pages", server.url))
+        .unwrap()
+        .get("")
+        .unwrap()
+        .unwrap();
+    assert_eq!(String::from_utf8(pages.bytes).unwrap(), "8192");
 }

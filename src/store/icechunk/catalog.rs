@@ -34,8 +34,9 @@ pub struct SnapshotCatalog {
     metadata: BTreeMap<String, Reference>,
     /// Arrays by path (`""` for an array at the root).
     arrays: HashMap<String, ArrayNode>,
-    /// Parsed manifests, counted by their bytes.
-    manifests: FlightLru<String, Arc<Manifest>, StoreError>,
+    /// Parsed manifests, counted by their bytes, and manifests found malformed or too large
+    /// (kept too: a bad manifest is not read again for every chunk it holds).
+    manifests: FlightLru<String, Result<Arc<Manifest>, StoreError>, StoreError>,
     /// Where relative (`vcc://`) virtual chunks are.
     containers: Containers,
 }
@@ -76,7 +77,10 @@ impl SnapshotCatalog {
             repo,
             metadata,
             arrays,
-            manifests: FlightLru::new(MANIFEST_BYTES_KEPT, |m| m.bytes().len() as u64),
+            manifests: FlightLru::new(MANIFEST_BYTES_KEPT, |m| match m {
+                Ok(m) => m.bytes().len() as u64,
+                Err(e) => e.to_string().len() as u64,
+            }),
             containers,
         })
     }
@@ -97,7 +101,9 @@ impl SnapshotCatalog {
         })
     }
 
-    /// Manifest `id`, parsed; read once however many lookups want it at the same time.
+    /// Manifest `id`, parsed; read once however many lookups want it at the same time. One
+    /// that was read but is malformed or too large stays an error without being read again; a
+    /// missing one, or a failure of the store, is asked for again by the next lookup.
     fn manifest(&self, id: &str) -> Result<Arc<Manifest>, StoreError> {
         let key = format!("manifests/{id}");
         let repo = self.repo.as_ref();
@@ -105,13 +111,21 @@ impl SnapshotCatalog {
             id.to_string(),
             || files::corrupt(repo, &key, "its reader panicked"),
             || {
-                let (version, buffer) = files::read(repo, &key, FileTypeBin::Manifest)?
-                    .ok_or_else(|| files::corrupt(repo, &key, "missing"))?;
-                let manifest = icechunk_format::serializers::deserialize_manifest(version, buffer)
-                    .map_err(|e| files::corrupt(repo, &key, e))?;
-                Ok(Arc::new(manifest))
+                let (version, buffer) = match files::read(repo, &key, FileTypeBin::Manifest) {
+                    Ok(Some(read)) => read,
+                    Ok(None) => return Err(files::corrupt(repo, &key, "missing")),
+                    Err(e @ (StoreError::Invalid(_) | StoreError::TooLarge { .. })) => {
+                        return Ok(Err(e))
+                    }
+                    Err(e) => return Err(e),
+                };
+                Ok(
+                    icechunk_format::serializers::deserialize_manifest(version, buffer)
+                        .map(Arc::new)
+                        .map_err(|e| files::corrupt(repo, &key, e)),
+                )
             },
-        )
+        )?
     }
 }
 

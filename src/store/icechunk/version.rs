@@ -3,7 +3,7 @@
 //! `refs/branch.NAME/ref.json` and `refs/tag.NAME/ref.json` (`{"snapshot": "ID"}`).
 
 use super::files;
-use crate::store::{EntryKind, Store, StoreError};
+use crate::store::{probe, EntryKind, Store, StoreError};
 use icechunk_format::format_constants::FileTypeBin;
 use icechunk_format::SnapshotId;
 
@@ -12,38 +12,32 @@ pub const DEFAULT_BRANCH: &str = "main";
 
 /// The snapshot `name` (a branch, a tag or a snapshot id, in that order) names in `repo`, and
 /// the repository's format spec version (its `repo` file's, 1 without one); or an error listing
-/// the branches and tags.
+/// the branches and tags. Spec v1 references are looked up by name (a branch, then a tag): the
+/// references are listed only to name them in that error.
 pub fn resolve(repo: &dyn Store, name: &str) -> Result<(SnapshotId, u8), StoreError> {
-    let mut spec = 1;
-    let (branches, tags) = match files::read(repo, "repo", FileTypeBin::RepoInfo)? {
+    let (spec, found, all) = match files::read(repo, "repo", FileTypeBin::RepoInfo)? {
         Some((version, buffer)) => {
-            spec = version as u8;
             let corrupt = |e: icechunk_format::IcechunkFormatError| files::corrupt(repo, "repo", e);
             let info = icechunk_format::serializers::deserialize_repo_info(version, buffer)
                 .map_err(corrupt)?;
             let owned = |(name, id): (&str, SnapshotId)| (name.to_string(), id);
-            let branches = info.branches().map_err(corrupt)?.map(owned).collect();
-            let tags = info.tags().map_err(corrupt)?.map(owned).collect();
-            (branches, tags)
+            let branches: Vec<_> = info.branches().map_err(corrupt)?.map(owned).collect();
+            let tags: Vec<_> = info.tags().map_err(corrupt)?.map(owned).collect();
+            let found = branches
+                .iter()
+                .chain(&tags)
+                .find(|(n, _)| n == name)
+                .map(|(_, id)| id.clone());
+            (version as u8, found, Some((branches, tags)))
         }
-        None => match (v1_refs(repo, "branch."), v1_refs(repo, "tag.")) {
-            (Ok(branches), Ok(tags)) => (branches, tags),
-            // A server that cannot list (plain HTTP): the branch and the tag `name`, by name.
-            (Err(StoreError::CannotList(_)), _) => {
-                let by_name = |kind: &str| -> Result<Vec<(String, SnapshotId)>, StoreError> {
-                    let found = v1_ref(repo, &format!("refs/{kind}{name}"))?;
-                    Ok(found.map(|id| (name.to_string(), id)).into_iter().collect())
-                };
-                (by_name("branch.")?, by_name("tag.")?)
-            }
-            (Err(e), _) | (_, Err(e)) => return Err(e),
-        },
+        None => {
+            let found = match v1_ref(repo, &format!("refs/branch.{name}"))? {
+                Some(id) => Some(id),
+                None => v1_ref(repo, &format!("refs/tag.{name}"))?,
+            };
+            (1, found, None)
+        }
     };
-    let found = branches
-        .iter()
-        .chain(&tags)
-        .find(|(n, _)| n == name)
-        .map(|(_, id)| id.clone());
     if let Some(id) = found {
         return Ok((id, spec));
     }
@@ -52,6 +46,15 @@ pub fn resolve(repo: &dyn Store, name: &str) -> Result<(SnapshotId, u8), StoreEr
             return Ok((id, spec));
         }
     }
+    let (branches, tags) = match all {
+        Some(all) => all,
+        None => match (v1_refs(repo, "branch."), v1_refs(repo, "tag.")) {
+            (Ok(branches), Ok(tags)) => (branches, tags),
+            // A server that cannot list (plain HTTP): none to name.
+            (Err(StoreError::CannotList(_)), _) => (Vec::new(), Vec::new()),
+            (Err(e), _) | (_, Err(e)) => return Err(e),
+        },
+    };
     let names = |list: &[(String, SnapshotId)]| {
         let n: Vec<&str> = list.iter().map(|(n, _)| n.as_str()).collect();
         if n.is_empty() {
@@ -122,18 +125,21 @@ fn v1_ref(repo: &dyn Store, dir: &str) -> Result<Option<SnapshotId>, StoreError>
 }
 
 /// True when `repo` is laid out as an Icechunk repository: a `repo` file (spec v2), or
-/// `refs/branch.*` directories beside `snapshots/` (spec v1).
+/// `refs/branch.*` directories beside `snapshots/` (spec v1). Each key is looked for with
+/// [`probe`]: only a timeout fails.
 pub fn is_repository(repo: &dyn Store) -> Result<bool, StoreError> {
-    if repo.head("repo")?.is_some() {
+    if probe(repo, "repo")? {
         return Ok(true);
     }
     // Every repository holds its first snapshot under this fixed id.
-    if repo.head("snapshots/1CECHNKREP0F1RSTCMT0")?.is_none() {
+    if !probe(repo, "snapshots/1CECHNKREP0F1RSTCMT0")? {
         return Ok(false);
     }
     match repo.list_dir("refs") {
         Ok(refs) => Ok(refs.iter().any(|e| e.name.starts_with("branch."))),
-        Err(StoreError::CannotList(_)) => Ok(repo.head("refs/branch.main/ref.json")?.is_some()),
-        Err(e) => Err(e),
+        Err(e @ StoreError::TimedOut { .. }) => Err(e),
+        // A store that cannot list (plain HTTP), or may not (a bucket without the right to
+        // list): the default branch, by name.
+        Err(_) => probe(repo, "refs/branch.main/ref.json"),
     }
 }

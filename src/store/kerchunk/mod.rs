@@ -40,14 +40,22 @@ pub fn open_parquet(
     remote: &RemoteOptions,
 ) -> Result<ReferenceStore, StoreError> {
     // The version is every file of the directory as listed before any is read (a file
-    // rewritten after the listing shows a newer version next time). A server that cannot list
-    // (plain HTTP) gives none: the listing of each array still names every chunk's reference.
+    // rewritten after the listing shows a newer version next time); the listing also tells
+    // which record files exist. A server that cannot list (plain HTTP), a bucket that lets
+    // objects be read but not listed, or a directory too large to list gives none: the listing
+    // of each array still names every chunk's reference.
     let mut listing = Vec::new();
-    match describe_objects(home.as_ref(), "", &mut listing) {
-        Ok(_) | Err(StoreError::CannotList(_)) => {}
+    let listed = match describe_objects(home.as_ref(), "", &mut listing) {
+        Ok(keys) => Some(keys),
+        Err(StoreError::CannotList(_)) => None,
+        Err(e @ (StoreError::Denied { .. } | StoreError::TooMany { .. })) => {
+            log::info!("{location}: {e}: its record files are read without a listing");
+            listing.clear();
+            None
+        }
         Err(e) => return Err(e),
-    }
-    let catalog = parquet::ParquetCatalog::open(home.clone(), location)?;
+    };
+    let catalog = parquet::ParquetCatalog::open(home.clone(), location, listed, remote.timeout)?;
     let version = format!("kerchunk parquet {}", digest(&listing));
     Ok(ReferenceStore::new(Box::new(catalog), home, None, location, remote)?.with_version(version))
 }

@@ -4,24 +4,54 @@
 //! chunk with C-order number `i` is row `i % N` of file `i / N`. A row with `raw` holds the
 //! bytes; one with a `path` names a target (offset and size 0: the whole file); one with
 //! neither is a missing chunk, and so is every chunk of an absent file.
+//!
+//! Which record files exist is taken from the listing of the directory made at mount, where
+//! the store can list: a file it does not show is absent, unasked; one it shows but that a read
+//! finds absent is asked for again and counts as absent only once a fresh listing agrees (see
+//! [`absent`]), never on one 404. Where the store cannot list (plain HTTP), an absent answer is
+//! not kept: the next lookup asks again.
 
+use crate::store::absent::{self, Recheck};
 use crate::store::references::{list_references, listed_size, listed_tag, Catalog, Reference};
-use crate::store::{accept_key, Entry, EntryKind, FlightLru, Store, StoreError};
+use crate::store::{accept_key, Entry, EntryKind, FlightLru, Store, StoreError, MAX_LISTED};
+use parking_lot::Mutex;
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::record::Field;
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// The largest `.zmetadata` or record file read (a hostile one is not allocated in full).
 const MAX_FILE: u64 = 1 << 30;
-/// Record files kept decoded.
 /// Bytes of decoded record files kept (their rows and inline data, as [`record_bytes`] counts
 /// them).
 const RECORDS_KEPT: u64 = 256 << 20;
+/// Record files read at once while an array's chunks are listed, at most.
+const LISTING_READS: usize = 8;
 
 /// One row of a record file: what one chunk refers to.
 type Row = Option<Reference>;
+
+/// A record file as read: its rows, or why they cannot be read where that will not change (the
+/// file is malformed or too large), kept so that the file is not read again for every lookup.
+type Record = Result<Arc<Vec<Row>>, StoreError>;
+
+/// Why a record file's rows are not at hand, not kept: the next use asks again.
+#[derive(Clone, Debug)]
+enum Unread {
+    /// The file is absent (removed since the listing at mount, or no listing to tell).
+    Absent,
+    /// A failure that may pass (the network, a fault).
+    Failed(StoreError),
+}
+
+impl From<StoreError> for Unread {
+    fn from(e: StoreError) -> Self {
+        Unread::Failed(e)
+    }
+}
 
 /// The references of a Parquet reference directory.
 pub struct ParquetCatalog {
@@ -31,7 +61,14 @@ pub struct ParquetCatalog {
     /// Metadata documents by key (`.zgroup`, `VAR/.zarray`, ...), as JSON text.
     metadata: BTreeMap<String, Reference>,
     record_size: u64,
-    records: FlightLru<String, Option<Arc<Vec<Row>>>, StoreError>,
+    /// The numbers of the record files the listing at mount showed, sorted, by array; `None`
+    /// where the store cannot list.
+    listed: Option<HashMap<String, Vec<u64>>>,
+    /// Record files listed at mount that a fresh listing no longer showed.
+    removed: Mutex<HashSet<String>>,
+    records: FlightLru<String, Record, Unread>,
+    /// How long listing one array's chunks may take (its record files read).
+    timeout: Duration,
 }
 
 /// True when `zmetadata` is the `.zmetadata` of a Parquet reference directory (it has a
@@ -41,8 +78,15 @@ pub fn is_reference_index(zmetadata: &[u8]) -> bool {
 }
 
 impl ParquetCatalog {
-    /// Reads the `.zmetadata` of the directory `home` (shown as `what`).
-    pub fn open(home: Arc<dyn Store>, what: &str) -> Result<Self, StoreError> {
+    /// Reads the `.zmetadata` of the directory `home` (shown as `what`), whose files a listing
+    /// made just before showed to be `files` (`None`: the store cannot list). Listing an
+    /// array's chunks may take `timeout`.
+    pub fn open(
+        home: Arc<dyn Store>,
+        what: &str,
+        files: Option<HashSet<String>>,
+        timeout: Duration,
+    ) -> Result<Self, StoreError> {
         let bad = |why: String| StoreError::Invalid(format!("{what}/.zmetadata: {why}"));
         let index = home
             .get_bounded(".zmetadata", MAX_FILE)?
@@ -69,7 +113,10 @@ impl ParquetCatalog {
             what: what.to_string(),
             metadata,
             record_size,
+            listed: files.map(|keys| record_numbers(&keys)),
+            removed: Mutex::new(HashSet::new()),
             records: FlightLru::new(RECORDS_KEPT, record_bytes),
+            timeout,
         })
     }
 
@@ -99,7 +146,9 @@ impl ParquetCatalog {
         Some(if counts.is_empty() { vec![1] } else { counts })
     }
 
-    /// The chunks the record files of array `field` refer to (none when `field` is no array).
+    /// The chunks the record files of array `field` refer to (none when `field` is no array):
+    /// the record files listed at mount (every possible one where the store cannot list), read
+    /// [`LISTING_READS`] at a time, within the catalog's timeout and [`MAX_LISTED`] chunks.
     fn chunk_entries(&self, field: &str) -> Result<Vec<Entry>, StoreError> {
         let Some(counts) = self.chunk_counts(field) else {
             return Ok(Vec::new());
@@ -108,65 +157,197 @@ impl ParquetCatalog {
         let Some(total) = total else {
             return Ok(Vec::new());
         };
-        let mut entries = Vec::new();
-        for file_number in 0..total.div_ceil(self.record_size) {
-            let Some(rows) = self.record(&format!("{field}/refs.{file_number}.parq"))? else {
-                continue;
-            };
-            let first = file_number * self.record_size;
-            for (number, row) in (first..total).zip(rows.iter()) {
-                let Some(reference) = row else { continue };
-                let mut index = vec![0; counts.len()];
-                let mut rest = number;
-                for (i, n) in index.iter_mut().zip(&counts).rev() {
-                    *i = rest % n;
-                    rest /= n;
-                }
-                let name: Vec<String> = index.iter().map(u64::to_string).collect();
-                entries.push(Entry {
-                    name: name.join("."),
-                    kind: EntryKind::Object(listed_size(reference)),
-                    mtime: None,
-                    tag: Some(listed_tag(reference)),
-                });
+        let records = total.div_ceil(self.record_size);
+        let listed: Option<&[u64]> = self.listed.as_ref().map(|listed| {
+            let numbers = listed.get(field).map_or(&[][..], Vec::as_slice);
+            &numbers[..numbers.partition_point(|n| *n < records)]
+        });
+        let count = listed.map_or(records, |n| n.len() as u64);
+        let number = |i: u64| listed.map_or(i, |n| n[i as usize]);
+        let deadline = Instant::now() + self.timeout;
+        let (next, held) = (AtomicU64::new(0), AtomicUsize::new(0));
+        let (out, failed) = (Mutex::new(Vec::new()), Mutex::new(None));
+        let work = || loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            if i >= count || failed.lock().is_some() {
+                break;
             }
+            let got = if Instant::now() > deadline {
+                Err(StoreError::TimedOut {
+                    what: format!("{}/{field} (its chunks, from its record files)", self.what),
+                    after: self.timeout,
+                })
+            } else {
+                self.record(field, number(i))
+            };
+            let rows = match got {
+                Ok(Some(rows)) => rows,
+                Ok(None) => continue,
+                Err(e) => {
+                    failed.lock().get_or_insert(e);
+                    break;
+                }
+            };
+            let entries = entries_of(&counts, total, number(i) * self.record_size, &rows);
+            if held.fetch_add(entries.len(), Ordering::Relaxed) + entries.len() > MAX_LISTED {
+                failed.lock().get_or_insert(StoreError::TooMany {
+                    what: format!("{}/{field}", self.what),
+                    max: MAX_LISTED,
+                });
+                break;
+            }
+            out.lock().extend(entries);
+        };
+        let threads = self.home.parallelism().clamp(1, LISTING_READS);
+        std::thread::scope(|scope| {
+            for _ in 1..(threads as u64).min(count) {
+                // A thread that cannot start leaves its share to the others and this one.
+                let _ = std::thread::Builder::new()
+                    .name("parquet-list".into())
+                    .spawn_scoped(scope, work);
+            }
+            work();
+        });
+        match failed.into_inner() {
+            Some(e) => Err(e),
+            None => Ok(out.into_inner()),
         }
-        Ok(entries)
     }
 
-    /// The rows of record file `file`, read on first use (once however many lookups want it
-    /// at the same time); an absent file has none.
-    fn record(&self, file: &str) -> Result<Option<Arc<Vec<Row>>>, StoreError> {
-        let bad = |e: &dyn std::fmt::Display| {
-            StoreError::Invalid(format!("{}/{file}: not a reference record: {e}", self.what))
-        };
-        self.records.get_or_load(
-            file.to_string(),
-            || bad(&"its reader panicked"),
-            || match self.home.get_bounded(file, MAX_FILE)? {
-                Some(object) => {
-                    let rows = rows(&object.bytes, self.record_size).map_err(|e| bad(&e))?;
-                    Ok(Some(Arc::new(rows)))
+    /// The rows of record file `number` of array `field`, read on first use (once however
+    /// many lookups want it at the same time); an absent file has none.
+    fn record(&self, field: &str, number: u64) -> Result<Option<Arc<Vec<Row>>>, StoreError> {
+        let file = format!("{field}/refs.{number}.parq");
+        let listed = match &self.listed {
+            Some(listed) => {
+                let shown = listed
+                    .get(field)
+                    .is_some_and(|n| n.binary_search(&number).is_ok());
+                if !shown || self.removed.lock().contains(&file) {
+                    return Ok(None);
                 }
-                None => Ok(None),
-            },
-        )
+                true
+            }
+            None => false,
+        };
+        let got = self.records.get_or_load(
+            file.clone(),
+            || Unread::Failed(self.bad(&file, &"its reader panicked")),
+            || self.read_record(&file, listed),
+        );
+        match got {
+            Ok(record) => record.map(Some),
+            Err(Unread::Absent) => Ok(None),
+            Err(Unread::Failed(e)) => Err(e),
+        }
+    }
+
+    /// Reads record file `file`; one the listing at mount showed (`listed`) but answered as
+    /// absent is checked (see [`absent::recheck`]).
+    fn read_record(&self, file: &str, listed: bool) -> Result<Record, Unread> {
+        let read = || -> Result<Option<Record>, StoreError> {
+            match self.home.get_bounded(file, MAX_FILE) {
+                Ok(Some(object)) => Ok(Some(
+                    rows(&object.bytes, self.record_size)
+                        .map(Arc::new)
+                        .map_err(|e| self.bad(file, &e)),
+                )),
+                Ok(None) => Ok(None),
+                Err(e @ StoreError::TooLarge { .. }) => Ok(Some(Err(e))),
+                Err(e) => Err(e),
+            }
+        };
+        if let Some(record) = read()? {
+            return Ok(record);
+        }
+        if !listed {
+            return Err(Unread::Absent);
+        }
+        match absent::recheck(self.home.as_ref(), file, read)? {
+            Recheck::Found(record) => Ok(record),
+            Recheck::Removed => {
+                log::info!(
+                    "{}/{file}: removed since the directory was listed: its chunks read as missing",
+                    self.what
+                );
+                self.removed.lock().insert(file.to_string());
+                Err(Unread::Absent)
+            }
+            Recheck::Fault => Err(Unread::Failed(StoreError::Remote {
+                what: format!("{}/{file}", self.what),
+                cause: format!(
+                    "listed, but answered {} times that it does not exist; a fault, its \
+                     chunks not read as missing",
+                    absent::ASKS
+                ),
+            })),
+        }
+    }
+
+    /// The error for record file `file` that cannot be read as one.
+    fn bad(&self, file: &str, e: &dyn std::fmt::Display) -> StoreError {
+        StoreError::Invalid(format!("{}/{file}: not a reference record: {e}", self.what))
     }
 }
 
+/// The entries of the chunks the rows of one record file refer to, the first numbered `first`
+/// among the `total` chunks of a grid of `counts` chunks along each axis.
+fn entries_of(counts: &[u64], total: u64, first: u64, rows: &[Row]) -> Vec<Entry> {
+    let mut entries = Vec::new();
+    for (number, row) in (first..total).zip(rows.iter()) {
+        let Some(reference) = row else { continue };
+        let mut index = vec![0; counts.len()];
+        let mut rest = number;
+        for (i, n) in index.iter_mut().zip(counts).rev() {
+            *i = rest % n;
+            rest /= n;
+        }
+        let name: Vec<String> = index.iter().map(u64::to_string).collect();
+        entries.push(Entry {
+            name: name.join("."),
+            kind: EntryKind::Object(listed_size(reference)),
+            mtime: None,
+            tag: Some(listed_tag(reference)),
+        });
+    }
+    entries
+}
+
+/// The record files among `keys` (`VAR/refs.N.parq`), as their numbers by array, sorted.
+fn record_numbers(keys: &HashSet<String>) -> HashMap<String, Vec<u64>> {
+    let mut out: HashMap<String, Vec<u64>> = HashMap::new();
+    for key in keys {
+        let Some((field, name)) = key.rsplit_once('/') else {
+            continue;
+        };
+        let number = name
+            .strip_prefix("refs.")
+            .and_then(|n| n.strip_suffix(".parq"))
+            .and_then(|n| n.parse().ok());
+        if let Some(number) = number {
+            out.entry(field.to_string()).or_default().push(number);
+        }
+    }
+    out.values_mut().for_each(|numbers| numbers.sort_unstable());
+    out
+}
+
 /// What a decoded record file holds in memory, about: its rows and their inline data (URLs are
-/// shared).
-fn record_bytes(rows: &Option<Arc<Vec<Row>>>) -> u64 {
-    rows.as_ref().map_or(0, |rows| {
-        let inline: usize = rows
-            .iter()
-            .map(|r| match r {
-                Some(Reference::Inline(b)) => b.len(),
-                _ => 0,
-            })
-            .sum();
-        (rows.len() * std::mem::size_of::<Row>() + inline) as u64
-    })
+/// shared); a failure kept, its message.
+fn record_bytes(record: &Record) -> u64 {
+    record.as_ref().map_or_else(
+        |e| e.to_string().len() as u64,
+        |rows| {
+            let inline: usize = rows
+                .iter()
+                .map(|r| match r {
+                    Some(Reference::Inline(b)) => b.len(),
+                    _ => 0,
+                })
+                .sum();
+            (rows.len() * std::mem::size_of::<Row>() + inline) as u64
+        },
+    )
 }
 
 /// Why a record file could not be read.
@@ -255,17 +436,17 @@ impl Catalog for ParquetCatalog {
                 None => return Ok(None),
             };
         }
-        let file = format!("{field}/refs.{}.parq", number / self.record_size);
+        let record = number / self.record_size;
         // A missing record file holds no chunk (the fill value, as fsspec reads it); one too
         // short for the chunk is damaged.
-        let Some(rows) = self.record(&file)? else {
+        let Some(rows) = self.record(field, record)? else {
             return Ok(None);
         };
         let row = (number % self.record_size) as usize;
         match rows.get(row) {
             Some(reference) => Ok(reference.clone()),
             None => Err(StoreError::Invalid(format!(
-                "{}/{file}: {} rows, none for chunk {chunk} (row {row})",
+                "{}/{field}/refs.{record}.parq: {} rows, none for chunk {chunk} (row {row})",
                 self.what,
                 rows.len()
             ))),

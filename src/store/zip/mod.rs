@@ -368,9 +368,9 @@ mod tests {
         let bytes = Counted::new(zip.clone());
         let z = ZipStore::read("t.zip".into(), bytes.clone(), SystemTime::UNIX_EPOCH).unwrap();
         let opened = bytes.bytes_read();
-        let (suffix, size) = z.get_suffix("m", 1024).unwrap().unwrap();
+        let (suffix, meta) = z.get_suffix("m", 1024).unwrap().unwrap();
         assert_eq!(
-            (&suffix[..], size),
+            (&suffix[..], meta.size),
             (&content[content.len() - 1024..], 1 << 20)
         );
         for i in (0..64u64).rev() {
