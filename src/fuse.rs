@@ -52,6 +52,9 @@ const MAX_BACKGROUND: u16 = 64;
 /// takes at least 160 bytes of it; `readdir(3)` reads 32 KiB at a time). The kernel asks for
 /// the rest.
 const LISTED_PER_REPLY: usize = 256;
+/// Entries one readdir reply carries at most: each takes at least 32 bytes of a reply of at
+/// most 32 KiB. The kernel asks for the rest.
+const NAMES_PER_REPLY: usize = 1024;
 /// Readahead the kernel is asked for, in bytes.
 pub const MAX_READAHEAD: u32 = 1 << 20;
 
@@ -515,10 +518,7 @@ fn listed(
     wait: Wait,
 ) -> Result<Vec<(Attr, DirEntry)>, ViewError> {
     let mut listed = Vec::new();
-    for e in view.readdir_with(ino, offset, wait)? {
-        if listed.len() == LISTED_PER_REPLY {
-            break;
-        }
+    for e in view.readdir_with(ino, offset, LISTED_PER_REPLY, wait)? {
         match view.listed_attr(e.ino, wait) {
             Ok(attr) => listed.push((attr, e)),
             Err(ViewError::WouldBlock) => return Err(ViewError::WouldBlock),
@@ -697,7 +697,9 @@ impl Filesystem for ZarrFs {
         offset: u64,
         reply: ReplyDirectory,
     ) {
-        let find = |view: &View, l: &Listed, wait| view.readdir_with(l.ino, l.offset, wait);
+        let find = |view: &View, l: &Listed, wait| {
+            view.readdir_with(l.ino, l.offset, NAMES_PER_REPLY, wait)
+        };
         let from = Listed { ino: ino.0, offset };
         self.answer(reply, "readdir", from, find, Shared::answer_readdir)
     }

@@ -484,15 +484,16 @@ impl View {
 
     /// Entries of directory `ino` from position `offset` on (0 is `.`, 1 is `..`).
     pub fn readdir(&self, ino: u64, offset: u64) -> Result<Vec<DirEntry>, ViewError> {
-        self.readdir_with(ino, offset, Wait::Yes)
+        self.readdir_with(ino, offset, usize::MAX, Wait::Yes)
     }
 
-    /// [`View::readdir`], waiting for the directory to be loaded or not as `wait` says:
-    /// without, a directory not loaded yet is [`ViewError::WouldBlock`].
+    /// At most `max` entries of [`View::readdir`], waiting for the directory to be loaded or
+    /// not as `wait` says: without, a directory not loaded yet is [`ViewError::WouldBlock`].
     pub fn readdir_with(
         &self,
         ino: u64,
         offset: u64,
+        max: usize,
         wait: Wait,
     ) -> Result<Vec<DirEntry>, ViewError> {
         let dir = self.dir(ino, wait)?;
@@ -504,6 +505,7 @@ impl View {
         Ok(all
             .enumerate()
             .skip(offset as usize)
+            .take(max)
             .map(|(pos, (name, ino))| DirEntry {
                 ino,
                 kind: match self.known_dir(ino) {
@@ -524,7 +526,8 @@ impl View {
     /// Reads ahead as `policy` says: its windows, and its workers (none without fetchers).
     pub fn set_read_policy(&mut self, policy: ReadPolicy) {
         self.policy = policy;
-        // The workers of an earlier policy stop first.
+        // The workers of an earlier policy stop once no scan under way holds them (each start
+        // is a generation of its own).
         self.prefetcher = None;
         let limits = policy.limits(self.cache.budget());
         self.prefetcher =

@@ -337,11 +337,10 @@ impl ServedFile for SliceEntry {
             Body::Data(f) => f.data_size(),
             Body::Npy(f) => f.npy_size(),
             Body::Vlen(v, part) => {
-                if let Some(size) = v.known_size(*part) {
-                    size
-                } else {
-                    return measure.scanned(|| v.size(*part, view.vlen_reads(), &view.sizer));
-                }
+                return match v.known_size(*part) {
+                    Some(known) => Ok(known),
+                    None => measure.scanned(|| v.size(*part, view.vlen_reads(), &view.sizer)),
+                };
             }
             Body::Bytes(b) => b.len() as u64,
         }))

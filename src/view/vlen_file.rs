@@ -14,9 +14,10 @@
 //! A selection of the array (`A[SEL]`, `A[SEL].npy`) is the same kind of file over the selected
 //! elements: it streams like `A`, whatever its size.
 //!
-//! The scan and the reads walk the chunks in an order known before they start: they queue the
+//! The scan and each read walk the chunks in an order known before they start: they queue the
 //! chunks they will meet next on the mount's read-ahead, in that order and as far ahead as the
-//! read policy has walks look (over the network: many requests in flight), and take each one
+//! read policy has walks look (over the network: many requests in flight), within the
+//! elements the walk covers (a read looks no further than its own range), and take each one
 //! as it lands (see [`Ahead`]).
 
 use super::array_file::MAX_PREFETCH_CHUNKS;
@@ -618,14 +619,17 @@ impl VlenFile {
         Some(self.scanned_size(&index, part))
     }
 
-    /// Size of file `part` if known without work: its backing file is complete, or the scan
-    /// is done.
-    pub(super) fn known_size(&self, part: Part) -> Option<u64> {
+    /// Size of file `part` as far as it is known without work: `Some(Some(size))` when its
+    /// backing file is complete or the scan is done, `Some(None)` while a large array's scan is
+    /// queued or running (the answer [`VlenFile::size`] gives then), `None` when finding it
+    /// needs work (a scan to start, or a small array's scan on the spot).
+    pub(super) fn known_size(&self, part: Part) -> Option<Option<u64>> {
         if let Some(file) = self.complete_backing(part) {
-            return Some(file.size());
+            return Some(Some(file.size()));
         }
         match &*self.scan.lock() {
-            Scan::Done(Ok(index)) => Some(self.scanned_size(index, part)),
+            Scan::Done(Ok(index)) => Some(Some(self.scanned_size(index, part))),
+            Scan::Queued | Scan::Running if self.count > SYNC_SCAN_MAX => Some(None),
             _ => None,
         }
     }

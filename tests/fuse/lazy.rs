@@ -325,3 +325,50 @@ fn the_groups_a_walk_visits_next_are_loaded_ahead_and_no_further() {
     assert_eq!(groups_ahead(&m), 8 + GROUPS as u64);
     assert_eq!(read(m.join("deep/d1/d2/d3/x")).unwrap(), values(9));
 }
+
+/// A group of 1,500 arrays (4,503 names with the group's own files, more than one reply of
+/// either kind carries) lists whole and in order, by readdir (`read_dir`) and by readdirplus
+/// (`ls -l`, each name with its size).
+#[test]
+fn a_group_of_many_arrays_lists_every_name_reply_after_reply() {
+    const MANY: usize = 1_500;
+    let store = tempfile::tempdir().unwrap();
+    write(&store.path().join("zarr.json"), GROUP);
+    let dir = store.path().join("many");
+    write(&dir.join("zarr.json"), GROUP);
+    for a in 0..MANY {
+        write(&dir.join(format!("a{a:04}/zarr.json")), array_doc("int32"));
+    }
+    let mount = Mount::new(store.path(), &[]);
+    let mut expected: Vec<String> = (0..MANY)
+        .flat_map(|a| ["", ".json", ".npy"].map(|ext| format!("a{a:04}{ext}")))
+        .collect();
+    expected.extend([".group.json", ".header.cdl", ".ncstream", ".zom.json"].map(String::from));
+    expected.sort();
+    let listed: Vec<String> = names(mount.join("many"))
+        .into_iter()
+        .filter(|n| !n.starts_with(".zarrfs"))
+        .collect();
+    assert_eq!(listed, expected);
+    let path = mount.join("many");
+    let ls = timed("ls -l", move || {
+        std::process::Command::new("ls")
+            .args(["-l", "--time-style=+"])
+            .arg(path)
+            .output()
+            .unwrap()
+    });
+    assert!(ls.status.success(), "{ls:?}");
+    let text = String::from_utf8(ls.stdout).unwrap();
+    let sized: Vec<(u64, &str)> = text
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f[4].parse().unwrap(), *f.last().unwrap())
+        })
+        .filter(|(_, n)| n.starts_with('a') && !n.contains('.'))
+        .collect();
+    assert_eq!(sized.len(), MANY);
+    assert!(sized.iter().all(|&(size, _)| size == 16), "{sized:?}");
+}

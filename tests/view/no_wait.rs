@@ -139,13 +139,16 @@ fn loaded_names_are_answered_without_waiting_while_a_directory_loads_from_a_stal
     let answers = {
         let view = view.clone();
         within_a_minute(move || {
-            let listed: Vec<_> = (view.readdir_with(loaded, 0, Wait::No).unwrap().iter())
-                .map(|e| (e.ino, view.listed_attr(e.ino, Wait::No)))
-                .collect();
+            let listed: Vec<_> = (view
+                .readdir_with(loaded, 0, usize::MAX, Wait::No)
+                .unwrap()
+                .iter())
+            .map(|e| (e.ino, view.listed_attr(e.ino, Wait::No)))
+            .collect();
             (
                 view.lookup_with(loaded, "a", Wait::No),
                 view.getattr_with(a.ino, Wait::No),
-                view.readdir_with(loaded, 0, Wait::No),
+                view.readdir_with(loaded, 0, usize::MAX, Wait::No),
                 listed,
                 view.lookup_with(loaded, "nothing", Wait::No),
                 [
@@ -154,7 +157,7 @@ fn loaded_names_are_answered_without_waiting_while_a_directory_loads_from_a_stal
                     view.getattr_with(zom, Wait::No),
                     view.lookup_with(loaded, "a[1:3]", Wait::No),
                 ],
-                view.readdir_with(far, 0, Wait::No),
+                view.readdir_with(far, 0, usize::MAX, Wait::No),
             )
         })
     };
@@ -197,4 +200,41 @@ fn loaded_names_are_answered_without_waiting_while_a_directory_loads_from_a_stal
     assert_eq!(slice.size, 8);
     assert_eq!(view.lookup_with(loaded, "a[1:3]", Wait::No), Ok(slice));
     view.forget(slice.ino, 2);
+}
+
+/// A large string array (more elements than are scanned on the spot) whose size scan is under
+/// way on the sizer thread, held by the stalled store: its size is "not known yet" (0, not
+/// exact), answered without waiting as the waiting call answers it, not `WouldBlock`.
+#[test]
+fn a_large_string_array_being_scanned_is_answered_as_unknown_without_waiting() {
+    let mut s = MemoryStore::new();
+    s.insert("zarr.json", GROUP);
+    s.insert("far/zarr.json", GROUP);
+    let vlen = r#"{"name": "vlen-utf8", "configuration": {}}"#;
+    let elements = zarrfs::view::SYNC_SCAN_MAX + 10;
+    s.insert(
+        "far/big/zarr.json",
+        array_doc("string", elements, "\"NA\"", vlen),
+    );
+    let gate = Arc::new(Gate {
+        inner: s,
+        state: parking_lot::Mutex::new((false, 0)),
+        changed: parking_lot::Condvar::new(),
+    });
+    let store: Arc<dyn Store> = gate.clone();
+    let view = zarrfs::view::from_store(store, "root", 1 << 20, &LoadOptions::default()).unwrap();
+    let view = Arc::new(view);
+    let far = view.lookup(ROOT_INO, "far").unwrap().ino;
+    let big = view.lookup(far, "big").unwrap().ino;
+    // The first waiting call hands the scan to the sizer thread, which the store holds.
+    gate.set_closed(true);
+    let unknown = view.getattr(big).unwrap();
+    assert_eq!((unknown.size, unknown.exact), (0, false));
+    gate.until_one_is_held();
+    let answered = {
+        let view = view.clone();
+        within_a_minute(move || view.getattr_with(big, Wait::No))
+    };
+    assert_eq!(answered, Ok(unknown));
+    gate.set_closed(false);
 }

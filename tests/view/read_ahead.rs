@@ -574,12 +574,23 @@ fn a_scan_on_the_sizer_thread_reads_ahead_too() {
     let ino = t.view.resolve("strings").unwrap();
     let attr = t.view.getattr(ino).unwrap();
     assert_eq!((attr.size, attr.exact), (0, false), "scanned apart");
+    // Nothing reads: the sizer thread scans alone, until `stat` shows the size.
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    let attr = loop {
+        let attr = t.view.getattr(ino).unwrap();
+        if attr.exact {
+            break attr;
+        }
+        assert!(std::time::Instant::now() < deadline, "the scan never ended");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(attr.size, t.text.len() as u64);
+    let most = t.store.most.load(Ordering::SeqCst);
+    assert!(most >= 8, "{most} chunk requests in flight at most");
     assert!(
         read_to_end(&t.view, "strings", 1 << 20) == t.text,
         "strings"
     );
-    let most = t.store.most.load(Ordering::SeqCst);
-    assert!(most >= 8, "{most} chunk requests in flight at most");
     wait_until_idle(&t.view);
     assert_eq!(
         t.store.not_once(&t.keys),

@@ -19,8 +19,8 @@ impl ServedFile for TextFile {
     /// read the store.
     fn size(&self, view: &View, _dir: u64, measure: Measure) -> Result<Option<u64>, ViewError> {
         let vlen = &view.vlen[self.vlen as usize];
-        if let Some(size) = vlen.known_size(self.part) {
-            return Ok(Some(size));
+        if let Some(known) = vlen.known_size(self.part) {
+            return Ok(known);
         }
         measure.scanned(|| {
             if let Some(backing) = &view.backing {
