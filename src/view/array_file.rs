@@ -441,7 +441,11 @@ impl ArrayFile {
                 .rev()
                 .for_each(|job| pool.submit_urgent(job));
         } else {
-            jobs.into_iter().for_each(|job| pool.submit(job));
+            for job in jobs {
+                if !pool.submit(job) {
+                    break;
+                }
+            }
         }
     }
 

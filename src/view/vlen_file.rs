@@ -200,10 +200,13 @@ impl<'a> Ahead<'a> {
         let chunks: Vec<u64> = (self.next..stop)
             .map(|at| self.elements.chunk_at(at))
             .collect();
-        self.next = stop;
-        self.queued.extend(&chunks);
-        for job in self.source.jobs(&chunks) {
-            self.pool.submit(job);
+        // A full queue refuses the rest: they are offered again at the next chunk met.
+        for (&chunk, job) in chunks.iter().zip(self.source.jobs(&chunks)) {
+            if !self.pool.submit(job) {
+                break;
+            }
+            self.queued.push_back(chunk);
+            self.next += 1;
         }
     }
 

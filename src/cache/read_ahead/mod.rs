@@ -177,9 +177,10 @@ impl ReadAhead {
         ReadAhead { cache, generation }
     }
 
-    /// Queues `job` at the back unless its chunk is cached, queued or loading already.
-    pub fn submit(&self, job: Job) {
-        self.queue(job, false);
+    /// Queues `job` at the back unless its chunk is cached, queued or loading already; false
+    /// when the queue is full and refused it.
+    pub fn submit(&self, job: Job) -> bool {
+        self.queue(job, false)
     }
 
     /// Queues `job` like [`ReadAhead::submit`] but at the front: a read waits for it.
@@ -197,9 +198,10 @@ impl ReadAhead {
         self.cache.ledger().forget(reader);
     }
 
-    fn queue(&self, job: Job, urgent: bool) {
+    fn queue(&self, job: Job, urgent: bool) -> bool {
         let cache = &self.cache;
-        cache.ledger().queue(job, urgent, |id| cache.contains(id));
+        let queued = cache.ledger().queue(job, urgent, |id| cache.contains(id));
+        !matches!(queued, ledger::Queued::Full(_))
     }
 }
 
