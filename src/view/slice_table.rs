@@ -108,11 +108,12 @@ impl SliceTable {
         self.table.lock().by_ino.get(&ino).map(|s| s.entry.clone())
     }
 
-    /// The inode of `name` in `parent`, looked up once more, if it has one.
-    fn find(&self, parent: u64, name: &str) -> Option<u64> {
+    /// The inode of `name` in `parent`, if it has one, looked up once more when `count`.
+    fn find(&self, parent: u64, name: &str, count: bool) -> Option<u64> {
         let mut t = self.table.lock();
         let ino = *t.by_name.get(&(parent, name.to_string()))?;
-        t.by_ino.get_mut(&ino)?.lookups += 1;
+        let slot = t.by_ino.get_mut(&ino)?;
+        slot.lookups += u64::from(count);
         Some(ino)
     }
 
@@ -234,16 +235,42 @@ impl View {
         name: &str,
         wait: Wait,
     ) -> Result<Attr, ViewError> {
-        if let Some(ino) = self.slices.find(parent, name) {
+        if wait == Wait::No {
+            // Its lookup is counted only once answered: a lookup given back would put the file
+            // among those that may be dropped, and the call that waits counts it anyway.
+            if let Some(ino) = self.slices.find(parent, name, false) {
+                let attr = self.getattr_with(ino, wait)?;
+                return match self.slices.find(parent, name, true) {
+                    Some(again) if again == ino => Ok(attr),
+                    Some(other) => {
+                        self.slices.forget(other, 1);
+                        Err(ViewError::WouldBlock)
+                    }
+                    None => Err(ViewError::WouldBlock),
+                };
+            }
+        } else if let Some(ino) = self.slices.find(parent, name, true) {
             return self.attr_of_looked_up(ino, wait);
         }
         let (array_name, text, suffix) = split_name(name).ok_or(ViewError::NotFound)?;
-        if wait == Wait::No {
-            return Err(ViewError::WouldBlock);
-        }
         let dir = self.dir(parent, wait)?;
         let array_ino = dir.get(array_name).ok_or(ViewError::NotFound)?;
         let inode = self.inode(array_ino)?;
+        let selectable = matches!(
+            inode.content,
+            Content::Array(ArrayPart { npy: false, .. })
+                | Content::Text(TextFile {
+                    part: Part::Text,
+                    ..
+                })
+        );
+        if !selectable {
+            return Err(ViewError::NotFound);
+        }
+        if wait == Wait::No {
+            // Making the file may read the store.
+            return Err(ViewError::WouldBlock);
+        }
         let (k, meta, path) = match inode.content {
             Content::Array(ArrayPart {
                 array: k,

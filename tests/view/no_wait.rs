@@ -150,7 +150,11 @@ fn loaded_names_are_answered_without_waiting_while_a_directory_loads_from_a_stal
                 view.getattr_with(a.ino, Wait::No),
                 view.readdir_with(loaded, 0, usize::MAX, Wait::No),
                 listed,
-                view.lookup_with(loaded, "nothing", Wait::No),
+                [
+                    view.lookup_with(loaded, "nothing", Wait::No),
+                    view.lookup_with(loaded, "nothing[1]", Wait::No),
+                    view.lookup_with(loaded, "a.json[1]", Wait::No),
+                ],
                 [
                     view.lookup_with(far, "x1", Wait::No),
                     view.getattr_with(s, Wait::No),
@@ -165,7 +169,8 @@ fn loaded_names_are_answered_without_waiting_while_a_directory_loads_from_a_stal
     assert_eq!(got_a, Ok(a));
     assert_eq!(attr_a, Ok(a));
     assert_eq!(got_listing, Ok(listing.clone()));
-    assert_eq!(nothing, Err(ViewError::NotFound));
+    // Not selections of an array of a loaded directory: not found without waiting.
+    assert_eq!(nothing, [Err(ViewError::NotFound); 3]);
     // Every entry's attributes as a listing hands them out: the files showing the subtree not
     // measured yet (size unknown), the sizes of the strings' files to scan.
     for (ino, attr) in listed {
