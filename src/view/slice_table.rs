@@ -465,14 +465,14 @@ mod tests {
             .collect();
         // All still known to the kernel: none is let go, past the bound too.
         assert!(inos.iter().all(|&ino| table.get(ino).is_some()));
-        assert_eq!(table.find(1, "a[0]"), Some(inos[0]));
+        assert_eq!(table.find(1, "a[0]", true), Some(inos[0]));
         table.forget(inos[0], 1);
         assert!(table.get(inos[0]).is_some(), "one lookup left");
         for &ino in &inos[..30] {
             table.forget(ino, 1);
         }
         // Looked up again after it was forgotten: kept.
-        assert_eq!(table.find(1, "a[1]"), Some(inos[1]));
+        assert_eq!(table.find(1, "a[1]", true), Some(inos[1]));
         for i in 0..20 {
             table.insert(2, &format!("b[{i}]"), entry());
         }
@@ -480,7 +480,7 @@ mod tests {
         let kept = |ino: &u64| table.get(*ino).is_some();
         assert!(!kept(&inos[0]) && kept(&inos[1]) && !kept(&inos[2]));
         assert_eq!(inos[..30].iter().filter(|i| kept(i)).count(), 1);
-        assert_eq!(table.find(1, "a[0]"), None, "its name is let go too");
+        assert_eq!(table.find(1, "a[0]", true), None, "its name is let go too");
         assert!(inos[30..].iter().all(kept));
     }
 }
