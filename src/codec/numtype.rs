@@ -2,7 +2,7 @@
 //! numpy's casting rules between them.
 
 use crate::codec::StoredElem;
-use crate::meta::DataType;
+use crate::meta::{f16_from_f64, DataType};
 use half::f16;
 
 /// Kind of a numeric element.
@@ -244,7 +244,7 @@ pub(crate) fn to_f32(value: Value) -> f32 {
 /// The bits of the float of `size` bytes nearest `f` (ties to even).
 pub(crate) fn float_bits(size: usize, f: f64) -> u64 {
     match size {
-        2 => u64::from(f16::from_f64(f).to_bits()),
+        2 => u64::from(f16_from_f64(f).to_bits()),
         4 => u64::from((f as f32).to_bits()),
         _ => f.to_bits(),
     }

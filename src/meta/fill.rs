@@ -3,6 +3,7 @@
 use super::dtype::DataType;
 use super::MetaError;
 use base64::Engine as _;
+use half::f16;
 use serde_json::Value;
 
 /// Decodes a fill value for `dtype`. `big_units` lists the units that base64-encoded raw fill
@@ -153,11 +154,28 @@ fn float_bytes(value: &Value, width: usize) -> Option<Vec<u8>> {
         _ => return None,
     };
     Some(match width {
-        2 => half::f16::from_f64(f).to_le_bytes().to_vec(),
+        2 => f16_from_f64(f).to_le_bytes().to_vec(),
         4 => (f as f32).to_le_bytes().to_vec(),
         8 => f.to_le_bytes().to_vec(),
         _ => return None,
     })
+}
+
+/// The float16 nearest `f` (ties to even), as numpy's `astype` gives it: rounded once, through
+/// a float32 rounded to odd, which keeps what the second rounding needs. (`half`'s own
+/// conversion rounds twice through a float32 on CPUs with F16C, and drops the low 32 bits of
+/// `f` on others.)
+pub(crate) fn f16_from_f64(f: f64) -> f16 {
+    let g = f as f32;
+    if f.is_nan() || f64::from(g) == f {
+        return f16::from_f32(g);
+    }
+    // Toward zero, then the last bit set: that bit says "more beyond", breaking false ties.
+    let mut bits = g.to_bits();
+    if f64::from(g).abs() > f.abs() {
+        bits -= 1;
+    }
+    f16::from_f32(f32::from_bits(bits | 1))
 }
 
 #[cfg(test)]
@@ -223,5 +241,30 @@ mod tests {
             let fill = parse_fill(&json!(value), &dtype, big_units).unwrap();
             assert_eq!(fill, expected, "{value}");
         }
+    }
+    #[test]
+    fn float16_is_rounded_once() {
+        // numpy 2.5: np.array(v).astype(np.float16).view(np.uint16); rounding through a
+        // float32 first gives the second column's neighbours for the first four.
+        for (v, bits) in [
+            (-1023.2500000000001, 0xe3ff),
+            (1.0004882812509095, 0x3c01),
+            (65519.99999999999, 0x7bff),
+            (2.9802322388562674e-08, 0x0001),
+            (1.00048828125, 0x3c00),
+            (1.0004882812490905, 0x3c00),
+            (65520.0, 0x7c00),
+            (2.9802322387695312e-08, 0x0000),
+            (4.470348358154297e-08, 0x0001),
+            (1e-30, 0x0000),
+            (-0.0, 0x8000),
+            (0.1, 0x2e66),
+        ] {
+            assert_eq!(f16_from_f64(v).to_bits(), bits, "{v}");
+        }
+        assert!(f16_from_f64(f64::NAN).is_nan());
+        assert_eq!(f16_from_f64(-1e300), f16::NEG_INFINITY);
+        let fill = parse_fill(&json!(-1023.2500000000001), &DataType::Float(2), &[]).unwrap();
+        assert_eq!(fill, 0xe3ffu16.to_le_bytes());
     }
 }

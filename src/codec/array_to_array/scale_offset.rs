@@ -44,9 +44,10 @@ impl ScaleOffset {
         if self.ty.kind == Kind::Float {
             let (x, s, o) = (x.to_f64(), self.scale.to_f64(), self.offset.to_f64());
             return Ok(Value::F(match self.ty.size {
+                // numpy computes float16 operations in float32, rounding each result.
                 2 => {
-                    let q = f16::from_f64(x / s).to_f64();
-                    f16::from_f64(q + o).to_f64()
+                    let q = f16::from_f32(x as f32 / s as f32);
+                    f16::from_f32(q.to_f32() + o as f32).to_f64()
                 }
                 4 => f64::from((x as f32 / s as f32) + o as f32),
                 _ => x / s + o,
