@@ -115,7 +115,7 @@ pub fn parse_array(zarray: &Map<String, Value>, prefix: &str) -> Result<ArrayMet
     };
     let fill = zarray.get("fill_value").unwrap_or(&Value::Null);
     let type_name = dtype_value.as_str().unwrap_or("");
-    let fill_value = match super::ext_types::float_fill(type_name, fill) {
+    let fill_value = match super::ext_types::fill(type_name, fill) {
         Some(bits) => bits?,
         None => parse_fill(fill, &ty.dtype, &ty.big_units)?,
     };
@@ -138,6 +138,7 @@ pub fn parse_array(zarray: &Map<String, Value>, prefix: &str) -> Result<ArrayMet
         None | Some(Value::Null) => {}
         Some(c) => codecs.push(numcodecs_spec(c)?),
     }
+    super::ext_types::refuse_numeric_codecs(type_name, &codecs)?;
 
     let separator = match zarray.get("dimension_separator").and_then(Value::as_str) {
         None | Some(".") => '.',
@@ -332,6 +333,15 @@ mod tests {
         let meta = parse_array(zarray.as_object().unwrap(), "").unwrap();
         assert_eq!(meta.fill_value, [0xf8]);
         assert_eq!(meta.codecs[0].config["low_bits"], 4);
+        let parse = |v: Value| parse_array(v.as_object().unwrap(), "");
+        let zarray = json!({"shape": [6], "chunks": [4], "dtype": "int4", "fill_value": 8});
+        assert!(matches!(parse(zarray), Err(MetaError::FillValue(_))));
+        let zarray = json!({"shape": [6], "chunks": [4], "dtype": "bfloat16",
+            "filters": [{"id": "delta", "dtype": "<u2"}]});
+        assert!(matches!(parse(zarray), Err(MetaError::Unsupported(_))));
+        let zarray = json!({"shape": [6], "chunks": [4], "dtype": "float4_e2m1fn",
+            "compressor": {"id": "zlib"}});
+        assert_eq!(parse(zarray).unwrap().codecs[0].config["low_bits"], 4);
     }
 
     #[test]
