@@ -134,7 +134,10 @@ fn int_value(value: &Value) -> Option<i128> {
         .map(|f| f as i128)
 }
 
-/// A float of `width` bytes from a number, "NaN", "Infinity", "-Infinity" or "0x<hex bits>".
+/// A float of `width` bytes from a number, "NaN", "Infinity", "-Infinity" or "0x<hex bits>":
+/// the bits of a float16, float32 or float64 (4, 8 or 16 digits), kept as they are in a float
+/// of their width and converted to the value of the float of another width (zarr-python 3.4
+/// reads them so).
 fn float_bytes(value: &Value, width: usize) -> Option<Vec<u8>> {
     let f = match value {
         Value::Number(n) => n.as_f64()?,
@@ -144,11 +147,16 @@ fn float_bytes(value: &Value, width: usize) -> Option<Vec<u8>> {
             "-Infinity" => f64::NEG_INFINITY,
             hex => {
                 let digits = hex.strip_prefix("0x")?;
-                if digits.len() != 2 * width {
-                    return None;
-                }
                 let bits = u64::from_str_radix(digits, 16).ok()?;
-                return Some(bits.to_le_bytes()[..width].to_vec());
+                if digits.len() == 2 * width {
+                    return Some(bits.to_le_bytes()[..width].to_vec());
+                }
+                match digits.len() {
+                    4 => f16::from_bits(bits as u16).to_f64(),
+                    8 => f64::from(f32::from_bits(bits as u32)),
+                    16 => f64::from_bits(bits),
+                    _ => return None,
+                }
             }
         },
         _ => return None,
@@ -202,11 +210,29 @@ mod tests {
                 vec![1, 0, 0xc0, 0x7f],
             ),
             (json!(null), DataType::Float(8), vec![0; 8]),
+            // Hex of another width: its value (zarr-python 3.4).
+            (
+                json!("0x7fc00000"),
+                DataType::Float(8),
+                f64::NAN.to_le_bytes().to_vec(),
+            ),
+            (
+                json!("0x3ff8000000000000"),
+                DataType::Float(4),
+                1.5f32.to_le_bytes().to_vec(),
+            ),
+            (json!("0x40400000"), DataType::Float(2), vec![0x00, 0x42]),
+            (
+                json!("0x3c00"),
+                DataType::Float(8),
+                1f64.to_le_bytes().to_vec(),
+            ),
             (json!(true), DataType::Bool, vec![1]),
         ] {
             assert_eq!(fill(&value, dtype).unwrap(), expected, "{value}");
         }
         assert!(fill(&json!(256), DataType::UInt(1)).is_err());
+        assert!(fill(&json!("0x7fc000"), DataType::Float(4)).is_err());
         let int64 = |v: Value| fill(&v, DataType::Int(8));
         assert_eq!(int64(json!(i64::MIN)).unwrap(), i64::MIN.to_le_bytes());
         assert!(

@@ -103,7 +103,8 @@ pub fn array(
 /// Parses a `.zarray` document of the array whose chunk keys start with `prefix`.
 pub fn parse_array(zarray: &Map<String, Value>, prefix: &str) -> Result<ArrayMeta, MetaError> {
     let shape = dims(zarray, "shape")?;
-    let chunk_shape = dims(zarray, "chunks")?;
+    // Chunk sizes `true` and 0 read as zarr-python 3.4 reads them.
+    let chunk_shape = sizes(zarray, "chunks", |d| super::chunk_grid::chunk_size(d, 1))?;
     let filters = filters(zarray.get("filters"))?;
     let dtype_value = zarray
         .get("dtype")
@@ -223,6 +224,15 @@ fn numcodecs_spec(config: &Value) -> Result<CodecSpec, MetaError> {
 
 /// A list of non-negative integers (`shape`, `chunks`) of at most [`MAX_RANK`] entries.
 pub fn dims(doc: &Map<String, Value>, key: &str) -> Result<Vec<u64>, MetaError> {
+    sizes(doc, key, Value::as_u64)
+}
+
+/// A list of at most [`MAX_RANK`] sizes, each read by `size`.
+fn sizes(
+    doc: &Map<String, Value>,
+    key: &str,
+    size: impl Fn(&Value) -> Option<u64>,
+) -> Result<Vec<u64>, MetaError> {
     let list = doc
         .get(key)
         .and_then(Value::as_array)
@@ -235,8 +245,7 @@ pub fn dims(doc: &Map<String, Value>, key: &str) -> Result<Vec<u64>, MetaError> 
     }
     list.iter()
         .map(|d| {
-            d.as_u64()
-                .ok_or_else(|| MetaError::Shape(format!("\"{key}\" holds {d}, not a size")))
+            size(d).ok_or_else(|| MetaError::Shape(format!("\"{key}\" holds {d}, not a size")))
         })
         .collect()
 }

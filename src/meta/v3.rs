@@ -3,7 +3,7 @@
 use super::dtype::{check_element_size, time_type, Field};
 use super::node::{ArrayMeta, Dimensions};
 use super::v2::dims;
-use super::{parse_fill, ChunkGrid, ChunkKeys, CodecSpec, DataType, KeyStyle, MetaError};
+use super::{parse_fill, ChunkKeys, CodecSpec, DataType, KeyStyle, MetaError};
 use serde_json::{json, Map, Value};
 
 /// The Zarr Object Model document of a v3 node: its `zarr.json` without consolidated metadata,
@@ -208,12 +208,16 @@ pub fn parse_array(doc: &Map<String, Value>, prefix: &str) -> Result<ArrayMeta, 
         doc.get("fill_value").unwrap_or(&Value::Null),
     )?;
 
+    let mut codec_list = match doc.get("codecs") {
+        Some(Value::Array(list)) => list.clone(),
+        _ => return Err(MetaError::field("codecs", "missing or not a list")),
+    };
     let grid = named(
         doc.get("chunk_grid")
             .ok_or_else(|| MetaError::field("chunk_grid", "missing"))?,
     )?;
     let (grid, chunk_shape) = match grid.0.as_str() {
-        "regular" => (ChunkGrid::Regular, dims(&grid.1, "chunk_shape")?),
+        "regular" => super::chunk_grid::regular(&grid.1, &shape, &shard_units(&codec_list))?,
         "rectilinear" => super::chunk_grid::rectilinear(&grid.1, &shape)?,
         other => return Err(MetaError::Unsupported(format!("chunk grid {other:?}"))),
     };
@@ -245,10 +249,6 @@ pub fn parse_array(doc: &Map<String, Value>, prefix: &str) -> Result<ArrayMeta, 
         }
     };
 
-    let mut codec_list = match doc.get("codecs") {
-        Some(Value::Array(list)) => list.clone(),
-        _ => return Err(MetaError::field("codecs", "missing or not a list")),
-    };
     if let Some(bits) = super::ext_types::bit_width(type_name) {
         set_bit_width(&mut codec_list, bits, super::ext_types::low_bits(type_name))?;
     }
@@ -273,6 +273,22 @@ pub fn parse_array(doc: &Map<String, Value>, prefix: &str) -> Result<ArrayMeta, 
         codecs,
         chunk_keys: ChunkKeys::new(prefix, style, separator),
     })
+}
+
+/// The inner chunk shape of the first `sharding_indexed` codec of `codecs`, the smallest chunk
+/// sizes a sharded array's axes can have; empty when there is none or it is not positive
+/// sizes.
+fn shard_units(codecs: &[Value]) -> Vec<u64> {
+    let inner = codecs
+        .iter()
+        .find(|c| c.get("name").and_then(Value::as_str) == Some("sharding_indexed"))
+        .and_then(|c| c.pointer("/configuration/chunk_shape"))
+        .and_then(Value::as_array);
+    let units = inner.into_iter().flatten().map(|v| match v {
+        Value::Bool(true) => Some(1),
+        _ => v.as_u64().filter(|&n| n > 0),
+    });
+    units.collect::<Option<Vec<_>>>().unwrap_or_default()
 }
 
 /// Writes an extension type's `last_bit` (its bit width less one, zarr-extensions' default)

@@ -38,7 +38,11 @@ impl GridGeometry {
             let (shape, chunk_shape) = shapes();
             return Err(GridError::NotTiled { shape, chunk_shape });
         }
-        let product = |v: &[u64]| v.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d));
+        // An empty axis empties the array, however long the others.
+        let product = |v: &[u64]| match v.contains(&0) {
+            true => Some(0),
+            false => v.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d)),
+        };
         let grid: Vec<u64> = shape
             .iter()
             .zip(chunk_shape)

@@ -340,6 +340,14 @@ mod tests {
     }
 
     #[test]
+    fn an_inner_chunk_size_true_is_one() {
+        let repr = ChunkRepr::new(vec![2, 4], DataType::UInt(2));
+        let spec = CodecSpec::new(SHARDING, json!({"chunk_shape": [true, 2]}));
+        let codec = ShardingCodec::build(&spec, &repr, &[0, 0]).unwrap();
+        assert_eq!(codec.inner_shape(), [1, 2]);
+    }
+
+    #[test]
     fn absent_codec_lists_take_zarr_python_defaults() {
         let repr = ChunkRepr::new(vec![4, 4], DataType::UInt(2));
         let spec = CodecSpec::new(SHARDING, json!({"chunk_shape": [2, 2]}));
