@@ -278,6 +278,10 @@ impl ArrayToArray for CastValue {
         &self.name
     }
 
+    fn elementwise(&self) -> bool {
+        true
+    }
+
     fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<(), CodecError> {
         let (es, ds) = (self.stored.size, self.array.size);
         for (src, dst) in encoded.chunks_exact(es).zip(out.chunks_exact_mut(ds)) {
