@@ -312,3 +312,51 @@ fn complex_aliases_read_as_complex() {
     let npy = read_all(&view, "c16.npy");
     assert!(String::from_utf8_lossy(&npy).contains("'<c16'"));
 }
+
+/// The extension floats are served as their bits, which are not their values: the netCDF views
+/// leave them out (named in a comment) and they have no picture, while `int4`, served as its
+/// values, shows as `byte` and has one.
+#[test]
+fn floats_served_as_bits_have_no_netcdf_variable_and_no_picture() {
+    let codecs = serde_json::json!(["bytes"]);
+    let view = view_of_items(&[
+        ("zarr.json", V3_ROOT.into()),
+        (
+            "bf16/zarr.json",
+            v3_array(&[2, 3], "bfloat16".into(), codecs.clone()),
+        ),
+        (
+            "f8/zarr.json",
+            v3_array(
+                &[2, 3],
+                serde_json::json!({"name": "float8_e4m3"}),
+                codecs.clone(),
+            ),
+        ),
+        (
+            "i4/zarr.json",
+            v3_array(&[2, 3], "int4".into(), codecs.clone()),
+        ),
+        ("u2/zarr.json", v3_array(&[2, 3], "uint16".into(), codecs)),
+    ]);
+    for (array, shown) in [("bf16", false), ("f8", false), ("i4", true), ("u2", true)] {
+        let png = view.resolve(&format!("{array}.png")).is_ok();
+        assert_eq!(png, shown, "{array}.png");
+    }
+    let cdl = String::from_utf8(read_all(&view, ".header.cdl")).unwrap();
+    for line in [
+        "\tbyte i4(",
+        "\tushort u2(",
+        "variable bf16 left out",
+        "variable f8 left out",
+    ] {
+        assert!(cdl.contains(line), "{line:?} not in\n{cdl}");
+    }
+    assert!(!cdl.contains(" bf16(") && !cdl.contains(" f8("), "{cdl}");
+    // tensorstore's v2 `bfloat16` dtype too.
+    let (store, _, _) = rectilinear_case("grid2d");
+    let v2 = store.parent().unwrap().join("tensorstore_v2.zarr");
+    let cdl = String::from_utf8(read_all(&view_of_dir(&v2), ".header.cdl")).unwrap();
+    assert!(cdl.contains("variable bfloat16 left out"), "{cdl}");
+    assert!(cdl.contains("\tbyte int4("), "{cdl}");
+}

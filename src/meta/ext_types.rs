@@ -15,7 +15,7 @@
 //! `bitround`, whose decoding keeps the bits, compressors, checksums, sharding) are read.
 
 use super::{CodecSpec, DataType, MetaError};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// How a small float spells its special values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -154,6 +154,18 @@ pub fn low_bits(name: &str) -> Option<u32> {
 /// ...): their values are not the served integers.
 pub fn served_as_bits(name: &str) -> bool {
     name == "bfloat16" || minifloat(name).is_some()
+}
+
+/// True when the node document `doc` (its v3 `data_type`, bare or named, or v2 `dtype`) is an
+/// extension float, served as its bits: the served integers are not its values, so the views
+/// that show values (netCDF, previews) leave it out.
+pub fn document_served_as_bits(doc: &Map<String, Value>) -> bool {
+    let name = match doc.get("data_type").or_else(|| doc.get("dtype")) {
+        Some(Value::String(name)) => Some(name.as_str()),
+        Some(Value::Object(named)) => named.get("name").and_then(Value::as_str),
+        _ => None,
+    };
+    name.is_some_and(served_as_bits)
 }
 
 /// The codecs (names without a `numcodecs.` prefix) that compute with element values.

@@ -27,6 +27,7 @@ pub use codec_spec::CodecSpec;
 pub use consolidated::MAX_CONSOLIDATED_BYTES;
 pub use dtype::{py_str, py_tuple, DataType, Field, MAX_ELEMENT_BYTES};
 pub use error::MetaError;
+pub use ext_types::document_served_as_bits;
 pub(crate) use fill::f16_from_f64;
 pub use fill::parse_fill;
 pub use hierarchy::{
