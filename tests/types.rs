@@ -207,6 +207,16 @@ fn view_of_items(items: &[(&str, Vec<u8>)]) -> zarrfs::view::View {
     zarrfs::view::from_store(std::sync::Arc::new(store), "mem", 64 << 20, &options).unwrap()
 }
 
+/// The whole file `path` of `view`, or the error opening or reading it gives.
+fn try_read(view: &zarrfs::view::View, path: &str) -> Result<Vec<u8>, zarrfs::view::ViewError> {
+    let ino = view.resolve(path)?;
+    let size = view.getattr(ino)?.size;
+    let fh = view.open(ino)?;
+    let bytes = view.read(ino, 0, size as u32);
+    view.release(fh);
+    bytes
+}
+
 /// An extension data type written as a named configuration (`{"name": "int4"}`) is the same
 /// type as its bare name: tensorstore's `int4` -8 (`0x08`) reads -8, not 8.
 #[test]
@@ -359,4 +369,46 @@ fn floats_served_as_bits_have_no_netcdf_variable_and_no_picture() {
     let cdl = String::from_utf8(read_all(&view_of_dir(&v2), ".header.cdl")).unwrap();
     assert!(cdl.contains("variable bfloat16 left out"), "{cdl}");
     assert!(cdl.contains("\tbyte int4("), "{cdl}");
+}
+
+/// A field the v3 spec does not define makes the array unreadable, unless it is an object with
+/// `"must_understand": false` (zarr-python refuses it too); its metadata still shows.
+#[test]
+fn unknown_array_fields_are_refused_unless_they_may_be_ignored() {
+    let with = |key: &str, value: serde_json::Value| {
+        let mut doc: serde_json::Value = serde_json::from_slice(&v3_array(
+            &[2],
+            "uint8".into(),
+            serde_json::json!(["bytes"]),
+        ))
+        .unwrap();
+        doc[key] = value;
+        doc.to_string().into_bytes()
+    };
+    let view = view_of_items(&[
+        ("zarr.json", V3_ROOT.into()),
+        (
+            "must/zarr.json",
+            with(
+                "sparse_layout",
+                serde_json::json!({"must_understand": true}),
+            ),
+        ),
+        ("must/c/0", vec![1, 2]),
+        ("bare/zarr.json", with("chunk_memory_layout", "C".into())),
+        ("bare/c/0", vec![1, 2]),
+        (
+            "may/zarr.json",
+            with("note", serde_json::json!({"must_understand": false})),
+        ),
+        ("may/c/0", vec![1, 2]),
+    ]);
+    for array in ["must", "bare"] {
+        assert!(
+            matches!(try_read(&view, array), Err(zarrfs::view::ViewError::Io(_))),
+            "{array}"
+        );
+        assert!(try_read(&view, &format!("{array}.json")).is_ok());
+    }
+    assert_eq!(read_all(&view, "may"), [1, 2]);
 }

@@ -193,8 +193,41 @@ fn fill_value(type_json: &Value, dtype: &DataType, value: &Value) -> Result<Vec<
     }
 }
 
+/// The fields of a v3 array document: the spec's, and `consolidated_metadata`, which
+/// zarr-python writes in groups.
+const ARRAY_FIELDS: [&str; 12] = [
+    "zarr_format",
+    "node_type",
+    "shape",
+    "data_type",
+    "chunk_grid",
+    "chunk_key_encoding",
+    "fill_value",
+    "codecs",
+    "attributes",
+    "storage_transformers",
+    "dimension_names",
+    "consolidated_metadata",
+];
+
+/// Refuses a field the spec does not define unless it is an object with `"must_understand":
+/// false` (the spec's extension points; zarr-python refuses them too).
+fn refuse_unknown_fields(doc: &Map<String, Value>) -> Result<(), MetaError> {
+    let unknown = doc.iter().find(|(key, value)| {
+        !ARRAY_FIELDS.contains(&key.as_str())
+            && value.get("must_understand") != Some(&Value::Bool(false))
+    });
+    match unknown {
+        Some((key, _)) => Err(MetaError::Unsupported(format!(
+            "field {key:?}: not in the spec, and not marked \"must_understand\": false"
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// Parses the array fields of a `zarr.json` whose chunk keys start with `prefix`.
 pub fn parse_array(doc: &Map<String, Value>, prefix: &str) -> Result<ArrayMeta, MetaError> {
+    refuse_unknown_fields(doc)?;
     let shape = dims(doc, "shape")?;
     let type_json = doc
         .get("data_type")
@@ -617,5 +650,24 @@ mod tests {
             data_type(&json!("complex_float64")).unwrap(),
             DataType::Complex(16)
         );
+    }
+
+    #[test]
+    fn unknown_fields_are_refused_unless_they_may_be_ignored() {
+        let with = |key: &str, value: Value| {
+            let mut doc = array_doc(json!("int8"), json!(["bytes"]), json!(0));
+            doc[key] = value;
+            parse(&doc)
+        };
+        assert!(matches!(
+            with("chunk_memory_layout", json!("C")),
+            Err(MetaError::Unsupported(m)) if m.contains("chunk_memory_layout")
+        ));
+        assert!(with("extension", json!({"must_understand": true})).is_err());
+        assert!(with("extension", json!({"name": "x"})).is_err());
+        assert!(with("extension", json!({"must_understand": false, "x": 1})).is_ok());
+        assert!(with("dimension_names", json!(["x"])).is_ok());
+        assert!(with("storage_transformers", json!([])).is_ok());
+        assert!(with("attributes", json!({"a": 1})).is_ok());
     }
 }
