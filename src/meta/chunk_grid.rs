@@ -92,6 +92,15 @@ impl ChunkGrid {
     }
 }
 
+/// The number of elements of `shape`: 0 when an axis is empty, however long the others (whose
+/// product alone may overflow), else `None` on overflow.
+pub fn element_count(shape: &[u64]) -> Option<u64> {
+    if shape.contains(&0) {
+        return Some(0);
+    }
+    shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d))
+}
+
 /// Greatest common divisor.
 pub(crate) fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 {

@@ -36,12 +36,7 @@ impl ArrayMeta {
     /// Number of elements, or `None` on overflow (0 when an axis is empty, however long the
     /// others).
     pub fn element_count(&self) -> Option<u64> {
-        if self.shape.contains(&0) {
-            return Some(0);
-        }
-        self.shape
-            .iter()
-            .try_fold(1u64, |acc, &d| acc.checked_mul(d))
+        super::element_count(&self.shape)
     }
 
     /// Size of the served data in bytes, or `None` on overflow.
