@@ -125,6 +125,15 @@ pub(crate) fn chunk_size(value: &Value, unit: u64) -> Option<u64> {
     }
 }
 
+/// One entry of a sharding codec's inner chunk shape, read as zarr-python 3.4 reads it: a
+/// positive integer, `true` as 1 (0 stays invalid there).
+pub fn inner_chunk_size(value: &Value) -> Option<u64> {
+    match value {
+        Value::Bool(true) => Some(1),
+        _ => value.as_u64().filter(|&n| n > 0),
+    }
+}
+
 /// Parses a `regular` grid's configuration for an array of `shape` whose shards hold inner
 /// chunks of `units` (empty when not sharded). The chunk shape is read as zarr-python 3.4
 /// reads stored documents: each size as [`chunk_size`] reads it, and edge lists in some axes

@@ -21,7 +21,7 @@ mod v3;
 mod v3_draft;
 
 pub(crate) use chunk_grid::gcd;
-pub use chunk_grid::{element_count, ChunkGrid, Edges};
+pub use chunk_grid::{element_count, inner_chunk_size, ChunkGrid, Edges};
 pub use chunk_keys::{ChunkKeys, KeyStyle};
 pub use codec_spec::CodecSpec;
 pub use consolidated::MAX_CONSOLIDATED_BYTES;

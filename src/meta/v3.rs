@@ -317,10 +317,7 @@ fn shard_units(codecs: &[Value]) -> Vec<u64> {
         .find(|c| c.get("name").and_then(Value::as_str) == Some("sharding_indexed"))
         .and_then(|c| c.pointer("/configuration/chunk_shape"))
         .and_then(Value::as_array);
-    let units = inner.into_iter().flatten().map(|v| match v {
-        Value::Bool(true) => Some(1),
-        _ => v.as_u64().filter(|&n| n > 0),
-    });
+    let units = inner.into_iter().flatten().map(super::inner_chunk_size);
     units.collect::<Option<Vec<_>>>().unwrap_or_default()
 }
 
