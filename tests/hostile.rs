@@ -375,7 +375,7 @@ fn array_errors_are_typed() {
         doc.to_string()
     };
     s.insert("u/.zarray", with("dtype", r#"">U4611686018427387904""#));
-    s.insert("c/.zarray", with("chunks", "[0]"));
+    s.insert("c/.zarray", with("chunks", "[-1]"));
     s.insert("f/.zarray", with("fill_value", r#""x""#));
     s.insert("t/.zarray", with("shape", "{}"));
     // 2^62 int16 elements: 2^63 bytes, more than a file's size can say.
@@ -453,4 +453,28 @@ fn a_huge_string_array_with_nothing_stored_is_indexed_in_little_memory() {
     // One mark per 1024 elements took 512 MiB.
     assert!(peak < 1 << 20, "{peak}");
     assert_eq!(view.getattr(ino).unwrap().size, size);
+}
+
+/// A shard index larger than a chunk (2^40 inner chunks of one element: 16 TiB) is refused when
+/// the array is opened, before any of it is requested, however large the cache: a store
+/// answering its range would otherwise have zarrfs allocate it.
+#[test]
+fn shard_indexes_larger_than_a_chunk_are_refused() {
+    let mut s = MemoryStore::new();
+    s.insert("zarr.json", r#"{"zarr_format": 3, "node_type": "group"}"#);
+    let array = serde_json::json!({"zarr_format": 3, "node_type": "array", "shape": [1u64 << 40],
+        "data_type": "uint8", "fill_value": 0,
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1u64 << 40]}},
+        "codecs": [{"name": "sharding_indexed", "configuration": {"chunk_shape": [1],
+            "index_location": "start"}}]});
+    s.insert("a/zarr.json", array.to_string());
+    s.insert("a/c/0", vec![0u8; 64]);
+    // A cache budget that could hold the index: the refusal is the codec's.
+    let options = LoadOptions::default();
+    let view = zarrfs::view::from_store(Arc::new(s), "mem", 1 << 62, &options).unwrap();
+    let ino = view.resolve("a").unwrap();
+    assert_eq!(
+        view.open(ino).err(),
+        Some(ViewError::Io(IoCause::BadConfig))
+    );
 }

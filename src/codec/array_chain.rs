@@ -35,6 +35,20 @@ impl ArrayChain {
         self.0.is_empty()
     }
 
+    /// One decoded element `fill` as the chain encodes it (see [`ArrayToArray::encode_fill`]).
+    pub fn encode_fill(&self, fill: &[u8]) -> Result<Vec<u8>, CodecError> {
+        let mut fill = fill.to_vec();
+        for (codec, _) in &self.0 {
+            fill = codec.encode_fill(&fill)?;
+        }
+        Ok(fill)
+    }
+
+    /// Whether each codec decodes element by element, in chain order.
+    pub fn elementwise(&self) -> impl Iterator<Item = bool> + '_ {
+        self.0.iter().map(|(codec, _)| codec.elementwise())
+    }
+
     /// The codecs' names, in chain order.
     pub fn names(&self) -> impl Iterator<Item = &str> + '_ {
         self.0.iter().map(|(codec, _)| codec.name())

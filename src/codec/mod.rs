@@ -167,6 +167,19 @@ pub(crate) trait ArrayToArray: Send + Sync {
     /// Decodes `encoded` (the chunk in this codec's encoded representation, little-endian) into
     /// `out` (the decoded representation). Both lengths were fixed when the chain was built.
     fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<(), CodecError>;
+    /// True when each decoded element comes from its own encoded element alone, wherever it
+    /// lies: the codec then decodes an inner chunk of a shard after it as it decodes the whole
+    /// shard.
+    fn elementwise(&self) -> bool {
+        false
+    }
+    /// One decoded element `fill` as the codec encodes it: the fill value of the chunks a
+    /// shard after the codec does not hold, as zarr-python resolves it through the codecs
+    /// before `sharding_indexed` (`scale_offset` encodes it; `transpose` and the numcodecs
+    /// filters keep it).
+    fn encode_fill(&self, fill: &[u8]) -> Result<Vec<u8>, CodecError> {
+        Ok(fill.to_vec())
+    }
 }
 
 /// An array→bytes codec: turns the serialized chunk into the chunk's little-endian elements.

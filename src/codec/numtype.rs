@@ -2,7 +2,7 @@
 //! numpy's casting rules between them.
 
 use crate::codec::StoredElem;
-use crate::meta::DataType;
+use crate::meta::{f16_from_f64, DataType};
 use half::f16;
 
 /// Kind of a numeric element.
@@ -92,13 +92,14 @@ impl NumType {
                 let split = body.find(|c: char| c.is_ascii_digit())?;
                 let (name, digits) = body.split_at(split);
                 let n: usize = digits.parse().ok()?;
+                let bytes = || n.is_multiple_of(8).then_some(n / 8);
                 match name {
                     "i" => (Kind::Int, n),
                     "u" => (Kind::UInt, n),
                     "f" => (Kind::Float, n),
-                    "int" => (Kind::Int, n / 8),
-                    "uint" => (Kind::UInt, n / 8),
-                    "float" => (Kind::Float, n / 8),
+                    "int" => (Kind::Int, bytes()?),
+                    "uint" => (Kind::UInt, bytes()?),
+                    "float" => (Kind::Float, bytes()?),
                     _ => return None,
                 }
             }
@@ -112,6 +113,27 @@ impl NumType {
             big_endian: big_endian && size > 1,
             ..NumType::le(kind, size)
         })
+    }
+
+    /// The type a Zarr v3 data type name gives (`int8` .. `uint64`, `float16` .. `float64`,
+    /// `bool`), and no other spelling.
+    pub fn from_v3_name(name: &str) -> Option<NumType> {
+        let (kind, size) = match name {
+            "bool" => (Kind::Bool, 1),
+            "int8" => (Kind::Int, 1),
+            "int16" => (Kind::Int, 2),
+            "int32" => (Kind::Int, 4),
+            "int64" => (Kind::Int, 8),
+            "uint8" => (Kind::UInt, 1),
+            "uint16" => (Kind::UInt, 2),
+            "uint32" => (Kind::UInt, 4),
+            "uint64" => (Kind::UInt, 8),
+            "float16" => (Kind::Float, 2),
+            "float32" => (Kind::Float, 4),
+            "float64" => (Kind::Float, 8),
+            _ => return None,
+        };
+        Some(NumType::le(kind, size))
     }
 
     /// The numeric type of a served data type with the given byte order, if it is numeric.
@@ -244,7 +266,7 @@ pub(crate) fn to_f32(value: Value) -> f32 {
 /// The bits of the float of `size` bytes nearest `f` (ties to even).
 pub(crate) fn float_bits(size: usize, f: f64) -> u64 {
     match size {
-        2 => u64::from(f16::from_f64(f).to_bits()),
+        2 => u64::from(f16_from_f64(f).to_bits()),
         4 => u64::from((f as f32).to_bits()),
         _ => f.to_bits(),
     }
@@ -278,8 +300,13 @@ mod tests {
         assert_eq!(NumType::parse("float32"), Some(NumType::le(Kind::Float, 4)));
         assert_eq!(NumType::parse("uint16"), Some(NumType::le(Kind::UInt, 2)));
         assert_eq!(NumType::parse("bool"), Some(NumType::le(Kind::Bool, 1)));
+        assert_eq!(NumType::from_v3_name("int16"), NumType::parse("<i2"));
+        for not_v3 in ["i4", "f8", "half", "d", "<f4", "int12", "float"] {
+            assert_eq!(NumType::from_v3_name(not_v3), None, "{not_v3}");
+        }
         for bad in [
-            "", "<U3", "|S2", "<c16", "i3", "f1", "<M8[s]", "object", ">",
+            "", "<U3", "|S2", "<c16", "i3", "f1", "<M8[s]", "object", ">", "int12", "float20",
+            "uint9", "int0",
         ] {
             assert_eq!(NumType::parse(bad), None, "{bad}");
         }

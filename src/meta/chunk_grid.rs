@@ -7,8 +7,9 @@
 //! regular grid: for a rectilinear grid, the read chunk along an axis is the greatest common
 //! divisor of its edge lengths, so each read chunk lies inside one stored chunk.
 
+use super::v2::MAX_RANK;
 use super::MetaError;
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
 /// The most chunks all axes of a rectilinear grid may list together (run-length entries
 /// expanded): 8 MiB of edge lengths.
@@ -91,6 +92,15 @@ impl ChunkGrid {
     }
 }
 
+/// The number of elements of `shape`: 0 when an axis is empty, however long the others (whose
+/// product alone may overflow), else `None` on overflow.
+pub fn element_count(shape: &[u64]) -> Option<u64> {
+    if shape.contains(&0) {
+        return Some(0);
+    }
+    shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d))
+}
+
 /// Greatest common divisor.
 pub(crate) fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 {
@@ -98,6 +108,83 @@ pub(crate) fn gcd(a: u64, b: u64) -> u64 {
     } else {
         gcd(b, a % b)
     }
+}
+
+/// One entry of a stored regular chunk shape, read as zarr-python 3.4 reads stored documents
+/// (`core/metadata/repair.py`): an integer of at least 1; `true` as 1; 0 or `false` as `unit`,
+/// the smallest chunk size the axis can have (1, or the inner chunk size of a shard): no chunk
+/// can have been stored under a chunk size of 0, and `chunks=-1` on an empty axis wrote it.
+pub(crate) fn chunk_size(value: &Value, unit: u64) -> Option<u64> {
+    match value {
+        Value::Bool(true) => Some(1),
+        Value::Bool(false) => Some(unit),
+        _ => match value.as_u64()? {
+            0 => Some(unit),
+            n => Some(n),
+        },
+    }
+}
+
+/// One entry of a sharding codec's inner chunk shape, read as zarr-python 3.4 reads it: a
+/// positive integer, `true` as 1 (0 stays invalid there).
+pub fn inner_chunk_size(value: &Value) -> Option<u64> {
+    match value {
+        Value::Bool(true) => Some(1),
+        _ => value.as_u64().filter(|&n| n > 0),
+    }
+}
+
+/// Parses a `regular` grid's configuration for an array of `shape` whose shards hold inner
+/// chunks of `units` (empty when not sharded). The chunk shape is read as zarr-python 3.4
+/// reads stored documents: each size as [`chunk_size`] reads it, and edge lists in some axes
+/// (not all), as zarr-python 3.2 wrote them, make the grid the rectilinear grid they declare.
+pub fn regular(
+    config: &Map<String, Value>,
+    shape: &[u64],
+    units: &[u64],
+) -> Result<(ChunkGrid, Vec<u64>), MetaError> {
+    let list = config
+        .get("chunk_shape")
+        .and_then(Value::as_array)
+        .ok_or_else(|| MetaError::field("chunk_shape", "missing or not a list"))?;
+    if list.len() > MAX_RANK {
+        return Err(MetaError::Shape(format!(
+            "\"chunk_shape\" has {} dimensions, more than {MAX_RANK}",
+            list.len()
+        )));
+    }
+    let size = |axis: usize, v: &Value| {
+        chunk_size(v, units.get(axis).copied().unwrap_or(1))
+            .ok_or_else(|| MetaError::Shape(format!("\"chunk_shape\" holds {v}, not a size")))
+    };
+    let edge_axes = list.iter().filter(|v| v.is_array()).count();
+    if edge_axes == 0 || edge_axes == list.len() || list.len() != shape.len() {
+        let sizes = list.iter().enumerate().map(|(axis, v)| size(axis, v));
+        return Ok((ChunkGrid::Regular, sizes.collect::<Result<_, _>>()?));
+    }
+    let axes = list
+        .iter()
+        .enumerate()
+        .map(|(axis, v)| match v {
+            Value::Array(_) => Ok(v.clone()),
+            _ => size(axis, v).map(Value::from),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let config = json!({"kind": "inline", "chunk_shapes": axes});
+    rectilinear(config.as_object().unwrap_or(&Map::new()), shape)
+}
+
+/// One stored edge length of a rectilinear grid, read as zarr-python 3.4 reads it: a positive
+/// integer, `true` as 1, an integral float (`4.0`) as the integer it equals.
+fn edge_length(value: &Value) -> Option<u64> {
+    let n = match value {
+        Value::Bool(true) => 1,
+        _ => value.as_u64().or_else(|| {
+            let f = value.as_f64()?;
+            (f.fract() == 0.0 && f < u64::MAX as f64).then_some(f as u64)
+        })?,
+    };
+    (n > 0).then_some(n)
 }
 
 /// Parses a `rectilinear` grid's configuration for an array of `shape`: the grid, and the read
@@ -150,14 +237,14 @@ pub fn rectilinear(
                     match item {
                         Value::Array(run) => match run.as_slice() {
                             [size, count] => push(
-                                positive(size).ok_or_else(|| bad(format!("run {item}")))?,
+                                edge_length(size).ok_or_else(|| bad(format!("run {item}")))?,
                                 positive(count).ok_or_else(|| bad(format!("run {item}")))?,
                                 &mut list,
                             )?,
                             _ => return Err(bad(format!("run {item} is not [size, count]"))),
                         },
                         v => push(
-                            positive(v).ok_or_else(|| bad(format!("edge length {v}")))?,
+                            edge_length(v).ok_or_else(|| bad(format!("edge length {v}")))?,
                             1,
                             &mut list,
                         )?,
@@ -233,5 +320,34 @@ mod tests {
         assert!(parse(json!([[u64::MAX - 1, 5]]), &[u64::MAX]).is_err());
         let config = json!({"kind": "file", "chunk_shapes": [5]});
         assert!(rectilinear(config.as_object().unwrap(), &[5]).is_err());
+    }
+
+    #[test]
+    fn stored_chunk_sizes_read_as_zarr_python_reads_them() {
+        let grid = |shapes: Value, shape: &[u64], units: &[u64]| {
+            let config = json!({ "chunk_shape": shapes });
+            regular(config.as_object().unwrap(), shape, units)
+        };
+        let sizes = |r: Result<(ChunkGrid, Vec<u64>), MetaError>| r.unwrap().1;
+        assert_eq!(sizes(grid(json!([0, true, 5]), &[4, 4, 5], &[])), [1, 1, 5]);
+        assert_eq!(sizes(grid(json!([false, 0]), &[0, 6], &[2, 3])), [2, 3]);
+        assert!(grid(json!([-1]), &[4], &[]).is_err());
+        assert!(grid(json!([2.0]), &[4], &[]).is_err());
+        // zarr-python 3.2's regular grid with edge lists in some axes: rectilinear.
+        let (g, read) = grid(json!([[4, 2], 2]), &[6, 4], &[]).unwrap();
+        assert_eq!(
+            g,
+            ChunkGrid::Rectilinear(Edges::new(vec![vec![4, 2], vec![2, 2]]))
+        );
+        assert_eq!(read, [2, 2]);
+        assert!(
+            grid(json!([[4, 2], [2, 2]]), &[6, 4], &[]).is_err(),
+            "all axes"
+        );
+        // Edge lengths `true` and `4.0`; a run's count stays an integer.
+        let (g, _) = parse(json!([[true, 3.0, [4.0, 1]]]), &[8]).unwrap();
+        assert_eq!(g, ChunkGrid::Rectilinear(Edges::new(vec![vec![1, 3, 4]])));
+        assert!(parse(json!([[[4, 2.0]]]), &[8]).is_err());
+        assert!(parse(json!([[2.5, 6]]), &[8]).is_err());
     }
 }

@@ -3,11 +3,19 @@
 //! `float8_*`), each stored one element per byte by the `bytes` codec, and `bfloat16`, two bytes
 //! an element. zarrfs serves the small integers as `int8`/`uint8` values (from their low bits:
 //! tensorstore stores `int4` -8 as `0x08`, zarrs as `0xf8`), the floats as their bits (`uint8`,
-//! `uint16` for `bfloat16`), since numpy has no such types. A float fill value (a number,
-//! `"NaN"`, `"Infinity"`, `"0x.."`) becomes the bits of that exact value in the type.
+//! `uint16` for `bfloat16`; `float4_e2m1fn` and `float6_*` from their low 4 or 6 bits, the rest
+//! of the byte ignored), since numpy has no such types. A float fill value (a number, `"NaN"`,
+//! `"Infinity"`, `"0x.."`) becomes the bits of that exact value in the type; an integer fill
+//! value must lie in the type's own range (-8 to 7 for `int4`).
+//!
+//! Codecs that compute with the values they decode (`scale_offset`, `cast_value`, numcodecs'
+//! `delta`, `fixedscaleoffset`, `astype`, `quantize`, `categorize`, `zfp`) are refused on these
+//! types: they would compute with the served `int8`/`uint8` values or bits, not the type's.
+//! Codecs that only move or compress bits (`bytes`, `packbits`, `transpose`, `shuffle`,
+//! `bitround`, whose decoding keeps the bits, compressors, checksums, sharding) are read.
 
-use super::{DataType, MetaError};
-use serde_json::Value;
+use super::{CodecSpec, DataType, MetaError};
+use serde_json::{Map, Value};
 
 /// How a small float spells its special values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -136,13 +144,73 @@ pub fn data_type(name: &str) -> Option<DataType> {
     }
 }
 
-/// The meaningful low bits of the small integer types stored one element a byte (`int4`: 4).
+/// The meaningful low bits of the types narrower than the byte that stores each element
+/// (`int4`: 4, `float6_e3m2fn`: 6); the `bytes` codec ignores the others.
 pub fn low_bits(name: &str) -> Option<u32> {
-    match name {
-        "int2" | "uint2" => Some(2),
-        "int4" | "uint4" => Some(4),
+    bit_width(name).filter(|&bits| bits < 8)
+}
+
+/// True for the extension floats, which zarrfs serves as their bits (`bfloat16`, `float8_*`,
+/// ...): their values are not the served integers.
+pub fn served_as_bits(name: &str) -> bool {
+    name == "bfloat16" || minifloat(name).is_some()
+}
+
+/// True when the node document `doc` (its v3 `data_type`, bare or named, or v2 `dtype`) is an
+/// extension float, served as its bits: the served integers are not its values, so the views
+/// that show values (netCDF, previews) leave it out.
+pub fn document_served_as_bits(doc: &Map<String, Value>) -> bool {
+    let name = match doc.get("data_type").or_else(|| doc.get("dtype")) {
+        Some(Value::String(name)) => Some(name.as_str()),
+        Some(Value::Object(named)) => named.get("name").and_then(Value::as_str),
         _ => None,
+    };
+    name.is_some_and(served_as_bits)
+}
+
+/// The codecs (names without a `numcodecs.` prefix) that compute with element values.
+const NUMERIC_CODECS: [&str; 11] = [
+    "scale_offset",
+    "cast_value",
+    "delta",
+    "fixedscaleoffset",
+    "astype",
+    "quantize",
+    "categorize",
+    "zfp",
+    "zarrs.zfp",
+    "https://codec.zarrs.dev/array_to_bytes/zfp",
+    "zfpy",
+];
+
+/// Refuses, on an extension type `name`, the codecs of `codecs` (and of the sharding codecs
+/// among them) that compute with element values: zarrfs serves the type as other numbers.
+pub fn refuse_numeric_codecs(name: &str, codecs: &[CodecSpec]) -> Result<(), MetaError> {
+    if data_type(name).is_none() {
+        return Ok(());
     }
+    for codec in codecs {
+        let base = codec.name.strip_prefix("numcodecs.").unwrap_or(&codec.name);
+        if NUMERIC_CODECS.contains(&base) {
+            return Err(MetaError::Unsupported(format!(
+                "codec {:?} on {name}: it computes with values, and zarrfs serves {name} as {}",
+                codec.name,
+                if served_as_bits(name) {
+                    "its bits"
+                } else {
+                    "8-bit integers"
+                }
+            )));
+        }
+        if let Some(Value::Array(inner)) = codec.config.get("codecs") {
+            let inner = inner
+                .iter()
+                .map(CodecSpec::from_v3)
+                .collect::<Result<Vec<_>, _>>()?;
+            refuse_numeric_codecs(name, &inner)?;
+        }
+    }
+    Ok(())
 }
 
 /// The `bfloat16` bits of exactly `value` (the upper half of its `float32` bits).
@@ -164,10 +232,26 @@ pub fn bit_width(name: &str) -> Option<u32> {
     }
 }
 
-/// The fill value of an extension float type `name` as its bits (little-endian); `None` if
-/// `name` is not one.
-pub fn float_fill(name: &str, value: &Value) -> Option<Result<Vec<u8>, MetaError>> {
+/// The fill value of an extension type `name` as served (little-endian): a float's bits, a
+/// small integer's value checked against the type's range; `None` if `name` is not one.
+pub fn fill(name: &str, value: &Value) -> Option<Result<Vec<u8>, MetaError>> {
     let bad = || MetaError::FillValue(format!("{value} is not a value of {name}"));
+    if let (Some(bits), Some(served)) = (low_bits(name), data_type(name)) {
+        if minifloat(name).is_none() {
+            let signed = served == DataType::Int(1);
+            let fits = |b: &Vec<u8>| {
+                let v = if signed {
+                    i32::from(b[0] as i8)
+                } else {
+                    i32::from(b[0])
+                };
+                let low = if signed { -(1 << (bits - 1)) } else { 0 };
+                (low..low + (1 << bits)).contains(&v)
+            };
+            let fill = super::parse_fill(value, &served, &[]);
+            return Some(fill.and_then(|b| if fits(&b) { Ok(b) } else { Err(bad()) }));
+        }
+    }
     if name == "bfloat16" {
         let bits = match value {
             Value::Null => Some(0),
@@ -207,31 +291,31 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn fill(name: &str, v: Value) -> Option<u8> {
-        float_fill(name, &v).unwrap().ok().map(|b| b[0])
+    fn code(name: &str, v: Value) -> Option<u8> {
+        fill(name, &v).unwrap().ok().map(|b| b[0])
     }
 
     #[test]
     fn codes_match_ml_dtypes() {
         // Bits as ml_dtypes 0.6 gives them (np.array(v, dtype=...).view(np.uint8)).
-        assert_eq!(fill("float8_e4m3", json!(1.0)), Some(0x38));
-        assert_eq!(fill("float8_e4m3", json!("NaN")), Some(0x7c));
-        assert_eq!(fill("float8_e4m3", json!("-Infinity")), Some(0xf8));
-        assert_eq!(fill("float8_e4m3fn", json!(448.0)), Some(0x7e));
-        assert_eq!(fill("float8_e4m3fn", json!("NaN")), Some(0x7f));
-        assert_eq!(fill("float8_e4m3fnuz", json!(-0.0)), Some(0x00));
-        assert_eq!(fill("float8_e4m3fnuz", json!("NaN")), Some(0x80));
-        assert_eq!(fill("float8_e5m2", json!(-2.0)), Some(0xc0));
-        assert_eq!(fill("float8_e5m2", json!(-0.0)), Some(0x80));
-        assert_eq!(fill("float8_e8m0fnu", json!(0.25)), Some(125));
-        assert_eq!(fill("float4_e2m1fn", json!(6.0)), Some(0x7));
-        assert_eq!(fill("float4_e2m1fn", json!(-0.5)), Some(0x9));
-        assert_eq!(fill("float6_e3m2fn", json!(28.0)), Some(0x1f));
-        assert_eq!(fill("float6_e2m3fn", json!("0x3f")), Some(0x3f));
-        assert_eq!(fill("float4_e2m1fn", json!("NaN")), None);
-        assert_eq!(fill("float4_e2m1fn", json!(0.3)), None);
-        assert_eq!(fill("float6_e2m3fn", json!("0x40")), None);
-        assert!(float_fill("int4", &json!(1)).is_none());
+        assert_eq!(code("float8_e4m3", json!(1.0)), Some(0x38));
+        assert_eq!(code("float8_e4m3", json!("NaN")), Some(0x7c));
+        assert_eq!(code("float8_e4m3", json!("-Infinity")), Some(0xf8));
+        assert_eq!(code("float8_e4m3fn", json!(448.0)), Some(0x7e));
+        assert_eq!(code("float8_e4m3fn", json!("NaN")), Some(0x7f));
+        assert_eq!(code("float8_e4m3fnuz", json!(-0.0)), Some(0x00));
+        assert_eq!(code("float8_e4m3fnuz", json!("NaN")), Some(0x80));
+        assert_eq!(code("float8_e5m2", json!(-2.0)), Some(0xc0));
+        assert_eq!(code("float8_e5m2", json!(-0.0)), Some(0x80));
+        assert_eq!(code("float8_e8m0fnu", json!(0.25)), Some(125));
+        assert_eq!(code("float4_e2m1fn", json!(6.0)), Some(0x7));
+        assert_eq!(code("float4_e2m1fn", json!(-0.5)), Some(0x9));
+        assert_eq!(code("float6_e3m2fn", json!(28.0)), Some(0x1f));
+        assert_eq!(code("float6_e2m3fn", json!("0x3f")), Some(0x3f));
+        assert_eq!(code("float4_e2m1fn", json!("NaN")), None);
+        assert_eq!(code("float4_e2m1fn", json!(0.3)), None);
+        assert_eq!(code("float6_e2m3fn", json!("0x40")), None);
+        assert!(fill("int8", &json!(1)).is_none());
         assert_eq!(data_type("int4"), Some(DataType::Int(1)));
         assert_eq!(data_type("float8_e5m2"), Some(DataType::UInt(1)));
         assert_eq!(data_type("float9"), None);
@@ -244,7 +328,7 @@ mod tests {
     #[test]
     fn bfloat16_fills_match_ml_dtypes() {
         // np.array(v, dtype=ml_dtypes.bfloat16).view(np.uint16)
-        let bits = |v: Value| float_fill("bfloat16", &v).unwrap().ok();
+        let bits = |v: Value| fill("bfloat16", &v).unwrap().ok();
         assert_eq!(bits(json!(1.0)), Some(0x3f80u16.to_le_bytes().to_vec()));
         assert_eq!(bits(json!(-2.5)), Some(0xc020u16.to_le_bytes().to_vec()));
         assert_eq!(bits(json!("NaN")), Some(0x7fc0u16.to_le_bytes().to_vec()));
@@ -259,6 +343,28 @@ mod tests {
         assert_eq!(bits(json!(0.1)), None);
         assert_eq!(data_type("bfloat16"), Some(DataType::UInt(2)));
         assert_eq!(low_bits("int4"), Some(4));
+        assert_eq!(low_bits("float6_e2m3fn"), Some(6));
+        assert_eq!(low_bits("float4_e2m1fn"), Some(4));
         assert_eq!(low_bits("float8_e5m2"), None);
+        assert_eq!(low_bits("bfloat16"), None);
+    }
+
+    #[test]
+    fn small_integer_fills_lie_in_their_own_range() {
+        for (name, ok, bad) in [
+            ("int4", &[-8, 7, 0][..], &[8, -9, 100][..]),
+            ("uint4", &[0, 15], &[16, -1]),
+            ("int2", &[-2, 1], &[2, -3]),
+            ("uint2", &[3], &[4]),
+        ] {
+            for v in ok {
+                assert_eq!(code(name, json!(v)), Some(*v as u8), "{name} {v}");
+            }
+            for v in bad {
+                assert_eq!(code(name, json!(v)), None, "{name} {v}");
+            }
+        }
+        assert_eq!(code("int4", json!(null)), Some(0));
+        assert_eq!(code("uint2", json!(2.0)), Some(2));
     }
 }

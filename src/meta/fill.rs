@@ -3,6 +3,7 @@
 use super::dtype::DataType;
 use super::MetaError;
 use base64::Engine as _;
+use half::f16;
 use serde_json::Value;
 
 /// Decodes a fill value for `dtype`. `big_units` lists the units that base64-encoded raw fill
@@ -133,7 +134,10 @@ fn int_value(value: &Value) -> Option<i128> {
         .map(|f| f as i128)
 }
 
-/// A float of `width` bytes from a number, "NaN", "Infinity", "-Infinity" or "0x<hex bits>".
+/// A float of `width` bytes from a number, "NaN", "Infinity", "-Infinity" or "0x<hex bits>":
+/// the bits of a float16, float32 or float64 (4, 8 or 16 digits), kept as they are in a float
+/// of their width and converted to the value of the float of another width (zarr-python 3.4
+/// reads them so).
 fn float_bytes(value: &Value, width: usize) -> Option<Vec<u8>> {
     let f = match value {
         Value::Number(n) => n.as_f64()?,
@@ -143,21 +147,43 @@ fn float_bytes(value: &Value, width: usize) -> Option<Vec<u8>> {
             "-Infinity" => f64::NEG_INFINITY,
             hex => {
                 let digits = hex.strip_prefix("0x")?;
-                if digits.len() != 2 * width {
-                    return None;
-                }
                 let bits = u64::from_str_radix(digits, 16).ok()?;
-                return Some(bits.to_le_bytes()[..width].to_vec());
+                if digits.len() == 2 * width {
+                    return Some(bits.to_le_bytes()[..width].to_vec());
+                }
+                match digits.len() {
+                    4 => f16::from_bits(bits as u16).to_f64(),
+                    8 => f64::from(f32::from_bits(bits as u32)),
+                    16 => f64::from_bits(bits),
+                    _ => return None,
+                }
             }
         },
         _ => return None,
     };
     Some(match width {
-        2 => half::f16::from_f64(f).to_le_bytes().to_vec(),
+        2 => f16_from_f64(f).to_le_bytes().to_vec(),
         4 => (f as f32).to_le_bytes().to_vec(),
         8 => f.to_le_bytes().to_vec(),
         _ => return None,
     })
+}
+
+/// The float16 nearest `f` (ties to even), as numpy's `astype` gives it: rounded once, through
+/// a float32 rounded to odd, which keeps what the second rounding needs. (`half`'s own
+/// conversion rounds twice through a float32 on CPUs with F16C, and drops the low 32 bits of
+/// `f` on others.)
+pub(crate) fn f16_from_f64(f: f64) -> f16 {
+    let g = f as f32;
+    if f.is_nan() || f64::from(g) == f {
+        return f16::from_f32(g);
+    }
+    // Toward zero, then the last bit set: that bit says "more beyond", breaking false ties.
+    let mut bits = g.to_bits();
+    if f64::from(g).abs() > f.abs() {
+        bits -= 1;
+    }
+    f16::from_f32(f32::from_bits(bits | 1))
 }
 
 #[cfg(test)]
@@ -184,11 +210,29 @@ mod tests {
                 vec![1, 0, 0xc0, 0x7f],
             ),
             (json!(null), DataType::Float(8), vec![0; 8]),
+            // Hex of another width: its value (zarr-python 3.4).
+            (
+                json!("0x7fc00000"),
+                DataType::Float(8),
+                f64::NAN.to_le_bytes().to_vec(),
+            ),
+            (
+                json!("0x3ff8000000000000"),
+                DataType::Float(4),
+                1.5f32.to_le_bytes().to_vec(),
+            ),
+            (json!("0x40400000"), DataType::Float(2), vec![0x00, 0x42]),
+            (
+                json!("0x3c00"),
+                DataType::Float(8),
+                1f64.to_le_bytes().to_vec(),
+            ),
             (json!(true), DataType::Bool, vec![1]),
         ] {
             assert_eq!(fill(&value, dtype).unwrap(), expected, "{value}");
         }
         assert!(fill(&json!(256), DataType::UInt(1)).is_err());
+        assert!(fill(&json!("0x7fc000"), DataType::Float(4)).is_err());
         let int64 = |v: Value| fill(&v, DataType::Int(8));
         assert_eq!(int64(json!(i64::MIN)).unwrap(), i64::MIN.to_le_bytes());
         assert!(
@@ -223,5 +267,30 @@ mod tests {
             let fill = parse_fill(&json!(value), &dtype, big_units).unwrap();
             assert_eq!(fill, expected, "{value}");
         }
+    }
+    #[test]
+    fn float16_is_rounded_once() {
+        // numpy 2.5: np.array(v).astype(np.float16).view(np.uint16); rounding through a
+        // float32 first gives the second column's neighbours for the first four.
+        for (v, bits) in [
+            (-1023.2500000000001, 0xe3ff),
+            (1.0004882812509095, 0x3c01),
+            (65519.99999999999, 0x7bff),
+            (2.9802322388562674e-08, 0x0001),
+            (1.00048828125, 0x3c00),
+            (1.0004882812490905, 0x3c00),
+            (65520.0, 0x7c00),
+            (2.9802322387695312e-08, 0x0000),
+            (4.470348358154297e-08, 0x0001),
+            (1e-30, 0x0000),
+            (-0.0, 0x8000),
+            (0.1, 0x2e66),
+        ] {
+            assert_eq!(f16_from_f64(v).to_bits(), bits, "{v}");
+        }
+        assert!(f16_from_f64(f64::NAN).is_nan());
+        assert_eq!(f16_from_f64(-1e300), f16::NEG_INFINITY);
+        let fill = parse_fill(&json!(-1023.2500000000001), &DataType::Float(2), &[]).unwrap();
+        assert_eq!(fill, 0xe3ffu16.to_le_bytes());
     }
 }

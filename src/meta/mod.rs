@@ -21,12 +21,14 @@ mod v3;
 mod v3_draft;
 
 pub(crate) use chunk_grid::gcd;
-pub use chunk_grid::{ChunkGrid, Edges};
+pub use chunk_grid::{element_count, inner_chunk_size, ChunkGrid, Edges};
 pub use chunk_keys::{ChunkKeys, KeyStyle};
 pub use codec_spec::CodecSpec;
 pub use consolidated::MAX_CONSOLIDATED_BYTES;
 pub use dtype::{py_str, py_tuple, DataType, Field, MAX_ELEMENT_BYTES};
 pub use error::MetaError;
+pub use ext_types::document_served_as_bits;
+pub(crate) use fill::f16_from_f64;
 pub use fill::parse_fill;
 pub use hierarchy::{
     load_hierarchy, parallel_map, Hierarchy, LoadOptions, StoreRef, Tree, MAX_DEPTH,

@@ -33,11 +33,10 @@ pub struct ArrayMeta {
 const MAX_FILE_BYTES: u64 = i64::MAX as u64 - (1 << 20);
 
 impl ArrayMeta {
-    /// Number of elements, or `None` on overflow.
+    /// Number of elements, or `None` on overflow (0 when an axis is empty, however long the
+    /// others).
     pub fn element_count(&self) -> Option<u64> {
-        self.shape
-            .iter()
-            .try_fold(1u64, |acc, &d| acc.checked_mul(d))
+        super::element_count(&self.shape)
     }
 
     /// Size of the served data in bytes, or `None` on overflow.

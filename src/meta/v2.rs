@@ -103,7 +103,8 @@ pub fn array(
 /// Parses a `.zarray` document of the array whose chunk keys start with `prefix`.
 pub fn parse_array(zarray: &Map<String, Value>, prefix: &str) -> Result<ArrayMeta, MetaError> {
     let shape = dims(zarray, "shape")?;
-    let chunk_shape = dims(zarray, "chunks")?;
+    // Chunk sizes `true` and 0 read as zarr-python 3.4 reads them.
+    let chunk_shape = sizes(zarray, "chunks", |d| super::chunk_grid::chunk_size(d, 1))?;
     let filters = filters(zarray.get("filters"))?;
     let dtype_value = zarray
         .get("dtype")
@@ -115,7 +116,7 @@ pub fn parse_array(zarray: &Map<String, Value>, prefix: &str) -> Result<ArrayMet
     };
     let fill = zarray.get("fill_value").unwrap_or(&Value::Null);
     let type_name = dtype_value.as_str().unwrap_or("");
-    let fill_value = match super::ext_types::float_fill(type_name, fill) {
+    let fill_value = match super::ext_types::fill(type_name, fill) {
         Some(bits) => bits?,
         None => parse_fill(fill, &ty.dtype, &ty.big_units)?,
     };
@@ -138,6 +139,7 @@ pub fn parse_array(zarray: &Map<String, Value>, prefix: &str) -> Result<ArrayMet
         None | Some(Value::Null) => {}
         Some(c) => codecs.push(numcodecs_spec(c)?),
     }
+    super::ext_types::refuse_numeric_codecs(type_name, &codecs)?;
 
     let separator = match zarray.get("dimension_separator").and_then(Value::as_str) {
         None | Some(".") => '.',
@@ -222,6 +224,15 @@ fn numcodecs_spec(config: &Value) -> Result<CodecSpec, MetaError> {
 
 /// A list of non-negative integers (`shape`, `chunks`) of at most [`MAX_RANK`] entries.
 pub fn dims(doc: &Map<String, Value>, key: &str) -> Result<Vec<u64>, MetaError> {
+    sizes(doc, key, Value::as_u64)
+}
+
+/// A list of at most [`MAX_RANK`] sizes, each read by `size`.
+fn sizes(
+    doc: &Map<String, Value>,
+    key: &str,
+    size: impl Fn(&Value) -> Option<u64>,
+) -> Result<Vec<u64>, MetaError> {
     let list = doc
         .get(key)
         .and_then(Value::as_array)
@@ -234,8 +245,7 @@ pub fn dims(doc: &Map<String, Value>, key: &str) -> Result<Vec<u64>, MetaError> 
     }
     list.iter()
         .map(|d| {
-            d.as_u64()
-                .ok_or_else(|| MetaError::Shape(format!("\"{key}\" holds {d}, not a size")))
+            size(d).ok_or_else(|| MetaError::Shape(format!("\"{key}\" holds {d}, not a size")))
         })
         .collect()
 }
@@ -332,6 +342,15 @@ mod tests {
         let meta = parse_array(zarray.as_object().unwrap(), "").unwrap();
         assert_eq!(meta.fill_value, [0xf8]);
         assert_eq!(meta.codecs[0].config["low_bits"], 4);
+        let parse = |v: Value| parse_array(v.as_object().unwrap(), "");
+        let zarray = json!({"shape": [6], "chunks": [4], "dtype": "int4", "fill_value": 8});
+        assert!(matches!(parse(zarray), Err(MetaError::FillValue(_))));
+        let zarray = json!({"shape": [6], "chunks": [4], "dtype": "bfloat16",
+            "filters": [{"id": "delta", "dtype": "<u2"}]});
+        assert!(matches!(parse(zarray), Err(MetaError::Unsupported(_))));
+        let zarray = json!({"shape": [6], "chunks": [4], "dtype": "float4_e2m1fn",
+            "compressor": {"id": "zlib"}});
+        assert_eq!(parse(zarray).unwrap().codecs[0].config["low_bits"], 4);
     }
 
     #[test]

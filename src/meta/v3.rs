@@ -3,7 +3,7 @@
 use super::dtype::{check_element_size, time_type, Field};
 use super::node::{ArrayMeta, Dimensions};
 use super::v2::dims;
-use super::{parse_fill, ChunkGrid, ChunkKeys, CodecSpec, DataType, KeyStyle, MetaError};
+use super::{parse_fill, ChunkKeys, CodecSpec, DataType, KeyStyle, MetaError};
 use serde_json::{json, Map, Value};
 
 /// The Zarr Object Model document of a v3 node: its `zarr.json` without consolidated metadata,
@@ -61,8 +61,8 @@ pub fn data_type(value: &Value) -> Result<DataType, MetaError> {
         "float16" => DataType::Float(2),
         "float32" => DataType::Float(4),
         "float64" => DataType::Float(8),
-        "complex64" => DataType::Complex(8),
-        "complex128" => DataType::Complex(16),
+        "complex64" | "complex_float32" => DataType::Complex(8),
+        "complex128" | "complex_float64" => DataType::Complex(16),
         "string" | "variable_length_utf8" => DataType::String,
         "bytes" | "variable_length_bytes" => DataType::VarBytes,
         "numpy.datetime64" | "numpy.timedelta64" => {
@@ -143,8 +143,16 @@ fn field_items(config: &Map<String, Value>) -> Result<Vec<(&str, &Value)>, MetaE
 fn structured(config: &Map<String, Value>) -> Result<DataType, MetaError> {
     let mut out = Vec::new();
     let mut offset = 0usize;
-    for (name, dtype) in field_items(config)? {
-        let dtype = data_type(dtype)?;
+    for (name, type_json) in field_items(config)? {
+        let dtype = data_type(type_json)?;
+        let type_name = named(type_json)?.0;
+        if super::ext_types::low_bits(&type_name).is_some() {
+            // The `bytes` codec keeps only their low bits, which it does per element, not per
+            // field.
+            return Err(MetaError::Unsupported(format!(
+                "struct field {name:?} of type {type_name}, narrower than its byte"
+            )));
+        }
         if dtype.is_variable() {
             return Err(MetaError::DataType(format!(
                 "struct type: field {name:?} has no fixed size"
@@ -179,32 +187,70 @@ fn fill_value(type_json: &Value, dtype: &DataType, value: &Value) -> Result<Vec<
         return Ok(out);
     }
     let type_name = named(type_json).map(|(name, _)| name).unwrap_or_default();
-    match super::ext_types::float_fill(&type_name, value) {
+    match super::ext_types::fill(&type_name, value) {
         Some(bits) => bits,
         None => parse_fill(value, dtype, &[]),
     }
 }
 
+/// The fields of a v3 array document: the spec's, and `consolidated_metadata`, which
+/// zarr-python writes in groups.
+const ARRAY_FIELDS: [&str; 12] = [
+    "zarr_format",
+    "node_type",
+    "shape",
+    "data_type",
+    "chunk_grid",
+    "chunk_key_encoding",
+    "fill_value",
+    "codecs",
+    "attributes",
+    "storage_transformers",
+    "dimension_names",
+    "consolidated_metadata",
+];
+
+/// Refuses a field the spec does not define unless it is an object with `"must_understand":
+/// false` (the spec's extension points; zarr-python refuses them too).
+fn refuse_unknown_fields(doc: &Map<String, Value>) -> Result<(), MetaError> {
+    let unknown = doc.iter().find(|(key, value)| {
+        !ARRAY_FIELDS.contains(&key.as_str())
+            && value.get("must_understand") != Some(&Value::Bool(false))
+    });
+    match unknown {
+        Some((key, _)) => Err(MetaError::Unsupported(format!(
+            "field {key:?}: not in the spec, and not marked \"must_understand\": false"
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// Parses the array fields of a `zarr.json` whose chunk keys start with `prefix`.
 pub fn parse_array(doc: &Map<String, Value>, prefix: &str) -> Result<ArrayMeta, MetaError> {
+    refuse_unknown_fields(doc)?;
     let shape = dims(doc, "shape")?;
     let type_json = doc
         .get("data_type")
         .ok_or_else(|| MetaError::field("data_type", "missing"))?;
     let dtype = data_type(type_json)?;
-    let type_name = type_json.as_str().unwrap_or("");
+    let type_name = named(type_json)?.0;
+    let type_name = type_name.as_str();
     let fill_value = fill_value(
         type_json,
         &dtype,
         doc.get("fill_value").unwrap_or(&Value::Null),
     )?;
 
+    let mut codec_list = match doc.get("codecs") {
+        Some(Value::Array(list)) => list.clone(),
+        _ => return Err(MetaError::field("codecs", "missing or not a list")),
+    };
     let grid = named(
         doc.get("chunk_grid")
             .ok_or_else(|| MetaError::field("chunk_grid", "missing"))?,
     )?;
     let (grid, chunk_shape) = match grid.0.as_str() {
-        "regular" => (ChunkGrid::Regular, dims(&grid.1, "chunk_shape")?),
+        "regular" => super::chunk_grid::regular(&grid.1, &shape, &shard_units(&codec_list))?,
         "rectilinear" => super::chunk_grid::rectilinear(&grid.1, &shape)?,
         other => return Err(MetaError::Unsupported(format!("chunk grid {other:?}"))),
     };
@@ -236,28 +282,14 @@ pub fn parse_array(doc: &Map<String, Value>, prefix: &str) -> Result<ArrayMeta, 
         }
     };
 
-    let mut codec_list = match doc.get("codecs") {
-        Some(Value::Array(list)) => list.clone(),
-        _ => return Err(MetaError::field("codecs", "missing or not a list")),
-    };
     if let Some(bits) = super::ext_types::bit_width(type_name) {
-        set_bit_width(&mut codec_list, bits, super::ext_types::low_bits(type_name));
-    }
-    if super::ext_types::data_type(type_name).is_some() {
-        // They are served as their bits: arithmetic on those would give wrong values.
-        if let Some(c) = codec_list.iter().find(|c| {
-            let name = c.get("name").or(Some(c)).and_then(Value::as_str);
-            matches!(name, Some("scale_offset" | "cast_value"))
-        }) {
-            return Err(MetaError::Unsupported(format!(
-                "codec {c} on {type_name}, which zarrfs serves as its bits"
-            )));
-        }
+        set_bit_width(&mut codec_list, bits, super::ext_types::low_bits(type_name))?;
     }
     let codecs = codec_list
         .iter()
         .map(CodecSpec::from_v3)
         .collect::<Result<Vec<_>, _>>()?;
+    super::ext_types::refuse_numeric_codecs(type_name, &codecs)?;
     if let Some(Value::Array(t)) = doc.get("storage_transformers") {
         if let Some(first) = t.first() {
             return Err(MetaError::Unsupported(format!(
@@ -276,11 +308,24 @@ pub fn parse_array(doc: &Map<String, Value>, prefix: &str) -> Result<ArrayMeta, 
     })
 }
 
+/// The inner chunk shape of the first `sharding_indexed` codec of `codecs`, the smallest chunk
+/// sizes a sharded array's axes can have; empty when there is none or it is not positive
+/// sizes.
+fn shard_units(codecs: &[Value]) -> Vec<u64> {
+    let inner = codecs
+        .iter()
+        .find(|c| c.get("name").and_then(Value::as_str) == Some("sharding_indexed"))
+        .and_then(|c| c.pointer("/configuration/chunk_shape"))
+        .and_then(Value::as_array);
+    let units = inner.into_iter().flatten().map(super::inner_chunk_size);
+    units.collect::<Option<Vec<_>>>().unwrap_or_default()
+}
+
 /// Writes an extension type's `last_bit` (its bit width less one, zarr-extensions' default)
-/// into each `packbits` codec that has none, and the small integers' `low_bits` into each
-/// `bytes` codec, also inside sharding's inner chains: the served type (one byte an element)
-/// does not tell the codecs that width.
-fn set_bit_width(codecs: &mut [Value], bits: u32, low_bits: Option<u32>) {
+/// into each `packbits` codec that has none, and refuses a `last_bit` beyond it; writes the
+/// `low_bits` of the types narrower than a byte into each `bytes` codec; also inside sharding's
+/// inner chains: the served type (one byte an element) does not tell the codecs that width.
+fn set_bit_width(codecs: &mut [Value], bits: u32, low_bits: Option<u32>) -> Result<(), MetaError> {
     for codec in codecs {
         if let Some(name @ ("packbits" | "bytes")) = codec.as_str() {
             *codec = json!({"name": name, "configuration": {}});
@@ -299,19 +344,27 @@ fn set_bit_width(codecs: &mut [Value], bits: u32, low_bits: Option<u32>) {
                     config.insert("low_bits".into(), json!(low));
                 }
             }
-            (Some("packbits"), Some(config))
-                if config.get("last_bit").is_none_or(Value::is_null) =>
-            {
-                config.insert("last_bit".into(), json!(bits - 1));
-            }
+            (Some("packbits"), Some(config)) => match config.get("last_bit") {
+                None | Some(Value::Null) => {
+                    config.insert("last_bit".into(), json!(bits - 1));
+                }
+                Some(last) if last.as_u64().is_some_and(|b| b >= u64::from(bits)) => {
+                    return Err(MetaError::Unsupported(format!(
+                        "packbits last_bit {last} on a {bits}-bit type (at most {})",
+                        bits - 1
+                    )));
+                }
+                Some(_) => {}
+            },
             (Some("sharding_indexed"), Some(config)) => {
                 if let Some(Value::Array(inner)) = config.get_mut("codecs") {
-                    set_bit_width(inner, bits, low_bits);
+                    set_bit_width(inner, bits, low_bits)?;
                 }
             }
             _ => {}
         }
     }
+    Ok(())
 }
 
 impl CodecSpec {
@@ -468,5 +521,150 @@ mod tests {
             data_type(&json!("r8000000000")),
             Err(MetaError::TooLarge(_))
         ));
+    }
+
+    /// A v3 array document of `data_type` with `codecs`, fill value `fill`.
+    fn array_doc(data_type: Value, codecs: Value, fill: Value) -> Value {
+        json!({"shape": [4], "data_type": data_type, "fill_value": fill, "codecs": codecs,
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4]}}})
+    }
+
+    fn parse(doc: &Value) -> Result<ArrayMeta, MetaError> {
+        parse_array(doc.as_object().unwrap(), "")
+    }
+
+    #[test]
+    fn extension_types_named_by_objects_are_extension_types() {
+        let int4 = parse(&array_doc(
+            json!({"name": "int4"}),
+            json!(["bytes"]),
+            json!(-8),
+        ))
+        .unwrap();
+        assert_eq!(int4.codecs[0].config["low_bits"], 4);
+        assert_eq!(int4.fill_value, [0xf8]);
+        let packed = array_doc(
+            json!({"name": "uint2", "configuration": {}}),
+            json!(["packbits"]),
+            json!(3),
+        );
+        assert_eq!(parse(&packed).unwrap().codecs[0].config["last_bit"], 1);
+        let bf16 = json!({"name": "bfloat16", "configuration": {}});
+        let scaled = array_doc(bf16, json!(["scale_offset", "bytes"]), json!(1.0));
+        assert!(matches!(parse(&scaled), Err(MetaError::Unsupported(_))));
+        let float8 = json!({"name": "float8_e4m3"});
+        let doc = array_doc(float8, json!(["bytes"]), json!("NaN"));
+        assert_eq!(parse(&doc).unwrap().fill_value, [0x7c]);
+    }
+
+    #[test]
+    fn narrow_floats_keep_their_low_bits_and_fills_their_range() {
+        for (name, bits) in [("float4_e2m1fn", 4), ("float6_e3m2fn", 6)] {
+            let doc = array_doc(json!(name), json!([{"name": "bytes"}]), json!(0.5));
+            assert_eq!(parse(&doc).unwrap().codecs[0].config["low_bits"], bits);
+        }
+        let doc = array_doc(json!("int4"), json!(["bytes"]), json!(100));
+        assert!(matches!(parse(&doc), Err(MetaError::FillValue(_))));
+        let doc = array_doc(json!("uint2"), json!(["bytes"]), json!(4));
+        assert!(matches!(parse(&doc), Err(MetaError::FillValue(_))));
+    }
+
+    #[test]
+    fn struct_fields_narrower_than_a_byte_are_refused() {
+        let field = |t: &str| {
+            json!({"name": "struct", "configuration": {"fields": [
+                {"name": "a", "data_type": "int8"}, {"name": "b", "data_type": {"name": t}}]}})
+        };
+        for narrow in ["int4", "uint2", "float4_e2m1fn", "float6_e2m3fn"] {
+            assert!(
+                matches!(data_type(&field(narrow)), Err(MetaError::Unsupported(_))),
+                "{narrow}"
+            );
+        }
+        assert!(data_type(&field("float8_e5m2")).is_ok());
+    }
+
+    #[test]
+    fn codecs_computing_with_values_are_refused_on_extension_types() {
+        let sharded = |inner: Value| {
+            json!([{"name": "sharding_indexed", "configuration": {"chunk_shape": [2],
+                "codecs": inner}}])
+        };
+        for (ty, codecs) in [
+            ("bfloat16", json!([{"name": "numcodecs.delta"}, "bytes"])),
+            (
+                "int4",
+                json!([{"name": "numcodecs.fixedscaleoffset",
+                "configuration": {"scale": 2, "offset": 0}}, "bytes"]),
+            ),
+            ("float8_e5m2", json!(["numcodecs.astype", "bytes"])),
+            ("bfloat16", json!(["numcodecs.quantize", "bytes"])),
+            (
+                "float8_e4m3",
+                json!([{"name": "zfp", "configuration": {"mode": "reversible"}}]),
+            ),
+            ("bfloat16", sharded(json!(["cast_value", "bytes"]))),
+            (
+                "uint4",
+                sharded(json!(["bytes", {"name": "numcodecs.delta"}])),
+            ),
+        ] {
+            let doc = array_doc(json!(ty), codecs.clone(), json!(0));
+            assert!(
+                matches!(parse(&doc), Err(MetaError::Unsupported(m)) if m.contains(ty)),
+                "{ty} {codecs}"
+            );
+        }
+        for codecs in [
+            json!(["transpose", "bytes", {"name": "shuffle"}, "zstd"]),
+            json!([{"name": "numcodecs.bitround", "configuration": {"keepbits": 3}}, "bytes"]),
+            sharded(json!(["bytes", "crc32c"])),
+        ] {
+            let doc = array_doc(json!("bfloat16"), codecs.clone(), json!(0));
+            assert!(parse(&doc).is_ok(), "{codecs}");
+        }
+    }
+
+    #[test]
+    fn packbits_bits_lie_within_the_type() {
+        let packbits =
+            |last: u64| json!([{"name": "packbits", "configuration": {"last_bit": last}}]);
+        assert!(parse(&array_doc(json!("uint4"), packbits(3), json!(0))).is_ok());
+        assert!(matches!(
+            parse(&array_doc(json!("uint4"), packbits(7), json!(0))),
+            Err(MetaError::Unsupported(m)) if m.contains("last_bit 7")
+        ));
+        assert!(parse(&array_doc(json!("float6_e2m3fn"), packbits(6), json!(0))).is_err());
+    }
+
+    #[test]
+    fn complex_aliases_of_zarr_extensions() {
+        assert_eq!(
+            data_type(&json!("complex_float32")).unwrap(),
+            DataType::Complex(8)
+        );
+        assert_eq!(
+            data_type(&json!("complex_float64")).unwrap(),
+            DataType::Complex(16)
+        );
+    }
+
+    #[test]
+    fn unknown_fields_are_refused_unless_they_may_be_ignored() {
+        let with = |key: &str, value: Value| {
+            let mut doc = array_doc(json!("int8"), json!(["bytes"]), json!(0));
+            doc[key] = value;
+            parse(&doc)
+        };
+        assert!(matches!(
+            with("chunk_memory_layout", json!("C")),
+            Err(MetaError::Unsupported(m)) if m.contains("chunk_memory_layout")
+        ));
+        assert!(with("extension", json!({"must_understand": true})).is_err());
+        assert!(with("extension", json!({"name": "x"})).is_err());
+        assert!(with("extension", json!({"must_understand": false, "x": 1})).is_ok());
+        assert!(with("dimension_names", json!(["x"])).is_ok());
+        assert!(with("storage_transformers", json!([])).is_ok());
+        assert!(with("attributes", json!({"a": 1})).is_ok());
     }
 }

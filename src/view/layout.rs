@@ -2,6 +2,7 @@
 
 use super::GridError;
 use crate::codec::step_in;
+use crate::meta::element_count;
 
 /// One stretch of consecutive elements that is consecutive in one chunk as well.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,7 +39,7 @@ impl GridGeometry {
             let (shape, chunk_shape) = shapes();
             return Err(GridError::NotTiled { shape, chunk_shape });
         }
-        let product = |v: &[u64]| v.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d));
+        let product = element_count;
         let grid: Vec<u64> = shape
             .iter()
             .zip(chunk_shape)
@@ -69,9 +70,9 @@ impl GridGeometry {
         })
     }
 
-    /// Number of elements in the array.
+    /// Number of elements in the array (checked in [`GridGeometry::new`]).
     pub fn len(&self) -> u64 {
-        self.shape.iter().product()
+        element_count(&self.shape).unwrap_or_default()
     }
 
     /// True when the array has no elements.
@@ -89,7 +90,7 @@ impl GridGeometry {
     pub fn band_len(&self) -> u64 {
         match self.chunk_shape.first() {
             None => 1,
-            Some(&c) => c.min(self.shape[0]) * self.shape[1..].iter().product::<u64>(),
+            Some(&c) => c.min(self.shape[0]) * element_count(&self.shape[1..]).unwrap_or_default(),
         }
     }
 

@@ -1,4 +1,5 @@
-//! `A.png`: a picture of an array of two or more dimensions with a numeric type. It shows the
+//! `A.png`: a picture of an array of two or more dimensions with a numeric type (the view
+//! builds none for the extension floats served as their bits, such as `bfloat16`). It shows the
 //! first 2-D slice (the last two axes, index 0 on the others), scaled to 8-bit grey between
 //! the slice's minimum and maximum (NaN, infinities and the fill value black; complex numbers as
 //! their magnitude; bool black and white), at most [`MAX_SIDE`] pixels a side (every n-th

@@ -232,9 +232,11 @@ impl Selection {
             .collect()
     }
 
-    /// Number of selected elements (at most the array's, so it cannot overflow).
+    /// Number of selected elements (at most the array's, so it cannot overflow; 0 when an axis
+    /// selects none, however many the others do).
     pub fn element_count(&self) -> u64 {
-        self.axes.iter().map(|a| a.count).product()
+        let counts: Vec<u64> = self.axes.iter().map(|a| a.count).collect();
+        crate::meta::element_count(&counts).unwrap_or(u64::MAX)
     }
 
     /// The selection in normal form: every axis, `start:stop:step` with explicit non-negative

@@ -356,7 +356,7 @@ impl VlenFile {
     pub(super) fn selection(&self, name: String, slice: Arc<SliceFile>, shape: Vec<u64>) -> Self {
         VlenFile {
             path: name,
-            count: shape.iter().product(),
+            count: crate::meta::element_count(&shape).unwrap_or(u64::MAX),
             shape,
             elements: Elements::Selection(slice),
             ..VlenFile::new("", self.source.clone(), self.metadata.clone())

@@ -55,6 +55,10 @@ fn one_bad_node_does_not_spoil_the_others() {
     );
     s.insert("zero_chunk/zarr.json", v3_array("[4]", "[0]", "uint8", RAW));
     s.insert(
+        "negative_chunk/zarr.json",
+        v3_array("[4]", "[-2]", "uint8", RAW),
+    );
+    s.insert(
         "huge_chunk/zarr.json",
         v3_array("[8589934592]", "[8589934592]", "uint8", RAW),
     );
@@ -83,9 +87,11 @@ fn one_bad_node_does_not_spoil_the_others() {
     let view = view_of(s);
 
     assert_eq!(read_all(&view, "good").unwrap(), vec![1, 2, 7, 7]);
+    // A chunk size 0 reads as 1, as zarr-python 3.4 reads it: no chunk is stored, all fill.
+    assert_eq!(read_all(&view, "zero_chunk").unwrap(), vec![7; 4]);
     for (bad, cause) in [
         ("huge_shape", IoCause::Metadata),
-        ("zero_chunk", IoCause::Metadata),
+        ("negative_chunk", IoCause::Metadata),
         ("huge_chunk", IoCause::BadConfig),
         ("rank", IoCause::Metadata),
         ("codec", IoCause::Unsupported),

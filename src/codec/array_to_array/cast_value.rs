@@ -58,11 +58,7 @@ impl CastValue {
                 .unwrap_or(""),
             _ => return Err(bad(spec, "missing 'data_type'")),
         };
-        let stored = numeric(
-            spec,
-            NumType::parse(type_name).filter(|_| !type_name.starts_with(['<', '>', '|'])),
-        )
-        .map_err(|_| {
+        let stored = numeric(spec, NumType::from_v3_name(type_name)).map_err(|_| {
             bad(
                 spec,
                 format!("casts to the integer and float types of Zarr v3, not {type_name:?}"),
@@ -282,6 +278,10 @@ impl ArrayToArray for CastValue {
         &self.name
     }
 
+    fn elementwise(&self) -> bool {
+        true
+    }
+
     fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<(), CodecError> {
         let (es, ds) = (self.stored.size, self.array.size);
         for (src, dst) in encoded.chunks_exact(es).zip(out.chunks_exact_mut(ds)) {
@@ -477,6 +477,12 @@ mod tests {
         for config in [
             json!({}),
             json!({"data_type": "<i2"}),
+            json!({"data_type": "i4"}),
+            json!({"data_type": "f8"}),
+            json!({"data_type": "half"}),
+            json!({"data_type": "d"}),
+            json!({"data_type": "int12"}),
+            json!({"data_type": {"name": "float20"}}),
             json!({"data_type": "bool"}),
             json!({"data_type": "float16", "out_of_range": "wrap"}),
             json!({"data_type": "int8", "extra": 1}),

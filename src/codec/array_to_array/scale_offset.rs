@@ -40,13 +40,40 @@ impl ScaleOffset {
         Ok((codec, decoded.clone()))
     }
 
+    /// `(x - offset) * scale` in the arithmetic of the array's type (numpy's: float16 in
+    /// float32, each result rounded); `None` when an integer result does not fit the type.
+    fn encode_one(&self, x: Value) -> Option<Value> {
+        if self.ty.kind == Kind::Float {
+            let (x, s, o) = (x.to_f64(), self.scale.to_f64(), self.offset.to_f64());
+            return Some(Value::F(match self.ty.size {
+                2 => {
+                    let d = f16::from_f32(x as f32 - o as f32);
+                    f16::from_f32(d.to_f32() * s as f32).to_f64()
+                }
+                4 => f64::from((x as f32 - o as f32) * s as f32),
+                _ => (x - o) * s,
+            }));
+        }
+        let y = (wide(x)? - wide(self.offset)?).checked_mul(wide(self.scale)?)?;
+        let (lo, hi) = int_range(self.ty);
+        if y < lo || y > hi {
+            return None;
+        }
+        Some(if self.ty.kind == Kind::Int {
+            Value::I(y as i64)
+        } else {
+            Value::U(y as u64)
+        })
+    }
+
     fn decode_one(&self, x: Value) -> Result<Value, Undecodable> {
         if self.ty.kind == Kind::Float {
             let (x, s, o) = (x.to_f64(), self.scale.to_f64(), self.offset.to_f64());
             return Ok(Value::F(match self.ty.size {
+                // numpy computes float16 operations in float32, rounding each result.
                 2 => {
-                    let q = f16::from_f64(x / s).to_f64();
-                    f16::from_f64(q + o).to_f64()
+                    let q = f16::from_f32(x as f32 / s as f32);
+                    f16::from_f32(q.to_f32() + o as f32).to_f64()
                 }
                 4 => f64::from((x as f32 / s as f32) + o as f32),
                 _ => x / s + o,
@@ -87,6 +114,21 @@ enum Undecodable {
 impl ArrayToArray for ScaleOffset {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn elementwise(&self) -> bool {
+        true
+    }
+
+    /// `(fill - offset) * scale` in the array type's arithmetic, as zarr-python encodes the
+    /// fill value; an integer overflow is an error there too.
+    fn encode_fill(&self, fill: &[u8]) -> Result<Vec<u8>, CodecError> {
+        let mut out = vec![0; self.ty.size];
+        let y = self.encode_one(self.ty.read(fill)).ok_or_else(|| {
+            CodecError::bad_config(&self.name, "the fill value overflows its type")
+        })?;
+        self.ty.write(y, &mut out);
+        Ok(out)
     }
 
     fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<(), CodecError> {
@@ -131,6 +173,27 @@ mod tests {
         assert!(c.decode(&[1, 0, 0, 0], &mut out).is_err(), "remainder");
         let c = codec(DataType::UInt(1), json!({"offset": 200})).unwrap();
         assert!(c.decode(&[100, 0], &mut [0; 2]).is_err(), "overflow");
+    }
+
+    #[test]
+    fn fills_are_encoded_as_zarr_python_encodes_them() {
+        // numpy 2.5: (np.asarray(fill) - offset) * scale, in the array's type.
+        let c = codec(DataType::Float(8), json!({"offset": 10, "scale": 100})).unwrap();
+        assert_eq!(
+            c.encode_fill(&10.5f64.to_le_bytes()).unwrap(),
+            50f64.to_le_bytes()
+        );
+        let c = codec(DataType::Float(2), json!({"offset": -3.3, "scale": 0.1})).unwrap();
+        let fill = crate::meta::f16_from_f64(0.1).to_le_bytes();
+        assert_eq!(c.encode_fill(&fill).unwrap(), 0x3570u16.to_le_bytes());
+        let c = codec(DataType::Float(4), json!({"offset": 0.1, "scale": 3})).unwrap();
+        let out = c.encode_fill(&0.3f32.to_le_bytes()).unwrap();
+        assert_eq!(out, 0x3f19999au32.to_le_bytes());
+        let c = codec(DataType::Int(1), json!({"offset": -20, "scale": 2})).unwrap();
+        assert_eq!(c.encode_fill(&[(-50i8) as u8]).unwrap(), [(-60i8) as u8]);
+        assert!(c.encode_fill(&[100]).is_err(), "overflow");
+        let c = codec(DataType::UInt(1), json!({"offset": 200})).unwrap();
+        assert!(c.encode_fill(&[100]).is_err(), "below zero");
     }
 
     #[test]

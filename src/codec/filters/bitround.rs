@@ -21,6 +21,7 @@ impl BytesToBytes for BitRound {
         Some(Elements {
             decoded: None,
             encoded: None,
+            elementwise: true,
         })
     }
 

@@ -91,6 +91,7 @@ impl BytesToBytes for Categorize {
         Some(Elements {
             decoded: Some(DataType::Unicode(self.width)),
             encoded: Some(self.astype.stored()),
+            elementwise: true,
         })
     }
 

@@ -5,7 +5,7 @@
 use super::{Numeric, Op};
 use crate::codec::numtype::{to_f32, Kind, NumType, Value};
 use crate::codec::{CodecError, StoredElem};
-use crate::meta::CodecSpec;
+use crate::meta::{f16_from_f64, CodecSpec};
 use half::f16;
 
 /// `delta` from a config with `dtype` (default: the array's) and optional `astype`.
@@ -32,7 +32,7 @@ pub(super) fn cumsum(astype: NumType, dtype: NumType, encoded: &[u8], out: &mut 
         (Kind::Float, 2) => {
             let mut sum = f16::ZERO;
             for (src, dst) in pairs {
-                let x = f16::from_f64(astype.read(src).to_f64());
+                let x = f16_from_f64(astype.read(src).to_f64());
                 sum = f16::from_f32(sum.to_f32() + x.to_f32());
                 dtype.write(Value::F(sum.to_f64()), dst);
             }

@@ -6,7 +6,7 @@ use super::{Numeric, Op};
 use crate::codec::config::{bad, get_f64};
 use crate::codec::numtype::{to_f32, Kind, NumType, Value};
 use crate::codec::{CodecError, StoredElem};
-use crate::meta::CodecSpec;
+use crate::meta::{f16_from_f64, CodecSpec};
 use half::f16;
 
 /// `fixedscaleoffset` from a config with `scale`, `offset`, `dtype` (default: the array's) and
@@ -30,10 +30,10 @@ pub(super) fn unscale(
         .zip(out.chunks_exact_mut(dtype.size));
     match (astype.kind, astype.size) {
         (Kind::Float, 2) => {
-            let scale = f16::from_f64(scale).to_f32();
-            let offset = f16::from_f64(offset).to_f32();
+            let scale = f16_from_f64(scale).to_f32();
+            let offset = f16_from_f64(offset).to_f32();
             for (src, dst) in pairs {
-                let x = f16::from_f64(astype.read(src).to_f64()).to_f32();
+                let x = f16_from_f64(astype.read(src).to_f64()).to_f32();
                 let q = f16::from_f32(x / scale).to_f32();
                 let y = f16::from_f32(q + offset);
                 dtype.write(Value::F(y.to_f64()), dst);

@@ -29,6 +29,8 @@ pub(crate) struct Elements {
     pub decoded: Option<DataType>,
     /// The type and byte order of its encoded elements, which the codecs after it see.
     pub encoded: Option<StoredElem>,
+    /// True when each decoded element comes from its own encoded element alone.
+    pub elementwise: bool,
 }
 
 /// A numeric filter: elements of `dtype` stored as `astype`, changed by `op` on the way.
@@ -86,6 +88,7 @@ impl BytesToBytes for Numeric {
         Some(Elements {
             decoded: Some(self.dtype.data_type()),
             encoded: Some(self.astype.stored()),
+            elementwise: self.op != Op::Delta,
         })
     }
 
@@ -162,8 +165,9 @@ pub(crate) fn elementwise_count(
     Ok(count)
 }
 
-/// A filter in the array→array position (zarr-python 3 `numcodecs.*` filters).
-pub(crate) struct FilterArray(Box<dyn BytesToBytes>);
+/// A filter in the array→array position (zarr-python 3 `numcodecs.*` filters), and whether it
+/// works element by element.
+pub(crate) struct FilterArray(Box<dyn BytesToBytes>, bool);
 
 impl FilterArray {
     /// Places `filter` on chunks of `decoded` form; returns it and the encoded form.
@@ -200,7 +204,11 @@ impl FilterArray {
         } else {
             vec![enc_count as u64]
         };
-        Ok((FilterArray(filter), ChunkRepr::new(shape, dtype)))
+        let elementwise = elements.elementwise;
+        Ok((
+            FilterArray(filter, elementwise),
+            ChunkRepr::new(shape, dtype),
+        ))
     }
 }
 
@@ -212,5 +220,9 @@ impl ArrayToArray for FilterArray {
     fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<(), CodecError> {
         let written = self.0.decode(encoded, out)?;
         Size::Exact(out.len()).check(self.0.name(), written)
+    }
+
+    fn elementwise(&self) -> bool {
+        self.1
     }
 }

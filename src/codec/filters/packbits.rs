@@ -21,6 +21,7 @@ impl BytesToBytes for PackBits {
         Some(Elements {
             decoded: Some(DataType::Bool),
             encoded: Some(StoredElem::le(DataType::UInt(1))),
+            elementwise: false,
         })
     }
 

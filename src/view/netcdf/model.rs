@@ -9,7 +9,7 @@
 //! infers them (from the first value: `int`, else `uint`, `int64`, `uint64`; `double` for a
 //! float; `ubyte` for a boolean; other JSON as text).
 
-use crate::meta::{DataType, Hierarchy, Node, NodeKind};
+use crate::meta::{document_served_as_bits, DataType, Hierarchy, Node, NodeKind};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
 
@@ -681,8 +681,10 @@ pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Dataset> {
                 false => node.name().to_string(),
             };
             let group = &mut ds.groups[g];
-            // A variable left out still defines its dimensions (above).
-            let Some(ty) = NcType::of(&meta.dtype) else {
+            // A variable left out still defines its dimensions (above). Extension floats are
+            // served as their bits, which are not their values.
+            let ty = NcType::of(&meta.dtype).filter(|_| !document_served_as_bits(&node.document));
+            let Some(ty) = ty else {
                 group.attrs.push(Attribute {
                     name: "comment".into(),
                     ty: NcType::Char,

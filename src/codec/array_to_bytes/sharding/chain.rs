@@ -31,14 +31,16 @@ pub(crate) fn split_at_sharding(
     Ok(Some((&codecs[..at], &codecs[at])))
 }
 
-/// The array→array codecs before `sharding_indexed` (`specs`), for chunks of `decoded` form;
-/// returns them and the form of the shard they leave. Codecs that change the element type are
-/// refused: the fill value of absent inner chunks is only known in the array's own type.
+/// The array→array codecs before `sharding_indexed` (`specs`), for chunks of `decoded` form
+/// whose fill value is `fill` (one element); returns them, the form of the shard they leave and
+/// the fill value of the inner chunks it does not hold: `fill` encoded by them, as zarr-python
+/// resolves it. Codecs that change the element type are refused.
 pub(crate) fn before_sharding(
     specs: &[CodecSpec],
     decoded: &ChunkRepr,
-) -> Result<(ArrayChain, ChunkRepr), CodecError> {
-    ArrayChain::build(specs, decoded, |spec, decoded, encoded| {
+    fill: &[u8],
+) -> Result<(ArrayChain, ChunkRepr, Vec<u8>), CodecError> {
+    let (chain, shard) = ArrayChain::build(specs, decoded, |spec, decoded, encoded| {
         if encoded.dtype != decoded.dtype {
             return Err(CodecError::unsupported(
                 &spec.name,
@@ -46,7 +48,9 @@ pub(crate) fn before_sharding(
             ));
         }
         Ok(())
-    })
+    })?;
+    let fill = chain.encode_fill(fill)?;
+    Ok((chain, shard, fill))
 }
 
 /// Decodes one whole encoded chunk held in memory: through a [`Pipeline`], or — for a chain
@@ -76,8 +80,8 @@ impl ChunkDecoder {
             return Pipeline::new(codecs, dtype, shape).map(ChunkDecoder::Plain);
         };
         let decoded = ChunkRepr::new(shape.to_vec(), dtype.clone());
-        let (before, shard) = before_sharding(before, &decoded)?;
-        let codec = Box::new(ShardingCodec::build(spec, &shard, fill)?);
+        let (before, shard, inner_fill) = before_sharding(before, &decoded, fill)?;
+        let codec = Box::new(ShardingCodec::build(spec, &shard, &inner_fill)?);
         Ok(ChunkDecoder::Sharded { before, codec })
     }
 
@@ -139,7 +143,7 @@ mod tests {
     fn type_changing_codecs_before_sharding_are_refused() {
         let astype = CodecSpec::new("astype", json!({"encode_dtype": "<f4"}));
         let repr = ChunkRepr::new(vec![4], DataType::Float(8));
-        let err = before_sharding(&[astype], &repr).err().unwrap();
+        let err = before_sharding(&[astype], &repr, &[0; 8]).err().unwrap();
         assert!(matches!(err, CodecError::Unsupported(_)), "{err}");
     }
 }

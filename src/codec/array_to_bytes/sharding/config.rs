@@ -2,15 +2,16 @@
 
 use crate::codec::config::{bad, field};
 use crate::codec::CodecError;
-use crate::meta::CodecSpec;
+use crate::meta::{inner_chunk_size, CodecSpec};
 use serde_json::Value;
 
-/// The configuration's `chunk_shape`: positive integers.
+/// The configuration's `chunk_shape`: positive integers (`true` read as 1, as zarr-python 3.4
+/// reads it).
 pub(crate) fn parse_shape(spec: &CodecSpec) -> Result<Vec<u64>, CodecError> {
     let value = field(spec, "chunk_shape").ok_or_else(|| bad(spec, "missing 'chunk_shape'"))?;
     value
         .as_array()
-        .and_then(|list| list.iter().map(|v| v.as_u64().filter(|&n| n > 0)).collect())
+        .and_then(|list| list.iter().map(inner_chunk_size).collect())
         .ok_or_else(|| {
             bad(
                 spec,

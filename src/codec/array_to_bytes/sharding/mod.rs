@@ -24,7 +24,7 @@ use self::config::{parse_codecs, parse_shape};
 use self::index::{encoded_index_len, ENTRY_BYTES};
 use crate::codec::config::{bad, get_str};
 use crate::codec::{copy_box, step_in, ChunkRepr, CodecError, Pipeline};
-use crate::meta::{CodecSpec, DataType};
+use crate::meta::{CodecSpec, DataType, MAX_CHUNK_BYTES};
 use std::ops::Range;
 
 /// The sharding codec for shards of one shape (as it reaches the codec) and element type.
@@ -88,12 +88,33 @@ impl ShardingCodec {
             fill,
             &inner_shape,
         )?;
+        // The index is read whole: as large as a chunk at most (a shard of 2^40 inner chunks
+        // would have a 16 TiB index, which a hostile store could make zarrfs allocate).
+        let too_large = || {
+            bad(
+                spec,
+                format!(
+                    "the index of {grid:?} inner chunks is larger than {} GiB",
+                    MAX_CHUNK_BYTES >> 30
+                ),
+            )
+        };
+        let entries = grid.iter().try_fold(1u64, |n, &g| n.checked_mul(g));
+        if entries
+            .and_then(|n| n.checked_mul(ENTRY_BYTES as u64))
+            .is_none_or(|len| len > MAX_CHUNK_BYTES)
+        {
+            return Err(too_large());
+        }
         let index_codecs = parse_codecs(spec, "index_codecs")?;
         let mut index_shape = grid.clone();
         index_shape.push(2);
         let index = Pipeline::new(&index_codecs, &DataType::UInt(8), &index_shape)?;
         let chunks = index.decoded_len() / ENTRY_BYTES;
         let index_len = encoded_index_len(&index_codecs, chunks)? as u64;
+        if index_len > MAX_CHUNK_BYTES {
+            return Err(too_large());
+        }
         let index_at_start = match get_str(spec, "index_location")? {
             Some("start") => true,
             None | Some("end") => false,
@@ -337,6 +358,32 @@ mod tests {
             Arc::make_mut(&mut bad.config)[key] = value;
             assert!(build(bad).contains(expected), "{key}");
         }
+    }
+
+    #[test]
+    fn indexes_larger_than_a_chunk_are_refused() {
+        // 2^40 inner chunks of one element: a 16 TiB index.
+        let repr = ChunkRepr::new(vec![1 << 40], DataType::UInt(1));
+        let spec = CodecSpec::new(
+            SHARDING,
+            json!({"chunk_shape": [1], "index_location": "start"}),
+        );
+        let err = ShardingCodec::build(&spec, &repr, &[0]).err().unwrap();
+        assert!(err.to_string().contains("larger than 4 GiB"), "{err}");
+        // 2^28 entries of 16 bytes are 4 GiB, the most accepted: with the default crc32c, 4
+        // bytes too many.
+        let repr = ChunkRepr::new(vec![1 << 28], DataType::UInt(1));
+        assert!(ShardingCodec::build(&spec, &repr, &[0]).is_err());
+        let bare = json!({"chunk_shape": [1], "index_codecs": ["bytes"]});
+        assert!(ShardingCodec::build(&CodecSpec::new(SHARDING, bare), &repr, &[0]).is_ok());
+    }
+
+    #[test]
+    fn an_inner_chunk_size_true_is_one() {
+        let repr = ChunkRepr::new(vec![2, 4], DataType::UInt(2));
+        let spec = CodecSpec::new(SHARDING, json!({"chunk_shape": [true, 2]}));
+        let codec = ShardingCodec::build(&spec, &repr, &[0, 0]).unwrap();
+        assert_eq!(codec.inner_shape(), [1, 2]);
     }
 
     #[test]

@@ -1,10 +1,14 @@
 //! [`ShardedArray`]: the geometry and decoders a reader needs to read a sharded array inner chunk
 //! by inner chunk, fetching only the byte ranges of a shard it needs.
 //!
-//! The array is read in a grid of inner chunks over the whole array (the *read grid*). Only
-//! `transpose` may come before `sharding_indexed`: it permutes the shard's axes, so an inner chunk
-//! of the transposed shard is still a box of the array, transposed. Other array→array codecs
-//! change whole shards and are refused.
+//! The array is read in a grid of inner chunks over the whole array (the *read grid*). Before
+//! `sharding_indexed` may come `transpose`, which permutes the shard's axes (an inner chunk of
+//! the transposed shard is still a box of the array, transposed), and codecs that decode element
+//! by element (`scale_offset`, numcodecs' `fixedscaleoffset`, ...), which decode an inner chunk
+//! as they decode the whole shard. Other array→array codecs (`delta`) change whole shards and
+//! are refused. An inner chunk a shard does not hold reads as the array's fill value, as an
+//! absent shard does: zarr-python fills it with the fill value encoded by those codecs and
+//! decodes that, so an array whose fill value does not come back through them is refused.
 
 use super::chain::{before_sharding, split_at_sharding, SHARDING};
 use super::ShardingCodec;
@@ -41,22 +45,41 @@ impl ShardedArray {
         let Some((before, spec)) = split_at_sharding(codecs)? else {
             return Ok(None);
         };
-        if let Some(other) = before.iter().find(|c| c.name != "transpose") {
+        let ndim = shard_shape.len();
+        let (one, _, inner_fill) =
+            before_sharding(before, &ChunkRepr::new(vec![1; ndim], dtype.clone()), fill)?;
+        let mut stages = before.iter().zip(one.elementwise());
+        if let Some((other, _)) =
+            stages.find(|(c, elementwise)| c.name != "transpose" && !elementwise)
+        {
             return Err(CodecError::unsupported(
                 SHARDING,
                 &format!(
                     "codec '{}' before sharding_indexed changes whole shards; only transpose \
-                     can come before it",
+                     and codecs working element by element can come before it",
                     other.name
                 ),
             ));
         }
-        let perm = permutation(before, shard_shape.len())?;
+        if one.decode(inner_fill.clone())? != fill {
+            return Err(CodecError::unsupported(
+                SHARDING,
+                "the fill value does not come back through the codecs before \
+                 sharding_indexed, so zarr-python reads the inner chunks a shard does not hold \
+                 as another value, which zarrfs does not",
+            ));
+        }
+        let transposes: Vec<CodecSpec> = before
+            .iter()
+            .filter(|c| c.name == "transpose")
+            .cloned()
+            .collect();
+        let perm = permutation(&transposes, ndim)?;
         let shard = ChunkRepr::new(
             perm.iter().map(|&a| shard_shape[a]).collect(),
             dtype.clone(),
         );
-        let codec = ShardingCodec::build(spec, &shard, fill)?;
+        let codec = ShardingCodec::build(spec, &shard, &inner_fill)?;
         let mut read_shape = vec![0; perm.len()];
         let mut per_shard = vec![0; perm.len()];
         for (i, &a) in perm.iter().enumerate() {
@@ -64,7 +87,7 @@ impl ShardedArray {
             per_shard[a] = codec.grid()[i];
         }
         let chunk = ChunkRepr::new(read_shape.clone(), dtype.clone());
-        let (before, _) = before_sharding(before, &chunk)?;
+        let (before, _, _) = before_sharding(before, &chunk, fill)?;
         Ok(Some(ShardedArray {
             codec,
             perm,
@@ -216,6 +239,31 @@ mod tests {
         assert!(
             err.to_string().contains("'delta' before sharding_indexed"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn elementwise_codecs_before_sharding_decode_inner_chunks() {
+        let scale = |offset: f64, scale: f64| {
+            CodecSpec::new("scale_offset", json!({"offset": offset, "scale": scale}))
+        };
+        let codecs = [scale(1.0, 4.0), spec(&[2], json!(["bytes"]), false)];
+        let fill = 1.5f64.to_le_bytes();
+        let array = ShardedArray::new(&codecs, &DataType::Float(8), &fill, &[4])
+            .unwrap()
+            .unwrap();
+        let stored: Vec<u8> = [2.0f64, -4.0]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let decoded: Vec<u8> = [1.5f64, 0.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+        assert_eq!(array.decode_inner(&stored).unwrap(), decoded);
+        // (0 - 0.1) * 3 / 3 + 0.1 is not 0: zarr-python reads it for absent inner chunks.
+        let codecs = [scale(0.1, 3.0), spec(&[2], json!(["bytes"]), false)];
+        let err = ShardedArray::new(&codecs, &DataType::Float(8), &[0; 8], &[4]).err();
+        assert!(
+            matches!(&err, Some(CodecError::Unsupported(m)) if m.contains("fill value")),
+            "{err:?}"
         );
     }
 
