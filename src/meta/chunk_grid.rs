@@ -21,7 +21,7 @@ pub enum ChunkGrid {
     /// Every chunk has the array's `chunk_shape`.
     Regular,
     /// Per axis, the edge length of each chunk in order (enough chunks to cover the axis).
-    Rectilinear(Edges),
+    Rectilinear(Box<Edges>),
 }
 
 /// The edge lengths of a rectilinear grid, with each chunk's end along its axis for lookups.
@@ -263,7 +263,7 @@ pub fn rectilinear(
         total += list.len() as u64;
         edges.push(list);
     }
-    Ok((ChunkGrid::Rectilinear(Edges::new(edges)), read))
+    Ok((ChunkGrid::Rectilinear(Box::new(Edges::new(edges))), read))
 }
 
 #[cfg(test)]
@@ -290,7 +290,7 @@ mod tests {
             vec![1, 1, 1, 3],
             vec![4, 4],
         ];
-        assert_eq!(grid, ChunkGrid::Rectilinear(Edges::new(edges)));
+        assert_eq!(grid, ChunkGrid::Rectilinear(Box::new(Edges::new(edges))));
         assert_eq!(read, [4, 1, 4, 1, 4]);
     }
 

@@ -3,7 +3,9 @@
 //! node: [`Consolidated`] overlays the consolidated documents on the store for the walk.
 
 use super::{MetaError, StoreRef};
-use crate::store::{accept_key, list_map, too_large, Entry, Object, ObjectMeta, Store, StoreError};
+use crate::store::{
+    accept_key, list_sized, too_large, Entry, Object, ObjectMeta, Store, StoreError,
+};
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -17,7 +19,8 @@ const METADATA_NAMES: [&str; 4] = [".zarray", ".zgroup", ".zattrs", "zarr.json"]
 /// The store as the consolidated metadata describes it.
 pub struct Consolidated<'a> {
     inner: StoreRef<'a>,
-    objects: BTreeMap<String, Vec<u8>>,
+    /// Each document's compact text, kept for the mount's life.
+    objects: BTreeMap<String, Box<[u8]>>,
 }
 
 /// The largest consolidated metadata read (`.zmetadata`, or the root `zarr.json` holding v3
@@ -62,7 +65,9 @@ pub fn open(store: StoreRef<'_>) -> Result<Option<Consolidated<'_>>, MetaError> 
         }
         objects.insert(
             "zarr.json".into(),
-            serde_json::to_vec(&root.rest).unwrap_or_default(),
+            serde_json::to_vec(&root.rest)
+                .unwrap_or_default()
+                .into_boxed_slice(),
         );
     } else {
         return Ok(None);
@@ -75,7 +80,7 @@ pub fn open(store: StoreRef<'_>) -> Result<Option<Consolidated<'_>>, MetaError> 
 
 /// A JSON object's members in order, each value written back compactly as soon as it is read,
 /// so that a document naming a million nodes never stands whole in memory as a tree.
-struct Members(Vec<(String, Vec<u8>)>);
+struct Members(Vec<(String, Box<[u8]>)>);
 
 impl<'de> Deserialize<'de> for Members {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -88,7 +93,8 @@ impl<'de> Deserialize<'de> for Members {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members, A::Error> {
                 let mut out = Vec::new();
                 while let Some((key, value)) = map.next_entry::<String, Value>()? {
-                    out.push((key, serde_json::to_vec(&value).unwrap_or_default()));
+                    let text = serde_json::to_vec(&value).unwrap_or_default();
+                    out.push((key, text.into_boxed_slice()));
                 }
                 Ok(Members(out))
             }
@@ -143,7 +149,7 @@ impl Store for Consolidated<'_> {
         match self.objects.get(key) {
             Some(v) => {
                 too_large(key, v.len() as u64, max)?;
-                let bytes = v.clone();
+                let bytes = v.to_vec();
                 Ok(Some(Object { bytes, mtime: None }))
             }
             None if is_metadata(key) => Ok(None),
@@ -205,7 +211,10 @@ impl Store for Consolidated<'_> {
     }
 
     fn list_dir(&self, prefix: &str) -> Result<Vec<Entry>, StoreError> {
-        Ok(list_map("consolidated metadata", &self.objects, prefix))
+        let objects = &self.objects;
+        Ok(list_sized("consolidated metadata", objects, prefix, |v| {
+            v.len() as u64
+        }))
     }
 
     fn version(&self) -> Option<String> {

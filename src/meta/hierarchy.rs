@@ -18,13 +18,16 @@
 //! bound ([`MAX_DOCUMENT_BYTES`]). [`load_hierarchy`] loads every group of a tree.
 
 use super::consolidated::Consolidated;
-use super::node::{ArrayMeta, Dimensions, Node, NodeKind};
+use super::node::{ArrayMeta, Dimensions, Document, Node, NodeKind};
 use super::v3_draft::EntryPoint;
 use super::{consolidated, nczarr, v2, v3, v3_draft, MetaError};
 use crate::store::{accept_name, join_key, shown_key, EntryKind, Store, StoreError};
 use parking_lot::Mutex;
+use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::collections::HashSet;
+use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -145,8 +148,8 @@ impl<'a> Tree<'a> {
     /// empty store fails here). Fails when the root itself cannot be read, nothing is found, or
     /// the store fails to list the root or read its metadata or its children's.
     pub fn open(store: StoreRef<'a>, opts: &LoadOptions) -> Result<Tree<'a>, MetaError> {
-        if let Ok(Some((root, _))) = read_json(&*store, "zarr.json") {
-            if let Some(entry) = v3_draft::entry_point(&root)? {
+        if let Some(root) = entry_fields(&*store) {
+            if let Some(entry) = v3_draft::entry_point(&root.0)? {
                 return Tree::start(Source::Store(store), MetadataKeys::Draft(entry));
             }
         }
@@ -200,7 +203,7 @@ impl<'a> Tree<'a> {
             // without a root `zarr.json` (as tensorstore writes them) is a v3 store.
             let v3 = children
                 .iter()
-                .any(|c| Dialect::of(&c.document) == Dialect::V3);
+                .any(|c| Dialect::of(&c.document.parse()) == Dialect::V3);
             if v3 {
                 tree.root = implicit_group("", mtime, Dialect::V3);
             }
@@ -231,11 +234,7 @@ impl<'a> Tree<'a> {
     /// unusable are left out, with a warning naming them; a store that cannot list shows the
     /// group without children. Fails when the store fails to list the group or to read a
     /// child's metadata (a timeout, a server error): asking again may succeed.
-    pub fn children(
-        &self,
-        path: &str,
-        document: &Map<String, Value>,
-    ) -> Result<Vec<Node>, MetaError> {
+    pub fn children(&self, path: &str, document: &Document) -> Result<Vec<Node>, MetaError> {
         if path.is_empty() {
             let first = self.root_children.lock().take();
             if let Some(children) = first {
@@ -254,7 +253,7 @@ impl<'a> Tree<'a> {
     fn load(
         &self,
         path: &str,
-        doc: &Map<String, Value>,
+        doc: &Document,
         cannot_list: &AtomicBool,
     ) -> Result<Vec<Node>, MetaError> {
         let depth = if path.is_empty() {
@@ -264,7 +263,7 @@ impl<'a> Tree<'a> {
         };
         let mut seen = HashSet::new();
         let listed: Vec<Child> = self
-            .list(path, doc, cannot_list)?
+            .list(path, &doc.parse(), cannot_list)?
             .into_iter()
             .filter(|c| seen.insert(c.name.clone()))
             .collect();
@@ -311,7 +310,7 @@ impl<'a> Tree<'a> {
                 for child in self.list(prefix, &Map::new(), &quiet)? {
                     let path = join_key(prefix, &child.name);
                     match self.probe(&path) {
-                        Ok(Some(node)) => return Ok(Some(Dialect::of(&node.document))),
+                        Ok(Some(node)) => return Ok(Some(Dialect::of(&node.document.parse()))),
                         Ok(None) if depth + 1 < MAX_DEPTH => next.push(path),
                         Err(e) if may_pass(&e) => return Err(e),
                         _ => {}
@@ -363,6 +362,45 @@ fn read_json(store: &dyn Store, key: &str) -> Result<Option<JsonObject>, MetaErr
     }
 }
 
+/// The members of a root `zarr.json` that [`v3_draft::entry_point`] reads.
+const ENTRY_FIELDS: [&str; 3] = ["zarr_format", "metadata_key_suffix", "extensions"];
+
+/// The [`ENTRY_FIELDS`] of a root `zarr.json`, read without the rest (which may hold a whole
+/// hierarchy's consolidated metadata, many times its text as parsed JSON).
+struct EntryFields(Map<String, Value>);
+
+impl<'de> Deserialize<'de> for EntryFields {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Fields;
+        impl<'de> Visitor<'de> for Fields {
+            type Value = EntryFields;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<EntryFields, A::Error> {
+                let mut kept = Map::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    if ENTRY_FIELDS.contains(&key.as_str()) {
+                        kept.insert(key, map.next_value()?);
+                    } else {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+                Ok(EntryFields(kept))
+            }
+        }
+        d.deserialize_map(Fields)
+    }
+}
+
+/// The [`EntryFields`] of the root `zarr.json` of `store`; `None` when it has none, or none
+/// that reads as a JSON object.
+fn entry_fields(store: &dyn Store) -> Option<EntryFields> {
+    let max = consolidated::MAX_CONSOLIDATED_BYTES;
+    let object = store.get_bounded("zarr.json", max).ok()??;
+    super::lenient_json::deserialize(&object.bytes, true).ok()
+}
+
 /// What a JSON value is, for messages (the value itself may be huge).
 fn kind(value: &Value) -> &'static str {
     match value {
@@ -411,9 +449,11 @@ pub fn parallel_map<T: Sync, R: Send>(
     done.into_iter().map(|(_, r)| r).collect()
 }
 
+/// The array metadata `meta`, validated, as a mount keeps it.
 fn checked(meta: Result<ArrayMeta, MetaError>) -> Result<Arc<ArrayMeta>, MetaError> {
-    let meta = meta?;
+    let mut meta = meta?;
     meta.validate()?;
+    meta.shrink_to_fit();
     Ok(Arc::new(meta))
 }
 
@@ -451,7 +491,7 @@ fn implicit_group(path: &str, mtime: Option<SystemTime>, dialect: Dialect) -> No
     Node {
         path: path.to_string(),
         kind: NodeKind::Group,
-        document,
+        document: Document::new(&document),
         dimensions: Dimensions::default(),
         mtime,
     }
@@ -467,7 +507,7 @@ fn found(
     Some(Node {
         path: path.to_string(),
         kind,
-        document,
+        document: Document::new(&document),
         dimensions,
         mtime,
     })
@@ -732,7 +772,7 @@ mod tests {
             let nodes: Vec<_> = h
                 .nodes
                 .iter()
-                .map(|n| (n.path.clone(), Value::Object(n.document.clone())))
+                .map(|n| (n.path.clone(), Value::Object(n.document.parse())))
                 .collect();
             (nodes, store.counts.peak.load(Ordering::SeqCst))
         };
@@ -835,8 +875,8 @@ mod tests {
         let h = load_hierarchy(&s, &LoadOptions::default()).unwrap();
         let paths: Vec<_> = h.nodes.iter().map(|n| n.path.as_str()).collect();
         assert_eq!(paths, ["", "a", "imp", "imp/deep", "imp/deep/b"]);
-        assert_eq!(h.nodes[0].document["attributes"]["title"], "t");
-        assert_eq!(h.nodes[1].document["node_type"], "array");
+        assert_eq!(h.nodes[0].document.parse()["attributes"]["title"], "t");
+        assert_eq!(h.nodes[1].document.parse()["node_type"], "array");
     }
 
     #[test]
@@ -848,7 +888,7 @@ mod tests {
                 .into_iter()
                 .filter(|n| matches!(n.kind, NodeKind::Group));
             groups
-                .map(|n| (n.path, Value::Object(n.document)))
+                .map(|n| (n.path, Value::Object(n.document.parse())))
                 .collect()
         };
         // tensorstore's zarr3 driver: array documents only, no root zarr.json.
@@ -895,7 +935,7 @@ mod tests {
         s.insert(".zattrs", r#"{"version": 2}"#);
         s.insert(".zmetadata", r#"{"metadata": {".zgroup": {"zarr_format": 2}, ".zattrs": {"version": 1}}, "zarr_consolidated_format": 1}"#);
         let with = load_hierarchy(&s, &LoadOptions::default()).unwrap();
-        assert_eq!(with.nodes[0].document["attributes"]["version"], 1);
+        assert_eq!(with.nodes[0].document.parse()["attributes"]["version"], 1);
         let without = load_hierarchy(
             &s,
             &LoadOptions {
@@ -903,6 +943,9 @@ mod tests {
             },
         )
         .unwrap();
-        assert_eq!(without.nodes[0].document["attributes"]["version"], 2);
+        assert_eq!(
+            without.nodes[0].document.parse()["attributes"]["version"],
+            2
+        );
     }
 }

@@ -35,6 +35,6 @@ pub use hierarchy::{
     MAX_DOCUMENT_BYTES,
 };
 pub use lenient_json::{parse as parse_json, parse_as as parse_json_as};
-pub use node::{ArrayMeta, Dimensions, Node, NodeKind, MAX_CHUNK_BYTES};
+pub use node::{ArrayMeta, Dimensions, Document, Node, NodeKind, MAX_CHUNK_BYTES};
 pub use numpy_dtype::NumpyType;
 pub use v2::MAX_RANK;

@@ -11,7 +11,7 @@ use super::{npy_header, GridGeometry, IoCause, ViewError};
 use crate::cache::read_ahead::{Job, Prediction, ReadAhead};
 use crate::cache::ChunkCache;
 use crate::fetch::{ChunkReader, Loaded};
-use crate::meta::ArrayMeta;
+use crate::meta::{ArrayMeta, Document};
 use crate::store::{shown_key, Store};
 use std::sync::{Arc, OnceLock};
 
@@ -81,25 +81,25 @@ impl Sources {
 
 /// One array as files: its chunks, geometry and NPY header.
 pub struct ArrayFile {
-    path: String,
+    path: Box<str>,
     /// What its chunk source is made from: its number (keying its chunks in the cache) and
     /// metadata; `Err` holds why the data cannot be read (unsupported codec or data type, bad
     /// metadata, chunks too large for the cache).
     recipe: Result<(u32, Arc<ArrayMeta>), Unreadable>,
     sources: Arc<Sources>,
     /// The chunk source (codec chain, chunk reader, geometry), made at first use.
-    source: OnceLock<Result<ChunkSource, Unreadable>>,
+    source: OnceLock<Box<Result<ChunkSource, Unreadable>>>,
     /// The rows of the whole array, for reads whose rows go round more chunks than a read
     /// holds (see [`RowWalk::read_going_round`]), made at the first read.
-    rows: OnceLock<RowWalk>,
+    rows: OnceLock<Box<RowWalk>>,
     elem_size: u64,
     data_size: u64,
     /// The metadata the NPY header is made from, at each use (none for an array without a
     /// header), and the header's length.
     npy: Option<Arc<ArrayMeta>>,
     header_len: u64,
-    /// The metadata document as `A.json` shows it (part of the backing file's identity).
-    metadata: Arc<[u8]>,
+    /// The metadata document (part of the backing file's identity).
+    metadata: Document,
     identity: ArrayIdentity,
     backing: ArrayBacking,
 }
@@ -116,7 +116,7 @@ impl ArrayFile {
         meta: Option<&Arc<ArrayMeta>>,
         recipe: Result<(u32, Arc<ArrayMeta>), Unreadable>,
         sources: Arc<Sources>,
-        metadata: Arc<[u8]>,
+        metadata: Document,
     ) -> Self {
         let npy = meta.filter(|m| !m.dtype.is_variable()).cloned();
         let (elem_size, data_size, header_len) = match &npy {
@@ -128,7 +128,7 @@ impl ArrayFile {
             None => (1, 0, 0),
         };
         ArrayFile {
-            path: path.to_string(),
+            path: path.into(),
             recipe,
             sources,
             source: OnceLock::new(),
@@ -146,10 +146,13 @@ impl ArrayFile {
     /// The chunk source, made now at the first call.
     fn source(&self) -> Result<&ChunkSource, &Unreadable> {
         self.source
-            .get_or_init(|| match &self.recipe {
-                Ok((id, meta)) => self.sources.make(*id, &self.path, meta),
-                Err(u) => Err(u.clone()),
+            .get_or_init(|| {
+                Box::new(match &self.recipe {
+                    Ok((id, meta)) => self.sources.make(*id, &self.path, meta),
+                    Err(u) => Err(u.clone()),
+                })
             })
+            .as_ref()
             .as_ref()
     }
 
@@ -158,7 +161,7 @@ impl ArrayFile {
         let Ok(source) = self.source() else { return };
         if self.data_size > 0 {
             let label = self.display_path();
-            let names = (self.path.as_str(), label);
+            let names = (&*self.path, label);
             let reader = &source.reader;
             if let Some(id) = self.identity.get(backing, names, &self.metadata, reader) {
                 self.backing
@@ -302,10 +305,10 @@ impl ArrayFile {
         // The chunks this read has fetched: runs alternate between a few of them.
         let mut held = HeldChunks::new(MAX_HELD_CHUNKS, cache);
         let rows = self.rows.get_or_init(|| {
-            RowWalk::whole(
+            Box::new(RowWalk::whole(
                 &source.reader.meta().shape,
                 source.reader.read_chunk_shape(),
-            )
+            ))
         });
         let es = self.elem_size;
         let read = (source, cache, self.display_path());

@@ -3,6 +3,7 @@
 use super::ViewError;
 use crate::backing::{BackingDir, BackingFile, Held, Identity};
 use crate::fetch::ChunkReader;
+use crate::meta::Document;
 use crate::store::Store;
 use std::sync::{Arc, OnceLock};
 
@@ -29,14 +30,16 @@ impl ArrayIdentity {
         &self,
         backing: &Backing,
         (path, label): (&str, &str),
-        metadata: &[u8],
+        metadata: &Document,
         reader: &ChunkReader,
     ) -> Option<&Identity> {
         self.0
             .get_or_init(|| {
                 let chunks = reader.meta().chunk_keys.prefix.trim_end_matches('/');
                 let store = backing.store.as_ref();
-                match Identity::of(store, &backing.location, (path, chunks), metadata) {
+                // The document as its `.json` sidecar shows it.
+                let metadata = metadata.pretty();
+                match Identity::of(store, &backing.location, (path, chunks), &metadata) {
                     Ok((id, listed)) => {
                         if reader.expect_listed(listed) {
                             log::info!("{label}: chunks were read before it was listed, and may be older than the listing; not cached on disk in this mount");
@@ -54,16 +57,16 @@ impl ArrayIdentity {
     }
 }
 
-/// One file's link to its backing file.
+/// One file's link to its backing file (made at the first attach: most files never have one).
 #[derive(Default)]
 pub(super) struct ArrayBacking {
-    file: Arc<Held>,
+    file: OnceLock<Arc<Held>>,
 }
 
 impl ArrayBacking {
     /// The backing file, when attached.
     pub fn get(&self) -> Option<Arc<BackingFile>> {
-        self.file.lock().clone()
+        self.file.get()?.lock().clone()
     }
 
     /// Attaches the backing file with identity `id` (of the file `label`) unless attached
@@ -73,7 +76,8 @@ impl ArrayBacking {
     /// is marked as opened now (see [`BackingFile::touch`]). `size` is the file's size; `None`
     /// when not known yet: then only a complete backing file is attached, of the size it has.
     pub fn attach(&self, backing: &Backing, id: &Identity, label: &str, size: Option<u64>) {
-        let mut slot = self.file.lock();
+        let held = self.file.get_or_init(Arc::default);
+        let mut slot = held.lock();
         if let Some(file) = slot.as_ref().filter(|f| !f.removed()) {
             file.touch();
         } else {
@@ -83,7 +87,7 @@ impl ArrayBacking {
             }
             .map(Arc::new);
             if slot.is_some() {
-                backing.dir.hold(id, &self.file);
+                backing.dir.hold(id, held);
             }
         }
     }

@@ -5,7 +5,7 @@
 
 use super::array_file::{Sources, Unreadable};
 use super::kinds::{
-    ArrayPart, BytesFile, CdlFile, NcStreamFile, PreviewFile, StatsFile, TextFile, ZomFile,
+    ArrayPart, CdlFile, JsonFile, NcStreamFile, PreviewFile, StatsFile, TextFile, ZomFile,
 };
 use super::netcdf::{CDL_SIDECAR, NCSTREAM_SIDECAR};
 use super::preview::{rendered_cache, Preview};
@@ -53,23 +53,6 @@ struct Entries<'v> {
     sidecars: Vec<Sidecar>,
 }
 
-/// Pretty-printed JSON with a trailing newline, written into a buffer kept per thread (a
-/// walk makes one per node: growing a fresh buffer each time cost more than printing).
-fn json_bytes(doc: &serde_json::Map<String, serde_json::Value>) -> Arc<[u8]> {
-    thread_local!(static TEXT: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) });
-    TEXT.with_borrow_mut(|text| {
-        text.clear();
-        // Writing into a Vec cannot fail, and a map has string keys.
-        let _ = serde_json::to_writer_pretty(&mut *text, doc);
-        text.push(b'\n');
-        let bytes = Arc::from(&text[..]);
-        if text.capacity() > 1 << 20 {
-            *text = Vec::new();
-        }
-        bytes
-    })
-}
-
 impl View {
     fn push(&self, parent: u64, content: Content, mtime: SystemTime, xattrs: Attrs) -> u64 {
         let index = self.inodes.push(Inode {
@@ -82,13 +65,13 @@ impl View {
     }
 
     /// Keeps `node` for the `.zom.json` files; returns its number there.
-    fn keep(&self, node: &Node, doc: &Arc<[u8]>) -> u32 {
+    fn keep(&self, node: &Node) -> u32 {
         let array = match &node.kind {
             NodeKind::Group => None,
             NodeKind::Array(meta) => Some(meta.as_ref().ok().cloned()),
         };
         self.zoms
-            .keep(&node.path, doc.clone(), array, &node.dimensions)
+            .keep(&node.path, node.document.clone(), array, &node.dimensions)
     }
 
     /// The entries of directory `ino` (`dir`), made now: its group's children, loaded from the
@@ -99,7 +82,7 @@ impl View {
             return Ok(Listing::default());
         };
         let doc = self.zoms.document(group.zom);
-        let children = self.tree.children(&group.path, &doc).map_err(|e| {
+        let children = self.tree.children(&group.path, doc).map_err(|e| {
             log::error!(
                 "{}: children not loaded (next use tries again): {e}",
                 shown_key(&group.path)
@@ -111,8 +94,7 @@ impl View {
         e.group_sidecars(group);
         let mut kept = Vec::with_capacity(children.len());
         for node in &children {
-            let bytes = json_bytes(&node.document);
-            let zom = self.keep(node, &bytes);
+            let zom = self.keep(node);
             kept.push(zom);
             let name = node.name();
             if name.len() > NAME_MAX {
@@ -135,7 +117,7 @@ impl View {
                         e.listing.subgroups.push(child);
                     }
                 }
-                NodeKind::Array(_) => e.add_array(name, node, zom, bytes, mtime),
+                NodeKind::Array(_) => e.add_array(name, node, zom, mtime),
             }
         }
         self.zoms.set_children(group.zom, kept);
@@ -174,7 +156,7 @@ impl<'v> Entries<'v> {
         if !self.taken.insert(name.to_string()) {
             return false;
         }
-        self.listing.entries.push((name.to_string(), ino));
+        self.listing.entries.push((name.into(), ino));
         true
     }
 
@@ -189,14 +171,14 @@ impl<'v> Entries<'v> {
 
     /// Queues the group's `.group.json` and `.zom.json`.
     fn group_sidecars(&mut self, group: &Group) {
-        let doc = self.view.zoms.json(group.zom);
-        self.sidecar(GROUP_SIDECAR, Content::Json(BytesFile(doc)), group.mtime);
+        let doc = Content::Json(JsonFile(group.zom));
+        self.sidecar(GROUP_SIDECAR, doc, group.mtime);
         self.sidecar(ZOM_FILE, Content::Zom(ZomFile(group.zom)), group.mtime);
     }
 
     /// Adds an array's data file under `name` and queues its `.json` and `.npy` sidecars;
     /// `zom` is its number in [`super::zom_files::ZomFiles`].
-    fn add_array(&mut self, name: &str, node: &Node, zom: u32, doc: Arc<[u8]>, mtime: SystemTime) {
+    fn add_array(&mut self, name: &str, node: &Node, zom: u32, mtime: SystemTime) {
         let view = self.view;
         // One number space for both kinds: it keys the shared chunk cache.
         let id = view.next_array_id.fetch_add(1, Ordering::Relaxed);
@@ -226,7 +208,8 @@ impl<'v> Entries<'v> {
         }
         let (data, npy) = match source {
             Ok(source) if source.reader.meta().dtype.is_variable() => {
-                let file = Arc::new(VlenFile::new(&node.path, source, doc.clone()));
+                let doc = node.document.clone();
+                let file = Arc::new(VlenFile::new(&node.path, source, doc));
                 let vlen = view.vlen.push(file) as u32;
                 let part = |part| Content::Text(TextFile { vlen, part });
                 (part(Part::Text), part(Part::Npy))
@@ -240,8 +223,8 @@ impl<'v> Entries<'v> {
                 // The source was made to say now whether the data can be read; it is made again
                 // when the array is first opened, so that a listed array keeps only its recipe.
                 let recipe = other.and(recipe);
-                let array =
-                    ArrayFile::new(&node.path, meta, recipe, view.sources.clone(), doc.clone());
+                let doc = node.document.clone();
+                let array = ArrayFile::new(&node.path, meta, recipe, view.sources.clone(), doc);
                 let k = view.arrays.push(array) as u32;
                 if let Some(mut preview) = preview {
                     preview.array = k;
@@ -255,7 +238,7 @@ impl<'v> Entries<'v> {
         };
         let ino = view.push(self.dir, data, mtime, Attrs::Node(zom));
         self.link(name, ino);
-        self.sidecar(format!("{name}.json"), Content::Json(BytesFile(doc)), mtime);
+        self.sidecar(format!("{name}.json"), Content::Json(JsonFile(zom)), mtime);
         self.sidecars.push(Sidecar {
             name: format!("{name}.npy"),
             content: npy,
@@ -293,6 +276,9 @@ impl<'v> Entries<'v> {
             self.link(&car.name, ino);
         }
         self.listing.entries.sort();
+        // Kept for the mount's life: no room past its entries.
+        self.listing.entries.shrink_to_fit();
+        self.listing.subgroups.shrink_to_fit();
         self.listing
     }
 
@@ -334,7 +320,24 @@ impl View {
             cache: cache.clone(),
         });
         let root = tree.root().clone();
-        let version = store_version(&root.document);
+        let root_doc = root.document.parse();
+        let version = store_version(&root_doc);
+        let is_group = matches!(root.kind, NodeKind::Group);
+        let mut root_xattrs = match is_group {
+            true => group_xattrs(&root_doc, version).to_vec(),
+            false => Vec::new(),
+        };
+        // What the store says of the version it shows (an Icechunk snapshot), on the root.
+        root_xattrs.extend(
+            store
+                .about()
+                .into_iter()
+                .map(|(name, value)| (format!("user.zarrfs.{name}"), value.into_bytes())),
+        );
+        let xattrs = match root_xattrs.is_empty() {
+            true => Attrs::None,
+            false => Attrs::Root,
+        };
         let view = View {
             inodes: boxcar::Vec::new(),
             arrays: boxcar::Vec::new(),
@@ -365,26 +368,9 @@ impl View {
             next_handle: Default::default(),
             backing: None,
             slices: Default::default(),
+            root_xattrs: Arc::from(root_xattrs),
         };
-        let doc = json_bytes(&root.document);
-        let zom = view.keep(&root, &doc);
-        let is_group = matches!(root.kind, NodeKind::Group);
-        let mut xattrs = match is_group {
-            true => group_xattrs(&root.document, version).to_vec(),
-            false => Vec::new(),
-        };
-        // What the store says of the version it shows (an Icechunk snapshot), on the root.
-        xattrs.extend(
-            view.store
-                .about()
-                .into_iter()
-                .map(|(name, value)| (format!("user.zarrfs.{name}"), value.into_bytes())),
-        );
-        let xattrs = if xattrs.is_empty() {
-            Attrs::None
-        } else {
-            Attrs::Made(Arc::from(xattrs))
-        };
+        let zom = view.keep(&root);
         let group = is_group.then(|| Group {
             path: "".into(),
             zom,
@@ -396,7 +382,7 @@ impl View {
             // An array at the root: its files, named `root_name`, and the netCDF files that
             // show it as the root group's one variable.
             let mut e = Entries::new(&view, ROOT_INO, "");
-            e.add_array(root_name, &root, zom, doc, view.mtime_of(&root));
+            e.add_array(root_name, &root, zom, view.mtime_of(&root));
             view.log_loaded(1);
             let listing = e.finish();
             if let Some(d) = view.known_dir(ROOT_INO) {

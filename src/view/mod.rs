@@ -31,7 +31,7 @@ mod zom_files;
 use array_file::ArrayFile;
 pub use error::{GridError, IoCause, OpenError, ViewError};
 use kinds::{
-    ArrayPart, BytesFile, CdlFile, Measure, NcStreamFile, PreviewFile, ReadAt, Reply, ServedFile,
+    ArrayPart, CdlFile, JsonFile, Measure, NcStreamFile, PreviewFile, ReadAt, Reply, ServedFile,
     StatsFile, TextFile, ZomFile,
 };
 pub use layout::{GridGeometry, Run};
@@ -138,7 +138,7 @@ enum Content {
     /// An array's data or NPY file.
     Array(ArrayPart),
     /// A JSON sidecar.
-    Json(BytesFile),
+    Json(JsonFile),
     Zom(ZomFile),
     Cdl(CdlFile),
     NcStream(NcStreamFile),
@@ -218,7 +218,7 @@ struct Group {
 /// The entries of a directory, sorted by name (each name kept once: lookups search them).
 #[derive(Default)]
 struct Listing {
-    entries: Vec<(String, u64)>,
+    entries: Vec<(Box<str>, u64)>,
     /// The directories of its subgroups, by inode (which is name order).
     subgroups: Vec<u64>,
 }
@@ -228,7 +228,7 @@ impl Listing {
     fn get(&self, name: &str) -> Option<u64> {
         let at = self
             .entries
-            .binary_search_by(|(n, _)| n.as_str().cmp(name))
+            .binary_search_by(|(n, _)| (**n).cmp(name))
             .ok()?;
         Some(self.entries[at].1)
     }
@@ -238,8 +238,8 @@ impl Listing {
 enum Attrs {
     /// It has none.
     None,
-    /// These, made when its directory was (the root's, with what the store says of itself).
-    Made(Xattrs),
+    /// The root's, made with the view (see [`View::root_xattrs`]).
+    Root,
     /// Those of node N in [`zom_files::ZomFiles`], made from its document at each request, so
     /// that a listed node keeps none.
     Node(u32),
@@ -306,6 +306,8 @@ pub struct View {
     backing: Option<backed::Backing>,
     /// Selection files (`A[SEL]`) looked up so far.
     slices: SliceTable,
+    /// The root's extended attributes: a group's, and what the store says of itself.
+    root_xattrs: Xattrs,
 }
 
 impl View {
@@ -501,7 +503,7 @@ impl View {
         let dots = [(".", ino), ("..", parent)];
         let all = dots
             .into_iter()
-            .chain(dir.entries.iter().map(|(n, i)| (n.as_str(), *i)));
+            .chain(dir.entries.iter().map(|(n, i)| (&**n, *i)));
         Ok(all
             .enumerate()
             .skip(offset as usize)

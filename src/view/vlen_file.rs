@@ -31,7 +31,7 @@ use crate::backing::BackingFile;
 use crate::cache::read_ahead::{ReadAhead, ReadPolicy};
 use crate::cache::{ChunkCache, ChunkData};
 use crate::codec::vlen;
-use crate::meta::DataType;
+use crate::meta::{DataType, Document};
 use crate::store::shown_key;
 use parking_lot::{Condvar, Mutex};
 use std::collections::VecDeque;
@@ -248,8 +248,8 @@ pub struct VlenFile {
     elements: Elements,
     scan: Mutex<Scan>,
     scanned: Condvar,
-    /// The metadata document as `A.json` shows it (part of the backing file's identity).
-    metadata: Arc<[u8]>,
+    /// The metadata document (part of the backing file's identity).
+    metadata: Document,
     identity: ArrayIdentity,
     /// The backing files of the text `A` and of `A.npy` (of the whole array only; see
     /// [`crate::backing`]).
@@ -333,7 +333,7 @@ fn escaped_len(item: &[u8]) -> u64 {
 impl VlenFile {
     /// The files of the variable-length array whose chunks `source` reads, whose metadata
     /// document is `metadata`.
-    pub fn new(path: &str, source: ChunkSource, metadata: Arc<[u8]>) -> Self {
+    pub fn new(path: &str, source: ChunkSource, metadata: Document) -> Self {
         let meta = source.reader.meta();
         let (utf8, shape) = (meta.dtype == DataType::String, meta.shape.clone());
         VlenFile {

@@ -92,9 +92,9 @@ impl View {
         }
         Ok(match &self.inode(ino)?.xattrs {
             Attrs::None => None,
-            Attrs::Made(x) => Some(x.clone()),
+            Attrs::Root => Some(self.root_xattrs.clone()),
             Attrs::Node(zom) => {
-                let doc = self.zoms.document(*zom);
+                let doc = self.zoms.document(*zom).parse();
                 Some(match self.zoms.array(*zom) {
                     None => group_xattrs(&doc, self.version),
                     Some(meta) => {

@@ -1,17 +1,18 @@
 //! The `.zom.json` files of a mount, made on first use. A group's ZOM holds its whole subtree,
 //! so making them all at mount would hold the hierarchy's documents again for every level of
-//! the tree. Instead each node keeps its document once (the bytes its `.json` sidecar shows),
-//! and a ZOM is written out node by node, each document parsed only while it is written: its
+//! the tree. Instead each node keeps its document once (as compact text, see [`Document`]), and
+//! a ZOM is written out node by node, each document parsed only while it is written: its
 //! size (for `stat`) is measured that way and kept for every group on the way (so a walk
 //! measures each node once), its bytes made when read and kept for the few files read last.
 //! Nodes are kept as their groups are loaded; a ZOM is measured once its group's subtree is.
+//! A node's `.json` sidecar is made from its document when read, and kept among the few read
+//! last.
 
 use super::zom::{array_node, group_node};
-use crate::meta::{ArrayMeta, Dimensions, Hierarchy, MetaError, Node, NodeKind};
+use crate::meta::{ArrayMeta, Dimensions, Document, Hierarchy, MetaError, Node, NodeKind};
 use lru::LruCache;
 use parking_lot::Mutex;
-use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::io::Write;
 use std::num::NonZeroUsize;
 use std::sync::{Arc, OnceLock};
@@ -32,8 +33,7 @@ static NO_DIMENSIONS: Dimensions = Dimensions {
 /// One node as kept for its ancestors' ZOMs.
 struct Kept {
     path: Box<str>,
-    /// The node's document, as its `.json` sidecar shows it.
-    document: Arc<[u8]>,
+    document: Document,
     /// `None` for a group; `Some` for an array, holding its metadata where parsed.
     array: Option<Option<Arc<ArrayMeta>>>,
     /// The dimensions its metadata declares; `None` when it declares none.
@@ -51,6 +51,8 @@ pub struct ZomFiles {
     nodes: boxcar::Vec<Kept>,
     /// The files made last, by group node.
     made: Mutex<LruCache<u32, Arc<[u8]>>>,
+    /// The `.json` sidecars read last, by node (a large one is read in many pieces).
+    sidecars: Mutex<LruCache<u32, Arc<[u8]>>>,
 }
 
 /// Where a ZOM is written: its bytes, or only their count (and that of line breaks).
@@ -82,17 +84,18 @@ impl ZomFiles {
             version,
             nodes: boxcar::Vec::new(),
             made: Mutex::new(LruCache::new(KEPT_FILES)),
+            sidecars: Mutex::new(LruCache::new(KEPT_FILES)),
         }
     }
 
-    /// Keeps the node at `path` whose document, as its `.json` sidecar shows it, is
-    /// `document`; `array` is `None` for a group, else the array's metadata where parsed;
+    /// Keeps the node at `path` whose document is `document`; `array` is `None` for a group,
+    /// else the array's metadata where parsed;
     /// `dimensions` are those its metadata declares. Nothing is measured here: a walk that
     /// never reads a ZOM pays nothing for it. Returns the node's number.
     pub fn keep(
         &self,
         path: &str,
-        document: Arc<[u8]>,
+        document: Document,
         array: Option<Option<Arc<ArrayMeta>>>,
         dimensions: &Dimensions,
     ) -> u32 {
@@ -129,9 +132,20 @@ impl ZomFiles {
             .unwrap_or(&NO_DIMENSIONS)
     }
 
-    /// The document of node `node`, as its `.json` sidecar shows it.
+    /// The document of node `node`.
+    pub fn document(&self, node: u32) -> &Document {
+        &self.nodes[node as usize].document
+    }
+
+    /// The `.json` sidecar of node `node`: its document pretty-printed, made now unless among
+    /// the sidecars read last.
     pub fn json(&self, node: u32) -> Arc<[u8]> {
-        self.nodes[node as usize].document.clone()
+        if let Some(bytes) = self.sidecars.lock().get(&node) {
+            return bytes.clone();
+        }
+        let bytes: Arc<[u8]> = Arc::from(self.document(node).pretty());
+        self.sidecars.lock().put(node, bytes.clone());
+        bytes
     }
 
     /// The size of group node `node`'s `.zom.json`, measured at the first call (with the
@@ -156,7 +170,7 @@ impl ZomFiles {
         })
     }
 
-    /// Every node kept, parsed again, sorted by path (for the netCDF files).
+    /// Every node kept, sorted by path (for the netCDF files).
     pub fn hierarchy(&self) -> Hierarchy {
         let mut nodes: Vec<Node> = self
             .nodes
@@ -170,7 +184,7 @@ impl ZomFiles {
                         NodeKind::Array(Err(MetaError::Unsupported("metadata unusable".into())))
                     }
                 },
-                document: self.document(i as u32),
+                document: kept.document.clone(),
                 dimensions: self.dimensions(i as u32).clone(),
                 mtime: None,
             })
@@ -183,7 +197,7 @@ impl ZomFiles {
     fn write_array(&self, node: u32, depth: usize, out: &mut Sink) {
         let meta = self.nodes[node as usize].array.as_ref();
         let meta = meta.and_then(Option::as_deref);
-        let zom = array_node(&self.document(node), meta, self.version);
+        let zom = array_node(&self.document(node).parse(), meta, self.version);
         // Writing to a sink cannot fail.
         let _ = write_value(&Value::Object(zom), depth, out);
     }
@@ -234,20 +248,6 @@ impl ZomFiles {
         path.rsplit('/').next().unwrap_or("")
     }
 
-    /// The document of node `node`, parsed. It is the JSON of a document zarrfs parsed before
-    /// (within serde_json's recursion limit) and wrapped in a level or two (`attributes`), so
-    /// it is read without that limit: a `.zattrs` at the limit keeps its attributes.
-    pub fn document(&self, node: u32) -> Map<String, Value> {
-        let kept = &self.nodes[node as usize];
-        let mut json = serde_json::Deserializer::from_slice(&kept.document);
-        json.disable_recursion_limit();
-        Map::deserialize(&mut json).unwrap_or_else(|e| {
-            // Not expected: the bytes are serde_json's own output.
-            log::error!("/{}: document not read back: {e}", kept.path);
-            Map::new()
-        })
-    }
-
     /// Writes group node `node` at nesting `depth`, its members node by node.
     fn write_group(
         &self,
@@ -257,7 +257,7 @@ impl ZomFiles {
         written: &mut usize,
     ) -> std::io::Result<()> {
         *written += 1;
-        let zom = group_node(&self.document(node), self.version);
+        let zom = group_node(&self.document(node).parse(), self.version);
         write_object(out, depth, zom.iter(), |out, key, value| {
             if key != "members" {
                 return write_value(value, depth + 1, out);
@@ -349,21 +349,21 @@ mod tests {
     }
 
     fn keep(z: &ZomFiles, path: &str, doc: Value, array: Option<Option<Arc<ArrayMeta>>>) -> u32 {
-        assert!(doc.is_object(), "{doc} is not an object");
-        z.keep(path, Arc::from(pretty(&doc)), array, &NO_DIMENSIONS)
+        let doc = doc.as_object().expect("an object");
+        z.keep(path, Document::new(doc), array, &NO_DIMENSIONS)
     }
 
     #[test]
     fn each_node_keeps_its_dimensions() {
         let z = ZomFiles::new(2);
         let doc = json!({"zarr_format": 2, "attributes": {}});
-        let bytes: Arc<[u8]> = Arc::from(pretty(&doc));
+        let doc = Document::new(doc.as_object().unwrap());
         let shared = Dimensions {
             nczarr_shared: Some(vec![("x".into(), 3)]),
             ..Dimensions::default()
         };
-        let root = z.keep("", bytes.clone(), None, &shared);
-        let plain = z.keep("g", bytes, None, &Dimensions::default());
+        let root = z.keep("", doc.clone(), None, &shared);
+        let plain = z.keep("g", doc, None, &Dimensions::default());
         assert_eq!(*z.dimensions(root), shared);
         assert_eq!(*z.dimensions(plain), Dimensions::default());
         let nodes = z.hierarchy().nodes;
@@ -439,7 +439,7 @@ mod tests {
             got.len(),
             want.len()
         );
-        let kept = Value::Object(z.hierarchy().nodes[0].document.clone());
+        let kept = Value::Object(z.hierarchy().nodes[0].document.parse());
         assert!(
             kept == doc,
             "the netCDF files' document lost its attributes"
@@ -461,6 +461,16 @@ mod tests {
         );
         assert_eq!(all[0].len() as u64, size);
         assert_eq!(z.made.lock().len(), 1);
+    }
+
+    #[test]
+    fn a_sidecar_is_made_once_for_reads_that_follow() {
+        let (z, _, g) = tree();
+        let doc = json!({"zarr_format": 3, "node_type": "group", "attributes": {"title": "g"}});
+        let first = z.json(g);
+        assert_eq!(*first, *pretty(&doc));
+        assert_eq!(z.document(g).pretty_len(), first.len() as u64);
+        assert!(Arc::ptr_eq(&z.json(g), &first), "made again");
     }
 
     #[test]

@@ -60,3 +60,11 @@ pub fn peak_allocation<T>(f: impl FnOnce() -> T) -> usize {
 pub fn take_largest_allocation() -> usize {
     LARGEST.with(|l| l.replace(0))
 }
+
+/// What `f` returns, and the bytes this thread holds after it above what it held before (what
+/// `f` allocated and kept, in its result or elsewhere).
+pub fn kept_allocation<T>(f: impl FnOnce() -> T) -> (T, isize) {
+    let base = LIVE.with(Cell::get);
+    let out = f();
+    (out, LIVE.with(Cell::get) - base)
+}

@@ -1,19 +1,20 @@
-//! Bytes made once: a JSON sidecar (`A.json`, `.group.json`), a selection's `.json`.
+//! A node's JSON sidecar (`A.json`, `.group.json`), and copying a read's range out of bytes
+//! made whole.
 
 use super::{Measure, ReadAt, Reply, ServedFile};
 use crate::view::{View, ViewError};
-use std::sync::Arc;
 
-/// Bytes made once: a JSON sidecar, a selection's `.json`.
-pub(in crate::view) struct BytesFile(pub Arc<[u8]>);
+/// The JSON sidecar of node N in the view's `ZomFiles`: its document pretty-printed, made when
+/// read (its size is known without making it).
+pub(in crate::view) struct JsonFile(pub u32);
 
-impl ServedFile for BytesFile {
-    fn size(&self, _view: &View, _dir: u64, _: Measure) -> Result<Option<u64>, ViewError> {
-        Ok(Some(self.0.len() as u64))
+impl ServedFile for JsonFile {
+    fn size(&self, view: &View, _dir: u64, _: Measure) -> Result<Option<u64>, ViewError> {
+        Ok(Some(view.zoms.document(self.0).pretty_len()))
     }
 
-    fn read(&self, _view: &View, _dir: u64, read: ReadAt, reply: Reply) -> Result<(), ViewError> {
-        extend_range(&self.0, read, reply.out);
+    fn read(&self, view: &View, _dir: u64, read: ReadAt, reply: Reply) -> Result<(), ViewError> {
+        extend_range(&view.zoms.json(self.0), read, reply.out);
         Ok(())
     }
 }

@@ -13,7 +13,7 @@ mod text;
 mod zom;
 
 pub(super) use array::ArrayPart;
-pub(super) use bytes::{extend_range, overlap, BytesFile};
+pub(super) use bytes::{extend_range, overlap, JsonFile};
 pub(super) use cdl::CdlFile;
 pub(super) use ncstream::NcStreamFile;
 pub(super) use preview::PreviewFile;

@@ -342,10 +342,10 @@ fn attr_types(attrs: &Map<String, Value>) -> Map<String, Value> {
         .unwrap_or_default()
 }
 
-/// The typed attributes of one node; `var_type` is a variable's type, which its `_FillValue`
-/// takes where NCZarr records no type for it.
-fn typed_attributes(node: &Node, var_type: Option<NcType>) -> Vec<Attribute> {
-    let attrs = node.document.get("attributes").and_then(Value::as_object);
+/// The typed attributes of the node whose document is `doc`; `var_type` is a variable's type,
+/// which its `_FillValue` takes where NCZarr records no type for it.
+fn typed_attributes(doc: &Map<String, Value>, var_type: Option<NcType>) -> Vec<Attribute> {
+    let attrs = doc.get("attributes").and_then(Value::as_object);
     let attrs = attrs.cloned().unwrap_or_default();
     let types = attr_types(&attrs);
     attrs
@@ -489,10 +489,10 @@ fn typed_value(name: &str, value: &Value, declared: Option<NcType>) -> Attribute
     values.map_or_else(text, |values| attribute(ty, values))
 }
 
-fn zarr_type_name(node: &Node) -> String {
+fn zarr_type_name(doc: &Map<String, Value>) -> String {
     ["data_type", "dtype"]
         .iter()
-        .find_map(|k| node.document.get(*k))
+        .find_map(|k| doc.get(*k))
         .map(json_text)
         .unwrap_or_else(|| "unknown".into())
 }
@@ -547,7 +547,8 @@ pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Dataset> {
                 if !node.path.is_empty() && !found_at.contains_key(parent(&node.path)) {
                     continue;
                 }
-                let unlimited = nczarr_unlimited(&node.document);
+                let doc = node.document.parse();
+                let unlimited = nczarr_unlimited(&doc);
                 let dims = node
                     .dimensions
                     .nczarr_shared
@@ -559,10 +560,10 @@ pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Dataset> {
                         unlimited: unlimited.contains(name.as_str()),
                     })
                     .collect();
-                if let Some(order) = nczarr_order(&node.document, &["vars", "arrays"]) {
+                if let Some(order) = nczarr_order(&doc, &["vars", "arrays"]) {
                     orders.insert(&node.path, order);
                 }
-                if let Some(order) = nczarr_order(&node.document, &["groups"]) {
+                if let Some(order) = nczarr_order(&doc, &["groups"]) {
                     group_orders.insert(&node.path, order);
                 }
                 found_at.insert(&node.path, found.len());
@@ -570,7 +571,7 @@ pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Dataset> {
                     name: node.name().into(),
                     path: node.path.clone(),
                     dims,
-                    attrs: typed_attributes(node, None),
+                    attrs: typed_attributes(&doc, None),
                     ..Group::default()
                 });
             }
@@ -680,6 +681,7 @@ pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Dataset> {
                 true => root_name.to_string(),
                 false => node.name().to_string(),
             };
+            let doc = node.document.parse();
             let group = &mut ds.groups[g];
             // A variable left out still defines its dimensions (above). Extension floats are
             // served as their bits, which are not their values.
@@ -690,7 +692,7 @@ pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Dataset> {
                     ty: NcType::Char,
                     values: Values::Text(format!(
                         "variable {name} left out: Zarr type {} has no netCDF equivalent",
-                        zarr_type_name(node)
+                        zarr_type_name(&doc)
                     )),
                 });
                 continue;
@@ -705,7 +707,7 @@ pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Dataset> {
                 path: node.path.clone(),
                 ty,
                 dims,
-                attrs: typed_attributes(node, Some(ty)),
+                attrs: typed_attributes(&doc, Some(ty)),
             });
         }
     }
