@@ -337,7 +337,7 @@ mod tests {
         let (g, read) = grid(json!([[4, 2], 2]), &[6, 4], &[]).unwrap();
         assert_eq!(
             g,
-            ChunkGrid::Rectilinear(Edges::new(vec![vec![4, 2], vec![2, 2]]))
+            ChunkGrid::Rectilinear(Box::new(Edges::new(vec![vec![4, 2], vec![2, 2]])))
         );
         assert_eq!(read, [2, 2]);
         assert!(
@@ -346,7 +346,10 @@ mod tests {
         );
         // Edge lengths `true` and `4.0`; a run's count stays an integer.
         let (g, _) = parse(json!([[true, 3.0, [4.0, 1]]]), &[8]).unwrap();
-        assert_eq!(g, ChunkGrid::Rectilinear(Edges::new(vec![vec![1, 3, 4]])));
+        assert_eq!(
+            g,
+            ChunkGrid::Rectilinear(Box::new(Edges::new(vec![vec![1, 3, 4]])))
+        );
         assert!(parse(json!([[[4, 2.0]]]), &[8]).is_err());
         assert!(parse(json!([[2.5, 6]]), &[8]).is_err());
     }

@@ -685,7 +685,7 @@ pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Dataset> {
             let group = &mut ds.groups[g];
             // A variable left out still defines its dimensions (above). Extension floats are
             // served as their bits, which are not their values.
-            let ty = NcType::of(&meta.dtype).filter(|_| !document_served_as_bits(&node.document));
+            let ty = NcType::of(&meta.dtype).filter(|_| !document_served_as_bits(&doc));
             let Some(ty) = ty else {
                 group.attrs.push(Attribute {
                     name: "comment".into(),
