@@ -199,6 +199,10 @@ impl ShardReader {
         landed: Landed<'_, Option<Vec<u8>>>,
     ) -> HashMap<String, Arc<StoredIndex>> {
         let mut used = HashMap::new();
+        // Each shard's index, asked for once: another reader may drop the kept one (rewritten
+        // shard) and load a newer one meanwhile, and a run's chunks must all be cut from the
+        // version whose tag the run is read with.
+        let mut indexes: HashMap<String, Result<ShardIndexIfStored, FetchError>> = HashMap::new();
         let mut wanted: Vec<Wanted> = Vec::new();
         for (at, idx) in idxs.iter().enumerate() {
             let (array, shard, inner) = match self.place(idx) {
@@ -210,12 +214,13 @@ impl ShardReader {
             };
             let key = keys.key(&shard);
             let context = |e: FetchError| e.context(format!("shard {key}"));
-            let index = ctx
-                .shard_index(&key, &mut || {
+            let index = indexes.entry(key.clone()).or_insert_with(|| {
+                ctx.shard_index(&key, &mut || {
                     listed.confirm(store, &key, || load_index(array, store, &key))
                 })
-                .map_err(context);
-            let index = match index {
+                .map_err(context)
+            });
+            let index = match index.clone() {
                 Ok(Some(index)) => index,
                 Ok(None) => {
                     landed(at, Ok(None));
@@ -858,6 +863,124 @@ mod tests {
         );
         assert_eq!(seen[2], 12, "the first run was let go when handed out");
         assert_eq!(ctx.now.load(std::sync::atomic::Ordering::SeqCst), 0);
+    }
+
+    /// A memory store whose reads of a version answer [`StoreError::Changed`] when the value
+    /// is another one now, as a remote store's `If-Match` does.
+    #[derive(Default)]
+    struct Versioned(MemoryStore);
+
+    impl Store for Versioned {
+        fn get_bounded(
+            &self,
+            key: &str,
+            max: u64,
+        ) -> Result<Option<crate::store::Object>, StoreError> {
+            self.0.get_bounded(key, max)
+        }
+
+        fn get_range(
+            &self,
+            key: &str,
+            start: u64,
+            len: u64,
+        ) -> Result<Option<Vec<u8>>, StoreError> {
+            self.0.get_range(key, start, len)
+        }
+
+        fn get_range_into_if(
+            &self,
+            key: &str,
+            start: u64,
+            len: u64,
+            tag: &str,
+            buf: &mut Vec<u8>,
+        ) -> Result<bool, StoreError> {
+            let now = self.0.head(key)?.and_then(|meta| meta.tag);
+            if now.is_some_and(|now| now != tag) {
+                let what = key.to_string();
+                return Err(StoreError::Changed { what });
+            }
+            self.0.get_range_into(key, start, len, buf)
+        }
+
+        fn head(&self, key: &str) -> Result<Option<crate::store::ObjectMeta>, StoreError> {
+            self.0.head(key)
+        }
+
+        fn list_dir(&self, prefix: &str) -> Result<Vec<crate::store::Entry>, StoreError> {
+            self.0.list_dir(prefix)
+        }
+
+        fn mtime(&self) -> std::time::SystemTime {
+            self.0.mtime()
+        }
+
+        fn describe(&self) -> String {
+            "versioned memory".into()
+        }
+    }
+
+    /// Hands out `first` for the first index asked for, then keeps those it loads: another
+    /// reader replaced the kept index between two lookups.
+    struct Swapping {
+        first: Mutex<Option<ShardIndexIfStored>>,
+        keeping: Keeping,
+    }
+
+    impl FetchContext for Swapping {
+        fn shard_index(
+            &self,
+            key: &str,
+            load: &mut dyn FnMut() -> Result<ShardIndexIfStored, FetchError>,
+        ) -> Result<ShardIndexIfStored, FetchError> {
+            match self.first.lock().take() {
+                Some(first) => Ok(first),
+                None => self.keeping.shard_index(key, load),
+            }
+        }
+
+        fn forget_shard_index(&self, key: &str, _stale: &Arc<crate::fetch::StoredIndex>) {
+            self.keeping.0.lock().remove(key);
+        }
+    }
+
+    #[test]
+    fn a_batch_reads_each_shard_through_one_index_even_if_the_kept_one_is_replaced() {
+        // Version A of the shard holds its inner chunks last to first, version B (stored now)
+        // first to last. The batch's first chunk sees A's index, which then gives way to B's:
+        // its chunks must not be cut at A's offsets out of B's bytes.
+        let chunks = full_shard();
+        let mut old = Vec::new();
+        let mut entries = vec![(0, 0); 4];
+        for (i, chunk) in chunks.iter().enumerate().rev() {
+            let chunk = chunk.as_ref().unwrap();
+            entries[i] = (old.len() as u64, chunk.len() as u64);
+            old.extend_from_slice(chunk);
+        }
+        old.extend(index(&entries));
+        let mut before = Versioned::default();
+        before.0.insert("arr/c/0/0", old);
+        let keeping = Keeping::default();
+        let reader = reader_over(Arc::new(before), false);
+        let got = load(&reader, &[0, 0], None, &keeping).unwrap();
+        assert_eq!(got, Some(inner_chunk(0, 0)));
+        let first = keeping.0.lock().remove("arr/c/0/0").unwrap();
+        assert!(first.as_ref().unwrap().tag.is_some());
+
+        let mut now = Versioned::default();
+        now.0.insert("arr/c/0/0", shard(&chunks, false));
+        let reader = reader_over(Arc::new(now), false);
+        let ctx = Swapping {
+            first: Mutex::new(Some(first)),
+            keeping: Keeping::default(),
+        };
+        let idxs = vec![vec![0, 0], vec![0, 1]];
+        for (idx, got) in idxs.iter().zip(fetch_all(&reader, &idxs, &ctx)) {
+            let encoded = got.unwrap().expect("fetched");
+            let decoded = load(&reader, idx, Some(encoded), &Uncached).unwrap();
+            assert_eq!(decoded, Some(inner_chunk(idx[0], idx[1])), "{idx:?}");
+        }
     }
 
     #[test]
