@@ -4,7 +4,8 @@
 //! in the same place as the references themselves (the directory that holds them, their bucket,
 //! container or host) are read; others only below a prefix the user allowed (`--allow-target`).
 //! URLs are as fsspec reads kerchunk's: local paths and object keys verbatim (`a%41.nc` is
-//! that name), HTTP URLs sent as written, query included.
+//! that name), HTTP URLs sent as written, query included; an HTTP target or redirect whose path
+//! has a segment that decodes to `.` or `..` (`..%2F`) is refused, as a server may resolve it.
 //!
 //! Every local place is opened once, with the references, and its targets are opened beneath
 //! that descriptor with the rules of a [`DirStore`]: renaming the directory away, or swapping it
@@ -185,7 +186,7 @@ impl Targets {
             .filter(|p| is_http(&p.prefix))
             .map(|p| p.prefix.clone())
             .collect();
-        let within = Within::new(move |url| http.iter().any(|p| holds(p, url)));
+        let within = Within::new(move |url| !climbs(url) && http.iter().any(|p| holds(p, url)));
         Ok(Targets {
             places,
             base,
@@ -350,6 +351,12 @@ impl Targets {
 
     /// The store reading the remote target `url` (shown as `shown`), and its key there.
     fn remote_store(&self, url: &str, shown: &str) -> Result<Keyed, StoreError> {
+        if is_http(url) && climbs(url) {
+            return Err(StoreError::Invalid(format!(
+                "{shown}: a segment of its path decodes to `.` or `..` (`%2F` and `%2E` \
+                 escapes); a server that decodes them would read another file; not read"
+            )));
+        }
         if self.place(url).is_none() {
             return Err(self.outside(shown));
         }
@@ -487,6 +494,22 @@ fn bare(url: &str) -> String {
     }
 }
 
+/// True when a segment of the HTTP URL `url`'s path, percent-decoded, is `.` or `..` or holds
+/// one between slashes (`..%2F..%2Fprivate`): a server that decodes and normalises paths
+/// (nginx) would read it from outside the place its prefix seems to name. URL parsing resolves
+/// only literal and `%2e` dot segments. An unparsable URL climbs.
+fn climbs(url: &str) -> bool {
+    let Ok(parsed) = url::Url::parse(url) else {
+        return true;
+    };
+    parsed.path_segments().into_iter().flatten().any(|seg| {
+        let decoded = percent_encoding::percent_decode_str(seg).decode_utf8_lossy();
+        decoded
+            .split(['/', '\\'])
+            .any(|part| part == "." || part == "..")
+    })
+}
+
 /// The root of an HTTP URL's server (`https://host:port/`).
 fn origin(url: &str) -> Option<String> {
     let mut parsed = url::Url::parse(url).ok()?;
@@ -611,6 +634,23 @@ mod tests {
         assert!(place("https://data.org/pub/x.nc"));
         assert!(!place("https://data.org/public/x.nc"));
         assert!(!place("/etc/passwd"));
+        for climbing in [
+            "https://data.org/pub/..%2F..%2Fprivate/x",
+            "https://data.org/pub/%2E%2E%2fprivate/x",
+            "https://data.org/pub/a/..%5Cx",
+            "https://data.org/pub/%2e%2e/x/.%2F..%2Fy",
+        ] {
+            let url = as_url(climbing, &t.base).unwrap();
+            assert!(climbs(&url), "{climbing}");
+            let err = t.read_whole(climbing, 1).unwrap_err().to_string();
+            assert!(err.contains("decodes to `.` or `..`"), "{climbing}: {err}");
+        }
+        for plain in [
+            "https://data.org/pub/a%2Fb.nc",
+            "https://data.org/pub/..a%2E/x",
+        ] {
+            assert!(!climbs(&as_url(plain, &t.base).unwrap()), "{plain}");
+        }
         assert_eq!(as_url("x.nc", &t.base).unwrap(), "s3://bucket/refs/x.nc");
     }
 }

@@ -470,10 +470,11 @@ pub fn python_http_server(root: &Path) -> Server {
 /// followed by the rest of the path, `suffix-416` answers a suffix range with 416 (it takes
 /// plain ranges only), `endless-listing=N` answers S3 listings (`list-type=2`) with N pages of
 /// one key each, every page but the last with a new continuation token (`pages` answers how
-/// many were asked for).
-/// Paths name files as they are (no percent-decoding).
+/// many were asked for), `decode-paths` percent-decodes and normalises a path before naming a
+/// file by it (as nginx does: `/a/..%2Fb` is `/b`).
+/// Paths otherwise name files as they are (no percent-decoding).
 const QUIRKY_HTTP: &str = r#"
-import http.server, os, sys, time
+import http.server, os, sys, time, urllib.parse
 port, root, flags = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
 opts = dict(f.partition("=")[::2] for f in flags)
 listed = [0]
@@ -528,7 +529,10 @@ class Quirky(http.server.BaseHTTPRequestHandler):
             return self.answer(200, page.encode(), [("Content-Type", "application/xml")])
         if "query" in opts and self.path.partition("?")[2] != opts["query"]:
             return self.answer(403, b"")
-        path = os.path.join(root, self.path.split("?")[0].lstrip("/"))
+        asked = self.path.split("?")[0]
+        if "decode-paths" in opts:
+            asked = os.path.normpath(urllib.parse.unquote(asked))
+        path = os.path.join(root, asked.lstrip("/"))
         if not os.path.isfile(path):
             return self.answer(404, b"")
         with open(path, "rb") as f:
