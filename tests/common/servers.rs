@@ -312,7 +312,7 @@ pub fn http_server(root: &Path) -> Server {
 /// A Python HTTP proxy in front of `upstream` (HTTP, or S3: signed requests pass unchanged)
 /// that injects faults on command: `fail N` answers
 /// the next N requests with 503, `gone/N/PATH` the next N requests for the path ending in
-/// `/PATH` with 404, `deny/N/PATH` them with 403, `sleep S` holds every answer S seconds, `ok`
+/// `/PATH` with 404, `deny/N/PATH` them with 403, `busy/N/PATH` them with 503, `sleep S` holds every answer S seconds, `ok`
 /// proxies. It keeps count: `count/TEXT` answers how many requests `METHOD:/path` (without
 /// the query) contained TEXT, `peak` the most requests it held at once since the last `peak`.
 const FAULT_PROXY: &str = r#"
@@ -342,10 +342,10 @@ class Proxy(http.server.BaseHTTPRequestHandler):
                 state["fail"] = int(arg)
             elif word == "sleep":
                 state["sleep"] = float(arg)
-            elif word in ("gone", "deny"):
+            elif word in ("gone", "deny", "busy"):
                 n, _, path = arg.partition("/")
                 state["gone"], state["gone_path"] = int(n), "/" + path
-                state["gone_code"] = 404 if word == "gone" else 403
+                state["gone_code"] = {"gone": 404, "deny": 403, "busy": 503}[word]
             elif word == "ok":
                 state["fail"], state["sleep"], state["gone"] = 0, 0.0, 0
             body = str(state["failed"]).encode()
@@ -379,6 +379,8 @@ class Proxy(http.server.BaseHTTPRequestHandler):
                 state["failed"] += 1
             pause = state["sleep"]
         if failing:
+            return self.reply(503, b"injected")
+        if gone and state["gone_code"] == 503:
             return self.reply(503, b"injected")
         if gone and state["gone_code"] == 403:
             body = b"<?xml version=\"1.0\"?><Error><Code>AccessDenied</Code><Message>injected</Message></Error>"

@@ -3,7 +3,8 @@
 //! record file answering 404 once is read, never taken for missing chunks; an array's chunks
 //! are listed from the record files the directory holds, several at a time and within the
 //! timeout; a malformed record file or manifest is read once; a spec v1 `--ref` is looked up by
-//! name; a bucket answering 403 for what it does not hold still mounts as plain Zarr.
+//! name; a bucket answering 403 for what it does not hold still mounts as plain Zarr, one
+//! failing (503) while its kind is told does not mount.
 
 use crate::common;
 
@@ -240,4 +241,26 @@ fn a_bucket_answering_403_for_what_it_does_not_hold_mounts_as_plain_zarr() {
     let at = case.at(url, &["--endpoint", &proxy.url]);
     common::check_cases(&[at], common::view_check::check_store);
     assert!(servers::fault(&proxy, "ok") >= 1, "the 403 was injected");
+}
+
+#[test]
+fn a_server_error_while_telling_the_kind_of_store_fails_the_open() {
+    // An Icechunk repository whose `repo` file answers 503 on every try: not taken for absent,
+    // which would mount the repository as plain Zarr.
+    let repos = tempfile::tempdir().unwrap();
+    let repo = repos.path().join("repo_v2");
+    servers::copy_tree(&common::fixtures_dir().join("icechunk/repo_v2"), &repo);
+    let s3 = servers::s3_server(&[("repos", &[repo])]);
+    let proxy = servers::fault_proxy(&s3);
+    servers::s3_credentials_env();
+    servers::fault(&proxy, "busy/1000/repos/repo_v2/repo");
+    let url = "s3://repos/repo_v2";
+    let store = zarrfs::store::open_with(url, &through(&proxy, Duration::from_secs(10)));
+    let got = store.unwrap().get("zarr.json");
+    let err = got.as_ref().map_err(|e| e.to_string()).unwrap_err();
+    assert!(
+        err.contains("repos/repo_v2/repo") && err.contains("503"),
+        "{got:?}"
+    );
+    assert!(servers::fault(&proxy, "ok") >= 2, "HEAD and GET failed");
 }

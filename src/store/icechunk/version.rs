@@ -126,7 +126,7 @@ fn v1_ref(repo: &dyn Store, dir: &str) -> Result<Option<SnapshotId>, StoreError>
 
 /// True when `repo` is laid out as an Icechunk repository: a `repo` file (spec v2), or
 /// `refs/branch.*` directories beside `snapshots/` (spec v1). Each key is looked for with
-/// [`probe`]: only a timeout fails.
+/// [`probe`]: access denied is "absent", other failures are errors.
 pub fn is_repository(repo: &dyn Store) -> Result<bool, StoreError> {
     if probe(repo, "repo")? {
         return Ok(true);
@@ -137,9 +137,11 @@ pub fn is_repository(repo: &dyn Store) -> Result<bool, StoreError> {
     }
     match repo.list_dir("refs") {
         Ok(refs) => Ok(refs.iter().any(|e| e.name.starts_with("branch."))),
-        Err(e @ StoreError::TimedOut { .. }) => Err(e),
         // A store that cannot list (plain HTTP), or may not (a bucket without the right to
         // list): the default branch, by name.
-        Err(_) => probe(repo, "refs/branch.main/ref.json"),
+        Err(StoreError::CannotList(_) | StoreError::Denied { .. }) => {
+            probe(repo, "refs/branch.main/ref.json")
+        }
+        Err(e) => Err(e),
     }
 }
