@@ -327,6 +327,21 @@ fn range_ignored(e: &object_store::Error) -> bool {
     }
 }
 
+/// True when `e` says that the server refused the byte range asked for as such (416 Range Not
+/// Satisfiable, 501 Not Implemented), or answered it with a `Content-Range` the client could not
+/// take: a plain range may still be read.
+fn range_refused(e: &object_store::Error) -> bool {
+    let cause = full_cause(e);
+    [
+        "status code: 416",
+        "status code: 501",
+        "Content-Range",
+        "CONTENT_RANGE",
+    ]
+    .iter()
+    .any(|sign| cause.contains(sign))
+}
+
 /// A server that ignores ranges answered a range ending at `end` with the whole object.
 #[derive(Debug, thiserror::Error)]
 #[error(
@@ -569,7 +584,7 @@ impl Store for ObjectStoreBackend {
         let inner = self.inner.clone();
         let got = self.run(key, deadline, async move {
             Ok(match inner.get_opts(&path, options).await {
-                Err(e) if range_ignored(&e) => Err(e),
+                Err(e) if range_ignored(&e) || range_refused(&e) => Err(e),
                 got => {
                     let got = got?;
                     let meta = version(&got.meta);
@@ -582,17 +597,21 @@ impl Store for ObjectStoreBackend {
             Ok(None) => Ok(None),
             // A server that ignores ranges (it answered with the whole object): the suffix is
             // read whole only when it is the whole object (see `whole_for_range`).
-            Ok(Some(Err(ignored))) => match self.head_until(key, deadline)? {
-                Some(meta) if len == 0 || meta.size <= len => {
-                    self.suffix_of(key, meta, len, deadline)
+            Ok(Some(Err(ignored))) if range_ignored(&ignored) => {
+                match self.head_until(key, deadline)? {
+                    Some(meta) if len == 0 || meta.size <= len => {
+                        self.suffix_of(key, meta, len, deadline)
+                    }
+                    _ => Err(self.error(key, ignored)),
                 }
-                _ => Err(self.error(key, ignored)),
-            },
+            }
             // A suffix the server refuses (an empty one, one longer than the value, or any: a
             // server may take plain ranges only): the object's size, then a plain range. A GET
             // that failed when a HEAD finds nothing there is that failure (as in
-            // `range_until`): never "absent".
-            Err(e) if !matches!(e, StoreError::TimedOut { .. }) => {
+            // `range_until`): never "absent". Any other failure (denied, a server error after
+            // the retries) is the read's.
+            Ok(Some(Err(refused))) => {
+                let e = self.error(key, refused);
                 match self.head_until(key, deadline)? {
                     Some(meta) => {
                         log::debug!("{e}: read as its size and a plain range");
