@@ -220,9 +220,14 @@ impl ObjectStoreBackend {
                  metadata service was asked; use --anonymous for public buckets)",
             );
         }
+        // A listing's 403 comes wrapped in a generic error.
+        let refused = ["status code: 401", "status code: 403"]
+            .iter()
+            .any(|status| cause.contains(status));
         match e {
             object_store::Error::PermissionDenied { .. }
             | object_store::Error::Unauthenticated { .. } => StoreError::Denied { what, cause },
+            object_store::Error::Generic { .. } if refused => StoreError::Denied { what, cause },
             // Only reads of one version (`If-Match`) have preconditions.
             object_store::Error::Precondition { .. } => StoreError::Changed { what },
             _ => StoreError::Remote { what, cause },

@@ -3,8 +3,9 @@
 //! record file answering 404 once is read, never taken for missing chunks; an array's chunks
 //! are listed from the record files the directory holds, several at a time and within the
 //! timeout; a malformed record file or manifest is read once; a spec v1 `--ref` is looked up by
-//! name; a bucket answering 403 for what it does not hold still mounts as plain Zarr, one
-//! failing (503) while its kind is told does not mount.
+//! name, also in a bucket that may be read but not listed; a bucket answering 403 for what it
+//! does not hold still mounts as plain Zarr, one failing (503) while its kind is told does not
+//! mount.
 
 use crate::common;
 
@@ -226,6 +227,40 @@ fn a_spec_v1_ref_is_looked_up_by_name_not_among_every_tag() {
     let store = zarrfs::store::open_with(url, &remote).unwrap();
     let err = store.get("zarr.json").unwrap_err().to_string();
     assert!(err.contains("main") && err.contains("t29"), "{err}");
+}
+
+#[test]
+fn a_spec_v1_ref_resolves_in_a_bucket_that_may_be_read_but_not_listed() {
+    // S3 answers 403 for a key such a bucket does not hold: a tombstone or a branch that is not
+    // there is absent, not a failure; an unknown name is told as such.
+    let repos = tempfile::tempdir().unwrap();
+    let repo = repos.path().join("repo_v1");
+    servers::copy_tree(&common::fixtures_dir().join("icechunk/repo_v1"), &repo);
+    let main = std::fs::read(repo.join("refs/branch.main/ref.json")).unwrap();
+    std::fs::create_dir_all(repo.join("refs/tag.t1")).unwrap();
+    std::fs::write(repo.join("refs/tag.t1/ref.json"), &main).unwrap();
+    let s3 = servers::s3_server(&[("repos", &[repo])]);
+    let proxy = servers::fault_proxy(&s3);
+    servers::s3_credentials_env();
+    servers::fault(&proxy, "unlisted");
+    let url = "s3://repos/repo_v1";
+    let mut remote = through(&proxy, Duration::from_secs(10));
+    let expected = zarrfs::store::open_with(url, &remote).unwrap();
+    let expected = expected.get("zarr.json").unwrap().unwrap().bytes;
+    for name in ["main", "t1"] {
+        remote.version = Some(name.into());
+        let store = zarrfs::store::open_with(url, &remote).unwrap();
+        let got = store.get("zarr.json");
+        assert_eq!(got.unwrap().unwrap().bytes, expected, "{name}");
+    }
+    remote.version = Some("nosuch".into());
+    let store = zarrfs::store::open_with(url, &remote).unwrap();
+    let err = store.get("zarr.json").unwrap_err().to_string();
+    assert!(
+        err.contains("no branch, tag or snapshot \"nosuch\""),
+        "{err}"
+    );
+    assert!(servers::fault(&proxy, "ok") == 0 && count(&proxy, "ref.json.deleted") >= 2);
 }
 
 #[test]
