@@ -223,7 +223,7 @@ impl ParquetCatalog {
                 let shown = listed
                     .get(field)
                     .is_some_and(|n| n.binary_search(&number).is_ok());
-                if !shown || self.removed.lock().contains(&file) {
+                if !shown {
                     return Ok(None);
                 }
                 true
@@ -243,8 +243,11 @@ impl ParquetCatalog {
     }
 
     /// Reads record file `file`; one the listing at mount showed (`listed`) but answered as
-    /// absent is checked (see [`absent::recheck`]).
+    /// absent is checked (see [`absent::recheck`]), and once found removed, not read again.
     fn read_record(&self, file: &str, listed: bool) -> Result<Record, Unread> {
+        if listed && self.removed.lock().contains(file) {
+            return Err(Unread::Absent);
+        }
         let read = || -> Result<Option<Record>, StoreError> {
             match self.home.get_bounded(file, MAX_FILE) {
                 Ok(Some(object)) => Ok(Some(
