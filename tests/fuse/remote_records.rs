@@ -74,6 +74,48 @@ fn a_record_file_answering_404_once_is_read_not_taken_for_missing_chunks() {
     );
 }
 
+#[test]
+fn a_listed_record_file_answering_404_on_every_ask_is_a_fault_not_missing_chunks() {
+    let fixtures = common::fixtures_dir();
+    let s3 = servers::s3_server(&[("refs", &[fixtures.join("references")])]);
+    let proxy = servers::fault_proxy(&s3);
+    servers::s3_credentials_env();
+    let url = "s3://refs/references/combined.parq";
+    let store = zarrfs::store::open_with(url, &through(&proxy, Duration::from_secs(10))).unwrap();
+    let file = "GET:/refs/references/combined.parq/temp/refs.0.parq";
+    servers::fault(&proxy, "gone/3/references/combined.parq/temp/refs.0.parq");
+    let got = store.get("temp/0.0.0");
+    let err = got.as_ref().map(|_| ()).unwrap_err().to_string();
+    assert!(
+        err.contains("refs.0.parq") && err.contains("a fault"),
+        "{err}"
+    );
+    assert_eq!(count(&proxy, file), 3, "asked three times");
+    // The fault is not kept: the next read finds the file.
+    assert!(store.get("temp/0.0.0").unwrap().is_some());
+    assert_eq!(count(&proxy, file), 4);
+}
+
+#[test]
+fn a_record_file_removed_since_the_mount_reads_as_missing_chunks_and_is_not_asked_again() {
+    let fixtures = common::fixtures_dir();
+    let s3 = servers::s3_server(&[("refs", &[fixtures.join("references")])]);
+    let proxy = servers::fault_proxy(&s3);
+    servers::s3_credentials_env();
+    let url = "s3://refs/references/combined.parq";
+    let store = zarrfs::store::open_with(url, &through(&proxy, Duration::from_secs(10))).unwrap();
+    // Opened (its record files listed), none of them read yet.
+    assert!(store.get(".zgroup").unwrap().is_some(), "opened");
+    let record = "root/refs/references/combined.parq/temp/refs.0.parq";
+    std::fs::remove_file(s3.dir.path().join(record)).unwrap();
+    let file = "GET:/refs/references/combined.parq/temp/refs.0.parq";
+    for _ in 0..3 {
+        assert!(store.get("temp/0.0.0").unwrap().is_none(), "missing");
+        assert!(store.get("temp/0.1.0").unwrap().is_none(), "missing");
+    }
+    assert_eq!(count(&proxy, file), 3, "asked three times, once");
+}
+
 /// A Parquet set whose `temp` has `4 * n` time steps of 2 chunks (`8 * n / 3` record files
 /// of 3 chunks), of which the record files 0 to `present - 1` exist (copies of the first).
 fn many_records(n: u64, present: u64) -> tempfile::TempDir {
