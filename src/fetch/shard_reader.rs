@@ -14,7 +14,7 @@ use crate::stats::STATS;
 use crate::store::{Store, StoreError};
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Reads one sharded array's inner chunks.
@@ -23,6 +23,10 @@ pub(super) struct ShardReader {
     /// The shard grid; for a rectilinear one, the reading of each shard shape it has.
     grid: ChunkGrid,
     by_shape: Vec<(Vec<u64>, ShardedArray)>,
+    /// Set once the server refused to read a shard of the very version (ETag) its index was
+    /// read again with (load-balanced servers whose backends disagree): shards are then read
+    /// without `If-Match`.
+    unmatched: AtomicBool,
 }
 
 impl ShardReader {
@@ -36,6 +40,7 @@ impl ShardReader {
                 .into_iter()
                 .map(|(shape, array)| (shape, array.limit_decoded(max)))
                 .collect(),
+            unmatched: self.unmatched,
         }
     }
 
@@ -45,6 +50,7 @@ impl ShardReader {
             array,
             grid: ChunkGrid::Regular,
             by_shape: Vec::new(),
+            unmatched: AtomicBool::new(false),
         }
     }
 
@@ -60,6 +66,7 @@ impl ShardReader {
             array,
             grid,
             by_shape,
+            unmatched: AtomicBool::new(false),
         }
     }
 
@@ -136,7 +143,9 @@ impl ShardReader {
     /// [`COALESCE_GAP`] apart, [`COALESCE_MAX`] in one request), as zarr-python and
     /// object_store coalesce. Inner chunks are read from the version of the shard their index
     /// was read from (where the store gives ETags): a shard rewritten since has its index read
-    /// again and its chunks with it, up to [`SHARD_READS`] times.
+    /// again and its chunks with it, up to [`SHARD_READS`] times. A server that refuses the
+    /// version its index was read again with (the same ETag as before) has its shards read
+    /// without a version from then on: the shard did not change.
     pub fn fetch(
         &self,
         store: &dyn Store,
@@ -148,6 +157,8 @@ impl ShardReader {
     ) {
         // The chunks asked for again, by position in `idxs` (`None`: all of them, the first time).
         let mut again: Option<Vec<usize>> = None;
+        // The ETag each shard's read was refused for, by shard key.
+        let mut refused: HashMap<String, Option<String>> = HashMap::new();
         for read in 1..=SHARD_READS {
             let asked: Vec<Vec<u64>>;
             let asked = match &again {
@@ -177,11 +188,22 @@ impl ShardReader {
                     continue;
                 };
                 let key = keys.0.key(&shard);
-                if let (Some(stale), false) = (used.get(&key), forgotten.contains(&key)) {
+                let Some(stale) = used.get(&key).filter(|_| !forgotten.contains(&key)) else {
+                    continue;
+                };
+                if refused.get(&key) == Some(&stale.tag) {
+                    if !self.unmatched.swap(true, Ordering::Relaxed) {
+                        log::warn!(
+                            "{e}, again with the ETag its index was just read with: the server \
+                             refuses its own ETags (If-Match); shards are read without it"
+                        );
+                    }
+                } else {
                     log::info!("{e}: its index is read again");
                     ctx.forget_shard_index(&key, stale);
-                    forgotten.push(key);
+                    refused.insert(key.clone(), stale.tag.clone());
                 }
+                forgotten.push(key);
             }
             again = Some(changed.into_iter().map(|(at, _)| at).collect());
         }
@@ -254,12 +276,16 @@ impl ShardReader {
                 );
                 continue;
             }
+            let tag = match self.unmatched.load(Ordering::Relaxed) {
+                true => None,
+                false => index.tag.clone(),
+            };
             wanted.push(Wanted {
                 key,
                 range,
                 at,
                 inner,
-                tag: index.tag.clone(),
+                tag,
             });
         }
         wanted.sort_by(|a, b| (&a.key, a.range.start).cmp(&(&b.key, b.range.start)));
@@ -980,6 +1006,105 @@ mod tests {
             let encoded = got.unwrap().expect("fetched");
             let decoded = load(&reader, idx, Some(encoded), &Uncached).unwrap();
             assert_eq!(decoded, Some(inner_chunk(idx[0], idx[1])), "{idx:?}");
+        }
+    }
+
+    /// A memory store that refuses every read of a version (`If-Match`), its own ETags
+    /// included, counting those reads and the suffix reads (shard indexes).
+    #[derive(Default)]
+    struct Refusing {
+        inner: MemoryStore,
+        tagged: std::sync::atomic::AtomicU32,
+        suffixes: std::sync::atomic::AtomicU32,
+    }
+
+    impl Store for Refusing {
+        fn get_bounded(
+            &self,
+            key: &str,
+            max: u64,
+        ) -> Result<Option<crate::store::Object>, StoreError> {
+            self.inner.get_bounded(key, max)
+        }
+
+        fn get_range(
+            &self,
+            key: &str,
+            start: u64,
+            len: u64,
+        ) -> Result<Option<Vec<u8>>, StoreError> {
+            self.inner.get_range(key, start, len)
+        }
+
+        fn get_range_into_if(
+            &self,
+            key: &str,
+            _start: u64,
+            _len: u64,
+            _tag: &str,
+            _buf: &mut Vec<u8>,
+        ) -> Result<bool, StoreError> {
+            self.tagged
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let what = key.to_string();
+            Err(StoreError::Changed { what })
+        }
+
+        fn get_suffix(
+            &self,
+            key: &str,
+            len: u64,
+        ) -> Result<Option<(Vec<u8>, crate::store::ObjectMeta)>, StoreError> {
+            self.suffixes
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.inner.get_suffix(key, len)
+        }
+
+        fn head(&self, key: &str) -> Result<Option<crate::store::ObjectMeta>, StoreError> {
+            self.inner.head(key)
+        }
+
+        fn list_dir(&self, prefix: &str) -> Result<Vec<crate::store::Entry>, StoreError> {
+            self.inner.list_dir(prefix)
+        }
+
+        fn mtime(&self) -> std::time::SystemTime {
+            self.inner.mtime()
+        }
+
+        fn describe(&self) -> String {
+            "refusing memory".into()
+        }
+    }
+
+    #[test]
+    fn a_server_refusing_its_own_etag_is_read_without_it_after_one_index_read_again() {
+        let mut store = Refusing::default();
+        store.inner.insert("arr/c/0/0", shard(&full_shard(), false));
+        let store = Arc::new(store);
+        let reader = reader_over(store.clone(), false);
+        let ctx = Swapping {
+            first: Mutex::new(None),
+            keeping: Keeping::default(),
+        };
+        let count = |n: &std::sync::atomic::AtomicU32| n.load(std::sync::atomic::Ordering::Relaxed);
+        for round in 0..2 {
+            let idxs = vec![vec![0, 0], vec![1, 1]];
+            for (idx, got) in idxs.iter().zip(fetch_all(&reader, &idxs, &ctx)) {
+                let encoded = got.unwrap().expect("fetched");
+                let decoded = load(&reader, idx, Some(encoded), &Uncached).unwrap();
+                assert_eq!(
+                    decoded,
+                    Some(inner_chunk(idx[0], idx[1])),
+                    "{round}: {idx:?}"
+                );
+            }
+            // Refused with the index read first, then with the same ETag read again; no more.
+            assert_eq!(
+                (count(&store.tagged), count(&store.suffixes)),
+                (2, 2),
+                "{round}"
+            );
         }
     }
 
