@@ -125,12 +125,9 @@ impl ObjectStoreBackend {
         let (mut pages_read, mut listed) = (0usize, 0usize);
         loop {
             if pages_read == MAX_PAGES {
-                return Err(StoreError::Remote {
+                return Err(StoreError::TooMany {
                     what: self.what(prefix),
-                    cause: format!(
-                        "the listing does not end (more than {MAX_PAGES} pages); not listed \
-                         further"
-                    ),
+                    why: format!("the listing does not end (more than {MAX_PAGES} pages)"),
                 });
             }
             pages_read += 1;
@@ -150,7 +147,7 @@ impl ObjectStoreBackend {
             if listed > MAX_LISTED {
                 return Err(StoreError::TooMany {
                     what: self.what(prefix),
-                    max: MAX_LISTED,
+                    why: format!("more than {MAX_LISTED} entries to list"),
                 });
             }
             each(page.result);

@@ -387,7 +387,12 @@ fn a_listing_that_never_ends_is_cut_off() {
         ..RemoteOptions::default()
     };
     let store = ObjectStoreBackend::open(&s3, "s3://b", &unsigned).unwrap();
-    let err = store.list_dir("").unwrap_err().to_string();
+    let err = store.list_dir("").unwrap_err();
+    assert!(
+        matches!(err, zarrfs::store::StoreError::TooMany { .. }),
+        "{err:?}"
+    );
+    let err = err.to_string();
     assert!(
         err.contains("s3://b") && err.contains("does not end"),
         "{err}"
@@ -398,4 +403,24 @@ fn a_listing_that_never_ends_is_cut_off() {
         .unwrap()
         .unwrap();
     assert_eq!(String::from_utf8(pages.bytes).unwrap(), "8192");
+}
+
+/// A Parquet reference directory in a bucket whose listing never ends mounts, its record
+/// files read without a listing (as for one too large to list).
+#[test]
+fn a_parquet_set_whose_listing_never_ends_mounts_without_it() {
+    let root = tempfile::tempdir().unwrap();
+    let refs = root.path().join("b/references");
+    servers::copy_tree(&common::fixtures_dir().join("references"), &refs);
+    let server = servers::quirky_http_server(root.path(), &["endless-listing=9000"]);
+    let unsigned = RemoteOptions {
+        anonymous: true,
+        endpoint: Some(server.url.clone()),
+        ..RemoteOptions::default()
+    };
+    let url = "s3://b/references/combined.parq";
+    let store = zarrfs::store::open_with(url, &unsigned).unwrap();
+    let got = store.get(".zgroup");
+    assert!(got.as_ref().is_ok_and(Option::is_some), "{got:?}");
+    assert!(store.get("temp/0.0.0").unwrap().is_some());
 }
