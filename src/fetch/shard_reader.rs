@@ -11,7 +11,7 @@ use super::{FetchCause, FetchContext, FetchError, Landed, ShardIndexIfStored, St
 use crate::codec::ShardedArray;
 use crate::meta::{ChunkGrid, ChunkKeys};
 use crate::stats::STATS;
-use crate::store::{Store, StoreError};
+use crate::store::{weak_etag, Store, StoreError};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -446,7 +446,7 @@ fn load_index(
     let Some((encoded, size, tag)) = fetched else {
         return Ok(None);
     };
-    let tag = tag.filter(|t| !t.starts_with("W/"));
+    let tag = tag.filter(|t| !weak_etag(t));
     STATS.fetched(encoded.len());
     if (encoded.len() as u64) < len {
         let got = encoded.len() as u64;

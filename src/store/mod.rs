@@ -69,6 +69,12 @@ pub struct Entry {
     pub tag: Option<String>,
 }
 
+/// True for an ETag marked weak (`W/"x"`), which names content that may differ in its bytes:
+/// it does not vouch for them, nor matches `If-Match`.
+pub fn weak_etag(tag: &str) -> bool {
+    tag.starts_with("W/")
+}
+
 /// An ETag without its quotes and weak marker (`W/"x"` and `"x"` name one version as far as
 /// zarrfs can tell: proxies and CDNs mark responses weak on their own).
 pub fn etag_text(tag: &str) -> &str {

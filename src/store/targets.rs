@@ -18,16 +18,11 @@ use super::flight_lru::FlightLru;
 use super::location;
 use super::references::Recorded;
 use super::{
-    check_key, display_url, etag_text, join_key, safe_open, DirStore, ObjectMeta,
+    check_key, display_url, etag_text, join_key, safe_open, weak_etag, DirStore, ObjectMeta,
     ObjectStoreBackend, Redirects, RemoteOptions, Store, StoreError, Within,
 };
 use std::path::Path;
 use std::sync::Arc;
-
-/// True for an ETag marked weak (`W/"x"`), which names content that may differ in its bytes.
-fn weak(tag: &str) -> bool {
-    tag.starts_with("W/")
-}
 
 /// Refuses the target `url`, seen as `version`, unless it is as `recorded` (its ETag, or
 /// modified no later). ETags are compared strongly, as `If-Match` compares them: a weak one
@@ -53,7 +48,7 @@ fn as_recorded(url: &str, version: &ObjectMeta, recorded: &Recorded) -> Result<(
             }
         }
         Recorded::ETag(want) => match &version.tag {
-            Some(tag) if weak(tag) || weak(want) => Err(changed(format!(
+            Some(tag) if weak_etag(tag) || weak_etag(want) => Err(changed(format!(
                 "a weak ETag ({tag}, recorded {want}) does not promise the same bytes; not \
                  changed for certain, but not known to be the same"
             ))),
