@@ -481,6 +481,42 @@ fn a_target_s_redirect_is_followed_only_into_the_places_allowed() {
 }
 
 #[test]
+fn an_http_target_or_redirect_climbing_out_of_its_place_by_escaped_dots_is_refused() {
+    // A server that decodes and normalises paths reads `/pub/..%2Fprivate/x` as `/private/x`.
+    let root = tempfile::tempdir().unwrap();
+    for dir in ["pub", "private"] {
+        std::fs::create_dir(root.path().join(dir)).unwrap();
+    }
+    std::fs::write(root.path().join("pub/data.bin"), b"datadata").unwrap();
+    std::fs::write(root.path().join("private/secret.bin"), b"SECRET!!").unwrap();
+    let rules = "redirect=/pub/go/>/pub/,/pub/out/>/pub/..%2Fprivate/";
+    let server = servers::quirky_http_server(root.path(), &["decode-paths", rules]);
+    let dir = tempfile::tempdir().unwrap();
+    let url = &server.url;
+    let refs = http_references(
+        dir.path(),
+        &[
+            ("x", format!("{url}/pub/..%2Fprivate/secret.bin"), 0, 8),
+            ("y", format!("{url}/pub/out/secret.bin"), 0, 8),
+            ("z", format!("{url}/pub/go/data.bin"), 0, 8),
+        ],
+    );
+    let store = open_allowing(&refs, &format!("{url}/pub"));
+    assert_eq!(
+        store.get_range("z", 0, 8).unwrap(),
+        Some(b"datadata".to_vec())
+    );
+    let err = store.get_range("x", 0, 8).unwrap_err().to_string();
+    assert!(err.contains("decodes to `.` or `..`"), "{err}");
+    // The redirect's target climbs out: not followed.
+    let err = store.get_range("y", 0, 8).unwrap_err().to_string();
+    assert!(
+        err.contains(&format!("redirected to {url}/pub/..%2Fprivate/secret.bin")),
+        "{err}"
+    );
+}
+
+#[test]
 fn an_http_target_is_requested_as_written_query_and_escapes_included() {
     let root = tempfile::tempdir().unwrap();
     // The server names files by their paths as sent, escapes and all.

@@ -11,10 +11,10 @@ use super::{FetchCause, FetchContext, FetchError, Landed, ShardIndexIfStored, St
 use crate::codec::ShardedArray;
 use crate::meta::{ChunkGrid, ChunkKeys};
 use crate::stats::STATS;
-use crate::store::{Store, StoreError};
+use crate::store::{weak_etag, Store, StoreError};
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Reads one sharded array's inner chunks.
@@ -23,6 +23,10 @@ pub(super) struct ShardReader {
     /// The shard grid; for a rectilinear one, the reading of each shard shape it has.
     grid: ChunkGrid,
     by_shape: Vec<(Vec<u64>, ShardedArray)>,
+    /// Set once the server refused to read a shard of the very version (ETag) its index was
+    /// read again with (load-balanced servers whose backends disagree): shards are then read
+    /// without `If-Match`.
+    unmatched: AtomicBool,
 }
 
 impl ShardReader {
@@ -36,6 +40,7 @@ impl ShardReader {
                 .into_iter()
                 .map(|(shape, array)| (shape, array.limit_decoded(max)))
                 .collect(),
+            unmatched: self.unmatched,
         }
     }
 
@@ -45,6 +50,7 @@ impl ShardReader {
             array,
             grid: ChunkGrid::Regular,
             by_shape: Vec::new(),
+            unmatched: AtomicBool::new(false),
         }
     }
 
@@ -60,6 +66,7 @@ impl ShardReader {
             array,
             grid,
             by_shape,
+            unmatched: AtomicBool::new(false),
         }
     }
 
@@ -136,7 +143,9 @@ impl ShardReader {
     /// [`COALESCE_GAP`] apart, [`COALESCE_MAX`] in one request), as zarr-python and
     /// object_store coalesce. Inner chunks are read from the version of the shard their index
     /// was read from (where the store gives ETags): a shard rewritten since has its index read
-    /// again and its chunks with it, up to [`SHARD_READS`] times.
+    /// again and its chunks with it, up to [`SHARD_READS`] times. A server that refuses the
+    /// version its index was read again with (the same ETag as before) has its shards read
+    /// without a version from then on: the shard did not change.
     pub fn fetch(
         &self,
         store: &dyn Store,
@@ -148,6 +157,8 @@ impl ShardReader {
     ) {
         // The chunks asked for again, by position in `idxs` (`None`: all of them, the first time).
         let mut again: Option<Vec<usize>> = None;
+        // The ETag each shard's read was refused for, by shard key.
+        let mut refused: HashMap<String, Option<String>> = HashMap::new();
         for read in 1..=SHARD_READS {
             let asked: Vec<Vec<u64>>;
             let asked = match &again {
@@ -177,11 +188,22 @@ impl ShardReader {
                     continue;
                 };
                 let key = keys.0.key(&shard);
-                if let (Some(stale), false) = (used.get(&key), forgotten.contains(&key)) {
+                let Some(stale) = used.get(&key).filter(|_| !forgotten.contains(&key)) else {
+                    continue;
+                };
+                if refused.get(&key) == Some(&stale.tag) {
+                    if !self.unmatched.swap(true, Ordering::Relaxed) {
+                        log::warn!(
+                            "{e}, again with the ETag its index was just read with: the server \
+                             refuses its own ETags (If-Match); shards are read without it"
+                        );
+                    }
+                } else {
                     log::info!("{e}: its index is read again");
                     ctx.forget_shard_index(&key, stale);
-                    forgotten.push(key);
+                    refused.insert(key.clone(), stale.tag.clone());
                 }
+                forgotten.push(key);
             }
             again = Some(changed.into_iter().map(|(at, _)| at).collect());
         }
@@ -199,6 +221,10 @@ impl ShardReader {
         landed: Landed<'_, Option<Vec<u8>>>,
     ) -> HashMap<String, Arc<StoredIndex>> {
         let mut used = HashMap::new();
+        // Each shard's index, asked for once: another reader may drop the kept one (rewritten
+        // shard) and load a newer one meanwhile, and a run's chunks must all be cut from the
+        // version whose tag the run is read with.
+        let mut indexes: HashMap<String, Result<ShardIndexIfStored, FetchError>> = HashMap::new();
         let mut wanted: Vec<Wanted> = Vec::new();
         for (at, idx) in idxs.iter().enumerate() {
             let (array, shard, inner) = match self.place(idx) {
@@ -210,12 +236,13 @@ impl ShardReader {
             };
             let key = keys.key(&shard);
             let context = |e: FetchError| e.context(format!("shard {key}"));
-            let index = ctx
-                .shard_index(&key, &mut || {
+            let index = indexes.entry(key.clone()).or_insert_with(|| {
+                ctx.shard_index(&key, &mut || {
                     listed.confirm(store, &key, || load_index(array, store, &key))
                 })
-                .map_err(context);
-            let index = match index {
+                .map_err(context)
+            });
+            let index = match index.clone() {
                 Ok(Some(index)) => index,
                 Ok(None) => {
                     landed(at, Ok(None));
@@ -249,12 +276,16 @@ impl ShardReader {
                 );
                 continue;
             }
+            let tag = match self.unmatched.load(Ordering::Relaxed) {
+                true => None,
+                false => index.tag.clone(),
+            };
             wanted.push(Wanted {
                 key,
                 range,
                 at,
                 inner,
-                tag: index.tag.clone(),
+                tag,
             });
         }
         wanted.sort_by(|a, b| (&a.key, a.range.start).cmp(&(&b.key, b.range.start)));
@@ -415,7 +446,7 @@ fn load_index(
     let Some((encoded, size, tag)) = fetched else {
         return Ok(None);
     };
-    let tag = tag.filter(|t| !t.starts_with("W/"));
+    let tag = tag.filter(|t| !weak_etag(t));
     STATS.fetched(encoded.len());
     if (encoded.len() as u64) < len {
         let got = encoded.len() as u64;
@@ -858,6 +889,223 @@ mod tests {
         );
         assert_eq!(seen[2], 12, "the first run was let go when handed out");
         assert_eq!(ctx.now.load(std::sync::atomic::Ordering::SeqCst), 0);
+    }
+
+    /// A memory store whose reads of a version answer [`StoreError::Changed`] when the value
+    /// is another one now, as a remote store's `If-Match` does.
+    #[derive(Default)]
+    struct Versioned(MemoryStore);
+
+    impl Store for Versioned {
+        fn get_bounded(
+            &self,
+            key: &str,
+            max: u64,
+        ) -> Result<Option<crate::store::Object>, StoreError> {
+            self.0.get_bounded(key, max)
+        }
+
+        fn get_range(
+            &self,
+            key: &str,
+            start: u64,
+            len: u64,
+        ) -> Result<Option<Vec<u8>>, StoreError> {
+            self.0.get_range(key, start, len)
+        }
+
+        fn get_range_into_if(
+            &self,
+            key: &str,
+            start: u64,
+            len: u64,
+            tag: &str,
+            buf: &mut Vec<u8>,
+        ) -> Result<bool, StoreError> {
+            let now = self.0.head(key)?.and_then(|meta| meta.tag);
+            if now.is_some_and(|now| now != tag) {
+                let what = key.to_string();
+                return Err(StoreError::Changed { what });
+            }
+            self.0.get_range_into(key, start, len, buf)
+        }
+
+        fn head(&self, key: &str) -> Result<Option<crate::store::ObjectMeta>, StoreError> {
+            self.0.head(key)
+        }
+
+        fn list_dir(&self, prefix: &str) -> Result<Vec<crate::store::Entry>, StoreError> {
+            self.0.list_dir(prefix)
+        }
+
+        fn mtime(&self) -> std::time::SystemTime {
+            self.0.mtime()
+        }
+
+        fn describe(&self) -> String {
+            "versioned memory".into()
+        }
+    }
+
+    /// Hands out `first` for the first index asked for, then keeps those it loads: another
+    /// reader replaced the kept index between two lookups.
+    struct Swapping {
+        first: Mutex<Option<ShardIndexIfStored>>,
+        keeping: Keeping,
+    }
+
+    impl FetchContext for Swapping {
+        fn shard_index(
+            &self,
+            key: &str,
+            load: &mut dyn FnMut() -> Result<ShardIndexIfStored, FetchError>,
+        ) -> Result<ShardIndexIfStored, FetchError> {
+            match self.first.lock().take() {
+                Some(first) => Ok(first),
+                None => self.keeping.shard_index(key, load),
+            }
+        }
+
+        fn forget_shard_index(&self, key: &str, _stale: &Arc<crate::fetch::StoredIndex>) {
+            self.keeping.0.lock().remove(key);
+        }
+    }
+
+    #[test]
+    fn a_batch_reads_each_shard_through_one_index_even_if_the_kept_one_is_replaced() {
+        // Version A of the shard holds its inner chunks last to first, version B (stored now)
+        // first to last. The batch's first chunk sees A's index, which then gives way to B's:
+        // its chunks must not be cut at A's offsets out of B's bytes.
+        let chunks = full_shard();
+        let mut old = Vec::new();
+        let mut entries = vec![(0, 0); 4];
+        for (i, chunk) in chunks.iter().enumerate().rev() {
+            let chunk = chunk.as_ref().unwrap();
+            entries[i] = (old.len() as u64, chunk.len() as u64);
+            old.extend_from_slice(chunk);
+        }
+        old.extend(index(&entries));
+        let mut before = Versioned::default();
+        before.0.insert("arr/c/0/0", old);
+        let keeping = Keeping::default();
+        let reader = reader_over(Arc::new(before), false);
+        let got = load(&reader, &[0, 0], None, &keeping).unwrap();
+        assert_eq!(got, Some(inner_chunk(0, 0)));
+        let first = keeping.0.lock().remove("arr/c/0/0").unwrap();
+        assert!(first.as_ref().unwrap().tag.is_some());
+
+        let mut now = Versioned::default();
+        now.0.insert("arr/c/0/0", shard(&chunks, false));
+        let reader = reader_over(Arc::new(now), false);
+        let ctx = Swapping {
+            first: Mutex::new(Some(first)),
+            keeping: Keeping::default(),
+        };
+        let idxs = vec![vec![0, 0], vec![0, 1]];
+        for (idx, got) in idxs.iter().zip(fetch_all(&reader, &idxs, &ctx)) {
+            let encoded = got.unwrap().expect("fetched");
+            let decoded = load(&reader, idx, Some(encoded), &Uncached).unwrap();
+            assert_eq!(decoded, Some(inner_chunk(idx[0], idx[1])), "{idx:?}");
+        }
+    }
+
+    /// A memory store that refuses every read of a version (`If-Match`), its own ETags
+    /// included, counting those reads and the suffix reads (shard indexes).
+    #[derive(Default)]
+    struct Refusing {
+        inner: MemoryStore,
+        tagged: std::sync::atomic::AtomicU32,
+        suffixes: std::sync::atomic::AtomicU32,
+    }
+
+    impl Store for Refusing {
+        fn get_bounded(
+            &self,
+            key: &str,
+            max: u64,
+        ) -> Result<Option<crate::store::Object>, StoreError> {
+            self.inner.get_bounded(key, max)
+        }
+
+        fn get_range(
+            &self,
+            key: &str,
+            start: u64,
+            len: u64,
+        ) -> Result<Option<Vec<u8>>, StoreError> {
+            self.inner.get_range(key, start, len)
+        }
+
+        fn get_range_into_if(
+            &self,
+            key: &str,
+            _start: u64,
+            _len: u64,
+            _tag: &str,
+            _buf: &mut Vec<u8>,
+        ) -> Result<bool, StoreError> {
+            self.tagged
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let what = key.to_string();
+            Err(StoreError::Changed { what })
+        }
+
+        fn get_suffix(
+            &self,
+            key: &str,
+            len: u64,
+        ) -> Result<Option<(Vec<u8>, crate::store::ObjectMeta)>, StoreError> {
+            self.suffixes
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.inner.get_suffix(key, len)
+        }
+
+        fn head(&self, key: &str) -> Result<Option<crate::store::ObjectMeta>, StoreError> {
+            self.inner.head(key)
+        }
+
+        fn list_dir(&self, prefix: &str) -> Result<Vec<crate::store::Entry>, StoreError> {
+            self.inner.list_dir(prefix)
+        }
+
+        fn mtime(&self) -> std::time::SystemTime {
+            self.inner.mtime()
+        }
+
+        fn describe(&self) -> String {
+            "refusing memory".into()
+        }
+    }
+
+    #[test]
+    fn a_server_refusing_its_own_etag_is_read_without_it_after_one_index_read_again() {
+        let mut store = Refusing::default();
+        store.inner.insert("arr/c/0/0", shard(&full_shard(), false));
+        let store = Arc::new(store);
+        let reader = reader_over(store.clone(), false);
+        let ctx = Swapping {
+            first: Mutex::new(None),
+            keeping: Keeping::default(),
+        };
+        let count = |n: &std::sync::atomic::AtomicU32| n.load(std::sync::atomic::Ordering::Relaxed);
+        for round in 0..2 {
+            let idxs = vec![vec![0, 0], vec![1, 1]];
+            for (idx, got) in idxs.iter().zip(fetch_all(&reader, &idxs, &ctx)) {
+                let encoded = got.unwrap().expect("fetched");
+                let decoded = load(&reader, idx, Some(encoded), &Uncached).unwrap();
+                assert_eq!(
+                    decoded,
+                    Some(inner_chunk(idx[0], idx[1])),
+                    "{round}: {idx:?}"
+                );
+            }
+            // Refused with the index read first, then with the same ETag read again; no more.
+            assert_eq!(
+                (count(&store.tagged), count(&store.suffixes)),
+                (2, 2),
+                "{round}"
+            );
+        }
     }
 
     #[test]

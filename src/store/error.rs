@@ -37,9 +37,10 @@ pub enum StoreError {
     /// A value larger than the caller accepts (`size` bytes, at most `max`), not read.
     #[error("{what}: {size} bytes, more than the {max} bytes accepted for it; not read")]
     TooLarge { what: String, size: u64, max: u64 },
-    /// A listing longer than zarrfs holds in memory (more than `max` entries): not listed.
-    #[error("{what}: more than {max} entries to list; not listed")]
-    TooMany { what: String, max: usize },
+    /// A listing longer than zarrfs holds in memory or reads (`why`: more entries or pages
+    /// than it takes): not listed.
+    #[error("{what}: {why}; not listed")]
+    TooMany { what: String, why: String },
     /// The object is no longer the version a read depends on (a shard rewritten since its
     /// index was read): the server refused the read of that version (412, `If-Match`).
     #[error("{what}: replaced since it was first read (the server refused to read that version)")]

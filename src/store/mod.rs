@@ -69,6 +69,12 @@ pub struct Entry {
     pub tag: Option<String>,
 }
 
+/// True for an ETag marked weak (`W/"x"`), which names content that may differ in its bytes:
+/// it does not vouch for them, nor matches `If-Match`.
+pub fn weak_etag(tag: &str) -> bool {
+    tag.starts_with("W/")
+}
+
 /// An ETag without its quotes and weak marker (`W/"x"` and `"x"` name one version as far as
 /// zarrfs can tell: proxies and CDNs mark responses weak on their own).
 pub fn etag_text(tag: &str) -> &str {
@@ -351,10 +357,11 @@ fn recognise(
 }
 
 /// Whether `key` is in `store`, as recognising the kind of a store asks: a HEAD, or where that
-/// fails, a one-byte read. A failure other than a timeout counts as "absent" (logged): a
-/// server that refuses HEAD, or a bucket that lets objects be read but not listed (S3 then
-/// answers 403 for a key that does not exist), is not a reason to refuse the mount; reading
-/// the store as what it then looks like tells its real errors.
+/// fails, a one-byte read, whose answer counts. Access denied counts as "absent" (logged): a
+/// bucket that lets objects be read but not listed (S3 then answers 403 for a key that does not
+/// exist) is not a reason to refuse the mount, nor is a server that refuses HEAD. Any other
+/// failure (a server error after the retries, a timeout) is an error: taking the key for
+/// absent would mount an Icechunk repository or a Parquet reference set as plain Zarr.
 pub(crate) fn probe(store: &dyn Store, key: &str) -> Result<bool, StoreError> {
     let failed = match store.head(key) {
         Ok(found) => return Ok(found.is_some()),
@@ -363,10 +370,13 @@ pub(crate) fn probe(store: &dyn Store, key: &str) -> Result<bool, StoreError> {
     };
     match store.get_range(key, 0, 1) {
         Ok(found) => Ok(found.is_some()),
-        Err(e @ StoreError::TimedOut { .. }) => Err(e),
-        Err(e) => {
+        Err(e @ StoreError::Denied { .. }) => {
             log::debug!("{failed}; {e}: taken as absent while recognising the store");
             Ok(false)
+        }
+        Err(e) => {
+            log::debug!("{failed}");
+            Err(e)
         }
     }
 }

@@ -125,12 +125,9 @@ impl ObjectStoreBackend {
         let (mut pages_read, mut listed) = (0usize, 0usize);
         loop {
             if pages_read == MAX_PAGES {
-                return Err(StoreError::Remote {
+                return Err(StoreError::TooMany {
                     what: self.what(prefix),
-                    cause: format!(
-                        "the listing does not end (more than {MAX_PAGES} pages); not listed \
-                         further"
-                    ),
+                    why: format!("the listing does not end (more than {MAX_PAGES} pages)"),
                 });
             }
             pages_read += 1;
@@ -150,7 +147,7 @@ impl ObjectStoreBackend {
             if listed > MAX_LISTED {
                 return Err(StoreError::TooMany {
                     what: self.what(prefix),
-                    max: MAX_LISTED,
+                    why: format!("more than {MAX_LISTED} entries to list"),
                 });
             }
             each(page.result);
@@ -220,9 +217,14 @@ impl ObjectStoreBackend {
                  metadata service was asked; use --anonymous for public buckets)",
             );
         }
+        // A listing's 403 comes wrapped in a generic error.
+        let refused = ["status code: 401", "status code: 403"]
+            .iter()
+            .any(|status| cause.contains(status));
         match e {
             object_store::Error::PermissionDenied { .. }
             | object_store::Error::Unauthenticated { .. } => StoreError::Denied { what, cause },
+            object_store::Error::Generic { .. } if refused => StoreError::Denied { what, cause },
             // Only reads of one version (`If-Match`) have preconditions.
             object_store::Error::Precondition { .. } => StoreError::Changed { what },
             _ => StoreError::Remote { what, cause },
@@ -292,6 +294,22 @@ impl ObjectStoreBackend {
         }
     }
 
+    /// `len` bytes of `key` from `start` (of the version whose ETag is `tag`, if given) into
+    /// `buf`'s memory, within the store's time bound; false when absent.
+    fn range_into(
+        &self,
+        key: &str,
+        range: (u64, u64),
+        tag: Option<&str>,
+        buf: &mut Vec<u8>,
+    ) -> Result<bool, StoreError> {
+        let spare = std::mem::take(buf);
+        let got = self.range_until(key, range, tag, self.deadline(), spare)?;
+        let present = got.is_some();
+        *buf = got.map(|(b, _)| b).unwrap_or_default();
+        Ok(present)
+    }
+
     /// The last `len` bytes of the object `key` whose size and version `meta` gives, read as a
     /// plain range of that version (an object replaced in between has its suffix elsewhere).
     fn suffix_of(
@@ -325,6 +343,21 @@ fn range_ignored(e: &object_store::Error) -> bool {
         }
         _ => false,
     }
+}
+
+/// True when `e` says that the server refused the byte range asked for as such (416 Range Not
+/// Satisfiable, 501 Not Implemented), or answered it with a `Content-Range` the client could not
+/// take: a plain range may still be read.
+fn range_refused(e: &object_store::Error) -> bool {
+    let cause = full_cause(e);
+    [
+        "status code: 416",
+        "status code: 501",
+        "Content-Range",
+        "CONTENT_RANGE",
+    ]
+    .iter()
+    .any(|sign| cause.contains(sign))
 }
 
 /// A server that ignores ranges answered a range ending at `end` with the whole object.
@@ -530,11 +563,7 @@ impl Store for ObjectStoreBackend {
         len: u64,
         buf: &mut Vec<u8>,
     ) -> Result<bool, StoreError> {
-        let spare = std::mem::take(buf);
-        let got = self.range_until(key, (start, len), None, self.deadline(), spare)?;
-        let present = got.is_some();
-        *buf = got.map(|(b, _)| b).unwrap_or_default();
-        Ok(present)
+        self.range_into(key, (start, len), None, buf)
     }
 
     /// One request with `If-Match: tag`.
@@ -546,11 +575,7 @@ impl Store for ObjectStoreBackend {
         tag: &str,
         buf: &mut Vec<u8>,
     ) -> Result<bool, StoreError> {
-        let spare = std::mem::take(buf);
-        let got = self.range_until(key, (start, len), Some(tag), self.deadline(), spare)?;
-        let present = got.is_some();
-        *buf = got.map(|(b, _)| b).unwrap_or_default();
-        Ok(present)
+        self.range_into(key, (start, len), Some(tag), buf)
     }
 
     fn get_suffix(&self, key: &str, len: u64) -> Result<Option<(Vec<u8>, ObjectMeta)>, StoreError> {
@@ -569,7 +594,7 @@ impl Store for ObjectStoreBackend {
         let inner = self.inner.clone();
         let got = self.run(key, deadline, async move {
             Ok(match inner.get_opts(&path, options).await {
-                Err(e) if range_ignored(&e) => Err(e),
+                Err(e) if range_ignored(&e) || range_refused(&e) => Err(e),
                 got => {
                     let got = got?;
                     let meta = version(&got.meta);
@@ -582,17 +607,21 @@ impl Store for ObjectStoreBackend {
             Ok(None) => Ok(None),
             // A server that ignores ranges (it answered with the whole object): the suffix is
             // read whole only when it is the whole object (see `whole_for_range`).
-            Ok(Some(Err(ignored))) => match self.head_until(key, deadline)? {
-                Some(meta) if len == 0 || meta.size <= len => {
-                    self.suffix_of(key, meta, len, deadline)
+            Ok(Some(Err(ignored))) if range_ignored(&ignored) => {
+                match self.head_until(key, deadline)? {
+                    Some(meta) if len == 0 || meta.size <= len => {
+                        self.suffix_of(key, meta, len, deadline)
+                    }
+                    _ => Err(self.error(key, ignored)),
                 }
-                _ => Err(self.error(key, ignored)),
-            },
+            }
             // A suffix the server refuses (an empty one, one longer than the value, or any: a
             // server may take plain ranges only): the object's size, then a plain range. A GET
             // that failed when a HEAD finds nothing there is that failure (as in
-            // `range_until`): never "absent".
-            Err(e) if !matches!(e, StoreError::TimedOut { .. }) => {
+            // `range_until`): never "absent". Any other failure (denied, a server error after
+            // the retries) is the read's.
+            Ok(Some(Err(refused))) => {
+                let e = self.error(key, refused);
                 match self.head_until(key, deadline)? {
                     Some(meta) => {
                         log::debug!("{e}: read as its size and a plain range");

@@ -4,7 +4,8 @@
 //! in the same place as the references themselves (the directory that holds them, their bucket,
 //! container or host) are read; others only below a prefix the user allowed (`--allow-target`).
 //! URLs are as fsspec reads kerchunk's: local paths and object keys verbatim (`a%41.nc` is
-//! that name), HTTP URLs sent as written, query included.
+//! that name), HTTP URLs sent as written, query included; an HTTP target or redirect whose path
+//! has a segment that decodes to `.` or `..` (`..%2F`) is refused, as a server may resolve it.
 //!
 //! Every local place is opened once, with the references, and its targets are opened beneath
 //! that descriptor with the rules of a [`DirStore`]: renaming the directory away, or swapping it
@@ -13,30 +14,25 @@
 //! beneath that place, by the path the link resolves to. Remote targets are read by clients
 //! that follow a redirect only to a URL inside a place ([`Redirects::Within`]).
 
+use super::flight_lru::FlightLru;
 use super::location;
 use super::references::Recorded;
 use super::{
-    check_key, display_url, etag_text, join_key, safe_open, DirStore, ObjectMeta,
+    check_key, display_url, etag_text, join_key, safe_open, weak_etag, DirStore, ObjectMeta,
     ObjectStoreBackend, Redirects, RemoteOptions, Store, StoreError, Within,
 };
-use parking_lot::Mutex;
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-/// True for an ETag marked weak (`W/"x"`), which names content that may differ in its bytes.
-fn weak(tag: &str) -> bool {
-    tag.starts_with("W/")
-}
-
-/// Refuses the target `shown`, seen as `version`, unless it is as `recorded` (its ETag, or
+/// Refuses the target `url`, seen as `version`, unless it is as `recorded` (its ETag, or
 /// modified no later). ETags are compared strongly, as `If-Match` compares them: a weak one
 /// matches nothing.
-fn as_recorded(shown: &str, version: &ObjectMeta, recorded: &Recorded) -> Result<(), StoreError> {
+fn as_recorded(url: &str, version: &ObjectMeta, recorded: &Recorded) -> Result<(), StoreError> {
     let changed = |what: String| {
         StoreError::Invalid(format!(
-            "{shown}: {what} since it was referenced (the repository's virtual chunk no longer \
-             matches it)"
+            "{}: {what} since it was referenced (the repository's virtual chunk no longer \
+             matches it)",
+            display_url(url)
         ))
     };
     match recorded {
@@ -52,7 +48,7 @@ fn as_recorded(shown: &str, version: &ObjectMeta, recorded: &Recorded) -> Result
             }
         }
         Recorded::ETag(want) => match &version.tag {
-            Some(tag) if weak(tag) || weak(want) => Err(changed(format!(
+            Some(tag) if weak_etag(tag) || weak_etag(want) => Err(changed(format!(
                 "a weak ETag ({tag}, recorded {want}) does not promise the same bytes; not \
                  changed for certain, but not known to be the same"
             ))),
@@ -152,8 +148,9 @@ pub struct Targets {
     base: String,
     /// The options of target stores: redirects only into the places.
     remote: RemoteOptions,
-    /// Bucket and container stores opened so far, by root URL (`s3://bucket`, ...).
-    stores: Mutex<HashMap<String, Arc<dyn Store>>>,
+    /// Stores opened so far, the most recently used: bucket and container stores by root URL
+    /// (`s3://bucket`, ...), HTTP ones by the file's URL.
+    stores: FlightLru<String, Arc<dyn Store>, StoreError>,
 }
 
 impl Targets {
@@ -185,7 +182,7 @@ impl Targets {
             .filter(|p| is_http(&p.prefix))
             .map(|p| p.prefix.clone())
             .collect();
-        let within = Within::new(move |url| http.iter().any(|p| holds(p, url)));
+        let within = Within::new(move |url| !climbs(url) && http.iter().any(|p| holds(p, url)));
         Ok(Targets {
             places,
             base,
@@ -193,7 +190,7 @@ impl Targets {
                 redirects: Redirects::Within(Arc::new(within)),
                 ..remote.clone()
             },
-            stores: Mutex::new(HashMap::new()),
+            stores: FlightLru::new(STORES_KEPT, |_| 1),
         })
     }
 
@@ -205,8 +202,8 @@ impl Targets {
     /// All of the target `url`, refused unread when its store tells it is larger than `max`;
     /// an error when it is absent.
     pub fn read_whole(&self, url: &str, max: u64) -> Result<Vec<u8>, StoreError> {
-        let (object, shown) = self.on_target(url, |store, key| store.get_bounded(key, max))?;
-        object.map(|o| o.bytes).ok_or_else(|| missing(&shown))
+        let (object, full) = self.on_target(url, |store, key| store.get_bounded(key, max))?;
+        object.map(|o| o.bytes).ok_or_else(|| missing(&full))
     }
 
     /// `len` bytes of the target `url` from `offset`; an error when it is absent or shorter,
@@ -218,10 +215,11 @@ impl Targets {
         len: u64,
         recorded: Option<&Recorded>,
     ) -> Result<Vec<u8>, StoreError> {
-        let (bytes, shown) = self.read_part_as(url, offset, len, recorded)?;
+        let (bytes, full) = self.read_part_as(url, offset, len, recorded)?;
         if (bytes.len() as u64) < len {
             return Err(StoreError::Invalid(format!(
-                "{shown}: the reference asks for bytes {offset}..{} but the file ends at {}",
+                "{}: the reference asks for bytes {offset}..{} but the file ends at {}",
+                display_url(&full),
                 offset.saturating_add(len),
                 offset + bytes.len() as u64
             )));
@@ -241,7 +239,7 @@ impl Targets {
         Ok(self.read_part_as(url, offset, len, recorded)?.0)
     }
 
-    /// [`Targets::read_part`], and the URL as shown. The version checked is the one the read
+    /// [`Targets::read_part`], and the target's full URL. The version checked is the one the read
     /// itself saw: a target changed before the read, or during it, is refused; one checked
     /// by a separate request could change between the check and the read.
     fn read_part_as(
@@ -252,42 +250,43 @@ impl Targets {
         recorded: Option<&Recorded>,
     ) -> Result<(Vec<u8>, String), StoreError> {
         let Some(recorded) = recorded else {
-            let (bytes, shown) =
+            let (bytes, full) =
                 self.on_target(url, |store, key| store.get_range(key, offset, len))?;
-            return Ok((bytes.ok_or_else(|| missing(&shown))?, shown));
+            return Ok((bytes.ok_or_else(|| missing(&full))?, full));
         };
-        let (got, shown) = self.on_target(url, |store, key| {
+        let (got, full) = self.on_target(url, |store, key| {
             store.get_range_versioned(key, offset, len)
         })?;
-        let (bytes, version) = got.ok_or_else(|| missing(&shown))?;
-        as_recorded(&shown, &version, recorded)?;
-        Ok((bytes, shown))
+        let (bytes, version) = got.ok_or_else(|| missing(&full))?;
+        as_recorded(&full, &version, recorded)?;
+        Ok((bytes, full))
     }
 
     /// Size and modification time of the target `url`; an error when it is absent.
     pub fn head(&self, url: &str) -> Result<ObjectMeta, StoreError> {
-        let (meta, shown) = self.on_target(url, |store, key| store.head(key))?;
-        meta.ok_or_else(|| missing(&shown))
+        let (meta, full) = self.on_target(url, |store, key| store.head(key))?;
+        meta.ok_or_else(|| missing(&full))
     }
 
-    /// What `read` gives for the target `url` in the store that reads it, and the URL as
-    /// shown.
+    /// What `read` gives for the target `url` in the store that reads it, and its full URL
+    /// (shown with [`display_url`] in messages).
     fn on_target<T>(
         &self,
         url: &str,
         read: impl Fn(&dyn Store, &str) -> Result<T, StoreError>,
     ) -> Result<(T, String), StoreError> {
         let full = as_url(url, &self.base)?;
-        let shown = display_url(&full);
         let Some(path) = full.strip_prefix("file://") else {
-            let (store, key) = self.remote_store(&full, &shown)?;
-            return Ok((read(store.as_ref(), &key)?, shown));
+            let (store, key) = self.remote_store(&full)?;
+            let got = read(store.as_ref(), &key)?;
+            return Ok((got, full));
         };
+        let shown = display_url(&full);
         let held = match self.local_place(&full, &shown)? {
             Some((store, key)) => match read(store.as_ref(), &key) {
                 // A link on the way leads out of the place (the store refuses it).
                 Err(StoreError::BadKey(_)) => true,
-                other => return Ok((other?, shown)),
+                other => return Ok((other?, full)),
             },
             None => false,
         };
@@ -311,7 +310,7 @@ impl Targets {
         match resolved {
             Some((store, key)) => match read(store.as_ref(), &key) {
                 Err(StoreError::BadKey(_)) => Err(leads_out()),
-                other => Ok((other?, shown)),
+                other => Ok((other?, full)),
             },
             None if held => Err(leads_out()),
             None => Err(self.outside(&shown)),
@@ -348,32 +347,46 @@ impl Targets {
         Ok(Some((store.clone(), key)))
     }
 
-    /// The store reading the remote target `url` (shown as `shown`), and its key there.
-    fn remote_store(&self, url: &str, shown: &str) -> Result<Keyed, StoreError> {
-        if self.place(url).is_none() {
-            return Err(self.outside(shown));
-        }
+    /// The store reading the remote target `url`, and its key there: opened the first time,
+    /// checked then (a place holds it), and kept among the last [`STORES_KEPT`] used.
+    fn remote_store(&self, url: &str) -> Result<Keyed, StoreError> {
+        let gone =
+            || StoreError::Invalid(format!("{}: opening its store failed", display_url(url)));
         if is_http(url) {
             // Its own store, whose URL is the file's as written (a percent-escape, a `%2F`, a
             // query with a signature are sent as they are); its HTTP client is shared.
-            let parsed = location::parse(url)?;
-            let store = ObjectStoreBackend::open(&parsed, shown, &self.remote)?;
-            return Ok((Arc::new(store), String::new()));
+            let store = self.stores.get_or_load(url.to_string(), gone, || {
+                let shown = display_url(url);
+                if climbs(url) {
+                    return Err(StoreError::Invalid(format!(
+                        "{shown}: a segment of its path decodes to `.` or `..` (`%2F` and `%2E` \
+                         escapes); a server that decodes them would read another file; not read"
+                    )));
+                }
+                if self.place(url).is_none() {
+                    return Err(self.outside(&shown));
+                }
+                let parsed = location::parse(url)?;
+                let store = ObjectStoreBackend::open(&parsed, &shown, &self.remote)?;
+                Ok(Arc::new(store) as Arc<dyn Store>)
+            })?;
+            return Ok((store, String::new()));
+        }
+        if self.place(url).is_none() {
+            return Err(self.outside(&display_url(url)));
         }
         let (root, key) = root_of(url).ok_or_else(|| bad_url(url))?;
-        check_key(&key)
-            .map_err(|_| StoreError::Invalid(format!("{shown}: not a plain path below {root}")))?;
-        let mut stores = self.stores.lock();
-        if let Some(store) = stores.get(&root) {
-            return Ok((store.clone(), key));
-        }
-        let parsed = location::parse(&root)?;
-        let store: Arc<dyn Store> = Arc::new(ObjectStoreBackend::open(
-            &parsed,
-            &display_url(&root),
-            &self.remote,
-        )?);
-        stores.insert(root, store.clone());
+        check_key(&key).map_err(|_| {
+            StoreError::Invalid(format!(
+                "{}: not a plain path below {root}",
+                display_url(url)
+            ))
+        })?;
+        let store = self.stores.get_or_load(root.clone(), gone, || {
+            let parsed = location::parse(&root)?;
+            let store = ObjectStoreBackend::open(&parsed, &display_url(&root), &self.remote)?;
+            Ok(Arc::new(store) as Arc<dyn Store>)
+        })?;
         Ok((store, key))
     }
 
@@ -387,9 +400,14 @@ impl Targets {
     }
 }
 
+/// Stores of targets kept open, at most (a reference set may name a file per chunk).
+const STORES_KEPT: u64 = 1024;
+
+/// Why the target `url` is not read: it does not exist.
 fn missing(url: &str) -> StoreError {
     StoreError::Invalid(format!(
-        "{url}: the file a reference points to does not exist"
+        "{}: the file a reference points to does not exist",
+        display_url(url)
     ))
 }
 
@@ -485,6 +503,22 @@ fn bare(url: &str) -> String {
         }
         Err(_) => url.to_string(),
     }
+}
+
+/// True when a segment of the HTTP URL `url`'s path, percent-decoded, is `.` or `..` or holds
+/// one between slashes (`..%2F..%2Fprivate`): a server that decodes and normalises paths
+/// (nginx) would read it from outside the place its prefix seems to name. URL parsing resolves
+/// only literal and `%2e` dot segments. An unparsable URL climbs.
+fn climbs(url: &str) -> bool {
+    let Ok(parsed) = url::Url::parse(url) else {
+        return true;
+    };
+    parsed.path_segments().into_iter().flatten().any(|seg| {
+        let decoded = percent_encoding::percent_decode_str(seg).decode_utf8_lossy();
+        decoded
+            .split(['/', '\\'])
+            .any(|part| part == "." || part == "..")
+    })
 }
 
 /// The root of an HTTP URL's server (`https://host:port/`).
@@ -597,6 +631,34 @@ mod tests {
     }
 
     #[test]
+    fn a_remote_target_s_store_is_opened_once_and_few_are_kept() {
+        let t = targets("s3://bucket/refs/r.json", &["https://data.org/pub"]);
+        let opened = || t.stores.stats().loads;
+        for _ in 0..3 {
+            for url in [
+                "https://data.org/pub/a.nc?sig=1",
+                "s3://bucket/x.nc",
+                "y.nc",
+            ] {
+                let full = as_url(url, &t.base).unwrap();
+                t.remote_store(&full).unwrap();
+            }
+        }
+        assert_eq!(opened(), 2, "one for the file, one for the bucket");
+        for i in 0..STORES_KEPT + 10 {
+            let url = format!("https://data.org/pub/{i}.nc");
+            t.remote_store(&url).unwrap();
+        }
+        assert_eq!(t.stores.stats().entries, STORES_KEPT);
+        // Refused ones are not kept, and refused again.
+        for _ in 0..2 {
+            let outside = t.remote_store("https://data.org/private/x.nc");
+            assert!(outside.is_err());
+        }
+        assert_eq!(t.stores.stats().entries, STORES_KEPT);
+    }
+
+    #[test]
     fn remote_places_are_buckets_and_hosts() {
         let t = targets("s3://bucket/refs/r.json", &["https://data.org/pub/"]);
         let place = |url: &str| {
@@ -611,6 +673,23 @@ mod tests {
         assert!(place("https://data.org/pub/x.nc"));
         assert!(!place("https://data.org/public/x.nc"));
         assert!(!place("/etc/passwd"));
+        for climbing in [
+            "https://data.org/pub/..%2F..%2Fprivate/x",
+            "https://data.org/pub/%2E%2E%2fprivate/x",
+            "https://data.org/pub/a/..%5Cx",
+            "https://data.org/pub/%2e%2e/x/.%2F..%2Fy",
+        ] {
+            let url = as_url(climbing, &t.base).unwrap();
+            assert!(climbs(&url), "{climbing}");
+            let err = t.read_whole(climbing, 1).unwrap_err().to_string();
+            assert!(err.contains("decodes to `.` or `..`"), "{climbing}: {err}");
+        }
+        for plain in [
+            "https://data.org/pub/a%2Fb.nc",
+            "https://data.org/pub/..a%2E/x",
+        ] {
+            assert!(!climbs(&as_url(plain, &t.base).unwrap()), "{plain}");
+        }
         assert_eq!(as_url("x.nc", &t.base).unwrap(), "s3://bucket/refs/x.nc");
     }
 }

@@ -35,7 +35,7 @@ pub struct Within {
     /// True for a URL a redirect may lead to (given without its query, fragment and
     /// `user:password@`).
     allows: Allows,
-    clients: Mutex<HashMap<String, HttpClient>>,
+    clients: Mutex<HashMap<Settings, HttpClient>>,
 }
 
 impl Within {
@@ -50,9 +50,8 @@ impl Within {
     /// The client for `options`, built the first time they are asked for.
     fn client(&self, options: &ClientOptions) -> object_store::Result<HttpClient> {
         let settings = settings(options);
-        let key = format!("{settings:?}");
         let mut clients = self.clients.lock();
-        if let Some(client) = clients.get(&key) {
+        if let Some(client) = clients.get(&settings) {
             return Ok(client.clone());
         }
         let client = HttpClient::new(Service(HttpClient::new(
@@ -63,7 +62,7 @@ impl Within {
                 }
             })?,
         )));
-        clients.insert(key, client.clone());
+        clients.insert(settings, client.clone());
         Ok(client)
     }
 }
@@ -88,8 +87,11 @@ fn allowed(allows: &Allows, url: &url::Url) -> bool {
     allows(bare.as_str())
 }
 
+/// Client settings by key.
+type Settings = Vec<(ClientConfigKey, Option<String>)>;
+
 /// The client settings `object_store` builds its own reqwest client from, by key.
-fn settings(options: &ClientOptions) -> Vec<(ClientConfigKey, Option<String>)> {
+fn settings(options: &ClientOptions) -> Settings {
     use ClientConfigKey::*;
     [
         AllowHttp,

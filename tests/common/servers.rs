@@ -312,14 +312,17 @@ pub fn http_server(root: &Path) -> Server {
 /// A Python HTTP proxy in front of `upstream` (HTTP, or S3: signed requests pass unchanged)
 /// that injects faults on command: `fail N` answers
 /// the next N requests with 503, `gone/N/PATH` the next N requests for the path ending in
-/// `/PATH` with 404, `deny/N/PATH` them with 403, `sleep S` holds every answer S seconds, `ok`
+/// `/PATH` with 404, `deny/N/PATH` them with 403, `busy/N/PATH` them with 503, `unlisted`
+/// answers listings and what the server does not hold with 403 (as S3 does for a bucket that
+/// may be read but not listed), `sleep S` holds every answer S seconds, `ok`
 /// proxies. It keeps count: `count/TEXT` answers how many requests `METHOD:/path` (without
 /// the query) contained TEXT, `peak` the most requests it held at once since the last `peak`.
 const FAULT_PROXY: &str = r#"
 import http.client, http.server, sys, threading, time
 upstream_port = int(sys.argv[2])
 state = {"fail": 0, "sleep": 0.0, "failed": 0, "gone": 0, "gone_path": None, "gone_code": 404,
-         "inflight": 0, "peak": 0}
+         "inflight": 0, "peak": 0, "unlisted": False}
+DENIED = b"<?xml version=\"1.0\"?><Error><Code>AccessDenied</Code><Message>injected</Message></Error>"
 seen = []
 lock = threading.Lock()
 
@@ -342,12 +345,15 @@ class Proxy(http.server.BaseHTTPRequestHandler):
                 state["fail"] = int(arg)
             elif word == "sleep":
                 state["sleep"] = float(arg)
-            elif word in ("gone", "deny"):
+            elif word in ("gone", "deny", "busy"):
                 n, _, path = arg.partition("/")
                 state["gone"], state["gone_path"] = int(n), "/" + path
-                state["gone_code"] = 404 if word == "gone" else 403
+                state["gone_code"] = {"gone": 404, "deny": 403, "busy": 503}[word]
+            elif word == "unlisted":
+                state["unlisted"] = True
             elif word == "ok":
                 state["fail"], state["sleep"], state["gone"] = 0, 0.0, 0
+                state["unlisted"] = False
             body = str(state["failed"]).encode()
             if word == "count":
                 body = str(sum(1 for r in seen if arg in r)).encode()
@@ -380,9 +386,11 @@ class Proxy(http.server.BaseHTTPRequestHandler):
             pause = state["sleep"]
         if failing:
             return self.reply(503, b"injected")
-        if gone and state["gone_code"] == 403:
-            body = b"<?xml version=\"1.0\"?><Error><Code>AccessDenied</Code><Message>injected</Message></Error>"
-            return self.reply(403, body, [("Content-Type", "application/xml")])
+        if gone and state["gone_code"] == 503:
+            return self.reply(503, b"injected")
+        unlisted = state["unlisted"]
+        if (gone and state["gone_code"] == 403) or (unlisted and "list-type=" in self.path):
+            return self.reply(403, DENIED, [("Content-Type", "application/xml")])
         if gone:
             body = b"<?xml version=\"1.0\"?><Error><Code>NoSuchKey</Code><Message>injected</Message></Error>"
             return self.reply(404, body, [("Content-Type", "application/xml")])
@@ -393,6 +401,9 @@ class Proxy(http.server.BaseHTTPRequestHandler):
         conn.request(self.command, self.path, headers=headers)
         resp = conn.getresponse()
         body = resp.read()
+        if unlisted and resp.status == 404:
+            conn.close()
+            return self.reply(403, DENIED, [("Content-Type", "application/xml")])
         keep = ("content-type", "content-range", "last-modified", "etag", "accept-ranges")
         hs = [(k, v) for k, v in resp.getheaders() if k.lower() in keep]
         if self.command == "HEAD":
@@ -470,10 +481,11 @@ pub fn python_http_server(root: &Path) -> Server {
 /// followed by the rest of the path, `suffix-416` answers a suffix range with 416 (it takes
 /// plain ranges only), `endless-listing=N` answers S3 listings (`list-type=2`) with N pages of
 /// one key each, every page but the last with a new continuation token (`pages` answers how
-/// many were asked for).
-/// Paths name files as they are (no percent-decoding).
+/// many were asked for), `decode-paths` percent-decodes and normalises a path before naming a
+/// file by it (as nginx does: `/a/..%2Fb` is `/b`).
+/// Paths otherwise name files as they are (no percent-decoding).
 const QUIRKY_HTTP: &str = r#"
-import http.server, os, sys, time
+import http.server, os, sys, time, urllib.parse
 port, root, flags = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
 opts = dict(f.partition("=")[::2] for f in flags)
 listed = [0]
@@ -528,7 +540,10 @@ class Quirky(http.server.BaseHTTPRequestHandler):
             return self.answer(200, page.encode(), [("Content-Type", "application/xml")])
         if "query" in opts and self.path.partition("?")[2] != opts["query"]:
             return self.answer(403, b"")
-        path = os.path.join(root, self.path.split("?")[0].lstrip("/"))
+        asked = self.path.split("?")[0]
+        if "decode-paths" in opts:
+            asked = os.path.normpath(urllib.parse.unquote(asked))
+        path = os.path.join(root, asked.lstrip("/"))
         if not os.path.isfile(path):
             return self.answer(404, b"")
         with open(path, "rb") as f:

@@ -349,6 +349,25 @@ fn a_shard_index_is_read_from_a_server_that_refuses_suffix_ranges() {
     assert_eq!(v.read(a, 0, 8).unwrap(), [10, 11, 12, 13, 14, 15, 16, 17]);
 }
 
+/// A suffix read that fails otherwise than by its range (denied, a server error after the
+/// retries) is that failure: not read again as the object's size and a plain range, whose
+/// HEAD's error would replace it.
+#[test]
+fn a_suffix_read_failing_otherwise_than_by_its_range_is_that_failure() {
+    let (dir, _) = served_file("shard");
+    let server = servers::quirky_http_server(dir.path(), &[]);
+    let proxy = servers::fault_proxy(&server);
+    let store = http_store(&proxy.url, Duration::from_secs(10));
+    for (fault, expected) in [("deny", "access denied"), ("busy", "503")] {
+        servers::fault(&proxy, &format!("{fault}/1000/shard"));
+        let err = store.get_suffix("shard", 16).unwrap_err().to_string();
+        assert!(err.contains(expected), "{fault}: {err}");
+        assert_eq!(servers::fault(&proxy, "count/HEAD:"), 0, "{fault}: {err}");
+    }
+    servers::fault(&proxy, "ok");
+    assert_eq!(store.get_suffix("shard", 16).unwrap().unwrap().0.len(), 16);
+}
+
 /// A listing whose server gives a new page token on every page ends, with an error naming it,
 /// after a bounded number of pages.
 #[test]
@@ -368,7 +387,12 @@ fn a_listing_that_never_ends_is_cut_off() {
         ..RemoteOptions::default()
     };
     let store = ObjectStoreBackend::open(&s3, "s3://b", &unsigned).unwrap();
-    let err = store.list_dir("").unwrap_err().to_string();
+    let err = store.list_dir("").unwrap_err();
+    assert!(
+        matches!(err, zarrfs::store::StoreError::TooMany { .. }),
+        "{err:?}"
+    );
+    let err = err.to_string();
     assert!(
         err.contains("s3://b") && err.contains("does not end"),
         "{err}"
@@ -379,4 +403,24 @@ fn a_listing_that_never_ends_is_cut_off() {
         .unwrap()
         .unwrap();
     assert_eq!(String::from_utf8(pages.bytes).unwrap(), "8192");
+}
+
+/// A Parquet reference directory in a bucket whose listing never ends mounts, its record
+/// files read without a listing (as for one too large to list).
+#[test]
+fn a_parquet_set_whose_listing_never_ends_mounts_without_it() {
+    let root = tempfile::tempdir().unwrap();
+    let refs = root.path().join("b/references");
+    servers::copy_tree(&common::fixtures_dir().join("references"), &refs);
+    let server = servers::quirky_http_server(root.path(), &["endless-listing=9000"]);
+    let unsigned = RemoteOptions {
+        anonymous: true,
+        endpoint: Some(server.url.clone()),
+        ..RemoteOptions::default()
+    };
+    let url = "s3://b/references/combined.parq";
+    let store = zarrfs::store::open_with(url, &unsigned).unwrap();
+    let got = store.get(".zgroup");
+    assert!(got.as_ref().is_ok_and(Option::is_some), "{got:?}");
+    assert!(store.get("temp/0.0.0").unwrap().is_some());
 }

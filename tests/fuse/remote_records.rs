@@ -3,7 +3,9 @@
 //! record file answering 404 once is read, never taken for missing chunks; an array's chunks
 //! are listed from the record files the directory holds, several at a time and within the
 //! timeout; a malformed record file or manifest is read once; a spec v1 `--ref` is looked up by
-//! name; a bucket answering 403 for what it does not hold still mounts as plain Zarr.
+//! name, also in a bucket that may be read but not listed; a bucket answering 403 for what it
+//! does not hold still mounts as plain Zarr, one failing (503) while its kind is told does not
+//! mount.
 
 use crate::common;
 
@@ -70,6 +72,48 @@ fn a_record_file_answering_404_once_is_read_not_taken_for_missing_chunks() {
         2,
         "asked again once"
     );
+}
+
+#[test]
+fn a_listed_record_file_answering_404_on_every_ask_is_a_fault_not_missing_chunks() {
+    let fixtures = common::fixtures_dir();
+    let s3 = servers::s3_server(&[("refs", &[fixtures.join("references")])]);
+    let proxy = servers::fault_proxy(&s3);
+    servers::s3_credentials_env();
+    let url = "s3://refs/references/combined.parq";
+    let store = zarrfs::store::open_with(url, &through(&proxy, Duration::from_secs(10))).unwrap();
+    let file = "GET:/refs/references/combined.parq/temp/refs.0.parq";
+    servers::fault(&proxy, "gone/3/references/combined.parq/temp/refs.0.parq");
+    let got = store.get("temp/0.0.0");
+    let err = got.as_ref().map(|_| ()).unwrap_err().to_string();
+    assert!(
+        err.contains("refs.0.parq") && err.contains("a fault"),
+        "{err}"
+    );
+    assert_eq!(count(&proxy, file), 3, "asked three times");
+    // The fault is not kept: the next read finds the file.
+    assert!(store.get("temp/0.0.0").unwrap().is_some());
+    assert_eq!(count(&proxy, file), 4);
+}
+
+#[test]
+fn a_record_file_removed_since_the_mount_reads_as_missing_chunks_and_is_not_asked_again() {
+    let fixtures = common::fixtures_dir();
+    let s3 = servers::s3_server(&[("refs", &[fixtures.join("references")])]);
+    let proxy = servers::fault_proxy(&s3);
+    servers::s3_credentials_env();
+    let url = "s3://refs/references/combined.parq";
+    let store = zarrfs::store::open_with(url, &through(&proxy, Duration::from_secs(10))).unwrap();
+    // Opened (its record files listed), none of them read yet.
+    assert!(store.get(".zgroup").unwrap().is_some(), "opened");
+    let record = "root/refs/references/combined.parq/temp/refs.0.parq";
+    std::fs::remove_file(s3.dir.path().join(record)).unwrap();
+    let file = "GET:/refs/references/combined.parq/temp/refs.0.parq";
+    for _ in 0..3 {
+        assert!(store.get("temp/0.0.0").unwrap().is_none(), "missing");
+        assert!(store.get("temp/0.1.0").unwrap().is_none(), "missing");
+    }
+    assert_eq!(count(&proxy, file), 3, "asked three times, once");
 }
 
 /// A Parquet set whose `temp` has `4 * n` time steps of 2 chunks (`8 * n / 3` record files
@@ -145,7 +189,11 @@ fn listing_an_array_s_record_files_stops_at_the_timeout() {
     // 200 record files, each held 0.5 s: 12.5 s at 8 at a time, past the 2 s bound.
     servers::fault(&proxy, "sleep/0.5");
     let got = chunk_names(store.as_ref());
-    assert!(matches!(got, Err(StoreError::TimedOut { .. })), "{got:?}");
+    let err = got.as_ref().map_err(|e| e.to_string()).unwrap_err();
+    assert!(
+        err.contains("record files takes longer than --timeout (2 s)"),
+        "{got:?}"
+    );
     let asked = count(&proxy, "GET:/refs/references/combined.parq/temp/refs.");
     assert!(asked < 200, "{asked} record files asked for");
     // Nothing goes on asking once the listing has failed.
@@ -228,6 +276,40 @@ fn a_spec_v1_ref_is_looked_up_by_name_not_among_every_tag() {
 }
 
 #[test]
+fn a_spec_v1_ref_resolves_in_a_bucket_that_may_be_read_but_not_listed() {
+    // S3 answers 403 for a key such a bucket does not hold: a tombstone or a branch that is not
+    // there is absent, not a failure; an unknown name is told as such.
+    let repos = tempfile::tempdir().unwrap();
+    let repo = repos.path().join("repo_v1");
+    servers::copy_tree(&common::fixtures_dir().join("icechunk/repo_v1"), &repo);
+    let main = std::fs::read(repo.join("refs/branch.main/ref.json")).unwrap();
+    std::fs::create_dir_all(repo.join("refs/tag.t1")).unwrap();
+    std::fs::write(repo.join("refs/tag.t1/ref.json"), &main).unwrap();
+    let s3 = servers::s3_server(&[("repos", &[repo])]);
+    let proxy = servers::fault_proxy(&s3);
+    servers::s3_credentials_env();
+    servers::fault(&proxy, "unlisted");
+    let url = "s3://repos/repo_v1";
+    let mut remote = through(&proxy, Duration::from_secs(10));
+    let expected = zarrfs::store::open_with(url, &remote).unwrap();
+    let expected = expected.get("zarr.json").unwrap().unwrap().bytes;
+    for name in ["main", "t1"] {
+        remote.version = Some(name.into());
+        let store = zarrfs::store::open_with(url, &remote).unwrap();
+        let got = store.get("zarr.json");
+        assert_eq!(got.unwrap().unwrap().bytes, expected, "{name}");
+    }
+    remote.version = Some("nosuch".into());
+    let store = zarrfs::store::open_with(url, &remote).unwrap();
+    let err = store.get("zarr.json").unwrap_err().to_string();
+    assert!(
+        err.contains("no branch, tag or snapshot \"nosuch\""),
+        "{err}"
+    );
+    assert!(servers::fault(&proxy, "ok") == 0 && count(&proxy, "ref.json.deleted") >= 2);
+}
+
+#[test]
 fn a_bucket_answering_403_for_what_it_does_not_hold_mounts_as_plain_zarr() {
     let case = common::fixture_case("consolidated_v2_zarr2");
     let s3 = servers::s3_server(&[("plain", std::slice::from_ref(&case.store))]);
@@ -240,4 +322,26 @@ fn a_bucket_answering_403_for_what_it_does_not_hold_mounts_as_plain_zarr() {
     let at = case.at(url, &["--endpoint", &proxy.url]);
     common::check_cases(&[at], common::view_check::check_store);
     assert!(servers::fault(&proxy, "ok") >= 1, "the 403 was injected");
+}
+
+#[test]
+fn a_server_error_while_telling_the_kind_of_store_fails_the_open() {
+    // An Icechunk repository whose `repo` file answers 503 on every try: not taken for absent,
+    // which would mount the repository as plain Zarr.
+    let repos = tempfile::tempdir().unwrap();
+    let repo = repos.path().join("repo_v2");
+    servers::copy_tree(&common::fixtures_dir().join("icechunk/repo_v2"), &repo);
+    let s3 = servers::s3_server(&[("repos", &[repo])]);
+    let proxy = servers::fault_proxy(&s3);
+    servers::s3_credentials_env();
+    servers::fault(&proxy, "busy/1000/repos/repo_v2/repo");
+    let url = "s3://repos/repo_v2";
+    let store = zarrfs::store::open_with(url, &through(&proxy, Duration::from_secs(10)));
+    let got = store.unwrap().get("zarr.json");
+    let err = got.as_ref().map_err(|e| e.to_string()).unwrap_err();
+    assert!(
+        err.contains("repos/repo_v2/repo") && err.contains("503"),
+        "{got:?}"
+    );
+    assert!(servers::fault(&proxy, "ok") >= 2, "HEAD and GET failed");
 }

@@ -31,7 +31,8 @@ pub struct Containers(HashMap<String, String>);
 impl Containers {
     /// The named containers of `repo`'s configuration (none when it has no configuration).
     pub fn load(repo: &dyn Store) -> Result<Self, StoreError> {
-        let config: Config = match files::read(repo, "repo", FileTypeBin::RepoInfo)? {
+        let info = files::optional(files::read(repo, "repo", FileTypeBin::RepoInfo))?;
+        let config: Config = match info {
             Some((version, buffer)) => {
                 let info = icechunk_format::serializers::deserialize_repo_info(version, buffer)
                     .map_err(|e| files::corrupt(repo, "repo", e))?;
@@ -39,7 +40,7 @@ impl Containers {
                     .map_err(|e| files::corrupt(repo, "repo", format!("configuration: {e}")))?
                     .unwrap_or_default()
             }
-            None => match repo.get("config.yaml")? {
+            None => match files::optional(repo.get("config.yaml"))? {
                 Some(file) => serde_yaml_ng::from_slice(&file.bytes).map_err(|e| {
                     StoreError::Invalid(format!("{}/config.yaml: {e}", repo.describe()))
                 })?,

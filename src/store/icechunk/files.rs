@@ -50,6 +50,16 @@ pub fn read(
     Ok(Some((header.spec_version, buffer)))
 }
 
+/// What a read of an optional file (`repo`, `config.yaml`, a reference's `ref.json`) gives,
+/// access denied read as absent: a bucket that may be read but not listed answers 403 for a key
+/// it does not hold, as [`crate::store::probe`] takes it.
+pub fn optional<T>(got: Result<Option<T>, StoreError>) -> Result<Option<T>, StoreError> {
+    match got {
+        Err(StoreError::Denied { .. }) => Ok(None),
+        got => got,
+    }
+}
+
 /// The error for a malformed metadata file.
 pub fn corrupt(repo: &dyn Store, key: &str, why: impl std::fmt::Display) -> StoreError {
     StoreError::Invalid(format!(

@@ -15,7 +15,8 @@ pub const DEFAULT_BRANCH: &str = "main";
 /// the branches and tags. Spec v1 references are looked up by name (a branch, then a tag): the
 /// references are listed only to name them in that error.
 pub fn resolve(repo: &dyn Store, name: &str) -> Result<(SnapshotId, u8), StoreError> {
-    let (spec, found, all) = match files::read(repo, "repo", FileTypeBin::RepoInfo)? {
+    let info = files::optional(files::read(repo, "repo", FileTypeBin::RepoInfo))?;
+    let (spec, found, all) = match info {
         Some((version, buffer)) => {
             let corrupt = |e: icechunk_format::IcechunkFormatError| files::corrupt(repo, "repo", e);
             let info = icechunk_format::serializers::deserialize_repo_info(version, buffer)
@@ -42,7 +43,7 @@ pub fn resolve(repo: &dyn Store, name: &str) -> Result<(SnapshotId, u8), StoreEr
         return Ok((id, spec));
     }
     if let Ok(id) = SnapshotId::try_from(name) {
-        if repo.head(&format!("snapshots/{id}"))?.is_some() {
+        if probe(repo, &format!("snapshots/{id}"))? {
             return Ok((id, spec));
         }
     }
@@ -50,8 +51,9 @@ pub fn resolve(repo: &dyn Store, name: &str) -> Result<(SnapshotId, u8), StoreEr
         Some(all) => all,
         None => match (v1_refs(repo, "branch."), v1_refs(repo, "tag.")) {
             (Ok(branches), Ok(tags)) => (branches, tags),
-            // A server that cannot list (plain HTTP): none to name.
-            (Err(StoreError::CannotList(_)), _) => (Vec::new(), Vec::new()),
+            // A server that cannot list (plain HTTP), or a bucket that may not be listed:
+            // none to name.
+            (Err(e), _) if unlisted(&e) => (Vec::new(), Vec::new()),
             (Err(e), _) | (_, Err(e)) => return Err(e),
         },
     };
@@ -88,21 +90,28 @@ fn v1_refs(repo: &dyn Store, kind: &str) -> Result<Vec<(String, SnapshotId)>, St
     Ok(out)
 }
 
+/// True when `e` says that the store cannot list (plain HTTP) or may not (a bucket readable
+/// but not listable).
+fn unlisted(e: &StoreError) -> bool {
+    matches!(e, StoreError::CannotList(_) | StoreError::Denied { .. })
+}
+
 /// The snapshot the spec v1 reference directory `dir` names; `None` when it is absent or a
-/// deleted tag.
+/// deleted tag. Files are looked for as [`probe`] does: a bucket that may be read but not
+/// listed answers "access denied" (403) for a key it does not hold.
 fn v1_ref(repo: &dyn Store, dir: &str) -> Result<Option<SnapshotId>, StoreError> {
     // A deleted tag keeps its `ref.json` beside a tombstone: it no longer resolves.
-    if repo.head(&format!("{dir}/ref.json.deleted"))?.is_some() {
+    if probe(repo, &format!("{dir}/ref.json.deleted"))? {
         return Ok(None);
     }
     // `ref.json`; older v1 writers kept versions `ZZZZZZZZ.json`, the newest first (found by
     // listing, where the store can list).
-    let file = match repo.get(&format!("{dir}/ref.json"))? {
+    let file = match files::optional(repo.get(&format!("{dir}/ref.json")))? {
         Some(f) => f,
         None => {
             let listed = match repo.list_dir(dir) {
                 Ok(listed) => listed,
-                Err(StoreError::CannotList(_)) => return Ok(None),
+                Err(e) if unlisted(&e) => return Ok(None),
                 Err(e) => return Err(e),
             };
             let Some(first) = listed.iter().find(|e| e.name.ends_with(".json")) else {
@@ -126,7 +135,7 @@ fn v1_ref(repo: &dyn Store, dir: &str) -> Result<Option<SnapshotId>, StoreError>
 
 /// True when `repo` is laid out as an Icechunk repository: a `repo` file (spec v2), or
 /// `refs/branch.*` directories beside `snapshots/` (spec v1). Each key is looked for with
-/// [`probe`]: only a timeout fails.
+/// [`probe`]: access denied is "absent", other failures are errors.
 pub fn is_repository(repo: &dyn Store) -> Result<bool, StoreError> {
     if probe(repo, "repo")? {
         return Ok(true);
@@ -137,9 +146,9 @@ pub fn is_repository(repo: &dyn Store) -> Result<bool, StoreError> {
     }
     match repo.list_dir("refs") {
         Ok(refs) => Ok(refs.iter().any(|e| e.name.starts_with("branch."))),
-        Err(e @ StoreError::TimedOut { .. }) => Err(e),
         // A store that cannot list (plain HTTP), or may not (a bucket without the right to
         // list): the default branch, by name.
-        Err(_) => probe(repo, "refs/branch.main/ref.json"),
+        Err(e) if unlisted(&e) => probe(repo, "refs/branch.main/ref.json"),
+        Err(e) => Err(e),
     }
 }

@@ -39,7 +39,8 @@ impl JsonCatalog {
         };
         if !v1 {
             for (key, value) in doc {
-                refs.add(what, key, reference(value, &mut urls, None));
+                let r = reference(value, &mut urls, None);
+                refs.add(what, key, r.map_err(|e| Arc::from(e.to_string())));
             }
             return Ok(refs.done(what));
         }
@@ -50,7 +51,8 @@ impl JsonCatalog {
         });
         if let Some(Value::Object(listed)) = doc.remove("refs") {
             for (key, value) in listed {
-                refs.add(what, key, reference(value, &mut urls, Some(&templates)));
+                let r = reference(value, &mut urls, Some(&templates));
+                refs.add(what, key, r.map_err(|e| Arc::from(e.to_string())));
             }
         }
         if let Some(Value::Array(gens)) = doc.get("gen") {
@@ -65,7 +67,7 @@ impl JsonCatalog {
                             recorded: None,
                         })
                     });
-                    refs.add(what, key, made.map_err(BadReference::Template));
+                    refs.add(what, key, made);
                 }
             }
         }
@@ -84,17 +86,17 @@ struct Refs {
 
 impl Refs {
     /// Adds `key` (if acceptable) as `r` makes it: `None` is a deleted key, an error a
-    /// malformed reference, which fails that key alone.
-    fn add(&mut self, what: &str, key: String, r: Result<Option<Reference>, BadReference>) {
+    /// malformed reference (why), which fails that key alone.
+    fn add(&mut self, what: &str, key: String, r: Result<Option<Reference>, Arc<str>>) {
         let key = key.trim_start_matches('/').to_string();
         let r = match r {
             Ok(Some(r)) => r,
             Ok(None) => return,
             Err(why) => {
-                let why = why.to_string();
                 self.malformed += 1;
-                self.first.get_or_insert_with(|| (key.clone(), why.clone()));
-                Reference::Malformed(Arc::from(why))
+                self.first
+                    .get_or_insert_with(|| (key.clone(), why.to_string()));
+                Reference::Malformed(why)
             }
         };
         if accept_key(what, &key) {

@@ -173,9 +173,14 @@ impl ParquetCatalog {
                 break;
             }
             let got = if Instant::now() > deadline {
-                Err(StoreError::TimedOut {
-                    what: format!("{}/{field} (its chunks, from its record files)", self.what),
-                    after: self.timeout,
+                // The server answers, but the listing as a whole takes too long.
+                Err(StoreError::Remote {
+                    what: format!("{}/{field}", self.what),
+                    cause: format!(
+                        "listing its chunks from its {count} record files takes longer than \
+                         --timeout ({} s), {i} of them asked for; not listed",
+                        self.timeout.as_secs_f64()
+                    ),
                 })
             } else {
                 self.record(field, number(i))
@@ -192,7 +197,7 @@ impl ParquetCatalog {
             if held.fetch_add(entries.len(), Ordering::Relaxed) + entries.len() > MAX_LISTED {
                 failed.lock().get_or_insert(StoreError::TooMany {
                     what: format!("{}/{field}", self.what),
-                    max: MAX_LISTED,
+                    why: format!("more than {MAX_LISTED} chunks to list"),
                 });
                 break;
             }
@@ -223,7 +228,7 @@ impl ParquetCatalog {
                 let shown = listed
                     .get(field)
                     .is_some_and(|n| n.binary_search(&number).is_ok());
-                if !shown || self.removed.lock().contains(&file) {
+                if !shown {
                     return Ok(None);
                 }
                 true
@@ -243,8 +248,11 @@ impl ParquetCatalog {
     }
 
     /// Reads record file `file`; one the listing at mount showed (`listed`) but answered as
-    /// absent is checked (see [`absent::recheck`]).
+    /// absent is checked (see [`absent::recheck`]), and once found removed, not read again.
     fn read_record(&self, file: &str, listed: bool) -> Result<Record, Unread> {
+        if listed && self.removed.lock().contains(file) {
+            return Err(Unread::Absent);
+        }
         let read = || -> Result<Option<Record>, StoreError> {
             match self.home.get_bounded(file, MAX_FILE) {
                 Ok(Some(object)) => Ok(Some(

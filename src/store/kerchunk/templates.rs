@@ -7,6 +7,7 @@ use minijinja::value::{Kwargs, Value};
 use minijinja::Environment;
 use serde_json::Map;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Most references a reference set's `gen` entries may make, all together (a product can be
 /// huge).
@@ -60,8 +61,27 @@ pub struct Templates {
 }
 
 /// One reference a `gen` entry makes: its key, and its URL with the byte range when it names
-/// one, or why they could not be rendered.
-pub type Generated = (String, Result<Target, TemplateError>);
+/// one, or why they could not be rendered (one message shared by all the entry's references
+/// that fail the same way).
+pub type Generated = (String, Result<Target, Arc<str>>);
+
+/// Most bytes of a rendered text kept to tell why a generated reference is malformed...
+const MAX_SHOWN_TEXT: usize = 100;
+/// ...and of the whole message.
+const MAX_SHOWN: usize = 400;
+
+/// `text`, cut after `max` bytes (at a character's end) with `…`.
+fn cut(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let mut end = max;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push('…');
+    }
+    text
+}
 
 /// A generated reference's URL, and its byte range when it names one.
 pub type Target = (String, Option<(u64, u64)>);
@@ -169,10 +189,11 @@ impl Templates {
             })
     }
 
-    /// The references one `gen` entry makes, taken from `budget`. An entry that cannot be
-    /// expanded, or whose key cannot be rendered, is an error; a reference whose URL, offset or
-    /// length cannot be rendered is made with the reason (its key fails alone, as a malformed
-    /// reference of `refs` does).
+    /// The references one `gen` entry makes, taken from `budget` (every byte rendered counts,
+    /// offsets and lengths too). An entry that cannot be expanded, or whose key cannot be
+    /// rendered, is an error; a reference whose URL, offset or length cannot be rendered is
+    /// made with the reason (its key fails alone, as a malformed reference of `refs` does): the
+    /// first such reason of each kind, cut short, is shared by those that follow.
     pub fn generate(
         &self,
         gen: &serde_json::Value,
@@ -216,6 +237,8 @@ impl Templates {
         };
         let mut out = Vec::new();
         let mut index = vec![0usize; dims.len()];
+        // The reason told for each kind of failure (not rendered, not a number), once.
+        let mut failures: [Option<Arc<str>>; 2] = [None, None];
         for _ in 0..total {
             let mut context = self.values.clone();
             for ((name, values), &i) in dims.iter().zip(&index) {
@@ -223,11 +246,17 @@ impl Templates {
             }
             let render =
                 |t: &minijinja::Template| t.render(&context).map_err(TemplateError::Generate);
+            let rendered = std::cell::Cell::new(0u64);
+            let render = |t: &minijinja::Template| {
+                let text = render(t)?;
+                rendered.set(rendered.get() + text.len() as u64);
+                Ok(text)
+            };
             let number = |t: &minijinja::Template| {
                 let text = render(t)?;
                 text.trim()
                     .parse::<u64>()
-                    .map_err(|_| TemplateError::NotANumber(text))
+                    .map_err(|_| TemplateError::NotANumber(cut(text, MAX_SHOWN_TEXT)))
             };
             let key = render(&key_t)?;
             let target = (|| -> Result<Target, TemplateError> {
@@ -237,10 +266,19 @@ impl Templates {
                 };
                 Ok((render(&url_t)?, range))
             })();
-            let url_len = target.as_ref().map_or(0, |(url, _)| url.len());
+            let mut spent = rendered.get();
+            let target = target.map_err(|e| {
+                let kind = usize::from(matches!(e, TemplateError::NotANumber(_)));
+                let why = failures[kind].get_or_insert_with(|| {
+                    let why: Arc<str> = Arc::from(cut(e.to_string(), MAX_SHOWN));
+                    spent += why.len() as u64;
+                    why
+                });
+                why.clone()
+            });
             budget.bytes = budget
                 .bytes
-                .checked_sub((key.len() + url_len) as u64)
+                .checked_sub(spent)
                 .ok_or(TemplateError::TooMany)?;
             out.push((key, target));
             // The next combination, last dimension fastest (itertools.product's order).
@@ -416,5 +454,45 @@ mod tests {
             t.generate(&long, &mut budget).is_err(),
             "1203 bytes of 1000"
         );
+    }
+
+    #[test]
+    fn the_references_of_a_gen_entry_failing_alike_share_one_short_reason_within_budget() {
+        let t = Templates::new(json!({}).as_object().unwrap());
+        let gen = json!({"key": "k{{i}}", "url": "x", "offset": "{{ 'x' * 1000 }}{{i}}",
+            "length": "1", "dimensions": {"i": {"stop": 4}}});
+        let mut budget = Budget {
+            references: 10,
+            bytes: 1 << 20,
+        };
+        let made = t.generate(&gen, &mut budget).unwrap();
+        let why: Vec<&Arc<str>> = made.iter().map(|(_, r)| r.as_ref().unwrap_err()).collect();
+        assert_eq!(why.len(), 4);
+        assert!(
+            why.iter().all(|w| Arc::ptr_eq(w, why[0])),
+            "one shared reason"
+        );
+        assert!(why[0].starts_with("gen: \"xxx"), "{}", why[0]);
+        assert!(
+            why[0].ends_with("…\" is not a byte offset or length"),
+            "{}",
+            why[0]
+        );
+        assert!(why[0].len() < 200, "cut short: {}", why[0].len());
+        // The keys, the offsets rendered (each fails before its length and URL are), and the
+        // reason once.
+        let spent = 4 * 2 + 4 * 1001 + why[0].len() as u64;
+        assert_eq!(budget.bytes, (1 << 20) - spent);
+        // A failure of another kind has its own reason.
+        let gen = json!({"key": "k{{i}}", "url": "{{ nope() if i == 1 else 'u' }}",
+            "offset": "{{ 'x' ~ i if i % 3 == 0 else 1 }}", "length": "1",
+            "dimensions": {"i": {"stop": 4}}});
+        let made = t.generate(&gen, &mut Budget::default()).unwrap();
+        let why: Vec<Option<&Arc<str>>> = made.iter().map(|(_, r)| r.as_ref().err()).collect();
+        let (x0, nope, x3) = (why[0].unwrap(), why[1].unwrap(), why[3].unwrap());
+        assert!(x0.contains("\"x0\" is not a byte offset"), "{x0}");
+        assert!(Arc::ptr_eq(x0, x3), "{x3}");
+        assert!(nope.contains("nope"), "{nope}");
+        assert_eq!(made[2].1, Ok(("u".to_string(), Some((1, 1)))));
     }
 }
