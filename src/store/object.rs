@@ -346,12 +346,14 @@ fn range_ignored(e: &object_store::Error) -> bool {
 }
 
 /// True when `e` says that the server refused the byte range asked for as such (416 Range Not
-/// Satisfiable, 501 Not Implemented), or answered it with a `Content-Range` the client could not
-/// take: a plain range may still be read.
+/// Satisfiable, 501 Not Implemented; 500 Internal Server Error, which s3s-fs answers to a suffix
+/// longer than the object), or answered it with a `Content-Range` the client could not take: a
+/// plain range may still be read.
 fn range_refused(e: &object_store::Error) -> bool {
     let cause = full_cause(e);
     [
         "status code: 416",
+        "status code: 500",
         "status code: 501",
         "Content-Range",
         "CONTENT_RANGE",
@@ -618,7 +620,7 @@ impl Store for ObjectStoreBackend {
             // A suffix the server refuses (an empty one, one longer than the value, or any: a
             // server may take plain ranges only): the object's size, then a plain range. A GET
             // that failed when a HEAD finds nothing there is that failure (as in
-            // `range_until`): never "absent". Any other failure (denied, a server error after
+            // `range_until`): never "absent". Any other failure (denied, an unavailable server after
             // the retries) is the read's.
             Ok(Some(Err(refused))) => {
                 let e = self.error(key, refused);
