@@ -620,8 +620,8 @@ impl Store for ObjectStoreBackend {
             // A suffix the server refuses (an empty one, one longer than the value, or any: a
             // server may take plain ranges only): the object's size, then a plain range. A GET
             // that failed when a HEAD finds nothing there is that failure (as in
-            // `range_until`): never "absent". Any other failure (denied, an unavailable server after
-            // the retries) is the read's.
+            // `range_until`): never "absent". Any other failure (denied, an unavailable server
+            // after the retries) is the read's.
             Ok(Some(Err(refused))) => {
                 let e = self.error(key, refused);
                 match self.head_until(key, deadline)? {
