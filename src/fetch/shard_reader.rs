@@ -636,6 +636,16 @@ mod tests {
             .collect()
     }
 
+    /// Fetches `idxs` through `ctx` and checks that each decodes to the inner chunk written
+    /// there.
+    fn assert_fetched_as_written(reader: &ChunkReader, idxs: &[Vec<u64>], ctx: &dyn FetchContext) {
+        for (idx, got) in idxs.iter().zip(fetch_all(reader, idxs, ctx)) {
+            let encoded = got.unwrap().expect("fetched");
+            let decoded = load(reader, idx, Some(encoded), &Uncached).unwrap();
+            assert_eq!(decoded, Some(inner_chunk(idx[0], idx[1])), "{idx:?}");
+        }
+    }
+
     #[test]
     fn reads_only_the_index_once_and_the_inner_chunks_asked_for() {
         for at_start in [false, true] {
@@ -753,13 +763,7 @@ mod tests {
         store.inner.insert("arr/c/0/0", shard_of([0, 1]));
         store.inner.insert("arr/c/1/0", shard_of([2, 3]));
         let reader = reader_over(Arc::new(store), false);
-        let idxs = vec![vec![0, 1], vec![3, 0]];
-        let fetched = fetch_all(&reader, &idxs, &Keeping::default());
-        for (idx, got) in idxs.iter().zip(fetched) {
-            let encoded = got.unwrap().expect("fetched");
-            let decoded = load(&reader, idx, Some(encoded), &Uncached).unwrap();
-            assert_eq!(decoded, Some(inner_chunk(idx[0], idx[1])), "{idx:?}");
-        }
+        assert_fetched_as_written(&reader, &[vec![0, 1], vec![3, 0]], &Keeping::default());
     }
 
     /// A memory store whose ranged reads of shard `arr/c/1/0` wait until `go` (5 s at most,
@@ -1001,12 +1005,7 @@ mod tests {
             first: Mutex::new(Some(first)),
             keeping: Keeping::default(),
         };
-        let idxs = vec![vec![0, 0], vec![0, 1]];
-        for (idx, got) in idxs.iter().zip(fetch_all(&reader, &idxs, &ctx)) {
-            let encoded = got.unwrap().expect("fetched");
-            let decoded = load(&reader, idx, Some(encoded), &Uncached).unwrap();
-            assert_eq!(decoded, Some(inner_chunk(idx[0], idx[1])), "{idx:?}");
-        }
+        assert_fetched_as_written(&reader, &[vec![0, 0], vec![0, 1]], &ctx);
     }
 
     /// A memory store that refuses every read of a version (`If-Match`), its own ETags
@@ -1089,16 +1088,7 @@ mod tests {
         };
         let count = |n: &std::sync::atomic::AtomicU32| n.load(std::sync::atomic::Ordering::Relaxed);
         for round in 0..2 {
-            let idxs = vec![vec![0, 0], vec![1, 1]];
-            for (idx, got) in idxs.iter().zip(fetch_all(&reader, &idxs, &ctx)) {
-                let encoded = got.unwrap().expect("fetched");
-                let decoded = load(&reader, idx, Some(encoded), &Uncached).unwrap();
-                assert_eq!(
-                    decoded,
-                    Some(inner_chunk(idx[0], idx[1])),
-                    "{round}: {idx:?}"
-                );
-            }
+            assert_fetched_as_written(&reader, &[vec![0, 0], vec![1, 1]], &ctx);
             // Refused with the index read first, then with the same ETag read again; no more.
             assert_eq!(
                 (count(&store.tagged), count(&store.suffixes)),
