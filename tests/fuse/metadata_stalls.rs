@@ -131,15 +131,16 @@ fn selection_lookups(mount: &Mount) -> u64 {
 
 type Stalled = Box<dyn FnOnce() -> std::io::Result<()> + Send>;
 
-#[test]
-fn more_stalled_metadata_requests_than_threads_leave_the_mount_answering_and_each_gets_eio() {
-    if !fuse_ready() {
-        return;
-    }
+/// [`tree`] served by S3 in bucket `bucket` behind a fault proxy, mounted with `--timeout`
+/// [`TIMEOUT`], two request threads and no look-ahead; the store's directory and the servers
+/// are kept alive by the caller.
+fn stalled_tree_mount(
+    bucket: &str,
+) -> (tempfile::TempDir, servers::Server, servers::Server, Mount) {
     let store = tempfile::tempdir().unwrap();
     let tree_dir = store.path().join("tree");
     tree(&tree_dir);
-    let s3 = servers::s3_server(&[("stalls", std::slice::from_ref(&tree_dir))]);
+    let s3 = servers::s3_server(&[(bucket, std::slice::from_ref(&tree_dir))]);
     servers::s3_credentials_env();
     let proxy = servers::fault_proxy(&s3);
     let timeout = TIMEOUT.to_string();
@@ -152,7 +153,16 @@ fn more_stalled_metadata_requests_than_threads_leave_the_mount_answering_and_eac
         "2",
         "--no-look-ahead",
     ];
-    let m = Mount::new(Path::new("s3://stalls/tree"), &args);
+    let m = Mount::new(Path::new(&format!("s3://{bucket}/tree")), &args);
+    (store, s3, proxy, m)
+}
+
+#[test]
+fn more_stalled_metadata_requests_than_threads_leave_the_mount_answering_and_each_gets_eio() {
+    if !fuse_ready() {
+        return;
+    }
+    let (_store, _s3, proxy, m) = stalled_tree_mount("stalls");
     // `loaded` is listed and `loaded/a` read (its chunk cached) before the store stalls.
     let loaded = m.join("loaded");
     let names = list(&loaded).unwrap();
@@ -298,23 +308,7 @@ fn with_every_worker_held_by_the_stalled_store_what_is_in_memory_is_still_answer
     if !fuse_ready() {
         return;
     }
-    let store = tempfile::tempdir().unwrap();
-    let tree_dir = store.path().join("tree");
-    tree(&tree_dir);
-    let s3 = servers::s3_server(&[("held", std::slice::from_ref(&tree_dir))]);
-    servers::s3_credentials_env();
-    let proxy = servers::fault_proxy(&s3);
-    let timeout = TIMEOUT.to_string();
-    let args = [
-        "--endpoint",
-        &proxy.url,
-        "--timeout",
-        &timeout,
-        "--threads",
-        "2",
-        "--no-look-ahead",
-    ];
-    let m = Mount::new(Path::new("s3://held/tree"), &args);
+    let (_store, _s3, proxy, m) = stalled_tree_mount("held");
     // `loaded` is loaded by the lookup of `a.npy`: the kernel knows no other name in it.
     size(&m.join("loaded/a.npy")).unwrap();
 
