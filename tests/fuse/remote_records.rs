@@ -48,18 +48,29 @@ fn count(proxy: &Server, text: &str) -> u64 {
     servers::fault(proxy, &format!("count/{text}"))
 }
 
-#[test]
-fn a_record_file_answering_404_once_is_read_not_taken_for_missing_chunks() {
+/// The fixtures' Parquet set served by S3 behind a fault proxy, told `fault` first, and the
+/// set opened through the proxy.
+fn parquet_through_proxy(fault: &str) -> (Server, Server, Box<dyn Store>) {
     let fixtures = common::fixtures_dir();
     let s3 = servers::s3_server(&[("refs", &[fixtures.join("references")])]);
     let proxy = servers::fault_proxy(&s3);
     servers::s3_credentials_env();
+    servers::fault(&proxy, fault);
+    let remote = through(&proxy, Duration::from_secs(10));
+    let store = zarrfs::store::open_with(PARQUET_URL, &remote).unwrap();
+    (s3, proxy, store)
+}
+
+/// Where [`parquet_through_proxy`] serves the Parquet set.
+const PARQUET_URL: &str = "s3://refs/references/combined.parq";
+
+#[test]
+fn a_record_file_answering_404_once_is_read_not_taken_for_missing_chunks() {
     // The first read of the record file of temp's first chunks answers 404.
-    servers::fault(&proxy, "gone/1/references/combined.parq/temp/refs.0.parq");
-    let url = "s3://refs/references/combined.parq";
-    let store = zarrfs::store::open_with(url, &through(&proxy, Duration::from_secs(10))).unwrap();
+    let (_s3, proxy, store) =
+        parquet_through_proxy("gone/1/references/combined.parq/temp/refs.0.parq");
     let load = zarrfs::meta::LoadOptions { consolidated: true };
-    let v = view::from_store(Arc::from(store), url, 16 << 20, &load).unwrap();
+    let v = view::from_store(Arc::from(store), PARQUET_URL, 16 << 20, &load).unwrap();
     let temp = v.resolve("temp").unwrap();
     let expected = expected_temp();
     assert_eq!(v.read(temp, 0, expected.len() as u32).unwrap(), expected);
@@ -76,12 +87,7 @@ fn a_record_file_answering_404_once_is_read_not_taken_for_missing_chunks() {
 
 #[test]
 fn a_listed_record_file_answering_404_on_every_ask_is_a_fault_not_missing_chunks() {
-    let fixtures = common::fixtures_dir();
-    let s3 = servers::s3_server(&[("refs", &[fixtures.join("references")])]);
-    let proxy = servers::fault_proxy(&s3);
-    servers::s3_credentials_env();
-    let url = "s3://refs/references/combined.parq";
-    let store = zarrfs::store::open_with(url, &through(&proxy, Duration::from_secs(10))).unwrap();
+    let (s3, proxy, store) = parquet_through_proxy("ok");
     let file = "GET:/refs/references/combined.parq/temp/refs.0.parq";
     servers::fault(&proxy, "gone/3/references/combined.parq/temp/refs.0.parq");
     let got = store.get("temp/0.0.0");
@@ -91,19 +97,21 @@ fn a_listed_record_file_answering_404_on_every_ask_is_a_fault_not_missing_chunks
         "{err}"
     );
     assert_eq!(count(&proxy, file), 3, "asked three times");
-    // The fault is not kept: the next read finds the file.
-    assert!(store.get("temp/0.0.0").unwrap().is_some());
+    // The fault is not kept: the next read finds the file, and the chunk's bytes are those
+    // read straight from the server.
+    let direct = RemoteOptions {
+        endpoint: Some(s3.url.clone()),
+        ..RemoteOptions::default()
+    };
+    let direct = zarrfs::store::open_with(PARQUET_URL, &direct).unwrap();
+    let want = direct.get("temp/0.0.0").unwrap().expect("stored").bytes;
+    assert_eq!(store.get("temp/0.0.0").unwrap().expect("found").bytes, want);
     assert_eq!(count(&proxy, file), 4);
 }
 
 #[test]
 fn a_record_file_removed_since_the_mount_reads_as_missing_chunks_and_is_not_asked_again() {
-    let fixtures = common::fixtures_dir();
-    let s3 = servers::s3_server(&[("refs", &[fixtures.join("references")])]);
-    let proxy = servers::fault_proxy(&s3);
-    servers::s3_credentials_env();
-    let url = "s3://refs/references/combined.parq";
-    let store = zarrfs::store::open_with(url, &through(&proxy, Duration::from_secs(10))).unwrap();
+    let (s3, proxy, store) = parquet_through_proxy("ok");
     // Opened (its record files listed), none of them read yet.
     assert!(store.get(".zgroup").unwrap().is_some(), "opened");
     let record = "root/refs/references/combined.parq/temp/refs.0.parq";
