@@ -623,8 +623,12 @@ impl Store for ObjectStoreBackend {
             // `range_until`): never "absent". Any other failure (denied, an unavailable server
             // after the retries) is the read's.
             Ok(Some(Err(refused))) => {
+                // A 500 stands for a refused range only where the suffix is longer than the
+                // object (as s3s-fs answers it); otherwise it is the server's failure.
+                let failed = full_cause(&refused).contains("status code: 500");
                 let e = self.error(key, refused);
                 match self.head_until(key, deadline)? {
+                    Some(meta) if failed && meta.size > len => Err(e),
                     Some(meta) => {
                         log::debug!("{e}: read as its size and a plain range");
                         self.suffix_of(key, meta, len, deadline)

@@ -218,8 +218,8 @@ impl<'v> Entries<'v> {
                 // An extension float's bits scaled as integers would picture nothing.
                 let preview = meta
                     .filter(|_| other.is_ok() && view.previews_shown)
-                    .filter(|_| !crate::meta::document_served_as_bits(&node.document.parse()))
-                    .and_then(|m| Preview::of(0, &node.path, m));
+                    .and_then(|m| Preview::of(0, &node.path, m))
+                    .filter(|_| !crate::meta::document_served_as_bits(&node.document.parse()));
                 // The source was made to say now whether the data can be read; it is made again
                 // when the array is first opened, so that a listed array keeps only its recipe.
                 let recipe = other.and(recipe);

@@ -528,8 +528,9 @@ impl View {
     /// Reads ahead as `policy` says: its windows, and its workers (none without fetchers).
     pub fn set_read_policy(&mut self, policy: ReadPolicy) {
         self.policy = policy;
-        // The workers of an earlier policy stop once no scan under way holds them (each start
-        // is a generation of its own).
+        // The workers of an earlier policy stop when the new ones start (each start is a
+        // generation of its own), or, when the new policy starts none, once no scan under way
+        // holds them.
         self.prefetcher = None;
         let limits = policy.limits(self.cache.budget());
         self.prefetcher =

@@ -239,7 +239,10 @@ impl View {
             // Its lookup is counted only once answered: a lookup given back would put the file
             // among those that may be dropped, and the call that waits counts it anyway.
             if let Some(ino) = self.slices.find(parent, name, false) {
-                let attr = self.getattr_with(ino, wait)?;
+                // Not counted, the file may be dropped meanwhile: the call that waits tells.
+                let Ok(attr) = self.getattr_with(ino, wait) else {
+                    return Err(ViewError::WouldBlock);
+                };
                 return match self.slices.find(parent, name, true) {
                     Some(again) if again == ino => Ok(attr),
                     Some(other) => {
