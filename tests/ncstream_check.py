@@ -72,7 +72,9 @@ def check(path, expected):
     comments = []
 
     def walk(group, prefix):
-        comments.extend(a.data.decode() for a in group.atts if a.name == "comment")
+        # One `comment` per group, a note per line.
+        comments.extend(line for a in group.atts if a.name == "comment"
+                        for line in a.data.decode().split("\n"))
         for v in group.vars:
             declared[prefix + v.name] = v.dataType
         for g in group.groups:

@@ -349,22 +349,30 @@ impl View {
 
     /// Makes every directory below `ino` (and `ino`), for the files that show a whole subtree:
     /// level by level, the groups of a level on up to [`SUBTREE_WORKERS`] threads (each also
-    /// probes its children in parallel on a remote store).
-    fn load_subtree(&self, ino: u64) {
+    /// probes its children in parallel on a remote store). Fails with the first error met
+    /// when a group's children could not be loaded (each logged; the rest is loaded all the
+    /// same): what shows the subtree must not be made without them.
+    fn load_subtree(&self, ino: u64) -> Result<(), ViewError> {
         let workers = self.store.parallelism().min(SUBTREE_WORKERS);
         let mut level = vec![ino];
+        let mut failed = Ok(());
         while !level.is_empty() {
             let listed = crate::meta::parallel_map(&level, workers, |&dir| {
-                let Ok(listing) = self.dir(dir, Wait::Yes) else {
-                    return Vec::new();
-                };
+                let listing = self.dir(dir, Wait::Yes)?;
                 let groups = listing.entries.iter().map(|(_, i)| *i);
                 let groups =
                     groups.filter(|&i| self.known_dir(i).is_some_and(|d| d.group.is_some()));
-                groups.collect()
+                Ok(groups.collect::<Vec<_>>())
             });
-            level = listed.into_iter().flatten().collect();
+            level = Vec::new();
+            for groups in listed {
+                match groups {
+                    Ok(groups) => level.extend(groups),
+                    Err(e) => failed = failed.and(Err(e)),
+                }
+            }
         }
+        failed
     }
 
     /// The shared chunk cache.
@@ -463,25 +471,43 @@ impl View {
     }
 
     /// The size of the `.zom.json` of group node `z`, shown in directory `dir`: its subtree
-    /// is loaded first, unless measured before.
-    fn zom_size(&self, z: u32, dir: u64) -> u64 {
+    /// is loaded first, unless measured before. EIO (logged) when a group of the subtree could
+    /// not be loaded: nothing is measured then, and the next use tries again.
+    fn zom_size(&self, z: u32, dir: u64) -> Result<u64, ViewError> {
         if let Some(size) = self.zoms.measured_size(z) {
-            return size;
+            return Ok(size);
         }
-        self.load_subtree(dir);
-        self.zoms.size(z)
+        self.load_subtree(dir).inspect_err(|_| {
+            let path = self.zoms.path(z);
+            log::error!(
+                "/{path}: {ZOM_FILE} not made: a group below could not be loaded (the next use \
+                 tries again)"
+            );
+        })?;
+        Ok(self.zoms.size(z))
     }
 
-    /// The netCDF files, their dataset made now (from the whole tree) when `make`, else only if
-    /// made before.
-    fn netcdf_files(&self, make: bool) -> Option<&netcdf::files::NetcdfFiles> {
-        if !make {
-            return self.netcdf.get();
+    /// The netCDF files, if their dataset was made before.
+    fn netcdf_made(&self) -> Option<&netcdf::files::NetcdfFiles> {
+        self.netcdf.get()
+    }
+
+    /// The netCDF files, their dataset made now (from the whole tree) unless made before. EIO
+    /// (logged) when a group could not be loaded: nothing is made then, and the next use
+    /// tries again.
+    fn netcdf_files(&self) -> Result<&netcdf::files::NetcdfFiles, ViewError> {
+        if let Some(files) = self.netcdf.get() {
+            return Ok(files);
         }
-        Some(self.netcdf.get_or_init(|| {
-            self.load_subtree(ROOT_INO);
-            netcdf::files::NetcdfFiles::new(self)
-        }))
+        self.load_subtree(ROOT_INO).inspect_err(|_| {
+            log::error!(
+                "the netCDF files are not made: a group could not be loaded (the next use tries \
+                 again)"
+            );
+        })?;
+        Ok(self
+            .netcdf
+            .get_or_init(|| netcdf::files::NetcdfFiles::new(self)))
     }
 
     /// Entries of directory `ino` from position `offset` on (0 is `.`, 1 is `..`).

@@ -3,17 +3,23 @@
 //! first 2-D slice (the last two axes, index 0 on the others), scaled to 8-bit grey between
 //! the slice's minimum and maximum (NaN, infinities and the fill value black; complex numbers as
 //! their magnitude; bool black and white), at most [`MAX_SIDE`] pixels a side (every n-th
-//! element beyond). It is rendered when first looked at (`stat` or `open`), reading only the
-//! chunks of that slice through the chunk cache, and kept in a small LRU. Arrays whose first
-//! slice needs more than [`MAX_DECODE`] bytes of decoded chunks have none.
+//! element beyond). It is rendered when first opened, once however many open it at the same
+//! time, reading only the chunks of that slice through the chunk cache, chunk by chunk (each
+//! chunk loaded once, whatever the cache holds), and kept in a small LRU; a render that failed
+//! is not kept (the next open tries again). Arrays whose first slice needs more than
+//! [`MAX_DECODE`] bytes of decoded chunks have none.
 
+use super::held_chunks::HeldChunks;
+use super::row_walk::RowWalk;
+use super::selection::AxisSel;
+use super::slice_file::chunks_crossed;
 use super::{Content, Inode, View, ViewError, ROOT_INO};
 use crate::codec::NumType;
 use crate::meta::{ArrayMeta, DataType};
 use lru::LruCache;
 use parking_lot::Mutex;
 use std::num::NonZeroUsize;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Longest side of a preview, in pixels.
 pub const MAX_SIDE: u64 = 1024;
@@ -35,8 +41,16 @@ pub(super) struct Preview {
     fill: Vec<u8>,
 }
 
-/// Rendered previews, by preview number: the PNG, or `None` when rendering failed.
-pub(super) type Rendered = Mutex<LruCache<u32, Option<Arc<[u8]>>>>;
+/// One preview's picture: set once rendered; held while it is rendered, so that concurrent
+/// first opens render it once.
+#[derive(Default)]
+pub(super) struct Picture {
+    png: OnceLock<Arc<[u8]>>,
+    rendering: Mutex<()>,
+}
+
+/// Rendered previews (and those being rendered), by preview number.
+pub(super) type Rendered = Mutex<LruCache<u32, Arc<Picture>>>;
 
 /// An empty cache of rendered previews.
 pub(super) fn rendered_cache() -> Rendered {
@@ -87,11 +101,6 @@ impl Preview {
             fill: meta.fill_value.clone(),
         })
     }
-}
-
-/// Every `step`-th index below `len`, and how many there are.
-fn sampled(len: u64, step: u64) -> impl Iterator<Item = u64> {
-    (0..len.div_ceil(step)).map(move |i| i * step)
 }
 
 /// One element as a number (complex: its magnitude); `None` for NaN and infinities.
@@ -200,51 +209,79 @@ impl View {
     /// The size of preview `p` if it has been rendered and is still kept.
     pub(super) fn rendered_size(&self, p: u32) -> Option<u64> {
         let rendered = self.rendered.lock();
-        rendered
-            .peek(&p)
-            .and_then(Option::as_ref)
-            .map(|png| png.len() as u64)
+        let png = rendered.peek(&p).and_then(|picture| picture.png.get());
+        png.map(|png| png.len() as u64)
     }
 
-    /// The PNG of preview `p`, rendered now unless kept; `Err` (EIO) when its data cannot be
-    /// read.
+    /// The PNG of preview `p`, rendered now unless kept (concurrent calls wait for one
+    /// render); `Err` (EIO with its cause, logged) when its data cannot be read, and the next
+    /// call tries again.
     pub(super) fn preview_png(&self, p: u32) -> Result<Arc<[u8]>, ViewError> {
-        let lock = || self.rendered.lock();
-        if let Some(kept) = lock().get(&p) {
-            return kept.clone().ok_or(ViewError::Io(super::IoCause::Corrupt));
+        let picture = self.rendered.lock().get_or_insert(p, Arc::default).clone();
+        if let Some(png) = picture.png.get() {
+            return Ok(png.clone());
         }
-        let rendered = self.render(&self.previews[p as usize]);
-        let kept = rendered.as_ref().ok().cloned();
-        lock().put(p, kept);
-        rendered
+        let _rendering = picture.rendering.lock();
+        if let Some(png) = picture.png.get() {
+            return Ok(png.clone());
+        }
+        let preview = &self.previews[p as usize];
+        let png = self.render(preview).inspect_err(|e| {
+            log::error!(
+                "{}.png: not rendered (the next open tries again): {e:?}",
+                preview.path
+            );
+        })?;
+        Ok(picture.png.get_or_init(|| png).clone())
+    }
+
+    /// The elements of `p`'s first slice, every `step`-th row and column, in C order: gathered
+    /// chunk by chunk, so that each chunk is loaded once (row by row, a band of chunks larger
+    /// than the cache would be loaded again for every row).
+    fn sampled_slice(&self, p: &Preview, step: u64) -> Result<Vec<u8>, ViewError> {
+        let array = &self.arrays[p.array as usize];
+        let source = array.readable()?;
+        let shape = &source.reader.meta().shape;
+        let chunk_shape = source.reader.read_chunk_shape().to_vec();
+        let lead = shape.len().saturating_sub(2);
+        let axes: Vec<AxisSel> = (shape.iter().enumerate())
+            .map(|(axis, &len)| AxisSel {
+                start: 0,
+                step: if axis < lead { 1 } else { step },
+                count: if axis < lead { 1 } else { len.div_ceil(step) },
+                dropped: axis < lead,
+            })
+            .collect();
+        let count = axes.iter().map(|a| a.count).product();
+        let grid = (shape.iter().zip(&chunk_shape))
+            .map(|(&len, &c)| len.div_ceil(c.max(1)))
+            .collect();
+        let touched = (axes.iter().zip(&chunk_shape))
+            .map(|(a, &c)| chunks_crossed(a, c.max(1)))
+            .collect();
+        let rows = RowWalk::new(axes, chunk_shape, grid, touched);
+        let mut out = Vec::new();
+        let mut held = HeldChunks::new(1, &self.cache);
+        let read = (source, &*self.cache, array.display_path());
+        let es = p.dtype.size() as u64;
+        rows.read_by_chunk(read, (0, count, es), &mut out, &mut held)?;
+        Ok(out)
     }
 
     fn render(&self, p: &Preview) -> Result<Arc<[u8]>, ViewError> {
-        let array = &self.arrays[p.array as usize];
-        let es = p.dtype.size() as u64;
+        let es = p.dtype.size();
         let step = p.rows.max(p.cols).div_ceil(MAX_SIDE);
-        let mut values = Vec::new();
-        let mut row = Vec::new();
-        for r in sampled(p.rows, step) {
-            let start = r * p.cols * es;
-            row.clear();
-            if step == 1 {
-                array.read_data(&self.cache, 0, start, p.cols * es, (&mut row).into())?;
-            } else {
-                for c in sampled(p.cols, step) {
-                    array.read_data(&self.cache, 0, start + c * es, es, (&mut row).into())?;
-                }
-            }
-            // Fill values are black, but for booleans, black and white whatever the fill.
-            let bool = p.dtype == DataType::Bool;
-            values.extend(row.chunks_exact(es as usize).map(|b| {
+        // Fill values are black, but for booleans, black and white whatever the fill.
+        let bool = p.dtype == DataType::Bool;
+        let values: Vec<Option<f64>> = (self.sampled_slice(p, step)?.chunks_exact(es))
+            .map(|b| {
                 (bool || !is_fill(&p.dtype, b, &p.fill))
                     .then(|| value(&p.dtype, b))
                     .flatten()
-            }));
-        }
+            })
+            .collect();
         let (width, height) = (p.cols.div_ceil(step) as u32, p.rows.div_ceil(step) as u32);
-        let pixels = grey(&values, p.dtype == DataType::Bool);
+        let pixels = grey(&values, bool);
         encode(width, height, &pixels).map(Arc::from).map_err(|e| {
             log::error!("{}: preview cannot be encoded: {e}", p.path);
             ViewError::Io(super::IoCause::Corrupt)
@@ -300,5 +337,38 @@ mod tests {
         // no overflow.
         assert!(!has(&[0, 1 << 33, 1 << 33], &[1, 1, 1]));
         assert!(!has(&[1, 1 << 33, 1 << 33], &[1, 1, 1]));
+    }
+
+    #[test]
+    fn concurrent_first_opens_render_the_picture_once() {
+        use crate::store::{Fault, FaultyStore, MemoryStore};
+        use crate::view::kinds::PreviewFile;
+        let mut s = MemoryStore::new();
+        s.insert(".zgroup", r#"{"zarr_format": 2}"#);
+        s.insert(
+            "b/.zarray",
+            r#"{"zarr_format": 2, "shape": [2, 2], "chunks": [2, 2], "dtype": "|u1", "compressor": null, "fill_value": 0, "order": "C", "filters": null}"#,
+        );
+        s.insert("b/0.0", vec![1u8, 2, 3, 4]);
+        // The chunk is slow to come: every open starts before the first render ends.
+        let delay = std::time::Duration::from_millis(200);
+        let store = FaultyStore::new(Arc::new(s)).with("b/0.0", 1, Fault::Latency(delay));
+        let view =
+            super::super::from_store(Arc::new(store), "mem", 1 << 20, &Default::default()).unwrap();
+        let ino = view.resolve("b.png").unwrap();
+        let Content::Preview(PreviewFile(p)) = view.known(ino).content else {
+            panic!("b.png is a preview");
+        };
+        let all: Vec<Arc<[u8]>> = std::thread::scope(|s| {
+            let opens: Vec<_> = (0..4).map(|_| s.spawn(|| view.preview_png(p))).collect();
+            opens
+                .into_iter()
+                .map(|t| t.join().unwrap().unwrap())
+                .collect()
+        });
+        assert!(
+            all.iter().all(|png| Arc::ptr_eq(png, &all[0])),
+            "rendered more than once"
+        );
     }
 }

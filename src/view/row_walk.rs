@@ -216,7 +216,7 @@ impl RowWalk {
     /// Appends selected elements `e0..e1` (of `es` bytes) to `out` gathered chunk by chunk,
     /// for a selection whose rows go round more chunks than `held` keeps (in row order, each
     /// row would load them again): each chunk of the read is loaded once.
-    fn read_by_chunk(
+    pub fn read_by_chunk(
         &self,
         (source, cache, name): (&ChunkSource, &ChunkCache, &str),
         (e0, e1, es): (u64, u64, u64),

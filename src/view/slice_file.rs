@@ -102,7 +102,7 @@ const MAX_AXIS_CHUNKS: u64 = 1 << 20;
 
 /// How many chunks of `cs` elements the selection `sel` of one axis crosses, counted without
 /// listing them (at most: a step that skips chunks crosses one per element).
-fn chunks_crossed(sel: &AxisSel, cs: u64) -> u64 {
+pub(super) fn chunks_crossed(sel: &AxisSel, cs: u64) -> u64 {
     if sel.count == 0 {
         return 0;
     }

@@ -21,9 +21,11 @@ impl Totals {
 
 impl View {
     /// The mount's totals for `df`: nothing is free on a read-only snapshot. The whole tree
-    /// is loaded first (at the first call).
+    /// is loaded first (at the first call); a group that cannot be loaded now (logged) is
+    /// left out of these totals, and loaded again at the next call.
     pub fn totals(&self) -> Totals {
-        self.load_subtree(super::ROOT_INO);
+        // Totals of what is loaded are still `df`'s best answer.
+        self.load_subtree(super::ROOT_INO).ok();
         let data_bytes = self
             .inodes
             .iter()

@@ -1,6 +1,7 @@
 //! Extended attributes: an array's metadata as `user.zarr.*` values on its files, a group's
 //! format and attributes on its directory. Read-only; `listxattr`/`getxattr` size probing is
-//! answered by [`sized`].
+//! answered by [`sized`]. A value longer than the kernel lets `getxattr` return
+//! ([`XATTR_SIZE_MAX`]) is left out of both (logged).
 
 use super::slice_table::is_slice;
 use super::{Attrs, View, ViewError};
@@ -10,6 +11,10 @@ use std::sync::Arc;
 
 /// The extended attributes of one inode: names and values, in listing order.
 pub type Xattrs = Arc<[(String, Vec<u8>)]>;
+
+/// The longest value the kernel lets `getxattr` return (Linux's `XATTR_SIZE_MAX`): a longer
+/// one could be listed but never read (E2BIG).
+pub const XATTR_SIZE_MAX: usize = 65536;
 
 /// What a `getxattr`/`listxattr` call gets back for a buffer of `size` bytes.
 #[derive(Debug, PartialEq, Eq)]
@@ -84,26 +89,47 @@ pub fn group_xattrs(doc: &Map<String, Value>, version: u8) -> Xattrs {
 }
 
 impl View {
-    /// The extended attributes of `ino`; selection files have none.
+    /// The extended attributes of `ino` that can be read (values of at most
+    /// [`XATTR_SIZE_MAX`] bytes; each longer one left out is logged); selection files have
+    /// none.
     fn xattrs_of(&self, ino: u64) -> Result<Option<Xattrs>, ViewError> {
         if is_slice(ino) {
             self.slice(ino)?;
             return Ok(None);
         }
-        Ok(match &self.inode(ino)?.xattrs {
-            Attrs::None => None,
-            Attrs::Root => Some(self.root_xattrs.clone()),
+        let (xattrs, node) = match &self.inode(ino)?.xattrs {
+            Attrs::None => return Ok(None),
+            Attrs::Root => (self.root_xattrs.clone(), ""),
             Attrs::Node(zom) => {
                 let doc = self.zoms.document(*zom).parse();
-                Some(match self.zoms.array(*zom) {
+                let xattrs = match self.zoms.array(*zom) {
                     None => group_xattrs(&doc, self.version),
                     Some(meta) => {
                         let dims = self.zoms.dimensions(*zom);
                         array_xattrs(&doc, meta.as_deref(), dims, self.version)
                     }
-                })
+                };
+                (xattrs, self.zoms.path(*zom))
             }
-        })
+        };
+        if xattrs
+            .iter()
+            .all(|(_, value)| value.len() <= XATTR_SIZE_MAX)
+        {
+            return Ok(Some(xattrs));
+        }
+        let readable = xattrs.iter().filter(|(name, value)| {
+            let fits = value.len() <= XATTR_SIZE_MAX;
+            if !fits {
+                log::warn!(
+                    "/{node}: extended attribute {name} left out: its {} bytes are more than \
+                     the {XATTR_SIZE_MAX} getxattr may return",
+                    value.len()
+                );
+            }
+            fits
+        });
+        Ok(Some(readable.cloned().collect()))
     }
 
     /// The names of `ino`'s extended attributes, each ended by a NUL, for a `size`-byte buffer.

@@ -3,7 +3,9 @@
 //! the tree. Instead each node keeps its document once (as compact text, see [`Document`]), and
 //! a ZOM is written out node by node, each document parsed only while it is written: its
 //! size (for `stat`) is measured that way and kept for every group on the way (so a walk
-//! measures each node once), its bytes made when read and kept for the few files read last.
+//! measures each node once), its bytes made when read (once however many read it at the same
+//! time, without holding up reads of other files) and kept within a budget of bytes, the
+//! least recently read dropped first.
 //! Nodes are kept as their groups are loaded; a ZOM is measured once its group's subtree is.
 //! A node's `.json` sidecar is made from its document when read, and kept among the few read
 //! last.
@@ -20,8 +22,12 @@ use std::sync::{Arc, OnceLock};
 /// Subtrees at least this large say in the log when their ZOM is made.
 const LOGGED_NODES: usize = 10_000;
 
-/// How many made files are kept for reads that follow.
-const KEPT_FILES: NonZeroUsize = NonZeroUsize::new(4).unwrap();
+/// Bytes of made files kept for reads that follow (the last one made stays, whatever its
+/// size).
+const KEPT_BYTES: usize = 32 << 20;
+
+/// How many `.json` sidecars are kept for reads that follow.
+const KEPT_SIDECARS: NonZeroUsize = NonZeroUsize::new(4).unwrap();
 
 /// The dimensions of a node whose metadata declares none.
 static NO_DIMENSIONS: Dimensions = Dimensions {
@@ -49,10 +55,24 @@ struct Kept {
 pub struct ZomFiles {
     version: u8,
     nodes: boxcar::Vec<Kept>,
-    /// The files made last, by group node.
-    made: Mutex<LruCache<u32, Arc<[u8]>>>,
+    /// The files made last (and those being made), by group node.
+    made: Mutex<Made>,
     /// The `.json` sidecars read last, by node (a large one is read in many pieces).
     sidecars: Mutex<LruCache<u32, Arc<[u8]>>>,
+}
+
+/// The files made, the least recently read first, and the bytes of those made.
+struct Made {
+    files: LruCache<u32, Arc<MadeFile>>,
+    bytes: usize,
+}
+
+/// One group's `.zom.json`: its bytes once made; held while they are made, so that
+/// concurrent first reads make them once.
+#[derive(Default)]
+struct MadeFile {
+    bytes: OnceLock<Arc<[u8]>>,
+    making: Mutex<()>,
 }
 
 /// Where a ZOM is written: its bytes, or only their count (and that of line breaks).
@@ -83,8 +103,11 @@ impl ZomFiles {
         ZomFiles {
             version,
             nodes: boxcar::Vec::new(),
-            made: Mutex::new(LruCache::new(KEPT_FILES)),
-            sidecars: Mutex::new(LruCache::new(KEPT_FILES)),
+            made: Mutex::new(Made {
+                files: LruCache::unbounded(),
+                bytes: 0,
+            }),
+            sidecars: Mutex::new(LruCache::new(KEPT_SIDECARS)),
         }
     }
 
@@ -130,6 +153,11 @@ impl ZomFiles {
             .dimensions
             .as_deref()
             .unwrap_or(&NO_DIMENSIONS)
+    }
+
+    /// The path of node `node` (`""`: the root).
+    pub fn path(&self, node: u32) -> &str {
+        &self.nodes[node as usize].path
     }
 
     /// The document of node `node`.
@@ -202,11 +230,21 @@ impl ZomFiles {
         let _ = write_value(&Value::Object(zom), depth, out);
     }
 
-    /// The contents of group node `node`'s `.zom.json`, made now unless among the files made
-    /// last (concurrent first reads make it once). The group's subtree must be loaded.
+    /// The contents of group node `node`'s `.zom.json`, made now unless kept (concurrent
+    /// first reads make it once; reads of other files do not wait). The group's subtree must
+    /// be loaded.
     pub fn bytes(&self, node: u32) -> Arc<[u8]> {
-        let mut made = self.made.lock();
-        if let Some(bytes) = made.get(&node) {
+        let file = self
+            .made
+            .lock()
+            .files
+            .get_or_insert(node, Arc::default)
+            .clone();
+        if let Some(bytes) = file.bytes.get() {
+            return bytes.clone();
+        }
+        let _making = file.making.lock();
+        if let Some(bytes) = file.bytes.get() {
             return bytes.clone();
         }
         let mut sink = Sink::Bytes(Vec::new());
@@ -216,7 +254,21 @@ impl ZomFiles {
         };
         out.push(b'\n');
         let bytes: Arc<[u8]> = Arc::from(out);
-        made.put(node, bytes.clone());
+        // Counted under the lock that drops files, and only while kept.
+        let mut made = self.made.lock();
+        let _ = file.bytes.set(bytes.clone());
+        if made
+            .files
+            .peek(&node)
+            .is_some_and(|f| Arc::ptr_eq(f, &file))
+        {
+            made.bytes += bytes.len();
+        }
+        while made.bytes > KEPT_BYTES && made.files.len() > 1 {
+            if let Some((_, dropped)) = made.files.pop_lru() {
+                made.bytes -= dropped.bytes.get().map_or(0, |b| b.len());
+            }
+        }
         bytes
     }
 
@@ -450,7 +502,7 @@ mod tests {
     fn nothing_is_made_before_a_read_and_concurrent_first_reads_make_it_once() {
         let (z, root, _) = tree();
         let size = z.size(root);
-        assert!(z.made.lock().is_empty(), "stat keeps no bytes");
+        assert!(z.made.lock().files.is_empty(), "stat keeps no bytes");
         let all: Vec<Arc<[u8]>> = std::thread::scope(|s| {
             let threads: Vec<_> = (0..8).map(|_| s.spawn(|| z.bytes(root))).collect();
             threads.into_iter().map(|t| t.join().unwrap()).collect()
@@ -460,7 +512,7 @@ mod tests {
             "made more than once"
         );
         assert_eq!(all[0].len() as u64, size);
-        assert_eq!(z.made.lock().len(), 1);
+        assert_eq!(z.made.lock().files.len(), 1);
     }
 
     #[test]
@@ -474,18 +526,36 @@ mod tests {
     }
 
     #[test]
-    fn only_the_files_read_last_are_kept() {
+    fn the_files_read_last_are_kept_within_a_budget_of_bytes() {
         let z = ZomFiles::new(3);
-        let group = json!({"zarr_format": 3, "node_type": "group", "attributes": {}});
-        let groups: Vec<u32> = (0..KEPT_FILES.get() + 2)
+        // Files of a little over a quarter of the budget each: three fit, not four.
+        let text = "x".repeat(KEPT_BYTES / 4);
+        let group = json!({"zarr_format": 3, "node_type": "group", "attributes": {"t": text}});
+        let groups: Vec<u32> = (0..6)
             .map(|i| keep(&z, &format!("g{i}"), group.clone(), None))
             .collect();
         let first = z.bytes(groups[0]);
+        assert!(first.len() > KEPT_BYTES / 4);
         for &g in &groups[1..] {
             z.bytes(g);
         }
-        let kept: Vec<u32> = z.made.lock().iter().rev().map(|(f, _)| *f).collect();
-        assert_eq!(kept, groups[2..]);
+        let kept = |z: &ZomFiles| -> Vec<u32> {
+            let made = z.made.lock();
+            made.files.iter().rev().map(|(f, _)| *f).collect()
+        };
+        assert_eq!(kept(&z), groups[3..]);
+        assert_eq!(z.made.lock().bytes, 3 * first.len());
         assert_eq!(z.bytes(groups[0]), first, "made again the same");
+        // Small files: many more than four are kept.
+        let z = ZomFiles::new(3);
+        let group = json!({"zarr_format": 3, "node_type": "group", "attributes": {}});
+        let groups: Vec<u32> = (0..16)
+            .map(|i| keep(&z, &format!("g{i}"), group.clone(), None))
+            .collect();
+        let made: Vec<Arc<[u8]>> = groups.iter().map(|&g| z.bytes(g)).collect();
+        assert_eq!(kept(&z), groups);
+        for (&g, bytes) in groups.iter().zip(&made) {
+            assert!(Arc::ptr_eq(&z.bytes(g), bytes), "made again");
+        }
     }
 }

@@ -513,3 +513,77 @@ fn a_root_whose_listing_fails_fails_the_open() {
         .expect("the open fails");
     assert!(err.to_string().contains("injected fault"), "{err}");
 }
+
+#[test]
+fn a_preview_whose_chunk_failed_once_renders_at_the_next_open() {
+    let mut s = MemoryStore::new();
+    s.insert(".zgroup", r#"{"zarr_format": 2}"#);
+    s.insert(
+        "b/.zarray",
+        r#"{"zarr_format": 2, "shape": [2, 2], "chunks": [2, 2], "dtype": "|u1", "compressor": null, "fill_value": 0, "order": "C", "filters": null}"#,
+    );
+    s.insert("b/0.0", vec![1u8, 2, 3, 4]);
+    let store = FaultyStore::new(Arc::new(s)).first("b/0.0", 1, Fault::Error);
+    let view = view_of(Arc::new(store), 1 << 20);
+    let ino = view.resolve("b.png").unwrap();
+    assert_eq!(view.open(ino), Err(ViewError::Io(IoCause::Store)));
+    assert_eq!(view.getattr(ino).unwrap().size, 0, "nothing kept");
+    view.open(ino).unwrap();
+    let size = view.getattr(ino).unwrap().size;
+    let png = view.read(ino, 0, size as u32).unwrap();
+    let mut reader = png::Decoder::new(std::io::Cursor::new(png))
+        .read_info()
+        .unwrap();
+    let mut pixels = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut pixels).unwrap();
+    pixels.truncate(info.buffer_size());
+    // None is the fill value 0: grey levels from 1 to 4.
+    assert_eq!(pixels, [0, 85, 170, 255]);
+}
+
+/// A v2 root holding group `g`, which holds array `a` and group `sub`, which holds array `b`.
+fn deeper_store() -> MemoryStore {
+    let mut s = group_store();
+    s.insert("g/sub/b/.zarray", V2_ARRAY);
+    s
+}
+
+/// The whole of file `path`, read past its size (a read that finds more bytes than the size
+/// `stat` showed returns them).
+fn read_past_size(view: &View, path: &str) -> (u64, Vec<u8>) {
+    let ino = view.resolve(path).unwrap();
+    let size = view
+        .getattr(ino)
+        .unwrap_or_else(|e| panic!("{path}: {e:?}"))
+        .size;
+    (size, view.read(ino, 0, size as u32 + 4096).unwrap())
+}
+
+#[test]
+fn a_subtree_file_is_not_made_while_a_group_below_cannot_be_listed() {
+    for file in [".zom.json", ".header.cdl", ".ncstream"] {
+        let store = FaultyStore::new(Arc::new(deeper_store())).first("g/sub", 1, Fault::Error);
+        let view = view_of(Arc::new(store), 1 << 20);
+        // A lookup measures the file: it meets the failure.
+        assert_eq!(
+            view.resolve(file),
+            Err(ViewError::Io(IoCause::Store)),
+            "{file}"
+        );
+        let (size, bytes) = read_past_size(&view, file);
+        assert_eq!(bytes.len() as u64, size, "{file}: stat and read differ");
+        let whole = std::str::from_utf8(&bytes).unwrap_or_default();
+        match file {
+            ".zom.json" => {
+                let zom: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+                let sub = &zom["members"]["g"]["members"]["sub"]["members"];
+                assert!(sub.get("b").is_some(), "{zom}");
+            }
+            ".header.cdl" => assert!(whole.contains("short b("), "{whole}"),
+            _ => {
+                let fresh = view_of(Arc::new(deeper_store()), 1 << 20);
+                assert_eq!(bytes, read_past_size(&fresh, file).1, "{file}");
+            }
+        }
+    }
+}

@@ -556,3 +556,77 @@ fn arrays_whose_first_slice_needs_too_many_chunk_bytes_have_no_preview() {
     assert!(view.resolve("huge.npy").is_ok());
     assert!(view.resolve("fine.png").is_ok());
 }
+
+#[test]
+fn a_preview_loads_each_chunk_of_its_slice_once_whatever_the_cache_holds() {
+    use zarrfs::store::{CountingStore, MemoryStore};
+    let mut s = MemoryStore::new();
+    s.insert(".zgroup", r#"{"zarr_format": 2}"#);
+    // One band of two 8 MiB chunks: more than the 12 MiB cache holds at once.
+    s.insert(
+        "img/.zarray",
+        r#"{"zarr_format": 2, "shape": [1, 2048, 2048], "chunks": [1, 2048, 1024], "dtype": "<f4", "compressor": null, "fill_value": 0, "order": "C", "filters": null}"#,
+    );
+    // Element (0, r, c) is r + c.
+    for cj in 0..2u64 {
+        let mut chunk = Vec::with_capacity(8 << 20);
+        for r in 0..2048u64 {
+            for c in 0..1024u64 {
+                chunk.extend_from_slice(&((r + cj * 1024 + c) as f32).to_le_bytes());
+            }
+        }
+        s.insert(format!("img/0.0.{cj}"), chunk);
+    }
+    let (store, counts) = CountingStore::new(Box::new(s));
+    let view = view::from_store(Arc::new(store), "mem", 12 << 20, &Default::default()).unwrap();
+    let ino = view.resolve("img.png").unwrap();
+    let before = counts.requests();
+    view.open(ino).unwrap();
+    let size = view.getattr(ino).unwrap().size;
+    let (h, w, px) = decode_png(&view.read(ino, 0, size as u32).unwrap());
+    assert_eq!(view.cache().stats().loads, 2, "each chunk decoded once");
+    assert_eq!(counts.requests() - before, 2, "each chunk requested once");
+    // step = 2: rows and columns 0, 2, ... 2046; values 2i + 2j, the first (0) the fill value
+    // (black), the others scaled from 2 to 4092.
+    assert_eq!((h, w), (1024, 1024));
+    assert_eq!(px[0], 0);
+    for (i, &p) in px.iter().enumerate().skip(1) {
+        let v = (2 * (i / 1024) + 2 * (i % 1024)) as f64;
+        let level = (v - 2.0) / 4090.0 * 255.0;
+        assert_eq!(p, level.round() as u8, "pixel {i}");
+    }
+}
+
+#[test]
+fn attribute_values_longer_than_getxattr_returns_are_left_out() {
+    use zarrfs::store::MemoryStore;
+    let mut s = MemoryStore::new();
+    s.insert(".zgroup", r#"{"zarr_format": 2}"#);
+    s.insert("big/.zgroup", r#"{"zarr_format": 2}"#);
+    // `user.zarr.attributes` is `{"t":"xxx..."}`: 8 bytes more than the text.
+    let attrs = |len: usize| format!(r#"{{"t": "{}"}}"#, "x".repeat(len));
+    s.insert("big/.zattrs", attrs(65_536 - 7));
+    s.insert("fits/.zgroup", r#"{"zarr_format": 2}"#);
+    s.insert("fits/.zattrs", attrs(65_536 - 8));
+    let view = view::from_store(Arc::new(s), "mem", 1 << 20, &Default::default()).unwrap();
+    let names = |path: &str| match view.listxattr(view.resolve(path).unwrap(), 4096).unwrap() {
+        XattrReply::Data(names) => names,
+        XattrReply::Size(_) => panic!("asked for the names"),
+    };
+    let fits = view.resolve("fits").unwrap();
+    assert_eq!(names("fits"), b"user.zarr.format\0user.zarr.attributes\0");
+    assert_eq!(
+        view.getxattr(fits, "user.zarr.attributes", 0).unwrap(),
+        XattrReply::Size(65_536)
+    );
+    let big = view.resolve("big").unwrap();
+    assert_eq!(names("big"), b"user.zarr.format\0");
+    assert_eq!(
+        view.getxattr(big, "user.zarr.attributes", 0),
+        Err(ViewError::NoAttribute)
+    );
+    assert_eq!(
+        view.getxattr(big, "user.zarr.format", 0).unwrap(),
+        XattrReply::Size(1)
+    );
+}

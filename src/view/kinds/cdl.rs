@@ -9,16 +9,13 @@ pub(in crate::view) struct CdlFile;
 
 impl ServedFile for CdlFile {
     fn size(&self, view: &View, dir: u64, measure: Measure) -> Result<Option<u64>, ViewError> {
-        let known = view
-            .netcdf_files(false)
-            .and_then(|f| f.cdl_size(dir, false));
-        measure.subtree(known, || view.netcdf_files(true)?.cdl_size(dir, true))
+        let known = view.netcdf_made().and_then(|f| f.cdl_size(dir, false));
+        measure.subtree(known, || Ok(view.netcdf_files()?.cdl_size(dir, true)))
     }
 
     fn read(&self, view: &View, dir: u64, read: ReadAt, reply: Reply) -> Result<(), ViewError> {
-        if let Some(files) = view.netcdf_files(true) {
-            files.read_cdl(dir, read.offset, read.len, reply.out);
-        }
+        let files = view.netcdf_files()?;
+        files.read_cdl(dir, read.offset, read.len, reply.out);
         Ok(())
     }
 }

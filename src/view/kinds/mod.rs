@@ -74,17 +74,18 @@ pub(super) struct Measure {
 
 impl Measure {
     /// The size of a file showing a subtree: `known` when it was measured before, else the
-    /// size `measure` finds when this call measures such files and may wait; unknown when it
-    /// does not measure them; [`ViewError::WouldBlock`] when it would but may not wait.
+    /// size `measure` finds (or the error it meets: a group of the subtree could not be
+    /// loaded) when this call measures such files and may wait; unknown when it does not
+    /// measure them; [`ViewError::WouldBlock`] when it would but may not wait.
     pub fn subtree(
         self,
         known: Option<u64>,
-        measure: impl FnOnce() -> Option<u64>,
+        measure: impl FnOnce() -> Result<Option<u64>, ViewError>,
     ) -> Result<Option<u64>, ViewError> {
         match (known, self.subtree, self.wait) {
             (Some(size), _, _) => Ok(Some(size)),
             (None, false, _) => Ok(None),
-            (None, true, Wait::Yes) => Ok(measure()),
+            (None, true, Wait::Yes) => measure(),
             (None, true, Wait::No) => Err(ViewError::WouldBlock),
         }
     }
@@ -102,8 +103,9 @@ impl Measure {
 /// A kind of file of the tree.
 pub(super) trait ServedFile {
     /// Its size; `dir` is the inode of its directory. `Ok(None)` while it is not known yet,
-    /// and when `measure` leaves it unmeasured; [`ViewError::WouldBlock`] (no other error) when
-    /// finding it needs work `measure` may not wait for.
+    /// and when `measure` leaves it unmeasured; [`ViewError::WouldBlock`] when finding it
+    /// needs work `measure` may not wait for; EIO when a file showing a subtree cannot be
+    /// measured now (a group of it could not be loaded).
     fn size(&self, view: &View, dir: u64, measure: Measure) -> Result<Option<u64>, ViewError>;
 
     /// Opens it (`page_cached`: read through the kernel's page cache) and returns a file

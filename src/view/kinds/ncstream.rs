@@ -11,17 +11,15 @@ impl ServedFile for NcStreamFile {
     fn size(&self, view: &View, dir: u64, measure: Measure) -> Result<Option<u64>, ViewError> {
         // 0 when it cannot be measured; reading it then fails.
         let known = view
-            .netcdf_files(false)
+            .netcdf_made()
             .and_then(|f| f.stream_size(view, dir, false));
         measure.subtree(known, || {
-            view.netcdf_files(true)?.stream_size(view, dir, true)
+            Ok(view.netcdf_files()?.stream_size(view, dir, true))
         })
     }
 
     fn read(&self, view: &View, dir: u64, read: ReadAt, reply: Reply) -> Result<(), ViewError> {
-        match view.netcdf_files(true) {
-            Some(files) => files.read_stream(view, dir, read.offset, read.len, reply.out),
-            None => Ok(()),
-        }
+        let files = view.netcdf_files()?;
+        files.read_stream(view, dir, read.offset, read.len, reply.out)
     }
 }

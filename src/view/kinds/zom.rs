@@ -1,4 +1,5 @@
-//! A group's `.zom.json` (see `zom_files`): its subtree is loaded when it is first measured.
+//! A group's `.zom.json` (see `zom_files`): its subtree is loaded when it is first measured
+//! (EIO while a group of it cannot be loaded).
 
 use super::{extend_range, Measure, ReadAt, Reply, ServedFile};
 use crate::view::{View, ViewError};
@@ -9,11 +10,11 @@ pub(in crate::view) struct ZomFile(pub u32);
 impl ServedFile for ZomFile {
     fn size(&self, view: &View, dir: u64, measure: Measure) -> Result<Option<u64>, ViewError> {
         let known = view.zoms.measured_size(self.0);
-        measure.subtree(known, || Some(view.zom_size(self.0, dir)))
+        measure.subtree(known, || view.zom_size(self.0, dir).map(Some))
     }
 
     fn read(&self, view: &View, dir: u64, read: ReadAt, reply: Reply) -> Result<(), ViewError> {
-        view.zom_size(self.0, dir);
+        view.zom_size(self.0, dir)?;
         extend_range(&view.zoms.bytes(self.0), read, reply.out);
         Ok(())
     }

@@ -103,6 +103,33 @@ impl NcType {
         })
     }
 
+    /// True when `n` is a value of this numeric type: an integer within an integer type's
+    /// range, a number within a float type's (any for double; NaN and infinities for both).
+    fn holds(self, n: Num) -> bool {
+        let (lo, hi): (i128, i128) = match self {
+            NcType::Byte => (i8::MIN.into(), i8::MAX.into()),
+            NcType::UByte => (0, u8::MAX.into()),
+            NcType::Short => (i16::MIN.into(), i16::MAX.into()),
+            NcType::UShort => (0, u16::MAX.into()),
+            NcType::Int => (i32::MIN.into(), i32::MAX.into()),
+            NcType::UInt => (0, u32::MAX.into()),
+            NcType::Int64 => (i64::MIN.into(), i64::MAX.into()),
+            NcType::UInt64 => (0, u64::MAX.into()),
+            NcType::Float => {
+                return match n {
+                    Num::Int(_) => true,
+                    Num::Float(f) => !f.is_finite() || f.abs() <= f64::from(f32::MAX),
+                }
+            }
+            NcType::Double => return true,
+            NcType::Char | NcType::String => return false,
+        };
+        match n {
+            Num::Int(i) => (lo..=hi).contains(&i),
+            Num::Float(f) => f.fract() == 0.0 && f >= lo as f64 && f <= hi as f64,
+        }
+    }
+
     /// The smallest type netCDF-c infers for a JSON integer (`NCZ_inferinttype`): `int`, else
     /// `uint`, `int64`; `uint64` from `i64::MAX` on (`u64 >= NC_MAX_INT64`).
     fn infer_int(v: i128) -> NcType {
@@ -115,14 +142,36 @@ impl NcType {
     }
 }
 
+/// The numeric types in the order an attribute's values widen through, from its declared or
+/// inferred type on, until one holds them all (float only from float).
+const WIDENING: [NcType; 10] = [
+    NcType::Byte,
+    NcType::UByte,
+    NcType::Short,
+    NcType::UShort,
+    NcType::Int,
+    NcType::UInt,
+    NcType::Int64,
+    NcType::UInt64,
+    NcType::Float,
+    NcType::Double,
+];
+
+/// A numeric attribute value as JSON gives it.
+#[derive(Clone, Copy, Debug)]
+enum Num {
+    Int(i128),
+    Float(f64),
+}
+
 /// Typed attribute values.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Values {
     /// NC_CHAR text.
     Text(String),
-    /// Integers of the attribute's type.
+    /// Integers of the attribute's type, each within its range.
     Ints(Vec<i128>),
-    /// Floats of the attribute's type.
+    /// Floats of the attribute's type, each within its range.
     Floats(Vec<f64>),
     /// NC_STRING values.
     Strings(Vec<String>),
@@ -342,24 +391,77 @@ fn attr_types(attrs: &Map<String, Value>) -> Map<String, Value> {
         .unwrap_or_default()
 }
 
-/// The typed attributes of the node whose document is `doc`; `var_type` is a variable's type,
-/// which its `_FillValue` takes where NCZarr records no type for it.
-fn typed_attributes(doc: &Map<String, Value>, var_type: Option<NcType>) -> Vec<Attribute> {
+/// The typed attributes of the node whose document is `doc`; `var` is a variable's path and
+/// type, for its `_FillValue`, which netCDF requires of the variable's type: one whose values
+/// that type does not hold is left out (logged, and said in the variable's `comment`).
+fn typed_attributes(doc: &Map<String, Value>, var: Option<(&str, NcType)>) -> Vec<Attribute> {
     let attrs = doc.get("attributes").and_then(Value::as_object);
     let attrs = attrs.cloned().unwrap_or_default();
     let types = attr_types(&attrs);
-    attrs
+    let mut notes = Vec::new();
+    let mut typed: Vec<Attribute> = attrs
         .iter()
         .filter(|(name, _)| !HIDDEN.contains(&name.as_str()))
-        .map(|(name, value)| {
+        .filter_map(|(name, value)| {
             let declared = types
                 .get(name)
                 .and_then(Value::as_str)
                 .and_then(NcType::of_numpy);
-            let hint = var_type.filter(|_| name == "_FillValue");
-            typed_value(name, value, declared.or(hint))
+            let Some((path, ty)) = var.filter(|_| name == "_FillValue") else {
+                return Some(typed_value(name, value, declared));
+            };
+            let fill = typed_value(name, value, Some(ty));
+            if fill.ty == ty {
+                return Some(fill);
+            }
+            let (value, ty) = (netcdf_c_json(value), ty.cdl_name());
+            log::warn!("/{path}: netCDF _FillValue left out: {value} is not a {ty} value");
+            notes.push(format!("_FillValue {value} left out: not a {ty} value"));
+            None
         })
-        .collect()
+        .collect();
+    for note in &notes {
+        add_comment(&mut typed, note);
+    }
+    typed
+}
+
+/// Appends `note` to the `comment` attribute of `attrs`, on a line of its own after any text
+/// it has (numbers it holds become their text); adds one when there is none.
+fn add_comment(attrs: &mut Vec<Attribute>, note: &str) {
+    let Some(comment) = attrs.iter_mut().find(|a| a.name == "comment") else {
+        attrs.push(Attribute {
+            name: "comment".into(),
+            ty: NcType::Char,
+            values: Values::Text(note.into()),
+        });
+        return;
+    };
+    let join = |old: String| match old.is_empty() {
+        true => note.to_string(),
+        false => format!("{old}\n{note}"),
+    };
+    let old = std::mem::replace(&mut comment.values, Values::Text(String::new()));
+    comment.values = match old {
+        Values::Text(text) => Values::Text(join(text)),
+        Values::Strings(mut list) => {
+            match list.last_mut() {
+                Some(last) => *last = join(std::mem::take(last)),
+                None => list.push(note.into()),
+            }
+            Values::Strings(list)
+        }
+        Values::Ints(list) => {
+            comment.ty = NcType::Char;
+            let items: Vec<String> = list.iter().map(i128::to_string).collect();
+            Values::Text(join(items.join(", ")))
+        }
+        Values::Floats(list) => {
+            comment.ty = NcType::Char;
+            let items: Vec<String> = list.iter().map(f64::to_string).collect();
+            Values::Text(join(items.join(", ")))
+        }
+    };
 }
 
 fn json_text(value: &Value) -> String {
@@ -414,9 +516,18 @@ fn as_int(v: &Value) -> Option<i128> {
         Value::Number(n) => n
             .as_i64()
             .map(i128::from)
-            .or_else(|| n.as_u64().map(i128::from))
-            .or_else(|| n.as_f64().map(|f| f as i128)),
+            .or_else(|| n.as_u64().map(i128::from)),
         _ => None,
+    }
+}
+
+/// A numeric attribute value: an integer, a boolean (0 or 1), a number, or (`floats`: for a
+/// float type) a non-finite value's name.
+fn as_num(v: &Value, floats: bool) -> Option<Num> {
+    match v {
+        Value::String(s) if floats => non_finite(s).map(Num::Float),
+        Value::Number(n) if n.is_f64() => n.as_f64().map(Num::Float),
+        v => as_int(v).map(Num::Int),
     }
 }
 
@@ -432,21 +543,12 @@ fn non_finite(s: &str) -> Option<f64> {
     }
 }
 
-/// A float attribute's value: a number, a boolean (0 or 1) or a non-finite value's name.
-fn as_float(v: &Value) -> Option<f64> {
-    match v {
-        Value::Bool(b) => Some(f64::from(u8::from(*b))),
-        Value::Number(n) => n.as_f64(),
-        Value::String(s) => non_finite(s),
-        _ => None,
-    }
-}
-
 /// An attribute typed by netCDF-c's rules: the declared type where NCZarr records one (a
 /// variable's `_FillValue` the variable's type), else inferred from the first value (integers:
 /// the smallest type holding it; floats: double; booleans: ubyte; text: char); lists are
 /// vectors; other JSON becomes its text. The bare JSON tokens `NaN`, `Infinity` and `-Infinity`
-/// (read as those strings) are doubles.
+/// (read as those strings) are doubles. Numbers the type does not hold widen it to the next
+/// type (in [`WIDENING`]'s order) that holds them all: never cut to fit.
 fn typed_value(name: &str, value: &Value, declared: Option<NcType>) -> Attribute {
     let list: Vec<&Value> = match value {
         Value::Array(a) => a.iter().collect(),
@@ -470,23 +572,49 @@ fn typed_value(name: &str, value: &Value, declared: Option<NcType>) -> Attribute
     let Some(ty) = declared.or(inferred) else {
         return text();
     };
-    let numbers = !list.is_empty() && list.iter().all(|v| v.is_number() || v.is_boolean());
-    let values = match ty {
-        NcType::Char => None,
-        NcType::String => Some(Values::Strings(list.iter().map(|v| json_text(v)).collect())),
-        NcType::Float | NcType::Double if !list.is_empty() => list
-            .iter()
-            .map(|v| as_float(v))
-            .collect::<Option<_>>()
-            .map(Values::Floats),
-        _ if !numbers => None,
-        _ => list
-            .iter()
-            .map(|v| as_int(v))
-            .collect::<Option<_>>()
-            .map(Values::Ints),
-    };
-    values.map_or_else(text, |values| attribute(ty, values))
+    match ty {
+        NcType::Char => text(),
+        NcType::String => {
+            let strings = list.iter().map(|v| json_text(v)).collect();
+            attribute(ty, Values::Strings(strings))
+        }
+        _ if list.is_empty() => text(),
+        _ => {
+            let floats = matches!(ty, NcType::Float | NcType::Double);
+            let nums: Option<Vec<Num>> = list.iter().map(|v| as_num(v, floats)).collect();
+            let widened = nums.and_then(|nums| {
+                let from = WIDENING.iter().position(|&t| t == ty)?;
+                // Integers widen to double, as inferred floats are.
+                let ty = (WIDENING[from..].iter().copied())
+                    .filter(|&t| t != NcType::Float || ty == NcType::Float)
+                    .find(|t| nums.iter().all(|&n| t.holds(n)))?;
+                Some((ty, nums))
+            });
+            let Some((ty, nums)) = widened else {
+                return text();
+            };
+            let values = match ty {
+                NcType::Float | NcType::Double => Values::Floats(
+                    (nums.iter())
+                        .map(|n| match *n {
+                            Num::Int(i) => i as f64,
+                            Num::Float(f) => f,
+                        })
+                        .collect(),
+                ),
+                // An integer type holds only whole numbers within its range.
+                _ => Values::Ints(
+                    (nums.iter())
+                        .map(|n| match *n {
+                            Num::Int(i) => i,
+                            Num::Float(f) => f as i128,
+                        })
+                        .collect(),
+                ),
+            };
+            attribute(ty, values)
+        }
+    }
 }
 
 fn zarr_type_name(doc: &Map<String, Value>) -> String {
@@ -687,14 +815,11 @@ pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Dataset> {
             // served as their bits, which are not their values.
             let ty = NcType::of(&meta.dtype).filter(|_| !document_served_as_bits(&doc));
             let Some(ty) = ty else {
-                group.attrs.push(Attribute {
-                    name: "comment".into(),
-                    ty: NcType::Char,
-                    values: Values::Text(format!(
-                        "variable {name} left out: Zarr type {} has no netCDF equivalent",
-                        zarr_type_name(&doc)
-                    )),
-                });
+                let note = format!(
+                    "variable {name} left out: Zarr type {} has no netCDF equivalent",
+                    zarr_type_name(&doc)
+                );
+                add_comment(&mut group.attrs, &note);
                 continue;
             };
             // netCDF-c 4.10 reads a pure Zarr `|S1` array as strings, NCZarr's as characters.
@@ -707,7 +832,7 @@ pub fn dataset(hierarchy: &Hierarchy, root_name: &str) -> Option<Dataset> {
                 path: node.path.clone(),
                 ty,
                 dims,
-                attrs: typed_attributes(&doc, Some(ty)),
+                attrs: typed_attributes(&doc, Some((&node.path, ty))),
             });
         }
     }
@@ -927,5 +1052,144 @@ mod tests {
         assert!(matches!(&fill.values, Values::Floats(v) if v[0].is_nan()));
         let inf = typed_value("a", &json!(["-Infinity", 1]), Some(NcType::Double));
         assert_eq!(inf.values, Values::Floats(vec![f64::NEG_INFINITY, 1.0]));
+    }
+
+    #[test]
+    fn values_a_type_does_not_hold_widen_it_never_cut() {
+        let typed_as = |v: Value, ty| {
+            let a = typed_value("a", &v, Some(ty));
+            (a.ty, a.values)
+        };
+        // Inferred from the first value, widened to hold them all.
+        assert_eq!(
+            typed(json!([-1, 4294967295u64])),
+            (NcType::Int64, Values::Ints(vec![-1, 4294967295]))
+        );
+        assert_eq!(
+            typed(json!([4294967295u64, -1])),
+            (NcType::Int64, Values::Ints(vec![4294967295, -1]))
+        );
+        assert_eq!(
+            typed(json!([1, 2.5])),
+            (NcType::Double, Values::Floats(vec![1.0, 2.5]))
+        );
+        assert_eq!(
+            typed(json!([i64::MIN, u64::MAX])),
+            (
+                NcType::Double,
+                Values::Floats(vec![i64::MIN as f64, u64::MAX as f64])
+            )
+        );
+        // Declared types widen the same way.
+        assert_eq!(
+            typed_as(json!(300), NcType::UByte),
+            (NcType::Short, Values::Ints(vec![300]))
+        );
+        assert_eq!(
+            typed_as(json!([-1, 200]), NcType::Byte),
+            (NcType::Short, Values::Ints(vec![-1, 200]))
+        );
+        assert_eq!(
+            typed_as(json!([2.0, 255]), NcType::UByte),
+            (NcType::UByte, Values::Ints(vec![2, 255]))
+        );
+        assert_eq!(
+            typed_as(json!(1e39), NcType::Float),
+            (NcType::Double, Values::Floats(vec![1e39]))
+        );
+        let nan = typed_as(json!(["NaN", 3.5]), NcType::Float);
+        assert!(
+            matches!(&nan, (NcType::Float, Values::Floats(v)) if v[0].is_nan() && v[1] == 3.5),
+            "{nan:?}"
+        );
+        // Text among numbers of an integer type: the JSON's text.
+        assert_eq!(
+            typed_as(json!([1, "x"]), NcType::Int),
+            (NcType::Char, Values::Text("[1,\"x\"]".into()))
+        );
+    }
+
+    fn node(path: &str, doc: Value, dtype: Option<DataType>) -> Node {
+        let kind = match dtype {
+            None => NodeKind::Group,
+            Some(dtype) => NodeKind::Array(Ok(std::sync::Arc::new(crate::meta::ArrayMeta {
+                shape: vec![2],
+                chunk_shape: vec![2],
+                grid: crate::meta::ChunkGrid::Regular,
+                fill_value: vec![0; dtype.size()],
+                dtype,
+                codecs: Vec::new(),
+                chunk_keys: crate::meta::ChunkKeys::new(path, crate::meta::KeyStyle::V2, '.'),
+            }))),
+        };
+        Node {
+            path: path.into(),
+            kind,
+            document: crate::meta::Document::new(doc.as_object().unwrap()),
+            dimensions: crate::meta::Dimensions::default(),
+            mtime: None,
+        }
+    }
+
+    fn text_attr(name: &str, text: &str) -> Attribute {
+        Attribute {
+            name: name.into(),
+            ty: NcType::Char,
+            values: Values::Text(text.into()),
+        }
+    }
+
+    #[test]
+    fn notes_go_into_one_comment_after_its_own_text() {
+        let attrs = |a: Value| json!({"zarr_format": 2, "attributes": a});
+        let complex = |t: &str| json!({"zarr_format": 2, "dtype": t, "attributes": {}});
+        let hierarchy = Hierarchy {
+            nodes: vec![
+                node("", attrs(json!({"comment": "own", "title": "t"})), None),
+                node("c1", complex("<c8"), Some(DataType::Complex(8))),
+                node("c2", complex("<c16"), Some(DataType::Complex(16))),
+            ],
+        };
+        let ds = dataset(&hierarchy, "root").unwrap();
+        let root = &ds.groups[0];
+        let notes = "own\n\
+            variable c1 left out: Zarr type <c8 has no netCDF equivalent\n\
+            variable c2 left out: Zarr type <c16 has no netCDF equivalent";
+        assert_eq!(
+            root.attrs,
+            [text_attr("comment", notes), text_attr("title", "t")]
+        );
+    }
+
+    #[test]
+    fn a_fill_value_its_variable_type_does_not_hold_is_left_out_with_a_note() {
+        let attrs = |a: Value| json!({"zarr_format": 2, "attributes": a});
+        let hierarchy = Hierarchy {
+            nodes: vec![
+                node("", attrs(json!({})), None),
+                node(
+                    "u",
+                    attrs(json!({"_FillValue": 300, "comment": "own"})),
+                    Some(DataType::UInt(1)),
+                ),
+                node(
+                    "v",
+                    attrs(json!({"_FillValue": 255})),
+                    Some(DataType::UInt(1)),
+                ),
+            ],
+        };
+        let ds = dataset(&hierarchy, "root").unwrap();
+        let (u, v) = (&ds.groups[0].vars[0], &ds.groups[0].vars[1]);
+        let note = "own\n_FillValue 300 left out: not a ubyte value";
+        assert_eq!(u.attrs, [text_attr("comment", note)]);
+        assert_eq!(
+            v.attrs,
+            [Attribute {
+                name: "_FillValue".into(),
+                ty: NcType::UByte,
+                values: Values::Ints(vec![255]),
+            }]
+        );
     }
 }

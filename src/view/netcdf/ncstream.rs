@@ -171,6 +171,8 @@ fn attribute(a: &Attribute) -> proto::Attribute {
             list.len()
         }
         Values::Ints(list) => {
+            // Each value is within its type's range (see `model::Values`): the low bytes of its
+            // two's complement are the value, nothing is cut.
             for &v in list {
                 let be = (v as u64).to_be_bytes();
                 out.data.extend_from_slice(&be[8 - a.ty.size()..]);
@@ -180,6 +182,7 @@ fn attribute(a: &Attribute) -> proto::Attribute {
         Values::Floats(list) => {
             for &v in list {
                 match a.ty {
+                    // Within float's range (see `model::Values`).
                     NcType::Float => out.data.extend_from_slice(&(v as f32).to_be_bytes()),
                     _ => out.data.extend_from_slice(&v.to_be_bytes()),
                 }
