@@ -44,6 +44,14 @@ pub enum OptionError {
     },
     #[error("option {item:?}: {name} is a switch and takes no value: write -o {name}")]
     SwitchWithValue { item: String, name: String },
+    /// mount.fuse3's `drop_privileges` mounts itself and passes the connection as `/dev/fd/N`.
+    #[error(
+        "mount point {}: a FUSE connection handed over by mount.fuse3 (its option \
+         drop_privileges), which zarrfs does not take; the mount mount.fuse3 made is left without \
+         a daemon: umount it, then mount without drop_privileges",
+        .0.display()
+    )]
+    HandedOver(PathBuf),
 }
 
 /// Why nothing was mounted.

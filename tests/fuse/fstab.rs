@@ -220,6 +220,27 @@ fn mount_fuse3_called_directly_takes_zarrfs_options() {
     assert!(out.status.success(), "{}", describe(&out));
 }
 
+/// `-o drop_privileges`: mount.fuse3 mounts by itself and hands zarrfs the connection as
+/// `/dev/fd/N`, which zarrfs does not take: it says so, naming the option, with status 2.
+#[test]
+fn mount_fuse3_drop_privileges_is_refused_naming_it() {
+    let Some((scene, case, _, _)) = scene_with_fixture() else {
+        return;
+    };
+    let script = format!(
+        "if mount.fuse3 '{store}' \"$MNT\" -t zarrfs -o ro,drop_privileges 2> \"$S/err\"; then\n\
+           echo mounted; exit 1\n\
+         else echo $? > \"$S/status\"; fi\n",
+        store = case.store.display(),
+    );
+    let out = scene.run(&script);
+    assert!(out.status.success(), "{}", describe(&out));
+    let said = std::fs::read_to_string(scene.path("err")).unwrap();
+    assert!(said.contains("drop_privileges"), "{said}");
+    let status = std::fs::read_to_string(scene.path("status")).unwrap();
+    assert_eq!(status.trim(), "2", "{said}");
+}
+
 /// Every regular file below `dir`.
 fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
