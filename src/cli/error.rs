@@ -44,6 +44,8 @@ pub enum OptionError {
     },
     #[error("option {item:?}: {name} is a switch and takes no value: write -o {name}")]
     SwitchWithValue { item: String, name: String },
+    #[error("option {item:?} cannot be given in a -o list: {why}")]
+    NotInList { item: String, why: &'static str },
     /// mount.fuse3's `drop_privileges` mounts itself and passes the connection as `/dev/fd/N`.
     #[error(
         "mount point {}: a FUSE connection handed over by mount.fuse3 (its option \

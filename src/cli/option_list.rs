@@ -106,6 +106,18 @@ fn bundled_list<'a>(arg: &'a str, cmd: &Command) -> Option<(&'a str, &'a str)> {
     (at > 0 && shorts[..at].chars().all(switch)).then(|| (&arg[..at + 1], &shorts[at + 1..]))
 }
 
+/// Long options that cannot work through mount(8), refused in `-o` lists, and why.
+const NOT_IN_LISTS: &[(&str, &str)] = &[
+    (
+        "foreground",
+        "mount(8) would wait for it until unmounted; run zarrfs -f STORE MOUNTPOINT instead",
+    ),
+    (
+        "generate",
+        "it prints and mounts nothing; run zarrfs --generate WHAT instead",
+    ),
+];
+
 /// `--name[=value]` when `item` (`name` or `name=value`) names a long option of `cmd`.
 fn own_option(cmd: &Command, item: &str) -> Result<Option<String>, OptionError> {
     let (name, value) = match item.split_once('=') {
@@ -116,6 +128,12 @@ fn own_option(cmd: &Command, item: &str) -> Result<Option<String>, OptionError> 
     let Some(arg) = cmd.get_arguments().find(|a| a.get_long() == Some(&long)) else {
         return Ok(None);
     };
+    if let Some(&(_, why)) = NOT_IN_LISTS.iter().find(|(l, _)| *l == long) {
+        return Err(OptionError::NotInList {
+            item: item.to_string(),
+            why,
+        });
+    }
     let takes_value = arg.get_action().takes_values();
     match (takes_value, value) {
         (true, Some(v)) => Ok(Some(format!("--{long}={v}"))),
@@ -255,10 +273,13 @@ mod tests {
     }
 
     #[test]
-    fn every_long_option_has_an_o_form() {
+    fn every_long_option_has_an_o_form_but_those_mount_cannot_run() {
         let cmd = MountArgs::command();
         for arg in cmd.get_arguments() {
             let Some(long) = arg.get_long() else { continue };
+            if NOT_IN_LISTS.iter().any(|(l, _)| *l == long) {
+                continue;
+            }
             let item = match arg.get_action().takes_values() {
                 true => format!("{}=x", long.replace('-', "_")),
                 false => long.replace('-', "_"),
@@ -278,6 +299,13 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("takes no value"), "{err}");
+        for (list, says) in [
+            ("foreground", "zarrfs -f"),
+            ("ro,generate=man", "zarrfs --generate"),
+        ] {
+            let err = expanded(&["-o", list, "s", "m"]).unwrap_err().to_string();
+            assert!(err.contains(says), "{err}");
+        }
         // Past `--` nothing is an option.
         let got = expanded(&["--", "-o", "x"]).unwrap();
         assert_eq!(got, ["zarrfs", "--", "-o", "x"]);
