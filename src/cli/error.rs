@@ -44,6 +44,11 @@ pub enum OptionError {
     },
     #[error("option {item:?}: {name} is a switch and takes no value: write -o {name}")]
     SwitchWithValue { item: String, name: String },
+    #[error(
+        "option auto_unmount needs allow_other or allow_root beside it (zarrfs's FUSE library \
+         has fusermount3 unmount only a mount opened to others)"
+    )]
+    AutoUnmountAlone,
     #[error("option {item:?} cannot be given in a -o list: {why}")]
     NotInList { item: String, why: &'static str },
     /// mount.fuse3's `drop_privileges` mounts itself and passes the connection as `/dev/fd/N`.

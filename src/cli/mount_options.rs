@@ -115,6 +115,11 @@ pub fn parse_mount_options(lists: &[String]) -> Result<MountOptions, OptionError
         options.retain(|o| !overrides(&parsed, o));
         options.push(parsed);
     }
+    // fuser has fusermount3 unmount the mount only for one opened to others (fusermount3's
+    // auto_unmount without allow_other is libfuse's alone): said now, not after the store loaded.
+    if options.contains(&MountOption::AutoUnmount) && acl == SessionACL::Owner {
+        return Err(OptionError::AutoUnmountAlone);
+    }
     if !options.iter().any(is_subtype) {
         options.push(MountOption::CUSTOM("subtype=zarrfs".into()));
     }
@@ -332,6 +337,14 @@ mod tests {
         }
     }
 
+    #[test]
+    fn auto_unmount_comes_with_allow_other_or_allow_root() {
+        for list in ["auto_unmount,allow_other", "allow_root,auto_unmount"] {
+            let m = parse_mount_options(&[list.into()]).unwrap();
+            assert!(m.options.contains(&MountOption::AutoUnmount), "{list}");
+        }
+    }
+
     /// The flags of mount(8) that change nothing here are accepted, and passed to no one.
     #[test]
     fn takes_and_ignores_the_other_flags_of_mount() {
@@ -349,6 +362,7 @@ mod tests {
             ("cache_sise=2G", "\"cache_sise=2G\""),
             ("kernel_cache", "unknown option \"kernel_cache\""),
             ("max_read=lots", "number of bytes"),
+            ("auto_unmount", "allow_other or allow_root"),
         ] {
             let err = parse_mount_options(&[list.into()]).unwrap_err().to_string();
             assert!(err.contains(says), "{list}: {err}");
