@@ -42,7 +42,10 @@ A (elements in C order, little-endian), A.json (metadata) and A.npy (for numpy.l
                       mount -t fuse.zarrfs [-o OPT[,OPT...]] STORE MOUNTPOINT\n       \
                       zarrfs unmount MOUNTPOINT\n       \
                       zarrfs --generate man|bash|zsh|fish",
-    after_help = EXAMPLES
+    after_help = EXAMPLES,
+    // As mount(8) appends the command line's -o list to the fstab line's options, the later of
+    // two values wins (options that take a list, such as -o and --allow-target, accumulate).
+    args_override_self = true
 )]
 pub struct MountArgs {
     /// The store: a directory (Zarr v2/v3), a .zip file, or a URL (s3://, gs://, az://, abfs://,

@@ -17,9 +17,16 @@ pub struct Ready {
 }
 
 impl Ready {
-    /// Tells the parent the mount works, then detaches from the terminal: stdin and stdout go to
-    /// /dev/null, stderr to `log` or (without one) /dev/null with logging sent to syslog.
+    /// Tells the parent the mount works, then detaches from the terminal: a new session, stdin
+    /// and stdout to /dev/null, stderr to `log` or (without one) /dev/null with logging sent to
+    /// syslog.
+    ///
+    /// The session starts only now, once mounted, as libfuse's daemons do: an automount
+    /// (`x-systemd.automount`) lets through to its mount point only the process group of the
+    /// mount command, so a lookup made from a new session would wait on the pending automount,
+    /// which completes only with this mount.
     pub fn succeed(mut self, log: Option<File>) {
+        let _ = setsid();
         // The mount command exits on this verdict: the daemon lives on without it.
         let _ = set_parent_process_death_signal(None);
         let _ = self.pipe.write_all(b"ok\n");
@@ -53,8 +60,8 @@ fn dev_null() -> Option<File> {
         .ok()
 }
 
-/// Forks. The child starts a new session and runs `work`, which must call [`Ready::succeed`] or
-/// [`Ready::fail`]; its return value is the child's exit code. The parent waits for the verdict
+/// Forks. The child runs `work`, which must call [`Ready::succeed`] (which starts a new session)
+/// or [`Ready::fail`]; its return value is the child's exit code. The parent waits for the verdict
 /// and returns the process exit code. Call before any thread is started.
 pub fn daemonize(work: impl FnOnce(Ready) -> i32) -> i32 {
     let (reader, writer) = match pipe_with(PipeFlags::CLOEXEC) {
@@ -73,14 +80,14 @@ pub fn daemonize(work: impl FnOnce(Ready) -> i32) -> i32 {
         Ok(ForkResult::Parent { child }) => child,
         Ok(ForkResult::Child) => {
             drop(reader);
-            // Until the mount is ready, the mount command ending (Ctrl-C in its terminal, which
-            // the new session no longer gets) ends the loading too: no mount appears after
-            // the user gave up on it, and a mount point made for it is removed.
+            // Until the mount is ready, the mount command ending (killed, or Ctrl-C in its
+            // terminal, which reaches this process too until its session starts) ends the
+            // loading too: no mount appears after the user gave up on it, and a mount point
+            // made for it is removed.
             let _ = set_parent_process_death_signal(Some(RustixSignal::TERM));
             if getppid() != Some(parent) {
                 std::process::exit(1);
             }
-            let _ = setsid();
             let _ = chdir("/");
             let code = work(Ready { pipe: writer });
             std::process::exit(code);

@@ -44,6 +44,21 @@ pub enum OptionError {
     },
     #[error("option {item:?}: {name} is a switch and takes no value: write -o {name}")]
     SwitchWithValue { item: String, name: String },
+    #[error(
+        "option auto_unmount needs allow_other or allow_root beside it (zarrfs's FUSE library \
+         has fusermount3 unmount only a mount opened to others)"
+    )]
+    AutoUnmountAlone,
+    #[error("option {item:?} cannot be given in a -o list: {why}")]
+    NotInList { item: String, why: &'static str },
+    /// mount.fuse3's `drop_privileges` mounts itself and passes the connection as `/dev/fd/N`.
+    #[error(
+        "mount point {}: a FUSE connection handed over by mount.fuse3 (its option \
+         drop_privileges), which zarrfs does not take; the mount mount.fuse3 made is left without \
+         a daemon: umount it, then mount without drop_privileges",
+        .0.display()
+    )]
+    HandedOver(PathBuf),
 }
 
 /// Why nothing was mounted.

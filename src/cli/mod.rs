@@ -90,6 +90,9 @@ pub struct Prepared {
 
 fn prepare(store: &str, mountpoint: &Path, options: &Options) -> Result<Prepared, MountError> {
     // First, so that a refused option is said (with status 2) whatever else is wrong.
+    if handed_over(mountpoint) {
+        return Err(OptionError::HandedOver(mountpoint.to_path_buf()).into());
+    }
     let mut mount_options = parse_mount_options(&options.mount_options)?;
     let options = absolute_paths(options)?;
     let (store, location, requests) = open_store(store, &options)?;
@@ -107,6 +110,15 @@ fn prepare(store: &str, mountpoint: &Path, options: &Options) -> Result<Prepared
         mount_options,
         options,
     })
+}
+
+/// True for `/dev/fd/N`, the mount point mount.fuse3 passes with `-o drop_privileges`: a
+/// connection to a mount it made itself.
+fn handed_over(mountpoint: &Path) -> bool {
+    mountpoint
+        .to_str()
+        .and_then(|p| p.strip_prefix("/dev/fd/"))
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// `options` with every relative path made absolute from the working directory: the daemon

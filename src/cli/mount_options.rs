@@ -3,6 +3,7 @@
 //! command-line options before this (see `option_list`).
 
 use super::error::OptionError;
+use super::option_list::unquote;
 use fuser::{MountOption, SessionACL};
 
 /// Mount options and the access rule they ask for.
@@ -23,11 +24,34 @@ const USERSPACE_OPTIONS: &[&str] = &[
     "ro",
 ];
 
+/// mount(2) flags mount(8) passes that change nothing on a read-only FUSE mount without links
+/// (access times, lazy time stamps, link following, i_version, mandatory locks, the kernel's
+/// `silent`): accepted and ignored.
+const IGNORED_FLAGS: &[&str] = &[
+    "diratime",
+    "nodiratime",
+    "relatime",
+    "norelatime",
+    "strictatime",
+    "nostrictatime",
+    "lazytime",
+    "nolazytime",
+    "symfollow",
+    "nosymfollow",
+    "iversion",
+    "noiversion",
+    "mand",
+    "nomand",
+    "silent",
+    "loud",
+];
+
 /// The options a kernel FUSE mount takes beyond mount(2)'s flags, for the message that refuses
 /// an unknown one.
 const KNOWN: &str = "allow_other, allow_root, default_permissions, auto_unmount, fsname=NAME, \
                      subtype=NAME, max_read=BYTES, ro, rw, dev, nodev, suid, nosuid, exec, noexec, \
-                     atime, noatime, sync, async, dirsync, and mount(8)'s defaults, auto, noauto, user, \
+                     atime, noatime, sync, async, dirsync, relatime and the other flags \
+                     zarrfs ignores, and mount(8)'s defaults, auto, noauto, user, \
                      nouser, users, owner, group, nofail, _netdev, x-*, comment=*";
 
 /// Parses comma-separated `-o` lists. The mount is always read-only: `rw` mounts read-only with
@@ -37,14 +61,9 @@ pub fn parse_mount_options(lists: &[String]) -> Result<MountOptions, OptionError
     let mut options = vec![MountOption::RO, MountOption::NoDev, MountOption::NoSuid];
     let mut acl = SessionACL::Owner;
     let mut notices = Vec::new();
-    for opt in lists
-        .iter()
-        .flat_map(|l| l.split(','))
-        .map(str::trim)
-        .filter(|o| !o.is_empty())
-    {
+    for opt in lists.iter().flat_map(|l| super::option_list::items(l)) {
         let parsed = match opt {
-            o if USERSPACE_OPTIONS.contains(&o) => continue,
+            o if USERSPACE_OPTIONS.contains(&o) || IGNORED_FLAGS.contains(&o) => continue,
             o if o.starts_with("x-") || o.starts_with("comment=") => continue,
             "rw" => {
                 notices.push("option rw: zarrfs mounts are read-only, mounting read-only".into());
@@ -71,10 +90,14 @@ pub fn parse_mount_options(lists: &[String]) -> Result<MountOptions, OptionError
             "sync" => MountOption::Sync,
             "async" => MountOption::Async,
             "dirsync" => MountOption::DirSync,
-            o if o.starts_with("fsname=") => MountOption::FSName(o["fsname=".len()..].to_string()),
+            o if o.starts_with("fsname=") => {
+                MountOption::FSName(unquote(&o["fsname=".len()..]).to_string())
+            }
             // Passed as a plain option: the kernel takes it as well as fusermount3 does
             // (fuser's own Subtype is dropped when root mounts with mount(2)).
-            o if o.starts_with("subtype=") => MountOption::CUSTOM(o.to_string()),
+            o if o.starts_with("subtype=") => {
+                MountOption::CUSTOM(format!("subtype={}", unquote(&o["subtype=".len()..])))
+            }
             o if o.starts_with("max_read=") => {
                 let value = &o["max_read=".len()..];
                 if value.parse::<u32>().map_or(true, |n| n == 0) {
@@ -91,6 +114,11 @@ pub fn parse_mount_options(lists: &[String]) -> Result<MountOptions, OptionError
         };
         options.retain(|o| !overrides(&parsed, o));
         options.push(parsed);
+    }
+    // fuser has fusermount3 unmount the mount only for one opened to others (fusermount3's
+    // auto_unmount without allow_other is libfuse's alone): said now, not after the store loaded.
+    if options.contains(&MountOption::AutoUnmount) && acl == SessionACL::Owner {
+        return Err(OptionError::AutoUnmountAlone);
     }
     if !options.iter().any(is_subtype) {
         options.push(MountOption::CUSTOM("subtype=zarrfs".into()));
@@ -196,7 +224,7 @@ mod tests {
         assert!(m
             .options
             .contains(&MountOption::CUSTOM("subtype=zarrfs".into())));
-        let named = parse_mount_options(&["subtype=a,subtype=b".into()]).unwrap();
+        let named = parse_mount_options(&["subtype=a,subtype=\"b\"".into()]).unwrap();
         assert_eq!(subtype(&named), 1);
         assert!(named
             .options
@@ -269,9 +297,9 @@ mod tests {
         let mut m = parse_mount_options(&[]).unwrap();
         m.name_after("/data/s.zarr");
         assert_eq!(fsnames(&m), [MountOption::FSName("/data/s.zarr".into())]);
-        let mut m = parse_mount_options(&["fsname=a,fsname=b".into()]).unwrap();
+        let mut m = parse_mount_options(&["fsname=a,fsname=\"b,c\"".into()]).unwrap();
         m.name_after("/data/s.zarr");
-        assert_eq!(fsnames(&m), [MountOption::FSName("b".into())]);
+        assert_eq!(fsnames(&m), [MountOption::FSName("b,c".into())]);
     }
 
     /// What mount(8) and mount.fuse3 pass: `rw,dev,suid` for a plain `mount -t fuse.zarrfs`,
@@ -310,11 +338,31 @@ mod tests {
     }
 
     #[test]
+    fn auto_unmount_comes_with_allow_other_or_allow_root() {
+        for list in ["auto_unmount,allow_other", "allow_root,auto_unmount"] {
+            let m = parse_mount_options(&[list.into()]).unwrap();
+            assert!(m.options.contains(&MountOption::AutoUnmount), "{list}");
+        }
+    }
+
+    /// The flags of mount(8) that change nothing here are accepted, and passed to no one.
+    #[test]
+    fn takes_and_ignores_the_other_flags_of_mount() {
+        let plain = parse_mount_options(&[]).unwrap();
+        let all = IGNORED_FLAGS.join(",");
+        assert_eq!(parse_mount_options(&[all]).unwrap(), plain);
+        let m = parse_mount_options(&["relatime,nodiratime,noatime,lazytime".into()]).unwrap();
+        assert!(m.options.contains(&MountOption::NoAtime), "{:?}", m.options);
+        assert_eq!(m.options.len(), plain.options.len() + 1);
+    }
+
+    #[test]
     fn refuses_unknown_options_naming_them() {
         for (list, says) in [
             ("cache_sise=2G", "\"cache_sise=2G\""),
             ("kernel_cache", "unknown option \"kernel_cache\""),
             ("max_read=lots", "number of bytes"),
+            ("auto_unmount", "allow_other or allow_root"),
         ] {
             let err = parse_mount_options(&[list.into()]).unwrap_err().to_string();
             assert!(err.contains(says), "{list}: {err}");

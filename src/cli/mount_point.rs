@@ -55,9 +55,9 @@ impl MountPoint {
 /// live or dead, or a FUSE mount whose daemon is gone; another filesystem may be mounted over.
 fn refuse_mounted(given: &Path, path: &Path, entry: &MountEntry) -> Result<(), MountError> {
     let zarrfs = entry.is_zarrfs();
-    if zarrfs && pidfile::recorded(&entry.dev) {
+    if zarrfs && pidfile::recorded(entry) {
         // The daemon's record tells, even when the daemon is stopped or stuck.
-        return Err(match pidfile::daemon_of(&entry.dev) {
+        return Err(match pidfile::daemon_of(entry) {
             Some(_) => MountError::AlreadyMounted(given.to_path_buf()),
             None => MountError::DeadZarrfsMount(given.to_path_buf()),
         });

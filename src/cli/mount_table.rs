@@ -11,6 +11,8 @@ pub const ZARRFS_FSTYPE: &str = "fuse.zarrfs";
 /// One mount of the table.
 #[derive(Debug, PartialEq)]
 pub struct MountEntry {
+    /// The mount's id (the table's first field).
+    pub id: u64,
     /// Device number as `major:minor`.
     pub dev: String,
     /// Where it is mounted.
@@ -25,7 +27,7 @@ impl MountEntry {
     pub fn is_zarrfs(&self) -> bool {
         self.fstype == ZARRFS_FSTYPE
             || ((self.fstype == "fuse" || self.fstype.starts_with("fuse."))
-                && super::pidfile::recorded(&self.dev))
+                && super::pidfile::recorded(self))
     }
 }
 
@@ -86,10 +88,12 @@ pub fn answers(path: &Path) -> bool {
 fn parse_line(line: &str) -> Option<MountEntry> {
     let (before, after) = line.split_once(" - ")?;
     let mut fields = before.split(' ');
-    let dev = fields.nth(2)?.to_string();
+    let id = fields.next()?.parse().ok()?;
+    let dev = fields.nth(1)?.to_string();
     let mount_point = PathBuf::from(unescape(fields.nth(1)?));
     let fstype = after.split(' ').next()?.to_string();
     Some(MountEntry {
+        id,
         dev,
         mount_point,
         fstype,
@@ -131,6 +135,7 @@ mod tests {
         assert_eq!(
             parse_line(line),
             Some(MountEntry {
+                id: 512,
                 dev: "0:77".into(),
                 mount_point: PathBuf::from("/tmp/my mnt"),
                 fstype: "fuse.zarrfs".into(),

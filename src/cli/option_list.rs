@@ -49,8 +49,8 @@ pub fn expand(argv: Vec<String>, cmd: &Command) -> Result<Vec<String>, OptionErr
             },
         };
         let mut kept = Vec::new();
-        for item in list.split(',').filter(|i| !i.trim().is_empty()) {
-            match own_option(cmd, item.trim())? {
+        for item in items(&list) {
+            match own_option(cmd, item)? {
                 Some(option) => moved.push(option),
                 None => kept.push(item),
             }
@@ -62,6 +62,36 @@ pub fn expand(argv: Vec<String>, cmd: &Command) -> Result<Vec<String>, OptionErr
     }
     out.splice(1..1, moved);
     Ok(out)
+}
+
+/// The items of a comma-separated `-o` list, trimmed, as libmount splits it: not at a comma
+/// inside double quotes (`cache_dir="/data/a,b"`).
+pub fn items(list: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut start, mut quoted) = (0, false);
+    for (at, c) in list.char_indices() {
+        match c {
+            '"' => quoted = !quoted,
+            ',' if !quoted => {
+                out.push(&list[start..at]);
+                start = at + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&list[start..]);
+    out.into_iter()
+        .map(str::trim)
+        .filter(|i| !i.is_empty())
+        .collect()
+}
+
+/// `value` without one pair of surrounding double quotes, as libmount quotes a value.
+pub fn unquote(value: &str) -> &str {
+    value
+        .strip_prefix('"')
+        .and_then(|v| v.strip_suffix('"'))
+        .unwrap_or(value)
 }
 
 /// For a bundle of short switches ending in `-o` (`-fo LIST`, `-vvoLIST`): the switches
@@ -76,16 +106,34 @@ fn bundled_list<'a>(arg: &'a str, cmd: &Command) -> Option<(&'a str, &'a str)> {
     (at > 0 && shorts[..at].chars().all(switch)).then(|| (&arg[..at + 1], &shorts[at + 1..]))
 }
 
+/// Long options that cannot work through mount(8), refused in `-o` lists, and why.
+const NOT_IN_LISTS: &[(&str, &str)] = &[
+    (
+        "foreground",
+        "mount(8) would wait for it until unmounted; run zarrfs -f STORE MOUNTPOINT instead",
+    ),
+    (
+        "generate",
+        "it prints and mounts nothing; run zarrfs --generate WHAT instead",
+    ),
+];
+
 /// `--name[=value]` when `item` (`name` or `name=value`) names a long option of `cmd`.
 fn own_option(cmd: &Command, item: &str) -> Result<Option<String>, OptionError> {
     let (name, value) = match item.split_once('=') {
-        Some((n, v)) => (n, Some(v)),
+        Some((n, v)) => (n, Some(unquote(v))),
         None => (item, None),
     };
     let long = name.replace('_', "-");
     let Some(arg) = cmd.get_arguments().find(|a| a.get_long() == Some(&long)) else {
         return Ok(None);
     };
+    if let Some(&(_, why)) = NOT_IN_LISTS.iter().find(|(l, _)| *l == long) {
+        return Err(OptionError::NotInList {
+            item: item.to_string(),
+            why,
+        });
+    }
     let takes_value = arg.get_action().takes_values();
     match (takes_value, value) {
         (true, Some(v)) => Ok(Some(format!("--{long}={v}"))),
@@ -181,11 +229,57 @@ mod tests {
         assert_eq!(expanded(&["--foo"]).unwrap(), ["zarrfs", "--foo"]);
     }
 
+    /// A value in double quotes (libmount's quoting) is taken without them, commas and all.
     #[test]
-    fn every_long_option_has_an_o_form() {
+    fn a_quoted_value_is_one_item_without_its_quotes() {
+        let got = expanded(&["-o", "cache_dir=\"/tmp/a,b\",ro,fsname=\"x,y\"", "s", "m"]).unwrap();
+        assert_eq!(
+            got,
+            [
+                "zarrfs",
+                "--cache-dir=/tmp/a,b",
+                "-o",
+                "ro,fsname=\"x,y\"",
+                "s",
+                "m"
+            ]
+        );
+        assert_eq!(items(" a,\"b,c\" ,,d"), ["a", "\"b,c\"", "d"]);
+        assert_eq!(unquote("\""), "\"");
+    }
+
+    /// An option given twice (an fstab line's, then the command line's) takes the later value;
+    /// options that take a list keep every value.
+    #[test]
+    fn the_later_of_two_values_wins() {
+        let got = expanded(&[
+            "-o",
+            "cache_size=2G,anonymous,allow_target=/a",
+            "-o",
+            "cache_size=4G,anonymous,allow_target=/b",
+            "--cache-size",
+            "3G",
+            "s",
+            "m",
+        ])
+        .unwrap();
+        let args = <MountArgs as clap::Parser>::try_parse_from(got).unwrap();
+        assert_eq!(args.options.cache_size, 3 << 30);
+        assert!(args.options.anonymous);
+        assert_eq!(args.options.allow_target, ["/a", "/b"]);
+        let got = expanded(&["-o", "cache_size=2G", "-o", "cache_size=4G", "s", "m"]).unwrap();
+        let args = <MountArgs as clap::Parser>::try_parse_from(got).unwrap();
+        assert_eq!(args.options.cache_size, 4 << 30);
+    }
+
+    #[test]
+    fn every_long_option_has_an_o_form_but_those_mount_cannot_run() {
         let cmd = MountArgs::command();
         for arg in cmd.get_arguments() {
             let Some(long) = arg.get_long() else { continue };
+            if NOT_IN_LISTS.iter().any(|(l, _)| *l == long) {
+                continue;
+            }
             let item = match arg.get_action().takes_values() {
                 true => format!("{}=x", long.replace('-', "_")),
                 false => long.replace('-', "_"),
@@ -205,6 +299,13 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("takes no value"), "{err}");
+        for (list, says) in [
+            ("foreground", "zarrfs -f"),
+            ("ro,generate=man", "zarrfs --generate"),
+        ] {
+            let err = expanded(&["-o", list, "s", "m"]).unwrap_err().to_string();
+            assert!(err.contains(says), "{err}");
+        }
         // Past `--` nothing is an option.
         let got = expanded(&["--", "-o", "x"]).unwrap();
         assert_eq!(got, ["zarrfs", "--", "-o", "x"]);

@@ -1,5 +1,8 @@
 //! Where a daemon records its pid, keyed by its mount's device number (`major:minor`), so
-//! `zarrfs unmount` can tell its mounts from others and wait for the daemon to exit. (fuser
+//! `zarrfs unmount` can tell its mounts from others and wait for the daemon to exit. A record
+//! also holds the daemon's start time and its mount's id and mount point: it describes a mount
+//! only while these match (a device number is reused by later mounts), and its daemon only while
+//! a process with that pid started then (a pid is reused too). (fuser
 //! unmounts the path once more as the daemon ends; a mount made at the same path before then
 //! would vanish.)
 //!
@@ -8,9 +11,12 @@
 //! are never opened through a symbolic link.
 
 use super::error::RuntimeDirError;
+use super::mount_table::MountEntry;
 use rustix::fs::{Mode, OFlags};
+use std::ffi::OsStr;
 use std::fs::File;
 use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
@@ -119,21 +125,91 @@ fn file_name(dev: &str) -> String {
     format!("{dev}.pid")
 }
 
-/// A pid file that is removed when dropped.
-pub struct PidFile(PathBuf);
+/// What a pid file holds: `PID START MOUNT_ID` on the first line, the mount point after it.
+#[derive(Debug, PartialEq)]
+struct Record {
+    pid: i32,
+    /// When the process started, in clock ticks after boot (`/proc/PID/stat`).
+    start: u64,
+    mount_id: u64,
+    mount_point: PathBuf,
+}
+
+impl Record {
+    /// This process as the daemon of `entry`.
+    fn of_this_process(entry: &MountEntry) -> Option<Record> {
+        let pid = i32::try_from(std::process::id()).ok()?;
+        Some(Record {
+            pid,
+            start: start_time(pid)?,
+            mount_id: entry.id,
+            mount_point: entry.mount_point.clone(),
+        })
+    }
+
+    fn to_bytes(&self) -> Vec<u8> {
+        let mut out = format!("{} {} {}\n", self.pid, self.start, self.mount_id).into_bytes();
+        out.extend_from_slice(self.mount_point.as_os_str().as_bytes());
+        out
+    }
+
+    fn parse(bytes: &[u8]) -> Option<Record> {
+        let at = bytes.iter().position(|&b| b == b'\n')?;
+        let first = std::str::from_utf8(&bytes[..at]).ok()?;
+        let mut fields = first.split(' ');
+        let record = Record {
+            pid: fields.next()?.parse().ok()?,
+            start: fields.next()?.parse().ok()?,
+            mount_id: fields.next()?.parse().ok()?,
+            mount_point: PathBuf::from(OsStr::from_bytes(&bytes[at + 1..])),
+        };
+        fields.next().is_none().then_some(record)
+    }
+
+    /// True when this record was made for `entry` (same mount id and mount point; the device
+    /// number is the file's name).
+    fn describes(&self, entry: &MountEntry) -> bool {
+        self.mount_id == entry.id && self.mount_point == entry.mount_point
+    }
+
+    /// True while the process that wrote this record runs.
+    fn alive(&self) -> bool {
+        start_time(self.pid) == Some(self.start)
+    }
+}
+
+/// When process `pid` started, in clock ticks after boot: the 22nd field of `/proc/PID/stat`,
+/// the 20th after the parenthesised command name.
+fn start_time(pid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// The record in `path`, if it holds one.
+fn read_record(path: &Path) -> Option<Record> {
+    Record::parse(&std::fs::read(path).ok()?)
+}
+
+/// A pid file that is removed when dropped, unless another daemon's record has replaced it.
+pub struct PidFile {
+    path: PathBuf,
+    record: Record,
+}
 
 impl PidFile {
     /// Records this process as the daemon of the mount at `mountpoint`; says why not (as a
     /// warning) when it cannot.
     pub fn create(mountpoint: &Path) -> Option<PidFile> {
-        let dev = device_of(mountpoint)?;
+        let entry = super::mount_table::mounted_at(mountpoint)?;
+        let record = Record::of_this_process(&entry)?;
         let written = dir().map_err(|e| e.to_string()).and_then(|dir| {
-            let path = dir.join(file_name(&dev));
-            write_pid(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let path = dir.join(file_name(&entry.dev));
+            write_record(&path, &record).map_err(|e| format!("{}: {e}", path.display()))?;
             Ok(path)
         });
         match written {
-            Ok(path) => Some(PidFile(path)),
+            Ok(path) => Some(PidFile { path, record }),
             Err(why) => {
                 log::warn!(
                     "no pid file for {}: {why}; `zarrfs unmount` will not wait for this daemon \
@@ -146,37 +222,44 @@ impl PidFile {
     }
 }
 
-/// Writes this process's pid into `path`, not through a link.
-fn write_pid(path: &Path) -> std::io::Result<()> {
-    open_private(path, false)?.write_all(std::process::id().to_string().as_bytes())
+/// Writes `record` into `path`, not through a link.
+fn write_record(path: &Path, record: &Record) -> std::io::Result<()> {
+    open_private(path, false)?.write_all(&record.to_bytes())
 }
 
 impl Drop for PidFile {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+        // A later mount of the same device number may have replaced it with its own.
+        if read_record(&self.path).is_some_and(|r| r == self.record) {
+            let _ = std::fs::remove_file(&self.path);
+        }
     }
 }
 
-/// True when a zarrfs daemon recorded the mount of device `dev` (it may have died since).
-pub fn recorded(dev: &str) -> bool {
-    existing_dirs().any(|d| d.join(file_name(dev)).exists())
-}
-
-/// Removes the records of device `dev` (left behind by a daemon that was killed).
-pub fn forget(dev: &str) {
-    for dir in existing_dirs() {
-        let _ = std::fs::remove_file(dir.join(file_name(dev)));
-    }
-}
-
-/// The pid of the zarrfs daemon serving device `dev`, if it recorded one and still runs.
-pub fn daemon_of(dev: &str) -> Option<i32> {
-    existing_dirs().find_map(|dir| {
-        let text = std::fs::read_to_string(dir.join(file_name(dev))).ok()?;
-        let pid: i32 = text.trim().parse().ok()?;
-        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
-        (comm.trim() == "zarrfs").then_some(pid)
+/// The pid files of `entry`'s device number that describe `entry`, with their records.
+fn records(entry: &MountEntry) -> impl Iterator<Item = (PathBuf, Record)> + '_ {
+    existing_dirs().filter_map(|dir| {
+        let path = dir.join(file_name(&entry.dev));
+        let record = read_record(&path).filter(|r| r.describes(entry))?;
+        Some((path, record))
     })
+}
+
+/// True when a zarrfs daemon recorded the mount `entry` (it may have died since).
+pub fn recorded(entry: &MountEntry) -> bool {
+    records(entry).next().is_some()
+}
+
+/// Removes the records of `entry` (left behind by a daemon that was killed).
+pub fn forget(entry: &MountEntry) {
+    for (path, _) in records(entry) {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+/// The pid of the zarrfs daemon serving `entry`, if it recorded one and still runs.
+pub fn daemon_of(entry: &MountEntry) -> Option<i32> {
+    records(entry).find_map(|(_, r)| r.alive().then_some(r.pid))
 }
 
 #[cfg(test)]
@@ -234,6 +317,66 @@ mod tests {
         assert!(err.to_string().contains("owned by uid"), "{err}");
     }
 
+    /// A record describes the mount it was made for (its id and mount point) and its daemon
+    /// only while a process with that pid and start time runs.
+    #[test]
+    fn a_record_describes_only_its_mount_and_its_living_daemon() {
+        let entry = MountEntry {
+            id: 77,
+            dev: "0:99".into(),
+            mount_point: PathBuf::from("/mnt/a b\nc"),
+            fstype: "fuse.zarrfs".into(),
+        };
+        let record = Record::of_this_process(&entry).unwrap();
+        let parsed = Record::parse(&record.to_bytes()).unwrap();
+        assert_eq!(parsed, record);
+        assert!(record.describes(&entry) && record.alive());
+        let elsewhere = MountEntry {
+            mount_point: PathBuf::from("/mnt/other"),
+            ..entry
+        };
+        assert!(!record.describes(&elsewhere));
+        let later = MountEntry {
+            id: 78,
+            ..elsewhere
+        };
+        assert!(!Record {
+            mount_point: later.mount_point.clone(),
+            ..record
+        }
+        .describes(&later));
+        let reused = Record::parse(b"1 0 77\n/m").unwrap();
+        assert!(!reused.alive(), "pid 1 did not start at tick 0");
+        assert_eq!(Record::parse(b"123"), None);
+    }
+
+    /// A pid file that a later mount of the same device number rewrote is left to it.
+    #[test]
+    fn a_pid_file_rewritten_by_another_daemon_is_not_removed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let record = |pid| Record {
+            pid,
+            start: 5,
+            mount_id: 6,
+            mount_point: PathBuf::from("/m"),
+        };
+        let path = tmp.path().join("0:50.pid");
+        write_record(&path, &record(10)).unwrap();
+        let ours = PidFile {
+            path: path.clone(),
+            record: record(10),
+        };
+        write_record(&path, &record(11)).unwrap();
+        drop(ours);
+        assert_eq!(read_record(&path), Some(record(11)));
+        let theirs = PidFile {
+            path: path.clone(),
+            record: record(11),
+        };
+        drop(theirs);
+        assert!(!path.exists());
+    }
+
     /// A pid file planted as a link to another file is not written through.
     #[test]
     fn a_planted_link_is_not_followed() {
@@ -242,7 +385,13 @@ mod tests {
         std::fs::write(&victim, b"precious").unwrap();
         let planted = tmp.path().join("0:42.pid");
         std::os::unix::fs::symlink(&victim, &planted).unwrap();
-        let err = write_pid(&planted).unwrap_err();
+        let record = Record {
+            pid: 1,
+            start: 2,
+            mount_id: 3,
+            mount_point: PathBuf::from("/m"),
+        };
+        let err = write_record(&planted, &record).unwrap_err();
         assert_eq!(
             rustix::io::Errno::from_io_error(&err),
             Some(rustix::io::Errno::LOOP)
@@ -252,8 +401,7 @@ mod tests {
 
         let plain = tmp.path().join("0:43.pid");
         std::fs::write(&plain, b"a longer old content").unwrap();
-        write_pid(&plain).unwrap();
-        let written = std::fs::read_to_string(&plain).unwrap();
-        assert_eq!(written, std::process::id().to_string());
+        write_record(&plain, &record).unwrap();
+        assert_eq!(std::fs::read(&plain).unwrap(), b"1 2 3\n/m");
     }
 }

@@ -73,7 +73,7 @@ pub fn unmount(mountpoint: &Path) -> Result<Unmounted, UnmountError> {
             fstype: entry.fstype,
         });
     }
-    let daemon = pidfile::daemon_of(&entry.dev);
+    let daemon = pidfile::daemon_of(&entry);
     detach_soon(&path).map_err(|refusal| match refusal {
         Refusal::Busy => UnmountError::Busy(given()),
         cause => UnmountError::Failed {
@@ -83,7 +83,7 @@ pub fn unmount(mountpoint: &Path) -> Result<Unmounted, UnmountError> {
     })?;
     let Some(pid) = daemon else {
         // No daemon: the mount was dead, and its record is stale.
-        pidfile::forget(&entry.dev);
+        pidfile::forget(&entry);
         return Ok(Unmounted::Done);
     };
     let deadline = Instant::now() + DAEMON_EXIT_TIMEOUT;

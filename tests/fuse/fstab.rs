@@ -220,6 +220,27 @@ fn mount_fuse3_called_directly_takes_zarrfs_options() {
     assert!(out.status.success(), "{}", describe(&out));
 }
 
+/// `-o drop_privileges`: mount.fuse3 mounts by itself and hands zarrfs the connection as
+/// `/dev/fd/N`, which zarrfs does not take: it says so, naming the option, with status 2.
+#[test]
+fn mount_fuse3_drop_privileges_is_refused_naming_it() {
+    let Some((scene, case, _, _)) = scene_with_fixture() else {
+        return;
+    };
+    let script = format!(
+        "if mount.fuse3 '{store}' \"$MNT\" -t zarrfs -o ro,drop_privileges 2> \"$S/err\"; then\n\
+           echo mounted; exit 1\n\
+         else echo $? > \"$S/status\"; fi\n",
+        store = case.store.display(),
+    );
+    let out = scene.run(&script);
+    assert!(out.status.success(), "{}", describe(&out));
+    let said = std::fs::read_to_string(scene.path("err")).unwrap();
+    assert!(said.contains("drop_privileges"), "{said}");
+    let status = std::fs::read_to_string(scene.path("status")).unwrap();
+    assert_eq!(status.trim(), "2", "{said}");
+}
+
 /// Every regular file below `dir`.
 fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -305,4 +326,53 @@ fn the_mount_commands_of_the_manual_mount() {
         ));
         assert!(out.status.success(), "{command}\n{}", describe(&out));
     }
+}
+
+/// An fstab line with `x-systemd.automount`, mounted as systemd mounts it: an autofs direct
+/// mount on the mount point (`automount.py`, a daemon as systemd's), whose first access runs
+/// `mount MNT` in the daemon's process group. The access is answered with the array's bytes:
+/// zarrfs mounts before it leaves that process group (from a session of its own, its lookup of
+/// the mount point would wait on the pending automount, which the daemon completes only once
+/// the mount command returns).
+#[test]
+fn an_fstab_line_with_x_systemd_automount_mounts_at_the_first_access() {
+    let Some((scene, case, array, _)) = scene_with_fixture() else {
+        return;
+    };
+    if !Path::new("/dev/autofs").exists() {
+        assert!(
+            std::env::var_os("ZARRFS_REQUIRE_FUSE").is_none(),
+            "no autofs here (modprobe autofs4)"
+        );
+        eprintln!("skipping: no autofs (/dev/autofs)");
+        return;
+    }
+    scene.add_fstab_line(&format!(
+        "{} {} fuse.zarrfs ro,noauto,nofail,x-systemd.automount 0 0",
+        case.store.display(),
+        scene.path("mnt").display()
+    ));
+    let daemon = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuse/automount.py");
+    // The automount daemon gives the mount 60 s, then fails the access; its end leaves the
+    // autofs mount on $MNT under the FUSE one.
+    let script = format!(
+        "python3 '{daemon}' \"$MNT\" 60 mount \"$MNT\" > \"$S/automount.out\" 2>&1 &\n\
+         until grep -q armed \"$S/automount.out\"; do\n\
+           kill -0 $! 2>/dev/null || {{ cat \"$S/automount.out\"; exit 1; }}\n\
+           sleep 0.05\n\
+         done\n\
+         cmp \"$MNT/{array}\" \"$S/expected\"\n\
+         wait $!\n\
+         grep -q '^mounted$' \"$S/automount.out\"\n\
+         umount \"$MNT\"\n\
+         umount \"$MNT\"\n",
+        daemon = daemon.display(),
+    );
+    let out = scene.run(&script);
+    let said = std::fs::read_to_string(scene.path("automount.out")).unwrap_or_default();
+    assert!(
+        out.status.success(),
+        "{}\nautomount daemon: {said}",
+        describe(&out)
+    );
 }

@@ -355,6 +355,29 @@ fn a_second_mount_on_a_zarrfs_mount_point_is_refused() {
     assert_eq!(fstype_at(&mnt), None);
 }
 
+/// A daemon started under another name (a `mount.zarrfs` link to the binary, as some installs
+/// make) is known as the live daemon of its mount: a second mount there is refused as "already
+/// mounted", not as a mount whose daemon died, and `zarrfs unmount` ends it.
+#[test]
+fn a_daemon_under_another_name_is_known_by_its_record() {
+    if !root_fuse_ready() {
+        return;
+    }
+    let scene = Scene::new();
+    let mnt = scene.mnt();
+    let renamed = scene.dir.path().join("mount.zarrfs");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_zarrfs"), &renamed).unwrap();
+    let out = run(Command::new(&renamed).arg(demo()).arg(&mnt));
+    assert!(out.status.success(), "mount: {}", stderr_of(&out));
+    let out = run(zarrfs().arg(demo()).arg(&mnt));
+    let said = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("already mounted"), "{said}");
+    let out = run(zarrfs().arg("unmount").arg(&mnt));
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(fstype_at(&mnt), None);
+}
+
 #[test]
 fn a_killed_daemon_leaves_a_dead_mount_that_zarrfs_names_and_cleans() {
     if !root_fuse_ready() {
