@@ -38,6 +38,7 @@
 
 mod block_map;
 mod dir;
+mod fds;
 mod file;
 mod identity;
 mod owned;
