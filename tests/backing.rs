@@ -216,20 +216,23 @@ fn the_budget_evicts_whole_arrays() {
     read(&view(store.path(), &dir), 0, (N * 8) as u32);
     assert!(npy_passthrough(store.path(), &dir).is_none());
     assert_eq!(files(cache.path(), "npy"), 1);
-    assert_eq!(files(cache.path(), "lock"), 1);
+    assert_eq!(
+        files(cache.path(), "lock"),
+        0,
+        "locks are let go and removed"
+    );
     std::thread::sleep(std::time::Duration::from_millis(20));
     write_store(store.path(), 5.0);
     assert_eq!(
         read(&view(store.path(), &dir), 0, (N * 8) as u32),
         expected(5.0)
     );
-    // The old array went whole: its data, its NPY file, their checksums and its lock file.
+    // The old array went whole: its data, its NPY file and their checksums.
     assert_eq!(files(cache.path(), "data"), 1);
     assert_eq!(files(cache.path(), "sum"), 1);
     assert_eq!(files(cache.path(), "npy"), 0);
     assert_eq!(files(cache.path(), "npysum"), 0);
-    assert_eq!(files(cache.path(), "lock"), 1);
-    assert_eq!(std::fs::read_dir(cache.path()).unwrap().count(), 3);
+    assert_eq!(std::fs::read_dir(cache.path()).unwrap().count(), 2);
 }
 
 #[test]
@@ -247,11 +250,67 @@ fn an_array_another_mount_is_writing_is_not_evicted() {
         read(&view(other.path(), &dir), 0, (N * 8) as u32),
         expected(2.0)
     );
-    // The written one stays, lock and all; it completes with its lock file still linked.
+    // The written one stays, lock and all; it completes, and its lock goes once let go.
     assert_eq!(files(cache.path(), "part"), 1);
+    assert!(lock_held(cache.path()));
     assert_eq!(read(&writer, 0, (N * 8) as u32), expected(1.0));
     drop(writer);
-    assert_eq!(files(cache.path(), "lock"), 2);
+    assert_eq!(files(cache.path(), "lock"), 0);
+}
+
+#[test]
+fn a_lock_file_is_left_only_while_its_array_is_written() {
+    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write_store(store.path(), 1.0);
+    let dir = BackingDir::open(cache.path(), Some(1 << 30)).unwrap();
+    // Opened, never read: its writer holds the lock while the view lives.
+    let v = view(store.path(), &dir);
+    let ino = v.resolve("a").unwrap();
+    let fh = v.open(ino).unwrap();
+    v.release(fh);
+    assert!(lock_held(cache.path()));
+    drop(v);
+    assert_eq!(files(cache.path(), "lock"), 0);
+    // Written whole, and its NPY file too.
+    read(&view(store.path(), &dir), 0, (N * 8) as u32);
+    assert!(npy_passthrough(store.path(), &dir).is_none());
+    assert_eq!(files(cache.path(), "npy"), 1);
+    assert_eq!(files(cache.path(), "lock"), 0);
+}
+
+#[test]
+fn a_file_stopped_between_the_renames_of_its_publish_is_published_not_decoded_again() {
+    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write_store(store.path(), 1.5);
+    let dir = BackingDir::open(cache.path(), Some(1 << 30)).unwrap();
+    assert_eq!(
+        read(&view(store.path(), &dir), 0, (N * 8) as u32),
+        expected(1.5)
+    );
+    // `KEY.map` renamed to `KEY.sum`, then the crash: `KEY.part` not renamed to `KEY.data`.
+    let data = file_with_ext(cache.path(), "data");
+    std::fs::rename(&data, data.with_extension("part")).unwrap();
+    let dir = BackingDir::open(cache.path(), Some(1 << 30)).unwrap();
+    let v = view(store.path(), &dir);
+    assert_eq!(read(&v, 0, (N * 8) as u32), expected(1.5));
+    assert_eq!(dir.hit_bytes(), (N * 8) as u64, "nothing decoded again");
+    assert!(v.passthrough_file(v.resolve("a").unwrap()).is_some());
+    assert_eq!(files(cache.path(), "data"), 1);
+    assert_eq!(files(cache.path(), "part"), 0);
+    // A `KEY.part` that does not match its `KEY.sum` is decoded again.
+    drop(v);
+    let data = file_with_ext(cache.path(), "data");
+    let mut bytes = std::fs::read(&data).unwrap();
+    bytes[5000] ^= 1;
+    std::fs::remove_file(&data).unwrap();
+    std::fs::write(data.with_extension("part"), bytes).unwrap();
+    let dir = BackingDir::open(cache.path(), Some(1 << 30)).unwrap();
+    assert_eq!(
+        read(&view(store.path(), &dir), 0, (N * 8) as u32),
+        expected(1.5)
+    );
+    assert_eq!(dir.hit_bytes(), 0);
+    assert_eq!(files(cache.path(), "data"), 1);
 }
 
 #[test]

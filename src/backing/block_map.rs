@@ -138,6 +138,16 @@ impl BlockMap {
         changed
     }
 
+    /// Notes that `records` (from [`BlockMap::take_changed`]) could not be saved: their pages
+    /// count as changed again (saved at the next save).
+    pub fn changed_again(&mut self, records: &[Record]) {
+        for r in records {
+            if let Some(page) = self.pages.get_mut(&r.page) {
+                page.dirty = true;
+            }
+        }
+    }
+
     /// Notes that `records` (from [`BlockMap::take_changed`]) are on disk.
     pub fn saved(&mut self, records: &[Record]) {
         for r in records {

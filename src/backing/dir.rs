@@ -1,6 +1,7 @@
 //! The cache directory: finding, creating and evicting backing files.
 
 use super::block_map::BlockMap;
+use super::fds::OpenFiles;
 use super::file::{BackingFile, Writing};
 use super::owned::{
     claim_dir, create_fresh, open_or_create, open_owned, writable_dir, write_synced,
@@ -9,6 +10,7 @@ use super::records;
 use super::{Held, Identity};
 use parking_lot::Mutex;
 use rustix::fs::{flock, FlockOperation};
+use rustix::io::Errno;
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::fs::File;
@@ -34,6 +36,28 @@ pub struct BackingDir {
     held: Mutex<HashMap<String, Vec<Weak<Held>>>>,
     hit_bytes: AtomicU64,
     passthrough_opens: AtomicU64,
+    /// The descriptors of backing files kept open (see [`OpenFiles`]).
+    files: OpenFiles,
+    /// The keys of the arrays this process is writing, least recently opened first (see
+    /// [`BackingDir::attach`]).
+    writers: Mutex<lru::LruCache<String, ()>>,
+    /// How many arrays this process writes at once, at most.
+    max_writers: usize,
+}
+
+/// The soft limit of open descriptors of this process.
+fn descriptor_limit() -> u64 {
+    let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+    limit.current.unwrap_or(u64::MAX)
+}
+
+/// Whether `e` is for want of a resource that may come back (descriptors, memory, threads):
+/// the cache directory is tried again later, not turned off.
+fn transient(e: &io::Error) -> bool {
+    matches!(
+        Errno::from_io_error(e),
+        Some(Errno::MFILE | Errno::NFILE | Errno::NOMEM | Errno::AGAIN)
+    )
 }
 
 /// `--cache-dir` given without a directory: `$XDG_CACHE_HOME/zarrfs`, else
@@ -71,7 +95,9 @@ impl BackingDir {
     /// Uses (and creates, mode 0700) `root`, keeping at most `budget` bytes there (default:
     /// 10% of the free space). `PermissionDenied` when another user owns it or may write into
     /// it (see `claim_dir`). A directory the daemon cannot write into serves the complete
-    /// arrays it holds, with a log line.
+    /// arrays it holds, with a log line. Of the process's descriptor limit (as it is now), a
+    /// quarter (at most 1024) is kept open for backing files, and an eighth (at most 512)
+    /// arrays are written at once, each holding its lock file open.
     pub fn open(root: &Path, budget: Option<u64>) -> io::Result<Arc<Self>> {
         claim_dir(root)?;
         let budget = match budget {
@@ -99,7 +125,46 @@ impl BackingDir {
             held: Mutex::default(),
             hit_bytes: AtomicU64::new(0),
             passthrough_opens: AtomicU64::new(0),
+            files: OpenFiles::new((descriptor_limit() / 4).clamp(16, 1024) as usize),
+            writers: Mutex::new(lru::LruCache::unbounded()),
+            max_writers: (descriptor_limit() / 8).clamp(8, 512) as usize,
         }))
+    }
+
+    /// The descriptors of backing files kept open.
+    pub(super) fn files(&self) -> &OpenFiles {
+        &self.files
+    }
+
+    /// Counts the array `key` as being written by this process, and lets go of the arrays
+    /// opened least recently when more than the most written at once are (their readers go
+    /// on uncached; their next open attaches them again, resuming their files).
+    fn started_writing(&self, key: &str) {
+        let mut out = Vec::new();
+        {
+            let mut writers = self.writers.lock();
+            writers.push(key.to_string(), ());
+            while writers.len() > self.max_writers {
+                out.extend(writers.pop_lru().map(|(k, ())| k));
+            }
+        }
+        for key in out {
+            log::debug!(
+                "cache dir {}: lets go of {key}, written by this mount but opened least recently",
+                self.root.display()
+            );
+            self.let_go(&key);
+        }
+    }
+
+    /// Notes that the array `key`, being written, was just opened.
+    pub(super) fn writer_used(&self, key: &str) {
+        self.writers.lock().promote(key);
+    }
+
+    /// Notes that this process no longer writes the array `key` (complete, or let go).
+    pub(super) fn writer_done(&self, key: &str) {
+        self.writers.lock().pop(key);
     }
 
     /// The directory.
@@ -130,14 +195,23 @@ impl BackingDir {
         self.writable.load(Ordering::Relaxed)
     }
 
-    /// Turns writing off for good, saying so once.
-    pub(super) fn write_failed(&self, e: &io::Error, label: &str) {
+    /// Turns writing off for good, saying so once; true when it is off. An error for want of a
+    /// resource (see [`transient`]) does not: what failed is tried again later (false).
+    pub(super) fn write_failed(&self, e: &io::Error, label: &str) -> bool {
+        if transient(e) {
+            log::debug!(
+                "cache dir {}: {label}: {e}; served uncached for now, tried again later",
+                self.root.display()
+            );
+            return false;
+        }
         if self.writable.swap(false, Ordering::Relaxed) {
             log::warn!(
                 "cache dir {}: cannot write ({label}: {e}); serving uncached from now on",
                 self.root.display()
             );
         }
+        true
     }
 
     fn path(&self, id: &Identity, ext: &str) -> PathBuf {
@@ -172,15 +246,10 @@ impl BackingDir {
         }
     }
 
-    /// Whether `file` is still `KEY.ext` (not evicted nor replaced).
-    pub(super) fn is_linked(&self, file: &File, key: &str, ext: &str) -> bool {
-        still_linked(file, &self.file_path(key, ext)).unwrap_or(false)
-    }
-
-    /// Takes the flock of `KEY.lock` without waiting; `None` when another holds it. An evicter
-    /// removes the lock file while holding it: a lock taken on a file no longer linked at the
-    /// path is dropped and taken again on the path's new file.
-    pub(super) fn take_lock(&self, key: &str) -> Option<File> {
+    /// Takes the flock of `KEY.lock` without waiting; `None` when another holds it. The lock
+    /// file is removed when let go (see [`HeldLock`]), as an evicter does: a lock taken on a
+    /// file no longer linked at the path is dropped and taken again on the path's new file.
+    pub(super) fn take_lock(&self, key: &str) -> Option<HeldLock> {
         let path = self.file_path(key, "lock");
         loop {
             let lock = match open_or_create(&path) {
@@ -194,18 +263,20 @@ impl BackingDir {
                 return None;
             }
             if still_linked(&lock, &path).ok()? {
-                return Some(lock);
+                return Some(HeldLock { file: lock, path });
             }
         }
     }
 
     /// The backing file of the array `label` with identity `id` and `size` bytes: the complete
     /// one, or one to write (resumed where a previous writer left off), or `None` when another
-    /// mount is writing it, writing is off, or it does not fit the budget. A file to write
-    /// reserves its full size (and its map's) in the budget until it is complete: one that
-    /// does not fit beside the files being written is not written (one log line).
+    /// mount is writing it, writing is off, it does not fit the budget, or its complete file
+    /// cannot be checked now (for want of a resource: tried again at the next call). A file
+    /// to write reserves its full size (and its map's) in the budget until it is complete: one
+    /// that does not fit beside the files being written is not written (one log line). It
+    /// counts among the arrays this process writes at once (see `started_writing`).
     pub fn attach(self: &Arc<Self>, id: &Identity, size: u64, label: &str) -> Option<BackingFile> {
-        if let Some(done) = self.complete(id, Some(size), label) {
+        if let Some(done) = self.complete(id, Some(size), label).ok()? {
             return Some(done);
         }
         let need = size.saturating_add(records::file_len(size));
@@ -216,8 +287,12 @@ impl BackingDir {
             log::debug!("{label}: another mount is writing its backing file");
             return None;
         };
-        // The writer before us may just have finished.
-        if let Some(done) = self.complete(id, Some(size), label) {
+        // The writer before us may just have finished, or have stopped between the renames
+        // that publish its file.
+        if let Some(done) = self.complete(id, Some(size), label).ok()? {
+            return Some(done);
+        }
+        if let Some(done) = self.publish_left(id, size, label).ok()? {
             return Some(done);
         }
         if !self.reserve(id.key(), Covers::Array, need) {
@@ -229,7 +304,10 @@ impl BackingDir {
             return None;
         }
         match self.start(id, size, lock, label) {
-            Ok(file) => Some(file),
+            Ok(file) => {
+                self.started_writing(id.key());
+                Some(file)
+            }
             Err(e) => {
                 self.unreserve(id.key(), Covers::Array);
                 self.write_failed(&e, label);
@@ -241,53 +319,94 @@ impl BackingDir {
     /// The complete backing file with identity `id`, whatever its size (for a file whose size
     /// is known only once it is complete, e.g. the text of a variable-length array).
     pub fn attach_complete(self: &Arc<Self>, id: &Identity, label: &str) -> Option<BackingFile> {
-        self.complete(id, None, label)
+        self.complete(id, None, label).ok().flatten()
     }
 
     /// The complete backing file with identity `id`, when it exists, has `size` bytes (when
     /// given) and every block matches its checksum in `KEY.sum` (read whole here: this runs at
-    /// the array's first open in a mount). One that does not is removed, with a log line.
+    /// the array's first open in a mount). One that does not is removed, with a log line; one
+    /// that cannot be read now (an I/O error, or for want of a resource) is kept, and the
+    /// error returned: the array is served uncached until it can be checked.
     fn complete(
         self: &Arc<Self>,
         id: &Identity,
         size: Option<u64>,
         label: &str,
-    ) -> Option<BackingFile> {
+    ) -> io::Result<Option<BackingFile>> {
         let path = self.path(id, "data");
-        let file = open_owned(&path, false).ok()??;
-        let len = file.metadata().ok()?.len();
+        let Some(file) = open_owned(&path, false)? else {
+            return Ok(None);
+        };
+        let len = file.metadata()?.len();
         if size.is_some_and(|size| size != len) {
-            return None;
+            return Ok(None);
         }
         let size = len;
-        if let Err(why) = verified(&file, size, &self.path(id, "sum")) {
-            log::warn!(
-                "{label}: backing file {} {why}: removed, the array is decoded again",
-                path.display()
-            );
-            for ext in ["data", "sum", "npy", "npysum"] {
-                let _ = std::fs::remove_file(self.path(id, ext));
+        match verified(&file, size, &self.path(id, "sum")) {
+            Ok(()) => {}
+            Err(Unverified::UnreadableSums(e) | Unverified::Unreadable(e)) => {
+                log::warn!(
+                    "{label}: backing file {} cannot be checked now ({e}): served uncached, checked again at a later open",
+                    path.display()
+                );
+                return Err(e);
             }
-            return None;
+            Err(why) => {
+                log::warn!(
+                    "{label}: backing file {} {why}: removed, the array is decoded again",
+                    path.display()
+                );
+                for ext in ["data", "sum", "npy", "npysum"] {
+                    let _ = std::fs::remove_file(self.path(id, ext));
+                }
+                return Ok(None);
+            }
         }
         // The mtime orders the LRU.
         let _ = file.set_modified(SystemTime::now());
         log::info!("{label}: served from backing file {}", path.display());
-        Some(BackingFile::new(
-            self.clone(),
-            file,
-            size,
-            None,
-            id.key(),
-            label,
-        ))
+        BackingFile::new(self.clone(), file, size, None, id.key(), label).map(Some)
+    }
+
+    /// `KEY.part` published as `KEY.data` when it is complete: its writer had synced it and
+    /// renamed its map to `KEY.sum` but stopped before renaming it, and every block matches
+    /// its checksum (read whole here). `Ok(None)` when there is no such file; an error when it
+    /// cannot be read now. Called holding the array's lock.
+    fn publish_left(
+        self: &Arc<Self>,
+        id: &Identity,
+        size: u64,
+        label: &str,
+    ) -> io::Result<Option<BackingFile>> {
+        let part = self.path(id, "part");
+        let Some(file) = open_owned(&part, false)? else {
+            return Ok(None);
+        };
+        if file.metadata()?.len() != size {
+            return Ok(None);
+        }
+        match verified(&file, size, &self.path(id, "sum")) {
+            Ok(()) => {}
+            Err(Unverified::UnreadableSums(e) | Unverified::Unreadable(e)) => return Err(e),
+            Err(_) => return Ok(None),
+        }
+        let data = self.path(id, "data");
+        std::fs::rename(&part, &data)?;
+        File::open(&self.root)?.sync_all()?;
+        let _ = std::fs::remove_file(self.path(id, "map"));
+        let _ = file.set_modified(SystemTime::now());
+        log::info!(
+            "{label}: backing file {} was complete but not yet published: published",
+            data.display()
+        );
+        BackingFile::new(self.clone(), file, size, None, id.key(), label).map(Some)
     }
 
     fn start(
         self: &Arc<Self>,
         id: &Identity,
         size: u64,
-        lock: File,
+        lock: HeldLock,
         label: &str,
     ) -> io::Result<BackingFile> {
         let (part, map, data, sum) = (
@@ -303,20 +422,20 @@ impl BackingDir {
         let resumed = match open_owned(&map, true)? {
             Some(map_file) if file.metadata()?.len() == size => {
                 let written = BlockMap::from_saved(size, records::read_all(&map_file, size)?);
-                (!written.is_empty()).then_some((written, map_file))
+                (!written.is_empty()).then_some(written)
             }
             _ => None,
         };
-        let (written, map_file) = match resumed {
+        let written = match resumed {
             Some(resumed) => {
                 log::info!("{label}: resuming backing file {}", part.display());
                 resumed
             }
             None => {
-                let map_file = create_fresh(&map)?;
+                create_fresh(&map)?;
                 file.set_len(0)?;
                 file.set_len(size)?;
-                (BlockMap::new(size), map_file)
+                BlockMap::new(size)
             }
         };
         let _ = file.set_modified(SystemTime::now());
@@ -325,17 +444,16 @@ impl BackingDir {
             map,
             data,
             sum,
-            map_file,
             lock: parking_lot::Mutex::new(Some(lock)),
         };
-        Ok(BackingFile::new(
+        BackingFile::new(
             self.clone(),
             file,
             size,
             Some((written, writing)),
             id.key(),
             label,
-        ))
+        )
     }
 
     /// `KEY.npy` (NPY header then the array's bytes) when it is complete: `len` bytes long
@@ -463,7 +581,7 @@ impl BackingDir {
                 let _ = std::fs::remove_file(self.file_path(&k, ext));
                 let _ = std::fs::remove_file(self.file_path(&k, &format!("{ext}.tmp")));
             }
-            let _ = std::fs::remove_file(self.file_path(&k, "lock"));
+            // The lock file goes last, when `_lock` is dropped.
             self.let_go(&k);
             log::info!("cache dir {}: evicted {k}", self.root.display());
             used = used.saturating_sub(array.bytes.iter().sum());
@@ -532,6 +650,21 @@ impl ArrayUse {
                 self.bytes[c as usize].max(claim)
             })
             .sum()
+    }
+}
+
+/// The flock of an array's lock file (see [`BackingDir::take_lock`]): the file is removed
+/// when the lock is let go, so lock files are left only by a process that stopped holding one.
+pub(super) struct HeldLock {
+    file: File,
+    path: PathBuf,
+}
+
+impl Drop for HeldLock {
+    fn drop(&mut self) {
+        if still_linked(&self.file, &self.path).unwrap_or(false) {
+            let _ = std::fs::remove_file(&self.path);
+        }
     }
 }
 
@@ -780,6 +913,9 @@ mod tests {
         std::fs::remove_file(dir.file_path("k", "lock")).unwrap();
         drop(held);
         let again = dir.take_lock("k").unwrap();
-        assert!(still_linked(&again, &dir.file_path("k", "lock")).unwrap());
+        assert!(still_linked(&again.file, &dir.file_path("k", "lock")).unwrap());
+        // Let go, it is removed.
+        drop(again);
+        assert!(!dir.file_path("k", "lock").exists());
     }
 }

@@ -1,7 +1,9 @@
 //! One array's backing file: being written (`KEY.part`) or complete (`KEY.data`).
 
 use super::block_map::BlockMap;
-use super::dir::{BackingDir, Covers};
+use super::dir::{BackingDir, Covers, HeldLock};
+use super::fds::Reopen;
+use super::owned::open_owned;
 use super::records;
 use super::BLOCK;
 use parking_lot::Mutex;
@@ -24,17 +26,22 @@ const SAVE_EVERY: Duration = Duration::from_secs(2);
 /// [`BackingFile::touch`]).
 const TOUCH_EVERY: Duration = Duration::from_secs(60);
 
-/// Where a file being written lives, its map file, and the lock that makes this mount its only
-/// writer (let go once the file is complete: a complete array needs none, and may then be
-/// evicted).
+/// Where a file being written lives, its map file (`KEY.map`, opened to save records, renamed
+/// to `KEY.sum` once complete), and the lock that makes this mount its only writer (let go
+/// once the file is complete: a complete array needs none, and may then be evicted).
 pub(super) struct Writing {
     pub part: PathBuf,
     pub map: PathBuf,
     pub data: PathBuf,
     pub sum: PathBuf,
-    /// `KEY.map`, open for writing records (renamed to `KEY.sum` once complete).
-    pub map_file: File,
-    pub lock: Mutex<Option<File>>,
+    pub lock: Mutex<Option<HeldLock>>,
+}
+
+impl Writing {
+    /// `KEY.map`, open for writing (it exists while this mount holds the lock).
+    fn map_file(&self) -> io::Result<File> {
+        open_owned(&self.map, true)?.ok_or_else(|| io::ErrorKind::NotFound.into())
+    }
 }
 
 struct State {
@@ -52,13 +59,14 @@ struct State {
 
 /// What the readers and the background jobs share.
 struct Shared {
-    file: File,
+    /// The file, its descriptor among those the directory keeps open (see `fds`).
+    file: Reopen,
     size: u64,
     state: Mutex<State>,
     complete: AtomicBool,
     /// Whether the complete file matches its checksums, once checked whole (at once for a
-    /// file complete when attached, which was checked then).
-    sound: OnceLock<bool>,
+    /// file complete when attached, which was checked then); the lock is held while checking.
+    sound: Mutex<Option<bool>>,
     writing: Option<Writing>,
     /// This writer's room in the directory's budget is reserved (see [`BackingDir::attach`]):
     /// given up once the file is complete or dropped.
@@ -78,15 +86,19 @@ pub struct BackingFile {
     /// A job giving back the disk was started.
     giving_back: AtomicBool,
     /// `KEY.npy`, once complete (see [`BackingFile::npy_file`]).
-    npy: Arc<OnceLock<File>>,
+    npy: Arc<OnceLock<Reopen>>,
     /// Writes `KEY.npy` off the open path.
     npy_job: Mutex<Option<JoinHandle<()>>>,
+    /// The last job writing `KEY.npy` failed for want of a resource (descriptors, memory): the
+    /// next call tries again.
+    npy_again: Arc<AtomicBool>,
 }
 
 impl BackingFile {
     /// A backing file: complete (`KEY.data`) when `partial` is `None`, else being written
     /// (`KEY.part`, with room reserved for it in the directory), with the map of which blocks
-    /// are present and their checksums, and where it is written.
+    /// are present and their checksums, and where it is written. Its descriptor joins those
+    /// the directory keeps open (see `fds`).
     pub(super) fn new(
         dir: Arc<BackingDir>,
         file: File,
@@ -94,12 +106,20 @@ impl BackingFile {
         partial: Option<(BlockMap, Writing)>,
         key: &str,
         label: &str,
-    ) -> Self {
+    ) -> io::Result<Self> {
         let (map, writing) = match partial {
             Some((map, writing)) => (Some(map), Some(writing)),
             None => (None, None),
         };
-        BackingFile {
+        let file = match &writing {
+            Some(w) => dir
+                .files()
+                .register(file, vec![w.part.clone(), w.data.clone()], true)?,
+            None => dir
+                .files()
+                .register(file, vec![dir.file_path(key, "data")], false)?,
+        };
+        Ok(BackingFile {
             shared: Arc::new(Shared {
                 file,
                 size,
@@ -110,10 +130,7 @@ impl BackingFile {
                     given_back: false,
                 }),
                 complete: AtomicBool::new(writing.is_none()),
-                sound: match writing {
-                    None => OnceLock::from(true),
-                    Some(_) => OnceLock::new(),
-                },
+                sound: Mutex::new(writing.is_none().then_some(true)),
                 reserved: AtomicBool::new(writing.is_some()),
                 writing,
                 dir,
@@ -124,7 +141,8 @@ impl BackingFile {
             giving_back: AtomicBool::new(false),
             npy: Arc::default(),
             npy_job: Mutex::new(None),
-        }
+            npy_again: Arc::default(),
+        })
     }
 
     /// True when every byte is present (the file is `KEY.data`).
@@ -136,18 +154,24 @@ impl BackingFile {
     /// (evicted, by any mount; one `stat`): its readers go on reading it, but it takes disk
     /// space until let go.
     pub fn removed(&self) -> bool {
-        self.is_complete()
-            && !self
-                .shared
-                .dir
-                .is_linked(&self.shared.file, &self.shared.key, "data")
+        let s = &self.shared;
+        self.is_complete() && !s.file.linked_at(&s.dir.file_path(&s.key, "data"))
     }
 
     /// Marks the file as just opened (its modification time orders the directory's LRU), when
     /// its mark is older than a minute: a mount serving an array for days keeps it recent for
-    /// the others sharing the directory. One `fstat`, and now and then a time set.
+    /// the others sharing the directory. One `fstat`, and now and then a time set. A file
+    /// being written counts as used in this mount (see [`BackingDir::attach`]); one complete
+    /// whose publishing could not start is published now.
     pub fn touch(&self) {
-        let file = &self.shared.file;
+        let s = &self.shared;
+        if s.writing.is_some() && !self.is_complete() {
+            s.dir.writer_used(&s.key);
+            if s.state.lock().map.as_ref().is_some_and(BlockMap::is_full) {
+                self.in_background(false, "backing-sync", Shared::publish);
+            }
+        }
+        let Ok(file) = s.file() else { return };
         let age = file
             .metadata()
             .and_then(|m| m.modified())
@@ -170,13 +194,21 @@ impl BackingFile {
     /// The open file, once complete, for the kernel to read directly (passthrough): checked
     /// whole against its checksums at the first call for a file this mount wrote (one read
     /// of the file). A file that fails is removed from the directory, with a log line, and
-    /// `None` returned from then on: reads copy from it, checking each block.
-    pub fn passthrough(&self) -> Option<&File> {
+    /// `None` returned from then on: reads copy from it, checking each block. One that
+    /// cannot be checked now (a transient error) is checked again at the next call.
+    pub fn passthrough(&self) -> Option<Arc<File>> {
         if !self.is_complete() {
             return None;
         }
         let s = &self.shared;
-        s.sound.get_or_init(|| s.check_whole()).then_some(&s.file)
+        let mut sound = s.sound.lock();
+        if sound.is_none() {
+            *sound = s.check_whole();
+        }
+        match *sound {
+            Some(true) => s.file().ok(),
+            _ => None,
+        }
     }
 
     /// `A.npy` on local disk (`header`, then this file's bytes) once this file is complete,
@@ -186,21 +218,27 @@ impl BackingFile {
     pub fn npy_file(&self, header: &[u8]) -> Option<File> {
         // The NPY file is copied from this one: checked first.
         self.passthrough()?;
-        if let Some(npy) = self.npy.get() {
-            return npy.try_clone().ok();
-        }
         let s = &self.shared;
+        let files = s.dir.files();
+        if let Some(npy) = self.npy.get() {
+            return files.get(npy).ok()?.try_clone().ok();
+        }
         let len = header.len() as u64 + s.size;
         if let Some(done) = s.dir.complete_npy(&s.key, len) {
             let _ = done.set_modified(std::time::SystemTime::now());
-            let _ = self.npy.set(done);
-            return self.npy.get()?.try_clone().ok();
+            let path = s.dir.file_path(&s.key, "npy");
+            let _ = self.npy.set(files.register(done, vec![path], false).ok()?);
+            return files.get(self.npy.get()?).ok()?.try_clone().ok();
         }
         let mut job = self.npy_job.lock();
-        if job.is_some() {
+        let again = || {
+            job.as_ref().is_some_and(|h| h.is_finished())
+                && self.npy_again.swap(false, Ordering::Relaxed)
+        };
+        if job.is_some() && !again() {
             return None;
         }
-        let data = match s.file.try_clone() {
+        let data = match s.file() {
             Ok(f) => f,
             Err(e) => {
                 s.dir.write_failed(&e, &s.label);
@@ -208,20 +246,25 @@ impl BackingFile {
             }
         };
         let (dir, key, size, npy) = (s.dir.clone(), s.key.clone(), s.size, self.npy.clone());
-        let (header, label) = (header.to_vec(), s.label.clone());
+        let (header, label, retry) = (header.to_vec(), s.label.clone(), self.npy_again.clone());
         let build = move || match dir.build_npy(&key, &data, size, &header) {
             Ok(Some(file)) => {
                 log::info!("{label}: its NPY file is on local disk too");
-                let _ = npy.set(file);
+                let path = dir.file_path(&key, "npy");
+                match dir.files().register(file, vec![path], false) {
+                    Ok(file) => drop(npy.set(file)),
+                    Err(e) => retry.store(!dir.write_failed(&e, &label), Ordering::Relaxed),
+                }
             }
             Ok(None) => log::debug!("{label}: its NPY file is not written (locked or full)"),
-            Err(e) => dir.write_failed(&e, &label),
+            Err(e) => retry.store(!dir.write_failed(&e, &label), Ordering::Relaxed),
         };
         *job = self.spawn("backing-npy", build);
         None
     }
 
-    /// Runs `job` on a thread named `name`; `None` (writing turned off) when none can start.
+    /// Runs `job` on a thread named `name`; `None` when none can start (writing is turned off
+    /// unless that is for want of a resource: tried again later).
     fn spawn(&self, name: &str, job: impl FnOnce() + Send + 'static) -> Option<JoinHandle<()>> {
         std::thread::Builder::new()
             .name(name.into())
@@ -270,11 +313,12 @@ impl BackingFile {
     /// fails.
     pub fn read_into(&self, from: u64, to: u64, out: &mut Vec<u8>) -> io::Result<()> {
         let s = &self.shared;
+        let file = s.file()?;
         if s.state.lock().map.is_none() {
             // Complete, and checked whole when attached.
             let at = out.len();
             out.resize(at + (to - from) as usize, 0);
-            let read = s.file.read_exact_at(&mut out[at..], from);
+            let read = file.read_exact_at(&mut out[at..], from);
             match read {
                 Ok(()) => s.dir.count_hit(to - from),
                 Err(_) => out.truncate(at),
@@ -284,7 +328,7 @@ impl BackingFile {
         let (start, end) = self.whole_blocks(from, to);
         let first = start / BLOCK;
         let mut blocks = vec![0; (end - start) as usize];
-        s.file.read_exact_at(&mut blocks, start)?;
+        file.read_exact_at(&mut blocks, start)?;
         let mut state = s.state.lock();
         let state = &mut *state;
         let Some(map) = state.map.as_mut() else {
@@ -309,7 +353,8 @@ impl BackingFile {
     /// wholly; the last one completes the file (synced and published in the background), and
     /// now and then the pages of the map that changed are saved in the background. A write
     /// error turns writing off (see [`BackingDir`]) and gives back the disk the saved map
-    /// does not account for (see `Shared::give_back`).
+    /// does not account for (see `Shared::give_back`); when the file cannot be opened for
+    /// want of descriptors, the bytes are only not written.
     pub fn store(&self, offset: u64, bytes: &[u8]) {
         let s = &self.shared;
         if self.is_complete() || bytes.is_empty() {
@@ -318,11 +363,15 @@ impl BackingFile {
         if !s.dir.writable() {
             return self.give_back_later();
         }
-        let written = allocate(&s.file, offset, bytes.len() as u64)
-            .and_then(|()| s.file.write_all_at(bytes, offset));
+        let written = s.file().and_then(|file| {
+            allocate(&file, offset, bytes.len() as u64)?;
+            file.write_all_at(bytes, offset)
+        });
         if let Err(e) = written {
-            s.dir.write_failed(&e, &s.label);
-            return self.give_back_later();
+            if s.dir.write_failed(&e, &s.label) {
+                self.give_back_later();
+            }
+            return;
         }
         let end = offset + bytes.len() as u64;
         let first = offset.div_ceil(BLOCK);
@@ -390,23 +439,32 @@ impl BackingFile {
 }
 
 impl Shared {
+    /// The open file (opened again when its descriptor was closed).
+    fn file(&self) -> io::Result<Arc<File>> {
+        self.dir.files().get(&self.file)
+    }
+
     /// Reads the whole (complete) file and checks it against the checksums saved in
     /// `KEY.sum` as it was written; a block that fails is marked absent and the file removed
-    /// from the directory, with a log line. A file that cannot be read (a transient error) is
-    /// only not used whole (no passthrough); its blocks are still checked as they are read.
-    fn check_whole(&self) -> bool {
+    /// from the directory, with a log line. `None` for a file that cannot be read now (a
+    /// transient error): not used whole (no passthrough) until checked; its blocks are still
+    /// checked as they are read.
+    fn check_whole(&self) -> Option<bool> {
         let Some(w) = &self.writing else {
-            return true;
+            return Some(true);
         };
-        let bad = match records::verify(&w.map_file, &self.file, self.size) {
-            Ok(None) => return true,
+        let checked = open_owned(&w.sum, false)
+            .and_then(|sums| sums.ok_or_else(|| io::ErrorKind::NotFound.into()))
+            .and_then(|sums| records::verify(&sums, &*self.file()?, self.size));
+        let bad = match checked {
+            Ok(None) => return Some(true),
             Ok(Some(b)) => b,
             Err(e) => {
                 log::warn!(
-                    "{}: its backing file cannot be read whole ({e}): not served with passthrough",
+                    "{}: its backing file cannot be read whole now ({e}): not served with passthrough",
                     self.label
                 );
-                return false;
+                return None;
             }
         };
         if let Some(map) = self.state.lock().map.as_mut() {
@@ -419,11 +477,11 @@ impl Shared {
         for path in [&w.data, &w.sum] {
             let _ = std::fs::remove_file(path);
         }
-        false
+        Some(false)
     }
 
     /// Saves the pages of the map changed since the last save when `due` (a failure turns
-    /// writing off and gives back the disk).
+    /// writing off and gives back the disk; for want of a resource, they are saved later).
     fn save_if(&self, due: impl Fn(&State) -> bool) {
         let Some(w) = &self.writing else { return };
         let changed = {
@@ -444,27 +502,39 @@ impl Shared {
         }
         // Every block in the map was written before its bit was set, and is synced next: the
         // saved map never claims unsynced blocks. Readers and writers go on meanwhile.
-        let saved = self
-            .file
-            .sync_data()
-            .and_then(|()| records::write(&w.map_file, self.size, &changed))
-            .and_then(|()| w.map_file.sync_data());
+        let saved = (|| {
+            self.file()?.sync_data()?;
+            let map = w.map_file()?;
+            records::write(&map, self.size, &changed)?;
+            map.sync_data()
+        })();
         match saved {
             Ok(()) => {
                 if let Some(map) = self.state.lock().map.as_mut() {
                     map.saved(&changed);
                 }
             }
-            Err(e) => {
-                self.dir.write_failed(&e, &self.label);
-                self.give_back();
-            }
+            Err(e) => self.not_saved(&e, &changed),
+        }
+    }
+
+    /// After `changed` (pages of the map) could not be saved: writing is turned off and the
+    /// disk given back, or, for want of a resource, they are saved at a later save.
+    fn not_saved(&self, e: &io::Error, changed: &[records::Record]) {
+        if self.dir.write_failed(e, &self.label) {
+            return self.give_back();
+        }
+        let mut state = self.state.lock();
+        if let Some(map) = state.map.as_mut() {
+            map.changed_again(changed);
+            state.unsaved = true;
         }
     }
 
     /// Syncs the data, saves the last changed pages of the map and renames `KEY.map` to
     /// `KEY.sum` and `KEY.part` to `KEY.data`; only then is the file complete (reads go on
-    /// meanwhile, served from the file), and the lock is let go.
+    /// meanwhile, served from the file), and the lock is let go. The map file is closed once
+    /// saved. For want of a resource, publishing is tried again at the next open.
     fn publish(&self) {
         let Some(w) = &self.writing else { return };
         // Published already: a block decoded again after a failed check filled the map once
@@ -481,30 +551,39 @@ impl Shared {
             Some(map) => map.take_changed(),
             None => return,
         };
-        let synced = self
-            .file
-            .sync_all()
-            .and_then(|()| records::write(&w.map_file, self.size, &changed))
-            .and_then(|()| w.map_file.set_len(records::file_len(self.size)))
-            .and_then(|()| w.map_file.sync_all())
-            .and_then(|()| std::fs::rename(&w.map, &w.sum))
-            .and_then(|()| std::fs::rename(&w.part, &w.data));
-        match synced.and_then(|()| File::open(self.dir.root())?.sync_all()) {
-            Ok(()) => {
-                self.complete.store(true, Ordering::Release);
-                w.lock.lock().take();
-                self.unreserve();
-                log::info!(
-                    "{}: decoded completely into {}",
-                    self.label,
-                    w.data.display()
-                );
-            }
-            Err(e) => {
-                self.dir.write_failed(&e, &self.label);
-                self.give_back();
-            }
+        let synced = (|| {
+            self.file()?.sync_all()?;
+            let map = w.map_file()?;
+            records::write(&map, self.size, &changed)?;
+            map.set_len(records::file_len(self.size))?;
+            map.sync_all()
+        })();
+        if let Err(e) = synced {
+            return self.not_saved(&e, &changed);
         }
+        if let Some(map) = self.state.lock().map.as_mut() {
+            map.saved(&changed);
+        }
+        let renamed =
+            std::fs::rename(&w.map, &w.sum).and_then(|()| std::fs::rename(&w.part, &w.data));
+        if let Err(e) = renamed {
+            self.dir.write_failed(&e, &self.label);
+            return self.give_back();
+        }
+        // Complete now; the renames are made durable by syncing the directory (a crash before
+        // that may leave `KEY.part` beside `KEY.sum`, which the next writer publishes).
+        if let Err(e) = File::open(self.dir.root()).and_then(|d| d.sync_all()) {
+            self.dir.write_failed(&e, &self.label);
+        }
+        self.complete.store(true, Ordering::Release);
+        w.lock.lock().take();
+        self.dir.writer_done(&self.key);
+        self.unreserve();
+        log::info!(
+            "{}: decoded completely into {}",
+            self.label,
+            w.data.display()
+        );
     }
 
     /// After a write error (writing is off): forgets the blocks the saved map does not claim
@@ -531,10 +610,11 @@ impl Shared {
 
     /// Deallocates the blocks of `runs` (`from..to` in blocks) from the file.
     fn punch(&self, runs: &[(u64, u64)]) {
+        let Ok(file) = self.file() else { return };
         for &(from, to) in runs {
             let (at, end) = (from * BLOCK, (to * BLOCK).min(self.size));
             let flags = FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE;
-            let _ = rustix::fs::fallocate(&self.file, flags, at, end.saturating_sub(at));
+            let _ = rustix::fs::fallocate(&*file, flags, at, end.saturating_sub(at));
         }
     }
 
@@ -548,7 +628,8 @@ impl Shared {
 
 impl Drop for BackingFile {
     /// Waits for the background jobs, then saves the pages of the map changed since the last
-    /// save (or, when writing failed, gives back the disk the saved map does not claim).
+    /// save, or publishes the file when full and not yet published (or, when writing failed,
+    /// gives back the disk the saved map does not claim), and closes the file's descriptors.
     fn drop(&mut self) {
         for job in [&mut self.syncing, &mut self.npy_job] {
             if let Some(handle) = job.get_mut().take() {
@@ -556,11 +637,22 @@ impl Drop for BackingFile {
             }
         }
         let s = &self.shared;
+        let full = s.state.lock().map.as_ref().is_some_and(BlockMap::is_full);
         match s.dir.writable() {
+            // Its publishing failed for want of a resource: tried a last time.
+            true if full => s.publish(),
             true => s.save_if(|s| s.unsaved),
             false => s.give_back(),
         }
         s.unreserve();
+        if s.writing.is_some() && !self.is_complete() {
+            s.dir.writer_done(&s.key);
+        }
+        let files = s.dir.files();
+        files.forget(&s.file);
+        if let Some(npy) = self.npy.get() {
+            files.forget(npy);
+        }
     }
 }
 

@@ -35,9 +35,13 @@
 //! being written holds its full size in the budget from the start. A write error (a full disk)
 //! turns writing off for the whole directory with one log line; reads go on uncached, and the
 //! files being written give back the blocks their saved maps do not claim.
+//! Running short of descriptors, memory or threads is no write error: the array is served
+//! uncached and what failed is tried again later. The descriptors kept open are bounded (see
+//! `fds`), as are the arrays written at once (each holds its lock file open).
 
 mod block_map;
 mod dir;
+mod fds;
 mod file;
 mod identity;
 mod owned;

@@ -66,6 +66,7 @@ pub fn main() -> i32 {
     };
     logging::init(args.options.verbose);
     crate::memory::tune_malloc();
+    raise_descriptor_limit();
     match prepare(store, mountpoint, &args.options) {
         Ok(prepared) if args.options.foreground => serve::serve(prepared, None),
         Ok(prepared) => daemon::daemonize(|ready| serve::serve(prepared, Some(ready))),
@@ -73,6 +74,27 @@ pub fn main() -> i32 {
             eprintln!("zarrfs: {e}");
             e.exit_status()
         }
+    }
+}
+
+/// Raises the soft limit of open descriptors to the hard limit (as Go's runtime does): a
+/// mount serving many arrays from a cache directory, or many requests to a remote store at
+/// once, needs more than the usual 1024; a debug line says so.
+fn raise_descriptor_limit() {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let limit = getrlimit(Resource::Nofile);
+    if limit.current == limit.maximum {
+        return;
+    }
+    let shown = |n: Option<u64>| n.map_or("unlimited".to_string(), |n| n.to_string());
+    let (from, to) = (shown(limit.current), shown(limit.maximum));
+    let raised = rustix::process::Rlimit {
+        current: limit.maximum,
+        maximum: limit.maximum,
+    };
+    match setrlimit(Resource::Nofile, raised) {
+        Ok(()) => log::debug!("open descriptors: soft limit raised from {from} to {to}"),
+        Err(e) => log::debug!("open descriptors: soft limit {from} not raised to {to}: {e}"),
     }
 }
 

@@ -512,3 +512,53 @@ fn an_array_opened_again_is_marked_as_recently_opened() {
     let mtime = std::fs::metadata(&data).unwrap().modified().unwrap();
     assert!(mtime > old + day / 2, "still marked as opened a day ago");
 }
+
+/// A zarrfs mount started under `prlimit` (which runs it in its place), stopped when dropped.
+struct Limited(std::process::Child, tempfile::TempDir);
+
+impl Drop for Limited {
+    fn drop(&mut self) {
+        let _ = kill(Pid::from_raw(self.0.id() as i32), Signal::SIGTERM);
+        let _ = self.0.wait();
+        common::mount::force_unmount(self.1.path());
+    }
+}
+
+#[test]
+fn a_mount_raises_its_descriptor_limit_and_serves_many_arrays_within_it() {
+    if !common::mount::fuse_ready() {
+        return;
+    }
+    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let arrays = 300;
+    let want: Vec<Vec<u8>> = (0..arrays)
+        .map(|i| write_floats(store.path(), &format!("a{i}"), (600, 600), i as f64))
+        .collect();
+    let mountpoint = tempfile::tempdir().unwrap();
+    // Soft limit 64, hard 128: the daemon raises the soft one.
+    let child = std::process::Command::new("prlimit")
+        .arg("--nofile=64:128")
+        .arg(env!("CARGO_BIN_EXE_zarrfs"))
+        .args(["-f", &cache_arg(cache.path())])
+        .args([store.path(), mountpoint.path()])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut m = Limited(child, mountpoint);
+    while !common::mount::is_fuse_mount(m.1.path()) {
+        assert!(m.0.try_wait().unwrap().is_none(), "zarrfs exited");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", m.0.id())).unwrap();
+    let line = limits.lines().find(|l| l.starts_with("Max open files"));
+    let words: Vec<&str> = line.unwrap().split_whitespace().collect();
+    assert_eq!(words[3..5], ["128", "128"], "{limits}");
+    for (i, want) in want.iter().enumerate() {
+        assert_eq!(&read_all(m.1.path().join(format!("a{i}"))), want, "a{i}");
+    }
+    drop(m);
+    assert_eq!(files(cache.path(), "data"), arrays);
+    assert_eq!(files(cache.path(), "lock"), 0);
+}
