@@ -213,6 +213,35 @@ fn a_parquet_record_file_too_short_for_a_chunk_is_an_error_not_fill() {
     assert!(got.is_err(), "{:?}", got.map(|o| o.map(|o| o.bytes.len())));
 }
 
+#[test]
+fn an_absent_parquet_record_file_over_http_is_asked_for_once() {
+    let root = tempfile::tempdir().unwrap();
+    let fixtures = common::fixtures_dir().join("references");
+    for part in ["combined.parq", "nc"] {
+        for entry in walkdir(&fixtures.join(part)) {
+            let to = root.path().join(entry.strip_prefix(&fixtures).unwrap());
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::fs::copy(&entry, to).unwrap();
+        }
+    }
+    // Records of 3 chunks: temp's chunks 3 to 5 (1.1.0, 2.0.0, 2.1.0) are in the file removed.
+    std::fs::remove_file(root.path().join("combined.parq/temp/refs.1.parq")).unwrap();
+    let http = servers::http_server(root.path());
+    let proxy = servers::fault_proxy(&http);
+    let url = format!("{}/combined.parq", proxy.url);
+    let store = zarrfs::store::open_with(&url, &RemoteOptions::default()).unwrap();
+    for _ in 0..2 {
+        for chunk in ["temp/1.1.0", "temp/2.0.0", "temp/2.1.0"] {
+            assert!(store.get(chunk).unwrap().is_none(), "{chunk}");
+        }
+    }
+    assert_eq!(servers::fault(&proxy, "count/temp/refs.1.parq"), 1);
+    // The files there are read once too.
+    assert!(store.get("temp/0.0.0").unwrap().is_some());
+    assert!(store.get("temp/0.1.0").unwrap().is_some());
+    assert_eq!(servers::fault(&proxy, "count/temp/refs.0.parq"), 1);
+}
+
 /// Every file under `dir`.
 fn walkdir(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();

@@ -30,9 +30,13 @@ pub const MAX_CONSOLIDATED_BYTES: u64 = 64 << 20;
 /// Where v3 consolidated metadata lives, for warnings.
 const V3_SOURCE: &str = "zarr.json consolidated_metadata";
 
-/// Reads the consolidated metadata of `store`, if it has any. Keys that would leave the store
+/// Reads the consolidated metadata of `store`, if it has any; `root` is its root `zarr.json`
+/// as the caller read it (`None`: absent), not asked for again. Keys that would leave the store
 /// (`../x/.zarray`, `/abs/.zgroup`, the empty path) are left out, one warning each.
-pub fn open(store: StoreRef<'_>) -> Result<Option<Consolidated<'_>>, MetaError> {
+pub fn open<'a>(
+    store: StoreRef<'a>,
+    root: Option<&[u8]>,
+) -> Result<Option<Consolidated<'a>>, MetaError> {
     let mut objects = BTreeMap::new();
     if let Some(object) = store.get_bounded(".zmetadata", MAX_CONSOLIDATED_BYTES)? {
         let doc: WithMetadata =
@@ -48,8 +52,8 @@ pub fn open(store: StoreRef<'_>) -> Result<Option<Consolidated<'_>>, MetaError> 
                 objects.insert(key, value);
             }
         }
-    } else if let Some(object) = store.get_bounded("zarr.json", MAX_CONSOLIDATED_BYTES)? {
-        let Ok(root) = super::lenient_json::deserialize::<V3Root>(&object.bytes, true) else {
+    } else if let Some(root) = root {
+        let Ok(root) = super::lenient_json::deserialize::<V3Root>(root, true) else {
             return Ok(None);
         };
         let Some(WithMetadata {
@@ -237,7 +241,8 @@ mod tests {
     use crate::store::MemoryStore;
 
     fn open(s: &MemoryStore) -> Result<Option<Consolidated<'_>>, MetaError> {
-        super::open(StoreRef::Borrowed(s))
+        let root = s.get("zarr.json").unwrap().map(|o| o.bytes);
+        super::open(StoreRef::Borrowed(s), root.as_deref())
     }
 
     #[test]

@@ -21,7 +21,7 @@ use super::consolidated::Consolidated;
 use super::node::{ArrayMeta, Dimensions, Document, Node, NodeKind};
 use super::v3_draft::EntryPoint;
 use super::{consolidated, nczarr, v2, v3, v3_draft, MetaError};
-use crate::store::{accept_name, join_key, shown_key, EntryKind, Store, StoreError};
+use crate::store::{accept_name, join_key, shown_key, EntryKind, Object, Store, StoreError};
 use parking_lot::Mutex;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
@@ -122,7 +122,12 @@ pub struct Tree<'a> {
     root: Node,
     /// The root's children, loaded by [`Tree::open`], until [`Tree::children`] hands them out.
     root_children: Mutex<Option<Vec<Node>>>,
+    /// The root `zarr.json` as [`Tree::open`] read it from the store, until the root is probed.
+    root_json: Mutex<Option<RootJson>>,
 }
+
+/// The store's answer for its root `zarr.json`.
+type RootJson = Result<Option<Object>, StoreError>;
 
 /// Loads the whole hierarchy of `store`. Fails when the root itself cannot be read, nothing is
 /// found, or the store fails to list a group or read a node's metadata; nodes whose metadata is
@@ -148,37 +153,51 @@ impl<'a> Tree<'a> {
     /// empty store fails here). Fails when the root itself cannot be read, nothing is found, or
     /// the store fails to list the root or read its metadata or its children's.
     pub fn open(store: StoreRef<'a>, opts: &LoadOptions) -> Result<Tree<'a>, MetaError> {
-        if let Some(root) = entry_fields(&*store) {
+        // Read once: it tells a v3 draft, may hold consolidated metadata, and is the root's.
+        let root_json = store.get_bounded("zarr.json", consolidated::MAX_CONSOLIDATED_BYTES);
+        let root_bytes = match &root_json {
+            Ok(Some(object)) => Some(&object.bytes[..]),
+            _ => None,
+        };
+        if let Some(root) = root_bytes.and_then(entry_fields) {
             if let Some(entry) = v3_draft::entry_point(&root.0)? {
-                return Tree::start(Source::Store(store), MetadataKeys::Draft(entry));
+                let draft = MetadataKeys::Draft(entry);
+                return Tree::start(Source::Store(store), draft, None);
             }
         }
         let overlay = if opts.consolidated {
-            consolidated::open(store.clone()).unwrap_or_else(|e| {
+            consolidated::open(store.clone(), root_bytes).unwrap_or_else(|e| {
                 log::warn!("{}: consolidated metadata ignored: {e}", store.describe());
                 None
             })
         } else {
             None
         };
-        let source = match overlay {
+        // The consolidated documents answer for the root `zarr.json` themselves.
+        let (source, root_json) = match overlay {
             Some(c) => {
                 log::info!("{}: using consolidated metadata", store.describe());
-                Source::Consolidated(c)
+                (Source::Consolidated(c), None)
             }
-            None => Source::Store(store),
+            None => (Source::Store(store), Some(root_json)),
         };
         let nczarr_gen1 = source.store().head(nczarr::GEN1_SUPERBLOCK)?.is_some();
-        Tree::start(source, MetadataKeys::Zarr { nczarr_gen1 })
+        Tree::start(source, MetadataKeys::Zarr { nczarr_gen1 }, root_json)
     }
 
-    /// Reads the root and its children.
-    fn start(source: Source<'a>, layout: MetadataKeys) -> Result<Tree<'a>, MetaError> {
+    /// Reads the root and its children; `root_json` is the root `zarr.json` already read from
+    /// the store, if it was.
+    fn start(
+        source: Source<'a>,
+        layout: MetadataKeys,
+        root_json: Option<RootJson>,
+    ) -> Result<Tree<'a>, MetaError> {
         let mut tree = Tree {
             source,
             layout,
             root: implicit_group("", None, Dialect::V2),
             root_children: Mutex::new(None),
+            root_json: Mutex::new(root_json),
         };
         // A root whose metadata is unusable is shown as an implicit group, so that its healthy
         // children still show; the error is returned only when nothing else is found.
@@ -345,7 +364,12 @@ fn read_json(store: &dyn Store, key: &str) -> Result<Option<JsonObject>, MetaErr
     } else {
         MAX_DOCUMENT_BYTES
     };
-    let Some(object) = store.get_bounded(key, max)? else {
+    parse_json(key, store.get_bounded(key, max)?)
+}
+
+/// Parses the metadata object `key`, as read (`None`: absent).
+fn parse_json(key: &str, object: Option<Object>) -> Result<Option<JsonObject>, MetaError> {
+    let Some(object) = object else {
         return Ok(None);
     };
     let json_error = |reason: String| MetaError::Json {
@@ -393,12 +417,10 @@ impl<'de> Deserialize<'de> for EntryFields {
     }
 }
 
-/// The [`EntryFields`] of the root `zarr.json` of `store`; `None` when it has none, or none
-/// that reads as a JSON object.
-fn entry_fields(store: &dyn Store) -> Option<EntryFields> {
-    let max = consolidated::MAX_CONSOLIDATED_BYTES;
-    let object = store.get_bounded("zarr.json", max).ok()??;
-    super::lenient_json::deserialize(&object.bytes, true).ok()
+/// The [`EntryFields`] of the root `zarr.json` `root`; `None` when it does not read as a JSON
+/// object.
+fn entry_fields(root: &[u8]) -> Option<EntryFields> {
+    super::lenient_json::deserialize(root, true).ok()
 }
 
 /// What a JSON value is, for messages (the value itself may be huge).
@@ -576,8 +598,16 @@ impl Tree<'_> {
             .collect())
     }
 
+    /// The metadata object `name` of the node at `path`; the root `zarr.json` read at
+    /// [`Tree::open`] is handed on, not asked for again.
     fn read(&self, path: &str, name: &str) -> Result<Option<JsonObject>, MetaError> {
-        read_json(self.store(), &join_key(path, name))
+        let key = join_key(path, name);
+        if key == "zarr.json" {
+            if let Some(read) = self.root_json.lock().take() {
+                return parse_json(&key, read?);
+            }
+        }
+        read_json(self.store(), &key)
     }
 
     /// The attributes of a v2 node (`{}` when absent or unreadable).
@@ -847,7 +877,7 @@ mod tests {
             Err(MetaError::TooLarge(m)) if m.contains(&format!("{} bytes", MAX_DOCUMENT_BYTES + 1))
         ));
         assert!(matches!(
-            consolidated::open(StoreRef::Borrowed(&store)),
+            consolidated::open(StoreRef::Borrowed(&store), None),
             Err(MetaError::TooLarge(_))
         ));
         // The consolidated metadata is ignored, the listing walked, the big node left out.

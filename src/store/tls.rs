@@ -13,6 +13,7 @@ use object_store::client::{
 use object_store::{ClientConfigKey, ClientOptions};
 use parking_lot::Mutex;
 use std::collections::HashMap;
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 
 /// Redirects one request follows at most, as HTTP clients do.
@@ -109,6 +110,7 @@ fn settings(options: &ClientOptions) -> Settings {
         ProxyUrl,
         ProxyCaCertificate,
         ProxyExcludes,
+        RandomizeAddresses,
         ReadTimeout,
         Timeout,
         UserAgent,
@@ -210,7 +212,30 @@ fn restricted(
     if flag(ClientConfigKey::Http2Only) {
         b = b.http2_prior_knowledge();
     }
+    // On unless turned off, as in object_store's own clients: the load spread over a name's
+    // servers.
+    if flag(ClientConfigKey::RandomizeAddresses) {
+        b = b.dns_resolver(Arc::new(Shuffled));
+    }
     b.build()
+}
+
+/// Resolves a name as the system does, its addresses in random order, as object_store's own
+/// clients take them (`RandomizeAddresses`).
+struct Shuffled;
+
+impl reqwest::dns::Resolve for Shuffled {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let host = name.as_str().to_string();
+        Box::pin(async move {
+            let mut addrs: Vec<SocketAddr> = tokio::task::spawn_blocking(move || {
+                (host.as_str(), 0).to_socket_addrs().map(Iterator::collect)
+            })
+            .await??;
+            fastrand::shuffle(&mut addrs);
+            Ok(Box::new(addrs.into_iter()) as reqwest::dns::Addrs)
+        })
+    }
 }
 
 /// A redirect a reference target's store does not follow.
@@ -273,3 +298,27 @@ impl HttpService for Service {
      one you trust (a private CA, an emulator), name its PEM file in SSL_CERT_FILE"
 )]
 struct CertificateError(String);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::dns::Resolve;
+
+    #[test]
+    fn the_targets_client_shuffles_addresses_as_object_store_s_own_do() {
+        // Read from the options (on by default), so the client built from them shuffles.
+        let on = settings(&ClientOptions::new());
+        assert!(on.contains(&(ClientConfigKey::RandomizeAddresses, Some("true".into()))));
+        let off = ClientOptions::new().with_config(ClientConfigKey::RandomizeAddresses, "false");
+        assert_ne!(settings(&off), on, "another client for other settings");
+        // The shuffling resolver gives the system's addresses.
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let name = "localhost".parse().unwrap();
+        let got: Vec<SocketAddr> = runtime.block_on(Shuffled.resolve(name)).unwrap().collect();
+        let mut want: Vec<SocketAddr> = ("localhost", 0).to_socket_addrs().unwrap().collect();
+        let mut sorted = got.clone();
+        sorted.sort();
+        want.sort();
+        assert_eq!(sorted, want);
+    }
+}

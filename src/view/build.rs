@@ -392,3 +392,65 @@ impl View {
         view
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::meta::LoadOptions;
+    use crate::store::{DirStore, Layer, Request, Store, StoreError};
+    use parking_lot::Mutex;
+    use std::sync::Arc;
+
+    /// A fixture directory whose requests are recorded.
+    struct Recorded {
+        inner: DirStore,
+        asked: Mutex<Vec<String>>,
+    }
+
+    impl Layer for Recorded {
+        type Step = ();
+
+        fn inner(&self) -> Result<&dyn Store, StoreError> {
+            Ok(&self.inner)
+        }
+
+        fn before(&self, request: &Request<'_>) -> Result<(), StoreError> {
+            self.asked.lock().push(format!("{request:?}"));
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_mount_reads_the_root_metadata_once() {
+        let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+        // Each fixture with a child of its root.
+        for (fixture, child) in [
+            ("v2_zarr2.zarr", "zstd"),
+            ("v3_attrs.zarr", "unicode_attr"),
+            ("dialects/consolidated_v3_zarr3.zarr", "g1"),
+            ("dialects/consolidated_v2_zarr2.zarr", "g1"),
+        ] {
+            let dir = format!("{fixtures}/{fixture}");
+            let store = Arc::new(Recorded {
+                inner: DirStore::new(std::path::Path::new(&dir)).unwrap(),
+                asked: Mutex::default(),
+            });
+            let view =
+                crate::view::from_store(store.clone(), &dir, 1 << 20, &LoadOptions::default())
+                    .unwrap();
+            let listed = view.readdir(crate::view::ROOT_INO, 0).unwrap();
+            assert!(listed.iter().any(|e| e.name == child), "{fixture}");
+            let asked = store.asked.lock().clone();
+            for key in ["zarr.json", ".zgroup", ".zattrs", ".zmetadata"] {
+                let times = asked
+                    .iter()
+                    .filter(|r| **r == format!("Get({key:?})"))
+                    .count();
+                assert!(times <= 1, "{fixture}: {key} read {times} times: {asked:?}");
+            }
+            assert!(
+                asked.contains(&"Get(\"zarr.json\")".to_string()),
+                "{fixture}"
+            );
+        }
+    }
+}

@@ -108,6 +108,51 @@ mod tests {
         assert_eq!(repo.reads.load(Ordering::SeqCst) - before, 1);
     }
 
+    /// A repository whose listings are recorded, by prefix.
+    struct ListingsSeen {
+        inner: DirStore,
+        listed: parking_lot::Mutex<Vec<String>>,
+    }
+
+    impl Layer for ListingsSeen {
+        type Step = ();
+
+        fn inner(&self) -> Result<&dyn Store, StoreError> {
+            Ok(&self.inner)
+        }
+
+        fn before(&self, request: &Request<'_>) -> Result<(), StoreError> {
+            if let Request::List(prefix) = request {
+                self.listed.lock().push(prefix.to_string());
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_ref_that_does_not_exist_lists_the_refs_once_to_name_them() {
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/icechunk/repo_v1"
+        );
+        let repo = Arc::new(ListingsSeen {
+            inner: DirStore::new(std::path::Path::new(dir)).unwrap(),
+            listed: Default::default(),
+        });
+        let remote = RemoteOptions {
+            version: Some("nope".into()),
+            ..RemoteOptions::default()
+        };
+        let err = open(repo.clone(), dir, &remote).err().unwrap().to_string();
+        assert!(err.contains("(branches: dev, main; tags: v1)"), "{err}");
+        let listed = repo.listed.lock().clone();
+        assert_eq!(
+            listed.iter().filter(|p| *p == "refs").count(),
+            1,
+            "{listed:?}"
+        );
+    }
+
     #[test]
     fn small_manifests_stay_however_many_there_are() {
         let dir = concat!(

@@ -49,12 +49,12 @@ pub fn resolve(repo: &dyn Store, name: &str) -> Result<(SnapshotId, u8), StoreEr
     }
     let (branches, tags) = match all {
         Some(all) => all,
-        None => match (v1_refs(repo, "branch."), v1_refs(repo, "tag.")) {
-            (Ok(branches), Ok(tags)) => (branches, tags),
+        None => match v1_refs(repo) {
+            Ok(all) => all,
             // A server that cannot list (plain HTTP), or a bucket that may not be listed:
             // none to name.
-            (Err(e), _) if unlisted(&e) => (Vec::new(), Vec::new()),
-            (Err(e), _) | (_, Err(e)) => return Err(e),
+            Err(e) if unlisted(&e) => (Vec::new(), Vec::new()),
+            Err(e) => return Err(e),
         },
     };
     let names = |list: &[(String, SnapshotId)]| {
@@ -73,21 +73,30 @@ pub fn resolve(repo: &dyn Store, name: &str) -> Result<(SnapshotId, u8), StoreEr
     )))
 }
 
-/// The spec v1 references whose directory names start with `kind` (`branch.` or `tag.`).
-fn v1_refs(repo: &dyn Store, kind: &str) -> Result<Vec<(String, SnapshotId)>, StoreError> {
-    let mut out = Vec::new();
+/// A repository's references by name, with the snapshots they name.
+type Refs = Vec<(String, SnapshotId)>;
+
+/// The spec v1 branches and tags (the directories `refs/branch.NAME` and `refs/tag.NAME`), from
+/// one listing of `refs`.
+fn v1_refs(repo: &dyn Store) -> Result<(Refs, Refs), StoreError> {
+    let (mut branches, mut tags) = (Vec::new(), Vec::new());
     for entry in repo.list_dir("refs")? {
-        let Some(name) = entry.name.strip_prefix(kind) else {
-            continue;
-        };
         if entry.kind != EntryKind::Prefix {
             continue;
         }
+        let (out, name) = match (
+            entry.name.strip_prefix("branch."),
+            entry.name.strip_prefix("tag."),
+        ) {
+            (Some(name), _) => (&mut branches, name),
+            (_, Some(name)) => (&mut tags, name),
+            _ => continue,
+        };
         if let Some(id) = v1_ref(repo, &format!("refs/{}", entry.name))? {
             out.push((name.to_string(), id));
         }
     }
-    Ok(out)
+    Ok((branches, tags))
 }
 
 /// True when `e` says that the store cannot list (plain HTTP) or may not (a bucket readable

@@ -8,8 +8,9 @@
 //! Which record files exist is taken from the listing of the directory made at mount, where
 //! the store can list: a file it does not show is absent, unasked; one it shows but that a read
 //! finds absent is asked for again and counts as absent only once a fresh listing agrees (see
-//! [`absent`]), never on one 404. Where the store cannot list (plain HTTP), an absent answer is
-//! not kept: the next lookup asks again.
+//! [`absent`]), never on one 404. Where the store cannot list (plain HTTP), one absent answer
+//! tells, as it does for a chunk. An absence found is kept with the record files read, so a
+//! missing file is asked for once while it stays among them.
 
 use crate::store::absent::{self, Recheck};
 use crate::store::references::{list_references, listed_size, listed_tag, Catalog, Reference};
@@ -34,24 +35,14 @@ const LISTING_READS: usize = 8;
 /// One row of a record file: what one chunk refers to.
 type Row = Option<Reference>;
 
-/// A record file as read: its rows, or why they cannot be read where that will not change (the
+/// A record file as read: its rows, `None` when it is absent (removed since the listing at
+/// mount, or no listing to tell), or why they cannot be read where that will not change (the
 /// file is malformed or too large), kept so that the file is not read again for every lookup.
-type Record = Result<Arc<Vec<Row>>, StoreError>;
+/// A failure that may pass (the network, a fault) is not kept: the next use asks again.
+type Record = Result<Option<Arc<Vec<Row>>>, StoreError>;
 
-/// Why a record file's rows are not at hand, not kept: the next use asks again.
-#[derive(Clone, Debug)]
-enum Unread {
-    /// The file is absent (removed since the listing at mount, or no listing to tell).
-    Absent,
-    /// A failure that may pass (the network, a fault).
-    Failed(StoreError),
-}
-
-impl From<StoreError> for Unread {
-    fn from(e: StoreError) -> Self {
-        Unread::Failed(e)
-    }
-}
+/// What keeping an absent record file costs, about (its name and the LRU's bookkeeping).
+const ABSENT_BYTES: u64 = 128;
 
 /// The references of a Parquet reference directory.
 pub struct ParquetCatalog {
@@ -64,9 +55,7 @@ pub struct ParquetCatalog {
     /// The numbers of the record files the listing at mount showed, sorted, by array; `None`
     /// where the store cannot list.
     listed: Option<HashMap<String, Vec<u64>>>,
-    /// Record files listed at mount that a fresh listing no longer showed.
-    removed: Mutex<HashSet<String>>,
-    records: FlightLru<String, Record, Unread>,
+    records: FlightLru<String, Record, StoreError>,
     /// How long listing one array's chunks may take (its record files read).
     timeout: Duration,
 }
@@ -114,7 +103,6 @@ impl ParquetCatalog {
             metadata,
             record_size,
             listed: files.map(|keys| record_numbers(&keys)),
-            removed: Mutex::new(HashSet::new()),
             records: FlightLru::new(RECORDS_KEPT, record_bytes),
             timeout,
         })
@@ -235,29 +223,21 @@ impl ParquetCatalog {
             }
             None => false,
         };
-        let got = self.records.get_or_load(
+        self.records.get_or_load(
             file.clone(),
-            || Unread::Failed(self.bad(&file, &"its reader panicked")),
+            || self.bad(&file, &"its reader panicked"),
             || self.read_record(&file, listed),
-        );
-        match got {
-            Ok(record) => record.map(Some),
-            Err(Unread::Absent) => Ok(None),
-            Err(Unread::Failed(e)) => Err(e),
-        }
+        )?
     }
 
     /// Reads record file `file`; one the listing at mount showed (`listed`) but answered as
-    /// absent is checked (see [`absent::recheck`]), and once found removed, not read again.
-    fn read_record(&self, file: &str, listed: bool) -> Result<Record, Unread> {
-        if listed && self.removed.lock().contains(file) {
-            return Err(Unread::Absent);
-        }
+    /// absent is checked (see [`absent::recheck`]) before it counts as absent.
+    fn read_record(&self, file: &str, listed: bool) -> Result<Record, StoreError> {
         let read = || -> Result<Option<Record>, StoreError> {
             match self.home.get_bounded(file, MAX_FILE) {
                 Ok(Some(object)) => Ok(Some(
                     rows(&object.bytes, self.record_size)
-                        .map(Arc::new)
+                        .map(|rows| Some(Arc::new(rows)))
                         .map_err(|e| self.bad(file, &e)),
                 )),
                 Ok(None) => Ok(None),
@@ -269,7 +249,7 @@ impl ParquetCatalog {
             return Ok(record);
         }
         if !listed {
-            return Err(Unread::Absent);
+            return Ok(Ok(None));
         }
         match absent::recheck(self.home.as_ref(), file, read)? {
             Recheck::Found(record) => Ok(record),
@@ -278,17 +258,16 @@ impl ParquetCatalog {
                     "{}/{file}: removed since the directory was listed: its chunks read as missing",
                     self.what
                 );
-                self.removed.lock().insert(file.to_string());
-                Err(Unread::Absent)
+                Ok(Ok(None))
             }
-            Recheck::Fault => Err(Unread::Failed(StoreError::Remote {
+            Recheck::Fault => Err(StoreError::Remote {
                 what: format!("{}/{file}", self.what),
                 cause: format!(
                     "listed, but answered {} times that it does not exist; a fault, its \
                      chunks not read as missing",
                     absent::ASKS
                 ),
-            })),
+            }),
         }
     }
 
@@ -341,11 +320,14 @@ fn record_numbers(keys: &HashSet<String>) -> HashMap<String, Vec<u64>> {
 }
 
 /// What a decoded record file holds in memory, about: its rows and their inline data (URLs are
-/// shared); a failure kept, its message.
+/// shared); a failure kept, its message; an absence, [`ABSENT_BYTES`].
 fn record_bytes(record: &Record) -> u64 {
     record.as_ref().map_or_else(
         |e| e.to_string().len() as u64,
         |rows| {
+            let Some(rows) = rows else {
+                return ABSENT_BYTES;
+            };
             let inline: usize = rows
                 .iter()
                 .map(|r| match r {
