@@ -16,9 +16,10 @@
 //!
 //! The scan and each read walk the chunks in an order known before they start: they queue the
 //! chunks they will meet next on the mount's read-ahead, in that order and as far ahead as the
-//! read policy has walks look (over the network: many requests in flight), within the
-//! elements the walk covers (a read looks no further than its own range), and take each one
-//! as it lands (see [`Ahead`]).
+//! read policy has walks look (over the network: many requests in flight), and take each one
+//! as it lands (see [`Ahead`]). A read that starts at the beginning or goes on from the last
+//! read of its file looks past its own range, to the file's end: a sequential reader finds its
+//! next chunks loaded or on their way.
 
 use super::array_file::MAX_PREFETCH_CHUNKS;
 use super::backed::{read_through, ArrayBacking, ArrayIdentity, Backing};
@@ -34,7 +35,6 @@ use crate::codec::vlen;
 use crate::meta::{DataType, Document};
 use crate::store::shown_key;
 use parking_lot::{Condvar, Mutex};
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::Arc;
@@ -129,98 +129,164 @@ pub(super) struct Reads<'a> {
     pub ahead: Option<(&'a Arc<ReadAhead>, &'a ReadPolicy)>,
 }
 
-/// The chunks a walk through elements `from..to` of a file meets next, queued on the
-/// read-ahead in the order it meets them (see [`Elements::position`]), as far ahead as the read
-/// policy has walks look ([`ReadPolicy::walk_window`]) for chunks as large as the largest met
-/// so far, and at most [`MAX_PREFETCH_CHUNKS`]. The walk loads the first chunk itself (the
-/// size of its chunks is not known before), then takes each chunk as it lands: a chunk queued
-/// or being loaded is never loaded twice (see [`ChunkSource::claim`]).
+/// How far the read-ahead of a file's reads got: kept between reads (one per part of the file),
+/// so that a read going on from where the last one was queues only what no earlier read did.
+#[derive(Clone, Copy)]
+struct Trail {
+    /// The first element of the read that left it.
+    from: u64,
+    /// One past the furthest position (see [`Elements::position`]) the walk met.
+    reached: u64,
+    /// The next position to queue (at least `reached`): those in between are queued.
+    next: u64,
+    /// How many chunks were met, and the bytes of the largest decoded one (`None` while only
+    /// absent chunks were met).
+    met: u64,
+    largest: Option<u64>,
+}
+
+impl Trail {
+    /// A walk starting at element `from`, in the chunk at position `at`: it loads that chunk
+    /// itself.
+    fn start(from: u64, at: u64) -> Self {
+        Trail {
+            from,
+            reached: at,
+            next: at + 1,
+            met: 0,
+            largest: None,
+        }
+    }
+}
+
+/// The chunks a walk through a file meets next, queued on the read-ahead in the order it meets
+/// them (see [`Elements::position`]), as far ahead as the read policy has walks look
+/// ([`ReadPolicy::walk_window`]) for chunks as large as the largest met so far, and at most
+/// [`MAX_PREFETCH_CHUNKS`]. The walk loads the first chunk itself (the size of its chunks is not
+/// known before), then takes each chunk as it lands: a chunk queued or being loaded is never
+/// loaded twice (see [`ChunkSource::claim`]).
+///
+/// A scan looks as far as the file's end, another file's walk through the elements (a netCDF
+/// view's) as far as the end of its range. A read of a part of the file looks as far as the end
+/// of its own range, or as far as the file's end when it starts at the beginning or goes on
+/// from the last read of that part (a sequential reader, whose next reads need those chunks):
+/// then it starts from the [`Trail`] that read left, so queues nothing twice; each read leaves
+/// its trail for the next.
 struct Ahead<'a> {
     pool: &'a ReadAhead,
     policy: &'a ReadPolicy,
     cache: &'a ChunkCache,
     source: &'a ChunkSource,
     elements: &'a Elements,
-    /// The next position to queue, and the end of the walk's positions.
-    next: u64,
+    /// The end of the positions to queue.
     end: u64,
-    /// The chunks queued and not met yet, in order.
-    queued: VecDeque<u64>,
-    /// The chunk met last, how many were met, and the bytes of the largest decoded one (`None`
-    /// while only absent chunks were met).
+    /// The position of the chunk met last.
     last: Option<u64>,
-    met: u64,
-    largest: Option<u64>,
+    trail: Trail,
+    /// Where the trail is kept between reads (`None` for a scan, or another file's walk).
+    kept: Option<&'a Mutex<Option<Trail>>>,
 }
 
 impl<'a> Ahead<'a> {
-    /// The read-ahead of a walk through elements `from..to` (`from < to`) of `file`; `None`
-    /// without a read-ahead, or when the policy has walks load no chunk ahead (a local store).
-    fn new(file: &'a VlenFile, reads: Reads<'a>, from: u64, to: u64) -> Option<Self> {
+    /// The read-ahead of a walk through elements `from..to` (`from < to`) of `file`, a read of
+    /// `part` (`None`: the scan, or another file's walk through them); `None` without a
+    /// read-ahead, or when the policy has walks load no chunk ahead (a local store).
+    fn new(
+        file: &'a VlenFile,
+        reads: Reads<'a>,
+        part: Option<Part>,
+        from: u64,
+        to: u64,
+    ) -> Option<Self> {
         let (pool, policy) = reads.ahead?;
         if policy.walk_window(1, reads.cache.budget()) == 0 {
             return None;
         }
         let (layout, elements) = (&file.source.layout, &file.elements);
+        let at = elements.position(layout, from);
+        let kept = part.map(|part| &file.trails[part as usize]);
+        // A read in order: from no earlier element than the last read, and no further than
+        // what it queued.
+        let going_on = kept
+            .and_then(|kept| *kept.lock())
+            .filter(|t| from >= t.from && at <= t.next);
+        let whole = part.is_none() || from == 0 || going_on.is_some();
+        let last = if whole { file.count } else { to };
         Some(Ahead {
             pool,
             policy,
             cache: reads.cache,
             source: &file.source,
             elements,
-            next: elements.position(layout, from) + 1,
-            end: elements.position(layout, to - 1) + 1,
-            queued: VecDeque::new(),
+            end: elements.position(layout, last - 1) + 1,
             last: None,
-            met: 0,
-            largest: None,
+            trail: going_on.map_or(Trail::start(from, at), |t| Trail { from, ..t }),
+            kept,
         })
     }
 
-    /// The walk is at chunk `chunk`, decoded as `data`: queues the chunks after it, as many
-    /// as the window holds.
-    fn met(&mut self, chunk: u64, data: &ChunkData) {
-        if self.last == Some(chunk) {
+    /// The walk is at element `elem`, in chunk `chunk` decoded as `data`: queues the chunks
+    /// after it, as many as the window holds.
+    fn met(&mut self, elem: u64, chunk: u64, data: &ChunkData) {
+        let at = match self.elements {
+            Elements::Whole => chunk,
+            Elements::Selection(slice) => slice.walk_position(elem),
+        };
+        if self.last == Some(at) {
             return;
         }
-        self.last = Some(chunk);
-        self.met += 1;
+        self.last = Some(at);
+        let trail = &mut self.trail;
         if let Some(data) = data {
             let bytes = data.capacity() as u64;
-            self.largest = Some(self.largest.map_or(bytes, |b| b.max(bytes)));
+            trail.largest = Some(trail.largest.map_or(bytes, |b| b.max(bytes)));
         }
-        if let Some(at) = self.queued.iter().position(|&c| c == chunk) {
-            self.queued.drain(..=at);
+        // A chunk met again (a selection's rows cross the same chunks) changes nothing; a new
+        // one is past those queued before it.
+        if at >= trail.reached {
+            trail.met += 1;
+            trail.reached = at + 1;
+            trail.next = trail.next.max(trail.reached);
         }
-        let room = self.room().saturating_sub(self.queued.len());
-        let stop = self.end.min(self.next.saturating_add(room as u64));
-        if stop <= self.next {
+        let next = trail.next;
+        let room = self.room().saturating_sub(next - self.trail.reached);
+        let stop = self.end.min(next.saturating_add(room));
+        if stop <= next {
             return;
         }
-        let chunks: Vec<u64> = (self.next..stop)
-            .map(|at| self.elements.chunk_at(at))
-            .collect();
+        let chunks: Vec<u64> = (next..stop).map(|at| self.elements.chunk_at(at)).collect();
         // A full queue refuses the rest: they are offered again at the next chunk met.
-        for (&chunk, job) in chunks.iter().zip(self.source.jobs(&chunks)) {
+        for job in self.source.jobs(&chunks) {
             if !self.pool.submit(job) {
                 break;
             }
-            self.queued.push_back(chunk);
-            self.next += 1;
+            self.trail.next += 1;
         }
     }
 
-    /// How many chunks may be queued ahead of the walk.
-    fn room(&self) -> usize {
-        let chunk = self.largest.unwrap_or(1).max(1);
-        let window = self.policy.walk_window(chunk, self.cache.budget());
-        let chunks = match self.largest {
-            _ if window == 0 => 0,
-            Some(_) => window / chunk,
-            // Absent chunks say nothing of the size of the others: twice as many as met.
-            None => self.met.saturating_mul(2),
+    /// How many chunks may be queued ahead of the walk: as many as the window holds of chunks
+    /// as large as the largest met; while only absent chunks were met (they say nothing of the
+    /// size of the others), twice as many as met, and no more than the window holds of chunks
+    /// of the least a decoded chunk takes (its index of elements).
+    fn room(&self) -> u64 {
+        let (trail, budget) = (&self.trail, self.cache.budget());
+        let least = vlen::index_bytes(self.source.layout.chunk_len() as usize) as u64;
+        let chunk = trail.largest.unwrap_or(least).max(1);
+        let chunks = self.policy.walk_window(chunk, budget) / chunk;
+        let chunks = match trail.largest {
+            Some(_) => chunks,
+            None => chunks.min(trail.met.saturating_mul(2)),
         };
-        chunks.min(MAX_PREFETCH_CHUNKS as u64) as usize
+        chunks.min(MAX_PREFETCH_CHUNKS as u64)
+    }
+}
+
+impl Drop for Ahead<'_> {
+    /// Leaves the trail for the next read of the part.
+    fn drop(&mut self) {
+        if let Some(kept) = self.kept {
+            *kept.lock() = Some(self.trail);
+        }
     }
 }
 
@@ -256,6 +322,8 @@ pub struct VlenFile {
     backing: [ArrayBacking; 2],
     /// Whether a read attached them once the sizes were known (later, only opens retry).
     attached_by_read: [AtomicBool; 2],
+    /// Where the last read of each part left its read-ahead (see [`Ahead`]).
+    trails: [Mutex<Option<Trail>>; 2],
 }
 
 /// Which of the two files of a variable-length array.
@@ -349,6 +417,7 @@ impl VlenFile {
             identity: ArrayIdentity::default(),
             backing: Default::default(),
             attached_by_read: Default::default(),
+            trails: Default::default(),
         }
     }
 
@@ -364,10 +433,12 @@ impl VlenFile {
     }
 
     /// Calls `each` with the pieces (see [`Piece`]) holding elements `from..to`, in order,
-    /// their chunks read ahead as `reads` says (see [`Ahead`]).
+    /// their chunks read ahead as `reads` says for a read of `part` (`None`: the scan, or
+    /// another file's walk; see [`Ahead`]).
     fn pieces(
         &self,
         reads: Reads,
+        part: Option<Part>,
         from: u64,
         to: u64,
         each: &mut dyn FnMut(Piece<'_>) -> Result<(), ViewError>,
@@ -376,17 +447,17 @@ impl VlenFile {
             return Ok(());
         }
         let cache = reads.cache;
-        let mut ahead = Ahead::new(self, reads, from, to);
-        let mut met = |chunk, data: &ChunkData| {
+        let mut ahead = Ahead::new(self, reads, part, from, to);
+        let mut met = |elem, chunk, data: &ChunkData| {
             if let Some(ahead) = &mut ahead {
-                ahead.met(chunk, data);
+                ahead.met(elem, chunk, data);
             }
         };
         match &self.elements {
             Elements::Whole => {
                 for run in self.source.layout.runs(from, to) {
                     let data = cached(&self.source, cache, run.chunk)?;
-                    met(run.chunk, &data);
+                    met(run.start, run.chunk, &data);
                     each(Piece {
                         start: run.start,
                         data: &data,
@@ -402,7 +473,7 @@ impl VlenFile {
                 let mut start = from;
                 slice.rows.walk(from, to, |chunk, first, n, step| {
                     let data = held.get(&self.source, cache, chunk)?;
-                    met(chunk, &data);
+                    met(start, chunk, &data);
                     each(Piece {
                         start,
                         data: &data,
@@ -425,7 +496,19 @@ impl VlenFile {
         to: u64,
         each: &mut dyn FnMut(&[u8]) -> Result<(), ViewError>,
     ) -> Result<(), ViewError> {
-        self.pieces(reads, from, to, &mut |p| {
+        self.items_of(reads, None, from, to, each)
+    }
+
+    /// [`VlenFile::items`], for a read of `part` (`None`: another file's walk).
+    fn items_of(
+        &self,
+        reads: Reads,
+        part: Option<Part>,
+        from: u64,
+        to: u64,
+        each: &mut dyn FnMut(&[u8]) -> Result<(), ViewError>,
+    ) -> Result<(), ViewError> {
+        self.pieces(reads, part, from, to, &mut |p| {
             for j in 0..p.n {
                 each(self.item(p.data, p.first + j * p.step)?)?;
             }
@@ -467,7 +550,7 @@ impl VlenFile {
     fn build_index(&self, reads: Reads) -> Result<Arc<TextIndex>, ViewError> {
         let (mut marks, mut bytes, mut width) = (Vec::<Mark>::new(), 0u64, 0usize);
         let fill = &self.source.reader.meta().fill_value;
-        self.pieces(reads, 0, self.count, &mut |p| {
+        self.pieces(reads, None, 0, self.count, &mut |p| {
             if p.data.is_none() {
                 // Absent elements are all the fill value: one mark however many they are.
                 let len = escaped_len(fill);
@@ -722,7 +805,7 @@ impl VlenFile {
             _ => marks[last].at(end - 1).0 + 1,
         };
         let mut line = Vec::new();
-        self.items(reads, from, to, &mut |item| {
+        self.items_of(reads, Some(Part::Text), from, to, &mut |item| {
             let n = escaped_len(item);
             if at + n > offset && at < end {
                 line.clear();
@@ -753,22 +836,28 @@ impl VlenFile {
         }
         let mut cell = Vec::with_capacity(w as usize);
         let mut at = from / w * w;
-        self.items(reads, from / w, to.div_ceil(w), &mut |item| {
-            cell.clear();
-            if self.utf8 {
-                cell.extend(
-                    String::from_utf8_lossy(item)
-                        .chars()
-                        .flat_map(|c| (c as u32).to_le_bytes()),
-                );
-            } else {
-                cell.extend_from_slice(item);
-            }
-            cell.resize(w as usize, 0);
-            out.extend_from_slice(overlap(&cell, at, from, to));
-            at += w;
-            Ok(())
-        })?;
+        self.items_of(
+            reads,
+            Some(Part::Npy),
+            from / w,
+            to.div_ceil(w),
+            &mut |item| {
+                cell.clear();
+                if self.utf8 {
+                    cell.extend(
+                        String::from_utf8_lossy(item)
+                            .chars()
+                            .flat_map(|c| (c as u32).to_le_bytes()),
+                    );
+                } else {
+                    cell.extend_from_slice(item);
+                }
+                cell.resize(w as usize, 0);
+                out.extend_from_slice(overlap(&cell, at, from, to));
+                at += w;
+                Ok(())
+            },
+        )?;
         Ok(out)
     }
 }

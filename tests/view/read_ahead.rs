@@ -384,6 +384,8 @@ struct Flights {
     per_key: Mutex<HashMap<String, u32>>,
     now: Arc<AtomicU32>,
     most: AtomicU32,
+    /// What the store says it is.
+    latency: Latency,
 }
 
 /// One request in flight, counted out when it is over.
@@ -425,11 +427,40 @@ impl Layer for Flights {
     }
 
     fn latency(&self) -> Latency {
-        Latency::Network
+        self.latency
     }
 }
 
 impl Flights {
+    /// A store of `latency` counting the requests to `inner`.
+    fn new(inner: FaultyStore, latency: Latency) -> Arc<Self> {
+        Arc::new(Flights {
+            inner,
+            per_key: Mutex::default(),
+            now: Arc::default(),
+            most: AtomicU32::new(0),
+            latency,
+        })
+    }
+
+    /// Forgets the requests counted so far.
+    fn reset(&self) {
+        self.per_key.lock().clear();
+        self.most.store(0, Ordering::SeqCst);
+    }
+
+    /// Keys requested more than once.
+    fn repeated(&self) -> Vec<(String, u32)> {
+        let per_key = self.per_key.lock();
+        let mut out: Vec<_> = per_key
+            .iter()
+            .filter(|(_, &n)| n > 1)
+            .map(|(k, &n)| (k.clone(), n))
+            .collect();
+        out.sort();
+        out
+    }
+
     /// Keys requested other than once, of the `keys` the scan needs.
     fn not_once(&self, keys: &[String]) -> Vec<(String, u32)> {
         let per_key = self.per_key.lock();
@@ -508,12 +539,7 @@ fn tiled(tiles: u64, delay: Duration, damaged: Option<&str>) -> Tiled {
     if let Some(key) = damaged {
         faulty = faulty.with(key, 1, Fault::ShortRead);
     }
-    let store = Arc::new(Flights {
-        inner: faulty,
-        per_key: Mutex::default(),
-        now: Arc::default(),
-        most: AtomicU32::new(0),
-    });
+    let store = Flights::new(faulty, Latency::Network);
     let shared: Arc<dyn Store> = store.clone();
     let mut view = from_store(shared, "root", 64 << 20, &LoadOptions::default()).unwrap();
     view.set_read_policy(ReadPolicy::for_store(Latency::Network, 2));
@@ -634,4 +660,149 @@ fn a_damaged_chunk_met_by_a_scan_reading_ahead_fails_its_file_with_eio() {
     let npy = t.view.resolve("strings.npy").unwrap();
     assert_eq!(t.view.read(npy, 0, 4096), corrupt);
     wait_until_idle(&t.view);
+}
+
+/// Elements in [`long_strings`]'s array, and in each of its chunks.
+const LONG: u64 = 1 << 17;
+const LONG_CHUNK: u64 = 2048;
+
+/// A string array of [`LONG`] elements in 64 chunks (vlen-utf8, no compression: about 100 KiB
+/// of text and 120 KiB decoded each, so that a read of 128 KiB meets one chunk or two, and a
+/// window of a quarter of the cache holds 8), larger than the 4 MiB cache of the view returned,
+/// over a [`Flights`] store of `latency` whose chunk requests each wait `delay`, read ahead as
+/// `latency` says. Returns the view, the store, the chunk keys, and the expected `strings` and
+/// `strings.npy`.
+fn long_strings(latency: Latency, delay: Duration) -> Tiled {
+    let items: Vec<String> = (0..LONG)
+        .map(|i| format!("s{i}-{}", "é".repeat(i as usize % 37)))
+        .collect();
+    let mut mem = MemoryStore::new();
+    mem.insert(".zgroup", r#"{"zarr_format": 2}"#);
+    let zarray = serde_json::json!({
+        "zarr_format": 2, "shape": [LONG], "chunks": [LONG_CHUNK], "dtype": "|O",
+        "compressor": null, "fill_value": "", "filters": [{"id": "vlen-utf8"}], "order": "C",
+    });
+    mem.insert("strings/.zarray", zarray.to_string());
+    let mut keys = Vec::new();
+    for (c, chunk) in items.chunks(LONG_CHUNK as usize).enumerate() {
+        let mut bytes = (chunk.len() as u32).to_le_bytes().to_vec();
+        for item in chunk {
+            bytes.extend((item.len() as u32).to_le_bytes());
+            bytes.extend(item.as_bytes());
+        }
+        let key = format!("strings/{c}");
+        mem.insert(&key, bytes);
+        keys.push(key);
+    }
+    let text: Vec<u8> = items
+        .iter()
+        .flat_map(|i| format!("{i}\n").into_bytes())
+        .collect();
+    let width = items.iter().map(|i| i.chars().count()).max().unwrap();
+    let dtype = zarrfs::meta::DataType::Unicode(width);
+    let mut npy = zarrfs::view::npy_header(&dtype, &[LONG]);
+    for item in &items {
+        let cell: Vec<u8> = item
+            .chars()
+            .flat_map(|c| (c as u32).to_le_bytes())
+            .collect();
+        npy.extend(&cell);
+        npy.resize(npy.len() + 4 * width - cell.len(), 0);
+    }
+    let store = Flights::new(
+        FaultyStore::new(Arc::new(mem)).with("strings/", 1, Fault::Latency(delay)),
+        latency,
+    );
+    let shared: Arc<dyn Store> = store.clone();
+    let mut view = from_store(shared, "root", 4 << 20, &LoadOptions::default()).unwrap();
+    view.set_read_policy(ReadPolicy::for_store(latency, 2));
+    Tiled {
+        view,
+        store,
+        keys,
+        text,
+        npy,
+    }
+}
+
+/// The size of file `path` once scanned (by the sizer thread for a large array).
+fn scanned_size(view: &View, path: &str) -> u64 {
+    let ino = view.resolve(path).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let attr = view.getattr(ino).unwrap();
+        if attr.exact {
+            return attr.size;
+        }
+        assert!(Instant::now() < deadline, "the scan of {path} never ended");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// All of file `path`, read front to back through one handle, `step` bytes at a time, until a
+/// read comes back empty.
+fn read_through_handle(view: &View, path: &str, step: u32) -> Vec<u8> {
+    let ino = view.resolve(path).unwrap();
+    let fh = view.open(ino).unwrap();
+    let mut out = Vec::new();
+    loop {
+        let before = out.len();
+        view.read_into(ino, fh, out.len() as u64, step, &mut out)
+            .unwrap();
+        if out.len() == before {
+            break;
+        }
+    }
+    view.release(fh);
+    out
+}
+
+#[test]
+fn reads_in_order_of_a_string_array_the_cache_no_longer_holds_keep_chunks_in_flight() {
+    let t = long_strings(Latency::Network, Duration::from_millis(50));
+    let lines: Vec<&[u8]> = t.text.split_inclusive(|&b| b == b'\n').collect();
+    let odd: Vec<u8> = lines
+        .iter()
+        .skip(1)
+        .step_by(2)
+        .flat_map(|l| l.to_vec())
+        .collect();
+    for (path, expected) in [
+        ("strings", &t.text),
+        ("strings.npy", &t.npy),
+        ("strings[1::2]", &odd),
+    ] {
+        // The size scan reads every chunk through the cache, which keeps the last ones only.
+        assert_eq!(scanned_size(&t.view, path), expected.len() as u64, "{path}");
+        wait_until_idle(&t.view);
+        t.store.reset();
+        // The kernel's reads of `cat`, one after another: each meets a few chunks at most (one
+        // or two of `strings` and `strings.npy`, up to four of the selection), yet the chunks
+        // after them are on their way.
+        let got = read_through_handle(&t.view, path, 128 << 10);
+        assert!(got == *expected, "{path}");
+        wait_until_idle(&t.view);
+        let most = t.store.most.load(Ordering::SeqCst);
+        assert!(most >= 6, "{path}: {most} chunk requests in flight at most");
+        assert_eq!(t.store.repeated(), vec![], "{path}: chunks requested again");
+        let requested = t.store.per_key.lock().len();
+        assert!(requested > 32, "{path}: {requested} chunks requested");
+    }
+    assert_eq!(t.keys.len(), 64);
+}
+
+#[test]
+fn reads_of_a_string_array_on_a_local_store_read_nothing_ahead() {
+    let t = long_strings(Latency::Local, Duration::from_millis(5));
+    assert_eq!(scanned_size(&t.view, "strings"), t.text.len() as u64);
+    for (path, expected) in [("strings", &t.text), ("strings.npy", &t.npy)] {
+        t.store.reset();
+        assert!(
+            read_through_handle(&t.view, path, 128 << 10) == *expected,
+            "{path}"
+        );
+        let most = t.store.most.load(Ordering::SeqCst);
+        assert_eq!(most, 1, "{path}: chunk requests in flight at most");
+        assert_eq!(t.store.not_once(&t.keys), vec![], "{path}: each chunk once");
+    }
 }

@@ -222,9 +222,15 @@ pub fn decode(codec: &str, encoded: &[u8], items: usize) -> Result<Vec<u8>, Code
     Ok(out)
 }
 
+/// Bytes of the index of a decoded chunk of `count` items: the least it takes, with no item
+/// bytes.
+pub fn index_bytes(count: usize) -> usize {
+    U64 * (count + 2)
+}
+
 /// The item index of `items` (what [`decode`] produces from a serialized chunk).
 pub(crate) fn index<T: AsRef<[u8]>>(items: &[T]) -> Vec<u8> {
-    let header = U64 * (items.len() + 2);
+    let header = index_bytes(items.len());
     let total: usize = items.iter().map(|i| i.as_ref().len()).sum();
     let mut out = Vec::with_capacity(header + total);
     out.extend_from_slice(&(items.len() as u64).to_le_bytes());
@@ -251,7 +257,7 @@ pub fn item(decoded: &[u8], i: usize) -> Option<&[u8]> {
     if i >= count {
         return None;
     }
-    let header = U64 * (count + 2);
+    let header = index_bytes(count);
     let (start, end) = (
         u64_at(decoded, U64 * (i + 1))?,
         u64_at(decoded, U64 * (i + 2))?,
