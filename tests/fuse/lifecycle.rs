@@ -584,6 +584,34 @@ fn a_relative_log_file_is_taken_from_the_working_directory() {
     assert!(log.contains(&format!("on {}", mnt.display())), "{log}");
 }
 
+#[test]
+fn a_log_file_zarrfs_creates_is_private_and_one_that_exists_keeps_its_mode() {
+    if !root_fuse_ready() {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let scene = Scene::new();
+    let mnt = scene.mnt();
+    let file = scene.dir.path().join("zarrfs.log");
+    let mode = |file: &Path| std::fs::metadata(file).unwrap().permissions().mode() & 0o777;
+    for (existing, want) in [(None, 0o600), (Some(0o640), 0o640)] {
+        if let Some(existing) = existing {
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(existing)).unwrap();
+        }
+        let log_arg = format!("--log-file={}", file.display());
+        scene.mount_daemon(&["-v", &log_arg]);
+        let out = run(zarrfs().arg("unmount").arg(&mnt));
+        assert!(out.status.success(), "{}", stderr_of(&out));
+        assert_eq!(mode(&file), want, "mode of the log file, was {existing:?}");
+    }
+    let log = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(
+        log.matches(&format!("on {}", mnt.display())).count(),
+        2,
+        "{log}"
+    );
+}
+
 /// The daemon changes to `/` before it opens the cache directory, and before a remote reference
 /// set is recognised and its allowed targets resolved: relative paths are taken from where zarrfs
 /// was started all the same.
