@@ -167,6 +167,35 @@ impl Options {
     }
 }
 
+impl Options {
+    /// A line for each option given that does not apply to this mount (`remote`: the store's
+    /// bytes come over the network), naming it: ignored, rather than refused, so that one
+    /// fstab line can serve stores of either kind.
+    pub fn not_applying(&self, remote: bool) -> Vec<String> {
+        let local = "the store is read from local files";
+        let unused = [
+            (
+                self.cache_dir_size.is_some() && self.cache_dir().is_none(),
+                "--cache-dir-size",
+                "there is no --cache-dir",
+            ),
+            (
+                self.log_file.is_some() && self.foreground,
+                "--log-file",
+                "in the foreground (-f) the log goes to stderr",
+            ),
+            (self.endpoint.is_some() && !remote, "--endpoint", local),
+            (self.region.is_some() && !remote, "--region", local),
+            (self.anonymous && !remote, "--anonymous", local),
+        ];
+        unused
+            .into_iter()
+            .filter(|&(given, _, _)| given)
+            .map(|(_, option, why)| format!("option {option} does not apply ({why}): ignored"))
+            .collect()
+    }
+}
+
 /// Parses `--threads`: a mount with no thread would never answer.
 fn parse_threads(text: &str) -> Result<usize, super::error::OptionError> {
     match text.parse() {
@@ -183,4 +212,42 @@ pub struct UnmountArgs {
     /// The mount point to unmount.
     #[arg(value_name = "MOUNTPOINT")]
     pub mountpoint: PathBuf,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MountArgs;
+    use clap::Parser;
+
+    #[test]
+    fn options_that_do_not_apply_are_named_one_line_each() {
+        let unused = |args: &[&str], remote: bool| {
+            let argv = ["zarrfs"].iter().chain(args).chain(&["s", "m"]);
+            MountArgs::parse_from(argv).options.not_applying(remote)
+        };
+        let all = [
+            "-f",
+            "--cache-dir-size=1G",
+            "--log-file=l",
+            "--endpoint=http://h",
+            "--region=r",
+            "--anonymous",
+        ];
+        let said = unused(&all, false);
+        assert_eq!(said.len(), 5, "{said:?}");
+        for (line, option) in said.iter().zip(&all[1..]) {
+            let name = option.split('=').next().unwrap();
+            assert!(
+                line.starts_with(&format!("option {name} does not apply")),
+                "{line}"
+            );
+        }
+        // A remote store takes the remote options; a cache directory takes its size; a
+        // daemon takes its log file.
+        assert_eq!(unused(&all, true).len(), 2);
+        assert!(unused(&["--cache-dir-size=1G", "--cache-dir=d"], false).is_empty());
+        assert!(unused(&["--cache-dir-size=1G", "--default-cache-dir"], false).is_empty());
+        assert!(unused(&["--log-file=l"], false).is_empty());
+        assert!(unused(&[], false).is_empty());
+    }
 }
