@@ -104,9 +104,10 @@ pub struct Options {
     #[arg(long, value_name = "SIZE", value_parser = super::size::parse_size)]
     pub cache_dir_size: Option<u64>,
     /// Kernel readahead of the mount (the mount's read_ahead_kb, whole pages): large for fast
-    /// sequential reads; 128K suits random access through mmap better. At least 4K.
-    #[arg(long, value_name = "SIZE", default_value = "1M", value_parser = super::size::parse_read_ahead)]
-    pub read_ahead: u64,
+    /// sequential reads; 128K suits random access through mmap better. At least 4K. Set only by
+    /// root where /sys is writable [default: 1M].
+    #[arg(long, value_name = "SIZE", value_parser = super::size::parse_read_ahead)]
+    pub read_ahead: Option<u64>,
     /// Threads answering kernel requests [default: twice the number of cores, at least 4].
     #[arg(long, value_name = "N", value_parser = parse_threads)]
     pub threads: Option<usize>,
@@ -156,6 +157,9 @@ pub struct Options {
     #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]
     pub verbose: u8,
 }
+
+/// The mount's kernel readahead when `--read-ahead` is not given.
+pub const DEFAULT_READ_AHEAD: u64 = 1 << 20;
 
 impl Options {
     /// The cache directory asked for: `--cache-dir DIR`, or the default one.

@@ -1,5 +1,6 @@
 //! Loading the hierarchy, mounting, waiting for a signal or an unmount.
 
+use super::args::DEFAULT_READ_AHEAD;
 use super::daemon::Ready;
 use super::error::MountError;
 use super::unmount::{detach, detach_soon, Refusal};
@@ -257,16 +258,29 @@ fn wait_until_mounted(mountpoint: &Path) -> Result<(), MountError> {
     }
 }
 
-/// Sets the mount's `read_ahead_kb` (the kernel's default is 128 KiB): with a larger one,
-/// sequential reads arrive in large requests. Needs root.
-fn set_read_ahead(mountpoint: &Path, bytes: u64) {
-    let Some(dev) = super::pidfile::device_of(mountpoint) else {
-        return;
+/// Sets the mount's `read_ahead_kb` (the kernel's default is 128 KiB) to `bytes`, or to
+/// [`DEFAULT_READ_AHEAD`] when not given: with a larger one, sequential reads arrive in large
+/// requests. Needs root and a writable /sys; when it cannot be set, a readahead asked for is
+/// warned about, the default only said at info level.
+fn set_read_ahead(mountpoint: &Path, bytes: Option<u64>) {
+    let kb = bytes.unwrap_or(DEFAULT_READ_AHEAD) / 1024;
+    let (knob, set) = match super::pidfile::device_of(mountpoint) {
+        Some(dev) => {
+            let knob = format!("/sys/class/bdi/{dev}/read_ahead_kb");
+            let set = std::fs::write(&knob, kb.to_string());
+            (knob, set.map_err(|e| e.to_string()))
+        }
+        None => (
+            "read_ahead_kb".into(),
+            Err("the mount's device is not known".into()),
+        ),
     };
-    let knob = format!("/sys/class/bdi/{dev}/read_ahead_kb");
-    let kb = bytes / 1024;
-    match std::fs::write(&knob, kb.to_string()) {
+    match set {
         Ok(()) => log::debug!("{knob} = {kb}"),
+        Err(e) if bytes.is_some() => log::warn!(
+            "--read-ahead not applied: cannot set {knob} to {kb}: {e} (it needs root and a \
+             writable /sys); reads stay at the kernel's default readahead"
+        ),
         Err(e) => log::info!(
             "cannot set {knob} to {kb}: {e}; reads stay at the kernel's default readahead"
         ),

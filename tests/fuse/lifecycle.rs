@@ -801,6 +801,57 @@ fn read_ahead_below_a_page_is_refused_and_a_valid_one_is_set() {
     assert!(run(zarrfs().arg("unmount").arg(&mnt)).status.success());
 }
 
+/// Where /sys is read-only (as in most containers), a `--read-ahead` asked for is warned about;
+/// the default one is said at info level only.
+#[test]
+fn a_read_ahead_that_cannot_be_set_is_warned_about_only_when_asked_for() {
+    if !root_fuse_ready() {
+        return;
+    }
+    for asked in [true, false] {
+        let mut scene = Scene::new();
+        let mnt = scene.mnt();
+        // In a private mount namespace where /sys is read-only (the mount lives there too).
+        let mut daemon = Command::new("unshare")
+            .args(["--mount", "--propagation", "private", "sh", "-c"])
+            .arg("mount -o remount,ro,bind /sys && exec \"$0\" \"$@\"")
+            .arg(env!("CARGO_BIN_EXE_zarrfs"))
+            .args(["-f", "-v"])
+            .args(if asked {
+                &["--read-ahead", "8K"][..]
+            } else {
+                &[]
+            })
+            .arg(demo())
+            .arg(&mnt)
+            .stdin(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let said = capture_stderr(&mut daemon);
+        let pid = daemon.id() as i32;
+        scene.children.push(daemon);
+        // Logged once mounted, after the readahead was tried.
+        wait_for("the daemon to serve", || said.lock().contains("serving "));
+        let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
+        let status = scene.daemon_exit("the daemon to end after SIGTERM");
+        let said = said.lock().clone();
+        assert!(status.success(), "{status}: {said}");
+        let line = said
+            .lines()
+            .find(|l| l.contains("read_ahead_kb"))
+            .unwrap_or_else(|| panic!("nothing said of read_ahead_kb: {said}"));
+        assert!(line.contains("Read-only file system"), "{line}");
+        match asked {
+            true => assert!(
+                line.contains("WARN") && line.contains("--read-ahead not applied"),
+                "{line}"
+            ),
+            false => assert!(line.contains("INFO"), "{line}"),
+        }
+    }
+}
+
 /// Undoes the octal escapes of /proc/PID/mountinfo (`\054` is not one, `\134` is a backslash).
 fn unescape_mountinfo(field: &str) -> String {
     let mut out = Vec::new();
