@@ -25,9 +25,11 @@ http(s)://host/path, and netCDF URLs (https://host/bucket/key#mode=nczarr,s3). C
 from the providers' usual variables and files: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
 AWS_SESSION_TOKEN, AWS_REGION, AWS_ENDPOINT_URL, AWS_PROFILE (keys in ~/.aws/credentials);
 GOOGLE_APPLICATION_CREDENTIALS (or gcloud's application default credentials);
-AZURE_STORAGE_ACCOUNT and AZURE_STORAGE_KEY. Metadata is read at mount time (consolidated
-metadata first) and then answered from memory; chunks are fetched by byte range. Failed requests
-are retried, then the read fails with EIO and a log line.
+AZURE_STORAGE_ACCOUNT and AZURE_STORAGE_KEY. The root group and its children are read at mount
+time (consolidated metadata first, read once); every other group when it is first listed or
+looked up (and a few ahead of a walk, unless --no-look-ahead), then answered from memory. Chunks
+are fetched by byte range. Failed requests are retried, then the read fails with EIO and a log
+line.
 
 In the mount: a group is a directory with .group.json; an array A is three files:
 A (elements in C order, little-endian), A.json (metadata) and A.npy (for numpy.load).";
@@ -38,6 +40,11 @@ A (elements in C order, little-endian), A.json (metadata) and A.npy (for numpy.l
     name = "zarrfs",
     version,
     about = "Mount a Zarr hierarchy read-only: groups as directories, arrays as plain files",
+    long_about = "Mounts the Zarr hierarchy STORE (a directory, a .zip file or a remote store) \
+                  read-only on MOUNTPOINT with FUSE: each group is a directory, each array a \
+                  plain file of its elements beside its metadata and an NPY file. zarrfs returns \
+                  once the mount answers; its daemon serves it until unmounted (zarrfs unmount, \
+                  umount, or a signal).",
     override_usage = "zarrfs [OPTIONS] STORE MOUNTPOINT\n       \
                       mount -t fuse.zarrfs [-o OPT[,OPT...]] STORE MOUNTPOINT\n       \
                       zarrfs unmount MOUNTPOINT\n       \
@@ -78,7 +85,7 @@ pub enum Generated {
 /// Options of the mount command.
 #[derive(Args, Debug, Clone)]
 pub struct Options {
-    /// Stay in the foreground and log to stderr; SIGINT/SIGTERM unmount cleanly.
+    /// Stay in the foreground and log to stderr; SIGINT, SIGTERM and SIGHUP unmount cleanly.
     #[arg(short = 'f', long)]
     pub foreground: bool,
     /// Mount options, comma separated, as mount(8) and /etc/fstab pass them: every option of this
