@@ -235,6 +235,22 @@ impl BackingDir {
             .push(Arc::downgrade(held));
     }
 
+    /// Takes every backing file this process holds out of where it is held, for a daemon that
+    /// exits while its session still serves the view (a mount detached in use): a file is
+    /// finished (its map saved, or published) only as it is dropped, which the caller does
+    /// once no reader holds it.
+    pub fn let_go_all(&self) -> Vec<Arc<BackingFile>> {
+        // Not under `held`'s lock: an attach holds its slot while it registers it there.
+        let held: Vec<Arc<Held>> = self
+            .held
+            .lock()
+            .values()
+            .flatten()
+            .filter_map(Weak::upgrade)
+            .collect();
+        held.iter().filter_map(|slot| slot.lock().take()).collect()
+    }
+
     /// Lets go of the backing files of `key` this process holds (see [`BackingDir::hold`]);
     /// one being attached right now is skipped (its next attach sees it removed).
     fn let_go(&self, key: &str) {

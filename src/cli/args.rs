@@ -25,9 +25,11 @@ http(s)://host/path, and netCDF URLs (https://host/bucket/key#mode=nczarr,s3). C
 from the providers' usual variables and files: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
 AWS_SESSION_TOKEN, AWS_REGION, AWS_ENDPOINT_URL, AWS_PROFILE (keys in ~/.aws/credentials);
 GOOGLE_APPLICATION_CREDENTIALS (or gcloud's application default credentials);
-AZURE_STORAGE_ACCOUNT and AZURE_STORAGE_KEY. Metadata is read at mount time (consolidated
-metadata first) and then answered from memory; chunks are fetched by byte range. Failed requests
-are retried, then the read fails with EIO and a log line.
+AZURE_STORAGE_ACCOUNT and AZURE_STORAGE_KEY. The root group and its children are read at mount
+time (consolidated metadata first, read once); every other group when it is first listed or
+looked up (and a few ahead of a walk, unless --no-look-ahead), then answered from memory. Chunks
+are fetched by byte range. Failed requests are retried, then the read fails with EIO and a log
+line.
 
 In the mount: a group is a directory with .group.json; an array A is three files:
 A (elements in C order, little-endian), A.json (metadata) and A.npy (for numpy.load).";
@@ -38,6 +40,11 @@ A (elements in C order, little-endian), A.json (metadata) and A.npy (for numpy.l
     name = "zarrfs",
     version,
     about = "Mount a Zarr hierarchy read-only: groups as directories, arrays as plain files",
+    long_about = "Mounts the Zarr hierarchy STORE (a directory, a .zip file or a remote store) \
+                  read-only on MOUNTPOINT with FUSE: each group is a directory, each array a \
+                  plain file of its elements beside its metadata and an NPY file. zarrfs returns \
+                  once the mount answers; its daemon serves it until unmounted (zarrfs unmount, \
+                  umount, or a signal).",
     override_usage = "zarrfs [OPTIONS] STORE MOUNTPOINT\n       \
                       mount -t fuse.zarrfs [-o OPT[,OPT...]] STORE MOUNTPOINT\n       \
                       zarrfs unmount MOUNTPOINT\n       \
@@ -78,7 +85,7 @@ pub enum Generated {
 /// Options of the mount command.
 #[derive(Args, Debug, Clone)]
 pub struct Options {
-    /// Stay in the foreground and log to stderr; SIGINT/SIGTERM unmount cleanly.
+    /// Stay in the foreground and log to stderr; SIGINT, SIGTERM and SIGHUP unmount cleanly.
     #[arg(short = 'f', long)]
     pub foreground: bool,
     /// Mount options, comma separated, as mount(8) and /etc/fstab pass them: every option of this
@@ -104,9 +111,10 @@ pub struct Options {
     #[arg(long, value_name = "SIZE", value_parser = super::size::parse_size)]
     pub cache_dir_size: Option<u64>,
     /// Kernel readahead of the mount (the mount's read_ahead_kb, whole pages): large for fast
-    /// sequential reads; 128K suits random access through mmap better. At least 4K.
-    #[arg(long, value_name = "SIZE", default_value = "1M", value_parser = super::size::parse_read_ahead)]
-    pub read_ahead: u64,
+    /// sequential reads; 128K suits random access through mmap better. At least 4K. Set only by
+    /// root where /sys is writable [default: 1M].
+    #[arg(long, value_name = "SIZE", value_parser = super::size::parse_read_ahead)]
+    pub read_ahead: Option<u64>,
     /// Threads answering kernel requests [default: twice the number of cores, at least 4].
     #[arg(long, value_name = "N", value_parser = parse_threads)]
     pub threads: Option<usize>,
@@ -157,6 +165,9 @@ pub struct Options {
     pub verbose: u8,
 }
 
+/// The mount's kernel readahead when `--read-ahead` is not given.
+pub const DEFAULT_READ_AHEAD: u64 = 1 << 20;
+
 impl Options {
     /// The cache directory asked for: `--cache-dir DIR`, or the default one.
     pub fn cache_dir(&self) -> Option<PathBuf> {
@@ -164,6 +175,35 @@ impl Options {
             true => Some(crate::backing::default_dir()),
             false => self.cache_dir.clone(),
         }
+    }
+}
+
+impl Options {
+    /// A line for each option given that does not apply to this mount (`remote`: the store's
+    /// bytes come over the network), naming it: ignored, rather than refused, so that one
+    /// fstab line can serve stores of either kind.
+    pub fn not_applying(&self, remote: bool) -> Vec<String> {
+        let local = "the store is read from local files";
+        let unused = [
+            (
+                self.cache_dir_size.is_some() && self.cache_dir().is_none(),
+                "--cache-dir-size",
+                "there is no --cache-dir",
+            ),
+            (
+                self.log_file.is_some() && self.foreground,
+                "--log-file",
+                "in the foreground (-f) the log goes to stderr",
+            ),
+            (self.endpoint.is_some() && !remote, "--endpoint", local),
+            (self.region.is_some() && !remote, "--region", local),
+            (self.anonymous && !remote, "--anonymous", local),
+        ];
+        unused
+            .into_iter()
+            .filter(|&(given, _, _)| given)
+            .map(|(_, option, why)| format!("option {option} does not apply ({why}): ignored"))
+            .collect()
     }
 }
 
@@ -183,4 +223,42 @@ pub struct UnmountArgs {
     /// The mount point to unmount.
     #[arg(value_name = "MOUNTPOINT")]
     pub mountpoint: PathBuf,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MountArgs;
+    use clap::Parser;
+
+    #[test]
+    fn options_that_do_not_apply_are_named_one_line_each() {
+        let unused = |args: &[&str], remote: bool| {
+            let argv = ["zarrfs"].iter().chain(args).chain(&["s", "m"]);
+            MountArgs::parse_from(argv).options.not_applying(remote)
+        };
+        let all = [
+            "-f",
+            "--cache-dir-size=1G",
+            "--log-file=l",
+            "--endpoint=http://h",
+            "--region=r",
+            "--anonymous",
+        ];
+        let said = unused(&all, false);
+        assert_eq!(said.len(), 5, "{said:?}");
+        for (line, option) in said.iter().zip(&all[1..]) {
+            let name = option.split('=').next().unwrap();
+            assert!(
+                line.starts_with(&format!("option {name} does not apply")),
+                "{line}"
+            );
+        }
+        // A remote store takes the remote options; a cache directory takes its size; a
+        // daemon takes its log file.
+        assert_eq!(unused(&all, true).len(), 2);
+        assert!(unused(&["--cache-dir-size=1G", "--cache-dir=d"], false).is_empty());
+        assert!(unused(&["--cache-dir-size=1G", "--default-cache-dir"], false).is_empty());
+        assert!(unused(&["--log-file=l"], false).is_empty());
+        assert!(unused(&[], false).is_empty());
+    }
 }

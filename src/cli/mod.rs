@@ -118,6 +118,9 @@ fn prepare(store: &str, mountpoint: &Path, options: &Options) -> Result<Prepared
     let mut mount_options = parse_mount_options(&options.mount_options)?;
     let options = absolute_paths(options)?;
     let (store, location, requests) = open_store(store, &options)?;
+    for unused in options.not_applying(requests.is_some()) {
+        log::warn!("{unused}");
+    }
     mount_options.name_after(&location);
     for notice in &mount_options.notices {
         eprintln!("zarrfs: {notice}");

@@ -201,7 +201,7 @@ mod tests {
         let args = <MountArgs as clap::Parser>::try_parse_from(got).unwrap();
         assert_eq!(args.options.cache_size, 2 << 30);
         assert!(args.options.anonymous);
-        assert_eq!(args.options.read_ahead, 4 << 20);
+        assert_eq!(args.options.read_ahead, Some(4 << 20));
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Loading the hierarchy, mounting, waiting for a signal or an unmount.
 
+use super::args::DEFAULT_READ_AHEAD;
 use super::daemon::Ready;
 use super::error::MountError;
 use super::unmount::{detach, detach_soon, Refusal};
@@ -136,7 +137,7 @@ struct Mounted {
     ended: Arc<AtomicBool>,
     /// Answered "not connected" when the daemon ends with requests still waiting.
     waiting: crate::fuse::Waiting,
-    /// Dropped last, by [`let_go`], once the session has ended.
+    /// Dropped last, by [`Mounted::exit`].
     view: Arc<crate::view::View>,
     mountpoint: std::path::PathBuf,
     /// The device number of this mount (`major:minor`), to tell it from a mount under it.
@@ -257,34 +258,64 @@ fn wait_until_mounted(mountpoint: &Path) -> Result<(), MountError> {
     }
 }
 
-/// Sets the mount's `read_ahead_kb` (the kernel's default is 128 KiB): with a larger one,
-/// sequential reads arrive in large requests. Needs root.
-fn set_read_ahead(mountpoint: &Path, bytes: u64) {
-    let Some(dev) = super::pidfile::device_of(mountpoint) else {
-        return;
+/// Sets the mount's `read_ahead_kb` (the kernel's default is 128 KiB) to `bytes`, or to
+/// [`DEFAULT_READ_AHEAD`] when not given: with a larger one, sequential reads arrive in large
+/// requests. Needs root and a writable /sys; when it cannot be set, a readahead asked for is
+/// warned about, the default only said at info level.
+fn set_read_ahead(mountpoint: &Path, bytes: Option<u64>) {
+    let kb = bytes.unwrap_or(DEFAULT_READ_AHEAD) / 1024;
+    let (knob, set) = match super::pidfile::device_of(mountpoint) {
+        Some(dev) => {
+            let knob = format!("/sys/class/bdi/{dev}/read_ahead_kb");
+            let set = std::fs::write(&knob, kb.to_string());
+            (knob, set.map_err(|e| e.to_string()))
+        }
+        None => (
+            "read_ahead_kb".into(),
+            Err("the mount's device is not known".into()),
+        ),
     };
-    let knob = format!("/sys/class/bdi/{dev}/read_ahead_kb");
-    let kb = bytes / 1024;
-    match std::fs::write(&knob, kb.to_string()) {
+    match set {
         Ok(()) => log::debug!("{knob} = {kb}"),
+        Err(e) if bytes.is_some() => log::warn!(
+            "--read-ahead not applied: cannot set {knob} to {kb}: {e} (it needs root and a \
+             writable /sys); reads stay at the kernel's default readahead"
+        ),
         Err(e) => log::info!(
             "cannot set {knob} to {kb}: {e}; reads stay at the kernel's default readahead"
         ),
     }
 }
 
+/// How the daemon's wait ended.
+enum End {
+    /// The session ended (the mount is gone).
+    SessionEnded,
+    /// The mount was detached while in use (by another, or lazily by zarrfs): its session goes
+    /// on until the process exits, which then exits with this status.
+    Detached(i32),
+}
+
 impl Mounted {
-    /// Blocks until a signal asks to stop (then unmounts) or the mount goes away. A mount still
-    /// busy after a moment's retries (as `zarrfs unmount` makes them) is not unmounted; the
-    /// next signal tries again and, if it is still busy, detaches it lazily and ends the
-    /// process.
+    /// Blocks until a signal asks to stop (then unmounts) or the mount goes away; returns the
+    /// exit status (see [`Mounted::exit`]).
     fn wait(self, set: &SigSet) -> i32 {
+        let end = self.wait_for_end(set);
+        self.exit(end)
+    }
+
+    /// Waits for the end of the mount. A mount still busy after a moment's retries (as
+    /// `zarrfs unmount` makes them) is not unmounted; the next signal tries again and, if it
+    /// is still busy, detaches it lazily.
+    fn wait_for_end(&self, set: &SigSet) -> End {
         let shown = self.mountpoint.display();
         let mut refused = false;
         loop {
             // sigwait fails only for an invalid set (then logged as signal 0).
             let sig = match set.wait() {
-                Ok(Signal::SIGUSR1) if self.ended.load(Ordering::SeqCst) => break,
+                Ok(Signal::SIGUSR1) if self.ended.load(Ordering::SeqCst) => {
+                    return End::SessionEnded
+                }
                 Ok(Signal::SIGUSR1) => {
                     log::warn!("signal SIGUSR1 from outside: ignored");
                     continue;
@@ -294,15 +325,14 @@ impl Mounted {
             };
             log::info!("signal {sig}: unmounting {shown}");
             match detach_soon(&self.mountpoint) {
-                Ok(()) => break,
+                Ok(()) => return End::SessionEnded,
                 // Detached by someone else (umount -l) while in use: nothing left to unmount.
                 Err(_) if !still_mounted(&self.mountpoint, self.dev.as_deref()) => {
                     log::warn!(
                         "{shown} is no longer mounted (detached by another): exiting; \
                          processes still using it get \"Transport endpoint is not connected\""
                     );
-                    self.waiting.cut_off();
-                    return 0;
+                    return End::Detached(0);
                 }
                 Err(e) if !refused => {
                     refused = true;
@@ -326,32 +356,51 @@ impl Mounted {
                         "{shown} is still not unmounted: {outcome} and exiting; processes still \
                          using it get \"Transport endpoint is not connected\""
                     );
-                    self.waiting.cut_off();
-                    return 1;
+                    return End::Detached(1);
                 }
             }
         }
-        let ended = self.thread.join();
-        let_go(self.view);
-        match ended {
-            Ok(ended) => exit_code(ended, || {
-                still_mounted(&self.mountpoint, self.dev.as_deref())
-            }),
-            Err(_) => 1,
+    }
+
+    /// The daemon's end, on every path: the view's backing files are finished (see
+    /// [`let_go`]) before the process exits. An ended session is joined and the whole view
+    /// let go; a detached mount's session still holds the view, so its requests are cut off
+    /// and its backing files taken out of it and let go.
+    fn exit(self, end: End) -> i32 {
+        match end {
+            End::SessionEnded => {
+                let ended = self.thread.join();
+                let_go(vec![self.view]);
+                match ended {
+                    Ok(ended) => exit_code(ended, || {
+                        still_mounted(&self.mountpoint, self.dev.as_deref())
+                    }),
+                    Err(_) => 1,
+                }
+            }
+            End::Detached(code) => {
+                self.waiting.cut_off();
+                let files = self.view.backing_dir().map(|dir| dir.let_go_all());
+                let_go(files.unwrap_or_default());
+                code
+            }
         }
     }
 }
 
-/// Drops `view` on this thread once no other holds it (waiting at most [`LET_GO_TIMEOUT`]): a
-/// request's worker or a look-ahead thread may still hold it for a moment after the session
-/// ended, and the backing files it writes finish (synced, renamed into place) only as it is
-/// dropped, which must happen before the process exits.
-fn let_go(view: Arc<crate::view::View>) {
+/// Drops each of `held` on this thread once no other holds it (waiting at most
+/// [`LET_GO_TIMEOUT`] in all): a request's worker or a look-ahead thread may still hold the
+/// view or a backing file for a moment after the session ended, and a backing file is
+/// finished (its map saved, or synced and renamed into place) only as it is dropped, which
+/// must happen before the process exits.
+fn let_go<T>(held: Vec<Arc<T>>) {
     let deadline = Instant::now() + LET_GO_TIMEOUT;
-    while Arc::strong_count(&view) > 1 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(5));
+    for held in held {
+        while Arc::strong_count(&held) > 1 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        drop(held);
     }
-    drop(view);
 }
 
 /// True while the mount of device `dev` is still on `mountpoint`: the topmost mount there is

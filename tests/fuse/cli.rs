@@ -322,3 +322,36 @@ fn help_has_examples_and_version_prints() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
 }
+
+/// Options of an fstab line reused for another store are ignored with a warning naming each.
+#[test]
+fn options_that_do_not_apply_are_ignored_with_a_line_naming_each() {
+    if !fuse_ready() {
+        return;
+    }
+    let log = tempfile::tempdir().unwrap();
+    let log_arg = format!("--log-file={}", log.path().join("zarrfs.log").display());
+    let mount = Mount::new(
+        &demo(),
+        &[
+            "--cache-dir-size=1G",
+            &log_arg,
+            "-o",
+            "endpoint=http://127.0.0.1:9,region=r,anonymous",
+        ],
+    );
+    assert!(mount.path().join("surface").is_dir());
+    let (status, stderr) = mount.stop();
+    assert!(status.success(), "{status}: {stderr}");
+    for option in [
+        "--cache-dir-size",
+        "--log-file",
+        "--endpoint",
+        "--region",
+        "--anonymous",
+    ] {
+        let said = format!("option {option} does not apply");
+        assert_eq!(stderr.matches(&said).count(), 1, "{option}: {stderr}");
+    }
+    assert!(!log.path().join("zarrfs.log").exists());
+}

@@ -6,7 +6,8 @@ use crate::common;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
-use common::mount::{force_unmount, is_fuse_mount, root_fuse_ready, run_within};
+use common::float_store::{files, write_floats, CHUNK, N};
+use common::mount::{force_unmount, is_fuse_mount, pread_direct, root_fuse_ready, run_within};
 use parking_lot::Mutex;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -80,10 +81,17 @@ impl Scene {
     /// Mounts the demo store with `zarrfs -f` (the scene's first child); its pid and what it
     /// says on stderr.
     fn mount_foreground(&mut self) -> (i32, Arc<Mutex<String>>) {
+        self.mount_foreground_of(&demo(), &[])
+    }
+
+    /// Mounts `store` with `zarrfs -f` and `args` (the scene's first child); its pid and what
+    /// it says on stderr.
+    fn mount_foreground_of(&mut self, store: &Path, args: &[&str]) -> (i32, Arc<Mutex<String>>) {
         let mnt = self.mnt();
         let mut daemon = zarrfs()
             .arg("-f")
-            .arg(demo())
+            .args(args)
+            .arg(store)
             .arg(&mnt)
             .stdin(Stdio::null())
             .stderr(Stdio::piped())
@@ -231,6 +239,57 @@ fn a_second_signal_after_a_busy_refusal_detaches_the_mount_and_ends_the_daemon()
     let said = said.lock().clone();
     assert!(said.contains("detached it lazily"), "{said}");
     assert!(fstype_at(&mnt).is_none(), "still in the mount table");
+}
+
+#[test]
+fn a_mount_detached_in_use_finishes_its_cache_dir_files_before_the_daemon_exits() {
+    if !root_fuse_ready() {
+        return;
+    }
+    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let whole = write_floats(store.path(), "whole", (N, CHUNK), 1.0);
+    let part = write_floats(store.path(), "part", (N, CHUNK), 2.0);
+    let mut scene = Scene::new();
+    let mnt = scene.mnt();
+    let cache_arg = format!("--cache-dir={}", cache.path().display());
+    let (pid, said) = scene.mount_foreground_of(store.path(), &[&cache_arg]);
+    assert_eq!(std::fs::read(mnt.join("whole")).unwrap(), whole);
+    // One block of `part`, past the page cache and its readahead: its file stays incomplete.
+    assert_eq!(pread_direct(&mnt.join("part"), 4096).unwrap(), part[..4096]);
+    // A process with its working directory in the mount keeps it alive once detached.
+    let user = Command::new("sleep")
+        .arg("600")
+        .current_dir(&mnt)
+        .spawn()
+        .unwrap();
+    scene.children.push(user);
+    let out = run(Command::new("umount").arg("-l").arg(&mnt));
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
+    let status = scene.daemon_exit("the daemon to end after SIGTERM");
+    assert!(status.success(), "{status}: {}", said.lock());
+    assert!(
+        said.lock().contains("detached by another"),
+        "{}",
+        said.lock()
+    );
+    // `whole` published; `part` left to be resumed: its map saved, its lock file removed.
+    assert_eq!(files(cache.path(), "data"), 1);
+    assert_eq!(files(cache.path(), "part"), 1);
+    assert_eq!(files(cache.path(), "lock"), 0, "a lock file left");
+    // The block of `part` read before is served from its backing file by the next mount.
+    let mut again = Scene::new();
+    let (pid, said) = again.mount_foreground_of(store.path(), &[&cache_arg, "-vv"]);
+    let read = pread_direct(&again.mnt().join("part"), 4096).unwrap();
+    assert_eq!(read, part[..4096]);
+    let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
+    let status = again.daemon_exit("the second daemon to end after SIGTERM");
+    assert!(status.success(), "{status}: {}", said.lock());
+    let said = said.lock().clone();
+    assert!(
+        said.contains("part: 4096 bytes from the backing file"),
+        "{said}"
+    );
 }
 
 #[test]
@@ -525,6 +584,34 @@ fn a_relative_log_file_is_taken_from_the_working_directory() {
     assert!(log.contains(&format!("on {}", mnt.display())), "{log}");
 }
 
+#[test]
+fn a_log_file_zarrfs_creates_is_private_and_one_that_exists_keeps_its_mode() {
+    if !root_fuse_ready() {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let scene = Scene::new();
+    let mnt = scene.mnt();
+    let file = scene.dir.path().join("zarrfs.log");
+    let mode = |file: &Path| std::fs::metadata(file).unwrap().permissions().mode() & 0o777;
+    for (existing, want) in [(None, 0o600), (Some(0o640), 0o640)] {
+        if let Some(existing) = existing {
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(existing)).unwrap();
+        }
+        let log_arg = format!("--log-file={}", file.display());
+        scene.mount_daemon(&["-v", &log_arg]);
+        let out = run(zarrfs().arg("unmount").arg(&mnt));
+        assert!(out.status.success(), "{}", stderr_of(&out));
+        assert_eq!(mode(&file), want, "mode of the log file, was {existing:?}");
+    }
+    let log = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(
+        log.matches(&format!("on {}", mnt.display())).count(),
+        2,
+        "{log}"
+    );
+}
+
 /// The daemon changes to `/` before it opens the cache directory, and before a remote reference
 /// set is recognised and its allowed targets resolved: relative paths are taken from where zarrfs
 /// was started all the same.
@@ -712,6 +799,57 @@ fn read_ahead_below_a_page_is_refused_and_a_valid_one_is_set() {
     );
     assert_eq!(std::fs::read_to_string(knob).unwrap().trim(), "8");
     assert!(run(zarrfs().arg("unmount").arg(&mnt)).status.success());
+}
+
+/// Where /sys is read-only (as in most containers), a `--read-ahead` asked for is warned about;
+/// the default one is said at info level only.
+#[test]
+fn a_read_ahead_that_cannot_be_set_is_warned_about_only_when_asked_for() {
+    if !root_fuse_ready() {
+        return;
+    }
+    for asked in [true, false] {
+        let mut scene = Scene::new();
+        let mnt = scene.mnt();
+        // In a private mount namespace where /sys is read-only (the mount lives there too).
+        let mut daemon = Command::new("unshare")
+            .args(["--mount", "--propagation", "private", "sh", "-c"])
+            .arg("mount -o remount,ro,bind /sys && exec \"$0\" \"$@\"")
+            .arg(env!("CARGO_BIN_EXE_zarrfs"))
+            .args(["-f", "-v"])
+            .args(if asked {
+                &["--read-ahead", "8K"][..]
+            } else {
+                &[]
+            })
+            .arg(demo())
+            .arg(&mnt)
+            .stdin(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let said = capture_stderr(&mut daemon);
+        let pid = daemon.id() as i32;
+        scene.children.push(daemon);
+        // Logged once mounted, after the readahead was tried.
+        wait_for("the daemon to serve", || said.lock().contains("serving "));
+        let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
+        let status = scene.daemon_exit("the daemon to end after SIGTERM");
+        let said = said.lock().clone();
+        assert!(status.success(), "{status}: {said}");
+        let line = said
+            .lines()
+            .find(|l| l.contains("read_ahead_kb"))
+            .unwrap_or_else(|| panic!("nothing said of read_ahead_kb: {said}"));
+        assert!(line.contains("Read-only file system"), "{line}");
+        match asked {
+            true => assert!(
+                line.contains("WARN") && line.contains("--read-ahead not applied"),
+                "{line}"
+            ),
+            false => assert!(line.contains("INFO"), "{line}"),
+        }
+    }
 }
 
 /// Undoes the octal escapes of /proc/PID/mountinfo (`\054` is not one, `\134` is a backslash).
