@@ -31,6 +31,8 @@ pub enum OptionError {
     Threads(String),
     #[error("option {0:?}: max_read takes a number of bytes, such as 1048576")]
     MaxRead(String),
+    #[error("option {0:?}: a subtype cannot hold a comma (the kernel splits options at commas)")]
+    SubtypeComma(String),
     #[error(
         "unknown option {option:?}: not a zarrfs option (see zarrfs --help; write \
          --cache-size 2G as -o cache_size=2G) nor a mount option zarrfs knows ({known})"

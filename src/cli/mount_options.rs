@@ -95,9 +95,12 @@ pub fn parse_mount_options(lists: &[String]) -> Result<MountOptions, OptionError
             }
             // Passed as a plain option: the kernel takes it as well as fusermount3 does
             // (fuser's own Subtype is dropped when root mounts with mount(2)).
-            o if o.starts_with("subtype=") => {
-                MountOption::CUSTOM(format!("subtype={}", unquote(&o["subtype=".len()..])))
-            }
+            // fusermount3 and the kernel split option strings at commas, and neither unescapes
+            // a subtype: one with a comma would fail the mount after the store loaded.
+            o if o.starts_with("subtype=") => match unquote(&o["subtype=".len()..]) {
+                name if name.contains(',') => return Err(OptionError::SubtypeComma(o.to_string())),
+                name => MountOption::CUSTOM(format!("subtype={name}")),
+            },
             o if o.starts_with("max_read=") => {
                 let value = &o["max_read=".len()..];
                 if value.parse::<u32>().map_or(true, |n| n == 0) {
@@ -363,6 +366,7 @@ mod tests {
             ("kernel_cache", "unknown option \"kernel_cache\""),
             ("max_read=lots", "number of bytes"),
             ("auto_unmount", "allow_other or allow_root"),
+            ("subtype=\"a,b\"", "comma"),
         ] {
             let err = parse_mount_options(&[list.into()]).unwrap_err().to_string();
             assert!(err.contains(says), "{list}: {err}");
