@@ -235,11 +235,37 @@ fn an_absent_parquet_record_file_over_http_is_asked_for_once() {
             assert!(store.get(chunk).unwrap().is_none(), "{chunk}");
         }
     }
-    assert_eq!(servers::fault(&proxy, "count/temp/refs.1.parq"), 1);
+    // Asked for again after the pauses before it counts as absent, then kept.
+    assert_eq!(
+        servers::fault(&proxy, "count/temp/refs.1.parq"),
+        zarrfs::store::absent::ASKS as u64
+    );
     // The files there are read once too.
     assert!(store.get("temp/0.0.0").unwrap().is_some());
     assert!(store.get("temp/0.1.0").unwrap().is_some());
     assert_eq!(servers::fault(&proxy, "count/temp/refs.0.parq"), 1);
+}
+
+/// Over plain HTTP (no listing to vouch for it), one 404 for a record file is not kept as its
+/// absence: asked again after a pause, the file is read and its chunks are served.
+#[test]
+fn one_404_for_a_parquet_record_file_over_http_is_not_kept_as_absent() {
+    let fixtures = common::fixtures_dir().join("references");
+    let direct = zarrfs::store::open_with(
+        fixtures.join("combined.parq").to_str().unwrap(),
+        &RemoteOptions::default(),
+    )
+    .unwrap();
+    let http = servers::http_server(&fixtures);
+    let proxy = servers::fault_proxy(&http);
+    let url = format!("{}/combined.parq", proxy.url);
+    let store = zarrfs::store::open_with(&url, &RemoteOptions::default()).unwrap();
+    servers::fault(&proxy, "gone/1/combined.parq/temp/refs.1.parq");
+    for chunk in ["temp/1.1.0", "temp/2.0.0", "temp/2.1.0"] {
+        let got = store.get(chunk).unwrap().expect(chunk).bytes;
+        assert_eq!(got, direct.get(chunk).unwrap().unwrap().bytes, "{chunk}");
+    }
+    assert_eq!(servers::fault(&proxy, "count/temp/refs.1.parq"), 2);
 }
 
 /// Every file under `dir`.

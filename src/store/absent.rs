@@ -23,21 +23,35 @@ pub enum Recheck<T> {
     Fault,
 }
 
-/// Asks for the object `key` of `store` again with `ask`, after each pause, once the store
-/// answered it as absent although a listing showed it; then lists its prefix afresh.
-pub fn recheck<T, E: From<StoreError>>(
-    store: &dyn Store,
+/// Asks for the object `key` again with `ask`, after each pause, once the store answered it as
+/// absent: what a later ask found, or `None` when every ask still found nothing. An object no
+/// listing can vouch for (a store that cannot list) is taken as absent only then, so that one
+/// transient 404 is not kept as "nothing stored here".
+pub fn ask_again<T, E>(
     key: &str,
     mut ask: impl FnMut() -> Result<Option<T>, E>,
-) -> Result<Recheck<T>, E> {
+) -> Result<Option<T>, E> {
     for pause in PAUSES {
         std::thread::sleep(pause);
         if let Some(found) = ask()? {
             log::warn!(
                 "{key}: answered as absent, then found when asked again (a transient fault)"
             );
-            return Ok(Recheck::Found(found));
+            return Ok(Some(found));
         }
+    }
+    Ok(None)
+}
+
+/// Asks for the object `key` of `store` again with `ask` (see [`ask_again`]) once the store
+/// answered it as absent although a listing showed it; then lists its prefix afresh.
+pub fn recheck<T, E: From<StoreError>>(
+    store: &dyn Store,
+    key: &str,
+    ask: impl FnMut() -> Result<Option<T>, E>,
+) -> Result<Recheck<T>, E> {
+    if let Some(found) = ask_again(key, ask)? {
+        return Ok(Recheck::Found(found));
     }
     let (prefix, name) = key.rsplit_once('/').unwrap_or(("", key));
     let still_listed = store

@@ -8,9 +8,10 @@
 //! Which record files exist is taken from the listing of the directory made at mount, where
 //! the store can list: a file it does not show is absent, unasked; one it shows but that a read
 //! finds absent is asked for again and counts as absent only once a fresh listing agrees (see
-//! [`absent`]), never on one 404. Where the store cannot list (plain HTTP), one absent answer
-//! tells, as it does for a chunk. An absence found is kept with the record files read, so a
-//! missing file is asked for once while it stays among them.
+//! [`absent`]), never on one 404. Where the store cannot list (plain HTTP), a file is absent
+//! once it is still absent when asked again after the pauses of [`absent::ask_again`]. An
+//! absence found is kept with the record files read, so a missing file is asked for again only
+//! once it has left them.
 
 use crate::store::absent::{self, Recheck};
 use crate::store::references::{list_references, listed_size, listed_tag, Catalog, Reference};
@@ -249,7 +250,9 @@ impl ParquetCatalog {
             return Ok(record);
         }
         if !listed {
-            return Ok(Ok(None));
+            // No listing to vouch for it: absent once asked again after the pauses (kept for
+            // the mount, so one transient 404 must not decide).
+            return Ok(absent::ask_again(file, read)?.unwrap_or(Ok(None)));
         }
         match absent::recheck(self.home.as_ref(), file, read)? {
             Recheck::Found(record) => Ok(record),
