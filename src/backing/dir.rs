@@ -19,7 +19,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 /// A directory of backing files shared by any number of mounts.
 pub struct BackingDir {
@@ -53,7 +53,7 @@ fn descriptor_limit() -> u64 {
 
 /// Whether `e` is for want of a resource that may come back (descriptors, memory, threads):
 /// the cache directory is tried again later, not turned off.
-fn transient(e: &io::Error) -> bool {
+pub(super) fn transient(e: &io::Error) -> bool {
     matches!(
         Errno::from_io_error(e),
         Some(Errno::MFILE | Errno::NFILE | Errno::NOMEM | Errno::AGAIN)
@@ -99,6 +99,13 @@ impl BackingDir {
     /// quarter (at most 1024) is kept open for backing files, and an eighth (at most 512)
     /// arrays are written at once, each holding its lock file open.
     pub fn open(root: &Path, budget: Option<u64>) -> io::Result<Arc<Self>> {
+        Self::open_within(root, budget, descriptor_limit())
+    }
+
+    /// [`BackingDir::open`] for a process that may have `descriptors` open: a quarter of them
+    /// (16 to 1024) are kept open for backing files, and an eighth (8 to 512) arrays are
+    /// written at once.
+    fn open_within(root: &Path, budget: Option<u64>, descriptors: u64) -> io::Result<Arc<Self>> {
         claim_dir(root)?;
         let budget = match budget {
             Some(b) => b,
@@ -125,9 +132,9 @@ impl BackingDir {
             held: Mutex::default(),
             hit_bytes: AtomicU64::new(0),
             passthrough_opens: AtomicU64::new(0),
-            files: OpenFiles::new((descriptor_limit() / 4).clamp(16, 1024) as usize),
+            files: OpenFiles::new((descriptors / 4).clamp(16, 1024) as usize),
             writers: Mutex::new(lru::LruCache::unbounded()),
-            max_writers: (descriptor_limit() / 8).clamp(8, 512) as usize,
+            max_writers: (descriptors / 8).clamp(8, 512) as usize,
         }))
     }
 
@@ -138,23 +145,31 @@ impl BackingDir {
 
     /// Counts the array `key` as being written by this process, and lets go of the arrays
     /// opened least recently when more than the most written at once are (their readers go
-    /// on uncached; their next open attaches them again, resuming their files).
+    /// on uncached; their next open attaches them again, resuming their files). An array
+    /// counts until its backing file is complete or dropped (see [`BackingDir::writer_done`]):
+    /// one that cannot be let go now (being attached, or read) is let go at a later call. The
+    /// files let go are dropped here, holding no lock.
     fn started_writing(&self, key: &str) {
-        let mut out = Vec::new();
-        {
+        let out: Vec<String> = {
             let mut writers = self.writers.lock();
             writers.push(key.to_string(), ());
-            while writers.len() > self.max_writers {
-                out.extend(writers.pop_lru().map(|(k, ())| k));
-            }
-        }
+            let over = writers.len().saturating_sub(self.max_writers);
+            writers
+                .iter()
+                .rev()
+                .take(over)
+                .map(|(k, ())| k.clone())
+                .collect()
+        };
+        let mut let_go = Vec::new();
         for key in out {
             log::debug!(
                 "cache dir {}: lets go of {key}, written by this mount but opened least recently",
                 self.root.display()
             );
-            self.let_go(&key);
+            let_go.extend(self.let_go(&key));
         }
+        drop(let_go);
     }
 
     /// Notes that the array `key`, being written, was just opened.
@@ -238,8 +253,9 @@ impl BackingDir {
     /// Takes every backing file this process holds out of where it is held, for a daemon that
     /// exits while its session still serves the view (a mount detached in use): a file is
     /// finished (its map saved, or published) only as it is dropped, which the caller does
-    /// once no reader holds it.
-    pub fn let_go_all(&self) -> Vec<Arc<BackingFile>> {
+    /// once no reader holds it. A slot an attach holds longer than `wait` (it may be checking a
+    /// whole file) is left as it is.
+    pub fn let_go_all(&self, wait: Duration) -> Vec<Arc<BackingFile>> {
         // Not under `held`'s lock: an attach holds its slot while it registers it there.
         let held: Vec<Arc<Held>> = self
             .held
@@ -248,18 +264,23 @@ impl BackingDir {
             .flatten()
             .filter_map(Weak::upgrade)
             .collect();
-        held.iter().filter_map(|slot| slot.lock().take()).collect()
+        let until = Instant::now() + wait;
+        held.iter()
+            .filter_map(|slot| slot.try_lock_until(until)?.take())
+            .collect()
     }
 
-    /// Lets go of the backing files of `key` this process holds (see [`BackingDir::hold`]);
-    /// one being attached right now is skipped (its next attach sees it removed).
-    fn let_go(&self, key: &str) {
+    /// Takes the backing files of `key` this process holds out of their holders (see
+    /// [`BackingDir::hold`]); one being attached right now is skipped (its next attach sees it
+    /// removed). The caller drops them once it holds no lock: dropping one waits for its
+    /// background jobs (which may take this directory's locks) and saves or publishes it.
+    #[must_use]
+    fn let_go(&self, key: &str) -> Vec<Arc<BackingFile>> {
         let all = self.held.lock();
-        for held in all.get(key).into_iter().flatten().filter_map(Weak::upgrade) {
-            if let Some(mut slot) = held.try_lock() {
-                slot.take_if(|f| f.key() == key);
-            }
-        }
+        let holders = all.get(key).into_iter().flatten().filter_map(Weak::upgrade);
+        holders
+            .filter_map(|held| held.try_lock()?.take_if(|f| f.key() == key))
+            .collect()
     }
 
     /// Takes the flock of `KEY.lock` without waiting; `None` when another holds it. The lock
@@ -300,7 +321,9 @@ impl BackingDir {
             return None;
         }
         let Some(lock) = self.take_lock(id.key()) else {
-            log::debug!("{label}: another mount is writing its backing file");
+            log::debug!(
+                "{label}: its backing file is being written by another mount, or by one of this mount's writers let go and not yet dropped"
+            );
             return None;
         };
         // The writer before us may just have finished, or have stopped between the renames
@@ -340,9 +363,10 @@ impl BackingDir {
 
     /// The complete backing file with identity `id`, when it exists, has `size` bytes (when
     /// given) and every block matches its checksum in `KEY.sum` (read whole here: this runs at
-    /// the array's first open in a mount). One that does not is removed, with a log line; one
-    /// that cannot be read now (an I/O error, or for want of a resource) is kept, and the
-    /// error returned: the array is served uncached until it can be checked.
+    /// the array's first open in a mount). One that does not, or whose bytes or checksums
+    /// cannot be read (an I/O error), is removed, with a log line; one that cannot be read now
+    /// for want of a resource (see [`transient`]) is kept, and the error returned: the array
+    /// is served uncached until it can be checked.
     fn complete(
         self: &Arc<Self>,
         id: &Identity,
@@ -360,12 +384,12 @@ impl BackingDir {
         let size = len;
         match verified(&file, size, &self.path(id, "sum")) {
             Ok(()) => {}
-            Err(Unverified::UnreadableSums(e) | Unverified::Unreadable(e)) => {
+            Err(why) if why.for_now() => {
                 log::warn!(
-                    "{label}: backing file {} cannot be checked now ({e}): served uncached, checked again at a later open",
+                    "{label}: backing file {} {why} now: served uncached, checked again at a later open",
                     path.display()
                 );
-                return Err(e);
+                return Err(io::Error::other(why));
             }
             Err(why) => {
                 log::warn!(
@@ -386,8 +410,9 @@ impl BackingDir {
 
     /// `KEY.part` published as `KEY.data` when it is complete: its writer had synced it and
     /// renamed its map to `KEY.sum` but stopped before renaming it, and every block matches
-    /// its checksum (read whole here). `Ok(None)` when there is no such file; an error when it
-    /// cannot be read now. Called holding the array's lock.
+    /// its checksum (read whole here). `Ok(None)` when there is no such file, or it does not
+    /// match or cannot be read (it is decoded again); an error when it cannot be read now, for
+    /// want of a resource (see [`transient`]). Called holding the array's lock.
     fn publish_left(
         self: &Arc<Self>,
         id: &Identity,
@@ -403,8 +428,14 @@ impl BackingDir {
         }
         match verified(&file, size, &self.path(id, "sum")) {
             Ok(()) => {}
-            Err(Unverified::UnreadableSums(e) | Unverified::Unreadable(e)) => return Err(e),
-            Err(_) => return Ok(None),
+            Err(why) if why.for_now() => return Err(io::Error::other(why)),
+            Err(why) => {
+                log::warn!(
+                    "{label}: unpublished backing file {} {why}: decoded again",
+                    part.display()
+                );
+                return Ok(None);
+            }
         }
         let data = self.path(id, "data");
         std::fs::rename(&part, &data)?;
@@ -542,6 +573,8 @@ impl BackingDir {
     /// save (`.tmp`) of an array nobody is writing are removed. Only files named as zarrfs
     /// names its own are counted or removed: whatever else the directory holds is left alone.
     pub(super) fn reserve(&self, key: &str, covers: Covers, need: u64) -> bool {
+        // The files of the arrays evicted, dropped after `reserved` is let go (see `let_go`).
+        let mut evicted = Vec::new();
         let mut reserved = self.reserved.lock();
         let Ok(entries) = std::fs::read_dir(&self.root) else {
             return false;
@@ -598,7 +631,7 @@ impl BackingDir {
                 let _ = std::fs::remove_file(self.file_path(&k, &format!("{ext}.tmp")));
             }
             // The lock file goes last, when `_lock` is dropped.
-            self.let_go(&k);
+            evicted.extend(self.let_go(&k));
             log::info!("cache dir {}: evicted {k}", self.root.display());
             used = used.saturating_sub(array.bytes.iter().sum());
         }
@@ -606,6 +639,8 @@ impl BackingDir {
         if fits {
             reserved.insert((key.to_string(), covers), need);
         }
+        drop(reserved);
+        drop(evicted);
         fits
     }
 
@@ -746,6 +781,15 @@ enum Unverified {
     /// The file itself could not be read.
     #[error("cannot be read ({0})")]
     Unreadable(io::Error),
+}
+
+impl Unverified {
+    /// Whether the file could not be checked only for want of a resource (see [`transient`]):
+    /// it is kept and checked again later. For any other reason (an I/O error too: a bad
+    /// sector would fail at every open) it is not used, and decoded again.
+    fn for_now(&self) -> bool {
+        matches!(self, Unverified::UnreadableSums(e) | Unverified::Unreadable(e) if transient(e))
+    }
 }
 
 /// Checks the first `size` bytes of `file` against the checksums saved in `sums`; why not
@@ -917,6 +961,77 @@ mod tests {
         drop(writing);
         assert!(dir.reserve(&"e".repeat(32), Covers::Array, 1 << 20));
         assert_eq!(disk_use(root.path()), 0);
+    }
+
+    #[test]
+    fn a_writer_that_cannot_be_let_go_now_still_counts_and_is_let_go_later() {
+        let (root, stored) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        // 64 descriptors: 8 arrays written at once.
+        let dir = BackingDir::open_within(root.path(), Some(1 << 30), 64).unwrap();
+        let location = stored.path().to_str().unwrap();
+        let store = crate::store::open(location).unwrap();
+        let held: Vec<Arc<Held>> = (0..10).map(|_| Arc::default()).collect();
+        // As a file of a view attaches its backing file (see `ArrayBacking::attach`).
+        let attach = |i: usize| {
+            let path = format!("a{i}");
+            let (id, _) = Identity::of(store.as_ref(), location, (&path, &path), b"{}").unwrap();
+            let mut slot = held[i].lock();
+            *slot = dir.attach(&id, 3 * 4096, &path).map(Arc::new);
+            assert!(slot.is_some(), "{path}");
+            dir.hold(&id, &held[i]);
+        };
+        let locks = || files_ending(root.path(), ".lock");
+        for i in 0..8 {
+            attach(i);
+        }
+        assert_eq!(locks(), 8);
+        // The least recently opened is being attached again right now: it cannot be let go.
+        let busy = held[0].lock();
+        attach(8);
+        drop(busy);
+        assert_eq!(locks(), 9);
+        // It still counts, and goes at the next writer, with the next least recent one.
+        attach(9);
+        assert_eq!(locks(), 8);
+        assert!(held[0].lock().is_none() && held[1].lock().is_none());
+        assert!(held[2..].iter().all(|h| h.lock().is_some()));
+        drop(held);
+        assert_eq!(locks(), 0);
+        assert_eq!(files_ending(root.path(), ".part"), 10);
+    }
+
+    /// Names in `root` ending in `end`.
+    fn files_ending(root: &Path, end: &str) -> usize {
+        std::fs::read_dir(root)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .ends_with(end)
+            })
+            .count()
+    }
+
+    #[test]
+    fn only_a_file_unreadable_for_want_of_a_resource_is_kept_to_be_checked_later() {
+        let unreadable = |e: Errno| Unverified::Unreadable(e.into());
+        let unreadable_sums = |e: Errno| Unverified::UnreadableSums(e.into());
+        for e in [Errno::MFILE, Errno::NFILE, Errno::NOMEM, Errno::AGAIN] {
+            assert!(
+                unreadable(e).for_now() && unreadable_sums(e).for_now(),
+                "{e}"
+            );
+        }
+        // A bad sector, or any other error: removed and decoded again.
+        for e in [Errno::IO, Errno::ISDIR, Errno::ACCESS] {
+            assert!(
+                !unreadable(e).for_now() && !unreadable_sums(e).for_now(),
+                "{e}"
+            );
+        }
+        assert!(!Unverified::Mismatch(3).for_now() && !Unverified::NoSums.for_now());
     }
 
     #[test]

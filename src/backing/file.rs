@@ -1,7 +1,7 @@
 //! One array's backing file: being written (`KEY.part`) or complete (`KEY.data`).
 
 use super::block_map::BlockMap;
-use super::dir::{BackingDir, Covers, HeldLock};
+use super::dir::{transient, BackingDir, Covers, HeldLock};
 use super::fds::Reopen;
 use super::owned::open_owned;
 use super::records;
@@ -14,7 +14,7 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -71,6 +71,9 @@ struct Shared {
     /// This writer's room in the directory's budget is reserved (see [`BackingDir::attach`]):
     /// given up once the file is complete or dropped.
     reserved: AtomicBool,
+    /// The file (or its map) was removed or replaced behind this mount's back (see
+    /// [`Shared::gone`]): the array's next open lets go of it (see [`BackingFile::removed`]).
+    gone: AtomicBool,
     dir: Arc<BackingDir>,
     /// The name of the array's files in `dir`.
     key: String,
@@ -85,8 +88,9 @@ pub struct BackingFile {
     syncing: Mutex<Option<JoinHandle<()>>>,
     /// A job giving back the disk was started.
     giving_back: AtomicBool,
-    /// `KEY.npy`, once complete (see [`BackingFile::npy_file`]).
-    npy: Arc<OnceLock<Reopen>>,
+    /// `KEY.npy`, once complete (see [`BackingFile::npy_file`]); emptied when it was removed
+    /// or replaced since.
+    npy: Arc<Mutex<Option<Reopen>>>,
     /// Writes `KEY.npy` off the open path.
     npy_job: Mutex<Option<JoinHandle<()>>>,
     /// The last job writing `KEY.npy` failed for want of a resource (descriptors, memory): the
@@ -132,6 +136,7 @@ impl BackingFile {
                 complete: AtomicBool::new(writing.is_none()),
                 sound: Mutex::new(writing.is_none().then_some(true)),
                 reserved: AtomicBool::new(writing.is_some()),
+                gone: AtomicBool::new(false),
                 writing,
                 dir,
                 key: key.to_string(),
@@ -151,11 +156,12 @@ impl BackingFile {
     }
 
     /// True when this file was complete and has since been removed from the directory
-    /// (evicted, by any mount; one `stat`): its readers go on reading it, but it takes disk
-    /// space until let go.
+    /// (evicted, by any mount; one `stat`), or was found removed or replaced when used: its
+    /// readers go on reading it while they can, but it takes disk space until let go.
     pub fn removed(&self) -> bool {
         let s = &self.shared;
-        self.is_complete() && !s.file.linked_at(&s.dir.file_path(&s.key, "data"))
+        s.gone.load(Ordering::Acquire)
+            || (self.is_complete() && !s.file.linked_at(&s.dir.file_path(&s.key, "data")))
     }
 
     /// Marks the file as just opened (its modification time orders the directory's LRU), when
@@ -195,7 +201,7 @@ impl BackingFile {
     /// whole against its checksums at the first call for a file this mount wrote (one read
     /// of the file). A file that fails is removed from the directory, with a log line, and
     /// `None` returned from then on: reads copy from it, checking each block. One that
-    /// cannot be checked now (a transient error) is checked again at the next call.
+    /// cannot be checked now (for want of a resource) is checked again at the next call.
     pub fn passthrough(&self) -> Option<Arc<File>> {
         if !self.is_complete() {
             return None;
@@ -215,20 +221,39 @@ impl BackingFile {
     /// for passthrough. The first call after completion starts writing it in the background
     /// (copied from this file in the kernel) and returns `None`, as do calls until it is done;
     /// meanwhile `A.npy` is served by copying from this file.
+    /// One removed or replaced since (evicted, or written again by another mount) is looked
+    /// for again, and written again when missing.
     pub fn npy_file(&self, header: &[u8]) -> Option<File> {
         // The NPY file is copied from this one: checked first.
-        self.passthrough()?;
+        let data = self.passthrough()?;
         let s = &self.shared;
         let files = s.dir.files();
-        if let Some(npy) = self.npy.get() {
-            return files.get(npy).ok()?.try_clone().ok();
+        {
+            let mut npy = self.npy.lock();
+            if let Some(known) = npy.as_ref() {
+                match files.get(known) {
+                    Ok(file) => return file.try_clone().ok(),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                        log::debug!(
+                            "{}: its NPY file was removed or replaced: looked for again",
+                            s.label
+                        );
+                        files.forget(known);
+                        *npy = None;
+                        self.npy_again.store(true, Ordering::Relaxed);
+                    }
+                    Err(_) => return None,
+                }
+            }
         }
         let len = header.len() as u64 + s.size;
         if let Some(done) = s.dir.complete_npy(&s.key, len) {
             let _ = done.set_modified(std::time::SystemTime::now());
             let path = s.dir.file_path(&s.key, "npy");
-            let _ = self.npy.set(files.register(done, vec![path], false).ok()?);
-            return files.get(self.npy.get()?).ok()?.try_clone().ok();
+            let done = files.register(done, vec![path], false).ok()?;
+            let file = files.get(&done).ok()?.try_clone().ok();
+            *self.npy.lock() = Some(done);
+            return file;
         }
         let mut job = self.npy_job.lock();
         let again = || {
@@ -238,13 +263,6 @@ impl BackingFile {
         if job.is_some() && !again() {
             return None;
         }
-        let data = match s.file() {
-            Ok(f) => f,
-            Err(e) => {
-                s.dir.write_failed(&e, &s.label);
-                return None;
-            }
-        };
         let (dir, key, size, npy) = (s.dir.clone(), s.key.clone(), s.size, self.npy.clone());
         let (header, label, retry) = (header.to_vec(), s.label.clone(), self.npy_again.clone());
         let build = move || match dir.build_npy(&key, &data, size, &header) {
@@ -252,7 +270,7 @@ impl BackingFile {
                 log::info!("{label}: its NPY file is on local disk too");
                 let path = dir.file_path(&key, "npy");
                 match dir.files().register(file, vec![path], false) {
-                    Ok(file) => drop(npy.set(file)),
+                    Ok(file) => *npy.lock() = Some(file),
                     Err(e) => retry.store(!dir.write_failed(&e, &label), Ordering::Relaxed),
                 }
             }
@@ -354,7 +372,8 @@ impl BackingFile {
     /// now and then the pages of the map that changed are saved in the background. A write
     /// error turns writing off (see [`BackingDir`]) and gives back the disk the saved map
     /// does not account for (see `Shared::give_back`); when the file cannot be opened for
-    /// want of descriptors, the bytes are only not written.
+    /// want of descriptors, or was removed (see [`Shared::gone`]), the bytes are only not
+    /// written.
     pub fn store(&self, offset: u64, bytes: &[u8]) {
         let s = &self.shared;
         if self.is_complete() || bytes.is_empty() {
@@ -368,7 +387,7 @@ impl BackingFile {
             file.write_all_at(bytes, offset)
         });
         if let Err(e) = written {
-            if s.dir.write_failed(&e, &s.label) {
+            if !s.gone(&e) && s.dir.write_failed(&e, &s.label) {
                 self.give_back_later();
             }
             return;
@@ -439,16 +458,34 @@ impl BackingFile {
 }
 
 impl Shared {
-    /// The open file (opened again when its descriptor was closed).
+    /// The open file (opened again when its descriptor was closed; see [`Shared::gone`]).
     fn file(&self) -> io::Result<Arc<File>> {
-        self.dir.files().get(&self.file)
+        self.dir.files().get(&self.file).inspect_err(|e| {
+            self.gone(e);
+        })
+    }
+
+    /// Whether `e` says that the file or its map is no longer in the directory (`NotFound`:
+    /// removed or replaced, by a user or another mount's eviction): no write failure, the
+    /// file is gone, and the array's next open lets go of it and attaches it again (see
+    /// [`BackingFile::removed`]). Said once in the log.
+    fn gone(&self, e: &io::Error) -> bool {
+        let gone = e.kind() == io::ErrorKind::NotFound;
+        if gone && !self.gone.swap(true, Ordering::AcqRel) {
+            log::info!(
+                "{}: its backing file was removed or replaced ({e}): let go at its next open",
+                self.label
+            );
+        }
+        gone
     }
 
     /// Reads the whole (complete) file and checks it against the checksums saved in
     /// `KEY.sum` as it was written; a block that fails is marked absent and the file removed
-    /// from the directory, with a log line. `None` for a file that cannot be read now (a
-    /// transient error): not used whole (no passthrough) until checked; its blocks are still
-    /// checked as they are read.
+    /// from the directory, with a log line, as is a file or checksums that cannot be read (an
+    /// I/O error: reads check each block, and decode those that cannot be read). `None` for a
+    /// file that cannot be read now for want of a resource (see [`transient`]): not used whole
+    /// (no passthrough) until checked; its blocks are still checked as they are read.
     fn check_whole(&self) -> Option<bool> {
         let Some(w) = &self.writing else {
             return Some(true);
@@ -459,12 +496,25 @@ impl Shared {
         let bad = match checked {
             Ok(None) => return Some(true),
             Ok(Some(b)) => b,
-            Err(e) => {
+            Err(e) if transient(&e) => {
                 log::warn!(
                     "{}: its backing file cannot be read whole now ({e}): not served with passthrough",
                     self.label
                 );
                 return None;
+            }
+            Err(e) => {
+                // Removed only while it is still this file (not another mount's newer one).
+                if !self.gone(&e) && self.file.linked_at(&w.data) {
+                    log::warn!(
+                        "{}: its backing file cannot be read whole ({e}): the file is removed, reads check each block",
+                        self.label
+                    );
+                    for path in [&w.data, &w.sum] {
+                        let _ = std::fs::remove_file(path);
+                    }
+                }
+                return Some(false);
             }
         };
         if let Some(map) = self.state.lock().map.as_mut() {
@@ -521,6 +571,9 @@ impl Shared {
     /// After `changed` (pages of the map) could not be saved: writing is turned off and the
     /// disk given back, or, for want of a resource, they are saved at a later save.
     fn not_saved(&self, e: &io::Error, changed: &[records::Record]) {
+        if self.gone(e) {
+            return;
+        }
         if self.dir.write_failed(e, &self.label) {
             return self.give_back();
         }
@@ -567,8 +620,11 @@ impl Shared {
         let renamed =
             std::fs::rename(&w.map, &w.sum).and_then(|()| std::fs::rename(&w.part, &w.data));
         if let Err(e) = renamed {
-            self.dir.write_failed(&e, &self.label);
-            return self.give_back();
+            if !self.gone(&e) {
+                self.dir.write_failed(&e, &self.label);
+                self.give_back();
+            }
+            return;
         }
         // Complete now; the renames are made durable by syncing the directory (a crash before
         // that may leave `KEY.part` beside `KEY.sum`, which the next writer publishes).
@@ -576,8 +632,8 @@ impl Shared {
             self.dir.write_failed(&e, &self.label);
         }
         self.complete.store(true, Ordering::Release);
-        w.lock.lock().take();
         self.dir.writer_done(&self.key);
+        w.lock.lock().take();
         self.unreserve();
         log::info!(
             "{}: decoded completely into {}",
@@ -650,7 +706,7 @@ impl Drop for BackingFile {
         }
         let files = s.dir.files();
         files.forget(&s.file);
-        if let Some(npy) = self.npy.get() {
+        if let Some(npy) = self.npy.lock().as_ref() {
             files.forget(npy);
         }
     }

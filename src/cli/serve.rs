@@ -137,7 +137,8 @@ struct Mounted {
     ended: Arc<AtomicBool>,
     /// Answered "not connected" when the daemon ends with requests still waiting.
     waiting: crate::fuse::Waiting,
-    /// Dropped last, by [`Mounted::exit`].
+    /// Let go last by [`Mounted::exit`]: dropped once the session ended; when the mount was
+    /// detached in use the session still holds it, and only its backing files are let go.
     view: Arc<crate::view::View>,
     mountpoint: std::path::PathBuf,
     /// The device number of this mount (`major:minor`), to tell it from a mount under it.
@@ -380,7 +381,7 @@ impl Mounted {
             }
             End::Detached(code) => {
                 self.waiting.cut_off();
-                let files = self.view.backing_dir().map(|dir| dir.let_go_all());
+                let files = (self.view.backing_dir()).map(|dir| dir.let_go_all(LET_GO_TIMEOUT));
                 let_go(files.unwrap_or_default());
                 code
             }
