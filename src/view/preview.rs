@@ -12,7 +12,6 @@
 use super::held_chunks::HeldChunks;
 use super::row_walk::RowWalk;
 use super::selection::AxisSel;
-use super::slice_file::chunks_crossed;
 use super::{Content, Inode, IoCause, View, ViewError, ROOT_INO};
 use crate::codec::NumType;
 use crate::meta::{ArrayMeta, DataType};
@@ -280,13 +279,7 @@ impl View {
             })
             .collect();
         let count = axes.iter().map(|a| a.count).product();
-        let grid = (shape.iter().zip(&chunk_shape))
-            .map(|(&len, &c)| len.div_ceil(c.max(1)))
-            .collect();
-        let touched = (axes.iter().zip(&chunk_shape))
-            .map(|(a, &c)| chunks_crossed(a, c.max(1)))
-            .collect();
-        let rows = RowWalk::new(axes, chunk_shape, grid, touched);
+        let rows = RowWalk::selection(axes, chunk_shape, shape);
         let mut out = Vec::new();
         let mut held = HeldChunks::new(1, &self.cache);
         let read = (source, &*self.cache, array.display_path());
