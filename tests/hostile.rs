@@ -478,3 +478,35 @@ fn shard_indexes_larger_than_a_chunk_are_refused() {
         Some(ViewError::Io(IoCause::BadConfig))
     );
 }
+
+/// Attributes longer than `getxattr` returns are warned of once per node, however often tools
+/// list and read them (`ls -l@`, `getfattr -d` at every file).
+#[test]
+fn a_node_whose_attributes_are_too_long_is_warned_of_once() {
+    let mut s = MemoryStore::new();
+    s.insert(".zgroup", GROUP);
+    let long = format!(r#"{{"t": "{}"}}"#, "x".repeat(70_000));
+    for group in ["big", "bigger"] {
+        s.insert(format!("{group}/.zgroup"), GROUP);
+        s.insert(format!("{group}/.zattrs"), long.clone());
+    }
+    let view = view_of(Arc::new(s)).unwrap();
+    let (big, bigger) = (
+        view.resolve("big").unwrap(),
+        view.resolve("bigger").unwrap(),
+    );
+    capture_logs();
+    for _ in 0..3 {
+        for ino in [big, bigger] {
+            view.listxattr(ino, 0).unwrap();
+            let read = view.getxattr(ino, "user.zarr.attributes", 0);
+            assert_eq!(read, Err(ViewError::NoAttribute));
+        }
+    }
+    let logs = captured_logs();
+    let warned = |node: &str| {
+        let line = format!("/{node}: extended attribute user.zarr.attributes left out");
+        logs.iter().filter(|l| l.starts_with(&line)).count()
+    };
+    assert_eq!((warned("big"), warned("bigger")), (1, 1), "{logs:?}");
+}

@@ -208,3 +208,92 @@ fn headers_equal_hand_written_cdl() {
         );
     }
 }
+
+/// A store of int64 and uint64 variables whose `_FillValue`s are JSON floats at the edges of
+/// their types: 2^63 (`i64::MAX` as a float rounds to it) and 2^64 (`u64::MAX` as a float) are
+/// not values of them, -2^63 and the floats just below 2^63 and 2^64 are.
+fn wide_fill_store() -> zarrfs::store::MemoryStore {
+    let mut s = zarrfs::store::MemoryStore::new();
+    s.insert(".zgroup", r#"{"zarr_format": 2}"#);
+    for (name, dtype, fill) in [
+        ("i", "<i8", "9.223372036854775807e18"),
+        ("j", "<i8", "-9.223372036854775808e18"),
+        ("k", "<i8", "9.2233720368547748e18"),
+        ("u", "<u8", "1.8446744073709552e19"),
+        ("v", "<u8", "1.844674407370955e19"),
+    ] {
+        s.insert(
+            format!("{name}/.zarray"),
+            format!(
+                r#"{{"zarr_format": 2, "shape": [1], "chunks": [1], "dtype": "{dtype}", "compressor": null, "fill_value": 0, "order": "C", "filters": null}}"#
+            ),
+        );
+        s.insert(
+            format!("{name}/.zattrs"),
+            format!(r#"{{"_FillValue": {fill}}}"#),
+        );
+    }
+    s
+}
+
+/// `_FillValue`s at 2^63 on int64 and 2^64 on uint64 are left out (with a note), not written
+/// as -2^63 and 0; those at the edges the types hold are kept exactly, in `.header.cdl` and in
+/// the `.ncstream` header alike.
+#[test]
+fn fill_values_at_two_to_the_63_and_64_are_not_int64_or_uint64() {
+    use prost::Message;
+    use zarrfs::view::netcdf::proto;
+    let view = zarrfs::view::from_store(
+        std::sync::Arc::new(wide_fill_store()),
+        "mem",
+        1 << 20,
+        &LoadOptions::default(),
+    )
+    .unwrap();
+    let cdl = read(&view, ".header.cdl");
+    let variables = cdl.split_once("variables:\n").unwrap().1;
+    assert_eq!(
+        variables,
+        "\tint64 i(_Anonymous_Dim_1) ;\n\
+         \t\ti:comment = \"_FillValue 9.223372036854776e+18 left out: not a int64 value\" ;\n\
+         \tint64 j(_Anonymous_Dim_1) ;\n\
+         \t\tj:_FillValue = -9223372036854775808LL ;\n\
+         \tint64 k(_Anonymous_Dim_1) ;\n\
+         \t\tk:_FillValue = 9223372036854774784LL ;\n\
+         \tuint64 u(_Anonymous_Dim_1) ;\n\
+         \t\tu:comment = \"_FillValue 1.8446744073709552e+19 left out: not a uint64 value\" ;\n\
+         \tuint64 v(_Anonymous_Dim_1) ;\n\
+         \t\tv:_FillValue = 18446744073709549568ULL ;\n\
+         }\n"
+    );
+    let ino = view.resolve(".ncstream").unwrap();
+    let size = view.getattr(ino).unwrap().size;
+    let stream = view.read(ino, 0, size as u32).unwrap();
+    let header = proto::Header::decode_length_delimited(&stream[8..]).unwrap();
+    // Each variable's attributes: their names and bytes.
+    type Attrs = Vec<(String, Vec<u8>)>;
+    let attrs: Vec<(String, Attrs)> = (header.root.unwrap().vars.iter())
+        .map(|v| {
+            let attrs = v.atts.iter().map(|a| (a.name.clone(), a.data.clone()));
+            (v.name.clone(), attrs.collect())
+        })
+        .collect();
+    let fill = |bytes: [u8; 8]| vec![("_FillValue".to_string(), bytes.to_vec())];
+    let note = |text: &str| vec![("comment".to_string(), text.as_bytes().to_vec())];
+    assert_eq!(
+        attrs,
+        [
+            (
+                "i".into(),
+                note("_FillValue 9.223372036854776e+18 left out: not a int64 value")
+            ),
+            ("j".into(), fill(i64::MIN.to_be_bytes())),
+            ("k".into(), fill((i64::MAX - 1023).to_be_bytes())),
+            (
+                "u".into(),
+                note("_FillValue 1.8446744073709552e+19 left out: not a uint64 value")
+            ),
+            ("v".into(), fill((u64::MAX - 2047).to_be_bytes())),
+        ]
+    );
+}

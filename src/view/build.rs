@@ -346,6 +346,7 @@ impl View {
             previews_shown: true,
             rendered: rendered_cache(),
             zoms: ZomFiles::new(version),
+            long_xattrs: Default::default(),
             netcdf: OnceLock::new(),
             tree,
             store,

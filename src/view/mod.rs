@@ -264,6 +264,8 @@ pub struct View {
     rendered: preview::Rendered,
     /// Every node's document, and the `.zom.json` files, rendered on first use.
     zoms: zom_files::ZomFiles,
+    /// Nodes whose extended attributes too long to read have been warned of.
+    long_xattrs: xattrs::Warned,
     /// The `.header.cdl` and `.ncstream` files: their dataset, made at the first use of one;
     /// each group's files, made when asked for.
     netcdf: OnceLock<netcdf::files::NetcdfFiles>,

@@ -6,19 +6,19 @@
 //! element beyond). It is rendered when first opened, once however many open it at the same
 //! time, reading only the chunks of that slice through the chunk cache, chunk by chunk (each
 //! chunk loaded once, whatever the cache holds), and kept in a small LRU; a render that failed
-//! is not kept (the next open tries again). Arrays whose first slice needs more than
-//! [`MAX_DECODE`] bytes of decoded chunks have none.
+//! fails the opens that waited for it and is not kept (the next open tries again). Arrays
+//! whose first slice needs more than [`MAX_DECODE`] bytes of decoded chunks have none.
 
 use super::held_chunks::HeldChunks;
 use super::row_walk::RowWalk;
 use super::selection::AxisSel;
-use super::slice_file::chunks_crossed;
-use super::{Content, Inode, View, ViewError, ROOT_INO};
+use super::{Content, Inode, IoCause, View, ViewError, ROOT_INO};
 use crate::codec::NumType;
 use crate::meta::{ArrayMeta, DataType};
 use lru::LruCache;
 use parking_lot::Mutex;
 use std::num::NonZeroUsize;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, OnceLock};
 
 /// Longest side of a preview, in pixels.
@@ -41,13 +41,21 @@ pub(super) struct Preview {
     fill: Vec<u8>,
 }
 
-/// One preview's picture: set once rendered; held while it is rendered, so that concurrent
-/// first opens render it once.
+/// One preview's picture: set once rendered. One render runs at a time: opens that come while
+/// it runs wait for it and get its outcome, its error too; an open after a failed one renders
+/// again.
 #[derive(Default)]
 pub(super) struct Picture {
     png: OnceLock<Arc<[u8]>>,
-    rendering: Mutex<()>,
+    /// The render under way, if any.
+    render: Mutex<Option<Arc<Render>>>,
 }
+
+/// A picture, or why it could not be rendered.
+type Outcome = Result<Arc<[u8]>, ViewError>;
+
+/// The outcome of one render, set when it ends.
+type Render = OnceLock<Outcome>;
 
 /// Rendered previews (and those being rendered), by preview number.
 pub(super) type Rendered = Mutex<LruCache<u32, Arc<Picture>>>;
@@ -213,26 +221,44 @@ impl View {
         png.map(|png| png.len() as u64)
     }
 
-    /// The PNG of preview `p`, rendered now unless kept (concurrent calls wait for one
-    /// render); `Err` (EIO with its cause, logged) when its data cannot be read, and the next
-    /// call tries again.
-    pub(super) fn preview_png(&self, p: u32) -> Result<Arc<[u8]>, ViewError> {
+    /// The PNG of preview `p`, rendered now unless kept (calls made while it is rendered wait
+    /// for that render and share its outcome); `Err` (EIO with its cause, logged) when its data
+    /// cannot be read, and the next call tries again.
+    pub(super) fn preview_png(&self, p: u32) -> Outcome {
         let picture = self.rendered.lock().get_or_insert(p, Arc::default).clone();
         if let Some(png) = picture.png.get() {
             return Ok(png.clone());
         }
-        let _rendering = picture.rendering.lock();
-        if let Some(png) = picture.png.get() {
-            return Ok(png.clone());
-        }
+        let render = {
+            let mut slot = picture.render.lock();
+            if let Some(render) = &*slot {
+                let render = render.clone();
+                drop(slot);
+                return render.wait().clone();
+            }
+            // A render that succeeded sets the picture before it leaves the slot.
+            if let Some(png) = picture.png.get() {
+                return Ok(png.clone());
+            }
+            slot.insert(Arc::default()).clone()
+        };
         let preview = &self.previews[p as usize];
-        let png = self.render(preview).inspect_err(|e| {
-            log::error!(
+        let outcome = catch_unwind(AssertUnwindSafe(|| self.render(preview)))
+            .unwrap_or(Err(ViewError::Io(IoCause::Panicked)));
+        match &outcome {
+            Ok(png) => {
+                let _ = picture.png.set(png.clone());
+            }
+            Err(e) => log::error!(
                 "{}.png: not rendered (the next open tries again): {e:?}",
                 preview.path
-            );
-        })?;
-        Ok(picture.png.get_or_init(|| png).clone())
+            ),
+        }
+        // Ended for the opens waiting on it, and for those to come: one step.
+        let mut slot = picture.render.lock();
+        let _ = render.set(outcome.clone());
+        *slot = None;
+        outcome
     }
 
     /// The elements of `p`'s first slice, every `step`-th row and column, in C order: gathered
@@ -253,13 +279,7 @@ impl View {
             })
             .collect();
         let count = axes.iter().map(|a| a.count).product();
-        let grid = (shape.iter().zip(&chunk_shape))
-            .map(|(&len, &c)| len.div_ceil(c.max(1)))
-            .collect();
-        let touched = (axes.iter().zip(&chunk_shape))
-            .map(|(a, &c)| chunks_crossed(a, c.max(1)))
-            .collect();
-        let rows = RowWalk::new(axes, chunk_shape, grid, touched);
+        let rows = RowWalk::selection(axes, chunk_shape, shape);
         let mut out = Vec::new();
         let mut held = HeldChunks::new(1, &self.cache);
         let read = (source, &*self.cache, array.display_path());
@@ -284,7 +304,7 @@ impl View {
         let pixels = grey(&values, bool);
         encode(width, height, &pixels).map(Arc::from).map_err(|e| {
             log::error!("{}: preview cannot be encoded: {e}", p.path);
-            ViewError::Io(super::IoCause::Corrupt)
+            ViewError::Io(IoCause::Corrupt)
         })
     }
 }
@@ -339,36 +359,137 @@ mod tests {
         assert!(!has(&[1, 1 << 33, 1 << 33], &[1, 1, 1]));
     }
 
-    #[test]
-    fn concurrent_first_opens_render_the_picture_once() {
-        use crate::store::{Fault, FaultyStore, MemoryStore};
+    use crate::store::{Layer, MemoryStore, Request, Store, StoreError};
+    use parking_lot::Condvar;
+
+    /// What [`Gate`] does with the reads of chunk `b/0.0`.
+    #[derive(Default)]
+    struct GateState {
+        /// Held until open.
+        open: bool,
+        /// Failed once let through.
+        fail: bool,
+        /// Reads seen.
+        reads: usize,
+    }
+
+    /// A store holding the one chunk `b/0.0` of a 2 × 2 ubyte array `b`, whose reads of it wait
+    /// until the gate opens, and are counted.
+    struct Gate {
+        inner: MemoryStore,
+        state: Mutex<GateState>,
+        changed: Condvar,
+    }
+
+    impl Layer for Gate {
+        type Step = ();
+
+        fn inner(&self) -> Result<&dyn Store, StoreError> {
+            Ok(&self.inner)
+        }
+
+        fn before(&self, request: &Request<'_>) -> Result<(), StoreError> {
+            if request.key() != "b/0.0" {
+                return Ok(());
+            }
+            let mut state = self.state.lock();
+            state.reads += 1;
+            self.changed.notify_all();
+            while !state.open {
+                self.changed.wait(&mut state);
+            }
+            match state.fail {
+                true => Err(StoreError::io(
+                    "b/0.0",
+                    std::io::Error::other("gate failed"),
+                )),
+                false => Ok(()),
+            }
+        }
+    }
+
+    impl Gate {
+        fn new(fail: bool) -> Arc<Gate> {
+            let mut s = MemoryStore::new();
+            s.insert(".zgroup", r#"{"zarr_format": 2}"#);
+            s.insert(
+                "b/.zarray",
+                r#"{"zarr_format": 2, "shape": [2, 2], "chunks": [2, 2], "dtype": "|u1", "compressor": null, "fill_value": 0, "order": "C", "filters": null}"#,
+            );
+            s.insert("b/0.0", vec![1u8, 2, 3, 4]);
+            let state = GateState {
+                fail,
+                ..GateState::default()
+            };
+            Arc::new(Gate {
+                inner: s,
+                state: Mutex::new(state),
+                changed: Condvar::new(),
+            })
+        }
+
+        fn reads(&self) -> usize {
+            self.state.lock().reads
+        }
+
+        /// Lets the held reads through, failing them unless told `fail` false.
+        fn open(&self, fail: bool) {
+            let mut state = self.state.lock();
+            (state.open, state.fail) = (true, fail);
+            self.changed.notify_all();
+        }
+    }
+
+    /// The opens of `b.png` by `n` threads at once, started while the gate is closed, and let
+    /// through (failing or not) once the first is reading the chunk and the others wait for
+    /// its render; the gate, the view and the preview's number stay for more opens.
+    fn first_opens(n: usize, fail: bool) -> (Arc<Gate>, View, u32, Vec<Outcome>) {
         use crate::view::kinds::PreviewFile;
-        let mut s = MemoryStore::new();
-        s.insert(".zgroup", r#"{"zarr_format": 2}"#);
-        s.insert(
-            "b/.zarray",
-            r#"{"zarr_format": 2, "shape": [2, 2], "chunks": [2, 2], "dtype": "|u1", "compressor": null, "fill_value": 0, "order": "C", "filters": null}"#,
-        );
-        s.insert("b/0.0", vec![1u8, 2, 3, 4]);
-        // The chunk is slow to come: every open starts before the first render ends.
-        let delay = std::time::Duration::from_millis(200);
-        let store = FaultyStore::new(Arc::new(s)).with("b/0.0", 1, Fault::Latency(delay));
-        let view =
-            super::super::from_store(Arc::new(store), "mem", 1 << 20, &Default::default()).unwrap();
+        let gate = Gate::new(fail);
+        let store: Arc<dyn Store> = gate.clone();
+        let view = super::super::from_store(store, "mem", 1 << 20, &Default::default()).unwrap();
         let ino = view.resolve("b.png").unwrap();
         let Content::Preview(PreviewFile(p)) = view.known(ino).content else {
             panic!("b.png is a preview");
         };
-        let all: Vec<Arc<[u8]>> = std::thread::scope(|s| {
-            let opens: Vec<_> = (0..4).map(|_| s.spawn(|| view.preview_png(p))).collect();
-            opens
-                .into_iter()
-                .map(|t| t.join().unwrap().unwrap())
-                .collect()
+        // Holders of the render under way: the picture, its renderer and each waiter.
+        let holders = || {
+            let picture = view.rendered.lock().peek(&p).cloned();
+            let render = picture.and_then(|picture| picture.render.lock().clone());
+            render.map_or(0, |render| Arc::strong_count(&render) - 1)
+        };
+        let all = std::thread::scope(|s| {
+            let opens: Vec<_> = (0..n).map(|_| s.spawn(|| view.preview_png(p))).collect();
+            while gate.reads() == 0 || holders() < n + 1 {
+                std::thread::yield_now();
+            }
+            gate.open(fail);
+            opens.into_iter().map(|t| t.join().unwrap()).collect()
         });
+        (gate, view, p, all)
+    }
+
+    #[test]
+    fn concurrent_first_opens_render_the_picture_once() {
+        let (gate, _view, _, all) = first_opens(4, false);
+        let all: Vec<Arc<[u8]>> = all.into_iter().map(Result::unwrap).collect();
         assert!(
             all.iter().all(|png| Arc::ptr_eq(png, &all[0])),
             "rendered more than once"
         );
+        assert_eq!(gate.reads(), 1);
+    }
+
+    #[test]
+    fn opens_waiting_for_a_failed_render_get_its_error_and_later_ones_render_again() {
+        let (gate, view, p, all) = first_opens(4, true);
+        assert_eq!(all, vec![Err(ViewError::Io(IoCause::Store)); 4]);
+        assert_eq!(gate.reads(), 1, "the waiting opens rendered again");
+        // The next open renders again, and its picture is kept.
+        gate.open(false);
+        let png = view.preview_png(p).unwrap();
+        assert_eq!(gate.reads(), 2);
+        assert!(Arc::ptr_eq(&view.preview_png(p).unwrap(), &png));
+        assert_eq!(gate.reads(), 2);
     }
 }

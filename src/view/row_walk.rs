@@ -16,18 +16,41 @@ pub(super) struct RowWalk {
     pub chunk_shape: Vec<u64>,
     pub grid: Vec<u64>,
     /// Per axis, how many chunks the selection touches.
-    touched: Vec<u64>,
+    pub touched: Vec<u64>,
+}
+
+/// How many chunks of `cs` elements the selection `sel` of one axis crosses, counted without
+/// listing them: a step longer than a chunk crosses one per element, a shorter one every
+/// chunk from the first element's to the last's.
+fn chunks_crossed(sel: &AxisSel, cs: u64) -> u64 {
+    if sel.count == 0 {
+        return 0;
+    }
+    let last = sel.start + (sel.count - 1) * sel.step;
+    (last / cs - sel.start / cs + 1).min(sel.count)
 }
 
 impl RowWalk {
-    /// The selection `axes` of an array in chunks of `chunk_shape` (`grid` of them per axis),
-    /// touching `touched` chunks along each axis.
-    pub fn new(
-        axes: Vec<AxisSel>,
-        chunk_shape: Vec<u64>,
-        grid: Vec<u64>,
-        touched: Vec<u64>,
-    ) -> Self {
+    /// The selection `axes` of an array of `shape` in chunks of `chunk_shape` (a scalar, with
+    /// no axes, as one axis of length 1).
+    pub fn selection(mut axes: Vec<AxisSel>, mut chunk_shape: Vec<u64>, shape: &[u64]) -> Self {
+        let mut shape = shape.to_vec();
+        if axes.is_empty() {
+            axes.push(AxisSel {
+                start: 0,
+                step: 1,
+                count: 1,
+                dropped: true,
+            });
+            chunk_shape.push(1);
+            shape.push(1);
+        }
+        let grid = (shape.iter().zip(&chunk_shape))
+            .map(|(&n, &c)| n.div_ceil(c.max(1)))
+            .collect();
+        let touched = (axes.iter().zip(&chunk_shape))
+            .map(|(a, &c)| chunks_crossed(a, c.max(1)))
+            .collect();
         RowWalk {
             axes,
             chunk_shape,
@@ -38,26 +61,15 @@ impl RowWalk {
 
     /// All of an array of `shape` in chunks of `chunk_shape`.
     pub fn whole(shape: &[u64], chunk_shape: &[u64]) -> Self {
-        let axis = |count| AxisSel {
-            start: 0,
-            step: 1,
-            count,
-            dropped: false,
-        };
-        let (mut axes, mut chunk_shape) = (
-            shape.iter().map(|&n| axis(n)).collect::<Vec<_>>(),
-            chunk_shape.to_vec(),
-        );
-        if axes.is_empty() {
-            axes.push(axis(1));
-            chunk_shape.push(1);
-        }
-        let grid: Vec<u64> = axes
-            .iter()
-            .zip(&chunk_shape)
-            .map(|(a, &c)| a.count.div_ceil(c.max(1)))
+        let axes = (shape.iter())
+            .map(|&count| AxisSel {
+                start: 0,
+                step: 1,
+                count,
+                dropped: false,
+            })
             .collect();
-        RowWalk::new(axes, chunk_shape, grid.clone(), grid)
+        RowWalk::selection(axes, chunk_shape.to_vec(), shape)
     }
 
     /// Calls `piece(chunk, first, n, step)` for the selected elements `e0..e1` (C order of

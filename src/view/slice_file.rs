@@ -73,7 +73,6 @@ impl Row {
 
 /// The chunk indices along one axis (chunks of `cs`) holding the indices `sel` selects.
 fn chunks_along(sel: &AxisSel, cs: u64) -> Vec<u64> {
-    debug_assert!(chunks_crossed(sel, cs) <= MAX_AXIS_CHUNKS);
     let mut out: Vec<u64> = Vec::new();
     if sel.count == 0 {
         return out;
@@ -99,16 +98,6 @@ fn chunks_along(sel: &AxisSel, cs: u64) -> Vec<u64> {
 /// at lookup (8 bytes each), and a selection of an array of 10^12 one-element chunks must not
 /// list them.
 const MAX_AXIS_CHUNKS: u64 = 1 << 20;
-
-/// How many chunks of `cs` elements the selection `sel` of one axis crosses, counted without
-/// listing them (at most: a step that skips chunks crosses one per element).
-pub(super) fn chunks_crossed(sel: &AxisSel, cs: u64) -> u64 {
-    if sel.count == 0 {
-        return 0;
-    }
-    let last = sel.start + (sel.count - 1) * sel.step;
-    (last / cs - sel.start / cs + 1).min(sel.count)
-}
 
 /// True when the selection `axes` of an array of `shape` in chunks of `chunk_shape` (touching
 /// `axis_chunks` along each axis) is made of whole chunks that are each one run of it: every
@@ -149,10 +138,9 @@ impl SliceFile {
         sel: &Selection,
     ) -> Result<Self, ViewError> {
         let meta: &ArrayMeta = source.reader.meta();
-        let mut axes = sel.axes.clone();
-        let mut chunk_shape = source.reader.read_chunk_shape().to_vec();
-        for (axis, (a, &cs)) in axes.iter().zip(&chunk_shape).enumerate() {
-            let crossed = chunks_crossed(a, cs);
+        let chunk_shape = source.reader.read_chunk_shape().to_vec();
+        let rows = RowWalk::selection(sel.axes.clone(), chunk_shape, &meta.shape);
+        for (axis, &crossed) in rows.touched.iter().enumerate() {
             if crossed > MAX_AXIS_CHUNKS {
                 log::warn!(
                     "{name}: crosses {crossed} chunks along axis {axis}, more than the \
@@ -162,38 +150,22 @@ impl SliceFile {
                 return Err(ViewError::Io(super::IoCause::BadConfig));
             }
         }
-        if axes.is_empty() {
-            axes.push(AxisSel {
-                start: 0,
-                step: 1,
-                count: 1,
-                dropped: true,
-            });
-            chunk_shape.push(1);
-        }
+        let axis_chunks: Vec<Vec<u64>> = (rows.axes.iter().zip(&rows.chunk_shape))
+            .map(|(a, &c)| chunks_along(a, c))
+            .collect();
         let shape: Vec<u64> = if meta.shape.is_empty() {
             vec![1]
         } else {
             meta.shape.clone()
         };
-        let grid = shape
-            .iter()
-            .zip(&chunk_shape)
-            .map(|(&s, &c)| s.div_ceil(c))
-            .collect();
-        let axis_chunks: Vec<Vec<u64>> = axes
-            .iter()
-            .zip(&chunk_shape)
-            .map(|(a, &c)| chunks_along(a, c))
-            .collect();
-        let runs_of_chunks = runs_of_whole_chunks(&axes, &chunk_shape, &shape, &axis_chunks);
+        let runs_of_chunks =
+            runs_of_whole_chunks(&rows.axes, &rows.chunk_shape, &shape, &axis_chunks);
         let elem_size = (meta.dtype.size() as u64).max(1);
         let out_shape = sel.shape();
-        let touched = axis_chunks.iter().map(|c| c.len() as u64).collect();
         Ok(SliceFile {
             array,
             name,
-            rows: RowWalk::new(axes, chunk_shape, grid, touched),
+            rows,
             axis_chunks,
             elem_size,
             data_size: sel.element_count() * elem_size,

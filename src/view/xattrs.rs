@@ -1,12 +1,14 @@
 //! Extended attributes: an array's metadata as `user.zarr.*` values on its files, a group's
 //! format and attributes on its directory. Read-only; `listxattr`/`getxattr` size probing is
 //! answered by [`sized`]. A value longer than the kernel lets `getxattr` return
-//! ([`XATTR_SIZE_MAX`]) is left out of both (logged).
+//! ([`XATTR_SIZE_MAX`]) is left out of both (a warning, once per node).
 
 use super::slice_table::is_slice;
 use super::{Attrs, View, ViewError};
 use crate::meta::{ArrayMeta, ChunkGrid, Dimensions};
+use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 /// The extended attributes of one inode: names and values, in listing order.
@@ -15,6 +17,26 @@ pub type Xattrs = Arc<[(String, Vec<u8>)]>;
 /// The longest value the kernel lets `getxattr` return (Linux's `XATTR_SIZE_MAX`): a longer
 /// one could be listed but never read (E2BIG).
 pub const XATTR_SIZE_MAX: usize = 65536;
+
+/// Nodes warned of at most; the long values of further nodes are logged at debug level.
+const WARNED_MAX: usize = 4096;
+
+/// The nodes (by number in the view's ZOM files; `None` the root) whose values too long for
+/// `getxattr` have been warned of: each once, every call lists and reads them.
+#[derive(Default)]
+pub(super) struct Warned(Mutex<HashSet<Option<u32>>>);
+
+impl Warned {
+    /// The level to log `node`'s left-out values at: a warning the first time, debug level
+    /// after, and for every node once [`WARNED_MAX`] have been warned of.
+    fn level(&self, node: Option<u32>) -> log::Level {
+        let mut warned = self.0.lock();
+        match warned.len() < WARNED_MAX && warned.insert(node) {
+            true => log::Level::Warn,
+            false => log::Level::Debug,
+        }
+    }
+}
 
 /// What a `getxattr`/`listxattr` call gets back for a buffer of `size` bytes.
 #[derive(Debug, PartialEq, Eq)]
@@ -90,16 +112,16 @@ pub fn group_xattrs(doc: &Map<String, Value>, version: u8) -> Xattrs {
 
 impl View {
     /// The extended attributes of `ino` that can be read (values of at most
-    /// [`XATTR_SIZE_MAX`] bytes; each longer one left out is logged); selection files have
-    /// none.
+    /// [`XATTR_SIZE_MAX`] bytes; each longer one left out is logged, a warning the first time
+    /// for its node); selection files have none.
     fn xattrs_of(&self, ino: u64) -> Result<Option<Xattrs>, ViewError> {
         if is_slice(ino) {
             self.slice(ino)?;
             return Ok(None);
         }
-        let (xattrs, node) = match &self.inode(ino)?.xattrs {
+        let (xattrs, node, path) = match &self.inode(ino)?.xattrs {
             Attrs::None => return Ok(None),
-            Attrs::Root => (self.root_xattrs.clone(), ""),
+            Attrs::Root => (self.root_xattrs.clone(), None, ""),
             Attrs::Node(zom) => {
                 let doc = self.zoms.document(*zom).parse();
                 let xattrs = match self.zoms.array(*zom) {
@@ -109,7 +131,7 @@ impl View {
                         array_xattrs(&doc, meta.as_deref(), dims, self.version)
                     }
                 };
-                (xattrs, self.zoms.path(*zom))
+                (xattrs, Some(*zom), self.zoms.path(*zom))
             }
         };
         if xattrs
@@ -118,11 +140,13 @@ impl View {
         {
             return Ok(Some(xattrs));
         }
+        let level = self.long_xattrs.level(node);
         let readable = xattrs.iter().filter(|(name, value)| {
             let fits = value.len() <= XATTR_SIZE_MAX;
             if !fits {
-                log::warn!(
-                    "/{node}: extended attribute {name} left out: its {} bytes are more than \
+                log::log!(
+                    level,
+                    "/{path}: extended attribute {name} left out: its {} bytes are more than \
                      the {XATTR_SIZE_MAX} getxattr may return",
                     value.len()
                 );

@@ -4,8 +4,8 @@
 //! a ZOM is written out node by node, each document parsed only while it is written: its
 //! size (for `stat`) is measured that way and kept for every group on the way (so a walk
 //! measures each node once), its bytes made when read (once however many read it at the same
-//! time, without holding up reads of other files) and kept within a budget of bytes, the
-//! least recently read dropped first.
+//! time, without holding up reads of other files) and kept within a budget of bytes and of
+//! files, the least recently read dropped first (never one still being made).
 //! Nodes are kept as their groups are loaded; a ZOM is measured once its group's subtree is.
 //! A node's `.json` sidecar is made from its document when read, and kept among the few read
 //! last.
@@ -25,6 +25,9 @@ const LOGGED_NODES: usize = 10_000;
 /// Bytes of made files kept for reads that follow (the last one made stays, whatever its
 /// size).
 const KEPT_BYTES: usize = 32 << 20;
+
+/// How many made files are kept at most (however small).
+const KEPT_FILES: usize = 1024;
 
 /// How many `.json` sidecars are kept for reads that follow.
 const KEPT_SIDECARS: NonZeroUsize = NonZeroUsize::new(4).unwrap();
@@ -65,6 +68,23 @@ pub struct ZomFiles {
 struct Made {
     files: LruCache<u32, Arc<MadeFile>>,
     bytes: usize,
+}
+
+impl Made {
+    /// Drops the files read least recently until those kept are within [`KEPT_BYTES`] and
+    /// [`KEPT_FILES`]; never `newest` (the file just made) nor one still being made (the
+    /// readers waiting for it would have it made again).
+    fn trim(&mut self, newest: u32) {
+        while self.bytes > KEPT_BYTES || self.files.len() > KEPT_FILES {
+            let oldest = (self.files.iter().rev())
+                .find(|(&n, f)| n != newest && f.bytes.get().is_some())
+                .map(|(&n, _)| n);
+            let Some(dropped) = oldest.and_then(|n| self.files.pop(&n)) else {
+                break;
+            };
+            self.bytes -= dropped.bytes.get().map_or(0, |b| b.len());
+        }
+    }
 }
 
 /// One group's `.zom.json`: its bytes once made; held while they are made, so that
@@ -264,11 +284,7 @@ impl ZomFiles {
         {
             made.bytes += bytes.len();
         }
-        while made.bytes > KEPT_BYTES && made.files.len() > 1 {
-            if let Some((_, dropped)) = made.files.pop_lru() {
-                made.bytes -= dropped.bytes.get().map_or(0, |b| b.len());
-            }
-        }
+        made.trim(node);
         bytes
     }
 
@@ -546,16 +562,49 @@ mod tests {
         assert_eq!(kept(&z), groups[3..]);
         assert_eq!(z.made.lock().bytes, 3 * first.len());
         assert_eq!(z.bytes(groups[0]), first, "made again the same");
-        // Small files: many more than four are kept.
+        // Small files: many more than four are kept, at most KEPT_FILES.
         let z = ZomFiles::new(3);
         let group = json!({"zarr_format": 3, "node_type": "group", "attributes": {}});
-        let groups: Vec<u32> = (0..16)
+        let groups: Vec<u32> = (0..KEPT_FILES + 2)
             .map(|i| keep(&z, &format!("g{i}"), group.clone(), None))
             .collect();
         let made: Vec<Arc<[u8]>> = groups.iter().map(|&g| z.bytes(g)).collect();
-        assert_eq!(kept(&z), groups);
-        for (&g, bytes) in groups.iter().zip(&made) {
+        assert_eq!(kept(&z), groups[2..]);
+        assert_eq!(z.made.lock().bytes, KEPT_FILES * made[0].len());
+        for (&g, bytes) in groups[2..].iter().zip(&made[2..]) {
             assert!(Arc::ptr_eq(&z.bytes(g), bytes), "made again");
         }
+    }
+
+    #[test]
+    fn a_file_still_being_made_is_not_dropped_for_room() {
+        let z = ZomFiles::new(3);
+        let text = "x".repeat(KEPT_BYTES / 4);
+        let group = json!({"zarr_format": 3, "node_type": "group", "attributes": {"t": text}});
+        let groups: Vec<u32> = (0..6)
+            .map(|i| keep(&z, &format!("g{i}"), group.clone(), None))
+            .collect();
+        // A first read of g0 is making it (its slot, the least recently read, has no bytes
+        // yet) while the others are made, more than the budget holds.
+        let making = z
+            .made
+            .lock()
+            .files
+            .get_or_insert(groups[0], Arc::default)
+            .clone();
+        let made: Vec<Arc<[u8]>> = groups[1..].iter().map(|&g| z.bytes(g)).collect();
+        let slot = z.made.lock().files.peek(&groups[0]).cloned();
+        assert!(
+            slot.is_some_and(|slot| Arc::ptr_eq(&slot, &making)),
+            "dropped while being made: its waiting readers would make it again"
+        );
+        // The others are trimmed to the budget around it.
+        assert_eq!(z.made.lock().files.len(), 4);
+        assert_eq!(z.made.lock().bytes, 3 * made[0].len());
+        // Made, it is counted and the budget holds again.
+        let bytes = z.bytes(groups[0]);
+        assert!(Arc::ptr_eq(making.bytes.get().unwrap(), &bytes));
+        assert_eq!(z.made.lock().bytes, 3 * made[0].len());
+        assert_eq!(z.made.lock().files.len(), 3);
     }
 }

@@ -126,7 +126,9 @@ impl NcType {
         };
         match n {
             Num::Int(i) => (lo..=hi).contains(&i),
-            Num::Float(f) => f.fract() == 0.0 && f >= lo as f64 && f <= hi as f64,
+            // Compared as integers: `hi as f64` rounds i64::MAX up to 2^63 and u64::MAX to
+            // 2^64, which the type does not hold (`f as i128` saturates far beyond both).
+            Num::Float(f) => f.fract() == 0.0 && (lo..=hi).contains(&(f as i128)),
         }
     }
 
@@ -1096,6 +1098,20 @@ mod tests {
         assert_eq!(
             typed_as(json!(1e39), NcType::Float),
             (NcType::Double, Values::Floats(vec![1e39]))
+        );
+        // 2^63 and 2^64 as floats (i64::MAX and u64::MAX round to them) are past int64 and
+        // uint64; -2^63 is int64's least.
+        assert_eq!(
+            typed_as(json!(2f64.powi(63)), NcType::Int64),
+            (NcType::UInt64, Values::Ints(vec![1 << 63]))
+        );
+        assert_eq!(
+            typed_as(json!(2f64.powi(64)), NcType::UInt64),
+            (NcType::Double, Values::Floats(vec![2f64.powi(64)]))
+        );
+        assert_eq!(
+            typed_as(json!(-(2f64.powi(63))), NcType::Int64),
+            (NcType::Int64, Values::Ints(vec![i64::MIN.into()]))
         );
         let nan = typed_as(json!(["NaN", 3.5]), NcType::Float);
         assert!(
