@@ -179,7 +179,9 @@ impl<'a> Tree<'a> {
                 log::info!("{}: using consolidated metadata", store.describe());
                 (Source::Consolidated(c), None)
             }
-            None => (Source::Store(store), Some(root_json)),
+            // A failed read is not handed on: the root's own read asks again (and consolidated
+            // metadata was looked for without it).
+            None => (Source::Store(store), root_json.ok().map(Ok)),
         };
         let nczarr_gen1 = source.store().head(nczarr::GEN1_SUPERBLOCK)?.is_some();
         Tree::start(source, MetadataKeys::Zarr { nczarr_gen1 }, root_json)
