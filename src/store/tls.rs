@@ -305,7 +305,7 @@ mod tests {
     use reqwest::dns::Resolve;
 
     #[test]
-    fn the_targets_client_shuffles_addresses_as_object_store_s_own_do() {
+    fn the_targets_client_takes_address_shuffling_from_the_options_and_resolves_as_the_system() {
         // Read from the options (on by default), so the client built from them shuffles.
         let on = settings(&ClientOptions::new());
         assert!(on.contains(&(ClientConfigKey::RandomizeAddresses, Some("true".into()))));
