@@ -24,7 +24,8 @@ const SECTIONS: &[(&str, &[&str])] = &[
         "UNMOUNTING",
         &[
             "zarrfs unmount MOUNTPOINT unmounts a zarrfs mount and returns once its daemon has \
-             ended; it refuses a mount zarrfs did not make, and cleans a dead mount (\"Transport \
+             ended (once the kernel has unmounted when it finds no pid record for the mount: \
+             one made in another mount namespace or moved since); it refuses a mount zarrfs did not make, and cleans a dead mount (\"Transport \
              endpoint is not connected\") a killed daemon left behind. umount(8) and \
              fusermount3 -u work too. A mount in use (a process has a file open in it, or its \
              working directory) is busy and stays mounted.",
@@ -37,7 +38,8 @@ const SECTIONS: &[(&str, &[&str])] = &[
              If the mount is busy, zarrfs says so and keeps serving; the next signal tries \
              again and, if it is still busy, detaches the mount lazily (umount -l) and exits \
              with status 1. A signal while the store is still loading ends zarrfs with nothing \
-             mounted. SIGUSR1 is ignored.",
+             mounted. A mount another process already detached ends the daemon at the first \
+             signal. SIGUSR1 is ignored.",
         ],
     ),
     (
@@ -58,8 +60,9 @@ const SECTIONS: &[(&str, &[&str])] = &[
              /tmp/zarrfs-UID: a pid record MAJOR:MINOR.pid for each mount (its daemon, start \
              time and mount point), which zarrfs unmount reads; and, where nothing listens on \
              /dev/log, the daemon's log MAJOR:MINOR.log (mode 0600).",
-            "$XDG_CACHE_HOME/zarrfs or ~/.cache/zarrfs (/var/cache/zarrfs as root): the cache \
-             directory of --default-cache-dir.",
+            "$XDG_CACHE_HOME/zarrfs or ~/.cache/zarrfs (/tmp/zarrfs-cache-UID when neither \
+             variable is set, /var/cache/zarrfs as root): the cache directory of \
+             --default-cache-dir.",
         ],
     ),
 ];
