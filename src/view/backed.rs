@@ -81,6 +81,8 @@ impl ArrayBacking {
         if let Some(file) = slot.as_ref().filter(|f| !f.removed()) {
             file.touch();
         } else {
+            // The file let go first: a writer's lock is released before the new attach takes it.
+            drop(slot.take());
             *slot = match size {
                 Some(size) => backing.dir.attach(id, size, label),
                 None => backing.dir.attach_complete(id, label),
