@@ -17,9 +17,9 @@
 //! The scan and each read walk the chunks in an order known before they start: they queue the
 //! chunks they will meet next on the mount's read-ahead, in that order and as far ahead as the
 //! read policy has walks look (over the network: many requests in flight), and take each one
-//! as it lands (see [`Ahead`]). A read that starts at the beginning or goes on from the last
+//! as it lands (see [`Ahead`]). A read that starts at the beginning or goes on from an earlier
 //! read of its file looks past its own range, to the file's end: a sequential reader finds its
-//! next chunks loaded or on their way.
+//! next chunks loaded or on their way, also while other readers read the same file elsewhere.
 
 use super::array_file::MAX_PREFETCH_CHUNKS;
 use super::backed::{read_through, ArrayBacking, ArrayIdentity, Backing};
@@ -46,6 +46,8 @@ pub const SYNC_SCAN_MAX: u64 = 1 << 16;
 const MARK_EVERY: u64 = 1024;
 /// Chunks a selection's walk keeps at hand (its rows cross the chunks of the last axis).
 const MAX_HELD_CHUNKS: usize = 64;
+/// Read-ahead trails kept per part of a file (see [`Trails`]).
+const MAX_TRAILS: usize = 8;
 
 /// A point of the text index: element `elem` starts at text byte `byte`. With `fill` not 0, the
 /// elements from there to the next mark are absent, `fill` bytes of text each.
@@ -129,12 +131,13 @@ pub(super) struct Reads<'a> {
     pub ahead: Option<(&'a Arc<ReadAhead>, &'a ReadPolicy)>,
 }
 
-/// How far the read-ahead of a file's reads got: kept between reads (one per part of the file),
-/// so that a read going on from where the last one was queues only what no earlier read did.
+/// How far the read-ahead of a file's reads got: kept between reads (see [`Trails`]), so that a
+/// read going on from where an earlier one was queues only what no earlier read did.
 #[derive(Clone, Copy)]
 struct Trail {
-    /// The first element of the read that left it.
+    /// The elements the walk of the read that left it went through: `from..to`.
     from: u64,
+    to: u64,
     /// One past the furthest position (see [`Elements::position`]) the walk met.
     reached: u64,
     /// The next position to queue (at least `reached`): those in between are queued.
@@ -146,16 +149,50 @@ struct Trail {
 }
 
 impl Trail {
-    /// A walk starting at element `from`, in the chunk at position `at`: it loads that chunk
-    /// itself.
-    fn start(from: u64, at: u64) -> Self {
+    /// A walk through elements `from..to`, starting in the chunk at position `at`: it loads
+    /// that chunk itself.
+    fn start(from: u64, to: u64, at: u64) -> Self {
         Trail {
             from,
+            to,
             reached: at,
             next: at + 1,
             met: 0,
             largest: None,
         }
+    }
+}
+
+/// The trails the last reads of one part of a file left, at most [`MAX_TRAILS`], the one left
+/// last first: as the kernel keeps the read-ahead state of each open file, though these files'
+/// handles do not tell readers apart, so a read is matched by where it starts. Several readers
+/// of the file (two `cat`s a little apart) each go on from their own trail.
+#[derive(Default)]
+struct Trails(Mutex<Vec<Trail>>);
+
+impl Trails {
+    /// The trail a walk through elements `from..to` goes on from: that of a read whose elements
+    /// it starts in and goes at least as far as (a sequential reader's next read starts where
+    /// its last one ended; a read of the text walks from the index mark at or before its first
+    /// byte, inside that read's elements). None for a walk from the beginning (a new reader, or
+    /// one reading again), or within an earlier read's elements (reading again there).
+    fn going_on(&self, from: u64, to: u64) -> Option<Trail> {
+        if from == 0 {
+            return None;
+        }
+        let trails = self.0.lock();
+        let goes_on = |t: &&Trail| t.from <= from && from <= t.to && t.to <= to;
+        trails.iter().find(goes_on).copied()
+    }
+
+    /// Keeps `trail`, in place of those whose elements its walk went through (the trail it went
+    /// on from, or another reader's at the same place: the next read there goes on from this
+    /// one), and of the one left longest ago when [`MAX_TRAILS`] are kept.
+    fn leave(&self, trail: Trail) {
+        let mut trails = self.0.lock();
+        trails.retain(|t| t.to < trail.from || t.from > trail.to);
+        trails.insert(0, trail);
+        trails.truncate(MAX_TRAILS);
     }
 }
 
@@ -169,9 +206,10 @@ impl Trail {
 /// A scan looks as far as the file's end, another file's walk through the elements (a netCDF
 /// view's) as far as the end of its range. A read of a part of the file looks as far as the end
 /// of its own range, or as far as the file's end when it starts at the beginning or goes on
-/// from the last read of that part (a sequential reader, whose next reads need those chunks):
+/// from an earlier read of that part (a sequential reader, whose next reads need those chunks):
 /// then it starts from the [`Trail`] that read left, so queues nothing twice; each read leaves
-/// its trail for the next.
+/// its trail for the next (see [`Trails`]). Any other read (one going back, or skipping ahead)
+/// starts a trail of its own.
 struct Ahead<'a> {
     pool: &'a ReadAhead,
     policy: &'a ReadPolicy,
@@ -184,7 +222,7 @@ struct Ahead<'a> {
     last: Option<u64>,
     trail: Trail,
     /// Where the trail is kept between reads (`None` for a scan, or another file's walk).
-    kept: Option<&'a Mutex<Option<Trail>>>,
+    kept: Option<&'a Trails>,
 }
 
 impl<'a> Ahead<'a> {
@@ -205,11 +243,7 @@ impl<'a> Ahead<'a> {
         let (layout, elements) = (&file.source.layout, &file.elements);
         let at = elements.position(layout, from);
         let kept = part.map(|part| &file.trails[part as usize]);
-        // A read in order: from no earlier element than the last read, and no further than
-        // what it queued.
-        let going_on = kept
-            .and_then(|kept| *kept.lock())
-            .filter(|t| from >= t.from && at <= t.next);
+        let going_on = kept.and_then(|kept| kept.going_on(from, to));
         let whole = part.is_none() || from == 0 || going_on.is_some();
         let last = if whole { file.count } else { to };
         Some(Ahead {
@@ -220,7 +254,7 @@ impl<'a> Ahead<'a> {
             elements,
             end: elements.position(layout, last - 1) + 1,
             last: None,
-            trail: going_on.map_or(Trail::start(from, at), |t| Trail { from, ..t }),
+            trail: going_on.map_or(Trail::start(from, to, at), |t| Trail { from, to, ..t }),
             kept,
         })
     }
@@ -282,10 +316,10 @@ impl<'a> Ahead<'a> {
 }
 
 impl Drop for Ahead<'_> {
-    /// Leaves the trail for the next read of the part.
+    /// Leaves the trail for the next reads of the part.
     fn drop(&mut self) {
         if let Some(kept) = self.kept {
-            *kept.lock() = Some(self.trail);
+            kept.leave(self.trail);
         }
     }
 }
@@ -322,8 +356,8 @@ pub struct VlenFile {
     backing: [ArrayBacking; 2],
     /// Whether a read attached them once the sizes were known (later, only opens retry).
     attached_by_read: [AtomicBool; 2],
-    /// Where the last read of each part left its read-ahead (see [`Ahead`]).
-    trails: [Mutex<Option<Trail>>; 2],
+    /// Where the last reads of each part left their read-ahead (see [`Ahead`]).
+    trails: [Trails; 2],
 }
 
 /// Which of the two files of a variable-length array.

@@ -5,8 +5,8 @@
 
 use crate::synth;
 
-use parking_lot::Mutex;
-use std::collections::HashMap;
+use parking_lot::{Condvar, Mutex};
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -386,6 +386,10 @@ struct Flights {
     most: AtomicU32,
     /// What the store says it is.
     latency: Latency,
+    /// Keys of the chunks whose requests by the read-ahead's fetch threads go through; `None`:
+    /// all (see [`Flights::hold`]).
+    through: Mutex<Option<HashSet<String>>>,
+    opened: Condvar,
 }
 
 /// One request in flight, counted out when it is over.
@@ -420,6 +424,14 @@ impl Layer for Flights {
         if !data || !chunk {
             return Ok(Flight(None));
         }
+        let fetch = std::thread::current()
+            .name()
+            .is_some_and(|n| n.starts_with("fetch-"));
+        let mut through = self.through.lock();
+        while fetch && through.as_ref().is_some_and(|keys| !keys.contains(key)) {
+            self.opened.wait(&mut through);
+        }
+        drop(through);
         *self.per_key.lock().entry(key.to_string()).or_default() += 1;
         let now = self.now.fetch_add(1, Ordering::SeqCst) + 1;
         self.most.fetch_max(now, Ordering::SeqCst);
@@ -440,7 +452,29 @@ impl Flights {
             now: Arc::default(),
             most: AtomicU32::new(0),
             latency,
+            through: Mutex::new(None),
+            opened: Condvar::new(),
         })
+    }
+
+    /// From now on, holds the read-ahead's requests for chunks not let through: what it queued
+    /// stays queued or in flight, to be counted without depending on how fast it goes.
+    fn hold(&self) {
+        *self.through.lock() = Some(HashSet::new());
+    }
+
+    /// Lets the read-ahead's requests for chunk `strings/{chunk}` through.
+    fn let_through(&self, chunk: usize) {
+        if let Some(keys) = self.through.lock().as_mut() {
+            keys.insert(format!("strings/{chunk}"));
+        }
+        self.opened.notify_all();
+    }
+
+    /// Lets every request through.
+    fn open(&self) {
+        *self.through.lock() = None;
+        self.opened.notify_all();
     }
 
     /// Forgets the requests counted so far.
@@ -757,9 +791,63 @@ fn read_through_handle(view: &View, path: &str, step: u32) -> Vec<u8> {
     out
 }
 
+/// The bytes of file `path` of [`long_strings`] (whose contents are `expected`) holding each
+/// chunk's elements, in order: a read of one walks that chunk alone (its text starts and ends
+/// at marks of the index, every 1024 elements).
+fn chunk_ranges(path: &str, expected: &[u8]) -> Vec<(u64, u64)> {
+    if path.ends_with(".npy") {
+        let header = match expected[6] {
+            1 => 10 + u16::from_le_bytes([expected[8], expected[9]]) as u64,
+            _ => 12 + u32::from_le_bytes(expected[8..12].try_into().unwrap()) as u64,
+        };
+        let chunk = (expected.len() as u64 - header) / LONG * LONG_CHUNK;
+        let end = |k: u64| header + k * chunk;
+        return (0..LONG / LONG_CHUNK)
+            .map(|k| (if k == 0 { 0 } else { end(k) }, end(k + 1)))
+            .collect();
+    }
+    let lines: Vec<&[u8]> = expected.split_inclusive(|&b| b == b'\n').collect();
+    let per = lines.len() / (LONG / LONG_CHUNK) as usize;
+    let mut at = 0;
+    lines
+        .chunks(per)
+        .map(|chunk| {
+            let len: usize = chunk.iter().map(|l| l.len()).sum();
+            at += len as u64;
+            (at - len as u64, at)
+        })
+        .collect()
+}
+
+/// Reads the bytes of chunk `k` of file `path` of `t` (see [`chunk_ranges`]), its fetch let
+/// through, and compares them with `expected`; returns the chunks then queued or loading: those
+/// the read-ahead was asked for and the gate holds, past the chunks read so far.
+fn read_chunk(t: &Tiled, path: &str, expected: &[u8], k: usize) -> usize {
+    let ino = t.view.resolve(path).unwrap();
+    let (from, to) = chunk_ranges(path, expected)[k];
+    t.store.let_through(k);
+    let mut out = Vec::new();
+    t.view
+        .read_into(ino, 0, from, (to - from) as u32, &mut out)
+        .unwrap();
+    assert!(
+        out == expected[from as usize..to as usize],
+        "{path}: chunk {k}"
+    );
+    t.view.cache().ledger().len()
+}
+
+/// `t` once its `path` is scanned and nothing is in flight, holding the read-ahead's requests.
+fn scanned_and_held(t: &Tiled, path: &str, expected: &[u8]) {
+    assert_eq!(scanned_size(&t.view, path), expected.len() as u64, "{path}");
+    wait_until_idle(&t.view);
+    t.store.reset();
+    t.store.hold();
+}
+
 #[test]
-fn reads_in_order_of_a_string_array_the_cache_no_longer_holds_keep_chunks_in_flight() {
-    let t = long_strings(Latency::Network, Duration::from_millis(50));
+fn reads_in_order_of_a_string_array_the_cache_no_longer_holds_keep_chunks_queued_ahead() {
+    let t = long_strings(Latency::Network, Duration::ZERO);
     let lines: Vec<&[u8]> = t.text.split_inclusive(|&b| b == b'\n').collect();
     let odd: Vec<u8> = lines
         .iter()
@@ -773,22 +861,76 @@ fn reads_in_order_of_a_string_array_the_cache_no_longer_holds_keep_chunks_in_fli
         ("strings[1::2]", &odd),
     ] {
         // The size scan reads every chunk through the cache, which keeps the last ones only.
-        assert_eq!(scanned_size(&t.view, path), expected.len() as u64, "{path}");
+        scanned_and_held(&t, path, expected);
+        // A reader in order, one chunk a read: the chunks after each read are queued (the gate
+        // holds them), as many as the window has room for, up to those the scan left cached.
+        for k in 0..40 {
+            let ahead = read_chunk(&t, path, expected, k);
+            assert!(ahead >= 6, "{path}: {ahead} chunks queued after chunk {k}");
+        }
+        t.store.open();
         wait_until_idle(&t.view);
-        t.store.reset();
-        // The kernel's reads of `cat`, one after another: each meets a few chunks at most (one
-        // or two of `strings` and `strings.npy`, up to four of the selection), yet the chunks
-        // after them are on their way.
-        let got = read_through_handle(&t.view, path, 128 << 10);
-        assert!(got == *expected, "{path}");
-        wait_until_idle(&t.view);
-        let most = t.store.most.load(Ordering::SeqCst);
-        assert!(most >= 6, "{path}: {most} chunk requests in flight at most");
         assert_eq!(t.store.repeated(), vec![], "{path}: chunks requested again");
-        let requested = t.store.per_key.lock().len();
-        assert!(requested > 32, "{path}: {requested} chunks requested");
+        assert!(
+            read_through_handle(&t.view, path, 128 << 10) == *expected,
+            "{path}"
+        );
+        wait_until_idle(&t.view);
     }
     assert_eq!(t.keys.len(), 64);
+}
+
+#[test]
+fn two_readers_of_a_string_array_at_different_places_both_keep_chunks_queued_ahead() {
+    let t = long_strings(Latency::Network, Duration::ZERO);
+    scanned_and_held(&t, "strings", &t.text);
+    // One `cat` gets as far as chunk 9, another starts at chunk 32; then their reads alternate.
+    let mut ahead = 0;
+    for k in 0..10 {
+        ahead = read_chunk(&t, "strings", &t.text, k);
+    }
+    assert!(ahead >= 6, "{ahead} chunks queued for the first reader");
+    read_chunk(&t, "strings", &t.text, 32);
+    for r in 0..10 {
+        read_chunk(&t, "strings", &t.text, 10 + r);
+        let ahead = read_chunk(&t, "strings", &t.text, 33 + r);
+        assert!(
+            ahead >= 12,
+            "{ahead} chunks queued for both readers, round {r}"
+        );
+    }
+    t.store.open();
+    wait_until_idle(&t.view);
+    assert_eq!(t.store.repeated(), vec![], "chunks requested again");
+}
+
+#[test]
+fn a_string_array_read_whole_and_read_again_queues_ahead_again() {
+    let t = long_strings(Latency::Network, Duration::ZERO);
+    assert_eq!(scanned_size(&t.view, "strings"), t.text.len() as u64);
+    let ino = t.view.resolve("strings").unwrap();
+    let read_whole = || {
+        t.store.open();
+        let size = t.text.len() as u32;
+        assert!(
+            t.view.read(ino, 0, size).unwrap() == t.text,
+            "one read of it all"
+        );
+        wait_until_idle(&t.view);
+        t.store.hold();
+    };
+    // Read again from the beginning (a second `cat`): the chunks after the first are queued.
+    read_whole();
+    let ahead = read_chunk(&t, "strings", &t.text, 0);
+    assert!(ahead >= 6, "{ahead} chunks queued after the first");
+    // Read again from well inside (the cache no longer holds those chunks): the second read
+    // goes on from the first and queues the chunks after it.
+    read_whole();
+    read_chunk(&t, "strings", &t.text, 10);
+    let ahead = read_chunk(&t, "strings", &t.text, 11);
+    assert!(ahead >= 6, "{ahead} chunks queued after chunk 11");
+    t.store.open();
+    wait_until_idle(&t.view);
 }
 
 #[test]
