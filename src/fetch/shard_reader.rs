@@ -474,10 +474,7 @@ fn read_exact(
     start: u64,
     len: u64,
 ) -> Result<Fetched, FetchError> {
-    let fill = |buf: &mut Vec<u8>| match tag {
-        Some(tag) => store.get_range_into_if(key, start, len, tag, buf),
-        None => store.get_range_into(key, start, len, buf),
-    };
+    let fill = |buf: &mut Vec<u8>| store.get_range_into(key, start, len, tag, buf);
     let bytes = Fetched::with(len as usize, fill)?.ok_or_else(|| {
         FetchError::new(FetchCause::Store, "the shard disappeared while being read")
     })?;
@@ -918,20 +915,20 @@ mod tests {
             self.0.get_range(key, start, len)
         }
 
-        fn get_range_into_if(
+        fn get_range_into(
             &self,
             key: &str,
             start: u64,
             len: u64,
-            tag: &str,
+            tag: Option<&str>,
             buf: &mut Vec<u8>,
         ) -> Result<bool, StoreError> {
             let now = self.0.head(key)?.and_then(|meta| meta.tag);
-            if now.is_some_and(|now| now != tag) {
+            if tag.is_some_and(|tag| now.is_some_and(|now| now != tag)) {
                 let what = key.to_string();
                 return Err(StoreError::Changed { what });
             }
-            self.0.get_range_into(key, start, len, buf)
+            self.0.get_range_into(key, start, len, None, buf)
         }
 
         fn head(&self, key: &str) -> Result<Option<crate::store::ObjectMeta>, StoreError> {
@@ -1035,14 +1032,17 @@ mod tests {
             self.inner.get_range(key, start, len)
         }
 
-        fn get_range_into_if(
+        fn get_range_into(
             &self,
             key: &str,
-            _start: u64,
-            _len: u64,
-            _tag: &str,
-            _buf: &mut Vec<u8>,
+            start: u64,
+            len: u64,
+            tag: Option<&str>,
+            buf: &mut Vec<u8>,
         ) -> Result<bool, StoreError> {
+            if tag.is_none() {
+                return self.inner.get_range_into(key, start, len, None, buf);
+            }
             self.tagged
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let what = key.to_string();
