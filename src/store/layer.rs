@@ -137,6 +137,10 @@ impl<L: Layer> Store for L {
         self.inner()?.list_below(prefix)
     }
 
+    fn matches_tags(&self) -> bool {
+        self.inner().is_ok_and(|s| s.matches_tags())
+    }
+
     fn version(&self) -> Option<String> {
         self.inner().ok()?.version()
     }

@@ -143,7 +143,7 @@ pub trait Store: Send + Sync {
     /// Backends that can read into memory they are given reuse `buf`'s. With a `tag`, of the
     /// version of `key` whose (strong) ETag it is: stores that keep ETags read only that version
     /// (remote backends send `If-Match`) and answer [`StoreError::Changed`] when the object is
-    /// another one now; others ignore it.
+    /// another one now (and say so by [`Store::matches_tags`]); others ignore it.
     fn get_range_into(
         &self,
         key: &str,
@@ -185,6 +185,13 @@ pub trait Store: Send + Sync {
             return Ok(None);
         };
         Ok(self.head(key)?.map(|meta| (bytes, meta)))
+    }
+
+    /// True for stores whose [`Store::get_range_into`] with a tag reads only that version
+    /// (remote backends: `If-Match`); elsewhere a read's version is of no use to later reads,
+    /// and not asked for where that costs a request.
+    fn matches_tags(&self) -> bool {
+        false
     }
 
     /// Size, modification time and ETag of `key`, or `None` when absent.

@@ -559,6 +559,10 @@ impl Store for ObjectStoreBackend {
         Ok(present)
     }
 
+    fn matches_tags(&self) -> bool {
+        true
+    }
+
     fn get_suffix(&self, key: &str, len: u64) -> Result<Option<(Vec<u8>, ObjectMeta)>, StoreError> {
         let path = self.path(key)?;
         let deadline = self.deadline();
