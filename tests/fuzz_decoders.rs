@@ -62,10 +62,11 @@ impl Store for Swapped {
         key: &str,
         start: u64,
         len: u64,
+        tag: Option<&str>,
         buf: &mut Vec<u8>,
     ) -> Result<bool, StoreError> {
         if self.value(key).is_none() {
-            return self.inner.get_range_into(key, start, len, buf);
+            return self.inner.get_range_into(key, start, len, tag, buf);
         }
         let got = self.get_range(key, start, len)?;
         let present = got.is_some();

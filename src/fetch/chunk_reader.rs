@@ -510,7 +510,7 @@ impl ChunkReader {
         let bound = self.max_object;
         let fill = |buf: &mut Vec<u8>| {
             self.store
-                .get_range_into(key, 0, bound.saturating_add(1), buf)
+                .get_range_into(key, 0, bound.saturating_add(1), None, buf)
         };
         // Any spare: the length is known only once the object is read.
         let Some(bytes) = Fetched::with(0, fill)? else {

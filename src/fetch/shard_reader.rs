@@ -427,18 +427,26 @@ pub const COALESCE_GAP: u64 = 1 << 20;
 pub const COALESCE_MAX: u64 = 16 << 20;
 
 /// Reads and decodes the index of shard `key` (read as `array` says), with the shard's strong
-/// ETag where the store gives one (a weak one does not vouch for bytes, nor matches `If-Match`);
-/// `None` when the shard is absent.
+/// ETag where the store gives one and reads can be held to it ([`Store::matches_tags`]; a weak
+/// one does not vouch for bytes, nor matches `If-Match`); `None` when the shard is absent.
 fn load_index(
     array: &ShardedArray,
     store: &dyn Store,
     key: &str,
 ) -> Result<ShardIndexIfStored, FetchError> {
     let (len, at_start) = array.index_place();
+    let matches = store.matches_tags();
     let fetched = if at_start {
-        // The shard's size is not known: entries past its end show when read (truncated).
-        let got = store.get_range_versioned(key, 0, len)?;
-        got.map(|(b, meta)| (b, u64::MAX, meta.tag))
+        // The shard's size is not known: entries past its end show when read (truncated). Its
+        // version is asked for only where later reads can be held to it: that may cost a
+        // request of its own.
+        if matches {
+            let got = store.get_range_versioned(key, 0, len)?;
+            got.map(|(b, meta)| (b, u64::MAX, meta.tag))
+        } else {
+            let got = store.get_range(key, 0, len)?;
+            got.map(|b| (b, u64::MAX, None))
+        }
     } else {
         let got = store.get_suffix(key, len)?;
         got.map(|(b, meta)| (b, meta.size, meta.tag))
@@ -446,7 +454,7 @@ fn load_index(
     let Some((encoded, size, tag)) = fetched else {
         return Ok(None);
     };
-    let tag = tag.filter(|t| !weak_etag(t));
+    let tag = tag.filter(|t| matches && !weak_etag(t));
     STATS.fetched(encoded.len());
     if (encoded.len() as u64) < len {
         let got = encoded.len() as u64;
@@ -474,10 +482,7 @@ fn read_exact(
     start: u64,
     len: u64,
 ) -> Result<Fetched, FetchError> {
-    let fill = |buf: &mut Vec<u8>| match tag {
-        Some(tag) => store.get_range_into_if(key, start, len, tag, buf),
-        None => store.get_range_into(key, start, len, buf),
-    };
+    let fill = |buf: &mut Vec<u8>| store.get_range_into(key, start, len, tag, buf);
     let bytes = Fetched::with(len as usize, fill)?.ok_or_else(|| {
         FetchError::new(FetchCause::Store, "the shard disappeared while being read")
     })?;
@@ -500,6 +505,7 @@ mod tests {
     use parking_lot::{Condvar, Mutex};
     use serde_json::json;
     use std::collections::HashMap;
+    use std::sync::atomic::{AtomicU32, Ordering};
     use std::sync::Arc;
     use std::time::{Duration, Instant};
 
@@ -895,10 +901,32 @@ mod tests {
         assert_eq!(ctx.now.load(std::sync::atomic::Ordering::SeqCst), 0);
     }
 
-    /// A memory store whose reads of a version answer [`StoreError::Changed`] when the value
-    /// is another one now, as a remote store's `If-Match` does.
+    /// A memory store that reads ranges of a version as a remote one does (`If-Match`), where
+    /// `matches`: such a read answers [`StoreError::Changed`] when the value is another one now,
+    /// or always where `refuses` (its own ETags too). Elsewhere it keeps no versions; a range
+    /// with its version is read the trait's way then (the range, then a head), as local stores
+    /// read it. Reads of a version, suffix reads (shard indexes) and heads are counted.
     #[derive(Default)]
-    struct Versioned(MemoryStore);
+    struct Versioned {
+        inner: MemoryStore,
+        matches: bool,
+        refuses: bool,
+        tagged: AtomicU32,
+        suffixes: AtomicU32,
+        heads: AtomicU32,
+    }
+
+    impl Versioned {
+        /// A store holding `bytes` at the shard key `arr/c/0/0`, holding reads to versions.
+        fn matching(bytes: Vec<u8>) -> Self {
+            let mut store = Versioned {
+                matches: true,
+                ..Versioned::default()
+            };
+            store.inner.insert("arr/c/0/0", bytes);
+            store
+        }
+    }
 
     impl Store for Versioned {
         fn get_bounded(
@@ -906,7 +934,7 @@ mod tests {
             key: &str,
             max: u64,
         ) -> Result<Option<crate::store::Object>, StoreError> {
-            self.0.get_bounded(key, max)
+            self.inner.get_bounded(key, max)
         }
 
         fn get_range(
@@ -915,35 +943,52 @@ mod tests {
             start: u64,
             len: u64,
         ) -> Result<Option<Vec<u8>>, StoreError> {
-            self.0.get_range(key, start, len)
+            self.inner.get_range(key, start, len)
         }
 
-        fn get_range_into_if(
+        fn get_range_into(
             &self,
             key: &str,
             start: u64,
             len: u64,
-            tag: &str,
+            tag: Option<&str>,
             buf: &mut Vec<u8>,
         ) -> Result<bool, StoreError> {
-            let now = self.0.head(key)?.and_then(|meta| meta.tag);
-            if now.is_some_and(|now| now != tag) {
-                let what = key.to_string();
-                return Err(StoreError::Changed { what });
+            if let Some(tag) = tag.filter(|_| self.matches) {
+                self.tagged.fetch_add(1, Ordering::Relaxed);
+                let now = self.inner.head(key)?.and_then(|meta| meta.tag);
+                if self.refuses || now.is_some_and(|now| now != tag) {
+                    let what = key.to_string();
+                    return Err(StoreError::Changed { what });
+                }
             }
-            self.0.get_range_into(key, start, len, buf)
+            self.inner.get_range_into(key, start, len, None, buf)
+        }
+
+        fn get_suffix(
+            &self,
+            key: &str,
+            len: u64,
+        ) -> Result<Option<(Vec<u8>, crate::store::ObjectMeta)>, StoreError> {
+            self.suffixes.fetch_add(1, Ordering::Relaxed);
+            self.inner.get_suffix(key, len)
+        }
+
+        fn matches_tags(&self) -> bool {
+            self.matches
         }
 
         fn head(&self, key: &str) -> Result<Option<crate::store::ObjectMeta>, StoreError> {
-            self.0.head(key)
+            self.heads.fetch_add(1, Ordering::Relaxed);
+            self.inner.head(key)
         }
 
         fn list_dir(&self, prefix: &str) -> Result<Vec<crate::store::Entry>, StoreError> {
-            self.0.list_dir(prefix)
+            self.inner.list_dir(prefix)
         }
 
         fn mtime(&self) -> std::time::SystemTime {
-            self.0.mtime()
+            self.inner.mtime()
         }
 
         fn describe(&self) -> String {
@@ -989,8 +1034,7 @@ mod tests {
             old.extend_from_slice(chunk);
         }
         old.extend(index(&entries));
-        let mut before = Versioned::default();
-        before.0.insert("arr/c/0/0", old);
+        let before = Versioned::matching(old);
         let keeping = Keeping::default();
         let reader = reader_over(Arc::new(before), false);
         let got = load(&reader, &[0, 0], None, &keeping).unwrap();
@@ -998,8 +1042,7 @@ mod tests {
         let first = keeping.0.lock().remove("arr/c/0/0").unwrap();
         assert!(first.as_ref().unwrap().tag.is_some());
 
-        let mut now = Versioned::default();
-        now.0.insert("arr/c/0/0", shard(&chunks, false));
+        let now = Versioned::matching(shard(&chunks, false));
         let reader = reader_over(Arc::new(now), false);
         let ctx = Swapping {
             first: Mutex::new(Some(first)),
@@ -1008,85 +1051,18 @@ mod tests {
         assert_fetched_as_written(&reader, &[vec![0, 0], vec![0, 1]], &ctx);
     }
 
-    /// A memory store that refuses every read of a version (`If-Match`), its own ETags
-    /// included, counting those reads and the suffix reads (shard indexes).
-    #[derive(Default)]
-    struct Refusing {
-        inner: MemoryStore,
-        tagged: std::sync::atomic::AtomicU32,
-        suffixes: std::sync::atomic::AtomicU32,
-    }
-
-    impl Store for Refusing {
-        fn get_bounded(
-            &self,
-            key: &str,
-            max: u64,
-        ) -> Result<Option<crate::store::Object>, StoreError> {
-            self.inner.get_bounded(key, max)
-        }
-
-        fn get_range(
-            &self,
-            key: &str,
-            start: u64,
-            len: u64,
-        ) -> Result<Option<Vec<u8>>, StoreError> {
-            self.inner.get_range(key, start, len)
-        }
-
-        fn get_range_into_if(
-            &self,
-            key: &str,
-            _start: u64,
-            _len: u64,
-            _tag: &str,
-            _buf: &mut Vec<u8>,
-        ) -> Result<bool, StoreError> {
-            self.tagged
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let what = key.to_string();
-            Err(StoreError::Changed { what })
-        }
-
-        fn get_suffix(
-            &self,
-            key: &str,
-            len: u64,
-        ) -> Result<Option<(Vec<u8>, crate::store::ObjectMeta)>, StoreError> {
-            self.suffixes
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            self.inner.get_suffix(key, len)
-        }
-
-        fn head(&self, key: &str) -> Result<Option<crate::store::ObjectMeta>, StoreError> {
-            self.inner.head(key)
-        }
-
-        fn list_dir(&self, prefix: &str) -> Result<Vec<crate::store::Entry>, StoreError> {
-            self.inner.list_dir(prefix)
-        }
-
-        fn mtime(&self) -> std::time::SystemTime {
-            self.inner.mtime()
-        }
-
-        fn describe(&self) -> String {
-            "refusing memory".into()
-        }
-    }
-
     #[test]
     fn a_server_refusing_its_own_etag_is_read_without_it_after_one_index_read_again() {
-        let mut store = Refusing::default();
-        store.inner.insert("arr/c/0/0", shard(&full_shard(), false));
-        let store = Arc::new(store);
+        let store = Arc::new(Versioned {
+            refuses: true,
+            ..Versioned::matching(shard(&full_shard(), false))
+        });
         let reader = reader_over(store.clone(), false);
         let ctx = Swapping {
             first: Mutex::new(None),
             keeping: Keeping::default(),
         };
-        let count = |n: &std::sync::atomic::AtomicU32| n.load(std::sync::atomic::Ordering::Relaxed);
+        let count = |n: &AtomicU32| n.load(Ordering::Relaxed);
         for round in 0..2 {
             assert_fetched_as_written(&reader, &[vec![0, 0], vec![1, 1]], &ctx);
             // Refused with the index read first, then with the same ETag read again; no more.
@@ -1095,6 +1071,30 @@ mod tests {
                 (2, 2),
                 "{round}"
             );
+        }
+    }
+
+    #[test]
+    fn an_index_at_the_start_costs_one_request_where_reads_keep_no_version() {
+        for matches in [false, true] {
+            let store = Arc::new(Versioned {
+                matches,
+                ..Versioned::matching(shard(&full_shard(), true))
+            });
+            let tag = store.inner.head("arr/c/0/0").unwrap().unwrap().tag;
+            assert!(tag.is_some());
+            let reader = reader_over(store.clone(), true);
+            let ctx = Keeping::default();
+            let got = load(&reader, &[0, 1], None, &ctx).unwrap();
+            assert_eq!(got, Some(inner_chunk(0, 1)), "{matches}");
+            // Without versions the index is read alone; with them, the version it was read
+            // from is kept for the inner chunks' reads.
+            let kept = ctx.0.lock()["arr/c/0/0"].as_ref().unwrap().tag.clone();
+            let heads = store.heads.load(Ordering::Relaxed);
+            match matches {
+                false => assert_eq!((heads, kept), (0, None)),
+                true => assert_eq!((heads, kept), (1, tag)),
+            }
         }
     }
 

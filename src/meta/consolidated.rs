@@ -165,16 +165,6 @@ impl Store for Consolidated<'_> {
         self.inner.get_range(key, start, len)
     }
 
-    fn get_range_into(
-        &self,
-        key: &str,
-        start: u64,
-        len: u64,
-        buf: &mut Vec<u8>,
-    ) -> Result<bool, StoreError> {
-        self.inner.get_range_into(key, start, len, buf)
-    }
-
     fn get_suffix(&self, key: &str, len: u64) -> Result<Option<(Vec<u8>, ObjectMeta)>, StoreError> {
         match self.objects.get(key) {
             Some(v) => {

@@ -292,7 +292,7 @@ impl Store for DirStore {
     fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError> {
         let mut buf = Vec::new();
         Ok(self
-            .get_range_into(key, start, len, &mut buf)?
+            .get_range_into(key, start, len, None, &mut buf)?
             .then_some(buf))
     }
 
@@ -301,6 +301,7 @@ impl Store for DirStore {
         key: &str,
         start: u64,
         len: u64,
+        _tag: Option<&str>,
         buf: &mut Vec<u8>,
     ) -> Result<bool, StoreError> {
         let Some(opened) = self.open_value(key)? else {

@@ -105,26 +105,11 @@ impl<L: Layer> Store for L {
         key: &str,
         start: u64,
         len: u64,
+        tag: Option<&str>,
         buf: &mut Vec<u8>,
     ) -> Result<bool, StoreError> {
         let step = self.before(&Request::Range { key, start, len })?;
-        let present = self.inner()?.get_range_into(key, start, len, buf)?;
-        if present {
-            *buf = self.after(&step, std::mem::take(buf));
-        }
-        Ok(present)
-    }
-
-    fn get_range_into_if(
-        &self,
-        key: &str,
-        start: u64,
-        len: u64,
-        tag: &str,
-        buf: &mut Vec<u8>,
-    ) -> Result<bool, StoreError> {
-        let step = self.before(&Request::Range { key, start, len })?;
-        let present = self.inner()?.get_range_into_if(key, start, len, tag, buf)?;
+        let present = self.inner()?.get_range_into(key, start, len, tag, buf)?;
         if present {
             *buf = self.after(&step, std::mem::take(buf));
         }
@@ -150,6 +135,10 @@ impl<L: Layer> Store for L {
     fn list_below(&self, prefix: &str) -> Result<Vec<(String, Entry)>, StoreError> {
         let _step = self.before(&Request::List(prefix))?;
         self.inner()?.list_below(prefix)
+    }
+
+    fn matches_tags(&self) -> bool {
+        self.inner().is_ok_and(|s| s.matches_tags())
     }
 
     fn version(&self) -> Option<String> {

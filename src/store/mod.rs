@@ -140,34 +140,23 @@ pub trait Store: Send + Sync {
     fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>, StoreError>;
 
     /// [`Store::get_range`] into `buf`, replacing what it holds; false when `key` is absent.
-    /// Backends that can read into memory they are given reuse `buf`'s.
+    /// Backends that can read into memory they are given reuse `buf`'s. With a `tag`, of the
+    /// version of `key` whose (strong) ETag it is: stores that keep ETags read only that version
+    /// (remote backends send `If-Match`) and answer [`StoreError::Changed`] when the object is
+    /// another one now (and say so by [`Store::matches_tags`]); others ignore it.
     fn get_range_into(
         &self,
         key: &str,
         start: u64,
         len: u64,
+        tag: Option<&str>,
         buf: &mut Vec<u8>,
     ) -> Result<bool, StoreError> {
+        let _ = tag;
         let got = self.get_range(key, start, len)?;
         let present = got.is_some();
         *buf = got.unwrap_or_default();
         Ok(present)
-    }
-
-    /// [`Store::get_range_into`] of the version of `key` whose (strong) ETag is `tag`: stores
-    /// that keep ETags read only that version (remote backends send `If-Match`) and answer
-    /// [`StoreError::Changed`] when the object is another one now; others read as
-    /// `get_range_into` does.
-    fn get_range_into_if(
-        &self,
-        key: &str,
-        start: u64,
-        len: u64,
-        tag: &str,
-        buf: &mut Vec<u8>,
-    ) -> Result<bool, StoreError> {
-        let _ = tag;
-        self.get_range_into(key, start, len, buf)
     }
 
     /// The last `len` bytes of `key` (all of it when shorter) and the value's size and version
@@ -196,6 +185,13 @@ pub trait Store: Send + Sync {
             return Ok(None);
         };
         Ok(self.head(key)?.map(|meta| (bytes, meta)))
+    }
+
+    /// True for stores whose [`Store::get_range_into`] with a tag reads only that version
+    /// (remote backends: `If-Match`); elsewhere a read's version is of no use to later reads,
+    /// and not asked for where that costs a request.
+    fn matches_tags(&self) -> bool {
+        false
     }
 
     /// Size, modification time and ETag of `key`, or `None` when absent.

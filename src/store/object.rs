@@ -294,22 +294,6 @@ impl ObjectStoreBackend {
         }
     }
 
-    /// `len` bytes of `key` from `start` (of the version whose ETag is `tag`, if given) into
-    /// `buf`'s memory, within the store's time bound; false when absent.
-    fn range_into(
-        &self,
-        key: &str,
-        range: (u64, u64),
-        tag: Option<&str>,
-        buf: &mut Vec<u8>,
-    ) -> Result<bool, StoreError> {
-        let spare = std::mem::take(buf);
-        let got = self.range_until(key, range, tag, self.deadline(), spare)?;
-        let present = got.is_some();
-        *buf = got.map(|(b, _)| b).unwrap_or_default();
-        Ok(present)
-    }
-
     /// The last `len` bytes of the object `key` whose size and version `meta` gives, read as a
     /// plain range of that version (an object replaced in between has its suffix elsewhere).
     fn suffix_of(
@@ -558,26 +542,25 @@ impl Store for ObjectStoreBackend {
         self.range_until(key, (start, len), None, self.deadline(), Vec::new())
     }
 
+    /// One request (with `If-Match: tag` where a tag is given), within the store's time bound,
+    /// into `buf`'s memory.
     fn get_range_into(
         &self,
         key: &str,
         start: u64,
         len: u64,
+        tag: Option<&str>,
         buf: &mut Vec<u8>,
     ) -> Result<bool, StoreError> {
-        self.range_into(key, (start, len), None, buf)
+        let spare = std::mem::take(buf);
+        let got = self.range_until(key, (start, len), tag, self.deadline(), spare)?;
+        let present = got.is_some();
+        *buf = got.map(|(b, _)| b).unwrap_or_default();
+        Ok(present)
     }
 
-    /// One request with `If-Match: tag`.
-    fn get_range_into_if(
-        &self,
-        key: &str,
-        start: u64,
-        len: u64,
-        tag: &str,
-        buf: &mut Vec<u8>,
-    ) -> Result<bool, StoreError> {
-        self.range_into(key, (start, len), Some(tag), buf)
+    fn matches_tags(&self) -> bool {
+        true
     }
 
     fn get_suffix(&self, key: &str, len: u64) -> Result<Option<(Vec<u8>, ObjectMeta)>, StoreError> {

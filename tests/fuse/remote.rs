@@ -380,7 +380,9 @@ fn remote_stores_answer_like_the_files_under_many_concurrent_callers() {
             let mut spare = Vec::with_capacity(bytes.len() + 64);
             spare.extend_from_slice(b"left over from an earlier fetch");
             let memory = spare.as_ptr();
-            assert!(store.get_range_into(key, 0, size + 1, &mut spare).unwrap());
+            assert!(store
+                .get_range_into(key, 0, size + 1, None, &mut spare)
+                .unwrap());
             assert_eq!(&spare, bytes, "{what}: range into a spare buffer, {key}");
             assert_eq!(
                 spare.as_ptr(),
@@ -388,7 +390,7 @@ fn remote_stores_answer_like_the_files_under_many_concurrent_callers() {
                 "{what}: the spare's memory is reused"
             );
             assert!(!store
-                .get_range_into("no/such/key", 0, 4, &mut spare)
+                .get_range_into("no/such/key", 0, 4, None, &mut spare)
                 .unwrap());
             let (tail, meta) = store.get_suffix(key, 16).unwrap().unwrap();
             assert_eq!(meta.size, size, "{what}: suffix size of {key}");
@@ -488,7 +490,7 @@ fn a_body_longer_than_its_headers_announce_is_refused() {
     let store = zarrfs::store::open(&format!("http://127.0.0.1:{port}/s")).unwrap();
     let got = store.get_range("k", 0, 4);
     let mut spare = Vec::with_capacity(1 << 21);
-    let into = store.get_range_into("k", 0, 4, &mut spare);
+    let into = store.get_range_into("k", 0, 4, None, &mut spare);
     stop.store(true, Ordering::SeqCst);
     let _ = std::net::TcpStream::connect(("127.0.0.1", port));
     server.join().unwrap();

@@ -151,7 +151,9 @@ fn a_server_that_ignores_ranges_gives_whole_objects_and_refuses_parts() {
     for store in &stores {
         let what = store.describe();
         let mut buf = Vec::new();
-        assert!(store.get_range_into("obj", 0, size + 1, &mut buf).unwrap());
+        assert!(store
+            .get_range_into("obj", 0, size + 1, None, &mut buf)
+            .unwrap());
         assert_eq!(buf, bytes, "{what}: whole");
         let tail = store.get_range("obj", size - 100, 100).unwrap().unwrap();
         assert_eq!(
@@ -165,7 +167,7 @@ fn a_server_that_ignores_ranges_gives_whole_objects_and_refuses_parts() {
         for part in [
             store.get_range("obj", 1000, 64).map(|_| ()),
             store
-                .get_range_into("obj", 0, size - 1, &mut buf)
+                .get_range_into("obj", 0, size - 1, None, &mut buf)
                 .map(|_| ()),
             store.get_suffix("obj", 16).map(|_| ()),
         ] {
@@ -175,7 +177,9 @@ fn a_server_that_ignores_ranges_gives_whole_objects_and_refuses_parts() {
                 "{what}: {e}"
             );
         }
-        assert!(!store.get_range_into("absent", 0, 10, &mut buf).unwrap());
+        assert!(!store
+            .get_range_into("absent", 0, 10, None, &mut buf)
+            .unwrap());
     }
 }
 
