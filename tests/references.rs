@@ -214,7 +214,7 @@ fn a_parquet_record_file_too_short_for_a_chunk_is_an_error_not_fill() {
 }
 
 #[test]
-fn an_absent_parquet_record_file_over_http_is_asked_for_once() {
+fn an_absent_parquet_record_file_over_http_is_asked_again_then_kept_absent() {
     let root = tempfile::tempdir().unwrap();
     let fixtures = common::fixtures_dir().join("references");
     for part in ["combined.parq", "nc"] {

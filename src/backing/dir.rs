@@ -147,8 +147,9 @@ impl BackingDir {
     /// opened least recently when more than the most written at once are (their readers go
     /// on uncached; their next open attaches them again, resuming their files). An array
     /// counts until its backing file is complete or dropped (see [`BackingDir::writer_done`]):
-    /// one that cannot be let go now (being attached, or read) is let go at a later call. The
-    /// files let go are dropped here, holding no lock.
+    /// one that cannot be let go now (being attached) is let go at a later call, and one a
+    /// reader still holds counts until that reader drops it. The files let go are dropped here,
+    /// holding none of this directory's locks (the caller may hold its array's slot).
     fn started_writing(&self, key: &str) {
         let out: Vec<String> = {
             let mut writers = self.writers.lock();
@@ -429,6 +430,8 @@ impl BackingDir {
         match verified(&file, size, &self.path(id, "sum")) {
             Ok(()) => {}
             Err(why) if why.for_now() => return Err(io::Error::other(why)),
+            // A file being written has its map and no sums yet: it is resumed (see `start`).
+            Err(Unverified::NoSums) => return Ok(None),
             Err(why) => {
                 log::warn!(
                     "{label}: unpublished backing file {} {why}: decoded again",

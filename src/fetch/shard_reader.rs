@@ -1,7 +1,7 @@
 //! Reading the inner chunks of a sharded array by byte range: the shard's index (one request:
 //! the last bytes of the shard with its size, or its first bytes; decoded once and kept by the
 //! [`FetchContext`] with the shard's ETag), then ranged reads of the inner chunks, of that
-//! version of the shard only where the store gives ETags: one per chunk for a read, one per run
+//! version of the shard only where the store holds reads to one ([`Store::matches_tags`]): one per chunk for a read, one per run
 //! of nearby chunks for the read-ahead's batches, several in flight at once. A whole shard is
 //! never read.
 
@@ -142,7 +142,7 @@ impl ShardReader {
     /// with one ranged request for inner chunks of one shard that lie near each other (at most
     /// [`COALESCE_GAP`] apart, [`COALESCE_MAX`] in one request), as zarr-python and
     /// object_store coalesce. Inner chunks are read from the version of the shard their index
-    /// was read from (where the store gives ETags): a shard rewritten since has its index read
+    /// was read from (where the store holds reads to a version): a shard rewritten since has its index read
     /// again and its chunks with it, up to [`SHARD_READS`] times. A server that refuses the
     /// version its index was read again with (the same ETag as before) has its shards read
     /// without a version from then on: the shard did not change.

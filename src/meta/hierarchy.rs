@@ -154,7 +154,9 @@ impl<'a> Tree<'a> {
     /// the store fails to list the root or read its metadata or its children's.
     pub fn open(store: StoreRef<'a>, opts: &LoadOptions) -> Result<Tree<'a>, MetaError> {
         // Read once: it tells a v3 draft, may hold consolidated metadata, and is the root's.
-        let root_json = store.get_bounded("zarr.json", consolidated::MAX_CONSOLIDATED_BYTES);
+        // A failure is asked again once: what it tells decides how the store is read.
+        let read_root = || store.get_bounded("zarr.json", consolidated::MAX_CONSOLIDATED_BYTES);
+        let root_json = read_root().or_else(|_| read_root());
         let root_bytes = match &root_json {
             Ok(Some(object)) => Some(&object.bytes[..]),
             _ => None,
@@ -179,9 +181,7 @@ impl<'a> Tree<'a> {
                 log::info!("{}: using consolidated metadata", store.describe());
                 (Source::Consolidated(c), None)
             }
-            // A failed read is not handed on: the root's own read asks again (and consolidated
-            // metadata was looked for without it).
-            None => (Source::Store(store), root_json.ok().map(Ok)),
+            None => (Source::Store(store), Some(root_json)),
         };
         let nczarr_gen1 = source.store().head(nczarr::GEN1_SUPERBLOCK)?.is_some();
         Tree::start(source, MetadataKeys::Zarr { nczarr_gen1 }, root_json)

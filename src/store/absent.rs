@@ -1,15 +1,16 @@
-//! Whether an object a listing showed, but that a read then finds absent, is gone or a fault:
-//! it is asked for again, after pauses, and a fresh listing of its prefix decides. A chunk
-//! (see `fetch`) and a kerchunk Parquet record file are checked this way, so that a transient
-//! 404 is never taken for "nothing stored here" (the fill value).
+//! Whether an object a read finds absent is really absent: it is asked for again, after
+//! pauses; for one a listing showed, a fresh listing of its prefix then decides whether it is
+//! gone or a fault. A chunk (see `fetch`) and a kerchunk Parquet record file are checked this
+//! way (a record file also where the store cannot list, as its absence is kept), so that a
+//! transient 404 is never taken for "nothing stored here" (the fill value).
 
 use super::{EntryKind, Store, StoreError};
 use std::time::Duration;
 
-/// The pauses before each new ask for a listed object the store answered as absent.
+/// The pauses before each new ask for an object the store answered as absent.
 const PAUSES: [Duration; 2] = [Duration::from_millis(200), Duration::from_secs(1)];
 
-/// How many times a listed object is asked for before it counts as a fault.
+/// How many times an object is asked for before it counts as absent (or, listed, a fault).
 pub const ASKS: usize = PAUSES.len() + 1;
 
 /// What asking again for a listed object the store answered as absent found.

@@ -185,12 +185,13 @@ impl Trails {
         trails.iter().find(goes_on).copied()
     }
 
-    /// Keeps `trail`, in place of those whose elements its walk went through (the trail it went
-    /// on from, or another reader's at the same place: the next read there goes on from this
-    /// one), and of the one left longest ago when [`MAX_TRAILS`] are kept.
+    /// Keeps `trail`, in place of those that ended among the elements its walk went through (the
+    /// trail it went on from, or another reader's at the same place: the next read there goes on
+    /// from this one), and of the one left longest ago when [`MAX_TRAILS`] are kept. A trail
+    /// going further (a reader ahead, whose last read this one re-read part of) stays.
     fn leave(&self, trail: Trail) {
         let mut trails = self.0.lock();
-        trails.retain(|t| t.to < trail.from || t.from > trail.to);
+        trails.retain(|t| t.to < trail.from || t.to > trail.to);
         trails.insert(0, trail);
         trails.truncate(MAX_TRAILS);
     }

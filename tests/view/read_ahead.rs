@@ -807,6 +807,8 @@ fn chunk_ranges(path: &str, expected: &[u8]) -> Vec<(u64, u64)> {
             .collect();
     }
     let lines: Vec<&[u8]> = expected.split_inclusive(|&b| b == b'\n').collect();
+    // Each read must lie within one chunk (the gate holds the others' fetches).
+    assert_eq!(lines.len() % (LONG / LONG_CHUNK) as usize, 0, "{path}");
     let per = lines.len() / (LONG / LONG_CHUNK) as usize;
     let mut at = 0;
     lines
