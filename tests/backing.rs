@@ -7,6 +7,7 @@ use common::servers;
 use common::string_store;
 use std::path::Path;
 use std::sync::Arc;
+use tempfile::TempDir;
 use zarrfs::backing::BackingDir;
 use zarrfs::meta::LoadOptions;
 use zarrfs::store::{self, RemoteOptions, Store};
@@ -25,6 +26,14 @@ fn view_of(s: Arc<dyn Store>, location: &str, dir: &Arc<BackingDir>) -> View {
     v
 }
 
+/// A store of the array written with `value`, and a cache directory of `budget` bytes.
+fn store_and_cache(value: f64, budget: u64) -> (TempDir, TempDir, Arc<BackingDir>) {
+    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write_store(store.path(), value);
+    let dir = BackingDir::open(cache.path(), Some(budget)).unwrap();
+    (store, cache, dir)
+}
+
 fn read(v: &View, from: u64, len: u32) -> Vec<u8> {
     let ino = v.resolve("a").unwrap();
     let fh = v.open(ino).unwrap();
@@ -35,9 +44,7 @@ fn read(v: &View, from: u64, len: u32) -> Vec<u8> {
 
 #[test]
 fn a_complete_array_is_served_from_its_backing_file_after_a_remount() {
-    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    write_store(store.path(), 1.5);
-    let dir = BackingDir::open(cache.path(), Some(1 << 30)).unwrap();
+    let (store, cache, dir) = store_and_cache(1.5, 1 << 30);
     assert_eq!(
         read(&view(store.path(), &dir), 0, (N * 8) as u32),
         expected(1.5)
@@ -55,9 +62,7 @@ fn a_complete_array_is_served_from_its_backing_file_after_a_remount() {
 
 #[test]
 fn a_partly_cached_array_mixes_cached_and_decoded_bytes() {
-    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    write_store(store.path(), 2.0);
-    let dir = BackingDir::open(cache.path(), Some(1 << 30)).unwrap();
+    let (store, cache, dir) = store_and_cache(2.0, 1 << 30);
     // The first 12 KiB, then the "daemon" goes away: no .data, the .part resumes.
     assert_eq!(
         read(&view(store.path(), &dir), 0, 12288),
@@ -78,9 +83,7 @@ fn a_partly_cached_array_mixes_cached_and_decoded_bytes() {
 
 #[test]
 fn the_bitmap_is_saved_while_an_array_is_being_written() {
-    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    write_store(store.path(), 2.0);
-    let dir = BackingDir::open(cache.path(), Some(1 << 30)).unwrap();
+    let (store, cache, dir) = store_and_cache(2.0, 1 << 30);
     let v = view(store.path(), &dir);
     assert_eq!(read(&v, 0, 8192), expected(2.0)[..8192]);
     let map = file_with_ext(cache.path(), "map");
@@ -107,9 +110,7 @@ fn the_bitmap_is_saved_while_an_array_is_being_written() {
 
 #[test]
 fn a_changed_chunk_or_metadata_makes_the_backing_file_stale() {
-    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    write_store(store.path(), 1.0);
-    let dir = BackingDir::open(cache.path(), Some(1 << 30)).unwrap();
+    let (store, cache, dir) = store_and_cache(1.0, 1 << 30);
     assert_eq!(
         read(&view(store.path(), &dir), 0, (N * 8) as u32),
         expected(1.0)
@@ -186,9 +187,7 @@ fn npy_passthrough(store: &Path, dir: &Arc<BackingDir>) -> Option<std::fs::File>
 
 #[test]
 fn a_complete_arrays_npy_file_is_written_once_from_its_backing_file() {
-    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    write_store(store.path(), 2.5);
-    let dir = BackingDir::open(cache.path(), Some(1 << 30)).unwrap();
+    let (store, cache, dir) = store_and_cache(2.5, 1 << 30);
     read(&view(store.path(), &dir), 0, (N * 8) as u32);
     assert_eq!(files(cache.path(), "npy"), 0);
     // The first open after completion writes it in the background; it is not ready yet.
@@ -210,9 +209,7 @@ fn a_complete_arrays_npy_file_is_written_once_from_its_backing_file() {
 
 #[test]
 fn the_budget_evicts_whole_arrays() {
-    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    write_store(store.path(), 1.0);
-    let dir = BackingDir::open(cache.path(), Some(80_000)).unwrap();
+    let (store, cache, dir) = store_and_cache(1.0, 80_000);
     read(&view(store.path(), &dir), 0, (N * 8) as u32);
     assert!(npy_passthrough(store.path(), &dir).is_none());
     assert_eq!(files(cache.path(), "npy"), 1);
@@ -237,9 +234,7 @@ fn the_budget_evicts_whole_arrays() {
 
 #[test]
 fn an_array_another_mount_is_writing_is_not_evicted() {
-    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    write_store(store.path(), 1.0);
-    let dir = BackingDir::open(cache.path(), Some(40_000)).unwrap();
+    let (store, cache, dir) = store_and_cache(1.0, 40_000);
     // A partial array: its writer holds the lock while the view lives.
     let writer = view(store.path(), &dir);
     read(&writer, 0, 8192);
@@ -260,9 +255,7 @@ fn an_array_another_mount_is_writing_is_not_evicted() {
 
 #[test]
 fn a_lock_file_is_left_only_while_its_array_is_written() {
-    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    write_store(store.path(), 1.0);
-    let dir = BackingDir::open(cache.path(), Some(1 << 30)).unwrap();
+    let (store, cache, dir) = store_and_cache(1.0, 1 << 30);
     // Opened, never read: its writer holds the lock while the view lives.
     let v = view(store.path(), &dir);
     let ino = v.resolve("a").unwrap();
@@ -280,9 +273,7 @@ fn a_lock_file_is_left_only_while_its_array_is_written() {
 
 #[test]
 fn a_file_stopped_between_the_renames_of_its_publish_is_published_not_decoded_again() {
-    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    write_store(store.path(), 1.5);
-    let dir = BackingDir::open(cache.path(), Some(1 << 30)).unwrap();
+    let (store, cache, dir) = store_and_cache(1.5, 1 << 30);
     assert_eq!(
         read(&view(store.path(), &dir), 0, (N * 8) as u32),
         expected(1.5)
@@ -389,9 +380,7 @@ fn a_string_array_is_cached_as_text_and_npy_and_a_changed_chunk_makes_them_stale
 
 #[test]
 fn a_byte_flipped_in_a_partial_backing_file_is_decoded_and_written_again() {
-    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    write_store(store.path(), 8.0);
-    let dir = BackingDir::open(cache.path(), Some(1 << 30)).unwrap();
+    let (store, cache, dir) = store_and_cache(8.0, 1 << 30);
     let v = view(store.path(), &dir);
     assert_eq!(read(&v, 0, 8192), expected(8.0)[..8192]);
     let part = file_with_ext(cache.path(), "part");
@@ -413,9 +402,7 @@ fn a_byte_flipped_in_a_partial_backing_file_is_decoded_and_written_again() {
 
 #[test]
 fn a_byte_flipped_in_a_file_this_mount_completed_is_never_handed_to_the_kernel() {
-    let (store, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    write_store(store.path(), 6.0);
-    let dir = BackingDir::open(cache.path(), Some(1 << 30)).unwrap();
+    let (store, cache, dir) = store_and_cache(6.0, 1 << 30);
     let v = view(store.path(), &dir);
     assert_eq!(read(&v, 0, (N * 8) as u32), expected(6.0));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
