@@ -405,12 +405,16 @@ fn unknown_array_fields_are_refused_unless_they_may_be_ignored() {
         ),
         ("may/c/0", vec![1, 2]),
     ]);
-    for array in ["must", "bare"] {
+    for (array, field) in [("must", "sparse_layout"), ("bare", "chunk_memory_layout")] {
         assert!(
             matches!(try_read(&view, array), Err(zarrfs::view::ViewError::Io(_))),
             "{array}"
         );
-        assert!(try_read(&view, &format!("{array}.json")).is_ok());
+        // Its metadata is still shown, the field it was refused for included.
+        let sidecar = try_read(&view, &format!("{array}.json")).unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&sidecar).unwrap();
+        assert_eq!(doc["node_type"], "array", "{array}");
+        assert!(doc.get(field).is_some(), "{array}: {doc}");
     }
     assert_eq!(read_all(&view, "may"), [1, 2]);
 }

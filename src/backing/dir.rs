@@ -1,7 +1,7 @@
 //! The cache directory: finding, creating and evicting backing files.
 
 use super::block_map::BlockMap;
-use super::fds::OpenFiles;
+use super::fds::{OpenFiles, Which};
 use super::file::{BackingFile, Writing};
 use super::owned::{
     claim_dir, create_fresh, open_or_create, open_owned, writable_dir, write_synced,
@@ -251,6 +251,11 @@ impl BackingDir {
             .push(Arc::downgrade(held));
     }
 
+    /// Makes this directory's renames and removals durable.
+    pub(super) fn sync_root(&self) -> io::Result<()> {
+        File::open(&self.root)?.sync_all()
+    }
+
     /// Takes every backing file this process holds out of where it is held, for a daemon that
     /// exits while its session still serves the view (a mount detached in use): a file is
     /// finished (its map saved, or published) only as it is dropped, which the caller does
@@ -442,7 +447,7 @@ impl BackingDir {
         }
         let data = self.path(id, "data");
         std::fs::rename(&part, &data)?;
-        File::open(&self.root)?.sync_all()?;
+        self.sync_root()?;
         let _ = std::fs::remove_file(self.path(id, "map"));
         let _ = file.set_modified(SystemTime::now());
         log::info!(
@@ -556,7 +561,7 @@ impl BackingDir {
             let sums = self.file_path(key, "npysum");
             write_synced(&sums, |to| records::write_of_file(&out, len, to))?;
             std::fs::rename(&part, &npy)?;
-            File::open(&self.root)?.sync_all()?;
+            self.sync_root()?;
             Ok(out)
         })();
         if written.is_err() {
@@ -725,9 +730,9 @@ impl Drop for HeldLock {
 /// Whether `file` is still the file linked at `path` (not removed nor replaced since it was
 /// opened).
 fn still_linked(file: &File, path: &Path) -> io::Result<bool> {
-    let held = file.metadata()?;
-    match std::fs::metadata(path) {
-        Ok(now) => Ok(now.dev() == held.dev() && now.ino() == held.ino()),
+    let held = Which::of(&file.metadata()?);
+    match std::fs::symlink_metadata(path) {
+        Ok(now) => Ok(Which::of(&now) == held),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(e),
     }

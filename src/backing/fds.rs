@@ -32,10 +32,11 @@ pub(super) struct Reopen {
 /// Which file: its device, inode and (where the file system tells it) creation time, which
 /// tells a file from a later one given the inode number of a removed one.
 #[derive(PartialEq, Eq)]
-struct Which(u64, u64, Option<SystemTime>);
+pub(super) struct Which(u64, u64, Option<SystemTime>);
 
 impl Which {
-    fn of(meta: &Metadata) -> Self {
+    /// The file `meta` describes.
+    pub(super) fn of(meta: &Metadata) -> Self {
         Which(meta.dev(), meta.ino(), meta.created().ok())
     }
 }

@@ -628,7 +628,7 @@ impl Shared {
         }
         // Complete now; the renames are made durable by syncing the directory (a crash before
         // that may leave `KEY.part` beside `KEY.sum`, which the next writer publishes).
-        if let Err(e) = File::open(self.dir.root()).and_then(|d| d.sync_all()) {
+        if let Err(e) = self.dir.sync_root() {
             self.dir.write_failed(&e, &self.label);
         }
         self.complete.store(true, Ordering::Release);

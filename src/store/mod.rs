@@ -149,10 +149,9 @@ pub trait Store: Send + Sync {
         key: &str,
         start: u64,
         len: u64,
-        tag: Option<&str>,
+        _tag: Option<&str>,
         buf: &mut Vec<u8>,
     ) -> Result<bool, StoreError> {
-        let _ = tag;
         let got = self.get_range(key, start, len)?;
         let present = got.is_some();
         *buf = got.unwrap_or_default();

@@ -244,11 +244,9 @@ impl Templates {
             for ((name, values), &i) in dims.iter().zip(&index) {
                 context.insert(name.clone(), values[i].clone());
             }
-            let render =
-                |t: &minijinja::Template| t.render(&context).map_err(TemplateError::Generate);
             let rendered = std::cell::Cell::new(0u64);
             let render = |t: &minijinja::Template| {
-                let text = render(t)?;
+                let text = t.render(&context).map_err(TemplateError::Generate)?;
                 rendered.set(rendered.get() + text.len() as u64);
                 Ok(text)
             };

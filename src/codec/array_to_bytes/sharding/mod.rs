@@ -99,7 +99,7 @@ impl ShardingCodec {
                 ),
             )
         };
-        let entries = grid.iter().try_fold(1u64, |n, &g| n.checked_mul(g));
+        let entries = crate::meta::element_count(&grid);
         if entries
             .and_then(|n| n.checked_mul(ENTRY_BYTES as u64))
             .is_none_or(|len| len > MAX_CHUNK_BYTES)
