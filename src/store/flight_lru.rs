@@ -79,6 +79,11 @@ impl<K: Hash + Eq + Clone, V: Clone, E: Clone> FlightLru<K, V, E> {
         }
     }
 
+    /// The cached value of `key`, if any, leaving its place in the LRU and the counters alone.
+    pub fn peek(&self, key: &K) -> Option<V> {
+        self.inner.lock().lru.peek(key).cloned()
+    }
+
     /// True when `key` is cached or being loaded.
     pub fn contains(&self, key: &K) -> bool {
         let inner = self.inner.lock();

@@ -15,16 +15,13 @@ use super::selection::AxisSel;
 use super::{Content, Inode, IoCause, View, ViewError, ROOT_INO};
 use crate::codec::NumType;
 use crate::meta::{ArrayMeta, DataType};
-use lru::LruCache;
-use parking_lot::Mutex;
-use std::num::NonZeroUsize;
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, OnceLock};
+use crate::store::FlightLru;
+use std::sync::Arc;
 
 /// Longest side of a preview, in pixels.
 pub const MAX_SIDE: u64 = 1024;
 /// Rendered previews kept (each at most about 1 MiB).
-const KEPT: NonZeroUsize = NonZeroUsize::new(16).unwrap();
+const KEPT: u64 = 16;
 /// The most decoded chunk bytes a preview may need: an array whose first slice lies in more
 /// chunks than that has no picture (rendering happens at `stat`, which must stay quick).
 pub const MAX_DECODE: u64 = 512 << 20;
@@ -41,28 +38,13 @@ pub(super) struct Preview {
     fill: Vec<u8>,
 }
 
-/// One preview's picture: set once rendered. One render runs at a time: opens that come while
-/// it runs wait for it and get its outcome, its error too; an open after a failed one renders
-/// again.
-#[derive(Default)]
-pub(super) struct Picture {
-    png: OnceLock<Arc<[u8]>>,
-    /// The render under way, if any.
-    render: Mutex<Option<Arc<Render>>>,
-}
-
-/// A picture, or why it could not be rendered.
-type Outcome = Result<Arc<[u8]>, ViewError>;
-
-/// The outcome of one render, set when it ends.
-type Render = OnceLock<Outcome>;
-
-/// Rendered previews (and those being rendered), by preview number.
-pub(super) type Rendered = Mutex<LruCache<u32, Arc<Picture>>>;
+/// Rendered previews, by preview number: each rendered once however many open it at the same
+/// time (they share its outcome, its error too); a failed render is not kept.
+pub(super) type Rendered = FlightLru<u32, Arc<[u8]>, ViewError>;
 
 /// An empty cache of rendered previews.
 pub(super) fn rendered_cache() -> Rendered {
-    Mutex::new(LruCache::new(KEPT))
+    FlightLru::new(KEPT, |_| 1)
 }
 
 impl Preview {
@@ -216,49 +198,23 @@ impl View {
 
     /// The size of preview `p` if it has been rendered and is still kept.
     pub(super) fn rendered_size(&self, p: u32) -> Option<u64> {
-        let rendered = self.rendered.lock();
-        let png = rendered.peek(&p).and_then(|picture| picture.png.get());
-        png.map(|png| png.len() as u64)
+        self.rendered.peek(&p).map(|png| png.len() as u64)
     }
 
     /// The PNG of preview `p`, rendered now unless kept (calls made while it is rendered wait
     /// for that render and share its outcome); `Err` (EIO with its cause, logged) when its data
     /// cannot be read, and the next call tries again.
-    pub(super) fn preview_png(&self, p: u32) -> Outcome {
-        let picture = self.rendered.lock().get_or_insert(p, Arc::default).clone();
-        if let Some(png) = picture.png.get() {
-            return Ok(png.clone());
-        }
-        let render = {
-            let mut slot = picture.render.lock();
-            if let Some(render) = &*slot {
-                let render = render.clone();
-                drop(slot);
-                return render.wait().clone();
-            }
-            // A render that succeeded sets the picture before it leaves the slot.
-            if let Some(png) = picture.png.get() {
-                return Ok(png.clone());
-            }
-            slot.insert(Arc::default()).clone()
-        };
+    pub(super) fn preview_png(&self, p: u32) -> Result<Arc<[u8]>, ViewError> {
         let preview = &self.previews[p as usize];
-        let outcome = catch_unwind(AssertUnwindSafe(|| self.render(preview)))
-            .unwrap_or(Err(ViewError::Io(IoCause::Panicked)));
-        match &outcome {
-            Ok(png) => {
-                let _ = picture.png.set(png.clone());
-            }
-            Err(e) => log::error!(
-                "{}.png: not rendered (the next open tries again): {e:?}",
-                preview.path
-            ),
-        }
-        // Ended for the opens waiting on it, and for those to come: one step.
-        let mut slot = picture.render.lock();
-        let _ = render.set(outcome.clone());
-        *slot = None;
-        outcome
+        let panicked = || ViewError::Io(IoCause::Panicked);
+        self.rendered.get_or_load(p, panicked, || {
+            self.render(preview).inspect_err(|e| {
+                log::error!(
+                    "{}.png: not rendered (the next open tries again): {e:?}",
+                    preview.path
+                );
+            })
+        })
     }
 
     /// The elements of `p`'s first slice, every `step`-th row and column, in C order: gathered
@@ -312,6 +268,7 @@ impl View {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use parking_lot::Mutex;
 
     #[test]
     fn values_and_grey_levels() {
@@ -440,10 +397,13 @@ mod tests {
         }
     }
 
+    /// What an open of a preview got.
+    type Rendering = Result<Arc<[u8]>, ViewError>;
+
     /// The opens of `b.png` by `n` threads at once, started while the gate is closed, and let
     /// through (failing or not) once the first is reading the chunk and the others wait for
     /// its render; the gate, the view and the preview's number stay for more opens.
-    fn first_opens(n: usize, fail: bool) -> (Arc<Gate>, View, u32, Vec<Outcome>) {
+    fn first_opens(n: usize, fail: bool) -> (Arc<Gate>, View, u32, Vec<Rendering>) {
         use crate::view::kinds::PreviewFile;
         let gate = Gate::new(fail);
         let store: Arc<dyn Store> = gate.clone();
@@ -452,15 +412,11 @@ mod tests {
         let Content::Preview(PreviewFile(p)) = view.known(ino).content else {
             panic!("b.png is a preview");
         };
-        // Holders of the render under way: the picture, its renderer and each waiter.
-        let holders = || {
-            let picture = view.rendered.lock().peek(&p).cloned();
-            let render = picture.and_then(|picture| picture.render.lock().clone());
-            render.map_or(0, |render| Arc::strong_count(&render) - 1)
-        };
+        // The opens that joined the render under way (each counted as it starts to wait).
+        let waiting = || view.rendered.stats().hits as usize;
         let all = std::thread::scope(|s| {
             let opens: Vec<_> = (0..n).map(|_| s.spawn(|| view.preview_png(p))).collect();
-            while gate.reads() == 0 || holders() < n + 1 {
+            while gate.reads() == 0 || waiting() < n - 1 {
                 std::thread::yield_now();
             }
             gate.open(fail);
